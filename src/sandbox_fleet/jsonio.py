@@ -1,0 +1,37 @@
+"""JSON output shared by every command: full precision, NaN as null, stable bytes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert NumPy scalars/arrays and non-finite floats into plain JSON values."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [to_jsonable(v) for v in value.tolist()]
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
+
+
+def dumps(obj: Any) -> str:
+    """Serialise ``obj`` deterministically (insertion order kept, NaN -> null)."""
+    return json.dumps(to_jsonable(obj), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def write(obj: Any, path: str | Path) -> None:
+    Path(path).write_text(dumps(obj), encoding="utf-8")

@@ -1,0 +1,118 @@
+"""The canonical rollout and task records every reader produces and every stage consumes.
+
+A missing value is null, never 0: a source that does not report cached tokens has
+null ``cached_tokens``. Times are UTC microseconds so sums are exact integers.
+Documented for users in ``docs/telemetry.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from sandbox_fleet.errors import InputError
+
+TS = pa.timestamp("us", tz="UTC")
+
+#: Harbor's four phases; each has ``<phase>_started_at`` and ``<phase>_finished_at``.
+PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+
+ROLLOUT_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("task_id", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("job", pa.string()),
+        pa.field("started_at", TS, nullable=False),
+        pa.field("finished_at", TS, nullable=False),
+        *[
+            pa.field(f"{phase}_{edge}", TS)
+            for phase in PHASES
+            for edge in ("started_at", "finished_at")
+        ],
+        pa.field("input_tokens", pa.int64()),
+        pa.field("output_tokens", pa.int64()),
+        pa.field("cached_tokens", pa.int64()),
+        pa.field("turns", pa.int64()),
+        pa.field("reward", pa.float64()),
+        pa.field("has_exception", pa.bool_()),
+        pa.field("exception_type", pa.string()),
+        pa.field("has_trajectory", pa.bool_()),
+    ]
+)
+
+TASK_SCHEMA = pa.schema(
+    [
+        pa.field("task_id", pa.string(), nullable=False),
+        # Some releases key rollouts by a task group; rollouts.task_id joins here when present.
+        pa.field("task_group_id", pa.string()),
+        pa.field("cpus", pa.float64()),
+        pa.field("memory_mb", pa.int64()),
+        pa.field("storage_mb", pa.int64()),
+        pa.field("gpus", pa.int64()),
+        pa.field("build_timeout_s", pa.float64()),
+        pa.field("agent_timeout_s", pa.float64()),
+        pa.field("verifier_timeout_s", pa.float64()),
+        pa.field("bundle_bytes", pa.int64()),
+    ]
+)
+
+ROLLOUT_COLUMNS = tuple(ROLLOUT_SCHEMA.names)
+TASK_COLUMNS = tuple(TASK_SCHEMA.names)
+REQUIRED_ROLLOUT_COLUMNS = ("id", "started_at", "finished_at")
+
+
+@dataclass
+class Telemetry:
+    """What a reader hands to ``measure``: canonical rows plus what it learned on the way.
+
+    ``rejected`` counts unusable rows by reason (nothing is dropped silently);
+    ``caps`` holds each job's configured concurrency cap where metadata gives one.
+    """
+
+    rollouts: pa.Table
+    tasks: pa.Table | None = None
+    caps: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def reject(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.rejected[reason] = self.rejected.get(reason, 0) + count
+
+
+def _conform(table: pa.Table, schema: pa.Schema, what: str, source: str) -> pa.Table:
+    columns = []
+    for fld in schema:
+        if fld.name in table.column_names:
+            col = table.column(fld.name)
+            if col.type != fld.type:
+                try:
+                    col = col.cast(fld.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise InputError(
+                        f"{source}: column '{fld.name}' has type {col.type}, expected {fld.type} ({what})"
+                    ) from exc
+            columns.append(col)
+        else:
+            columns.append(pa.nulls(table.num_rows, type=fld.type))
+    return pa.Table.from_arrays(columns, schema=schema.with_metadata(None).remove_metadata())
+
+
+def conform_rollouts(table: pa.Table, source: str = "<table>") -> pa.Table:
+    """Cast ``table`` to ROLLOUT_SCHEMA: known columns cast, absent optional ones null."""
+    missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c not in table.column_names]
+    if missing:
+        raise InputError(f"{source}: missing column(s) {', '.join(missing)} (a rollout needs id, started_at, finished_at)")
+    relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA])
+    return _conform(table, relaxed, "rollout record", source)
+
+
+def conform_tasks(table: pa.Table, source: str = "<table>") -> pa.Table:
+    """Cast ``table`` to TASK_SCHEMA: known columns cast, absent optional ones null."""
+    if "task_id" not in table.column_names:
+        raise InputError(f"{source}: missing column task_id (task record)")
+    relaxed = pa.schema([f.with_nullable(True) for f in TASK_SCHEMA])
+    return _conform(table, relaxed, "task record", source)
