@@ -78,6 +78,146 @@ def measure(
     _emit(summary, as_json, output, render_summary)
 
 
+# --- plan ------------------------------------------------------------------------------
+@app.command()
+def plan(
+    path: Path = typer.Argument(..., help="A measure --json summary, or telemetry to measure first."),
+    tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root, when PATH is telemetry."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Target: this many concurrent sandboxes."),
+    batch: Optional[int] = typer.Option(None, "--batch", help="Target: a synchronous RL schedule of B rollouts per step."),
+    train_s: Optional[float] = typer.Option(None, "--train-s", help="Trainer seconds per RL step (with --batch)."),
+    passing_per_hour: Optional[float] = typer.Option(None, "--passing-per-hour", help="Target: passing rollouts per hour (Little's law)."),
+    tolerance: float = typer.Option(0.01, "--tolerance", help="RL schedule: allowed slowdown of the mean step vs uncapped."),
+    seed: int = typer.Option(0, "--seed", help="Seed for the RL-schedule simulation."),
+    nodes: Optional[Path] = typer.Option(None, "--nodes", help="Node catalog TOML replacing the bundled one."),
+    node_type: Optional[str] = typer.Option(None, "--node-type", help="Size this node type (default: cheapest priced that fits)."),
+    reserve_cpu: float = typer.Option(0.0, "--reserve-cpu", help="Per-node system reserve, cores."),
+    reserve_memory_gb: float = typer.Option(0.0, "--reserve-memory-gb", help="Per-node system reserve, GiB memory."),
+    reserve_disk_gb: float = typer.Option(0.0, "--reserve-disk-gb", help="Per-node system reserve, GiB disk."),
+    request: Optional[str] = typer.Option(None, "--request", help="Override task requests: CPUS,MEMORY_MB,STORAGE_MB[,GPUS]."),
+    price_tier: str = typer.Option("on_demand", "--price-tier", help="Headline tier: reserved, on_demand, spot."),
+    prefix_break: float = typer.Option(0.0, "--prefix-break", help="Fraction of turns that break the cached prefix."),
+    turns: Optional[float] = typer.Option(None, "--turns", help="Turn count for the caching saving when the input has no turn histogram."),
+    gpu_prefill_tok_s: Optional[float] = typer.Option(None, "--gpu-prefill-tok-s", help="Per-GPU prefill tokens/s."),
+    gpu_decode_tok_s: Optional[float] = typer.Option(None, "--gpu-decode-tok-s", help="Per-GPU decode tokens/s."),
+    gpu_tflops: Optional[float] = typer.Option(None, "--gpu-tflops", help="Roofline: peak dense TFLOP/s per GPU."),
+    gpu_hbm_tbs: Optional[float] = typer.Option(None, "--gpu-hbm-tbs", help="Roofline: HBM bandwidth, TB/s."),
+    model_params_b: Optional[float] = typer.Option(None, "--model-params-b", help="Roofline: model parameters, billions."),
+    kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="Roofline: KV-cache bytes per token."),
+    utilisation: float = typer.Option(0.4, "--utilisation", help="Roofline: achieved fraction of peak FLOPs and bandwidth."),
+    bytes_per_param: float = typer.Option(2.0, "--bytes-per-param", help="Roofline: weight bytes per parameter."),
+    decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
+    context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
+    gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
+) -> None:
+    """Plan what to buy: nodes, storage, inference GPUs and cost."""
+    from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
+    from sandbox_fleet.plan.render import render_plan
+
+    opts = PlanOptions(
+        concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
+        rl_tolerance=tolerance, seed=seed, nodes_file=str(nodes) if nodes else None, node_type=node_type,
+        reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
+        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_"),
+        prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
+        gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=gpu_usd_h,
+        roofline=make_roofline(
+            gpu_tflops=gpu_tflops, gpu_hbm_tbs=gpu_hbm_tbs, model_params_b=model_params_b,
+            kv_bytes_per_token=kv_bytes_per_token, utilisation=utilisation, bytes_per_param=bytes_per_param,
+            decode_batch=decode_batch, context_tokens=context_tokens,
+        ),
+    )
+    _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
+
+
+# --- report ----------------------------------------------------------------------------
+@app.command()
+def report(
+    paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
+    plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
+    simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
+    thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
+    title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
+    output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
+) -> None:
+    """Write one self-contained HTML report (charts, tables, check results) that works offline."""
+    from sandbox_fleet.report.commands import report_files
+
+    path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title)
+    err_console.print(f"wrote {path}", highlight=False)
+
+
+# --- check -----------------------------------------------------------------------------
+@app.command()
+def check(
+    paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
+    plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary (enables plan_covers_peak)."),
+    thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON list on stdout."),
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+) -> None:
+    """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
+
+    Exit status: 0 = no check failed (warnings allowed).
+    1 = a check failed (with --strict, a warning also fails).
+    2 = bad input: unreadable summary or thresholds file, unknown threshold key.
+    """
+    from sandbox_fleet.report.checks import exit_code
+    from sandbox_fleet.report.commands import check_files, render_checks
+
+    results = check_files(paths, plan=plan, thresholds=thresholds)
+    if as_json:
+        sys.stdout.write(jsonio.dumps([r.to_dict() for r in results]))
+    else:
+        render_checks(results, out_console)
+    raise typer.Exit(code=exit_code(results, strict))
+
+
+# --- simulate --------------------------------------------------------------------------
+@app.command()
+def simulate(
+    scenario: Path = typer.Argument(..., help="Scenario TOML to run (with --from: the scenario file to write)."),
+    from_: Optional[list[Path]] = typer.Option(None, "--from", help="Measured telemetry: write SCENARIO calibrated from it (repeatable)."),
+    telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
+    timing: bool = typer.Option(False, "--timing", help="Add wall-clock figures (wall_s, events_per_s); output then varies run to run."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="With --from: the seed written into the scenario."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+) -> None:
+    """Simulate a sandbox fleet from a scenario file, or calibrate one with --from."""
+    from sandbox_fleet.simulate.render import render_summary
+
+    if from_:
+        from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
+
+        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed)
+    else:
+        from sandbox_fleet.simulate.scenario import run_scenario
+
+        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json)
+    _emit(summary, as_json, output, render_summary)
+
+
+# --- synth -----------------------------------------------------------------------------
+@app.command()
+def synth(
+    out: Path = typer.Argument(..., help="Folder to write the release into (new, empty, or an earlier synth release)."),
+    preset: str = typer.Option("rst", "--preset", help="Which published campaign to simulate: rst."),
+    scale: float = typer.Option(1.0, "--scale", help="Multiply rollouts, cap, batch sizes and tasks by S (span and rates stay)."),
+    seed: int = typer.Option(1, "--seed", help="Random seed: the same seed writes the same bytes."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+) -> None:
+    """Simulate a published campaign and write it as an RST-style release (trajectories + tasks)."""
+    from sandbox_fleet.simulate.synth import synth as build_release
+    from sandbox_fleet.simulate.synth.render import render_synth
+
+    summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=not as_json)
+    _emit(summary, as_json, output, render_synth)
+
+
 def main() -> None:
     """Console-script entry point: run the app, turning InputError into one line + exit 2."""
     try:

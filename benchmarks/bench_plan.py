@@ -1,0 +1,50 @@
+"""Time the planner: the published plan end to end, FFD on a large mix, and the RL-schedule search.
+
+Prints the median of several runs. Run: python benchmarks/bench_plan.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sandbox_fleet.plan import PlanOptions, make_plan, rl_schedule_target
+from sandbox_fleet.plan.packing import concurrent_mix, ffd
+from sandbox_fleet.plan.slots import Request
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "examples" / "rst-published.json"
+
+
+def median_s(fn, runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    summary = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    t = median_s(lambda: make_plan(summary, PlanOptions(node_type="seed-96c")))
+    print(f"plan, published summary, whole catalog: {t * 1e3:.1f} ms")
+
+    rng = np.random.default_rng(3)
+    reqs = [Request(float(c), float(m), float(d)) for c, m, d in zip(rng.integers(1, 9, 50), rng.integers(1, 33, 50) * 1024, rng.integers(1, 41, 50) * 2048)]
+    counts = concurrent_mix(rng.integers(1, 1000, 50).tolist(), 100_000)
+    node = {"cpu": 96.0, "memory": 393_216.0, "disk": 4_194_304.0, "gpu": 0.0}
+    box = {}
+    t = median_s(lambda: box.setdefault("p", ffd(reqs, counts, node)))
+    p = box["p"]
+    print(f"ffd, 100,000 sandboxes of 50 request kinds: {t * 1e3:.1f} ms ({p.nodes} nodes, lower bound {p.lower_bound})")
+
+    t = median_s(lambda: rl_schedule_target(summary, 512, 300.0), runs=3)
+    print(f"rl schedule search, batch 512 x 20 steps: {t:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The terminal summary of a plan, laid out like a purchase order. Rounding happens only here."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.console import Console
+
+_TIER_LABEL = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
+
+
+def _n(v: Optional[float], fmt: str = ",.0f", none: str = "n/a") -> str:
+    return none if v is None else format(v, fmt)
+
+
+def _money(v: Optional[float]) -> str:
+    if v is None:
+        return "not costed"
+    return f"${v:,.2f}" if v == 0 or abs(v) >= 0.01 else f"${v:.2g}"
+
+
+def _fixed(v: Optional[float], places: int) -> str:
+    """``places`` decimals, but significant digits for small values so they do not print as 0."""
+    if v is None:
+        return "n/a"
+    if v == 0 or abs(v) >= 10 ** (1 - places):
+        return f"{v:,.{places}f}"
+    return f"{v:.2g}"
+
+
+def _pick(keys: list[str], preferred: tuple[int, ...], most: int = 8) -> list[str]:
+    """Turn-keyed figures to print: the document's turn counts when present, else an even spread."""
+    chosen = [k for k in keys if int(k) in preferred]
+    if len(chosen) >= min(3, len(keys)):
+        return chosen
+    if len(keys) <= most:
+        return keys
+    step = (len(keys) - 1) / (most - 1)
+    return [keys[round(i * step)] for i in range(most)]
+
+
+def plan_lines(plan: dict) -> list[str]:
+    """The summary as plain lines (so tests and the README can read exactly what users see)."""
+    t, m, nd, st = plan["target"], plan["measured"], plan["nodes"], plan["storage"]
+    ctx, ca, inf, co = plan["context"], plan["caching"], plan["inference"], plan["cost"]
+    L: list[str] = []
+    L.append(f"PURCHASE ORDER: sandbox fleet for {t['concurrency']:,} concurrent sandboxes ({t['source']})")
+    L.append(f"  target: {t['detail']}")
+    L.append("")
+    L.append("Measured (carried over from the input)")
+    peak = f", peak {m['peak']:,.0f}" if m["peak"] is not None else ""
+    duty = f", duty {m['duty']:.1%}" if m["duty"] is not None else ""
+    L.append(f"  mean concurrency {_n(m['concurrency_mean'], ',.1f')}{peak}{duty}")
+    if m["pass_rate"] is not None:
+        L.append(f"  pass rate {m['pass_rate']:.1%}, {_fixed(m['sandbox_hours_per_pass'], 2)} sandbox-hours per passing trajectory")
+    span = f" over {_fixed(m['span_days'], 1)} days" if m["span_days"] is not None else ""
+    L.append(f"  {_fixed(m['sandbox_hours'], 0)} sandbox-hours{span}")
+    L.append("")
+    L.append("Line 1: sandbox nodes")
+    s = nd["slots_per_node"]
+    slot_txt = " / ".join(f"{r} {s[r]}" for r in ("cpu", "memory", "disk", "gpu") if s.get(r) is not None)
+    q = nd["request"]
+    L.append(f"  {'most common request' if nd['mix'] else 'request per sandbox'}: {q['cpu']:g} cpu / {q['memory']:,.0f} MB / {q['disk']:,.0f} MB disk" + (f" / {q['gpu']:g} gpu" if q["gpu"] else ""))
+    rv = nd["reserve"]
+    if any(rv.values()):
+        L.append(f"  system reserve per node: {rv['cpu']:g} cpu / {rv['memory_mb']:,.0f} MB / {rv['disk_mb']:,.0f} MB disk")
+    L.append(f"  slots per node{' (that request alone)' if nd['mix'] else ''}: {slot_txt}; binding: {nd['binding']} ({nd['per_node']} per node)")
+    if nd["mix"]:
+        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd['mix'])} kinds")
+        for x in nd["mix"]:
+            L.append(f"    {x['concurrent']:>7,} x {x['cpu']:g} cpu / {x['memory']:,.0f} MB / {x['disk']:,.0f} MB" + (f" / {x['gpu']:g} gpu" if x["gpu"] else ""))
+    L.append(f"  BUY {nd['count']} x {nd['type']} at peak (lower bound {nd['lower_bound']})")
+    sd = nd["stranded"]
+    L.append(f"  stranded across the fleet: {sd['cpu']:,.1f} cpu, {sd['memory_mb'] / 1024:,.0f} GiB memory, {sd['disk_mb'] / 1024:,.0f} GiB disk")
+    if nd["alternatives"]:
+        L.append("  runners-up:")
+        tier = co["tier"]
+        for a in nd["alternatives"][:5]:
+            price = a.get(f"{tier}_per_h")
+            L.append(f"    {a['count']:>5} x {a['type']:<28} {'not priced' if price is None else f'${price:,.2f}/h {_TIER_LABEL[tier]}'}")
+    for x in nd["too_small"]:
+        L.append(f"  skipped {x['type']}: too small")
+    L.append("")
+    L.append("Line 2: storage")
+    L.append(f"  scratch {st['scratch_gb']:,.0f} GiB bought ({st['per_node_gb']:,.0f} GiB per node; {st['scratch_at_target_gb']:,.0f} GiB in use at target)")
+    L.append(f"  left per node for the image/layer cache: {st['cache_gb_per_node']:,.0f} GiB")
+    if st["trajectory_gb_per_day"] is not None:
+        L.append(f"  trajectory records: {st['trajectory_gb_per_day']:,.0f} GB/day")
+    elif st["trajectory_gb_per_day_upper"] is not None:
+        L.append(f"  trajectory records: at most {st['trajectory_gb_per_day_upper']:,.0f} GB/day (largest record x {st['rollouts_per_day']:,.0f} rollouts/day)")
+    if st["bundle_store_gb"] is not None:
+        L.append(f"  task bundles: {st['bundle_store_gb']:,.1f} GB ({st['bundle_store_basis']})")
+    L.append("")
+    L.append("Line 3: inference")
+    if inf["prefill_tok_s"] is not None:
+        L.append(f"  per sandbox-second: prefill {_fixed(m['prefill_per_sandbox_s'], 1)} tok, decode {_fixed(m['decode_per_sandbox_s'], 2)} tok")
+        L.append(f"  at {t['concurrency']:,}: prefill {inf['prefill_tok_s']:,.0f} tok/s, decode {inf['decode_tok_s']:,.0f} tok/s")
+    if inf["prefill_tok_s_cached"] is not None:
+        L.append(f"  with prefix caching (x{ca['saving_applied']:.1f}, {ca['saving_basis']}): prefill {inf['prefill_tok_s_cached']:,.0f} tok/s")
+    if inf["gpus"] is not None:
+        pg = inf["per_gpu"]
+        L.append(f"  per GPU: prefill {pg['prefill_tok_s']:,.0f} tok/s, decode {pg['decode_tok_s']:,.0f} tok/s ({pg['source']})")
+        cached = f"; {inf['gpus_cached']} with caching ({inf['binding_cached']} binds)" if inf["gpus_cached"] is not None else ""
+        L.append(f"  BUY {inf['gpus']} inference GPUs ({inf['binding']} binds){cached}")
+    if ctx["model_error_by_turns"]:
+        me = ctx["model_error_by_turns"]
+        errs = ", ".join(f"{float(me[k]):+.1%} at {k}" for k in _pick(list(me), (2, 5, 11, 20, 50)))
+        L.append(f"  quadratic-model error (c = {ctx['turn_tokens']:g} tok/turn): {errs}")
+    sav = ca["saving_by_turns"]
+    keys = _pick(list(sav), (1, 5, 11, 21, 50))
+    L.append(f"  caching saving: {', '.join(f'{sav[k]:.1f}' for k in keys)} at {'/'.join(keys)} turns")
+    if ca["saving_measured_mix"] is not None:
+        L.append(f"  caching saving over the measured turn mix: x{ca['saving_measured_mix']:.2f}")
+    if ca["prefix_break"]:
+        L.append(f"  with {ca['prefix_break']:.0%} of turns breaking the prefix: " + ", ".join(f"{v:.1f}" for v in ca["saving_by_turns_with_breaks"].values()))
+    L.append("")
+    L.append(f"Line 4: cost (USD; headline tier {_TIER_LABEL[co['tier']]})")
+    if not co["priced"]:
+        L.append(f"  {nd['type']} has no prices: sized but not costed")
+    else:
+        for tier in ("reserved", "on_demand", "spot"):
+            v = co[f"{tier}_per_h"]
+            if v is not None:
+                L.append(f"  {_TIER_LABEL[tier]:<10} {_money(v)}/h for the fleet at peak, {_money(v * 24 * 30)} per 30 days")
+        if co["duty"] is not None:
+            which = "simulated" if plan["target"].get("duty") is not None else "measured"
+            L.append(f"  at the {which} duty ({co['duty']:.1%}) each busy sandbox-hour costs {_money(co['per_busy_sandbox_hour'])}")
+        L.append(f"  per passing trajectory: {_money(co['per_passing_trajectory'])}")
+        if co["exception_waste_per_h"] is not None:
+            L.append(f"  spent on exception rollouts: {_money(co['exception_waste_per_h'])}/h ({co['exception_share']:.1%})")
+    if co.get("inference_per_h") is not None:
+        L.append(f"  inference: {_money(co['inference_per_h'])}/h, {_money(co['inference_per_h_cached'])}/h with caching")
+    if plan["notes"]:
+        L.append("")
+        L.append("Notes")
+        L.extend(f"  - {x}" for x in plan["notes"])
+    return L
+
+
+def render_plan(plan: dict, console: Console) -> None:
+    """Print the purchase order (no markup interpretation: names may hold brackets)."""
+    for line in plan_lines(plan):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

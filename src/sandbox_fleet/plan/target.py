@@ -1,0 +1,278 @@
+"""The target concurrency to size for: measured peak, a number, an RL schedule, or a throughput.
+
+``rl_schedule_target`` is kept apart on purpose: it is the one place the planner calls the
+simulator, and the one place to rewire if the simulator's interface changes.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Callable, Optional
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.summary import Figures
+
+_Z = NormalDist()
+SOURCES = ("measured-peak", "concurrency", "rl-schedule", "passing-per-hour")
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{name} must be a positive number, got {value!r}")
+
+
+def resolve_target(
+    fig: Figures,
+    summary: dict,
+    *,
+    concurrency: Optional[int] = None,
+    batch: Optional[int] = None,
+    train_s: Optional[float] = None,
+    passing_per_hour: Optional[float] = None,
+    tolerance: float = 0.01,
+    seed: int = 0,
+) -> dict:
+    """The ``target`` object: concurrency (an int), which source set it, and how."""
+    _positive("--concurrency", concurrency)
+    _positive("--batch", batch)
+    _positive("--passing-per-hour", passing_per_hour)
+    if train_s is not None and not (train_s >= 0 and math.isfinite(train_s)):
+        raise InputError(f"--train-s must be zero or positive, got {train_s!r}")
+    chosen = [n for n, v in (("--concurrency", concurrency), ("--batch", batch), ("--passing-per-hour", passing_per_hour)) if v is not None]
+    if len(chosen) > 1:
+        raise InputError(f"choose one target, got {' and '.join(chosen)}")
+    if train_s is not None and batch is None:
+        raise InputError("--train-s needs --batch (an RL schedule is a batch size and a trainer time)")
+
+    if concurrency is not None:
+        return {"concurrency": int(concurrency), "source": "concurrency", "detail": f"--concurrency {int(concurrency)}"}
+    if batch is not None:
+        return rl_schedule_target(summary, int(batch), float(train_s or 0.0), tolerance=tolerance, seed=seed)
+    if passing_per_hour is not None:
+        if not fig.sandbox_hours_per_pass:
+            raise InputError("--passing-per-hour needs sandbox-hours per passing rollout; the input has no passed rollouts")
+        exact = passing_per_hour * fig.sandbox_hours_per_pass
+        return {
+            "concurrency": math.ceil(exact - 1e-9),
+            "source": "passing-per-hour",
+            "detail": f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass = {exact:.1f}",
+            "exact": exact,
+        }
+    if not fig.peak:
+        raise InputError("input has no measured peak concurrency (concurrency.peak); pass --concurrency N")
+    return {"concurrency": int(round(fig.peak)), "source": "measured-peak", "detail": "the measured peak concurrency"}
+
+
+# --- RL schedule ------------------------------------------------------------------------
+
+
+class HoldSampler:
+    """Hold times fitted from a summary's percentiles.
+
+    Empirical: piecewise lognormal through the known quantiles, i.e. log(hold) interpolated
+    linearly in the normal score of the quantile. The min and max of ``rows`` holds sit at the
+    quantiles 1/(2 rows) and 1 - 1/(2 rows), so a long maximum over many rows stays a rare tail
+    instead of being spread evenly above p99. Needs min, median and max. Otherwise lognormal through
+    the median and p99 (or p90); otherwise exponential with the mean.
+    """
+
+    def __init__(self, quantiles: dict[float, Optional[float]], mean: Optional[float], rows: Optional[float] = None):
+        known = {q: v for q, v in quantiles.items() if v is not None and v > 0}
+        self.kind: str
+        if {0.0, 0.5, 1.0} <= set(known):
+            n = max(float(rows or 1000), 2.0)
+            if 0.9 not in known and mean and 0.99 in known:
+                known[0.9] = _p90_matching_mean(known, mean, n)
+            z_lo, z_hi = _Z.inv_cdf(1 / (2 * n)), _Z.inv_cdf(1 - 1 / (2 * n))
+            inner = {_Z.inv_cdf(q): v for q, v in known.items() if 0 < q < 1 and z_lo < _Z.inv_cdf(q) < z_hi}
+            knots = sorted({z_lo: known[0.0], **inner, z_hi: known[1.0]}.items())
+            self.kind = "empirical"
+            self._z = np.array([z for z, _ in knots])
+            self._logv = np.log(np.maximum.accumulate(np.array([v for _, v in knots])))
+            self.spec = {
+                "dist": "piecewise-lognormal",
+                "quantiles": {str(q): float(v) for q, v in sorted(known.items())},
+                "rows": n,
+            }
+        elif 0.5 in known and (0.99 in known or 0.9 in known):
+            q = 0.99 if 0.99 in known else 0.9
+            self.kind = "lognormal"
+            self.median = known[0.5]
+            self.sigma = max(math.log(known[q] / known[0.5]) / _Z.inv_cdf(q), 1e-9)
+            self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma}
+        elif mean:
+            self.kind = "exponential"
+            self.mean = mean
+            self.spec = {"dist": "exponential", "mean_s": mean}
+        else:
+            raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
+
+    @classmethod
+    def _piecewise(cls, known: dict[float, float], rows: float) -> "HoldSampler":
+        return cls(known, None, rows)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "empirical":
+            z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
+            return np.exp(np.interp(z, self._z, self._logv))
+        if self.kind == "lognormal":
+            return self.median * np.exp(self.sigma * rng.standard_normal(n))
+        return rng.exponential(self.mean, n)
+
+
+def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> float:
+    """A p90 knot, between median and p99, that gives the piecewise fit the measured mean.
+
+    Summaries without p90 (the published one) otherwise leave the fit's body too light: its mean
+    falls short of the measured one. Bisection on log p90 with one fixed sample (monotone in p90);
+    an unreachable mean is clipped to the nearer end.
+    """
+    z = np.random.default_rng(12345).standard_normal(50_000)
+    lo, hi = math.log(known[0.5]), math.log(known[0.99])
+
+    def fit_mean(log_p90: float) -> float:
+        s = HoldSampler._piecewise({**known, 0.9: math.exp(log_p90)}, rows)
+        zz = np.clip(z, s._z[0], s._z[-1])
+        return float(np.exp(np.interp(zz, s._z, s._logv)).mean())
+
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if fit_mean(mid) < mean:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp((lo + hi) / 2)
+
+
+def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
+    """Mean of the fitted hold distribution (sampled: the piecewise fit has no closed form)."""
+    return float(holds.sample(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 2))), n).mean())
+
+
+def _progress() -> Progress:
+    """A transient bar on stderr: the cap search runs one simulation per probe."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+
+
+StepTime = Callable[[int, int, float, HoldSampler, int], float]
+"""``step_time(cap, batch, train_s, holds, seed)`` -> mean synchronous-RL step time in seconds."""
+
+
+RL_STEPS = 20  # simulated steps per cap; enough for a stable mean step at common random numbers
+
+
+def _simulator_api():
+    """``(run_workloads, SyncRL, Fleet)`` from ``sandbox_fleet.simulate``, else None.
+
+    The package's own exports are preferred; its submodules are the fallback while they are not
+    re-exported yet.
+    """
+    try:
+        from sandbox_fleet import simulate as sim
+    except ImportError:
+        return None
+    if all(hasattr(sim, n) for n in ("run_workloads", "SyncRL", "Fleet")):
+        return sim.run_workloads, sim.SyncRL, sim.Fleet
+    try:
+        from sandbox_fleet.simulate.engine import run_workloads
+        from sandbox_fleet.simulate.entities import Fleet
+        from sandbox_fleet.simulate.workloads import SyncRL
+    except ImportError:
+        return None
+    return run_workloads, SyncRL, Fleet
+
+
+def _simulator_step_time() -> Optional[StepTime]:
+    """An adapter onto the simulator's synchronous-RL workload, or None when it is not there.
+
+    This is the wiring point: ``run_workloads(Fleet(cap=), [SyncRL(batch=, steps=, train_s=,
+    holds=array)], seed)`` returning per-step ``release_s``/``batch_end_s`` in ``.steps[0]``.
+    Holds are drawn once per seed and reused at every cap (common random numbers), so the
+    search compares caps, not draws.
+    """
+    api = _simulator_api()
+    if api is None:
+        return None
+    run_workloads, SyncRL, Fleet = api
+
+    def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 1)))
+        draws = holds.sample(rng, batch * RL_STEPS)
+        res = run_workloads(Fleet(cap=cap), [SyncRL(batch=batch, steps=RL_STEPS, train_s=train_s, holds=draws)], seed)
+        st = res.steps[0]
+        return float(np.mean(np.asarray(st["batch_end_s"]) - np.asarray(st["release_s"])) + train_s)
+
+    return step_time
+
+
+def rl_schedule_target(
+    summary: dict,
+    batch: int,
+    train_s: float,
+    *,
+    tolerance: float = 0.01,
+    seed: int = 0,
+    step_time: Optional[StepTime] = None,
+) -> dict:
+    """Smallest sandbox cap whose mean synchronous step is within ``tolerance`` of the uncapped one.
+
+    A synchronous step releases ``batch`` rollouts at once, so a cap of ``batch`` never holds a step
+    back; a smaller cap queues the batch's tail. With the simulator (or an injected ``step_time``)
+    this binary-searches caps in [1, batch] with common random numbers (the same seed at every cap;
+    step time is treated as non-increasing in the cap). Without it, the closed-form bound is the
+    batch itself, and the result says so.
+    """
+    if batch < 1:
+        raise InputError(f"--batch must be a positive integer, got {batch!r}")
+    fig = Figures(summary)
+    holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
+    base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
+    fn = step_time or _simulator_step_time()
+    if fn is None:
+        return base | {
+            "concurrency": batch,
+            "method": "closed-form",
+            "detail": f"closed-form bound: a synchronous step starts all {batch} rollouts together, so concurrency = batch",
+            "note": "sandbox_fleet.simulate does not expose run_workloads/SyncRL/Fleet; sized by the closed-form bound",
+        }
+    try:
+        uncapped = fn(batch, batch, train_s, holds, seed)
+    except (TypeError, AttributeError, KeyError) as exc:  # an interface mismatch, not a user error
+        return base | {
+            "concurrency": batch,
+            "method": "closed-form",
+            "detail": f"closed-form bound: concurrency = batch = {batch}",
+            "note": f"simulator call failed ({exc.__class__.__name__}: {exc}); sized by the closed-form bound",
+        }
+    limit = uncapped * (1.0 + tolerance)
+    lo, hi = 1, batch  # invariant: step_time(hi) <= limit
+    evaluated = {batch: uncapped}
+    with _progress() as bar:
+        task = bar.add_task("searching caps", total=max(math.ceil(math.log2(batch)), 1))
+        while lo < hi:
+            mid = (lo + hi) // 2
+            evaluated[mid] = fn(mid, batch, train_s, holds, seed)
+            if evaluated[mid] <= limit:
+                hi = mid
+            else:
+                lo = mid + 1
+            bar.advance(task)
+    return base | {
+        "concurrency": hi,
+        "method": "simulated",
+        "detail": (
+            f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped "
+            f"({evaluated[hi]:,.0f} s vs {uncapped:,.0f} s)"
+        ),
+        "step_s_uncapped": uncapped,
+        "step_s_at_cap": evaluated[hi],
+        # busy sandboxes per step-second over the cap: the schedule's own duty cycle
+        "duty": batch * _fitted_mean(holds, seed) / evaluated[hi] / hi,
+        "tolerance": tolerance,
+        "evaluations": len(evaluated),
+    }

@@ -1,0 +1,131 @@
+"""`sandbox-fleet plan` end to end: mixed requests, --json hygiene, RL schedule, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import DATA, PUBLISHED
+
+MIXED = DATA / "mixed.json"
+
+
+def test_mixed_corpus_packs_to_hand_computed_nodes(run_cli):
+    # Hand-packed FFD of 240 x (1, 2 GiB, 6 GiB), 120 x (2, 8 GiB, 20 GiB), 32 x (4, 16 GiB, 50 GiB),
+    # 8 x (8, 64 GiB, 100 GiB) on 96-core/384 GiB/4 TiB nodes: 8 nodes; the cpu bound is 672/96 = 7.
+    r = run_cli("plan", MIXED, "--node-type", "seed-96c", "--json")
+    assert r.code == 0, r.err
+    p = json.loads(r.out)
+    n = p["nodes"]
+    assert [m["concurrent"] for m in n["mix"]] == [240, 120, 32, 8]
+    assert (n["count"], n["lower_bound"]) == (8, 7)
+    assert n["stranded"] == {"cpu": 96.0, "memory_mb": 622_592.0, "disk_mb": 27_164_672.0}
+    assert p["storage"]["scratch_at_target_gb"] == pytest.approx(6_389_760 / 1024)
+    # turn mix {1:100, 5:300, 11:400, 21:150, 50:50}: sum h n(n+1)/2 / sum h n = 129,400 / 11,650
+    assert p["caching"]["saving_measured_mix"] == pytest.approx(129_400 / 11_650)
+    assert p["cost"]["per_passing_trajectory"] is None  # seed-96c has no prices
+
+
+def test_default_picks_cheapest_priced_type_and_lists_runners_up(run_cli, tmp_path):
+    cat = tmp_path / "nodes.toml"
+    cat.write_text(
+        '[[node]]\nname="big"\nvcpus=96\nmemory_gb=384\ndisk_gb=4096\non_demand_usd_h=4.0\nspot_usd_h=1.0\n'
+        '[[node]]\nname="small"\nvcpus=32\nmemory_gb=128\ndisk_gb=1500\non_demand_usd_h=1.5\n'
+        '[[node]]\nname="free"\nvcpus=96\nmemory_gb=384\ndisk_gb=4096\n'
+        '[[node]]\nname="tiny"\nvcpus=1\nmemory_gb=1\ndisk_gb=10\non_demand_usd_h=0.01\n'
+    )
+    p = json.loads(run_cli("plan", PUBLISHED, "--nodes", cat, "--json").out)
+    # big: 32 x 4.0 = 128 $/h; small: ceil(3000/32) = 94 x 1.5 = 141 $/h; free: unpriced; tiny: too small
+    assert (p["nodes"]["type"], p["nodes"]["count"], p["cost"]["on_demand_per_h"]) == ("big", 32, 128.0)
+    assert [a["type"] for a in p["nodes"]["alternatives"]] == ["small", "free"]
+    assert [x["type"] for x in p["nodes"]["too_small"]] == ["tiny"]
+    # spot headline: 32 x 1.0 over 3000 x duty busy sandboxes, x sandbox-hours per pass
+    s = json.loads(run_cli("plan", PUBLISHED, "--nodes", cat, "--price-tier", "spot", "--json").out)
+    duty = 687_957_914 / 1_471_279.1 / 3000
+    assert s["cost"]["per_passing_trajectory"] == pytest.approx(32.0 / (3000 * duty) * 687_957_914 / 3600 / 62_511)
+
+
+def test_json_prints_one_object_and_nothing_else(run_cli):
+    r = run_cli("plan", PUBLISHED, "--concurrency", "960", "--json")
+    assert r.code == 0
+    p = json.loads(r.out)  # the whole of stdout parses
+    assert p["target"] == {"concurrency": 960, "source": "concurrency", "detail": "--concurrency 960"}
+    assert p["nodes"]["count"] == 10
+
+
+def test_rl_schedule_through_the_cli(run_cli):
+    r = run_cli("plan", PUBLISHED, "--batch", "64", "--train-s", "120", "--json")
+    assert r.code == 0, r.err
+    t = json.loads(r.out)["target"]
+    assert t["source"] == "rl-schedule" and t["batch"] == 64 and t["method"] in ("simulated", "closed-form")
+    assert 1 <= t["concurrency"] <= 64
+
+
+def test_gpus_from_a_roofline(run_cli):
+    # prefill per GPU: 0.4 x 989e12 / (2 x 27e9); decode with the 11-turn median context, 824 x 6 tokens
+    r = run_cli("plan", PUBLISHED, "--json", "--gpu-tflops", "989", "--gpu-hbm-tbs", "3.35",
+                "--model-params-b", "27", "--kv-bytes-per-token", "65536", "--gpu-usd-h", "2")
+    p = json.loads(r.out)["inference"]
+    assert p["per_gpu"]["prefill_tok_s"] == pytest.approx(0.4 * 989e12 / 54e9)
+    assert p["per_gpu"]["decode_tok_s"] == pytest.approx(0.4 * 3.35e12 / (27e9 * 2 / 64 + 65536 * 824 * 6))
+    assert p["gpus"] >= p["gpus_cached"] >= 1
+    assert p["binding"] in ("prefill", "decode")
+
+
+def _one_line_exit_2(r) -> str:
+    assert r.code == 2, (r.code, r.out, r.err)
+    msg = r.err.strip()
+    assert msg.startswith("error:") and "\n" not in msg and "Traceback" not in r.err
+    return msg
+
+
+def test_node_type_smaller_than_one_request(run_cli, tmp_path):
+    cat = tmp_path / "n.toml"
+    cat.write_text('[[node]]\nname="pico"\nvcpus=4\nmemory_gb=1\ndisk_gb=100\n')
+    msg = _one_line_exit_2(run_cli("plan", PUBLISHED, "--nodes", cat, "--node-type", "pico"))
+    assert "pico" in msg and "smaller than one sandbox request" in msg
+
+
+def test_malformed_catalog_entry(run_cli, tmp_path):
+    cat = tmp_path / "n.toml"
+    cat.write_text('[[node]]\nname="neg"\nvcpus=8\nmemory_gb=-32\ndisk_gb=100\n')
+    msg = _one_line_exit_2(run_cli("plan", PUBLISHED, "--nodes", cat))
+    assert "'neg'" in msg and "'memory_gb'" in msg and str(cat) in msg
+
+
+@pytest.mark.parametrize("args", [("--concurrency", "0"), ("--concurrency", "-10"), ("--passing-per-hour", "0"), ("--batch", "0")])
+def test_zero_or_negative_target(run_cli, args):
+    msg = _one_line_exit_2(run_cli("plan", PUBLISHED, *args))
+    assert "must be a positive" in msg
+
+
+def test_input_without_hold_times(run_cli, tmp_path):
+    f = tmp_path / "empty.json"
+    f.write_text(json.dumps({"schema_version": 1, "rows": 0, "span_s": None, "sandbox_s": None, "hold_s": {"mean": None}}))
+    assert "no hold times" in _one_line_exit_2(run_cli("plan", f))
+
+
+def test_other_bad_inputs(run_cli, tmp_path):
+    assert "not found" in _one_line_exit_2(run_cli("plan", tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert "bad.json" in _one_line_exit_2(run_cli("plan", bad))
+    assert "not in the" in _one_line_exit_2(run_cli("plan", PUBLISHED, "--node-type", "nope"))
+    assert "--request" in _one_line_exit_2(run_cli("plan", PUBLISHED, "--request", "1,2"))
+    assert "--gpu-hbm-tbs" in _one_line_exit_2(run_cli("plan", PUBLISHED, "--gpu-tflops", "900"))
+    assert "--prefix-break" in _one_line_exit_2(run_cli("plan", PUBLISHED, "--prefix-break", "1.5"))
+
+
+def test_telemetry_is_measured_on_the_fly(run_cli):
+    from pathlib import Path
+
+    fixture = Path("/work/shared/fixtures/harbor/terminus2-n3")
+    if not fixture.is_dir():
+        pytest.skip("Harbor fixture not available")
+    r = run_cli("plan", fixture, "--concurrency", "4", "--json")
+    assert r.code == 0, r.err
+    p = json.loads(r.out)
+    assert p["target"]["concurrency"] == 4
+    assert p["measured"]["peak"] == 3  # the fixture job ran 3 trials at once (n_concurrent_trials = 3)
+    assert any("assumed 1 cpu" in n for n in p["notes"])  # no tasks given: the assumption is stated

@@ -1,0 +1,103 @@
+"""Target concurrency: peak, number, Little's law, and the RL-schedule search."""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan import target as tgt
+from sandbox_fleet.plan.summary import Figures
+from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target
+
+from .conftest import PUBLISHED
+
+SUMMARY = json.loads(PUBLISHED.read_text())
+
+
+def test_default_is_measured_peak_and_explicit_number():
+    fig = Figures(SUMMARY)
+    assert resolve_target(fig, SUMMARY) == {"concurrency": 3000, "source": "measured-peak", "detail": "the measured peak concurrency"}
+    assert resolve_target(fig, SUMMARY, concurrency=700)["concurrency"] == 700
+
+
+def test_passing_per_hour_by_littles_law():
+    # 100 passing/h x (687,957,914 / 3600 / 62,511 = 3.0571 sandbox-h per pass) = 305.7 -> 306
+    t = resolve_target(Figures(SUMMARY), SUMMARY, passing_per_hour=100)
+    assert t["source"] == "passing-per-hour" and t["concurrency"] == 306
+    assert t["exact"] == pytest.approx(687_957_914 / 3600 / 62_511 * 100)
+
+
+@pytest.mark.parametrize("kw", [{"concurrency": 0}, {"concurrency": -3}, {"batch": 0}, {"passing_per_hour": -1.0}])
+def test_non_positive_targets_are_input_errors(kw):
+    with pytest.raises(InputError, match="must be a positive"):
+        resolve_target(Figures(SUMMARY), SUMMARY, **kw)
+
+
+def test_two_targets_at_once_is_an_input_error():
+    with pytest.raises(InputError, match="choose one target"):
+        resolve_target(Figures(SUMMARY), SUMMARY, concurrency=5, batch=10)
+
+
+def fifo_step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
+    """Brute-force synchronous step: B holds on ``cap`` FIFO servers, mean makespan over 30 steps."""
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(30):
+        free = [0.0] * cap
+        end = 0.0
+        for h in holds.sample(rng, batch):
+            t = heapq.heappop(free)
+            heapq.heappush(free, t + h)
+            end = max(end, t + h)
+        total += end + train_s
+    return total / 30
+
+
+def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
+    res = rl_schedule_target(SUMMARY, 64, 100.0, tolerance=0.01, step_time=fifo_step_time)
+    assert res["method"] == "simulated" and res["source"] == "rl-schedule"
+    cap = res["concurrency"]
+    fig = Figures(SUMMARY)
+    holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)  # the same fit the search uses
+    base = fifo_step_time(64, 64, 100.0, holds, 0)
+    assert fifo_step_time(cap, 64, 100.0, holds, 0) <= base * 1.01
+    assert fifo_step_time(cap - 1, 64, 100.0, holds, 0) > base * 1.01
+    assert 1 < cap < 64  # heavy-tailed holds: the longest rollout sets the step, so fewer slots suffice
+
+
+def test_rl_schedule_falls_back_to_closed_form(monkeypatch):
+    monkeypatch.setattr(tgt, "_simulator_step_time", lambda: None)
+    res = rl_schedule_target(SUMMARY, 512, 300.0)
+    assert (res["concurrency"], res["method"]) == (512, "closed-form")
+    assert "closed-form" in res["note"]
+
+
+def test_rl_schedule_with_the_simulator_if_present():
+    if tgt._simulator_step_time() is None:
+        pytest.skip("sandbox_fleet.simulate does not expose a sync-RL workload yet")
+    res = rl_schedule_target(SUMMARY, 64, 100.0)
+    assert res["method"] == "simulated", res.get("note")
+    assert 1 <= res["concurrency"] <= 64
+
+
+def test_hold_fit_kinds():
+    emp = HoldSampler({0.0: 1.0, 0.5: 10.0, 0.99: 50.0, 1.0: 100.0}, None, rows=10_000)
+    assert emp.kind == "empirical"
+    x = emp.sample(np.random.default_rng(0), 200_000)
+    assert np.median(x) == pytest.approx(10.0, rel=0.02)
+    assert np.quantile(x, 0.99) == pytest.approx(50.0, rel=0.03)
+    assert x.min() >= 1.0 - 1e-9 and x.max() <= 100.0 + 1e-9
+    # with a mean and no p90, a p90 knot is placed so the fit reproduces the mean
+    cal = HoldSampler({0.0: 3.8, 0.5: 1332.0, 0.99: 8845.0, 1.0: 26571.0}, 2102.6, rows=327_189)
+    y = cal.sample(np.random.default_rng(1), 400_000)
+    assert y.mean() == pytest.approx(2102.6, rel=0.02) and np.median(y) == pytest.approx(1332.0, rel=0.02)
+    logn = HoldSampler({0.5: 100.0, 0.99: 1000.0}, None)
+    assert logn.kind == "lognormal" and logn.sigma == pytest.approx(math.log(10) / 2.3263478740408408)
+    assert HoldSampler({}, 5.0).kind == "exponential"
+    with pytest.raises(InputError, match="no hold times"):
+        HoldSampler({}, None)
