@@ -1,5 +1,10 @@
-"""Telemetry: readers for each source format, the canonical record, validation."""
+"""Telemetry: readers for each source format, the canonical record, validation.
 
+Entry points: ``load_telemetry`` (rollouts from any PATHs), ``filter_rollouts``,
+``read_tasks`` (a tasks root). Users' reference: ``docs/telemetry.md``.
+"""
+
+from sandbox_fleet.telemetry.load import filter_rollouts, load_telemetry
 from sandbox_fleet.telemetry.record import (
     PHASES,
     ROLLOUT_SCHEMA,
@@ -8,6 +13,7 @@ from sandbox_fleet.telemetry.record import (
     conform_rollouts,
     conform_tasks,
 )
+from sandbox_fleet.telemetry.tasks import read_tasks
 
 __all__ = [
     "PHASES",
@@ -16,4 +22,7 @@ __all__ = [
     "Telemetry",
     "conform_rollouts",
     "conform_tasks",
+    "filter_rollouts",
+    "load_telemetry",
+    "read_tasks",
 ]

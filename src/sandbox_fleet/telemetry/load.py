@@ -1,0 +1,135 @@
+"""The telemetry entry points: ``load_telemetry`` (any PATHs) and ``filter_rollouts``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.harbor import read_harbor
+from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry
+from sandbox_fleet.telemetry.rst import read_rst
+from sandbox_fleet.telemetry.sniff import sniff
+from sandbox_fleet.telemetry.table import read_table
+from sandbox_fleet.telemetry.tasks import read_tasks_with_warnings
+from sandbox_fleet.telemetry.terminal_bench import read_terminal_bench
+from sandbox_fleet.telemetry.validate import clean_batch, drop_duplicates
+
+
+def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
+    if fmt == "rst":
+        yield from read_rst(Path(path), opts.progress)
+    elif fmt == "table":
+        yield from read_table(path, opts.column_map)
+    else:
+        target = Path(path)
+        if not target.exists():
+            raise InputError(f"{path}: no such file or directory")
+        if target.is_file():
+            # result.json / results.json given directly: read their folder.
+            target = target.parent
+        reader = read_harbor if fmt == "harbor" else read_terminal_bench
+        yield reader(target, opts, tel)
+
+
+def _read_one(path: str, opts: ReadOptions, tel: Telemetry) -> tuple[list[pa.Table], int]:
+    fmt = opts.fmt or sniff(path)
+    if opts.column_map and fmt != "table":
+        warn_once(tel, f"--map applies to Parquet/CSV/JSONL tables only; ignored for {fmt} input {path}")
+    state: dict = {}
+    tables, seen = [], 0
+    for raw in _raw_batches(path, fmt, opts, tel):
+        seen += raw.num_rows
+        tables.append(clean_batch(raw, path, opts, tel, state))
+    if seen == 0:
+        raise InputError(f"{path}: no rollouts in this input (empty)")
+    return tables, seen
+
+
+def load_telemetry(
+    paths: list[str],
+    *,
+    tasks: str | None = None,
+    fmt: str | None = None,
+    column_map: str | dict[str, str] | None = None,
+    time_unit: str | None = None,
+    assume_tz: str = "UTC",
+    reward_key: str = "reward",
+    progress: bool = True,
+) -> Telemetry:
+    """Read every PATH (format sniffed unless ``fmt`` forces one) into one canonical Telemetry.
+
+    Rows are validated and unusable ones counted by reason in ``rejected``; duplicate
+    ids across all PATHs keep the first in input order. ``tasks`` adds the task table.
+    """
+    opts = make_options(
+        fmt=fmt, column_map=column_map, time_unit=time_unit, assume_tz=assume_tz,
+        reward_key=reward_key, progress=progress,
+    )
+    if isinstance(paths, (str, Path)):
+        paths = [str(paths)]  # one PATH given bare; iterating a str would read characters
+    if not paths:
+        raise InputError("no telemetry PATH given")
+    tel = Telemetry(rollouts=ROLLOUT_SCHEMA.empty_table())
+    tables: list[pa.Table] = []
+    total = 0
+    for path in paths:
+        got, seen = _read_one(str(path), opts, tel)
+        tables.extend(got)
+        total += seen
+        tel.sources.append(str(path))
+    relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA])
+    rollouts = pa.concat_tables([t.cast(relaxed) for t in tables]) if tables else relaxed.empty_table()
+    rollouts = drop_duplicates(rollouts, tel)
+    if rollouts.num_rows == 0:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))
+        raise InputError(f"all {total} rows were rejected ({reasons}); nothing to measure")
+    tel.rollouts = rollouts
+    if tasks is not None:
+        tel.tasks, task_warnings = read_tasks_with_warnings(tasks, progress=progress)
+        for w in task_warnings:
+            warn_once(tel, w)
+    return tel
+
+
+def parse_instant(text: str, option: str) -> datetime:
+    """An ISO-8601 date or time; naive means UTC."""
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def filter_rollouts(
+    t: Telemetry,
+    *,
+    models: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> Telemetry:
+    """Keep rollouts of ``models`` started in [since, until); caps of jobs no longer present go."""
+    rollouts = t.rollouts
+    conds = []
+    if models:
+        conds.append(pc.is_in(rollouts.column("model"), value_set=pa.array(models, pa.string())))
+    if since is not None:
+        conds.append(pc.greater_equal(rollouts.column("started_at"), pa.scalar(parse_instant(since, "--since"), TS)))
+    if until is not None:
+        conds.append(pc.less(rollouts.column("started_at"), pa.scalar(parse_instant(until, "--until"), TS)))
+    if not conds:
+        return t
+    mask = conds[0]
+    for c in conds[1:]:
+        mask = pc.and_(mask, c)
+    kept = rollouts.filter(pc.fill_null(mask, False))
+    if kept.num_rows == 0:
+        raise InputError(f"no rollouts match --model/--since/--until (of {rollouts.num_rows} rows read)")
+    jobs = set(kept.column("job").drop_null().unique().to_pylist())
+    caps = {job: cap for job, cap in t.caps.items() if job in jobs}
+    return replace(t, rollouts=kept, caps=caps, sources=list(t.sources), warnings=list(t.warnings), rejected=dict(t.rejected))

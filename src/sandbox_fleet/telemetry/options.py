@@ -1,0 +1,86 @@
+"""Reader options shared by every reader, checked once up front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry
+
+FORMATS = ("rst", "harbor", "terminal-bench", "table")
+TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+@dataclass
+class ReadOptions:
+    """What the user told us about the input; ``column_map`` is canonical -> source."""
+
+    fmt: str | None = None
+    column_map: dict[str, str] = field(default_factory=dict)
+    time_unit: str | None = None
+    assume_tz: str = "UTC"
+    reward_key: str = "reward"
+    progress: bool = True
+
+
+def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
+    """Parse ``"canonical=source,..."`` (or a dict) and check every canonical name."""
+    if spec is None or spec == "":
+        return {}
+    if isinstance(spec, dict):
+        pairs = list(spec.items())
+    else:
+        pairs = []
+        for item in spec.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if "=" not in item:
+                raise InputError(f"--map: '{item}' is not canonical=source")
+            canonical, source = item.split("=", 1)
+            pairs.append((canonical.strip(), source.strip()))
+    out: dict[str, str] = {}
+    for canonical, source in pairs:
+        if canonical not in ROLLOUT_COLUMNS:
+            raise InputError(
+                f"--map: unknown canonical name '{canonical}' (valid: {', '.join(ROLLOUT_COLUMNS)})"
+            )
+        if not source:
+            raise InputError(f"--map: empty source column for '{canonical}'")
+        out[canonical] = source
+    return out
+
+
+def make_options(
+    *,
+    fmt: str | None,
+    column_map: str | dict[str, str] | None,
+    time_unit: str | None,
+    assume_tz: str,
+    reward_key: str,
+    progress: bool,
+) -> ReadOptions:
+    """Validate user options, failing with one line on the first bad one."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"--format: unknown format '{fmt}' (valid: {', '.join(FORMATS)})")
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        raise InputError(f"--time-unit: unknown unit '{time_unit}' (valid: {', '.join(TIME_UNITS)})")
+    try:
+        ZoneInfo(assume_tz)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InputError(f"--assume-tz: unknown time zone '{assume_tz}' (expected an IANA name such as UTC or Europe/Paris)") from exc
+    return ReadOptions(
+        fmt=fmt,
+        column_map=parse_column_map(column_map),
+        time_unit=time_unit,
+        assume_tz=assume_tz,
+        reward_key=reward_key,
+        progress=progress,
+    )
+
+
+def warn_once(tel: Telemetry, message: str) -> None:
+    """Add a warning unless the same text is already there (readers call this per row batch)."""
+    if message not in tel.warnings:
+        tel.warnings.append(message)

@@ -1,0 +1,119 @@
+"""Reader for any Parquet, CSV or JSONL file or glob, through DuckDB, streamed as Arrow.
+
+Columns already named canonically need no map; ``--map canonical=source`` renames the rest.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, ROLLOUT_SCHEMA
+
+EXTENSIONS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".json": "json",
+}
+_STRING_COLUMNS = {f.name for f in ROLLOUT_SCHEMA if pa.types.is_string(f.type)}
+BATCH_ROWS = 1 << 20
+
+
+def table_kind(path: str) -> str | None:
+    """'parquet', 'csv' or 'json' from the extension (``.gz`` and globs allowed)."""
+    name = path.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return EXTENSIONS.get(Path(name).suffix)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _source_sql(kind: str, typed: bool = False) -> str:
+    if kind == "parquet":
+        return "read_parquet($path)"
+    if kind == "csv":
+        return "read_csv($path, types=$types)" if typed else "read_csv($path)"
+    return "read_json($path, format='auto')"
+
+
+def _check_files(path: str) -> None:
+    if any(ch in path for ch in "*?["):
+        if not globmod.glob(path, recursive=True):
+            raise InputError(f"{path}: no files match this pattern")
+        return
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{path}: no such file")
+    if p.stat().st_size == 0:
+        raise InputError(f"{path}: empty file (expected a header and rows)")
+
+
+def read_table(path: str, column_map: dict[str, str]) -> Iterator[pa.Table]:
+    """Yield canonical-named batches (times still raw) from one file or glob."""
+    kind = table_kind(path)
+    if kind is None:
+        raise InputError(f"{path}: unknown table type (expected .parquet, .csv or .jsonl)")
+    _check_files(path)
+    con = duckdb.connect()
+    params: dict[str, object] = {"path": path}
+    if kind == "csv":
+        # Read id-like columns as text so '007' stays '007'; only for columns that exist.
+        header = _describe(con, _source_sql(kind), params, path, kind)
+        wanted = {column_map.get(c, c) for c in _STRING_COLUMNS}
+        types = {c: "VARCHAR" for c in header if c in wanted}
+        if types:
+            params["types"] = types
+    source = _source_sql(kind, typed="types" in params)
+    schema = _describe(con, source, params, path, kind, with_types=True)
+    names = list(schema)
+    select = []
+    for canonical in ROLLOUT_COLUMNS:
+        src = column_map.get(canonical)
+        if src is not None:
+            if src not in schema:
+                raise InputError(f"{path}: column '{src}' (mapped to {canonical}) not found; columns are: {', '.join(names)}")
+        elif canonical in schema:
+            src = canonical
+        else:
+            continue
+        expr = _quote(src)
+        if schema[src] == "JSON":
+            # Mixed-type JSON fields come back as JSON text; unwrap to plain strings.
+            expr = f"json_extract_string({expr}, '$')"
+        select.append(f"{expr} AS {_quote(canonical)}")
+    if not select:
+        raise InputError(f"{path}: no canonical columns found (columns are: {', '.join(names)}); use --map canonical=source")
+    sql = f"SELECT {', '.join(select)} FROM {source}"
+    try:
+        reader = con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
+    except duckdb.Error as exc:
+        raise InputError(f"{path}: cannot read as {kind} ({_first_line(exc)})") from exc
+
+
+def _describe(con, source: str, params: dict, path: str, kind: str, with_types: bool = False):
+    try:
+        rows = con.sql(f"DESCRIBE SELECT * FROM {source}", params=params).fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"{path}: cannot read as {kind} ({_first_line(exc)})") from exc
+    if with_types:
+        return {r[0]: r[1] for r in rows}
+    return [r[0] for r in rows]
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

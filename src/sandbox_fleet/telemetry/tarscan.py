@@ -1,0 +1,117 @@
+"""Scan one tasks shard (a tar) in place: parse each task.toml, total each task's bytes.
+
+Nothing is extracted to disk. A member whose path is absolute or climbs out with ``..``
+(or a link pointing that way) is refused: such an archive is unsafe to trust.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pyarrow as pa
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry import fasttar
+from sandbox_fleet.telemetry.tasktoml import REQUEST_FIELDS, parse_task_toml
+
+SCAN_SCHEMA = pa.schema(
+    [
+        pa.field("member_prefix", pa.string()),
+        pa.field("cpus", pa.float64()),
+        pa.field("memory_mb", pa.int64()),
+        pa.field("storage_mb", pa.int64()),
+        pa.field("gpus", pa.int64()),
+        pa.field("build_timeout_s", pa.float64()),
+        pa.field("agent_timeout_s", pa.float64()),
+        pa.field("verifier_timeout_s", pa.float64()),
+        pa.field("bundle_bytes", pa.int64()),
+    ]
+)
+
+
+def normalize_prefix(prefix: str) -> str:
+    """'./a/b/' -> 'a/b' so tasks.parquet prefixes and tar names compare equal."""
+    while prefix.startswith("./"):
+        prefix = prefix[2:]
+    return prefix.strip("/")
+
+
+def _escapes(name: str) -> bool:
+    if name.startswith("/") or name.startswith("\\") or (len(name) > 1 and name[1] == ":"):
+        return True
+    return ".." in name.replace("\\", "/").split("/")
+
+
+def _check_names(name: str, is_link: bool, linkname: str, tar_name: str) -> None:
+    if _escapes(name):
+        raise InputError(f"{tar_name}: member '{name}' escapes its folder (absolute path or '..'); refusing this archive")
+    if is_link and _escapes(linkname):
+        raise InputError(f"{tar_name}: link '{name}' -> '{linkname}' escapes its folder; refusing this archive")
+
+
+def _members_fast(path: Path, shown: str, requests: dict, files: list) -> None:
+    buf = fasttar.open_map(path)
+    try:
+        for m in fasttar.iter_members(buf):
+            _check_names(m.name, m.is_link, m.linkname, shown)
+            if m.is_file:
+                _take(m.name, m.size, lambda m=m: bytes(buf[m.offset : m.offset + m.size]), shown, requests, files)
+    finally:
+        if not isinstance(buf, bytes):
+            buf.close()
+
+
+def _members_tarfile(path: Path, shown: str, requests: dict, files: list) -> None:
+    with tarfile.open(path, "r:*") as tf:
+        for member in tf:
+            _check_names(member.name, member.issym() or member.islnk(), member.linkname, shown)
+            if member.isfile():
+                _take(member.name, member.size, lambda m=member: tf.extractfile(m).read(), shown, requests, files)
+
+
+def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: list) -> None:
+    name = normalize_prefix(raw_name)
+    files.append((name, size))
+    if name == "task.toml" or name.endswith("/task.toml"):
+        prefix = name[: -len("task.toml")].rstrip("/")
+        requests[prefix] = parse_task_toml(read(), f"{shown}:{raw_name}")
+
+
+def scan_shard(path: Path, shown: str) -> pa.Table:
+    """One row per task.toml found in the tar at ``path`` (``shown`` names it in errors)."""
+    return rows_to_table(scan_rows(path, shown))
+
+
+def rows_to_table(columns: dict[str, list]) -> pa.Table:
+    return pa.table(columns, schema=SCAN_SCHEMA)
+
+
+def scan_rows(path: Path, shown: str) -> dict[str, list]:
+    """``scan_shard`` as plain Python lists: safe to run in a forked worker (no Arrow there)."""
+    files: list[tuple[str, int]] = []
+    requests: dict[str, dict] = {}
+    try:
+        try:
+            _members_fast(path, shown, requests, files)
+        except fasttar.Unsupported:
+            files.clear()
+            requests.clear()
+            _members_tarfile(path, shown, requests, files)
+    except (fasttar.Corrupt, tarfile.TarError, EOFError, OSError) as exc:
+        raise InputError(f"{shown}: not a readable tar archive ({exc})") from exc
+    sizes = dict.fromkeys(requests, 0)
+    for name, size in files:
+        # Charge each file to the deepest task folder holding it.
+        parts = name.split("/")
+        for k in range(len(parts) - 1, -1, -1):
+            owner = "/".join(parts[:k])
+            if owner in sizes:
+                sizes[owner] += size
+                break
+    prefixes = list(requests)
+    columns = {"member_prefix": prefixes}
+    for f in REQUEST_FIELDS:
+        columns[f] = [requests[p][f] for p in prefixes]
+    columns["bundle_bytes"] = [sizes[p] for p in prefixes]
+    return columns

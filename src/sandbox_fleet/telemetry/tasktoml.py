@@ -1,0 +1,89 @@
+"""Parse one task.toml into a resource request (the TASK_SCHEMA fields it carries)."""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from typing import Any
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.tomlfast import loads_flat
+
+#: Field order of a parsed request (cache files store exactly these).
+REQUEST_FIELDS = ("cpus", "memory_mb", "storage_mb", "gpus", "build_timeout_s", "agent_timeout_s", "verifier_timeout_s")
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:IB|I|B)?\s*$", re.IGNORECASE)
+_MB_PER = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def size_to_mb(text: str, where: str, key: str) -> int:
+    """Legacy sizes such as "2G" or "512M" in MB (binary: 1G = 1024 MB; no unit = bytes), rounded up."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise InputError(f"{where}: {key} = {text!r}, expected a size such as \"2G\" or \"512M\"")
+    mb = float(m.group(1)) * _MB_PER[m.group(2).upper()]
+    return int(math.ceil(mb - 1e-9))
+
+
+def _number(table: dict, key: str, where: str, section: str, integer: bool = False) -> float | int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: [{section}] {key} = {value!r}, expected a number")
+    if integer:
+        if value != int(value):
+            raise InputError(f"{where}: [{section}] {key} = {value!r}, expected a whole number")
+        return int(value)
+    return float(value)
+
+
+def _section(doc: dict, name: str, where: str) -> dict:
+    sec = doc.get(name) or {}
+    if not isinstance(sec, dict):
+        raise InputError(f"{where}: [{name}] is not a table")
+    return sec
+
+
+def _size(env: dict, new_key: str, legacy_key: str, where: str) -> int | None:
+    mb = _number(env, new_key, where, "environment", integer=True)
+    if mb is not None:
+        return mb
+    legacy = env.get(legacy_key)
+    if legacy is None:
+        return None
+    if isinstance(legacy, str):
+        return size_to_mb(legacy, where, f"[environment] {legacy_key}")
+    raise InputError(f"{where}: [environment] {legacy_key} = {legacy!r}, expected a size such as \"2G\"")
+
+
+_WANTED = ("environment", "agent", "verifier")
+
+
+def _values(doc: dict, section: str) -> list:
+    sec = doc.get(section)
+    return list(sec.values()) if isinstance(sec, dict) else []
+
+
+def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
+    """Request fields from task.toml bytes; absent keys are None. ``where`` names the file in errors."""
+    try:
+        text = data.decode("utf-8")
+        doc = loads_flat(text)
+        if doc is None or any(v is ... for sec in _WANTED for v in _values(doc, sec)):
+            doc = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where}: invalid TOML ({exc})") from exc
+    env = _section(doc, "environment", where)
+    agent = _section(doc, "agent", where)
+    verifier = _section(doc, "verifier", where)
+    return {
+        "cpus": _number(env, "cpus", where, "environment"),
+        "memory_mb": _size(env, "memory_mb", "memory", where),
+        "storage_mb": _size(env, "storage_mb", "storage", where),
+        "gpus": _number(env, "gpus", where, "environment", integer=True),
+        "build_timeout_s": _number(env, "build_timeout_sec", where, "environment"),
+        "agent_timeout_s": _number(agent, "timeout_sec", where, "agent"),
+        "verifier_timeout_s": _number(verifier, "timeout_sec", where, "verifier"),
+    }

@@ -1,0 +1,117 @@
+"""Reader for Terminal-Bench run folders: ``results.json`` (a ``results`` list) + ``run_metadata.json``.
+
+A folder of many runs reads each ``<runs>/<run>/results.json``. Terminal-Bench's agent
+and test phases map to the canonical agent_execution and verifier phases.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.jsonfile import load_json
+from sandbox_fleet.telemetry.options import ReadOptions
+from sandbox_fleet.telemetry.progress import track
+from sandbox_fleet.telemetry.record import Telemetry
+
+#: failure_mode values that mean "no failure".
+NO_FAILURE = (None, "unset", "none")
+
+_TYPES = {
+    "id": pa.string(),
+    "task_id": pa.string(),
+    "model": pa.string(),
+    "job": pa.string(),
+    "started_at": pa.string(),
+    "finished_at": pa.string(),
+    "agent_execution_started_at": pa.string(),
+    "agent_execution_finished_at": pa.string(),
+    "verifier_started_at": pa.string(),
+    "verifier_finished_at": pa.string(),
+    "input_tokens": pa.int64(),
+    "output_tokens": pa.int64(),
+    "reward": pa.float64(),
+    "has_exception": pa.bool_(),
+    "exception_type": pa.string(),
+}
+
+
+def is_run(path: Path) -> bool:
+    return path.is_dir() and (path / "results.json").is_file() and (path / "run_metadata.json").is_file()
+
+
+def looks_like_runs(path: Path) -> bool:
+    return is_run(path) or (path.is_dir() and any(is_run(p.parent) for p in path.glob("*/results.json")))
+
+
+def run_dirs(path: Path) -> list[Path]:
+    if (path / "results.json").is_file():
+        return [path]
+    return [p.parent for p in sorted(path.glob("*/results.json")) if (p.parent / "run_metadata.json").is_file()]
+
+
+def _int(value: Any, key: str, file: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise InputError(f"{file}: '{key}' is {value!r}, expected an integer")
+    return int(value)
+
+
+def _run_rows(run: Path, tel: Telemetry) -> list[dict]:
+    file = run / "results.json"
+    data = load_json(file)
+    trials = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(trials, list):
+        raise InputError(f"{file}: expected a JSON object with a 'results' list of trials")
+    meta_file = run / "run_metadata.json"
+    meta = load_json(meta_file) if meta_file.is_file() else {}
+    if not isinstance(meta, dict):
+        raise InputError(f"{meta_file}: expected a JSON object")
+    job = meta.get("run_id") or run.name
+    cap = meta.get("n_concurrent_trials")
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        tel.caps[job] = cap
+    model = meta.get("model_name") or meta.get("agent_name")
+    rows = []
+    for i, t in enumerate(trials):
+        if not isinstance(t, dict):
+            raise InputError(f"{file}: results[{i}] is not an object")
+        resolved = t.get("is_resolved")
+        if resolved is not None and not isinstance(resolved, bool):
+            raise InputError(f"{file}: results[{i}].is_resolved is {resolved!r}, expected true, false or null")
+        mode = t.get("failure_mode")
+        rows.append(
+            {
+                "id": t.get("id") or t.get("trial_name"),
+                "task_id": t.get("task_id"),
+                "model": model,
+                "job": job,
+                "started_at": t.get("trial_started_at"),
+                "finished_at": t.get("trial_ended_at"),
+                "agent_execution_started_at": t.get("agent_started_at"),
+                "agent_execution_finished_at": t.get("agent_ended_at"),
+                "verifier_started_at": t.get("test_started_at"),
+                "verifier_finished_at": t.get("test_ended_at"),
+                "input_tokens": _int(t.get("total_input_tokens"), f"results[{i}].total_input_tokens", file),
+                "output_tokens": _int(t.get("total_output_tokens"), f"results[{i}].total_output_tokens", file),
+                "reward": None if resolved is None else float(resolved),
+                "has_exception": mode not in NO_FAILURE,
+                "exception_type": None if mode in NO_FAILURE else str(mode),
+            }
+        )
+    return rows
+
+
+def read_terminal_bench(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
+    """All trials of the run(s) under ``path`` as one canonical-named table."""
+    runs = run_dirs(path)
+    if not runs:
+        raise InputError(f"{path}: no Terminal-Bench results.json found (expected <run>/results.json + run_metadata.json)")
+    rows: list[dict] = []
+    for run in track(runs, "reading Terminal-Bench runs", opts.progress, min_items=20):
+        rows.extend(_run_rows(run, tel))
+    return pa.table({name: pa.array([r[name] for r in rows], type=t) for name, t in _TYPES.items()})

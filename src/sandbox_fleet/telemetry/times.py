@@ -1,0 +1,157 @@
+"""Turn any time column (ISO strings, epoch numbers, Arrow timestamps) into UTC microseconds.
+
+Every converter returns the converted column and a mask of values that were present
+but could not be read, so validation can count them as "unparsable time" instead of
+confusing them with missing ones.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.options import ReadOptions, warn_once
+from sandbox_fleet.telemetry.record import TS, Telemetry
+
+#: Microseconds per unit.
+_US_PER = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 0.001}
+_UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+
+# An offset or Z right after a clock time; a bare date such as 2026-11-29 must not match.
+_OFFSET_RE = r"\d:\d\d(:\d\d(\.\d*)?)?\s*([Zz]|[+-]\d\d(:?\d\d)?)$"
+
+_local = threading.local()
+
+
+def _con() -> duckdb.DuckDBPyConnection:
+    # One embedded connection per thread; creating one per column costs milliseconds.
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = duckdb.connect()
+        _local.con = con
+    return con
+
+
+def naive_warning(tz: str) -> str:
+    return f"naive timestamps (no UTC offset) were taken as {tz}; set --assume-tz to change"
+
+
+def detect_unit(values: pa.Array) -> str:
+    """Guess the epoch unit from the median magnitude (seconds ~1.7e9 today, ns ~1.7e18)."""
+    mags = pc.abs(pc.cast(values.drop_null(), pa.float64(), safe=False)).to_numpy(zero_copy_only=False)
+    mags = mags[np.isfinite(mags)]
+    if mags.size == 0:
+        return "s"
+    m = float(np.median(mags))
+    if m < 1e11:
+        return "s"
+    if m < 1e14:
+        return "ms"
+    if m < 1e17:
+        return "us"
+    return "ns"
+
+
+def _epoch(values: pa.Array, unit: str) -> tuple[pa.Array, pa.Array]:
+    present = pc.is_valid(values)
+    if pa.types.is_integer(values.type):
+        ints = pc.cast(values, pa.int64())
+        if unit == "ns":
+            us = pc.divide(ints, 1000)  # integer division truncates sub-microsecond digits
+        else:
+            us = pc.multiply_checked(ints, int(_US_PER[unit]))
+        return pc.cast(us, TS), _no_bad(values)
+    floats = pc.cast(values, pa.float64())
+    finite = pc.is_finite(floats)
+    us = pc.round(pc.multiply(floats, float(_US_PER[unit])))
+    us = pc.if_else(finite, us, None)
+    bad = pc.and_(present, pc.invert(pc.fill_null(finite, False)))
+    return pc.cast(pc.cast(us, pa.int64()), TS), pc.fill_null(bad, False)
+
+
+def _no_bad(values: pa.Array) -> pa.Array:
+    return pa.array(np.zeros(len(values), dtype=bool))
+
+
+def _strings(values: pa.Array, name: str, source: str, opts: ReadOptions, tel: Telemetry, state: dict) -> tuple[pa.Array, pa.Array]:
+    con = _con()
+    con.execute(f"SET TimeZone='{opts.assume_tz}'")
+    tbl = pa.table({"x": values})
+    con.register("_times", tbl)
+    try:
+        out = con.sql(
+            f"""SELECT try_cast(x AS TIMESTAMPTZ) AS t,
+                       x IS NOT NULL AND NOT regexp_matches(x, '{_OFFSET_RE}') AS naive,
+                       try_cast(x AS DOUBLE) AS num
+                FROM _times"""
+        ).to_arrow_table()
+    finally:
+        con.unregister("_times")
+    parsed = out.column("t").combine_chunks()
+    num = out.column("num").combine_chunks()
+    n_present = len(values) - values.null_count
+    # A column of digits is epoch numbers written as text (CSV read as strings, JSON quoted).
+    if n_present and num.null_count == values.null_count and parsed.null_count == len(values):
+        return _numeric(num, name, source, opts, tel, state)
+    if pc.any(pc.and_(out.column("naive"), pc.is_valid(parsed))).as_py():
+        warn_once(tel, naive_warning(opts.assume_tz))
+    bad = pc.and_(pc.is_valid(values), pc.is_null(parsed))
+    return pc.cast(parsed, TS), pc.fill_null(bad, False)
+
+
+def _numeric(values: pa.Array, name: str, source: str, opts: ReadOptions, tel: Telemetry, state: dict) -> tuple[pa.Array, pa.Array]:
+    unit = opts.time_unit
+    if unit is None:
+        # Decide once per source so every batch of one file uses the same unit.
+        unit = state.get("epoch_unit")
+        if unit is None:
+            unit = detect_unit(values)
+            state["epoch_unit"] = unit
+            warn_once(tel, f"{source}: numeric times taken as epoch {_UNIT_NAMES[unit]} (detected from magnitude; set --time-unit to override)")
+    try:
+        return _epoch(values, unit)
+    except pa.ArrowInvalid as exc:
+        raise InputError(f"{source}: column '{name}' overflows when read as epoch {_UNIT_NAMES[unit]}; check --time-unit") from exc
+
+
+def to_utc(
+    column: pa.Array | pa.ChunkedArray,
+    name: str,
+    source: str,
+    opts: ReadOptions,
+    tel: Telemetry,
+    state: dict,
+) -> tuple[pa.Array, pa.Array]:
+    """Convert one time column to ``timestamp[us, UTC]``; returns (times, unparsable mask).
+
+    Naive values (Arrow timestamps without a zone, ISO strings without an offset) are
+    read in ``opts.assume_tz`` and trigger one warning for the whole load.
+    """
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    t = values.type
+    if pa.types.is_null(t):
+        return pa.nulls(len(values), TS), _no_bad(values)
+    if pa.types.is_dictionary(t):
+        values = values.dictionary_decode()
+        t = values.type
+    if pa.types.is_timestamp(t):
+        if t.tz is None:
+            if values.null_count < len(values):
+                warn_once(tel, naive_warning(opts.assume_tz))
+            if opts.assume_tz != "UTC":
+                values = pc.assume_timezone(values, opts.assume_tz, ambiguous="earliest", nonexistent="earliest")
+        return pc.cast(values, TS, safe=False), _no_bad(values)
+    if pa.types.is_date(t):
+        return to_utc(pc.cast(values, pa.timestamp("us")), name, source, opts, tel, state)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _strings(pc.cast(values, pa.string()), name, source, opts, tel, state)
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return _numeric(values, name, source, opts, tel, state)
+    raise InputError(
+        f"{source}: column '{name}' has type {t}, expected ISO-8601 strings, epoch numbers or timestamps"
+    )
