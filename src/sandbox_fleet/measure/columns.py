@@ -1,0 +1,159 @@
+"""Pull canonical rollout columns out of Arrow once, as NumPy arrays with validity masks.
+
+Every measurement works on these arrays; a null stays visible as ``valid == False``
+rather than becoming a zero, so each figure can count the rows it really used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox_fleet.measure.stats import group_sorted
+
+#: Label used for a null model / job / exception type in per-group output.
+NONE_LABEL = "(none)"
+
+
+class Column:
+    """A nullable column: ``valid`` marks rows that carry a value; ``values`` has nulls filled
+    (0 / False) and is only copied out of Arrow when first asked for."""
+
+    def __init__(self, col: pa.ChunkedArray, dtype) -> None:
+        self._col = col
+        self._dtype = np.dtype(dtype)
+
+    @cached_property
+    def valid(self) -> np.ndarray:
+        return np.asarray(pc.is_valid(self._col).to_numpy(zero_copy_only=False), dtype=bool)
+
+    @cached_property
+    def values(self) -> np.ndarray:
+        fill = False if self._dtype == np.bool_ else 0
+        return np.asarray(pc.fill_null(self._col, fill).to_numpy(zero_copy_only=False), dtype=self._dtype)
+
+    @property
+    def rows(self) -> int:
+        return len(self._col) - self._col.null_count
+
+
+@dataclass
+class Codes:
+    """A string column as small integer codes; ``names[code]``, null -> ``-1``."""
+
+    codes: np.ndarray
+    names: list[str]
+
+    def labelled(self) -> tuple[np.ndarray, list[str]]:
+        """Codes with null mapped to an extra last group named NONE_LABEL (if any nulls)."""
+        if (self.codes < 0).any():
+            return np.where(self.codes < 0, len(self.names), self.codes), [*self.names, NONE_LABEL]
+        return self.codes, list(self.names)
+
+
+def timestamps_us(col: pa.ChunkedArray) -> np.ndarray:
+    """Timestamp column -> int64 microseconds since the epoch (nulls must be gone)."""
+    return np.asarray(pc.cast(col, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy(), dtype=np.int64)
+
+
+def column(col: pa.ChunkedArray, dtype) -> Column:
+    return Column(col, dtype)
+
+
+def codes(col: pa.ChunkedArray) -> Codes:
+    """Dictionary-encode a string column with names sorted, so output order is stable."""
+    uniq = pc.unique(col).drop_null()
+    names = sorted(uniq.to_pylist())
+    if not names:
+        return Codes(np.full(len(col), -1, dtype=np.int32), [])
+    idx = pc.index_in(col, value_set=pa.array(names, type=pa.string()))
+    return Codes(np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int32), names)
+
+
+class Frame:
+    """The rollout table as arrays, each built on first use and then kept.
+
+    Times are int64 microseconds and holds exact. Building lazily lets the sweep (which
+    needs only the two time columns) run before the other columns take memory.
+    """
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self._sorted: dict = {}
+
+    @property
+    def n(self) -> int:
+        return self.table.num_rows
+
+    @cached_property
+    def start_us(self) -> np.ndarray:
+        return timestamps_us(self.table.column("started_at"))
+
+    @cached_property
+    def finish_us(self) -> np.ndarray:
+        return timestamps_us(self.table.column("finished_at"))
+
+    @cached_property
+    def hold_us(self) -> np.ndarray:
+        return self.finish_us - self.start_us
+
+    @cached_property
+    def input_tokens(self) -> Column:
+        return column(self.table.column("input_tokens"), np.int64)
+
+    @cached_property
+    def output_tokens(self) -> Column:
+        return column(self.table.column("output_tokens"), np.int64)
+
+    @cached_property
+    def cached_tokens(self) -> Column:
+        return column(self.table.column("cached_tokens"), np.int64)
+
+    @cached_property
+    def turns(self) -> Column:
+        return column(self.table.column("turns"), np.int64)
+
+    @cached_property
+    def reward(self) -> Column:
+        return column(self.table.column("reward"), np.float64)
+
+    @cached_property
+    def has_exception(self) -> Column:
+        return column(self.table.column("has_exception"), np.bool_)
+
+    @cached_property
+    def has_trajectory(self) -> Column:
+        return column(self.table.column("has_trajectory"), np.bool_)
+
+    @cached_property
+    def model(self) -> Codes:
+        return codes(self.table.column("model"))
+
+    @cached_property
+    def job(self) -> Codes:
+        return codes(self.table.column("job"))
+
+    @cached_property
+    def has_tokens(self) -> np.ndarray:
+        """Rows reporting both input and output token counts (the token-figure population)."""
+        return self.input_tokens.valid & self.output_tokens.valid
+
+    def release(self, *names: str) -> None:
+        """Drop cached arrays no later measurement needs (they are rebuilt if asked for again)."""
+        for name in names:
+            self.__dict__.pop(name, None)
+
+    def sorted_holds(self, codes: np.ndarray, n_groups: int, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """Holds sorted within the groups ``codes`` (cached under ``key``: one sort per grouping)."""
+        if key not in self._sorted:
+            self._sorted[key] = group_sorted(codes, self.hold_us, n_groups)
+        return self._sorted[key]
+
+
+def frame_from_table(table: pa.Table) -> Frame:
+    """A Frame over a canonical rollout table (started/finished already non-null)."""
+    return Frame(table)

@@ -1,0 +1,178 @@
+"""Concurrency by sweep line over [started_at, finished_at), with cap detection.
+
+A sandbox that finishes at t and one that starts at t do not overlap: every event at one
+timestamp is netted before the level is read. Times are integer microseconds, so the
+area under the curve must equal the sum of holds exactly; a mismatch is a bug here, not
+bad input, and raises ``SweepError``.
+
+Cap rule (``cap_detected``): when the job metadata gives a configured cap, the cap is
+detected iff the peak equals it. Without one, it is detected when the peak was reached
+on at least ``CAP_TOUCHES`` separate stretches: a chance maximum is reached once or twice,
+a ceiling is hit again and again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sandbox_fleet.measure.stats import US, ratio
+
+CAP_TOUCHES = 10
+SERIES_POINTS = 2000
+
+
+class SweepError(RuntimeError):
+    """Internal consistency check failed (area under the curve != sum of holds)."""
+
+
+@dataclass
+class Sweep:
+    """Step function: level[i] holds on [times[i], times[i+1]); level[-1] == 0."""
+
+    times: np.ndarray  # unique event times, int64 us, ascending
+    level: np.ndarray  # concurrency after netting all events at times[i]
+
+    def area_us(self) -> int:
+        """Integral of the level over time, exact in integer microseconds."""
+        if "area" not in self.__dict__:
+            self.__dict__["area"] = _area(self.times, self.level)
+        return self.__dict__["area"]
+
+
+def _area(times: np.ndarray, level: np.ndarray, block: int = 1 << 20) -> int:
+    """sum(level[i] * (times[i+1] - times[i])) in int64, a block at a time to bound memory."""
+    total = 0
+    for i in range(0, max(times.size - 1, 0), block):
+        j = min(i + block, times.size - 1)
+        total += int(np.dot(level[i:j].astype(np.int64), times[i + 1:j + 1] - times[i:j]))
+    return total
+
+
+def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
+    """Sweep line over half-open intervals; checks area == sum of holds exactly."""
+    n = start_us.size
+    if n == 0:
+        return Sweep(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    base = int(start_us.min())
+    # One packed key per event: time in the high bits, 1 = start / 0 = finish in the low bit.
+    # Order within a timestamp is irrelevant because we only read the level after its last event.
+    key = np.empty(2 * n, dtype=np.int64)
+    np.subtract(start_us, base, out=key[:n])
+    np.subtract(finish_us, base, out=key[n:])
+    key <<= 1
+    key[:n] |= 1
+    key.sort()
+    delta = (key & 1).astype(np.int8)
+    delta *= 2
+    delta -= 1
+    level = np.cumsum(delta, dtype=np.int32 if n < 2**31 else np.int64)
+    del delta
+    key >>= 1
+    last = np.empty(key.size, dtype=bool)
+    last[-1] = True
+    np.not_equal(key[1:], key[:-1], out=last[:-1])
+    times = key[last]
+    del key
+    times += base
+    result = Sweep(times, level[last])
+    del level, last
+    expected = int(finish_us.sum(dtype=np.int64)) - int(start_us.sum(dtype=np.int64))
+    area = result.area_us()
+    if area != expected or result.level[-1] != 0:
+        raise SweepError(f"sweep self-check failed: area {area} us != sum of holds {expected} us")
+    return result
+
+
+def cap_stats(sw: Sweep) -> dict:
+    """Peak, number of maximal positive-duration stretches at the peak, and time there."""
+    if sw.times.size < 2:
+        return {"peak": 0, "touches": 0, "time_at_peak_s": 0.0}
+    seg = sw.level[:-1]
+    peak = int(seg.max())
+    if peak == 0:
+        return {"peak": 0, "touches": 0, "time_at_peak_s": 0.0}
+    at = np.flatnonzero(seg == peak)  # every segment has positive duration: times are unique
+    touches = 1 + int(np.count_nonzero(np.diff(at) > 1))  # a new stretch wherever indices jump
+    time_us = int((sw.times[at + 1] - sw.times[at]).sum())
+    return {"peak": peak, "touches": touches, "time_at_peak_s": time_us / US}
+
+
+def cap_detected(peak: int, touches: int, configured_cap: int | None) -> bool:
+    """See the module docstring for the rule."""
+    if configured_cap is not None:
+        return peak == configured_cap
+    return touches >= CAP_TOUCHES
+
+
+def series(sw: Sweep, max_points: int = SERIES_POINTS) -> dict:
+    """The step function downsampled to <= max_points, keeping each bucket's maximum.
+
+    ``t_s`` is seconds since the first start; ``level[i]`` holds from t_s[i] to t_s[i+1].
+    Taking the max per bucket keeps every peak visible in a plot.
+    """
+    if sw.times.size == 0:
+        return {"t_s": [], "level": [], "bucket_s": 0.0}
+    t0 = int(sw.times[0])
+    change = np.concatenate(([True], sw.level[1:] != sw.level[:-1]))  # net-zero instants add nothing
+    if int(change.sum()) <= max_points:
+        return {"t_s": (sw.times[change] - t0) / US, "level": sw.level[change], "bucket_s": 0.0}
+    span = int(sw.times[-1]) - t0
+    buckets = max_points - 1
+    width = -(-span // buckets)  # ceil, so the buckets cover the whole span
+    starts = t0 + width * np.arange(buckets, dtype=np.int64)
+    first = np.searchsorted(sw.times, starts, side="right") - 1  # segment in progress at bucket start
+    ends = np.searchsorted(sw.times, starts + width, side="left")  # first segment after the bucket
+    peak = np.maximum.reduceat(sw.level, first)
+    peak = np.maximum(peak, sw.level[ends - 1])  # a segment straddling into the next bucket
+    t_s = np.append((starts - t0) / US, span / US)
+    return {"t_s": t_s, "level": np.append(peak, 0), "bucket_s": width / US}
+
+
+def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_cap: int | None,
+                        *, with_series: bool = False) -> dict:
+    """Every concurrency figure for one set of intervals (a whole input, or one job)."""
+    n = int(start_us.size)
+    sw = sweep(start_us, finish_us)
+    area = sw.area_us()
+    span_us = int(sw.times[-1] - sw.times[0]) if sw.times.size else 0
+    caps = cap_stats(sw)
+    mean = ratio(area, span_us)
+    out = {
+        "rows": n,
+        "span_s": span_us / US,
+        "sandbox_s": area / US,
+        "mean": mean,
+        # Little's law: arrival rate x mean hold (equal to the mean by construction; kept as a cross-check).
+        "mean_littles_law": (n / (span_us / US)) * (area / US / n) if n and span_us else None,
+        "arrival_rate_per_s": n / (span_us / US) if span_us else None,
+        "hold_mean_s": area / US / n if n else None,
+        "peak": caps["peak"],
+        "peak_to_mean": ratio(caps["peak"], mean) if mean else None,
+        "duty": ratio(mean, caps["peak"]) if mean is not None else None,
+        "touches": caps["touches"],
+        "time_at_peak_s": caps["time_at_peak_s"],
+        "time_at_peak_share": ratio(caps["time_at_peak_s"], span_us / US),
+        "configured_cap": configured_cap,
+        "cap_detected": cap_detected(caps["peak"], caps["touches"], configured_cap),
+        "cap_rule": "peak == configured_cap" if configured_cap is not None else f"touches >= {CAP_TOUCHES}",
+    }
+    if with_series:
+        out["series"] = series(sw)
+    return out
+
+
+def overall_cap(job_codes: np.ndarray, job_names: list[str], caps: dict[str, int]) -> int | None:
+    """The configured cap to compare the overall peak with.
+
+    One job (or several that all share one cap, e.g. sequential runs): that cap.
+    Otherwise None, and the per-job figures (``by_job``) carry each job's own cap.
+    """
+    if not caps or job_codes.size == 0 or (job_codes < 0).any():
+        return None
+    present = {job_names[c] for c in np.unique(job_codes)}
+    values = {caps.get(j) for j in present}
+    if len(values) == 1 and None not in values:
+        return int(values.pop())
+    return None

@@ -1,0 +1,94 @@
+"""Outcomes (exception rate, rewarded, passed, pass rates) and exceptions by type.
+
+Outcome of a row, exception first: ``exception`` (has_exception true), else ``no_reward``
+(reward null or NaN), else ``passed`` (reward >= threshold), else ``failed``.
+``pass_rate`` is over rewarded rows (the document's 25.5%). ``pass_rate_clean`` and
+``pass_rate_exception`` are over *all* rows without / with an exception, a missing reward
+counting as not passed (the document's 26.65% and 0.97%).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sandbox_fleet.measure.columns import NONE_LABEL, Frame
+from sandbox_fleet.measure.sql import HOLD_US, query
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, rate_ci, ratio
+
+OUTCOMES = ("exception", "passed", "failed", "no_reward")
+HOUR_US = 3600 * US
+
+
+def rewarded_mask(fr: Frame) -> np.ndarray:
+    return fr.reward.valid & ~np.isnan(fr.reward.values)
+
+
+def passed_mask(fr: Frame, threshold: float) -> np.ndarray:
+    return rewarded_mask(fr) & (fr.reward.values >= threshold)
+
+
+def outcome_codes(fr: Frame, threshold: float) -> np.ndarray:
+    """Index into OUTCOMES for each row (see module docstring for the order)."""
+    rewarded = rewarded_mask(fr)
+    passed = rewarded & (fr.reward.values >= threshold)
+    code = np.where(rewarded, np.where(passed, 1, 2), 3).astype(np.int8)
+    code[fr.has_exception.valid & fr.has_exception.values] = 0
+    return code
+
+
+def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
+    hold = fr.hold_us
+    flagged = fr.has_exception.valid
+    exc = flagged & fr.has_exception.values
+    clean = flagged & ~fr.has_exception.values
+    rewarded = rewarded_mask(fr)
+    passed = passed_mask(fr, threshold)
+    n_flag, n_exc, n_clean = int(flagged.sum()), int(exc.sum()), int(clean.sum())
+    n_rew, n_pass = int(rewarded.sum()), int(passed.sum())
+    n_pass_clean, n_pass_exc = int((passed & clean).sum()), int((passed & exc).sum())
+    total_us = int(hold.sum(dtype=np.int64))
+    exc_us = int(hold[exc].sum(dtype=np.int64))
+    rates = {
+        # name: (successes, rows)
+        "exception_rate": (n_exc, n_flag),
+        "pass_rate": (n_pass, n_rew),
+        "pass_rate_clean": (n_pass_clean, n_clean),
+        "pass_rate_exception": (n_pass_exc, n_exc),
+    }
+    out: dict = {"rows": fr.n, "threshold": threshold}
+    for name, (k, n) in rates.items():
+        out[name] = ratio(k, n)
+    out.update({
+        "exceptions": n_exc,
+        "clean": n_clean,
+        "rewarded": n_rew,
+        "passed": n_pass,
+        "failed": n_rew - n_pass,
+        "no_reward": fr.n - n_rew,
+        "passed_clean": n_pass_clean,
+        "passed_exception": n_pass_exc,
+        "sandbox_hours": total_us / HOUR_US,
+        "sandbox_hours_per_pass": ratio(total_us / HOUR_US, n_pass),
+        "exception_sandbox_hours": exc_us / HOUR_US,
+        "exception_sandbox_share": ratio(exc_us, total_us),
+    })
+    for name, (k, n) in rates.items():
+        out[f"{name}_rows"] = n
+        out[f"{name}_ci95"] = rate_ci(k, n, seed=seed, name=name)
+    out["small_sample"] = [name for name, (_, n) in rates.items() if n < SMALL_SAMPLE_ROWS]
+    return out
+
+
+def measure_exceptions(fr: Frame) -> dict:
+    """Exception rows by exception_type: count and sandbox-hours (null type -> NONE_LABEL)."""
+    rows = query(
+        fr.table,
+        f"SELECT coalesce(exception_type, ?) AS t, count(*) AS n, sum({HOLD_US}) AS us "
+        "FROM r WHERE has_exception GROUP BY t ORDER BY n DESC, t",
+        [NONE_LABEL],
+    )
+    return {
+        "rows": int(sum(n for _, n, _ in rows)),
+        "by_type": {t: int(n) for t, n, _ in rows},
+        "sandbox_hours_by_type": {t: int(us) / HOUR_US for t, _, us in rows},
+    }

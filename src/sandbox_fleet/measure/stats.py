@@ -1,0 +1,114 @@
+"""Order statistics, grouped sorting and bootstrap intervals shared by every measurement.
+
+Percentiles use linear interpolation between order statistics (NumPy's default
+``method="linear"``). A figure computed over fewer than ``SMALL_SAMPLE_ROWS`` rows is
+flagged as a small sample. Integer inputs (microseconds, tokens) are summed exactly.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+SMALL_SAMPLE_ROWS = 100
+BOOTSTRAP_DRAWS = 2000
+US = 1_000_000
+
+
+def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
+    """Linear-interpolated quantile of an already sorted array (NumPy's default method)."""
+    n = sorted_values.size
+    if n == 0:
+        return None
+    pos = (n - 1) * q
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    a, b = float(sorted_values[lo]), float(sorted_values[hi])
+    t = pos - lo
+    # Same two-sided lerp NumPy uses, so results match np.percentile bit for bit.
+    return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
+
+
+def summary(sorted_values: np.ndarray, scale: float = 1.0) -> dict:
+    """min / median / mean / p90 / p99 / max of sorted integers, scaled (e.g. us -> s).
+
+    The mean comes from an exact integer sum, so it does not depend on summation order.
+    """
+    n = int(sorted_values.size)
+    out: dict = {"rows": n, "small_sample": n < SMALL_SAMPLE_ROWS}
+    if n == 0:
+        out.update(dict.fromkeys(("min", "median", "mean", "p90", "p99", "max")))
+        return out
+    total = int(sorted_values.sum(dtype=np.int64)) if sorted_values.dtype.kind in "iu" else float(sorted_values.sum())
+    out["min"] = float(sorted_values[0]) * scale
+    out["median"] = quantile_sorted(sorted_values, 0.5) * scale
+    out["mean"] = total / n * scale
+    out["p90"] = quantile_sorted(sorted_values, 0.9) * scale
+    out["p99"] = quantile_sorted(sorted_values, 0.99) * scale
+    out["max"] = float(sorted_values[-1]) * scale
+    return out
+
+
+def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sort integer ``values`` within groups ``codes`` (0..n_groups-1).
+
+    Returns (sorted values, offsets): group g is ``sorted[offsets[g]:offsets[g+1]]``.
+    Packs group and value into one int64 key when they fit (one fast sort), else lexsort.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    if values.size == 0:
+        return values.copy(), offsets
+    vmin = int(values.min())
+    span = int(values.max()) - vmin
+    vbits = max(span.bit_length(), 1)
+    gbits = max(n_groups - 1, 0).bit_length()
+    if vbits + gbits <= 62:
+        key = codes << vbits
+        key |= values - vmin
+        key.sort()
+        key &= (1 << vbits) - 1
+        key += vmin
+        return key, offsets
+    order = np.lexsort((values, codes))
+    return values[order], offsets
+
+
+def quantile_counts(values: np.ndarray, counts: np.ndarray, q: float) -> float | None:
+    """Quantile of the multiset ``values`` (ascending) repeated ``counts`` times, as if sorted.
+
+    Same linear interpolation as ``quantile_sorted``, without materialising the repeats.
+    """
+    n = int(counts.sum())
+    if n == 0:
+        return None
+    ends = np.cumsum(counts)
+    pos = (n - 1) * q
+    lo = int(np.floor(pos))
+    hi = min(lo + 1, n - 1)
+    a = float(values[np.searchsorted(ends, lo, side="right")])
+    b = float(values[np.searchsorted(ends, hi, side="right")])
+    t = pos - lo
+    return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
+
+
+def rate_ci(successes: int, rows: int, *, seed: int, name: str, draws: int = BOOTSTRAP_DRAWS) -> list[float] | None:
+    """Bootstrap 95% percentile interval of a proportion ``successes / rows``.
+
+    Resampling ``rows`` 0/1 outcomes with replacement gives a success count that is exactly
+    Binomial(rows, p_hat), so we draw those counts directly: the same bootstrap, O(draws).
+    Each figure gets its own stream (seed, crc32(name)) so adding a figure moves no other.
+    """
+    if rows <= 0:
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode())]))
+    sims = rng.binomial(rows, successes / rows, size=draws) / rows
+    return [float(np.percentile(sims, 2.5)), float(np.percentile(sims, 97.5))]
+
+
+def ratio(num: float, den: float) -> float | None:
+    """num / den, or None when the denominator is zero (nothing to divide by)."""
+    return None if not den else num / den

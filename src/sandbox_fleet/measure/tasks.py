@@ -1,0 +1,50 @@
+"""Task resource requests, timeouts and bundle sizes from the tasks table.
+
+Requests are grouped on the exact (cpus, memory_mb, storage_mb, gpus) tuple, a null
+field staying null (unknown is not zero); most tasks in a pool share one request, and
+the odd ones are what a node plan must still fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox_fleet.measure.sql import query
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, quantile_sorted
+
+
+def _sorted_valid(col: pa.ChunkedArray) -> np.ndarray:
+    return np.sort(np.asarray(col.drop_null().to_numpy(), dtype=np.float64))
+
+
+def measure_tasks(tasks: pa.Table | None) -> dict | None:
+    """None when no tasks table was given."""
+    if tasks is None:
+        return None
+    rows = query(
+        tasks,
+        "SELECT cpus, memory_mb, storage_mb, gpus, count(*) AS n FROM r "
+        "GROUP BY ALL ORDER BY n DESC, cpus NULLS LAST, memory_mb NULLS LAST, "
+        "storage_mb NULLS LAST, gpus NULLS LAST",
+    )
+    requests = [
+        {"cpus": c, "memory_mb": m, "storage_mb": s, "gpus": g, "tasks": int(n)}
+        for c, m, s, g, n in rows
+    ]
+    bundles = _sorted_valid(tasks.column("bundle_bytes"))
+    out: dict = {
+        "count": tasks.num_rows,
+        "distinct_task_ids": int(pc.count_distinct(tasks.column("task_id")).as_py()),
+        "requests": requests,
+        "bundle_rows": int(bundles.size),
+        "bundle_bytes_median": quantile_sorted(bundles, 0.5),
+        "bundle_bytes_max": float(bundles[-1]) if bundles.size else None,
+        "small_sample": tasks.num_rows < SMALL_SAMPLE_ROWS,
+    }
+    for name in ("build_timeout_s", "agent_timeout_s", "verifier_timeout_s"):
+        vals = _sorted_valid(tasks.column(name))
+        out[f"{name}_rows"] = int(vals.size)
+        out[f"{name}_median"] = quantile_sorted(vals, 0.5)
+    return out

@@ -1,0 +1,123 @@
+"""Token demand per sandbox-second and the quadratic growth of input with turn count.
+
+Rates are over the rows that report both input and output tokens, divided by the summed
+hold of those same rows. ``cached_fraction`` is over the rows that also report cached
+tokens; it is null when no row reports them (null means unknown, not zero).
+
+When every turn re-sends the transcript, input tokens after n turns grow like
+c * n(n+1)/2. ``turn_tokens`` is c, fitted by least squares through the origin to the
+per-turn-count medians (one point per turn count n >= 1); ``r2_quadratic`` is that fit's
+R^2 and ``r2_linear`` the R^2 of an ordinary straight line a + b*n on the same points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sandbox_fleet.measure.columns import Frame
+from sandbox_fleet.measure.sql import HOLD_US, query
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, ratio
+
+
+def triangular(n: np.ndarray) -> np.ndarray:
+    return n * (n + 1) / 2.0
+
+
+def r_squared(y: np.ndarray, fitted: np.ndarray) -> float | None:
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    if y.size < 2 or ss_tot == 0.0:
+        return None
+    return 1.0 - float(((y - fitted) ** 2).sum()) / ss_tot
+
+
+def fit_quadratic(turns: np.ndarray, medians: np.ndarray) -> dict:
+    """Fit median(n) = c*n(n+1)/2 (through the origin) and a linear a + b*n for comparison."""
+    n = np.asarray(turns, dtype=np.float64)
+    y = np.asarray(medians, dtype=np.float64)
+    keep = n >= 1
+    n, y = n[keep], y[keep]
+    out = {"points": int(n.size), "turn_tokens": None, "r2_quadratic": None, "r2_linear": None,
+           "linear_intercept": None, "linear_slope": None}
+    if n.size == 0:
+        return out
+    x = triangular(n)
+    c = float((x * y).sum() / (x * x).sum())
+    out["turn_tokens"] = c
+    out["r2_quadratic"] = r_squared(y, c * x)
+    if np.unique(n).size >= 2:
+        slope, intercept = np.polyfit(n, y, 1)
+        out["linear_intercept"], out["linear_slope"] = float(intercept), float(slope)
+        out["r2_linear"] = r_squared(y, intercept + slope * n)
+    return out
+
+
+def model_error(turn_tokens: float, medians_by_turns: dict[int, float]) -> dict[str, float]:
+    """c * n(n+1)/2 / median(n) - 1 per turn count (keys as strings)."""
+    return {str(n): turn_tokens * n * (n + 1) / 2.0 / m - 1.0
+            for n, m in sorted(medians_by_turns.items()) if m and n >= 1}
+
+
+_SUMS_SQL = f"""
+SELECT count(*), coalesce(sum({HOLD_US}), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
+       count(cached_tokens), coalesce(sum(cached_tokens), 0),
+       coalesce(sum(input_tokens) FILTER (WHERE cached_tokens IS NOT NULL), 0)
+FROM r WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL
+"""
+
+
+def measure_tokens(fr: Frame) -> dict:
+    # Exact integer sums in DuckDB; only the per-turn medians need NumPy arrays.
+    rows, hold_us, inp, outp, n_cached, cached, cached_inp = (int(v) for v in query(fr.table, _SUMS_SQL)[0])
+    sandbox_s = hold_us / US
+    out: dict = {
+        "rows": rows,
+        "small_sample": rows < SMALL_SAMPLE_ROWS,
+        "sandbox_s": sandbox_s,
+        "hold_mean_s": sandbox_s / rows if rows else None,
+        "input": inp if rows else None,
+        "output": outp if rows else None,
+        "cached": cached if n_cached else None,
+        "cached_rows": n_cached,
+        "output_per_rollout": outp / rows if rows else None,
+        "prefill_per_sandbox_s": ratio(inp, sandbox_s) if rows else None,
+        "decode_per_sandbox_s": ratio(outp, sandbox_s) if rows else None,
+        "prefill_decode_ratio": ratio(inp, outp) if rows else None,
+        "cached_fraction": ratio(cached, cached_inp) if n_cached else None,
+    }
+    out.update(_turn_figures(fr))
+    return out
+
+
+_TURNS_SQL = """
+SELECT turns, count(*) AS n,
+       count(input_tokens) AS n_in,
+       quantile_cont(input_tokens, 0.5) AS median_in
+FROM r WHERE turns IS NOT NULL GROUP BY turns ORDER BY turns
+"""
+
+
+def _turn_figures(fr: Frame) -> dict:
+    # One GROUP BY turns gives the histogram and the per-turn medians (DuckDB's
+    # quantile_cont interpolates linearly, like NumPy); nothing is copied out per row.
+    rows = query(fr.table, _TURNS_SQL)
+    values = np.array([r[0] for r in rows], dtype=np.int64)
+    counts = np.array([r[1] for r in rows], dtype=np.int64)
+    medians = {int(t): float(m) for t, _, n_in, m in rows if n_in}
+    fit = fit_quadratic(np.array(list(medians), dtype=np.float64), np.array(list(medians.values())))
+    c = fit["turn_tokens"]
+    return {
+        "turns_rows": int(counts.sum()),
+        "turns_median": quantile_counts(values, counts, 0.5),
+        "turns_p90": quantile_counts(values, counts, 0.9),
+        "turns_histogram": {str(int(t)): int(n) for t, n, _, _ in rows},
+        "median_input_by_turns": {str(k): v for k, v in medians.items()},
+        "median_input_rows_by_turns": {str(int(t)): int(n_in) for t, _, n_in, _ in rows if n_in},
+        "fit_rows": int(sum(r[2] for r in rows)),
+        "fit_points": fit["points"],
+        "turn_tokens": c,
+        "r2_quadratic": fit["r2_quadratic"],
+        "r2_linear": fit["r2_linear"],
+        "linear_intercept": fit["linear_intercept"],
+        "linear_slope": fit["linear_slope"],
+        "model_error_by_turns": model_error(c, medians) if c is not None else {},
+    }

@@ -1,0 +1,53 @@
+"""Outcomes and exceptions on the hand-made 10-row table (see conftest)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox_fleet.measure import measure_telemetry
+
+
+def test_outcome_counts_and_rates(ten_rows):
+    o = measure_telemetry(ten_rows)["outcomes"]
+    assert (o["exceptions"], o["clean"]) == (4, 6)
+    assert o["exception_rate"] == pytest.approx(0.4)
+    assert (o["rewarded"], o["passed"], o["failed"], o["no_reward"]) == (7, 4, 3, 3)
+    assert o["pass_rate"] == pytest.approx(4 / 7)
+    # Clean rows 1,2,3,4,8,10 -> passed 1,4,10; the null reward of row 3 counts as not passed.
+    assert o["pass_rate_clean"] == pytest.approx(3 / 6)
+    # Exception rows 5,6,7,9 -> passed 7 only.
+    assert o["pass_rate_exception"] == pytest.approx(1 / 4)
+    assert (o["pass_rate_rows"], o["pass_rate_clean_rows"], o["pass_rate_exception_rows"]) == (7, 6, 4)
+
+
+def test_sandbox_hours(ten_rows):
+    o = measure_telemetry(ten_rows)["outcomes"]
+    assert o["sandbox_hours"] == pytest.approx(5500 / 3600)
+    assert o["sandbox_hours_per_pass"] == pytest.approx(5500 / 3600 / 4)
+    assert o["exception_sandbox_hours"] == pytest.approx((500 + 600 + 700 + 900) / 3600)
+
+
+def test_threshold(ten_rows):
+    o = measure_telemetry(ten_rows, pass_threshold=0.5)["outcomes"]
+    assert (o["passed"], o["pass_rate"]) == (5, pytest.approx(5 / 7))
+
+
+def test_headline_rates_carry_seeded_intervals_and_small_sample_flags(ten_rows):
+    a = measure_telemetry(ten_rows, seed=3)["outcomes"]
+    b = measure_telemetry(ten_rows, seed=3)["outcomes"]
+    for name in ("exception_rate", "pass_rate", "pass_rate_clean", "pass_rate_exception"):
+        lo, hi = a[f"{name}_ci95"]
+        assert lo <= a[name] <= hi
+        assert a[f"{name}_ci95"] == b[f"{name}_ci95"]
+    assert set(a["small_sample"]) == {"exception_rate", "pass_rate", "pass_rate_clean", "pass_rate_exception"}
+
+
+def test_exceptions_by_type_with_hours(ten_rows):
+    e = measure_telemetry(ten_rows)["exceptions"]
+    assert e["rows"] == 4
+    assert e["by_type"] == {"Timeout": 2, "(none)": 1, "OOM": 1}
+    assert list(e["by_type"]) == ["Timeout", "(none)", "OOM"]  # by count, then name
+    hours = e["sandbox_hours_by_type"]
+    assert hours["Timeout"] == pytest.approx((500 + 600) / 3600)
+    assert hours["OOM"] == pytest.approx(700 / 3600)
+    assert hours["(none)"] == pytest.approx(900 / 3600)

@@ -1,0 +1,30 @@
+"""The terminal summary prints the headline figures, rounded, without failing on nulls."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from sandbox_fleet.measure import measure_telemetry
+from sandbox_fleet.measure.render import render_summary
+
+from .helpers import telemetry
+
+
+def _render(summary) -> str:
+    console = Console(record=True, width=160)
+    render_summary(summary, console)
+    return console.export_text()
+
+
+def test_render_shows_headlines(ten_rows):
+    text = _render(measure_telemetry(ten_rows))
+    assert "Concurrency" in text and "Hold time" in text
+    assert "40.00%" in text  # exception rate
+    assert "57.14%" in text  # pass rate 4/7
+    assert "Timeout" in text
+    assert "duplicate id" in text
+
+
+def test_render_copes_with_sparse_input():
+    text = _render(measure_telemetry(telemetry([0], [1])))
+    assert "not reported" in text

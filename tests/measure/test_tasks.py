@@ -1,0 +1,43 @@
+"""Task requests and bundle sizes from a hand-made tasks table."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from sandbox_fleet.measure import measure_telemetry
+from sandbox_fleet.measure.tasks import measure_tasks
+from sandbox_fleet.telemetry import conform_tasks
+
+from .helpers import telemetry
+
+
+def tasks_table():
+    return conform_tasks(pa.table({
+        "task_id": ["a", "b", "c", "d", "e", "f"],
+        "cpus": [1.0, 1.0, 1.0, 2.0, 1.0, 2.0],
+        "memory_mb": [2048, 2048, 2048, 4096, 2048, 4096],
+        "storage_mb": [6144, 6144, 6144, 6144, 6144, 6144],
+        "gpus": [0, 0, 0, 0, None, 0],
+        "build_timeout_s": [600.0, 600.0, 600.0, 1200.0, None, 600.0],
+        "bundle_bytes": [100, 200, 300, None, 1000, 400],
+    }))
+
+
+def test_requests_sorted_by_count():
+    out = measure_tasks(tasks_table())
+    assert out["count"] == 6
+    assert out["requests"] == [
+        {"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": 0, "tasks": 3},
+        {"cpus": 2.0, "memory_mb": 4096, "storage_mb": 6144, "gpus": 0, "tasks": 2},
+        {"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": None, "tasks": 1},
+    ]
+    assert (out["bundle_rows"], out["bundle_bytes_median"], out["bundle_bytes_max"]) == (5, 300.0, 1000.0)
+    assert (out["build_timeout_s_rows"], out["build_timeout_s_median"]) == (5, 600.0)
+
+
+def test_tasks_absent_is_null_and_present_flows_through():
+    assert measure_telemetry(telemetry([0], [1]))["tasks"] is None
+    out = measure_telemetry(telemetry([0], [1], tasks=tasks_table()))["tasks"]
+    assert out["count"] == 6
+    assert out["bundle_bytes_median"] == pytest.approx(300.0)
