@@ -1,0 +1,126 @@
+"""Draw attempt durations phase by phase (build, agent, verifier) in vectorised blocks.
+
+Durations do not depend on when an attempt runs, so every first attempt of a
+workload is drawn up front in one block; the engine only places them in time.
+A retry is a fresh attempt of the same rollout: new draws for every phase from the
+same mixture component (model); an explicit hold array gives the same hold again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sandbox_fleet.simulate.distributions import Dist, Mixture
+from sandbox_fleet.simulate.entities import (
+    AGENT,
+    BUILD,
+    COMPLETED,
+    EXCEPTION,
+    NO_PHASE,
+    TIMEOUT,
+    VERIFIER,
+    Episode,
+)
+
+
+@dataclass
+class Attempts:
+    """Durations of a block of attempts (seconds) and how each ends if undisturbed."""
+
+    build_s: np.ndarray
+    agent_s: np.ndarray
+    verify_s: np.ndarray
+    state: np.ndarray  # int8: COMPLETED, EXCEPTION or TIMEOUT
+    phase: np.ndarray  # int8: exception phase, NO_PHASE when none
+
+    @property
+    def hold_s(self) -> np.ndarray:
+        return self.build_s + self.agent_s + self.verify_s
+
+
+def _agent_raw(ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: np.ndarray | None):
+    n = idx.size
+    if isinstance(ep.agent, np.ndarray):
+        return np.asarray(ep.agent, dtype=float)[idx], None
+    if isinstance(ep.agent, Dist):
+        if labels is not None and isinstance(ep.agent, Mixture):
+            # Keep each rollout's component (its model) on a retry.
+            out = np.empty(n)
+            for k, comp in enumerate(ep.agent.components):
+                sel = np.flatnonzero(labels == k)
+                if sel.size:
+                    out[sel] = comp.sample(rng, sel.size)
+            return out, labels
+        return ep.agent.sample_labeled(rng, n)
+    t = ep.turns
+    turns = np.maximum(np.rint(t.turns.sample(rng, n)), 1).astype(np.int64)
+    total = int(turns.sum())
+    per_turn = t.model_latency.sample(rng, total)
+    if t.command is not None:
+        per_turn = per_turn + t.command.sample(rng, total)
+    starts = np.concatenate(([0], np.cumsum(turns)[:-1]))
+    return np.add.reduceat(per_turn, starts) if n else np.zeros(0), None
+
+
+def draw_attempts(
+    ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: np.ndarray | None = None
+) -> tuple[Attempts, np.ndarray | None]:
+    """Draw attempts for the rollouts ``idx`` (indices within the workload).
+
+    Returns the attempts and the component labels (models) when the agent
+    distribution is a mixture.
+    """
+    n = idx.size
+    agent, labels = _agent_raw(ep, rng, idx, labels)
+    build = np.zeros(n)
+    if ep.build is not None:
+        b = ep.build
+        hit = rng.random(n) < b.hit_p
+        if b.hit is not None:
+            build = np.where(hit, b.hit.sample(rng, n), build)
+        if b.miss is not None:
+            build = np.where(hit, build, b.miss.sample(rng, n))
+    verify = ep.verifier.sample(rng, n) if ep.verifier is not None else np.zeros(n)
+
+    state = np.full(n, COMPLETED, dtype=np.int8)
+    phase = np.full(n, NO_PHASE, dtype=np.int8)
+    if ep.agent_timeout_s is not None:
+        limit = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
+        cut = agent > limit
+        agent = np.where(cut, limit, agent)
+        state[cut] = TIMEOUT
+    if ep.exception is not None:
+        flag = np.asarray(ep.exception, dtype=bool)[idx]
+        state[flag] = EXCEPTION
+        phase[flag] = AGENT
+    if isinstance(ep.agent, Mixture) and ep.agent.exceptions and labels is not None:
+        flag = np.asarray(ep.agent.exceptions, dtype=bool)[labels]
+        state[flag] = EXCEPTION
+        phase[flag] = AGENT
+
+    alive = phase == NO_PHASE
+    durs = {"build": build, "agent": agent, "verifier": verify}
+    codes = {"build": BUILD, "agent": AGENT, "verifier": VERIFIER}
+    for name in ("build", "agent", "verifier"):
+        dur = durs[name]
+        rate = ep.exception_rate_per_s.get(name, 0.0)
+        p = ep.exception_p.get(name, 0.0)
+        if rate > 0:
+            at = rng.exponential(1.0 / rate, n)
+            hit = alive & (at < dur)
+            dur[hit] = at[hit]
+            state[hit], phase[hit] = EXCEPTION, codes[name]
+            alive &= ~hit
+        if p > 0:
+            u = rng.random(n)
+            frac = rng.random(n)
+            hit = alive & (u < p)
+            dur[hit] = dur[hit] * frac[hit]
+            state[hit], phase[hit] = EXCEPTION, codes[name]
+            alive &= ~hit
+    # A phase that failed ends the hold: later phases do not run.
+    agent[phase == BUILD] = 0.0
+    verify[(phase == BUILD) | (phase == AGENT)] = 0.0
+    return Attempts(build, agent, verify, state, phase), labels

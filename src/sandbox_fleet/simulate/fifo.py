@@ -1,0 +1,224 @@
+"""Fast path for FIFO pools without start caps, preemption or queue timeouts.
+
+Under first-come-first-served, an attempt starts at ``max(its arrival, the earliest
+time a slot is free)`` and that slot is next free at ``finish + provision_delay``
+(the Kiefer-Wolfowitz recursion for the G/G/c queue). Processing queue entries in
+time order therefore places every attempt with one ``heapreplace`` on a heap of
+``cap`` slot-free times, with no finish events at all. Entries that depend on the
+run (RL batch releases, retries) go on a small heap in time order: each lies at or
+after the finish that caused it. Same model and tie rule as ``loop.py`` (heap
+entries before open arrivals at equal times); tests check the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+from heapq import heappop, heappush, heapreplace
+
+import numpy as np
+
+from sandbox_fleet.simulate.entities import RETRIED
+from sandbox_fleet.simulate.prepare import Prepared
+from sandbox_fleet.simulate.trainer import RLState
+from sandbox_fleet.simulate.workloads import CLOSED
+
+RELEASE, RETRY = 0, 1
+INF = math.inf
+
+
+def eligible(prep: Prepared) -> bool:
+    return all(
+        pl.admission == "fifo" and pl.start_cap is None and pl.preempt_rate_per_node_s == 0 and pl.queue_timeout_s is None
+        for pl in prep.pools
+    )
+
+
+def run_fifo(prep: Prepared, on_progress=None) -> dict:
+    N = prep.n
+    r_pool, r_work, closed = prep.r_pool, prep.r_work, prep.closed
+    hold, may_retry = prep.hold, prep.may_retry
+    a_enq = [math.nan] * N
+    a_start = [math.nan] * N
+    retried_first: list[int] = []
+    # Extra rows: retry attempts.
+    x: dict[str, list] = {k: [] for k in ("rollout", "attempt", "arrival_s", "start_s", "state", "phase",
+                                          "build_s", "agent_s", "verify_s", "hold")}
+    x_roll, x_try, x_enq, x_start = x["rollout"], x["attempt"], x["arrival_s"], x["start_s"]
+    x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
+
+    slots = [[0.0] * pl.cap if pl.cap is not None else None for pl in prep.pools]
+    prov = [pl.provision_delay_s for pl in prep.pools]
+    heap: list = []
+    seq = 0
+
+    rl: dict[int, RLState] = {}
+    r_batch = [0] * N
+    for w, wl in enumerate(prep.workloads):
+        if wl.kind != CLOSED:
+            continue
+        st = RLState(w, wl.batch, wl.staleness, wl.train_s, int(prep.offsets[w]))
+        st.batch_end_s = [-INF] * len(st.sizes)  # running max until the batch completes
+        rl[w] = st
+        for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
+            lo = st.base + s0
+            r_batch[lo : lo + sz] = [j] * sz
+        heappush(heap, (float(wl.start_s), seq, RELEASE, (w, 0)))
+        seq += 1
+
+    def finish_rl(r: int, t: float) -> None:
+        """Rollout ``r`` ended at ``t``: settle its batch and any trainer steps now due."""
+        nonlocal seq
+        st = rl[r_work[r]]
+        j = r_batch[r]
+        if t > st.batch_end_s[j]:
+            st.batch_end_s[j] = t
+        st.rem[j] -= 1
+        if st.rem[j]:
+            return
+        # Train every step whose batch is complete, in order (batches may end out of order).
+        while st.next_train < st.next_release and st.rem[st.next_train] == 0:
+            k = st.next_train
+            prev = st.train_end_s[k - 1] if k else -INF
+            t1 = st.begin_train(max(st.batch_end_s[k], prev))
+            st.end_train(t1)
+            heappush(heap, (t1, seq, RELEASE, (st.w, st.version)))
+            seq += 1
+
+    def retry(r: int, attempt: int, t: float) -> None:
+        """The attempt ended at ``t`` in a retryable error: queue a fresh one then."""
+        nonlocal seq
+        b, a, v, h, s_, ph = prep.retry_attempt(r, attempt)
+        k = len(x_roll)
+        for lst, val in ((x_roll, r), (x_try, attempt), (x_enq, t), (x_start, math.nan), (x_state, s_),
+                         (x_phase, ph), (x["build_s"], b), (x["agent_s"], a), (x["verify_s"], v), (x_hold, h)):
+            lst.append(val)
+        heappush(heap, (t, seq, RETRY, (r, k)))
+        seq += 1
+
+    arr_t, arr_r = prep.arr_t, prep.arr_r
+    na, ai = len(arr_t), 0
+    last_t = -INF
+    clock_ok = True
+    placed = 0  # RL rollouts placed (for progress)
+    progress_every = 1 << 16
+    next_progress = progress_every
+    # One capped pool (the common case): the hot loop below needs no per-rollout pool lookup.
+    single = slots[0] if len(slots) == 1 and slots[0] is not None else None
+    pv0 = prov[0]
+    while True:
+        top = heap[0][0] if heap else INF
+        if single is not None:
+            # Open arrivals strictly before the next heap entry: the hot path.
+            while ai < na:
+                t = arr_t[ai]
+                if t >= top:
+                    break
+                if t < last_t:
+                    clock_ok = False
+                last_t = t
+                r = arr_r[ai]
+                ai += 1
+                f0 = single[0]
+                s = f0 if f0 > t else t
+                heapreplace(single, s + hold[r] + pv0)
+                a_start[r] = s
+                if may_retry[r]:
+                    retried_first.append(r)
+                    retry(r, 1, s + hold[r])
+                    top = heap[0][0]
+        while ai < na:
+            t = arr_t[ai]
+            if t >= top:
+                break
+            if t < last_t:
+                clock_ok = False
+            last_t = t
+            r = arr_r[ai]
+            ai += 1
+            p = r_pool[r]
+            hp = slots[p]
+            if hp is None:
+                s = t
+            else:
+                f0 = hp[0]
+                s = f0 if f0 > t else t
+                heapreplace(hp, s + hold[r] + prov[p])
+            a_start[r] = s
+            if may_retry[r]:
+                retried_first.append(r)
+                retry(r, 1, s + hold[r])
+                top = heap[0][0]
+        if not heap:
+            if ai >= na:
+                break
+            continue
+        t, _, kind, item = heappop(heap)
+        if t < last_t:
+            clock_ok = False
+        last_t = t
+        if kind == RELEASE:
+            w, version = item
+            st = rl[w]
+            for rng_ in st.take_releasable(t, version):
+                placed += len(rng_)
+                p = prep.workloads[w].pool
+                hp = slots[p]
+                pv = prov[p]
+                for r in rng_:
+                    if hp is None:
+                        s = t
+                    else:
+                        f0 = hp[0]
+                        s = f0 if f0 > t else t
+                        heapreplace(hp, s + hold[r] + pv)
+                    a_enq[r] = t
+                    a_start[r] = s
+                    if may_retry[r]:
+                        retried_first.append(r)
+                        retry(r, 1, s + hold[r])
+                    else:
+                        finish_rl(r, s + hold[r])
+        else:
+            r, k = item
+            p = r_pool[r]
+            hp = slots[p]
+            if hp is None:
+                s = t
+            else:
+                f0 = hp[0]
+                s = f0 if f0 > t else t
+                heapreplace(hp, s + x_hold[k] + prov[p])
+            x_start[k] = s
+            fin = s + x_hold[k]
+            if prep.retryable(r, x_state[k], x_phase[k], x_try[k]):
+                x_state[k] = RETRIED
+                retry(r, x_try[k] + 1, fin)
+            elif closed[r_work[r]]:
+                finish_rl(r, fin)
+        if on_progress is not None and ai + placed >= next_progress:
+            next_progress = ai + placed + progress_every
+            on_progress(ai + placed, N)
+
+    start = np.array(a_start, dtype=float)
+    arrival = np.array(a_enq, dtype=float)
+    if na:
+        arrival[np.asarray(arr_r, dtype=np.int64)] = arr_t  # open arrivals: their given times
+    state = prep.plan.copy()
+    state[np.asarray(retried_first, dtype=np.int64)] = RETRIED
+    first = {
+        "arrival_s": arrival,
+        "start_s": start,
+        "finish_s": start + prep.hold_np,
+        "state": state,
+        "phase": prep.phase,
+        "build_s": prep.build,
+        "agent_s": prep.agent,
+        "verify_s": prep.verify,
+    }
+    x["finish_s"] = [s + h for s, h in zip(x_start, x_hold)]
+    del x["hold"]
+    for st in rl.values():
+        # Batches that never completed cannot exist here (FIFO serves everyone).
+        st.batch_end_s = [b if b > -INF else math.nan for b in st.batch_end_s]
+    return {"first": first, "extra": x, "rl": rl, "preemptions": 0, "area_busy": None, "area_wait": None,
+            "clock_monotonic": clock_ok}

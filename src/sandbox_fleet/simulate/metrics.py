@@ -1,0 +1,168 @@
+"""The run summary. Keys reuse ``measure``'s names where the figure is the same.
+
+Definitions:
+- ``concurrency``: sweep line over the attempts that held a sandbox (half-open
+  intervals); ``mean`` = sandbox time / span, span = first start to last finish;
+  ``touches`` = separate stretches at the peak; ``time_at_peak_s`` their total.
+- ``hold_s``: over attempts that held a sandbox. ``queue_wait_s``: per attempt, queue
+  entry to start (or to the drop).
+- ``utilisation``: sandbox time / (total cap x sim_time_s), over capped pools.
+- ``step_s`` (RL): one trainer step's wall time, batch release to the end of its
+  training; ``trainer_idle_fraction``: share of the RL span (first release to last
+  training end) the trainer spent not training.
+- ``lost_sandbox_hours``: sandbox time of attempts that ended in an exception
+  (infrastructure or agent) or were reclaimed by preemption.
+- ``littles_law``: L (time-average rollouts in the system) against lambda x W.
+- ``events`` is deterministic; ``events_per_s`` and ``wall_s`` depend on the machine,
+  so they appear only with ``timing=True`` (keeps same-seed output byte-identical).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sandbox_fleet.simulate.entities import (
+    COMPLETED,
+    DROPPED,
+    EXCEPTION,
+    PREEMPTION,
+    RETRIED,
+    TIMEOUT,
+)
+
+SCHEMA_VERSION = 1
+
+
+def _quantiles(v: np.ndarray) -> dict:
+    if v.size == 0:
+        return {"mean": None, "p50": None, "p99": None}
+    return {"mean": float(v.mean()), "p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99))}
+
+
+def _hold_summary(v: np.ndarray) -> dict:
+    if v.size == 0:
+        return dict.fromkeys(("rows", "min", "median", "mean", "p90", "p99", "max"))
+    s = np.sort(v)
+    return {
+        "rows": int(s.size),
+        "min": float(s[0]),
+        "median": float(np.percentile(s, 50)),
+        "mean": float(s.mean()),
+        "p90": float(np.percentile(s, 90)),
+        "p99": float(np.percentile(s, 99)),
+        "max": float(s[-1]),
+    }
+
+
+def concurrency(start: np.ndarray, finish: np.ndarray) -> dict:
+    """Mean, peak, touches and time at peak of half-open intervals ``[start, finish)``."""
+    if start.size == 0:
+        return {"mean": 0.0, "peak": 0, "touches": 0, "time_at_peak_s": 0.0, "span_s": 0.0}
+    # Finishes first, then a stable sort: at equal times a finish nets before a start.
+    # Both halves are nearly sorted already, which the stable (run-merging) sort exploits.
+    t = np.concatenate((finish, start))
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    level = np.cumsum(np.where(order >= finish.size, 1, -1))
+    # Read the level after the last event at each time.
+    last = np.ones(t.size, dtype=bool)
+    last[:-1] = t[1:] != t[:-1]
+    t, level = t[last], level[last]
+    dur = np.diff(t)
+    seg = level[:-1]
+    peak = int(seg.max()) if seg.size else 0
+    at = seg == peak
+    touches = int(at[0]) + int(np.count_nonzero(at[1:] & ~at[:-1])) if seg.size else 0
+    span = float(finish.max() - start.min())
+    return {
+        "mean": float(np.sum(finish - start) / span) if span > 0 else 0.0,
+        "peak": peak,
+        "touches": touches,
+        "time_at_peak_s": float(dur[at].sum()),
+        "span_s": span,
+    }
+
+
+def summarise(res, *, timing: bool = False) -> dict:
+    started = res.started
+    hold = res.finish_s[started] - res.start_s[started]
+    term = res.state != RETRIED
+    n = res.n_rollouts
+    n_state = {name: int(np.count_nonzero(term & (res.state == code)))
+               for name, code in (("completed", COMPLETED), ("exceptions", EXCEPTION), ("timeouts", TIMEOUT), ("dropped", DROPPED))}
+    ends = np.where(started, res.start_s, res.finish_s)
+    waits = ends - res.arrival_s
+    sandbox_s = float(hold.sum())
+    sim_time = float(res.end_s)
+    caps = [f.cap for f in res.fleets]
+    capped = all(c is not None for c in caps)
+    exc_rows = started & ((res.state == EXCEPTION) | (res.state == RETRIED)) & (res.phase != PREEMPTION)
+    pre_rows = started & (res.phase == PREEMPTION)
+    retried = int(np.count_nonzero(res.state == RETRIED))
+
+    # Little's law over the whole run: L = area under rollouts-in-system / time,
+    # lambda = rollouts / time, W = mean time in system (first arrival to terminal end).
+    last_end = res.finish_s[term]
+    first_arr = res.rollout_arrival_s[res.rollout[term]]
+    sojourn = last_end - first_arr
+    t0 = float(np.nanmin(res.rollout_arrival_s)) if n else 0.0
+    horizon = sim_time - t0
+    out: dict = {
+        "schema_version": SCHEMA_VERSION,
+        "rollouts": n,
+        "attempts": int(res.state.size),
+        "completed": n_state["completed"],
+        "dropped": n_state["dropped"],
+        "sim_time_s": sim_time,
+        "concurrency": dict(res.concurrency_stats()),
+        "hold_s": _hold_summary(hold),
+        "outcomes": {
+            "rows": n,
+            **n_state,
+            "retried_attempts": retried,
+            "exception_rate": n_state["exceptions"] / n if n else None,
+            "timeout_rate": n_state["timeouts"] / n if n else None,
+            "completed_rate": n_state["completed"] / n if n else None,
+        },
+        "queue_wait_s": _quantiles(waits),
+        "utilisation": sandbox_s / (sum(caps) * sim_time) if capped and sim_time > 0 else None,
+        "sandbox_hours": sandbox_s / 3600,
+        "lost_sandbox_hours": {
+            "exception": float(np.sum(res.finish_s[exc_rows] - res.start_s[exc_rows])) / 3600,
+            "preemption": float(np.sum(res.finish_s[pre_rows] - res.start_s[pre_rows])) / 3600,
+        },
+        "littles_law": {
+            "mean_in_system": float((sandbox_s + float(waits.sum())) / horizon) if horizon > 0 else None,
+            "arrival_rate_per_s": n / horizon if horizon > 0 else None,
+            "mean_time_in_system_s": float(sojourn.mean()) if n else None,
+        },
+        "events": res.events,
+    }
+    if res.steps:
+        step, idle_num, idle_den = [], 0.0, 0.0
+        for st in res.steps.values():
+            step.extend((st["train_end_s"] - st["release_s"]).tolist())
+            span = float(st["train_end_s"][-1] - st["release_s"][0])
+            idle_num += span - float(np.sum(st["train_end_s"] - st["train_start_s"]))
+            idle_den += span
+        out["step_s"] = _quantiles(np.asarray(step))
+        out["trainer_idle_fraction"] = idle_num / idle_den if idle_den > 0 else None
+        out["steps"] = int(len(step))
+    if len(res.workloads) > 1:
+        out["workloads"] = {}
+        for w, wl in enumerate(res.workloads):
+            sel = res.workload == w
+            st_sel = sel & started
+            out["workloads"][wl.name] = {
+                "pool": wl.pool,
+                "rollouts": int(wl.count),
+                "completed": int(np.count_nonzero(sel & term & (res.state == COMPLETED))),
+                "queue_wait_s": _quantiles(waits[sel]),
+                "sandbox_hours": float(np.sum(res.finish_s[st_sel] - res.start_s[st_sel])) / 3600,
+            }
+    if timing:
+        out["wall_s"] = res.wall_s
+        out["engine"] = res.engine
+        out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
+        out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
+    return out

@@ -1,0 +1,182 @@
+"""Everything a run needs before its clock starts: checked inputs, random streams,
+first attempts drawn in one block, open arrivals merged into one sorted stream."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.entities import EXCEPTION, PHASE_NAMES, Episode, Fleet
+from sandbox_fleet.simulate.episode import draw_attempts
+from sandbox_fleet.simulate.workloads import CLOSED, Workload
+
+# Random-stream tags: one independent stream per subsystem (and per workload / pool).
+ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS = 1, 2, 3, 4
+
+
+def stream(seed: int, subsystem: int, index: int) -> np.random.Generator:
+    """The Generator of one subsystem; adding a workload never shifts another's draws."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(subsystem, index)))
+
+
+@dataclass
+class Prepared:
+    seed: int
+    pools: list[Fleet]
+    workloads: list[Workload]
+    episodes: list[Episode]
+    counts: list[int]
+    offsets: np.ndarray  # rollout ids of workload w: offsets[w] .. offsets[w+1]-1
+    n: int
+    r_work: list[int]
+    r_pool: list[int]
+    r_label: np.ndarray
+    # First attempt of rollout r (NumPy); ``hold``/``may_retry`` also as lists for the loops.
+    build: np.ndarray
+    agent: np.ndarray
+    verify: np.ndarray
+    plan: np.ndarray  # int8 state if undisturbed
+    phase: np.ndarray  # int8 exception phase
+    hold_np: np.ndarray  # (build + agent) + verify: both loops add it to the start time
+    hold: list[float]
+    may_retry: list[bool]  # ends in a retryable exception with retry budget left
+    arr_t: list[float]  # open arrivals, sorted; ties: lower workload, then release order
+    arr_r: list[int]
+    retry_pos: dict[int, int]  # rollout -> first row of its pre-drawn retries in retry_block
+    retry_block: list[tuple[float, float, float, float, int, int]]
+    max_retries: list[int]
+    retry_on: list[frozenset[int]]
+    closed: list[bool]  # per workload: an RL workload
+
+    def retry_attempt(self, r: int, k: int) -> tuple[float, float, float, float, int, int]:
+        """Attempt ``k >= 1`` of rollout ``r``: (build, agent, verify, hold, state, phase).
+
+        A fresh attempt (same model; an explicit hold repeats). The draw depends only
+        on (seed, r, k), never on the order the loop asks, so both loops agree:
+        rollouts whose first attempt may retry have all their retries drawn in one
+        block up front; any other retry (after a preemption) gets its own stream.
+        """
+        pos = self.retry_pos.get(r)
+        if pos is not None:
+            i = pos + k - 1
+            return self.retry_block[i]
+        w = self.r_work[r]
+        lab = None if self.r_label[r] < 0 else self.r_label[r : r + 1]
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(RETRIES, w, r, k)))
+        att, _ = draw_attempts(self.episodes[w], rng, np.array([r - int(self.offsets[w])]), lab)
+        b, a, v = float(att.build_s[0]), float(att.agent_s[0]), float(att.verify_s[0])
+        return b, a, v, b + a + v, int(att.state[0]), int(att.phase[0])
+
+    def retryable(self, r: int, state: int, phase: int, attempt: int) -> bool:
+        w = self.r_work[r]
+        return state == EXCEPTION and phase in self.retry_on[w] and attempt < self.max_retries[w]
+
+    def timeout_of(self, r: int) -> float:
+        t = self.episodes[self.r_work[r]].agent_timeout_s
+        if t is None:
+            return math.inf
+        if isinstance(t, np.ndarray):
+            return float(t[r - int(self.offsets[self.r_work[r]])])
+        return float(t)
+
+
+def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int) -> Prepared:
+    pools = [fleet] if isinstance(fleet, Fleet) else list(fleet)
+    workloads = list(workloads)
+    if not pools or not workloads:
+        raise InputError("a simulation needs at least one fleet and one workload")
+    for w, wl in enumerate(workloads):
+        if wl.name is None:
+            wl.name = f"w{w}"
+        if not 0 <= wl.pool < len(pools):
+            raise InputError(f"workload {wl.name}: pool {wl.pool} does not exist ({len(pools)} pool(s))")
+        wl.check_arrays()
+    names = [wl.name for wl in workloads]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"workload name {dup!r} is used twice (names key the telemetry ids)")
+    counts = [wl.count for wl in workloads]
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    episodes = [wl.resolved_episode() for wl in workloads]
+
+    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l")}
+    for w, ep in enumerate(episodes):
+        att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]))
+        for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
+            parts[k].append(v)
+        parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
+
+    times, ids = [], []
+    for w, wl in enumerate(workloads):
+        if wl.kind == CLOSED:
+            continue
+        times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))
+        ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
+    if times:
+        t_all, id_all = np.concatenate(times), np.concatenate(ids)
+        order = np.argsort(t_all, kind="stable")
+        arr_t, arr_r = t_all[order].tolist(), id_all[order].tolist()
+    else:
+        arr_t, arr_r = [], []
+
+    r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
+    build = np.concatenate(parts["b"]).astype(float)
+    agent = np.concatenate(parts["a"]).astype(float)
+    verify = np.concatenate(parts["v"]).astype(float)
+    plan = np.concatenate(parts["s"]).astype(np.int8)
+    phase = np.concatenate(parts["p"]).astype(np.int8)
+    hold = build + agent + verify
+    # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
+    table = np.zeros((len(workloads), len(PHASE_NAMES)), dtype=bool)
+    for w, wl in enumerate(workloads):
+        if wl.retry.max_retries > 0:
+            table[w, list(wl.retry.phase_codes)] = True
+    may_retry = (plan == EXCEPTION) & table[r_work, phase]
+
+    # Retries of rollouts whose first attempt is retryable: max_retries attempts each.
+    retry_pos: dict[int, int] = {}
+    retry_block: list = []
+    r_label = np.concatenate(parts["l"]).astype(np.int64)
+    for w, ep in enumerate(episodes):
+        m = workloads[w].retry.max_retries
+        ids = np.flatnonzero(may_retry[offsets[w] : offsets[w + 1]])
+        if m == 0 or ids.size == 0:
+            continue
+        idx = np.repeat(ids, m)
+        lab = r_label[offsets[w] + idx]
+        att, _ = draw_attempts(ep, stream(seed, RETRIES, w), idx, lab if np.all(lab >= 0) else None)
+        h = att.hold_s
+        base = len(retry_block)
+        retry_block.extend(zip(att.build_s.tolist(), att.agent_s.tolist(), att.verify_s.tolist(), h.tolist(),
+                               att.state.astype(int).tolist(), att.phase.astype(int).tolist()))
+        retry_pos.update(zip((ids + offsets[w]).tolist(), range(base, base + idx.size, m)))
+    return Prepared(
+        seed=seed,
+        pools=pools,
+        workloads=workloads,
+        episodes=episodes,
+        counts=counts,
+        offsets=offsets,
+        n=int(offsets[-1]),
+        r_work=r_work.tolist(),
+        r_pool=np.asarray([wl.pool for wl in workloads], dtype=np.int64)[r_work].tolist(),
+        r_label=r_label,
+        build=build,
+        agent=agent,
+        verify=verify,
+        plan=plan,
+        phase=phase,
+        hold_np=hold,
+        hold=hold.tolist(),
+        may_retry=may_retry.tolist(),
+        arr_t=arr_t,
+        arr_r=arr_r,
+        retry_pos=retry_pos,
+        retry_block=retry_block,
+        max_retries=[wl.retry.max_retries for wl in workloads],
+        retry_on=[wl.retry.phase_codes for wl in workloads],
+        closed=[wl.kind == CLOSED for wl in workloads],
+    )

@@ -1,0 +1,58 @@
+"""Readable terminal rendering of a simulate summary (``--json`` prints the dict instead)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _f(v, nd: int = 1) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.{nd}f}"
+
+
+def render_summary(s: dict, console: Console) -> None:
+    if "scenario" in s and "rollouts" in s and "concurrency" not in s:
+        render_calibration(s, console)
+        return
+    t = Table(title=f"simulate: {s.get('scenario', '')} (seed {s.get('seed', '-')})", show_header=False)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    c, h, q, o = s["concurrency"], s["hold_s"], s["queue_wait_s"], s["outcomes"]
+    rows = [
+        ("rollouts / completed / dropped", f"{_f(s['rollouts'])} / {_f(s['completed'])} / {_f(s['dropped'])}"),
+        ("simulated time", f"{_f(s['sim_time_s'] / 3600, 2)} h"),
+        ("concurrency mean / peak", f"{_f(c['mean'])} / {_f(c['peak'])}"),
+        ("at peak", f"{_f(c['touches'])} touches, {_f(c['time_at_peak_s'])} s"),
+        ("utilisation", "-" if s["utilisation"] is None else f"{s['utilisation']:.1%}"),
+        ("hold median / p99 / mean (s)", f"{_f(h['median'])} / {_f(h['p99'])} / {_f(h['mean'])}"),
+        ("queue wait mean / p50 / p99 (s)", f"{_f(q['mean'])} / {_f(q['p50'])} / {_f(q['p99'])}"),
+        ("exceptions / timeouts", f"{_f(o['exceptions'])} / {_f(o['timeouts'])} (+{_f(o['retried_attempts'])} retried attempts)"),
+        ("sandbox-hours (lost: exception / preemption)",
+         f"{_f(s['sandbox_hours'])} ({_f(s['lost_sandbox_hours']['exception'])} / {_f(s['lost_sandbox_hours']['preemption'])})"),
+    ]
+    if "step_s" in s:
+        st = s["step_s"]
+        rows.append(("RL step mean / p50 / p99 (s)", f"{_f(st['mean'])} / {_f(st['p50'])} / {_f(st['p99'])}"))
+        rows.append(("trainer idle", f"{s['trainer_idle_fraction']:.1%}"))
+    rows.append(("events", _f(s["events"])))
+    if "events_per_s" in s:
+        rows.append(("events/s (wall)", _f(s["events_per_s"], 0)))
+    for k, v in rows:
+        t.add_row(k, v)
+    console.print(t)
+    for name, w in s.get("workloads", {}).items():
+        console.print(f"  {name} (pool {w['pool']}): {_f(w['completed'])}/{_f(w['rollouts'])} completed, "
+                      f"mean wait {_f(w['queue_wait_s']['mean'])} s, {_f(w['sandbox_hours'])} sandbox-h")
+    if "telemetry" in s:
+        console.print(f"telemetry: {s['telemetry']}")
+
+
+def render_calibration(s: dict, console: Console) -> None:
+    console.print(f"wrote {s['scenario']}: cap {s['peak']:,} (measured peak, {s['touches']:,} touches), "
+                  f"{s['rollouts']:,} rollouts, exception rate {s['exception_rate']:.1%}, "
+                  f"mean concurrency {s['mean_concurrency']:.1f}")
+    console.print(f"next: edit [fleet] cap or the workload, then `sandbox-fleet simulate {s['scenario']}`")

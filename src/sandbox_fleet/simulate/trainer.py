@@ -1,0 +1,68 @@
+"""Trainer-side state of an RL workload: which batch may be released, when each step trains.
+
+Batch ``j`` may be released once ``j <= version + staleness`` (``version`` = finished
+trainer steps). Trainer step ``j`` starts when batch ``j`` has fully ended and step
+``j - 1`` is done, and lasts ``train_s``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class RLState:
+    __slots__ = ("w", "sizes", "starts", "rem", "version", "next_release", "next_train", "training",
+                 "staleness", "train_s", "release_s", "batch_end_s", "train_start_s", "train_end_s", "base")
+
+    def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int):
+        self.w = w
+        self.sizes = [int(b) for b in batch]
+        self.starts = np.concatenate(([0], np.cumsum(batch)[:-1])).astype(np.int64).tolist()
+        self.rem = list(self.sizes)
+        self.version = 0
+        self.next_release = 0
+        self.next_train = 0
+        self.training = False
+        self.staleness = staleness
+        self.train_s = float(train_s)
+        self.base = base  # global id of the workload's first rollout
+        steps = len(self.sizes)
+        self.release_s = [math.nan] * steps
+        self.batch_end_s = [math.nan] * steps
+        self.train_start_s = [math.nan] * steps
+        self.train_end_s = [math.nan] * steps
+
+    def take_releasable(self, now: float, version: int | None = None) -> list[range]:
+        """Mark every batch eligible under ``version`` (default: the current one) as
+        released at ``now``; returns their global rollout ids."""
+        out = []
+        steps = len(self.sizes)
+        v = self.version if version is None else version
+        while self.next_release < steps and self.next_release <= v + self.staleness:
+            j = self.next_release
+            self.next_release = j + 1
+            self.release_s[j] = now
+            lo = self.base + self.starts[j]
+            out.append(range(lo, lo + self.sizes[j]))
+        return out
+
+    def can_train(self) -> bool:
+        j = self.next_train
+        return (not self.training) and j < self.next_release and self.rem[j] == 0
+
+    def begin_train(self, now: float) -> float:
+        """Start step ``next_train`` at ``now``; returns when it ends."""
+        self.training = True
+        self.train_start_s[self.next_train] = now
+        return now + self.train_s
+
+    def end_train(self, now: float) -> None:
+        self.train_end_s[self.next_train] = now
+        self.training = False
+        self.version += 1
+        self.next_train += 1
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(getattr(self, k), dtype=float) for k in ("release_s", "batch_end_s", "train_start_s", "train_end_s")}
