@@ -1,0 +1,203 @@
+"""Plotly figures for the report, one builder per chart.
+
+Each builder takes the summary and returns a figure, or None when its inputs were not
+measured. Reference lines are drawn as traces (not layout shapes) so they sit correctly
+on log axes and appear in the legend with their values.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from sandbox_fleet.report.fields import as_num, flag, get, mapping, num, numbers, turn_keyed
+
+_TEMPLATE = "plotly_white"
+_LINE = {"mean": "#2ca02c", "peak": "#d62728", "cap": "#9467bd", "median": "#2ca02c", "p99": "#d62728"}
+
+
+def _layout(fig: go.Figure, title: str, **axes: object) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01},
+        template=_TEMPLATE,
+        height=420,
+        margin={"l": 70, "r": 20, "t": 60, "b": 60},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1.0, "xanchor": "right"},
+        **axes,
+    )
+    return fig
+
+
+def _hline(fig: go.Figure, x0: float, x1: float, y: float, name: str, color: str, **kw: object) -> None:
+    fig.add_trace(go.Scatter(x=[x0, x1], y=[y, y], mode="lines", name=name,
+                             line={"color": color, "dash": "dash", "width": 1.5}, hoverinfo="name", **kw))
+
+
+def _vline(fig: go.Figure, x: float, y0: float, y1: float, name: str, color: str) -> None:
+    fig.add_trace(go.Scatter(x=[x, x], y=[y0, y1], mode="lines", name=name,
+                             line={"color": color, "dash": "dash", "width": 1.5}, hoverinfo="name"))
+
+
+def concurrency(m: dict) -> go.Figure | None:
+    """Step function of concurrency with its peak/cap and time-weighted mean."""
+    t, level = numbers(get(m, "concurrency.series.t_s")), numbers(get(m, "concurrency.series.level"))
+    if not t or not level or len(t) != len(level):
+        return None
+    hours = [x / 3600.0 for x in t]
+    bucket = num(m, "concurrency.series.bucket_s")
+    # A long campaign is summarised per time bucket (its maximum), so the peak is never lost.
+    label = f"concurrency (max per {bucket:,.0f} s)" if bucket else "concurrency"
+    fig = go.Figure(go.Scatter(x=hours, y=level, mode="lines", line_shape="hv", name=label,
+                               line={"color": "#1f77b4", "width": 1}, fill="tozeroy"))
+    x0, x1 = hours[0], hours[-1]
+    mean, peak, cap = num(m, "concurrency.mean"), num(m, "concurrency.peak"), num(m, "concurrency.configured_cap")
+    if peak is not None:
+        capped = " (cap detected)" if flag(m, "concurrency.cap_detected") else ""
+        _hline(fig, x0, x1, peak, f"peak {peak:,.0f}{capped}", _LINE["peak"])
+    if cap is not None and cap != peak:
+        _hline(fig, x0, x1, cap, f"configured cap {cap:,.0f}", _LINE["cap"])
+    if mean is not None:
+        _hline(fig, x0, x1, mean, f"mean {mean:,.1f}", _LINE["mean"])
+    return _layout(fig, TITLES["concurrency"], xaxis_title="hours since first start", yaxis_title="sandboxes held")
+
+
+def hold(m: dict) -> go.Figure | None:
+    """Histogram of hold times (log x when every edge is positive) with median and p99."""
+    edges, counts = numbers(get(m, "hold_s.histogram.edges_s")), numbers(get(m, "hold_s.histogram.counts"))
+    if not edges or not counts or len(edges) != len(counts) + 1:
+        return None
+    log_x = edges[0] > 0
+    # A step outline over the bin edges renders correctly on a log axis, unlike bars with widths.
+    fig = go.Figure(go.Scatter(x=edges, y=counts + [counts[-1]], mode="lines", line_shape="hv", fill="tozeroy",
+                               name="rollouts", line={"color": "#1f77b4", "width": 1}))
+    top = max(counts) if counts else 1.0
+    for key, label in (("median", "median"), ("p99", "p99")):
+        value = num(m, f"hold_s.{key}")
+        if value is not None and (value > 0 or not log_x):
+            _vline(fig, value, 0, top, f"{label} {value:,.0f} s", _LINE[key])
+    return _layout(fig, TITLES["hold"], xaxis_type="log" if log_x else "linear",
+                   xaxis_title="hold (s, log scale)" if log_x else "hold (s)", yaxis_title="rollouts")
+
+
+def context(m: dict) -> go.Figure | None:
+    """Measured median input tokens per turn count against the fitted c*n(n+1)/2."""
+    pairs = [(n, v) for n, v in turn_keyed(get(m, "tokens.median_input_by_turns")) if n > 0 and v > 0]
+    if not pairs:
+        return None
+    fig = go.Figure(go.Scatter(x=[n for n, _ in pairs], y=[v for _, v in pairs], mode="markers",
+                               name="measured median", marker={"size": 7, "color": "#1f77b4"}))
+    c = num(m, "tokens.turn_tokens")
+    if c is not None and c > 0:
+        top = max(n for n, _ in pairs)
+        step = max(1, top // 400)  # a few hundred points draw a smooth curve
+        grid = list(range(1, top + 1, step)) + ([top] if (top - 1) % step else [])
+        r2 = num(m, "tokens.r2_quadratic")
+        fit = f"fit {c:,.0f}·n(n+1)/2" + (f", R² {r2:.4f}" if r2 is not None else "")
+        fig.add_trace(go.Scatter(x=grid, y=[c * n * (n + 1) / 2 for n in grid], mode="lines", name=fit,
+                                 line={"color": _LINE["peak"], "dash": "dash"}))
+    return _layout(fig, TITLES["context"], xaxis_type="log", yaxis_type="log",
+                   xaxis_title="turns", yaxis_title="median input tokens (summed over turns)")
+
+
+def turns(m: dict) -> go.Figure | None:
+    pairs = turn_keyed(get(m, "tokens.turns_histogram"))
+    if not pairs:
+        return None
+    fig = go.Figure(go.Bar(x=[n for n, _ in pairs], y=[v for _, v in pairs], name="rollouts",
+                           marker={"color": "#1f77b4"}))
+    return _layout(fig, TITLES["turns"], xaxis_title="turns", yaxis_title="rollouts", showlegend=False)
+
+
+def exception_types(m: dict) -> list[tuple[str, float | None, float | None]]:
+    """(type, count, sandbox-hours) per exception type, most frequent first.
+
+    Accepts ``by_type`` as type -> count or type -> {count, sandbox_hours}, and an optional
+    separate ``sandbox_hours_by_type``.
+    """
+    by_type, hours = mapping(m, "exceptions.by_type"), mapping(m, "exceptions.sandbox_hours_by_type")
+    rows = []
+    for name, value in by_type.items():
+        if isinstance(value, dict):
+            count, sh = as_num(value.get("count")), as_num(value.get("sandbox_hours"))
+        else:
+            count, sh = as_num(value), None
+        if sh is None:
+            sh = as_num(hours.get(name))
+        rows.append((str(name), count, sh))
+    return sorted(rows, key=lambda r: (-(r[1] or 0.0), r[0]))
+
+
+def exceptions(m: dict) -> go.Figure | None:
+    rows = exception_types(m)
+    if not rows or all(r[1] is None for r in rows):
+        return None
+    names = [r[0] for r in rows][::-1]  # horizontal bars list top-down
+    with_hours = any(r[2] is not None for r in rows)
+    cols = 2 if with_hours else 1
+    titles = ("rollouts", "sandbox-hours") if with_hours else ("rollouts",)
+    fig = make_subplots(rows=1, cols=cols, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.04)
+    fig.add_trace(go.Bar(y=names, x=[r[1] or 0 for r in rows][::-1], orientation="h", name="rollouts",
+                         marker={"color": "#d62728"}), row=1, col=1)
+    if with_hours:
+        fig.add_trace(go.Bar(y=names, x=[r[2] or 0 for r in rows][::-1], orientation="h", name="sandbox-hours",
+                             marker={"color": "#ff7f0e"}), row=1, col=2)
+    fig = _layout(fig, TITLES["exceptions"], showlegend=False)
+    fig.update_layout(height=max(300, 120 + 28 * len(rows)), margin={"l": 180})
+    return fig
+
+
+def models(m: dict, budget: float | None = None) -> go.Figure | None:
+    """Exception rate per model slice, with the budget line."""
+    pairs = [(str(k), as_num(get(v, "exception_rate"))) for k, v in sorted(mapping(m, "by_model").items())]
+    pairs = [(k, v) for k, v in pairs if v is not None]
+    if not pairs:
+        return None
+    fig = go.Figure(go.Bar(x=[k for k, _ in pairs], y=[v for _, v in pairs], name="exception rate",
+                           marker={"color": "#d62728"}, text=[f"{v:.1%}" for _, v in pairs], textposition="outside"))
+    overall = num(m, "outcomes.exception_rate")
+    if overall is not None:
+        _hline(fig, -0.5, len(pairs) - 0.5, overall, f"all rows {overall:.1%}", "#7f7f7f")
+    if budget is not None:
+        _hline(fig, -0.5, len(pairs) - 0.5, budget, f"fail budget {budget:.0%}", "#000000")
+    top = max([v for _, v in pairs] + [overall or 0, budget or 0])
+    return _layout(fig, TITLES["models"], yaxis_tickformat=".0%", yaxis_range=[0, min(1.0, top * 1.15) or 1.0],
+                   yaxis_title="share of rollouts with an exception")
+
+
+COVERAGE_FIELDS = ("reward", "tokens", "turns", "trajectory")
+
+
+def coverage(m: dict) -> go.Figure | None:
+    rows = num(m, "rows")
+    found = [(f, num(m, f"coverage.missing_{f}")) for f in COVERAGE_FIELDS]
+    found = [(f, c) for f, c in found if c is not None]
+    if not found or not rows:
+        return None
+    shares = [c / rows for _, c in found]
+    fig = go.Figure(go.Bar(x=[f for f, _ in found], y=shares, marker={"color": "#7f7f7f"}, name="missing",
+                           text=[f"{s:.1%} ({c:,.0f})" for s, (_, c) in zip(shares, found)], textposition="outside"))
+    return _layout(fig, TITLES["coverage"], yaxis_tickformat=".0%", yaxis_range=[0, min(1.0, max(shares) * 1.25) or 0.05],
+                   yaxis_title=f"share of {rows:,.0f} rows", xaxis_title="field missing", showlegend=False)
+
+
+TITLES = {
+    "concurrency": "Concurrency over time",
+    "hold": "Hold time distribution",
+    "context": "Median input tokens vs turns",
+    "turns": "Turns per rollout",
+    "exceptions": "Exceptions by type",
+    "models": "Exception rate by model",
+    "coverage": "Coverage: missing telemetry",
+}
+
+#: Measure-summary charts in report order (the model chart takes a budget, so it is built separately).
+BUILDERS: dict[str, Callable[[dict], go.Figure | None]] = {
+    "concurrency": concurrency,
+    "hold": hold,
+    "context": context,
+    "turns": turns,
+    "exceptions": exceptions,
+    "coverage": coverage,
+}

@@ -1,0 +1,65 @@
+"""File-level entry points behind `sandbox-fleet report` and `sandbox-fleet check`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from sandbox_fleet.report.checks import CheckResult, run_checks
+from sandbox_fleet.report.html import DEFAULT_TITLE, write_report
+from sandbox_fleet.report.inputs import load_json_object, load_measure
+from sandbox_fleet.report.thresholds import load_thresholds
+
+
+def report_files(
+    paths: list[str | Path],
+    output: str | Path,
+    plan: str | Path | None = None,
+    simulate: str | Path | None = None,
+    thresholds: str | Path | None = None,
+    title: str = DEFAULT_TITLE,
+) -> Path:
+    """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
+
+    Every input is read and validated before anything is written.
+    """
+    t = load_thresholds(thresholds)
+    measure = load_measure(list(paths))
+    plan_d = load_json_object(plan, "plan summary") if plan is not None else None
+    sim_d = load_json_object(simulate, "simulate summary") if simulate is not None else None
+    return write_report(output, measure, plan_d, sim_d, title, t)
+
+
+def check_files(
+    paths: list[str | Path], plan: str | Path | None = None, thresholds: str | Path | None = None
+) -> list[CheckResult]:
+    """Run every check on a measure summary (or telemetry) read from files."""
+    t = load_thresholds(thresholds)
+    measure = load_measure(list(paths))
+    plan_d = load_json_object(plan, "plan summary") if plan is not None else None
+    return run_checks(measure, plan_d, t)
+
+
+_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+
+def _cell(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:.4g}"
+
+
+def render_checks(results: list[CheckResult], console: Console) -> None:
+    """Check results as a terminal table, worst news first in each row's status column."""
+    table = Table(show_lines=False)
+    for col in ("status", "check", "value", "threshold", "message"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("status", "check"))
+    for r in results:
+        table.add_row(f"[{_STYLE[r.status]}]{r.status}[/]", escape(r.name), _cell(r.value), _cell(r.threshold),
+                      escape(r.message))
+    console.print(table)
+    counts = {s: sum(r.status == s for r in results) for s in ("fail", "warn", "pass", "skip")}
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()))

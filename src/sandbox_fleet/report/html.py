@@ -1,0 +1,153 @@
+"""Assemble the self-contained HTML report: checks first, then figures, charts and tables.
+
+plotly.js is inlined once in the page head; each figure is a fragment with a fixed div id,
+so the same summaries always give the same bytes and the page works offline.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+import plotly.io as pio
+import plotly.offline
+
+from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet.report import charts, tables
+from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
+from sandbox_fleet.report.fields import get
+from sandbox_fleet.report.thresholds import Thresholds
+
+DEFAULT_TITLE = "Sandbox fleet report"
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1180px;
+padding:1.2em 2em;color:#222;line-height:1.4}
+h1{margin-bottom:.1em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+.sub{color:#666;margin-top:0}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+th,td{padding:.25em .7em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+table.kv th{font-weight:normal;color:#555;min-width:17em}
+table.grid thead th{background:#f5f5f5}
+.badge{display:inline-block;min-width:3.2em;text-align:center;border-radius:3px;padding:0 .4em;
+font-weight:bold;color:#fff;font-size:.85em;text-transform:uppercase}
+.pass{background:#2e7d32}.warn{background:#ef8f00}.fail{background:#c62828}.skip{background:#9e9e9e}
+.na{color:#999;font-style:italic}
+.chart{margin:1em 0}.missing{border:1px dashed #bbb;color:#888;padding:1.5em;margin:1em 0;text-align:center}
+"""
+
+
+def _figure(key: str, fig) -> str:
+    """One chart as an HTML fragment, or a 'not measured' box when its inputs are absent."""
+    title = charts.TITLES[key]
+    if fig is None:
+        return f'<div class="missing" id="fig-{key}"><strong>{escape(title)}</strong>: not measured</div>'
+    body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{key}",
+                       default_width="100%", default_height=f"{fig.layout.height or 420}px",
+                       config={"displaylogo": False, "responsive": True})
+    return f'<div class="chart">{body}</div>'
+
+
+def _section(title: str, *parts: str | None, anchor: str = "") -> str:
+    ident = f' id="{anchor}"' if anchor else ""
+    inner = "".join(p for p in parts if p)
+    return f"<section{ident}><h2>{escape(title)}</h2>{inner}</section>\n"
+
+
+def _or_missing(html: str | None, what: str) -> str:
+    return html if html else f'<p class="na">{escape(what)}: not measured</p>'
+
+
+def _checks_section(results: list[CheckResult]) -> str:
+    counts = {s: sum(r.status == s for r in results) for s in ("fail", "warn", "pass", "skip")}
+    worst = worst_status(results)
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    head = f'<p>Overall: <span class="badge {worst}">{worst}</span> ({escape(summary)})</p>'
+    return _section("Checks", head, tables.checks_table(results), anchor="checks")
+
+
+def build_report(
+    measure: dict,
+    plan: dict | None = None,
+    simulate: dict | None = None,
+    title: str = DEFAULT_TITLE,
+    thresholds: Thresholds | None = None,
+) -> str:
+    """One self-contained HTML document for a `measure --json` summary (plus optional plan/simulate).
+
+    Missing keys show as "not measured"; identical inputs give byte-identical output.
+    """
+    # In-memory summaries may hold NumPy scalars/arrays: read them as their JSON values.
+    m = to_jsonable(measure) if isinstance(measure, dict) else {}
+    plan = to_jsonable(plan) if isinstance(plan, dict) else None
+    simulate = to_jsonable(simulate) if isinstance(simulate, dict) else None
+    t = thresholds if thresholds is not None else Thresholds.default()
+    results = run_checks(m, plan, t)
+
+    source = get(m, "source")
+    if isinstance(source, list):
+        source = ", ".join(str(x) for x in source)
+    version = get(m, "schema_version")
+    sub = " · ".join(x for x in (
+        f"source: {source}" if isinstance(source, str) else "",
+        f"measure schema {version}" if version is not None else "",
+        "with plan" if isinstance(plan, dict) else "",
+        "with simulation" if isinstance(simulate, dict) else "",
+    ) if x)
+
+    figs = {key: build(m) for key, build in charts.BUILDERS.items()}
+    model_budget = t.exception_rate_by_model.fail_above if t.exception_rate_by_model.enabled else None
+    figs["models"] = charts.models(m, model_budget)
+
+    parts = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="sub">{escape(sub)}</p>' if sub else "",
+        _checks_section(results),
+        _section("Headline figures", tables.headline_table(m), anchor="headline"),
+        _section("Concurrency", _figure("concurrency", figs["concurrency"]), tables.steps_table(m),
+                 anchor="concurrency"),
+        _section("Hold time", _figure("hold", figs["hold"]), tables.hold_by_outcome_table(m),
+                 tables.phases_table(m), anchor="hold"),
+        _section("Context growth and turns", _figure("context", figs["context"]),
+                 tables.context_table(m), _figure("turns", figs["turns"]), anchor="context"),
+        _section("Exceptions", _figure("exceptions", figs["exceptions"]), anchor="exceptions"),
+        _section("Per-model slices", _figure("models", figs["models"]),
+                 _or_missing(tables.slice_table(get(m, "by_model") or {}, tables.MODEL_COLS), "per-model slices"),
+                 anchor="models"),
+    ]
+    jobs = get(m, "by_job")
+    if isinstance(jobs, dict) and jobs:
+        parts.append(_section("Per-job slices", tables.slice_table(jobs, tables.JOB_COLS), anchor="jobs"))
+    parts.append(_section("Coverage", _figure("coverage", figs["coverage"]), tables.rejected_table(m), anchor="coverage"))
+    warnings = tables.warnings_list(m)
+    if warnings:
+        parts.append(_section("Measurement warnings", warnings, anchor="warnings"))
+    parts.append(_section("Task resource requests", _or_missing(tables.requests_table(m), "task requests"), anchor="tasks"))
+    if isinstance(plan, dict):
+        parts.append(_section("Plan: what to buy", tables.plan_table(plan), tables.alternatives_table(plan), anchor="plan"))
+    if isinstance(simulate, dict):
+        parts.append(_section("Simulation", tables.simulate_table(simulate), anchor="simulate"))
+
+    plotly_js = plotly.offline.get_plotlyjs()
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n"
+        f'<script type="text/javascript">{plotly_js}</script>\n</head>\n<body>\n'
+        + "\n".join(p for p in parts if p)
+        + '\n<footer class="sub"><p>Generated by sandbox-fleet report.</p></footer>\n</body>\n</html>\n'
+    )
+
+
+def write_report(
+    path: str | Path,
+    measure: dict,
+    plan: dict | None = None,
+    simulate: dict | None = None,
+    title: str = DEFAULT_TITLE,
+    thresholds: Thresholds | None = None,
+) -> Path:
+    """Build the report and write it to ``path`` (parent folders created); returns the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(build_report(measure, plan, simulate, title, thresholds), encoding="utf-8")
+    return out

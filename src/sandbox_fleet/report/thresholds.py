@@ -1,0 +1,149 @@
+"""Check thresholds: the shipped defaults (``data/checks.toml``) merged with a user's TOML file.
+
+Every field is required in the models: the defaults live in one place, the TOML file, and a
+user file only overrides the keys it names. Unknown keys are errors, so a typo cannot silently
+leave a gate at its default.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from sandbox_fleet.errors import InputError
+
+
+class Section(BaseModel):
+    """One check's settings; every check can be switched off."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+
+
+class Above(Section):
+    """Warn / fail when the value is above a bound (None: bound not applied)."""
+
+    warn_above: float | None = None
+    fail_above: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Above":
+        if self.warn_above is not None and self.fail_above is not None and self.warn_above > self.fail_above:
+            raise ValueError("warn_above must not exceed fail_above")
+        return self
+
+
+class Below(Section):
+    """Warn / fail when the value is below a bound."""
+
+    warn_below: float | None = None
+    fail_below: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Below":
+        if self.warn_below is not None and self.fail_below is not None and self.warn_below < self.fail_below:
+            raise ValueError("warn_below must not be below fail_below")
+        return self
+
+
+class SliceRate(Above):
+    """A rate checked per slice (model, job); small slices may warn but not fail."""
+
+    min_rows: int
+
+
+class SmallSample(Section):
+    min_rows: int
+
+
+class PrefixCache(Section):
+    unreported: Literal["pass", "warn", "fail"]
+    warn_below_cached_fraction: float
+
+
+class SweepSelfCheck(Section):
+    rel_tolerance: float
+
+
+class Thresholds(BaseModel):
+    """All check thresholds; build with :func:`load_thresholds` or :meth:`Thresholds.default`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    small_sample: SmallSample
+    prefix_cache_off: PrefixCache
+    exception_rate: Above
+    exception_rate_by_model: SliceRate
+    exception_rate_by_job: SliceRate
+    missing_reward: Above
+    missing_tokens: Above
+    missing_turns: Above
+    missing_trajectory: Above
+    rejected_rows: Above
+    cap_binding: Above
+    cap_recorded: Section
+    duty_cycle: Below
+    hold_tail: Above
+    sandbox_hours_per_pass: Above
+    build_share: Above
+    plan_covers_peak: Section
+    sweep_self_check: SweepSelfCheck
+
+    @classmethod
+    def default(cls) -> "Thresholds":
+        """The shipped defaults from ``sandbox_fleet/data/checks.toml``."""
+        return load_thresholds(None)
+
+
+def _default_table() -> dict[str, Any]:
+    text = resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Override ``base`` key by key, descending into tables present in both."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _describe(exc: ValidationError) -> str:
+    """First validation error as ``key.path: what was expected``, one line."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return f"unknown key '{where}'"
+    return f"key '{where}': {err['msg']}"
+
+
+def load_thresholds(path: str | Path | None = None) -> Thresholds:
+    """Shipped defaults, overridden by the TOML file at ``path`` when given.
+
+    Raises InputError (one line, naming the file and key) for a missing or unparsable
+    file, an unknown key, or a value of the wrong type.
+    """
+    table = _default_table()
+    source = "sandbox_fleet/data/checks.toml"
+    if path is not None:
+        source = str(path)
+        try:
+            user = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{path}: thresholds file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: cannot read thresholds file ({exc})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"{path}: not valid TOML ({exc})") from None
+        table = _merge(table, user)
+    try:
+        return Thresholds.model_validate(table)
+    except ValidationError as exc:
+        raise InputError(f"{source}: {_describe(exc)}") from None

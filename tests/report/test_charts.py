@@ -1,0 +1,87 @@
+"""Chart builders: a figure from present inputs, None (shown as "not measured") from absent ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox_fleet.report import charts
+
+
+@pytest.mark.parametrize("key", list(charts.BUILDERS))
+def test_missing_inputs_give_none(key):
+    assert charts.BUILDERS[key]({}) is None
+
+
+def test_models_chart_missing():
+    assert charts.models({}, 0.25) is None
+
+
+def test_concurrency_has_step_series_and_reference_lines(fleet):
+    fig = charts.concurrency(fleet)
+    names = [t.name for t in fig.data]
+    assert names == ["concurrency", "peak 300 (cap detected)", "mean 240.0"]
+    assert fig.data[0].line.shape == "hv"
+    assert list(fig.data[0].x)[:3] == [0.0, 600 / 3600, 1200 / 3600]  # hours
+    assert list(fig.data[2].y) == [240.0, 240.0]
+
+
+def test_concurrency_rejects_mismatched_series(fleet):
+    fleet["concurrency"]["series"]["level"] = [1, 2]
+    assert charts.concurrency(fleet) is None
+
+
+def test_hold_histogram_is_log_with_median_and_p99(fleet):
+    fig = charts.hold(fleet)
+    assert fig.layout.xaxis.type == "log"
+    assert [t.name for t in fig.data] == ["rollouts", "median 1,200 s", "p99 4,800 s"]
+    assert list(fig.data[1].x) == [1200.0, 1200.0]
+    # one more y than counts: the last step is closed at the last edge
+    assert list(fig.data[0].y) == [5, 40, 150, 520, 430, 55, 55]
+
+
+def test_hold_histogram_with_zero_edge_falls_back_to_linear(fleet):
+    fleet["hold_s"]["histogram"]["edges_s"][0] = 0
+    assert charts.hold(fleet).layout.xaxis.type == "linear"
+
+
+def test_context_fit_curve_is_c_n_n_plus_1_over_2(fleet):
+    fig = charts.context(fleet)
+    measured, fit = fig.data
+    assert list(measured.x) == [1, 2, 5, 10, 20]
+    curve = dict(zip(fit.x, fit.y))
+    assert curve[10] == 44_000.0   # 800 * 10 * 11 / 2
+    assert curve[20] == 168_000.0  # 800 * 20 * 21 / 2
+    assert "R² 0.9950" in fit.name
+
+
+def test_turns_histogram_sorted_numerically(fleet):
+    fig = charts.turns(fleet)
+    assert list(fig.data[0].x) == [1, 2, 5, 10, 20]
+
+
+def test_exceptions_count_and_hours(fleet):
+    fig = charts.exceptions(fleet)
+    assert len(fig.data) == 2
+    assert list(fig.data[0].y) == ["DaytonaError", "AgentTimeoutError"]  # most frequent at the top
+    assert list(fig.data[1].x) == [1.5, 4.5]
+
+
+def test_exception_types_accepts_the_measure_layout():
+    m = {"exceptions": {"by_type": {"A": 3, "B": 7}, "sandbox_hours_by_type": {"A": 1.0, "B": 2.0}}}
+    assert charts.exception_types(m) == [("B", 7.0, 2.0), ("A", 3.0, 1.0)]
+    m = {"exceptions": {"by_type": {"A": 3}}}
+    assert len(charts.exceptions(m).data) == 1  # no hours: count panel only
+
+
+def test_models_and_coverage(published):
+    fig = charts.models(published, 0.25)
+    assert list(fig.data[0].x) == ["Qwen3.6-27B-base", "gpt-oss-120b"]
+    cov = charts.coverage(published)
+    assert list(cov.data[0].x) == ["reward", "tokens", "turns", "trajectory"]
+    assert cov.data[0].y[0] == pytest.approx(81_635 / 327_189)
+    assert cov.data[0].text[0] == "25.0% (81,635)"
+
+
+def test_bucketed_series_is_labelled(fleet):
+    fleet["concurrency"]["series"]["bucket_s"] = 600.0
+    assert charts.concurrency(fleet).data[0].name == "concurrency (max per 600 s)"

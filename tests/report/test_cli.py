@@ -1,0 +1,113 @@
+"""`sandbox-fleet report` and `sandbox-fleet check`: outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sandbox_fleet.cli import app
+
+FIX = Path(__file__).parent / "fixtures"
+runner = CliRunner()
+
+
+def test_check_published_fails_with_exit_1():
+    res = runner.invoke(app, ["check", str(FIX / "published.json")])
+    assert res.exit_code == 1, res.output
+    assert "prefix_cache_off" in res.output
+
+
+def test_check_healthy_passes_even_strict():
+    assert runner.invoke(app, ["check", str(FIX / "fleet.json")]).exit_code == 0
+    res = runner.invoke(app, ["check", str(FIX / "fleet.json"), "--plan", str(FIX / "plan.json"), "--strict"])
+    assert res.exit_code == 0, res.output
+
+
+def test_warnings_pass_unless_strict(tmp_path):
+    m = json.loads((FIX / "fleet.json").read_text())
+    m["concurrency"]["duty"] = 0.2  # duty_cycle warns, nothing fails
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(m))
+    assert runner.invoke(app, ["check", str(f)]).exit_code == 0
+    assert runner.invoke(app, ["check", str(f), "--strict"]).exit_code == 1
+
+
+def test_check_json_is_a_list_on_stdout():
+    res = runner.invoke(app, ["check", str(FIX / "published.json"), "--json"])
+    data = json.loads(res.stdout)
+    assert {d["name"]: d["status"] for d in data}["exception_rate"] == "fail"
+    assert set(data[0]) == {"name", "status", "value", "threshold", "message"}
+
+
+def test_thresholds_override_changes_the_verdict(tmp_path):
+    f = tmp_path / "t.toml"
+    # relax every gate the published figures fail
+    f.write_text("\n".join([
+        "[prefix_cache_off]\nenabled = false",
+        "[exception_rate]\nfail_above = 0.5",
+        "[exception_rate_by_model]\nfail_above = 0.8",
+        "[missing_reward]\nfail_above = 0.3",
+        "[missing_tokens]\nfail_above = 0.3",
+        "[missing_turns]\nfail_above = 0.3",
+    ]))
+    res = runner.invoke(app, ["check", str(FIX / "published.json"), "--thresholds", str(f)])
+    assert res.exit_code == 0, res.output
+
+
+def test_check_help_documents_exit_codes():
+    res = runner.invoke(app, ["check", "--help"])
+    assert "Exit status" in res.output and "--strict" in res.output
+
+
+def test_report_writes_html(tmp_path):
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", str(FIX / "fleet.json"), "--plan", str(FIX / "plan.json"),
+                              "--simulate", str(FIX / "simulate.json"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    html = out.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and '<section id="plan">' in html
+
+
+def _main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """Run the console entry point in-process: (exit status, stderr)."""
+    from sandbox_fleet import cli
+
+    monkeypatch.setattr(sys, "argv", ["sandbox-fleet", *args])
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    return code, capsys.readouterr().err
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
+    bad_json = tmp_path / "m.json"
+    bad_json.write_text("{oops")
+    bad_toml = tmp_path / "t.toml"
+    bad_toml.write_text("[exception_rate]\nbudget = 0.3\n")
+    cases = [
+        (("check", str(bad_json)), "not valid JSON"),
+        (("check", str(FIX / "fleet.json"), "--thresholds", str(bad_toml)), "unknown key 'exception_rate.budget'"),
+        (("report", str(FIX / "fleet.json"), "--plan", str(tmp_path / "missing.json"), "-o", str(tmp_path / "r.html")),
+         "not found"),
+    ]
+    for args, needle in cases:
+        code, err = _main(monkeypatch, capsys, *args)
+        assert code == 2, (args, err)
+        assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()  # inputs are validated before anything is written
+
+
+def test_module_entry_point_exit_codes(tmp_path):
+    """End to end through `python -m sandbox_fleet.cli`: 1 on a failing check, 2 on bad input."""
+    run = lambda *a: subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", *a], capture_output=True, text=True)
+    assert run("check", str(FIX / "published.json"), "--json").returncode == 1
+    bad = tmp_path / "m.json"
+    bad.write_text("[]")
+    proc = run("check", str(bad))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

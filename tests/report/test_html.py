@@ -1,0 +1,153 @@
+"""The HTML report: self-contained, plotly.js once, every chart titled, deterministic, tolerant."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import plotly.offline
+import pytest
+
+from sandbox_fleet.report import build_report, write_report
+from sandbox_fleet.report.charts import TITLES
+
+PLOTLY_BANNER = "* plotly.js v"
+
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def _load(name: str) -> dict:
+    return json.loads((FIX / name).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def full_html() -> str:
+    return build_report(_load("fleet.json"), _load("plan.json"), _load("simulate.json"), title="Fleet A")
+
+
+def test_every_chart_is_drawn(full_html):
+    for key, title in TITLES.items():
+        assert f'id="fig-{key}" class="plotly-graph-div"' in full_html, key
+        assert title in full_html  # in the figure's layout JSON
+    assert "not measured</div>" not in full_html
+
+
+def test_plotly_js_embedded_exactly_once_and_no_external_scripts(full_html):
+    assert full_html.count(PLOTLY_BANNER) == 1
+    assert full_html.count(plotly.offline.get_plotlyjs()) == 1
+    assert not re.search(r"<script[^>]*\bsrc\s*=", full_html, re.I)
+    assert not re.search(r"<link[^>]*\bhref\s*=", full_html, re.I)
+
+
+def test_checks_come_first_and_sections_present(full_html):
+    body = full_html[full_html.index("<body>"):]
+    assert body.index('id="checks"') < body.index('id="headline"') < body.index('id="concurrency"')
+    for anchor in ("plan", "simulate", "jobs", "models", "coverage", "tasks"):
+        assert f'<section id="{anchor}">' in body
+    assert "<title>Fleet A</title>" in full_html
+    assert "seed-96c" in body and "events per second" in body
+
+
+def test_byte_identical_across_builds(fleet, plan, simulate, full_html):
+    assert build_report(fleet, plan, simulate, title="Fleet A") == full_html
+
+
+def test_missing_inputs_show_not_measured():
+    html = build_report({})
+    for key, title in TITLES.items():
+        assert f'<div class="missing" id="fig-{key}"><strong>{title}</strong>: not measured</div>' in html
+    assert 'class="plotly-graph-div"' not in html
+    assert '<section id="plan">' not in html and '<section id="simulate">' not in html
+    assert html.count(PLOTLY_BANNER) == 1
+
+
+def test_published_figures_report(published):
+    html = build_report(published)
+    body = html[html.index("<body>"):]
+    # no series or histogram published: those two charts are not measured, the rest are drawn
+    assert 'id="fig-concurrency"><strong>' in body and 'id="fig-hold"><strong>' in body
+    assert 'id="fig-context" class="plotly-graph-div"' in body
+    assert 'id="fig-models" class="plotly-graph-div"' in body
+    assert '<span class="badge fail">fail</span></td><td>prefix_cache_off' in body
+    assert "<td>29.4%</td>" in body  # exception rate, formatted
+    assert "-22.9%" in body  # model error at 2 turns, from the summary
+
+
+def test_hostile_names_are_escaped():
+    m = {"rows": 500, "by_model": {"<script>alert(1)</script>": {"rows": 500, "exception_rate": 0.5}},
+         "source": "<b>x</b>"}
+    html = build_report(m, title="<i>t</i>")
+    body = html[html.index("<body>"):]
+    assert "<script>alert(1)" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<b>x</b>" not in body and "<i>t</i>" not in body
+
+
+def test_write_report_creates_parent(tmp_path, fleet):
+    out = write_report(tmp_path / "a" / "r.html", fleet)
+    assert out.read_text(encoding="utf-8") == build_report(fleet)
+
+
+_NODE_SMOKE = r"""
+const fs = require('fs');
+const html = fs.readFileSync(process.argv[2], 'utf8');
+const scripts = [...html.matchAll(/<script[^>]*>([\s\S]*?)<\/script>/g)].map(m => m[1]);
+const calls = [];
+global.window = {};
+global.document = { getElementById: id => ({ id }) };
+global.Plotly = { newPlot: (id, data, layout) => calls.push([id, data.length, layout.title.text]) };
+new Function(scripts[0]);
+for (const s of scripts.slice(1)) new Function(s)();
+console.log(JSON.stringify(calls));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_figure_scripts_run_in_node(tmp_path, full_html):
+    """Without a browser: plotly.js parses, and every figure script calls newPlot with its data."""
+    page, script = tmp_path / "r.html", tmp_path / "smoke.js"
+    page.write_text(full_html, encoding="utf-8")
+    script.write_text(_NODE_SMOKE)
+    out = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, check=True).stdout
+    calls = json.loads(out)
+    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "context", "turns", "exceptions", "models", "coverage")]
+    assert [c[2] for c in calls] == [TITLES[c[0][4:]] for c in calls]
+    assert all(c[1] >= 1 for c in calls)
+
+
+def test_numpy_values_in_memory_summaries(fleet):
+    """measure_paths returns NumPy arrays before JSON serialisation; the report reads them the same."""
+    import numpy as np
+
+    as_numpy = json.loads(json.dumps(fleet))
+    series = as_numpy["concurrency"]["series"]
+    series["t_s"] = np.array(series["t_s"], dtype=np.float64)
+    series["level"] = np.array(series["level"], dtype=np.int64)
+    as_numpy["concurrency"]["peak"] = np.int64(300)
+    as_numpy["outcomes"]["exception_rate"] = np.float64(0.05)
+    assert build_report(as_numpy) == build_report(fleet)
+
+
+def test_plan_section_formats_turn_keyed_savings(fleet, plan):
+    html = build_report(fleet, plan)
+    assert "1 turns 1x, 5 turns 3x, 11 turns 6x" in html
+    assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682</td>" in html
+
+
+def test_phases_outcomes_steps_and_warnings_tables():
+    m = {
+        "rows": 200,
+        "phases": {"environment_setup": {"rows": 200, "median_s": 60.0, "p99_s": 600.0, "share_of_hold": 0.3}},
+        "hold_s": {"by_outcome": {"exception": {"rows": 20, "median": 139.0, "mean": 150.0, "p99": 900.0}}},
+        "steps": {"detected": True, "steps": 50, "batch_size": 512, "step_period_s": 1800.0},
+        "warnings": ["naive timestamps taken as UTC"],
+    }
+    body = build_report(m)
+    assert "<td>environment_setup</td><td>200</td><td>60.0 s</td><td>600.0 s</td><td>30.0%</td>" in body
+    assert "<td>exception</td><td>20</td><td>139.0 s</td>" in body
+    assert "<th>batch size (median)</th><td>512</td>" in body
+    assert "<li>naive timestamps taken as UTC</li>" in body

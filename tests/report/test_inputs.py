@@ -1,0 +1,53 @@
+"""Loading summaries: a measure --json file is read as is; bad files are one-line InputErrors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.report.inputs import load_json_object, load_measure
+
+
+def test_summary_json_is_read_as_is(tmp_path, fleet):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(fleet))
+    assert load_measure([f]) == fleet
+
+
+@pytest.mark.parametrize("text,needle", [("{not json", "not valid JSON"), ("[1, 2]", "expected a JSON object")])
+def test_bad_json(tmp_path, text, needle):
+    f = tmp_path / "m.json"
+    f.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_measure([f])
+    assert needle in str(err.value) and str(f) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_plan_file(tmp_path):
+    with pytest.raises(InputError, match="plan summary file not found"):
+        load_json_object(tmp_path / "p.json", "plan summary")
+
+
+def test_no_paths():
+    with pytest.raises(InputError):
+        load_measure([])
+
+
+HARBOR = Path("/work/shared/fixtures/harbor")
+
+
+@pytest.mark.skipif(not HARBOR.is_dir(), reason="shared Harbor fixtures not present")
+def test_telemetry_is_measured_on_the_fly():
+    """A path that is not a summary goes through sandbox_fleet.measure (real Harbor job folders)."""
+    measure_paths = pytest.importorskip("sandbox_fleet.measure").__dict__.get("measure_paths")
+    if measure_paths is None:
+        pytest.skip("measure_paths not available yet")
+    trials = [p for p in HARBOR.glob("*/*/result.json")]
+    summary = load_measure([HARBOR])
+    assert summary["rows"] == len(trials)
+    from sandbox_fleet.report import build_report, run_checks
+
+    assert {r.name for r in run_checks(summary)} and "<section id=\"checks\">" in build_report(summary)

@@ -1,0 +1,57 @@
+"""Threshold loading: shipped defaults, partial overrides, and one-line errors for bad files."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+
+import pytest
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.report.checks import CHECKS
+from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
+
+
+def test_defaults_cover_every_check_and_nothing_else():
+    table = tomllib.loads(resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text())
+    assert set(table) == {c.__name__ for c in CHECKS} == set(Thresholds.model_fields)
+
+
+def test_default_values_match_the_shipped_file():
+    t = Thresholds.default()
+    assert t.small_sample.min_rows == 100
+    assert t.exception_rate.fail_above == 0.25
+    assert t.duty_cycle.warn_below == 0.5
+    assert t.prefix_cache_off.unreported == "fail"
+
+
+def test_override_one_key_keeps_the_rest(tmp_path):
+    f = tmp_path / "t.toml"
+    f.write_text("[exception_rate]\nfail_above = 0.4\n\n[duty_cycle]\nenabled = false\n")
+    t = load_thresholds(f)
+    assert t.exception_rate.fail_above == 0.4
+    assert t.exception_rate.warn_above == 0.10  # default kept
+    assert t.duty_cycle.enabled is False and t.duty_cycle.warn_below == 0.5
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[exception_rate]\nfail_abov = 0.4\n", "unknown key 'exception_rate.fail_abov'"),
+    ("[no_such_check]\nx = 1\n", "unknown key 'no_such_check'"),
+    ("[exception_rate]\nfail_above = \"high\"\n", "exception_rate.fail_above"),
+    ("[exception_rate]\nwarn_above = 0.5\nfail_above = 0.3\n", "warn_above must not exceed fail_above"),
+    ("[prefix_cache_off]\nunreported = \"maybe\"\n", "prefix_cache_off.unreported"),
+    ("exception_rate = 0.3\n", "exception_rate"),
+    ("[exception_rate\n", "not valid TOML"),
+])
+def test_bad_files_are_one_line_input_errors(tmp_path, text, needle):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_thresholds(f)
+    msg = str(err.value)
+    assert needle in msg and str(f) in msg and "\n" not in msg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        load_thresholds(tmp_path / "nope.toml")
