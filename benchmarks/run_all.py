@@ -1,0 +1,29 @@
+"""Run every benchmark script in turn and print its output (``./dev bench``).
+
+Each script prints the median of several runs for its own targets; the figures are
+recorded by hand in BENCHMARKS.md with the machine they ran on. Pass script names
+(e.g. ``bench_simulate``) to run only those.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["bench_measure", "bench_tasks", "bench_simulate", "bench_synth", "bench_plan", "bench_report", "bench_sweep"]
+
+
+def main(argv: list[str]) -> int:
+    names = argv or [n for n in ORDER if (HERE / f"{n}.py").exists()]
+    failed = 0
+    for name in names:
+        script = HERE / f"{name.removesuffix('.py')}.py"
+        print(f"\n=== {script.name}", flush=True)
+        failed += subprocess.call([sys.executable, str(script)]) != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
