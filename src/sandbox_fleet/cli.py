@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
@@ -218,12 +219,42 @@ def synth(
     _emit(summary, as_json, output, render_synth)
 
 
+# --- sweep -----------------------------------------------------------------------------
+@app.command()
+def sweep(
+    scenario: Path = typer.Argument(..., help="Scenario TOML to vary."),
+    vary: list[str] = typer.Option(..., "--vary", help="KEY=V1,V2,... or KEY=START:STOP:STEP (repeatable; cartesian product)."),
+    seeds: int = typer.Option(1, "--seeds", help="Replicates per variant: seeds run.seed + 0..N-1; mean and sd reported."),
+    backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel workers (default: cores; 1 = in-process)."),
+    metric: Optional[list[str]] = typer.Option(None, "--metric", help="Extra summary key to tabulate, e.g. workloads.rl.step_s.mean (repeatable)."),
+    target: Optional[str] = typer.Option(None, "--target", help="Knee finder: the metric to protect, e.g. step_s.mean."),
+    within: float = typer.Option(0.01, "--within", help="Knee finder: allowed relative distance from the best (or unbounded) run."),
+    knee_over: Optional[str] = typer.Option(None, "--knee-over", help="Knee finder: the numeric swept key (default: the first swept *.cap, else the first numeric one)."),
+    goal: Optional[str] = typer.Option(None, "--goal", help="Knee finder: min or max is best (default: min, max for completed/utilisation)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the table to FILE (.csv, .parquet or .json)."),
+) -> None:
+    """What-if sweep: run a scenario over a grid of settings and tabulate key figures."""
+    from sandbox_fleet.sweep import run_sweep, write
+    from sandbox_fleet.sweep.render import render_sweep
+
+    result = run_sweep(scenario, vary, seeds=seeds, backend=backend, workers=workers, metrics=metric, target=target,
+                       within=within, over=knee_over, goal=goal, progress=not as_json)
+    if output is not None:
+        write(result, output)
+    if as_json:
+        sys.stdout.write(jsonio.dumps(result))
+    else:
+        render_sweep(result, out_console)
+
+
 def main() -> None:
     """Console-script entry point: run the app, turning InputError into one line + exit 2."""
     try:
         app()
     except InputError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise SystemExit(exc.exit_code) from None
 
 

@@ -1,0 +1,70 @@
+"""Readable sweep output: one table row per variant (mean ±relative sd), then the knee.
+
+Only the headline figures are shown; ``--json`` / ``-o`` carry every metric.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from sandbox_fleet.sweep.aggregate import DEFAULT_METRICS, SD
+
+SHOWN = ("step_s.mean", "queue_wait_s.mean", "utilisation", "concurrency.mean", "completed", "dropped")
+ONLY_IF_VARYING = ("completed", "dropped")  # a constant count says nothing about the variants
+
+
+def _num(v) -> str:
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 100 or float(v).is_integer():
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _cell(r: dict, m: str) -> str:
+    sd = r.get(m + SD)
+    return _num(r[m]) + (f" ±{sd / abs(r[m]):.0%}" if sd and r[m] else "")
+
+
+def _head(key: str) -> str:
+    head, dot, tail = key.rpartition(".")
+    return f"{head}\n.{tail}" if dot else key  # two short lines keep the table within 80 columns
+
+
+def render_sweep(result: dict, console: Console) -> None:
+    rows = result["rows"]
+    keys = list(result["vary"])
+    k = result.get("knee")
+    extra = [m for m in result["metrics"] if m not in DEFAULT_METRICS]
+    wanted = ([k["target"]] if k else []) + [m for m in (*SHOWN, *extra) if not k or m != k["target"]]
+    shown = [m for m in wanted if any(r.get(m) is not None for r in rows)
+             and (m not in ONLY_IF_VARYING or len({r[m] for r in rows}) > 1)]
+    t = Table(title=f"{result['scenario']}: {result['variants']} variants x {result['seeds']} seeds (mean ±sd as % of it)",
+              title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    body = [[str(r[key]) for key in keys] + [_cell(r, m) for m in shown] for r in rows]
+    names = [*keys, *shown]
+    widths = [max(max(len(c[j]) for c in body), *(len(x) for x in _head(n).split("\n"))) + 2
+              for j, n in enumerate(names)]
+    n_cols = len(names)
+    while n_cols > len(keys) + 1 and sum(widths[:n_cols]) > console.width:
+        n_cols -= 1  # drop the least important figures rather than truncate numbers
+    if n_cols < len(names):
+        t.caption = f"{len(names) - n_cols} more columns with a wider terminal, --json or -o"
+    for j, name in enumerate(names[:n_cols]):
+        t.add_column(_head(name), justify="right", style="cyan" if j < len(keys) else None, no_wrap=True)
+    for cells in body:
+        t.add_row(*cells[:n_cols])
+    console.print(t)
+    if k:
+        for g in k["groups"]:
+            where = " ".join(f"{a}={b}" for a, b in g["fixed"].items())
+            head = f"knee of {k['target']} over {k['over']}" + (f" ({where})" if where else "")
+            if g["knee"] is None:
+                console.print(f"{head}: none ({g.get('note', '')})", highlight=False)
+            else:
+                console.print(f"{head}: [bold]{g['knee']}[/bold] ({k['target']} {_num(g['target_at_knee'])}, "
+                              f"within {k['within']:.2%} of the {g['reference_from']} run's {_num(g['reference'])})",
+                              highlight=False)

@@ -1,0 +1,90 @@
+"""``run_sweep``: the whole what-if sweep, from a scenario file and ``--vary`` axes to a table.
+
+Seeds: replicate ``r`` (0-based) of every variant runs with the variant's
+``run.seed + r``, so variants share random numbers (common random numbers make
+their differences less noisy) and the output is a pure function of the inputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.sweep import aggregate, knee
+from sandbox_fleet.sweep.backends import run_tasks
+from sandbox_fleet.sweep.task import simulate_variant
+from sandbox_fleet.sweep.values import parse_vary
+from sandbox_fleet.sweep.variants import describe, expand
+
+SCHEMA_VERSION = 1
+
+
+def run_sweep(
+    scenario: str | Path,
+    vary: list[str],
+    *,
+    seeds: int = 1,
+    backend: str = "local",
+    workers: int | None = None,
+    metrics: list[str] | None = None,
+    target: str | None = None,
+    within: float = 0.01,
+    over: str | None = None,
+    goal: str | None = None,
+    progress: bool = False,
+) -> dict:
+    """Simulate every variant of ``scenario`` x ``seeds`` and return the results table.
+
+    ``vary``: ``KEY=VALUES`` strings (see ``values.parse_vary``). ``metrics``: extra
+    summary keys beyond ``aggregate.DEFAULT_METRICS``. ``target``: a metric whose knee
+    over the numeric key ``over`` (default: the first swept ``*.cap``, else the first
+numeric swept key) is reported,
+    ``within`` a relative tolerance, ``goal`` min or max (default by metric).
+    """
+    if seeds < 1:
+        raise InputError(f"--seeds {seeds}: expected a positive integer")
+    if not vary:
+        raise InputError("give at least one --vary KEY=VALUES, e.g. --vary fleet.cap=100,200,400")
+    axes = [parse_vary(v) for v in vary]
+    keys = [k for k, _ in axes]
+    p = Path(scenario)
+    variants = expand(p, axes)
+    cols = list(aggregate.DEFAULT_METRICS)
+    for m in list(metrics or []) + ([target] if target else []):
+        if m in keys:
+            raise InputError(f"metric {m!r} is a swept key, not a simulator figure")
+        if m not in cols:
+            cols.append(m)
+    if target and over is None:
+        numeric = [k for k, vals in axes if all(knee.is_numeric(v) for v in vals)]
+        # the usual question is "the smallest fleet", so a cap wins over other numeric keys
+        over = next((k for k in numeric if k.endswith(".cap")), numeric[0] if numeric else None)
+        if over is None:
+            raise InputError(f"--target {target}: no swept key is numeric; vary one such as fleet.cap")
+    tasks = [(v.data, str(p.parent), f"{p} with {describe(v.settings)}", v.seed + r)
+             for v in variants for r in range(seeds)]
+    summaries = run_tasks(simulate_variant, tasks, backend=backend, workers=workers, progress=progress,
+                          label=f"sweep {len(variants)} variants x {seeds} seeds")
+    _check_metrics(cols, summaries, set(aggregate.DEFAULT_METRICS))
+    rows = [{"variant": v.index, **aggregate.row(v.settings, summaries[v.index * seeds:(v.index + 1) * seeds], cols)}
+            for v in variants]
+    out = {
+        "schema_version": SCHEMA_VERSION,
+        "scenario": p.name,
+        "vary": {k: vals for k, vals in axes},
+        "variants": len(variants),
+        "seeds": seeds,
+        "seed_rule": "replicate r of a variant runs with its run.seed + r",
+        "metrics": cols,
+        "rows": rows,
+    }
+    if target:
+        out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target))
+    return out
+
+
+def _check_metrics(cols: list[str], summaries: list[dict], optional: set[str]) -> None:
+    for m in cols:
+        if m not in optional and all(aggregate.metric(s, m) is None for s in summaries):
+            keys = aggregate.numeric_keys(summaries[0])
+            raise InputError(f"metric {m!r} is not a number in the simulator summary; numeric keys: {', '.join(keys)}")

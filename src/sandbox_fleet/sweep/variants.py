@@ -1,0 +1,86 @@
+"""The cartesian product of ``--vary`` settings, each turned into a checked scenario.
+
+Variant order is the product order with the first ``--vary`` key outermost (like
+nested loops written in the order given); every variant is validated by the
+simulator's own scenario model and builder before anything runs, so a bad value
+fails fast with the variant named.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.scenario import ScenarioSpec, build
+from sandbox_fleet.sweep import paths
+from sandbox_fleet.sweep.values import Scalar
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One point of the sweep: its settings (key -> value, in --vary order) and scenario data."""
+
+    index: int
+    settings: dict[str, Scalar]
+    data: dict[str, Any]
+    seed: int  # the variant's base seed (its run.seed); replicate r uses seed + r
+
+
+def read_scenario(path: str | Path) -> dict:
+    """The scenario file's raw TOML data (validated later, per variant)."""
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: scenario file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not valid TOML ({exc})") from None
+
+
+def describe(settings: dict[str, Scalar]) -> str:
+    return " ".join(f"{k}={v}" for k, v in settings.items()) or "(base scenario)"
+
+
+def check(data: dict, base_dir: Path, source: str):
+    """Validate scenario data exactly as the simulator would; returns ``(spec, built)``."""
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(p) for p in e["loc"] if p not in _TAGS)  # drop union tags such as 'lognormal'
+        if e["type"] == "extra_forbidden":
+            raise InputError(f"{source}: unknown key '{loc}'") from None
+        raise InputError(f"{source}: key '{loc}': {e['msg']}") from None
+    if (spec.fleet is None) == (spec.fleets is None):
+        raise InputError(f"{source}: give exactly one of [fleet] or [[fleets]]")
+    if (spec.workload is None) == (spec.workloads is None):
+        raise InputError(f"{source}: give exactly one of [workload] or [[workloads]]")
+    return spec, build(spec, base_dir, source)
+
+
+_TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical", "mixture"}
+
+
+def expand(scenario: str | Path, vary: list[tuple[str, list[Scalar]]]) -> list[Variant]:
+    """All variants of ``scenario`` over the ``vary`` axes, validated, in product order."""
+    p = Path(scenario)
+    base = read_scenario(p)
+    keys = [k for k, _ in vary]
+    dup = {k for k in keys if keys.count(k) > 1}
+    if dup:
+        raise InputError(f"--vary {sorted(dup)[0]}: key given twice; put all its values in one --vary")
+    for k in keys:
+        paths.resolve(base, k, str(p))  # unknown key -> error naming it, before any product
+    out = []
+    for i, combo in enumerate(itertools.product(*(vals for _, vals in vary))):
+        settings = dict(zip(keys, combo))
+        data = paths.apply(base, settings, str(p))
+        spec, _ = check(data, p.parent, f"{p} with {describe(settings)}")
+        out.append(Variant(i, settings, data, spec.run.seed))
+    return out
