@@ -290,7 +290,12 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
 
 def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None) -> dict:
     """Plan from a ``measure --json`` summary file or from telemetry measured on the fly."""
-    plan = make_plan(load_input(path, tasks=tasks), opts)
+    summary = load_input(path, tasks=tasks)
+    try:
+        Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    plan = make_plan(summary, opts)
     plan["input"]["path"] = str(path)
     return plan
 

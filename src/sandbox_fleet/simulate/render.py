@@ -55,4 +55,5 @@ def render_calibration(s: dict, console: Console) -> None:
     console.print(f"wrote {s['scenario']}: cap {s['peak']:,} (measured peak, {s['touches']:,} touches), "
                   f"{s['rollouts']:,} rollouts, exception rate {s['exception_rate']:.1%}, "
                   f"mean concurrency {s['mean_concurrency']:.1f}")
-    console.print(f"next: edit [fleet] cap or the workload, then `sandbox-fleet simulate {s['scenario']}`")
+    # markup=False: "[fleet]" is text here, not a Rich style tag (which would swallow it)
+    console.print(f"next: edit [fleet] cap or the workload, then `sandbox-fleet simulate {s['scenario']}`", markup=False)
