@@ -23,6 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_rollouts import generate  # noqa: E402
 
+#: rows -> (wall seconds, peak RSS MiB or None), issue 2 section 6.
+TARGETS = {327_189: (2.0, None), 10_000_000: (30.0, 2048)}
 CLI = str(Path(sys.executable).with_name("sandbox-fleet"))
 WRAP = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(rc)")
@@ -67,9 +69,14 @@ def main() -> None:
             results = [run_once(path) for _ in range(n)]
             walls = [w for w, _ in results]
             rss = [m for _, m in results]
-            print(f"measure {rows:>11,} rows: median {statistics.median(walls):6.2f} s "
+            wall, peak = statistics.median(walls), statistics.median(rss)
+            target = TARGETS.get(rows)
+            verdict = "" if target is None else (
+                f"  [target < {target[0]:g} s" + (f", < {target[1]:,} MiB" if target[1] else "") + ": "
+                + ("met]" if wall < target[0] and (not target[1] or peak < target[1]) else "MISSED]"))
+            print(f"measure {rows:>11,} rows: median {wall:6.2f} s "
                   f"(min {min(walls):.2f}, max {max(walls):.2f}, {n} runs), "
-                  f"peak RSS median {statistics.median(rss):,.0f} MiB")
+                  f"peak RSS median {peak:,.0f} MiB (min {min(rss):,.0f}, max {max(rss):,.0f}){verdict}")
     finally:
         if not a.keep:
             shutil.rmtree(folder, ignore_errors=True)

@@ -1,9 +1,11 @@
 """Synthetic canonical rollout Parquet shaped like the RST campaign (seeded NumPy).
 
-Synchronous steps release batches; holds are log-normal (median ~1,332 s, clipped to
-3.8..26,571 s); ~73% of rows report tokens growing ~824 * n(n+1)/2 with turns, with
-cached_tokens 0; ~29% exceptions; a quarter of rewards null. Written in 1M-row chunks,
-so the generator itself stays small.
+Steps release batches of 1,024 every 4,600 s, each batch mixing all four models (so
+measure reports the models as stepping together, not as a mix of runs); holds are
+log-normal (median ~1,332 s, clipped to 3.8..26,571 s); ~73% of rows report tokens growing ~824 * n(n+1)/2 with turns, with
+cached_tokens 0; ~29% exceptions; a quarter of rewards null. The eight phase columns are
+present and all null (the case the reader must not pay 8 bytes a row for). Written in
+1M-row chunks, so the generator itself stays small.
 
     .venv/bin/python benchmarks/gen_rollouts.py OUT.parquet [--rows 327189] [--seed 0]
 """

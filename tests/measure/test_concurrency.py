@@ -176,3 +176,35 @@ def test_self_check_raises_on_a_broken_sweep(monkeypatch):
     monkeypatch.setattr(concurrency, "_area", lambda times, level: 1)  # simulate an integration bug
     with pytest.raises(concurrency.SweepError):
         sweep(us([0, 2]), us([5, 3]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8)), min_size=1, max_size=40),
+    st.integers(1, 7),
+)
+def test_blockwise_compaction_equals_brute_force_at_any_block_size(intervals, block):
+    # Small blocks put ties (one timestamp, several events) across block edges.
+    from sandbox_fleet.measure import concurrency
+
+    starts = np.array([a for a, _ in intervals], dtype=np.int64)
+    finishes = np.array([a + d for a, d in intervals], dtype=np.int64)
+    saved = concurrency.BLOCK
+    concurrency.BLOCK = block
+    try:
+        sw = sweep(starts, finishes)
+    finally:
+        concurrency.BLOCK = saved
+    events = np.unique(np.concatenate([starts, finishes]))
+    assert sw.times.tolist() == events.tolist()  # one point per distinct event time
+    assert [int(v) for v in sw.level] == [_brute_level(starts, finishes, p) for p in events]
+
+
+def test_sum_of_holds_check_does_not_overflow_on_real_epoch_times():
+    # 40,000 rollouts at 2026 epoch microseconds: summing raw start times would pass 2**63.
+    rng = np.random.default_rng(3)
+    starts = 1_780_000_000_000_000 + rng.integers(0, 10**12, 40_000) * 250
+    finishes = starts + rng.integers(0, 10**10, 40_000)
+    assert int(starts.astype(object).sum()) > 2**63
+    sw = sweep(starts, finishes)
+    assert sw.area_us() == int((finishes - starts).sum())

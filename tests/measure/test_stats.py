@@ -41,6 +41,20 @@ def test_group_sorted_matches_per_group_sort():
         assert sorted_vals[offsets[g]:offsets[g + 1]].tolist() == sorted(values[codes == g].tolist())
 
 
+def test_group_sorted_in_blocks_leaves_inputs_alone(monkeypatch):
+    from sandbox_fleet.measure import stats
+
+    monkeypatch.setattr(stats, "_BLOCK", 7)  # many blocks over 500 rows
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, 3, 500).astype(np.int8)
+    values = rng.integers(10**15, 10**15 + 10**9, 500)
+    codes_before, values_before = codes.copy(), values.copy()
+    sorted_vals, offsets = group_sorted(codes, values, 3)
+    for g in range(3):
+        assert sorted_vals[offsets[g]:offsets[g + 1]].tolist() == sorted(values[codes == g].tolist())
+    assert np.array_equal(codes, codes_before) and np.array_equal(values, values_before)
+
+
 def test_group_sorted_falls_back_when_values_are_wide():
     codes = np.array([1, 0, 1, 0])
     values = np.array([2**62, -(2**62), 5, 7])

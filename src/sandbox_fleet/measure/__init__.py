@@ -16,19 +16,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.measure.columns import frame_from_table
+from sandbox_fleet.measure.arrowpool import prefer_returning_pool
+from sandbox_fleet.measure.columns import Frame, frame_from_table
 from sandbox_fleet.measure.concurrency import concurrency_figures, overall_cap
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
-from sandbox_fleet.measure.steps import measure_steps
+from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
 from sandbox_fleet.measure.tasks import measure_tasks
 from sandbox_fleet.measure.tokens import measure_tokens
-from sandbox_fleet.telemetry.record import Telemetry, conform_rollouts
+from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
 
 SCHEMA_VERSION = 1
+#: The rollout columns measure reads: ids and task ids never enter a figure.
+#: Below this many rows measuring takes well under a second: no bar.
+BAR_ROWS = 1_000_000
+MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c not in ("id", "task_id"))
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 __all__ = ["SCHEMA_VERSION", "measure_paths", "measure_telemetry"]
@@ -56,19 +61,39 @@ def _usable(table: pa.Table, rejected: dict[str, int]) -> pa.Table:
 @contextmanager
 def _steps(enabled: bool, total: int):
     """A transient progress bar on stderr, advanced once per measurement."""
-    if not enabled:
+    from sandbox_fleet.telemetry import progress as bars
+
+    if not bars.active(enabled):
         yield lambda label: None
         return
-    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    with Progress(console=bars.console(), transient=True) as bar:
         task = bar.add_task("measuring", total=total)
 
         def advance(label: str) -> None:
             bar.update(task, advance=1, description=f"measuring: {label}")
 
         yield advance
+
+
+def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
+    """Steps over all starts, per model and per job; the top level notes a mix of runs.
+
+    Runs are jobs when the input has two or more, else models (one synchronous run per
+    model, as in a release that only names models). Returns the job row grouping too,
+    so ``by_job`` does not sort the rows again.
+    """
+    overall = measure_steps(fr.start_us, fr.finish_us)
+    model_codes, model_names = fr.model.labelled()
+    model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
+                                        model_names)
+    del model_codes
+    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if fr.job.names else None
+    job_steps = measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names) if job_rows else {}
+    runs_by = "job" if len(job_steps) >= 2 else "model"
+    steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
+    return steps, model_steps, job_steps, job_rows
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
@@ -79,20 +104,24 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
     Raises InputError when no usable rollout is left.
     """
     rejected = dict(t.rejected)
-    table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>"), rejected)
+    table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS),
+                    rejected)
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
     fr = frame_from_table(table)
-    with _steps(progress and fr.n >= 1_000_000, 10) as advance:
+    with _steps(progress and fr.n >= BAR_ROWS, 10) as advance:
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down.
         conc = concurrency_figures(fr.start_us, fr.finish_us,
                                    overall_cap(fr.job.codes, fr.job.names, t.caps), with_series=True)
         advance("concurrency")
-        steps = measure_steps(fr.start_us, fr.finish_us)
+        steps, model_steps, job_steps, job_rows = _all_steps(fr)
         advance("steps")
-        jobs = by_job(fr, pass_threshold, t.caps)
+        jobs = by_job(fr, pass_threshold, t.caps, job_rows)
+        del job_rows
+        for name, st in job_steps.items():
+            jobs[name]["steps"] = st
         advance("jobs")
         first_start, last_finish = int(fr.start_us.min()), int(fr.finish_us.max())
         _ = fr.hold_us  # keep the holds, drop the raw times: nothing below needs them
@@ -111,6 +140,8 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
         coverage = measure_coverage(fr, rejected)
         advance("coverage")
         models = by_model(fr, pass_threshold)
+        for name, st in model_steps.items():
+            models[name]["steps"] = st
         advance("models")
         tasks = measure_tasks(t.tasks)
         advance("tasks")
@@ -147,15 +178,20 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
 
 def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=None, assume_tz="UTC",
                   reward_key="reward", models=None, since=None, until=None,
-                  pass_threshold: float = 1.0) -> dict:
+                  pass_threshold: float = 1.0, progress: bool = True) -> dict:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; see ``sandbox_fleet.telemetry.load_telemetry``.
+    ``progress=False`` draws no bar anywhere (reading, task parsing, measuring).
     """
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
+    prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
-                       assume_tz=assume_tz, reward_key=reward_key, progress=True)
+                       assume_tz=assume_tz, reward_key=reward_key, progress=progress)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)
-    return measure_telemetry(t, pass_threshold=pass_threshold, progress=True)
+    # Nothing else holds this table: dropping the columns measure never reads frees them
+    # (~240 MB of id strings at 10M rows) before the measurements allocate.
+    t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
+    return measure_telemetry(t, pass_threshold=pass_threshold, progress=progress)

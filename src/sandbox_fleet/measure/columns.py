@@ -55,6 +55,11 @@ class Codes:
         return self.codes, list(self.names)
 
 
+def _mask(cond: pa.ChunkedArray) -> np.ndarray:
+    """Arrow boolean (null = False) -> NumPy bool, one byte a row, no float copy on the way."""
+    return np.asarray(pc.fill_null(cond, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def timestamps_us(col: pa.ChunkedArray) -> np.ndarray:
     """Timestamp column -> int64 microseconds since the epoch (nulls must be gone)."""
     return np.asarray(pc.cast(col, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy(), dtype=np.int64)
@@ -141,6 +146,20 @@ class Frame:
     def has_tokens(self) -> np.ndarray:
         """Rows reporting both input and output token counts (the token-figure population)."""
         return self.input_tokens.valid & self.output_tokens.valid
+
+    @cached_property
+    def rewarded(self) -> np.ndarray:
+        """Rows with a usable reward (present and not NaN), straight from Arrow."""
+        r = self.table.column("reward")
+        return _mask(pc.and_(pc.is_valid(r), pc.invert(pc.is_nan(r))))
+
+    def passed(self, threshold: float) -> np.ndarray:
+        """Rows whose reward is >= ``threshold`` (a NaN or missing reward never passes)."""
+        key = ("passed", threshold)
+        if key not in self._sorted:
+            r = self.table.column("reward")
+            self._sorted[key] = _mask(pc.and_(pc.greater_equal(r, threshold), pc.invert(pc.is_nan(r))))
+        return self._sorted[key]
 
     def release(self, *names: str) -> None:
         """Drop cached arrays no later measurement needs (they are rebuilt if asked for again)."""

@@ -50,8 +50,16 @@ def _area(times: np.ndarray, level: np.ndarray, block: int = 1 << 20) -> int:
     return total
 
 
+#: Events handled per pass when compacting the sorted events into (times, level).
+BLOCK = 1 << 20
+
+
 def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
-    """Sweep line over half-open intervals; checks area == sum of holds exactly."""
+    """Sweep line over half-open intervals; checks area == sum of holds exactly.
+
+    Memory: one packed event array (16 bytes a row) is sorted in place, then compacted
+    into its own prefix a block at a time, so no second event-sized array is built.
+    """
     n = start_us.size
     if n == 0:
         return Sweep(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -64,21 +72,39 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
     key <<= 1
     key[:n] |= 1
     key.sort()
-    delta = (key & 1).astype(np.int8)
-    delta *= 2
-    delta -= 1
-    level = np.cumsum(delta, dtype=np.int32 if n < 2**31 else np.int64)
-    del delta
-    key >>= 1
-    last = np.empty(key.size, dtype=bool)
-    last[-1] = True
-    np.not_equal(key[1:], key[:-1], out=last[:-1])
-    times = key[last]
-    del key
-    times += base
-    result = Sweep(times, level[last])
-    del level, last
-    expected = int(finish_us.sum(dtype=np.int64)) - int(start_us.sum(dtype=np.int64))
+    size = key.size
+    level = np.empty(size, dtype=np.int32 if n < 2**31 else np.int64)
+    m, carry = 0, 0
+    for i in range(0, size, BLOCK):
+        j = min(i + BLOCK, size)
+        block = key[i:j]
+        step = (block & 1).astype(np.int64)
+        step *= 2
+        step -= 1
+        run = np.cumsum(step)
+        run += carry
+        carry = int(run[-1])
+        # The level is read after the last event of each timestamp (ties netted first);
+        # the event after this block is still unread in key[j], so a tie across blocks works.
+        stamp = key[i:j + 1] >> 1  # drop the start/finish bit: ties are equal times
+        last = np.ones(j - i, dtype=bool)
+        np.not_equal(stamp[:-1], stamp[1:], out=last[:stamp.size - 1])
+        times = stamp[:j - i][last]
+        del stamp
+        times += base
+        count = times.size
+        level[m:m + count] = run[last]
+        key[m:m + count] = times  # m + count <= j: only events already read are overwritten
+        m += count
+    # Keep views when most events are distinct times; copy when ties shrank them a lot.
+    times_out = key[:m] if 2 * m > size else key[:m].copy()
+    level_out = level[:m] if 2 * m > size else level[:m].copy()
+    del key, level
+    result = Sweep(times_out, level_out)
+    # Sum of holds in int64, a block at a time: summing raw epoch times would overflow.
+    expected = 0
+    for i in range(0, n, BLOCK):
+        expected += int(np.subtract(finish_us[i:i + BLOCK], start_us[i:i + BLOCK]).sum(dtype=np.int64))
     area = result.area_us()
     if area != expected or result.level[-1] != 0:
         raise SweepError(f"sweep self-check failed: area {area} us != sum of holds {expected} us")

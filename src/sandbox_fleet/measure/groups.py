@@ -12,6 +12,7 @@ import numpy as np
 from sandbox_fleet.measure.columns import NONE_LABEL, Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures
 from sandbox_fleet.measure.sql import HOLD_US, query
+from sandbox_fleet.measure.steps import group_rows
 from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_sorted, ratio
 
 
@@ -74,14 +75,18 @@ def by_model(fr: Frame, threshold: float) -> dict:
     return group_figures(fr, "model", codes, names, threshold)
 
 
-def by_job(fr: Frame, threshold: float, caps: dict[str, int]) -> dict:
-    """Per job (rows without a job are left out): group figures plus concurrency."""
+def by_job(fr: Frame, threshold: float, caps: dict[str, int],
+           rows: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """Per job (rows without a job are left out): group figures plus concurrency.
+
+    ``rows`` is ``steps.group_rows(fr.job.codes, ...)`` when the caller already has it.
+    """
     if not fr.job.names:
         return {}
     codes, names = fr.job.labelled()
     out = group_figures(fr, "job", codes, names, threshold, skip_null=True)
-    order = np.argsort(fr.job.codes, kind="stable")
-    bounds = np.searchsorted(fr.job.codes[order], np.arange(len(fr.job.names) + 1))
+    del codes
+    order, bounds = rows if rows is not None else group_rows(fr.job.codes, len(fr.job.names))
     for i, name in enumerate(fr.job.names):
         idx = order[bounds[i]:bounds[i + 1]]
         if idx.size == 0:

@@ -13,19 +13,25 @@ from sandbox_fleet.measure.outcomes import OUTCOMES
 from sandbox_fleet.measure.stats import US, group_sorted, summary
 
 BINS_PER_DECADE = 10
+BLOCK = 1 << 20
 
 
-def histogram(hold_us: np.ndarray) -> dict:
-    """Log-spaced histogram of holds in seconds; zero-length holds are counted apart."""
-    zero = int(np.count_nonzero(hold_us <= 0))
-    pos = hold_us[hold_us > 0] / US
-    if pos.size == 0:
+def histogram(sorted_us: np.ndarray) -> dict:
+    """Log-spaced histogram of sorted holds in seconds; zero-length holds are counted apart.
+
+    Counted a block at a time so no float copy of every hold is made.
+    """
+    first_pos = int(np.searchsorted(sorted_us, 0, side="right"))
+    zero = first_pos
+    if first_pos == sorted_us.size:
         return {"edges_s": [], "counts": [], "zero": zero}
-    lo = np.floor(np.log10(pos.min()))
-    hi = max(np.ceil(np.log10(pos.max())), lo + 1)
+    lo = np.floor(np.log10(sorted_us[first_pos] / US))
+    hi = max(np.ceil(np.log10(sorted_us[-1] / US)), lo + 1)
     n_bins = int(round((hi - lo) * BINS_PER_DECADE))
     edges = np.logspace(lo, hi, n_bins + 1)
-    counts, _ = np.histogram(pos, bins=edges)
+    counts = np.zeros(n_bins, dtype=np.int64)
+    for i in range(first_pos, sorted_us.size, BLOCK):
+        counts += np.histogram(sorted_us[i:i + BLOCK] / US, bins=edges)[0]
     return {"edges_s": edges, "counts": counts, "zero": zero}
 
 
@@ -43,17 +49,23 @@ def grouped_summaries(sorted_us: np.ndarray, offsets: np.ndarray, names: list[st
 def measure_holds(fr: Frame, outcome: np.ndarray) -> dict:
     """Hold figures; ``outcome`` holds an index into OUTCOMES per row."""
     hold = fr.hold_us
-    out = summary(np.sort(hold), 1 / US)  # sorted copy; the cached grouped sorts serve the slices
+    ordered = np.sort(hold)  # the one full sorted copy; the cached grouped sorts serve the slices
+    out = summary(ordered, 1 / US)
+    hist = histogram(ordered)
+    del ordered
     tok = fr.has_tokens
     n_tok = int(tok.sum())
     out["rows_with_tokens"] = n_tok
-    out["mean_with_tokens"] = int(hold[tok].sum()) / n_tok / US if n_tok else None
+    # Masked sums (where=) add the selected holds without copying them out.
+    tok_us = int(np.sum(hold, where=tok, dtype=np.int64))
+    out["mean_with_tokens"] = tok_us / n_tok / US if n_tok else None
     n_no = fr.n - n_tok
     out["rows_without_tokens"] = n_no
-    out["mean_without_tokens"] = int(hold[~tok].sum()) / n_no / US if n_no else None
+    out["mean_without_tokens"] = (int(hold.sum(dtype=np.int64)) - tok_us) / n_no / US if n_no else None
     model_codes, model_names = fr.model.labelled()
     out["by_model"] = grouped_summaries(*fr.sorted_holds(model_codes, len(model_names), "model"), model_names)
+    del model_codes
     by_outcome = group_sorted(outcome, hold, len(OUTCOMES))
     out["by_outcome"] = grouped_summaries(*by_outcome, list(OUTCOMES), keep_empty=True)
-    out["histogram"] = histogram(hold)
+    out["histogram"] = hist
     return out

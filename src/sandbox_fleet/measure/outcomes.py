@@ -20,18 +20,18 @@ HOUR_US = 3600 * US
 
 
 def rewarded_mask(fr: Frame) -> np.ndarray:
-    return fr.reward.valid & ~np.isnan(fr.reward.values)
+    return fr.rewarded
 
 
 def passed_mask(fr: Frame, threshold: float) -> np.ndarray:
-    return rewarded_mask(fr) & (fr.reward.values >= threshold)
+    return fr.passed(threshold)
 
 
 def outcome_codes(fr: Frame, threshold: float) -> np.ndarray:
-    """Index into OUTCOMES for each row (see module docstring for the order)."""
-    rewarded = rewarded_mask(fr)
-    passed = rewarded & (fr.reward.values >= threshold)
-    code = np.where(rewarded, np.where(passed, 1, 2), 3).astype(np.int8)
+    """Index into OUTCOMES for each row (see module docstring for the order); one byte a row."""
+    code = np.full(fr.n, 3, dtype=np.int8)
+    code[fr.rewarded] = 2
+    code[fr.passed(threshold)] = 1
     code[fr.has_exception.valid & fr.has_exception.values] = 0
     return code
 
@@ -47,7 +47,7 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     n_rew, n_pass = int(rewarded.sum()), int(passed.sum())
     n_pass_clean, n_pass_exc = int((passed & clean).sum()), int((passed & exc).sum())
     total_us = int(hold.sum(dtype=np.int64))
-    exc_us = int(hold[exc].sum(dtype=np.int64))
+    exc_us = int(np.sum(hold, where=exc, dtype=np.int64))  # no copy of the selected holds
     rates = {
         # name: (successes, rows)
         "exception_rate": (n_exc, n_flag),

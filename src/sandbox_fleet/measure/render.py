@@ -83,15 +83,7 @@ def render_summary(summary: dict, console: Console) -> None:
         for name, p in summary["phases"].items():
             ph.add_row(name, _num(p["rows"]), _num(p["median_s"]), _num(p["p99_s"]), _pct(p["share_of_hold"]))
         console.print(ph)
-    st = summary["steps"]
-    if st["detected"]:
-        console.print(_kv("Synchronous steps", [
-            ("steps", _num(st["steps"])), ("batch size (median)", _num(st["batch_size"], 0)),
-            ("step period", f"{_num(st['step_period_s'])} s"),
-            ("straggler tail", f"{_num(st['straggler_tail_s'])} s"),
-        ]))
-    else:
-        console.print(f"steps: no burst structure ({st['reason']})")
+    _steps(console, summary)
     console.print(_kv(f"Tokens (over {_num(tok['rows'])} rows that report them)", [
         ("prefill per sandbox-second", _num(tok["prefill_per_sandbox_s"], 2)),
         ("decode per sandbox-second", _num(tok["decode_per_sandbox_s"], 2)),
@@ -167,3 +159,34 @@ def _job_concurrency(console: Console, jobs: dict, limit: int = 20) -> None:
     if len(jobs) > limit:
         table.caption = f"first {limit} of {len(jobs)}"
     console.print(table)
+
+
+def _steps(console: Console, summary: dict) -> None:
+    st = summary["steps"]
+    if st.get("mixed"):
+        by = st["runs_by"]
+        runs = summary[f"by_{by}"]
+        table = Table(title=f"Synchronous steps per run (by {by}, times in s; the runs interleave)", title_justify="left",
+                      box=box.SIMPLE_HEAD)
+        table.add_column(by, no_wrap=True, max_width=24, overflow="ellipsis")
+        for col in ("steps", "batch", "burst", "period", "makespan", "tail"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for name, g in runs.items():
+            r = g.get("steps") or {}
+            if r.get("detected"):
+                table.add_row(name, _num(r["steps"]), _num(r["batch_size"], 0), _num(r["burst_size"], 0),
+                              _sec(r["step_period_s"]), _sec(r["step_makespan_s"]), _sec(r["straggler_tail_s"]))
+            else:
+                table.add_row(name, "-", "-", "-", "-", "-", "-")
+        console.print(table)
+    elif st["detected"]:
+        console.print(_kv("Synchronous steps", [
+            ("steps", _num(st["steps"])), ("batch size (median)", _num(st["batch_size"], 0)),
+            ("opening burst (median)", _num(st["burst_size"], 0)),
+            ("step period", f"{_num(st['step_period_s'])} s"),
+            ("straggler tail", f"{_num(st['straggler_tail_s'])} s"),
+        ]))
+        if st.get("note"):
+            console.print(st["note"], highlight=False)
+    else:
+        console.print(f"steps: no burst structure ({st['reason']})")

@@ -14,6 +14,8 @@ import numpy as np
 SMALL_SAMPLE_ROWS = 100
 BOOTSTRAP_DRAWS = 2000
 US = 1_000_000
+#: Rows per pass where a pass would otherwise build a row-sized temporary.
+_BLOCK = 1 << 20
 
 
 def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
@@ -55,8 +57,9 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
 
     Returns (sorted values, offsets): group g is ``sorted[offsets[g]:offsets[g+1]]``.
     Packs group and value into one int64 key when they fit (one fast sort), else lexsort.
+    The key is the only row-sized array built (8 bytes a row); neither input is modified.
     """
-    codes = np.asarray(codes, dtype=np.int64)
+    codes = np.asarray(codes)
     values = np.asarray(values, dtype=np.int64)
     counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
@@ -67,8 +70,10 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
     vbits = max(span.bit_length(), 1)
     gbits = max(n_groups - 1, 0).bit_length()
     if vbits + gbits <= 62:
-        key = codes << vbits
-        key |= values - vmin
+        key = np.subtract(values, vmin)
+        if gbits:
+            for i in range(0, key.size, _BLOCK):
+                key[i:i + _BLOCK] |= codes[i:i + _BLOCK].astype(np.int64) << vbits
         key.sort()
         key &= (1 << vbits) - 1
         key += vmin

@@ -25,7 +25,7 @@ def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
     if fmt == "rst":
         yield from read_rst(Path(path), opts.progress)
     elif fmt == "table":
-        yield from read_table(path, opts.column_map)
+        yield from read_table(path, opts.column_map, opts.progress)
     else:
         target = Path(path)
         if not target.exists():

@@ -1,4 +1,8 @@
-"""Progress bars on stderr for reads that may take more than a second."""
+"""Progress bars on stderr for reads that may take more than a second.
+
+Every bar in telemetry and measure draws on ``console()`` and only when its caller's
+``progress`` flag is true and stderr is a terminal: ``progress=False`` draws nothing.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +20,20 @@ MIN_ITEMS = 200
 _console = Console(stderr=True)
 
 
+def console() -> Console:
+    """The stderr console every bar draws on (one place to redirect it, e.g. in tests)."""
+    return _console
+
+
+def active(enabled: bool) -> bool:
+    """Whether a bar may be drawn: asked for, and stderr is a terminal."""
+    return enabled and _console.is_terminal
+
+
 def track(items: Iterable[T], description: str, enabled: bool = True, min_items: int = MIN_ITEMS) -> Iterator[T]:
     """Iterate ``items``, drawing a transient bar on stderr when it is a terminal and the job is big."""
     total = len(items) if isinstance(items, Sized) else None
-    if not enabled or not _console.is_terminal or (total is not None and total < min_items):
+    if not active(enabled) or (total is not None and total < min_items):
         yield from items
         return
     with Progress(

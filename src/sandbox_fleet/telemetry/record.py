@@ -7,6 +7,7 @@ Documented for users in ``docs/telemetry.md``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -83,8 +84,31 @@ class Telemetry:
             self.rejected[reason] = self.rejected.get(reason, 0) + count
 
 
+#: Rows per cached all-null chunk: big enough that a 10M-row column is 10 chunks, small
+#: enough (8 MiB for a timestamp) that caching one per type costs nothing.
+NULL_CHUNK_ROWS = 1 << 20
+
+_NULL_CHUNKS: dict[pa.DataType, pa.Array] = {}
+
+
+def null_column(type_: pa.DataType, n: int) -> pa.ChunkedArray:
+    """``n`` nulls of ``type_`` built from one cached chunk, shared by every caller.
+
+    ``pa.nulls`` allocates a zeroed value buffer (8 bytes a row for a timestamp): the eight
+    phase columns most sources lack would cost ~640 MB at 10M rows. Slices of one cached,
+    immutable chunk cost nothing per row and read exactly like a fresh null array.
+    """
+    chunk = _NULL_CHUNKS.get(type_)
+    if chunk is None:
+        chunk = _NULL_CHUNKS[type_] = pa.nulls(NULL_CHUNK_ROWS, type_)
+    full, rest = divmod(n, NULL_CHUNK_ROWS)
+    parts = [chunk] * full + ([chunk.slice(0, rest)] if rest or not full else [])
+    return pa.chunked_array(parts, type=type_)
+
+
 def _conform(table: pa.Table, schema: pa.Schema, what: str, source: str) -> pa.Table:
     columns = []
+    n = table.num_rows
     for fld in schema:
         if fld.name in table.column_names:
             col = table.column(fld.name)
@@ -95,18 +119,27 @@ def _conform(table: pa.Table, schema: pa.Schema, what: str, source: str) -> pa.T
                     raise InputError(
                         f"{source}: column '{fld.name}' has type {col.type}, expected {fld.type} ({what})"
                     ) from exc
+            if n and col.null_count == n:
+                # A source that writes an empty column (DuckDB, Parquet) still pays 8 bytes a
+                # row for it; the shared null chunks hold the same content for free.
+                col = null_column(fld.type, n)
             columns.append(col)
         else:
-            columns.append(pa.nulls(table.num_rows, type=fld.type))
+            columns.append(null_column(fld.type, n))
     return pa.Table.from_arrays(columns, schema=schema.with_metadata(None).remove_metadata())
 
 
-def conform_rollouts(table: pa.Table, source: str = "<table>") -> pa.Table:
-    """Cast ``table`` to ROLLOUT_SCHEMA: known columns cast, absent optional ones null."""
-    missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c not in table.column_names]
+def conform_rollouts(table: pa.Table, source: str = "<table>", *, columns: Sequence[str] | None = None) -> pa.Table:
+    """Cast ``table`` to ROLLOUT_SCHEMA: known columns cast, absent optional ones null.
+
+    ``columns`` keeps only those canonical columns, in schema order (a consumer that never
+    reads ids may drop them to save memory); only the kept required ones must be present.
+    """
+    keep = ROLLOUT_COLUMNS if columns is None else tuple(c for c in ROLLOUT_COLUMNS if c in set(columns))
+    missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c in keep and c not in table.column_names]
     if missing:
         raise InputError(f"{source}: missing column(s) {', '.join(missing)} (a rollout needs id, started_at, finished_at)")
-    relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA])
+    relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA if f.name in keep])
     return _conform(table, relaxed, "rollout record", source)
 
 
