@@ -123,8 +123,6 @@ def test_same_seed_gives_byte_identical_release_and_measurement(pipeline):
     assert pipeline.twin_measure.out == pipeline.measure.out
 
 
-@pytest.mark.xfail(strict=True, reason="measure does not report its sweep self-check (no concurrency.self_check "
-                   "or concurrency.area_s), so check's sweep_self_check can only ever skip")
 def test_check_can_see_the_sweep_self_check(pipeline):
     results = {r["name"]: r["status"] for r in json.loads(pipeline.check_json.out)}
     assert results["sweep_self_check"] == "pass"

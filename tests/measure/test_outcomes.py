@@ -51,3 +51,14 @@ def test_exceptions_by_type_with_hours(ten_rows):
     assert hours["Timeout"] == pytest.approx((500 + 600) / 3600)
     assert hours["OOM"] == pytest.approx(700 / 3600)
     assert hours["(none)"] == pytest.approx(900 / 3600)
+
+
+def test_clean_and_exception_pass_rates_are_unknown_without_any_reward():
+    from tests.measure.helpers import telemetry
+
+    t = telemetry([0, 0, 0], [10, 20, 30], has_exception=[True, False, False])
+    o = measure_telemetry(t)["outcomes"]
+    assert o["rewarded"] == 0
+    assert o["pass_rate"] is None
+    assert o["pass_rate_clean"] is None and o["pass_rate_exception"] is None
+    assert o["pass_rate_clean_ci95"] is None

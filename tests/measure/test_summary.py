@@ -15,7 +15,7 @@ from sandbox_fleet.telemetry import Telemetry
 
 from .helpers import rollouts, telemetry
 
-HARBOR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "harbor"
+HARBOR = Path(__file__).resolve().parents[1] / "fixtures" / "harbor"
 
 CONTRACT = {
     "": ["schema_version", "rows", "span_s", "sandbox_s", "concurrency", "hold_s", "tokens", "outcomes",
@@ -85,7 +85,6 @@ def test_measure_paths_reads_a_canonical_parquet_file(tmp_path, ten_rows):
     assert only_b["rows"] == 5 and list(only_b["by_model"]) == ["B"]
 
 
-@pytest.mark.skipif(not HARBOR.is_dir(), reason="shared Harbor fixtures not present")
 def test_measure_paths_on_real_harbor_jobs():
     out = measure_paths([str(HARBOR)])
     assert out["rows"] == 12

@@ -33,6 +33,7 @@ class Sweep:
 
     times: np.ndarray  # unique event times, int64 us, ascending
     level: np.ndarray  # concurrency after netting all events at times[i]
+    holds_us: int | None = None  # sum of the interval lengths, summed independently of the sweep
 
     def area_us(self) -> int:
         """Integral of the level over time, exact in integer microseconds."""
@@ -105,6 +106,7 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
     expected = 0
     for i in range(0, n, BLOCK):
         expected += int(np.subtract(finish_us[i:i + BLOCK], start_us[i:i + BLOCK]).sum(dtype=np.int64))
+    result.holds_us = expected
     area = result.area_us()
     if area != expected or result.level[-1] != 0:
         raise SweepError(f"sweep self-check failed: area {area} us != sum of holds {expected} us")
@@ -183,6 +185,8 @@ def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_
         "configured_cap": configured_cap,
         "cap_detected": cap_detected(caps["peak"], caps["touches"], configured_cap),
         "cap_rule": "peak == configured_cap" if configured_cap is not None else f"touches >= {CAP_TOUCHES}",
+        # The sweep raises SweepError on a mismatch; reaching here means both sums agreed exactly.
+        "self_check": {"ok": area == sw.holds_us, "area_s": area / US, "sum_of_holds_s": (sw.holds_us or 0) / US},
     }
     if with_series:
         out["series"] = series(sw)

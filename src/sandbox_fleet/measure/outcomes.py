@@ -58,6 +58,9 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     out: dict = {"rows": fr.n, "threshold": threshold}
     for name, (k, n) in rates.items():
         out[name] = ratio(k, n)
+    if n_rew == 0:
+        # With no reward on any row, "not passed" is unknown rather than zero.
+        out["pass_rate_clean"] = out["pass_rate_exception"] = None
     out.update({
         "exceptions": n_exc,
         "clean": n_clean,
@@ -74,7 +77,7 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     })
     for name, (k, n) in rates.items():
         out[f"{name}_rows"] = n
-        out[f"{name}_ci95"] = rate_ci(k, n, seed=seed, name=name)
+        out[f"{name}_ci95"] = rate_ci(k, n, seed=seed, name=name) if out[name] is not None else None
     out["small_sample"] = [name for name, (_, n) in rates.items() if n < SMALL_SAMPLE_ROWS]
     return out
 
