@@ -183,7 +183,7 @@ def simulate(
     from_: Optional[list[Path]] = typer.Option(None, "--from", help="Measured telemetry: write SCENARIO calibrated from it (repeatable)."),
     telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
     timing: bool = typer.Option(False, "--timing", help="Add wall-clock figures (wall_s, events_per_s); output then varies run to run."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="With --from: the seed written into the scenario."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's [run] seed; with --from: the seed written into the scenario."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
 ) -> None:
@@ -197,7 +197,7 @@ def simulate(
     else:
         from sandbox_fleet.simulate.scenario import run_scenario
 
-        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json)
+        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json, seed=seed)
     _emit(summary, as_json, output, render_summary)
 
 

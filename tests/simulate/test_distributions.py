@@ -66,3 +66,27 @@ def test_clipped_bounds():
 def test_bad_parameters_are_input_errors(make):
     with pytest.raises(InputError):
         make()
+
+
+def test_clipping_a_mixture_clips_each_draw_and_keeps_labels_and_flags():
+    from sandbox_fleet.simulate.distributions import clip, mixture_of
+
+    mix = Mixture((Exponential(1.0), Exponential(50.0)), (1.0, 1.0), ("a", "b"), (False, True))
+    raw, raw_lab = mix.sample_labeled(rng(), 20_000)
+    for clipped in (clip(mix, 0.5, 20.0), Clipped(mix, 0.5, 20.0)):
+        x, lab = clipped.sample_labeled(rng(), 20_000)
+        # Clipping is pointwise: same stream, same components, each draw clipped.
+        assert np.array_equal(lab, raw_lab) and np.array_equal(x, np.clip(raw, 0.5, 20.0))
+        view = mixture_of(clipped)
+        assert view.labels == ("a", "b") and view.exceptions == (False, True) and view.weights == (1.0, 1.0)
+        y, lab2 = view.sample_labeled(rng(), 20_000)
+        assert np.array_equal(y, x) and np.array_equal(lab2, lab)
+    assert isinstance(clip(mix, 0.0, 20.0), Mixture)
+    assert mixture_of(Clipped(Clipped(mix, 0.0, 30.0), 1.0, 20.0)).labels == ("a", "b")
+    assert mixture_of(Clipped(Exponential(1.0), 0.0, 2.0)) is None and mixture_of(Exponential(1.0)) is None
+
+
+@pytest.mark.parametrize("lo,hi", [(3.0, 2.0), (-1.0, 2.0), (0.0, 0.0)])
+def test_clip_bounds_must_be_ordered(lo, hi):
+    with pytest.raises(InputError, match="min_s <= max_s"):
+        Clipped(Exponential(1.0), lo, hi)

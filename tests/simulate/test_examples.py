@@ -320,7 +320,7 @@ def test_doc_example_files_exist():
     assert on_disk <= names, f"examples the doc does not mention: {sorted(on_disk - names)}"
 
 
-# --- known bugs (reported; strict xfail so a fix is noticed) --------------------------------
+# --- once-known bugs (fixed; each test pins its fix) ------------------------------------------
 MIX_CLIPPED = """
 [fleet]
 unbounded = true
@@ -338,8 +338,6 @@ components = [
 """
 
 
-@pytest.mark.xfail(strict=True, reason="min_s/max_s on a mixture wraps it in Clipped, and episode.py / "
-                   "result.py test isinstance(agent, Mixture): the exception flags and labels are lost")
 def test_clipping_a_mixture_keeps_exceptions_and_models(tmp_path):
     p = tmp_path / "mix.toml"
     p.write_text(MIX_CLIPPED.format())
@@ -363,40 +361,52 @@ value_s = 5
 """
 
 
-@pytest.mark.xfail(strict=True, reason="replay accepts start_s but ignores it (neither shifts arrivals nor is rejected)")
-def test_replay_start_s_is_honoured_or_rejected(tmp_path):
+def test_replay_start_s_shifts_the_replayed_arrivals(tmp_path):
     p = tmp_path / "r.toml"
     p.write_text(REPLAY_START)
-    try:
-        s = run_scenario(p)
-    except InputError:
-        return
-    assert s["sim_time_s"] >= 100.0
+    tel = tmp_path / "t.parquet"
+    s = run_scenario(p, telemetry_out=tel)
+    # Arrivals 100 and 101, two free slots, 5 s holds: the last one ends at 106.
+    assert s["sim_time_s"] == 106.0
+    assert s["queue_wait_s"]["mean"] == 0.0
+    t = pq.read_table(tel)
+    starts = sorted(v.timestamp() for v in t.column("started_at").to_pylist())
+    epoch = 1767225600.0  # run.epoch default, 2026-01-01T00:00:00Z
+    assert [x - epoch for x in starts] == [100.0, 101.0]
 
 
-@pytest.mark.xfail(strict=True, reason="min_s > max_s is accepted; np.clip then returns max_s for every draw")
 def test_min_above_max_is_an_input_error(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text(REPLAY_START.replace("start_s = 100.0\n", "").replace("value_s = 5", "value_s = 5\nmin_s = 9\nmax_s = 2"))
-    with pytest.raises(InputError, match="min_s"):
+    with pytest.raises(InputError, match="min_s") as exc:
         run_scenario(p)
+    assert str(exc.value).startswith(f"{p}: key 'hold.max_s': ") and "\n" not in str(exc.value)
 
 
-@pytest.mark.xfail(strict=True, reason="errors raised by the engine's constructors (workloads.py, distributions.py) "
-                   "do not name the scenario file or key")
 def test_engine_level_input_errors_name_the_file(tmp_path):
     p = tmp_path / "steps.toml"
     p.write_text('[fleet]\ncap = 2\n[workload]\nkind = "sync-rl"\nbatch = [2, 3]\nsteps = 3\n'
                  '[hold]\ndist = "exponential"\nmean_s = 1\n')
-    with pytest.raises(InputError, match=re.escape(str(p))):
+    with pytest.raises(InputError, match=re.escape(str(p))) as exc:
         run_scenario(p)
+    assert str(exc.value).startswith(f"{p}: key 'workload.steps': ")
 
 
-@pytest.mark.xfail(strict=True, reason="cli.simulate uses --seed only with --from; without it the option is silently ignored")
-def test_cli_seed_without_from_is_used_or_rejected():
+def test_cli_seed_without_from_overrides_the_scenario_seed(tmp_path):
     from typer.testing import CliRunner
 
     from sandbox_fleet.cli import app
 
-    res = CliRunner().invoke(app, ["simulate", str(ROOT / "examples" / "scenarios" / "replay.toml"), "--json", "--seed", "7"])
-    assert res.exit_code != 0 or json.loads(res.stdout)["seed"] == 7
+    src = ROOT / "examples" / "scenarios" / "replay.toml"
+    res = CliRunner().invoke(app, ["simulate", str(src), "--json", "--seed", "7"])
+    assert res.exit_code == 0
+    got = json.loads(res.stdout)
+    assert got["seed"] == 7
+    # The same run as the file with [run] seed = 7 written into it.
+    text = src.read_text(encoding="utf-8")
+    assert "seed = 1" in text
+    copy = tmp_path / "replay.toml"
+    copy.write_text(text.replace("seed = 1", "seed = 7"))
+    assert got == run_scenario(copy)
+    plain = json.loads(CliRunner().invoke(app, ["simulate", str(src), "--json"]).stdout)
+    assert plain["seed"] == 1 and plain["queue_wait_s"] != got["queue_wait_s"]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
@@ -225,3 +226,184 @@ components = [
     s = run_scenario(halved)
     assert s["concurrency"]["peak"] == 20
     assert s["queue_wait_s"]["mean"] > replayed["queue_wait_s"]["mean"]
+
+
+# --- engine-level refusals are caught at build time, naming the file and the key ------------
+RL = """
+[fleet]
+cap = 2
+[workload]
+kind = "sync-rl"
+batch = [2, 3]
+[hold]
+dist = "exponential"
+mean_s = 1
+"""
+REPLAY = """
+[fleet]
+cap = 2
+[workload]
+kind = "replay"
+arrivals_s = [0.0, 1.0]
+[hold]
+dist = "deterministic"
+value_s = 5
+"""
+TWO = """
+[[fleets]]
+name = "a"
+cap = 2
+[[fleets]]
+name = "b"
+unbounded = true
+[[workloads]]
+name = "x"
+kind = "poisson"
+rate_per_s = 1
+count = 5
+pool = "a"
+hold = {{ dist = "exponential", mean_s = 1 }}
+[[workloads]]
+name = "{name}"
+kind = "sync-rl"
+batch = {batch}
+pool = "{pool}"
+hold = {{ dist = "exponential", mean_s = 1 }}
+"""
+
+
+@pytest.mark.parametrize("text,key", [
+    (RL.replace("batch = [2, 3]", "batch = [2, 3]\nsteps = 3"), "workload.steps"),
+    (RL.replace("batch = [2, 3]", "batch = 4"), "workload.steps"),
+    (RL.replace("batch = [2, 3]", "batch = []"), "workload.batch"),
+    (RL.replace("batch = [2, 3]", "batch = [2, 0]"), "workload.batch"),
+    (RL.replace("cap = 2", "unbounded = true\npreempt_rate_per_node_s = 0.001"), "fleet.preempt_rate_per_node_s"),
+    (RL.replace('dist = "exponential"\nmean_s = 1', 'dist = "empirical"\nvalues = []'), "hold.values"),
+    (RL.replace('dist = "exponential"\nmean_s = 1', 'dist = "mixture"\ncomponents = [{ weight = 0, hold = { dist = "deterministic", value_s = 1 } }]'),
+     "hold.components"),
+    (RL.replace('dist = "exponential"\nmean_s = 1', 'dist = "mixture"\ncomponents = [{ weight = 1, hold = { dist = "deterministic", value_s = 1, min_s = 5, max_s = 4 } }]'),
+     "hold.components.0.hold.max_s"),
+    (RL + '[turns]\nturns = { dist = "deterministic", value_s = 3 }\nmodel_latency = { dist = "deterministic", value_s = 1 }\n', "turns"),
+    (RL.replace("cap = 2", "cap = 2\nstart_cap = 1") + '[run]\nengine = "fifo"\n', "run.engine"),
+    (REPLAY.replace("[0.0, 1.0]", "[]"), "workload.arrivals_s"),
+    (REPLAY.replace("[0.0, 1.0]", "[-1.0, 1.0]"), "workload.arrivals_s.0"),
+    (TWO.format(name="y", batch="[2, 3]\nsteps = 4", pool="a"), "workloads.1.steps"),
+    (TWO.format(name="x", batch="[2, 3]", pool="a"), "workloads.1.name"),
+    (TWO.format(name="y", batch="[2]", pool="b").replace("unbounded = true", "unbounded = true\npreempt_rate_per_node_s = 1.0"),
+     "fleets.1.preempt_rate_per_node_s"),
+])
+def test_engine_refusals_name_file_and_key(tmp_path, text, key):
+    p = write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        run_scenario(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: key '{key}': ") and "\n" not in msg
+
+
+def test_engine_refusal_is_one_line_and_exit_2_on_the_cli(tmp_path):
+    p = write(tmp_path, RL.replace("batch = [2, 3]", "batch = [2, 3]\nsteps = 3"))
+    r = subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", "simulate", str(p)], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{p}: key 'workload.steps': steps = 3 but batch lists 2 sizes" in lines[0]
+
+
+def test_min_equal_to_max_is_allowed(tmp_path):
+    p = write(tmp_path, REPLAY.replace("value_s = 5", "value_s = 5\nmin_s = 2\nmax_s = 2"))
+    assert run_scenario(p)["hold_s"]["max"] == 2.0
+
+
+# --- clipping a mixture keeps each rollout's model and exception flag ----------------------
+def test_clipped_mixture_retries_keep_model_and_clip(tmp_path):
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    p = write(tmp_path, """
+[fleet]
+cap = 4
+[workload]
+kind = "poisson"
+rate_per_s = 0.01
+count = 400
+[hold]
+dist = "mixture"
+max_s = 1000
+components = [
+  { weight = 1, label = "short", hold = { dist = "deterministic", value_s = 10 } },
+  { weight = 1, label = "long", hold = { dist = "deterministic", value_s = 5000 } },
+]
+[verifier]
+dist = "deterministic"
+value_s = 1
+[exceptions]
+p = { verifier = 0.5 }
+[retry]
+max_retries = 3
+on = ["verifier"]
+""")
+    tel = tmp_path / "t.parquet"
+    run_scenario(p, telemetry_out=tel)
+    t = pq.read_table(tel)
+    ids = t.column("id").to_pylist()
+    models = t.column("model").to_pylist()
+    agent = pc.subtract(t.column("agent_execution_finished_at"), t.column("agent_execution_started_at"))
+    agent_s = [d.total_seconds() for d in agent.to_pylist()]
+    by_rollout: dict[str, set] = {}
+    for i, m, a in zip(ids, models, agent_s):
+        by_rollout.setdefault(i.rsplit("-", 1)[0], set()).add(m)
+        assert a == {"short": 10.0, "long": 1000.0}[m]  # every attempt, retries too, is clipped
+    assert len(by_rollout) == 400 and all(len(ms) == 1 for ms in by_rollout.values())
+    assert len(ids) > 500  # about half the attempts fail their verifier and are retried
+    retried_models = {next(iter(by_rollout[i.rsplit("-", 1)[0]])) for i in ids if not i.endswith("-0")}
+    assert retried_models == {"short", "long"}
+
+
+def test_clipped_empirical_by_model_outcome_keeps_models_and_exceptions(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA
+
+    n = 4
+    base = 1_700_000_000_000_000
+    start = np.array([0, 10, 20, 30], dtype=np.int64) * 1_000_000 + base
+    hold = np.array([100, 200, 3000, 4000], dtype=np.int64) * 1_000_000
+    cols = {
+        "id": pa.array([f"r{i}" for i in range(n)]),
+        "started_at": pa.array(start).cast(pa.timestamp("us", tz="UTC")),
+        "finished_at": pa.array(start + hold).cast(pa.timestamp("us", tz="UTC")),
+        "model": pa.array(["a", "a", "b", "b"]),
+        "has_exception": pa.array([False, False, True, True]),
+    }
+    pq.write_table(pa.table({k: cols[k] if k in cols else pa.nulls(n, ROLLOUT_SCHEMA.field(k).type)
+                             for k in ROLLOUT_SCHEMA.names}), tmp_path / "measured.parquet")
+    p = write(tmp_path, """
+[fleet]
+unbounded = true
+[workload]
+kind = "poisson"
+rate_per_s = 1.0
+count = 2000
+[hold]
+dist = "empirical"
+telemetry = "measured.parquet"
+by = ["model", "outcome"]
+max_s = 2500
+""")
+    tel = tmp_path / "t.parquet"
+    s = run_scenario(p, telemetry_out=tel)
+    assert 800 < s["outcomes"]["exceptions"] < 1200
+    t = pq.read_table(tel)
+    hold_s = [(f - b).total_seconds() for f, b in zip(t.column("finished_at").to_pylist(), t.column("started_at").to_pylist())]
+    for m, e, h in zip(t.column("model").to_pylist(), t.column("has_exception").to_pylist(), hold_s):
+        assert (m == "b") == e
+        assert h in ({100.0, 200.0} if m == "a" else {2500.0})
+
+
+def test_replay_of_telemetry_starts_at_start_s(tmp_path):
+    out = tmp_path / "measured.parquet"
+    run_scenario(write(tmp_path, REPLAY.replace("[0.0, 1.0]", "[0.0, 10.0]"), "m.toml"), telemetry_out=out)
+    p = write(tmp_path, '[fleet]\ncap = 2\n[workload]\nkind = "replay"\ntelemetry = "measured.parquet"\nstart_s = 50\n')
+    s = run_scenario(p)
+    # Measured starts 0 and 10 with 5 s holds, replayed from 50: the last ends at 65.
+    assert s["sim_time_s"] == 65.0 and s["hold_s"]["max"] == 5.0

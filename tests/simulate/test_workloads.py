@@ -75,3 +75,23 @@ def test_short_explicit_arrays_and_duplicate_names_rejected():
     b = Poisson(rate_per_s=1, n=3, holds=Exponential(1.0), name="x")
     with pytest.raises(InputError, match="used twice"):
         run_workloads(Fleet(cap=2), [a, b], seed=0)
+
+
+def test_replay_start_s_shifts_every_arrival():
+    wl = Replay(arrivals_s=np.array([0.0, 1.0, 4.0]), start_s=100.0, holds=np.array([5.0, 5.0, 5.0]))
+    res = run_workloads(Fleet(cap=1), [wl], seed=0)
+    # One slot, 5 s holds: starts at 100, 105, 110 (the third waits 110 - 104 = 6 s).
+    assert res.arrival_s.tolist() == [100.0, 101.0, 104.0]
+    assert res.start_s.tolist() == [100.0, 105.0, 110.0]
+    tb = table([50, 10, 30], [1.0, 1.0, 1.0])
+    assert Replay.from_table(tb, start_s=7.0).arrivals(None).tolist() == [7.0, 27.0, 47.0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Replay(arrivals_s=np.array([-1.0, 2.0]), holds=Exponential(1.0)),
+    lambda: Replay(arrivals_s=np.array([0.0, np.inf]), holds=Exponential(1.0)),
+    lambda: Replay(arrivals_s=np.array([0.0]), start_s=-5.0, holds=Exponential(1.0)),
+])
+def test_replay_rejects_negative_or_infinite_times(make):
+    with pytest.raises(InputError):
+        make()

@@ -101,6 +101,10 @@ class Clipped(Dist):
     lo_s: float = 0.0
     hi_s: float = math.inf
 
+    def __post_init__(self) -> None:
+        if not (self.lo_s >= 0 and self.hi_s > 0 and self.lo_s <= self.hi_s):
+            raise InputError(f"clip bounds need 0 <= min_s <= max_s and max_s > 0, got [{self.lo_s}, {self.hi_s}]")
+
     def sample(self, rng, n):
         return np.clip(self.base.sample(rng, n), self.lo_s, self.hi_s)
 
@@ -156,6 +160,11 @@ class Mixture(Dist):
     def mean(self):
         return float(sum(p * d.mean() for p, d in zip(self.probs, self.components)))
 
+    def clipped(self, lo_s: float = 0.0, hi_s: float = math.inf) -> "Mixture":
+        """The same mixture with every component clipped: draws equal clipping the
+        mixture's draws (clipping is pointwise), and labels and exception flags stay."""
+        return Mixture(tuple(Clipped(c, lo_s, hi_s) for c in self.components), self.weights, self.labels, self.exceptions)
+
 
 @dataclass(frozen=True, eq=False)
 class Empirical(Dist):
@@ -174,6 +183,28 @@ class Empirical(Dist):
 
     def mean(self):
         return float(self.values.mean())
+
+
+def clip(dist: Dist, lo_s: float = 0.0, hi_s: float = math.inf) -> Dist:
+    """Clip ``dist`` into ``[lo_s, hi_s]``; a mixture stays a mixture (clipped per component)."""
+    if isinstance(dist, Mixture):
+        return dist.clipped(lo_s, hi_s)
+    return Clipped(dist, lo_s, hi_s)
+
+
+def mixture_of(dist: Dist | None) -> Mixture | None:
+    """The per-component view of ``dist``: the mixture itself, a ``Clipped`` mixture with
+    its clip pushed into the components, or ``None`` when ``dist`` is not a mixture.
+
+    The engine reads labels (models) and exception flags through this, so wrapping a
+    mixture in ``Clipped`` by hand does not lose them.
+    """
+    if isinstance(dist, Mixture):
+        return dist
+    if isinstance(dist, Clipped):
+        inner = mixture_of(dist.base)
+        return inner.clipped(dist.lo_s, dist.hi_s) if inner is not None else None
+    return None
 
 
 def _positive(name: str, value: float) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sandbox_fleet.simulate.distributions import Dist, Mixture
+from sandbox_fleet.simulate.distributions import Dist, mixture_of
 from sandbox_fleet.simulate.entities import (
     AGENT,
     BUILD,
@@ -45,10 +45,11 @@ def _agent_raw(ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: n
     if isinstance(ep.agent, np.ndarray):
         return np.asarray(ep.agent, dtype=float)[idx], None
     if isinstance(ep.agent, Dist):
-        if labels is not None and isinstance(ep.agent, Mixture):
+        mix = mixture_of(ep.agent)
+        if labels is not None and mix is not None:
             # Keep each rollout's component (its model) on a retry.
             out = np.empty(n)
-            for k, comp in enumerate(ep.agent.components):
+            for k, comp in enumerate(mix.components):
                 sel = np.flatnonzero(labels == k)
                 if sel.size:
                     out[sel] = comp.sample(rng, sel.size)
@@ -95,8 +96,9 @@ def draw_attempts(
         flag = np.asarray(ep.exception, dtype=bool)[idx]
         state[flag] = EXCEPTION
         phase[flag] = AGENT
-    if isinstance(ep.agent, Mixture) and ep.agent.exceptions and labels is not None:
-        flag = np.asarray(ep.agent.exceptions, dtype=bool)[labels]
+    mix = mixture_of(ep.agent) if isinstance(ep.agent, Dist) else None
+    if mix is not None and mix.exceptions and labels is not None:
+        flag = np.asarray(mix.exceptions, dtype=bool)[labels]
         state[flag] = EXCEPTION
         phase[flag] = AGENT
 

@@ -17,7 +17,7 @@ from heapq import heappop, heappush, heapreplace
 
 import numpy as np
 
-from sandbox_fleet.simulate.entities import RETRIED
+from sandbox_fleet.simulate.entities import RETRIED, Fleet
 from sandbox_fleet.simulate.prepare import Prepared
 from sandbox_fleet.simulate.trainer import RLState
 from sandbox_fleet.simulate.workloads import CLOSED
@@ -26,11 +26,13 @@ RELEASE, RETRY = 0, 1
 INF = math.inf
 
 
+def pool_eligible(pl: Fleet) -> bool:
+    """Whether the first-come-first-served recursion can run this pool."""
+    return pl.admission == "fifo" and pl.start_cap is None and pl.preempt_rate_per_node_s == 0 and pl.queue_timeout_s is None
+
+
 def eligible(prep: Prepared) -> bool:
-    return all(
-        pl.admission == "fifo" and pl.start_cap is None and pl.preempt_rate_per_node_s == 0 and pl.queue_timeout_s is None
-        for pl in prep.pools
-    )
+    return all(pool_eligible(pl) for pl in prep.pools)
 
 
 def run_fifo(prep: Prepared, on_progress=None) -> dict:

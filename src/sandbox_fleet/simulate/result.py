@@ -231,13 +231,14 @@ class SimResult:
         return pa.array(out, type=typ)
 
     def _model_column(self, idx: np.ndarray) -> pa.Array | None:
-        from sandbox_fleet.simulate.distributions import Mixture
+        from sandbox_fleet.simulate.distributions import Dist, mixture_of
 
         names_per_wl = []
         any_label = False
         for wl in self.workloads:
             ep = wl.resolved_episode()
-            labels = ep.agent.labels if isinstance(ep.agent, Mixture) and ep.agent.labels else None
+            mix = mixture_of(ep.agent) if isinstance(ep.agent, Dist) else None
+            labels = mix.labels if mix is not None and mix.labels else None
             names_per_wl.append(labels)
             any_label |= labels is not None
         if not any_label:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import distributions as D
@@ -46,6 +47,14 @@ NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 class _Clip(Strict):
     min_s: NonNegFloat | None = None
     max_s: PosFloat | None = None
+
+    @field_validator("max_s")
+    @classmethod
+    def _max_not_below_min(cls, v: float | None, info: ValidationInfo) -> float | None:
+        lo = info.data.get("min_s")
+        if v is not None and lo is not None and lo > v:
+            raise PydanticCustomError("clip_bounds", "max_s {hi} is below min_s {lo}; need min_s <= max_s", {"hi": v, "lo": lo})
+        return v
 
 
 class ExponentialSpec(_Clip):
@@ -74,7 +83,7 @@ class EmpiricalSpec(_Clip):
     """Bootstrap from ``values`` or from measured telemetry (``by`` model and/or outcome)."""
 
     dist: Literal["empirical"]
-    values: list[NonNegFloat] | None = None
+    values: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
     telemetry: list[str] | str | None = None
     by: list[Literal["model", "outcome"]] = []
     model: str | None = None  # keep only this model's rows
@@ -90,6 +99,13 @@ class ComponentSpec(Strict):
 class MixtureSpec(_Clip):
     dist: Literal["mixture"]
     components: list[ComponentSpec] = Field(min_length=1)
+
+    @field_validator("components")
+    @classmethod
+    def _some_weight(cls, v: list[ComponentSpec]) -> list[ComponentSpec]:
+        if sum(c.weight for c in v) <= 0:
+            raise PydanticCustomError("mixture_weights", "the components' weights must have a positive sum", {})
+        return v
 
 
 DistSpec = Annotated[
@@ -153,13 +169,23 @@ class WorkloadSpec(EpisodeParts):
     count: Annotated[int, Field(ge=1)] | None = None
     start_s: NonNegFloat = 0.0
     # RL
-    batch: Annotated[int, Field(ge=1)] | list[Annotated[int, Field(ge=1)]] | None = None
+    batch: int | list[int] | None = None
     steps: Annotated[int, Field(ge=1)] | None = None
     train_s: NonNegFloat = 0.0
     staleness: Annotated[int, Field(ge=0)] | None = None
     # replay
     telemetry: list[str] | str | None = None
-    arrivals_s: list[float] | None = None
+    arrivals_s: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
+
+    @field_validator("batch")
+    @classmethod
+    def _batch_sizes(cls, v: int | list[int] | None) -> int | list[int] | None:
+        # Checked here, not with per-member constraints, so the error names 'batch' itself.
+        if isinstance(v, list) and not v:
+            raise PydanticCustomError("batch_sizes", "give at least one batch size", {})
+        if v is not None and min(v if isinstance(v, list) else [v]) < 1:
+            raise PydanticCustomError("batch_sizes", "batch sizes must be >= 1, got {v}", {"v": v})
+        return v
 
 
 class RunSpec(Strict):
@@ -220,35 +246,53 @@ class Built:
 
 
 def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Built:
+    """Turn a validated scenario into fleets and workloads.
+
+    Everything the engine would refuse is checked here first, so the one-line
+    InputError names ``source`` and the key (``key 'workload.steps': ...``); an
+    engine-level refusal this misses is still prefixed with the file and the table.
+    """
     ctx = _Ctx(base_dir, source)
-    fleet_specs = spec.fleets if spec.fleets is not None else [spec.fleet]
+    many_fleets = spec.fleets is not None
+    fleet_specs = spec.fleets if many_fleets else [spec.fleet]
     fleets = []
     names: dict[str, int] = {}
     for i, f in enumerate(fleet_specs):
-        if f.cap is None and not f.unbounded:
-            raise InputError(f"{source}: fleet {f.name or i}: give cap = N, or unbounded = true")
-        if f.cap is not None and f.unbounded:
-            raise InputError(f"{source}: fleet {f.name or i}: cap and unbounded = true contradict")
-        fleets.append(Fleet(cap=f.cap, provision_delay_s=f.provision_delay_s, start_cap=f.start_cap, admission=f.admission,
-                            slots_per_node=f.slots_per_node, preempt_rate_per_node_s=f.preempt_rate_per_node_s,
-                            node_replace_s=f.node_replace_s, queue_timeout_s=f.queue_timeout_s, name=f.name or f"pool{i}"))
+        key = f"fleets.{i}" if many_fleets else "fleet"
+        fleets.append(ctx.fleet(f, i, key))
         names[f.name or f"pool{i}"] = i
     if spec.workloads is not None:
         shared = [k for k in EpisodeParts.model_fields if getattr(spec, k) is not None]
         if shared:
-            raise InputError(f"{source}: with [[workloads]], put [{shared[0]}] inside each workload")
+            ctx.fail(shared[0], "with [[workloads]], put this table inside each workload")
         wspecs = spec.workloads
+        keys = [f"workloads.{i}" for i in range(len(wspecs))]
+        top: set[str] = set()
     else:
         # The single-workload form may take its episode tables from the top level.
         update = {}
         for k in EpisodeParts.model_fields:
-            top = getattr(spec, k)
-            if top is not None:
+            if getattr(spec, k) is not None:
                 if getattr(spec.workload, k) is not None:
-                    raise InputError(f"{source}: '{k}' given both at top level and in [workload]")
-                update[k] = top
+                    ctx.fail(f"workload.{k}", f"'{k}' given both at top level and in [workload]")
+                update[k] = getattr(spec, k)
         wspecs = [spec.workload.model_copy(update=update)]
-    workloads = [ctx.workload(w, i, names, len(fleets)) for i, w in enumerate(wspecs)]
+        keys = ["workload"]
+        top = set(update)
+    seen: dict[str, int] = {}
+    for i, w in enumerate(wspecs):
+        name = w.name or f"w{i}"
+        if name in seen:
+            ctx.fail(f"{keys[i]}.name", f"workload name {name!r} is used twice (names key the telemetry ids)")
+        seen[name] = i
+    workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
+    if spec.run.engine == "fifo":
+        from sandbox_fleet.simulate.fifo import pool_eligible
+
+        bad = [i for i, f in enumerate(fleets) if not pool_eligible(f)]
+        if bad:
+            ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
+                                   f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
     return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch)
 
 
@@ -257,16 +301,43 @@ class _Ctx:
         self.base, self.source = base_dir, source
         self._tables: dict[tuple[str, ...], object] = {}
 
-    def rollouts(self, paths: list[str] | str):
+    def fail(self, key: str, what: str):
+        raise InputError(f"{self.source}: key '{key}': {what}")
+
+    def guard(self, key: str, make):
+        """Call ``make()``; an engine-level InputError gets the file and key in front."""
+        try:
+            return make()
+        except InputError as exc:
+            if str(exc).startswith(f"{self.source}:"):
+                raise
+            raise InputError(f"{self.source}: key '{key}': {exc}") from None
+
+    def fleet(self, f: FleetSpec, i: int, key: str) -> Fleet:
+        if f.cap is None and not f.unbounded:
+            self.fail(f"{key}.cap", "give cap = N, or unbounded = true")
+        if f.cap is not None and f.unbounded:
+            self.fail(f"{key}.unbounded", "cap and unbounded = true contradict")
+        if f.preempt_rate_per_node_s > 0 and f.cap is None:
+            self.fail(f"{key}.preempt_rate_per_node_s", "preemption needs a finite cap (nodes are cap / slots_per_node)")
+        return self.guard(key, lambda: Fleet(
+            cap=f.cap, provision_delay_s=f.provision_delay_s, start_cap=f.start_cap, admission=f.admission,
+            slots_per_node=f.slots_per_node, preempt_rate_per_node_s=f.preempt_rate_per_node_s,
+            node_replace_s=f.node_replace_s, queue_timeout_s=f.queue_timeout_s, name=f.name or f"pool{i}"))
+
+    def rollouts(self, paths: list[str] | str, key: str):
         from sandbox_fleet.telemetry import load_telemetry
 
         items = [paths] if isinstance(paths, str) else list(paths)
         resolved = tuple(str((self.base / p) if not Path(p).is_absolute() else Path(p)) for p in items)
         if resolved not in self._tables:
             self._tables[resolved] = load_telemetry(list(resolved), progress=False).rollouts
-        return self._tables[resolved]
+        table = self._tables[resolved]
+        if table.num_rows == 0:
+            self.fail(key, f"the telemetry {', '.join(items)} has no rollouts")
+        return table
 
-    def dist(self, s, where: str) -> D.Dist:
+    def dist(self, s, key: str) -> D.Dist:
         if isinstance(s, ExponentialSpec):
             d = D.Exponential(s.mean_s)
         elif isinstance(s, DeterministicSpec):
@@ -277,33 +348,34 @@ class _Ctx:
             d = D.Weibull(s.shape, s.scale_s)
         elif isinstance(s, MixtureSpec):
             d = D.Mixture(
-                tuple(self.dist(c.hold, f"{where}.components[{i}].hold") for i, c in enumerate(s.components)),
+                tuple(self.dist(c.hold, f"{key}.components.{i}.hold") for i, c in enumerate(s.components)),
                 tuple(c.weight for c in s.components),
                 tuple(c.label or f"c{i}" for i, c in enumerate(s.components)) if any(c.label for c in s.components) else (),
                 tuple(c.exception for c in s.components) if any(c.exception for c in s.components) else (),
             )
         else:
-            d = self.empirical(s, where)
+            d = self.empirical(s, key)
         if s.min_s is not None or s.max_s is not None:
-            d = D.Clipped(d, s.min_s or 0.0, s.max_s if s.max_s is not None else float("inf"))
+            # D.clip keeps a mixture a mixture, so its labels and exception flags survive.
+            d = D.clip(d, s.min_s or 0.0, s.max_s if s.max_s is not None else float("inf"))
         return d
 
-    def empirical(self, s: EmpiricalSpec, where: str) -> D.Dist:
+    def empirical(self, s: EmpiricalSpec, key: str) -> D.Dist:
         from sandbox_fleet.simulate.calibrate import NO_MODEL, empirical_by_model_outcome, holds_s
 
         if (s.values is None) == (s.telemetry is None):
-            raise InputError(f"{self.source}: {where}: empirical needs exactly one of values or telemetry")
+            self.fail(key, "empirical needs exactly one of values or telemetry")
         if s.values is not None:
             if s.by or s.model:
-                raise InputError(f"{self.source}: {where}: 'by' and 'model' need telemetry, not values")
+                self.fail(f"{key}.by" if s.by else f"{key}.model", "'by' and 'model' need telemetry, not values")
             return D.Empirical(np.asarray(s.values, dtype=float))
         import pyarrow.compute as pc
 
-        table = self.rollouts(s.telemetry)
+        table = self.rollouts(s.telemetry, f"{key}.telemetry")
         if s.model is not None:
             table = table.filter(pc.equal(pc.fill_null(table.column("model"), NO_MODEL), s.model))
             if table.num_rows == 0:
-                raise InputError(f"{self.source}: {where}: no rollouts of model {s.model!r} in the telemetry")
+                self.fail(f"{key}.model", f"no rollouts of model {s.model!r} in the telemetry")
         if not s.by:
             return D.Empirical(holds_s(table))
         mix = empirical_by_model_outcome(table)
@@ -313,89 +385,108 @@ class _Ctx:
             mix = D.Mixture(mix.components, mix.weights, mix.labels, ())
         return mix
 
-    def episode(self, w: WorkloadSpec, where: str) -> Episode:
+    def episode(self, w: WorkloadSpec, k) -> Episode:
+        """``k(name)`` is the key of the episode table ``name`` (top level or in the workload)."""
         if w.hold is None and w.turns is None:
-            raise InputError(f"{self.source}: {where}: give [hold] or [turns]")
+            self.fail(k("hold"), "give [hold] or [turns]")
+        if w.hold is not None and w.turns is not None:
+            self.fail(k("turns"), "give [hold] or [turns], not both")
         build = None
         if w.build is not None:
             build = Build(w.build.hit_p,
-                          self.dist(w.build.hit, f"{where}.build.hit") if w.build.hit else None,
-                          self.dist(w.build.miss, f"{where}.build.miss") if w.build.miss else None)
+                          self.dist(w.build.hit, f"{k('build')}.hit") if w.build.hit else None,
+                          self.dist(w.build.miss, f"{k('build')}.miss") if w.build.miss else None)
         turns = None
         if w.turns is not None:
-            turns = Turns(self.dist(w.turns.turns, f"{where}.turns.turns"),
-                          self.dist(w.turns.model_latency, f"{where}.turns.model_latency"),
-                          self.dist(w.turns.command, f"{where}.turns.command") if w.turns.command else None)
+            turns = Turns(self.dist(w.turns.turns, f"{k('turns')}.turns"),
+                          self.dist(w.turns.model_latency, f"{k('turns')}.model_latency"),
+                          self.dist(w.turns.command, f"{k('turns')}.command") if w.turns.command else None)
         exc = w.exceptions or ExceptionsSpec()
         return Episode(
-            agent=self.dist(w.hold, f"{where}.hold") if w.hold is not None else None,
+            agent=self.dist(w.hold, k("hold")) if w.hold is not None else None,
             turns=turns,
             build=build,
-            verifier=self.dist(w.verifier, f"{where}.verifier") if w.verifier is not None else None,
+            verifier=self.dist(w.verifier, k("verifier")) if w.verifier is not None else None,
             exception_rate_per_s=dict(exc.rate_per_s),
             exception_p=dict(exc.p),
             agent_timeout_s=w.agent_timeout_s,
         )
 
-    def workload(self, w: WorkloadSpec, i: int, pools: dict[str, int], n_pools: int) -> Workload:
-        where = f"workload {w.name or i}"
+    def workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
+        """``key``: the workload's table (``workload`` or ``workloads.N``); ``top``: the
+        episode tables that came from the top level of the file."""
+        return self.guard(key, lambda: self._workload(w, i, key, top, pools, n_pools))
+
+    def _workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
+        def k(name: str) -> str:
+            return name if name in top else f"{key}.{name}"
+
         if isinstance(w.pool, str):
             if w.pool not in pools:
-                raise InputError(f"{self.source}: {where}: pool {w.pool!r} is not a fleet name ({', '.join(pools)})")
+                self.fail(k("pool"), f"pool {w.pool!r} is not a fleet name ({', '.join(pools)})")
             pool = pools[w.pool]
         else:
             pool = w.pool
             if not 0 <= pool < n_pools:
-                raise InputError(f"{self.source}: {where}: pool {pool} does not exist")
+                self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
         retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on)) if w.retry else RetryPolicy()
         common = dict(retry=retry, pool=pool, name=w.name or f"w{i}")
 
         def need(*keys: str) -> None:
-            for k in keys:
-                if getattr(w, k) is None:
-                    raise InputError(f"{self.source}: {where}: kind {w.kind!r} needs '{k}'")
+            for name in keys:
+                if getattr(w, name) is None:
+                    self.fail(k(name), f"kind {w.kind!r} needs '{name}'")
 
         def forbid(*keys: str) -> None:
-            for k in keys:
-                if k in w.model_fields_set:
-                    raise InputError(f"{self.source}: {where}: '{k}' does not apply to kind {w.kind!r}")
+            for name in keys:
+                if name in w.model_fields_set:
+                    self.fail(k(name), f"'{name}' does not apply to kind {w.kind!r}")
 
         if w.kind == "poisson":
             need("rate_per_s", "count")
             forbid("batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
-            return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, where), **common)
+            return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
         if w.kind in ("sync-rl", "async-rl"):
             need("batch")
             forbid("rate_per_s", "count", "telemetry", "arrivals_s")
-            batch = np.asarray(w.batch, dtype=np.int64) if isinstance(w.batch, list) else w.batch
-            kw = dict(batch=batch, steps=w.steps, train_s=w.train_s, start_s=w.start_s, episode=self.episode(w, where), **common)
+            if isinstance(w.batch, list):
+                if w.steps is not None and w.steps != len(w.batch):
+                    self.fail(k("steps"), f"steps = {w.steps} but batch lists {len(w.batch)} sizes; drop steps or make them agree")
+                batch = np.asarray(w.batch, dtype=np.int64)
+            else:
+                if w.steps is None:
+                    self.fail(k("steps"), f"kind {w.kind!r} needs 'steps' when batch is one number")
+                batch = w.batch
+            if w.kind == "sync-rl" and w.staleness not in (None, 0):
+                self.fail(k("staleness"), "sync-rl has staleness 0; use kind = \"async-rl\"")
+            kw = dict(batch=batch, steps=w.steps, train_s=w.train_s, start_s=w.start_s, episode=self.episode(w, k), **common)
             if w.kind == "sync-rl":
-                if w.staleness not in (None, 0):
-                    raise InputError(f"{self.source}: {where}: sync-rl has staleness 0; use kind = \"async-rl\"")
                 return SyncRL(**kw)
             return AsyncRL(staleness=1 if w.staleness is None else w.staleness, **kw)
-        # replay
+        # replay: start_s shifts the replayed arrival times
         forbid("rate_per_s", "batch", "steps", "train_s", "staleness")
         if (w.telemetry is None) == (w.arrivals_s is None):
-            raise InputError(f"{self.source}: {where}: replay needs exactly one of telemetry or arrivals_s")
+            self.fail(key, "replay needs exactly one of telemetry or arrivals_s")
         if w.arrivals_s is not None:
             arr = np.asarray(w.arrivals_s, dtype=float)
             if w.count is not None:
                 arr = arr[: w.count]
-            return Replay(arrivals_s=arr, episode=self.episode(w, where), **common)
-        table = self.rollouts(w.telemetry)
+            return Replay(arrivals_s=arr, start_s=w.start_s, episode=self.episode(w, k), **common)
+        table = self.rollouts(w.telemetry, k("telemetry"))
         if w.count is not None:
             order = np.argsort(table.column("started_at").cast("int64").to_numpy(zero_copy_only=False), kind="stable")
             table = table.take(order[: w.count])
         if w.hold is None and w.turns is None:
-            return Replay.from_table(table, **common)  # measured holds, in start order
-        return Replay.from_table(table, use_holds=False, episode=self.episode(w, where), **common)
+            return Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
+        return Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)
 
 
 # --- running ----------------------------------------------------------------------------
 def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, timing: bool = False,
-                 progress: bool = False) -> dict:
+                 progress: bool = False, seed: int | None = None) -> dict:
     """Load, build and simulate a scenario file; returns the summary dict.
+
+    ``seed`` overrides the file's ``[run] seed`` (the summary's ``seed`` is the one used).
 
     ``telemetry_out`` writes the per-rollout canonical telemetry (Parquet) that
     ``sandbox-fleet measure`` reads. ``timing`` adds wall-clock figures
@@ -409,6 +500,8 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
     p = Path(path)
     spec = load_scenario(p)
     built = build(spec, p.parent, str(p))
+    if seed is not None:
+        built.seed = seed
     try:
         epoch = datetime.fromisoformat(built.epoch)
     except ValueError:

@@ -92,14 +92,21 @@ class Poisson(Workload):
 
 @dataclass(kw_only=True)
 class Replay(Workload):
-    """Open arrivals at given times (seconds, sorted), e.g. measured start times."""
+    """Open arrivals at given times (seconds, sorted), e.g. measured start times.
+
+    ``start_s`` shifts every arrival: the rollout at ``arrivals_s[k]`` arrives at
+    ``start_s + arrivals_s[k]``.
+    """
 
     arrivals_s: np.ndarray
+    start_s: float = 0.0
 
     def __post_init__(self) -> None:
         a = np.asarray(self.arrivals_s, dtype=float)
-        if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)):
-            raise InputError("replay needs at least one finite arrival time")
+        if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise InputError("replay needs at least one arrival time, each finite and >= 0")
+        if not (self.start_s >= 0 and np.isfinite(self.start_s)):
+            raise InputError(f"replay start_s must be a finite number >= 0, got {self.start_s}")
         if np.any(np.diff(a) < 0):
             a = np.sort(a, kind="stable")
         self.arrivals_s = a
@@ -109,11 +116,11 @@ class Replay(Workload):
         return int(self.arrivals_s.size)
 
     def arrivals(self, rng: np.random.Generator) -> np.ndarray:
-        return self.arrivals_s
+        return self.start_s + self.arrivals_s if self.start_s else self.arrivals_s
 
     @classmethod
     def from_table(cls, rollouts: pa.Table, *, use_holds: bool = True, **kw) -> "Replay":
-        """Replay a canonical rollout table: its start times (from the first) and its holds."""
+        """Replay a canonical rollout table: its start times (the first at ``start_s``) and its holds."""
         if rollouts.num_rows == 0:
             raise InputError("replay: the telemetry has no rollouts")
         start = rollouts.column("started_at").cast(pa.int64()).to_numpy(zero_copy_only=False)

@@ -18,7 +18,6 @@ from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
     PHASES,
     REQUIRED_ROLLOUT_COLUMNS,
-    ROLLOUT_SCHEMA,
     Telemetry,
     conform_rollouts,
 )
@@ -84,25 +83,8 @@ def clean_batch(
     out = pa.table(cols)
     if pc.any(gone).as_py():
         out = out.filter(pc.invert(gone))
-    for fld in ROLLOUT_SCHEMA:
-        if fld.name not in out.column_names:
-            out = out.append_column(fld.name, shared_nulls(fld.type, out.num_rows))
+    # conform_rollouts fills absent columns from shared null chunks (no per-row memory).
     return conform_rollouts(out, source)
-
-
-_NULLS: dict[pa.DataType, pa.Array] = {}
-
-
-def shared_nulls(type_: pa.DataType, n: int) -> pa.Array:
-    """n nulls of ``type_`` as a slice of one cached array.
-
-    An absent column (8 phase times in most sources) would otherwise allocate 8 bytes
-    a row each; slices share one zeroed buffer, which keeps 10M rows within 2 GiB.
-    """
-    block = _NULLS.get(type_)
-    if block is None or len(block) < n:
-        block = _NULLS[type_] = pa.nulls(max(n, 1 << 20), type_)
-    return block.slice(0, n)
 
 
 def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
