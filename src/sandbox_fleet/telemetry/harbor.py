@@ -12,29 +12,10 @@ from typing import Any
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import dig, load_json
+from sandbox_fleet.telemetry.jsonfile import dig, load_json, raw_rows_table
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import PHASES, Telemetry
-
-_TYPES = {
-    "id": pa.string(),
-    "task_id": pa.string(),
-    "model": pa.string(),
-    "job": pa.string(),
-    "started_at": pa.string(),
-    "finished_at": pa.string(),
-    **{f"{p}_{e}": pa.string() for p in PHASES for e in ("started_at", "finished_at")},
-    "input_tokens": pa.int64(),
-    "output_tokens": pa.int64(),
-    "cached_tokens": pa.int64(),
-    "turns": pa.int64(),
-    "reward": pa.float64(),
-    "has_exception": pa.bool_(),
-    "exception_type": pa.string(),
-    "has_trajectory": pa.bool_(),
-}
-
 
 def _is_trial(result: Any) -> bool:
     return isinstance(result, dict) and ("task_name" in result or "trial_name" in result)
@@ -157,4 +138,4 @@ def read_harbor(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
         _cap(job_dir, tel)
     if lacking:
         warn_once(tel, f"{path}: {lacking} trial(s) have rewards without key '{opts.reward_key}' (reward left null; see --reward-key)")
-    return pa.table({name: pa.array([r[name] for r in rows], type=t) for name, t in _TYPES.items()})
+    return raw_rows_table(rows)

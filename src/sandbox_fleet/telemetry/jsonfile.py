@@ -1,4 +1,4 @@
-"""Load a JSON file or fail with one line naming it."""
+"""JSON sources: load a file or fail with one line naming it; collect rows into a table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA
 
 
 def load_json(path: Path) -> Any:
@@ -31,3 +34,16 @@ def dig(obj: Any, *keys: str) -> Any:
             return None
         obj = obj.get(key)
     return obj
+
+
+def raw_rows_table(rows: list[dict], columns: tuple[str, ...] | None = None) -> pa.Table:
+    """Rows collected from JSON files as one table in canonical names.
+
+    Times stay text (validation parses them and counts the ones it cannot); every other
+    column takes its canonical type. ``columns`` limits the table to what the source reports.
+    """
+    fields = [f for f in ROLLOUT_SCHEMA if columns is None or f.name in columns]
+    return pa.table({
+        f.name: pa.array([r[f.name] for r in rows], type=pa.string() if pa.types.is_timestamp(f.type) else f.type)
+        for f in fields
+    })

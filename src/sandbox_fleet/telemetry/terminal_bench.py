@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import load_json
+from sandbox_fleet.telemetry.jsonfile import load_json, raw_rows_table
 from sandbox_fleet.telemetry.options import ReadOptions
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import Telemetry
@@ -20,24 +20,12 @@ from sandbox_fleet.telemetry.record import Telemetry
 #: failure_mode values that mean "no failure".
 NO_FAILURE = (None, "unset", "none")
 
-_TYPES = {
-    "id": pa.string(),
-    "task_id": pa.string(),
-    "model": pa.string(),
-    "job": pa.string(),
-    "started_at": pa.string(),
-    "finished_at": pa.string(),
-    "agent_execution_started_at": pa.string(),
-    "agent_execution_finished_at": pa.string(),
-    "verifier_started_at": pa.string(),
-    "verifier_finished_at": pa.string(),
-    "input_tokens": pa.int64(),
-    "output_tokens": pa.int64(),
-    "reward": pa.float64(),
-    "has_exception": pa.bool_(),
-    "exception_type": pa.string(),
-}
-
+#: The canonical columns a Terminal-Bench trial reports (no cache, turns or trajectory).
+_COLUMNS = (
+    "id", "task_id", "model", "job", "started_at", "finished_at",
+    "agent_execution_started_at", "agent_execution_finished_at", "verifier_started_at", "verifier_finished_at",
+    "input_tokens", "output_tokens", "reward", "has_exception", "exception_type",
+)
 
 def is_run(path: Path) -> bool:
     return path.is_dir() and (path / "results.json").is_file() and (path / "run_metadata.json").is_file()
@@ -114,4 +102,4 @@ def read_terminal_bench(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Tab
     rows: list[dict] = []
     for run in track(runs, "reading Terminal-Bench runs", opts.progress, min_items=20):
         rows.extend(_run_rows(run, tel))
-    return pa.table({name: pa.array([r[name] for r in rows], type=t) for name, t in _TYPES.items()})
+    return raw_rows_table(rows, _COLUMNS)
