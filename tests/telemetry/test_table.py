@@ -118,3 +118,35 @@ def test_json_array_file_and_quoted_epoch_digits(tmp_path):
     tel = load_telemetry(str(f), progress=False)  # a bare str PATH is accepted too
     assert tel.rollouts.column("finished_at").to_pylist() == [_epoch(1764403260)]
     assert any("epoch seconds" in w for w in tel.warnings)
+
+
+def test_a_bad_cell_is_nulled_and_counted_not_fatal(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "id,started_at,finished_at,input_tokens,reward,has_exception\n"
+        "a,2026-01-01T00:00:00Z,2026-01-01T00:10:00Z,100,1,false\n"
+        "b,2026-01-01T00:01:00Z,2026-01-01T00:11:00Z,lots,0.5,TRUE\n"
+        "c,2026-01-01T00:02:00Z,2026-01-01T00:12:00Z,300,abc,maybe\n"
+        "d,2026-01-01T00:03:00Z,2026-01-01T00:13:00Z,7,1,\n"
+    )
+    t = load_telemetry([str(path)], progress=False)
+    r = t.rollouts
+    assert r.num_rows == 4 and t.rejected == {}
+    assert r.column("input_tokens").to_pylist() == [100, None, 300, 7]
+    assert r.column("reward").to_pylist() == [1.0, 0.5, None, 1.0]
+    assert r.column("has_exception").to_pylist() == [False, True, None, None]
+    assert f"{path}: 1 value(s) in column 'input_tokens' are not int64; read as null" in t.warnings
+    assert f"{path}: 1 value(s) in column 'reward' are not double; read as null" in t.warnings
+
+
+def test_a_column_with_no_parsable_cell_is_still_the_wrong_type(tmp_path):
+    from sandbox_fleet.errors import InputError
+
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "id,started_at,finished_at,input_tokens\n"
+        "a,2026-01-01T00:00:00Z,2026-01-01T00:10:00Z,lots\n"
+        "b,2026-01-01T00:01:00Z,2026-01-01T00:11:00Z,many\n"
+    )
+    with pytest.raises(InputError, match="input_tokens"):
+        load_telemetry([str(path)], progress=False)

@@ -18,6 +18,7 @@ from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
     PHASES,
     REQUIRED_ROLLOUT_COLUMNS,
+    ROLLOUT_SCHEMA,
     Telemetry,
     conform_rollouts,
 )
@@ -83,8 +84,51 @@ def clean_batch(
     out = pa.table(cols)
     if pc.any(gone).as_py():
         out = out.filter(pc.invert(gone))
+    out = _parse_text_cells(out, source, tel, state)
     # conform_rollouts fills absent columns from shared null chunks (no per-row memory).
     return conform_rollouts(out, source)
+
+
+#: What a text cell must look like to become each canonical type (CSV and JSON hand us text).
+_TEXT_FORMS = {
+    pa.int64(): r"^\s*[+-]?\d+(\.0*)?\s*$",
+    pa.float64(): r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$",
+    pa.bool_(): r"^\s*(?i:true|false|t|f|yes|no|y|n|1|0)\s*$",
+}
+
+
+def _parse_text_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa.Table:
+    """Text columns bound for numbers or flags: a cell that does not parse becomes null.
+
+    One bad cell must not cost the whole file (or its row: the hold is still good), so
+    it is nulled and counted in a warning per column. A column where no cell parses is
+    the wrong type altogether and stays an error (``conform_rollouts`` names it).
+    """
+    for fld in ROLLOUT_SCHEMA:
+        pattern = _TEXT_FORMS.get(fld.type)
+        if pattern is None or fld.name not in table.column_names:
+            continue
+        col = table.column(fld.name)
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            continue
+        ok = pc.fill_null(pc.match_substring_regex(col, pattern), True)
+        bad = int(len(col) - pc.sum(pc.cast(ok, pa.int64())).as_py())
+        if bad == 0 or bad == len(col) - col.null_count:
+            continue
+        col = pc.if_else(ok, col, pa.scalar(None, col.type))
+        if fld.type == pa.int64():
+            col = pc.cast(pc.cast(col, pa.float64()), pa.int64())
+        elif fld.type == pa.bool_():
+            col = pc.match_substring_regex(col, r"^\s*(?i:true|t|yes|y|1)\s*$")
+        table = table.set_column(table.column_names.index(fld.name), fld.name, col)
+        counts = state.setdefault("bad_cells", {})
+        before = counts.get(fld.name, 0)
+        counts[fld.name] = before + bad
+        old = f"{source}: {before:,} value(s) in column '{fld.name}' are not {fld.type}; read as null"
+        if old in tel.warnings:
+            tel.warnings.remove(old)
+        tel.warnings.append(f"{source}: {before + bad:,} value(s) in column '{fld.name}' are not {fld.type}; read as null")
+    return table
 
 
 def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
