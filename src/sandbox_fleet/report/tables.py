@@ -185,6 +185,11 @@ def slice_table(slices: dict, cols: tuple[tuple[str, str, str], ...]) -> str | N
     return grid_table(["slice"] + [label for label, _, _ in used], rows)
 
 
+#: Turn counts the source document quotes; the report's short context table shows these.
+CONTEXT_KEY_TURNS = frozenset({1, 2, 5, 11, 20, 21, 50, 100})
+CONTEXT_ROWS_SHOWN = 12
+
+
 def context_table(m: dict) -> str | None:
     medians = dict(turn_keyed(get(m, "tokens.median_input_by_turns")))
     errors = dict(turn_keyed(get(m, "tokens.model_error_by_turns")))
@@ -192,11 +197,20 @@ def context_table(m: dict) -> str | None:
     turns = sorted(set(medians) | set(errors))
     if not turns:
         return None
-    rows = []
-    for n in turns:
+    header = ["turns", "median input tokens", "model c·n(n+1)/2", "model error"]
+
+    def row(n: int) -> list[str]:
         model = c * n * (n + 1) / 2 if c is not None else None
-        rows.append([fmt(n, "int"), fmt(medians.get(n), "int"), fmt(model, "int"), fmt(errors.get(n), "pct")])
-    return grid_table(["turns", "median input tokens", "model c·n(n+1)/2", "model error"], rows)
+        return [fmt(n, "int"), fmt(medians.get(n), "int"), fmt(model, "int"), fmt(errors.get(n), "pct")]
+
+    if len(turns) <= CONTEXT_ROWS_SHOWN:
+        return grid_table(header, [row(n) for n in turns])
+    # A long tail of turn counts would bury the page: show the document's reference points
+    # (and the largest count), with every row one click away.
+    picked = [n for n in turns if n in CONTEXT_KEY_TURNS or n == turns[-1]]
+    full = grid_table(header, [row(n) for n in turns])
+    return (grid_table(header, [row(n) for n in picked])
+            + f"<details><summary>all {len(turns)} turn counts</summary>{full}</details>")
 
 
 def rejected_table(m: dict) -> str | None:
