@@ -1,8 +1,9 @@
+"""Report tables: what a reader sees first."""
+
+from sandbox_fleet.report.tables import context_table
 
 
 def test_long_context_table_shows_reference_turns_and_folds_the_rest():
-    from sandbox_fleet.report.tables import context_table
-
     medians = {str(n): 800 * n * (n + 1) // 2 for n in range(1, 41)}
     html = context_table({"tokens": {"median_input_by_turns": medians, "turn_tokens": 800.0}})
     short, full = html.split("<details>")
