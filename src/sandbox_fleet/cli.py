@@ -249,6 +249,17 @@ def sweep(
         render_sweep(result, out_console)
 
 
+# --- demo ------------------------------------------------------------------------------
+@app.command()
+def demo(
+    out: Path = typer.Argument(Path("out"), help="Folder for every output (the corpus is cached inside it)."),
+) -> None:
+    """Run every stage on the bundled default data (a small synthetic RST campaign)."""
+    from sandbox_fleet.demo import main as run
+
+    raise typer.Exit(run([str(out)]))
+
+
 def main() -> None:
     """Console-script entry point: run the app, turning InputError into one line + exit 2."""
     try:

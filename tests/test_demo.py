@@ -1,0 +1,24 @@
+"""The main job: every stage on the bundled synthetic corpus, written under one folder."""
+
+import json
+
+from sandbox_fleet.demo import run_demo
+
+
+def test_demo_runs_every_stage_and_writes_only_under_its_folder(tmp_path):
+    out = tmp_path / "out"
+    written = run_demo(out, scale=0.01, seed=2, progress=False)
+    written.pop("_summaries")
+    for path in written.values():
+        assert str(path).startswith(str(out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+    measured = json.loads((out / "measure.json").read_text())
+    assert measured["rows"] == round(327_189 * 0.01)
+    assert measured["tasks"]["count"] > 0
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["target"]["concurrency"] == measured["concurrency"]["peak"]
+    checks = {c["name"]: c["status"] for c in json.loads((out / "checks.json").read_text())}
+    assert checks["prefix_cache_off"] == "fail"  # the synthetic campaign, like the real one, never cached
+    html = (out / "report.html").read_text()
+    assert html.count("<html") == 1 and "Concurrency over time" in html
