@@ -104,6 +104,8 @@ def test_check_fails_on_this_corpus_for_the_documented_reasons(pipeline):
     assert pipeline.check.code == 1
     results = json.loads(pipeline.check_json.out)
     failed = {r["name"] for r in results if r["status"] == "fail"}
+    # Not exception_rate_by_task: the groups that raise on all of their few rollouts belong to
+    # gpt-oss-120b (74.5% exceptions), which the fleet-wide rate explains by chance.
     assert failed == {"prefix_cache_off", "exception_rate", "exception_rate_by_model",
                       "missing_reward", "missing_tokens", "missing_turns"}
     assert {r["name"]: r["status"] for r in results}["rejected_rows"] == "pass"

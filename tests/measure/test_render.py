@@ -28,3 +28,14 @@ def test_render_shows_headlines(ten_rows):
 def test_render_copes_with_sparse_input():
     text = _render(measure_telemetry(telemetry([0], [1])))
     assert "not reported" in text
+
+
+def test_render_shows_the_worst_tasks():
+    # t1: 3 of 3 raised (Timeout); t2: 1 of 3
+    t = telemetry([0] * 6, [1] * 6, task_id=["t1"] * 3 + ["t2"] * 3,
+                  has_exception=[True, True, True, True, False, False], exception_type=["Timeout"] * 4 + [None] * 2)
+    text = _render(measure_telemetry(t))
+    assert "Exceptions per task (2 tasks)" in text
+    assert "Tasks with the most exceptions" in text
+    assert "Timeout (3)" in text and "100.0%" in text
+    assert "t2" not in text.split("Tasks with the most exceptions")[1].split("By model")[0]

@@ -23,6 +23,7 @@ EXPECTED_PUBLISHED = {
     "exception_rate": "fail",          # 29.4% > 25% budget
     "exception_rate_by_model": "fail",  # gpt-oss-120b at 74.5%
     "exception_rate_by_job": "skip",   # no per-job figures published
+    "exception_rate_by_task": "skip",  # no per-task figures published
     "missing_reward": "fail",          # 81,635 / 327,189 = 25.0%
     "missing_tokens": "fail",          # 88,774 = 27.1%
     "missing_turns": "fail",
@@ -261,3 +262,104 @@ def test_unknown_trajectory_is_not_a_pass():
 def test_job_advice_differs_from_model_advice():
     summary = {"by_job": {"j": {"rows": 500, "exception_rate": 0.5}}}
     assert "bad image" in by_name(run_checks(summary))["exception_rate_by_job"].message
+
+
+# --- exception_rate_by_task (defaults: warn at or above 0.5, fail at or above 0.9, min_rows 3) ---
+def _task(task_id: str, exceptions: int, rows: int, kind: str | None = "DaytonaError", count: int | None = None) -> dict:
+    return {"task_id": task_id, "rows": rows, "exceptions": exceptions, "exception_rate": exceptions / rows,
+            "exception_rate_rows": rows, "top_exception_type": kind,
+            "top_exception_count": exceptions if count is None else count, "exception_sandbox_hours": 1.0}
+
+
+def _by_task(*tasks: dict, max_rate: float | None = None, min_rows: int = 3) -> dict:
+    return {"by_task": {"tasks": 100, "min_rows": min_rows, "broken_rate": 0.5, "tasks_judged": 90,
+                        "tasks_broken": len(tasks), "max_exception_rate": max_rate,
+                        "worst": list(tasks), "highest_rate": [],
+                        "tasks_all_exceptions": 0, "tasks_all_exceptions_share": 0.0}}
+
+
+@pytest.mark.parametrize("exceptions,rows,expected", [
+    (9, 10, "fail"),   # 0.9: at the fail rate is a fail
+    (8, 9, "warn"),    # 0.889
+    (5, 10, "warn"),   # 0.5: at the warn rate is a warn
+    (4, 9, "pass"),    # 0.444
+])
+def test_exception_rate_by_task_both_sides_of_each_threshold(exceptions, rows, expected):
+    summary = _by_task(_task("t1", exceptions, rows), max_rate=exceptions / rows)
+    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    assert r.status == expected and r.value == exceptions / rows
+    assert r.threshold == {"fail": 0.9, "warn": 0.5, "pass": 0.5}[expected]
+
+
+def test_exception_rate_by_task_min_rows():
+    # 2 of 2 raised: too few rollouts to judge, whatever the rate
+    summary = _by_task(_task("tiny", 2, 2), max_rate=None)
+    assert status(summary, "exception_rate_by_task") == "skip"
+    summary = _by_task(_task("tiny", 2, 2), _task("ok", 1, 4, count=1), max_rate=0.25)
+    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    assert r.status == "pass" and r.value == 0.25
+    assert status(_by_task(_task("three", 3, 3), max_rate=1.0), "exception_rate_by_task") == "fail"
+
+
+def test_exception_rate_by_task_names_the_worst_five_with_their_exception_type():
+    tasks = [_task(f"t{i}", 10, 10, kind="ImagePullError") for i in range(6, 0, -1)]  # t6..t1, all 100%
+    tasks.append(_task("half", 30, 60, kind="AgentTimeoutError", count=20))            # most exceptions
+    r = by_name(run_checks(_by_task(*tasks, max_rate=1.0)))["exception_rate_by_task"]
+    assert r.status == "fail" and r.value == 1.0 and r.threshold == 0.9
+    # highest rate first, ties by task_id; only 5 named
+    assert "worst: t1 100.0% (10/10, mostly ImagePullError (10)); t2 100.0%" in r.message
+    assert "t5 100.0%" in r.message and "t6" not in r.message and "half" not in r.message
+    assert "6 of 90 tasks" not in r.message and "7 of 90 tasks raise on 50.0% or more" in r.message
+
+
+def test_exception_rate_by_task_reads_highest_rate_and_the_summary_maximum():
+    # The broken task is outside 'worst' (few exceptions) but in 'highest_rate'.
+    summary = _by_task(_task("busy", 40, 70, kind="AgentTimeoutError"), max_rate=1.0)
+    summary["by_task"]["highest_rate"] = [_task("bad-image", 4, 4, kind="ImagePullError")]
+    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    assert r.status == "fail" and "bad-image 100.0% (4/4, mostly ImagePullError (4))" in r.message
+    assert r.message.index("bad-image") < r.message.index("busy")
+
+
+def test_exception_rate_by_task_ignores_what_the_fleet_rate_explains_by_chance():
+    # At a 29% fleet rate, 3 of 3 raising has chance 0.29**3 = 0.0244 per task; over 37,000 tasks
+    # judged that is expected ~900 times, so it proves nothing about the task.
+    summary = _by_task(_task("lucky", 3, 3), max_rate=1.0)
+    summary["by_task"]["tasks_judged"] = 37_000
+    summary["outcomes"] = {"exception_rate": 0.29}
+    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    assert r.status == "pass" and "by chance" in r.message
+    # 40 of 40: 0.29**40 ~ 1.4e-22, times 37,000 tasks, is far below the family-wise 0.01.
+    summary["by_task"]["worst"] = [_task("broken", 40, 40), _task("lucky", 3, 3)]
+    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    assert r.status == "fail" and "broken" in r.message and "lucky" not in r.message
+    # 10 of 10 over 90 tasks: 0.29**10 * 90 = 3.8e-4 < 0.01 (fail); over 37,000 tasks: 0.16 (pass).
+    summary["by_task"]["worst"] = [_task("ten", 10, 10)]
+    summary["by_task"]["tasks_judged"] = 90
+    assert status(summary, "exception_rate_by_task") == "fail"
+    summary["by_task"]["tasks_judged"] = 37_000
+    assert status(summary, "exception_rate_by_task") == "pass"
+
+
+def test_binomial_tail_matches_enumeration():
+    from sandbox_fleet.report.checks import binomial_tail
+
+    # n = 5, p = 0.3: P(X >= 2) = 1 - 0.7**5 - 5 * 0.3 * 0.7**4 = 0.47178
+    assert binomial_tail(2, 5, 0.3) == pytest.approx(0.47178)
+    assert binomial_tail(0, 5, 0.3) == 1.0 and binomial_tail(5, 5, 0.3) == pytest.approx(0.3**5)
+    assert binomial_tail(1, 4, 0.0) == 0.0 and binomial_tail(4, 4, 1.0) == 1.0
+
+
+def test_exception_rate_by_task_skips_without_by_task():
+    assert status({"by_model": {"m": {"rows": 10, "exception_rate": 0.1}}}, "exception_rate_by_task") == "skip"
+    assert status({"by_task": None}, "exception_rate_by_task") == "skip"
+
+
+def test_exception_rate_by_task_thresholds_are_configurable():
+    t = Thresholds.default().model_copy(deep=True)
+    t.exception_rate_by_task.fail_at_or_above = 1.0
+    summary = _by_task(_task("t", 9, 10), max_rate=0.9)
+    assert by_name(run_checks(summary, thresholds=t))["exception_rate_by_task"].status == "warn"
+    t.exception_rate_by_task.min_rows = 11
+    r = by_name(run_checks(summary, thresholds=t))["exception_rate_by_task"]
+    assert r.status == "skip" and "11 rollouts" in r.message

@@ -55,3 +55,23 @@ def test_bad_files_are_one_line_input_errors(tmp_path, text, needle):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="not found"):
         load_thresholds(tmp_path / "nope.toml")
+
+
+def test_exception_rate_by_task_defaults():
+    t = Thresholds.default().exception_rate_by_task
+    assert (t.warn_at_or_above, t.fail_at_or_above, t.min_rows) == (0.5, 0.9, 3)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("warn_at_or_above = 0.95\n", "warn_at_or_above must not exceed fail_at_or_above"),
+    ("fail_at_or_above = 1.5\n", "exception_rate_by_task.fail_at_or_above"),
+    ("warn_at_or_above = -0.1\n", "exception_rate_by_task.warn_at_or_above"),
+    ("min_rows = 0\n", "exception_rate_by_task.min_rows"),
+    ("warn_above = 0.5\n", "unknown key 'exception_rate_by_task.warn_above'"),
+])
+def test_exception_rate_by_task_is_validated(tmp_path, text, needle):
+    f = tmp_path / "bad.toml"
+    f.write_text("[exception_rate_by_task]\n" + text)
+    with pytest.raises(InputError) as err:
+        load_thresholds(f)
+    assert needle in str(err.value) and "\n" not in str(err.value)

@@ -2,7 +2,7 @@
 
 ``measure_paths`` reads and filters telemetry, then ``measure_telemetry`` computes
 concurrency, holds, phases, steps, tokens, outcomes, exceptions, coverage, per-model and
-per-job slices, and task requests. Each figure carries the row count it was computed
+per-job slices, per-task exception health, and task requests. Each figure carries the row count it was computed
 over; times are summed in integer microseconds so results never depend on scheduling.
 The JSON keys are the contract ``plan`` and ``report`` read (``SCHEMA_VERSION``).
 """
@@ -24,16 +24,18 @@ from sandbox_fleet.measure.groups import by_job, by_model
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
+from sandbox_fleet.measure.sql import session
 from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
 from sandbox_fleet.measure.tasks import measure_tasks
+from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import measure_tokens
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
 
 SCHEMA_VERSION = 1
-#: The rollout columns measure reads: ids and task ids never enter a figure.
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c not in ("id", "task_id"))
+#: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
+MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 __all__ = ["SCHEMA_VERSION", "measure_paths", "measure_telemetry"]
@@ -103,14 +105,26 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
     ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
     Raises InputError when no usable rollout is left.
     """
+    with session():
+        return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False)
+
+
+def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool) -> dict:
+    """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its task ids may be freed."""
     rejected = dict(t.rejected)
     table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS),
                     rejected)
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    fr = frame_from_table(table)
-    with _steps(progress and fr.n >= BAR_ROWS, 10) as advance:
+    with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance:
+        # Per task first, then the task ids go: no other figure reads them.
+        task_health = measure_task_health(table)
+        table = table.drop_columns(["task_id"])
+        if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
+            t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
+        fr = frame_from_table(table)
+        advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down.
         conc = concurrency_figures(fr.start_us, fr.finish_us,
@@ -171,6 +185,7 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
         "coverage": coverage,
         "by_model": models,
         "by_job": jobs,
+        "by_task": task_health,
         "tasks": tasks,
         "warnings": warnings,
     }
@@ -194,4 +209,5 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
     # Nothing else holds this table: dropping the columns measure never reads frees them
     # (~240 MB of id strings at 10M rows) before the measurements allocate.
     t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
-    return measure_telemetry(t, pass_threshold=pass_threshold, progress=progress)
+    with session():
+        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True)

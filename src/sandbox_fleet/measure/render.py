@@ -41,6 +41,29 @@ def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
     return table
 
 
+def _task_health(console: Console, bt: dict | None) -> None:
+    """Per-task exception counts and the first few worst tasks (``by_task``)."""
+    if not bt:
+        return
+    console.print(_kv(f"Exceptions per task ({_num(bt['tasks'])} tasks)", [
+        (f"judged ({bt['min_rows']}+ rollouts)", _num(bt["tasks_judged"])),
+        (f"at {_pct(bt['broken_rate'], 0)}+ exceptions", _num(bt["tasks_broken"])),
+        ("every rollout raised", f"{_num(bt['tasks_all_exceptions'])} "
+                                 f"({_pct(bt['tasks_all_exceptions_share'])} of exception hours)"),
+        ("rollouts without a task id", _num(bt["rows_without_task"])),
+    ]))
+    if bt["worst"]:
+        wt = Table(title="Tasks with the most exceptions", title_justify="left")
+        for name in ("task", "rollouts", "exceptions", "rate", "most frequent type", "sandbox-hours"):
+            wt.add_column(name, justify="left" if name in ("task", "most frequent type") else "right",
+                          no_wrap=True, max_width=40, overflow="ellipsis")
+        for w in bt["worst"][:10]:
+            wt.add_row(w["task_id"], _num(w["rows"]), _num(w["exceptions"]), _pct(w["exception_rate"]),
+                       f"{w['top_exception_type'] or '-'} ({_num(w['top_exception_count'])})",
+                       _num(w["exception_sandbox_hours"]))
+        console.print(wt)
+
+
 def render_summary(summary: dict, console: Console) -> None:
     """Print the headline figures of ``summary`` (a measure result) as Rich tables."""
     c, h, tok, o = summary["concurrency"], summary["hold_s"], summary["tokens"], summary["outcomes"]
@@ -111,6 +134,7 @@ def render_summary(summary: dict, console: Console) -> None:
         for name, n in list(exc["by_type"].items())[:15]:
             et.add_row(name, _num(n), _num(exc["sandbox_hours_by_type"][name]))
         console.print(et)
+    _task_health(console, summary.get("by_task"))
     _groups(console, "By model", summary["by_model"])
     if summary["by_job"]:
         _groups(console, "By job", summary["by_job"])

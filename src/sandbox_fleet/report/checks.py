@@ -6,12 +6,14 @@ reason, so a partial summary still gates on what it does carry.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Literal
 
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.report.fields import as_num, flag, get, mapping, num
-from sandbox_fleet.report.thresholds import Above, Below, Section, SliceRate, Thresholds
+from sandbox_fleet.report.thresholds import Above, Below, Section, SliceRate, TaskRate, Thresholds
 
 Status = Literal["pass", "warn", "fail", "skip"]
 _RANK = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
@@ -147,6 +149,115 @@ def exception_rate_by_model(m: dict, plan: dict | None, t: Thresholds) -> CheckR
 
 def exception_rate_by_job(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return _slice_rates(m, "by_job", "exception_rate_by_job", t.exception_rate_by_job, "job")
+
+
+#: Tasks named in the message at most.
+TASKS_NAMED = 5
+
+
+def _task_rows(entry: dict) -> float | None:
+    """Rollouts a listed task's rate is over (flag known), else all its rollouts."""
+    flagged = as_num(entry.get("exception_rate_rows"))
+    return flagged if flagged is not None else as_num(entry.get("rows"))
+
+
+def _listed_tasks(m: dict, cfg: TaskRate) -> list[tuple[float, float, str, dict]]:
+    """(rate, exceptions, task_id, entry) of the tasks ``by_task`` lists (``highest_rate`` and
+    ``worst``) with enough rows, worst first: highest rate, most exceptions, then task_id."""
+    found: dict[str, tuple[float, float, str, dict]] = {}
+    for key in ("highest_rate", "worst"):
+        listed = get(m, f"by_task.{key}")
+        for entry in listed if isinstance(listed, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            rate, rows = as_num(entry.get("exception_rate")), _task_rows(entry)
+            if rate is None or rows is None or rows < cfg.min_rows:
+                continue
+            task_id = str(entry.get("task_id"))
+            found.setdefault(task_id, (rate, as_num(entry.get("exceptions")) or 0.0, task_id, entry))
+    return sorted(found.values(), key=lambda s: (-s[0], -s[1], s[2]))
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), summed exactly (n is a task's rollout count)."""
+    if k <= 0:
+        return 1.0
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    return min(1.0, sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def _beyond_chance(listed: list[tuple[float, float, str, dict]], m: dict, cfg: TaskRate) -> list:
+    """The listed tasks whose exception count the fleet-wide rate cannot explain."""
+    fleet_rate = num(m, "outcomes.exception_rate")
+    judged = num(m, "by_task.tasks_judged") or len(listed) or 1
+    if fleet_rate is None:
+        return listed
+    keep = []
+    for s in listed:
+        rows = _task_rows(s[3])
+        if rows is not None and binomial_tail(int(s[1]), int(rows), fleet_rate) * judged < cfg.max_chance:
+            keep.append(s)
+    return keep
+
+
+def _task_text(rate: float, exc: float, task_id: str, entry: dict) -> str:
+    rows = _task_rows(entry)
+    kind, count = entry.get("top_exception_type"), as_num(entry.get("top_exception_count"))
+    counts = f"{exc:,.0f}/{rows:,.0f}" if rows is not None else f"{exc:,.0f}"
+    top = f", mostly {kind} ({count:,.0f})" if isinstance(kind, str) and count else ""
+    return f"{task_id} {_pct(rate)} ({counts}{top})"
+
+
+def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    """Any task with >= min_rows rollouts at or above the rate fails / warns.
+
+    The highest rate is ``by_task.max_exception_rate`` (over every task measure judged) when
+    measure judged tasks on at least ``min_rows`` rollouts; else the listed tasks' rates.
+    """
+    name, cfg = "exception_rate_by_task", t.exception_rate_by_task
+    if not mapping(m, "by_task"):
+        return _skip(name, "no per-task exception rates ('by_task')")
+    all_listed = _listed_tasks(m, cfg)
+    if not all_listed:
+        measured_min, highest = num(m, "by_task.min_rows"), num(m, "by_task.max_exception_rate")
+        if measured_min is not None and measured_min >= cfg.min_rows and highest is not None \
+                and highest < cfg.warn_at_or_above:
+            return CheckResult(name, "pass", highest, cfg.warn_at_or_above,
+                               f"no task with {cfg.min_rows}+ rollouts at or above {_pct(cfg.warn_at_or_above)} "
+                               f"exceptions (highest: {_pct(highest)})")
+        return _skip(name, f"no task with at least {cfg.min_rows} rollouts")
+    listed = _beyond_chance(all_listed, m, cfg)
+    if not listed:
+        return CheckResult(name, "pass", max(s[0] for s in all_listed), cfg.warn_at_or_above,
+                           f"no task's exceptions exceed what the fleet rate of "
+                           f"{_pct(num(m, 'outcomes.exception_rate') or 0.0)} explains by chance "
+                           f"(family-wise {cfg.max_chance:g} over the tasks judged)")
+    value = max(s[0] for s in listed)
+    status: Status
+    if value >= cfg.fail_at_or_above:
+        status, bound = "fail", cfg.fail_at_or_above
+    elif value >= cfg.warn_at_or_above:
+        status, bound = "warn", cfg.warn_at_or_above
+    else:
+        return CheckResult(name, "pass", value, cfg.warn_at_or_above,
+                           f"no task with {cfg.min_rows}+ rollouts at or above {_pct(cfg.warn_at_or_above)} "
+                           f"exceptions (highest: {_pct(value)})")
+    bad = [s for s in listed if s[0] >= cfg.warn_at_or_above][:TASKS_NAMED]
+    named = "; ".join(_task_text(*s) for s in bad) if bad else "none of them is listed in 'by_task'"
+    msg = (f"a task with {cfg.min_rows}+ rollouts raised on {_pct(value)} of them (at or above "
+           f"{_pct(bound)}); worst: {named}")
+    broken, judged, at = num(m, "by_task.tasks_broken"), num(m, "by_task.tasks_judged"), num(m, "by_task.broken_rate")
+    if broken is not None and judged is not None and at is not None:
+        msg += f"; {broken:,.0f} of {judged:,.0f} tasks raise on {_pct(at)} or more of their rollouts"
+    always, share = num(m, "by_task.tasks_all_exceptions"), num(m, "by_task.tasks_all_exceptions_share")
+    if always:
+        msg += f", {always:,.0f} on every one" + (f" ({_pct(share)} of exception sandbox-hours)" if share is not None else "")
+    return CheckResult(name, status, value, bound,
+                       msg + ": a task that raises whatever the model does is a bad image or a full disk; "
+                       "rule out a model that raises everywhere (by_model), then fix or drop the task")
 
 
 _MISSING_LABEL = {"reward": "reward", "tokens": "token counts", "turns": "turn count", "trajectory": "trajectory"}
@@ -348,6 +459,7 @@ CHECKS: tuple[Callable[[dict, dict | None, Thresholds], CheckResult], ...] = (
     exception_rate,
     exception_rate_by_model,
     exception_rate_by_job,
+    exception_rate_by_task,
     _missing("reward"),
     _missing("tokens"),
     _missing("turns"),

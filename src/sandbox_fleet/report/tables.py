@@ -67,7 +67,7 @@ def grid_table(header: list[str], rows: list[list[str]]) -> str:
 #: How each check's value and threshold read best; checks not listed use plain numbers.
 CHECK_KINDS = {
     "small_sample": "int", "prefix_cache_off": "pct", "exception_rate": "pct", "exception_rate_by_model": "pct",
-    "exception_rate_by_job": "pct", "missing_reward": "pct", "missing_tokens": "pct", "missing_turns": "pct",
+    "exception_rate_by_job": "pct", "exception_rate_by_task": "pct", "missing_reward": "pct", "missing_tokens": "pct", "missing_turns": "pct",
     "missing_trajectory": "pct", "rejected_rows": "pct", "cap_binding": "pct", "cap_recorded": "int",
     "duty_cycle": "pct", "hold_tail": "f1", "sandbox_hours_per_pass": "f2", "build_share": "pct",
     "plan_covers_peak": "int",
@@ -211,6 +211,40 @@ def context_table(m: dict) -> str | None:
     full = grid_table(header, [row(n) for n in turns])
     return (grid_table(header, [row(n) for n in picked])
             + f"<details><summary>all {len(turns)} turn counts</summary>{full}</details>")
+
+
+TASK_COLS: tuple[tuple[str, str, str], ...] = (
+    ("rollouts", "rows", "int"),
+    ("exceptions", "exceptions", "int"),
+    ("exception rate", "exception_rate", "pct"),
+    ("most frequent exception", "top_exception_type", "text"),
+    ("its count", "top_exception_count", "int"),
+    ("sandbox-hours on exceptions", "exception_sandbox_hours", "f2"),
+)
+
+
+def task_health_table(m: dict) -> str | None:
+    """Per-task exception health: the counts, then the worst tasks (``by_task.worst``)."""
+    bt = mapping(m, "by_task")
+    if not bt:
+        return None
+    at, least = get(bt, "broken_rate"), get(bt, "min_rows")
+    looks = (f"tasks at {fmt(at, 'pct')}+ exceptions (of those with {fmt(least, 'int')}+ rollouts)"
+             if as_num(at) is not None and as_num(least) is not None else "tasks that look broken")
+    summary = kv_table([
+        ("tasks with rollouts", get(bt, "tasks"), "int"),
+        ("rollouts without a task id", get(bt, "rows_without_task"), "int"),
+        ("tasks judged", get(bt, "tasks_judged"), "int"),
+        (looks, get(bt, "tasks_broken"), "int"),
+        ("highest task exception rate", get(bt, "max_exception_rate"), "pct"),
+        ("tasks where every rollout raised", get(bt, "tasks_all_exceptions"), "int"),
+        ("their share of exception sandbox-hours", get(bt, "tasks_all_exceptions_share"), "pct"),
+    ])
+    worst = [w for w in (get(bt, "worst") or []) if isinstance(w, dict)]
+    if not worst:
+        return summary + '<p class="na">no task looks broken</p>'
+    rows = [[escape(str(w.get("task_id")))] + [fmt(w.get(key), kind) for _, key, kind in TASK_COLS] for w in worst]
+    return summary + grid_table(["task"] + [label for label, _, _ in TASK_COLS], rows)
 
 
 def rejected_table(m: dict) -> str | None:

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sandbox_fleet.errors import InputError
 
@@ -56,6 +56,24 @@ class SliceRate(Above):
     min_rows: int
 
 
+class TaskRate(Section):
+    """Per-task exception rate: warn / fail when a task is AT or above a rate (a task whose
+    rollouts all raise sits exactly at 1.0), judged over tasks with at least ``min_rows``."""
+
+    warn_at_or_above: float = Field(ge=0, le=1)
+    fail_at_or_above: float = Field(ge=0, le=1)
+    min_rows: int = Field(ge=1)
+    #: Family-wise chance allowed: a task counts only if so many exceptions at the fleet's own
+    #: rate would happen by chance with probability below ``max_chance / tasks judged``.
+    max_chance: float = Field(default=0.01, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "TaskRate":
+        if self.warn_at_or_above > self.fail_at_or_above:
+            raise ValueError("warn_at_or_above must not exceed fail_at_or_above")
+        return self
+
+
 class SmallSample(Section):
     min_rows: int
 
@@ -79,6 +97,7 @@ class Thresholds(BaseModel):
     exception_rate: Above
     exception_rate_by_model: SliceRate
     exception_rate_by_job: SliceRate
+    exception_rate_by_task: TaskRate
     missing_reward: Above
     missing_tokens: Above
     missing_turns: Above
