@@ -1,6 +1,5 @@
 """Campaign planning: model rows, batch sizes, the expected-max formula, the pool."""
 
-import math
 
 import numpy as np
 import pytest
