@@ -47,6 +47,7 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render) -> None:
 def measure(
     paths: list[Path] = typer.Argument(..., help="Telemetry: RST release, Harbor jobs, Terminal-Bench runs, or Parquet/CSV/JSONL files or globs."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Where parsed task requests are cached (default $SANDBOX_FLEET_CACHE_DIR or ~/.cache/sandbox-fleet)."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Force a reader: rst, harbor, terminal-bench, table."),
     column_map: Optional[str] = typer.Option(None, "--map", help="canonical=source[,...] for generic tables."),
     time_unit: Optional[str] = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect)."),
@@ -75,6 +76,8 @@ def measure(
         since=since,
         until=until,
         pass_threshold=pass_threshold,
+        progress=not as_json or sys.stderr.isatty(),
+        cache_dir=str(cache_dir) if cache_dir else None,
     )
     _emit(summary, as_json, output, render_summary)
 

@@ -35,7 +35,8 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
     corpus = default_corpus(out / "cache", scale=scale, seed=seed, progress=progress)
     trajectories, tasks = corpus / "trajectories", corpus / "tasks"
 
-    measured = measure_paths([str(trajectories)], tasks=str(tasks))
+    measured = measure_paths([str(trajectories)], tasks=str(tasks), progress=progress,
+                             cache_dir=str(out / "cache" / "tasks-cache"))
     jsonio.write(measured, out / "measure.json")
 
     plan = make_plan(measured, PlanOptions())

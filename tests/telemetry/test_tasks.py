@@ -98,3 +98,17 @@ def test_missing_shard_names_it(release):
 def test_not_a_tasks_root(tmp_path):
     with pytest.raises(InputError, match="not a tasks root"):
         read_tasks(str(tmp_path), progress=False)
+
+
+def test_measure_cli_cache_dir_option_wins_over_the_environment(release, cache_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from sandbox_fleet.cli import app
+
+    chosen = tmp_path / "chosen-cache"
+    trajectories = release / "metadata" / "trajectories.parquet"
+    args = ["measure", str(trajectories), "--tasks", str(release), "--cache-dir", str(chosen), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert any(chosen.rglob("*")), "the parsed requests are cached where --cache-dir says"
+    assert not cache_dir.exists(), "the environment's cache folder is left alone"

@@ -193,7 +193,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
 
 def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=None, assume_tz="UTC",
                   reward_key="reward", models=None, since=None, until=None,
-                  pass_threshold: float = 1.0, progress: bool = True) -> dict:
+                  pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None) -> dict:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; see ``sandbox_fleet.telemetry.load_telemetry``.
@@ -203,7 +203,7 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
 
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
-                       assume_tz=assume_tz, reward_key=reward_key, progress=progress)
+                       assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)
     # Nothing else holds this table: dropping the columns measure never reads frees them

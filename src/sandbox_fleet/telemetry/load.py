@@ -61,6 +61,7 @@ def load_telemetry(
     assume_tz: str = "UTC",
     reward_key: str = "reward",
     progress: bool = True,
+    cache_dir: str | None = None,
 ) -> Telemetry:
     """Read every PATH (format sniffed unless ``fmt`` forces one) into one canonical Telemetry.
 
@@ -91,7 +92,7 @@ def load_telemetry(
         raise InputError(f"all {total} rows were rejected ({reasons}); nothing to measure")
     tel.rollouts = rollouts
     if tasks is not None:
-        tel.tasks, task_warnings = read_tasks_with_warnings(tasks, progress=progress)
+        tel.tasks, task_warnings = read_tasks_with_warnings(tasks, progress=progress, cache_dir=cache_dir)
         for w in task_warnings:
             warn_once(tel, w)
     return tel
