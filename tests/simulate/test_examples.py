@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import scenario as S
+from sandbox_fleet.simulate import scenario_spec as SPEC
 from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
 from sandbox_fleet.simulate.scenario import build, load_scenario, run_scenario
 
@@ -272,10 +273,15 @@ def _doc_tables(marker_re: str) -> dict[str, set[str]]:
 
 
 def _scenario_models() -> list[type[BaseModel]]:
-    return [
-        obj for obj in vars(S).values()
-        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == S.__name__ and obj.model_fields
+    """Every model defined in the schema module; the public ones also importable from ``scenario``."""
+    models = [
+        obj for obj in vars(SPEC).values()
+        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == SPEC.__name__ and obj.model_fields
     ]
+    for m in models:
+        if not m.__name__.startswith("_"):
+            assert getattr(S, m.__name__, None) is m, f"{m.__name__} is not re-exported by {S.__name__}"
+    return models
 
 
 def test_doc_lists_every_scenario_key_of_every_model():

@@ -11,7 +11,8 @@ Low-level API (stable; scenario files and ``synth`` build on it)::
 Modules by role: ``distributions`` (durations), ``entities`` (fleet, episode, retry
 policy, state codes), ``episode`` (vectorised attempt draws), ``workloads``,
 ``admission`` (queues), ``events`` (event kinds, tie rule), ``engine`` (the loop),
-``result``, ``metrics`` (summary), ``invariants``, ``scenario`` (TOML files).
+``result``, ``metrics`` (summary), ``invariants``, ``scenario`` (TOML files: run;
+re-exports ``scenario_spec``, the schema and loading, and ``scenario_build``, spec to engine).
 """
 
 from sandbox_fleet.simulate.distributions import (

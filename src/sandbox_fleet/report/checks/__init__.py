@@ -1,0 +1,96 @@
+"""CI gates on a `measure --json` summary: one named check per failure mode of the source document.
+
+Each check reads only the keys it needs; when they are absent it reports ``skip`` with the
+reason, so a partial summary still gates on what it does carry. The checks live by theme in
+``coverage``, ``cache``, ``exceptions`` and ``capacity``; ``result`` holds what they return.
+"""
+
+from __future__ import annotations
+
+from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet.report.checks.cache import prefix_cache_off
+from sandbox_fleet.report.checks.capacity import (
+    build_share,
+    cap_binding,
+    cap_recorded,
+    duty_cycle,
+    hold_tail,
+    plan_covers_peak,
+    sandbox_hours_per_pass,
+    sweep_self_check,
+)
+from sandbox_fleet.report.checks.coverage import (
+    missing_reward,
+    missing_tokens,
+    missing_trajectory,
+    missing_turns,
+    rejected_rows,
+    small_sample,
+)
+from sandbox_fleet.report.checks.exceptions import (
+    TASKS_NAMED,
+    binomial_tail,
+    exception_rate,
+    exception_rate_by_job,
+    exception_rate_by_model,
+    exception_rate_by_task,
+)
+from sandbox_fleet.report.checks.result import (
+    Check,
+    CheckResult,
+    Status,
+    exit_code,
+    worst_status,
+)
+from sandbox_fleet.report.thresholds import Section, Thresholds
+
+__all__ = [
+    "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
+    "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
+    "exception_rate_by_model", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
+    "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
+    "rejected_rows", "run_checks", "sandbox_hours_per_pass", "small_sample", "sweep_self_check",
+    "worst_status",
+]
+
+#: Every check, in report order; the thresholds section of each has the same name.
+CHECKS: tuple[Check, ...] = (
+    small_sample,
+    prefix_cache_off,
+    exception_rate,
+    exception_rate_by_model,
+    exception_rate_by_job,
+    exception_rate_by_task,
+    missing_reward,
+    missing_tokens,
+    missing_turns,
+    missing_trajectory,
+    rejected_rows,
+    cap_binding,
+    cap_recorded,
+    duty_cycle,
+    hold_tail,
+    sandbox_hours_per_pass,
+    build_share,
+    plan_covers_peak,
+    sweep_self_check,
+)
+
+
+def run_checks(measure: dict, plan: dict | None = None, thresholds: Thresholds | None = None) -> list[CheckResult]:
+    """Run every check on a `measure --json` summary (and a `plan --json` one if given).
+
+    Missing inputs give ``skip``, never an exception; a check disabled in the thresholds also skips.
+    """
+    t = thresholds if thresholds is not None else Thresholds.default()
+    # In-memory summaries may hold NumPy scalars/arrays: read them as their JSON values.
+    m = to_jsonable(measure) if isinstance(measure, dict) else {}
+    p = to_jsonable(plan) if isinstance(plan, dict) else None
+    results = []
+    for check in CHECKS:
+        section: Section = getattr(t, check.__name__)
+        if not section.enabled:
+            results.append(CheckResult(check.__name__, "skip", None, None, "disabled in thresholds"))
+        else:
+            results.append(check(m, p, t))
+    return results

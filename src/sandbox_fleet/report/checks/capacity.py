@@ -1,0 +1,168 @@
+"""Capacity checks: concurrency caps, duty cycle, hold tail, cost per pass, build time, plan vs peak."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox_fleet.report.checks.result import (
+    RANK,
+    CheckResult,
+    Status,
+    band_above,
+    band_below,
+    hours,
+    pct,
+    skipped,
+)
+from sandbox_fleet.report.fields import as_num, flag, get, mapping, num
+from sandbox_fleet.report.thresholds import Thresholds
+
+
+def _conc(entry: dict, key: str) -> Any:
+    """A concurrency figure of a job slice, nested under 'concurrency' or flat."""
+    nested = get(entry, f"concurrency.{key}")
+    return nested if nested is not None else get(entry, key)
+
+
+def cap_binding(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "cap_binding"
+    scopes = [("fleet", mapping(m, "concurrency"), num(m, "span_s"))]
+    for job in sorted(mapping(m, "by_job"), key=str):
+        entry = mapping(m, "by_job")[job]
+        scopes.append((f"job {job}", {k: _conc(entry, k) for k in ("cap_detected", "time_at_peak_s", "peak", "touches")},
+                       as_num(_conc(entry, "span_s"))))
+    found: list[tuple[int, float, str, float, float | None]] = []
+    for label, conc, span in scopes:
+        detected, at_peak = conc.get("cap_detected"), as_num(conc.get("time_at_peak_s"))
+        if detected is not True or at_peak is None or not span:
+            continue
+        share = at_peak / span
+        status, _ = band_above(share, t.cap_binding)
+        found.append((RANK[status], share, label, as_num(conc.get("peak")) or 0.0, as_num(conc.get("touches"))))
+    if not found:
+        if not any(isinstance(conc.get("cap_detected"), bool) for _, conc, _ in scopes):
+            return skipped(name, "no 'concurrency.cap_detected'")
+        if not any(conc.get("cap_detected") is True for _, conc, _ in scopes):
+            return CheckResult(name, "pass", None, t.cap_binding.warn_above, "no cap detected: the fleet never sat at a ceiling")
+        return skipped(name, "cap detected but time at cap or span not measured")
+    worst = max(found, key=lambda s: (s[0], s[1]))
+    status: Status = next(k for k, v in RANK.items() if v == worst[0])
+    bound = t.cap_binding.fail_above if status == "fail" else t.cap_binding.warn_above
+    touches = f", reached {worst[4]:,.0f} separate times" if worst[4] is not None else ""
+    msg = f"{worst[2]}: cap of {worst[3]:,.0f} held for {pct(worst[1])} of the span{touches}"
+    if status != "pass":
+        msg += ": each time a released batch waits for slots, so the RL step waits"
+    return CheckResult(name, status, worst[1], bound, msg)
+
+
+def cap_recorded(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "cap_recorded"
+    detected = flag(m, "concurrency.cap_detected")
+    if detected is None:
+        return skipped(name, "no 'concurrency.cap_detected'")
+    peak, cap = num(m, "concurrency.peak"), num(m, "concurrency.configured_cap")
+    if not detected:
+        return CheckResult(name, "pass", cap, None, "no cap detected in the data")
+    if cap is None:
+        return CheckResult(name, "warn", None, None,
+                           f"the peak of {peak or 0:,.0f} behaves like a cap but no configured cap is recorded: "
+                           "write it down, or it becomes an unexplained throughput plateau")
+    return CheckResult(name, "pass", cap, None, f"configured cap {cap:,.0f} recorded")
+
+
+def duty_cycle(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "duty_cycle"
+    duty = num(m, "concurrency.duty")
+    mean, peak = num(m, "concurrency.mean"), num(m, "concurrency.peak")
+    if duty is None and mean is not None and peak:
+        duty = mean / peak
+    if duty is None:
+        return skipped(name, "no 'concurrency.duty'")
+    status, bound = band_below(duty, t.duty_cycle)
+    msg = f"mean concurrency is {pct(duty)} of peak"
+    if mean is not None and peak is not None:
+        msg = f"mean concurrency {mean:,.1f} is {pct(duty)} of peak {peak:,.0f}"
+    if status != "pass":
+        msg += (f": capacity bought at peak idles {pct(1 - duty)} of the time; buy the peak on spot/"
+                "preemptible capacity, not reserved, and never size the pool to the mean")
+    return CheckResult(name, status, duty, bound, msg)
+
+
+def hold_tail(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "hold_tail"
+    median, p99 = num(m, "hold_s.median"), num(m, "hold_s.p99")
+    if median is None or p99 is None or median <= 0:
+        return skipped(name, "no 'hold_s.median' / 'hold_s.p99'")
+    ratio = p99 / median
+    status, bound = band_above(ratio, t.hold_tail)
+    msg = f"hold p99 {p99:,.0f} s is {ratio:.1f}x the median {median:,.0f} s"
+    if status != "pass":
+        msg += ": admission tuned to the median stalls batches; admit against the timeout ceiling and reclaim early"
+    return CheckResult(name, status, ratio, bound, msg)
+
+
+def sandbox_hours_per_pass(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "sandbox_hours_per_pass"
+    value = num(m, "outcomes.sandbox_hours_per_pass")
+    if value is None:
+        passed, rewarded = num(m, "outcomes.passed"), num(m, "outcomes.rewarded")
+        if passed == 0 and rewarded:
+            return CheckResult(name, "fail", None, t.sandbox_hours_per_pass.fail_above,
+                               f"no rollout passed out of {rewarded:,.0f} rewarded")
+        return skipped(name, "no 'outcomes.sandbox_hours_per_pass'")
+    status, bound = band_above(value, t.sandbox_hours_per_pass)
+    return CheckResult(name, status, value, bound, f"{hours(value)} sandbox-hours per passing rollout")
+
+
+def build_share(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "build_share"
+    share = num(m, "phases.environment_setup.share_of_hold")
+    if share is None:
+        share = num(m, "phases.environment_setup.share")
+    if share is None:
+        return skipped(name, "no phase timings ('phases.environment_setup.share_of_hold')")
+    status, bound = band_above(share, t.build_share)
+    msg = f"environment setup/build takes {pct(share)} of the hold"
+    if status != "pass":
+        msg += ": pin base images and pre-pull them"
+    return CheckResult(name, status, share, bound, msg)
+
+
+def plan_covers_peak(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "plan_covers_peak"
+    if plan is None:
+        return skipped(name, "no plan given")
+    target = num(plan, "target.concurrency")
+    peak, mean = num(m, "concurrency.peak"), num(m, "concurrency.mean")
+    if target is None or peak is None:
+        return skipped(name, "no 'target.concurrency' in the plan or no measured peak")
+    source = get(plan, "target.source")
+    via = f" ({source})" if isinstance(source, str) else ""
+    if mean is not None and target < mean:
+        return CheckResult(name, "fail", target, mean,
+                           f"planned concurrency {target:,.0f}{via} is below the measured mean {mean:,.1f}: "
+                           "the fleet cannot keep up")
+    if target < peak:
+        return CheckResult(name, "warn", target, peak,
+                           f"planned concurrency {target:,.0f}{via} is below the measured peak {peak:,.0f}: a pool "
+                           "built below peak turns every batched step into a queue")
+    return CheckResult(name, "pass", target, peak, f"planned concurrency {target:,.0f}{via} covers the peak {peak:,.0f}")
+
+
+def sweep_self_check(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "sweep_self_check"
+    verdict = get(m, "concurrency.self_check")
+    if isinstance(verdict, dict):
+        verdict = verdict.get("ok")
+    if isinstance(verdict, bool):
+        return CheckResult(name, "pass" if verdict else "fail", None, None,
+                           "area under the concurrency curve equals the sum of holds" if verdict
+                           else "area under the concurrency curve differs from the sum of holds: a sweep bug")
+    area, holds = num(m, "concurrency.area_s"), num(m, "sandbox_s")
+    if area is None or holds is None:
+        return skipped(name, "no 'concurrency.self_check' or 'concurrency.area_s'")
+    rel = abs(area - holds) / max(abs(holds), 1e-12)
+    tol = t.sweep_self_check.rel_tolerance
+    ok = rel <= tol
+    return CheckResult(name, "pass" if ok else "fail", rel, tol,
+                       f"area {area:,.1f} s vs sum of holds {holds:,.1f} s (relative difference {rel:.2e})")

@@ -1,0 +1,179 @@
+"""Exception-rate checks: fleet-wide, per model, per job and per task (with a chance filter)."""
+
+from __future__ import annotations
+
+import math
+
+from sandbox_fleet.report.checks.result import (
+    RANK,
+    CheckResult,
+    Status,
+    band_above,
+    hours,
+    pct,
+    skipped,
+)
+from sandbox_fleet.report.fields import as_num, get, mapping, num
+from sandbox_fleet.report.thresholds import SliceRate, TaskRate, Thresholds
+
+
+def exception_rate(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    name = "exception_rate"
+    rate = num(m, "outcomes.exception_rate")
+    if rate is None:
+        return skipped(name, "no 'outcomes.exception_rate'")
+    status, bound = band_above(rate, t.exception_rate)
+    wasted = num(m, "outcomes.exception_sandbox_hours")
+    waste = f", {hours(wasted)} sandbox-hours" if wasted is not None else ""
+    advice = "; exceptions almost never pass: alert per task and per node" if status != "pass" else ""
+    return CheckResult(name, status, rate, bound, f"{pct(rate)} of rollouts raised an exception{waste}{advice}")
+
+
+_SLICE_ADVICE = {
+    "model": "filter the corpus by model before training on it",
+    "job": "look for a bad image or a full disk in that job first",
+}
+
+
+def _slice_rates(m: dict, key: str, name: str, cfg: SliceRate, what: str) -> CheckResult:
+    slices = mapping(m, key)
+    scored: list[tuple[int, float, str, float, float | None]] = []
+    for label in sorted(slices, key=str):
+        rate = num(slices[label], "exception_rate")
+        if rate is None:
+            continue
+        rows = num(slices[label], "rows")
+        status, _ = band_above(rate, cfg)
+        if status == "fail" and rows is not None and rows < cfg.min_rows:
+            status = "warn"  # too few rows to call it a rate
+        scored.append((RANK[status], rate, str(label), rate, rows))
+    if not scored:
+        return skipped(name, f"no per-{what} exception rates ('{key}')")
+    worst_rank = max(s[0] for s in scored)
+    status: Status = next(k for k, v in RANK.items() if v == worst_rank)
+    worst = max(scored, key=lambda s: (s[0], s[1]))
+    if status == "pass":
+        return CheckResult(name, "pass", worst[1], cfg.warn_above,
+                           f"every {what} within budget (highest: {worst[2]} at {pct(worst[1])})")
+    bound = cfg.fail_above if status == "fail" else cfg.warn_above
+    bad = [s for s in sorted(scored, key=lambda s: (-s[0], -s[1], s[2])) if s[0] >= RANK["warn"]]
+    listed = ", ".join(f"{s[2]} {pct(s[3])}" + (f" (n={s[4]:,.0f})" if s[4] is not None else "") for s in bad)
+    return CheckResult(name, status, worst[1], bound,
+                       f"{what}s above budget: {listed}; {_SLICE_ADVICE[what]}")
+
+
+def exception_rate_by_model(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    return _slice_rates(m, "by_model", "exception_rate_by_model", t.exception_rate_by_model, "model")
+
+
+def exception_rate_by_job(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    return _slice_rates(m, "by_job", "exception_rate_by_job", t.exception_rate_by_job, "job")
+
+
+#: Tasks named in the message at most.
+TASKS_NAMED = 5
+
+
+def _task_rows(entry: dict) -> float | None:
+    """Rollouts a listed task's rate is over (flag known), else all its rollouts."""
+    flagged = as_num(entry.get("exception_rate_rows"))
+    return flagged if flagged is not None else as_num(entry.get("rows"))
+
+
+def _listed_tasks(m: dict, cfg: TaskRate) -> list[tuple[float, float, str, dict]]:
+    """(rate, exceptions, task_id, entry) of the tasks ``by_task`` lists (``highest_rate`` and
+    ``worst``) with enough rows, worst first: highest rate, most exceptions, then task_id."""
+    found: dict[str, tuple[float, float, str, dict]] = {}
+    for key in ("highest_rate", "worst"):
+        listed = get(m, f"by_task.{key}")
+        for entry in listed if isinstance(listed, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            rate, rows = as_num(entry.get("exception_rate")), _task_rows(entry)
+            if rate is None or rows is None or rows < cfg.min_rows:
+                continue
+            task_id = str(entry.get("task_id"))
+            found.setdefault(task_id, (rate, as_num(entry.get("exceptions")) or 0.0, task_id, entry))
+    return sorted(found.values(), key=lambda s: (-s[0], -s[1], s[2]))
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), summed exactly (n is a task's rollout count)."""
+    if k <= 0:
+        return 1.0
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    return min(1.0, sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def _beyond_chance(listed: list[tuple[float, float, str, dict]], m: dict, cfg: TaskRate) -> list:
+    """The listed tasks whose exception count the fleet-wide rate cannot explain."""
+    fleet_rate = num(m, "outcomes.exception_rate")
+    judged = num(m, "by_task.tasks_judged") or len(listed) or 1
+    if fleet_rate is None:
+        return listed
+    keep = []
+    for s in listed:
+        rows = _task_rows(s[3])
+        if rows is not None and binomial_tail(int(s[1]), int(rows), fleet_rate) * judged < cfg.max_chance:
+            keep.append(s)
+    return keep
+
+
+def _task_text(rate: float, exc: float, task_id: str, entry: dict) -> str:
+    rows = _task_rows(entry)
+    kind, count = entry.get("top_exception_type"), as_num(entry.get("top_exception_count"))
+    counts = f"{exc:,.0f}/{rows:,.0f}" if rows is not None else f"{exc:,.0f}"
+    top = f", mostly {kind} ({count:,.0f})" if isinstance(kind, str) and count else ""
+    return f"{task_id} {pct(rate)} ({counts}{top})"
+
+
+def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    """Any task with >= min_rows rollouts at or above the rate fails / warns.
+
+    The highest rate is ``by_task.max_exception_rate`` (over every task measure judged) when
+    measure judged tasks on at least ``min_rows`` rollouts; else the listed tasks' rates.
+    """
+    name, cfg = "exception_rate_by_task", t.exception_rate_by_task
+    if not mapping(m, "by_task"):
+        return skipped(name, "no per-task exception rates ('by_task')")
+    all_listed = _listed_tasks(m, cfg)
+    if not all_listed:
+        measured_min, highest = num(m, "by_task.min_rows"), num(m, "by_task.max_exception_rate")
+        if measured_min is not None and measured_min >= cfg.min_rows and highest is not None \
+                and highest < cfg.warn_at_or_above:
+            return CheckResult(name, "pass", highest, cfg.warn_at_or_above,
+                               f"no task with {cfg.min_rows}+ rollouts at or above {pct(cfg.warn_at_or_above)} "
+                               f"exceptions (highest: {pct(highest)})")
+        return skipped(name, f"no task with at least {cfg.min_rows} rollouts")
+    listed = _beyond_chance(all_listed, m, cfg)
+    if not listed:
+        return CheckResult(name, "pass", max(s[0] for s in all_listed), cfg.warn_at_or_above,
+                           f"no task's exceptions exceed what the fleet rate of "
+                           f"{pct(num(m, 'outcomes.exception_rate') or 0.0)} explains by chance "
+                           f"(family-wise {cfg.max_chance:g} over the tasks judged)")
+    value = max(s[0] for s in listed)
+    status: Status
+    if value >= cfg.fail_at_or_above:
+        status, bound = "fail", cfg.fail_at_or_above
+    elif value >= cfg.warn_at_or_above:
+        status, bound = "warn", cfg.warn_at_or_above
+    else:
+        return CheckResult(name, "pass", value, cfg.warn_at_or_above,
+                           f"no task with {cfg.min_rows}+ rollouts at or above {pct(cfg.warn_at_or_above)} "
+                           f"exceptions (highest: {pct(value)})")
+    bad = [s for s in listed if s[0] >= cfg.warn_at_or_above][:TASKS_NAMED]
+    named = "; ".join(_task_text(*s) for s in bad) if bad else "none of them is listed in 'by_task'"
+    msg = (f"a task with {cfg.min_rows}+ rollouts raised on {pct(value)} of them (at or above "
+           f"{pct(bound)}); worst: {named}")
+    broken, judged, at = num(m, "by_task.tasks_broken"), num(m, "by_task.tasks_judged"), num(m, "by_task.broken_rate")
+    if broken is not None and judged is not None and at is not None:
+        msg += f"; {broken:,.0f} of {judged:,.0f} tasks raise on {pct(at)} or more of their rollouts"
+    always, share = num(m, "by_task.tasks_all_exceptions"), num(m, "by_task.tasks_all_exceptions_share")
+    if always:
+        msg += f", {always:,.0f} on every one" + (f" ({pct(share)} of exception sandbox-hours)" if share is not None else "")
+    return CheckResult(name, status, value, bound,
+                       msg + ": a task that raises whatever the model does is a bad image or a full disk; "
+                       "rule out a model that raises everywhere (by_model), then fix or drop the task")

@@ -1,0 +1,272 @@
+"""A validated scenario turned into engine objects (fleets and workloads).
+
+Every check the engine would make is made here first, so a refusal is one
+InputError line naming the scenario file and the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate import distributions as D
+from sandbox_fleet.simulate.entities import Build, Episode, Fleet, RetryPolicy, Turns
+from sandbox_fleet.simulate.scenario_spec import (
+    DeterministicSpec,
+    EmpiricalSpec,
+    EpisodeParts,
+    ExceptionsSpec,
+    ExponentialSpec,
+    FleetSpec,
+    LogNormalSpec,
+    MixtureSpec,
+    ScenarioSpec,
+    WeibullSpec,
+    WorkloadSpec,
+)
+from sandbox_fleet.simulate.workloads import AsyncRL, Poisson, Replay, SyncRL, Workload
+
+
+class Built:
+    """A scenario turned into engine objects."""
+
+    def __init__(self, fleets: list[Fleet], workloads: list[Workload], seed: int, engine: str, epoch: str):
+        self.fleets, self.workloads, self.seed, self.engine, self.epoch = fleets, workloads, seed, engine, epoch
+
+
+def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Built:
+    """Turn a validated scenario into fleets and workloads.
+
+    Everything the engine would refuse is checked here first, so the one-line
+    InputError names ``source`` and the key (``key 'workload.steps': ...``); an
+    engine-level refusal this misses is still prefixed with the file and the table.
+    """
+    ctx = _Ctx(base_dir, source)
+    many_fleets = spec.fleets is not None
+    fleet_specs = spec.fleets if many_fleets else [spec.fleet]
+    fleets = []
+    names: dict[str, int] = {}
+    for i, f in enumerate(fleet_specs):
+        key = f"fleets.{i}" if many_fleets else "fleet"
+        fleets.append(ctx.fleet(f, i, key))
+        names[f.name or f"pool{i}"] = i
+    if spec.workloads is not None:
+        shared = [k for k in EpisodeParts.model_fields if getattr(spec, k) is not None]
+        if shared:
+            ctx.fail(shared[0], "with [[workloads]], put this table inside each workload")
+        wspecs = spec.workloads
+        keys = [f"workloads.{i}" for i in range(len(wspecs))]
+        top: set[str] = set()
+    else:
+        # The single-workload form may take its episode tables from the top level.
+        update = {}
+        for k in EpisodeParts.model_fields:
+            if getattr(spec, k) is not None:
+                if getattr(spec.workload, k) is not None:
+                    ctx.fail(f"workload.{k}", f"'{k}' given both at top level and in [workload]")
+                update[k] = getattr(spec, k)
+        wspecs = [spec.workload.model_copy(update=update)]
+        keys = ["workload"]
+        top = set(update)
+    seen: dict[str, int] = {}
+    for i, w in enumerate(wspecs):
+        name = w.name or f"w{i}"
+        if name in seen:
+            ctx.fail(f"{keys[i]}.name", f"workload name {name!r} is used twice (names key the telemetry ids)")
+        seen[name] = i
+    workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
+    if spec.run.engine == "fifo":
+        from sandbox_fleet.simulate.fifo import pool_eligible
+
+        bad = [i for i, f in enumerate(fleets) if not pool_eligible(f)]
+        if bad:
+            ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
+                                   f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
+    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch)
+
+
+class _Ctx:
+    def __init__(self, base_dir: Path, source: str):
+        self.base, self.source = base_dir, source
+        self._tables: dict[tuple[str, ...], object] = {}
+
+    def fail(self, key: str, what: str):
+        raise InputError(f"{self.source}: key '{key}': {what}")
+
+    def guard(self, key: str, make):
+        """Call ``make()``; an engine-level InputError gets the file and key in front."""
+        try:
+            return make()
+        except InputError as exc:
+            if str(exc).startswith(f"{self.source}:"):
+                raise
+            raise InputError(f"{self.source}: key '{key}': {exc}") from None
+
+    def fleet(self, f: FleetSpec, i: int, key: str) -> Fleet:
+        if f.cap is None and not f.unbounded:
+            self.fail(f"{key}.cap", "give cap = N, or unbounded = true")
+        if f.cap is not None and f.unbounded:
+            self.fail(f"{key}.unbounded", "cap and unbounded = true contradict")
+        if f.preempt_rate_per_node_s > 0 and f.cap is None:
+            self.fail(f"{key}.preempt_rate_per_node_s", "preemption needs a finite cap (nodes are cap / slots_per_node)")
+        return self.guard(key, lambda: Fleet(
+            cap=f.cap, provision_delay_s=f.provision_delay_s, start_cap=f.start_cap, admission=f.admission,
+            slots_per_node=f.slots_per_node, preempt_rate_per_node_s=f.preempt_rate_per_node_s,
+            node_replace_s=f.node_replace_s, queue_timeout_s=f.queue_timeout_s, name=f.name or f"pool{i}"))
+
+    def rollouts(self, paths: list[str] | str, key: str):
+        from sandbox_fleet.telemetry import load_telemetry
+
+        items = [paths] if isinstance(paths, str) else list(paths)
+        resolved = tuple(str((self.base / p) if not Path(p).is_absolute() else Path(p)) for p in items)
+        if resolved not in self._tables:
+            self._tables[resolved] = load_telemetry(list(resolved), progress=False).rollouts
+        table = self._tables[resolved]
+        if table.num_rows == 0:
+            self.fail(key, f"the telemetry {', '.join(items)} has no rollouts")
+        return table
+
+    def dist(self, s, key: str) -> D.Dist:
+        if isinstance(s, ExponentialSpec):
+            d = D.Exponential(s.mean_s)
+        elif isinstance(s, DeterministicSpec):
+            d = D.Deterministic(s.value_s)
+        elif isinstance(s, LogNormalSpec):
+            d = D.LogNormal(s.median_s, s.sigma)
+        elif isinstance(s, WeibullSpec):
+            d = D.Weibull(s.shape, s.scale_s)
+        elif isinstance(s, MixtureSpec):
+            d = D.Mixture(
+                tuple(self.dist(c.hold, f"{key}.components.{i}.hold") for i, c in enumerate(s.components)),
+                tuple(c.weight for c in s.components),
+                tuple(c.label or f"c{i}" for i, c in enumerate(s.components)) if any(c.label for c in s.components) else (),
+                tuple(c.exception for c in s.components) if any(c.exception for c in s.components) else (),
+            )
+        else:
+            d = self.empirical(s, key)
+        if s.min_s is not None or s.max_s is not None:
+            # D.clip keeps a mixture a mixture, so its labels and exception flags survive.
+            d = D.clip(d, s.min_s or 0.0, s.max_s if s.max_s is not None else float("inf"))
+        return d
+
+    def empirical(self, s: EmpiricalSpec, key: str) -> D.Dist:
+        from sandbox_fleet.simulate.calibrate import NO_MODEL, empirical_by_model_outcome, holds_s
+
+        if (s.values is None) == (s.telemetry is None):
+            self.fail(key, "empirical needs exactly one of values or telemetry")
+        if s.values is not None:
+            if s.by or s.model:
+                self.fail(f"{key}.by" if s.by else f"{key}.model", "'by' and 'model' need telemetry, not values")
+            return D.Empirical(np.asarray(s.values, dtype=float))
+        import pyarrow.compute as pc
+
+        table = self.rollouts(s.telemetry, f"{key}.telemetry")
+        if s.model is not None:
+            table = table.filter(pc.equal(pc.fill_null(table.column("model"), NO_MODEL), s.model))
+            if table.num_rows == 0:
+                self.fail(f"{key}.model", f"no rollouts of model {s.model!r} in the telemetry")
+        if not s.by:
+            return D.Empirical(holds_s(table))
+        mix = empirical_by_model_outcome(table)
+        if "model" not in s.by:
+            mix = D.Mixture(mix.components, mix.weights, (), mix.exceptions)
+        if "outcome" not in s.by:
+            mix = D.Mixture(mix.components, mix.weights, mix.labels, ())
+        return mix
+
+    def episode(self, w: WorkloadSpec, k) -> Episode:
+        """``k(name)`` is the key of the episode table ``name`` (top level or in the workload)."""
+        if w.hold is None and w.turns is None:
+            self.fail(k("hold"), "give [hold] or [turns]")
+        if w.hold is not None and w.turns is not None:
+            self.fail(k("turns"), "give [hold] or [turns], not both")
+        build = None
+        if w.build is not None:
+            build = Build(w.build.hit_p,
+                          self.dist(w.build.hit, f"{k('build')}.hit") if w.build.hit else None,
+                          self.dist(w.build.miss, f"{k('build')}.miss") if w.build.miss else None)
+        turns = None
+        if w.turns is not None:
+            turns = Turns(self.dist(w.turns.turns, f"{k('turns')}.turns"),
+                          self.dist(w.turns.model_latency, f"{k('turns')}.model_latency"),
+                          self.dist(w.turns.command, f"{k('turns')}.command") if w.turns.command else None)
+        exc = w.exceptions or ExceptionsSpec()
+        return Episode(
+            agent=self.dist(w.hold, k("hold")) if w.hold is not None else None,
+            turns=turns,
+            build=build,
+            verifier=self.dist(w.verifier, k("verifier")) if w.verifier is not None else None,
+            exception_rate_per_s=dict(exc.rate_per_s),
+            exception_p=dict(exc.p),
+            agent_timeout_s=w.agent_timeout_s,
+        )
+
+    def workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
+        """``key``: the workload's table (``workload`` or ``workloads.N``); ``top``: the
+        episode tables that came from the top level of the file."""
+        return self.guard(key, lambda: self._workload(w, i, key, top, pools, n_pools))
+
+    def _workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
+        def k(name: str) -> str:
+            return name if name in top else f"{key}.{name}"
+
+        if isinstance(w.pool, str):
+            if w.pool not in pools:
+                self.fail(k("pool"), f"pool {w.pool!r} is not a fleet name ({', '.join(pools)})")
+            pool = pools[w.pool]
+        else:
+            pool = w.pool
+            if not 0 <= pool < n_pools:
+                self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
+        retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on)) if w.retry else RetryPolicy()
+        common = dict(retry=retry, pool=pool, name=w.name or f"w{i}")
+
+        def need(*keys: str) -> None:
+            for name in keys:
+                if getattr(w, name) is None:
+                    self.fail(k(name), f"kind {w.kind!r} needs '{name}'")
+
+        def forbid(*keys: str) -> None:
+            for name in keys:
+                if name in w.model_fields_set:
+                    self.fail(k(name), f"'{name}' does not apply to kind {w.kind!r}")
+
+        if w.kind == "poisson":
+            need("rate_per_s", "count")
+            forbid("batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
+            return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
+        if w.kind in ("sync-rl", "async-rl"):
+            need("batch")
+            forbid("rate_per_s", "count", "telemetry", "arrivals_s")
+            if isinstance(w.batch, list):
+                if w.steps is not None and w.steps != len(w.batch):
+                    self.fail(k("steps"), f"steps = {w.steps} but batch lists {len(w.batch)} sizes; drop steps or make them agree")
+                batch = np.asarray(w.batch, dtype=np.int64)
+            else:
+                if w.steps is None:
+                    self.fail(k("steps"), f"kind {w.kind!r} needs 'steps' when batch is one number")
+                batch = w.batch
+            if w.kind == "sync-rl" and w.staleness not in (None, 0):
+                self.fail(k("staleness"), "sync-rl has staleness 0; use kind = \"async-rl\"")
+            kw = dict(batch=batch, steps=w.steps, train_s=w.train_s, start_s=w.start_s, episode=self.episode(w, k), **common)
+            if w.kind == "sync-rl":
+                return SyncRL(**kw)
+            return AsyncRL(staleness=1 if w.staleness is None else w.staleness, **kw)
+        # replay: start_s shifts the replayed arrival times
+        forbid("rate_per_s", "batch", "steps", "train_s", "staleness")
+        if (w.telemetry is None) == (w.arrivals_s is None):
+            self.fail(key, "replay needs exactly one of telemetry or arrivals_s")
+        if w.arrivals_s is not None:
+            arr = np.asarray(w.arrivals_s, dtype=float)
+            if w.count is not None:
+                arr = arr[: w.count]
+            return Replay(arrivals_s=arr, start_s=w.start_s, episode=self.episode(w, k), **common)
+        table = self.rollouts(w.telemetry, k("telemetry"))
+        if w.count is not None:
+            order = np.argsort(table.column("started_at").cast("int64").to_numpy(zero_copy_only=False), kind="stable")
+            table = table.take(order[: w.count])
+        if w.hold is None and w.turns is None:
+            return Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
+        return Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)

@@ -1,0 +1,234 @@
+"""Scenario files: the TOML schema (Pydantic; an unknown key is an error naming it) and loading.
+
+Smallest form::
+
+    [fleet]
+    cap = 10
+    [workload]
+    kind = "poisson"          # or "sync-rl", "async-rl", "replay"
+    rate_per_s = 7.0
+    count = 200000
+    [hold]
+    dist = "exponential"      # or lognormal (median_s, sigma), deterministic (value_s),
+    mean_s = 1.0              #    weibull (shape, scale_s), mixture, empirical
+    [run]
+    seed = 1
+
+Several pools: ``[[fleets]]`` (each with a ``name``); several workloads:
+``[[workloads]]``, each with its own ``hold`` / ``build`` / ... tables and a ``pool``
+(name or index). Relative paths are relative to the scenario file. Every table is
+shown in ``examples/scenarios/``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from sandbox_fleet.errors import InputError
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Clip(Strict):
+    min_s: NonNegFloat | None = None
+    max_s: PosFloat | None = None
+
+    @field_validator("max_s")
+    @classmethod
+    def _max_not_below_min(cls, v: float | None, info: ValidationInfo) -> float | None:
+        lo = info.data.get("min_s")
+        if v is not None and lo is not None and lo > v:
+            raise PydanticCustomError("clip_bounds", "max_s {hi} is below min_s {lo}; need min_s <= max_s", {"hi": v, "lo": lo})
+        return v
+
+
+class ExponentialSpec(_Clip):
+    dist: Literal["exponential"]
+    mean_s: PosFloat
+
+
+class DeterministicSpec(_Clip):
+    dist: Literal["deterministic"]
+    value_s: NonNegFloat
+
+
+class LogNormalSpec(_Clip):
+    dist: Literal["lognormal"]
+    median_s: PosFloat
+    sigma: NonNegFloat
+
+
+class WeibullSpec(_Clip):
+    dist: Literal["weibull"]
+    shape: PosFloat
+    scale_s: PosFloat
+
+
+class EmpiricalSpec(_Clip):
+    """Bootstrap from ``values`` or from measured telemetry (``by`` model and/or outcome)."""
+
+    dist: Literal["empirical"]
+    values: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
+    telemetry: list[str] | str | None = None
+    by: list[Literal["model", "outcome"]] = []
+    model: str | None = None  # keep only this model's rows
+
+
+class ComponentSpec(Strict):
+    weight: NonNegFloat
+    label: str | None = None
+    exception: bool = False
+    hold: "DistSpec"
+
+
+class MixtureSpec(_Clip):
+    dist: Literal["mixture"]
+    components: list[ComponentSpec] = Field(min_length=1)
+
+    @field_validator("components")
+    @classmethod
+    def _some_weight(cls, v: list[ComponentSpec]) -> list[ComponentSpec]:
+        if sum(c.weight for c in v) <= 0:
+            raise PydanticCustomError("mixture_weights", "the components' weights must have a positive sum", {})
+        return v
+
+
+DistSpec = Annotated[
+    Union[ExponentialSpec, DeterministicSpec, LogNormalSpec, WeibullSpec, EmpiricalSpec, MixtureSpec],
+    Field(discriminator="dist"),
+]
+ComponentSpec.model_rebuild()
+
+
+class FleetSpec(Strict):
+    name: str | None = None
+    cap: Annotated[int, Field(ge=1)] | None = None
+    unbounded: bool = False
+    provision_delay_s: NonNegFloat = 0.0
+    start_cap: Annotated[int, Field(ge=1)] | None = None
+    admission: Literal["fifo", "shortest-timeout-first"] = "fifo"
+    slots_per_node: Annotated[int, Field(ge=1)] = 96
+    preempt_rate_per_node_s: NonNegFloat = 0.0
+    node_replace_s: NonNegFloat = 0.0
+    queue_timeout_s: PosFloat | None = None
+
+
+class BuildSpec(Strict):
+    hit_p: Annotated[float, Field(ge=0, le=1)] = 1.0
+    hit: DistSpec | None = None
+    miss: DistSpec | None = None
+
+
+class TurnsSpec(Strict):
+    turns: DistSpec
+    model_latency: DistSpec
+    command: DistSpec | None = None
+
+
+class ExceptionsSpec(Strict):
+    rate_per_s: dict[Literal["build", "agent", "verifier"], NonNegFloat] = {}
+    p: dict[Literal["build", "agent", "verifier"], Annotated[float, Field(ge=0, le=1)]] = {}
+
+
+class RetrySpec(Strict):
+    max_retries: Annotated[int, Field(ge=0)] = 0
+    on: list[Literal["build", "agent", "verifier", "preemption"]] = ["build", "verifier", "preemption"]
+
+
+class EpisodeParts(Strict):
+    hold: DistSpec | None = None
+    turns: TurnsSpec | None = None
+    build: BuildSpec | None = None
+    verifier: DistSpec | None = None
+    exceptions: ExceptionsSpec | None = None
+    retry: RetrySpec | None = None
+    agent_timeout_s: PosFloat | None = None
+
+
+class WorkloadSpec(EpisodeParts):
+    kind: Literal["poisson", "sync-rl", "async-rl", "replay"]
+    name: str | None = None
+    pool: str | int = 0
+    # poisson
+    rate_per_s: PosFloat | None = None
+    count: Annotated[int, Field(ge=1)] | None = None
+    start_s: NonNegFloat = 0.0
+    # RL
+    batch: int | list[int] | None = None
+    steps: Annotated[int, Field(ge=1)] | None = None
+    train_s: NonNegFloat = 0.0
+    staleness: Annotated[int, Field(ge=0)] | None = None
+    # replay
+    telemetry: list[str] | str | None = None
+    arrivals_s: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
+
+    @field_validator("batch")
+    @classmethod
+    def _batch_sizes(cls, v: int | list[int] | None) -> int | list[int] | None:
+        # Checked here, not with per-member constraints, so the error names 'batch' itself.
+        if isinstance(v, list) and not v:
+            raise PydanticCustomError("batch_sizes", "give at least one batch size", {})
+        if v is not None and min(v if isinstance(v, list) else [v]) < 1:
+            raise PydanticCustomError("batch_sizes", "batch sizes must be >= 1, got {v}", {"v": v})
+        return v
+
+
+class RunSpec(Strict):
+    seed: int = 1
+    engine: Literal["auto", "fifo", "events"] = "auto"
+    epoch: str = "2026-01-01T00:00:00+00:00"
+
+
+class ScenarioSpec(EpisodeParts):
+    fleet: FleetSpec | None = None
+    fleets: list[FleetSpec] | None = None
+    workload: WorkloadSpec | None = None
+    workloads: list[WorkloadSpec] | None = None
+    run: RunSpec = RunSpec()
+
+
+# --- loading ----------------------------------------------------------------------------
+def _error_line(path: str, err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p in _DIST_TAGS))
+    if e["type"] == "extra_forbidden":
+        return f"{path}: unknown key '{loc}'"
+    if e["type"] == "union_tag_invalid":
+        return f"{path}: key '{loc}.dist' must be one of {', '.join(sorted(_DIST_TAGS))}"
+    if e["type"] == "missing":
+        return f"{path}: missing key '{loc}'"
+    return f"{path}: key '{loc}': {e['msg']}"
+
+
+_DIST_TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical", "mixture"}
+
+
+def load_scenario(path: str | Path) -> ScenarioSpec:
+    """Parse and validate a scenario file; any problem is one InputError line."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: scenario file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(_error_line(str(p), exc)) from None
+    if (spec.fleet is None) == (spec.fleets is None):
+        raise InputError(f"{p}: give exactly one of [fleet] or [[fleets]]")
+    if (spec.workload is None) == (spec.workloads is None):
+        raise InputError(f"{p}: give exactly one of [workload] or [[workloads]]")
+    return spec
