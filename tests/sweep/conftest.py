@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,28 +53,3 @@ def mmc(tmp_path) -> Path:
     p = tmp_path / "mmc.toml"
     p.write_text(MMC)
     return p
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def run_cli(monkeypatch, capsys):
-    """Call ``sandbox_fleet.cli:main`` with argv, so its InputError -> exit 2 handling is exercised."""
-    from sandbox_fleet import cli
-
-    def run(*args) -> Run:
-        monkeypatch.setattr(sys, "argv", ["sandbox-fleet", *map(str, args)])
-        code = 0
-        try:
-            cli.main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
-
-    return run
