@@ -1,9 +1,8 @@
-"""Shared helpers for the plan tests: run the real console entry point in-process."""
+"""Paths shared by the plan tests (the CLI runner is the root conftest's ``run_cli``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
