@@ -82,24 +82,13 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False) ->
             params["types"] = types
     source = _source_sql(kind, typed="types" in params)
     schema = _describe(con, source, params, path, kind, with_types=True)
-    names = list(schema)
     select = []
-    for canonical in ROLLOUT_COLUMNS:
-        src = column_map.get(canonical)
-        if src is not None:
-            if src not in schema:
-                raise InputError(f"{path}: column '{src}' (mapped to {canonical}) not found; columns are: {', '.join(names)}")
-        elif canonical in schema:
-            src = canonical
-        else:
-            continue
+    for src, canonical in _column_pairs(path, list(schema), column_map):
         expr = _quote(src)
         if schema[src] == "JSON":
             # Mixed-type JSON fields come back as JSON text; unwrap to plain strings.
             expr = f"json_extract_string({expr}, '$')"
         select.append(f"{expr} AS {_quote(canonical)}")
-    if not select:
-        raise InputError(f"{path}: no canonical columns found (columns are: {', '.join(names)}); use --map canonical=source")
     sql = f"SELECT {', '.join(select)} FROM {source}"
     try:
         reader = con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
@@ -109,17 +98,8 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False) ->
         raise InputError(f"{path}: cannot read as {kind} ({_first_line(exc)})") from exc
 
 
-def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool) -> Iterator[pa.Table]:
-    """One Parquet file, a row group at a time, straight from pyarrow.
-
-    Memory: at 10M rows DuckDB's scan buffered ~600 MB more than the batches it handed
-    over; pyarrow decodes one row group (at most BATCH_ROWS rows at a time) and no more.
-    """
-    try:
-        pf = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
-    names = pf.schema_arrow.names
+def _column_pairs(path: str | Path, names: list[str], column_map: dict[str, str]) -> list[tuple[str, str]]:
+    """(source column, canonical name) for every canonical column the file has, mapped or by name."""
     pairs = []
     for canonical in ROLLOUT_COLUMNS:
         src = column_map.get(canonical)
@@ -133,6 +113,20 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool) -
         pairs.append((src, canonical))
     if not pairs:
         raise InputError(f"{path}: no canonical columns found (columns are: {', '.join(names)}); use --map canonical=source")
+    return pairs
+
+
+def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool) -> Iterator[pa.Table]:
+    """One Parquet file, a row group at a time, straight from pyarrow.
+
+    Memory: at 10M rows DuckDB's scan buffered ~600 MB more than the batches it handed
+    over; pyarrow decodes one row group (at most BATCH_ROWS rows at a time) and no more.
+    """
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
+    pairs = _column_pairs(path, pf.schema_arrow.names, column_map)
     sources = list(dict.fromkeys(src for src, _ in pairs))  # read each source column once
     try:
         for i in track(range(pf.num_row_groups), f"reading {path.name}", progress, min_items=4):
