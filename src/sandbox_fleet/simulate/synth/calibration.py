@@ -114,26 +114,31 @@ _EARLY = Component(1.0, 400.0, 0.6)
 # checkpoint best, gpt-oss worst) with the share-weighted mean = 26.65%. The spread is
 # kept small: a model with long holds and a high pass rate would make passing rollouts
 # hold longer than failing ones, and the document has both at about the same median.
+
+# The two Qwen3.5 runs (base and its RL checkpoint) share one episode shape: a quarter of
+# clean episodes end fast (easy task or early give-up), the rest are long and narrow
+# (median 4,000 s, sigma 0.41); 40% of exceptions fail early, 60% late in the episode
+# (crash or timeout-like), and the late median (2,870 s) is what brings rows without
+# token counts to a 1,361 s mean.
+_QWEN35_CLEAN_HOLD = (Component(0.25, 819.0, 0.6), Component(0.75, 4_000.0, 0.41))
+_QWEN35_EXCEPTION_HOLD = (Component(0.40, _EARLY.median_s, _EARLY.sigma), Component(0.60, 2_870.0, 0.556))
+
 MODELS: tuple[ModelProfile, ...] = (
     ModelProfile(
         name="qwen35-27b-iter0000161-hf",
         share=0.27,
         exception_rate=0.22,
         clean_pass=0.28,
-        # Fitted: a quarter of clean episodes end fast (easy task or early give-up),
-        # the rest are long and narrow (median 4,000 s, sigma 0.41).
-        clean_hold=(Component(0.25, 819.0, 0.6), Component(0.75, 4_000.0, 0.41)),
-        # 40% fail early, 60% fail late in the episode (crash or timeout-like); the late
-        # median (2,870 s) is what brings rows without counts to a 1,361 s mean.
-        exception_hold=(Component(0.40, _EARLY.median_s, _EARLY.sigma), Component(0.60, 2_870.0, 0.556)),
+        clean_hold=_QWEN35_CLEAN_HOLD,
+        exception_hold=_QWEN35_EXCEPTION_HOLD,
     ),
     ModelProfile(
         name="Qwen3.5-27B",
         share=0.25,
         exception_rate=0.38488,
         clean_pass=0.26,
-        clean_hold=(Component(0.25, 819.0, 0.6), Component(0.75, 4_000.0, 0.41)),
-        exception_hold=(Component(0.40, _EARLY.median_s, _EARLY.sigma), Component(0.60, 2_870.0, 0.556)),
+        clean_hold=_QWEN35_CLEAN_HOLD,
+        exception_hold=_QWEN35_EXCEPTION_HOLD,
     ),
     ModelProfile(
         name="Qwen3.6-27B-base",
