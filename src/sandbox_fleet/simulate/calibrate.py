@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sandbox_fleet import atomic
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.distributions import Empirical, Mixture
 from sandbox_fleet.simulate.metrics import concurrency
@@ -112,8 +113,7 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
         f"seed = {int(seed)}",
         "",
     ]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines), encoding="utf-8")
+    atomic.write_text(out, "\n".join(lines))
     return {"scenario": str(out), **fig}
 
 
