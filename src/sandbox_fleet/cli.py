@@ -137,6 +137,9 @@ def plan(
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
     from sandbox_fleet.plan.render import render_plan
 
+    from sandbox_fleet.limits import check_seed
+
+    check_seed(seed)
     _check_outputs([path, tasks, nodes], o=output)
     opts = PlanOptions(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,

@@ -24,9 +24,11 @@ from sandbox_fleet.simulate import distributions as D
 YEAR_9999 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-# Measured bytes per unit of work in the event loop and its prepared arrays (tracemalloc
-# peaks of poisson and sync-rl runs; see tests/simulate/test_bounds.py), rounded up.
-BYTES_PER_ATTEMPT = 1_200
+# Bytes per unit of work. A 200k-rollout poisson run with telemetry grows the process by
+# ~590 B a rollout (RSS; tracemalloc sees ~390 B); retries and turns are rounded up from a
+# sync-rl run with both, so the estimate errs high rather than let a run be OOM-killed.
+BYTES_PER_ATTEMPT = 600  # a first attempt: the loop's rows, prepared arrays, result and telemetry
+BYTES_PER_RETRY = 200  # a pre-drawn retry (one tuple of six numbers)
 BYTES_PER_TURN = 24  # a turn is drawn once (float64), summed per attempt
 BYTES_PER_SLOT = 120
 #: P(an attempt of mean length survives its node) below exp(-SURVIVAL_EXP) means it cannot finish.
@@ -109,8 +111,9 @@ def estimate_bytes(fleets, workloads) -> float:
     for wl in workloads:
         ep = wl.resolved_episode()
         n = float(wl.count)
-        attempts = n * (1 + wl.retry.max_retries) if _may_retry(wl, ep) else n
-        total += attempts * BYTES_PER_ATTEMPT
+        retries = n * wl.retry.max_retries if _may_retry(wl, ep) else 0.0
+        attempts = n + retries
+        total += n * BYTES_PER_ATTEMPT + retries * BYTES_PER_RETRY
         if ep.turns is not None:
             total += attempts * max(mean_s(ep.turns.turns), 1.0) * BYTES_PER_TURN
     total += sum(float(f.cap or 0) for f in fleets) * BYTES_PER_SLOT
