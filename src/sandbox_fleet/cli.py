@@ -34,13 +34,14 @@ def _root() -> None:
 def _check_outputs(inputs: list, **outputs) -> None:
     """Refuse, before any work, outputs that are inputs, folders, devices, badly suffixed or unwritable.
 
-    ``outputs``: option name (``o``, ``telemetry``...) -> path, or -> (path, allowed suffixes).
+    ``outputs``: option name (``o``, ``telemetry``...; an upper-case name is an argument, e.g.
+    ``SCENARIO``) -> path, or -> (path, allowed suffixes).
     """
     from sandbox_fleet.outpaths import check_outputs
 
     paths, suffixes = {}, {}
     for name, value in outputs.items():
-        option = "-o" if name == "o" else f"--{name.replace('_', '-')}"
+        option = "-o" if name == "o" else name if name.isupper() else f"--{name.replace('_', '-')}"
         path, allowed = value if isinstance(value, tuple) else (value, None)
         paths[option] = path
         if allowed:
@@ -224,7 +225,7 @@ def simulate(
 
         if telemetry is not None:
             raise InputError("--telemetry: with --from, simulate writes a scenario, not telemetry; run the scenario to get telemetry")
-        _check_outputs(list(from_), scenario=(scenario, (".toml",)), o=output)
+        _check_outputs(list(from_), SCENARIO=(scenario, (".toml",)), o=output)
         if scenario.exists() and not force:
             raise InputError(f"{scenario}: already exists; pass --force to overwrite the scenario")
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed)

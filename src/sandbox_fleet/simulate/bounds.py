@@ -97,12 +97,13 @@ def episode_mean_s(ep) -> float:
     return build + agent + mean_s(ep.verifier)
 
 
-def _may_retry(wl, ep) -> bool:
+def _may_retry(wl, ep, preempts: bool) -> bool:
+    """Can this workload's attempts be retried (an exception source, or preemption, meets a retry budget)?"""
     if wl.retry.max_retries == 0:
         return False
     mix = D.mixture_of(ep.agent) if isinstance(ep.agent, D.Dist) else None
     return bool(ep.exception_rate_per_s or ep.exception_p or ep.exception is not None
-                or (mix is not None and any(mix.exceptions)) or "preemption" in wl.retry.on)
+                or (mix is not None and any(mix.exceptions)) or (preempts and "preemption" in wl.retry.on))
 
 
 def estimate_bytes(fleets, workloads) -> float:
@@ -111,7 +112,8 @@ def estimate_bytes(fleets, workloads) -> float:
     for wl in workloads:
         ep = wl.resolved_episode()
         n = float(wl.count)
-        retries = n * wl.retry.max_retries if _may_retry(wl, ep) else 0.0
+        preempts = 0 <= wl.pool < len(fleets) and fleets[wl.pool].preempt_rate_per_node_s > 0
+        retries = n * wl.retry.max_retries if _may_retry(wl, ep, preempts) else 0.0
         attempts = n + retries
         total += n * BYTES_PER_ATTEMPT + retries * BYTES_PER_RETRY
         if ep.turns is not None:
