@@ -450,3 +450,51 @@ def test_plan_batch_of_a_hundred_million_answers_within_bounded_memory(cli):
     assert plan["target"]["concurrency"] == 10**8
     assert plan["target"]["method"] == "closed-form" and "search limit" in plan["target"]["note"]
     assert peak < 256 * 2**20
+
+
+# --- a disk that fills at the last moment, for every writer ----------------------------------------
+@pytest.mark.parametrize("args, dest", [
+    (["measure", "x.csv", "-o", "out.json"], "out.json"),
+    (["plan", "m.json", "-o", "out.json"], "out.json"),
+    (["simulate", "s.toml", "-o", "out.json"], "out.json"),
+    (["simulate", "s.toml", "--telemetry", "t.parquet"], "t.parquet"),
+    (["simulate", "new.toml", "--from", "x.csv", "--force"], "new.toml"),
+    (["sweep", "s.toml", "--vary", "fleet.cap=2,4", "--workers", "1", "-o", "t.csv"], "t.csv"),
+    (["sweep", "s.toml", "--vary", "fleet.cap=2,4", "--workers", "1", "-o", "t.parquet"], "t.parquet"),
+    (["sweep", "s.toml", "--vary", "fleet.cap=2,4", "--workers", "1", "-o", "t.json"], "t.json"),
+    (["report", "m.json", "-o", "r.html"], "r.html"),
+])
+def test_no_space_left_is_one_line_and_keeps_the_previous_file(cli, files, tmp_path, monkeypatch, args, dest):
+    from sandbox_fleet import atomic
+
+    (tmp_path / dest).write_bytes(b"previous")
+    real = os.replace
+
+    def full_disk(src, dst):
+        if Path(dst).name == dest:
+            raise OSError(28, os.strerror(28))
+        return real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", full_disk)
+    line = assert_refused(cli(*args), dest, "No space left on device")
+    assert line.startswith("error: ")
+    assert (tmp_path / dest).read_bytes() == b"previous"
+    assert leftovers(tmp_path) == []
+
+
+def test_no_space_left_at_the_release_rename_keeps_the_previous_release(cli, tmp_path, monkeypatch):
+    from sandbox_fleet import atomic
+
+    assert cli("synth", "OUT", "--scale", "0.01", "--seed", "2", "--json").code == 0
+    manifest = (tmp_path / "OUT" / "synth.json").read_bytes()
+    real = os.rename
+
+    def full_disk(src, dst):
+        if Path(dst).name == "OUT":
+            raise OSError(28, os.strerror(28))
+        return real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "rename", full_disk)
+    assert_refused(cli("synth", "OUT", "--scale", "0.01", "--seed", "3", "--force"), "OUT", "No space left on device")
+    assert (tmp_path / "OUT" / "synth.json").read_bytes() == manifest
+    assert leftovers(tmp_path) == []
