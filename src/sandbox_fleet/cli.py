@@ -228,7 +228,8 @@ def simulate(
         _check_outputs(list(from_), SCENARIO=(scenario, (".toml",)), o=output)
         if scenario.exists() and not force:
             raise InputError(f"{scenario}: already exists; pass --force to overwrite the scenario")
-        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed)
+        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
+                                          progress=not as_json)
     else:
         from sandbox_fleet.simulate.scenario import run_scenario
 

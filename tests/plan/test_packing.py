@@ -172,3 +172,9 @@ def test_a_billion_sandboxes_pack_as_groups():
     assert sum(g.load.get(i, 0) * g.count for g in pack.groups for i in [0]) == counts[0]
     assert len(pack.groups) < 20
     assert pack.lower_bound <= pack.nodes
+
+
+@given(st.lists(st.floats(0.5, 1e6), min_size=1, max_size=6), st.integers(0, 10**30))
+def test_concurrent_mix_total_is_exact_at_any_size(weights, n):
+    counts = concurrent_mix(weights, n)
+    assert sum(counts) == n and min(counts) >= 0

@@ -11,6 +11,7 @@ node as fit: the same packing as item-by-item FFD. Nodes packed alike are kept a
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 from sandbox_fleet.plan.slots import RESOURCES, Request
@@ -47,12 +48,13 @@ class Packing:
 def concurrent_mix(weights: list[float], concurrency: int) -> list[int]:
     """Split ``concurrency`` sandboxes over requests in proportion to ``weights``.
 
-    Largest-remainder rounding keeps the total exact; ties go to the earlier request.
+    Largest-remainder rounding keeps the total exact; ties go to the earlier request. The shares
+    are exact fractions, so the total stays exact for any concurrency (floats drift past 2**53).
     """
-    total = float(sum(weights))
+    total = sum(Fraction(w) for w in weights)
     if total <= 0:
         raise ValueError("weights must have a positive sum")
-    exact = [concurrency * w / total for w in weights]
+    exact = [concurrency * Fraction(w) / total for w in weights]
     counts = [math.floor(x) for x in exact]
     short = concurrency - sum(counts)
     order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
