@@ -56,5 +56,5 @@ def check_memory(estimate_bytes: float, max_memory_gb: float | None, what: str) 
     if estimate_bytes > limit:
         how = f"--max-memory-gb {max_memory_gb:g}" if max_memory_gb is not None else \
             f"{MEMORY_SHARE:.0%} of the {limit / MEMORY_SHARE / GIB:.1f} GiB available"
-        raise InputError(f"{what} needs an estimated {estimate_bytes / GIB:,.1f} GiB of memory, over the limit of "
+        raise InputError(f"{what} need an estimated {estimate_bytes / GIB:,.1f} GiB of memory, over the limit of "
                          f"{limit / GIB:,.1f} GiB ({how}); make it smaller or raise --max-memory-gb")

@@ -324,7 +324,7 @@ def test_a_scenario_over_the_memory_limit_is_refused_with_estimate_and_limit(cli
 def test_memory_limit_defaults_to_available_memory(cli, tmp_path):
     scenario(tmp_path, "[fleet]\ncap = 9223372036854775807\n[workload]\nkind = \"poisson\"\nrate_per_s = 7.0\n"
                        "count = 100\n[hold]\ndist = \"exponential\"\nmean_s = 1.0\n")
-    line = assert_refused(cli("simulate", "big.toml"), "big.toml", "GiB")
+    line = assert_refused(cli("simulate", "big.toml"), "big.toml", "GiB", "9,223,372,036,854,775,807 slots")
     assert "75% of the" in line and "available" in line
 
 
@@ -498,3 +498,10 @@ def test_no_space_left_at_the_release_rename_keeps_the_previous_release(cli, tmp
     assert_refused(cli("synth", "OUT", "--scale", "0.01", "--seed", "3", "--force"), "OUT", "No space left on device")
     assert (tmp_path / "OUT" / "synth.json").read_bytes() == manifest
     assert leftovers(tmp_path) == []
+
+
+def test_a_timeout_past_the_end_of_time_never_fires_and_is_allowed(cli, tmp_path):
+    scenario(tmp_path, SCENARIO.replace("[hold]", "agent_timeout_s = 1e300\n[hold]").replace("cap = 4", "cap = 4\nqueue_timeout_s = 1e300"))
+    r = cli("simulate", "big.toml", "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["completed"] == 200

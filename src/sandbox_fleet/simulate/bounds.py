@@ -128,7 +128,9 @@ def check_run(built, source: str, max_memory_gb: float | None) -> None:
 
     est = estimate_bytes(built.fleets, built.workloads)
     rollouts = sum(w.count for w in built.workloads)
-    check_memory(est, max_memory_gb, f"{source}: {rollouts:,} rollouts")
+    slots = sum(f.cap or 0 for f in built.fleets)  # the loop keeps state per slot of every capped pool
+    check_memory(est, max_memory_gb, f"{source}: {rollouts:,} rollouts on {slots:,} slots" if slots else
+                 f"{source}: {rollouts:,} rollouts")
     for p, fleet in enumerate(built.fleets):
         rate = fleet.preempt_rate_per_node_s
         if rate <= 0:

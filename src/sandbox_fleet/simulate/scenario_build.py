@@ -98,10 +98,15 @@ class _Ctx:
         raise InputError(f"{self.source}: key '{key}': {what}")
 
     def times(self, data, key: str) -> None:
-        """Every duration or time in the file (a key ending in ``_s``) is finite and before year 9999."""
+        """Every duration or time in the file (a key ending in ``_s``) is finite and before year 9999.
+
+        Timeouts are exempt: a timeout past the end of the run simply never fires.
+        """
         if isinstance(data, dict):
             for k, v in data.items():
                 sub = f"{key}.{k}" if key else str(k)
+                if str(k).endswith("timeout_s"):
+                    continue
                 if str(k).endswith("_s") and not str(k).endswith("_per_s"):
                     for x in v if isinstance(v, list) else [v]:
                         if isinstance(x, (int, float)) and not isinstance(x, bool):
