@@ -135,10 +135,9 @@ def plan(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
+    from sandbox_fleet.limits import check_seed
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
     from sandbox_fleet.plan.render import render_plan
-
-    from sandbox_fleet.limits import check_seed
 
     check_seed(seed)
     _check_outputs([path, tasks, nodes], o=output)

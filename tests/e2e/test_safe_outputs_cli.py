@@ -505,3 +505,8 @@ def test_a_timeout_past_the_end_of_time_never_fires_and_is_allowed(cli, tmp_path
     r = cli("simulate", "big.toml", "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["completed"] == 200
+
+
+def test_telemetry_with_from_is_refused_not_ignored(cli, files, tmp_path):
+    assert_refused(cli("simulate", "new.toml", "--from", "x.csv", "--telemetry", "t.parquet"), "--telemetry", "--from")
+    assert not (tmp_path / "new.toml").exists()
