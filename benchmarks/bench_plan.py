@@ -6,7 +6,10 @@ Prints the median of several runs. Run: python benchmarks/bench_plan.py
 from __future__ import annotations
 
 import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +47,26 @@ def main() -> None:
 
     t = median_s(lambda: rl_schedule_target(summary, 512, 300.0), runs=3)
     print(f"rl schedule search, batch 512 x 20 steps: {t:.2f} s")
+
+    counts = concurrent_mix(rng.integers(1, 1000, 50).tolist(), 10**9)
+    t = median_s(lambda: box.__setitem__("p", ffd(reqs, counts, node)))
+    p = box["p"]
+    print(f"ffd, 10**9 sandboxes of 50 request kinds: {t * 1e3:.1f} ms ({p.nodes:,} nodes in {len(p.groups)} groups)")
+
+    t = median_s(lambda: make_plan(summary, PlanOptions(concurrency=10**9)))
+    print(f"plan --concurrency 10**9, published summary, in process: {t * 1e3:.1f} ms")
+    t, rss = _cli(["plan", str(PUBLISHED), "--concurrency", str(10**9), "--json"])
+    print(f"sandbox-fleet plan --concurrency 10**9 --json, whole CLI process: {t:.2f} s, peak RSS {rss:.0f} MiB")
+
+
+def _cli(args: list[str], runs: int = 5) -> tuple[float, float]:
+    """Median wall time of the CLI in a fresh process, and the largest child peak RSS (MiB)."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", *args], check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

@@ -31,10 +31,27 @@ def _root() -> None:
     """Size the container fleet behind agentic RL: measure, plan, simulate, report."""
 
 
+def _check_outputs(inputs: list, **outputs) -> None:
+    """Refuse, before any work, outputs that are inputs, folders, devices, badly suffixed or unwritable.
+
+    ``outputs``: option name (``o``, ``telemetry``...; an upper-case name is an argument, e.g.
+    ``SCENARIO``) -> path, or -> (path, allowed suffixes).
+    """
+    from sandbox_fleet.outpaths import check_outputs
+
+    paths, suffixes = {}, {}
+    for name, value in outputs.items():
+        option = "-o" if name == "o" else name if name.isupper() else f"--{name.replace('_', '-')}"
+        path, allowed = value if isinstance(value, tuple) else (value, None)
+        paths[option] = path
+        if allowed:
+            suffixes[option] = allowed
+    check_outputs(paths, inputs=inputs, suffixes=suffixes)
+
+
 def _emit(summary: dict, as_json: bool, output: Optional[Path], render) -> None:
-    """Write JSON to -o, print JSON alone on stdout with --json, else a readable summary."""
+    """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary."""
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
         jsonio.write(summary, output)
     if as_json:
         sys.stdout.write(jsonio.dumps(summary))
@@ -64,6 +81,7 @@ def measure(
     from sandbox_fleet.measure import measure_paths
     from sandbox_fleet.measure.render import render_summary
 
+    _check_outputs([*paths, tasks], o=output)
     summary = measure_paths(
         [str(p) for p in paths],
         tasks=str(tasks) if tasks else None,
@@ -117,9 +135,12 @@ def plan(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
+    from sandbox_fleet.limits import check_seed
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
     from sandbox_fleet.plan.render import render_plan
 
+    check_seed(seed)
+    _check_outputs([path, tasks, nodes], o=output)
     opts = PlanOptions(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
         rl_tolerance=tolerance, seed=seed, nodes_file=str(nodes) if nodes else None, node_type=node_type,
@@ -149,6 +170,7 @@ def report(
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
+    _check_outputs([*paths, plan, simulate, thresholds], o=(output, (".html", ".htm")))
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title)
     err_console.print(f"wrote {path}", highlight=False)
 
@@ -187,20 +209,32 @@ def simulate(
     telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
     timing: bool = typer.Option(False, "--timing", help="Add wall-clock figures (wall_s, events_per_s); output then varies run to run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's [run] seed; with --from: the seed written into the scenario."),
+    max_memory_gb: Optional[float] = typer.Option(None, "--max-memory-gb", help="Refuse a scenario whose estimated memory exceeds this (default: 75% of available memory)."),
+    force: bool = typer.Option(False, "--force", help="With --from: replace an existing scenario file."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
 ) -> None:
     """Simulate a sandbox fleet from a scenario file, or calibrate one with --from."""
+    from sandbox_fleet.limits import check_seed
     from sandbox_fleet.simulate.render import render_summary
 
+    check_seed(seed)
     if from_:
         from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
 
-        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed)
+        if telemetry is not None:
+            raise InputError("--telemetry: with --from, simulate writes a scenario, not telemetry; run the scenario to get telemetry")
+        _check_outputs(list(from_), SCENARIO=(scenario, (".toml",)), o=output)
+        if scenario.exists() and not force:
+            raise InputError(f"{scenario}: already exists; pass --force to overwrite the scenario")
+        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
+                                          progress=not as_json)
     else:
         from sandbox_fleet.simulate.scenario import run_scenario
 
-        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json, seed=seed)
+        _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
+        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json, seed=seed,
+                               max_memory_gb=max_memory_gb)
     _emit(summary, as_json, output, render_summary)
 
 
@@ -211,14 +245,19 @@ def synth(
     preset: str = typer.Option("rst", "--preset", help="Which published campaign to simulate: rst."),
     scale: float = typer.Option(1.0, "--scale", help="Multiply rollouts, cap, batch sizes and tasks by S (span and rates stay)."),
     seed: int = typer.Option(1, "--seed", help="Random seed: the same seed writes the same bytes."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing release in OUT."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
 ) -> None:
     """Simulate a published campaign and write it as an RST-style release (trajectories + tasks)."""
     from sandbox_fleet.simulate.synth import synth as build_release
+    from sandbox_fleet.simulate.synth.build import check_args, check_out
     from sandbox_fleet.simulate.synth.render import render_synth
 
-    summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=not as_json)
+    check_args(preset, scale, seed)
+    check_out(out, force)
+    _check_outputs([out], o=output)
+    summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=not as_json, force=force)
     _emit(summary, as_json, output, render_synth)
 
 
@@ -235,15 +274,18 @@ def sweep(
     within: float = typer.Option(0.01, "--within", help="Knee finder: allowed relative distance from the best (or unbounded) run."),
     knee_over: Optional[str] = typer.Option(None, "--knee-over", help="Knee finder: the numeric swept key (default: the first swept *.cap, else the first numeric one)."),
     goal: Optional[str] = typer.Option(None, "--goal", help="Knee finder: min or max is best (default: min, max for completed/utilisation)."),
+    max_variants: int = typer.Option(10_000, "--max-variants", help="Refuse a grid of more variants than this, before running any."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the table to FILE (.csv, .parquet or .json)."),
 ) -> None:
     """What-if sweep: run a scenario over a grid of settings and tabulate key figures."""
     from sandbox_fleet.sweep import run_sweep, write
+    from sandbox_fleet.sweep.output import SUFFIXES
     from sandbox_fleet.sweep.render import render_sweep
 
+    _check_outputs([scenario], o=(output, SUFFIXES))
     result = run_sweep(scenario, vary, seeds=seeds, backend=backend, workers=workers, metrics=metric, target=target,
-                       within=within, over=knee_over, goal=goal, progress=not as_json)
+                       within=within, over=knee_over, goal=goal, progress=not as_json, max_variants=max_variants)
     if output is not None:
         write(result, output)
     if as_json:
@@ -260,16 +302,34 @@ def demo(
     """Run every stage on the bundled default data (a small synthetic RST campaign)."""
     from sandbox_fleet.demo import main as run
 
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: exists and is not a folder (the demo writes its outputs into a folder)")
     raise typer.Exit(run([str(out)]))
 
 
 def main() -> None:
-    """Console-script entry point: run the app, turning InputError into one line + exit 2."""
+    """Console-script entry point: run the app, turning InputError and OSError into one line + exit 2."""
     try:
         app()
     except InputError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise SystemExit(exc.exit_code) from None
+        _fail(str(exc), exc.exit_code)
+    except OSError as exc:  # a file the command could not read or write: name it, no traceback
+        from sandbox_fleet.atomic import cleanup, reason
+
+        cleanup()
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{reason(exc)}", 2)
+    except MemoryError:
+        from sandbox_fleet.atomic import cleanup
+
+        cleanup()
+        _fail("out of memory: the run needs more memory than this machine has; make it smaller "
+              "(fewer rollouts, a smaller grid) or run it on a larger machine", 2)
+
+
+def _fail(message: str, code: int) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise SystemExit(code) from None
 
 
 if __name__ == "__main__":

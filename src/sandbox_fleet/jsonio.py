@@ -34,4 +34,7 @@ def dumps(obj: Any) -> str:
 
 
 def write(obj: Any, path: str | Path) -> None:
-    Path(path).write_text(dumps(obj), encoding="utf-8")
+    """Write ``obj`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
+    from sandbox_fleet import atomic
+
+    atomic.write_text(path, dumps(obj))

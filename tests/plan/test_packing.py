@@ -149,3 +149,32 @@ def test_concurrent_mix_largest_remainder():
     assert concurrent_mix([37_459, 25], 3000) == [2998, 2]  # 2998.0 + 2.001 -> exact total
     assert concurrent_mix([1, 1, 1], 10) == [4, 3, 3]  # ties to the earlier request
     assert sum(concurrent_mix([3, 7, 11], 1001)) == 1001
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(request_st, st.integers(1, 400)), min_size=1, max_size=5))
+def test_grouped_packing_equals_item_by_item_ffd_on_large_counts(mix):
+    """Runs of nodes packed alike are kept as groups: the node count is still item-by-item FFD's."""
+    reqs = [q for q, _ in mix]
+    counts = [c for _, c in mix]
+    pack = ffd(reqs, counts, CAP)
+    items = [_vec(q) for q, c in zip(reqs, counts) for _ in range(c)]
+    assert pack.nodes == naive_ffd(items, CAP)
+    _assignment_valid(pack, reqs, counts, CAP)
+    assert len(pack.groups) <= 3 * len(reqs) ** 2 + 2 * len(reqs)  # groups grow with kinds, not counts
+
+
+def test_a_billion_sandboxes_pack_as_groups():
+    reqs = [Request(1.0, 2.0, 6.0, 0.0), Request(2.0, 8.0, 20.0, 0.0), Request(4.0, 16.0, 50.0, 0.0)]
+    counts = concurrent_mix([240, 120, 32], 10**9)
+    pack = ffd(reqs, counts, CAP)
+    assert sum(g.count for g in pack.groups) == pack.nodes
+    assert sum(g.load.get(i, 0) * g.count for g in pack.groups for i in [0]) == counts[0]
+    assert len(pack.groups) < 20
+    assert pack.lower_bound <= pack.nodes
+
+
+@given(st.lists(st.floats(0.5, 1e6), min_size=1, max_size=6), st.integers(0, 10**30))
+def test_concurrent_mix_total_is_exact_at_any_size(weights, n):
+    counts = concurrent_mix(weights, n)
+    assert sum(counts) == n and min(counts) >= 0

@@ -37,10 +37,14 @@ def test_refuses_to_write_over_foreign_data(tmp_path):
         synth(tmp_path, scale=0.01)
 
 
-def test_rebuild_over_own_release_drops_stale_shards(tmp_path):
+def test_rebuild_over_own_release_needs_force_and_drops_stale_shards(tmp_path):
     synth(tmp_path, scale=0.03, seed=1, progress=False)  # 1,125 tasks: 2 shards
-    synth(tmp_path, scale=0.01, seed=1, progress=False)  # 375 tasks: 1 shard
+    with pytest.raises(InputError, match="--force"):
+        synth(tmp_path, scale=0.01, seed=1, progress=False)
+    assert len(list((tmp_path / "tasks" / "data").iterdir())) == 2  # the refused run changed nothing
+    synth(tmp_path, scale=0.01, seed=1, progress=False, force=True)  # 375 tasks: 1 shard
     assert [p.name for p in (tmp_path / "tasks" / "data").iterdir()] == ["tasks-00000.tar"]
+    assert [p.name for p in tmp_path.parent.iterdir() if p.name.startswith(f".{tmp_path.name}")] == []
 
 
 @pytest.mark.parametrize("kw", [{"scale": 0}, {"scale": -1}, {"scale": float("nan")}, {"preset": "swe"}, {"seed": -1}])

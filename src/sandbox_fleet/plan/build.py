@@ -96,7 +96,7 @@ def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant:
         "lower_bound_by_resource": pack.lower_bound_by_resource,
         "stranded": {"cpu": pack.stranded["cpu"], "memory_mb": pack.stranded["memory"], "disk_mb": pack.stranded["disk"]},
         "scratch_per_node_mb": (
-            max(sum(reqs[i].disk * k for i, k in a.items()) for a in pack.assignment) if len(reqs) > 1 and pack.assignment
+            max(sum(reqs[i].disk * k for i, k in g.load.items()) for g in pack.groups) if len(reqs) > 1 and pack.groups
             else sizing.per_node * reqs[dominant].disk
         ),
         "node": node,

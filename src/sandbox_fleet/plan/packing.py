@@ -4,12 +4,14 @@ Items are sorted by their dominant share of a node (largest first; ties by total
 the request itself so the order is deterministic) and each goes into the first open node it fits.
 Identical items are contiguous after the sort, and an item that did not fit node j cannot fit it
 after j only filled further, so a run of identical items can be placed node by node, as many per
-node as fit: the same packing as item-by-item FFD in O(distinct requests x nodes).
+node as fit: the same packing as item-by-item FFD. Nodes packed alike are kept as one group
+(count, load), so the work is O(distinct requests^2), independent of the counts.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 from sandbox_fleet.plan.slots import RESOURCES, Request
@@ -18,26 +20,41 @@ _EPS = 1e-9
 
 
 @dataclass
+class NodeGroup:
+    """``count`` consecutive nodes packed alike: ``load`` {request index: copies} each, ``free`` left each."""
+
+    count: int
+    load: dict[int, int]
+    free: dict[str, float]
+
+
+@dataclass
 class Packing:
     nodes: int
     lower_bound: int
-    #: per node: {request index: count}
-    assignment: list[dict[int, int]] = field(repr=False)
+    #: the nodes in FFD order, runs of identically packed nodes as one group
+    groups: list[NodeGroup] = field(repr=False)
     #: capacity left unused over all packed nodes, per resource (cores, MB, MB, gpus)
     stranded: dict[str, float]
     #: per resource, ceil(total demand / node capacity)
     lower_bound_by_resource: dict[str, int]
 
+    @property
+    def assignment(self) -> list[dict[int, int]]:
+        """Per node: {request index: count} (one dict per node: for small packings only)."""
+        return [dict(g.load) for g in self.groups for _ in range(g.count)]
+
 
 def concurrent_mix(weights: list[float], concurrency: int) -> list[int]:
     """Split ``concurrency`` sandboxes over requests in proportion to ``weights``.
 
-    Largest-remainder rounding keeps the total exact; ties go to the earlier request.
+    Largest-remainder rounding keeps the total exact; ties go to the earlier request. The shares
+    are exact fractions, so the total stays exact for any concurrency (floats drift past 2**53).
     """
-    total = float(sum(weights))
+    total = sum(Fraction(w) for w in weights)
     if total <= 0:
         raise ValueError("weights must have a positive sum")
-    exact = [concurrency * w / total for w in weights]
+    exact = [concurrency * Fraction(w) / total for w in weights]
     counts = [math.floor(x) for x in exact]
     short = concurrency - sum(counts)
     order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
@@ -72,39 +89,61 @@ def sort_key(req: Request, capacity: dict[str, float]) -> tuple:
     return (-max(shares), -sum(shares), tuple(-getattr(req, r) for r in RESOURCES))
 
 
+def _take(count: int, free: dict[str, float], load: dict[int, int], i: int, req: dict[str, float], k: int) -> NodeGroup:
+    """``count`` nodes with ``free`` capacity and ``load`` after each takes ``k`` more copies of request ``i``."""
+    return NodeGroup(count, {**load, i: load.get(i, 0) + k}, {r: free[r] - k * req[r] for r in RESOURCES})
+
+
 def ffd(requests: list[Request], counts: list[int], capacity: dict[str, float]) -> Packing:
     """Pack ``counts[i]`` copies of ``requests[i]`` into nodes of ``capacity``.
 
-    Raises ValueError if some request with a positive count does not fit an empty node.
+    Works on counts: a run of nodes packed alike is one group, so time and memory grow with
+    the number of distinct requests, not with the counts (a billion sandboxes pack as fast
+    as a thousand). Raises ValueError if some request with a positive count does not fit an
+    empty node.
     """
     order = sorted(range(len(requests)), key=lambda i: (sort_key(requests[i], capacity), i))
-    free: list[dict[str, float]] = []
-    assign: list[dict[int, int]] = []
+    groups: list[NodeGroup] = []
     for i in order:
         left = counts[i]
         if left <= 0:
             continue
         req = requests[i].as_dict()
-        if _fits_count(capacity, req) < 1:
+        per_empty = _fits_count(capacity, req)
+        if per_empty < 1:
             raise ValueError(f"request {req} does not fit an empty node {capacity}")
         j = 0
-        while left > 0:
-            if j == len(free):
-                free.append(dict(capacity))
-                assign.append({})
-            k = min(left, _fits_count(free[j], req))
+        while left > 0 and j < len(groups):
+            g = groups[j]
+            k = _fits_count(g.free, req)
             if k > 0:
-                for r in RESOURCES:
-                    free[j][r] -= k * req[r]
-                assign[j][i] = assign[j].get(i, 0) + k
-                left -= k
-            j += 1
+                full = min(left // k, g.count)  # nodes of this group that take k copies each
+                part = left - full * k if full < g.count else 0  # the next node takes the rest
+                split = []
+                if full:
+                    split.append(_take(full, g.free, g.load, i, req, k))
+                if part:
+                    split.append(_take(1, g.free, g.load, i, req, part))
+                rest = g.count - full - (1 if part else 0)
+                if rest:
+                    split.append(NodeGroup(rest, g.load, g.free))
+                groups[j : j + 1] = split
+                left -= full * k + part
+                j += len(split)
+            else:
+                j += 1
+        if left > 0:  # fresh nodes: as many full ones as needed, then one with the remainder
+            full, part = divmod(left, per_empty)
+            if full:
+                groups.append(_take(full, capacity, {}, i, req, per_empty))
+            if part:
+                groups.append(_take(1, capacity, {}, i, req, part))
     lb = lower_bound(requests, counts, capacity)
-    stranded = {r: sum(f[r] for f in free) for r in RESOURCES}
+    stranded = {r: sum(g.free[r] * g.count for g in groups) for r in RESOURCES}
     return Packing(
-        nodes=len(free),
+        nodes=sum(g.count for g in groups),
         lower_bound=max(lb.values()) if lb else 0,
-        assignment=assign,
+        groups=groups,
         stranded=stranded,
         lower_bound_by_resource=lb,
     )

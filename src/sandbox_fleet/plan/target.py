@@ -164,6 +164,8 @@ StepTime = Callable[[int, int, float, HoldSampler, int], float]
 
 
 RL_STEPS = 20  # simulated steps per cap; enough for a stable mean step at common random numbers
+#: Rollouts per probe beyond which the cap search is not simulated (about 2 GiB and minutes per probe).
+RL_MAX_SIMULATED = 2_000_000
 
 
 def _simulator_api():
@@ -233,6 +235,14 @@ def rl_schedule_target(
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
     fn = step_time or _simulator_step_time()
+    if fn is not None and step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
+        return base | {
+            "concurrency": batch,
+            "method": "closed-form",
+            "detail": f"closed-form bound: concurrency = batch = {batch}",
+            "note": (f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
+                     f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
+        }
     if fn is None:
         return base | {
             "concurrency": batch,

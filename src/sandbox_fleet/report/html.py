@@ -148,8 +148,7 @@ def write_report(
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
 ) -> Path:
-    """Build the report and write it to ``path`` (parent folders created); returns the path."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_report(measure, plan, simulate, title, thresholds), encoding="utf-8")
-    return out
+    """Build the report and write it to ``path`` atomically (parent folders created); returns the path."""
+    from sandbox_fleet import atomic
+
+    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds))

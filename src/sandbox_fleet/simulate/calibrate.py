@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sandbox_fleet import atomic
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.distributions import Empirical, Mixture
 from sandbox_fleet.simulate.metrics import concurrency
@@ -73,15 +74,16 @@ def calibration(rollouts: pa.Table) -> dict:
     }
 
 
-def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, **load_kw) -> dict:
+def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, progress: bool = False, **load_kw) -> dict:
     """Write a scenario TOML calibrated from measured telemetry; returns its figures.
 
     cap = measured peak; holds bootstrapped by model and outcome (which carries the
-    exception rate); arrivals replay the measured start times.
+    exception rate); arrivals replay the measured start times. The file is written atomically;
+    ``progress`` shows the telemetry read on a terminal.
     """
     from sandbox_fleet.telemetry import load_telemetry
 
-    tel = load_telemetry([str(p) for p in paths], progress=False, **load_kw)
+    tel = load_telemetry([str(p) for p in paths], progress=progress, **load_kw)
     fig = calibration(tel.rollouts)
     out = Path(out)
     src = [str(Path(p).resolve()) for p in paths]
@@ -112,8 +114,7 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
         f"seed = {int(seed)}",
         "",
     ]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines), encoding="utf-8")
+    atomic.write_text(out, "\n".join(lines))
     return {"scenario": str(out), **fig}
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_seed
+from sandbox_fleet.simulate import bounds
 from sandbox_fleet.simulate.scenario_build import Built, build
 from sandbox_fleet.simulate.scenario_spec import (
     BuildSpec,
@@ -44,10 +46,12 @@ __all__ = [
 
 
 def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, timing: bool = False,
-                 progress: bool = False, seed: int | None = None) -> dict:
+                 progress: bool = False, seed: int | None = None, max_memory_gb: float | None = None) -> dict:
     """Load, build and simulate a scenario file; returns the summary dict.
 
     ``seed`` overrides the file's ``[run] seed`` (the summary's ``seed`` is the one used).
+    Before it runs, a scenario whose estimated memory exceeds ``max_memory_gb`` (default: 75%
+    of available memory) or that cannot finish is refused (``bounds.check_run``).
 
     ``telemetry_out`` writes the per-rollout canonical telemetry (Parquet) that
     ``sandbox-fleet measure`` reads. ``timing`` adds wall-clock figures
@@ -62,7 +66,9 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
     spec = load_scenario(p)
     built = build(spec, p.parent, str(p))
     if seed is not None:
+        check_seed(seed)
         built.seed = seed
+    bounds.check_run(built, str(p), max_memory_gb)
     try:
         epoch = datetime.fromisoformat(built.epoch)
     except ValueError:
@@ -85,16 +91,30 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
     finally:
         if bar is not None:
             bar.stop()
+    _check_clock(res, p, built.epoch)
     summary = {"scenario": p.name, "seed": built.seed, **res.summary(timing=timing)}
     if telemetry_out is not None:
         import pyarrow.parquet as pq
 
+        from sandbox_fleet import atomic
+
         out = Path(telemetry_out)
-        out.parent.mkdir(parents=True, exist_ok=True)
         # No statistics timestamps or writer-dependent metadata: same input, same bytes.
-        pq.write_table(res.to_telemetry(epoch=epoch), out, compression="zstd")
+        with atomic.atomic_path(out) as tmp:
+            pq.write_table(res.to_telemetry(epoch=epoch), tmp, compression="zstd")
         summary["telemetry"] = str(out)
     return summary
+
+
+def _check_clock(res, p: Path, epoch: str) -> None:
+    """The run's clock stayed finite and before year 9999 (sums of long durations can still overflow)."""
+    import numpy as np
+
+    horizon = bounds.horizon_s(epoch)
+    fin = np.asarray(res.finish_s, dtype=float)
+    if fin.size and (np.any(np.isinf(fin)) or float(np.nanmax(fin, initial=0.0)) > horizon):
+        raise InputError(f"{p}: the simulated clock runs past year 9999 from run.epoch (at most {horizon:.4g} s); "
+                         "shorten the durations in [hold]/[turns]/[build]/[verifier], train_s or the number of steps")
 
 
 def _stderr_console():

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate import bounds
 from sandbox_fleet.simulate import distributions as D
 from sandbox_fleet.simulate.entities import Build, Episode, Fleet, RetryPolicy, Turns
 from sandbox_fleet.simulate.scenario_spec import (
@@ -43,7 +44,8 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Bui
     InputError names ``source`` and the key (``key 'workload.steps': ...``); an
     engine-level refusal this misses is still prefixed with the file and the table.
     """
-    ctx = _Ctx(base_dir, source)
+    ctx = _Ctx(base_dir, source, bounds.horizon_s(spec.run.epoch))
+    ctx.times(spec.model_dump(exclude_none=True), "")
     many_fleets = spec.fleets is not None
     fleet_specs = spec.fleets if many_fleets else [spec.fleet]
     fleets = []
@@ -88,12 +90,32 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Bui
 
 
 class _Ctx:
-    def __init__(self, base_dir: Path, source: str):
-        self.base, self.source = base_dir, source
+    def __init__(self, base_dir: Path, source: str, horizon_s: float = float("inf")):
+        self.base, self.source, self.horizon_s = base_dir, source, horizon_s
         self._tables: dict[tuple[str, ...], object] = {}
 
     def fail(self, key: str, what: str):
         raise InputError(f"{self.source}: key '{key}': {what}")
+
+    def times(self, data, key: str) -> None:
+        """Every duration or time in the file (a key ending in ``_s``) is finite and before year 9999.
+
+        Timeouts are exempt: a timeout past the end of the run simply never fires.
+        """
+        if isinstance(data, dict):
+            for k, v in data.items():
+                sub = f"{key}.{k}" if key else str(k)
+                if str(k).endswith("timeout_s"):
+                    continue
+                if str(k).endswith("_s") and not str(k).endswith("_per_s"):
+                    for x in v if isinstance(v, list) else [v]:
+                        if isinstance(x, (int, float)) and not isinstance(x, bool):
+                            bounds.check_time(float(x), sub, self.horizon_s, self.fail)
+                else:
+                    self.times(v, sub)
+        elif isinstance(data, list):
+            for i, v in enumerate(data):
+                self.times(v, f"{key}.{i}")
 
     def guard(self, key: str, make):
         """Call ``make()``; an engine-level InputError gets the file and key in front."""
@@ -149,6 +171,7 @@ class _Ctx:
         if s.min_s is not None or s.max_s is not None:
             # D.clip keeps a mixture a mixture, so its labels and exception flags survive.
             d = D.clip(d, s.min_s or 0.0, s.max_s if s.max_s is not None else float("inf"))
+        bounds.check_dist(d, key, self.horizon_s, self.fail)
         return d
 
     def empirical(self, s: EmpiricalSpec, key: str) -> D.Dist:
@@ -236,6 +259,10 @@ class _Ctx:
         if w.kind == "poisson":
             need("rate_per_s", "count")
             forbid("batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
+            span = w.start_s + w.count / w.rate_per_s
+            if span > self.horizon_s:
+                self.fail(k("rate_per_s"), f"{w.count:,} arrivals at {w.rate_per_s:g}/s last {span:.4g} s, past year 9999 "
+                                           f"from run.epoch (at most {self.horizon_s:.4g} s)")
             return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
         if w.kind in ("sync-rl", "async-rl"):
             need("batch")

@@ -185,7 +185,7 @@ class WorkloadSpec(EpisodeParts):
 
 
 class RunSpec(Strict):
-    seed: int = 1
+    seed: Annotated[int, Field(ge=0)] = 1
     engine: Literal["auto", "fifo", "events"] = "auto"
     epoch: str = "2026-01-01T00:00:00+00:00"
 

@@ -10,7 +10,7 @@ import csv
 import io
 from pathlib import Path
 
-from sandbox_fleet import jsonio
+from sandbox_fleet import atomic, jsonio
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.sweep.paths import UNBOUNDED
 
@@ -57,18 +57,18 @@ def to_arrow(result: dict):
 
 
 def write(result: dict, path: str | Path) -> Path:
-    """Write ``result`` to ``path``; its suffix picks the format."""
+    """Write ``result`` to ``path`` atomically; its suffix picks the format."""
     out = Path(path)
     suffix = out.suffix.lower()
     if suffix not in SUFFIXES:
         raise InputError(f"-o {out}: expected a file ending in {', '.join(SUFFIXES)}")
-    out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".json":
         jsonio.write(result, out)
     elif suffix == ".csv":
-        out.write_text(to_csv(result), encoding="utf-8")
+        atomic.write_text(out, to_csv(result))
     else:
         import pyarrow.parquet as pq
 
-        pq.write_table(to_arrow(result), out, compression="zstd")
+        with atomic.atomic_path(out) as tmp:
+            pq.write_table(to_arrow(result), tmp, compression="zstd")
     return out

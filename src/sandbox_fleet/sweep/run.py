@@ -7,9 +7,11 @@ their differences less noisy) and the output is a pure function of the inputs.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import MAX_VARIANTS
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
 from sandbox_fleet.sweep.task import simulate_variant
@@ -32,6 +34,7 @@ def run_sweep(
     over: str | None = None,
     goal: str | None = None,
     progress: bool = False,
+    max_variants: int = MAX_VARIANTS,
 ) -> dict:
     """Simulate every variant of ``scenario`` x ``seeds`` and return the results table.
 
@@ -39,16 +42,24 @@ def run_sweep(
     summary keys beyond ``aggregate.DEFAULT_METRICS``. ``target``: a metric whose knee
     over the numeric key ``over`` (default: the first swept ``*.cap``, else the first
 numeric swept key) is reported,
-    ``within`` a relative tolerance, ``goal`` min or max (default by metric).
+    ``within`` a relative tolerance, ``goal`` min or max (default by metric). A grid of more
+    than ``max_variants`` variants is refused before any variant is built.
     """
     if seeds < 1:
         raise InputError(f"--seeds {seeds}: expected a positive integer")
     if not vary:
         raise InputError("give at least one --vary KEY=VALUES, e.g. --vary fleet.cap=100,200,400")
+    if max_variants < 1:
+        raise InputError(f"--max-variants {max_variants}: expected a positive integer")
     axes = [parse_vary(v) for v in vary]
+    grid = math.prod(len(vals) for _, vals in axes)
+    if grid > max_variants:
+        sizes = " x ".join(f"{len(vals):,} {k}" for k, vals in axes)
+        raise InputError(f"--vary: the grid has {grid:,} variants ({sizes}), over --max-variants {max_variants:,}; "
+                         "narrow the ranges or raise --max-variants")
     keys = [k for k, _ in axes]
     p = Path(scenario)
-    variants = expand(p, axes)
+    variants = expand(p, axes, progress=progress)
     cols = list(aggregate.DEFAULT_METRICS)
     for m in list(metrics or []) + ([target] if target else []):
         if m in keys:

@@ -9,7 +9,9 @@ fails fast with the variant named.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.bounds import check_run
 from sandbox_fleet.simulate.scenario import ScenarioSpec, build
 from sandbox_fleet.sweep import paths
 from sandbox_fleet.sweep.values import Scalar
@@ -61,14 +64,19 @@ def check(data: dict, base_dir: Path, source: str):
         raise InputError(f"{source}: give exactly one of [fleet] or [[fleets]]")
     if (spec.workload is None) == (spec.workloads is None):
         raise InputError(f"{source}: give exactly one of [workload] or [[workloads]]")
-    return spec, build(spec, base_dir, source)
+    built = build(spec, base_dir, source)
+    check_run(built, source, None)  # memory and preemption bounds, before any variant runs
+    return spec, built
 
 
 _TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical", "mixture"}
 
 
-def expand(scenario: str | Path, vary: list[tuple[str, list[Scalar]]]) -> list[Variant]:
-    """All variants of ``scenario`` over the ``vary`` axes, validated, in product order."""
+def expand(scenario: str | Path, vary: list[tuple[str, list[Scalar]]], progress: bool = False) -> list[Variant]:
+    """All variants of ``scenario`` over the ``vary`` axes, validated, in product order.
+
+    ``progress`` shows a bar on a terminal while they are checked (a large grid takes seconds).
+    """
     p = Path(scenario)
     base = read_scenario(p)
     keys = [k for k, _ in vary]
@@ -78,9 +86,27 @@ def expand(scenario: str | Path, vary: list[tuple[str, list[Scalar]]]) -> list[V
     for k in keys:
         paths.resolve(base, k, str(p))  # unknown key -> error naming it, before any product
     out = []
-    for i, combo in enumerate(itertools.product(*(vals for _, vals in vary))):
-        settings = dict(zip(keys, combo))
-        data = paths.apply(base, settings, str(p))
-        spec, _ = check(data, p.parent, f"{p} with {describe(settings)}")
-        out.append(Variant(i, settings, data, spec.run.seed))
+    total = math.prod(len(vals) for _, vals in vary)
+    with _bar(progress, total) as advance:
+        for i, combo in enumerate(itertools.product(*(vals for _, vals in vary))):
+            settings = dict(zip(keys, combo))
+            data = paths.apply(base, settings, str(p))
+            spec, _ = check(data, p.parent, f"{p} with {describe(settings)}")
+            out.append(Variant(i, settings, data, spec.run.seed))
+            advance()
     return out
+
+
+@contextmanager
+def _bar(enabled: bool, total: int):
+    """A transient Rich bar on a terminal; yields a no-argument ``advance``."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield lambda: None
+        return
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("checking variants", total=total)
+        yield lambda: bar.advance(task)

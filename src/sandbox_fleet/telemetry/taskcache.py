@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -44,12 +43,12 @@ def load(path: Path) -> pa.Table | None:
 
 def store(path: Path, table: pa.Table) -> str | None:
     """Write atomically; returns a warning text instead of failing the read."""
+    from sandbox_fleet.atomic import OutputError, atomic_path
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        with atomic_path(path) as tmp, open(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
-        os.replace(tmp, path)
-    except OSError as exc:
-        return f"cannot write the tasks cache in {path.parent} ({exc.strerror or exc}); the next read will parse again"
+    except (OSError, OutputError) as exc:
+        why = str(exc).rsplit("(", 1)[-1].rstrip(")") if isinstance(exc, OutputError) else (exc.strerror or exc)
+        return f"cannot write the tasks cache in {path.parent} ({why}); the next read will parse again"
     return None

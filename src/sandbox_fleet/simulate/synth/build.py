@@ -18,7 +18,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sandbox_fleet import __version__
+from sandbox_fleet import __version__, atomic
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import DROPPED, RETRIED, run_workloads
 from sandbox_fleet.simulate.synth import campaign as cp
@@ -47,16 +47,18 @@ def check_args(preset: str, scale: float, seed: int) -> None:
         raise InputError(f"--seed {seed}: expected a whole number >= 0")
 
 
-def _prepare_out(out: Path) -> None:
-    """Write into an empty folder or over a previous synth release (never over other data)."""
+def _is_release(folder: Path) -> bool:
+    """A folder an earlier synth wrote (the only non-empty folder ``--force`` may replace)."""
+    return (folder / MANIFEST).is_file()
+
+
+def check_out(out: Path, force: bool = False) -> None:
+    """A new or empty folder, or (with ``force``) an earlier synth release; never other data."""
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: exists and is not a folder (expected a folder for the release)")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+    if out.is_dir() and any(out.iterdir()) and not _is_release(out):
         raise InputError(f"{out}: folder is not empty and holds no {MANIFEST}; choose an empty or new folder")
-    data = out / "tasks" / "data"
-    if data.is_dir():
-        for old in data.glob("tasks-*.tar"):  # shards of an earlier build of ours
-            old.unlink()
+    atomic.check_dir_target(out, force=force, replaceable=_is_release)
 
 
 @contextmanager
@@ -69,15 +71,29 @@ def _bar(enabled: bool):
         yield bar
 
 
-def synth(out: str | Path, preset: str = "rst", scale: float = 1.0, seed: int = 1, progress: bool = True) -> dict:
+def synth(out: str | Path, preset: str = "rst", scale: float = 1.0, seed: int = 1, progress: bool = True,
+          force: bool = False) -> dict:
     """Simulate the RST campaign at ``scale`` and write its release under ``out``.
 
-    Returns a summary: what was written, the runs that were simulated and the
-    wall time of each stage. ``out/synth.json`` records the inputs (not the times).
+    The release is built in a temporary folder beside ``out`` and renamed into place, so an
+    interrupted run leaves the previous release (or nothing). An existing release is replaced
+    only with ``force``. Returns a summary: what was written, the runs that were simulated
+    and the wall time of each stage. ``out/synth.json`` records the inputs (not the times).
     """
     check_args(preset, scale, seed)
     out = Path(out)
-    _prepare_out(out)
+    check_out(out, force)
+    with atomic.atomic_dir(out, force=force, replaceable=_is_release) as tmp:
+        summary = _build(tmp, preset, scale, seed, progress)
+    return summary | {
+        "out": str(out),
+        "trajectories": str(out / Path(summary["trajectories"]).relative_to(tmp)),
+        "tasks_root": str(out / "tasks"),
+    }
+
+
+def _build(out: Path, preset: str, scale: float, seed: int, progress: bool) -> dict:
+    """Simulate and write the release into the (new, empty) folder ``out``."""
     times = {}
     t0 = time.perf_counter()
 
@@ -146,7 +162,7 @@ def synth(out: str | Path, preset: str = "rst", scale: float = 1.0, seed: int = 
             for r in runs
         ],
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")  # inside the temporary folder
     return {
         **manifest,
         "out": str(out),
