@@ -6,4 +6,4 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
-DATA = Path(__file__).parent / "data"
+

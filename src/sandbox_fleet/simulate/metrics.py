@@ -29,8 +29,9 @@ from sandbox_fleet.simulate.entities import (
     RETRIED,
     TIMEOUT,
 )
+from sandbox_fleet.simulate.model import SimulateSummary
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = SimulateSummary.VERSION
 
 
 def _quantiles(v: np.ndarray) -> dict:
@@ -83,7 +84,8 @@ def concurrency(start: np.ndarray, finish: np.ndarray) -> dict:
     }
 
 
-def summarise(res, *, timing: bool = False) -> dict:
+def summarise(res, *, timing: bool = False, **head) -> dict:
+    """The run's ``SimulateSummary`` as its JSON dict; ``head`` (scenario, seed, telemetry) is carried in."""
     started = res.started
     hold = res.finish_s[started] - res.start_s[started]
     term = res.state != RETRIED
@@ -108,7 +110,7 @@ def summarise(res, *, timing: bool = False) -> dict:
     t0 = float(np.nanmin(res.rollout_arrival_s)) if n else 0.0
     horizon = sim_time - t0
     out: dict = {
-        "schema_version": SCHEMA_VERSION,
+        **head,
         "rollouts": n,
         "attempts": int(res.state.size),
         "completed": n_state["completed"],
@@ -165,4 +167,4 @@ def summarise(res, *, timing: bool = False) -> dict:
         out["engine"] = res.engine
         out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
         out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
-    return out
+    return SimulateSummary.build(**out).to_json()

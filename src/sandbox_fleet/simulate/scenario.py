@@ -85,7 +85,6 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
     finally:
         if bar is not None:
             bar.stop()
-    summary = {"scenario": p.name, "seed": built.seed, **res.summary(timing=timing)}
     if telemetry_out is not None:
         import pyarrow.parquet as pq
 
@@ -93,8 +92,8 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
         out.parent.mkdir(parents=True, exist_ok=True)
         # No statistics timestamps or writer-dependent metadata: same input, same bytes.
         pq.write_table(res.to_telemetry(epoch=epoch), out, compression="zstd")
-        summary["telemetry"] = str(out)
-    return summary
+    return res.summary(timing=timing, scenario=p.name, seed=built.seed,
+                       telemetry=str(telemetry_out) if telemetry_out is not None else None)
 
 
 def _stderr_console():

@@ -12,11 +12,12 @@ from pathlib import Path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
+from sandbox_fleet.sweep.model import SweepSummary
 from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
 from sandbox_fleet.sweep.variants import describe, expand
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = SweepSummary.VERSION
 
 
 def run_sweep(
@@ -69,7 +70,6 @@ numeric swept key) is reported,
     rows = [{"variant": v.index, **aggregate.row(v.settings, summaries[v.index * seeds:(v.index + 1) * seeds], cols)}
             for v in variants]
     out = {
-        "schema_version": SCHEMA_VERSION,
         "scenario": p.name,
         "vary": {k: vals for k, vals in axes},
         "variants": len(variants),
@@ -80,7 +80,7 @@ numeric swept key) is reported,
     }
     if target:
         out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target))
-    return out
+    return SweepSummary.build(**out).to_json()
 
 
 def _check_metrics(cols: list[str], summaries: list[dict], optional: set[str]) -> None:

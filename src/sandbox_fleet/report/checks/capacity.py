@@ -158,9 +158,12 @@ def sweep_self_check(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
         return CheckResult(name, "pass" if verdict else "fail", None, None,
                            "area under the concurrency curve equals the sum of holds" if verdict
                            else "area under the concurrency curve differs from the sum of holds: a sweep bug")
-    area, holds = num(m, "concurrency.area_s"), num(m, "sandbox_s")
+    area = num(m, "concurrency.self_check.area_s")
+    holds = num(m, "concurrency.self_check.sum_of_holds_s")
+    if holds is None:
+        holds = num(m, "sandbox_s")
     if area is None or holds is None:
-        return skipped(name, "no 'concurrency.self_check' or 'concurrency.area_s'")
+        return skipped(name, "no 'concurrency.self_check' (ok, or area_s with sum_of_holds_s or sandbox_s)")
     rel = abs(area - holds) / max(abs(holds), 1e-12)
     tol = t.sweep_self_check.rel_tolerance
     ok = rel <= tol
