@@ -16,6 +16,14 @@ T0_US = 1_750_000_000_000_000
 TS = pa.timestamp("us", tz="UTC")
 
 
+def measure_doc(**figures) -> dict:
+    """A measure summary carrying only ``figures``: every other figure null (not measured), as an
+    older or sparser summary reads. For threshold tests of one check; validated like any other."""
+    from sandbox_fleet.measure.model import MeasureSummary
+
+    return {"schema_version": MeasureSummary.VERSION, "kind": "measure", **figures}
+
+
 def _ts(seconds: list[float]) -> pa.Array:
     return pa.array([T0_US + round(s * 1_000_000) for s in seconds], type=pa.int64()).cast(TS)
 
@@ -38,14 +46,9 @@ def _tokens(turns: list[int]) -> dict[str, list[int]]:
             "cached_tokens": [x * 4 // 5 for x in inp]}
 
 
-def healthy_telemetry() -> Telemetry:
-    """1,200 rollouts on 100 always-busy slots: every check of ``checks.toml`` passes on it.
-
-    Holds 1,200..2,199 s back to back per slot (duty near 1, tail ratio under 2), 5% exceptions
-    spread over two models, two jobs and 50 tasks, 60% pass, build 10% of each hold, every
-    figure reported. The configured cap (150) is never reached.
-    """
-    n, slots = 1200, 100
+def healthy_intervals(n: int = 1200, slots: int = 100) -> tuple[list[float], list[float]]:
+    """Start and finish seconds of the healthy corpus: slot ``s`` opens at 7 s and runs its
+    rollouts back to back, rollout ``i`` holding 1,200 + (37 i mod 1,000) s."""
     start, finish = [0.0] * n, [0.0] * n
     for s in range(slots):
         t = s * 7.0
@@ -54,7 +57,27 @@ def healthy_telemetry() -> Telemetry:
             hold = 1200.0 + (i * 37) % 1000
             start[i], finish[i] = t, t + hold
             t += hold
-    exc = [i % 40 in (0, 23) for i in range(n)]
+    return start, finish
+
+
+def healthy_exception_type(i: int) -> str | None:
+    """5% of rollouts raise: 15 DaytonaError, 45 AgentTimeoutError, over both models and jobs."""
+    if i % 40 not in (0, 23):
+        return None
+    return "DaytonaError" if i % 80 == 0 else "AgentTimeoutError"
+
+
+def healthy_telemetry() -> Telemetry:
+    """1,200 rollouts on 100 always-busy slots: every check of ``checks.toml`` passes on it.
+
+    Holds 1,200..2,199 s back to back per slot (duty near 0.85, tail ratio under 2), 5% exceptions
+    spread over two models, two jobs and 50 tasks, 60% pass, build 10% of each hold, turns
+    1/2/5/10/20 with input tokens exactly 800 n (n + 1) / 2. The configured cap (150) is never reached.
+    """
+    n = 1200
+    start, finish = healthy_intervals(n)
+    types = [healthy_exception_type(i) for i in range(n)]
+    exc = [t is not None for t in types]
     turns = [(1, 2, 5, 10, 20)[i % 5] for i in range(n)]
     cols = {
         "id": [f"r{i}" for i in range(n)],
@@ -67,7 +90,7 @@ def healthy_telemetry() -> Telemetry:
         **_tokens(turns),
         "reward": [0.0 if exc[i] or i % 5 >= 3 else 1.0 for i in range(n)],
         "has_exception": exc,
-        "exception_type": ["AgentTimeoutError" if e else None for e in exc],
+        "exception_type": types,
         "has_trajectory": [True] * n,
     }
     tasks = _tasks([(f"task-{k:02d}", 1, 2048, 6144, 40_000 + 1_000 * k) for k in range(50)])

@@ -36,8 +36,3 @@ def plan(produced) -> dict:
 @pytest.fixture
 def simulate(produced) -> dict:
     return copy.deepcopy(produced.simulate)
-
-
-def measure_doc(**figures) -> dict:
-    """A measure summary carrying only ``figures`` (every other figure null: not measured)."""
-    return {"schema_version": 2, "kind": "measure", **figures}

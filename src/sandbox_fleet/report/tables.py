@@ -292,6 +292,7 @@ def alternatives_table(plan: dict) -> str | None:
     keys: list[str] = []
     for a in alts:
         keys += [k for k, v in a.items() if k not in keys and not isinstance(v, (dict, list))]
+    keys = [k for k in keys if any(a.get(k) is not None for a in alts)]  # the other tiers' prices are null
     return grid_table(keys, [[fmt(a.get(k)) for k in keys] for a in alts])
 
 
