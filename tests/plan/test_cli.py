@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from .conftest import PUBLISHED
+from .conftest import MIXED, PUBLISHED
 
 
-def test_mixed_corpus_packs_to_hand_computed_nodes(run_cli, produced):
+def test_mixed_corpus_packs_to_hand_computed_nodes(run_cli):
     # The measured mixed corpus (tests/producers.py): its peak of 400 split 600:300:80:20.
     # Hand-packed FFD of 240 x (1, 2 GiB, 6 GiB), 120 x (2, 8 GiB, 20 GiB), 32 x (4, 16 GiB, 50 GiB),
     # 8 x (8, 64 GiB, 100 GiB) on 96-core/384 GiB/4 TiB nodes: 8 nodes; the cpu bound is 672/96 = 7.
-    r = run_cli("plan", produced.mixed_path, "--node-type", "seed-96c", "--json")
+    r = run_cli("plan", MIXED, "--node-type", "seed-96c", "--json")
     assert r.code == 0, r.err
     p = json.loads(r.out)
     n = p["nodes"]
