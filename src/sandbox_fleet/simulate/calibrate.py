@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.concurrency import interval_stats
 from sandbox_fleet.simulate.distributions import Empirical, Mixture
-from sandbox_fleet.simulate.metrics import concurrency
 
 NO_MODEL = "(none)"
 
@@ -55,10 +55,9 @@ def calibration(rollouts: pa.Table) -> dict:
     hold = holds_s(rollouts)
     start_us = rollouts.column("started_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
     finish_us = rollouts.column("finished_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    # Sweep on the integer microseconds (exact in float64): a slot handed over at the
-    # same microsecond must not count twice.
-    base = int(start_us.min()) if start_us.size else 0
-    conc = concurrency((start_us - base).astype(float), (np.maximum(finish_us, start_us) - base).astype(float))
+    # measure's sweep on the integer microseconds: a slot handed over at the same microsecond
+    # does not count twice.
+    conc = interval_stats(start_us, np.maximum(finish_us, start_us))
     start = start_us / 1e6
     exc = pc.fill_null(rollouts.column("has_exception"), False).to_numpy(zero_copy_only=False).astype(bool)
     span = float(start.max() - start.min()) if start.size > 1 else 0.0
