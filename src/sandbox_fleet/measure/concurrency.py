@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, ratio
+from sandbox_fleet.measure.stats import US, arrival_rate_per_s, ratio
 
 CAP_TOUCHES = 10
 SERIES_POINTS = 2000
@@ -193,7 +193,7 @@ def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_
         "mean": mean,
         # Little's law: arrival rate x mean hold (equal to the mean by construction; kept as a cross-check).
         "mean_littles_law": (n / (span_us / US)) * (area / US / n) if n and span_us else None,
-        "arrival_rate_per_s": n / (span_us / US) if span_us else None,
+        "arrival_rate_per_s": arrival_rate_per_s(n, span_us / US),
         "hold_mean_s": area / US / n if n else None,
         "peak": caps["peak"],
         "peak_to_mean": ratio(caps["peak"], mean) if mean else None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from sandbox_fleet.measure.concurrency import interval_stats, to_us
+from sandbox_fleet.measure.stats import arrival_rate_per_s
 from sandbox_fleet.simulate.entities import (
     COMPLETED,
     DROPPED,
@@ -116,7 +117,7 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
         },
         "littles_law": {
             "mean_in_system": float((sandbox_s + float(waits.sum())) / horizon) if horizon > 0 else None,
-            "arrival_rate_per_s": n / horizon if horizon > 0 else None,
+            "arrival_rate_per_s": arrival_rate_per_s(n, horizon) if horizon > 0 else None,
             "mean_time_in_system_s": float(sojourn.mean()) if n else None,
         },
         "events": res.events,
