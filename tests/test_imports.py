@@ -1,7 +1,8 @@
 """The import graph the README describes, enforced: a test fails on an import that breaks it.
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
-(plan/target.py); simulate reads and writes the canonical telemetry record; sweep drives
+(plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
+sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
 simulate from outside; report reads the plan and simulate *models* only; cli, demo and the
 schema registry may import everything. errors, jsonio and contract are leaves everyone may use.
 """
@@ -20,7 +21,7 @@ ALLOWED = {
     "contract": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
-    "simulate": {"telemetry", "measure.concurrency"},
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
     "plan": {"measure", "simulate"},
     "report": {"measure", "plan.model", "simulate.model"},
     "sweep": {"simulate"},

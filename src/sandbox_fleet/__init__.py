@@ -5,7 +5,8 @@ The import graph (enforced by tests/test_imports.py):
 - telemetry <- measure <- plan and report: ``telemetry/`` reads every format into the canonical
   record; ``measure/`` turns it into a ``MeasureSummary``; ``plan/`` and ``report/`` read that.
 - plan -> simulate only for target searches (``plan/target.py``: the RL-schedule cap search).
-- simulate reads and writes the canonical telemetry record (calibration, simulated telemetry).
+- simulate reads and writes the canonical telemetry record (calibration, simulated telemetry) and
+  uses measure's one sweep line and rate definitions (``measure.concurrency``, ``measure.stats``).
 - sweep -> simulate, from outside the engine (and any other search over scenarios).
 - report reads the plan and simulate models (``plan.model``, ``simulate.model``), nothing else of them.
 - cli -> everything: it only parses arguments and calls these documented functions.

@@ -34,14 +34,13 @@ from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import measure_tokens
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
 
-SCHEMA_VERSION = MeasureSummary.VERSION
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-__all__ = ["SCHEMA_VERSION", "MeasureSummary", "measure_paths", "measure_telemetry"]
+__all__ = ["MeasureSummary", "measure_paths", "measure_telemetry"]
 
 
 def _iso(us: int) -> str:

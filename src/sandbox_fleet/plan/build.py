@@ -19,7 +19,6 @@ from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import resolve_target
 
-SCHEMA_VERSION = PlanSummary.VERSION
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = Request(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 

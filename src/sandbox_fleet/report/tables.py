@@ -330,7 +330,7 @@ def phases_table(m: dict) -> str | None:
     """Harbor's phases: where the hold goes (build, agent setup, agent, verifier)."""
     phases = mapping(m, "phases")
     rows = [[escape(str(name)), fmt(get(p, "rows"), "int"), fmt(get(p, "median_s"), "s"), fmt(get(p, "p99_s"), "s"),
-             fmt(get(p, "share_of_hold") if get(p, "share_of_hold") is not None else get(p, "share"), "pct")]
+             fmt(get(p, "share_of_hold"), "pct")]
             for name, p in phases.items() if isinstance(p, dict)]
     return grid_table(["phase", "rows", "median", "p99", "share of hold"], rows) if rows else None
 

@@ -33,8 +33,6 @@ from sandbox_fleet.simulate.entities import (
 )
 from sandbox_fleet.simulate.model import SimulateSummary
 
-SCHEMA_VERSION = SimulateSummary.VERSION
-
 
 def _quantiles(v: np.ndarray) -> dict:
     if v.size == 0:

@@ -17,8 +17,6 @@ from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
 from sandbox_fleet.sweep.variants import describe, expand
 
-SCHEMA_VERSION = SweepSummary.VERSION
-
 
 def run_sweep(
     scenario: str | Path,

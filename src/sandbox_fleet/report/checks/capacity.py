@@ -19,9 +19,8 @@ from sandbox_fleet.report.thresholds import Thresholds
 
 
 def _conc(entry: dict, key: str) -> Any:
-    """A concurrency figure of a job slice, nested under 'concurrency' or flat."""
-    nested = get(entry, f"concurrency.{key}")
-    return nested if nested is not None else get(entry, key)
+    """A concurrency figure of a job slice (``by_job.NAME.concurrency``)."""
+    return get(entry, f"concurrency.{key}")
 
 
 def cap_binding(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
@@ -117,8 +116,6 @@ def sandbox_hours_per_pass(m: dict, plan: dict | None, t: Thresholds) -> CheckRe
 def build_share(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     name = "build_share"
     share = num(m, "phases.environment_setup.share_of_hold")
-    if share is None:
-        share = num(m, "phases.environment_setup.share")
     if share is None:
         return skipped(name, "no phase timings ('phases.environment_setup.share_of_hold')")
     status, bound = band_above(share, t.build_share)
