@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+import types
+import typing
+from typing import Any, ClassVar, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -99,6 +101,35 @@ def read_json(path: str | Path, what: str) -> Any:
 def load(model: type[S], path: str | Path) -> S:
     """The summary of ``model``'s kind stored at ``path`` (see ``parse``)."""
     return parse(model, read_json(path, f"{model.KIND} summary"), str(path))
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` from ``Optional[X]`` / ``X | None``."""
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def has_path(model: type[BaseModel], dotted: str) -> bool:
+    """Whether ``dotted`` (``"concurrency.self_check.area_s"``) names a field of ``model``.
+
+    A map (``by_model``, ``phases``) accepts any key; a list or a scalar ends the path. Consumers
+    that must read a figure by name (a report table row, a sweep metric) are checked against this,
+    so a key the producer does not write fails a test instead of reading as "not measured".
+    """
+    node: Any = model
+    for part in dotted.split("."):
+        node = _unwrap(node)
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            if part not in node.model_fields:
+                return False
+            node = node.model_fields[part].annotation
+        elif typing.get_origin(node) is dict:
+            node = typing.get_args(node)[1]
+        else:
+            return False
+    return True
 
 
 def json_schema(model: type[Summary]) -> dict[str, Any]:
