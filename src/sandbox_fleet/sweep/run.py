@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sandbox_fleet.contract import has_path
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
 from sandbox_fleet.sweep.model import SweepSummary
@@ -52,6 +54,11 @@ numeric swept key) is reported,
     for m in list(metrics or []) + ([target] if target else []):
         if m in keys:
             raise InputError(f"metric {m!r} is a swept key, not a simulator figure")
+        if not (has_path(SimulateSummary, m) or m in aggregate.DEFAULT_METRICS):
+            # refused before any run: the name is checked against the simulator's model
+            raise InputError(f"metric {m!r} is not a number in the simulator summary (no such figure); "
+                             f"figures such as {', '.join(aggregate.DEFAULT_METRICS)} "
+                             "(all: docs/schemas/simulate.schema.json)")
         if m not in cols:
             cols.append(m)
     if target and over is None:
