@@ -101,3 +101,10 @@ def test_cli_refuses_with_one_line_and_exit_2(run_cli, tmp_path, produced, argv,
     paths = {"v99": v99, "plan": produced.plan_path, "simulate": produced.simulate_path}
     r = run_cli(*[a.format(**paths) for a in argv])
     assert r.code == 2 and needle in r.err and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+def test_a_model_of_another_kind_is_refused_too(produced):
+    plan = contract.parse(PlanSummary, produced.plan)
+    assert contract.parse(PlanSummary, plan) is plan
+    with pytest.raises(InputError, match="kind 'plan'; expected a measure summary"):
+        contract.parse(MeasureSummary, plan)

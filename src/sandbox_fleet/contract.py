@@ -60,6 +60,8 @@ def parse(model: type[S], data: Any, where: str = "input") -> S:
     expected = f"a {model.KIND} summary (kind {model.KIND!r}, schema_version 1..{model.VERSION})"
     if isinstance(data, model):
         return data
+    if isinstance(data, Summary):  # another kind's model: judged by its envelope like its JSON
+        data = data.to_json()
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected {expected}, found a JSON {type(data).__name__}")
     version, kind = data.get("schema_version"), data.get("kind")
