@@ -31,3 +31,37 @@ def run_cli(monkeypatch, capsys):
         return CliRun(code, captured.out, captured.err)
 
     return run
+
+
+# --- summaries made by the producers (see tests/producers.py) ---------------------------
+def _write(folder, name: str, summary: dict):
+    from sandbox_fleet import jsonio
+
+    path = folder / name
+    jsonio.write(summary, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def produced(tmp_path_factory):
+    """``measure`` of the healthy and mixed corpora, ``plan`` of the healthy one, ``simulate`` of
+    examples/scenarios/mmc.toml: dicts, and the same written as files (``*_path``)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from producers import healthy_telemetry, mixed_telemetry
+
+    from sandbox_fleet.measure import measure_telemetry
+    from sandbox_fleet.plan import make_plan
+    from sandbox_fleet.simulate.scenario import run_scenario
+
+    folder = tmp_path_factory.mktemp("produced")
+    fleet = measure_telemetry(healthy_telemetry())
+    mixed = measure_telemetry(mixed_telemetry())
+    plan = make_plan(fleet)
+    simulate = run_scenario(Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "mmc.toml")
+    return SimpleNamespace(
+        fleet=fleet, mixed=mixed, plan=plan, simulate=simulate,
+        fleet_path=_write(folder, "fleet.json", fleet), mixed_path=_write(folder, "mixed.json", mixed),
+        plan_path=_write(folder, "plan.json", plan), simulate_path=_write(folder, "simulate.json", simulate),
+    )

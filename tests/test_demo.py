@@ -18,7 +18,14 @@ def test_demo_runs_every_stage_and_writes_only_under_its_folder(tmp_path):
     assert measured["tasks"]["count"] > 0
     plan = json.loads((out / "plan.json").read_text())
     assert plan["target"]["concurrency"] == measured["concurrency"]["peak"]
-    checks = {c["name"]: c["status"] for c in json.loads((out / "checks.json").read_text())}
+    # a corpus measured with its task bundles: the plan's bundle store is their measured total
+    t = measured["tasks"]
+    assert t["bundle_rows"] == t["count"] and t["bundle_bytes_total"] > 0
+    assert plan["storage"]["bundle_store_gb"] == t["bundle_bytes_total"] / 1e9
+    assert plan["storage"]["bundle_store_basis"] == "measured total"
+    doc = json.loads((out / "checks.json").read_text())
+    assert (doc["schema_version"], doc["kind"]) == (1, "checks")
+    checks = {c["name"]: c["status"] for c in doc["results"]}
     assert checks["prefix_cache_off"] == "fail"  # the synthetic campaign, like the real one, never cached
     html = (out / "report.html").read_text()
     assert html.count("<html") == 1 and "Concurrency over time" in html

@@ -1,6 +1,18 @@
 """sandbox-fleet: size the container fleet behind agentic reinforcement learning.
 
-Data flows one way: ``telemetry -> measure -> plan -> simulate -> report``.
+The import graph (enforced by tests/test_imports.py):
+
+- telemetry <- measure <- plan and report: ``telemetry/`` reads every format into the canonical
+  record; ``measure/`` turns it into a ``MeasureSummary``; ``plan/`` and ``report/`` read that.
+- plan -> simulate only for target searches (``plan/target.py``: the RL-schedule cap search).
+- simulate reads and writes the canonical telemetry record (calibration, simulated telemetry) and
+  uses measure's one sweep line and rate definitions (``measure.concurrency``, ``measure.stats``).
+- sweep -> simulate, from outside the engine (and any other search over scenarios).
+- report reads the plan and simulate models (``plan.model``, ``simulate.model``), nothing else of them.
+- cli -> everything: it only parses arguments and calls these documented functions.
+
+Every stage output is a Pydantic model next to its producer, sharing the envelope of
+``contract`` (``schema_version``, ``kind``); ``sandbox-fleet schema KIND`` prints its JSON Schema.
 """
 
 __version__ = "0.1.0"

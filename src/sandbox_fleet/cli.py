@@ -181,7 +181,7 @@ def check(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary (enables plan_covers_peak)."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON list on stdout."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
@@ -191,11 +191,12 @@ def check(
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
     """
     from sandbox_fleet.report.checks import exit_code
+    from sandbox_fleet.report.checks.model import checks_summary
     from sandbox_fleet.report.commands import check_files, render_checks
 
     results = check_files(paths, plan=plan, thresholds=thresholds)
     if as_json:
-        sys.stdout.write(jsonio.dumps([r.to_dict() for r in results]))
+        sys.stdout.write(jsonio.dumps(checks_summary(results)))
     else:
         render_checks(results, out_console)
     raise typer.Exit(code=exit_code(results, strict))
@@ -292,6 +293,17 @@ def sweep(
         sys.stdout.write(jsonio.dumps(result))
     else:
         render_sweep(result, out_console)
+
+
+# --- schema ----------------------------------------------------------------------------
+@app.command()
+def schema(
+    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep or checks."),
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of one output kind, generated from its model."""
+    from sandbox_fleet.schemas import schema_text
+
+    sys.stdout.write(schema_text(kind))
 
 
 # --- demo ------------------------------------------------------------------------------

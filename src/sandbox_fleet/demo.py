@@ -26,6 +26,7 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
     from sandbox_fleet.measure import measure_paths
     from sandbox_fleet.plan import PlanOptions, make_plan
     from sandbox_fleet.report import run_checks, write_report
+    from sandbox_fleet.report.checks.model import checks_summary
     from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
     from sandbox_fleet.simulate.scenario import run_scenario
     from sandbox_fleet.simulate.synth.cache import default_corpus
@@ -47,8 +48,8 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
     simulated = run_scenario(scenario, telemetry_out=out / "simulated.parquet", progress=progress)
     jsonio.write(simulated, out / "simulate.json")
 
-    checks = run_checks(jsonio.to_jsonable(measured), jsonio.to_jsonable(plan))
-    jsonio.write([c.to_dict() for c in checks], out / "checks.json")
+    checks = run_checks(measured, plan)
+    jsonio.write(checks_summary(checks), out / "checks.json")
 
     report = write_report(out / "report.html", measured, plan, simulated)
     return {

@@ -240,8 +240,10 @@ def test_plan_json_from_the_pipeline_matches_its_o_file(pipeline):
     assert json.loads((pipeline.work / "p.json").read_text()) == p
 
 
-def test_check_json_is_one_list(pipeline):
+def test_check_json_is_one_checks_object(pipeline):
     r = pipeline.check_json
     assert r.code == 1
-    results = json.loads(r.out, parse_constant=_reject_constant)
+    doc = json.loads(r.out, parse_constant=_reject_constant)
+    assert (doc["schema_version"], doc["kind"]) == (1, "checks") and set(doc) == {"schema_version", "kind", "results"}
+    results = doc["results"]
     assert isinstance(results, list) and all({"name", "status"} <= set(x) for x in results)

@@ -112,7 +112,29 @@ def test_cli_json_is_one_object_on_stdout(tmp_path, ten_rows):
     result = CliRunner().invoke(app, ["measure", str(path), "--json", "-o", str(out_file)])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["rows"] == 10 and data["schema_version"] == 1
+    assert data["rows"] == 10 and (data["schema_version"], data["kind"]) == (2, "measure")
     assert json.loads(out_file.read_text()) == data
     text = CliRunner().invoke(app, ["measure", str(path)])
     assert text.exit_code == 0 and "Concurrency" in text.stdout
+
+
+def test_summary_is_json_native_and_valid(ten_rows):
+    """No NumPy scalar or array leaves measure: the dict is plain JSON values, parsed by its model."""
+    import json
+
+    from sandbox_fleet.contract import parse
+    from sandbox_fleet.measure import measure_telemetry
+    from sandbox_fleet.measure.model import MeasureSummary
+
+    summary = measure_telemetry(ten_rows)
+
+    def native(x) -> bool:
+        if isinstance(x, dict):
+            return all(isinstance(k, str) and native(v) for k, v in x.items())
+        if isinstance(x, list):
+            return all(native(v) for v in x)
+        return x is None or type(x) in (str, int, float, bool)
+
+    assert native(summary)
+    assert json.loads(json.dumps(summary, allow_nan=False)) == summary
+    assert parse(MeasureSummary, summary).to_json() == summary

@@ -6,4 +6,5 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
-DATA = Path(__file__).parent / "data"
+#: measure's summary of the mixed corpus (tests/producers.py); a test regenerates and compares it
+MIXED = Path(__file__).parent / "data" / "mixed.json"

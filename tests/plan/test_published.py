@@ -86,7 +86,8 @@ def test_json_has_the_issue_keys(published):
 
 def test_example_is_a_published_summary():
     doc = json.loads(PUBLISHED.read_text())
-    assert doc["source"] == "published"
+    assert doc["source"] == ["published"] and doc["kind"] == "measure"
+    assert doc["tokens"]["turns_median"] == 11 and doc["tasks"]["bundle_bytes_median"] == 39_900
     assert doc["rows"] == 327_189 and doc["span_s"] == 1_471_279.1 and doc["sandbox_s"] == 687_957_914
     assert doc["concurrency"]["peak"] == 3000
     t = doc["tokens"]

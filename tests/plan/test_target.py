@@ -21,13 +21,14 @@ SUMMARY = json.loads(PUBLISHED.read_text())
 
 def test_default_is_measured_peak_and_explicit_number():
     fig = Figures(SUMMARY)
-    assert resolve_target(fig, SUMMARY) == {"concurrency": 3000, "source": "measured-peak", "detail": "the measured peak concurrency"}
-    assert resolve_target(fig, SUMMARY, concurrency=700)["concurrency"] == 700
+    assert resolve_target(fig) == {"concurrency": 3000, "source": "measured-peak", "detail": "the measured peak concurrency"}
+    assert resolve_target(fig)["concurrency"] == SUMMARY["concurrency"]["peak"]
+    assert resolve_target(fig, concurrency=700)["concurrency"] == 700
 
 
 def test_passing_per_hour_by_littles_law():
     # 100 passing/h x (687,957,914 / 3600 / 62,511 = 3.0571 sandbox-h per pass) = 305.7 -> 306
-    t = resolve_target(Figures(SUMMARY), SUMMARY, passing_per_hour=100)
+    t = resolve_target(Figures(SUMMARY), passing_per_hour=100)
     assert t["source"] == "passing-per-hour" and t["concurrency"] == 306
     assert t["exact"] == pytest.approx(687_957_914 / 3600 / 62_511 * 100)
 
@@ -35,12 +36,12 @@ def test_passing_per_hour_by_littles_law():
 @pytest.mark.parametrize("kw", [{"concurrency": 0}, {"concurrency": -3}, {"batch": 0}, {"passing_per_hour": -1.0}])
 def test_non_positive_targets_are_input_errors(kw):
     with pytest.raises(InputError, match="must be a positive"):
-        resolve_target(Figures(SUMMARY), SUMMARY, **kw)
+        resolve_target(Figures(SUMMARY), **kw)
 
 
 def test_two_targets_at_once_is_an_input_error():
     with pytest.raises(InputError, match="choose one target"):
-        resolve_target(Figures(SUMMARY), SUMMARY, concurrency=5, batch=10)
+        resolve_target(Figures(SUMMARY), concurrency=5, batch=10)
 
 
 def fifo_step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
@@ -70,18 +71,10 @@ def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
     assert 1 < cap < 64  # heavy-tailed holds: the longest rollout sets the step, so fewer slots suffice
 
 
-def test_rl_schedule_falls_back_to_closed_form(monkeypatch):
-    monkeypatch.setattr(tgt, "_simulator_step_time", lambda: None)
-    res = rl_schedule_target(SUMMARY, 512, 300.0)
-    assert (res["concurrency"], res["method"]) == (512, "closed-form")
-    assert "closed-form" in res["note"]
-
-
-def test_rl_schedule_with_the_simulator_if_present():
-    if tgt._simulator_step_time() is None:
-        pytest.skip("sandbox_fleet.simulate does not expose a sync-RL workload yet")
+def test_rl_schedule_with_the_simulator():
+    """No fallback: the search always runs the simulator (plan -> simulate)."""
     res = rl_schedule_target(SUMMARY, 64, 100.0)
-    assert res["method"] == "simulated", res.get("note")
+    assert res["method"] == "simulated"
     assert 1 <= res["concurrency"] <= 64
 
 

@@ -1,36 +1,38 @@
-"""Shared fixtures for the report tests: hand-made summaries under fixtures/."""
+"""Shared fixtures for the report tests: summaries made by the producers (tests/producers.py).
+
+``published`` is examples/rst-published.json, the document's figures in measure's layout; the
+others are ``measure``, ``plan`` and ``simulate`` output, deep-copied so a test may edit its own.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def load(name: str) -> dict:
-    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+PUBLISHED = Path(__file__).resolve().parents[2] / "examples" / "rst-published.json"
 
 
 @pytest.fixture
 def published() -> dict:
-    """The source document's published figures in the measure --json schema."""
-    return load("published.json")
+    """The source document's published figures in the measure summary's layout."""
+    return json.loads(PUBLISHED.read_text(encoding="utf-8"))
 
 
 @pytest.fixture
-def fleet() -> dict:
-    """A hand-made healthy fleet on which every check passes."""
-    return load("fleet.json")
+def fleet(produced) -> dict:
+    """``measure`` of the healthy corpus: every check passes on it."""
+    return copy.deepcopy(produced.fleet)
 
 
 @pytest.fixture
-def plan() -> dict:
-    return load("plan.json")
+def plan(produced) -> dict:
+    """``plan`` of the healthy fleet (target: its measured peak)."""
+    return copy.deepcopy(produced.plan)
 
 
 @pytest.fixture
-def simulate() -> dict:
-    return load("simulate.json")
+def simulate(produced) -> dict:
+    return copy.deepcopy(produced.simulate)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+
+import numpy as np
 import pytest
+from producers import healthy_exception_type, healthy_intervals
 
 from sandbox_fleet.report import charts
+
+START, FINISH = healthy_intervals()
+HOLDS = [b - a for a, b in zip(START, FINISH)]
 
 
 @pytest.mark.parametrize("key", list(charts.BUILDERS))
@@ -17,12 +25,14 @@ def test_models_chart_missing():
 
 
 def test_concurrency_has_step_series_and_reference_lines(fleet):
+    # the healthy corpus: 100 slots opening 7 s apart, never at its cap of 150
+    mean = math.fsum(HOLDS) / (max(FINISH) - min(START))
     fig = charts.concurrency(fleet)
     names = [t.name for t in fig.data]
-    assert names == ["concurrency", "peak 300 (cap detected)", "mean 240.0"]
+    assert names == ["concurrency", "peak 100", "configured cap 150", f"mean {mean:.1f}"]
     assert fig.data[0].line.shape == "hv"
-    assert list(fig.data[0].x)[:3] == [0.0, 600 / 3600, 1200 / 3600]  # hours
-    assert list(fig.data[2].y) == [240.0, 240.0]
+    assert list(fig.data[0].x)[:3] == [0.0, 7 / 3600, 14 / 3600]  # hours
+    assert list(fig.data[3].y) == pytest.approx([mean, mean])
 
 
 def test_concurrency_rejects_mismatched_series(fleet):
@@ -32,11 +42,13 @@ def test_concurrency_rejects_mismatched_series(fleet):
 
 def test_hold_histogram_is_log_with_median_and_p99(fleet):
     fig = charts.hold(fleet)
+    median, p99 = statistics.median(HOLDS), float(np.percentile(HOLDS, 99))
     assert fig.layout.xaxis.type == "log"
-    assert [t.name for t in fig.data] == ["rollouts", "median 1,200 s", "p99 4,800 s"]
-    assert list(fig.data[1].x) == [1200.0, 1200.0]
+    assert [t.name for t in fig.data] == ["rollouts", f"median {median:,.0f} s", f"p99 {p99:,.0f} s"]
+    assert list(fig.data[1].x) == pytest.approx([median, median])
     # one more y than counts: the last step is closed at the last edge
-    assert list(fig.data[0].y) == [5, 40, 150, 520, 430, 55, 55]
+    counts = fleet["hold_s"]["histogram"]["counts"]
+    assert list(fig.data[0].y) == counts + counts[-1:] and sum(counts) == len(HOLDS)
 
 
 def test_hold_histogram_with_zero_edge_falls_back_to_linear(fleet):
@@ -51,7 +63,7 @@ def test_context_fit_curve_is_c_n_n_plus_1_over_2(fleet):
     curve = dict(zip(fit.x, fit.y))
     assert curve[10] == 44_000.0   # 800 * 10 * 11 / 2
     assert curve[20] == 168_000.0  # 800 * 20 * 21 / 2
-    assert "R² 0.9950" in fit.name
+    assert "R² 1.0000" in fit.name  # the corpus's input tokens are exactly 800 n (n + 1) / 2
 
 
 def test_turns_histogram_sorted_numerically(fleet):
@@ -62,8 +74,13 @@ def test_turns_histogram_sorted_numerically(fleet):
 def test_exceptions_count_and_hours(fleet):
     fig = charts.exceptions(fleet)
     assert len(fig.data) == 2
-    assert list(fig.data[0].y) == ["DaytonaError", "AgentTimeoutError"]  # most frequent at the top
-    assert list(fig.data[1].x) == [1.5, 4.5]
+    hours = {}
+    for i, h in enumerate(HOLDS):
+        if healthy_exception_type(i):
+            hours[healthy_exception_type(i)] = hours.get(healthy_exception_type(i), 0.0) + h / 3600
+    assert list(fig.data[0].y) == ["DaytonaError", "AgentTimeoutError"]  # 15 and 45: most frequent at the top
+    assert list(fig.data[0].x) == [15, 45]
+    assert list(fig.data[1].x) == pytest.approx([hours["DaytonaError"], hours["AgentTimeoutError"]])
 
 
 def test_exception_types_accepts_the_measure_layout():

@@ -1,19 +1,33 @@
-"""Each check on hand-made summaries on both sides of its threshold, and on the published figures."""
+"""Each check on both sides of its threshold, on the published figures and on a measured healthy fleet.
+
+The threshold cases are partial measure summaries: the figures a check reads, every other one null
+(not measured), exactly as a reader of an older or sparser summary sees it; each goes through
+the model (``run`` adds the envelope).
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
+
+from producers import measure_doc
 
 
 def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:
     return {r.name: r for r in results}
 
 
+def run(summary: dict, plan: dict | None = None, thresholds: Thresholds | None = None) -> list[CheckResult]:
+    """``run_checks`` on a partial measure summary (``summary`` holds its figures only)."""
+    return run_checks(measure_doc(**summary), plan, thresholds)
+
+
 def status(summary: dict, name: str, plan: dict | None = None) -> str:
-    return by_name(run_checks(summary, plan))[name].status
+    return by_name(run(summary, plan))[name].status
 
 
 # --- the document's figures -----------------------------------------------------------------
@@ -72,17 +86,19 @@ def test_healthy_fleet_passes_everything(fleet, plan):
 
 
 def test_empty_summary_skips_everything_without_crashing():
-    results = run_checks({})
+    results = run({})
     assert [r.name for r in results] == [c.__name__ for c in CHECKS]
     assert {r.status for r in results} == {"skip"}
     assert all(r.message.startswith("not measured") for r in results)
     assert exit_code(results, strict=True) == 0
 
 
-def test_wrong_types_are_not_measured():
-    garbage = {"rows": "many", "concurrency": [1, 2], "hold_s": {"median": True, "p99": None},
-               "outcomes": {"exception_rate": "0.3"}, "by_model": {"m": "x"}, "coverage": 7}
-    assert {r.status for r in run_checks(garbage)} == {"skip"}
+def test_wrong_types_are_refused_naming_the_key():
+    for garbage, key in (({"rows": "many"}, "rows"), ({"concurrency": [1, 2]}, "concurrency"),
+                         ({"by_model": {"m": "x"}}, "by_model.m"), ({"coverage": 7}, "coverage")):
+        with pytest.raises(InputError, match=f"key {key}:") as err:
+            run(garbage)
+        assert "\n" not in str(err.value)
 
 
 # --- both sides of every threshold (defaults from data/checks.toml) --------------------------
@@ -102,11 +118,11 @@ def test_prefix_cache_zero_fails_and_low_fraction_warns():
 
 def test_prefix_cache_unreported_is_configurable():
     summary = {"tokens": {"rows": 10, "input": 1000, "cached": None, "cached_fraction": None}}
-    r = by_name(run_checks(summary))["prefix_cache_off"]
+    r = by_name(run(summary))["prefix_cache_off"]
     assert r.status == "fail" and "not reported" in r.message
     t = Thresholds.default().model_copy(deep=True)
     t.prefix_cache_off.unreported = "warn"
-    assert by_name(run_checks(summary, thresholds=t))["prefix_cache_off"].status == "warn"
+    assert by_name(run(summary, thresholds=t))["prefix_cache_off"].status == "warn"
 
 
 def test_prefix_cache_skips_without_input_tokens():
@@ -123,7 +139,7 @@ def test_exception_rate_by_model_names_the_offender():
         "good": {"rows": 1000, "exception_rate": 0.05},
         "bad": {"rows": 1000, "exception_rate": 0.30},
     }}
-    r = by_name(run_checks(summary))["exception_rate_by_model"]
+    r = by_name(run(summary))["exception_rate_by_model"]
     assert r.status == "fail" and r.value == 0.30 and r.threshold == 0.25
     assert "bad 30.0%" in r.message and "good" not in r.message
     summary["by_model"]["bad"]["exception_rate"] = 0.2
@@ -161,7 +177,7 @@ def test_missing_fields(field, warn_at, fail_at):
 def test_rejected_rows_share_is_of_all_input_rows():
     # 6 rejected of 100 input rows = 6% > 5%: fail; 5 of 100 = 5%: warn; none: pass.
     assert status({"rows": 94, "coverage": {"rejected": {"duplicate id": 4, "unparsable time": 2}}}, "rejected_rows") == "fail"
-    r = by_name(run_checks({"rows": 95, "coverage": {"rejected": {"duplicate id": 5}}}))["rejected_rows"]
+    r = by_name(run({"rows": 95, "coverage": {"rejected": {"duplicate id": 5}}}))["rejected_rows"]
     assert r.status == "warn" and r.value == pytest.approx(0.05) and "duplicate id 5" in r.message
     assert status({"rows": 95, "coverage": {"rejected": {}}}, "rejected_rows") == "pass"
 
@@ -182,7 +198,7 @@ def test_cap_binding_looks_at_each_job():
                "concurrency": {"peak": 80, "cap_detected": False, "time_at_peak_s": 1.0},
                "by_job": {"a": {"concurrency": {"peak": 40, "cap_detected": True, "time_at_peak_s": 600.0,
                                                 "span_s": 5_000.0, "touches": 30}}}}
-    r = by_name(run_checks(summary))["cap_binding"]
+    r = by_name(run(summary))["cap_binding"]
     assert r.status == "fail" and r.value == pytest.approx(0.12) and "job a" in r.message
 
 
@@ -195,7 +211,7 @@ def test_cap_recorded():
 def test_duty_cycle_from_duty_or_mean_and_peak():
     assert status({"concurrency": {"duty": 0.49}}, "duty_cycle") == "warn"
     assert status({"concurrency": {"duty": 0.5}}, "duty_cycle") == "pass"
-    r = by_name(run_checks({"concurrency": {"mean": 30.0, "peak": 100}}))["duty_cycle"]
+    r = by_name(run({"concurrency": {"mean": 30.0, "peak": 100}}))["duty_cycle"]
     assert r.status == "warn" and r.value == pytest.approx(0.3)
 
 
@@ -220,25 +236,29 @@ def test_build_share():
     assert status({"phases": {"environment_setup": {"share_of_hold": 0.25}}}, "build_share") == "pass"
 
 
-def test_plan_covers_peak():
+def test_plan_covers_peak(published):
     m = {"concurrency": {"mean": 100.0, "peak": 600}}
-    assert status(m, "plan_covers_peak", {"target": {"concurrency": 600}}) == "pass"
-    assert status(m, "plan_covers_peak", {"target": {"concurrency": 599}}) == "warn"
-    assert status(m, "plan_covers_peak", {"target": {"concurrency": 99}}) == "fail"
+    plans = {n: make_plan(published, PlanOptions(concurrency=n)) for n in (600, 599, 99)}
+    assert status(m, "plan_covers_peak", plans[600]) == "pass"
+    assert status(m, "plan_covers_peak", plans[599]) == "warn"
+    assert status(m, "plan_covers_peak", plans[99]) == "fail"
     assert status(m, "plan_covers_peak", None) == "skip"
 
 
 def test_sweep_self_check():
-    assert status({"sandbox_s": 1000.0, "concurrency": {"area_s": 1000.0}}, "sweep_self_check") == "pass"
-    assert status({"sandbox_s": 1000.0, "concurrency": {"area_s": 1000.5}}, "sweep_self_check") == "fail"
+    # measure writes the verdict and both sides; without the verdict they are compared here
+    assert status({"sandbox_s": 1000.0, "concurrency": {"self_check": {"area_s": 1000.0}}}, "sweep_self_check") == "pass"
+    assert status({"sandbox_s": 1000.0, "concurrency": {"self_check": {"area_s": 1000.5}}}, "sweep_self_check") == "fail"
+    assert status({"concurrency": {"self_check": {"area_s": 10.0, "sum_of_holds_s": 10.0}}}, "sweep_self_check") == "pass"
     assert status({"concurrency": {"self_check": {"ok": False}}}, "sweep_self_check") == "fail"
-    assert status({"concurrency": {"self_check": True}}, "sweep_self_check") == "pass"
+    assert status({"concurrency": {"self_check": {"ok": True}}}, "sweep_self_check") == "pass"
+    assert status({"sandbox_s": 1000.0}, "sweep_self_check") == "skip"
 
 
 def test_disabled_check_skips():
     t = Thresholds.default().model_copy(deep=True)
     t.exception_rate.enabled = False
-    r = by_name(run_checks({"outcomes": {"exception_rate": 0.9}}, thresholds=t))["exception_rate"]
+    r = by_name(run({"outcomes": {"exception_rate": 0.9}}, thresholds=t))["exception_rate"]
     assert r.status == "skip" and "disabled" in r.message
 
 
@@ -261,7 +281,7 @@ def test_unknown_trajectory_is_not_a_pass():
 
 def test_job_advice_differs_from_model_advice():
     summary = {"by_job": {"j": {"rows": 500, "exception_rate": 0.5}}}
-    assert "bad image" in by_name(run_checks(summary))["exception_rate_by_job"].message
+    assert "bad image" in by_name(run(summary))["exception_rate_by_job"].message
 
 
 # --- exception_rate_by_task (defaults: warn at or above 0.5, fail at or above 0.9, min_rows 3) ---
@@ -286,7 +306,7 @@ def _by_task(*tasks: dict, max_rate: float | None = None, min_rows: int = 3) -> 
 ])
 def test_exception_rate_by_task_both_sides_of_each_threshold(exceptions, rows, expected):
     summary = _by_task(_task("t1", exceptions, rows), max_rate=exceptions / rows)
-    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    r = by_name(run(summary))["exception_rate_by_task"]
     assert r.status == expected and r.value == exceptions / rows
     assert r.threshold == {"fail": 0.9, "warn": 0.5, "pass": 0.5}[expected]
 
@@ -296,7 +316,7 @@ def test_exception_rate_by_task_min_rows():
     summary = _by_task(_task("tiny", 2, 2), max_rate=None)
     assert status(summary, "exception_rate_by_task") == "skip"
     summary = _by_task(_task("tiny", 2, 2), _task("ok", 1, 4, count=1), max_rate=0.25)
-    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    r = by_name(run(summary))["exception_rate_by_task"]
     assert r.status == "pass" and r.value == 0.25
     assert status(_by_task(_task("three", 3, 3), max_rate=1.0), "exception_rate_by_task") == "fail"
 
@@ -304,7 +324,7 @@ def test_exception_rate_by_task_min_rows():
 def test_exception_rate_by_task_names_the_worst_five_with_their_exception_type():
     tasks = [_task(f"t{i}", 10, 10, kind="ImagePullError") for i in range(6, 0, -1)]  # t6..t1, all 100%
     tasks.append(_task("half", 30, 60, kind="AgentTimeoutError", count=20))            # most exceptions
-    r = by_name(run_checks(_by_task(*tasks, max_rate=1.0)))["exception_rate_by_task"]
+    r = by_name(run(_by_task(*tasks, max_rate=1.0)))["exception_rate_by_task"]
     assert r.status == "fail" and r.value == 1.0 and r.threshold == 0.9
     # highest rate first, ties by task_id; only 5 named
     assert "worst: t1 100.0% (10/10, mostly ImagePullError (10)); t2 100.0%" in r.message
@@ -316,7 +336,7 @@ def test_exception_rate_by_task_reads_highest_rate_and_the_summary_maximum():
     # The broken task is outside 'worst' (few exceptions) but in 'highest_rate'.
     summary = _by_task(_task("busy", 40, 70, kind="AgentTimeoutError"), max_rate=1.0)
     summary["by_task"]["highest_rate"] = [_task("bad-image", 4, 4, kind="ImagePullError")]
-    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    r = by_name(run(summary))["exception_rate_by_task"]
     assert r.status == "fail" and "bad-image 100.0% (4/4, mostly ImagePullError (4))" in r.message
     assert r.message.index("bad-image") < r.message.index("busy")
 
@@ -327,11 +347,11 @@ def test_exception_rate_by_task_ignores_what_the_fleet_rate_explains_by_chance()
     summary = _by_task(_task("lucky", 3, 3), max_rate=1.0)
     summary["by_task"]["tasks_judged"] = 37_000
     summary["outcomes"] = {"exception_rate": 0.29}
-    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    r = by_name(run(summary))["exception_rate_by_task"]
     assert r.status == "pass" and "by chance" in r.message
     # 40 of 40: 0.29**40 ~ 1.4e-22, times 37,000 tasks, is far below the family-wise 0.01.
     summary["by_task"]["worst"] = [_task("broken", 40, 40), _task("lucky", 3, 3)]
-    r = by_name(run_checks(summary))["exception_rate_by_task"]
+    r = by_name(run(summary))["exception_rate_by_task"]
     assert r.status == "fail" and "broken" in r.message and "lucky" not in r.message
     # 10 of 10 over 90 tasks: 0.29**10 * 90 = 3.8e-4 < 0.01 (fail); over 37,000 tasks: 0.16 (pass).
     summary["by_task"]["worst"] = [_task("ten", 10, 10)]
@@ -359,7 +379,7 @@ def test_exception_rate_by_task_thresholds_are_configurable():
     t = Thresholds.default().model_copy(deep=True)
     t.exception_rate_by_task.fail_at_or_above = 1.0
     summary = _by_task(_task("t", 9, 10), max_rate=0.9)
-    assert by_name(run_checks(summary, thresholds=t))["exception_rate_by_task"].status == "warn"
+    assert by_name(run(summary, thresholds=t))["exception_rate_by_task"].status == "warn"
     t.exception_rate_by_task.min_rows = 11
-    r = by_name(run_checks(summary, thresholds=t))["exception_rate_by_task"]
+    r = by_name(run(summary, thresholds=t))["exception_rate_by_task"]
     assert r.status == "skip" and "11 rollouts" in r.message

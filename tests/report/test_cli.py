@@ -11,24 +11,24 @@ from typer.testing import CliRunner
 
 from sandbox_fleet.cli import app
 
-FIX = Path(__file__).parent / "fixtures"
+PUBLISHED = Path(__file__).resolve().parents[2] / "examples" / "rst-published.json"
 runner = CliRunner()
 
 
 def test_check_published_fails_with_exit_1():
-    res = runner.invoke(app, ["check", str(FIX / "published.json")])
+    res = runner.invoke(app, ["check", str(PUBLISHED)])
     assert res.exit_code == 1, res.output
     assert "prefix_cache_off" in res.output
 
 
-def test_check_healthy_passes_even_strict():
-    assert runner.invoke(app, ["check", str(FIX / "fleet.json")]).exit_code == 0
-    res = runner.invoke(app, ["check", str(FIX / "fleet.json"), "--plan", str(FIX / "plan.json"), "--strict"])
+def test_check_healthy_passes_even_strict(produced):
+    assert runner.invoke(app, ["check", str(produced.fleet_path)]).exit_code == 0
+    res = runner.invoke(app, ["check", str(produced.fleet_path), "--plan", str(produced.plan_path), "--strict"])
     assert res.exit_code == 0, res.output
 
 
-def test_warnings_pass_unless_strict(tmp_path):
-    m = json.loads((FIX / "fleet.json").read_text())
+def test_warnings_pass_unless_strict(tmp_path, produced):
+    m = json.loads(produced.fleet_path.read_text())
     m["concurrency"]["duty"] = 0.2  # duty_cycle warns, nothing fails
     f = tmp_path / "m.json"
     f.write_text(json.dumps(m))
@@ -36,9 +36,11 @@ def test_warnings_pass_unless_strict(tmp_path):
     assert runner.invoke(app, ["check", str(f), "--strict"]).exit_code == 1
 
 
-def test_check_json_is_a_list_on_stdout():
-    res = runner.invoke(app, ["check", str(FIX / "published.json"), "--json"])
-    data = json.loads(res.stdout)
+def test_check_json_is_one_checks_object_on_stdout():
+    res = runner.invoke(app, ["check", str(PUBLISHED), "--json"])
+    doc = json.loads(res.stdout)
+    assert (doc["schema_version"], doc["kind"]) == (1, "checks")
+    data = doc["results"]
     assert {d["name"]: d["status"] for d in data}["exception_rate"] == "fail"
     assert set(data[0]) == {"name", "status", "value", "threshold", "message"}
 
@@ -54,7 +56,7 @@ def test_thresholds_override_changes_the_verdict(tmp_path):
         "[missing_tokens]\nfail_above = 0.3",
         "[missing_turns]\nfail_above = 0.3",
     ]))
-    res = runner.invoke(app, ["check", str(FIX / "published.json"), "--thresholds", str(f)])
+    res = runner.invoke(app, ["check", str(PUBLISHED), "--thresholds", str(f)])
     assert res.exit_code == 0, res.output
 
 
@@ -63,10 +65,10 @@ def test_check_help_documents_exit_codes():
     assert "Exit status" in res.output and "--strict" in res.output
 
 
-def test_report_writes_html(tmp_path):
+def test_report_writes_html(tmp_path, produced):
     out = tmp_path / "r.html"
-    res = runner.invoke(app, ["report", str(FIX / "fleet.json"), "--plan", str(FIX / "plan.json"),
-                              "--simulate", str(FIX / "simulate.json"), "-o", str(out)])
+    res = runner.invoke(app, ["report", str(produced.fleet_path), "--plan", str(produced.plan_path),
+                              "--simulate", str(produced.simulate_path), "-o", str(out)])
     assert res.exit_code == 0, res.output
     html = out.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and '<section id="plan">' in html
@@ -85,16 +87,23 @@ def _main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
+def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch, capsys, produced):
     bad_json = tmp_path / "m.json"
     bad_json.write_text("{oops")
     bad_toml = tmp_path / "t.toml"
     bad_toml.write_text("[exception_rate]\nbudget = 0.3\n")
     cases = [
         (("check", str(bad_json)), "not valid JSON"),
-        (("check", str(FIX / "fleet.json"), "--thresholds", str(bad_toml)), "unknown key 'exception_rate.budget'"),
-        (("report", str(FIX / "fleet.json"), "--plan", str(tmp_path / "missing.json"), "-o", str(tmp_path / "r.html")),
+        (("check", str(produced.fleet_path), "--thresholds", str(bad_toml)), "unknown key 'exception_rate.budget'"),
+        (("report", str(produced.fleet_path), "--plan", str(tmp_path / "missing.json"), "-o", str(tmp_path / "r.html")),
          "not found"),
+        # another stage's summary where one kind is expected: refused, naming both
+        (("report", str(produced.fleet_path), "--plan", str(produced.fleet_path), "-o", str(tmp_path / "r.html")),
+         "kind 'measure'; expected a plan summary"),
+        (("report", str(produced.fleet_path), "--simulate", str(produced.plan_path), "-o", str(tmp_path / "r.html")),
+         "kind 'plan'; expected a simulate summary"),
+        (("check", str(produced.plan_path)), "kind 'plan'; expected a measure summary"),
+        (("check", str(produced.fleet_path), "--plan", str(produced.simulate_path)), "kind 'simulate'; expected a plan"),
     ]
     for args, needle in cases:
         code, err = _main(monkeypatch, capsys, *args)
@@ -106,7 +115,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
 def test_module_entry_point_exit_codes(tmp_path):
     """End to end through `python -m sandbox_fleet.cli`: 1 on a failing check, 2 on bad input."""
     run = lambda *a: subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", *a], capture_output=True, text=True)
-    assert run("check", str(FIX / "published.json"), "--json").returncode == 1
+    assert run("check", str(PUBLISHED), "--json").returncode == 1
     bad = tmp_path / "m.json"
     bad.write_text("[]")
     proc = run("check", str(bad))

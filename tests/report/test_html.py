@@ -11,22 +11,18 @@ from pathlib import Path
 import plotly.offline
 import pytest
 
+from producers import measure_doc
+
+from sandbox_fleet.errors import InputError
 from sandbox_fleet.report import build_report, write_report
 from sandbox_fleet.report.charts import TITLES
 
 PLOTLY_BANNER = "* plotly.js v"
 
 
-FIX = Path(__file__).parent / "fixtures"
-
-
-def _load(name: str) -> dict:
-    return json.loads((FIX / name).read_text(encoding="utf-8"))
-
-
 @pytest.fixture(scope="module")
-def full_html() -> str:
-    return build_report(_load("fleet.json"), _load("plan.json"), _load("simulate.json"), title="Fleet A")
+def full_html(produced) -> str:
+    return build_report(produced.fleet, produced.plan, produced.simulate, title="Fleet A")
 
 
 def test_every_chart_is_drawn(full_html):
@@ -57,7 +53,7 @@ def test_byte_identical_across_builds(fleet, plan, simulate, full_html):
 
 
 def test_missing_inputs_show_not_measured():
-    html = build_report({})
+    html = build_report(measure_doc())
     for key, title in TITLES.items():
         assert f'<div class="missing" id="fig-{key}"><strong>{title}</strong>: not measured</div>' in html
     assert 'class="plotly-graph-div"' not in html
@@ -74,12 +70,11 @@ def test_published_figures_report(published):
     assert 'id="fig-models" class="plotly-graph-div"' in body
     assert '<span class="badge fail">fail</span></td><td>prefix_cache_off' in body
     assert "<td>29.4%</td>" in body  # exception rate, formatted
-    assert "-22.9%" in body  # model error at 2 turns, from the summary
 
 
 def test_hostile_names_are_escaped():
-    m = {"rows": 500, "by_model": {"<script>alert(1)</script>": {"rows": 500, "exception_rate": 0.5}},
-         "source": "<b>x</b>"}
+    m = measure_doc(rows=500, by_model={"<script>alert(1)</script>": {"rows": 500, "exception_rate": 0.5}},
+                    source=["<b>x</b>"])
     html = build_report(m, title="<i>t</i>")
     body = html[html.index("<body>"):]
     assert "<script>alert(1)" not in body
@@ -119,33 +114,33 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
     assert all(c[1] >= 1 for c in calls)
 
 
-def test_numpy_values_in_memory_summaries(fleet):
-    """measure_paths returns NumPy arrays before JSON serialisation; the report reads them the same."""
-    import numpy as np
-
-    as_numpy = json.loads(json.dumps(fleet))
-    series = as_numpy["concurrency"]["series"]
-    series["t_s"] = np.array(series["t_s"], dtype=np.float64)
-    series["level"] = np.array(series["level"], dtype=np.int64)
-    as_numpy["concurrency"]["peak"] = np.int64(300)
-    as_numpy["outcomes"]["exception_rate"] = np.float64(0.05)
-    assert build_report(as_numpy) == build_report(fleet)
+def test_other_kinds_are_refused(fleet, plan, simulate):
+    """Each input is parsed into its stage's model: another kind is one line naming both."""
+    with pytest.raises(InputError, match="kind 'plan'; expected a measure summary"):
+        build_report(plan)
+    with pytest.raises(InputError, match="kind 'measure'; expected a plan summary"):
+        build_report(fleet, fleet)
+    with pytest.raises(InputError, match="kind 'plan'; expected a simulate summary"):
+        build_report(fleet, plan, plan)
 
 
 def test_plan_section_formats_turn_keyed_savings(fleet, plan):
-    html = build_report(fleet, plan)
-    assert "1 turns 1x, 5 turns 3x, 11 turns 6x" in html
-    assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682</td>" in html
+    from sandbox_fleet.plan import PlanOptions, make_plan
+
+    html = build_report(fleet, make_plan(fleet, PlanOptions(node_type="seed-96c")))
+    assert "1 turns 1x, 2 turns 1.5x, 5 turns 3x" in html
+    assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682, gpu n/a</td>" in html
+    assert "<th>on_demand_per_h</th>" in html and "<th>spot_per_h</th>" not in html  # the plan's tier only
 
 
 def test_phases_outcomes_steps_and_warnings_tables():
-    m = {
-        "rows": 200,
-        "phases": {"environment_setup": {"rows": 200, "median_s": 60.0, "p99_s": 600.0, "share_of_hold": 0.3}},
-        "hold_s": {"by_outcome": {"exception": {"rows": 20, "median": 139.0, "mean": 150.0, "p99": 900.0}}},
-        "steps": {"detected": True, "steps": 50, "batch_size": 512, "step_period_s": 1800.0},
-        "warnings": ["naive timestamps taken as UTC"],
-    }
+    m = measure_doc(
+        rows=200,
+        phases={"environment_setup": {"rows": 200, "median_s": 60.0, "p99_s": 600.0, "share_of_hold": 0.3}},
+        hold_s={"by_outcome": {"exception": {"rows": 20, "median": 139.0, "mean": 150.0, "p99": 900.0}}},
+        steps={"detected": True, "steps": 50, "batch_size": 512, "step_period_s": 1800.0},
+        warnings=["naive timestamps taken as UTC"],
+    )
     body = build_report(m)
     assert "<td>environment_setup</td><td>200</td><td>60.0 s</td><td>600.0 s</td><td>30.0%</td>" in body
     assert "<td>exception</td><td>20</td><td>139.0 s</td>" in body

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.report.inputs import load_json_object, load_measure
+from sandbox_fleet.report.inputs import load_measure, load_plan
 
 
 def test_summary_json_is_read_as_is(tmp_path, fleet):
@@ -17,7 +17,7 @@ def test_summary_json_is_read_as_is(tmp_path, fleet):
     assert load_measure([f]) == fleet
 
 
-@pytest.mark.parametrize("text,needle", [("{not json", "not valid JSON"), ("[1, 2]", "expected a JSON object")])
+@pytest.mark.parametrize("text,needle", [("{not json", "not valid JSON"), ("[1, 2]", "found a JSON list")])
 def test_bad_json(tmp_path, text, needle):
     f = tmp_path / "m.json"
     f.write_text(text)
@@ -28,7 +28,7 @@ def test_bad_json(tmp_path, text, needle):
 
 def test_missing_plan_file(tmp_path):
     with pytest.raises(InputError, match="plan summary file not found"):
-        load_json_object(tmp_path / "p.json", "plan summary")
+        load_plan(tmp_path / "p.json")
 
 
 def test_no_paths():

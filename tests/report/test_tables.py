@@ -49,7 +49,9 @@ def test_task_health_table_absent_or_empty():
     assert task_health_table({}) is None and task_health_table({"by_task": None}) is None
     html = task_health_table({"by_task": {"tasks": 3, "worst": []}})
     assert "no task looks broken" in html and "<tbody>" not in html
-    body = build_report({})
+    from producers import measure_doc
+
+    body = build_report(measure_doc())
     exceptions = body[body.index('<section id="exceptions">'):]
     exceptions = exceptions[:exceptions.index("</section>")]
     assert "exceptions per task: not measured" in exceptions

@@ -230,4 +230,4 @@ def test_events_count_is_model_level():
     wl = Replay(arrivals_s=np.array([0.0, 0.0, 1.0, 5.0]), holds=np.array([3.0, 4.0, 1.0, 2.0]))
     res = run_workloads(Fleet(cap=2, provision_delay_s=0.5), [wl], seed=0)
     assert res.summary()["events"] == 4 + 4 + 4  # arrivals, finishes, slot refills
-    assert "events_per_s" not in res.summary() and res.summary(timing=True)["events_per_s"] > 0
+    assert res.summary()["events_per_s"] is None and res.summary(timing=True)["events_per_s"] > 0

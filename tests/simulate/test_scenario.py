@@ -178,7 +178,7 @@ def test_cli_json_telemetry_measure_roundtrip(tmp_path):
     b = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert a.stdout == b.stdout  # byte-identical: no wall-clock figures without --timing
     s = json.loads(a.stdout)
-    assert s["rollouts"] == 3000 and "events_per_s" not in s
+    assert s["rollouts"] == 3000 and s["events_per_s"] is None
     m = subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", "measure", str(out / "t.parquet"), "--json"],
                        capture_output=True, text=True, check=True)
     assert json.loads(m.stdout)["concurrency"]["peak"] == 10

@@ -74,7 +74,7 @@ def test_result_header(mmc):
     res = run_sweep(mmc, ["fleet.cap=4,5"], seeds=3, workers=1, metrics=["hold_s.p99"])
     assert res["scenario"] == "mmc.toml" and res["variants"] == 2 and res["seeds"] == 3
     assert res["vary"] == {"fleet.cap": [4, 5]}
-    assert res["metrics"][-1] == "hold_s.p99" and "knee" not in res
+    assert res["metrics"][-1] == "hold_s.p99" and res["knee"] is None
     assert res["rows"][0]["hold_s.p99"] > 0
 
 
@@ -98,3 +98,17 @@ def test_bad_options(mmc, kw, fragment):
 def test_no_vary(mmc):
     with pytest.raises(InputError, match="at least one --vary"):
         run_sweep(mmc, [])
+
+
+def test_unknown_metric_is_refused_before_any_run(mmc, monkeypatch):
+    """The metric name is checked against the simulator's model, not discovered after the runs."""
+    from sandbox_fleet.sweep import run as run_mod
+
+    def no_runs(*a, **k):
+        raise AssertionError("simulated before refusing the metric")
+
+    monkeypatch.setattr(run_mod, "run_tasks", no_runs)
+    with pytest.raises(InputError, match=r"metric 'step_s\.meen' is not a number .*docs/schemas/simulate"):
+        run_sweep(mmc, ["fleet.cap=4"], metrics=["step_s.meen"], workers=1)
+    with pytest.raises(InputError, match=r"metric 'turns\.median'"):
+        run_sweep(mmc, ["fleet.cap=4"], target="turns.median", workers=1)

@@ -1,10 +1,11 @@
-"""measure: every fleet figure from canonical telemetry, as one JSON-ready dict.
+"""measure: every fleet figure from canonical telemetry, as one ``MeasureSummary``.
 
 ``measure_paths`` reads and filters telemetry, then ``measure_telemetry`` computes
 concurrency, holds, phases, steps, tokens, outcomes, exceptions, coverage, per-model and
 per-job slices, per-task exception health, and task requests. Each figure carries the row count it was computed
 over; times are summed in integer microseconds so results never depend on scheduling.
-The JSON keys are the contract ``plan`` and ``report`` read (``SCHEMA_VERSION``).
+The summary is built as ``measure.model.MeasureSummary`` (the contract ``plan`` and ``report``
+parse) and returned as its JSON-native dict.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.arrowpool import prefer_returning_pool
 from sandbox_fleet.measure.columns import Frame, frame_from_table
 from sandbox_fleet.measure.concurrency import concurrency_figures, overall_cap
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model
 from sandbox_fleet.measure.holds import measure_holds
+from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
@@ -31,14 +34,13 @@ from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import measure_tokens
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
 
-SCHEMA_VERSION = 1
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-__all__ = ["SCHEMA_VERSION", "measure_paths", "measure_telemetry"]
+__all__ = ["MeasureSummary", "measure_paths", "measure_telemetry"]
 
 
 def _iso(us: int) -> str:
@@ -100,7 +102,7 @@ def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
                       progress: bool = False) -> dict:
-    """Every measurement over ``t.rollouts`` (canonical), as a JSON-ready dict.
+    """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary``'s JSON-native dict.
 
     ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
     Raises InputError when no usable rollout is left.
@@ -164,8 +166,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     if added:
         warnings.append("measure rejected rows without a usable interval: "
                         + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
-    return {
-        "schema_version": SCHEMA_VERSION,
+    return MeasureSummary.build(**to_jsonable({
         "source": list(t.sources),
         "rows": fr.n,
         "first_started_at": _iso(first_start),
@@ -188,7 +189,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         "by_task": task_health,
         "tasks": tasks,
         "warnings": warnings,
-    }
+    })).to_json()
 
 
 def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=None, assume_tz="UTC",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, ratio
+from sandbox_fleet.measure.stats import US, arrival_rate_per_s, ratio
 
 CAP_TOUCHES = 10
 SERIES_POINTS = 2000
@@ -158,6 +158,25 @@ def series(sw: Sweep, max_points: int = SERIES_POINTS) -> dict:
     return {"t_s": t_s, "level": np.append(peak, 0), "bucket_s": width / US}
 
 
+def to_us(seconds: np.ndarray) -> np.ndarray:
+    """Seconds (float) as integer microseconds, rounded to nearest: the grid measure sweeps on."""
+    return np.rint(np.asarray(seconds, dtype=np.float64) * US).astype(np.int64)
+
+
+def interval_stats(start_us: np.ndarray, finish_us: np.ndarray) -> dict:
+    """Mean, peak, touches, time at peak and span of half-open intervals (integer microseconds).
+
+    The one sweep line of the package: measure's figures, the simulator's summary and invariants
+    and the calibration of a scenario all read it. Empty input: zeros.
+    """
+    if start_us.size == 0:
+        return {"mean": 0.0, "peak": 0, "touches": 0, "time_at_peak_s": 0.0, "span_s": 0.0}
+    sw = sweep(start_us, finish_us)
+    span_us = int(sw.times[-1] - sw.times[0])
+    caps = cap_stats(sw)
+    return {"mean": sw.area_us() / span_us if span_us else 0.0, **caps, "span_s": span_us / US}
+
+
 def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_cap: int | None,
                         *, with_series: bool = False) -> dict:
     """Every concurrency figure for one set of intervals (a whole input, or one job)."""
@@ -174,7 +193,7 @@ def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_
         "mean": mean,
         # Little's law: arrival rate x mean hold (equal to the mean by construction; kept as a cross-check).
         "mean_littles_law": (n / (span_us / US)) * (area / US / n) if n and span_us else None,
-        "arrival_rate_per_s": n / (span_us / US) if span_us else None,
+        "arrival_rate_per_s": arrival_rate_per_s(n, span_us / US),
         "hold_mean_s": area / US / n if n else None,
         "peak": caps["peak"],
         "peak_to_mean": ratio(caps["peak"], mean) if mean else None,

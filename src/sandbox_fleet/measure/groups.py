@@ -13,7 +13,7 @@ from sandbox_fleet.measure.columns import NONE_LABEL, Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures
 from sandbox_fleet.measure.sql import HOLD_US, query
 from sandbox_fleet.measure.steps import group_rows
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_sorted, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, quantile_sorted, ratio
 
 
 _GROUP_SQL = """
@@ -55,7 +55,7 @@ def group_figures(fr: Frame, column: str, codes: np.ndarray, names: list[str], t
             "rows": n,
             "small_sample": n < SMALL_SAMPLE_ROWS,
             "sandbox_s": sandbox_us / US,
-            "exception_rate": ratio(exc, flagged),
+            "exception_rate": exception_rate(exc, flagged),
             "exception_rate_rows": flagged,
             "hold_median_s": quantile_sorted(part, 0.5) / US,
             "hold_p99_s": quantile_sorted(part, 0.99) / US,

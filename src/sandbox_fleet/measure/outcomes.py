@@ -13,7 +13,7 @@ import numpy as np
 
 from sandbox_fleet.measure.columns import NONE_LABEL, Frame
 from sandbox_fleet.measure.sql import HOLD_US, query
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, rate_ci, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, rate_ci, ratio
 
 OUTCOMES = ("exception", "passed", "failed", "no_reward")
 HOUR_US = 3600 * US
@@ -58,6 +58,7 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     out: dict = {"rows": fr.n, "threshold": threshold}
     for name, (k, n) in rates.items():
         out[name] = ratio(k, n)
+    out["exception_rate"] = exception_rate(n_exc, n_flag)
     if n_rew == 0:
         # With no reward on any row, "not passed" is unknown rather than zero.
         out["pass_rate_clean"] = out["pass_rate_exception"] = None

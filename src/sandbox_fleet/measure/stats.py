@@ -117,3 +117,15 @@ def rate_ci(successes: int, rows: int, *, seed: int, name: str, draws: int = BOO
 def ratio(num: float, den: float) -> float | None:
     """num / den, or None when the denominator is zero (nothing to divide by)."""
     return None if not den else num / den
+
+
+def exception_rate(exceptions: int, flagged: int) -> float | None:
+    """Exceptions over the rows that record whether they raised: a row without the flag is
+    neither an exception nor a clean rollout. The one definition (measure, calibration)."""
+    return ratio(exceptions, flagged)
+
+
+def arrival_rate_per_s(rollouts: int, span_s: float) -> float | None:
+    """Rollouts per second over the window they cover (measure: first start to last finish).
+    The one definition (measure, calibration, the simulator's Little's law)."""
+    return ratio(rollouts, span_s)

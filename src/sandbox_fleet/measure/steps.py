@@ -55,13 +55,6 @@ def _none(rows: int, reason: str, **extra) -> dict:
     return {"detected": False, "reason": reason, "rows": rows, **dict.fromkeys(_NULLS), **extra}
 
 
-def find_break(gaps: np.ndarray) -> tuple[int, float, int] | None:
-    """(number of boundaries k, jump ratio, threshold gap in us) of the biggest jump between
-    sorted gaps, or None if there are too few. ``gaps`` is not modified."""
-    found = candidate_breaks(np.sort(gaps), limit=1, min_jump=0.0)
-    return found[0] if found else None
-
-
 def candidate_breaks(asc: np.ndarray, limit: int = MAX_CANDIDATES,
                      min_jump: float = MIN_JUMP) -> list[tuple[int, float, int]]:
     """Up to ``limit`` breaks (k, jump, threshold us) between gaps sorted ascending, biggest

@@ -41,6 +41,7 @@ def measure_tasks(tasks: pa.Table | None) -> dict | None:
         "bundle_rows": int(bundles.size),
         "bundle_bytes_median": quantile_sorted(bundles, 0.5),
         "bundle_bytes_max": float(bundles[-1]) if bundles.size else None,
+        "bundle_bytes_total": float(bundles.sum()) if bundles.size else None,
         "small_sample": tasks.num_rows < SMALL_SAMPLE_ROWS,
     }
     for name in ("build_timeout_s", "agent_timeout_s", "verifier_timeout_s"):

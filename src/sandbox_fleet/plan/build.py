@@ -1,4 +1,4 @@
-"""Assemble a plan: target -> nodes -> storage -> inference -> cost, as one JSON-ready dict."""
+"""Assemble a plan: target -> nodes -> storage -> caching -> inference -> cost, as one ``PlanSummary``."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.storage import storage_plan
-from sandbox_fleet.plan.summary import Figures, get, load_input
+from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import resolve_target
 
-SCHEMA_VERSION = 1
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = Request(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 
@@ -45,32 +46,29 @@ class PlanOptions:
     turns: Optional[float] = None  # turn count for the caching saving when the input has no histogram
 
 
-def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float]]:
-    """The task requests and how often each runs (rollouts if given, else tasks)."""
+def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float]]:
+    """The task requests and how many tasks ask for each (the weight of each in the mix)."""
     if opts.request is not None:
         return [opts.request], [1.0]
-    raw = get(summary, "tasks.requests")
-    if not raw:
+    if not fig.requests:
         notes.append("input lists no task requests: assumed 1 cpu / 2048 MB / 6144 MB per sandbox (pass --request)")
         return [DEFAULT_REQUEST], [1.0]
-    if not isinstance(raw, list):
-        raise InputError("summary key 'tasks.requests': expected a list of {cpus, memory_mb, storage_mb, gpus, tasks}")
     reqs, weights = [], []
-    for i, r in enumerate(raw):
+    for i, r in enumerate(fig.requests):
         def val(key: str, default: float | None = None) -> float:
-            v = r.get(key) if isinstance(r, dict) else None
+            v = getattr(r, key)
             if v is None:
                 if default is None:
                     raise InputError(f"summary key tasks.requests[{i}].{key}: missing; expected a number")
                 return default
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
+            if v < 0 or v != v:
                 raise InputError(f"summary key tasks.requests[{i}].{key}: expected a non-negative number, got {v!r}")
             return float(v)
 
         q = Request(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
         if q.cpu <= 0 and q.memory <= 0:
             raise InputError(f"summary key tasks.requests[{i}]: a request needs cpus or memory_mb above zero")
-        w = val("rollouts" if r.get("rollouts") is not None else "tasks", 1.0)
+        w = val("tasks", 1.0)
         if w > 0:
             reqs.append(q)
             weights.append(w)
@@ -132,9 +130,7 @@ def _alt(s: dict, tier: str) -> dict:
     }
 
 
-def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
-    """A purchase-order plan (JSON-ready) for ``summary`` under ``opts``."""
-    opts = opts or PlanOptions()
+def _check_options(opts: PlanOptions) -> None:
     if opts.price_tier not in TIERS:
         raise InputError(f"--price-tier {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
     if not 0.0 <= opts.prefix_break <= 1.0:
@@ -142,21 +138,25 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     for name, v in (("--gpu-prefill-tok-s", opts.gpu_prefill_tok_s), ("--gpu-decode-tok-s", opts.gpu_decode_tok_s), ("--gpu-usd-h", opts.gpu_usd_h), ("--turns", opts.turns)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"{name} must be a positive number, got {v!r}")
-    notes: list[str] = []
-    fig = Figures(summary)
-    target = resolve_target(
-        fig, summary, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
-        passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
-    )
-    if target.get("note"):
-        notes.append(target["note"])
-    n = target["concurrency"]
 
-    # --- nodes
+
+@dataclass
+class _Nodes:
+    """What sizing the nodes decides, for the blocks after it."""
+
+    block: dict
+    chosen: dict
+    node: NodeType
+    reqs: list[Request]
+    counts: list[int]
+
+
+def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _Nodes:
+    """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block)."""
     catalog = load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
-    reqs, weights = _requests(summary, opts, notes)
+    reqs, weights = _requests(fig, opts, notes)
     counts = concurrent_mix(weights, n)
     dominant = max(range(len(reqs)), key=lambda i: (weights[i], -i))
     sized, skipped = [], []
@@ -174,8 +174,8 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     if not node.priced:
         notes.append(f"node type {node.name!r} has no prices: sized but not costed")
     mixed = len(reqs) > 1
-    nodes_block = {k: v for k, v in chosen.items() if k not in ("node", "scratch_per_node_mb")}
-    nodes_block |= {
+    block = {k: v for k, v in chosen.items() if k not in ("node", "scratch_per_node_mb")}
+    block |= {
         "reserve": {"cpu": opts.reserve.cpu, "memory_mb": opts.reserve.memory, "disk_mb": opts.reserve.disk},
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
@@ -183,21 +183,24 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "alternatives": [_alt(s, opts.price_tier) for s in others],
         "too_small": skipped,
     }
+    return _Nodes(block, chosen, node, reqs, counts)
 
-    # --- storage
-    # An RL schedule runs at its own simulated duty; every other target at the measured one.
-    duty = target.get("duty") if target.get("duty") is not None else fig.duty
+
+def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opts: PlanOptions) -> dict:
+    """Scratch, image cache and record growth for the chosen nodes (the ``storage`` block)."""
     rollouts_per_day = (n * (duty if duty else 1.0) / fig.hold_mean_s * 86400.0) if fig.hold_mean_s else None
-    storage = storage_plan(
-        nodes=chosen["count"], per_node_mb=chosen["scratch_per_node_mb"],
-        at_target_mb=sum(q.disk * k for q, k in zip(reqs, counts)),
-        node_disk_mb=node.capacity["disk"], reserve_disk_mb=opts.reserve.disk,
+    return storage_plan(
+        nodes=nodes.chosen["count"], per_node_mb=nodes.chosen["scratch_per_node_mb"],
+        at_target_mb=sum(q.disk * k for q, k in zip(nodes.reqs, nodes.counts)),
+        node_disk_mb=nodes.node.capacity["disk"], reserve_disk_mb=opts.reserve.disk,
         rollouts_per_day=rollouts_per_day, trajectory_bytes_mean=fig.trajectory_bytes_mean,
         trajectory_bytes_max=fig.trajectory_bytes_max, bundle_median=fig.bundle_median,
         bundle_max=fig.bundle_max, bundle_total=fig.bundle_total, task_count=fig.task_count,
     )
 
-    # --- context model and caching
+
+def plan_caching(fig: Figures, opts: PlanOptions) -> tuple[dict, dict]:
+    """The context model's fit and the prefix-caching saving (the ``context`` and ``caching`` blocks)."""
     c = fig.turn_tokens
     context = {
         "turn_tokens": c,
@@ -213,7 +216,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "prefix_break": f,
         "saving_by_turns_with_breaks": {str(t): inf.cache_saving(t, f) for t in turn_set},
         "saving_measured_mix_with_breaks": mix_f,
-        "cached_fraction_measured": get(summary, "tokens.cached_fraction"),
+        "cached_fraction_measured": fig.cached_fraction,
     }
     applied, basis = mix_f, "measured turn histogram"
     if applied is None:
@@ -223,16 +226,16 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         else:
             basis = "no turn histogram or median: pass --turns"
     caching["saving_applied"], caching["saving_basis"] = applied, basis
+    return context, caching
 
-    # --- inference
-    prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
-    decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
-    prefill_cached = prefill / applied if prefill is not None and applied else None
+
+def _per_gpu(fig: Figures, opts: PlanOptions) -> tuple[Optional[float], Optional[float], str]:
+    """Per-GPU prefill and decode tokens/s: given, else from the roofline at the measured mean context."""
     gpu_p, gpu_d, gpu_src = opts.gpu_prefill_tok_s, opts.gpu_decode_tok_s, "given"
     if (gpu_p is None or gpu_d is None) and opts.roofline is not None:
-        rl = opts.roofline
-        if c and fig.turns_histogram:
-            ctx = c * sum(h * t * (t + 1) / 2 for t, h in fig.turns_histogram.items()) / max(sum(h * t for t, h in fig.turns_histogram.items()), 1e-9)
+        rl, c, hist = opts.roofline, fig.turn_tokens, fig.turns_histogram
+        if c and hist:
+            ctx = c * sum(h * t * (t + 1) / 2 for t, h in hist.items()) / max(sum(h * t for t, h in hist.items()), 1e-9)
         elif c and (opts.turns or fig.turns_median):
             ctx = c * ((opts.turns or fig.turns_median) + 1) / 2
         else:
@@ -241,6 +244,15 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         gpu_p = gpu_p if gpu_p is not None else rl.prefill_tok_s()
         gpu_d = gpu_d if gpu_d is not None else rl.decode_tok_s()
         gpu_src = f"roofline (utilisation {rl.utilisation:g}, mean context {ctx:,.0f} tokens, decode batch {rl.decode_batch})"
+    return gpu_p, gpu_d, gpu_src
+
+
+def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str]) -> dict:
+    """Token rates at the target and the GPUs they need, with and without caching (the ``inference`` block)."""
+    prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
+    decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
+    prefill_cached = prefill / saving if prefill is not None and saving else None
+    gpu_p, gpu_d, gpu_src = _per_gpu(fig, opts)
     inference = {
         "prefill_tok_s": prefill,
         "decode_tok_s": decode,
@@ -257,8 +269,12 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
             inference |= {"gpus_cached": gc["gpus"], "binding_cached": gc["binding"]}
     elif prefill is not None:
         notes.append("no per-GPU throughput given (--gpu-prefill-tok-s/--gpu-decode-tok-s or a roofline): GPUs not sized")
+    return inference
 
-    # --- cost
+
+def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: dict, opts: PlanOptions,
+              notes: list[str]) -> dict:
+    """The fleet's price on each tier, per passing trajectory, exception waste and GPUs (the ``cost`` block)."""
     exc_share = None
     if fig.exception_sandbox_hours is not None and fig.sandbox_hours:
         exc_share = fig.exception_sandbox_hours / fig.sandbox_hours
@@ -266,36 +282,56 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         exc_share = fig.exception_rate
         notes.append("exception waste uses the exception share of rows: the input has no exception sandbox-hours")
     cost = costmod.fleet_cost(
-        node, chosen["count"], tier=opts.price_tier, concurrency=n, duty=duty,
+        nodes.node, nodes.chosen["count"], tier=opts.price_tier, concurrency=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share,
     )
     cost["duty"] = duty
     cost["exception_share"] = exc_share
-    cost |= costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
+    return cost | costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
 
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "input": {"source": summary.get("source", "measured"), "rows": int(fig.rows)},
-        "target": target,
-        "measured": fig.measured_block(),
-        "nodes": nodes_block,
-        "storage": storage,
-        "context": context,
-        "caching": caching,
-        "inference": inference,
-        "cost": cost,
-        "notes": notes,
-    }
+
+def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None = None) -> dict:
+    """A purchase-order plan for ``summary`` under ``opts``, as a ``PlanSummary``'s JSON dict."""
+    opts = opts or PlanOptions()
+    _check_options(opts)
+    notes: list[str] = []
+    fig = summary if isinstance(summary, Figures) else Figures(summary)
+    target = resolve_target(
+        fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
+        passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
+    )
+    if target.get("note"):
+        notes.append(target["note"])
+    n = target["concurrency"]
+    nodes = plan_nodes(fig, n, opts, notes)
+    # An RL schedule runs at its own simulated duty; every other target at the measured one.
+    duty = target.get("duty") if target.get("duty") is not None else fig.duty
+    storage = plan_storage(fig, n, duty, nodes, opts)
+    context, caching = plan_caching(fig, opts)
+    inference = plan_inference(fig, n, caching["saving_applied"], opts, notes)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
+    return PlanSummary.build(
+        input={"source": fig.summary.source or ["measured"], "rows": int(fig.rows)},
+        target=target,
+        measured=fig.measured_block(),
+        nodes=nodes.block,
+        storage=storage,
+        context=context,
+        caching=caching,
+        inference=inference,
+        cost=cost,
+        notes=notes,
+    ).to_json()
 
 
 def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None) -> dict:
     """Plan from a ``measure --json`` summary file or from telemetry measured on the fly."""
     summary = load_input(path, tasks=tasks)
     try:
-        Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
+        fig = Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
-    plan = make_plan(summary, opts)
+    plan = make_plan(fig, opts)
     plan["input"]["path"] = str(path)
     return plan
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 from rich.console import Console
@@ -16,6 +16,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.summary import Figures
+
+if TYPE_CHECKING:
+    from sandbox_fleet.measure.model import MeasureSummary
 
 _Z = NormalDist()
 SOURCES = ("measured-peak", "concurrency", "rl-schedule", "passing-per-hour")
@@ -28,7 +31,6 @@ def _positive(name: str, value: float | None) -> None:
 
 def resolve_target(
     fig: Figures,
-    summary: dict,
     *,
     concurrency: Optional[int] = None,
     batch: Optional[int] = None,
@@ -52,7 +54,7 @@ def resolve_target(
     if concurrency is not None:
         return {"concurrency": int(concurrency), "source": "concurrency", "detail": f"--concurrency {int(concurrency)}"}
     if batch is not None:
-        return rl_schedule_target(summary, int(batch), float(train_s or 0.0), tolerance=tolerance, seed=seed)
+        return rl_schedule_target(fig, int(batch), float(train_s or 0.0), tolerance=tolerance, seed=seed)
     if passing_per_hour is not None:
         if not fig.sandbox_hours_per_pass:
             raise InputError("--passing-per-hour needs sandbox-hours per passing rollout; the input has no passed rollouts")
@@ -112,10 +114,6 @@ class HoldSampler:
         else:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
-    @classmethod
-    def _piecewise(cls, known: dict[float, float], rows: float) -> "HoldSampler":
-        return cls(known, None, rows)
-
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         if self.kind == "empirical":
             z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
@@ -136,7 +134,7 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
     lo, hi = math.log(known[0.5]), math.log(known[0.99])
 
     def fit_mean(log_p90: float) -> float:
-        s = HoldSampler._piecewise({**known, 0.9: math.exp(log_p90)}, rows)
+        s = HoldSampler({**known, 0.9: math.exp(log_p90)}, None, rows)
         zz = np.clip(z, s._z[0], s._z[-1])
         return float(np.exp(np.interp(zz, s._z, s._logv)).mean())
 
@@ -168,39 +166,15 @@ RL_STEPS = 20  # simulated steps per cap; enough for a stable mean step at commo
 RL_MAX_SIMULATED = 2_000_000
 
 
-def _simulator_api():
-    """``(run_workloads, SyncRL, Fleet)`` from ``sandbox_fleet.simulate``, else None.
-
-    The package's own exports are preferred; its submodules are the fallback while they are not
-    re-exported yet.
-    """
-    try:
-        from sandbox_fleet import simulate as sim
-    except ImportError:
-        return None
-    if all(hasattr(sim, n) for n in ("run_workloads", "SyncRL", "Fleet")):
-        return sim.run_workloads, sim.SyncRL, sim.Fleet
-    try:
-        from sandbox_fleet.simulate.engine import run_workloads
-        from sandbox_fleet.simulate.entities import Fleet
-        from sandbox_fleet.simulate.workloads import SyncRL
-    except ImportError:
-        return None
-    return run_workloads, SyncRL, Fleet
-
-
-def _simulator_step_time() -> Optional[StepTime]:
-    """An adapter onto the simulator's synchronous-RL workload, or None when it is not there.
+def _simulator_step_time() -> StepTime:
+    """An adapter onto the simulator's synchronous-RL workload.
 
     This is the wiring point: ``run_workloads(Fleet(cap=), [SyncRL(batch=, steps=, train_s=,
     holds=array)], seed)`` returning per-step ``release_s``/``batch_end_s`` in ``.steps[0]``.
     Holds are drawn once per seed and reused at every cap (common random numbers), so the
     search compares caps, not draws.
     """
-    api = _simulator_api()
-    if api is None:
-        return None
-    run_workloads, SyncRL, Fleet = api
+    from sandbox_fleet.simulate import Fleet, SyncRL, run_workloads  # plan -> simulate, for this search only
 
     def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 1)))
@@ -213,7 +187,7 @@ def _simulator_step_time() -> Optional[StepTime]:
 
 
 def rl_schedule_target(
-    summary: dict,
+    summary: "Figures | MeasureSummary | dict",
     batch: int,
     train_s: float,
     *,
@@ -226,16 +200,15 @@ def rl_schedule_target(
     A synchronous step releases ``batch`` rollouts at once, so a cap of ``batch`` never holds a step
     back; a smaller cap queues the batch's tail. With the simulator (or an injected ``step_time``)
     this binary-searches caps in [1, batch] with common random numbers (the same seed at every cap;
-    step time is treated as non-increasing in the cap). Without it, the closed-form bound is the
-    batch itself, and the result says so.
+    step time is treated as non-increasing in the cap).
     """
     if batch < 1:
         raise InputError(f"--batch must be a positive integer, got {batch!r}")
-    fig = Figures(summary)
+    fig = summary if isinstance(summary, Figures) else Figures(summary)
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
     fn = step_time or _simulator_step_time()
-    if fn is not None and step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
+    if step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
         return base | {
             "concurrency": batch,
             "method": "closed-form",
@@ -243,22 +216,7 @@ def rl_schedule_target(
             "note": (f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
                      f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         }
-    if fn is None:
-        return base | {
-            "concurrency": batch,
-            "method": "closed-form",
-            "detail": f"closed-form bound: a synchronous step starts all {batch} rollouts together, so concurrency = batch",
-            "note": "sandbox_fleet.simulate does not expose run_workloads/SyncRL/Fleet; sized by the closed-form bound",
-        }
-    try:
-        uncapped = fn(batch, batch, train_s, holds, seed)
-    except (TypeError, AttributeError, KeyError) as exc:  # an interface mismatch, not a user error
-        return base | {
-            "concurrency": batch,
-            "method": "closed-form",
-            "detail": f"closed-form bound: concurrency = batch = {batch}",
-            "note": f"simulator call failed ({exc.__class__.__name__}: {exc}); sized by the closed-form bound",
-        }
+    uncapped = fn(batch, batch, train_s, holds, seed)
     limit = uncapped * (1.0 + tolerance)
     lo, hi = 1, batch  # invariant: step_time(hi) <= limit
     evaluated = {batch: uncapped}

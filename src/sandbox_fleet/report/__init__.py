@@ -7,7 +7,7 @@
 
 from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, run_checks, worst_status
 from sandbox_fleet.report.html import DEFAULT_TITLE, build_report, write_report
-from sandbox_fleet.report.inputs import load_json_object, load_measure
+from sandbox_fleet.report.inputs import load_measure, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
 
 __all__ = [
@@ -17,8 +17,9 @@ __all__ = [
     "Thresholds",
     "build_report",
     "exit_code",
-    "load_json_object",
     "load_measure",
+    "load_plan",
+    "load_simulate",
     "load_thresholds",
     "run_checks",
     "worst_status",

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
 from sandbox_fleet.report.html import DEFAULT_TITLE, write_report
-from sandbox_fleet.report.inputs import load_json_object, load_measure
+from sandbox_fleet.report.inputs import load_measure, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
 
 
@@ -28,8 +28,8 @@ def report_files(
     """
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths))
-    plan_d = load_json_object(plan, "plan summary") if plan is not None else None
-    sim_d = load_json_object(simulate, "simulate summary") if simulate is not None else None
+    plan_d = load_plan(plan) if plan is not None else None
+    sim_d = load_simulate(simulate) if simulate is not None else None
     return write_report(output, measure, plan_d, sim_d, title, t)
 
 
@@ -39,7 +39,7 @@ def check_files(
     """Run every check on a measure summary (or telemetry) read from files."""
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths))
-    plan_d = load_json_object(plan, "plan summary") if plan is not None else None
+    plan_d = load_plan(plan) if plan is not None else None
     return run_checks(measure, plan_d, t)
 
 

@@ -1,8 +1,9 @@
-"""Tolerant readers for summary dictionaries.
+"""Readers for the report's inputs: summaries already parsed by their models.
 
-Summaries come from other stages (and other versions of them), so any key may be
-absent, null or of an unexpected type. Every accessor returns ``None`` for "not
-measured" rather than raising, so a missing input greys out one chart or check only.
+The report parses every input into its stage's model (``contract.parse``) and reads the model's
+JSON dump, so each key is present with its declared type or null. A null figure, or a map entry
+the input does not have (a phase that was not recorded), reads as ``None``: "not measured",
+which greys out one chart or check only.
 """
 
 from __future__ import annotations

@@ -12,11 +12,14 @@ from pathlib import Path
 import plotly.io as pio
 import plotly.offline
 
-from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet import contract
+from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report import charts, tables
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.fields import get
 from sandbox_fleet.report.thresholds import Thresholds
+from sandbox_fleet.simulate.model import SimulateSummary
 
 DEFAULT_TITLE = "Sandbox fleet report"
 
@@ -73,14 +76,14 @@ def build_report(
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
 ) -> str:
-    """One self-contained HTML document for a `measure --json` summary (plus optional plan/simulate).
+    """One self-contained HTML document for a measure summary (plus optional plan/simulate).
 
-    Missing keys show as "not measured"; identical inputs give byte-identical output.
+    Each input is parsed into its model first (InputError when it is not one); a figure it does
+    not carry shows as "not measured"; identical inputs give byte-identical output.
     """
-    # In-memory summaries may hold NumPy scalars/arrays: read them as their JSON values.
-    m = to_jsonable(measure) if isinstance(measure, dict) else {}
-    plan = to_jsonable(plan) if isinstance(plan, dict) else None
-    simulate = to_jsonable(simulate) if isinstance(simulate, dict) else None
+    m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
+    plan = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
+    simulate = contract.parse(SimulateSummary, simulate, "simulate summary").to_json() if simulate is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
     results = run_checks(m, plan, t)
 

@@ -292,6 +292,7 @@ def alternatives_table(plan: dict) -> str | None:
     keys: list[str] = []
     for a in alts:
         keys += [k for k, v in a.items() if k not in keys and not isinstance(v, (dict, list))]
+    keys = [k for k in keys if any(a.get(k) is not None for a in alts)]  # the other tiers' prices are null
     return grid_table(keys, [[fmt(a.get(k)) for k in keys] for a in alts])
 
 
@@ -329,7 +330,7 @@ def phases_table(m: dict) -> str | None:
     """Harbor's phases: where the hold goes (build, agent setup, agent, verifier)."""
     phases = mapping(m, "phases")
     rows = [[escape(str(name)), fmt(get(p, "rows"), "int"), fmt(get(p, "median_s"), "s"), fmt(get(p, "p99_s"), "s"),
-             fmt(get(p, "share_of_hold") if get(p, "share_of_hold") is not None else get(p, "share"), "pct")]
+             fmt(get(p, "share_of_hold"), "pct")]
             for name, p in phases.items() if isinstance(p, dict)]
     return grid_table(["phase", "rows", "median", "p99", "share of hold"], rows) if rows else None
 

@@ -16,8 +16,9 @@ import pyarrow.compute as pc
 
 from sandbox_fleet import atomic
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.concurrency import interval_stats
+from sandbox_fleet.measure.stats import arrival_rate_per_s, exception_rate
 from sandbox_fleet.simulate.distributions import Empirical, Mixture
-from sandbox_fleet.simulate.metrics import concurrency
 
 NO_MODEL = "(none)"
 
@@ -56,20 +57,19 @@ def calibration(rollouts: pa.Table) -> dict:
     hold = holds_s(rollouts)
     start_us = rollouts.column("started_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
     finish_us = rollouts.column("finished_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    # Sweep on the integer microseconds (exact in float64): a slot handed over at the
-    # same microsecond must not count twice.
-    base = int(start_us.min()) if start_us.size else 0
-    conc = concurrency((start_us - base).astype(float), (np.maximum(finish_us, start_us) - base).astype(float))
-    start = start_us / 1e6
-    exc = pc.fill_null(rollouts.column("has_exception"), False).to_numpy(zero_copy_only=False).astype(bool)
-    span = float(start.max() - start.min()) if start.size > 1 else 0.0
+    # measure's sweep on the integer microseconds: a slot handed over at the same microsecond
+    # does not count twice.
+    conc = interval_stats(start_us, np.maximum(finish_us, start_us))
+    flag = rollouts.column("has_exception")
+    flagged = len(flag) - flag.null_count
+    exceptions = int(pc.sum(pc.cast(pc.fill_null(flag, False), pa.int64())).as_py() or 0)
     return {
         "rollouts": int(rollouts.num_rows),
         "peak": int(conc["peak"]),
         "touches": int(conc["touches"]),
         "mean_concurrency": conc["mean"],
-        "exception_rate": float(exc.mean()) if exc.size else 0.0,
-        "arrival_rate_per_s": (rollouts.num_rows - 1) / span if span > 0 else None,
+        "exception_rate": exception_rate(exceptions, flagged),
+        "arrival_rate_per_s": arrival_rate_per_s(rollouts.num_rows, conc["span_s"]),
         "hold_mean_s": float(hold.mean()),
     }
 
@@ -91,7 +91,7 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
         "# Calibrated by `sandbox-fleet simulate --from` from measured telemetry:",
         *[f"#   {p}" for p in src],
         f"# {fig['rollouts']} rollouts; measured peak {fig['peak']} reached {fig['touches']} times;",
-        f"# mean concurrency {fig['mean_concurrency']:.1f}; exception rate {fig['exception_rate']:.4f};",
+        f"# mean concurrency {fig['mean_concurrency']:.1f}; exception rate {_rate(fig['exception_rate'])};",
         f"# mean arrival rate {fig['arrival_rate_per_s'] or 0:.6g}/s; mean hold {fig['hold_mean_s']:.1f} s.",
         "# Change [fleet] cap (or the workload) and run `sandbox-fleet simulate` on this file.",
         "",
@@ -116,6 +116,10 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
     ]
     atomic.write_text(out, "\n".join(lines))
     return {"scenario": str(out), **fig}
+
+
+def _rate(x: float | None) -> str:
+    return "not recorded" if x is None else f"{x:.4f}"
 
 
 def _toml_list(items: list[str]) -> str:

@@ -210,12 +210,3 @@ def mixture_of(dist: Dist | None) -> Mixture | None:
 def _positive(name: str, value: float) -> None:
     if not (value > 0 and math.isfinite(value)):
         raise InputError(f"distribution parameter {name} must be a positive number, got {value}")
-
-
-def as_dist(value: "Dist | float | int") -> Dist:
-    """Accept a number as a deterministic duration."""
-    if isinstance(value, Dist):
-        return value
-    if isinstance(value, (int, float)):
-        return Deterministic(float(value))
-    raise InputError(f"expected a distribution or a number of seconds, got {type(value).__name__}")

@@ -18,7 +18,6 @@ from sandbox_fleet.simulate.distributions import Dist
 # and the rollout went back to the queue for another attempt.
 COMPLETED, EXCEPTION, TIMEOUT, DROPPED, RETRIED = 0, 1, 2, 3, 4
 STATE_NAMES = ("completed", "exception", "timeout", "dropped", "retried")
-TERMINAL_STATES = (COMPLETED, EXCEPTION, TIMEOUT, DROPPED)
 
 # Where an attempt's exception happened (0: none).
 NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION = 0, 1, 2, 3, 4

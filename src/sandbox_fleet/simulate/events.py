@@ -16,5 +16,3 @@ TRAIN_DONE = 4  # payload: workload index
 PREEMPT = 5  # payload: pool index
 NODE_BACK = 6  # payload: (pool, node)
 DROP = 7  # payload: (rollout, enqueue epoch): queue timeout
-
-NAMES = ("finish", "slot_ready", "build_done", "release", "train_done", "preempt", "node_back", "drop")

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sandbox_fleet.measure.concurrency import interval_stats, to_us
+from sandbox_fleet.measure.stats import arrival_rate_per_s
 from sandbox_fleet.simulate.entities import (
     COMPLETED,
     DROPPED,
@@ -29,8 +31,7 @@ from sandbox_fleet.simulate.entities import (
     RETRIED,
     TIMEOUT,
 )
-
-SCHEMA_VERSION = 1
+from sandbox_fleet.simulate.model import SimulateSummary
 
 
 def _quantiles(v: np.ndarray) -> dict:
@@ -55,35 +56,16 @@ def _hold_summary(v: np.ndarray) -> dict:
 
 
 def concurrency(start: np.ndarray, finish: np.ndarray) -> dict:
-    """Mean, peak, touches and time at peak of half-open intervals ``[start, finish)``."""
-    if start.size == 0:
-        return {"mean": 0.0, "peak": 0, "touches": 0, "time_at_peak_s": 0.0, "span_s": 0.0}
-    # Finishes first, then a stable sort: at equal times a finish nets before a start.
-    # Both halves are nearly sorted already, which the stable (run-merging) sort exploits.
-    t = np.concatenate((finish, start))
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    level = np.cumsum(np.where(order >= finish.size, 1, -1))
-    # Read the level after the last event at each time.
-    last = np.ones(t.size, dtype=bool)
-    last[:-1] = t[1:] != t[:-1]
-    t, level = t[last], level[last]
-    dur = np.diff(t)
-    seg = level[:-1]
-    peak = int(seg.max()) if seg.size else 0
-    at = seg == peak
-    touches = int(at[0]) + int(np.count_nonzero(at[1:] & ~at[:-1])) if seg.size else 0
-    span = float(finish.max() - start.min())
-    return {
-        "mean": float(np.sum(finish - start) / span) if span > 0 else 0.0,
-        "peak": peak,
-        "touches": touches,
-        "time_at_peak_s": float(dur[at].sum()),
-        "span_s": span,
-    }
+    """Mean, peak, touches and time at peak of half-open intervals ``[start, finish)`` (seconds).
+
+    Measure's integer sweep on the times rounded to the microsecond, the grid the simulated
+    telemetry is written on: measuring that telemetry gives the same figures.
+    """
+    return interval_stats(to_us(start), to_us(finish))
 
 
-def summarise(res, *, timing: bool = False) -> dict:
+def summarise(res, *, timing: bool = False, **head) -> dict:
+    """The run's ``SimulateSummary`` as its JSON dict; ``head`` (scenario, seed, telemetry) is carried in."""
     started = res.started
     hold = res.finish_s[started] - res.start_s[started]
     term = res.state != RETRIED
@@ -108,7 +90,7 @@ def summarise(res, *, timing: bool = False) -> dict:
     t0 = float(np.nanmin(res.rollout_arrival_s)) if n else 0.0
     horizon = sim_time - t0
     out: dict = {
-        "schema_version": SCHEMA_VERSION,
+        **head,
         "rollouts": n,
         "attempts": int(res.state.size),
         "completed": n_state["completed"],
@@ -133,7 +115,7 @@ def summarise(res, *, timing: bool = False) -> dict:
         },
         "littles_law": {
             "mean_in_system": float((sandbox_s + float(waits.sum())) / horizon) if horizon > 0 else None,
-            "arrival_rate_per_s": n / horizon if horizon > 0 else None,
+            "arrival_rate_per_s": arrival_rate_per_s(n, horizon) if horizon > 0 else None,
             "mean_time_in_system_s": float(sojourn.mean()) if n else None,
         },
         "events": res.events,
@@ -165,4 +147,4 @@ def summarise(res, *, timing: bool = False) -> dict:
         out["engine"] = res.engine
         out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
         out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
-    return out
+    return SimulateSummary.build(**out).to_json()

@@ -34,26 +34,27 @@ def render_summary(s: dict, console: Console) -> None:
         ("sandbox-hours (lost: exception / preemption)",
          f"{_f(s['sandbox_hours'])} ({_f(s['lost_sandbox_hours']['exception'])} / {_f(s['lost_sandbox_hours']['preemption'])})"),
     ]
-    if "step_s" in s:
+    if s.get("step_s") is not None:
         st = s["step_s"]
         rows.append(("RL step mean / p50 / p99 (s)", f"{_f(st['mean'])} / {_f(st['p50'])} / {_f(st['p99'])}"))
         rows.append(("trainer idle", f"{s['trainer_idle_fraction']:.1%}"))
     rows.append(("events", _f(s["events"])))
-    if "events_per_s" in s:
+    if s.get("events_per_s") is not None:
         rows.append(("events/s (wall)", _f(s["events_per_s"], 0)))
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
-    for name, w in s.get("workloads", {}).items():
+    for name, w in (s.get("workloads") or {}).items():
         console.print(f"  {name} (pool {w['pool']}): {_f(w['completed'])}/{_f(w['rollouts'])} completed, "
                       f"mean wait {_f(w['queue_wait_s']['mean'])} s, {_f(w['sandbox_hours'])} sandbox-h")
-    if "telemetry" in s:
+    if s.get("telemetry") is not None:
         console.print(f"telemetry: {s['telemetry']}")
 
 
 def render_calibration(s: dict, console: Console) -> None:
     console.print(f"wrote {s['scenario']}: cap {s['peak']:,} (measured peak, {s['touches']:,} touches), "
-                  f"{s['rollouts']:,} rollouts, exception rate {s['exception_rate']:.1%}, "
+                  f"{s['rollouts']:,} rollouts, exception rate "
+                  f"{'not recorded' if s['exception_rate'] is None else format(s['exception_rate'], '.1%')}, "
                   f"mean concurrency {s['mean_concurrency']:.1f}")
     # markup=False: "[fleet]" is text here, not a Rich style tag (which would swallow it)
     console.print(f"next: edit [fleet] cap or the workload, then `sandbox-fleet simulate {s['scenario']}`", markup=False)

@@ -142,11 +142,11 @@ class SimResult:
     def state_names(self) -> np.ndarray:
         return np.asarray(STATE_NAMES, dtype=object)[self.state]
 
-    def summary(self, *, timing: bool = False) -> dict:
+    def summary(self, *, timing: bool = False, **head) -> dict:
         """The run's summary (see ``metrics.summarise``); ``timing`` adds wall-clock figures."""
         from sandbox_fleet.simulate.metrics import summarise
 
-        return summarise(self, timing=timing)
+        return summarise(self, timing=timing, **head)
 
     # --- telemetry ---------------------------------------------------------------------
     def to_telemetry(self, epoch: datetime = DEFAULT_EPOCH, *, include_retried: bool = True) -> pa.Table:

@@ -92,7 +92,6 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
         if bar is not None:
             bar.stop()
     _check_clock(res, p, built.epoch)
-    summary = {"scenario": p.name, "seed": built.seed, **res.summary(timing=timing)}
     if telemetry_out is not None:
         import pyarrow.parquet as pq
 
@@ -102,8 +101,8 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
         # No statistics timestamps or writer-dependent metadata: same input, same bytes.
         with atomic.atomic_path(out) as tmp:
             pq.write_table(res.to_telemetry(epoch=epoch), tmp, compression="zstd")
-        summary["telemetry"] = str(out)
-    return summary
+    return res.summary(timing=timing, scenario=p.name, seed=built.seed,
+                       telemetry=str(telemetry_out) if telemetry_out is not None else None)
 
 
 def _check_clock(res, p: Path, epoch: str) -> None:

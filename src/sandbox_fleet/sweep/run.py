@@ -10,15 +10,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from sandbox_fleet.contract import has_path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import MAX_VARIANTS
+from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
+from sandbox_fleet.sweep.model import SweepSummary
 from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
 from sandbox_fleet.sweep.variants import describe, expand
-
-SCHEMA_VERSION = 1
 
 
 def run_sweep(
@@ -64,6 +65,11 @@ numeric swept key) is reported,
     for m in list(metrics or []) + ([target] if target else []):
         if m in keys:
             raise InputError(f"metric {m!r} is a swept key, not a simulator figure")
+        if not (has_path(SimulateSummary, m) or m in aggregate.DEFAULT_METRICS):
+            # refused before any run: the name is checked against the simulator's model
+            raise InputError(f"metric {m!r} is not a number in the simulator summary (no such figure); "
+                             f"figures such as {', '.join(aggregate.DEFAULT_METRICS)} "
+                             "(all: docs/schemas/simulate.schema.json)")
         if m not in cols:
             cols.append(m)
     if target and over is None:
@@ -80,7 +86,6 @@ numeric swept key) is reported,
     rows = [{"variant": v.index, **aggregate.row(v.settings, summaries[v.index * seeds:(v.index + 1) * seeds], cols)}
             for v in variants]
     out = {
-        "schema_version": SCHEMA_VERSION,
         "scenario": p.name,
         "vary": {k: vals for k, vals in axes},
         "variants": len(variants),
@@ -91,7 +96,7 @@ numeric swept key) is reported,
     }
     if target:
         out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target))
-    return out
+    return SweepSummary.build(**out).to_json()
 
 
 def _check_metrics(cols: list[str], summaries: list[dict], optional: set[str]) -> None:

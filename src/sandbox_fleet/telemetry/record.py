@@ -60,7 +60,6 @@ TASK_SCHEMA = pa.schema(
 )
 
 ROLLOUT_COLUMNS = tuple(ROLLOUT_SCHEMA.names)
-TASK_COLUMNS = tuple(TASK_SCHEMA.names)
 REQUIRED_ROLLOUT_COLUMNS = ("id", "started_at", "finished_at")
 
 

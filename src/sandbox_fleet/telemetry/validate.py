@@ -31,7 +31,6 @@ UNPARSABLE = "unparsable time"
 MISSING_TIME = "missing start or finish"
 BACKWARDS = "finished before started"
 DUPLICATE = "duplicate id"
-REASONS = (MISSING_ID, UNPARSABLE, MISSING_TIME, BACKWARDS, DUPLICATE)
 
 
 def _blank_to_null(col: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -7,7 +7,9 @@ reason, so a partial summary still gates on what it does carry. The checks live 
 
 from __future__ import annotations
 
-from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet import contract
+from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.checks.cache import prefix_cache_off
 from sandbox_fleet.report.checks.capacity import (
     build_share,
@@ -77,15 +79,16 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(measure: dict, plan: dict | None = None, thresholds: Thresholds | None = None) -> list[CheckResult]:
-    """Run every check on a `measure --json` summary (and a `plan --json` one if given).
+def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None = None,
+               thresholds: Thresholds | None = None) -> list[CheckResult]:
+    """Run every check on a measure summary (and a plan if given), models or their JSON dicts.
 
-    Missing inputs give ``skip``, never an exception; a check disabled in the thresholds also skips.
+    Each is parsed into its model first (InputError when it is not one); a figure it does not
+    carry gives ``skip``, never an exception; a check disabled in the thresholds also skips.
     """
     t = thresholds if thresholds is not None else Thresholds.default()
-    # In-memory summaries may hold NumPy scalars/arrays: read them as their JSON values.
-    m = to_jsonable(measure) if isinstance(measure, dict) else {}
-    p = to_jsonable(plan) if isinstance(plan, dict) else None
+    m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
+    p = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
     results = []
     for check in CHECKS:
         section: Section = getattr(t, check.__name__)

@@ -19,9 +19,8 @@ from sandbox_fleet.report.thresholds import Thresholds
 
 
 def _conc(entry: dict, key: str) -> Any:
-    """A concurrency figure of a job slice, nested under 'concurrency' or flat."""
-    nested = get(entry, f"concurrency.{key}")
-    return nested if nested is not None else get(entry, key)
+    """A concurrency figure of a job slice (``by_job.NAME.concurrency``)."""
+    return get(entry, f"concurrency.{key}")
 
 
 def cap_binding(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
@@ -118,8 +117,6 @@ def build_share(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     name = "build_share"
     share = num(m, "phases.environment_setup.share_of_hold")
     if share is None:
-        share = num(m, "phases.environment_setup.share")
-    if share is None:
         return skipped(name, "no phase timings ('phases.environment_setup.share_of_hold')")
     status, bound = band_above(share, t.build_share)
     msg = f"environment setup/build takes {pct(share)} of the hold"
@@ -158,9 +155,12 @@ def sweep_self_check(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
         return CheckResult(name, "pass" if verdict else "fail", None, None,
                            "area under the concurrency curve equals the sum of holds" if verdict
                            else "area under the concurrency curve differs from the sum of holds: a sweep bug")
-    area, holds = num(m, "concurrency.area_s"), num(m, "sandbox_s")
+    area = num(m, "concurrency.self_check.area_s")
+    holds = num(m, "concurrency.self_check.sum_of_holds_s")
+    if holds is None:
+        holds = num(m, "sandbox_s")
     if area is None or holds is None:
-        return skipped(name, "no 'concurrency.self_check' or 'concurrency.area_s'")
+        return skipped(name, "no 'concurrency.self_check' (ok, or area_s with sum_of_holds_s or sandbox_s)")
     rel = abs(area - holds) / max(abs(holds), 1e-12)
     tol = t.sweep_self_check.rel_tolerance
     ok = rel <= tol

@@ -1,0 +1,145 @@
+"""The envelope every stage output shares, and the one reader that refuses the wrong one.
+
+Each output kind is a Pydantic model next to its producer (``measure.model``, ``plan.model``,
+``simulate.model``, ``sweep.model``, ``report.checks.model``); each subclasses ``Summary`` and
+names its ``KIND`` and ``VERSION``. A reader accepts ``schema_version`` 1 up to the model's own
+(keys an older version lacks read as null) and refuses a newer version or another kind in one
+line naming what was given and what was expected. This module imports nothing from the stages.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import types
+import typing
+from typing import Any, ClassVar, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sandbox_fleet.errors import InputError
+
+#: Every kind of output, in pipeline order.
+KINDS = ("measure", "plan", "simulate", "sweep", "checks")
+
+
+class Block(BaseModel):
+    """A nested object of a summary: closed (an unknown key is a producer bug), every figure nullable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Summary(Block):
+    """A top-level output: ``schema_version`` and ``kind`` first, then the kind's own figures."""
+
+    KIND: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+
+    schema_version: int
+    kind: str
+
+    @classmethod
+    def build(cls, **figures: Any):
+        """The producer's constructor: stamps this kind and version, validates every figure."""
+        return cls.model_validate({"schema_version": cls.VERSION, "kind": cls.KIND, **figures})
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-native values (plain lists, ints, floats, None), in the model's field order."""
+        return self.model_dump(mode="json")
+
+
+S = TypeVar("S", bound=Summary)
+
+
+def parse(model: type[S], data: Any, where: str = "input") -> S:
+    """``data`` (a decoded JSON object) as ``model``; InputError (one line) when it is not one.
+
+    A version-1 document written before ``kind`` existed is taken as the expected kind; its closed
+    top level still refuses another kind's keys.
+    """
+    expected = f"a {model.KIND} summary (kind {model.KIND!r}, schema_version 1..{model.VERSION})"
+    if isinstance(data, model):
+        return data
+    if isinstance(data, Summary):  # another kind's model: judged by its envelope like its JSON
+        data = data.to_json()
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: expected {expected}, found a JSON {type(data).__name__}")
+    version, kind = data.get("schema_version"), data.get("kind")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InputError(f"{where}: schema_version {version!r}; expected {expected}")
+    if kind is None and version == 1:
+        data = {**data, "kind": model.KIND}
+    elif kind != model.KIND:
+        raise InputError(f"{where}: kind {kind!r}; expected {expected}")
+    if not 1 <= version <= model.VERSION:
+        raise InputError(f"{where}: schema_version {version} of kind {kind!r} is not readable here; expected {expected}"
+                         + (" (upgrade sandbox-fleet)" if version > model.VERSION else ""))
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "<top>"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InputError(f"{where}: key {key}: {err['msg']}, got {err.get('input')!r:.60}{more}; "
+                         f"expected {expected}") from None
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The decoded JSON at ``path``; InputError (one line) when missing, unreadable or not JSON."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: {what} file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read {what} file ({exc.__class__.__name__})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                         f"expected a {what}") from None
+
+
+def load(model: type[S], path: str | Path) -> S:
+    """The summary of ``model``'s kind stored at ``path`` (see ``parse``)."""
+    return parse(model, read_json(path, f"{model.KIND} summary"), str(path))
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X`` from ``Optional[X]`` / ``X | None``."""
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def has_path(model: type[BaseModel], dotted: str) -> bool:
+    """Whether ``dotted`` (``"concurrency.self_check.area_s"``) names a field of ``model``.
+
+    A map (``by_model``, ``phases``) accepts any key; a list or a scalar ends the path. Consumers
+    that must read a figure by name (a report table row, a sweep metric) are checked against this,
+    so a key the producer does not write fails a test instead of reading as "not measured".
+    """
+    node: Any = model
+    for part in dotted.split("."):
+        node = _unwrap(node)
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            if part not in node.model_fields:
+                return False
+            node = node.model_fields[part].annotation
+        elif typing.get_origin(node) is dict:
+            node = typing.get_args(node)[1]
+        else:
+            return False
+    return True
+
+
+def json_schema(model: type[Summary]) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``model``'s output, with its kind and version pinned."""
+    schema = model.model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://sandbox-fleet/schemas/{model.KIND}.schema.json"
+    props = schema["properties"]
+    props["kind"] = {"const": model.KIND, "title": "Kind", "type": "string"}
+    props["schema_version"] = {"const": model.VERSION, "title": "Schema Version", "type": "integer"}
+    return dict(sorted(schema.items(), key=lambda kv: (not kv[0].startswith("$"), kv[0])))

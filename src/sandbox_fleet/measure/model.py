@@ -1,0 +1,345 @@
+"""The measure summary as a typed model: what ``measure`` writes and ``plan``/``report`` read.
+
+Every figure is nullable: null means not measured (or not measurable from this input), never zero.
+To add a figure, add a field to the block it belongs to here, fill it in the measurement that
+computes it, and regenerate ``docs/schemas/measure.schema.json`` (``sandbox-fleet schema measure``).
+Definitions of each figure are in docs/measure.md.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from sandbox_fleet.contract import Block, Summary
+
+Num = Optional[float]
+Count = Optional[int]
+
+
+class SelfCheck(Block):
+    """The sweep line's own proof: area under the concurrency curve = sum of holds."""
+
+    ok: Optional[bool] = None
+    area_s: Num = None
+    sum_of_holds_s: Num = None
+
+
+class Series(Block):
+    """The concurrency step function (downsampled to ``bucket_s`` buckets when long)."""
+
+    t_s: Optional[list[float]] = None
+    level: Optional[list[int]] = None
+    bucket_s: Num = None
+
+
+class Concurrency(Block):
+    rows: Count = None
+    span_s: Num = None
+    sandbox_s: Num = None
+    mean: Num = None
+    mean_littles_law: Num = None
+    arrival_rate_per_s: Num = None
+    hold_mean_s: Num = None
+    peak: Count = None
+    peak_to_mean: Num = None
+    duty: Num = None
+    touches: Count = None
+    time_at_peak_s: Num = None
+    time_at_peak_share: Num = None
+    configured_cap: Count = None
+    #: the cap the sandboxes actually ran under (issue 10 fills it)
+    effective_cap: Count = None
+    cap_detected: Optional[bool] = None
+    cap_rule: Optional[str] = None
+    self_check: Optional[SelfCheck] = None
+    series: Optional[Series] = None
+
+
+class HoldStats(Block):
+    rows: Count = None
+    small_sample: Optional[bool] = None
+    min: Num = None
+    median: Num = None
+    mean: Num = None
+    p90: Num = None
+    p99: Num = None
+    max: Num = None
+
+
+class ByOutcome(Block):
+    exception: Optional[HoldStats] = None
+    passed: Optional[HoldStats] = None
+    failed: Optional[HoldStats] = None
+    no_reward: Optional[HoldStats] = None
+
+
+class Histogram(Block):
+    """Log-spaced hold histogram: ``counts[i]`` holds fall in ``[edges_s[i], edges_s[i+1])``."""
+
+    edges_s: Optional[list[float]] = None
+    counts: Optional[list[int]] = None
+    zero: Count = None
+
+
+class Holds(HoldStats):
+    rows_with_tokens: Count = None
+    mean_with_tokens: Num = None
+    rows_without_tokens: Count = None
+    mean_without_tokens: Num = None
+    by_model: Optional[dict[str, HoldStats]] = None
+    by_outcome: Optional[ByOutcome] = None
+    histogram: Optional[Histogram] = None
+
+
+class Phase(Block):
+    rows: Count = None
+    invalid: Count = None
+    small_sample: Optional[bool] = None
+    median_s: Num = None
+    p99_s: Num = None
+    mean_s: Num = None
+    share_of_hold: Num = None
+
+
+class Steps(Block):
+    """RL step structure of one run; the top-level block also says how runs were told apart."""
+
+    detected: Optional[bool] = None
+    reason: Optional[str] = None
+    rows: Count = None
+    steps: Count = None
+    batch_size: Num = None
+    batch_size_min: Count = None
+    batch_size_max: Count = None
+    burst_size: Num = None
+    burst_share: Num = None
+    step_period_s: Num = None
+    release_spread_s: Num = None
+    step_makespan_s: Num = None
+    straggler_tail_s: Num = None
+    gap_threshold_s: Num = None
+    break_ratio: Num = None
+    runs_by: Optional[str] = None
+    runs: Count = None
+    runs_with_steps: Optional[list[str]] = None
+    mixed: Optional[bool] = None
+    note: Optional[str] = None
+
+
+class Tokens(Block):
+    rows: Count = None
+    small_sample: Optional[bool] = None
+    sandbox_s: Num = None
+    hold_mean_s: Num = None
+    input: Count = None
+    output: Count = None
+    cached: Count = None
+    cached_rows: Count = None
+    output_per_rollout: Num = None
+    prefill_per_sandbox_s: Num = None
+    decode_per_sandbox_s: Num = None
+    prefill_decode_ratio: Num = None
+    cached_fraction: Num = None
+    turns_rows: Count = None
+    turns_median: Num = None
+    turns_p90: Num = None
+    #: keyed by turn count (as a string)
+    turns_histogram: Optional[dict[str, int]] = None
+    median_input_by_turns: Optional[dict[str, float]] = None
+    median_input_rows_by_turns: Optional[dict[str, int]] = None
+    fit_rows: Count = None
+    fit_points: Count = None
+    turn_tokens: Num = None
+    r2_quadratic: Num = None
+    r2_linear: Num = None
+    linear_intercept: Num = None
+    linear_slope: Num = None
+    model_error_by_turns: Optional[dict[str, float]] = None
+
+
+class Outcomes(Block):
+    rows: Count = None
+    threshold: Num = None
+    exception_rate: Num = None
+    pass_rate: Num = None
+    pass_rate_clean: Num = None
+    pass_rate_exception: Num = None
+    exceptions: Count = None
+    clean: Count = None
+    rewarded: Count = None
+    passed: Count = None
+    failed: Count = None
+    no_reward: Count = None
+    passed_clean: Count = None
+    passed_exception: Count = None
+    sandbox_hours: Num = None
+    sandbox_hours_per_pass: Num = None
+    exception_sandbox_hours: Num = None
+    exception_sandbox_share: Num = None
+    exception_rate_rows: Count = None
+    exception_rate_ci95: Optional[list[float]] = None
+    pass_rate_rows: Count = None
+    pass_rate_ci95: Optional[list[float]] = None
+    pass_rate_clean_rows: Count = None
+    pass_rate_clean_ci95: Optional[list[float]] = None
+    pass_rate_exception_rows: Count = None
+    pass_rate_exception_ci95: Optional[list[float]] = None
+    small_sample: Optional[list[str]] = None
+
+
+class Exceptions(Block):
+    rows: Count = None
+    by_type: Optional[dict[str, int]] = None
+    sandbox_hours_by_type: Optional[dict[str, float]] = None
+
+
+class Coverage(Block):
+    rows: Count = None
+    missing_reward: Count = None
+    missing_tokens: Count = None
+    missing_turns: Count = None
+    missing_trajectory: Count = None
+    unknown_trajectory: Count = None
+    missing_cached_tokens: Count = None
+    missing_exception_flag: Count = None
+    missing_model: Count = None
+    missing_job: Count = None
+    #: rows that could not be used, by reason
+    rejected: Optional[dict[str, int]] = None
+    rejected_total: Count = None
+
+
+class Slice(Block):
+    """One model's or one job's figures; the job-only ones (concurrency, peak, cap) are null for a model."""
+
+    rows: Count = None
+    small_sample: Optional[bool] = None
+    sandbox_s: Num = None
+    exception_rate: Num = None
+    exception_rate_rows: Count = None
+    hold_median_s: Num = None
+    hold_p99_s: Num = None
+    hold_mean_s: Num = None
+    #: per-model hold histogram (issue 10 fills it)
+    hold_histogram: Optional[Histogram] = None
+    rewarded: Count = None
+    passed: Count = None
+    pass_rate: Num = None
+    token_rows: Count = None
+    prefill_per_sandbox_s: Num = None
+    decode_per_sandbox_s: Num = None
+    concurrency: Optional[Concurrency] = None
+    peak: Count = None
+    mean: Num = None
+    duty: Num = None
+    touches: Count = None
+    time_at_peak_s: Num = None
+    cap_detected: Optional[bool] = None
+    configured_cap: Count = None
+    steps: Optional[Steps] = None
+
+
+class TaskHealth(Block):
+    task_id: Optional[str] = None
+    rows: Count = None
+    exceptions: Count = None
+    exception_rate: Num = None
+    exception_rate_rows: Count = None
+    top_exception_type: Optional[str] = None
+    top_exception_count: Count = None
+    exception_sandbox_hours: Num = None
+
+
+class ByTask(Block):
+    rows: Count = None
+    tasks: Count = None
+    rows_without_task: Count = None
+    exceptions_without_task: Count = None
+    exceptions: Count = None
+    min_rows: Count = None
+    broken_rate: Num = None
+    top: Count = None
+    tasks_judged: Count = None
+    max_exception_rate: Num = None
+    tasks_broken: Count = None
+    worst: Optional[list[TaskHealth]] = None
+    highest_rate: Optional[list[TaskHealth]] = None
+    tasks_all_exceptions: Count = None
+    tasks_all_exceptions_sandbox_hours: Num = None
+    tasks_all_exceptions_share: Num = None
+
+
+class TaskRequest(Block):
+    """One distinct sandbox request and how many tasks ask for it."""
+
+    cpus: Num = None
+    memory_mb: Count = None
+    storage_mb: Count = None
+    gpus: Count = None
+    tasks: Count = None
+
+
+class Tasks(Block):
+    count: Count = None
+    distinct_task_ids: Count = None
+    requests: Optional[list[TaskRequest]] = None
+    bundle_rows: Count = None
+    bundle_bytes_median: Num = None
+    bundle_bytes_max: Num = None
+    #: sum over the ``bundle_rows`` tasks whose bundle size is known
+    bundle_bytes_total: Num = None
+    small_sample: Optional[bool] = None
+    build_timeout_s_rows: Count = None
+    build_timeout_s_median: Num = None
+    agent_timeout_s_rows: Count = None
+    agent_timeout_s_median: Num = None
+    verifier_timeout_s_rows: Count = None
+    verifier_timeout_s_median: Num = None
+
+
+class Trajectories(Block):
+    """Trajectory record sizes (issue 10 fills them from the telemetry)."""
+
+    rows: Count = None
+    bytes_median: Num = None
+    bytes_mean: Num = None
+    bytes_max: Num = None
+
+
+class Published(Block):
+    """Where a summary's figures come from a publication rather than a measurement."""
+
+    note: Optional[str] = None
+
+
+class MeasureSummary(Summary):
+    """``sandbox-fleet measure --json``."""
+
+    KIND: ClassVar[str] = "measure"
+    VERSION: ClassVar[int] = 2
+
+    source: Optional[list[str]] = None
+    rows: Count = None
+    first_started_at: Optional[str] = None
+    last_finished_at: Optional[str] = None
+    span_s: Num = None
+    sandbox_s: Num = None
+    sandbox_hours: Num = None
+    pass_threshold: Num = None
+    seed: Count = None
+    concurrency: Optional[Concurrency] = None
+    hold_s: Optional[Holds] = None
+    #: Harbor's phases that were recorded, by name (environment_setup, agent_setup, agent_execution, verifier)
+    phases: Optional[dict[str, Phase]] = None
+    steps: Optional[Steps] = None
+    tokens: Optional[Tokens] = None
+    outcomes: Optional[Outcomes] = None
+    exceptions: Optional[Exceptions] = None
+    coverage: Optional[Coverage] = None
+    by_model: Optional[dict[str, Slice]] = None
+    by_job: Optional[dict[str, Slice]] = None
+    by_task: Optional[ByTask] = None
+    tasks: Optional[Tasks] = None
+    trajectories: Optional[Trajectories] = None
+    published: Optional[Published] = None
+    warnings: Optional[list[str]] = None

@@ -1,0 +1,209 @@
+"""The plan as a typed model: what ``plan`` writes and ``report``/``check`` read.
+
+Every figure is nullable: null means not sized (an input figure was missing), never zero. To add a
+figure, add a field to its block here, fill it where ``plan.build`` assembles that block, and
+regenerate ``docs/schemas/plan.schema.json`` (``sandbox-fleet schema plan``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from sandbox_fleet.contract import Block, Summary
+
+Num = Optional[float]
+Count = Optional[int]
+
+
+class Input(Block):
+    source: Optional[list[str]] = None
+    rows: Count = None
+    path: Optional[str] = None
+
+
+class HoldFit(Block):
+    """The hold-time distribution an RL-schedule search drew from."""
+
+    dist: Optional[str] = None
+    #: knot quantile (as a string, e.g. "0.99") -> seconds
+    quantiles: Optional[dict[str, float]] = None
+    rows: Num = None
+    median_s: Num = None
+    sigma: Num = None
+    mean_s: Num = None
+
+
+class Target(Block):
+    concurrency: int
+    source: str
+    detail: Optional[str] = None
+    exact: Num = None
+    batch: Count = None
+    train_s: Num = None
+    hold_fit: Optional[HoldFit] = None
+    method: Optional[str] = None
+    step_s_uncapped: Num = None
+    step_s_at_cap: Num = None
+    duty: Num = None
+    tolerance: Num = None
+    evaluations: Count = None
+    note: Optional[str] = None
+
+
+class Measured(Block):
+    """Figures carried over from the input summary."""
+
+    concurrency_mean: Num = None
+    peak: Num = None
+    duty: Num = None
+    pass_rate: Num = None
+    sandbox_hours_per_pass: Num = None
+    sandbox_hours: Num = None
+    span_days: Num = None
+    hold_mean_s: Num = None
+    exception_rate: Num = None
+    prefill_per_sandbox_s: Num = None
+    decode_per_sandbox_s: Num = None
+
+
+class Resources(Block):
+    cpu: Num = None
+    memory_mb: Num = None
+    disk_mb: Num = None
+
+
+class Request(Block):
+    cpu: Num = None
+    memory: Num = None
+    disk: Num = None
+    gpu: Num = None
+
+
+class MixEntry(Request):
+    weight: Num = None
+    concurrent: Count = None
+
+
+class Alternative(Block):
+    """Another node type that fits, with its price at the plan's tier (the other tiers null)."""
+
+    type: str
+    count: Count = None
+    binding: Optional[str] = None
+    per_node: Count = None
+    reserved_per_h: Num = None
+    on_demand_per_h: Num = None
+    spot_per_h: Num = None
+    priced: Optional[bool] = None
+
+
+class TooSmall(Block):
+    type: str
+    reason: str
+
+
+class Nodes(Block):
+    type: str
+    count: int
+    binding: Optional[str] = None
+    #: slots per node by resource (cpu, memory, disk, gpu); null where the request asks for none
+    slots_per_node: Optional[dict[str, Optional[int]]] = None
+    per_node: Count = None
+    lower_bound: Count = None
+    lower_bound_by_resource: Optional[dict[str, int]] = None
+    stranded: Optional[Resources] = None
+    reserve: Optional[Resources] = None
+    request: Optional[Request] = None
+    mix: Optional[list[MixEntry]] = None
+    packing: Optional[str] = None
+    alternatives: Optional[list[Alternative]] = None
+    too_small: Optional[list[TooSmall]] = None
+
+
+class Storage(Block):
+    scratch_gb: Num = None
+    scratch_at_target_gb: Num = None
+    per_node_gb: Num = None
+    cache_gb_per_node: Num = None
+    rollouts_per_day: Num = None
+    trajectory_gb_per_day: Num = None
+    trajectory_gb_per_day_upper: Num = None
+    bundle_store_gb: Num = None
+    bundle_store_basis: Optional[str] = None
+    bundle_max_mb: Num = None
+
+
+class Context(Block):
+    turn_tokens: Num = None
+    model_error_by_turns: Optional[dict[str, float]] = None
+
+
+class Caching(Block):
+    saving_by_turns: Optional[dict[str, float]] = None
+    saving_measured_mix: Num = None
+    prefix_break: Num = None
+    saving_by_turns_with_breaks: Optional[dict[str, float]] = None
+    saving_measured_mix_with_breaks: Num = None
+    cached_fraction_measured: Num = None
+    saving_applied: Num = None
+    saving_basis: Optional[str] = None
+
+
+class PerGpu(Block):
+    prefill_tok_s: Num = None
+    decode_tok_s: Num = None
+    source: Optional[str] = None
+
+
+class Inference(Block):
+    prefill_tok_s: Num = None
+    decode_tok_s: Num = None
+    prefill_tok_s_cached: Num = None
+    prefill_decode_ratio: Num = None
+    per_gpu: Optional[PerGpu] = None
+    gpus: Count = None
+    gpus_cached: Count = None
+    binding: Optional[str] = None
+    binding_cached: Optional[str] = None
+    prefill_gpu_share: Num = None
+    decode_gpu_share: Num = None
+
+
+class ByTier(Block):
+    reserved: Num = None
+    on_demand: Num = None
+    spot: Num = None
+
+
+class Cost(Block):
+    tier: Optional[str] = None
+    priced: Optional[bool] = None
+    reserved_per_h: Num = None
+    on_demand_per_h: Num = None
+    spot_per_h: Num = None
+    per_busy_sandbox_hour: Num = None
+    per_passing_trajectory: Num = None
+    per_passing_trajectory_by_tier: Optional[ByTier] = None
+    exception_waste_per_h: Num = None
+    duty: Num = None
+    exception_share: Num = None
+    inference_per_h: Num = None
+    inference_per_h_cached: Num = None
+
+
+class PlanSummary(Summary):
+    """``sandbox-fleet plan --json``."""
+
+    KIND: ClassVar[str] = "plan"
+    VERSION: ClassVar[int] = 2
+
+    input: Optional[Input] = None
+    target: Target
+    measured: Optional[Measured] = None
+    nodes: Nodes
+    storage: Optional[Storage] = None
+    context: Optional[Context] = None
+    caching: Optional[Caching] = None
+    inference: Optional[Inference] = None
+    cost: Optional[Cost] = None
+    notes: Optional[list[str]] = None

@@ -1,0 +1,107 @@
+"""The simulator's run summary as a typed model: what ``simulate`` writes and ``report``/``sweep`` read.
+
+Keys reuse ``measure``'s names where the figure is the same; definitions are in
+``simulate.metrics`` and docs/simulate.md. Every figure is nullable: null means the run has no
+such figure (``step_s`` without an RL workload), never zero. To add a figure, add a field here,
+fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.json``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from sandbox_fleet.contract import Block, Summary
+
+Num = Optional[float]
+Count = Optional[int]
+
+
+class Concurrency(Block):
+    mean: Num = None
+    peak: Count = None
+    touches: Count = None
+    time_at_peak_s: Num = None
+    span_s: Num = None
+
+
+class HoldStats(Block):
+    rows: Count = None
+    min: Num = None
+    median: Num = None
+    mean: Num = None
+    p90: Num = None
+    p99: Num = None
+    max: Num = None
+
+
+class Outcomes(Block):
+    rows: Count = None
+    completed: Count = None
+    exceptions: Count = None
+    timeouts: Count = None
+    dropped: Count = None
+    retried_attempts: Count = None
+    exception_rate: Num = None
+    timeout_rate: Num = None
+    completed_rate: Num = None
+
+
+class Quantiles(Block):
+    mean: Num = None
+    p50: Num = None
+    p99: Num = None
+
+
+class LostHours(Block):
+    exception: Num = None
+    preemption: Num = None
+
+
+class LittlesLaw(Block):
+    mean_in_system: Num = None
+    arrival_rate_per_s: Num = None
+    mean_time_in_system_s: Num = None
+
+
+class WorkloadFigures(Block):
+    pool: Count = None
+    rollouts: Count = None
+    completed: Count = None
+    queue_wait_s: Optional[Quantiles] = None
+    sandbox_hours: Num = None
+
+
+class SimulateSummary(Summary):
+    """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
+
+    KIND: ClassVar[str] = "simulate"
+    VERSION: ClassVar[int] = 2
+
+    scenario: Optional[str] = None
+    seed: Count = None
+    rollouts: Count = None
+    attempts: Count = None
+    completed: Count = None
+    dropped: Count = None
+    sim_time_s: Num = None
+    concurrency: Optional[Concurrency] = None
+    hold_s: Optional[HoldStats] = None
+    outcomes: Optional[Outcomes] = None
+    queue_wait_s: Optional[Quantiles] = None
+    utilisation: Num = None
+    sandbox_hours: Num = None
+    lost_sandbox_hours: Optional[LostHours] = None
+    littles_law: Optional[LittlesLaw] = None
+    events: Count = None
+    step_s: Optional[Quantiles] = None
+    trainer_idle_fraction: Num = None
+    steps: Count = None
+    #: per workload, when the scenario has more than one
+    workloads: Optional[dict[str, WorkloadFigures]] = None
+    #: wall-clock figures, only with ``--timing`` (they vary run to run)
+    wall_s: Num = None
+    engine: Optional[str] = None
+    events_per_s: Num = None
+    rollouts_per_s: Num = None
+    #: the per-rollout telemetry Parquet written with ``--telemetry``
+    telemetry: Optional[str] = None

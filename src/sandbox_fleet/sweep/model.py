@@ -1,0 +1,51 @@
+"""A sweep's table as a typed model: what ``sweep --json`` (and ``-o FILE.json``) writes.
+
+Rows are open by design: each carries ``variant``, the swept keys (their dotted scenario names)
+and each metric with its ``METRIC:sd`` spread, so their columns depend on the command line. To add a
+figure, add a field here, fill it in ``sweep.run.run_sweep`` and regenerate
+``docs/schemas/sweep.schema.json``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Optional, Union
+
+from sandbox_fleet.contract import Block, Summary
+
+#: a table cell: a swept setting (number, text, "unbounded", a flag) or a metric (null when not measured)
+Cell = Union[bool, int, float, str, None]
+
+
+class KneeGroup(Block):
+    """The knee among rows sharing every other swept setting (``fixed``)."""
+
+    fixed: dict[str, Cell]
+    knee: Cell = None
+    reference: Optional[float] = None
+    reference_from: Optional[str] = None
+    target_at_knee: Optional[float] = None
+    note: Optional[str] = None
+
+
+class Knee(Block):
+    target: str
+    over: str
+    within: float
+    goal: str
+    groups: list[KneeGroup]
+
+
+class SweepSummary(Summary):
+    """``sandbox-fleet sweep SCENARIO --vary ... --json``."""
+
+    KIND: ClassVar[str] = "sweep"
+    VERSION: ClassVar[int] = 2
+
+    scenario: str
+    vary: dict[str, list[Cell]]
+    variants: int
+    seeds: int
+    seed_rule: str
+    metrics: list[str]
+    rows: list[dict[str, Cell]]
+    knee: Optional[Knee] = None

@@ -1,0 +1,95 @@
+"""The import graph the README describes, enforced: a test fails on an import that breaks it.
+
+telemetry <- measure <- plan and report; plan -> simulate only for target searches
+(plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
+sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
+simulate from outside; report reads the plan and simulate *models* only; cli, demo and the
+schema registry may import everything. errors, jsonio, contract, atomic (every output write),
+outpaths (output-path checks) and limits (seeds, memory budget) are leaves everyone may use.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "__version__"}
+ALLOWED = {
+    "errors": set(),
+    "jsonio": set(),
+    "atomic": {"errors"},
+    "outpaths": {"errors"},
+    "limits": {"errors"},
+    "contract": {"errors"},
+    "telemetry": set(),
+    "measure": {"telemetry"},
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
+    "plan": {"measure", "simulate"},
+    "report": {"measure", "plan.model", "simulate.model"},
+    "sweep": {"simulate"},
+    "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model"},
+}
+ANYTHING = {"cli", "demo", "__main__"}
+#: the one module of plan that may call the simulator (the RL-schedule target search)
+PLAN_TO_SIMULATE = {"plan/target.py"}
+
+
+def _imports(path: Path) -> set[str]:
+    """``sandbox_fleet.X...`` names imported anywhere in the file (lazy imports included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sandbox_fleet":
+            names = [node.module + "." + a.name for a in node.names] if node.module == "sandbox_fleet" else [node.module]
+            out.update(n.split(".", 1)[1] for n in names if "." in n)
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".", 1)[1] for a in node.names if a.name.startswith("sandbox_fleet."))
+    return out
+
+
+def _allowed(target: str, rules: set[str]) -> bool:
+    return any(target == r or target.startswith(r + ".") for r in rules)
+
+
+def violations() -> list[str]:
+    bad = []
+    for f in sorted(SRC.rglob("*.py")):
+        rel = f.relative_to(SRC).as_posix()
+        own = rel.split("/")[0].removesuffix(".py")
+        if own in ANYTHING:
+            continue
+        for target in sorted(_imports(f)):
+            top = target.split(".")[0]
+            if top == own or top in LEAVES:
+                continue
+            if top in ANYTHING or not _allowed(target, ALLOWED.get(own, set())):
+                bad.append(f"{rel} imports sandbox_fleet.{target}")
+            elif own == "plan" and top == "simulate" and rel not in PLAN_TO_SIMULATE:
+                bad.append(f"{rel} imports sandbox_fleet.{target} (only plan/target.py may)")
+    return bad
+
+
+def test_the_import_graph_is_the_documented_one():
+    assert violations() == []
+
+
+def test_the_check_catches_a_backward_import(tmp_path, monkeypatch):
+    """The rule is live: a measure module importing plan is reported."""
+    fake = tmp_path / "sandbox_fleet"
+    (fake / "measure").mkdir(parents=True)
+    (fake / "measure" / "x.py").write_text("from sandbox_fleet.plan.build import make_plan\n")
+    (fake / "plan").mkdir()
+    (fake / "plan" / "build.py").write_text("from sandbox_fleet.simulate import Fleet\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert violations() == ["measure/x.py imports sandbox_fleet.plan.build",
+                            "plan/build.py imports sandbox_fleet.simulate (only plan/target.py may)"]
+
+
+def test_the_readme_and_package_docstring_state_it():
+    import sandbox_fleet
+
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    for text in (readme, sandbox_fleet.__doc__):
+        assert "telemetry <- measure <- plan and report" in text
+        assert "plan -> simulate" in text and "sweep -> simulate" in text
