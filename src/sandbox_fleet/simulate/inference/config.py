@@ -1,13 +1,14 @@
 """``Inference``: one pool of model replicas shared by every workload.
 
 Iteration model (continuous batching). One iteration takes ``iteration_base_s`` plus
-``1 / decode_tok_s`` per sequence in the batch; a decoding sequence gains one token
-per iteration and a prefilling one ``prefill_tok_s / decode_tok_s`` prompt tokens (so
-every sequence gets the same share of the replica). In work units of
-``prefill / prefill_tok_s + decode / decode_tok_s`` seconds, each of ``n`` sequences
-in service then progresses at ``1 / (n + iteration_base_s * decode_tok_s)``: with
-``iteration_base_s = 0`` exactly processor sharing. At most ``max_num_seqs`` sequences
-are in service; later calls wait FIFO for a seat.
+its prompt tokens / ``prefill_tok_s`` plus its decoding sequences / ``decode_tok_s``;
+each decoding sequence gains one token per iteration, and a prompt is prefilled whole
+in the iteration that admits it (prompts first, in arrival order). In work units of
+``tokens / decode_tok_s``, each of ``n`` decoding sequences then progresses at
+``1 / (n + iteration_base_s * decode_tok_s)``, and not at all while a prompt is
+prefilled: with ``iteration_base_s = 0`` and no prompts, exactly processor sharing.
+At most ``max_num_seqs`` sequences are in service (prefilling or decoding); later
+calls wait FIFO for a seat.
 """
 
 from __future__ import annotations

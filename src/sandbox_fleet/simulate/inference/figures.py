@@ -75,8 +75,9 @@ def served_run(driver, prep) -> ServedRun:
 def unloaded_holds(prep) -> np.ndarray:
     """Each rollout's hold if every call were served alone on an idle replica.
 
-    A call alone progresses at ``1 / (1 + b)``; it prefills only its new tokens when
-    the pool caches and its prefix fits one replica's cache, else its whole context.
+    A call alone prefills at ``prefill_tok_s`` and decodes at ``1 / (1 + b)`` work units
+    per second; it prefills only its new tokens when the pool caches and its prefix fits
+    one replica's cache, else its whole context.
     """
     cfg, td = prep.inference, prep.turn_draws
     off = td.off
@@ -85,7 +86,7 @@ def unloaded_holds(prep) -> np.ndarray:
     ctx = csum - np.repeat(csum[off], td.turns) if grow.size else grow
     fits = cfg.caching & (True if cfg.kv_cache_bytes is None else ctx * cfg.kv_bytes_per_token <= cfg.kv_cache_bytes)
     computed = np.where(fits, td.new_tokens, ctx + td.new_tokens)
-    call_s = (computed / cfg.prefill_tok_s + td.decode_tokens / cfg.decode_tok_s) * (1.0 + cfg.base_units)
+    call_s = computed / cfg.prefill_tok_s + td.decode_tokens / cfg.decode_tok_s * (1.0 + cfg.base_units)
     agent = np.add.reduceat(call_s + td.command_s, off) if grow.size else np.zeros(td.turns.size)
     agent = np.where(prep.phase == BUILD, 0.0, agent)
     return prep.build + agent + prep.verify

@@ -1,15 +1,20 @@
-"""Replicas serving model calls: continuous batching as (generalised) processor sharing.
+"""Replicas serving model calls: prefill first, then decoding by processor sharing.
 
-Virtual-time clock, per replica. With ``n`` sequences in service each progresses at
-``1 / (n + b)`` work-seconds per second (``config`` derives this from the iteration
-model; ``b = 0`` is processor sharing). The replica keeps one virtual clock ``V`` that
-advances at that rate; a call entering service with work ``w`` at virtual time ``V0``
-finishes when ``V`` reaches ``V0 + w``, and its first token comes when ``V`` reaches
-``V0 + prefill work``. Finish marks sit in a heap (the earliest is the replica's next
-event, pushed on the engine's event list and invalidated by a version number when
-the batch changes); first-token marks sit in a second heap and are read off, at the
-exact time ``V`` crossed them, whenever the clock advances. So an event costs
-O(log n) and no request is ever updated one by one.
+Each replica follows the continuous-batching iteration model of ``config``:
+
+- A call that has a seat is prefilled whole, in arrival order, at ``prefill_tok_s``;
+  the iteration holding a prompt stalls the batch's decoding meanwhile (vLLM's default
+  schedule: waiting prompts go first). Its first token comes when its prefill ends.
+- Decoding shares the replica: with ``n`` sequences decoding each progresses at
+  ``1 / (n + b)`` work-seconds per second (work = tokens / ``decode_tok_s``; ``b`` the
+  iteration base in decode-token times). ``b = 0`` is processor sharing.
+
+Virtual-time clock. The replica keeps one decode clock ``V`` advancing at that rate
+(frozen while a prompt is prefilled); a sequence that starts decoding at ``V0`` with
+work ``w`` finishes when ``V`` reaches ``V0 + w``. Finish marks sit in a heap; the
+replica's next event (a prefill end, else the earliest finish) goes on the engine's
+event list, invalidated by a version number whenever the batch changes. An event costs
+O(log n); no request is ever updated one by one.
 """
 
 from __future__ import annotations
@@ -24,21 +29,26 @@ from sandbox_fleet.simulate.inference.cache import PrefixCache
 from sandbox_fleet.simulate.inference.config import Inference
 from sandbox_fleet.simulate.inference.routing import fewest
 
+# request: [rollout, arrival_s, context after, prefill_s, decode work, last call]
+ROLL, ARR, CTX, PRE, DEC, LAST = range(6)
+
 
 class Replica:
-    __slots__ = ("v", "t", "n", "done", "marks", "waiting", "ver", "area_n", "area_busy", "area_sys", "cache")
+    __slots__ = ("v", "t", "n", "done", "prefill", "p_end", "waiting", "ver", "area_n", "area_busy",
+                 "area_sys", "cache")
 
     def __init__(self, cache: PrefixCache):
-        self.v = 0.0  # virtual time
+        self.v = 0.0  # decode virtual time
         self.t = 0.0  # real time of the last advance
-        self.n = 0  # sequences in service
+        self.n = 0  # sequences decoding
         self.done: list = []  # (v_finish, seq, request)
-        self.marks: list = []  # (v_first_token, seq, arrival_s)
-        self.waiting: deque = deque()  # requests waiting for a seat
+        self.prefill: deque = deque()  # seated calls awaiting or in prefill (head: in prefill)
+        self.p_end = math.inf  # when the head's prefill ends
+        self.waiting: deque = deque()  # calls waiting for a seat
         self.ver = 0
-        self.area_n = 0.0  # integral of n dt
-        self.area_busy = 0.0  # time with n > 0
-        self.area_sys = 0.0  # integral of (in service + waiting) dt
+        self.area_n = 0.0  # integral of sequences in service (prefill + decode) dt
+        self.area_busy = 0.0  # time with a sequence in service
+        self.area_sys = 0.0  # integral of calls in the pool (in service or waiting) dt
         self.cache = cache
 
 
@@ -65,7 +75,6 @@ class Pool:
         self.wait_s = array("d")
         self.ttft_s = array("d")
         self.sojourn_s = array("d")
-        self.calls = 0
         self.input_tokens = 0
         self.cached_tokens = 0
         self.decode_tokens = 0
@@ -79,31 +88,37 @@ class Pool:
         if dt <= 0:
             return
         n = rep.n
-        if n:
-            k = n + self.b
-            v_new = rep.v + dt / k
-            marks = rep.marks
-            while marks and marks[0][0] <= v_new:
-                vm, _, arr = heappop(marks)
-                self.ttft_s.append(rep.t + (vm - rep.v) * k - arr)
-            rep.v = v_new
-            rep.area_n += n * dt
+        busy = n + len(rep.prefill)
+        if busy:
+            if n and not rep.prefill:
+                rep.v += dt / (n + self.b)
+            rep.area_n += busy * dt
             rep.area_busy += dt
-            rep.area_sys += (n + len(rep.waiting)) * dt
+            rep.area_sys += (busy + len(rep.waiting)) * dt
         rep.t = now
 
     def _reschedule(self, i: int, rep: Replica, now: float) -> None:
         rep.ver += 1
-        if rep.done:
+        if rep.prefill:
+            self.schedule(rep.p_end, (i, rep.ver))
+        elif rep.done:
             self.schedule(now + (rep.done[0][0] - rep.v) * (rep.n + self.b), (i, rep.ver))
 
-    def _start(self, rep: Replica, req: list, now: float) -> None:
-        self.wait_s.append(now - req[1])
+    def _seat(self, rep: Replica, req: list, now: float) -> None:
+        """``req`` takes a seat: into the prefill line, or straight to decoding."""
+        self.wait_s.append(now - req[ARR])
+        if rep.prefill or req[PRE] > 0:
+            if not rep.prefill:
+                rep.p_end = now + req[PRE]
+            rep.prefill.append(req)
+        else:
+            self.ttft_s.append(now - req[ARR])
+            self._decode(rep, req)
+
+    def _decode(self, rep: Replica, req: list) -> None:
         rep.n += 1
-        s = self.seq
-        self.seq = s + 2
-        heappush(rep.done, (rep.v + req[4], s, req))
-        heappush(rep.marks, (rep.v + req[3], s + 1, req[1]))
+        heappush(rep.done, (rep.v + req[DEC], self.seq, req))
+        self.seq += 1
 
     # --- calls -------------------------------------------------------------------------
     def submit(self, now: float, r: int, ctx: int, new: int, dec: int, last: bool) -> None:
@@ -119,53 +134,52 @@ class Pool:
             i = fewest(self.load)
         rep = self.reps[i]
         cached = ctx if (ctx and self.caching and rep.cache.take(r)) else 0
-        computed = ctx + new - cached
-        self.calls += 1
         self.input_tokens += ctx + new
         self.cached_tokens += cached
         self.decode_tokens += dec
         self.r_in[r] += ctx + new
         self.r_cached[r] += cached
         self.r_out[r] += dec
-        pre = computed * self.inv_p
-        # request: [rollout, arrival_s, context after, prefill work, total work, last]
-        req = [r, now, ctx + new + dec, pre, pre + dec * self.inv_d, last]
+        req = [r, now, ctx + new + dec, (ctx + new - cached) * self.inv_p, dec * self.inv_d, last]
         self._advance(rep, now)
         self.load[i] += 1
-        if rep.n < self.seats:
-            self._start(rep, req, now)
+        if rep.n + len(rep.prefill) < self.seats:
+            self._seat(rep, req, now)
         else:
             rep.waiting.append(req)
         self._reschedule(i, rep, now)
 
     def event(self, now: float, payload: tuple[int, int]) -> None:
-        """A replica's earliest call finishes (unless the batch changed since it was scheduled)."""
+        """A replica's scheduled event (unless the batch changed since): the head's
+        prefill ends, or (no prefill pending) the earliest decoding call ends."""
         i, ver = payload
         rep = self.reps[i]
         if ver != rep.ver:
             return
         self._advance(rep, now)
-        head = rep.done[0][0]
-        if rep.v < head:  # rounding: the event was scheduled for exactly this virtual time
-            rep.v = head
-        marks = rep.marks
-        while marks and marks[0][0] <= rep.v:
-            self.ttft_s.append(now - heappop(marks)[2])
+        if rep.prefill:
+            req = rep.prefill.popleft()
+            self.ttft_s.append(now - req[ARR])
+            self._decode(rep, req)
+            if rep.prefill:
+                rep.p_end = now + rep.prefill[0][PRE]
+        elif rep.v < rep.done[0][0]:
+            rep.v = rep.done[0][0]  # rounding: the event was scheduled for exactly this virtual time
         finished = []
         done = rep.done
         while done and done[0][0] <= rep.v:
             req = heappop(done)[2]
             rep.n -= 1
             self.load[i] -= 1
-            self.sojourn_s.append(now - req[1])
-            r = req[0]
+            self.sojourn_s.append(now - req[ARR])
+            r = req[ROLL]
             if self.caching:
-                rep.cache.put(r, req[2] * self.kvb)
-            if req[5] and self.sticky:
+                rep.cache.put(r, req[CTX] * self.kvb)
+            if req[LAST] and self.sticky:
                 self.live[i] -= 1
             finished.append(r)
-        while rep.waiting and rep.n < self.seats:
-            self._start(rep, rep.waiting.popleft(), now)
+        while rep.waiting and rep.n + len(rep.prefill) < self.seats:
+            self._seat(rep, rep.waiting.popleft(), now)
         self._reschedule(i, rep, now)
         for r in finished:
             self.on_done(r, now)
