@@ -76,3 +76,13 @@ def test_closed_population_stays_constant_and_queues_above_the_cap(tmp_path):
     assert s["concurrency"]["peak"] == 4 and s["queue_wait_s"]["mean"] > 0
     # 6 in the system at all times until the last 6 drain: L = 6 over most of the run.
     assert s["littles_law"]["mean_in_system"] == pytest.approx(6, rel=0.1)
+
+
+def test_a_sweep_variant_runs_with_its_inference_pool(tmp_path):
+    import tomllib
+
+    from sandbox_fleet.sweep.task import simulate_variant
+
+    data = tomllib.loads(BASE + '[inference]\nreplicas = 2\nprefill_tok_s = 100000\ndecode_tok_s = 10000\n')
+    s = simulate_variant(data, str(tmp_path), "s.toml", 1)
+    assert s["inference"]["replicas"] == 2 and s["inference"]["calls"] == 40 * 3
