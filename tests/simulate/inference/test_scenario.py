@@ -86,3 +86,17 @@ def test_a_sweep_variant_runs_with_its_inference_pool(tmp_path):
     data = tomllib.loads(BASE + '[inference]\nreplicas = 2\nprefill_tok_s = 100000\ndecode_tok_s = 10000\n')
     s = simulate_variant(data, str(tmp_path), "s.toml", 1)
     assert s["inference"]["replicas"] == 2 and s["inference"]["calls"] == 40 * 3
+
+
+def test_same_seed_same_bytes(tmp_path):
+    import json
+    from pathlib import Path
+
+    from sandbox_fleet.simulate.scenario import run_scenario
+
+    path = Path(__file__).resolve().parents[3] / "examples" / "scenarios" / "inference_pool.toml"
+    a = run_scenario(path, telemetry_out=tmp_path / "a.parquet")
+    b = run_scenario(path, telemetry_out=tmp_path / "b.parquet")
+    a.pop("telemetry"), b.pop("telemetry")
+    assert json.dumps(a) == json.dumps(b)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()

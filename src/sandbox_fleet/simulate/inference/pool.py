@@ -143,11 +143,13 @@ class Pool:
         req = [r, now, ctx + new + dec, (ctx + new - cached) * self.inv_p, dec * self.inv_d, last]
         self._advance(rep, now)
         self.load[i] += 1
-        if rep.n + len(rep.prefill) < self.seats:
-            self._seat(rep, req, now)
+        if rep.n + len(rep.prefill) >= self.seats:
+            rep.waiting.append(req)  # the replica's next event is unchanged
+        elif rep.prefill:
+            self._seat(rep, req, now)  # queued behind the prompt in prefill: next event unchanged
         else:
-            rep.waiting.append(req)
-        self._reschedule(i, rep, now)
+            self._seat(rep, req, now)
+            self._reschedule(i, rep, now)
 
     def event(self, now: float, payload: tuple[int, int]) -> None:
         """A replica's scheduled event (unless the batch changed since): the head's
