@@ -301,6 +301,9 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
             heappush(heap, (now + float(rng.exponential(1.0 / (pl.preempt_rate_per_node_s * nodes[p]))), seq, ev.PREEMPT, p))
             seq += 1
 
+    POOL, TURN = ev.POOL, ev.TURN
+    pool_event = driver.pool.event if driver is not None else None
+    turn = driver.call if driver is not None else None
     progress_every = 1 << 16
     next_progress = progress_every
     while done < N or training:
@@ -318,7 +321,11 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
         area_wait += waiting * dt
         last_t = now = t
         n_events += 1
-        if kind == ev.FINISH:
+        if kind == POOL:  # the inference pool's kinds first: most events of a pool-served run
+            pool_event(t, x)
+        elif kind == TURN:
+            turn(x, t)
+        elif kind == ev.FINISH:
             if a_state[x] == RUNNING:
                 end_attempt(x, a_plan[x], a_phase[x])
         elif kind == -1:
@@ -338,10 +345,6 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
                 p = r_pool[a_roll[x]]
                 building[p] -= 1
                 dispatch(p)
-        elif kind == ev.POOL:
-            driver.pool.event(t, x)
-        elif kind == ev.TURN:
-            driver.call(x, t)
         elif kind == ev.RELEASE:
             if x in pop_next:
                 for _ in range(prep.workloads[x].population):

@@ -158,18 +158,33 @@ class Pool:
         rep = self.reps[i]
         if ver != rep.ver:
             return
-        self._advance(rep, now)
-        if rep.prefill:
-            req = rep.prefill.popleft()
+        # The hot path: ``_advance``, ``_decode`` and ``_reschedule`` written out inline.
+        b = self.b
+        prefill, done = rep.prefill, rep.done
+        dt = now - rep.t
+        if dt > 0:
+            n = rep.n
+            busy = n + len(prefill)
+            if busy:
+                if n and not prefill:
+                    rep.v += dt / (n + b)
+                rep.area_n += busy * dt
+                rep.area_busy += dt
+                rep.area_sys += (busy + len(rep.waiting)) * dt
+            rep.t = now
+        if prefill:
+            req = prefill.popleft()
             self.ttft_s.append(now - req[ARR])
-            self._decode(rep, req)
-            if rep.prefill:
-                rep.p_end = now + rep.prefill[0][PRE]
-        elif rep.v < rep.done[0][0]:
-            rep.v = rep.done[0][0]  # rounding: the event was scheduled for exactly this virtual time
+            rep.n += 1
+            heappush(done, (rep.v + req[DEC], self.seq, req))
+            self.seq += 1
+            if prefill:
+                rep.p_end = now + prefill[0][PRE]
+        elif rep.v < done[0][0]:
+            rep.v = done[0][0]  # rounding: the event was scheduled for exactly this virtual time
         finished = []
-        done = rep.done
-        while done and done[0][0] <= rep.v:
+        v = rep.v
+        while done and done[0][0] <= v:
             req = heappop(done)[2]
             rep.n -= 1
             self.load[i] -= 1
@@ -180,9 +195,14 @@ class Pool:
             if req[LAST] and self.sticky:
                 self.live[i] -= 1
             finished.append(r)
-        while rep.waiting and rep.n + len(rep.prefill) < self.seats:
-            self._seat(rep, rep.waiting.popleft(), now)
-        self._reschedule(i, rep, now)
+        if rep.waiting:
+            while rep.waiting and rep.n + len(prefill) < self.seats:
+                self._seat(rep, rep.waiting.popleft(), now)
+        rep.ver = ver = ver + 1
+        if prefill:
+            self.schedule(rep.p_end, (i, ver))
+        elif done:
+            self.schedule(now + (done[0][0] - v) * (rep.n + b), (i, ver))
         for r in finished:
             self.on_done(r, now)
 
