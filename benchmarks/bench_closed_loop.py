@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import statistics
 import time
 from collections import deque
@@ -44,18 +43,18 @@ def scaled(scale: float):
     return built
 
 
-def ours(built) -> tuple[float, float, int]:
-    t0 = time.perf_counter()
+def ours(built) -> tuple[float, float, int, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
     res = run_workloads(built.fleets, built.workloads, built.seed, inference=built.inference)
     wall = time.perf_counter() - t0
-    return wall, float(np.mean(res.hold_s)), res.events
+    return wall, float(np.mean(res.hold_s)), res.events, time.process_time() - c0
 
 
-def simpy_loop(built) -> tuple[float, float]:
+def simpy_loop(built) -> tuple[float, float, float]:
     """The same closed loop in SimPy (timing includes the same up-front draws)."""
     import simpy
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     prep = prepare(built.fleets, built.workloads, built.seed, built.inference)
     cfg, td = prep.inference, prep.turn_draws
     off, nt = td.off.tolist(), td.turns.tolist()
@@ -144,7 +143,7 @@ def simpy_loop(built) -> tuple[float, float]:
     for _ in range(wl.population):
         env.process(slot())
     env.run()
-    return time.perf_counter() - t0, float(holds.mean())
+    return time.perf_counter() - t0, float(holds.mean()), time.process_time() - c0
 
 
 def main() -> None:
@@ -154,22 +153,25 @@ def main() -> None:
     ap.add_argument("--full", action="store_true")
     a = ap.parse_args()
     built = scaled(a.scale)
-    w_ours, w_simpy = [], []
+    w_ours, w_simpy, c_ours, c_simpy = [], [], [], []
     for _ in range(a.runs):
-        wall, hold, events = ours(scaled(a.scale))
+        wall, hold, events, cpu = ours(scaled(a.scale))
         w_ours.append(wall)
-        sw, shold = simpy_loop(scaled(a.scale))
+        c_ours.append(cpu)
+        sw, shold, scpu = simpy_loop(scaled(a.scale))
         w_simpy.append(sw)
+        c_simpy.append(scpu)
     mo, ms = statistics.median(w_ours), statistics.median(w_simpy)
+    co, cs = statistics.median(c_ours), statistics.median(c_simpy)
     wl = built.workloads[0]
     print(f"closed loop at scale {a.scale}: {wl.n} rollouts, population {wl.population}, "
           f"cap {built.fleets[0].cap}, {built.inference.replicas} replica(s); {events:,} events")
     print(f"  sandbox-fleet: {mo:.2f} s, {events / mo:,.0f} events/s, mean hold {hold:.2f} s")
     print(f"  SimPy:         {ms:.2f} s, {events / ms:,.0f} events/s, mean hold {shold:.2f} s")
-    print(f"  ratio: {ms / mo:.1f}x (target >= 10x)")
+    print(f"  ratio: {ms / mo:.1f}x wall, {cs / co:.1f}x CPU (target >= 10x); CPU s {co:.2f} vs {cs:.2f}")
     if a.full:
-        wall, hold, events = ours(scaled(1.0))
-        print(f"full scenario: {wall:.1f} s wall, {events:,} events, {events / wall:,.0f} events/s, "
+        wall, hold, events, cpu = ours(scaled(1.0))
+        print(f"full scenario: {wall:.1f} s wall ({cpu:.1f} s CPU), {events:,} events, {events / wall:,.0f} events/s, "
               f"mean hold {hold:.1f} s (target <= 60 s)")
 
 
