@@ -125,3 +125,23 @@ def test_the_issue_example_runs_as_written():
     assert s["concurrency"]["peak"] == 16
     assert s["hold_s"]["mean"] == pytest.approx(TURNS * (r + THINK_S), rel=0.03)
     assert s["hold_stretch"] > 1
+
+
+def test_measure_reads_the_simulated_tokens_like_real_telemetry(tmp_path):
+    # A bounded cache with a host tier and least-loaded routing: some hits, some misses.
+    # measure's cached_fraction, computed by DuckDB from the written Parquet, must equal the
+    # pool's cache_hit_rate, and its output per rollout the decoded tokens per rollout.
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.measure import measure_paths
+
+    turns = Turns(Deterministic(6), None, Exponential(2.0), Exponential(200), Exponential(100))
+    pool = Inference(replicas=3, prefill_tok_s=5_000, decode_tok_s=800, routing="least-loaded",
+                     kv_cache_bytes=8e6, kv_bytes_per_token=4096, kv_offload_bytes=4e6)
+    res = run_workloads(Fleet(cap=20), [Closed(population=20, n=400, episode=Episode(turns=turns))], 3, inference=pool)
+    s = res.summary()["inference"]
+    assert 0 < s["cache_hit_rate"] < 1 and s["evicted_gb"] > 0
+    pq.write_table(res.to_telemetry(), tmp_path / "t.parquet")
+    m = measure_paths([str(tmp_path / "t.parquet")], progress=False)
+    assert m["tokens"]["cached_fraction"] == pytest.approx(s["cache_hit_rate"], rel=1e-12)
+    assert m["tokens"]["output_per_rollout"] == pytest.approx(s["decode_tokens"] / 400, rel=1e-12)
