@@ -131,7 +131,7 @@ class SimResult:
     def events(self) -> int:
         """Events the model comprises, the same whichever loop ran: queue entries,
         attempt ends, slot refills (pools with a provisioning delay), build ends (pools
-        with a start cap), RL releases and trainer steps, preemptions."""
+        with a start cap), RL releases and trainer steps, preemptions, model calls in and out."""
         n = int(self.state.size)
         pool = np.array([wl.pool for wl in self.workloads])[self.workload]
         started = self.started
