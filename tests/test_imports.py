@@ -5,7 +5,8 @@ telemetry <- measure <- plan and report; plan -> simulate only for target search
 sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
 simulate from outside; report reads the plan and simulate *models* only; cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
-outpaths (output-path checks) and limits (seeds, memory budget) are leaves everyone may use.
+outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
+model) are leaves everyone may use.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "gpus", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},
     "limits": {"errors"},
+    "gpus": {"errors"},
     "contract": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},

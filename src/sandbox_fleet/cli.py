@@ -214,6 +214,10 @@ def simulate(
     force: bool = typer.Option(False, "--force", help="With --from: replace an existing scenario file."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+    inference: bool = typer.Option(False, "--inference", help="With --from: write [turns] and [inference] from the measured tokens and turns."),
+    reference_decode_tok_s: float = typer.Option(50.0, "--reference-decode-tok-s", help="With --inference: per-sequence decode rate assumed for the measured fleet."),
+    replica_decode_tok_s: float = typer.Option(3000.0, "--replica-decode-tok-s", help="With --inference: decode tok/s per replica written into [inference]."),
+    replica_prefill_tok_s: float = typer.Option(30000.0, "--replica-prefill-tok-s", help="With --inference: prefill tok/s per replica written into [inference]."),
 ) -> None:
     """Simulate a sandbox fleet from a scenario file, or calibrate one with --from."""
     from sandbox_fleet.limits import check_seed
@@ -228,9 +232,15 @@ def simulate(
         _check_outputs(list(from_), SCENARIO=(scenario, (".toml",)), o=output)
         if scenario.exists() and not force:
             raise InputError(f"{scenario}: already exists; pass --force to overwrite the scenario")
+        inf = None
+        if inference:
+            inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
+                   "replica_prefill_tok_s": replica_prefill_tok_s}
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
-                                          progress=not as_json)
+                                          progress=not as_json, inference=inf)
     else:
+        if inference:
+            raise InputError("--inference applies only with --from (to calibrate a scenario)")
         from sandbox_fleet.simulate.scenario import run_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))

@@ -104,3 +104,65 @@ def test_preemption_refused_only_when_a_mean_attempt_cannot_survive(tmp_path, ra
             bounds.check_run(b, str(p), None)
     else:
         bounds.check_run(b, str(p), None)
+
+
+SERVED = """[fleet]
+cap = 16
+[workload]
+kind = "closed"
+population = 16
+count = 3000
+[turns]
+turns = { dist = "deterministic", value_s = 8 }
+command = { dist = "exponential", mean_s = 2.0 }
+decode_tokens = { dist = "exponential", mean_s = 500 }
+prefill_tokens = { dist = "lognormal", median_s = 300, sigma = 0.7 }
+[inference]
+replicas = 2
+decode_tok_s = 1000
+prefill_tok_s = 10000
+kv_cache_gb = 1
+kv_bytes_per_token = 65536
+"""
+
+
+def test_estimate_covers_a_pool_served_run(tmp_path):
+    p, b = built(tmp_path, SERVED)
+    est = bounds.estimate_bytes(b.fleets, b.workloads, b.inference)
+    tracemalloc.start()
+    run_scenario(p, telemetry_out=tmp_path / "t.parquet")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak <= est <= 8 * peak, (peak, est)
+
+
+def test_estimate_counts_the_pools_turns_rollouts_and_replicas(tmp_path):
+    _, b = built(tmp_path, SERVED)
+    n, turns = 3000, 3000 * 8
+    expect = n * (bounds.BYTES_PER_ATTEMPT + bounds.BYTES_PER_SERVED_ROLLOUT) \
+        + turns * (bounds.BYTES_PER_TURN + bounds.BYTES_PER_SERVED_TURN) + 16 * bounds.BYTES_PER_SLOT \
+        + 2 * bounds.BYTES_PER_REPLICA
+    assert bounds.estimate_bytes(b.fleets, b.workloads, b.inference) == pytest.approx(expect)
+
+
+@pytest.mark.parametrize("dist, match", [
+    ('{ dist = "lognormal", median_s = 300, sigma = 1000 }', "token counts overflow"),
+    ('{ dist = "exponential", mean_s = 1e12 }', "tokens per turn"),
+])
+def test_token_draws_must_be_finite_counts(tmp_path, dist, match):
+    text = SERVED.replace('prefill_tokens = { dist = "lognormal", median_s = 300, sigma = 0.7 }', f"prefill_tokens = {dist}")
+    with pytest.raises(InputError, match=f"'turns.prefill_tokens'.*{match}"):
+        built(tmp_path, text)
+
+
+def test_a_pool_too_slow_to_finish_before_year_9999_is_refused(tmp_path):
+    # 500 tokens at 1e-12 tok/s: 5e14 s per call alone, past the ~2.5e11 s horizon.
+    p, b = built(tmp_path, SERVED.replace("decode_tok_s = 1000", "decode_tok_s = 1e-12"))
+    with pytest.raises(InputError, match="'inference'.*year 9999"):
+        bounds.check_run(b, str(p), None)
+
+
+def test_a_population_far_above_count_starts_every_rollout_at_once(tmp_path):
+    text = SERVED.replace("population = 16", "population = 1000000000000").replace("count = 3000", "count = 5")
+    s = run_scenario(*built(tmp_path, text)[:1])
+    assert s["rollouts"] == 5 and s["completed"] == 5

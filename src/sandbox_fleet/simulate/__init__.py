@@ -11,6 +11,7 @@ Low-level API (stable; scenario files and ``synth`` build on it)::
 Modules by role: ``distributions`` (durations), ``entities`` (fleet, episode, retry
 policy, state codes), ``episode`` (vectorised attempt draws), ``workloads``,
 ``admission`` (queues), ``events`` (event kinds, tie rule), ``engine`` (the loop),
+``inference/`` (the model-serving pool: config, cache, routing, pool, driver, figures),
 ``result``, ``metrics`` (summary), ``invariants``, ``scenario`` (TOML files: run;
 re-exports ``scenario_spec``, the schema and loading, and ``scenario_build``, spec to engine).
 """
@@ -41,10 +42,11 @@ from sandbox_fleet.simulate.entities import (
 )
 from sandbox_fleet.simulate.invariants import InvariantError
 from sandbox_fleet.simulate.result import SimResult
-from sandbox_fleet.simulate.workloads import AsyncRL, Poisson, Replay, SyncRL, Workload
+from sandbox_fleet.simulate.inference import Inference
+from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
 
 __all__ = [
-    "AsyncRL", "Build", "COMPLETED", "Clipped", "DROPPED", "Deterministic", "Dist", "EXCEPTION",
+    "AsyncRL", "Build", "COMPLETED", "Clipped", "Closed", "Inference", "DROPPED", "Deterministic", "Dist", "EXCEPTION",
     "Empirical", "Episode", "Exponential", "Fleet", "InvariantError", "LogNormal", "Mixture",
     "Poisson", "RETRIED", "Replay", "RetryPolicy", "STATE_NAMES", "SimResult", "SyncRL", "TIMEOUT",
     "Turns", "Weibull", "Workload", "run_workloads",

@@ -5,7 +5,7 @@ Three refusals, each one line naming the scenario key (exit 2):
 - a duration, time or rate whose values overflow (inf/NaN) or reach past year 9999 from
   ``run.epoch`` (the last time the telemetry can carry);
 - a run whose estimated memory (rollouts x attempts, x turns where turns are simulated, plus
-  the pool's slots) exceeds the budget (``--max-memory-gb``, default 75% of available memory);
+  the pool's slots, plus the inference pool's calls, rollouts and replicas) exceeds the budget (``--max-memory-gb``, default 75% of available memory);
 - a pool whose preemption rate reclaims each node far faster than a mean attempt runs, so
   almost no attempt can ever finish.
 """
@@ -31,6 +31,14 @@ BYTES_PER_ATTEMPT = 600  # a first attempt: the loop's rows, prepared arrays, re
 BYTES_PER_RETRY = 200  # a pre-drawn retry (one tuple of six numbers)
 BYTES_PER_TURN = 24  # a turn is drawn once (float64), summed per attempt
 BYTES_PER_SLOT = 120
+# With an inference pool (tracemalloc peaks of closed runs of 4 and 40 turns and an open run,
+# 6,000-60,000 rollouts: ~210 B a turn for the token and command draws, the per-call records
+# and the unloaded-hold arrays, a few hundred B a rollout for its tokens, routing and prefix).
+BYTES_PER_SERVED_TURN = 240
+BYTES_PER_SERVED_ROLLOUT = 300
+BYTES_PER_REPLICA = 1000
+#: Largest mean token count per turn: draws stay exact integers and run-wide sums fit int64.
+MAX_TOKENS_PER_TURN = 1e9
 #: P(an attempt of mean length survives its node) below exp(-SURVIVAL_EXP) means it cannot finish.
 SURVIVAL_EXP = 20.0
 
@@ -84,10 +92,28 @@ def check_dist(d: D.Dist, key: str, horizon: float, fail) -> None:
         fail(key, "its durations overflow (some draws are infinite or NaN); use smaller parameters")
 
 
-def episode_mean_s(ep) -> float:
-    """Mean seconds one attempt holds its sandbox (build + agent + verifier), undisturbed."""
+def check_tokens(d: D.Dist, key: str, fail) -> None:
+    """Refuse a token-count distribution whose draws overflow or whose mean is absurd."""
+    m = mean_s(d)
+    if not math.isfinite(m):
+        fail(key, "its token counts overflow (the mean is infinite); use smaller parameters")
+    if m > MAX_TOKENS_PER_TURN:
+        fail(key, f"a mean of {m:.4g} tokens per turn is more than {MAX_TOKENS_PER_TURN:.0e}")
+    with np.errstate(all="ignore"):
+        draws = d.sample(np.random.default_rng(0), 1024)
+    if not np.all(np.isfinite(draws)):
+        fail(key, "its token counts overflow (some draws are infinite or NaN); use smaller parameters")
+
+
+def episode_mean_s(ep, inference=None) -> float:
+    """Mean seconds one attempt holds its sandbox (build + agent + verifier), undisturbed
+    (with an ``inference`` pool: each call served alone, its prefix cached)."""
     if ep.turns is not None:
         per_turn = mean_s(ep.turns.model_latency) + mean_s(ep.turns.command)
+        if inference is not None and ep.turns.served:
+            with np.errstate(all="ignore"):
+                per_turn += (mean_s(ep.turns.prefill_tokens) / inference.prefill_tok_s
+                             + mean_s(ep.turns.decode_tokens) / inference.decode_tok_s * (1.0 + inference.base_units))
         agent = max(mean_s(ep.turns.turns), 1.0) * per_turn
     else:
         agent = mean_s(ep.agent)
@@ -106,8 +132,9 @@ def _may_retry(wl, ep, preempts: bool) -> bool:
                 or (mix is not None and any(mix.exceptions)) or (preempts and "preemption" in wl.retry.on))
 
 
-def estimate_bytes(fleets, workloads) -> float:
-    """Peak memory of a run: attempts (first ones and pre-drawn retries), simulated turns, slots."""
+def estimate_bytes(fleets, workloads, inference=None) -> float:
+    """Peak memory of a run: attempts (first ones and pre-drawn retries), simulated turns, slots,
+    and with an ``inference`` pool its calls (one per turn), rollouts and replicas."""
     total = 0.0
     for wl in workloads:
         ep = wl.resolved_episode()
@@ -117,8 +144,13 @@ def estimate_bytes(fleets, workloads) -> float:
         attempts = n + retries
         total += n * BYTES_PER_ATTEMPT + retries * BYTES_PER_RETRY
         if ep.turns is not None:
-            total += attempts * max(mean_s(ep.turns.turns), 1.0) * BYTES_PER_TURN
+            turns = attempts * max(mean_s(ep.turns.turns), 1.0)
+            total += turns * BYTES_PER_TURN
+            if inference is not None:
+                total += turns * BYTES_PER_SERVED_TURN + n * BYTES_PER_SERVED_ROLLOUT
     total += sum(float(f.cap or 0) for f in fleets) * BYTES_PER_SLOT
+    if inference is not None:
+        total += float(inference.replicas) * BYTES_PER_REPLICA
     return total
 
 
@@ -126,11 +158,20 @@ def check_run(built, source: str, max_memory_gb: float | None) -> None:
     """Refuse, before it starts, a run that cannot fit in memory or cannot finish."""
     from sandbox_fleet.errors import InputError
 
-    est = estimate_bytes(built.fleets, built.workloads)
+    est = estimate_bytes(built.fleets, built.workloads, built.inference)
     rollouts = sum(w.count for w in built.workloads)
     slots = sum(f.cap or 0 for f in built.fleets)  # the loop keeps state per slot of every capped pool
     check_memory(est, max_memory_gb, f"{source}: {rollouts:,} rollouts on {slots:,} slots" if slots else
                  f"{source}: {rollouts:,} rollouts")
+    if built.inference is not None:
+        horizon = horizon_s(built.epoch)
+        for w in built.workloads:
+            m = episode_mean_s(w.resolved_episode(), built.inference)
+            if not m <= horizon:
+                raise InputError(
+                    f"{source}: key 'inference': a mean attempt of workload {w.name} holds its sandbox {m:.4g} s even "
+                    f"with every call served alone, past year 9999 from run.epoch (at most {horizon:.4g} s); "
+                    "raise prefill_tok_s / decode_tok_s or lower the tokens per turn")
     for p, fleet in enumerate(built.fleets):
         rate = fleet.preempt_rate_per_node_s
         if rate <= 0:

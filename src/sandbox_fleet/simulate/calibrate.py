@@ -74,12 +74,15 @@ def calibration(rollouts: pa.Table) -> dict:
     }
 
 
-def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, progress: bool = False, **load_kw) -> dict:
+def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, progress: bool = False,
+                            inference: dict | None = None, **load_kw) -> dict:
     """Write a scenario TOML calibrated from measured telemetry; returns its figures.
 
     cap = measured peak; holds bootstrapped by model and outcome (which carries the
-    exception rate); arrivals replay the measured start times. The file is written atomically;
-    ``progress`` shows the telemetry read on a terminal.
+    exception rate); arrivals replay the measured start times. ``inference`` (keyword
+    arguments of ``inference.calibrate.inference_calibration``): write ``[turns]`` and
+    ``[inference]`` calibrated from the turn curve instead of ``[hold]``. The file is
+    written atomically; ``progress`` shows the telemetry read on a terminal.
     """
     from sandbox_fleet.telemetry import load_telemetry
 
@@ -105,11 +108,7 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
         f"# count = {fig['rollouts']}",
         f"telemetry = {_toml_list(src)}",
         "",
-        "[hold]",
-        'dist = "empirical"  # bootstrap by model and outcome (exceptions keep their holds)',
-        f"telemetry = {_toml_list(src)}",
-        'by = ["model", "outcome"]',
-        "",
+        *(_hold_or_turns(tel.rollouts, src, inference, fig)),
         "[run]",
         f"seed = {int(seed)}",
         "",
@@ -120,6 +119,22 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
 
 def _rate(x: float | None) -> str:
     return "not recorded" if x is None else f"{x:.4f}"
+
+
+def _hold_or_turns(rollouts: pa.Table, src: list[str], inference: dict | None, fig: dict) -> list[str]:
+    if inference is None:
+        return [
+            "[hold]",
+            'dist = "empirical"  # bootstrap by model and outcome (exceptions keep their holds)',
+            f"telemetry = {_toml_list(src)}",
+            'by = ["model", "outcome"]',
+            "",
+        ]
+    from sandbox_fleet.simulate.inference.calibrate import inference_calibration, toml_lines
+
+    cal = inference_calibration(rollouts, **inference)
+    fig["inference"] = {k: v for k, v in cal.items() if k != "turns"}
+    return toml_lines(cal)
 
 
 def _toml_list(items: list[str]) -> str:

@@ -40,6 +40,7 @@ def run_workloads(
     engine: str = "auto",
     check: bool = True,
     on_progress: Callable[[int, int], None] | None = None,
+    inference=None,
 ) -> SimResult:
     """Simulate ``workloads`` on ``fleet`` and return every attempt placed in time.
 
@@ -48,15 +49,18 @@ def run_workloads(
     one per subsystem. ``engine``: ``"auto"``, ``"fifo"`` or ``"events"``.
     ``check`` runs the named invariants (``invariants.py``) and raises
     ``InvariantError`` on a violation. ``on_progress(done, total)`` is called now and
-    then with the number of rollouts that reached a terminal state.
+    then with the number of rollouts that reached a terminal state. ``inference``: an
+    ``inference.Inference`` pool serving every turn's model call (workloads then give
+    turns with token draws instead of a model latency); runs on the general loop.
     """
     wall0 = time.perf_counter()
-    prep = prepare(fleet, list(workloads), seed)
+    prep = prepare(fleet, list(workloads), seed, inference)
     if engine not in ("auto", "fifo", "events"):
         raise InputError(f"engine must be auto, fifo or events, got {engine!r}")
     use_fifo = engine == "fifo" or (engine == "auto" and eligible(prep))
     if engine == "fifo" and not eligible(prep):
-        raise InputError("engine 'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s")
+        raise InputError("engine 'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s, "
+                         "no closed population and no inference pool")
     raw = run_fifo(prep, on_progress) if use_fifo else run_events(prep, on_progress)
     if on_progress is not None:
         on_progress(prep.n, prep.n)
@@ -87,6 +91,10 @@ def run_workloads(
         engine="fifo" if use_fifo else "events",
     )
     res.clock_monotonic = raw["clock_monotonic"]
+    if raw.get("inference") is not None:
+        from sandbox_fleet.simulate.inference.figures import served_run
+
+        res.inference = served_run(raw["inference"], prep)
     res.wall_s = time.perf_counter() - wall0
     if check:
         check_invariants(res, n_expected=prep.n)

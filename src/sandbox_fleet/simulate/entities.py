@@ -88,11 +88,23 @@ class Build:
 
 @dataclass
 class Turns:
-    """Agent phase as ``turns x (model latency + command time)``."""
+    """Agent phase as ``turns x (model latency + command time)``.
+
+    With an inference pool, ``model_latency`` is ``None`` and each turn's model call is
+    served by the pool instead: ``prefill_tokens`` (new prompt tokens per turn) and
+    ``decode_tokens`` are drawn per turn and rounded to integers >= 0.
+    """
 
     turns: Dist
-    model_latency: Dist
+    model_latency: Dist | None
     command: Dist | None = None
+    prefill_tokens: Dist | None = None
+    decode_tokens: Dist | None = None
+
+    @property
+    def served(self) -> bool:
+        """Whether the model calls go to an inference pool (no fixed latency)."""
+        return self.model_latency is None
 
 
 @dataclass

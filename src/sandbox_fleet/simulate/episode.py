@@ -34,6 +34,7 @@ class Attempts:
     verify_s: np.ndarray
     state: np.ndarray  # int8: COMPLETED, EXCEPTION or TIMEOUT
     phase: np.ndarray  # int8: exception phase, NO_PHASE when none
+    turn_draws: object = None  # inference.driver.TurnDraws when the model calls are served by a pool
 
     @property
     def hold_s(self) -> np.ndarray:
@@ -58,11 +59,24 @@ def _agent_raw(ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: n
     t = ep.turns
     turns = np.maximum(np.rint(t.turns.sample(rng, n)), 1).astype(np.int64)
     total = int(turns.sum())
+    if t.served:
+        return _served_turns(t, rng, turns, total), None
     per_turn = t.model_latency.sample(rng, total)
     if t.command is not None:
         per_turn = per_turn + t.command.sample(rng, total)
     starts = np.concatenate(([0], np.cumsum(turns)[:-1]))
     return np.add.reduceat(per_turn, starts) if n else np.zeros(0), None
+
+
+def _served_turns(t, rng: np.random.Generator, turns: np.ndarray, total: int):
+    """Per-turn draws for a pool-served agent phase; the agent time is the commands'
+    (the model calls are placed by the pool at run time)."""
+    from sandbox_fleet.simulate.inference.driver import TurnDraws
+
+    cmd = t.command.sample(rng, total) if t.command is not None else np.zeros(total)
+    new = np.maximum(np.rint(t.prefill_tokens.sample(rng, total)), 0).astype(np.int64)
+    dec = np.maximum(np.rint(t.decode_tokens.sample(rng, total)), 0).astype(np.int64)
+    return TurnDraws(turns, new, dec, cmd)
 
 
 def draw_attempts(
@@ -75,6 +89,11 @@ def draw_attempts(
     """
     n = idx.size
     agent, labels = _agent_raw(ep, rng, idx, labels)
+    draws = None
+    if not isinstance(agent, np.ndarray):
+        draws = agent
+        starts = draws.off
+        agent = np.add.reduceat(draws.command_s, starts) if n and draws.command_s.size else np.zeros(n)
     build = np.zeros(n)
     if ep.build is not None:
         b = ep.build
@@ -125,4 +144,4 @@ def draw_attempts(
     # A phase that failed ends the hold: later phases do not run.
     agent[phase == BUILD] = 0.0
     verify[(phase == BUILD) | (phase == AGENT)] = 0.0
-    return Attempts(build, agent, verify, state, phase), labels
+    return Attempts(build, agent, verify, state, phase, draws), labels

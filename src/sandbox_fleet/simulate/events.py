@@ -16,3 +16,5 @@ TRAIN_DONE = 4  # payload: workload index
 PREEMPT = 5  # payload: pool index
 NODE_BACK = 6  # payload: (pool, node)
 DROP = 7  # payload: (rollout, enqueue epoch): queue timeout
+TURN = 8  # payload: attempt row: its current turn's model call is due (inference pool)
+POOL = 9  # payload: (replica, version): the replica's earliest call ends (inference pool)

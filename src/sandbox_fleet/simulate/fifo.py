@@ -20,7 +20,7 @@ import numpy as np
 from sandbox_fleet.simulate.entities import RETRIED, Fleet
 from sandbox_fleet.simulate.prepare import Prepared
 from sandbox_fleet.simulate.trainer import RLState
-from sandbox_fleet.simulate.workloads import CLOSED
+from sandbox_fleet.simulate.workloads import CLOSED, RL
 
 RELEASE, RETRY = 0, 1
 INF = math.inf
@@ -32,12 +32,16 @@ def pool_eligible(pl: Fleet) -> bool:
 
 
 def eligible(prep: Prepared) -> bool:
+    """Also needs fixed holds (no inference pool) and no closed population (its
+    arrivals wait on finishes, which this path never materialises as events)."""
+    if prep.inference is not None or any(wl.kind == CLOSED for wl in prep.workloads):
+        return False
     return all(pool_eligible(pl) for pl in prep.pools)
 
 
 def run_fifo(prep: Prepared, on_progress=None) -> dict:
     N = prep.n
-    r_pool, r_work, closed = prep.r_pool, prep.r_work, prep.closed
+    r_pool, r_work, rl_driven = prep.r_pool, prep.r_work, prep.rl_driven
     hold, may_retry = prep.hold, prep.may_retry
     a_enq = [math.nan] * N
     a_start = [math.nan] * N
@@ -56,7 +60,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     rl: dict[int, RLState] = {}
     r_batch = [0] * N
     for w, wl in enumerate(prep.workloads):
-        if wl.kind != CLOSED:
+        if wl.kind != RL:
             continue
         st = RLState(w, wl.batch, wl.staleness, wl.train_s, int(prep.offsets[w]))
         st.batch_end_s = [-INF] * len(st.sizes)  # running max until the batch completes
@@ -195,7 +199,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
             if prep.retryable(r, x_state[k], x_phase[k], x_try[k]):
                 x_state[k] = RETRIED
                 retry(r, x_try[k] + 1, fin)
-            elif closed[r_work[r]]:
+            elif rl_driven[r_work[r]]:
                 finish_rl(r, fin)
         if on_progress is not None and ai + placed >= next_progress:
             next_progress = ai + placed + progress_every

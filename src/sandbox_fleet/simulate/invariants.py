@@ -8,6 +8,8 @@
 - ``cap_respected``: no pool ever runs more sandboxes than its cap.
 - ``littles_law``: the loop's running integrals of sandboxes in use and rollouts
   waiting equal the sums of holds and waits (L = lambda W, exactly, on the run).
+- ``pool_littles_law`` (inference pool): the replicas' integrals of calls in the pool
+  equal the sum of the calls' times in the pool.
 - ``rl_staleness``: batch ``j`` of an RL workload is released only after trainer step
   ``j - staleness - 1`` ended.
 """
@@ -81,6 +83,12 @@ def check_invariants(res, n_expected: int) -> None:
     for name, area, direct in checks:
         if abs(area - direct) > 1e-9 * max(1.0, abs(direct)) + 1e-6 + rounding:
             fail("littles_law", f"time-integral of {name} {area!r} != sum over rollouts {direct!r}")
+
+    sr = res.inference
+    if sr is not None:
+        area, direct = float(sr.area_sys.sum()), float(sr.sojourn_s.sum())
+        if abs(area - direct) > 1e-9 * max(1.0, abs(direct)) + 1e-6:
+            fail("pool_littles_law", f"time-integral of calls in the pool {area!r} != sum of times in pool {direct!r}")
 
     for w, st in res.steps.items():
         k = res.workloads[w].staleness

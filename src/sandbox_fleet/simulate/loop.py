@@ -15,10 +15,10 @@ import numpy as np
 
 from sandbox_fleet.simulate import events as ev
 from sandbox_fleet.simulate.admission import make_queue
-from sandbox_fleet.simulate.entities import DROPPED, EXCEPTION, PREEMPTION, RETRIED
+from sandbox_fleet.simulate.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
 from sandbox_fleet.simulate.prepare import PREEMPTIONS, Prepared, stream
 from sandbox_fleet.simulate.trainer import RLState
-from sandbox_fleet.simulate.workloads import CLOSED
+from sandbox_fleet.simulate.workloads import CLOSED, RL
 
 PENDING, RUNNING = -2, -1
 S_FREE, S_BUSY, S_PROV, S_DOWN = 0, 1, 2, 3
@@ -79,7 +79,7 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
     rl: dict[int, RLState] = {}
     r_batch = [0] * N
     for w, wl in enumerate(prep.workloads):
-        if wl.kind != CLOSED:
+        if wl.kind != RL:
             continue
         st = RLState(w, wl.batch, wl.staleness, wl.train_s, int(prep.offsets[w]))
         rl[w] = st
@@ -88,6 +88,25 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
             r_batch[lo : lo + sz] = [j] * sz
         heappush(heap, (float(wl.start_s), seq, ev.RELEASE, w))
         seq += 1
+    # Closed populations: the next rollout id to start, per workload.
+    pop_next: dict[int, int] = {}
+    for w, wl in enumerate(prep.workloads):
+        if wl.kind == CLOSED:
+            pop_next[w] = int(prep.offsets[w])
+            heappush(heap, (float(wl.start_s), seq, ev.RELEASE, w))
+            seq += 1
+
+    driver = None
+    if prep.inference is not None:
+        from sandbox_fleet.simulate.inference.driver import Driver
+
+        def push(t: float, kind: int, payload) -> None:
+            nonlocal seq
+            heappush(heap, (t, seq, kind, payload))
+            seq += 1
+
+        driver = Driver(prep.inference, prep.turn_draws, push, ev.TURN, ev.POOL, ev.FINISH,
+                        a_start, a_build, a_agent, a_verify)
 
     arr_t, arr_r = prep.arr_t, prep.arr_r
     na, ai = len(arr_t), 0
@@ -147,7 +166,10 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
                 building[p] += 1
                 heappush(heap, (now + b, seq, ev.BUILD_DONE, row))
                 seq += 1
-            heappush(heap, (now + a_hold[row], seq, ev.FINISH, row))
+            if driver is not None and a_phase[row] != BUILD:
+                heappush(heap, (now + b, seq, ev.TURN, row))  # the hold unfolds turn by turn
+            else:
+                heappush(heap, (now + a_hold[row], seq, ev.FINISH, row))
             seq += 1
             if slot >= 0:
                 slot_state[slot] = S_BUSY
@@ -171,7 +193,11 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
     def terminal(r: int) -> None:
         nonlocal done, seq
         done += 1
-        st = rl.get(r_work[r])
+        w = r_work[r]
+        if w in pop_next:
+            release_next(w)
+            return
+        st = rl.get(w)
         if st is None:
             return
         j = r_batch[r]
@@ -196,6 +222,14 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
                 enqueue(r, r)
         if rels:
             dispatch(p)
+
+    def release_next(w: int) -> None:
+        """A closed population: the next rollout, if any, enters now."""
+        r = pop_next[w]
+        if r < prep.offsets[w + 1]:
+            pop_next[w] = r + 1
+            r_arrival[r] = now
+            enqueue(r, r)
 
     def end_attempt(row: int, state: int, phase: int) -> None:
         """Close a running attempt now; retry its rollout or end it."""
@@ -267,6 +301,9 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
             heappush(heap, (now + float(rng.exponential(1.0 / (pl.preempt_rate_per_node_s * nodes[p]))), seq, ev.PREEMPT, p))
             seq += 1
 
+    POOL, TURN = ev.POOL, ev.TURN
+    pool_event = driver.pool.event if driver is not None else None
+    turn = driver.call if driver is not None else None
     progress_every = 1 << 16
     next_progress = progress_every
     while done < N or training:
@@ -284,7 +321,11 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
         area_wait += waiting * dt
         last_t = now = t
         n_events += 1
-        if kind == ev.FINISH:
+        if kind == POOL:  # the inference pool's kinds first: most events of a pool-served run
+            pool_event(t, x)
+        elif kind == TURN:
+            turn(x, t)
+        elif kind == ev.FINISH:
             if a_state[x] == RUNNING:
                 end_attempt(x, a_plan[x], a_phase[x])
         elif kind == -1:
@@ -305,7 +346,13 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
                 building[p] -= 1
                 dispatch(p)
         elif kind == ev.RELEASE:
-            release(rl[x])
+            if x in pop_next:
+                # a population above count starts every rollout at once (and never loops on a huge one)
+                for _ in range(min(prep.workloads[x].population, prep.workloads[x].count)):
+                    release_next(x)
+                dispatch(prep.workloads[x].pool)
+            else:
+                release(rl[x])
         elif kind == ev.TRAIN_DONE:
             st = rl[x]
             training -= 1
@@ -330,10 +377,14 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
             r, epoch = x
             if r_queued[r] and r_epoch[r] == epoch:
                 drop(r)
+                if r_work[r] in pop_next:  # its successor entered the queue
+                    dispatch(r_pool[r])
         if on_progress is not None and n_events >= next_progress:
             next_progress += progress_every
             on_progress(done, N)
 
+    if driver is not None:
+        driver.pool.close(now)
     cols = {"arrival_s": a_enq, "start_s": a_start, "finish_s": a_fin, "state": a_state, "phase": a_phase,
             "build_s": a_build, "agent_s": a_agent, "verify_s": a_verify}
     first = {k: np.array(v[:N], dtype=np.int8 if k in ("state", "phase") else float) for k, v in cols.items()}
@@ -341,4 +392,4 @@ def run_events(prep: Prepared, on_progress=None) -> dict:
     extra["rollout"] = a_roll[N:]
     extra["attempt"] = a_try[N:]
     return {"first": first, "extra": extra, "rl": rl, "preemptions": preemptions, "area_busy": area_busy,
-            "area_wait": area_wait, "clock_monotonic": clock_ok}
+            "area_wait": area_wait, "clock_monotonic": clock_ok, "inference": driver}

@@ -142,6 +142,10 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
                 "queue_wait_s": _quantiles(waits[sel]),
                 "sandbox_hours": float(np.sum(res.finish_s[st_sel] - res.start_s[st_sel])) / 3600,
             }
+    if res.inference is not None:
+        from sandbox_fleet.simulate.inference.figures import inference_figures
+
+        out.update(inference_figures(res.inference, sim_time, hold, res.rollout[started]))
     if timing:
         out["wall_s"] = res.wall_s
         out["engine"] = res.engine

@@ -71,11 +71,48 @@ class WorkloadFigures(Block):
     sandbox_hours: Num = None
 
 
+class MeanP99(Block):
+    mean: Num = None
+    p99: Num = None
+
+
+class P50P99(Block):
+    p50: Num = None
+    p99: Num = None
+
+
+class PoolLittlesLaw(Block):
+    """Little's law on the inference pool: L (time-average calls in the pool) against lambda x W."""
+
+    mean_in_pool: Num = None
+    arrival_rate_per_s: Num = None
+    mean_time_in_pool_s: Num = None
+
+
+class InferenceFigures(Block):
+    """The inference pool that served the model calls (``[inference]``); definitions in
+    ``simulate.inference.figures``."""
+
+    replicas: Count = None
+    gpus: Count = None
+    calls: Count = None
+    utilisation: Num = None
+    mean_batch: Num = None
+    queue_wait_s: Optional[MeanP99] = None
+    ttft_s: Optional[P50P99] = None
+    cache_hit_rate: Num = None
+    evicted_gb: Num = None
+    input_tokens: Count = None
+    prefill_tokens_computed: Count = None
+    decode_tokens: Count = None
+    littles_law: Optional[PoolLittlesLaw] = None
+
+
 class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3  # 3: inference, hold_stretch
 
     scenario: Optional[str] = None
     seed: Count = None
@@ -98,6 +135,10 @@ class SimulateSummary(Summary):
     steps: Count = None
     #: per workload, when the scenario has more than one
     workloads: Optional[dict[str, WorkloadFigures]] = None
+    #: the inference pool, when the scenario has ``[inference]``
+    inference: Optional[InferenceFigures] = None
+    #: mean hold over the mean hold of the same draws served unloaded (``[inference]`` only)
+    hold_stretch: Num = None
     #: wall-clock figures, only with ``--timing`` (they vary run to run)
     wall_s: Num = None
     engine: Optional[str] = None

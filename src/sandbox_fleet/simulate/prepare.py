@@ -11,7 +11,7 @@ import numpy as np
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.entities import EXCEPTION, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.episode import draw_attempts
-from sandbox_fleet.simulate.workloads import CLOSED, Workload
+from sandbox_fleet.simulate.workloads import OPEN, RL, Workload
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
 ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS = 1, 2, 3, 4
@@ -49,7 +49,9 @@ class Prepared:
     retry_block: list[tuple[float, float, float, float, int, int]]
     max_retries: list[int]
     retry_on: list[frozenset[int]]
-    closed: list[bool]  # per workload: an RL workload
+    rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
+    inference: object = None  # inference.Inference: model calls served by a pool
+    turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
 
     def retry_attempt(self, r: int, k: int) -> tuple[float, float, float, float, int, int]:
         """Attempt ``k >= 1`` of rollout ``r``: (build, agent, verify, hold, state, phase).
@@ -83,7 +85,7 @@ class Prepared:
         return float(t)
 
 
-def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int) -> Prepared:
+def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, inference=None) -> Prepared:
     pools = [fleet] if isinstance(fleet, Fleet) else list(fleet)
     workloads = list(workloads)
     if not pools or not workloads:
@@ -102,16 +104,17 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int) ->
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     episodes = [wl.resolved_episode() for wl in workloads]
 
-    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l")}
+    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d")}
     for w, ep in enumerate(episodes):
         att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]))
+        parts["d"].append(att.turn_draws)
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
         parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
     times, ids = [], []
     for w, wl in enumerate(workloads):
-        if wl.kind == CLOSED:
+        if wl.kind != OPEN:
             continue
         times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))
         ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
@@ -178,5 +181,40 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int) ->
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],
         retry_on=[wl.retry.phase_codes for wl in workloads],
-        closed=[wl.kind == CLOSED for wl in workloads],
+        rl_driven=[wl.kind == RL for wl in workloads],
+        inference=inference,
+        turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
     )
+
+
+def _served(inference, workloads, episodes, pools, draws) -> object:
+    """Check a pool-served run and merge every workload's per-turn draws (or ``None``)."""
+    served = [ep.turns is not None and ep.turns.served for ep in episodes]
+    if inference is None:
+        if any(served):
+            w = served.index(True)
+            raise InputError(f"workload {workloads[w].name}: turns without model_latency need an inference pool")
+        return None
+    from sandbox_fleet.simulate.inference.driver import TurnDraws
+
+    for w, (wl, ep) in enumerate(zip(workloads, episodes)):
+        if not served[w]:
+            raise InputError(f"workload {wl.name}: with an inference pool every workload needs turns with "
+                             "prefill_tokens and decode_tokens (and no model_latency)")
+        if wl.retry.max_retries > 0:
+            raise InputError(f"workload {wl.name}: retries are not simulated with an inference pool yet")
+        if ep.agent_timeout_s is not None or "agent" in ep.exception_rate_per_s or "agent" in ep.exception_p:
+            raise InputError(f"workload {wl.name}: agent timeouts and agent-phase exceptions are not simulated "
+                             "with an inference pool yet")
+    if any(pl.preempt_rate_per_node_s > 0 for pl in pools):
+        raise InputError("preemption is not simulated with an inference pool yet")
+    td = TurnDraws(*(np.concatenate([getattr(d, k) for d in draws])
+                     for k in ("turns", "new_tokens", "decode_tokens", "command_s")))
+    kv = inference.kv_cache_bytes
+    if kv and td.turns.size:
+        final = np.add.reduceat(td.new_tokens + td.decode_tokens, td.off) if td.new_tokens.size else np.zeros(1)
+        one = float(final.mean()) * inference.kv_bytes_per_token
+        if kv < one:
+            raise InputError(f"inference kv_cache_gb {kv / 2**30:.3g} GiB is below one context "
+                             f"(mean final context {final.mean():.0f} tokens = {one / 2**30:.3g} GiB)")
+    return td

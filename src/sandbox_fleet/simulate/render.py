@@ -38,6 +38,15 @@ def render_summary(s: dict, console: Console) -> None:
         st = s["step_s"]
         rows.append(("RL step mean / p50 / p99 (s)", f"{_f(st['mean'])} / {_f(st['p50'])} / {_f(st['p99'])}"))
         rows.append(("trainer idle", f"{s['trainer_idle_fraction']:.1%}"))
+    if s.get("inference") is not None:
+        i = s["inference"]
+        pct = (lambda v: "-" if v is None else f"{v:.1%}")
+        rows.append(("inference: replicas / GPUs / calls", f"{_f(i['replicas'])} / {_f(i['gpus'])} / {_f(i['calls'])}"))
+        rows.append(("inference: utilisation / mean batch", f"{pct(i['utilisation'])} / {_f(i['mean_batch'])}"))
+        rows.append(("inference: seat wait mean / TTFT p50 / p99 (s)",
+                     f"{_f(i['queue_wait_s']['mean'], 2)} / {_f(i['ttft_s']['p50'], 2)} / {_f(i['ttft_s']['p99'], 2)}"))
+        rows.append(("inference: cache hit rate / evicted GiB", f"{pct(i['cache_hit_rate'])} / {_f(i['evicted_gb'])}"))
+        rows.append(("hold stretch (vs unloaded)", _f(s["hold_stretch"], 3)))
     rows.append(("events", _f(s["events"])))
     if s.get("events_per_s") is not None:
         rows.append(("events/s (wall)", _f(s["events_per_s"], 0)))
@@ -57,4 +66,9 @@ def render_calibration(s: dict, console: Console) -> None:
                   f"{'not recorded' if s['exception_rate'] is None else format(s['exception_rate'], '.1%')}, "
                   f"mean concurrency {s['mean_concurrency']:.1f}")
     # markup=False: "[fleet]" is text here, not a Rich style tag (which would swallow it)
+    if "inference" in s:
+        i = s["inference"]
+        console.print(f"--inference: {i['turn_tokens']:.1f} tokens/turn, {i['decode_per_turn']:.1f} decoded per turn, "
+                      f"{i['command_s']:.2f} s command per turn (assumed {i['reference_decode_tok_s']:g} tok/s per "
+                      f"sequence), {i['replicas']} replicas")
     console.print(f"next: edit [fleet] cap or the workload, then `sandbox-fleet simulate {s['scenario']}`", markup=False)

@@ -61,6 +61,7 @@ class SimResult:
     wall_s: float = 0.0
     clock_monotonic: bool = True
     n_rollouts: int = 0
+    inference: object = None  # inference.figures.ServedRun when an inference pool served the model calls
     _sweeps: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -130,14 +131,15 @@ class SimResult:
     def events(self) -> int:
         """Events the model comprises, the same whichever loop ran: queue entries,
         attempt ends, slot refills (pools with a provisioning delay), build ends (pools
-        with a start cap), RL releases and trainer steps, preemptions."""
+        with a start cap), RL releases and trainer steps, preemptions, model calls in and out."""
         n = int(self.state.size)
         pool = np.array([wl.pool for wl in self.workloads])[self.workload]
         started = self.started
         refill = np.array([f.provision_delay_s > 0 for f in self.fleets])[pool]
         build = np.array([f.start_cap is not None for f in self.fleets])[pool]
         rl = sum(1 + int(st["train_end_s"].size) for st in self.steps.values())
-        return 2 * n + int(np.count_nonzero(started & refill)) + int(np.count_nonzero(started & build)) + rl + self.preemptions
+        calls = 2 * int(self.inference.sojourn_s.size) if self.inference is not None else 0  # call in, call out
+        return 2 * n + int(np.count_nonzero(started & refill)) + int(np.count_nonzero(started & build)) + rl + self.preemptions + calls
 
     def state_names(self) -> np.ndarray:
         return np.asarray(STATE_NAMES, dtype=object)[self.state]
@@ -198,6 +200,13 @@ class SimResult:
         model = self._model_column(idx)
         if model is not None:
             cols["model"] = model
+        if self.inference is not None:
+            # Pool-served runs carry each rollout's tokens and turns, as real telemetry does.
+            roll = self.rollout[idx]
+            sr = self.inference
+            for col, arr in (("input_tokens", sr.r_input), ("output_tokens", sr.r_output),
+                             ("cached_tokens", sr.r_cached), ("turns", sr.r_turns)):
+                cols[col] = pa.array(arr[roll], pa.int64())
         # Caller-supplied per-rollout attributes override what the engine derived.
         for col in sorted({c for wl in self.workloads for c in wl.attrs}):
             if col not in ROLLOUT_SCHEMA.names or col in ("id", "started_at", "finished_at"):

@@ -23,6 +23,7 @@ from sandbox_fleet.simulate.scenario_spec import (
     ExceptionsSpec,
     ExponentialSpec,
     FleetSpec,
+    InferenceSpec,
     LogNormalSpec,
     MixtureSpec,
     NonNegFloat,
@@ -39,7 +40,7 @@ from sandbox_fleet.simulate.scenario_spec import (
 
 __all__ = [
     "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "EmpiricalSpec", "EpisodeParts",
-    "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
+    "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
     "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
     "load_scenario", "run_scenario",
 ]
@@ -87,7 +88,12 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
         def cb(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
     try:
-        res = run_workloads(built.fleets, built.workloads, built.seed, engine=built.engine, on_progress=cb)
+        res = run_workloads(built.fleets, built.workloads, built.seed, engine=built.engine, on_progress=cb,
+                            inference=built.inference)
+    except InputError as exc:
+        if built.inference is None or str(exc).startswith(f"{p}:"):
+            raise
+        raise InputError(f"{p}: {exc}") from None  # checks that need the draws (one context vs kv_cache_gb)
     finally:
         if bar is not None:
             bar.stop()

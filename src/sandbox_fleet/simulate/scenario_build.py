@@ -27,14 +27,16 @@ from sandbox_fleet.simulate.scenario_spec import (
     WeibullSpec,
     WorkloadSpec,
 )
-from sandbox_fleet.simulate.workloads import AsyncRL, Poisson, Replay, SyncRL, Workload
+from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
 
 
 class Built:
     """A scenario turned into engine objects."""
 
-    def __init__(self, fleets: list[Fleet], workloads: list[Workload], seed: int, engine: str, epoch: str):
+    def __init__(self, fleets: list[Fleet], workloads: list[Workload], seed: int, engine: str, epoch: str,
+                 inference=None):
         self.fleets, self.workloads, self.seed, self.engine, self.epoch = fleets, workloads, seed, engine, epoch
+        self.inference = inference  # inference.Inference or None
 
 
 def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Built:
@@ -78,7 +80,15 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Bui
         if name in seen:
             ctx.fail(f"{keys[i]}.name", f"workload name {name!r} is used twice (names key the telemetry ids)")
         seen[name] = i
+    ctx.served = spec.inference is not None
+    inference = None
+    if spec.inference is not None:
+        from sandbox_fleet.simulate.inference.scenario import build_inference
+
+        inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
     workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
+    if spec.run.engine == "fifo" and (inference is not None or any(w.kind == "closed" for w in wspecs)):
+        ctx.fail("run.engine", "'fifo' cannot run a closed population or an inference pool; use \"auto\" or \"events\"")
     if spec.run.engine == "fifo":
         from sandbox_fleet.simulate.fifo import pool_eligible
 
@@ -86,12 +96,13 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Bui
         if bad:
             ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
                                    f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
-    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch)
+    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference)
 
 
 class _Ctx:
     def __init__(self, base_dir: Path, source: str, horizon_s: float = float("inf")):
         self.base, self.source, self.horizon_s = base_dir, source, horizon_s
+        self.served = False  # the scenario has [inference]
         self._tables: dict[tuple[str, ...], object] = {}
 
     def fail(self, key: str, what: str):
@@ -105,8 +116,8 @@ class _Ctx:
         if isinstance(data, dict):
             for k, v in data.items():
                 sub = f"{key}.{k}" if key else str(k)
-                if str(k).endswith("timeout_s"):
-                    continue
+                if str(k).endswith("timeout_s") or str(k).endswith("_tokens"):
+                    continue  # token draws are counts, checked as such in turns()
                 if str(k).endswith("_s") and not str(k).endswith("_per_s"):
                     for x in v if isinstance(v, list) else [v]:
                         if isinstance(x, (int, float)) and not isinstance(x, bool):
@@ -150,7 +161,7 @@ class _Ctx:
             self.fail(key, f"the telemetry {', '.join(items)} has no rollouts")
         return table
 
-    def dist(self, s, key: str) -> D.Dist:
+    def dist(self, s, key: str, tokens: bool = False) -> D.Dist:
         if isinstance(s, ExponentialSpec):
             d = D.Exponential(s.mean_s)
         elif isinstance(s, DeterministicSpec):
@@ -171,7 +182,10 @@ class _Ctx:
         if s.min_s is not None or s.max_s is not None:
             # D.clip keeps a mixture a mixture, so its labels and exception flags survive.
             d = D.clip(d, s.min_s or 0.0, s.max_s if s.max_s is not None else float("inf"))
-        bounds.check_dist(d, key, self.horizon_s, self.fail)
+        if tokens:
+            bounds.check_tokens(d, key, self.fail)
+        else:
+            bounds.check_dist(d, key, self.horizon_s, self.fail)
         return d
 
     def empirical(self, s: EmpiricalSpec, key: str) -> D.Dist:
@@ -212,9 +226,9 @@ class _Ctx:
                           self.dist(w.build.miss, f"{k('build')}.miss") if w.build.miss else None)
         turns = None
         if w.turns is not None:
-            turns = Turns(self.dist(w.turns.turns, f"{k('turns')}.turns"),
-                          self.dist(w.turns.model_latency, f"{k('turns')}.model_latency"),
-                          self.dist(w.turns.command, f"{k('turns')}.command") if w.turns.command else None)
+            turns = self.turns(w, k)
+        elif self.served:
+            self.fail(k("turns"), "with [inference] a workload needs [turns] with prefill_tokens and decode_tokens")
         exc = w.exceptions or ExceptionsSpec()
         return Episode(
             agent=self.dist(w.hold, k("hold")) if w.hold is not None else None,
@@ -225,6 +239,29 @@ class _Ctx:
             exception_p=dict(exc.p),
             agent_timeout_s=w.agent_timeout_s,
         )
+
+    def turns(self, w: WorkloadSpec, k) -> Turns:
+        t, key = w.turns, k("turns")
+        if self.served:
+            if t.model_latency is not None:
+                self.fail(f"{key}.model_latency", "give [turns] model_latency or [inference], not both "
+                                                  "(with [inference] the pool serves each call)")
+            for name in ("prefill_tokens", "decode_tokens"):
+                if getattr(t, name) is None:
+                    self.fail(f"{key}.{name}", "[inference] needs the tokens per turn")
+        else:
+            if t.model_latency is None:
+                self.fail(f"{key}.model_latency", "needed unless the scenario has [inference]")
+            for name in ("prefill_tokens", "decode_tokens"):
+                if getattr(t, name) is not None:
+                    self.fail(f"{key}.{name}", "token draws need an [inference] pool")
+
+        def opt(name: str):
+            d = getattr(t, name)
+            return self.dist(d, f"{key}.{name}", tokens=name.endswith("_tokens")) if d is not None else None
+
+        return Turns(self.dist(t.turns, f"{key}.turns"), opt("model_latency"), opt("command"),
+                     opt("prefill_tokens"), opt("decode_tokens"))
 
     def workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
         """``key``: the workload's table (``workload`` or ``workloads.N``); ``top``: the
@@ -256,6 +293,12 @@ class _Ctx:
                 if name in w.model_fields_set:
                     self.fail(k(name), f"'{name}' does not apply to kind {w.kind!r}")
 
+        if w.kind != "closed":
+            forbid("population")
+        if w.kind == "closed":
+            need("population", "count")
+            forbid("rate_per_s", "batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
+            return Closed(population=w.population, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
         if w.kind == "poisson":
             need("rate_per_s", "count")
             forbid("batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")

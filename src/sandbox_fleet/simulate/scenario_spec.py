@@ -5,7 +5,7 @@ Smallest form::
     [fleet]
     cap = 10
     [workload]
-    kind = "poisson"          # or "sync-rl", "async-rl", "replay"
+    kind = "poisson"          # or "sync-rl", "async-rl", "replay", "closed"
     rate_per_s = 7.0
     count = 200000
     [hold]
@@ -131,9 +131,39 @@ class BuildSpec(Strict):
 
 
 class TurnsSpec(Strict):
+    """``model_latency`` (a fixed latency per call), or, with ``[inference]``, the tokens
+    per turn (counts keep the ``_s`` parameter names, as ``turns`` does)."""
+
     turns: DistSpec
-    model_latency: DistSpec
+    model_latency: DistSpec | None = None
     command: DistSpec | None = None
+    prefill_tokens: DistSpec | None = None
+    decode_tokens: DistSpec | None = None
+
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
+
+
+class InferenceSpec(Strict):
+    """The inference pool (one, shared by every workload); see ``simulate.inference``."""
+
+    replicas: Annotated[int, Field(ge=1)] | None = None
+    gpus: Annotated[int, Field(ge=1)] | None = None
+    gpus_per_replica: Annotated[int, Field(ge=1)] | None = None
+    prefill_tok_s: PosFloat | None = None
+    decode_tok_s: PosFloat | None = None
+    gpu: str | None = None
+    gpu_catalog: str | None = None
+    model_params_b: PosFloat | None = None
+    bytes_per_param: PosFloat = 2.0
+    utilisation: Fraction = 0.4
+    memory_fraction: Fraction = 0.9
+    iteration_base_ms: NonNegFloat | None = None
+    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
+    routing: Literal["sticky", "least-loaded"] = "sticky"
+    kv_cache_gb: NonNegFloat | None = None
+    kv_bytes_per_token: PosFloat | None = None
+    kv_offload_gb: NonNegFloat = 0.0
 
 
 class ExceptionsSpec(Strict):
@@ -157,9 +187,11 @@ class EpisodeParts(Strict):
 
 
 class WorkloadSpec(EpisodeParts):
-    kind: Literal["poisson", "sync-rl", "async-rl", "replay"]
+    kind: Literal["poisson", "sync-rl", "async-rl", "replay", "closed"]
     name: str | None = None
     pool: str | int = 0
+    # closed (with count)
+    population: Annotated[int, Field(ge=1)] | None = None
     # poisson
     rate_per_s: PosFloat | None = None
     count: Annotated[int, Field(ge=1)] | None = None
@@ -195,6 +227,7 @@ class ScenarioSpec(EpisodeParts):
     fleets: list[FleetSpec] | None = None
     workload: WorkloadSpec | None = None
     workloads: list[WorkloadSpec] | None = None
+    inference: InferenceSpec | None = None
     run: RunSpec = RunSpec()
 
 

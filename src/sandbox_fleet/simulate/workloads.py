@@ -1,7 +1,9 @@
 """Workloads: who releases rollouts, and when.
 
-Open workloads (``Poisson``, ``Replay``) fix every arrival time up front; closed RL
-workloads (``SyncRL``, ``AsyncRL``) release batches in response to the trainer.
+Open workloads (``Poisson``, ``Replay``) fix every arrival time up front; RL
+workloads (``SyncRL``, ``AsyncRL``) release batches in response to the trainer; the
+closed workload (``Closed``) keeps a fixed population of rollouts in the system,
+starting a new one whenever one ends.
 Rollout ``k`` of a workload is its ``k``-th released rollout, so an explicit
 per-rollout array (holds, exception flags, telemetry attributes) is consumed in
 release order.
@@ -18,7 +20,8 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.distributions import Dist
 from sandbox_fleet.simulate.entities import Episode, RetryPolicy
 
-OPEN, CLOSED = 0, 1
+# Workload kinds: who decides when a rollout arrives.
+OPEN, RL, CLOSED = 0, 1, 2  # fixed arrival times; the trainer; a fixed population
 
 
 @dataclass(kw_only=True)
@@ -133,6 +136,28 @@ class Replay(Workload):
 
 
 @dataclass(kw_only=True)
+class Closed(Workload):
+    """A closed population: ``population`` rollouts are in the system (holding or
+    waiting for a sandbox) at all times from ``start_s``; when one ends the next of
+    ``count`` starts at once. Above the fleet cap they queue."""
+
+    population: int
+    n: int
+    start_s: float = 0.0
+    kind = CLOSED
+
+    def __post_init__(self) -> None:
+        if int(self.population) != self.population or self.population < 1:
+            raise InputError(f"closed population must be a positive integer, got {self.population}")
+        if self.n < 1:
+            raise InputError(f"closed count must be >= 1, got {self.n}")
+
+    @property
+    def count(self) -> int:
+        return int(self.n)
+
+
+@dataclass(kw_only=True)
 class AsyncRL(Workload):
     """RL with a staleness bound: batch ``j`` is released once ``j <= version + staleness``.
 
@@ -147,7 +172,7 @@ class AsyncRL(Workload):
     train_s: float = 0.0
     staleness: int = 1
     start_s: float = 0.0
-    kind = CLOSED
+    kind = RL
 
     def __post_init__(self) -> None:
         if isinstance(self.batch, (int, np.integer)):

@@ -17,5 +17,5 @@ def simulate_variant(data: dict, base_dir: str, source: str, seed: int) -> dict:
     from sandbox_fleet.sweep.variants import check
 
     _, built = check(data, Path(base_dir), source)
-    res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine)
+    res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
     return res.summary(seed=seed)
