@@ -113,6 +113,14 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
+    shape: str = typer.Option("measured", "--shape", help="--passing-per-hour: measured (keep the measured duty) or smooth (continuous admission)."),
+    max_wait_s: float = typer.Option(60.0, "--max-wait-s", help="--shape smooth: allowed simulated mean queue wait, seconds."),
+    gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", help="GPU memory per GPU, GiB (enables the memory model)."),
+    gpu_memory_fraction: float = typer.Option(0.9, "--gpu-memory-fraction", help="Share of GPU memory the server may use."),
+    gpu_utilisation: float = typer.Option(0.7, "--gpu-utilisation", help="Target GPU utilisation: headroom on top of the per-GPU rates."),
+    max_tp: int = typer.Option(8, "--max-tp", help="Largest tensor-parallel replica (a power of two)."),
+    kv_offload_gb: float = typer.Option(0.0, "--kv-offload-gb", help="Host memory per GPU for offloaded cached prefixes, GiB."),
+    trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
@@ -132,6 +140,8 @@ def plan(
             kv_bytes_per_token=kv_bytes_per_token, utilisation=utilisation, bytes_per_param=bytes_per_param,
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
+        shape=shape, max_wait_s=max_wait_s, gpu_memory_gb=gpu_memory_gb, gpu_memory_fraction=gpu_memory_fraction,
+        gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
     _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
 

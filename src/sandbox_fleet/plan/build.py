@@ -10,11 +10,12 @@ from typing import Optional
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
+from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.storage import storage_plan
-from sandbox_fleet.plan.summary import Figures, get, load_input
+from sandbox_fleet.plan.summary import Figures, get, load_input, num
 from sandbox_fleet.plan.target import resolve_target
 
 SCHEMA_VERSION = 1
@@ -43,6 +44,15 @@ class PlanOptions:
     roofline: Optional[inf.Roofline] = None
     gpu_usd_h: Optional[float] = None
     turns: Optional[float] = None  # turn count for the caching saving when the input has no histogram
+    shape: str = "measured"  # --passing-per-hour: keep the measured burstiness, or "smooth"
+    max_wait_s: float = 60.0  # --shape smooth: allowed mean queue wait
+    gpu_name: Optional[str] = None
+    gpu_memory_gb: Optional[float] = None  # per GPU, GiB; enables the memory model
+    gpu_memory_fraction: float = 0.9
+    gpu_utilisation: float = 0.7  # headroom on top of the per-GPU rates
+    max_tp: int = 8
+    kv_offload_gb: float = 0.0
+    trainer_gpus: Optional[int] = None
 
 
 def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float]]:
@@ -147,6 +157,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     target = resolve_target(
         fig, summary, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
+        shape=opts.shape, max_wait_s=opts.max_wait_s,
     )
     if target.get("note"):
         notes.append(target["note"])
@@ -225,38 +236,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     caching["saving_applied"], caching["saving_basis"] = applied, basis
 
     # --- inference
-    prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
-    decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
-    prefill_cached = prefill / applied if prefill is not None and applied else None
-    gpu_p, gpu_d, gpu_src = opts.gpu_prefill_tok_s, opts.gpu_decode_tok_s, "given"
-    if (gpu_p is None or gpu_d is None) and opts.roofline is not None:
-        rl = opts.roofline
-        if c and fig.turns_histogram:
-            ctx = c * sum(h * t * (t + 1) / 2 for t, h in fig.turns_histogram.items()) / max(sum(h * t for t, h in fig.turns_histogram.items()), 1e-9)
-        elif c and (opts.turns or fig.turns_median):
-            ctx = c * ((opts.turns or fig.turns_median) + 1) / 2
-        else:
-            ctx = rl.context_tokens
-        rl = inf.Roofline(**{**rl.__dict__, "context_tokens": ctx})
-        gpu_p = gpu_p if gpu_p is not None else rl.prefill_tok_s()
-        gpu_d = gpu_d if gpu_d is not None else rl.decode_tok_s()
-        gpu_src = f"roofline (utilisation {rl.utilisation:g}, mean context {ctx:,.0f} tokens, decode batch {rl.decode_batch})"
-    inference = {
-        "prefill_tok_s": prefill,
-        "decode_tok_s": decode,
-        "prefill_tok_s_cached": prefill_cached,
-        "prefill_decode_ratio": prefill / decode if prefill is not None and decode else None,
-        "per_gpu": {"prefill_tok_s": gpu_p, "decode_tok_s": gpu_d, "source": gpu_src if gpu_p and gpu_d else None},
-        "gpus": None, "gpus_cached": None, "binding": None, "binding_cached": None,
-    }
-    if gpu_p and gpu_d and prefill is not None and decode is not None:
-        g = inf.gpus_needed(prefill, decode, gpu_p, gpu_d)
-        inference |= {"gpus": g["gpus"], "binding": g["binding"], "prefill_gpu_share": g["prefill_gpu_share"], "decode_gpu_share": g["decode_gpu_share"]}
-        if prefill_cached is not None:
-            gc = inf.gpus_needed(prefill_cached, decode, gpu_p, gpu_d)
-            inference |= {"gpus_cached": gc["gpus"], "binding_cached": gc["binding"]}
-    elif prefill is not None:
-        notes.append("no per-GPU throughput given (--gpu-prefill-tok-s/--gpu-decode-tok-s or a roofline): GPUs not sized")
+    inference = size_inference(fig, n, applied, num(summary, "tokens.cached_fraction"), opts, notes)
 
     # --- cost
     exc_share = None

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.shape import SHAPES, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 
 _Z = NormalDist()
@@ -36,6 +37,8 @@ def resolve_target(
     passing_per_hour: Optional[float] = None,
     tolerance: float = 0.01,
     seed: int = 0,
+    shape: str = "measured",
+    max_wait_s: float = 60.0,
 ) -> dict:
     """The ``target`` object: concurrency (an int), which source set it, and how."""
     _positive("--concurrency", concurrency)
@@ -56,12 +59,23 @@ def resolve_target(
     if passing_per_hour is not None:
         if not fig.sandbox_hours_per_pass:
             raise InputError("--passing-per-hour needs sandbox-hours per passing rollout; the input has no passed rollouts")
-        exact = passing_per_hour * fig.sandbox_hours_per_pass
-        return {
-            "concurrency": math.ceil(exact - 1e-9),
+        if shape not in SHAPES:
+            raise InputError(f"--shape {shape!r}: expected one of {', '.join(SHAPES)}")
+        mean = mean_busy(passing_per_hour, fig.sandbox_hours_per_pass)
+        if shape == "measured":
+            shaped = measured_shape(mean, fig.duty)
+        else:
+            holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
+            shaped = smooth_shape(mean, holds.sample, max_wait_s=max_wait_s, seed=seed)
+        return shaped | {
             "source": "passing-per-hour",
-            "detail": f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass = {exact:.1f}",
-            "exact": exact,
+            "detail": (
+                f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass "
+                f"= {mean:,.1f} busy on average; {shaped['detail']}"
+            ),
+            "exact": mean,
+            "mean_busy": mean,
+            "passing_per_hour": passing_per_hour,
         }
     if not fig.peak:
         raise InputError("input has no measured peak concurrency (concurrency.peak); pass --concurrency N")
