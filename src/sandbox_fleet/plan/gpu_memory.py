@@ -14,7 +14,11 @@ All sizes are GiB (2**30 bytes). A GPU offers ``memory_gb x memory_fraction`` to
 - compute bound = whole replicas for ``load / utilisation_target`` GPU-equivalents, where
   load = prefill/p + decode/d (``gpus_needed``) and the target leaves headroom for bursts.
 
-GPUs = max(compute bound, memory bound), each a whole number of replicas.
+GPUs = max(compute bound, memory bound), each a whole number of replicas. With caching, a larger
+replica can need fewer GPUs (each spends its weights once over more memory), so the cached count
+is the least over the replica sizes from the smallest that fits up to ``max_tp``
+(``replica_gpus_cached``). Both counts therefore never fall as context, KV bytes or the number of
+live rollouts rise: a larger figure only removes replica sizes and raises each size's count.
 """
 
 from __future__ import annotations
@@ -107,10 +111,9 @@ def size_memory(
     t = replica_gpus(w, inflight, usable, mm.max_tp)
     free = usable - w / t
     live = kv_gb(live_rollouts, context_tokens, mm.kv_bytes_per_token)
-    mem = t
-    mem_cached = memory_bound_cached(live, free, mm.kv_offload_gb, t)
     out: dict = {
         "replica_gpus": t,
+        "replica_gpus_cached": t,
         "kv_offload_gb": mm.kv_offload_gb,
         "utilisation_target": utilisation_target,
         "memory": {
@@ -118,17 +121,28 @@ def size_memory(
             "kv_gb_inflight": inflight,
             "kv_gb_live": live,
             "free_gb_per_gpu": free,
-            "gpus_memory_bound": mem,
-            "gpus_memory_bound_cached": mem_cached,
+            "gpus_memory_bound": t,
+            "gpus_memory_bound_cached": memory_bound_cached(live, free, mm.kv_offload_gb, t),
         },
         "gpus_compute_bound": None, "gpus_compute_bound_cached": None,
         "gpus": None, "gpus_cached": None, "bound_by": None, "bound_by_cached": None,
     }
-    for suffix, load, m in (("", load_gpus, mem), ("_cached", load_gpus_cached, mem_cached)):
-        if load is None:
-            continue
-        c = compute_bound(load, t, utilisation_target)
-        out[f"gpus_compute_bound{suffix}"] = c
-        out[f"gpus{suffix}"] = max(c, m)
-        out[f"bound_by{suffix}"] = "compute" if c >= m else "memory"
+    if load_gpus is not None:
+        # uncached: compute and memory both only grow with the replica, so the smallest is best
+        c = compute_bound(load_gpus, t, utilisation_target)
+        out |= {"gpus_compute_bound": c, "gpus": max(c, t), "bound_by": "compute" if c >= t else "memory"}
+    if load_gpus_cached is not None:
+        best = None
+        size = t
+        while size <= mm.max_tp:
+            f = usable - w / size
+            m = memory_bound_cached(live, f, mm.kv_offload_gb, size)
+            c = compute_bound(load_gpus_cached, size, utilisation_target)
+            if best is None or max(c, m) < max(best[1], best[2]):
+                best = (size, c, m, f)
+            size *= 2
+        size, c, m, f = best
+        out["replica_gpus_cached"] = size
+        out["memory"]["gpus_memory_bound_cached"] = m
+        out |= {"gpus_compute_bound_cached": c, "gpus_cached": max(c, m), "bound_by_cached": "compute" if c >= m else "memory"}
     return out
