@@ -115,6 +115,8 @@ def plan(
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
     shape: str = typer.Option("measured", "--shape", help="--passing-per-hour: measured (keep the measured duty) or smooth (continuous admission)."),
     max_wait_s: float = typer.Option(60.0, "--max-wait-s", help="--shape smooth: allowed simulated mean queue wait, seconds."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type from the GPU catalog (memory, TFLOP/s, TB/s, $/h); per-figure flags override."),
+    gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="GPU catalog TOML replacing the bundled one."),
     gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", help="GPU memory per GPU, GiB (enables the memory model)."),
     gpu_memory_fraction: float = typer.Option(0.9, "--gpu-memory-fraction", help="Share of GPU memory the server may use."),
     gpu_utilisation: float = typer.Option(0.7, "--gpu-utilisation", help="Target GPU utilisation: headroom on top of the per-GPU rates."),
@@ -126,7 +128,13 @@ def plan(
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
+    from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import render_plan
+
+    g = gpu_figures(
+        gpu, str(gpu_catalog) if gpu_catalog else None, tflops=gpu_tflops, hbm_tbs=gpu_hbm_tbs,
+        memory_gb=gpu_memory_gb, usd_h=gpu_usd_h, model_given=model_params_b is not None and kv_bytes_per_token is not None,
+    )
 
     opts = PlanOptions(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
@@ -134,13 +142,13 @@ def plan(
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
         request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_"),
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
-        gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=gpu_usd_h,
+        gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=g.usd_h,
         roofline=make_roofline(
-            gpu_tflops=gpu_tflops, gpu_hbm_tbs=gpu_hbm_tbs, model_params_b=model_params_b,
+            gpu_tflops=g.tflops, gpu_hbm_tbs=g.hbm_tbs, model_params_b=model_params_b,
             kv_bytes_per_token=kv_bytes_per_token, utilisation=utilisation, bytes_per_param=bytes_per_param,
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
-        shape=shape, max_wait_s=max_wait_s, gpu_memory_gb=gpu_memory_gb, gpu_memory_fraction=gpu_memory_fraction,
+        shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
     _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)

@@ -47,6 +47,7 @@ class PlanOptions:
     shape: str = "measured"  # --passing-per-hour: keep the measured burstiness, or "smooth"
     max_wait_s: float = 60.0  # --shape smooth: allowed mean queue wait
     gpu_name: Optional[str] = None
+    gpu_note: Optional[str] = None  # why a named GPU was not sized
     gpu_memory_gb: Optional[float] = None  # per GPU, GiB; enables the memory model
     gpu_memory_fraction: float = 0.9
     gpu_utilisation: float = 0.7  # headroom on top of the per-GPU rates
@@ -236,6 +237,8 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     caching["saving_applied"], caching["saving_basis"] = applied, basis
 
     # --- inference
+    if opts.gpu_note:
+        notes.append(opts.gpu_note)
     inference = size_inference(fig, n, applied, num(summary, "tokens.cached_fraction"), opts, notes)
 
     # --- cost
