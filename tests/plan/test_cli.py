@@ -35,8 +35,9 @@ def test_default_picks_cheapest_priced_type_and_lists_runners_up(run_cli, tmp_pa
         '[[node]]\nname="free"\nvcpus=96\nmemory_gb=384\ndisk_gb=4096\n'
         '[[node]]\nname="tiny"\nvcpus=1\nmemory_gb=1\ndisk_gb=10\non_demand_usd_h=0.01\n'
     )
-    p = json.loads(run_cli("plan", PUBLISHED, "--nodes", cat, "--json").out)
-    # big: 32 x 4.0 = 128 $/h; small: ceil(3000/32) = 94 x 1.5 = 141 $/h; free: unpriced; tiny: too small
+    p = json.loads(run_cli("plan", PUBLISHED, "--nodes", cat, "--price-tier", "on-demand", "--json").out)
+    # with the default kubelet reserve (0.31 cores on 96, 0.15 on 32): big: 95 slots -> 32 x 4.0 = 128 $/h;
+    # small: 31 slots -> ceil(3000/31) = 97 x 1.5 = 145.5 $/h; free: unpriced; tiny: too small
     assert (p["nodes"]["type"], p["nodes"]["count"], p["cost"]["on_demand_per_h"]) == ("big", 32, 128.0)
     assert [a["type"] for a in p["nodes"]["alternatives"]] == ["small", "free"]
     assert [x["type"] for x in p["nodes"]["too_small"]] == ["tiny"]
@@ -50,8 +51,9 @@ def test_json_prints_one_object_and_nothing_else(run_cli):
     r = run_cli("plan", PUBLISHED, "--concurrency", "960", "--json")
     assert r.code == 0
     p = json.loads(r.out)  # the whole of stdout parses
-    assert p["target"] == {"concurrency": 960, "source": "concurrency", "detail": "--concurrency 960"}
-    assert p["nodes"]["count"] == 10
+    assert {k: p["target"][k] for k in ("concurrency", "source", "detail")} == {"concurrency": 960, "source": "concurrency", "detail": "--concurrency 960"}
+    # the cheapest type keeps a 0.31-core kubelet reserve: 95 one-core slots, ceil(960 / 95) = 11 nodes
+    assert p["nodes"]["count"] == 11 and p["nodes"]["per_node"] == 95
 
 
 def test_rl_schedule_through_the_cli(run_cli):

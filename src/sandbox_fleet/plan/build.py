@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.assumptions import collect_assumptions
+from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
+from sandbox_fleet.plan.reserve import node_reserve
+from sandbox_fleet.plan.rework import spot_rework
+from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.inference_sizing import size_inference
@@ -16,9 +23,10 @@ from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.summary import Figures, get, load_input, num
-from sandbox_fleet.plan.target import resolve_target
+from sandbox_fleet.plan.target import HoldSampler, resolve_target
 
 SCHEMA_VERSION = 1
+REWORK_SEED = 20_261_201  # fixed: the rework share is an expectation over the fitted holds, not a draw
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = Request(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 
@@ -35,9 +43,9 @@ class PlanOptions:
     seed: int = 0
     nodes_file: Optional[str] = None
     node_type: Optional[str] = None
-    reserve: Reserve = field(default_factory=Reserve)
+    reserve: Optional[Reserve] = None  # None: each node type's own (catalog, else plan/reserve.py's formula)
     request: Optional[Request] = None  # overrides the input's task requests
-    price_tier: str = "on_demand"
+    price_tier: Optional[str] = None  # None: from the duty cycle (plan/tier.py)
     prefix_break: float = 0.0
     gpu_prefill_tok_s: Optional[float] = None
     gpu_decode_tok_s: Optional[float] = None
@@ -92,10 +100,11 @@ def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[
 
 def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
     """Size one node type; raises InputError if a request does not fit it."""
-    sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), opts.reserve)
+    reserve, reserve_src = node_reserve(node, opts.reserve)
+    sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), reserve)
     for q in reqs:
-        size_uniform(node, q, 1, opts.reserve)  # every request must fit an empty node
-    cap = usable(node, opts.reserve)
+        size_uniform(node, q, 1, reserve)  # every request must fit an empty node
+    cap = usable(node, reserve)
     pack = ffd(reqs, counts, cap)
     return {
         "type": node.name,
@@ -111,6 +120,8 @@ def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant:
             else sizing.per_node * reqs[dominant].disk
         ),
         "node": node,
+        "reserve": reserve,
+        "reserve_source": reserve_src,
     }
 
 
@@ -146,7 +157,7 @@ def _alt(s: dict, tier: str) -> dict:
 def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     """A purchase-order plan (JSON-ready) for ``summary`` under ``opts``."""
     opts = opts or PlanOptions()
-    if opts.price_tier not in TIERS:
+    if opts.price_tier is not None and opts.price_tier not in TIERS:
         raise InputError(f"--price-tier {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
     if not 0.0 <= opts.prefix_break <= 1.0:
         raise InputError(f"--prefix-break must be a fraction in [0, 1], got {opts.prefix_break!r}")
@@ -163,6 +174,13 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     if target.get("note"):
         notes.append(target["note"])
     n = target["concurrency"]
+    # An RL schedule or a throughput shape runs at its own duty; every other target at the measured one.
+    duty = target.get("duty") if target.get("duty") is not None else fig.duty
+    tier_src = "flag"
+    if opts.price_tier is None:
+        tier, tier_why = default_tier(duty, duty_warn_below())
+        opts, tier_src = replace(opts, price_tier=tier), "default"
+        target["tier_basis"] = tier_why
 
     # --- nodes
     catalog = load_catalog(opts.nodes_file)
@@ -186,9 +204,10 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     if not node.priced:
         notes.append(f"node type {node.name!r} has no prices: sized but not costed")
     mixed = len(reqs) > 1
-    nodes_block = {k: v for k, v in chosen.items() if k not in ("node", "scratch_per_node_mb")}
+    rsv: Reserve = chosen["reserve"]
+    nodes_block = {k: v for k, v in chosen.items() if k not in ("node", "scratch_per_node_mb", "reserve", "reserve_source")}
     nodes_block |= {
-        "reserve": {"cpu": opts.reserve.cpu, "memory_mb": opts.reserve.memory, "disk_mb": opts.reserve.disk},
+        "reserve": {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": chosen["reserve_source"]},
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         "packing": "first-fit-decreasing" if mixed else "uniform",
@@ -197,15 +216,14 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     }
 
     # --- storage
-    # An RL schedule runs at its own simulated duty; every other target at the measured one.
-    duty = target.get("duty") if target.get("duty") is not None else fig.duty
     rollouts_per_day = (n * (duty if duty else 1.0) / fig.hold_mean_s * 86400.0) if fig.hold_mean_s else None
     storage = storage_plan(
         nodes=chosen["count"], per_node_mb=chosen["scratch_per_node_mb"],
         at_target_mb=sum(q.disk * k for q, k in zip(reqs, counts)),
-        node_disk_mb=node.capacity["disk"], reserve_disk_mb=opts.reserve.disk,
-        rollouts_per_day=rollouts_per_day, trajectory_bytes_mean=fig.trajectory_bytes_mean,
-        trajectory_bytes_max=fig.trajectory_bytes_max, bundle_median=fig.bundle_median,
+        node_disk_mb=node.capacity["disk"], reserve_disk_mb=rsv.disk,
+        # the median record when measured; never the largest record times every rollout
+        rollouts_per_day=rollouts_per_day, trajectory_bytes_mean=fig.trajectory_bytes_median,
+        trajectory_bytes_max=None, bundle_median=fig.bundle_median,
         bundle_max=fig.bundle_max, bundle_total=fig.bundle_total, task_count=fig.task_count,
     )
 
@@ -255,6 +273,20 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     cost["duty"] = duty
     cost["exception_share"] = exc_share
     cost |= costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
+    passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
+    trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
+    if opts.trainer_gpus and not opts.gpu_usd_h:
+        notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
+    cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
+    cost["spot_rework"] = spot_rework(
+        HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000),
+        node.spot_interruptions_per_node_h, n * duty if duty else None, cost["spot_per_h"], node.spot_interruptions_source,
+    )
+    assumptions = collect_assumptions(
+        fig, opts, summary.get("source", "measured"), target=target, tier_source=tier_src, node=node,
+        reserve=rsv, reserve_source=chosen["reserve_source"], inference=inference, caching=caching,
+        request_source="flag" if opts.request is not None else ("default" if any("input lists no task requests" in x for x in notes) else "input"),
+    )
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -267,6 +299,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "caching": caching,
         "inference": inference,
         "cost": cost,
+        "assumptions": assumptions,
         "notes": notes,
     }
 
@@ -297,8 +330,12 @@ def parse_request(text: str) -> Request:
     return Request(cpu=vals[0], memory=vals[1], disk=vals[2], gpu=vals[3] if len(vals) == 4 else 0.0)
 
 
-def make_reserve(cpu: float = 0.0, memory_gb: float = 0.0, disk_gb: float = 0.0) -> Reserve:
-    """Per-node system reserve from cores and GiB (the CLI's units)."""
+def make_reserve(cpu: Optional[float] = None, memory_gb: Optional[float] = None, disk_gb: Optional[float] = None) -> Optional[Reserve]:
+    """Per-node system reserve from cores and GiB (the CLI's units); None when none is given
+    (each node type then uses its own, see plan/reserve.py). A part left out is zero."""
+    if cpu is None and memory_gb is None and disk_gb is None:
+        return None
+    cpu, memory_gb, disk_gb = cpu or 0.0, memory_gb or 0.0, disk_gb or 0.0
     for name, v in (("--reserve-cpu", cpu), ("--reserve-memory-gb", memory_gb), ("--reserve-disk-gb", disk_gb)):
         if not (v >= 0 and math.isfinite(v)):
             raise InputError(f"{name} must be zero or positive, got {v!r}")

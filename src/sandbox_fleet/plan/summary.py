@@ -137,6 +137,7 @@ class Figures:
         self.task_count = num(s, "tasks.count")
         self.trajectory_bytes_mean = num(s, "trajectories.bytes_mean")
         self.trajectory_bytes_max = num(s, "trajectories.bytes_max")
+        self.trajectory_bytes_median = num(s, "trajectories.bytes_median")
 
     def measured_block(self) -> dict:
         """The ``measured`` object of the plan: figures carried over from the input."""
