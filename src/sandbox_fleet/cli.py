@@ -148,7 +148,7 @@ def plan(
             kv_bytes_per_token=kv_bytes_per_token, utilisation=utilisation, bytes_per_param=bytes_per_param,
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
-        shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
+        shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
     _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)

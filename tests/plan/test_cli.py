@@ -129,3 +129,28 @@ def test_telemetry_is_measured_on_the_fly(run_cli):
     assert p["target"]["concurrency"] == 4
     assert p["measured"]["peak"] == 3  # the fixture job ran 3 trials at once (n_concurrent_trials = 3)
     assert any("assumed 1 cpu" in n for n in p["notes"])  # no tasks given: the assumption is stated
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--gpu", "nope", "--model-params-b", "27", "--kv-bytes-per-token", "65536"], "--gpu 'nope'"),
+        (["--gpu", "l40s-48gb", "--model-params-b", "405", "--kv-bytes-per-token", "65536"], "--max-tp 8"),
+        (["--gpu-prefill-tok-s", "9000", "--gpu-decode-tok-s", "900", "--gpu-utilisation", "1.5"], "--gpu-utilisation"),
+        (["--passing-per-hour", "10", "--shape", "smooth", "--max-wait-s", "-1"], "--max-wait-s"),
+        (["--passing-per-hour", "10", "--shape", "bursty"], "--shape"),
+    ],
+)
+def test_bad_gpu_and_shape_input_is_one_line_and_exit_2(run_cli, args, words):
+    r = run_cli("plan", PUBLISHED, *args)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_gpu_from_the_catalog_sizes_by_memory(run_cli):
+    r = run_cli("plan", PUBLISHED, "--concurrency", "374", "--gpu", "h100-80gb", "--model-params-b", "27",
+                "--kv-bytes-per-token", "65536", "--json")
+    inf = json.loads(r.out)["inference"]
+    # h100-80gb: 80 GiB x 0.9 = 72 usable; 374 live prefixes x 4,944 tok x 64 KiB = 112.86 GiB
+    assert inf["gpu"] == "h100-80gb" and inf["memory"]["kv_gb_live"] == pytest.approx(374 * 4944 / 16384)
+    assert inf["gpus_cached"] >= inf["memory"]["gpus_memory_bound_cached"] == 4

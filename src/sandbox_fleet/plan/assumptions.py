@@ -79,8 +79,9 @@ def collect_assumptions(
     a.add("context_tokens_mean", inference.get("context_tokens_mean"), "tokens", "default", "turn-weighted mean context from the turn curve")
     if opts.gpu_name:
         a.add("gpu", opts.gpu_name, "GPU type", "catalog", "memory, TFLOP/s, TB/s and $/h from the GPU catalog unless a flag overrides")
-    a.add("gpu_memory_gb", opts.gpu_memory_gb, "GiB", "catalog" if opts.gpu_name else "flag")
-    a.add("gpu_usd_h", opts.gpu_usd_h, "USD per GPU-h", "catalog" if opts.gpu_name else "flag", "illustrative")
+    cat = opts.gpu_from_catalog
+    a.add("gpu_memory_gb", opts.gpu_memory_gb, "GiB", "catalog" if "memory_gb" in cat else "flag")
+    a.add("gpu_usd_h", opts.gpu_usd_h, "USD per GPU-h", "catalog" if "usd_h" in cat else "flag", "illustrative" if "usd_h" in cat else "")
     pg = inference.get("per_gpu") or {}
     a.add("gpu_prefill_tok_s", pg.get("prefill_tok_s"), "tokens/s", "flag" if opts.gpu_prefill_tok_s else "default", pg.get("source") or "")
     a.add("gpu_decode_tok_s", pg.get("decode_tok_s"), "tokens/s", "flag" if opts.gpu_decode_tok_s else "default", pg.get("source") or "")

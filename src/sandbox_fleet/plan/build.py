@@ -56,6 +56,7 @@ class PlanOptions:
     max_wait_s: float = 60.0  # --shape smooth: allowed mean queue wait
     gpu_name: Optional[str] = None
     gpu_note: Optional[str] = None  # why a named GPU was not sized
+    gpu_from_catalog: frozenset[str] = frozenset()  # figures the GPU catalog gave (for assumptions)
     gpu_memory_gb: Optional[float] = None  # per GPU, GiB; enables the memory model
     gpu_memory_fraction: float = 0.9
     gpu_utilisation: float = 0.7  # headroom on top of the per-GPU rates

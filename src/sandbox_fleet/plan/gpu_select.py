@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from sandbox_fleet.errors import InputError
 from sandbox_fleet.gpus import get_gpu, load_gpus
 
 
@@ -18,6 +19,7 @@ class GpuFigures:
     memory_gb: Optional[float]
     usd_h: Optional[float]
     note: Optional[str] = None
+    from_catalog: frozenset[str] = frozenset()  # which of tflops/hbm_tbs/memory_gb/usd_h the catalog gave
 
 
 def gpu_figures(
@@ -34,14 +36,19 @@ def gpu_figures(
     a named GPU cannot be sized or priced: its figures are left out and the note says why."""
     if name is None:
         return GpuFigures(None, tflops, hbm_tbs, memory_gb, usd_h)
-    gpu = get_gpu(name, load_gpus(catalog_file))
+    try:
+        gpu = get_gpu(name, load_gpus(catalog_file))
+    except InputError as exc:
+        raise InputError(f"--gpu {name!r}: {exc}") from None
     if not model_given:
         note = f"--gpu {name}: no model given (--model-params-b, --kv-bytes-per-token), so no inference GPUs are sized or priced"
         return GpuFigures(name, tflops, hbm_tbs, memory_gb, usd_h, note)
+    given = {"tflops": tflops, "hbm_tbs": hbm_tbs, "memory_gb": memory_gb, "usd_h": usd_h}
     return GpuFigures(
         name,
         tflops if tflops is not None else gpu.bf16_tflops,
         hbm_tbs if hbm_tbs is not None else gpu.hbm_tb_s,
         memory_gb if memory_gb is not None else gpu.memory_gib,
         usd_h if usd_h is not None else gpu.usd_per_gpu_h,
+        from_catalog=frozenset(k for k, v in given.items() if v is None),
     )
