@@ -12,6 +12,7 @@ import numpy as np
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
+from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
@@ -65,17 +66,17 @@ class PlanOptions:
     trainer_gpus: Optional[int] = None
 
 
-def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float]]:
-    """The task requests and how often each runs (rollouts if given, else tasks)."""
+def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]]]:
+    """The task requests, how often each runs (rollouts if given, else tasks) and their sandbox-hours."""
     if opts.request is not None:
-        return [opts.request], [1.0]
+        return [opts.request], [1.0], [None]
     raw = get(summary, "tasks.requests")
     if not raw:
         notes.append("input lists no task requests: assumed 1 cpu / 2048 MB / 6144 MB per sandbox (pass --request)")
-        return [DEFAULT_REQUEST], [1.0]
+        return [DEFAULT_REQUEST], [1.0], [None]
     if not isinstance(raw, list):
         raise InputError("summary key 'tasks.requests': expected a list of {cpus, memory_mb, storage_mb, gpus, tasks}")
-    reqs, weights = [], []
+    reqs, weights, hours = [], [], []
     for i, r in enumerate(raw):
         def val(key: str, default: float | None = None) -> float:
             v = r.get(key) if isinstance(r, dict) else None
@@ -94,9 +95,10 @@ def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[
         if w > 0:
             reqs.append(q)
             weights.append(w)
+            hours.append(val("sandbox_hours") if r.get("sandbox_hours") is not None else None)
     if not reqs:
         raise InputError("summary key 'tasks.requests': every request has a zero weight")
-    return reqs, weights
+    return reqs, weights, hours
 
 
 def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
@@ -155,6 +157,20 @@ def _alt(s: dict, tier: str) -> dict:
     }
 
 
+def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list[int], top: int, tier: str) -> dict:
+    """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
+    rsv: Reserve = s["reserve"]
+    p = s["node"].price(tier)
+    return {k: v for k, v in s.items() if k not in ("node", "scratch_per_node_mb", "reserve", "reserve_source")} | {
+        "reserve": {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": s["reserve_source"]},
+        "request": reqs[top].as_dict(),
+        "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if len(reqs) > 1 else None,
+        "packing": "first-fit-decreasing" if len(reqs) > 1 else "uniform",
+        f"{tier}_per_h": p * s["count"] if p is not None else None,
+        "concurrent": sum(counts),
+    }
+
+
 def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     """A purchase-order plan (JSON-ready) for ``summary`` under ``opts``."""
     opts = opts or PlanOptions()
@@ -187,11 +203,17 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     catalog = load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
-    reqs, weights = _requests(summary, opts, notes)
-    counts = concurrent_mix(weights, n)
+    all_reqs, all_weights, all_hours = _requests(summary, opts, notes)
+    all_counts = concurrent_mix(all_weights, n)
+    # GPU requests and requests no type holds get their own pools / the unplaced list; the rest is `nodes`
+    routing = route(all_reqs, catalog, opts.price_tier, opts.reserve) if opts.node_type is None else None
+    split = routing is not None and bool(routing.cpu) and bool(routing.gpu or routing.unplaced)
+    main = routing.cpu if split else list(range(len(all_reqs)))
+    reqs, weights, counts = [all_reqs[i] for i in main], [all_weights[i] for i in main], [all_counts[i] for i in main]
+    pool_catalog = [t for t in catalog if t.gpus == 0] if split else catalog
     dominant = max(range(len(reqs)), key=lambda i: (weights[i], -i))
     sized, skipped = [], []
-    for node in catalog:
+    for node in pool_catalog:
         try:
             sized.append(_size_type(node, reqs, counts, dominant, opts))
         except InputError as exc:
@@ -200,6 +222,13 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
             skipped.append({"type": node.name, "reason": str(exc)})
     if not sized:
         raise InputError("no node type in the catalog fits one sandbox request: " + skipped[0]["reason"])
+    node_pools = []
+    for name, idx in (routing.gpu.items() if split else ()):
+        sub = [all_reqs[i] for i in idx]
+        sub_counts = [all_counts[i] for i in idx]
+        top = max(range(len(sub)), key=lambda i: (all_weights[idx[i]], -i))
+        s_ = _size_type(find_type(catalog, name), sub, sub_counts, top, opts)
+        node_pools.append(_pool_block(s_, sub, [all_weights[i] for i in idx], sub_counts, top, opts.price_tier))
     chosen, others = _choose(sized, opts, notes)
     node: NodeType = chosen["node"]
     if not node.priced:
@@ -214,6 +243,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "packing": "first-fit-decreasing" if mixed else "uniform",
         "alternatives": [_alt(s, opts.price_tier) for s in others],
         "too_small": skipped,
+        "unplaced": unplaced_block(all_reqs, all_weights, all_hours, routing.unplaced) if split else [],
     }
 
     # --- storage
@@ -274,6 +304,8 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     cost["duty"] = duty
     cost["exception_share"] = exc_share
     cost |= costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
+    pool_prices = [pl[f"{opts.price_tier}_per_h"] for pl in node_pools]
+    cost["node_pools_per_h"] = sum(pool_prices) if pool_prices and None not in pool_prices else None
     passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
     trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
     if opts.trainer_gpus and not opts.gpu_usd_h:
@@ -295,6 +327,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "target": target,
         "measured": fig.measured_block(),
         "nodes": nodes_block,
+        "node_pools": node_pools,
         "storage": storage,
         "context": context,
         "caching": caching,

@@ -82,6 +82,15 @@ def plan_lines(plan: dict) -> list[str]:
             L.append(f"    {a['count']:>5} x {a['type']:<28} {'not priced' if price is None else f'${price:,.2f}/h {_TIER_LABEL[tier]}'}")
     for x in nd["too_small"]:
         L.append(f"  skipped {x['type']}: too small")
+    for pl in plan.get("node_pools") or []:
+        q = pl["request"]
+        price = pl.get(f"{co['tier']}_per_h")
+        L.append(f"  GPU pool: {pl['concurrent']:,} x {q['cpu']:g} cpu / {q['memory']:,.0f} MB / {q['gpu']:g} gpu" + (" (mixed)" if pl["mix"] else "")
+                 + f": BUY {pl['count']} x {pl['type']} ({pl['binding']} binds, {pl['per_node']} per node)"
+                 + (f", {_money(price)}/h {_TIER_LABEL[co['tier']]}" if price is not None else ""))
+    for u in nd.get("unplaced") or []:
+        hs = f", {u['sandbox_hours_share']:.2%} of sandbox-hours" if u["sandbox_hours_share"] is not None else ""
+        L.append(f"  UNPLACED: {u['cpu']:g} cpu / {u['memory']:,.0f} MB / {u['gpu']:g} gpu ({u['rollouts_share']:.2%} of rollouts{hs}): no node type holds it")
     L.append("")
     L.append("Line 2: storage")
     L.append(f"  scratch {st['scratch_gb']:,.0f} GiB bought ({st['per_node_gb']:,.0f} GiB per node; {st['scratch_at_target_gb']:,.0f} GiB in use at target)")

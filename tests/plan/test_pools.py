@@ -1,0 +1,46 @@
+"""Mixed pools: GPU requests get their own pool, requests nothing holds are listed, the rest is planned."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan.catalog import load_catalog
+from sandbox_fleet.plan.pools import route
+from sandbox_fleet.plan.slots import Request
+
+from .conftest import PUBLISHED
+
+
+def _summary():
+    s = copy.deepcopy(json.loads(PUBLISHED.read_text()))
+    s["tasks"]["requests"] = [
+        {"cpus": 1, "memory_mb": 2048, "storage_mb": 6144, "gpus": 0, "tasks": 90, "rollouts": 9000, "sandbox_hours": 900.0},
+        {"cpus": 4, "memory_mb": 16384, "storage_mb": 20480, "gpus": 1, "tasks": 6, "rollouts": 600, "sandbox_hours": 300.0},
+        {"cpus": 200, "memory_mb": 4096, "storage_mb": 6144, "gpus": 0, "tasks": 4, "rollouts": 400, "sandbox_hours": 100.0},
+    ]
+    return s
+
+
+def test_routing_sends_gpu_requests_to_the_gpu_type_and_lists_what_nothing_holds():
+    reqs = [Request(1, 2048, 6144), Request(4, 16384, 20480, 1), Request(200, 4096, 6144)]
+    r = route(reqs, load_catalog(), "spot")
+    assert (r.cpu, r.gpu, r.unplaced) == ([0], {"aws-g6.12xlarge": [1]}, [2])
+
+
+def test_gpu_pool_and_unplaced_by_hand():
+    p = make_plan(_summary(), PlanOptions(concurrency=1000, price_tier="on_demand"))
+    # 1,000 concurrent split 9,000 : 600 : 400 -> 900 / 60 / 40
+    (pool,) = p["node_pools"]
+    # aws-g6.12xlarge (48 cpu, 192 GiB, 4 GPUs; reserve 0.19 cpu / 10.70 GiB): cpu 11, memory 11,
+    # gpu 4 slots of (4 cpu, 16 GiB, 1 gpu) -> gpu binds, 4 a node, 60 / 4 = 15 nodes x $4.60
+    assert (pool["type"], pool["concurrent"], pool["binding"], pool["per_node"], pool["count"]) == ("aws-g6.12xlarge", 60, "gpu", 4, 15)
+    assert pool["on_demand_per_h"] == pytest.approx(15 * 4.60)
+    assert p["cost"]["node_pools_per_h"] == pytest.approx(69.0)
+    (u,) = p["nodes"]["unplaced"]
+    assert u["cpu"] == 200 and u["rollouts_share"] == pytest.approx(0.04) and u["sandbox_hours_share"] == pytest.approx(100 / 1300)
+    # the CPU pool carries the 900 one-core sandboxes: 95 a node after the 0.31-core reserve -> 10 nodes
+    assert p["nodes"]["mix"] is None and p["nodes"]["count"] == 10 and p["nodes"]["type"] != "aws-g6.12xlarge"
