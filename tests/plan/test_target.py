@@ -61,7 +61,7 @@ def fifo_step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, see
 
 
 def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
-    res = rl_schedule_target(SUMMARY, 64, 100.0, tolerance=0.01, step_time=fifo_step_time)
+    res = rl_schedule_target(SUMMARY, 64, 100.0, tolerance=0.01, step_time=fifo_step_time, replications=1)
     assert res["method"] == "simulated" and res["source"] == "rl-schedule"
     cap = res["concurrency"]
     fig = Figures(SUMMARY)
@@ -73,7 +73,7 @@ def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
 
 
 def test_rl_schedule_falls_back_to_closed_form(monkeypatch):
-    monkeypatch.setattr(tgt, "_simulator_step_time", lambda: None)
+    monkeypatch.setattr(tgt, "_list_schedule_step_time", lambda: None)
     res = rl_schedule_target(SUMMARY, 512, 300.0)
     assert (res["concurrency"], res["method"]) == (512, "closed-form")
     assert "closed-form" in res["note"]

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.shape import SHAPES, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 
@@ -224,6 +225,21 @@ def _simulator_step_time() -> Optional[StepTime]:
     return step_time
 
 
+def _list_schedule_step_time() -> StepTime:
+    """The default evaluator: ``RL_STEPS`` steps of fitted holds per seed, list-scheduled on the cap
+    (``interval.list_schedule_step_s``; the same answer as the simulator's sync-RL workload, checked
+    in tests/plan/test_interval.py). Holds are drawn once per seed and reused at every cap."""
+    drawn: dict[tuple[int, int], np.ndarray] = {}
+
+    def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
+        if (seed, batch) not in drawn:
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 1)))
+            drawn[(seed, batch)] = holds.sample(rng, batch * RL_STEPS).reshape(RL_STEPS, batch)
+        return list_schedule_step_s(drawn[(seed, batch)], cap) + train_s
+
+    return step_time
+
+
 def rl_schedule_target(
     summary: dict,
     batch: int,
@@ -232,6 +248,7 @@ def rl_schedule_target(
     tolerance: float = 0.01,
     seed: int = 0,
     step_time: Optional[StepTime] = None,
+    replications: int = RL_REPLICATIONS,
 ) -> dict:
     """Smallest sandbox cap whose mean synchronous step is within ``tolerance`` of the uncapped one.
 
@@ -246,7 +263,7 @@ def rl_schedule_target(
     fig = Figures(summary)
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
-    fn = step_time or _simulator_step_time()
+    fn = step_time or _list_schedule_step_time()
     if fn is None:
         return base | {
             "concurrency": batch,
@@ -263,30 +280,22 @@ def rl_schedule_target(
             "detail": f"closed-form bound: concurrency = batch = {batch}",
             "note": f"simulator call failed ({exc.__class__.__name__}: {exc}); sized by the closed-form bound",
         }
-    limit = uncapped * (1.0 + tolerance)
-    lo, hi = 1, batch  # invariant: step_time(hi) <= limit
-    evaluated = {batch: uncapped}
+    fit_mean = _fitted_mean(holds, seed)
     with _progress() as bar:
-        task = bar.add_task("searching caps", total=max(math.ceil(math.log2(batch)), 1))
-        while lo < hi:
-            mid = (lo + hi) // 2
-            evaluated[mid] = fn(mid, batch, train_s, holds, seed)
-            if evaluated[mid] <= limit:
-                hi = mid
-            else:
-                lo = mid + 1
-            bar.advance(task)
-    return base | {
-        "concurrency": hi,
+        task = bar.add_task("searching caps", total=None)
+        found = replicated_search(
+            lambda cap, j: uncapped if (cap, j) == (batch, 0) else fn(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed),
+            batch, replications, tolerance, lambda: bar.advance(task),
+        )
+    cap = found["concurrency"]
+    return base | found | {
         "method": "simulated",
         "detail": (
-            f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped "
-            f"({evaluated[hi]:,.0f} s vs {uncapped:,.0f} s)"
+            f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped over {replications} x {RL_STEPS} steps "
+            f"({found['step_s_at_cap']:,.0f} s vs {found['step_s_uncapped']:,.0f} s); "
+            f"replications alone: {found['interval'][0]:,.0f}-{found['interval'][1]:,.0f}"
         ),
-        "step_s_uncapped": uncapped,
-        "step_s_at_cap": evaluated[hi],
         # busy sandboxes per step-second over the cap: the schedule's own duty cycle
-        "duty": batch * _fitted_mean(holds, seed) / evaluated[hi] / hi,
+        "duty": batch * fit_mean / found["step_s_at_cap"] / cap,
         "tolerance": tolerance,
-        "evaluations": len(evaluated),
     }
