@@ -250,7 +250,8 @@ def sweep(
     workers: Optional[int] = typer.Option(None, "--workers", help="Parallel workers (default: cores; 1 = in-process)."),
     metric: Optional[list[str]] = typer.Option(None, "--metric", help="Extra summary key to tabulate, e.g. workloads.rl.step_s.mean (repeatable)."),
     target: Optional[str] = typer.Option(None, "--target", help="Knee finder: the metric to protect, e.g. step_s.mean."),
-    within: float = typer.Option(0.01, "--within", help="Knee finder: allowed relative distance from the best (or unbounded) run."),
+    within: Optional[float] = typer.Option(None, "--within", help="Knee finder: allowed relative distance from the best (or unbounded) run (default 0.01)."),
+    within_abs: Optional[float] = typer.Option(None, "--within-abs", help="Knee finder: allowed absolute distance, in the target's units (for targets whose best is 0)."),
     knee_over: Optional[str] = typer.Option(None, "--knee-over", help="Knee finder: the numeric swept key (default: the first swept *.cap, else the first numeric one)."),
     goal: Optional[str] = typer.Option(None, "--goal", help="Knee finder: min or max is best (default: min, max for completed/utilisation)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
@@ -261,7 +262,8 @@ def sweep(
     from sandbox_fleet.sweep.render import render_sweep
 
     result = run_sweep(scenario, vary, seeds=seeds, backend=backend, workers=workers, metrics=metric, target=target,
-                       within=within, over=knee_over, goal=goal, progress=not as_json)
+                       within=within if within is not None or within_abs is not None else 0.01,
+                       within_abs=within_abs, over=knee_over, goal=goal, progress=not as_json)
     if output is not None:
         write(result, output)
     if as_json:
