@@ -215,7 +215,9 @@ def test_valid_tasks_root_is_read(cli, tmp_path):
     assert r.code == 0, r.err
     m = json.loads(r.out)
     # TASK_TOML names no gpus: missing is null, never 0 (issue 2 s2)
-    assert m["tasks"]["requests"] == [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": None, "tasks": 1}]
+    # no rollout row names a task id here, so the kind's rollouts and sandbox-hours are unknown (null)
+    assert m["tasks"]["requests"] == [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": None, "tasks": 1,
+                                       "rollouts": None, "sandbox_hours": None}]
 
 
 # --- bad rows: counted by reason, and the run goes on ---------------------------------------

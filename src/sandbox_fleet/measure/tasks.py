@@ -19,8 +19,11 @@ def _sorted_valid(col: pa.ChunkedArray) -> np.ndarray:
     return np.sort(np.asarray(col.drop_null().to_numpy(), dtype=np.float64))
 
 
-def task_usage(rollouts: pa.Table) -> pa.Table:
-    """Per task id: rollouts and their summed hold (integer microseconds), for ``measure_tasks``."""
+def task_usage(rollouts: pa.Table) -> pa.Table | None:
+    """Per task id: rollouts and their summed hold (integer microseconds), for ``measure_tasks``;
+    None when no rollout names its task (then per-kind usage is unknown, not zero)."""
+    if "task_id" not in rollouts.column_names or rollouts.column("task_id").null_count == rollouts.num_rows:
+        return None
     with registered(r=rollouts) as con:
         return con.sql(
             f"SELECT task_id, count(*) AS rollouts, sum({HOLD_US})::BIGINT AS hold_us FROM r "

@@ -210,7 +210,9 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     split = routing is not None and bool(routing.cpu) and bool(routing.gpu or routing.unplaced)
     main = routing.cpu if split else list(range(len(all_reqs)))
     reqs, weights, counts = [all_reqs[i] for i in main], [all_weights[i] for i in main], [all_counts[i] for i in main]
-    pool_catalog = [t for t in catalog if t.gpus == 0] if split else catalog
+    # `nodes` is the CPU pool: GPU types only when one of its requests asks for a GPU (or --node-type names one)
+    cpu_only = all(q.gpu <= 0 for q in reqs)
+    pool_catalog = [t for t in catalog if t.gpus == 0 or t.name == opts.node_type] if cpu_only else catalog
     dominant = max(range(len(reqs)), key=lambda i: (weights[i], -i))
     sized, skipped = [], []
     for node in pool_catalog:

@@ -145,7 +145,7 @@ def plan_lines(plan: dict) -> list[str]:
             if v is not None:
                 L.append(f"  {_TIER_LABEL[tier]:<10} {_money(v)}/h for the fleet at peak, {_money(v * 24 * 30)} per 30 days")
         if co["duty"] is not None:
-            which = "simulated" if plan["target"].get("duty") is not None else "measured"
+            which = "simulated" if t["source"] == "rl-schedule" or t.get("shape") == "smooth" else "measured"
             L.append(f"  at the {which} duty ({co['duty']:.1%}) each busy sandbox-hour costs {_money(co['per_busy_sandbox_hour'])}")
         L.append(f"  per passing trajectory: {_money(co['per_passing_trajectory'])}")
         if co["exception_waste_per_h"] is not None:
