@@ -215,9 +215,9 @@ def test_valid_tasks_root_is_read(cli, tmp_path):
     assert r.code == 0, r.err
     m = json.loads(r.out)
     # TASK_TOML names no gpus: missing is null, never 0 (issue 2 s2)
-    # no rollout row names a task id here, so the kind's rollouts and sandbox-hours are unknown (null)
+    # the rollouts name tasks, none of them this one: the kind ran 0 rollouts, 0 sandbox-hours
     assert m["tasks"]["requests"] == [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": None, "tasks": 1,
-                                       "rollouts": None, "sandbox_hours": None}]
+                                       "rollouts": 0, "sandbox_hours": 0.0}]
 
 
 # --- bad rows: counted by reason, and the run goes on ---------------------------------------
