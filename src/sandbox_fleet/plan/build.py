@@ -77,6 +77,8 @@ def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[
     if not isinstance(raw, list):
         raise InputError("summary key 'tasks.requests': expected a list of {cpus, memory_mb, storage_mb, gpus, tasks}")
     reqs, weights, hours = [], [], []
+    # weight by rollouts when the summary counted any (measured per kind), else by tasks
+    by_rollouts = any(isinstance(r, dict) and isinstance(r.get("rollouts"), (int, float)) and r["rollouts"] > 0 for r in raw)
     for i, r in enumerate(raw):
         def val(key: str, default: float | None = None) -> float:
             v = r.get(key) if isinstance(r, dict) else None
@@ -91,7 +93,7 @@ def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[
         q = Request(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
         if q.cpu <= 0 and q.memory <= 0:
             raise InputError(f"summary key tasks.requests[{i}]: a request needs cpus or memory_mb above zero")
-        w = val("rollouts" if r.get("rollouts") is not None else "tasks", 1.0)
+        w = val("rollouts" if by_rollouts and r.get("rollouts") is not None else "tasks", 1.0)
         if w > 0:
             reqs.append(q)
             weights.append(w)
