@@ -39,16 +39,20 @@ def measure_tasks(tasks: pa.Table | None, usage: pa.Table | None = None) -> dict
     known = usage is not None
     if usage is None:
         usage = pa.table({"task_id": pa.array([], pa.string()), "rollouts": pa.array([], pa.int64()), "hold_us": pa.array([], pa.int64())})
+    # Rollouts name their task group when the release has groups (RST), else their task: join on that
+    # key, splitting a group's rollouts evenly over its tasks so none is counted twice.
+    key = "coalesce(task_group_id, task_id)" if "task_group_id" in tasks.column_names else "task_id"
     with registered(r=tasks, u=usage) as con:
         rows = con.execute(
-            "SELECT cpus, memory_mb, storage_mb, gpus, count(*) AS n, coalesce(sum(u.rollouts), 0)::BIGINT, "
-            "coalesce(sum(u.hold_us), 0)::HUGEINT FROM r LEFT JOIN u ON r.task_id = u.task_id "
+            f"WITH t AS (SELECT *, {key} AS k, count(*) OVER (PARTITION BY {key}) AS g FROM r) "
+            "SELECT cpus, memory_mb, storage_mb, gpus, count(*) AS n, coalesce(sum(u.rollouts / g), 0), "
+            "coalesce(sum(u.hold_us / g), 0) FROM t LEFT JOIN u ON t.k = u.task_id "
             "GROUP BY ALL ORDER BY n DESC, cpus NULLS LAST, memory_mb NULLS LAST, "
             "storage_mb NULLS LAST, gpus NULLS LAST"
         ).fetchall()
     requests = [
-        {"cpus": c, "memory_mb": m, "storage_mb": s, "gpus": g, "tasks": int(n), "rollouts": int(k) if known else None,
-         "sandbox_hours": int(us) / 3.6e9 if known else None}
+        {"cpus": c, "memory_mb": m, "storage_mb": s, "gpus": g, "tasks": int(n), "rollouts": (int(k) if float(k).is_integer() else float(k)) if known else None,
+         "sandbox_hours": float(us) / 3.6e9 if known else None}
         for c, m, s, g, n, k, us in rows
     ]
     bundles = _sorted_valid(tasks.column("bundle_bytes"))
