@@ -229,7 +229,8 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     node_pools = []
     for name, idx in (routing.gpu.items() if split else ()):
         sub = [all_reqs[i] for i in idx]
-        sub_counts = [all_counts[i] for i in idx]
+        # a kind that runs at all needs a slot in its own pool, even when its share rounds to none
+        sub_counts = [max(all_counts[i], 1) for i in idx]
         top = max(range(len(sub)), key=lambda i: (all_weights[idx[i]], -i))
         s_ = _size_type(find_type(catalog, name), sub, sub_counts, top, opts)
         node_pools.append(_pool_block(s_, sub, [all_weights[i] for i in idx], sub_counts, top, opts.price_tier))
