@@ -316,9 +316,11 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     if opts.trainer_gpus and not opts.gpu_usd_h:
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
+    rate = node.spot_interruptions_per_node_h
     cost["spot_rework"] = spot_rework(
-        HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000),
-        node.spot_interruptions_per_node_h, n * duty if duty else None, cost["spot_per_h"], node.spot_interruptions_source,
+        HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000)
+        if rate is not None else None,
+        rate, n * duty if duty else None, cost["spot_per_h"], node.spot_interruptions_source,
     )
     assumptions = collect_assumptions(
         fig, opts, summary.get("source", "measured"), target=target, tier_source=tier_src, node=node,
