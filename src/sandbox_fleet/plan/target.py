@@ -253,10 +253,12 @@ def rl_schedule_target(
     """Smallest sandbox cap whose mean synchronous step is within ``tolerance`` of the uncapped one.
 
     A synchronous step releases ``batch`` rollouts at once, so a cap of ``batch`` never holds a step
-    back; a smaller cap queues the batch's tail. With the simulator (or an injected ``step_time``)
-    this binary-searches caps in [1, batch] with common random numbers (the same seed at every cap;
-    step time is treated as non-increasing in the cap). Without it, the closed-form bound is the
-    batch itself, and the result says so.
+    back; a smaller cap queues the batch's tail. ``replications`` independent runs of ``RL_STEPS``
+    steps (each with its own holds, reused at every cap: common random numbers) are searched
+    together and one by one (``interval.replicated_search``): the pooled answer is ``concurrency``,
+    the replications' 5th-95th percentile ``interval``. The default evaluator list-schedules the
+    steps exactly as the simulator's sync-RL workload does; an injected ``step_time`` replaces it.
+    Without an evaluator the closed-form bound is the batch itself, and the result says so.
     """
     if batch < 1:
         raise InputError(f"--batch must be a positive integer, got {batch!r}")
