@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "gpus", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},
     "limits": {"errors"},
+    "gpus": {"errors"},
     "contract": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
@@ -32,8 +33,8 @@ ALLOWED = {
     "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model"},
 }
 ANYTHING = {"cli", "demo", "__main__"}
-#: the one module of plan that may call the simulator (the RL-schedule target search)
-PLAN_TO_SIMULATE = {"plan/target.py"}
+#: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)
+PLAN_TO_SIMULATE = {"plan/target.py", "plan/shape.py"}
 
 
 def _imports(path: Path) -> set[str]:
