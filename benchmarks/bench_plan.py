@@ -46,7 +46,11 @@ def main() -> None:
     print(f"ffd, 100,000 sandboxes of 50 request kinds: {t * 1e3:.1f} ms ({p.nodes} nodes, lower bound {p.lower_bound})")
 
     t = median_s(lambda: rl_schedule_target(summary, 512, 300.0), runs=3)
-    print(f"rl schedule search, batch 512 x 20 steps: {t:.2f} s")
+    print(f"rl schedule search, batch 512, 16 replications x 20 steps: {t:.2f} s")
+    t = median_s(lambda: rl_schedule_target(summary, 4096, 300.0), runs=3)
+    print(f"rl schedule search, batch 4,096, 16 replications x 20 steps (target ~10 s): {t:.2f} s")
+    t = median_s(lambda: make_plan(summary, PlanOptions(passing_per_hour=400, shape="smooth")), runs=3)
+    print(f"plan --passing-per-hour 400 --shape smooth: {t:.2f} s")
 
     counts = concurrent_mix(rng.integers(1, 1000, 50).tolist(), 10**9)
     t = median_s(lambda: box.__setitem__("p", ffd(reqs, counts, node)))

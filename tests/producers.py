@@ -28,13 +28,13 @@ def _ts(seconds: list[float]) -> pa.Array:
     return pa.array([T0_US + round(s * 1_000_000) for s in seconds], type=pa.int64()).cast(TS)
 
 
-def _tasks(rows: list[tuple[str, float, int, int, int]]) -> pa.Table:
-    """``(task_id, cpus, memory_mb, storage_mb, bundle_bytes)`` rows as a canonical task table."""
+def _tasks(rows: list[tuple]) -> pa.Table:
+    """``(task_id, cpus, memory_mb, storage_mb, bundle_bytes[, gpus])`` rows as a canonical task table."""
     n = len(rows)
     return pa.table({
         "task_id": [r[0] for r in rows], "task_group_id": [None] * n,
         "cpus": [float(r[1]) for r in rows], "memory_mb": [r[2] for r in rows], "storage_mb": [r[3] for r in rows],
-        "gpus": [0] * n, "build_timeout_s": [600.0] * n, "agent_timeout_s": [7200.0] * n,
+        "gpus": [r[5] if len(r) > 5 else 0 for r in rows], "build_timeout_s": [600.0] * n, "agent_timeout_s": [7200.0] * n,
         "verifier_timeout_s": [900.0] * n, "bundle_bytes": [r[4] for r in rows],
     }, schema=TASK_SCHEMA)
 
@@ -125,3 +125,28 @@ def mixed_telemetry() -> Telemetry:
         "has_trajectory": [True] * n,
     }
     return Telemetry(conform_rollouts(pa.table(cols)), tasks=tasks, caps={"mixed": 400}, sources=["<mixed corpus>"])
+
+
+#: the pools corpus: (cpus, memory MB, storage MB, gpus, tasks, rollouts per task, hold s)
+POOL_KINDS = ((1, 2048, 6144, 0, 90, 100, 360.0), (4, 16384, 20480, 1, 6, 100, 1800.0), (200, 4096, 6144, 0, 4, 100, 900.0))
+
+
+def pools_telemetry() -> Telemetry:
+    """100 tasks of three kinds, 100 rollouts each: a CPU kind (9,000 rollouts, 900 sandbox-h), a
+    one-GPU kind (600, 300 h) and a 200-core kind no bundled node type holds (400, 100 h)."""
+    rows, holds, task_of = [], [], []
+    for cpus, mem, disk, gpus, k, per_task, hold in POOL_KINDS:
+        for _ in range(k):
+            tid = f"p{len(rows):03d}"
+            rows.append((tid, cpus, mem, disk, 50_000, gpus))
+            task_of += [tid] * per_task
+            holds += [hold] * per_task
+    n = len(task_of)
+    start = [float(i) for i in range(n)]
+    cols = {
+        "id": [f"r{i}" for i in range(n)], "task_id": task_of, "model": ["policy"] * n, "job": ["pools"] * n,
+        "started_at": _ts(start), "finished_at": _ts([s + h for s, h in zip(start, holds)]), **_tokens([5] * n),
+        "reward": [1.0 if i % 4 == 0 else 0.0 for i in range(n)], "has_exception": [False] * n,
+        "has_trajectory": [True] * n,
+    }
+    return Telemetry(conform_rollouts(pa.table(cols)), tasks=_tasks(rows), sources=["<pools corpus>"])

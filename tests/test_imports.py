@@ -34,8 +34,8 @@ ALLOWED = {
     "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model"},
 }
 ANYTHING = {"cli", "demo", "__main__"}
-#: the one module of plan that may call the simulator (the RL-schedule target search)
-PLAN_TO_SIMULATE = {"plan/target.py"}
+#: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)
+PLAN_TO_SIMULATE = {"plan/target.py", "plan/shape.py"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -113,11 +113,11 @@ def plan(
     seed: int = typer.Option(0, "--seed", help="Seed for the RL-schedule simulation."),
     nodes: Optional[Path] = typer.Option(None, "--nodes", help="Node catalog TOML replacing the bundled one."),
     node_type: Optional[str] = typer.Option(None, "--node-type", help="Size this node type (default: cheapest priced that fits)."),
-    reserve_cpu: float = typer.Option(0.0, "--reserve-cpu", help="Per-node system reserve, cores."),
-    reserve_memory_gb: float = typer.Option(0.0, "--reserve-memory-gb", help="Per-node system reserve, GiB memory."),
-    reserve_disk_gb: float = typer.Option(0.0, "--reserve-disk-gb", help="Per-node system reserve, GiB disk."),
+    reserve_cpu: Optional[float] = typer.Option(None, "--reserve-cpu", help="Per-node system reserve, cores (default: the node type's own)."),
+    reserve_memory_gb: Optional[float] = typer.Option(None, "--reserve-memory-gb", help="Per-node system reserve, GiB memory."),
+    reserve_disk_gb: Optional[float] = typer.Option(None, "--reserve-disk-gb", help="Per-node system reserve, GiB disk."),
     request: Optional[str] = typer.Option(None, "--request", help="Override task requests: CPUS,MEMORY_MB,STORAGE_MB[,GPUS]."),
-    price_tier: str = typer.Option("on_demand", "--price-tier", help="Headline tier: reserved, on_demand, spot."),
+    price_tier: Optional[str] = typer.Option(None, "--price-tier", help="Headline tier: reserved, on_demand, spot (default: from the duty cycle)."),
     prefix_break: float = typer.Option(0.0, "--prefix-break", help="Fraction of turns that break the cached prefix."),
     turns: Optional[float] = typer.Option(None, "--turns", help="Turn count for the caching saving when the input has no turn histogram."),
     gpu_prefill_tok_s: Optional[float] = typer.Option(None, "--gpu-prefill-tok-s", help="Per-GPU prefill tokens/s."),
@@ -131,28 +131,46 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
+    shape: str = typer.Option("measured", "--shape", help="--passing-per-hour: measured (keep the measured duty) or smooth (continuous admission)."),
+    max_wait_s: float = typer.Option(60.0, "--max-wait-s", help="--shape smooth: allowed simulated mean queue wait, seconds."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type from the GPU catalog (memory, TFLOP/s, TB/s, $/h); per-figure flags override."),
+    gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="GPU catalog TOML replacing the bundled one."),
+    gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", help="GPU memory per GPU, GiB (enables the memory model)."),
+    gpu_memory_fraction: float = typer.Option(0.9, "--gpu-memory-fraction", help="Share of GPU memory the server may use."),
+    gpu_utilisation: float = typer.Option(0.7, "--gpu-utilisation", help="Target GPU utilisation: headroom on top of the per-GPU rates."),
+    max_tp: int = typer.Option(8, "--max-tp", help="Largest tensor-parallel replica (a power of two)."),
+    kv_offload_gb: float = typer.Option(0.0, "--kv-offload-gb", help="Host memory per GPU for offloaded cached prefixes, GiB."),
+    trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
+    from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog], o=output)
+    g = gpu_figures(
+        gpu, str(gpu_catalog) if gpu_catalog else None, tflops=gpu_tflops, hbm_tbs=gpu_hbm_tbs,
+        memory_gb=gpu_memory_gb, usd_h=gpu_usd_h, model_given=model_params_b is not None and kv_bytes_per_token is not None,
+    )
+
     opts = PlanOptions(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
         rl_tolerance=tolerance, seed=seed, nodes_file=str(nodes) if nodes else None, node_type=node_type,
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
-        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_"),
+        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier else None,
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
-        gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=gpu_usd_h,
+        gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=g.usd_h,
         roofline=make_roofline(
-            gpu_tflops=gpu_tflops, gpu_hbm_tbs=gpu_hbm_tbs, model_params_b=model_params_b,
+            gpu_tflops=g.tflops, gpu_hbm_tbs=g.hbm_tbs, model_params_b=model_params_b,
             kv_bytes_per_token=kv_bytes_per_token, utilisation=utilisation, bytes_per_param=bytes_per_param,
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
+        shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
+        gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
     _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
 
@@ -282,7 +300,8 @@ def sweep(
     workers: Optional[int] = typer.Option(None, "--workers", help="Parallel workers (default: cores; 1 = in-process)."),
     metric: Optional[list[str]] = typer.Option(None, "--metric", help="Extra summary key to tabulate, e.g. workloads.rl.step_s.mean (repeatable)."),
     target: Optional[str] = typer.Option(None, "--target", help="Knee finder: the metric to protect, e.g. step_s.mean."),
-    within: float = typer.Option(0.01, "--within", help="Knee finder: allowed relative distance from the best (or unbounded) run."),
+    within: Optional[float] = typer.Option(None, "--within", help="Knee finder: allowed relative distance from the best (or unbounded) run (default 0.01)."),
+    within_abs: Optional[float] = typer.Option(None, "--within-abs", help="Knee finder: allowed absolute distance, in the target's units (for targets whose best is 0)."),
     knee_over: Optional[str] = typer.Option(None, "--knee-over", help="Knee finder: the numeric swept key (default: the first swept *.cap, else the first numeric one)."),
     goal: Optional[str] = typer.Option(None, "--goal", help="Knee finder: min or max is best (default: min, max for completed/utilisation)."),
     max_variants: int = typer.Option(10_000, "--max-variants", help="Refuse a grid of more variants than this, before running any."),
@@ -296,7 +315,8 @@ def sweep(
 
     _check_outputs([scenario], o=(output, SUFFIXES))
     result = run_sweep(scenario, vary, seeds=seeds, backend=backend, workers=workers, metrics=metric, target=target,
-                       within=within, over=knee_over, goal=goal, progress=not as_json, max_variants=max_variants)
+                       within=within if within is not None or within_abs is not None else 0.01,
+                       within_abs=within_abs, over=knee_over, goal=goal, progress=not as_json, max_variants=max_variants)
     if output is not None:
         write(result, output)
     if as_json:

@@ -215,7 +215,9 @@ def test_valid_tasks_root_is_read(cli, tmp_path):
     assert r.code == 0, r.err
     m = json.loads(r.out)
     # TASK_TOML names no gpus: missing is null, never 0 (issue 2 s2)
-    assert m["tasks"]["requests"] == [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": None, "tasks": 1}]
+    # the release's 3 rollouts name task group tg-a, this task's group: 3 rollouts x 100 s = 300 s
+    assert m["tasks"]["requests"] == [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144, "gpus": None, "tasks": 1,
+                                       "rollouts": 3, "sandbox_hours": pytest.approx(300 / 3600)}]
 
 
 # --- bad rows: counted by reason, and the run goes on ---------------------------------------

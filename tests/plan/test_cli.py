@@ -34,8 +34,9 @@ def test_default_picks_cheapest_priced_type_and_lists_runners_up(run_cli, tmp_pa
         '[[node]]\nname="free"\nvcpus=96\nmemory_gb=384\ndisk_gb=4096\n'
         '[[node]]\nname="tiny"\nvcpus=1\nmemory_gb=1\ndisk_gb=10\non_demand_usd_h=0.01\n'
     )
-    p = json.loads(run_cli("plan", PUBLISHED, "--nodes", cat, "--json").out)
-    # big: 32 x 4.0 = 128 $/h; small: ceil(3000/32) = 94 x 1.5 = 141 $/h; free: unpriced; tiny: too small
+    p = json.loads(run_cli("plan", PUBLISHED, "--nodes", cat, "--price-tier", "on-demand", "--json").out)
+    # with the default kubelet reserve (0.31 cores on 96, 0.15 on 32): big: 95 slots -> 32 x 4.0 = 128 $/h;
+    # small: 31 slots -> ceil(3000/31) = 97 x 1.5 = 145.5 $/h; free: unpriced; tiny: too small
     assert (p["nodes"]["type"], p["nodes"]["count"], p["cost"]["on_demand_per_h"]) == ("big", 32, 128.0)
     assert [a["type"] for a in p["nodes"]["alternatives"]] == ["small", "free"]
     assert [x["type"] for x in p["nodes"]["too_small"]] == ["tiny"]
@@ -49,9 +50,9 @@ def test_json_prints_one_object_and_nothing_else(run_cli):
     r = run_cli("plan", PUBLISHED, "--concurrency", "960", "--json")
     assert r.code == 0
     p = json.loads(r.out)  # the whole of stdout parses
-    assert {k: v for k, v in p["target"].items() if v is not None} == {
-        "concurrency": 960, "source": "concurrency", "detail": "--concurrency 960"}
-    assert p["nodes"]["count"] == 10
+    assert {k: p["target"][k] for k in ("concurrency", "source", "detail")} == {"concurrency": 960, "source": "concurrency", "detail": "--concurrency 960"}
+    # the cheapest type keeps a 0.31-core kubelet reserve: 95 one-core slots, ceil(960 / 95) = 11 nodes
+    assert p["nodes"]["count"] == 11 and p["nodes"]["per_node"] == 95
 
 
 def test_rl_schedule_through_the_cli(run_cli):
@@ -128,3 +129,28 @@ def test_telemetry_is_measured_on_the_fly(run_cli):
     assert p["target"]["concurrency"] == 4
     assert p["measured"]["peak"] == 3  # the fixture job ran 3 trials at once (n_concurrent_trials = 3)
     assert any("assumed 1 cpu" in n for n in p["notes"])  # no tasks given: the assumption is stated
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--gpu", "nope", "--model-params-b", "27", "--kv-bytes-per-token", "65536"], "--gpu 'nope'"),
+        (["--gpu", "l40s-48gb", "--model-params-b", "405", "--kv-bytes-per-token", "65536"], "--max-tp 8"),
+        (["--gpu-prefill-tok-s", "9000", "--gpu-decode-tok-s", "900", "--gpu-utilisation", "1.5"], "--gpu-utilisation"),
+        (["--passing-per-hour", "10", "--shape", "smooth", "--max-wait-s", "-1"], "--max-wait-s"),
+        (["--passing-per-hour", "10", "--shape", "bursty"], "--shape"),
+    ],
+)
+def test_bad_gpu_and_shape_input_is_one_line_and_exit_2(run_cli, args, words):
+    r = run_cli("plan", PUBLISHED, *args)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_gpu_from_the_catalog_sizes_by_memory(run_cli):
+    r = run_cli("plan", PUBLISHED, "--concurrency", "374", "--gpu", "h100-80gb", "--model-params-b", "27",
+                "--kv-bytes-per-token", "65536", "--json")
+    inf = json.loads(r.out)["inference"]
+    # h100-80gb: 80 GiB x 0.9 = 72 usable; 374 live prefixes x 4,944 tok x 64 KiB = 112.86 GiB
+    assert inf["gpu"] == "h100-80gb" and inf["memory"]["kv_gb_live"] == pytest.approx(374 * 4944 / 16384)
+    assert inf["gpus_cached"] >= inf["memory"]["gpus_memory_bound_cached"] == 4

@@ -26,11 +26,13 @@ def test_default_is_measured_peak_and_explicit_number():
     assert resolve_target(fig, concurrency=700)["concurrency"] == 700
 
 
-def test_passing_per_hour_by_littles_law():
-    # 100 passing/h x (687,957,914 / 3600 / 62,511 = 3.0571 sandbox-h per pass) = 305.7 -> 306
+def test_passing_per_hour_by_littles_law_at_the_measured_duty():
+    # 100 passing/h x (687,957,914 / 3600 / 62,511 = 3.0571 sandbox-h per pass) = 305.7 busy on average;
+    # at the measured duty 0.155864 the peak that carries it is 305.7 / 0.155864 = 1,961.4 -> 1,962
     t = resolve_target(Figures(SUMMARY), passing_per_hour=100)
-    assert t["source"] == "passing-per-hour" and t["concurrency"] == 306
+    assert t["source"] == "passing-per-hour" and t["shape"] == "measured" and t["concurrency"] == 1962
     assert t["exact"] == pytest.approx(687_957_914 / 3600 / 62_511 * 100)
+    assert t["duty"] == pytest.approx(t["exact"] / 1962)
 
 
 @pytest.mark.parametrize("kw", [{"concurrency": 0}, {"concurrency": -3}, {"batch": 0}, {"passing_per_hour": -1.0}])
@@ -60,7 +62,7 @@ def fifo_step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, see
 
 
 def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
-    res = rl_schedule_target(SUMMARY, 64, 100.0, tolerance=0.01, step_time=fifo_step_time)
+    res = rl_schedule_target(SUMMARY, 64, 100.0, tolerance=0.01, step_time=fifo_step_time, replications=1)
     assert res["method"] == "simulated" and res["source"] == "rl-schedule"
     cap = res["concurrency"]
     fig = Figures(SUMMARY)

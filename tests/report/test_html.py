@@ -127,7 +127,7 @@ def test_other_kinds_are_refused(fleet, plan, simulate):
 def test_plan_section_formats_turn_keyed_savings(fleet, plan):
     from sandbox_fleet.plan import PlanOptions, make_plan
 
-    html = build_report(fleet, make_plan(fleet, PlanOptions(node_type="seed-96c")))
+    html = build_report(fleet, make_plan(fleet, PlanOptions(node_type="seed-96c", price_tier="on_demand")))
     assert "1 turns 1x, 2 turns 1.5x, 5 turns 3x" in html
     assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682, gpu n/a</td>" in html
     assert "<th>on_demand_per_h</th>" in html and "<th>spot_per_h</th>" not in html  # the plan's tier only

@@ -65,3 +65,19 @@ def test_errors():
         find_knee(rows([(1, 1.0)]), ["cap"], "cap", "t", -0.1, "min")
     with pytest.raises(InputError, match="--goal"):
         find_knee(rows([(1, 1.0)]), ["cap"], "cap", "t", 0.1, "best")
+
+
+def test_absolute_tolerance_for_a_target_whose_best_is_zero():
+    # queue wait: the best run waits 0 s, so any relative tolerance admits only exact zeros;
+    # within 5 s absolute: cap 4 (12 s) fails, cap 8 (4 s) passes, 16 (0 s) passes -> knee 8
+    r = rows([(2, 60.0), (4, 12.0), (8, 4.0), (16, 0.0)])
+    assert find_knee(r, ["cap"], "cap", "t", 0.01, "min")["groups"][0]["knee"] == 16
+    k = find_knee(r, ["cap"], "cap", "t", None, "min", within_abs=5.0)
+    assert k["groups"][0]["knee"] == 8 and k["within_abs"] == 5.0
+
+
+def test_relative_and_absolute_together_is_an_error():
+    with pytest.raises(InputError, match="not both"):
+        find_knee(rows([(1, 0.0)]), ["cap"], "cap", "t", 0.01, "min", within_abs=1.0)
+    with pytest.raises(InputError, match="--within-abs"):
+        find_knee(rows([(1, 0.0)]), ["cap"], "cap", "t", None, "min", within_abs=-1.0)

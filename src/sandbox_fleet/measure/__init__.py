@@ -29,7 +29,7 @@ from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes,
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
 from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
-from sandbox_fleet.measure.tasks import measure_tasks
+from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import measure_tokens
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
@@ -122,6 +122,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance:
         # Per task first, then the task ids go: no other figure reads them.
         task_health = measure_task_health(table)
+        usage = task_usage(table) if t.tasks is not None else None
         table = table.drop_columns(["task_id"])
         if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
             t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
@@ -159,7 +160,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         for name, st in model_steps.items():
             models[name]["steps"] = st
         advance("models")
-        tasks = measure_tasks(t.tasks)
+        tasks = measure_tasks(t.tasks, usage)
         advance("tasks")
     warnings = list(t.warnings)
     added = {k: v - t.rejected.get(k, 0) for k, v in rejected.items() if v != t.rejected.get(k, 0)}

@@ -8,7 +8,7 @@ Definitions of each figure are in docs/measure.md.
 
 from __future__ import annotations
 
-from typing import ClassVar, Optional
+from typing import ClassVar, Optional, Union
 
 from sandbox_fleet.contract import Block, Summary
 
@@ -277,6 +277,11 @@ class TaskRequest(Block):
     storage_mb: Count = None
     gpus: Count = None
     tasks: Count = None
+    #: rollouts that ran this kind's tasks (a group's rollouts split evenly over its tasks, so may be fractional);
+    #: null when no rollout names its task
+    rollouts: Optional[Union[int, float]] = None
+    #: their summed holds, hours; null with ``rollouts``
+    sandbox_hours: Num = None
 
 
 class Tasks(Block):
@@ -316,7 +321,7 @@ class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     source: Optional[list[str]] = None
     rows: Count = None

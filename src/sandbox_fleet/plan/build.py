@@ -1,24 +1,35 @@
-"""Assemble a plan: target -> nodes -> storage -> caching -> inference -> cost, as one ``PlanSummary``."""
+"""Assemble a plan: target -> tier -> nodes (and GPU pools) -> storage -> caching -> inference -> cost
+-> assumptions, as one ``PlanSummary``."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
+
+import numpy as np
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
+from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
+from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
+from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
+from sandbox_fleet.plan.pools import route, unplaced_block
+from sandbox_fleet.plan.reserve import node_reserve
+from sandbox_fleet.plan.rework import spot_rework
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
-from sandbox_fleet.plan.target import resolve_target
+from sandbox_fleet.plan.target import HoldSampler, resolve_target
+from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 
+REWORK_SEED = 20_261_201  # fixed: the rework share is an expectation over the fitted holds, not a draw
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = Request(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 
@@ -35,25 +46,38 @@ class PlanOptions:
     seed: int = 0
     nodes_file: Optional[str] = None
     node_type: Optional[str] = None
-    reserve: Reserve = field(default_factory=Reserve)
+    reserve: Optional[Reserve] = None  # None: each node type's own (catalog, else plan/reserve.py's formula)
     request: Optional[Request] = None  # overrides the input's task requests
-    price_tier: str = "on_demand"
+    price_tier: Optional[str] = None  # None: from the duty cycle (plan/tier.py)
     prefix_break: float = 0.0
     gpu_prefill_tok_s: Optional[float] = None
     gpu_decode_tok_s: Optional[float] = None
     roofline: Optional[inf.Roofline] = None
     gpu_usd_h: Optional[float] = None
     turns: Optional[float] = None  # turn count for the caching saving when the input has no histogram
+    shape: str = "measured"  # --passing-per-hour: keep the measured burstiness, or "smooth"
+    max_wait_s: float = 60.0  # --shape smooth: allowed mean queue wait
+    gpu_name: Optional[str] = None
+    gpu_note: Optional[str] = None  # why a named GPU was not sized
+    gpu_from_catalog: frozenset[str] = frozenset()  # figures the GPU catalog gave (for assumptions)
+    gpu_memory_gb: Optional[float] = None  # per GPU, GiB; enables the memory model
+    gpu_memory_fraction: float = 0.9
+    gpu_utilisation: float = 0.7  # headroom on top of the per-GPU rates
+    max_tp: int = 8
+    kv_offload_gb: float = 0.0
+    trainer_gpus: Optional[int] = None
 
 
-def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float]]:
-    """The task requests and how many tasks ask for each (the weight of each in the mix)."""
+def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]]]:
+    """The task requests, how often each runs (rollouts when the summary counted any, else tasks)
+    and each kind's sandbox-hours (None where not measured)."""
     if opts.request is not None:
-        return [opts.request], [1.0]
+        return [opts.request], [1.0], [None]
     if not fig.requests:
         notes.append("input lists no task requests: assumed 1 cpu / 2048 MB / 6144 MB per sandbox (pass --request)")
-        return [DEFAULT_REQUEST], [1.0]
-    reqs, weights = [], []
+        return [DEFAULT_REQUEST], [1.0], [None]
+    by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in fig.requests)
+    reqs, weights, hours = [], [], []
     for i, r in enumerate(fig.requests):
         def val(key: str, default: float | None = None) -> float:
             v = getattr(r, key)
@@ -68,21 +92,23 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
         q = Request(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
         if q.cpu <= 0 and q.memory <= 0:
             raise InputError(f"summary key tasks.requests[{i}]: a request needs cpus or memory_mb above zero")
-        w = val("tasks", 1.0)
+        w = val("rollouts" if by_rollouts and r.rollouts is not None else "tasks", 1.0)
         if w > 0:
             reqs.append(q)
             weights.append(w)
+            hours.append(val("sandbox_hours") if r.sandbox_hours is not None else None)
     if not reqs:
         raise InputError("summary key 'tasks.requests': every request has a zero weight")
-    return reqs, weights
+    return reqs, weights, hours
 
 
 def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
-    """Size one node type; raises InputError if a request does not fit it."""
-    sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), opts.reserve)
+    """Size one node type (after its system reserve); raises InputError if a request does not fit it."""
+    reserve, reserve_src = node_reserve(node, opts.reserve)
+    sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), reserve)
     for q in reqs:
-        size_uniform(node, q, 1, opts.reserve)  # every request must fit an empty node
-    cap = usable(node, opts.reserve)
+        size_uniform(node, q, 1, reserve)  # every request must fit an empty node
+    cap = usable(node, reserve)
     pack = ffd(reqs, counts, cap)
     return {
         "type": node.name,
@@ -98,6 +124,8 @@ def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant:
             else sizing.per_node * reqs[dominant].disk
         ),
         "node": node,
+        "reserve": reserve,
+        "reserve_source": reserve_src,
     }
 
 
@@ -130,8 +158,29 @@ def _alt(s: dict, tier: str) -> dict:
     }
 
 
+_INTERNAL = ("node", "scratch_per_node_mb", "reserve", "reserve_source")
+
+
+def _reserve_block(s: dict) -> dict:
+    rsv: Reserve = s["reserve"]
+    return {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": s["reserve_source"]}
+
+
+def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list[int], top: int, tier: str) -> dict:
+    """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
+    p = s["node"].price(tier)
+    return {k: v for k, v in s.items() if k not in _INTERNAL} | {
+        "reserve": _reserve_block(s),
+        "request": reqs[top].as_dict(),
+        "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if len(reqs) > 1 else None,
+        "packing": "first-fit-decreasing" if len(reqs) > 1 else "uniform",
+        f"{tier}_per_h": p * s["count"] if p is not None else None,
+        "concurrent": sum(counts),
+    }
+
+
 def _check_options(opts: PlanOptions) -> None:
-    if opts.price_tier not in TIERS:
+    if opts.price_tier is not None and opts.price_tier not in TIERS:
         raise InputError(f"--price-tier {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
     if not 0.0 <= opts.prefix_break <= 1.0:
         raise InputError(f"--prefix-break must be a fraction in [0, 1], got {opts.prefix_break!r}")
@@ -149,18 +198,44 @@ class _Nodes:
     node: NodeType
     reqs: list[Request]
     counts: list[int]
+    pools: list[dict]
+    request_source: str  # flag, default or input: where the sandbox requests came from
+
+
+def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[Request], weights: list[float],
+                 counts: list[int], opts: PlanOptions) -> list[dict]:
+    """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
+    pools = []
+    for name, idx in gpu.items():
+        sub = [reqs[i] for i in idx]
+        # a kind that runs at all needs a slot in its own pool, even when its share rounds to none
+        sub_counts = [max(counts[i], 1) for i in idx]
+        top = max(range(len(sub)), key=lambda i: (weights[idx[i]], -i))
+        s = _size_type(find_type(catalog, name), sub, sub_counts, top, opts)
+        pools.append(_pool_block(s, sub, [weights[i] for i in idx], sub_counts, top, opts.price_tier))
+    return pools
 
 
 def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _Nodes:
-    """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block)."""
+    """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block);
+    without --node-type, GPU requests get their own pools and requests no type holds are listed."""
     catalog = load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
-    reqs, weights = _requests(fig, opts, notes)
-    counts = concurrent_mix(weights, n)
+    all_reqs, all_weights, all_hours = _requests(fig, opts, notes)
+    request_source = "flag" if opts.request is not None else ("input" if fig.requests else "default")
+    all_counts = concurrent_mix(all_weights, n)
+    # GPU requests and requests no type holds leave `nodes` (the CPU pool) when the CPU pool has any
+    routing = route(all_reqs, catalog, opts.price_tier, opts.reserve) if opts.node_type is None else None
+    split = routing is not None and bool(routing.cpu) and bool(routing.gpu or routing.unplaced)
+    keep = routing.cpu if split else list(range(len(all_reqs)))
+    reqs, weights, counts = [all_reqs[i] for i in keep], [all_weights[i] for i in keep], [all_counts[i] for i in keep]
+    # the CPU pool considers GPU node types only when one of its requests asks for a GPU (or --node-type names one)
+    cpu_only = all(q.gpu <= 0 for q in reqs)
+    pool_catalog = [t for t in catalog if t.gpus == 0 or t.name == opts.node_type] if cpu_only else catalog
     dominant = max(range(len(reqs)), key=lambda i: (weights[i], -i))
     sized, skipped = [], []
-    for node in catalog:
+    for node in pool_catalog:
         try:
             sized.append(_size_type(node, reqs, counts, dominant, opts))
         except InputError as exc:
@@ -169,21 +244,23 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
             skipped.append({"type": node.name, "reason": str(exc)})
     if not sized:
         raise InputError("no node type in the catalog fits one sandbox request: " + skipped[0]["reason"])
+    pools = _sized_pools(catalog, routing.gpu, all_reqs, all_weights, all_counts, opts) if split else []
     chosen, others = _choose(sized, opts, notes)
     node: NodeType = chosen["node"]
     if not node.priced:
         notes.append(f"node type {node.name!r} has no prices: sized but not costed")
     mixed = len(reqs) > 1
-    block = {k: v for k, v in chosen.items() if k not in ("node", "scratch_per_node_mb")}
+    block = {k: v for k, v in chosen.items() if k not in _INTERNAL}
     block |= {
-        "reserve": {"cpu": opts.reserve.cpu, "memory_mb": opts.reserve.memory, "disk_mb": opts.reserve.disk},
+        "reserve": _reserve_block(chosen),
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         "packing": "first-fit-decreasing" if mixed else "uniform",
         "alternatives": [_alt(s, opts.price_tier) for s in others],
         "too_small": skipped,
+        "unplaced": unplaced_block(all_reqs, all_weights, all_hours, routing.unplaced) if split else [],
     }
-    return _Nodes(block, chosen, node, reqs, counts)
+    return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
 
 def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opts: PlanOptions) -> dict:
@@ -192,9 +269,10 @@ def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opt
     return storage_plan(
         nodes=nodes.chosen["count"], per_node_mb=nodes.chosen["scratch_per_node_mb"],
         at_target_mb=sum(q.disk * k for q, k in zip(nodes.reqs, nodes.counts)),
-        node_disk_mb=nodes.node.capacity["disk"], reserve_disk_mb=opts.reserve.disk,
-        rollouts_per_day=rollouts_per_day, trajectory_bytes_mean=fig.trajectory_bytes_mean,
-        trajectory_bytes_max=fig.trajectory_bytes_max, bundle_median=fig.bundle_median,
+        node_disk_mb=nodes.node.capacity["disk"], reserve_disk_mb=nodes.chosen["reserve"].disk,
+        # the median record when measured; never the largest record times every rollout
+        rollouts_per_day=rollouts_per_day, trajectory_bytes_mean=fig.trajectory_bytes_median,
+        trajectory_bytes_max=None, bundle_median=fig.bundle_median,
         bundle_max=fig.bundle_max, bundle_total=fig.bundle_total, task_count=fig.task_count,
     )
 
@@ -229,52 +307,18 @@ def plan_caching(fig: Figures, opts: PlanOptions) -> tuple[dict, dict]:
     return context, caching
 
 
-def _per_gpu(fig: Figures, opts: PlanOptions) -> tuple[Optional[float], Optional[float], str]:
-    """Per-GPU prefill and decode tokens/s: given, else from the roofline at the measured mean context."""
-    gpu_p, gpu_d, gpu_src = opts.gpu_prefill_tok_s, opts.gpu_decode_tok_s, "given"
-    if (gpu_p is None or gpu_d is None) and opts.roofline is not None:
-        rl, c, hist = opts.roofline, fig.turn_tokens, fig.turns_histogram
-        if c and hist:
-            ctx = c * sum(h * t * (t + 1) / 2 for t, h in hist.items()) / max(sum(h * t for t, h in hist.items()), 1e-9)
-        elif c and (opts.turns or fig.turns_median):
-            ctx = c * ((opts.turns or fig.turns_median) + 1) / 2
-        else:
-            ctx = rl.context_tokens
-        rl = inf.Roofline(**{**rl.__dict__, "context_tokens": ctx})
-        gpu_p = gpu_p if gpu_p is not None else rl.prefill_tok_s()
-        gpu_d = gpu_d if gpu_d is not None else rl.decode_tok_s()
-        gpu_src = f"roofline (utilisation {rl.utilisation:g}, mean context {ctx:,.0f} tokens, decode batch {rl.decode_batch})"
-    return gpu_p, gpu_d, gpu_src
-
-
 def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str]) -> dict:
-    """Token rates at the target and the GPUs they need, with and without caching (the ``inference`` block)."""
-    prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
-    decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
-    prefill_cached = prefill / saving if prefill is not None and saving else None
-    gpu_p, gpu_d, gpu_src = _per_gpu(fig, opts)
-    inference = {
-        "prefill_tok_s": prefill,
-        "decode_tok_s": decode,
-        "prefill_tok_s_cached": prefill_cached,
-        "prefill_decode_ratio": prefill / decode if prefill is not None and decode else None,
-        "per_gpu": {"prefill_tok_s": gpu_p, "decode_tok_s": gpu_d, "source": gpu_src if gpu_p and gpu_d else None},
-        "gpus": None, "gpus_cached": None, "binding": None, "binding_cached": None,
-    }
-    if gpu_p and gpu_d and prefill is not None and decode is not None:
-        g = inf.gpus_needed(prefill, decode, gpu_p, gpu_d)
-        inference |= {"gpus": g["gpus"], "binding": g["binding"], "prefill_gpu_share": g["prefill_gpu_share"], "decode_gpu_share": g["decode_gpu_share"]}
-        if prefill_cached is not None:
-            gc = inf.gpus_needed(prefill_cached, decode, gpu_p, gpu_d)
-            inference |= {"gpus_cached": gc["gpus"], "binding_cached": gc["binding"]}
-    elif prefill is not None:
-        notes.append("no per-GPU throughput given (--gpu-prefill-tok-s/--gpu-decode-tok-s or a roofline): GPUs not sized")
-    return inference
+    """Token rates at the target and the GPUs they need by compute and memory, with and without
+    caching (the ``inference`` block, ``inference_sizing.size_inference``)."""
+    if opts.gpu_note:
+        notes.append(opts.gpu_note)
+    return size_inference(fig, n, saving, fig.cached_fraction, opts, notes)
 
 
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: dict, opts: PlanOptions,
               notes: list[str]) -> dict:
-    """The fleet's price on each tier, per passing trajectory, exception waste and GPUs (the ``cost`` block)."""
+    """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
+    GPUs, the GPU pools and spot re-runs (the ``cost`` block)."""
     exc_share = None
     if fig.exception_sandbox_hours is not None and fig.sandbox_hours:
         exc_share = fig.exception_sandbox_hours / fig.sandbox_hours
@@ -287,7 +331,21 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     )
     cost["duty"] = duty
     cost["exception_share"] = exc_share
-    return cost | costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
+    cost |= costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
+    pool_prices = [pl[f"{opts.price_tier}_per_h"] for pl in nodes.pools]
+    cost["node_pools_per_h"] = sum(pool_prices) if pool_prices and None not in pool_prices else None
+    passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
+    trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
+    if opts.trainer_gpus and not opts.gpu_usd_h:
+        notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
+    cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
+    rate = nodes.node.spot_interruptions_per_node_h
+    cost["spot_rework"] = spot_rework(
+        HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000)
+        if rate is not None else None,
+        rate, n * duty if duty else None, cost["spot_per_h"], nodes.node.spot_interruptions_source,
+    )
+    return cost
 
 
 def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None = None) -> dict:
@@ -299,27 +357,40 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     target = resolve_target(
         fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
+        shape=opts.shape, max_wait_s=opts.max_wait_s,
     )
     if target.get("note"):
         notes.append(target["note"])
     n = target["concurrency"]
-    nodes = plan_nodes(fig, n, opts, notes)
-    # An RL schedule runs at its own simulated duty; every other target at the measured one.
+    # An RL schedule or a throughput shape runs at its own duty; every other target at the measured one.
     duty = target.get("duty") if target.get("duty") is not None else fig.duty
+    tier_source = "flag"
+    if opts.price_tier is None:
+        tier, target["tier_basis"] = default_tier(duty, duty_warn_below())
+        opts, tier_source = replace(opts, price_tier=tier), "default"
+    nodes = plan_nodes(fig, n, opts, notes)
     storage = plan_storage(fig, n, duty, nodes, opts)
     context, caching = plan_caching(fig, opts)
     inference = plan_inference(fig, n, caching["saving_applied"], opts, notes)
     cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
+    source = fig.summary.source or ["measured"]
+    assumptions = collect_assumptions(
+        fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,
+        node=nodes.node, reserve=nodes.chosen["reserve"], reserve_source=nodes.chosen["reserve_source"],
+        inference=inference, caching=caching, request_source=nodes.request_source,
+    )
     return PlanSummary.build(
-        input={"source": fig.summary.source or ["measured"], "rows": int(fig.rows)},
+        input={"source": source, "rows": int(fig.rows)},
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,
+        node_pools=nodes.pools,
         storage=storage,
         context=context,
         caching=caching,
         inference=inference,
         cost=cost,
+        assumptions=assumptions,
         notes=notes,
     ).to_json()
 
@@ -350,8 +421,12 @@ def parse_request(text: str) -> Request:
     return Request(cpu=vals[0], memory=vals[1], disk=vals[2], gpu=vals[3] if len(vals) == 4 else 0.0)
 
 
-def make_reserve(cpu: float = 0.0, memory_gb: float = 0.0, disk_gb: float = 0.0) -> Reserve:
-    """Per-node system reserve from cores and GiB (the CLI's units)."""
+def make_reserve(cpu: Optional[float] = None, memory_gb: Optional[float] = None, disk_gb: Optional[float] = None) -> Optional[Reserve]:
+    """Per-node system reserve from cores and GiB (the CLI's units); None when none is given
+    (each node type then uses its own, see plan/reserve.py). A part left out is zero."""
+    if cpu is None and memory_gb is None and disk_gb is None:
+        return None
+    cpu, memory_gb, disk_gb = cpu or 0.0, memory_gb or 0.0, disk_gb or 0.0
     for name, v in (("--reserve-cpu", cpu), ("--reserve-memory-gb", memory_gb), ("--reserve-disk-gb", disk_gb)):
         if not (v >= 0 and math.isfinite(v)):
             raise InputError(f"{name} must be zero or positive, got {v!r}")

@@ -33,6 +33,13 @@ class NodeType(BaseModel):
     reserved_usd_h: Optional[float] = Field(default=None, ge=0)
     on_demand_usd_h: Optional[float] = Field(default=None, ge=0)
     spot_usd_h: Optional[float] = Field(default=None, ge=0)
+    # per-node system reserve (plan/reserve.py); absent: the documented kube-reserved formula
+    reserve_cpu: Optional[float] = Field(default=None, ge=0)
+    reserve_memory_gb: Optional[float] = Field(default=None, ge=0)
+    reserve_disk_gb: Optional[float] = Field(default=None, ge=0)
+    # expected spot reclaims per node-hour (illustrative; plan/rework.py prices the re-run)
+    spot_interruptions_per_node_h: Optional[float] = Field(default=None, ge=0)
+    spot_interruptions_source: str = ""
 
     @property
     def capacity(self) -> dict[str, float]:

@@ -7,7 +7,7 @@ regenerate ``docs/schemas/plan.schema.json`` (``sandbox-fleet schema plan``).
 
 from __future__ import annotations
 
-from typing import ClassVar, Optional
+from typing import ClassVar, Literal, Optional, Union
 
 from sandbox_fleet.contract import Block, Summary
 
@@ -48,6 +48,20 @@ class Target(Block):
     tolerance: Num = None
     evaluations: Count = None
     note: Optional[str] = None
+    #: --passing-per-hour: ``measured`` (capacity = mean busy / measured duty) or ``smooth`` (simulated queue wait)
+    shape: Optional[str] = None
+    passing_per_hour: Num = None
+    #: Little's law: passing/h x sandbox-h per pass
+    mean_busy: Num = None
+    #: --shape smooth: the simulated mean queue wait at the chosen cap and the allowed one, seconds
+    mean_wait_s: Num = None
+    max_wait_s: Num = None
+    #: RL schedule: the 5th-95th percentile of the per-replication answers
+    interval: Optional[list[float]] = None
+    per_replication: Optional[list[int]] = None
+    replications: Count = None
+    #: why the price tier was chosen when --price-tier was not given
+    tier_basis: Optional[str] = None
 
 
 class Measured(Block):
@@ -102,6 +116,20 @@ class TooSmall(Block):
     reason: str
 
 
+class NodeReserve(Resources):
+    """The per-node system reserve and where it came from (flag, catalog or the default formula)."""
+
+    source: Optional[str] = None
+
+
+class Unplaced(Request):
+    """A request no node type holds, with its share of the rollouts and of the sandbox-hours."""
+
+    rollouts_share: Num = None
+    sandbox_hours_share: Num = None
+    reason: Optional[str] = None
+
+
 class Nodes(Block):
     type: str
     count: int
@@ -112,12 +140,24 @@ class Nodes(Block):
     lower_bound: Count = None
     lower_bound_by_resource: Optional[dict[str, int]] = None
     stranded: Optional[Resources] = None
-    reserve: Optional[Resources] = None
+    reserve: Optional[NodeReserve] = None
     request: Optional[Request] = None
     mix: Optional[list[MixEntry]] = None
     packing: Optional[str] = None
     alternatives: Optional[list[Alternative]] = None
     too_small: Optional[list[TooSmall]] = None
+    #: requests no catalog type holds (the rest is still planned)
+    unplaced: Optional[list[Unplaced]] = None
+
+
+class NodePool(Nodes):
+    """A pool packed on its own (GPU requests on their cheapest GPU type): the ``nodes`` shape, priced at the plan's tier."""
+
+    reserved_per_h: Num = None
+    on_demand_per_h: Num = None
+    spot_per_h: Num = None
+    #: concurrent sandboxes the pool holds at the target
+    concurrent: Count = None
 
 
 class Storage(Block):
@@ -155,24 +195,70 @@ class PerGpu(Block):
     source: Optional[str] = None
 
 
+class GpuMemory(Block):
+    """The memory model, GiB throughout."""
+
+    weights_gb: Num = None
+    kv_gb_inflight: Num = None
+    kv_gb_live: Num = None
+    free_gb_per_gpu: Num = None
+    gpus_memory_bound: Count = None
+    gpus_memory_bound_cached: Count = None
+
+
 class Inference(Block):
     prefill_tok_s: Num = None
     decode_tok_s: Num = None
+    #: prefill the GPUs compute: input less measured cache hits
+    prefill_tok_s_computed: Num = None
     prefill_tok_s_cached: Num = None
     prefill_decode_ratio: Num = None
     per_gpu: Optional[PerGpu] = None
+    #: the GPU catalog entry named by --gpu
+    gpu: Optional[str] = None
+    context_tokens_mean: Num = None
+    utilisation_target: Num = None
     gpus: Count = None
     gpus_cached: Count = None
     binding: Optional[str] = None
     binding_cached: Optional[str] = None
     prefill_gpu_share: Num = None
     decode_gpu_share: Num = None
+    gpus_compute_bound: Count = None
+    gpus_compute_bound_cached: Count = None
+    #: "compute" or "memory"
+    bound_by: Optional[str] = None
+    bound_by_cached: Optional[str] = None
+    memory: Optional[GpuMemory] = None
+    replica_gpus: Count = None
+    replica_gpus_cached: Count = None
+    kv_offload_gb: Num = None
 
 
 class ByTier(Block):
     reserved: Num = None
     on_demand: Num = None
     spot: Num = None
+
+
+class CostParts(Block):
+    """Cost per passing trajectory by part; a part with no price is null."""
+
+    fleet: Num = None
+    inference: Num = None
+    trainer: Num = None
+
+
+class SpotRework(Block):
+    """Re-run sandbox-hours spot reclaims add (restart from scratch, plan/rework.py)."""
+
+    interruptions_per_node_h: Num = None
+    source: Optional[str] = None
+    rework_share: Num = None
+    rework_sandbox_hours_per_h: Num = None
+    rework_per_h: Num = None
+    spot_per_h_with_rework: Num = None
+    mean_interruptions_per_hold: Num = None
 
 
 class Cost(Block):
@@ -189,21 +275,40 @@ class Cost(Block):
     exception_share: Num = None
     inference_per_h: Num = None
     inference_per_h_cached: Num = None
+    #: the ``node_pools`` at the plan's tier; null when a pool has no price
+    node_pools_per_h: Num = None
+    passing_per_h: Num = None
+    per_passing_trajectory_all_in: Num = None
+    per_passing_trajectory_parts: Optional[CostParts] = None
+    spot_rework: Optional[SpotRework] = None
+
+
+class Assumption(Block):
+    """One default or carried-over figure the purchase order rests on."""
+
+    name: str
+    value: Union[float, int, str, None] = None
+    unit: str
+    source: Literal["default", "measured", "published", "flag", "catalog"]
+    detail: str = ""
 
 
 class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     input: Optional[Input] = None
     target: Target
     measured: Optional[Measured] = None
     nodes: Nodes
+    #: GPU requests, one pool per node type, packed separately (``nodes`` is the CPU pool)
+    node_pools: Optional[list[NodePool]] = None
     storage: Optional[Storage] = None
     context: Optional[Context] = None
     caching: Optional[Caching] = None
     inference: Optional[Inference] = None
     cost: Optional[Cost] = None
+    assumptions: Optional[list[Assumption]] = None
     notes: Optional[list[str]] = None

@@ -107,6 +107,7 @@ class Figures:
         tr = m.trajectories
         self.trajectory_bytes_mean = _figure(tr and tr.bytes_mean, "trajectories.bytes_mean")
         self.trajectory_bytes_max = _figure(tr and tr.bytes_max, "trajectories.bytes_max")
+        self.trajectory_bytes_median = _figure(tr and tr.bytes_median, "trajectories.bytes_median")
 
     def _tokens(self, tk) -> None:
         g = (lambda k: _figure(getattr(tk, k), f"tokens.{k}")) if tk else (lambda k: None)

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
+from sandbox_fleet.plan.shape import SHAPES, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ def resolve_target(
     passing_per_hour: Optional[float] = None,
     tolerance: float = 0.01,
     seed: int = 0,
+    shape: str = "measured",
+    max_wait_s: float = 60.0,
 ) -> dict:
     """The ``target`` object: concurrency (an int), which source set it, and how."""
     _positive("--concurrency", concurrency)
@@ -58,12 +62,23 @@ def resolve_target(
     if passing_per_hour is not None:
         if not fig.sandbox_hours_per_pass:
             raise InputError("--passing-per-hour needs sandbox-hours per passing rollout; the input has no passed rollouts")
-        exact = passing_per_hour * fig.sandbox_hours_per_pass
-        return {
-            "concurrency": math.ceil(exact - 1e-9),
+        if shape not in SHAPES:
+            raise InputError(f"--shape {shape!r}: expected one of {', '.join(SHAPES)}")
+        mean = mean_busy(passing_per_hour, fig.sandbox_hours_per_pass)
+        if shape == "measured":
+            shaped = measured_shape(mean, fig.duty)
+        else:
+            holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
+            shaped = smooth_shape(mean, holds.sample, max_wait_s=max_wait_s, seed=seed)
+        return shaped | {
             "source": "passing-per-hour",
-            "detail": f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass = {exact:.1f}",
-            "exact": exact,
+            "detail": (
+                f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass "
+                f"= {mean:,.1f} busy on average; {shaped['detail']}"
+            ),
+            "exact": mean,
+            "mean_busy": mean,
+            "passing_per_hour": passing_per_hour,
         }
     if not fig.peak:
         raise InputError("input has no measured peak concurrency (concurrency.peak); pass --concurrency N")
@@ -186,6 +201,21 @@ def _simulator_step_time() -> StepTime:
     return step_time
 
 
+def _list_schedule_step_time() -> StepTime:
+    """The default evaluator: ``RL_STEPS`` steps of fitted holds per seed, list-scheduled on the cap
+    (``interval.list_schedule_step_s``; the same answer as the simulator's sync-RL workload, checked
+    in tests/plan/test_interval.py). Holds are drawn once per seed and reused at every cap."""
+    drawn: dict[tuple[int, int], np.ndarray] = {}
+
+    def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
+        if (seed, batch) not in drawn:
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 1)))
+            drawn[(seed, batch)] = holds.sample(rng, batch * RL_STEPS).reshape(RL_STEPS, batch)
+        return list_schedule_step_s(drawn[(seed, batch)], cap) + train_s
+
+    return step_time
+
+
 def rl_schedule_target(
     summary: "Figures | MeasureSummary | dict",
     batch: int,
@@ -194,20 +224,24 @@ def rl_schedule_target(
     tolerance: float = 0.01,
     seed: int = 0,
     step_time: Optional[StepTime] = None,
+    replications: int = RL_REPLICATIONS,
 ) -> dict:
     """Smallest sandbox cap whose mean synchronous step is within ``tolerance`` of the uncapped one.
 
     A synchronous step releases ``batch`` rollouts at once, so a cap of ``batch`` never holds a step
-    back; a smaller cap queues the batch's tail. With the simulator (or an injected ``step_time``)
-    this binary-searches caps in [1, batch] with common random numbers (the same seed at every cap;
-    step time is treated as non-increasing in the cap).
+    back; a smaller cap queues the batch's tail. ``replications`` independent runs of ``RL_STEPS``
+    steps (each with its own holds, reused at every cap: common random numbers) are searched
+    together and one by one (``interval.replicated_search``): the pooled answer is ``concurrency``,
+    the replications' 5th-95th percentile ``interval``. The default evaluator list-schedules the
+    steps exactly as the simulator's sync-RL workload does; an injected ``step_time`` replaces it.
+    Past ``RL_MAX_SIMULATED`` rollouts per probe the closed-form bound (the batch) is the answer.
     """
     if batch < 1:
         raise InputError(f"--batch must be a positive integer, got {batch!r}")
     fig = summary if isinstance(summary, Figures) else Figures(summary)
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
-    fn = step_time or _simulator_step_time()
+    fn = step_time or _list_schedule_step_time()
     if step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
         return base | {
             "concurrency": batch,
@@ -217,30 +251,22 @@ def rl_schedule_target(
                      f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         }
     uncapped = fn(batch, batch, train_s, holds, seed)
-    limit = uncapped * (1.0 + tolerance)
-    lo, hi = 1, batch  # invariant: step_time(hi) <= limit
-    evaluated = {batch: uncapped}
+    fit_mean = _fitted_mean(holds, seed)
     with _progress() as bar:
-        task = bar.add_task("searching caps", total=max(math.ceil(math.log2(batch)), 1))
-        while lo < hi:
-            mid = (lo + hi) // 2
-            evaluated[mid] = fn(mid, batch, train_s, holds, seed)
-            if evaluated[mid] <= limit:
-                hi = mid
-            else:
-                lo = mid + 1
-            bar.advance(task)
-    return base | {
-        "concurrency": hi,
+        task = bar.add_task("searching caps", total=None)
+        found = replicated_search(
+            lambda cap, j: uncapped if (cap, j) == (batch, 0) else fn(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed),
+            batch, replications, tolerance, lambda: bar.advance(task),
+        )
+    cap = found["concurrency"]
+    return base | found | {
         "method": "simulated",
         "detail": (
-            f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped "
-            f"({evaluated[hi]:,.0f} s vs {uncapped:,.0f} s)"
+            f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped over {replications} x {RL_STEPS} steps "
+            f"({found['step_s_at_cap']:,.0f} s vs {found['step_s_uncapped']:,.0f} s); "
+            f"replications alone: {found['interval'][0]:,.0f}-{found['interval'][1]:,.0f}"
         ),
-        "step_s_uncapped": uncapped,
-        "step_s_at_cap": evaluated[hi],
         # busy sandboxes per step-second over the cap: the schedule's own duty cycle
-        "duty": batch * _fitted_mean(holds, seed) / evaluated[hi] / hi,
+        "duty": batch * fit_mean / found["step_s_at_cap"] / cap,
         "tolerance": tolerance,
-        "evaluations": len(evaluated),
     }

@@ -148,11 +148,14 @@ class Episode:
 class RetryPolicy:
     """Retry infrastructure errors up to ``max_retries`` times; never agent timeouts.
 
-    ``on``: the exception phases that count as infrastructure errors.
+    ``on``: the exception phases that count as infrastructure errors. A retry re-runs
+    the task (same model, agent and verifier durations; fresh build cache hit and
+    exception draws); ``redraw=True`` draws every phase afresh instead (the old model).
     """
 
     max_retries: int = 0
     on: tuple[str, ...] = ("build", "verifier", "preemption")
+    redraw: bool = False
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:

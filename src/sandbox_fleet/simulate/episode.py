@@ -2,8 +2,11 @@
 
 Durations do not depend on when an attempt runs, so every first attempt of a
 workload is drawn up front in one block; the engine only places them in time.
-A retry is a fresh attempt of the same rollout: new draws for every phase from the
-same mixture component (model); an explicit hold array gives the same hold again.
+A retry re-runs the same task: it keeps the rollout's component (model), its agent
+duration (turn count and per-turn draws) and its verifier duration, passed back in as
+``fixed``, and re-draws only the build cache hit and the exception draws. (With
+``retry.redraw = true`` a retry is a fresh draw of every phase instead: since
+preemption hits long attempts more often, that makes retries shorter on average.)
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Attempts:
     verify_s: np.ndarray
     state: np.ndarray  # int8: COMPLETED, EXCEPTION or TIMEOUT
     phase: np.ndarray  # int8: exception phase, NO_PHASE when none
+    agent_raw: np.ndarray | None = None  # agent and verifier durations before any exception cut
+    verify_raw: np.ndarray | None = None
     turn_draws: object = None  # inference.driver.TurnDraws when the model calls are served by a pool
 
     @property
@@ -80,16 +85,24 @@ def _served_turns(t, rng: np.random.Generator, turns: np.ndarray, total: int):
 
 
 def draw_attempts(
-    ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: np.ndarray | None = None
+    ep: Episode,
+    rng: np.random.Generator,
+    idx: np.ndarray,
+    labels: np.ndarray | None = None,
+    fixed: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[Attempts, np.ndarray | None]:
     """Draw attempts for the rollouts ``idx`` (indices within the workload).
 
+    ``fixed``: the (agent, verifier) durations to re-run instead of drawing them.
     Returns the attempts and the component labels (models) when the agent
     distribution is a mixture.
     """
     n = idx.size
-    agent, labels = _agent_raw(ep, rng, idx, labels)
     draws = None
+    if fixed is None:
+        agent, labels = _agent_raw(ep, rng, idx, labels)
+    else:  # a retry re-runs the task: same agent time (pool-served scenarios do not retry)
+        agent = np.array(fixed[0], dtype=float)
     if not isinstance(agent, np.ndarray):
         draws = agent
         starts = draws.off
@@ -102,7 +115,11 @@ def draw_attempts(
             build = np.where(hit, b.hit.sample(rng, n), build)
         if b.miss is not None:
             build = np.where(hit, build, b.miss.sample(rng, n))
-    verify = ep.verifier.sample(rng, n) if ep.verifier is not None else np.zeros(n)
+    if fixed is not None:
+        verify = np.array(fixed[1], dtype=float)
+    else:
+        verify = ep.verifier.sample(rng, n) if ep.verifier is not None else np.zeros(n)
+    agent_raw, verify_raw = agent.copy(), verify.copy()
 
     state = np.full(n, COMPLETED, dtype=np.int8)
     phase = np.full(n, NO_PHASE, dtype=np.int8)
@@ -144,4 +161,4 @@ def draw_attempts(
     # A phase that failed ends the hold: later phases do not run.
     agent[phase == BUILD] = 0.0
     verify[(phase == BUILD) | (phase == AGENT)] = 0.0
-    return Attempts(build, agent, verify, state, phase, draws), labels
+    return Attempts(build, agent, verify, state, phase, agent_raw, verify_raw, draws), labels

@@ -41,6 +41,8 @@ class Prepared:
     plan: np.ndarray  # int8 state if undisturbed
     phase: np.ndarray  # int8 exception phase
     hold_np: np.ndarray  # (build + agent) + verify: both loops add it to the start time
+    agent_raw: np.ndarray  # first attempt's agent / verifier durations before any exception cut:
+    verify_raw: np.ndarray  # what a retry re-runs
     hold: list[float]
     may_retry: list[bool]  # ends in a retryable exception with retry budget left
     arr_t: list[float]  # open arrivals, sorted; ties: lower workload, then release order
@@ -56,8 +58,9 @@ class Prepared:
     def retry_attempt(self, r: int, k: int) -> tuple[float, float, float, float, int, int]:
         """Attempt ``k >= 1`` of rollout ``r``: (build, agent, verify, hold, state, phase).
 
-        A fresh attempt (same model; an explicit hold repeats). The draw depends only
-        on (seed, r, k), never on the order the loop asks, so both loops agree:
+        The same task re-run (same model, agent and verifier durations; new build
+        cache hit and exception draws), or with ``retry.redraw`` a fresh attempt. The
+        draw depends only on (seed, r, k), never on the order the loop asks, so both loops agree:
         rollouts whose first attempt may retry have all their retries drawn in one
         block up front; any other retry (after a preemption) gets its own stream.
         """
@@ -68,7 +71,8 @@ class Prepared:
         w = self.r_work[r]
         lab = None if self.r_label[r] < 0 else self.r_label[r : r + 1]
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(RETRIES, w, r, k)))
-        att, _ = draw_attempts(self.episodes[w], rng, np.array([r - int(self.offsets[w])]), lab)
+        fixed = None if self.workloads[w].retry.redraw else (self.agent_raw[r : r + 1], self.verify_raw[r : r + 1])
+        att, _ = draw_attempts(self.episodes[w], rng, np.array([r - int(self.offsets[w])]), lab, fixed)
         b, a, v = float(att.build_s[0]), float(att.agent_s[0]), float(att.verify_s[0])
         return b, a, v, b + a + v, int(att.state[0]), int(att.phase[0])
 
@@ -104,12 +108,14 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     episodes = [wl.resolved_episode() for wl in workloads]
 
-    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d")}
+    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr")}
     for w, ep in enumerate(episodes):
         att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]))
         parts["d"].append(att.turn_draws)
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
+        parts["ar"].append(att.agent_raw)
+        parts["vr"].append(att.verify_raw)
         parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
     times, ids = [], []
@@ -132,6 +138,8 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     plan = np.concatenate(parts["s"]).astype(np.int8)
     phase = np.concatenate(parts["p"]).astype(np.int8)
     hold = build + agent + verify
+    agent_raw = np.concatenate(parts["ar"]).astype(float)
+    verify_raw = np.concatenate(parts["vr"]).astype(float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
     table = np.zeros((len(workloads), len(PHASE_NAMES)), dtype=bool)
     for w, wl in enumerate(workloads):
@@ -150,7 +158,9 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
             continue
         idx = np.repeat(ids, m)
         lab = r_label[offsets[w] + idx]
-        att, _ = draw_attempts(ep, stream(seed, RETRIES, w), idx, lab if np.all(lab >= 0) else None)
+        rows = offsets[w] + idx
+        fixed = None if workloads[w].retry.redraw else (agent_raw[rows], verify_raw[rows])
+        att, _ = draw_attempts(ep, stream(seed, RETRIES, w), idx, lab if np.all(lab >= 0) else None, fixed)
         h = att.hold_s
         base = len(retry_block)
         retry_block.extend(zip(att.build_s.tolist(), att.agent_s.tolist(), att.verify_s.tolist(), h.tolist(),
@@ -173,6 +183,8 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         plan=plan,
         phase=phase,
         hold_np=hold,
+        agent_raw=agent_raw,
+        verify_raw=verify_raw,
         hold=hold.tolist(),
         may_retry=may_retry.tolist(),
         arr_t=arr_t,

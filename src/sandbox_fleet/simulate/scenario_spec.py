@@ -174,6 +174,7 @@ class ExceptionsSpec(Strict):
 class RetrySpec(Strict):
     max_retries: Annotated[int, Field(ge=0)] = 0
     on: list[Literal["build", "agent", "verifier", "preemption"]] = ["build", "verifier", "preemption"]
+    redraw: bool = False
 
 
 class EpisodeParts(Strict):

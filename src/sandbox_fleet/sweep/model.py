@@ -30,7 +30,10 @@ class KneeGroup(Block):
 class Knee(Block):
     target: str
     over: str
-    within: float
+    #: relative tolerance; null when ``within_abs`` is given
+    within: Optional[float] = None
+    #: absolute tolerance in the target's units (for targets whose best is 0); null when ``within`` is given
+    within_abs: Optional[float] = None
     goal: str
     groups: list[KneeGroup]
 
@@ -39,7 +42,7 @@ class SweepSummary(Summary):
     """``sandbox-fleet sweep SCENARIO --vary ... --json``."""
 
     KIND: ClassVar[str] = "sweep"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     scenario: str
     vary: dict[str, list[Cell]]

@@ -66,5 +66,6 @@ def render_sweep(result: dict, console: Console) -> None:
                 console.print(f"{head}: none ({g.get('note', '')})", highlight=False)
             else:
                 console.print(f"{head}: [bold]{g['knee']}[/bold] ({k['target']} {_num(g['target_at_knee'])}, "
-                              f"within {k['within']:.2%} of the {g['reference_from']} run's {_num(g['reference'])})",
+                              f"within {_num(k['within_abs']) if k.get('within_abs') is not None else format(k['within'], '.2%')} "
+                              f"of the {g['reference_from']} run's {_num(g['reference'])})",
                               highlight=False)

@@ -31,11 +31,12 @@ def run_sweep(
     workers: int | None = None,
     metrics: list[str] | None = None,
     target: str | None = None,
-    within: float = 0.01,
+    within: float | None = 0.01,
     over: str | None = None,
     goal: str | None = None,
     progress: bool = False,
     max_variants: int = MAX_VARIANTS,
+    within_abs: float | None = None,
 ) -> dict:
     """Simulate every variant of ``scenario`` x ``seeds`` and return the results table.
 
@@ -43,8 +44,9 @@ def run_sweep(
     summary keys beyond ``aggregate.DEFAULT_METRICS``. ``target``: a metric whose knee
     over the numeric key ``over`` (default: the first swept ``*.cap``, else the first
 numeric swept key) is reported,
-    ``within`` a relative tolerance, ``goal`` min or max (default by metric). A grid of more
-    than ``max_variants`` variants is refused before any variant is built.
+    ``within`` a relative tolerance or ``within_abs`` an absolute one (pass ``within=None`` with it),
+    ``goal`` min or max (default by metric). A grid of more than ``max_variants`` variants is
+    refused before any variant is built.
     """
     if seeds < 1:
         raise InputError(f"--seeds {seeds}: expected a positive integer")
@@ -95,7 +97,7 @@ numeric swept key) is reported,
         "rows": rows,
     }
     if target:
-        out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target))
+        out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target), within_abs)
     return SweepSummary.build(**out).to_json()
 
 

@@ -1,0 +1,98 @@
+"""The ``inference`` block: demand at the target, per-GPU rates, and GPUs by compute and memory.
+
+Demand is the measured tokens per sandbox-second times the target concurrency. Prefill the GPUs
+compute is the input less measured cache hits (``prefill.py``); with caching planned it is
+``max(input / S, input - cached)``. Per-GPU rates are given or come from the roofline; GPU counts
+are ``gpu_memory.size_memory`` when the GPU's memory and the model are known, else compute only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Optional
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan import inference as inf
+from sandbox_fleet.plan.gpu_memory import MemoryModel, check_fraction, compute_bound, size_memory
+from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
+from sandbox_fleet.plan.summary import Figures
+
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.build import PlanOptions
+
+
+def _rates(fig: Figures, opts: "PlanOptions", ctx: float) -> tuple[Optional[float], Optional[float], str]:
+    gpu_p, gpu_d, src = opts.gpu_prefill_tok_s, opts.gpu_decode_tok_s, "given"
+    if (gpu_p is None or gpu_d is None) and opts.roofline is not None:
+        rl = inf.Roofline(**{**opts.roofline.__dict__, "context_tokens": ctx})
+        gpu_p = gpu_p if gpu_p is not None else rl.prefill_tok_s()
+        gpu_d = gpu_d if gpu_d is not None else rl.decode_tok_s()
+        src = f"roofline (utilisation {rl.utilisation:g}, mean context {ctx:,.0f} tokens, decode batch {rl.decode_batch})"
+    return gpu_p, gpu_d, src
+
+
+def size_inference(
+    fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: "PlanOptions", notes: list[str]
+) -> dict:
+    """The plan's ``inference`` object at ``n`` concurrent sandboxes."""
+    check_fraction("--gpu-utilisation", opts.gpu_utilisation)
+    prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
+    decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
+    computed = computed_prefill(prefill, cached_fraction) if prefill is not None else None
+    cached = planned_cached_prefill(prefill, saving, cached_fraction) if prefill is not None and saving else None
+    fallback = opts.roofline.context_tokens if opts.roofline is not None else 32_768.0
+    ctx = mean_context(fig.turn_tokens, fig.turns_histogram, opts.turns or fig.turns_median, fallback)
+    gpu_p, gpu_d, src = _rates(fig, opts, ctx)
+    out: dict = {
+        "prefill_tok_s": prefill,
+        "decode_tok_s": decode,
+        "prefill_tok_s_computed": computed,
+        "prefill_tok_s_cached": cached,
+        "prefill_decode_ratio": prefill / decode if prefill is not None and decode else None,
+        "per_gpu": {"prefill_tok_s": gpu_p, "decode_tok_s": gpu_d, "source": src if gpu_p and gpu_d else None},
+        "gpu": opts.gpu_name,
+        "context_tokens_mean": ctx,
+        "utilisation_target": opts.gpu_utilisation,
+        "gpus": None, "gpus_cached": None, "binding": None, "binding_cached": None,
+        "gpus_compute_bound": None, "gpus_compute_bound_cached": None,
+        "bound_by": None, "bound_by_cached": None, "memory": None, "replica_gpus": None, "kv_offload_gb": None,
+    }
+    load = load_cached = None
+    if gpu_p and gpu_d and computed is not None and decode is not None:
+        g = inf.gpus_needed(computed, decode, gpu_p, gpu_d)
+        load = g["prefill_gpu_share"] + g["decode_gpu_share"]
+        out |= {"binding": g["binding"], "prefill_gpu_share": g["prefill_gpu_share"], "decode_gpu_share": g["decode_gpu_share"]}
+        if cached is not None:
+            gc = inf.gpus_needed(cached, decode, gpu_p, gpu_d)
+            load_cached = gc["prefill_gpu_share"] + gc["decode_gpu_share"]
+            out["binding_cached"] = gc["binding"]
+    elif prefill is not None:
+        notes.append("no per-GPU throughput given (--gpu-prefill-tok-s/--gpu-decode-tok-s or a roofline): GPUs not sized")
+    mm = memory_model(opts)
+    if mm is not None and (load is not None or opts.gpu_name):
+        out |= size_memory(
+            mm, context_tokens=ctx, live_rollouts=n, load_gpus=load, load_gpus_cached=load_cached,
+            utilisation_target=opts.gpu_utilisation,
+        )
+    elif load is not None:
+        for suffix, ld in (("", load), ("_cached", load_cached)):
+            if ld is not None:
+                c = compute_bound(ld, 1, opts.gpu_utilisation)
+                out |= {f"gpus_compute_bound{suffix}": c, f"gpus{suffix}": c, f"bound_by{suffix}": "compute"}
+        notes.append(
+            "GPU memory not modelled (needs --gpu or --gpu-memory-gb with a roofline's --model-params-b and --kv-bytes-per-token): "
+            "GPU counts are compute-bound only"
+        )
+    return out
+
+
+def memory_model(opts: "PlanOptions") -> Optional[MemoryModel]:
+    """The memory model's inputs when the GPU's memory and the model are known, else None."""
+    rl = opts.roofline
+    if opts.gpu_memory_gb is None or rl is None:
+        return None
+    return MemoryModel(
+        memory_gb=opts.gpu_memory_gb, params=rl.params, kv_bytes_per_token=rl.kv_bytes_per_token,
+        bytes_per_param=rl.bytes_per_param, decode_batch=rl.decode_batch,
+        memory_fraction=opts.gpu_memory_fraction, max_tp=opts.max_tp, kv_offload_gb=opts.kv_offload_gb,
+    )

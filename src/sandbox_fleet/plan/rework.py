@@ -1,0 +1,48 @@
+"""Spot rework: the sandbox-hours a reclaimed node's rollouts spend running again from scratch.
+
+A node is reclaimed as a Poisson process of rate ``r`` per hour and every sandbox on it restarts
+its task from the beginning (``simulate``'s retries re-run the task). A hold of ``h`` hours then
+takes ``(e^{r h} - 1) / r`` hours in expectation (the classic restart-from-scratch result: a run
+must see a gap of ``h`` between reclaims), so the extra work is ``(e^{r h} - 1) / r - h``. Summed
+over the holds and divided by their total, that is the share of sandbox-hours spot adds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+
+def rework_h(hold_h: np.ndarray, rate_per_h: float) -> np.ndarray:
+    """Expected extra hours per hold: ``(e^{r h} - 1)/r - h`` (0 at r = 0)."""
+    h = np.asarray(hold_h, dtype=float)
+    if rate_per_h <= 0:
+        return np.zeros_like(h)
+    return np.expm1(rate_per_h * h) / rate_per_h - h
+
+
+def rework_share(hold_s: np.ndarray, rate_per_node_h: float) -> float:
+    """Re-run sandbox-hours per sandbox-hour of work at ``rate_per_node_h`` reclaims per node-hour."""
+    h = np.asarray(hold_s, dtype=float) / 3600.0
+    return float(rework_h(h, rate_per_node_h).sum() / h.sum())
+
+
+def spot_rework(
+    hold_s: Optional[np.ndarray], rate_per_node_h: Optional[float], busy_sandboxes: Optional[float],
+    spot_per_h: Optional[float], source: str = "",
+) -> Optional[dict]:
+    """The spot line's rework figures, or None when the rate or the holds are unknown."""
+    if rate_per_node_h is None or hold_s is None or not len(hold_s):
+        return None
+    share = rework_share(hold_s, rate_per_node_h)
+    return {
+        "interruptions_per_node_h": rate_per_node_h,
+        "source": source,
+        "rework_share": share,
+        "rework_sandbox_hours_per_h": busy_sandboxes * share if busy_sandboxes is not None else None,
+        "rework_per_h": spot_per_h * share if spot_per_h is not None else None,
+        "spot_per_h_with_rework": spot_per_h * (1.0 + share) if spot_per_h is not None else None,
+        "mean_interruptions_per_hold": float(rate_per_node_h * np.mean(hold_s) / 3600.0) if not math.isnan(share) else None,
+    }
