@@ -161,17 +161,20 @@ def check(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON list on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+    metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
+    prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE."),
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
 
     Exit status: 0 = no check failed (warnings allowed).
     1 = a check failed (with --strict, a warning also fails).
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
+    --metrics-out and --prometheus-rules are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    results = check_files(paths, plan=plan, thresholds=thresholds)
+    results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules)
     if as_json:
         sys.stdout.write(jsonio.dumps([r.to_dict() for r in results]))
     else:
