@@ -31,3 +31,27 @@ def run_cli(monkeypatch, capsys):
         return CliRun(code, captured.out, captured.err)
 
     return run
+
+
+def require_tool(name: str) -> str:
+    """Path of an external oracle (promtool, chromium): skip without it, fail when CI=true.
+
+    CI (``.ci/run``) installs them with apt; on a developer machine a missing tool skips
+    with the reason instead of failing the suite.
+    """
+    import os
+    import shutil
+
+    path = shutil.which(name)
+    if path is None:
+        why = f"{name} is not installed (apt-get install {'prometheus' if name == 'promtool' else name})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {why}: .ci/run must install it")
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture
+def tool():
+    """``tool("promtool")``: the oracle's path, or skip (fail under CI=true); see :func:`require_tool`."""
+    return require_tool
