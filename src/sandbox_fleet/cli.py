@@ -113,10 +113,19 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
+    emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
+    force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
+    k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
+    k8s_provision_s: float = typer.Option(60.0, "--k8s-provision-s", help="With --emit-k8s: seconds to create a sandbox pod (sizes the warm pool)."),
+    k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
+    if emit_k8s is not None:
+        from sandbox_fleet.plan.k8s import check_out_dir
+
+        check_out_dir(emit_k8s, force)  # before the (possibly long) planning
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
     from sandbox_fleet.plan.render import render_plan
 
@@ -133,7 +142,16 @@ def plan(
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
     )
-    _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
+    result = plan_path(path, opts, tasks=str(tasks) if tasks else None)
+    if emit_k8s is not None:
+        from sandbox_fleet.jsonio import to_jsonable
+        from sandbox_fleet.plan.k8s import K8sOptions
+        from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
+
+        written = write_manifests(to_jsonable(result), emit_k8s, K8sOptions(
+            node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force)
+        err_console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    _emit(result, as_json, output, render_plan)
 
 
 # --- report ----------------------------------------------------------------------------

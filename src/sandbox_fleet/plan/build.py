@@ -12,6 +12,7 @@ from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
+from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.summary import Figures, get, load_input
@@ -180,6 +181,9 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         "packing": "first-fit-decreasing" if mixed else "uniform",
+        "provider": node.provider,
+        "instance_type": node.instance_type,
+        "node_capacity": {"cpu": node.vcpus, "memory_gb": node.memory_gb, "disk_gb": node.disk_gb, "gpus": node.gpus},
         "alternatives": [_alt(s, opts.price_tier) for s in others],
         "too_small": skipped,
     }
@@ -284,6 +288,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "caching": caching,
         "inference": inference,
         "cost": cost,
+        "starts": start_rate(summary, fig, target, duty),
         "notes": notes,
     }
 
