@@ -113,6 +113,8 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
+    providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
+    rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
     k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
@@ -135,6 +137,7 @@ def plan(
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
         request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_"),
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
+        providers_file=str(providers) if providers else None, rent_providers=rent_provider,
         gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=gpu_usd_h,
         roofline=make_roofline(
             gpu_tflops=gpu_tflops, gpu_hbm_tbs=gpu_hbm_tbs, model_params_b=model_params_b,

@@ -10,6 +10,7 @@ from typing import Optional
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
+from sandbox_fleet.plan import rent as rentmod
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.starts import start_rate
@@ -44,6 +45,8 @@ class PlanOptions:
     roofline: Optional[inf.Roofline] = None
     gpu_usd_h: Optional[float] = None
     turns: Optional[float] = None  # turn count for the caching saving when the input has no histogram
+    providers_file: Optional[str] = None  # managed-sandbox catalog replacing data/providers.toml
+    rent_providers: Optional[list[str]] = None  # price only these providers (default: all)
 
 
 def _requests(summary: dict, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float]]:
@@ -143,6 +146,8 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     for name, v in (("--gpu-prefill-tok-s", opts.gpu_prefill_tok_s), ("--gpu-decode-tok-s", opts.gpu_decode_tok_s), ("--gpu-usd-h", opts.gpu_usd_h), ("--turns", opts.turns)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"{name} must be a positive number, got {v!r}")
+    providers = rentmod.select(rentmod.load_providers(opts.providers_file), opts.rent_providers,
+                               opts.providers_file or "bundled provider catalog")
     notes: list[str] = []
     fig = Figures(summary)
     target = resolve_target(
@@ -276,6 +281,14 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
     cost["duty"] = duty
     cost["exception_share"] = exc_share
     cost |= costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
+    starts = start_rate(summary, fig, target, duty)
+    shares = [k / sum(counts) for k in counts] if sum(counts) else [w / sum(weights) for w in weights]
+    cost["rent"], cost["rent_verdict"] = rentmod.rent_block(
+        providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
+        sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
+        buy_usd_h=cost[f"{opts.price_tier}_per_h"], tier=opts.price_tier,
+        node_label=f"{chosen['count']:,} x {node.name}",
+    )
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -288,7 +301,7 @@ def make_plan(summary: dict, opts: PlanOptions | None = None) -> dict:
         "caching": caching,
         "inference": inference,
         "cost": cost,
-        "starts": start_rate(summary, fig, target, duty),
+        "starts": starts,
         "notes": notes,
     }
 
