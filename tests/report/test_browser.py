@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cdp import Browser
 
+from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.report.html import write_report
 
 HERE = Path(__file__).parent
@@ -50,9 +52,12 @@ def _chart_ids(html: str) -> set[str]:
 
 
 def test_report_charts_draw_offline_without_errors(browser, tmp_path):
-    page = write_report(tmp_path / "report.html", load("fleet.json"), load("plan.json"), load("simulate.json"))
+    fleet = load("fleet.json")
+    # a real plan of the fixture fleet, so the plan charts (caching, rent vs buy) are in the page too
+    plan = to_jsonable(make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1)))
+    page = write_report(tmp_path / "report.html", fleet, plan, load("simulate.json"))
     expected = _chart_ids(page.read_text())
-    assert len(expected) >= 5  # the fixture carries concurrency, hold, context, turns, models, coverage...
+    assert {"fig-concurrency", "fig-hold", "fig-hold_cdf", "fig-caching", "fig-rent", "fig-models"} <= expected
     browser.open(page.as_uri())
     charts = browser.evaluate(CHARTS_DRAWN)
     shot = browser.screenshot(tmp_path / "report.png")

@@ -12,6 +12,7 @@ import plotly.offline
 import pytest
 
 from sandbox_fleet.report import build_report, write_report
+from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
 from sandbox_fleet.report.charts import TITLES
 
 PLOTLY_BANNER = "* plotly.js v"
@@ -114,8 +115,8 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
     script.write_text(_NODE_SMOKE)
     out = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, check=True).stdout
     calls = json.loads(out)
-    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "context", "turns", "exceptions", "models", "coverage")]
-    assert [c[2] for c in calls] == [TITLES[c[0][4:]] for c in calls]
+    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "hold_cdf", "context", "turns", "exceptions", "models", "coverage", "caching")]
+    assert [c[2] for c in calls] == [{**TITLES, **PLAN_TITLES}[c[0][4:]] for c in calls]
     assert all(c[1] >= 1 for c in calls)
 
 
@@ -132,9 +133,12 @@ def test_numpy_values_in_memory_summaries(fleet):
     assert build_report(as_numpy) == build_report(fleet)
 
 
-def test_plan_section_formats_turn_keyed_savings(fleet, plan):
+def test_plan_section_draws_the_caching_saving_by_turns(fleet, plan):
     html = build_report(fleet, plan)
-    assert "1 turns 1x, 5 turns 3x, 11 turns 6x" in html
+    assert "1 turns 1x, 5 turns 3x, 11 turns 6x" not in html  # a chart now, not a wall of text
+    assert 'id="fig-caching"' in html
+    assert '"x":[1,5,11],"y":[1.0,3.0,6.0]' in html.replace(" ", "")
+    assert "measured turn mix x5.20" in html
     assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682</td>" in html
 
 
