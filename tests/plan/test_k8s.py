@@ -134,6 +134,9 @@ def test_mixed_request_plan_gets_one_template_and_warm_pool_per_kind():
         assert 0 <= warm["spec"]["replicas"] <= kind["concurrent"]
         seen.add(key)
     assert seen == set(mix)
+    # the warm pool, ceil(peak start rate x 60 s), is shared by largest remainder: it sums exactly
+    total = math.ceil(plan["starts"]["peak_per_s"] * 60.0 - 1e-9)
+    assert sum(w["spec"]["replicas"] for w in pools) == total
     # limits cover the planned nodes plus the warm pool's cpu and memory
     warm_cpu = sum(_quantity_cpu(t["spec"]["podTemplate"]["spec"]["containers"][0]["resources"]["requests"]["cpu"])
                    * w["spec"]["replicas"] for t, w in zip(templates, pools))
@@ -166,6 +169,16 @@ def test_schemas_reject_what_the_cluster_would():
     del bad["spec"]["sandboxTemplateRef"]
     with pytest.raises(jsonschema.ValidationError):
         _validate(bad)
+
+
+def test_split_warm_by_largest_remainder():
+    from sandbox_fleet.plan.k8s.manifests import split_warm
+
+    parts = [({}, 240), ({}, 120), ({}, 32), ({}, 8)]  # the mixed corpus at 400
+    # 5 x (0.6, 0.3, 0.08, 0.02) = 3.0, 1.5, 0.4, 0.1 -> floors 3, 1, 0, 0, one left for the 0.5 remainder
+    assert split_warm(5, parts) == [3, 2, 0, 0]
+    assert split_warm(0, parts) == [0, 0, 0, 0]
+    assert split_warm(400, parts) == [240, 120, 32, 8]
 
 
 # --- writing, and bad input ------------------------------------------------------------------------

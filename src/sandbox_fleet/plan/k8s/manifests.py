@@ -91,9 +91,19 @@ def warm_replicas(plan: dict, provision_s: float) -> tuple[int, str]:
 
 
 def split_warm(total: int, parts: list[tuple[dict, int]]) -> list[int]:
-    """The warm pool shared across request kinds in proportion to their concurrent counts."""
-    n = sum(c for _, c in parts) or 1
-    return [min(c, math.ceil(total * c / n)) for _, c in parts]
+    """The warm pool shared across request kinds in proportion to their concurrent counts.
+
+    Largest remainder: the shares sum to ``total`` exactly, ties to the earlier (larger) kind.
+    """
+    n = sum(c for _, c in parts)
+    if n <= 0:
+        return [0 for _ in parts]
+    exact = [total * c / n for _, c in parts]
+    out = [math.floor(x) for x in exact]
+    order = sorted(range(len(parts)), key=lambda i: (-(exact[i] - out[i]), i))
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out
 
 
 def node_class_ref(provider: str, name: str) -> dict:
