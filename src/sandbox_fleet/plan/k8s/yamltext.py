@@ -11,6 +11,18 @@ import math
 import re
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
+# Characters YAML does not allow raw in a stream (C1 controls, BOM, non-characters, line separators):
+# written as \uXXXX escapes. Astral characters stay raw (YAML does not join surrogate-pair escapes).
+_NOT_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+
+
+#: Plain words YAML 1.1 reads as booleans or null, in any case.
+_RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n"})
+
+
+def quote(text: str) -> str:
+    """A YAML double-quoted scalar: JSON string syntax, non-printable characters escaped."""
+    return _NOT_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 def _scalar(value: object) -> str:
@@ -23,14 +35,17 @@ def _scalar(value: object) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"cannot write a non-finite number to a manifest: {value!r}")
-        return repr(value)
+        text = repr(value)
+        mantissa, e, exp = text.partition("e")
+        # YAML 1.1 readers (PyYAML) need a dot for an exponent form to read as a float: 1.0e-05
+        return f"{mantissa}.0e{exp}" if e and "." not in mantissa else text
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return quote(value)
     raise TypeError(f"unsupported manifest value {value!r}")
 
 
 def _key(key: str) -> str:
-    return key if _PLAIN_KEY.match(key) and key not in ("true", "false", "null", "yes", "no", "on", "off") else json.dumps(key)
+    return key if _PLAIN_KEY.match(key) and key.lower() not in _RESERVED else quote(key)
 
 
 def _lines(value: object, indent: int) -> list[str]:
