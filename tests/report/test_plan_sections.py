@@ -43,6 +43,9 @@ def test_hold_cdf_one_line_per_model():
          "by_model": {"c": {"rows": 300, "hold_median_s": 5.0, "hold_p99_s": 60.0}}}
     fig = hold_cdf_chart(m)
     assert [t.name for t in fig.data] == ["a", "c"]  # b has one point: no line
+    m["hold_s"].update(rows=360, median=9.0, p99=95.0)
+    assert [t.name for t in hold_cdf_chart(m).data] == ["all rollouts", "a", "c"]
+    assert hold_cdf_chart({"hold_s": {"rows": 5, "median": 1.0, "p99": 2.0}}) is None
     # a: the max of 50 rows sits at 1 - 1/100 = 0.99, no higher than the p99: the max point is dropped
     assert list(fig.data[0].x) == [1.0, 10.0, 90.0] and list(fig.data[0].y) == [0.01, 0.5, 0.99]
     assert list(fig.data[1].x) == [5.0, 60.0] and list(fig.data[1].y) == [0.5, 0.99]

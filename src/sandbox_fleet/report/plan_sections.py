@@ -82,6 +82,10 @@ def hold_cdf_chart(m: dict) -> go.Figure | None:
     slices = mapping(m, "by_model")
     models = sorted(set(by_model) | set(slices), key=str)
     fig = go.Figure()
+    fleet = cdf_points(mapping(m, "hold_s"), num(m, "hold_s.rows") or num(m, "rows"))
+    if len(fleet) >= 2 and models:
+        fig.add_trace(go.Scatter(x=[v for v, _ in fleet], y=[q for _, q in fleet], mode="lines", name="all rollouts",
+                                 line={"color": "#000000", "dash": "dash", "width": 1.5}))
     for i, model in enumerate(models):
         holds = by_model.get(model) or {}
         if not holds and isinstance(slices.get(model), dict):
@@ -96,8 +100,8 @@ def hold_cdf_chart(m: dict) -> go.Figure | None:
         fig.add_trace(go.Scatter(x=[v for v, _ in pts], y=[q for _, q in pts], mode="lines+markers",
                                  name=str(model), line={"color": _PALETTE[i % len(_PALETTE)]},
                                  hovertemplate="%{x:,.0f} s: %{y:.1%}<extra>" + escape(str(model)) + "</extra>"))
-    if not fig.data:
-        return None
+    if len(fig.data) <= (1 if len(fleet) >= 2 and models else 0):
+        return None  # no model has a curve of its own
     return _layout(fig, TITLES["hold_cdf"], xaxis_type="log", xaxis_title="hold (s, log scale)",
                    yaxis_title="share of the model's rollouts held at most this long", yaxis_tickformat=".0%",
                    yaxis_range=[0, 1.02])
