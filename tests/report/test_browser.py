@@ -65,6 +65,9 @@ def test_report_charts_draw_offline_without_errors(browser, tmp_path):
     assert drawn == expected, (sorted(expected - drawn), charts)
     assert all(c["traces"] > 0 for c in charts), charts
     assert browser.errors() == []
+    # the model chart's x axis shows exactly the models (reference lines add no categories)
+    ticks = browser.evaluate("Array.from(document.querySelectorAll('#fig-models .xtick text')).map(t => t.textContent)")
+    assert ticks == sorted(fleet["by_model"]), ticks
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
