@@ -68,6 +68,11 @@ def test_report_charts_draw_offline_without_errors(browser, tmp_path):
     # the model chart's x axis shows exactly the models (reference lines add no categories)
     ticks = browser.evaluate("Array.from(document.querySelectorAll('#fig-models .xtick text')).map(t => t.textContent)")
     assert ticks == sorted(fleet["by_model"]), ticks
+    # every linear y axis labels its ticks distinctly (no "1%, 1%, 1%" from rounding); log axes
+    # repeat their minor labels (2, 3, ... per decade) by design
+    for fig in expected - {"fig-context"}:
+        labels = browser.evaluate(f"Array.from(document.querySelectorAll('#{fig} .ytick text')).map(t => t.textContent)")
+        assert len(labels) == len(set(labels)), (fig, labels)
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

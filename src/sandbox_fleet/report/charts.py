@@ -181,7 +181,8 @@ def coverage(m: dict) -> go.Figure | None:
     shares = [c / rows for _, c in found]
     fig = go.Figure(go.Bar(x=[f for f, _ in found], y=shares, marker={"color": "#7f7f7f"}, name="missing",
                            text=[f"{s:.1%} ({c:,.0f})" for s, (_, c) in zip(shares, found)], textposition="outside"))
-    return _layout(fig, TITLES["coverage"], yaxis_tickformat=".0%", yaxis_range=[0, min(1.0, max(shares) * 1.25) or 0.05],
+    # whole percents would label a 0-1% axis "0%, 0%, 1%, 1%": one decimal below 5%
+    return _layout(fig, TITLES["coverage"], yaxis_tickformat=".1%" if max(shares) < 0.05 else ".0%", yaxis_range=[0, min(1.0, max(shares) * 1.25) or 0.05],
                    yaxis_title=f"share of {rows:,.0f} rows", xaxis_title="field missing", showlegend=False)
 
 
