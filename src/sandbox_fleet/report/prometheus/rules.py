@@ -147,7 +147,7 @@ def _missing(t: Thresholds, field: str) -> list[Rule]:
                  f"Telemetry gap: {_MISSING_WHY[field]}. Fix the exporter or the harness that drops the field.")
 
 
-def _rules(t: Thresholds) -> list[Rule]:
+def _sample_and_exceptions(t: Thresholds) -> list[Rule]:
     out: list[Rule] = []
     out.append(Rule("small_sample", "SandboxFleetSmallSample", "warning",
                     f"{M['rollouts_total']} < {t.small_sample.min_rows}", t.small_sample.for_s,
@@ -161,7 +161,11 @@ def _rules(t: Thresholds) -> list[Rule]:
                  "node, and look at the per-model and per-task alerts for where they come from.")
     out += _slice("exception_rate_by_model", "SandboxFleetModelExceptionRate", t.exception_rate_by_model, "model")
     out += _slice("exception_rate_by_job", "SandboxFleetJobExceptionRate", t.exception_rate_by_job, "job")
-    out += _tasks(t)
+    return out + _tasks(t)
+
+
+def _coverage(t: Thresholds) -> list[Rule]:
+    out: list[Rule] = []
     for field in ("reward", "tokens", "turns", "trajectory"):
         out += _missing(t, field)
     rr = t.rejected_rows
@@ -169,6 +173,11 @@ def _rules(t: Thresholds) -> list[Rule]:
                  ("{{ $value | humanizePercentage }} of input rows rejected",) * 2,
                  "Rows the readers could not use (unparsable time, finish before start, duplicates): see "
                  "sandbox_fleet_rejected_rows_total by reason and fix the exporter.")
+    return out
+
+
+def _capacity(t: Thresholds) -> list[Rule]:
+    out: list[Rule] = []
     cb = t.cap_binding
     binding = f"({M['cap_binding_ratio']} or {M['job_cap_binding_ratio']})"
     out += _pair("cap_binding", "SandboxFleetCapBinding", cb, _above(binding, cb),
@@ -203,9 +212,13 @@ def _rules(t: Thresholds) -> list[Rule]:
     out += _pair("build_share", "SandboxFleetBuildShare", bs, _above(M["build_share_ratio"], bs),
                  ("environment setup takes {{ $value | humanizePercentage }} of the hold",) * 2,
                  "Image builds eat the hold: pin base images and pre-pull them on every node.")
+    return out
+
+
+def _plan_and_health(t: Thresholds) -> list[Rule]:
     target, mean, peak = M["plan_target_concurrency"], M["concurrency_mean"], M["concurrency_peak"]
     below_mean = f"{target} < on() {mean}"
-    out += _pair("plan_covers_peak", "SandboxFleetPlanBelowPeak", t.plan_covers_peak,
+    out = _pair("plan_covers_peak", "SandboxFleetPlanBelowPeak", t.plan_covers_peak,
                  (f"({target} < on() {peak}) unless on() ({below_mean})", below_mean),
                  ("planned concurrency {{ $value }} is below the measured peak",
                   "planned concurrency {{ $value }} is below the measured mean"),
@@ -220,7 +233,7 @@ def _rules(t: Thresholds) -> list[Rule]:
                  ("no rollout has finished for {{ $value | humanizeDuration }}",) * 2,
                  "The exported telemetry stopped: the exporter, the trainer or the fleet is down. Check the job "
                  "that runs sandbox-fleet check --metrics-out, then the trainer.")
-    return [r for r in out if getattr(t, r.gate).enabled]
+    return out
 
 
 NOT_EXPRESSED = (
@@ -233,7 +246,8 @@ NOT_EXPRESSED = (
 
 def rules(t: Thresholds) -> list[Rule]:
     """Every alerting rule for the thresholds, in gate order (disabled gates left out)."""
-    return _rules(t)
+    out = _sample_and_exceptions(t) + _coverage(t) + _capacity(t) + _plan_and_health(t)
+    return [r for r in out if getattr(t, r.gate).enabled]
 
 
 def _q(text: str) -> str:
