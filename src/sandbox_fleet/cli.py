@@ -131,6 +131,13 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
+    providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
+    rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
+    emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
+    force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
+    k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
+    k8s_provision_s: float = typer.Option(60.0, "--k8s-provision-s", help="With --emit-k8s: seconds to create a sandbox pod (sizes the warm pool)."),
+    k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
@@ -140,13 +147,18 @@ def plan(
     from sandbox_fleet.plan.render import render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes], o=output)
+    _check_outputs([path, tasks, nodes, providers], o=output)
+    if emit_k8s is not None:
+        from sandbox_fleet.plan.k8s import check_out_dir
+
+        check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
     opts = PlanOptions(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
         rl_tolerance=tolerance, seed=seed, nodes_file=str(nodes) if nodes else None, node_type=node_type,
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
         request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_"),
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
+        providers_file=str(providers) if providers else None, rent_providers=rent_provider,
         gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=gpu_usd_h,
         roofline=make_roofline(
             gpu_tflops=gpu_tflops, gpu_hbm_tbs=gpu_hbm_tbs, model_params_b=model_params_b,
@@ -154,7 +166,16 @@ def plan(
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
     )
-    _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
+    result = plan_path(path, opts, tasks=str(tasks) if tasks else None)
+    if emit_k8s is not None:
+        from sandbox_fleet.plan.k8s import K8sOptions
+        from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
+
+        written = write_manifests(result, emit_k8s, K8sOptions(
+            node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force,
+            inputs=[path, tasks, nodes, providers, output])
+        err_console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    _emit(result, as_json, output, render_plan)
 
 
 # --- report ----------------------------------------------------------------------------
@@ -183,18 +204,23 @@ def check(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+    metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
+    prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
 
     Exit status: 0 = no check failed (warnings allowed).
     1 = a check failed (with --strict, a warning also fails).
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
+    --metrics-out and --prometheus-rules are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.checks.model import checks_summary
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    results = check_files(paths, plan=plan, thresholds=thresholds)
+    _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
+                   prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
+    results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules)
     if as_json:
         sys.stdout.write(jsonio.dumps(checks_summary(results)))
     else:

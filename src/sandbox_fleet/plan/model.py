@@ -102,6 +102,15 @@ class TooSmall(Block):
     reason: str
 
 
+class NodeCapacity(Block):
+    """The chosen node type's whole capacity (before the reserve), as the catalog lists it."""
+
+    cpu: Num = None
+    memory_gb: Num = None
+    disk_gb: Num = None
+    gpus: Count = None
+
+
 class Nodes(Block):
     type: str
     count: int
@@ -116,6 +125,10 @@ class Nodes(Block):
     request: Optional[Request] = None
     mix: Optional[list[MixEntry]] = None
     packing: Optional[str] = None
+    #: the cloud and its name for the chosen type (``plan --emit-k8s``); null for a generic type
+    provider: Optional[str] = None
+    instance_type: Optional[str] = None
+    node_capacity: Optional[NodeCapacity] = None
     alternatives: Optional[list[Alternative]] = None
     too_small: Optional[list[TooSmall]] = None
 
@@ -175,6 +188,18 @@ class ByTier(Block):
     spot: Num = None
 
 
+class Rent(Block):
+    """Renting the busy sandbox-hours on one managed-sandbox provider (illustrative list prices)."""
+
+    usd_per_h: Num = None
+    usd_per_sandbox_h: Num = None
+    usd_per_pass: Num = None
+    within_limits: Optional[bool] = None
+    limits_hit: Optional[list[str]] = None
+    source: Optional[str] = None
+    as_of: Optional[str] = None
+
+
 class Cost(Block):
     tier: Optional[str] = None
     priced: Optional[bool] = None
@@ -189,13 +214,26 @@ class Cost(Block):
     exception_share: Num = None
     inference_per_h: Num = None
     inference_per_h_cached: Num = None
+    #: provider name -> renting instead of buying; and the one-line verdict
+    rent: Optional[dict[str, Rent]] = None
+    rent_verdict: Optional[str] = None
+
+
+class Starts(Block):
+    """Peak sandbox creation rate at the target (sizes a warm pool; a provider's creation limit)."""
+
+    #: null when a batch is released at once (no finite rate) or nothing measured gives it
+    peak_per_s: Num = None
+    batch: Num = None
+    release_spread_s: Num = None
+    basis: Optional[str] = None
 
 
 class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     input: Optional[Input] = None
     target: Target
@@ -206,4 +244,5 @@ class PlanSummary(Summary):
     caching: Optional[Caching] = None
     inference: Optional[Inference] = None
     cost: Optional[Cost] = None
+    starts: Optional[Starts] = None
     notes: Optional[list[str]] = None

@@ -130,6 +130,13 @@ def plan_lines(plan: dict) -> list[str]:
             L.append(f"  spent on exception rollouts: {_money(co['exception_waste_per_h'])}/h ({co['exception_share']:.1%})")
     if co.get("inference_per_h") is not None:
         L.append(f"  inference: {_money(co['inference_per_h'])}/h, {_money(co['inference_per_h_cached'])}/h with caching")
+    rent = co.get("rent") or {}
+    if rent:
+        L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
+        for name, r in rent.items():
+            limits = "within limits" if r["within_limits"] else "LIMITS: " + "; ".join(r["limits_hit"])
+            L.append(f"    {name:<10} {_money(r['usd_per_h'])}/h, {_money(r['usd_per_pass'])} per pass ({limits})")
+        L.append(f"  verdict: {co['rent_verdict']}")
     if plan["notes"]:
         L.append("")
         L.append("Notes")
