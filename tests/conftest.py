@@ -65,3 +65,27 @@ def produced(tmp_path_factory):
         fleet_path=_write(folder, "fleet.json", fleet), mixed_path=_write(folder, "mixed.json", mixed),
         plan_path=_write(folder, "plan.json", plan), simulate_path=_write(folder, "simulate.json", simulate),
     )
+
+
+def require_tool(name: str) -> str:
+    """Path of an external oracle (promtool, chromium): skip without it, fail when CI=true.
+
+    CI (``.ci/run``) installs them with apt; on a developer machine a missing tool skips
+    with the reason instead of failing the suite.
+    """
+    import os
+    import shutil
+
+    path = shutil.which(name)
+    if path is None:
+        why = f"{name} is not installed (apt-get install {'prometheus' if name == 'promtool' else name})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {why}: .ci/run must install it")
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture
+def tool():
+    """``tool("promtool")``: the oracle's path, or skip (fail under CI=true); see :func:`require_tool`."""
+    return require_tool

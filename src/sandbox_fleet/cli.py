@@ -141,6 +141,13 @@ def plan(
     max_tp: int = typer.Option(8, "--max-tp", help="Largest tensor-parallel replica (a power of two)."),
     kv_offload_gb: float = typer.Option(0.0, "--kv-offload-gb", help="Host memory per GPU for offloaded cached prefixes, GiB."),
     trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
+    providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
+    rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
+    emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
+    force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
+    k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
+    k8s_provision_s: float = typer.Option(60.0, "--k8s-provision-s", help="With --emit-k8s: seconds to create a sandbox pod (sizes the warm pool)."),
+    k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
 ) -> None:
@@ -151,7 +158,11 @@ def plan(
     from sandbox_fleet.plan.render import render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers], o=output)
+    if emit_k8s is not None:
+        from sandbox_fleet.plan.k8s import check_out_dir
+
+        check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
     g = gpu_figures(
         gpu, str(gpu_catalog) if gpu_catalog else None, tflops=gpu_tflops, hbm_tbs=gpu_hbm_tbs,
         memory_gb=gpu_memory_gb, usd_h=gpu_usd_h, model_given=model_params_b is not None and kv_bytes_per_token is not None,
@@ -163,6 +174,7 @@ def plan(
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
         request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier else None,
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
+        providers_file=str(providers) if providers else None, rent_providers=rent_provider,
         gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=g.usd_h,
         roofline=make_roofline(
             gpu_tflops=g.tflops, gpu_hbm_tbs=g.hbm_tbs, model_params_b=model_params_b,
@@ -172,7 +184,16 @@ def plan(
         shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
-    _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
+    result = plan_path(path, opts, tasks=str(tasks) if tasks else None)
+    if emit_k8s is not None:
+        from sandbox_fleet.plan.k8s import K8sOptions
+        from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
+
+        written = write_manifests(result, emit_k8s, K8sOptions(
+            node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force,
+            inputs=[path, tasks, nodes, providers, output])
+        err_console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    _emit(result, as_json, output, render_plan)
 
 
 # --- report ----------------------------------------------------------------------------
@@ -201,18 +222,23 @@ def check(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+    metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
+    prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
 
     Exit status: 0 = no check failed (warnings allowed).
     1 = a check failed (with --strict, a warning also fails).
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
+    --metrics-out and --prometheus-rules are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.checks.model import checks_summary
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    results = check_files(paths, plan=plan, thresholds=thresholds)
+    _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
+                   prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
+    results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules)
     if as_json:
         sys.stdout.write(jsonio.dumps(checks_summary(results)))
     else:

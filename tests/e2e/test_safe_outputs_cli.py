@@ -72,6 +72,8 @@ def files(tmp_path) -> dict[str, Path]:
     (["simulate", "s.toml", "--telemetry", "s.toml"], "s.toml"),
     (["sweep", "s.toml", "--vary", "fleet.cap=2,4", "-o", "s.toml"], "s.toml"),
     (["simulate", "x.csv", "--from", "x.csv", "--force"], "x.csv"),
+    (["check", "m.json", "--metrics-out", "m.json"], "m.json"),
+    (["check", "m.json", "--prometheus-rules", "m.json"], "m.json"),
 ])
 def test_output_onto_an_input_is_refused_and_the_input_survives(cli, files, tmp_path, args, victim):
     before = (tmp_path / victim).read_bytes()
@@ -95,6 +97,8 @@ def test_output_onto_an_input_through_a_symlink_is_refused(cli, files, tmp_path)
     ["simulate", "DIR", "--from", "x.csv"],
     ["sweep", "s.toml", "--vary", "fleet.cap=2,4", "-o", "DIR"],
     ["synth", "OUT", "--scale", "0.01", "-o", "DIR"],
+    ["check", "m.json", "--metrics-out", "DIR"],
+    ["check", "m.json", "--prometheus-rules", "DIR"],
 ])
 def test_a_folder_as_the_output_file_is_refused(cli, files, tmp_path, args):
     (tmp_path / "DIR").mkdir()
@@ -119,6 +123,7 @@ def test_a_device_is_never_replaced(cli, files, args):
     (["simulate", "s.toml", "--telemetry", "t.csv"], "--telemetry"),
     (["report", "m.json", "-o", "r.pdf"], "-o"),
     (["simulate", "new.json", "--from", "x.csv"], "SCENARIO"),
+    (["check", "m.json", "--prometheus-rules", "rules.txt"], "--prometheus-rules"),
 ])
 def test_a_bad_suffix_is_refused_before_any_work(cli, files, args, option):
     line = assert_refused(cli(*args), option)
@@ -195,6 +200,9 @@ def as_nobody(args: list, cwd: Path) -> Run:
     ["synth", "ro/OUT", "--scale", "0.01"],
     ["synth", "OUT", "--scale", "0.01", "-o", "ro/old.json"],
     ["demo", "ro/demo"],
+    ["check", "m.json", "--metrics-out", "ro/fleet.prom"],
+    ["check", "m.json", "--prometheus-rules", "ro/rules.yml"],
+    ["plan", "m.json", "--node-type", "aws-m6id.24xlarge", "--emit-k8s", "ro/k8s"],
 ])
 def test_unwritable_destination_is_one_line_for_every_command(shared, args):
     r = as_nobody(args, shared)

@@ -120,3 +120,19 @@ def test_module_entry_point_exit_codes(tmp_path):
     bad.write_text("[]")
     proc = run("check", str(bad))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_report_shows_gpu_memory_all_in_cost_and_assumptions(tmp_path):
+    """A plan sized with a GPU carries its memory lines and every assumption into the report."""
+    plan = tmp_path / "plan.json"
+    res = runner.invoke(app, ["plan", str(PUBLISHED), "--node-type", "aws-m6id.24xlarge", "--gpu", "h100-80gb",
+                              "--model-params-b", "27", "--kv-bytes-per-token", "65536", "--json", "-o", str(plan)])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", str(PUBLISHED), "--plan", str(plan), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    # 27e9 parameters x 2 bytes (BF16) = 50.29 GiB of weights, by hand
+    assert "GPU memory: weights (GiB)</th><td>50.3</td>" in html
+    assert 'id="assumptions"' in html and "<td>price_tier</td>" in html
+    assert "$ per passing trajectory, all-in" in html

@@ -15,6 +15,7 @@ from producers import measure_doc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report import build_report, write_report
+from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
 from sandbox_fleet.report.charts import TITLES
 
 PLOTLY_BANNER = "* plotly.js v"
@@ -109,8 +110,8 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
     script.write_text(_NODE_SMOKE)
     out = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, check=True).stdout
     calls = json.loads(out)
-    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "context", "turns", "exceptions", "models", "coverage")]
-    assert [c[2] for c in calls] == [TITLES[c[0][4:]] for c in calls]
+    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "hold_cdf", "context", "turns", "exceptions", "models", "coverage", "caching", "rent")]
+    assert [c[2] for c in calls] == [{**TITLES, **PLAN_TITLES}[c[0][4:]] for c in calls]
     assert all(c[1] >= 1 for c in calls)
 
 
@@ -124,11 +125,19 @@ def test_other_kinds_are_refused(fleet, plan, simulate):
         build_report(fleet, plan, plan)
 
 
-def test_plan_section_formats_turn_keyed_savings(fleet, plan):
+def test_plan_section_draws_the_caching_saving_by_turns(fleet):
+    import json as _json
+
     from sandbox_fleet.plan import PlanOptions, make_plan
 
-    html = build_report(fleet, make_plan(fleet, PlanOptions(node_type="seed-96c", price_tier="on_demand")))
-    assert "1 turns 1x, 2 turns 1.5x, 5 turns 3x" in html
+    plan = make_plan(fleet, PlanOptions(node_type="seed-96c", price_tier="on_demand"))
+    html = build_report(fleet, plan)
+    assert "1 turns 1x, 2 turns 1.5x, 5 turns 3x" not in html  # a chart now, not a wall of text
+    turns = sorted(int(k) for k in plan["caching"]["saving_by_turns"])
+    assert turns[:3] == [1, 2, 5]
+    # the saving of an n-turn rollout with a byte-identical prefix is (n + 1) / 2 (closed form)
+    drawn = _json.dumps({"x": turns, "y": [(n + 1) / 2 for n in turns]}, separators=(",", ":"))[1:-1]
+    assert 'id="fig-caching"' in html and drawn in html.replace(" ", "")
     assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682, gpu n/a</td>" in html
     assert "<th>on_demand_per_h</th>" in html and "<th>spot_per_h</th>" not in html  # the plan's tier only
 

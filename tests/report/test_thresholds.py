@@ -14,7 +14,13 @@ from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
 
 def test_defaults_cover_every_check_and_nothing_else():
     table = tomllib.loads(resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text())
-    assert set(table) == {c.__name__ for c in CHECKS} == set(Thresholds.model_fields)
+    # telemetry_stale is the one alert-only gate (check --prometheus-rules); check reads data time.
+    assert set(table) == {c.__name__ for c in CHECKS} | {"telemetry_stale"} == set(Thresholds.model_fields)
+
+
+def test_every_gate_has_a_positive_for_s():
+    t = Thresholds.default()
+    assert all(getattr(t, name).for_s > 0 for name in Thresholds.model_fields)
 
 
 def test_default_values_match_the_shipped_file():

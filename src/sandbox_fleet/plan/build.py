@@ -14,6 +14,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.assumptions import collect_assumptions
+from sandbox_fleet.plan import rent as rentmod
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
@@ -21,6 +22,7 @@ from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
+from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.measure.model import MeasureSummary
@@ -66,6 +68,8 @@ class PlanOptions:
     max_tp: int = 8
     kv_offload_gb: float = 0.0
     trainer_gpus: Optional[int] = None
+    providers_file: Optional[str] = None  # managed-sandbox catalog replacing data/providers.toml
+    rent_providers: Optional[list[str]] = None  # price only these providers (default: all)
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]]]:
@@ -256,6 +260,9 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         "packing": "first-fit-decreasing" if mixed else "uniform",
+        "provider": node.provider,
+        "instance_type": node.instance_type,
+        "node_capacity": {"cpu": node.vcpus, "memory_gb": node.memory_gb, "disk_gb": node.disk_gb, "gpus": node.gpus},
         "alternatives": [_alt(s, opts.price_tier) for s in others],
         "too_small": skipped,
         "unplaced": unplaced_block(all_reqs, all_weights, all_hours, routing.unplaced) if split else [],
@@ -348,10 +355,26 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     return cost
 
 
+def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: dict, starts: dict,
+              providers: list[rentmod.Provider], opts: PlanOptions) -> dict:
+    """Renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and ``cost.rent_verdict``)."""
+    counts, reqs = nodes.counts, nodes.reqs
+    shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
+    rent, verdict = rentmod.rent_block(
+        providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
+        sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
+        buy_usd_h=cost[f"{opts.price_tier}_per_h"], tier=opts.price_tier,
+        node_label=f"{nodes.chosen['count']:,} x {nodes.node.name}",
+    )
+    return {"rent": rent, "rent_verdict": verdict}
+
+
 def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None = None) -> dict:
     """A purchase-order plan for ``summary`` under ``opts``, as a ``PlanSummary``'s JSON dict."""
     opts = opts or PlanOptions()
     _check_options(opts)
+    providers = rentmod.select(rentmod.load_providers(opts.providers_file), opts.rent_providers,
+                               opts.providers_file or "bundled provider catalog")
     notes: list[str] = []
     fig = summary if isinstance(summary, Figures) else Figures(summary)
     target = resolve_target(
@@ -379,6 +402,8 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         node=nodes.node, reserve=nodes.chosen["reserve"], reserve_source=nodes.chosen["reserve_source"],
         inference=inference, caching=caching, request_source=nodes.request_source,
     )
+    starts = start_rate(fig, target, duty)
+    cost |= plan_rent(fig, n, duty, nodes, cost, starts, providers, opts)
     return PlanSummary.build(
         input={"source": source, "rows": int(fig.rows)},
         target=target,
@@ -391,6 +416,7 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         inference=inference,
         cost=cost,
         assumptions=assumptions,
+        starts=starts,
         notes=notes,
     ).to_json()
 

@@ -30,6 +30,10 @@ class NodeType(BaseModel):
     memory_gb: float = Field(gt=0)
     disk_gb: float = Field(ge=0)
     gpus: int = Field(default=0, ge=0)
+    #: Cloud the type is bought from ("aws", "azure", "gcp", ...) and its name there
+    #: (``m6id.24xlarge``, ``Standard_D96ds_v5``): what ``plan --emit-k8s`` pins in a NodePool.
+    provider: Optional[str] = Field(default=None, min_length=1)
+    instance_type: Optional[str] = Field(default=None, min_length=1)
     reserved_usd_h: Optional[float] = Field(default=None, ge=0)
     on_demand_usd_h: Optional[float] = Field(default=None, ge=0)
     spot_usd_h: Optional[float] = Field(default=None, ge=0)

@@ -130,6 +130,15 @@ class Unplaced(Request):
     reason: Optional[str] = None
 
 
+class NodeCapacity(Block):
+    """The chosen node type's whole capacity (before the reserve), as the catalog lists it."""
+
+    cpu: Num = None
+    memory_gb: Num = None
+    disk_gb: Num = None
+    gpus: Count = None
+
+
 class Nodes(Block):
     type: str
     count: int
@@ -144,6 +153,10 @@ class Nodes(Block):
     request: Optional[Request] = None
     mix: Optional[list[MixEntry]] = None
     packing: Optional[str] = None
+    #: the cloud and its name for the chosen type (``plan --emit-k8s``); null for a generic type
+    provider: Optional[str] = None
+    instance_type: Optional[str] = None
+    node_capacity: Optional[NodeCapacity] = None
     alternatives: Optional[list[Alternative]] = None
     too_small: Optional[list[TooSmall]] = None
     #: requests no catalog type holds (the rest is still planned)
@@ -261,6 +274,18 @@ class SpotRework(Block):
     mean_interruptions_per_hold: Num = None
 
 
+class Rent(Block):
+    """Renting the busy sandbox-hours on one managed-sandbox provider (illustrative list prices)."""
+
+    usd_per_h: Num = None
+    usd_per_sandbox_h: Num = None
+    usd_per_pass: Num = None
+    within_limits: Optional[bool] = None
+    limits_hit: Optional[list[str]] = None
+    source: Optional[str] = None
+    as_of: Optional[str] = None
+
+
 class Cost(Block):
     tier: Optional[str] = None
     priced: Optional[bool] = None
@@ -281,6 +306,9 @@ class Cost(Block):
     per_passing_trajectory_all_in: Num = None
     per_passing_trajectory_parts: Optional[CostParts] = None
     spot_rework: Optional[SpotRework] = None
+    #: provider name -> renting instead of buying; and the one-line verdict
+    rent: Optional[dict[str, Rent]] = None
+    rent_verdict: Optional[str] = None
 
 
 class Assumption(Block):
@@ -291,6 +319,16 @@ class Assumption(Block):
     unit: str
     source: Literal["default", "measured", "published", "flag", "catalog"]
     detail: str = ""
+
+
+class Starts(Block):
+    """Peak sandbox creation rate at the target (sizes a warm pool; a provider's creation limit)."""
+
+    #: null when a batch is released at once (no finite rate) or nothing measured gives it
+    peak_per_s: Num = None
+    batch: Num = None
+    release_spread_s: Num = None
+    basis: Optional[str] = None
 
 
 class PlanSummary(Summary):
@@ -311,4 +349,5 @@ class PlanSummary(Summary):
     inference: Optional[Inference] = None
     cost: Optional[Cost] = None
     assumptions: Optional[list[Assumption]] = None
+    starts: Optional[Starts] = None
     notes: Optional[list[str]] = None

@@ -169,6 +169,13 @@ def plan_lines(plan: dict) -> list[str]:
             v = a["value"]
             shown = f"{v:,.4g}" if isinstance(v, float) else str(v)
             L.append(f"  {a['name']:<30} {shown} {a['unit']} [{a['source']}]" + (f" - {a['detail']}" if a["detail"] else ""))
+    rent = co.get("rent") or {}
+    if rent:
+        L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
+        for name, r in rent.items():
+            limits = "within limits" if r["within_limits"] else "LIMITS: " + "; ".join(r["limits_hit"])
+            L.append(f"    {name:<10} {_money(r['usd_per_h'])}/h, {_money(r['usd_per_pass'])} per pass ({limits})")
+        L.append(f"  verdict: {co['rent_verdict']}")
     if plan["notes"]:
         L.append("")
         L.append("Notes")

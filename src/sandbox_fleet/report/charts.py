@@ -156,14 +156,17 @@ def models(m: dict, budget: float | None = None) -> go.Figure | None:
         return None
     fig = go.Figure(go.Bar(x=[k for k, _ in pairs], y=[v for _, v in pairs], name="exception rate",
                            marker={"color": "#d62728"}, text=[f"{v:.1%}" for _, v in pairs], textposition="outside"))
+    # Reference lines span the bars on a hidden linear axis: on the category axis itself the
+    # numbers -0.5 and n-0.5 would become two extra categories (seen in the browser test).
     overall = num(m, "outcomes.exception_rate")
     if overall is not None:
-        _hline(fig, -0.5, len(pairs) - 0.5, overall, f"all rows {overall:.1%}", "#7f7f7f")
+        _hline(fig, -0.5, len(pairs) - 0.5, overall, f"all rows {overall:.1%}", "#7f7f7f", xaxis="x2")
     if budget is not None:
-        _hline(fig, -0.5, len(pairs) - 0.5, budget, f"fail budget {budget:.0%}", "#000000")
+        _hline(fig, -0.5, len(pairs) - 0.5, budget, f"fail budget {budget:.0%}", "#000000", xaxis="x2")
     top = max([v for _, v in pairs] + [overall or 0, budget or 0])
     return _layout(fig, TITLES["models"], yaxis_tickformat=".0%", yaxis_range=[0, min(1.0, top * 1.15) or 1.0],
-                   yaxis_title="share of rollouts with an exception")
+                   yaxis_title="share of rollouts with an exception", xaxis_type="category",
+                   xaxis2={"overlaying": "x", "range": [-0.5, len(pairs) - 0.5], "visible": False})
 
 
 COVERAGE_FIELDS = ("reward", "tokens", "turns", "trajectory")
@@ -178,7 +181,8 @@ def coverage(m: dict) -> go.Figure | None:
     shares = [c / rows for _, c in found]
     fig = go.Figure(go.Bar(x=[f for f, _ in found], y=shares, marker={"color": "#7f7f7f"}, name="missing",
                            text=[f"{s:.1%} ({c:,.0f})" for s, (_, c) in zip(shares, found)], textposition="outside"))
-    return _layout(fig, TITLES["coverage"], yaxis_tickformat=".0%", yaxis_range=[0, min(1.0, max(shares) * 1.25) or 0.05],
+    # whole percents would label a 0-1% axis "0%, 0%, 1%, 1%": one decimal below 5%
+    return _layout(fig, TITLES["coverage"], yaxis_tickformat=".1%" if max(shares) < 0.05 else ".0%", yaxis_range=[0, min(1.0, max(shares) * 1.25) or 0.05],
                    yaxis_title=f"share of {rows:,.0f} rows", xaxis_title="field missing", showlegend=False)
 
 

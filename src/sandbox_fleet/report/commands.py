@@ -34,13 +34,28 @@ def report_files(
 
 
 def check_files(
-    paths: list[str | Path], plan: str | Path | None = None, thresholds: str | Path | None = None
+    paths: list[str | Path],
+    plan: str | Path | None = None,
+    thresholds: str | Path | None = None,
+    *,
+    metrics_out: str | Path | None = None,
+    rules_out: str | Path | None = None,
 ) -> list[CheckResult]:
-    """Run every check on a measure summary (or telemetry) read from files."""
+    """Run every check on a measure summary (or telemetry) read from files.
+
+    With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
+    gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning.
+    """
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths))
     plan_d = load_plan(plan) if plan is not None else None
-    return run_checks(measure, plan_d, t)
+    results = run_checks(measure, plan_d, t)
+    if metrics_out is not None or rules_out is not None:
+        from sandbox_fleet.report.prometheus import write_outputs
+
+        write_outputs(measure, plan_d, results, t, metrics_out=metrics_out, rules_out=rules_out,
+                      thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml")
+    return results
 
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}

@@ -15,7 +15,7 @@ import plotly.offline
 from sandbox_fleet import contract
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.report import charts, tables
+from sandbox_fleet.report import charts, plan_sections, tables
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.fields import get
 from sandbox_fleet.report.thresholds import Thresholds
@@ -42,7 +42,7 @@ font-weight:bold;color:#fff;font-size:.85em;text-transform:uppercase}
 
 def _figure(key: str, fig) -> str:
     """One chart as an HTML fragment, or a 'not measured' box when its inputs are absent."""
-    title = charts.TITLES[key]
+    title = charts.TITLES.get(key) or plan_sections.TITLES[key]
     if fig is None:
         return f'<div class="missing" id="fig-{key}"><strong>{escape(title)}</strong>: not measured</div>'
     body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{key}",
@@ -110,7 +110,7 @@ def build_report(
         _section("Concurrency", _figure("concurrency", figs["concurrency"]), tables.steps_table(m),
                  anchor="concurrency"),
         _section("Hold time", _figure("hold", figs["hold"]), tables.hold_by_outcome_table(m),
-                 tables.phases_table(m), anchor="hold"),
+                 tables.phases_table(m), _figure("hold_cdf", plan_sections.hold_cdf_chart(m)), anchor="hold"),
         _section("Context growth and turns", _figure("context", figs["context"]),
                  tables.context_table(m), _figure("turns", figs["turns"]), anchor="context"),
         _section("Exceptions", _figure("exceptions", figs["exceptions"]),
@@ -129,7 +129,15 @@ def build_report(
         parts.append(_section("Measurement warnings", warnings, anchor="warnings"))
     parts.append(_section("Task resource requests", _or_missing(tables.requests_table(m), "task requests"), anchor="tasks"))
     if isinstance(plan, dict):
-        parts.append(_section("Plan: what to buy", tables.plan_table(plan), tables.alternatives_table(plan), anchor="plan"))
+        parts.append(_section("Plan: what to buy", tables.plan_table(plan), plan_sections.extra_plan_table(plan),
+                              _figure("caching", plan_sections.caching_chart(plan)),
+                              tables.alternatives_table(plan), anchor="plan"))
+        rent = plan_sections.rent_table(plan)
+        if rent:
+            parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(plan)), rent, anchor="rent"))
+        assumptions = plan_sections.assumptions_table(plan)
+        if assumptions:
+            parts.append(_section("Assumptions", assumptions, anchor="assumptions"))
     if isinstance(simulate, dict):
         parts.append(_section("Simulation", tables.simulate_table(simulate), anchor="simulate"))
 

@@ -272,7 +272,6 @@ PLAN_ROWS: tuple[tuple[str, str, str], ...] = (
     ("inference GPUs with caching", "inference.gpus_cached", "num"),
     ("inference binding side", "inference.binding", "text"),
     ("caching saving on measured turn mix", "caching.saving_measured_mix", "f2"),
-    ("caching saving by turns", "caching.saving_by_turns", "times_by_turns"),
     ("fleet $/h reserved", "cost.reserved_per_h", "f2"),
     ("fleet $/h on-demand", "cost.on_demand_per_h", "f2"),
     ("fleet $/h spot", "cost.spot_per_h", "f2"),

@@ -18,10 +18,15 @@ from sandbox_fleet.errors import InputError
 
 
 class Section(BaseModel):
-    """One check's settings; every check can be switched off."""
+    """One check's settings; every check can be switched off.
+
+    ``for_s`` is how long the gate's condition must hold before its Prometheus alert fires
+    (``check --prometheus-rules``); it does not change what ``check`` itself reports.
+    """
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True
+    for_s: float = Field(gt=0, strict=True, allow_inf_nan=False)
 
 
 class Above(Section):
@@ -87,6 +92,13 @@ class SweepSelfCheck(Section):
     rel_tolerance: float
 
 
+class TelemetryStale(Section):
+    """Alert-only gate (``check --prometheus-rules``): seconds since the last finished rollout."""
+
+    warn_above_s: float | None = Field(default=None, gt=0)
+    fail_above_s: float | None = Field(default=None, gt=0)
+
+
 class Thresholds(BaseModel):
     """All check thresholds; build with :func:`load_thresholds` or :meth:`Thresholds.default`."""
 
@@ -111,6 +123,7 @@ class Thresholds(BaseModel):
     build_share: Above
     plan_covers_peak: Section
     sweep_self_check: SweepSelfCheck
+    telemetry_stale: TelemetryStale
 
     @classmethod
     def default(cls) -> "Thresholds":
@@ -140,6 +153,8 @@ def _describe(exc: ValidationError) -> str:
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
         return f"unknown key '{where}'"
+    if where.endswith(".for_s"):
+        return f"key '{where}': expected a positive number of seconds, got {err.get('input')!r}"
     return f"key '{where}': {err['msg']}"
 
 

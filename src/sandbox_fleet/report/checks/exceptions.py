@@ -177,3 +177,12 @@ def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckRe
     return CheckResult(name, status, value, bound,
                        msg + ": a task that raises whatever the model does is a bad image or a full disk; "
                        "rule out a model that raises everywhere (by_model), then fix or drop the task")
+
+
+def tasks_at_or_above(m: dict, cfg: TaskRate, rate: float) -> list[str]:
+    """Task ids (listed in ``by_task``, with ``min_rows`` rollouts, beyond chance) at or above ``rate``.
+
+    The count the per-task gate is exported as (``sandbox_fleet_tasks_failing``): the same
+    selection :func:`exception_rate_by_task` judges.
+    """
+    return [s[2] for s in _beyond_chance(_listed_tasks(m, cfg), m, cfg) if s[0] >= rate]

@@ -1,0 +1,163 @@
+"""Rent vs buy: the busy sandbox-hours at the target priced on managed-sandbox providers.
+
+Renting bills only running sandboxes, so each hour of the campaign costs
+``target x duty`` busy sandboxes x (vCPUs x $/vCPU-s + GiB x $/GiB-s memory + GiB x $/GiB-s disk)
+x 3600, against the bought fleet's $/h at the chosen tier, which is paid at peak whether busy or
+not. A provider is usable only if every request fits its per-sandbox limits, the target
+concurrency fits its account limit and the peak start rate (a step's release) fits its
+creation-rate limit; ``limits_hit`` names each one that does not.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sandbox_fleet.errors import InputError
+
+MB_PER_GIB = 1024.0
+
+
+class Provider(BaseModel):
+    """One managed-sandbox offer; prices in USD per second of use, limits optional."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    source: str = Field(min_length=1)
+    as_of: str = Field(min_length=1)
+    vcpu_usd_s: float = Field(ge=0)
+    memory_gib_usd_s: float = Field(ge=0)
+    disk_gib_usd_s: float = Field(default=0.0, ge=0)
+    max_vcpus: Optional[float] = Field(default=None, gt=0)
+    max_memory_gib: Optional[float] = Field(default=None, gt=0)
+    max_disk_gib: Optional[float] = Field(default=None, gt=0)
+    max_concurrent: Optional[int] = Field(default=None, gt=0)
+    max_creates_per_s: Optional[float] = Field(default=None, gt=0)
+
+    def usd_per_sandbox_h(self, req: dict) -> float:
+        """$ per hour of one running sandbox with request ``req`` (cpu cores, memory MB, disk MB)."""
+        per_s = (req["cpu"] * self.vcpu_usd_s + req["memory"] / MB_PER_GIB * self.memory_gib_usd_s
+                 + (req.get("disk") or 0.0) / MB_PER_GIB * self.disk_gib_usd_s)
+        return per_s * 3600.0
+
+
+def load_providers(path: str | Path | None = None) -> list[Provider]:
+    """The bundled catalog, or ``path``; a bad entry is an InputError naming the file, entry and key."""
+    if path is None:
+        text, source = resources.files("sandbox_fleet").joinpath("data/providers.toml").read_text(encoding="utf-8"), "bundled providers.toml"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"{p}: provider catalog not found; expected a TOML file of [[provider]] tables")
+        text, source = p.read_text(encoding="utf-8"), str(p)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{source}: not valid TOML ({exc})") from None
+    raw = doc.get("provider")
+    if set(doc) - {"provider"} or not isinstance(raw, list) or not raw:
+        raise InputError(f"{source}: expected only [[provider]] tables, at least one")
+    out: list[Provider] = []
+    for i, entry in enumerate(raw):
+        try:
+            out.append(Provider.model_validate(entry))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(x) for x in err["loc"]) or "?"
+            name = entry.get("name", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
+            raise InputError(f"{source}: provider {name!r}, key {key!r}: {err['msg']}") from None
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise InputError(f"{source}: a provider name appears twice")
+    return out
+
+
+def select(providers: list[Provider], names: Optional[list[str]], source: str = "provider catalog") -> list[Provider]:
+    """The named providers (all when ``names`` is empty); an unknown name is an InputError."""
+    if not names:
+        return providers
+    known = {p.name: p for p in providers}
+    for name in names:
+        if name not in known:
+            raise InputError(f"--rent-provider {name!r} is not in the {source}; expected one of: {', '.join(known)}")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+def _limits_hit(p: Provider, kinds: list[tuple[dict, float]], target: int, start_rate: Optional[float],
+                batch: Optional[float]) -> list[str]:
+    hit = []
+    for req, _ in kinds:
+        if p.max_vcpus is not None and req["cpu"] > p.max_vcpus:
+            hit.append(f"request {req['cpu']:g} vCPU > {p.max_vcpus:g} per sandbox")
+        if p.max_memory_gib is not None and req["memory"] / MB_PER_GIB > p.max_memory_gib:
+            hit.append(f"request {req['memory'] / MB_PER_GIB:g} GiB memory > {p.max_memory_gib:g} per sandbox")
+        if p.max_disk_gib is not None and (req.get("disk") or 0) / MB_PER_GIB > p.max_disk_gib:
+            hit.append(f"request {(req.get('disk') or 0) / MB_PER_GIB:g} GiB disk > {p.max_disk_gib:g} per sandbox")
+    if p.max_concurrent is not None and target > p.max_concurrent:
+        hit.append(f"target {target:,} concurrent > account limit {p.max_concurrent:,}")
+    if p.max_creates_per_s is not None:
+        if start_rate is None and batch:
+            hit.append(f"a batch of {batch:,.0f} released at once > {p.max_creates_per_s:g} creates/s")
+        elif start_rate is not None and start_rate > p.max_creates_per_s:
+            hit.append(f"peak start rate {start_rate:.3g}/s > {p.max_creates_per_s:g} creates/s")
+    return hit
+
+
+def rent_block(
+    providers: list[Provider],
+    kinds: list[tuple[dict, float]],
+    *,
+    target: int,
+    duty: Optional[float],
+    sandbox_hours_per_pass: Optional[float],
+    starts: dict,
+    buy_usd_h: Optional[float],
+    tier: str,
+    node_label: str,
+) -> tuple[dict, str]:
+    """``cost.rent`` ({provider: {usd_per_h, usd_per_pass, within_limits, limits_hit}}) and the verdict line.
+
+    ``kinds`` are (request, share of the running sandboxes) pairs; shares sum to 1.
+    """
+    busy = target * duty if duty else None
+    rate = starts.get("peak_per_s")
+    rate = rate if rate is not None and math.isfinite(rate) else None
+    out: dict = {}
+    for p in providers:
+        per_sandbox_h = sum(share * p.usd_per_sandbox_h(req) for req, share in kinds)
+        hit = _limits_hit(p, kinds, target, rate, starts.get("batch"))
+        out[p.name] = {
+            "usd_per_h": per_sandbox_h * busy if busy is not None else None,
+            "usd_per_sandbox_h": per_sandbox_h,
+            "usd_per_pass": per_sandbox_h * sandbox_hours_per_pass if sandbox_hours_per_pass else None,
+            "within_limits": not hit,
+            "limits_hit": hit,
+            "source": p.source,
+            "as_of": p.as_of,
+        }
+    return out, verdict(out, buy_usd_h, tier, node_label)
+
+
+def verdict(rent: dict, buy_usd_h: Optional[float], tier: str, node_label: str) -> str:
+    """One line: the cheapest provider within its limits against buying at the tier."""
+    usable = sorted(((v["usd_per_h"], k) for k, v in rent.items() if v["within_limits"] and v["usd_per_h"] is not None))
+    if not rent:
+        return "no rental provider given"
+    if not usable:
+        priced = sorted((v["usd_per_h"], k) for k, v in rent.items() if v["usd_per_h"] is not None)
+        cheapest = f"; the cheapest, {priced[0][1]} at ${priced[0][0]:,.2f}/h, hits its limits" if priced else ""
+        fleet = f"; {node_label} cost ${buy_usd_h:,.2f}/h on {tier.replace('_', '-')}" if buy_usd_h is not None else ""
+        return f"buy: no rental provider fits the target within its limits{cheapest}{fleet}"
+    cost, name = usable[0]
+    if buy_usd_h is None:
+        return f"rent on {name} at ${cost:,.2f}/h; the bought fleet has no {tier} price to compare"
+    cheaper, ratio = ("rent", buy_usd_h / cost) if cost < buy_usd_h else ("buy", cost / buy_usd_h if buy_usd_h else math.inf)
+    return (f"{cheaper}: renting on {name} costs ${cost:,.2f}/h for the busy sandbox-hours vs ${buy_usd_h:,.2f}/h for "
+            f"{node_label} on {tier.replace('_', '-')} ({ratio:.1f}x cheaper to {cheaper})")

@@ -1,0 +1,188 @@
+"""Report sections for the purchase order: caching saving by turns, hold-time CDFs per model, rent vs buy.
+
+Charts are Plotly figures (None when their inputs are absent); tables are HTML strings (None when
+absent). Hold-time CDFs are drawn through the percentiles measure reports per model (min, median,
+p90, p99, max); the extreme points sit at 1/(2n) and 1 - 1/(2n) for n rollouts, so a lone maximum
+is not drawn as if it were a probability-1 point.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+
+from sandbox_fleet.report.fields import as_num, get, mapping, num, turn_keyed
+from sandbox_fleet.report.tables import fmt, grid_table, kv_table
+
+TITLES = {
+    "caching": "Prefix-caching saving on prefill by turns",
+    "hold_cdf": "Hold time CDF by model",
+    "rent": "Rent vs buy: $ per hour at the target",
+}
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def _layout(fig: go.Figure, title: str, **axes: object) -> go.Figure:
+    fig.update_layout(title={"text": title, "x": 0.01}, template="plotly_white", height=420,
+                      margin={"l": 70, "r": 20, "t": 60, "b": 60},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1.0, "xanchor": "right"}, **axes)
+    return fig
+
+
+def caching_chart(plan: dict | None) -> go.Figure | None:
+    """Saving factor (n+1)/2 by turn count, with prefix breaks if planned, and the measured mix."""
+    pairs = [(n, v) for n, v in turn_keyed(get(plan, "caching.saving_by_turns")) if n > 0]
+    if not pairs:
+        return None
+    fig = go.Figure(go.Scatter(x=[n for n, _ in pairs], y=[v for _, v in pairs], mode="lines+markers",
+                               name="byte-identical prefix: (n+1)/2", line={"color": "#1f77b4"}))
+    brk = num(plan, "caching.prefix_break")
+    broken = [(n, v) for n, v in turn_keyed(get(plan, "caching.saving_by_turns_with_breaks")) if n > 0]
+    if brk and broken:
+        fig.add_trace(go.Scatter(x=[n for n, _ in broken], y=[v for _, v in broken], mode="lines+markers",
+                                 name=f"{brk:.0%} of turns break the prefix", line={"color": "#ff7f0e", "dash": "dot"}))
+    mix = num(plan, "caching.saving_measured_mix")
+    if mix is not None:
+        x0, x1 = pairs[0][0], pairs[-1][0]
+        fig.add_trace(go.Scatter(x=[x0, x1], y=[mix, mix], mode="lines", name=f"measured turn mix x{mix:.2f}",
+                                 line={"color": "#2ca02c", "dash": "dash"}))
+    return _layout(fig, TITLES["caching"], xaxis_type="log", xaxis_title="turns per rollout",
+                   yaxis_title="prefill without caching / with caching (x)")
+
+
+_QUANTILES = (("min", None), ("median", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", None))
+
+
+def cdf_points(holds: dict, rows: float | None) -> list[tuple[float, float]]:
+    """(hold s, cumulative share) through the known percentiles, in order of hold."""
+    n = rows if rows and rows > 0 else None
+    pts = []
+    for key, q in _QUANTILES:
+        v = as_num(holds.get(key)) if isinstance(holds, dict) else None
+        if v is None or v <= 0:
+            continue
+        if q is None:
+            if n is None:
+                continue
+            q = 1 / (2 * n) if key == "min" else 1 - 1 / (2 * n)
+        pts.append((v, q))
+    pts.sort()
+    # quantiles must rise with the hold: drop a point that would bend the curve back
+    out: list[tuple[float, float]] = []
+    for v, q in pts:
+        if not out or q > out[-1][1]:
+            out.append((v, q))
+    return out
+
+
+def hold_cdf_chart(m: dict) -> go.Figure | None:
+    """One CDF line per model from its hold percentiles (``hold_s.by_model``, else ``by_model``)."""
+    by_model = mapping(m, "hold_s.by_model")
+    slices = mapping(m, "by_model")
+    models = sorted(set(by_model) | set(slices), key=str)
+    fig = go.Figure()
+    fleet = cdf_points(mapping(m, "hold_s"), num(m, "hold_s.rows") or num(m, "rows"))
+    if len(fleet) >= 2 and models:
+        fig.add_trace(go.Scatter(x=[v for v, _ in fleet], y=[q for _, q in fleet], mode="lines", name="all rollouts",
+                                 line={"color": "#000000", "dash": "dash", "width": 1.5}))
+    for i, model in enumerate(models):
+        holds = by_model.get(model) or {}
+        if not holds and isinstance(slices.get(model), dict):
+            s = slices[model]
+            holds = {"median": s.get("hold_median_s"), "p99": s.get("hold_p99_s")}
+        rows = as_num(holds.get("rows")) if isinstance(holds, dict) else None
+        if rows is None and isinstance(slices.get(model), dict):
+            rows = as_num(slices[model].get("rows"))
+        pts = cdf_points(holds, rows)
+        if len(pts) < 2:
+            continue
+        fig.add_trace(go.Scatter(x=[v for v, _ in pts], y=[q for _, q in pts], mode="lines+markers",
+                                 name=str(model), line={"color": _PALETTE[i % len(_PALETTE)]},
+                                 hovertemplate="%{x:,.0f} s: %{y:.1%}<extra>" + escape(str(model)) + "</extra>"))
+    if len(fig.data) <= (1 if len(fleet) >= 2 and models else 0):
+        return None  # no model has a curve of its own
+    return _layout(fig, TITLES["hold_cdf"], xaxis_type="log", xaxis_title="hold (s, log scale)",
+                   yaxis_title="share of the model's rollouts held at most this long", yaxis_tickformat=".0%",
+                   yaxis_range=[0, 1.02])
+
+
+_TIER_LABEL = {"reserved": "buy reserved", "on_demand": "buy on-demand", "spot": "buy spot"}
+
+
+def rent_chart(plan: dict | None) -> go.Figure | None:
+    """Bars: the bought fleet per tier (paid at peak) against each provider (busy hours only)."""
+    rent = mapping(plan, "cost.rent")
+    if not rent:
+        return None
+    names, values, colors, texts = [], [], [], []
+    for tier in ("reserved", "on_demand", "spot"):
+        v = num(plan, f"cost.{tier}_per_h")
+        if v is not None:
+            names.append(_TIER_LABEL[tier])
+            values.append(v)
+            colors.append("#1f77b4")
+            texts.append(f"${v:,.2f}")
+    for name, r in rent.items():
+        v = as_num(r.get("usd_per_h")) if isinstance(r, dict) else None
+        if v is None:
+            continue
+        ok = r.get("within_limits") is True
+        names.append(f"rent {name}")
+        values.append(v)
+        colors.append("#2ca02c" if ok else "#bbbbbb")
+        texts.append(f"${v:,.2f}" + ("" if ok else " (over limits)"))
+    if not values:
+        return None
+    fig = go.Figure(go.Bar(x=names, y=values, marker={"color": colors}, text=texts, textposition="outside",
+                           name="$/h"))
+    return _layout(fig, TITLES["rent"], yaxis_title="USD per hour at the target", showlegend=False,
+                   yaxis_range=[0, max(values) * 1.2])
+
+
+def rent_table(plan: dict | None) -> str | None:
+    rent = mapping(plan, "cost.rent")
+    if not rent:
+        return None
+    rows = []
+    for name, r in rent.items():
+        if not isinstance(r, dict):
+            continue
+        hit = r.get("limits_hit") or []
+        rows.append([escape(str(name)), fmt(r.get("usd_per_h"), "f2"), fmt(r.get("usd_per_pass"), "f3"),
+                     "yes" if r.get("within_limits") else "no",
+                     escape("; ".join(str(h) for h in hit)) or "",
+                     escape(f"{r.get('source', '')} ({r.get('as_of', '')})")])
+    table = grid_table(["provider", "$/h at target", "$ per pass", "within limits", "limits hit", "prices from"], rows)
+    verdict = get(plan, "cost.rent_verdict")
+    head = f"<p><strong>Verdict:</strong> {escape(verdict)}</p>" if isinstance(verdict, str) else ""
+    return head + table + '<p class="sub">Rental prices are illustrative list prices (see the source and date); ' \
+        "replace them with your quote (<code>plan --providers FILE</code>).</p>"
+
+
+#: Plan lines shown only when the plan carries them (an older plan has none of these).
+OPTIONAL_PLAN_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("peak start rate (per s)", "starts.peak_per_s", "f3"),
+    ("start rate basis", "starts.basis", "text"),
+    ("inference GPU", "inference.gpu", "text"),
+    ("GPU memory: weights (GiB)", "inference.memory.weights_gb", "f1"),
+    ("GPU memory: live KV (GiB)", "inference.memory.kv_gb_live", "f1"),
+    ("GPUs bound by memory", "inference.memory.gpus_memory_bound", "int"),
+    ("GPUs bound by memory, with caching", "inference.memory.gpus_memory_bound_cached", "int"),
+    ("$ per passing trajectory, all-in", "cost.per_passing_trajectory_all_in", "f3"),
+)
+
+
+def extra_plan_table(plan: dict | None) -> str | None:
+    rows = [(label, get(plan, path), kind) for label, path, kind in OPTIONAL_PLAN_ROWS if get(plan, path) is not None]
+    return kv_table(rows) if rows else None
+
+
+def assumptions_table(plan: dict | None) -> str | None:
+    """Every default and carried-over figure the purchase order rests on, with its source."""
+    items = get(plan, "assumptions")
+    if not isinstance(items, list) or not items:
+        return None
+    rows = [[escape(str(a.get(k, ""))) if k != "value" else fmt(a.get("value")) for k in ("name", "value", "unit", "source", "detail")]
+            for a in items if isinstance(a, dict)]
+    return grid_table(["assumption", "value", "unit", "source", "detail"], rows) if rows else None

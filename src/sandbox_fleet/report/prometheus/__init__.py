@@ -1,0 +1,50 @@
+"""The check gates for the people who run the fleet: metrics to scrape and alerting rules.
+
+``metrics_text`` writes the measured figures in the Prometheus text exposition format;
+``rules_yaml`` writes one alerting rule per gate and severity on exactly those metrics;
+``write_outputs`` writes either or both atomically (what ``check --metrics-out/--prometheus-rules`` call).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox_fleet import atomic, contract
+from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.report.checks import CheckResult
+from sandbox_fleet.report.prometheus.metrics import build_registry, exposition
+from sandbox_fleet.report.prometheus.rules import Rule, rules, rules_yaml
+from sandbox_fleet.report.thresholds import Thresholds
+
+__all__ = ["Rule", "metrics_text", "rules", "rules_yaml", "write_outputs"]
+
+
+def metrics_text(measure: MeasureSummary | dict, plan: PlanSummary | dict | None, results: list[CheckResult],
+                 thresholds: Thresholds) -> str:
+    """The summary's figures (and the check-computed ones) as Prometheus text exposition.
+
+    Each input is parsed into its model first (InputError when it is not one), as ``run_checks`` does.
+    """
+    m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
+    p = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
+    return exposition(build_registry(m, p, results, thresholds))
+
+
+def write_outputs(
+    measure: MeasureSummary | dict,
+    plan: PlanSummary | dict | None,
+    results: list[CheckResult],
+    thresholds: Thresholds,
+    *,
+    metrics_out: str | Path | None = None,
+    rules_out: str | Path | None = None,
+    thresholds_source: str = "sandbox_fleet/data/checks.toml",
+) -> list[Path]:
+    """Write the metrics and/or rules files (each atomically); returns the paths written."""
+    written = []
+    if metrics_out is not None:
+        written.append(atomic.write_text(metrics_out, metrics_text(measure, plan, results, thresholds)))
+    if rules_out is not None:
+        written.append(atomic.write_text(rules_out, rules_yaml(thresholds, thresholds_source)))
+    return written

@@ -1,0 +1,87 @@
+"""The HTML report opened by a real browser: headless Chromium, networking off.
+
+Asserts that every Plotly chart drew (its SVG surface exists in the live DOM), that nothing
+logged an error or tried the network, and keeps a full-page screenshot in the test's folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cdp import Browser
+
+from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.report.html import write_report
+
+HERE = Path(__file__).parent
+
+CHARTS_DRAWN = """
+(async () => {
+  const deadline = Date.now() + 15000;
+  const read = () => Array.from(document.querySelectorAll('div.plotly-graph-div')).map(d => ({
+      id: d.id, svgs: d.querySelectorAll('svg.main-svg').length,
+      traces: d.querySelectorAll('g.trace, g.barlayer .point, g.scatterlayer .trace').length}));
+  while (Date.now() < deadline) {
+    const charts = read();
+    if (charts.length && charts.every(c => c.svgs > 0)) return charts;
+    await new Promise(r => setTimeout(r, 100));
+  }
+  return read();
+})()
+"""
+
+
+@pytest.fixture
+def browser(tool, tmp_path):
+    with Browser(tool("chromium"), tmp_path / "profile") as b:
+        b.attach()
+        yield b
+
+
+def _chart_ids(html: str) -> set[str]:
+    import re
+
+    return set(re.findall(r'<div id="(fig-[a-z_-]+)" class="plotly-graph-div"', html))
+
+
+def test_report_charts_draw_offline_without_errors(browser, tmp_path, fleet, simulate):
+    # a real plan of the producer-made fleet, so the plan charts (caching, rent vs buy) are in the page too
+    plan = to_jsonable(make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1)))
+    page = write_report(tmp_path / "report.html", fleet, plan, simulate)
+    expected = _chart_ids(page.read_text())
+    assert {"fig-concurrency", "fig-hold", "fig-hold_cdf", "fig-caching", "fig-rent", "fig-models"} <= expected
+    browser.open(page.as_uri())
+    charts = browser.evaluate(CHARTS_DRAWN)
+    shot = browser.screenshot(tmp_path / "report.png")
+    drawn = {c["id"] for c in charts if c["svgs"] > 0}
+    assert drawn == expected, (sorted(expected - drawn), charts)
+    assert all(c["traces"] > 0 for c in charts), charts
+    assert browser.errors() == []
+    # the model chart's x axis shows exactly the models (reference lines add no categories)
+    ticks = browser.evaluate("Array.from(document.querySelectorAll('#fig-models .xtick text')).map(t => t.textContent)")
+    assert ticks == sorted(fleet["by_model"]), ticks
+    # every linear y axis labels its ticks distinctly (no "1%, 1%, 1%" from rounding); log axes
+    # repeat their minor labels (2, 3, ... per decade) by design
+    for fig in expected - {"fig-context"}:
+        labels = browser.evaluate(f"Array.from(document.querySelectorAll('#{fig} .ytick text')).map(t => t.textContent)")
+        assert len(labels) == len(set(labels)), (fig, labels)
+    assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_harness_sees_errors_and_network_attempts(browser, tmp_path):
+    """Not vacuous: a script error, console.error and a remote fetch are all reported."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><div id='x'></div>"
+                   "<script>console.error('boom');</script>"
+                   "<img src='https://cdn.plot.ly/plotly-latest.min.js'>"
+                   "<script>undefinedFunction();</script></body></html>")
+    browser.open(bad.as_uri())
+    browser.evaluate("new Promise(r => setTimeout(r, 300))")
+    errors = browser.errors()
+    assert any("boom" in e for e in errors), errors
+    assert any("undefinedFunction" in e for e in errors), errors
+    assert any("plot.ly" in e for e in errors), errors  # the network is off: a CDN fetch fails loudly
+    assert browser.evaluate("document.querySelectorAll('svg.main-svg').length") == 0

@@ -1,0 +1,313 @@
+"""check --metrics-out / --prometheus-rules, held against Prometheus's own promtool.
+
+promtool is the oracle: `check metrics` lints the exposition, `check rules` parses the rules, and
+`test rules` evaluates them on series fed from the exported metrics. The mirror test asserts that
+the alerts firing on a summary's own metrics are exactly the gates `check` fails (critical) and
+warns on (warning); the hand-written unit tests (prometheus_unit.yml) fix the expected alerts,
+labels and rendered annotations for hand-chosen series.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox_fleet.report.checks import run_checks
+from sandbox_fleet.report.prometheus import metrics_text, rules, rules_yaml
+from sandbox_fleet.report.thresholds import Thresholds
+
+HERE = Path(__file__).parent
+PUBLISHED = HERE.parents[1] / "examples" / "rst-published.json"
+_PRODUCED = {}
+
+
+@pytest.fixture(autouse=True)
+def _producers(produced):
+    """Summaries made by measure and plan (tests/producers.py), for :func:`load`."""
+    _PRODUCED.update({"fleet.json": produced.fleet, "plan.json": produced.plan})
+
+
+def load(name: str) -> dict:
+    """``published.json``: the document's figures (examples/); ``fleet.json`` / ``plan.json``: producer-made."""
+    if name == "published.json":
+        return json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    return copy.deepcopy(_PRODUCED[name])
+
+
+@pytest.fixture
+def promtool(tool):
+    """``promtool(*args, stdin=, cwd=)``: run Debian's promtool (skip without it, fail under CI=true)."""
+    path = tool("promtool")
+
+    def run(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([path, *args], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120)
+
+    return run
+
+
+NAME = re.compile(r"\bsandbox_fleet_[a-z0-9_]+")
+
+
+def _metrics(m: dict, plan: dict | None = None, t: Thresholds | None = None) -> str:
+    t = t or Thresholds.default()
+    return metrics_text(m, plan, run_checks(m, plan, t), t)
+
+
+def _samples(text: str) -> list[tuple[str, float]]:
+    """(series selector, value) per sample line of an exposition."""
+    out = []
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            out.append((series, float(value)))
+    return out
+
+
+def _full_summary() -> dict:
+    """fleet.json with every optional block the metrics read: rejected rows, a cap, a job cap."""
+    m = load("fleet.json")
+    m["coverage"]["rejected"] = {"finish_before_start": 3, "duplicate": 1}
+    m["concurrency"]["cap_detected"] = True
+    m["concurrency"]["configured_cap"] = None
+    m["concurrency"]["time_at_peak_s"] = 1000.0
+    m["last_finished_at"] = "2026-07-26T22:41:58Z"
+    return m
+
+
+# --- metrics --------------------------------------------------------------------------------
+
+
+def test_metrics_pass_promtool_lint_on_every_fixture(promtool):
+    for name in ("published.json", "fleet.json"):
+        text = _metrics(load(name), load("plan.json"))
+        res = promtool("check", "metrics", stdin=text)
+        assert res.returncode == 0 and not res.stdout.strip() and not res.stderr.strip(), (name, res.stdout, res.stderr)
+
+
+def test_every_metric_has_help_and_type_and_base_unit_names():
+    text = _metrics(_full_summary(), load("plan.json"))
+    names = {s.split("{")[0] for s, _ in _samples(text)}
+    helps = set(re.findall(r"^# HELP (\S+) ", text, re.M))
+    types = dict(re.findall(r"^# TYPE (\S+) (\w+)$", text, re.M))
+    assert names == helps == set(types)
+    for name, kind in types.items():
+        assert name.startswith("sandbox_fleet_")
+        assert (kind == "counter") == name.endswith("_total"), name
+    # quantiles are separate gauges in seconds, per model too
+    assert {"sandbox_fleet_hold_p99_seconds", "sandbox_fleet_hold_median_seconds",
+            "sandbox_fleet_model_hold_p99_seconds"} <= names
+
+
+def test_metric_values_are_the_summary_figures_in_base_units():
+    m = load("published.json")
+    values = dict(_samples(_metrics(m)))
+    assert values["sandbox_fleet_exception_ratio"] == m["outcomes"]["exception_rate"]
+    # 3.06 sandbox-hours per pass, in seconds
+    assert values["sandbox_fleet_sandbox_time_per_pass_seconds"] == pytest.approx(m["outcomes"]["sandbox_hours_per_pass"] * 3600)
+    assert values["sandbox_fleet_hold_p99_seconds"] == 8845.0
+    assert values['sandbox_fleet_model_exception_ratio{model="gpt-oss-120b"}'] == 0.745
+    # cap detected on the published campaign: 10,248 s at the cap over the span
+    assert values["sandbox_fleet_cap_binding_ratio"] == pytest.approx(10248.0 / m["span_s"])
+
+
+def test_last_finished_is_data_time_and_output_is_deterministic():
+    m = _full_summary()
+    text = _metrics(m)
+    # 2026-07-26T22:41:58Z, computed by hand: 20,660 days after the epoch + 81,718 s
+    assert dict(_samples(text))["sandbox_fleet_last_finished_timestamp_seconds"] == 20660 * 86400 + 22 * 3600 + 41 * 60 + 58
+    assert _metrics(copy.deepcopy(m)) == text
+
+
+def test_figures_not_measured_are_left_out_not_zero():
+    m = load("fleet.json")
+    del m["tokens"]["cached"], m["tokens"]["cached_fraction"]
+    names = {s.split("{")[0] for s, _ in _samples(_metrics(m))}
+    assert "sandbox_fleet_prefix_cache_hit_ratio" not in names
+    assert "sandbox_fleet_cached_tokens_total" not in names
+    assert "sandbox_fleet_plan_target_concurrency" not in names  # no plan given
+
+
+def test_label_values_are_escaped_so_promtool_parses_them(promtool):
+    m = load("fleet.json")
+    m["by_model"]['we"ird\\model'] = {"rows": 300, "exception_rate": 0.5}
+    text = _metrics(m)
+    assert 'model="we\\"ird\\\\model"' in text
+    assert promtool("check", "metrics", stdin=text).returncode == 0
+
+
+def test_tasks_failing_is_the_count_check_judges():
+    m = load("published.json")
+    t = Thresholds.default()
+    results = {r.name: r for r in run_checks(m, None, t)}
+    values = dict(_samples(_metrics(m)))
+    # the per-task check fails on the published data exactly when at least one task is counted failing
+    assert (values.get("sandbox_fleet_tasks_failing", 0) > 0) == (results["exception_rate_by_task"].status == "fail")
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+
+def test_rules_pass_promtool_check(promtool, tmp_path):
+    path = tmp_path / "rules.yml"
+    path.write_text(rules_yaml(Thresholds.default()))
+    res = promtool("check", "rules", str(path))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"SUCCESS: {len(rules(Thresholds.default()))} rules found" in res.stdout
+
+
+def test_one_alert_per_gate_and_severity_with_for_from_thresholds():
+    t = Thresholds.default()
+    rs = rules(t)
+    assert len({(r.gate, r.severity) for r in rs}) == len(rs)
+    assert {r.gate for r in rs} == set(Thresholds.model_fields) - {"small_sample"} | {"small_sample"}
+    text = rules_yaml(t)
+    assert "for: 900s" in text and "for: 3600s" in text
+    assert "# Gates not expressed as a PromQL threshold" in text and "exception_rate_by_task" in text.split("groups:")[0]
+
+
+def test_every_metric_a_rule_uses_is_one_metrics_out_writes():
+    used = set(NAME.findall(rules_yaml(Thresholds.default()).split("groups:", 1)[1]))
+    m = _full_summary()
+    m["by_job"]["job-1"]["concurrency"] = {"cap_detected": True, "time_at_peak_s": 10.0, "span_s": 1000.0}
+    m["concurrency"]["self_check"] = {"ok": True}
+    recorded = copy.deepcopy(m)
+    recorded["concurrency"]["configured_cap"] = 3000  # written only when the telemetry records one
+    written = {s.split("{")[0] for x in (m, recorded) for s, _ in _samples(_metrics(x, load("plan.json")))}
+    assert used <= written, used - written
+
+
+def test_disabled_gates_have_no_rule_and_are_named(promtool, tmp_path):
+    f = tmp_path / "t.toml"
+    f.write_text("[duty_cycle]\nenabled = false\n[hold_tail]\nfor_s = 120\n")
+    from sandbox_fleet.report.thresholds import load_thresholds
+
+    t = load_thresholds(f)
+    text = rules_yaml(t, str(f))
+    assert "SandboxFleetLowDutyCycle" not in text
+    assert "Disabled in the thresholds (no rule): duty_cycle" in text
+    assert any(r.gate == "hold_tail" and r.for_s == 120 for r in rules(t))
+    path = tmp_path / "r.yml"
+    path.write_text(text)
+    assert promtool("check", "rules", str(path)).returncode == 0
+
+
+# --- promtool test rules ----------------------------------------------------------------------
+
+
+def _unit_file(series: list[tuple[str, float]], eval_s: int, critical: set[str], warning: set[str]) -> str:
+    steps = eval_s // 60 + 5
+    lines = ["rule_files: [rules.yml]", "evaluation_interval: 1m", "tests:", "  - interval: 1m", "    input_series:"]
+    for sel, value in series:
+        lines += [f"      - series: {json.dumps(sel)}", f"        values: {json.dumps(f'{value!r}x{steps}')}"]
+    lines.append("    promql_expr_test:")
+    for expr, names in (
+        ('group by (alertname) (ALERTS{alertstate="firing",severity="critical"})', critical),
+        ('group by (alertname) (ALERTS{alertstate="firing",severity="warning"}) unless on(alertname) '
+         'ALERTS{alertstate="firing",severity="critical"}', warning),
+    ):
+        lines += [f"      - expr: {json.dumps(expr)}", f"        eval_time: {eval_s}s", "        exp_samples:"]
+        lines += [f"          - labels: {json.dumps('{alertname=%s}' % json.dumps(n))}\n            value: 1" for n in sorted(names)]
+        if not names:
+            lines[-1] += " []"
+    return "\n".join(lines) + "\n"
+
+
+def _variants() -> list[tuple[str, dict, dict | None]]:
+    """Summaries spanning pass, warn and fail of the gates (names say what each moves)."""
+    fleet, published = load("fleet.json"), load("published.json")
+    out: list[tuple[str, dict, dict | None]] = [("published", published, None), ("fleet", fleet, load("plan.json"))]
+    warn = copy.deepcopy(fleet)
+    warn["outcomes"]["exception_rate"] = 0.15
+    warn["by_model"]["model-b"] = {"rows": 50, "exception_rate": 0.9}  # small slice: warn, not fail
+    warn["concurrency"].update(duty=0.3, cap_detected=True, time_at_peak_s=0.01 * fleet["span_s"], configured_cap=None)
+    warn["tokens"]["cached_fraction"] = 0.3
+    warn["rows"] = 80
+    out.append(("warn", warn, None))
+    fail = copy.deepcopy(fleet)
+    fail["coverage"]["rejected"] = {"duplicate": 500}
+    fail["coverage"]["missing_reward"] = 900
+    fail["concurrency"].update(cap_detected=True, time_at_peak_s=0.2 * fleet["span_s"], configured_cap=4000)
+    fail["hold_s"]["p99"] = fail["hold_s"]["median"] * 30
+    fail["outcomes"]["sandbox_hours_per_pass"] = 12.0
+    fail["phases"]["environment_setup"]["share_of_hold"] = 0.4
+    plan = load("plan.json")
+    plan["target"]["concurrency"] = 1
+    out.append(("fail", fail, plan))
+    unreported = copy.deepcopy(fleet)
+    del unreported["tokens"]["cached"], unreported["tokens"]["cached_fraction"]
+    unreported["outcomes"]["sandbox_hours_per_pass"] = None
+    unreported["outcomes"]["passed"] = 0
+    out.append(("unreported-cache-none-passed", unreported, None))
+    return out
+
+
+VARIANTS = ("published", "fleet", "warn", "fail", "unreported-cache-none-passed")
+
+
+def test_the_variants_are_the_ones_listed():
+    assert tuple(v[0] for v in _variants()) == VARIANTS
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_alerts_firing_on_the_exported_metrics_are_the_check_verdicts(promtool, tmp_path, name):
+    _, m, plan = next(v for v in _variants() if v[0] == name)
+    t = Thresholds.default()
+    results = run_checks(m, plan, t)
+    alert_of = {r.gate: r.alert for r in rules(t)}
+    critical = {alert_of[r.name] for r in results if r.status == "fail"}
+    warning = {alert_of[r.name] for r in results if r.status == "warn"}
+    assert critical or warning or name == "fleet"  # each variant but the healthy one moves some gate
+    (tmp_path / "rules.yml").write_text(rules_yaml(t))
+    series = _samples(metrics_text(m, plan, results, t))
+    eval_s = int(max(r.for_s for r in rules(t))) + 120
+    (tmp_path / "test.yml").write_text(_unit_file(series, eval_s, critical, warning))
+    res = promtool("test", "rules", "test.yml", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_hand_written_unit_tests_pass(promtool, tmp_path):
+    """prometheus_unit.yml: hand-chosen series, the exact alerts, labels and annotations expected."""
+    (tmp_path / "rules.yml").write_text(rules_yaml(Thresholds.default()))
+    (tmp_path / "unit.yml").write_text((HERE / "prometheus_unit.yml").read_text())
+    res = promtool("test", "rules", "unit.yml", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_promtool_unit_test_can_fail(promtool, tmp_path):
+    """The harness is not vacuous: expecting silence where an alert fires makes promtool fail."""
+    (tmp_path / "rules.yml").write_text(rules_yaml(Thresholds.default()))
+    (tmp_path / "test.yml").write_text(_unit_file([("sandbox_fleet_exception_ratio", 0.5)], 4000, set(), set()))
+    res = promtool("test", "rules", "test.yml", cwd=tmp_path)
+    assert res.returncode != 0 and "SandboxFleetExceptionRate" in res.stdout + res.stderr
+
+
+# --- CLI ------------------------------------------------------------------------------------
+
+
+def test_cli_writes_both_files_before_exiting_1(run_cli, tmp_path):
+    summary = tmp_path / "m.json"
+    summary.write_text(json.dumps(load("published.json")))
+    res = run_cli("check", summary, "--metrics-out", tmp_path / "out" / "fleet.prom",
+                  "--prometheus-rules", tmp_path / "out" / "rules.yml")
+    assert res.code == 1
+    assert (tmp_path / "out" / "fleet.prom").read_text() == _metrics(load("published.json"))
+    assert (tmp_path / "out" / "rules.yml").read_text() == rules_yaml(Thresholds.default())
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fleet.prom", "rules.yml"]  # no temp left
+
+
+@pytest.mark.parametrize("bad", ['"600"', "-5", "0", "nan", "true"])
+def test_for_s_not_a_positive_number_is_one_line_exit_2(run_cli, tmp_path, bad):
+    summary = tmp_path / "m.json"
+    summary.write_text(json.dumps(load("fleet.json")))
+    th = tmp_path / "t.toml"
+    th.write_text(f"[exception_rate]\nfor_s = {bad}\n")
+    res = run_cli("check", summary, "--thresholds", th, "--prometheus-rules", tmp_path / "r.yml")
+    assert res.code == 2
+    assert len(res.err.strip().splitlines()) == 1
+    assert "exception_rate.for_s" in res.err and "positive number of seconds" in res.err and str(th) in res.err
+    assert not (tmp_path / "r.yml").exists()
