@@ -31,6 +31,7 @@ EXPECTED_PUBLISHED = {
     "rejected_rows": "skip",
     "cap_binding": "warn",             # 10,248 s / 1,471,279 s = 0.70% > 0.5%
     "cap_recorded": "warn",            # cap inferred from 5,000 touches, never written down
+    "cap_below_configured": "skip",    # no configured cap recorded
     "duty_cycle": "warn",              # 15.6% < 50%
     "hold_tail": "warn",               # 8,845 / 1,332 = 6.6x > 5x
     "sandbox_hours_per_pass": "warn",  # 3.06 > 2
@@ -363,3 +364,26 @@ def test_exception_rate_by_task_thresholds_are_configurable():
     t.exception_rate_by_task.min_rows = 11
     r = by_name(run_checks(summary, thresholds=t))["exception_rate_by_task"]
     assert r.status == "skip" and "11 rollouts" in r.message
+
+
+def test_cap_below_configured_names_the_effective_cap():
+    from sandbox_fleet.report.checks import cap_below_configured
+    from sandbox_fleet.report.thresholds import Thresholds
+
+    t = Thresholds.default()
+    # peak 4 under a configured 20, at the peak 92 s of a 100 s span: 92% >= 0.5% -> warn
+    plateau = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 4, "time_at_peak_s": 92.0}}
+    r = cap_below_configured(plateau, None, t)
+    assert r.status == "warn" and r.value == 0.92
+    assert "effective cap 4 below the configured 20" in r.message
+    # the peak reached the cap: no plateau below it
+    at_cap = {"span_s": 100.0, "concurrency": {"configured_cap": 4, "peak": 4, "time_at_peak_s": 92.0}}
+    assert cap_below_configured(at_cap, None, t).status == "pass"
+    # a chance maximum: 0.1 s of 100 s = 0.1% < 0.5%
+    brief = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 4, "time_at_peak_s": 0.1}}
+    assert cap_below_configured(brief, None, t).status == "pass"
+    # a job plateaus even when the fleet does not
+    jobs = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 20, "time_at_peak_s": 1.0},
+            "by_job": {"j": {"span_s": 50.0, "concurrency": {"configured_cap": 8, "peak": 3, "time_at_peak_s": 10.0}}}}
+    r = cap_below_configured(jobs, None, t)
+    assert r.status == "warn" and "job j: effective cap 3 below the configured 8" in r.message

@@ -128,23 +128,25 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False,
             expr = f"json_extract_string({expr}, '$')"
         select.append(f"{expr} AS {_quote(canonical)}")
     sql = f"SELECT {', '.join(select)} FROM {source}"
+    seen = 0
     try:
         reader = con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
         for batch in reader:
+            seen += batch.num_rows
             yield pa.Table.from_batches([batch])
     except duckdb.Error as exc:
         if kind == "json":
             raise InputError(f"{path}: cannot read as JSON lines ({_json_fault(path) or _first_line(exc)})") from exc
         raise InputError(f"{path}: cannot read as {kind} ({_first_line(exc)})") from exc
     if kind == "csv" and tel is not None:
-        _count_rejects(con, path, tel)
+        _count_rejects(con, path, tel, seen)
 
 
 #: The reason CSV rows that do not parse (wrong number of fields, broken quotes) are counted under.
 MALFORMED = "malformed CSV row"
 
 
-def _count_rejects(con, path: str, tel: Telemetry) -> None:
+def _count_rejects(con, path: str, tel: Telemetry, seen: int) -> None:
     try:
         rows = con.sql("SELECT line, error_type FROM reject_errors ORDER BY line").fetchall()
     except duckdb.Error:
@@ -154,8 +156,28 @@ def _count_rejects(con, path: str, tel: Telemetry) -> None:
         return
     tel.reject(MALFORMED, len(lines))
     shown = ", ".join(str(n) for n in lines[:10]) + (" ..." if len(lines) > 10 else "")
-    kinds = ", ".join(sorted({str(r[1]).lower() for r in rows}))
-    tel.warnings.append(f"{path}: {len(lines)} CSV row(s) do not parse ({kinds}) and were rejected; line(s) {shown}")
+    kinds = sorted({str(r[1]).lower() for r in rows})
+    tel.warnings.append(f"{path}: {len(lines)} CSV row(s) do not parse ({', '.join(kinds)}) and were rejected; line(s) {shown}")
+    quoted = [int(r[0]) for r in rows if "quote" in str(r[1]).lower()]
+    if quoted and not any(ch in path for ch in "*?["):
+        # A broken quote swallows the lines after it into one bad value: count them too.
+        swallowed = _data_lines(path) - seen - len(lines)
+        if swallowed > 0:
+            tel.reject(MALFORMED, swallowed)
+            tel.warnings.append(f"{path}: {swallowed} more line(s) after the broken quote at line {min(quoted)} "
+                                "were swallowed into it and rejected")
+
+
+def _data_lines(path: str) -> int:
+    """Non-empty lines after the header (gz aware), read in blocks."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    n, blank, last = 0, 0, b"\n"
+    with opener(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+            blank += block.count(b"\n\n")
+            last = block[-1:]
+    return n + (last != b"\n") - blank - 1
 
 
 def _json_fault(path: str) -> str | None:
