@@ -13,7 +13,7 @@ from typing import Any, Optional
 from sandbox_fleet.errors import InputError
 
 
-def load_input(path: str | Path, *, tasks: Optional[str] = None) -> dict:
+def load_input(path: str | Path, *, tasks: Optional[str] = None, **measure_options: Any) -> dict:
     """A summary dict from a ``.json`` summary file, else by measuring the telemetry at ``path``."""
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
@@ -28,7 +28,7 @@ def load_input(path: str | Path, *, tasks: Optional[str] = None) -> dict:
         raise InputError(f"{p}: input not found; expected a measure summary (.json) or telemetry")
     from sandbox_fleet.measure import measure_paths  # measured on the fly
 
-    return measure_paths([str(p)], tasks=tasks)
+    return measure_paths([str(p)], tasks=tasks, **measure_options)
 
 
 def get(summary: dict, dotted: str) -> Any:
