@@ -73,6 +73,9 @@ def _release(base: Path, progress: bool, cache_dir: str | None) -> tuple[pa.Tabl
         path = base / shard
         if not path.is_file():
             raise InputError(f"{path}: no such shard (named in {meta_file})")
+        # Resolved (symlinks included) before the inside-the-root check.
+        if not path.resolve().is_relative_to(base.resolve()):
+            raise InputError(f"{meta_file}: shard '{shard}' resolves outside the tasks root ({path.resolve()})")
         paths.append(path)
     scanned = []
     for shard, table in zip(shards, _scan_all(paths, shards, cache, warnings, progress)):
