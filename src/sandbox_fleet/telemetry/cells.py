@@ -86,11 +86,21 @@ def _count_warning(tel: Telemetry, state: dict, source: str, key: str, n: int, t
 
 
 def clean_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa.Table:
-    """Counts, flags and floats parsed cell by cell; columns already right pass untouched."""
+    """Counts, flags and floats parsed cell by cell; columns already right pass untouched.
+
+    A column already of its canonical type costs one min reduction (the negative-count
+    check), never a copy: this runs on every batch of every source.
+    """
     for name in table.column_names:
         col = table.column(name)
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         t = col.type
+        if name in COUNT_COLUMNS and t == pa.int64():
+            low = pc.min(col).as_py()
+            if low is None or low >= 0:
+                continue
+        elif name not in COUNT_COLUMNS and not (name in FLAG_COLUMNS + FLOAT_COLUMNS and _is_text(t)):
+            continue
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if name in COUNT_COLUMNS and t != pa.int64():
             if _is_text(t):
                 out, bad = _count_text(col)
@@ -98,9 +108,9 @@ def clean_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa
                 out, bad = _count_numbers(col)
             else:
                 continue
-        elif name in FLAG_COLUMNS and _is_text(t):
+        elif name in FLAG_COLUMNS:
             out, bad = _flags_text(col)
-        elif name in FLOAT_COLUMNS and _is_text(t):
+        elif name in FLOAT_COLUMNS:
             out, bad = _floats_text(col)
         else:
             out, bad = col, None

@@ -104,10 +104,16 @@ def clean_batch(
 
 def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
     """Either end outside the plausible window (or, with --allow-any-time, past year 9999)."""
-    lo = pa.scalar(opts.earliest_us, pa.int64()).cast(TS) if opts.earliest_us is not None else None
-    hi = pa.scalar(opts.latest_us, pa.int64()).cast(TS)
+    lo_us, hi_us = opts.earliest_us, opts.latest_us
+    # Four reductions settle the usual case (everything inside) without building a mask.
+    lows = [pc.min(c).cast(pa.int64()).as_py() for c in (start, finish)]
+    highs = [pc.max(c).cast(pa.int64()).as_py() for c in (start, finish)]
+    if all(v is None or ((lo_us is None or v >= lo_us) and v < hi_us) for v in lows + highs):
+        return pa.array(np.zeros(len(start), dtype=bool))
+    hi = pa.scalar(hi_us, pa.int64()).cast(TS)
     out = pc.or_(pc.greater_equal(start, hi), pc.greater_equal(finish, hi))
-    if lo is not None:
+    if lo_us is not None:
+        lo = pa.scalar(lo_us, pa.int64()).cast(TS)
         out = pc.or_(out, pc.or_(pc.less(start, lo), pc.less(finish, lo)))
     return pc.fill_null(out, False)
 
