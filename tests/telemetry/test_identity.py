@@ -99,3 +99,17 @@ def test_parquet_rows_in_equal_used_plus_rejected(tmp_path):
     tel = load_telemetry([str(f)], progress=False)
     assert tel.rejected == {"finished before started": 1, "missing id": 1, "duplicate id": 1, "implausible time": 1}
     _identity(tel, 5)
+
+
+def test_rst_release_rows_in_equal_used_plus_rejected(tmp_path):
+    from telemetry_builders import build_release
+
+    root = build_release(tmp_path / "rel")
+    f = root / "metadata" / "trajectories.parquet"
+    t = pq.read_table(f)
+    ids = t.column("trajectory_id").to_pylist()
+    ids[3] = ids[0]  # a duplicate id
+    pq.write_table(t.set_column(t.column_names.index("trajectory_id"), "trajectory_id", pa.array(ids)), f)
+    tel = load_telemetry([str(root)], progress=False)
+    assert tel.rejected == {"duplicate id": 1}
+    _identity(tel, pq.ParquetFile(f).metadata.num_rows)
