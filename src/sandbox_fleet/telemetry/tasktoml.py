@@ -100,7 +100,7 @@ def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
     env = _section(doc, "environment", where)
     agent = _section(doc, "agent", where)
     verifier = _section(doc, "verifier", where)
-    return {
+    out = {
         "cpus": _number(env, "cpus", where, "environment"),
         "memory_mb": _size(env, "memory_mb", "memory", where),
         "storage_mb": _size(env, "storage_mb", "storage", where),
@@ -109,3 +109,21 @@ def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
         "agent_timeout_s": _number(agent, "timeout_sec", where, "agent"),
         "verifier_timeout_s": _number(verifier, "timeout_sec", where, "verifier"),
     }
+    out["out_of_range"] = _out_of_range(env, agent, verifier, out)
+    return out
+
+
+_SOURCES = (("cpus", "environment", "cpus"), ("memory_mb", "environment", "memory_mb"),
+            ("storage_mb", "environment", "storage_mb"), ("gpus", "environment", "gpus"),
+            ("build_timeout_s", "environment", "build_timeout_sec"), ("agent_timeout_s", "agent", "timeout_sec"),
+            ("verifier_timeout_s", "verifier", "timeout_sec"))
+
+
+def _out_of_range(env: dict, agent: dict, verifier: dict, parsed: dict) -> int:
+    """How many numeric values the file set that were read as null for being out of range."""
+    sections = {"environment": env, "agent": agent, "verifier": verifier}
+    n = sum(1 for field, sec, key in _SOURCES if parsed[field] is None and sections[sec].get(key) is not None)
+    for field, legacy in (("memory_mb", "memory"), ("storage_mb", "storage")):
+        if parsed[field] is None and env.get(field) is None and isinstance(env.get(legacy), str):
+            n += 1
+    return n
