@@ -68,3 +68,15 @@ def test_every_rejection_reason_is_a_warning():
     w = measure_telemetry(tel)["warnings"]
     assert "rejected 211 row(s): implausible time" in w
     assert "rejected 1 row(s): no result.json" in w
+
+
+def test_legacy_job_plateau_below_its_configured_cap_is_named(run_cli):
+    # The real oracle-n2 job ran 2 at a time; its legacy config says 20 (orchestrator layout).
+    import json
+
+    job = os.path.join(LAYOUTS, "legacy-orchestrator")
+    s = measure_paths([job], progress=False)
+    assert (s["concurrency"]["configured_cap"], s["concurrency"]["peak"], s["concurrency"]["effective_cap"]) == (20, 2, 2)
+    r = run_cli("check", job, "--json")
+    (below,) = [c for c in json.loads(r.out) if c["name"] == "cap_below_configured"]
+    assert below["status"] == "warn" and "effective cap 2 below the configured 20" in below["message"]
