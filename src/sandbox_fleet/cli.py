@@ -59,17 +59,38 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render) -> None:
         render(summary, out_console)
 
 
+# --- reader flags, shared by every command that reads telemetry ------------------------
+_FORMAT = typer.Option(None, "--format", help="Force a reader: rst, harbor, terminal-bench, inspect, table.")
+_MAP = typer.Option(None, "--map", help="canonical=source[,...] for generic tables.")
+_TIME_UNIT = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect).")
+_ASSUME_TZ = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps.")
+_REWARD_KEY = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards.")
+_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward (default: the first).")
+_LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a time at or after this (ISO date or time).")
+_ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
+_MIN_TURN_ROWS = typer.Option(20, "--min-turn-rows", help="Fit the turn curve on turn counts with at least this many rows.")
+
+
+def _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time) -> dict:
+    return {"fmt": fmt, "column_map": column_map, "time_unit": time_unit, "assume_tz": assume_tz,
+            "reward_key": reward_key, "score": score, "latest_time": latest_time, "allow_any_time": allow_any_time}
+
+
 # --- measure ---------------------------------------------------------------------------
 @app.command()
 def measure(
     paths: list[Path] = typer.Argument(..., help="Telemetry: RST release, Harbor jobs, Terminal-Bench runs, or Parquet/CSV/JSONL files or globs."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Where parsed task requests are cached (default $SANDBOX_FLEET_CACHE_DIR or ~/.cache/sandbox-fleet)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Force a reader: rst, harbor, terminal-bench, table."),
-    column_map: Optional[str] = typer.Option(None, "--map", help="canonical=source[,...] for generic tables."),
-    time_unit: Optional[str] = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect)."),
-    assume_tz: str = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps."),
-    reward_key: str = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
     model: Optional[list[str]] = typer.Option(None, "--model", help="Keep only these models (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Keep rollouts started at or after this ISO time."),
     until: Optional[str] = typer.Option(None, "--until", help="Keep rollouts started before this ISO time."),
@@ -85,11 +106,8 @@ def measure(
     summary = measure_paths(
         [str(p) for p in paths],
         tasks=str(tasks) if tasks else None,
-        fmt=fmt,
-        column_map=column_map,
-        time_unit=time_unit,
-        assume_tz=assume_tz,
-        reward_key=reward_key,
+        **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time),
+        min_turn_rows=min_turn_rows,
         models=model,
         since=since,
         until=until,
@@ -133,6 +151,15 @@ def plan(
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
@@ -154,7 +181,9 @@ def plan(
             decode_batch=decode_batch, context_tokens=context_tokens,
         ),
     )
-    _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None), as_json, output, render_plan)
+    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    _emit(plan_path(path, opts, tasks=str(tasks) if tasks else None,
+                    measure_options={**reader, "min_turn_rows": min_turn_rows}), as_json, output, render_plan)
 
 
 # --- report ----------------------------------------------------------------------------
@@ -166,12 +195,23 @@ def report(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
     _check_outputs([*paths, plan, simulate, thresholds], o=(output, (".html", ".htm")))
-    path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title)
+    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
+                        measure_options={**reader, "min_turn_rows": min_turn_rows})
     err_console.print(f"wrote {path}", highlight=False)
 
 
@@ -183,6 +223,15 @@ def check(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
 
@@ -194,7 +243,9 @@ def check(
     from sandbox_fleet.report.checks.model import checks_summary
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    results = check_files(paths, plan=plan, thresholds=thresholds)
+    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    results = check_files(paths, plan=plan, thresholds=thresholds,
+                          measure_options={**reader, "min_turn_rows": min_turn_rows})
     if as_json:
         sys.stdout.write(jsonio.dumps(checks_summary(results)))
     else:
@@ -214,6 +265,14 @@ def simulate(
     force: bool = typer.Option(False, "--force", help="With --from: replace an existing scenario file."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
 ) -> None:
     """Simulate a sandbox fleet from a scenario file, or calibrate one with --from."""
     from sandbox_fleet.limits import check_seed
@@ -229,7 +288,9 @@ def simulate(
         if scenario.exists() and not force:
             raise InputError(f"{scenario}: already exists; pass --force to overwrite the scenario")
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
-                                          progress=not as_json)
+                                          progress=not as_json,
+                                          **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score,
+                                                    latest_time, allow_any_time))
     else:
         from sandbox_fleet.simulate.scenario import run_scenario
 

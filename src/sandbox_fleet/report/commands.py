@@ -21,24 +21,29 @@ def report_files(
     simulate: str | Path | None = None,
     thresholds: str | Path | None = None,
     title: str = DEFAULT_TITLE,
+    measure_options: dict | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
     Every input is read and validated before anything is written.
     """
     t = load_thresholds(thresholds)
-    measure = load_measure(list(paths))
+    measure = load_measure(list(paths), **(measure_options or {}))
     plan_d = load_plan(plan) if plan is not None else None
     sim_d = load_simulate(simulate) if simulate is not None else None
     return write_report(output, measure, plan_d, sim_d, title, t)
 
 
 def check_files(
-    paths: list[str | Path], plan: str | Path | None = None, thresholds: str | Path | None = None
+    paths: list[str | Path], plan: str | Path | None = None, thresholds: str | Path | None = None,
+    measure_options: dict | None = None,
 ) -> list[CheckResult]:
-    """Run every check on a measure summary (or telemetry) read from files."""
+    """Run every check on a measure summary (or telemetry) read from files.
+
+    ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
+    """
     t = load_thresholds(thresholds)
-    measure = load_measure(list(paths))
+    measure = load_measure(list(paths), **(measure_options or {}))
     plan_d = load_plan(plan) if plan is not None else None
     return run_checks(measure, plan_d, t)
 
