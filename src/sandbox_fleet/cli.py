@@ -59,17 +59,38 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render) -> None:
         render(summary, out_console)
 
 
+# --- reader flags, shared by every command that reads telemetry ------------------------
+_FORMAT = typer.Option(None, "--format", help="Force a reader: rst, harbor, terminal-bench, inspect, table.")
+_MAP = typer.Option(None, "--map", help="canonical=source[,...] for generic tables.")
+_TIME_UNIT = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect).")
+_ASSUME_TZ = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps.")
+_REWARD_KEY = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards.")
+_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward (default: the first).")
+_LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a time at or after this (ISO date or time).")
+_ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
+_MIN_TURN_ROWS = typer.Option(20, "--min-turn-rows", help="Fit the turn curve on turn counts with at least this many rows.")
+
+
+def _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time) -> dict:
+    return {"fmt": fmt, "column_map": column_map, "time_unit": time_unit, "assume_tz": assume_tz,
+            "reward_key": reward_key, "score": score, "latest_time": latest_time, "allow_any_time": allow_any_time}
+
+
 # --- measure ---------------------------------------------------------------------------
 @app.command()
 def measure(
     paths: list[Path] = typer.Argument(..., help="Telemetry: RST release, Harbor jobs, Terminal-Bench runs, or Parquet/CSV/JSONL files or globs."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Where parsed task requests are cached (default $SANDBOX_FLEET_CACHE_DIR or ~/.cache/sandbox-fleet)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Force a reader: rst, harbor, terminal-bench, table."),
-    column_map: Optional[str] = typer.Option(None, "--map", help="canonical=source[,...] for generic tables."),
-    time_unit: Optional[str] = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect)."),
-    assume_tz: str = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps."),
-    reward_key: str = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
     model: Optional[list[str]] = typer.Option(None, "--model", help="Keep only these models (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Keep rollouts started at or after this ISO time."),
     until: Optional[str] = typer.Option(None, "--until", help="Keep rollouts started before this ISO time."),
@@ -85,11 +106,8 @@ def measure(
     summary = measure_paths(
         [str(p) for p in paths],
         tasks=str(tasks) if tasks else None,
-        fmt=fmt,
-        column_map=column_map,
-        time_unit=time_unit,
-        assume_tz=assume_tz,
-        reward_key=reward_key,
+        **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time),
+        min_turn_rows=min_turn_rows,
         models=model,
         since=since,
         until=until,
@@ -150,6 +168,15 @@ def plan(
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
@@ -184,7 +211,9 @@ def plan(
         shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
-    result = plan_path(path, opts, tasks=str(tasks) if tasks else None)
+    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
+                       measure_options={**reader, "min_turn_rows": min_turn_rows})
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
@@ -205,12 +234,23 @@ def report(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
     _check_outputs([*paths, plan, simulate, thresholds], o=(output, (".html", ".htm")))
-    path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title)
+    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
+                        measure_options={**reader, "min_turn_rows": min_turn_rows})
     err_console.print(f"wrote {path}", highlight=False)
 
 
@@ -224,6 +264,15 @@ def check(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+    min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
 
@@ -238,7 +287,9 @@ def check(
 
     _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
-    results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules)
+    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
+                          measure_options={**reader, "min_turn_rows": min_turn_rows})
     if as_json:
         sys.stdout.write(jsonio.dumps(checks_summary(results)))
     else:
@@ -262,6 +313,14 @@ def simulate(
     reference_decode_tok_s: float = typer.Option(50.0, "--reference-decode-tok-s", help="With --inference: per-sequence decode rate assumed for the measured fleet."),
     replica_decode_tok_s: float = typer.Option(3000.0, "--replica-decode-tok-s", help="With --inference: decode tok/s per replica written into [inference]."),
     replica_prefill_tok_s: float = typer.Option(30000.0, "--replica-prefill-tok-s", help="With --inference: prefill tok/s per replica written into [inference]."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
 ) -> None:
     """Simulate a sandbox fleet from a scenario file, or calibrate one with --from."""
     from sandbox_fleet.limits import check_seed
@@ -281,7 +340,9 @@ def simulate(
             inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
                    "replica_prefill_tok_s": replica_prefill_tok_s}
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
-                                          progress=not as_json, inference=inf)
+                                          progress=not as_json, inference=inf,
+                                          **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score,
+                                                    latest_time, allow_any_time))
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")

@@ -50,13 +50,40 @@ def test_fit_recovers_c_on_exact_quadratic_data():
         turns += [n] * 3
         inputs += [exact - 100, exact, exact + 100]  # median is the exact value
     out = measure_telemetry(telemetry([0] * len(turns), [1] * len(turns), turns=turns, input_tokens=inputs,
-                                      output_tokens=[1] * len(turns)))["tokens"]
+                                      output_tokens=[1] * len(turns)), min_turn_rows=3)["tokens"]
     assert out["median_input_by_turns"]["7"] == c * 28
     assert out["turn_tokens"] == pytest.approx(c)
     assert out["r2_quadratic"] == pytest.approx(1.0)
     assert out["r2_linear"] < 0.99
     assert all(abs(e) < 1e-12 for e in out["model_error_by_turns"].values())
     assert out["fit_points"] == 30 and out["fit_rows"] == 90
+
+
+def test_fit_uses_only_turn_counts_with_enough_rows():
+    # 20 rows at n = 10, all with input 55 * 800 = 44,000 (x = 55); one row at n = 45 with
+    # input 500,000 (x = 1035). With min 20 only n = 10 is fitted: c = 800 exactly.
+    # With min 1 both: c = (55 * 44000 + 1035 * 500000) / (55^2 + 1035^2).
+    turns = [10] * 20 + [45]
+    inputs = [44_000] * 20 + [500_000]
+    tel = telemetry([0] * 21, [1] * 21, turns=turns, input_tokens=inputs, output_tokens=[1] * 21)
+    robust = measure_telemetry(tel)["tokens"]
+    assert robust["turn_tokens"] == pytest.approx(800.0)
+    assert (robust["fit_points"], robust["fit_rows"], robust["min_turn_rows"]) == (1, 20, 20)
+    loose = measure_telemetry(tel, min_turn_rows=1)["tokens"]
+    assert loose["turn_tokens"] == pytest.approx((55 * 44_000 + 1035 * 500_000) / (55**2 + 1035**2))
+    assert (loose["fit_points"], loose["fit_rows"]) == (2, 21)
+    assert loose["median_input_by_turns"] == robust["median_input_by_turns"]  # all points still reported
+
+
+def test_published_summary_carries_its_stated_c():
+    # The published figure is carried, not refitted (its five printed medians alone give 818.4).
+    import json
+    from pathlib import Path
+
+    pub = json.loads((Path(__file__).resolve().parents[2] / "examples" / "rst-published.json").read_text())
+    assert pub["tokens"]["turn_tokens"] == 824.0
+    med = pub["tokens"]["median_input_by_turns"]
+    assert fit_quadratic(np.array([int(k) for k in med]), np.array(list(med.values())))["turn_tokens"] == pytest.approx(818.4, abs=0.05)
 
 
 def test_fit_hand_values():

@@ -23,7 +23,7 @@ def published() -> dict:
 
 @pytest.fixture
 def fleet(produced) -> dict:
-    """``measure`` of the healthy corpus: every check passes on it."""
+    """``measure`` of the healthy corpus: every check passes on it but cap_below_configured."""
     return copy.deepcopy(produced.fleet)
 
 

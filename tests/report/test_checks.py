@@ -45,6 +45,7 @@ EXPECTED_PUBLISHED = {
     "rejected_rows": "skip",
     "cap_binding": "warn",             # 10,248 s / 1,471,279 s = 0.70% > 0.5%
     "cap_recorded": "warn",            # cap inferred from 5,000 touches, never written down
+    "cap_below_configured": "skip",    # no configured cap recorded
     "duty_cycle": "warn",              # 15.6% < 50%
     "hold_tail": "warn",               # 8,845 / 1,332 = 6.6x > 5x
     "sandbox_hours_per_pass": "warn",  # 3.06 > 2
@@ -79,10 +80,15 @@ def test_published_exit_codes(published):
     assert worst_status(results) == "fail"
 
 
-def test_healthy_fleet_passes_everything(fleet, plan):
-    results = run_checks(fleet, plan)
-    assert {r.status for r in results} == {"pass"}
-    assert exit_code(results, strict=True) == 0
+def test_healthy_fleet_passes_everything_but_its_plateau(fleet, plan):
+    # 100 always-busy slots under a configured 150: the fleet sits at 100 for most of its span,
+    # which cap_below_configured names (issue 10); every other check passes.
+    results = by_name(run_checks(fleet, plan))
+    below = results.pop("cap_below_configured")
+    assert {r.status for r in results.values()} == {"pass"}
+    assert below.status == "warn" and "fleet: effective cap 100 below the configured 150" in below.message
+    assert fleet["concurrency"]["effective_cap"] == 100
+    assert exit_code(list(results.values()), strict=True) == 0
 
 
 def test_empty_summary_skips_everything_without_crashing():
@@ -383,3 +389,24 @@ def test_exception_rate_by_task_thresholds_are_configurable():
     t.exception_rate_by_task.min_rows = 11
     r = by_name(run(summary, thresholds=t))["exception_rate_by_task"]
     assert r.status == "skip" and "11 rollouts" in r.message
+
+
+def test_cap_below_configured_names_the_effective_cap():
+    # peak 4 under a configured 20, at the peak 92 s of a 100 s span: 92% >= 0.5% -> warn
+    plateau = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 4, "time_at_peak_s": 92.0}}
+    r = by_name(run(plateau))["cap_below_configured"]
+    assert r.status == "warn" and r.value == 0.92
+    assert "effective cap 4 below the configured 20" in r.message
+    # the peak reached the cap: no plateau below it
+    at_cap = {"span_s": 100.0, "concurrency": {"configured_cap": 4, "peak": 4, "time_at_peak_s": 92.0}}
+    assert status(at_cap, "cap_below_configured") == "pass"
+    # a chance maximum: 0.1 s of 100 s = 0.1% < 0.5%
+    brief = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 4, "time_at_peak_s": 0.1}}
+    assert status(brief, "cap_below_configured") == "pass"
+    # no configured cap anywhere: nothing to be below
+    assert status({"span_s": 100.0, "concurrency": {"peak": 4, "time_at_peak_s": 92.0}}, "cap_below_configured") == "skip"
+    # a job plateaus even when the fleet does not: 10 s at 3 of its 50 s span under its configured 8
+    jobs = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 20, "time_at_peak_s": 1.0},
+            "by_job": {"j": {"concurrency": {"span_s": 50.0, "configured_cap": 8, "peak": 3, "time_at_peak_s": 10.0}}}}
+    r = by_name(run(jobs))["cap_below_configured"]
+    assert r.status == "warn" and r.value == 0.2 and "job j: effective cap 3 below the configured 8" in r.message

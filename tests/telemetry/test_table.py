@@ -51,7 +51,7 @@ def test_epoch_unit_detected_from_magnitude(tmp_path, unit, scale):
 def test_explicit_time_unit_overrides_and_does_not_warn(tmp_path):
     f = tmp_path / "r.csv"
     f.write_text("id,started_at,finished_at\na,1000,61000\n")  # would be detected as seconds
-    tel = load_telemetry([str(f)], time_unit="ms", progress=False)
+    tel = load_telemetry([str(f)], time_unit="ms", progress=False, allow_any_time=True)
     assert tel.rollouts.column("finished_at").to_pylist() == [_epoch(61)]
     assert tel.warnings == []
 

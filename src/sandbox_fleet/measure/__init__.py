@@ -20,7 +20,12 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.arrowpool import prefer_returning_pool
 from sandbox_fleet.measure.columns import Frame, frame_from_table
-from sandbox_fleet.measure.concurrency import concurrency_figures, overall_cap
+from sandbox_fleet.measure.concurrency import (
+    concurrency_figures,
+    effective_cap,
+    overall_cap,
+    shipped_cap_binding_share,
+)
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model
 from sandbox_fleet.measure.holds import measure_holds
@@ -31,7 +36,8 @@ from sandbox_fleet.measure.sql import session
 from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
-from sandbox_fleet.measure.tokens import measure_tokens
+from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
+from sandbox_fleet.measure.trajectories import measure_trajectories
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
 
 #: Below this many rows measuring takes well under a second: no bar.
@@ -101,17 +107,24 @@ def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
-                      progress: bool = False) -> dict:
+                      progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary``'s JSON-native dict.
 
     ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
     Raises InputError when no usable rollout is left.
     """
     with session():
-        return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False)
+        return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False,
+                        min_turn_rows=min_turn_rows)
 
 
-def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool) -> dict:
+def rejected_warnings(rejected: dict[str, int]) -> list[str]:
+    """One line per rejection reason with its count, so none hides in the JSON alone."""
+    return [f"rejected {n:,} row(s): {reason}" for reason, n in sorted(rejected.items()) if n]
+
+
+def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool,
+             min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its task ids may be freed."""
     rejected = dict(t.rejected)
     table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS),
@@ -132,6 +145,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # other columns are pulled out of Arrow, which keeps peak memory down.
         conc = concurrency_figures(fr.start_us, fr.finish_us,
                                    overall_cap(fr.job.codes, fr.job.names, t.caps), with_series=True)
+        conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
         advance("concurrency")
         steps, model_steps, job_steps, job_rows = _all_steps(fr)
         advance("steps")
@@ -149,12 +163,13 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         advance("holds")
         phases = measure_phases(fr)
         advance("phases")
-        tokens = measure_tokens(fr)
+        tokens = measure_tokens(fr, min_turn_rows)
         advance("tokens")
         outcomes = measure_outcomes(fr, pass_threshold, seed)
         exceptions = measure_exceptions(fr)
         advance("outcomes")
         coverage = measure_coverage(fr, rejected)
+        trajectories = measure_trajectories(fr.table)
         advance("coverage")
         models = by_model(fr, pass_threshold)
         for name, st in model_steps.items():
@@ -167,6 +182,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     if added:
         warnings.append("measure rejected rows without a usable interval: "
                         + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
+    warnings.extend(w for w in rejected_warnings(rejected) if w not in warnings)
     return MeasureSummary.build(**to_jsonable({
         "source": list(t.sources),
         "rows": fr.n,
@@ -182,6 +198,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         "phases": phases,
         "steps": steps,
         "tokens": tokens,
+        "trajectories": trajectories,
         "outcomes": outcomes,
         "exceptions": exceptions,
         "coverage": coverage,
@@ -195,7 +212,9 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
 
 def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=None, assume_tz="UTC",
                   reward_key="reward", models=None, since=None, until=None,
-                  pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None) -> dict:
+                  pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
+                  latest_time: str | None = "2100-01-01", allow_any_time: bool = False,
+                  score: str | None = None, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; see ``sandbox_fleet.telemetry.load_telemetry``.
@@ -205,11 +224,13 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
 
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
-                       assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir)
+                       assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,
+                       latest_time=latest_time, allow_any_time=allow_any_time, score=score)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)
     # Nothing else holds this table: dropping the columns measure never reads frees them
     # (~240 MB of id strings at 10M rows) before the measurements allocate.
     t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
     with session():
-        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True)
+        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
+                        min_turn_rows=min_turn_rows)

@@ -225,3 +225,23 @@ def overall_cap(job_codes: np.ndarray, job_names: list[str], caps: dict[str, int
     if len(values) == 1 and None not in values:
         return int(values.pop())
     return None
+
+
+def shipped_cap_binding_share() -> float:
+    """``cap_binding.warn_above`` from the shipped checks.toml (measure reads data, not report code)."""
+    import tomllib
+    from importlib import resources
+
+    text = resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text(encoding="utf-8")
+    return float(tomllib.loads(text)["cap_binding"]["warn_above"])
+
+
+def effective_cap(conc: dict, min_share: float) -> int | None:
+    """The peak, when a configured cap is recorded, the peak is below it and the fleet sat at
+    the peak for at least ``min_share`` of its span: a plateau under the cap (another limit
+    binds first, e.g. the agents' own ``n_concurrent`` or the host). Otherwise None.
+    """
+    cap, peak, share = conc.get("configured_cap"), conc.get("peak"), conc.get("time_at_peak_share")
+    if cap is None or not peak or share is None:
+        return None
+    return int(peak) if peak < cap and share >= min_share else None

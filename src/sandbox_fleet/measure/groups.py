@@ -72,7 +72,25 @@ def group_figures(fr: Frame, column: str, codes: np.ndarray, names: list[str], t
 
 def by_model(fr: Frame, threshold: float) -> dict:
     codes, names = fr.model.labelled()
-    return group_figures(fr, "model", codes, names, threshold)
+    out = group_figures(fr, "model", codes, names, threshold)
+    for name, hist in model_hold_histograms(fr, codes, names).items():
+        if name in out:
+            out[name]["hold_histogram"] = hist
+    return out
+
+
+def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dict:
+    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached group sort,
+    so the report can draw per-model hold CDFs without raw rows."""
+    from sandbox_fleet.measure.holds import histogram
+
+    sorted_us, offsets = fr.sorted_holds(codes, len(names), "model")
+    out = {}
+    for i, name in enumerate(names):
+        part = sorted_us[offsets[i]:offsets[i + 1]]
+        if part.size:
+            out[name] = histogram(part)
+    return out
 
 
 def by_job(fr: Frame, threshold: float, caps: dict[str, int],

@@ -47,7 +47,8 @@ class Concurrency(Block):
     time_at_peak_s: Num = None
     time_at_peak_share: Num = None
     configured_cap: Count = None
-    #: the cap the sandboxes actually ran under (issue 10 fills it)
+    #: the measured peak when it sits below ``configured_cap`` for at least
+    #: ``cap_binding.warn_above`` of the span (another limit binds first)
     effective_cap: Count = None
     cap_detected: Optional[bool] = None
     cap_rule: Optional[str] = None
@@ -147,6 +148,8 @@ class Tokens(Block):
     turns_histogram: Optional[dict[str, int]] = None
     median_input_by_turns: Optional[dict[str, float]] = None
     median_input_rows_by_turns: Optional[dict[str, int]] = None
+    #: the turn-curve fit uses only turn counts with at least this many rows (``--min-turn-rows``)
+    min_turn_rows: Count = None
     fit_rows: Count = None
     fit_points: Count = None
     turn_tokens: Num = None
@@ -220,7 +223,7 @@ class Slice(Block):
     hold_median_s: Num = None
     hold_p99_s: Num = None
     hold_mean_s: Num = None
-    #: per-model hold histogram (issue 10 fills it)
+    #: per-model log-spaced hold histogram (``by_model`` only), for hold CDFs without raw rows
     hold_histogram: Optional[Histogram] = None
     rewarded: Count = None
     passed: Count = None
@@ -303,7 +306,7 @@ class Tasks(Block):
 
 
 class Trajectories(Block):
-    """Trajectory record sizes (issue 10 fills them from the telemetry)."""
+    """Trajectory record sizes over the rows reporting ``trajectory_bytes`` (null when none do)."""
 
     rows: Count = None
     bytes_median: Num = None

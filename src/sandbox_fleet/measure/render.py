@@ -83,6 +83,7 @@ def render_summary(summary: dict, console: Console) -> None:
         ("time at peak", f"{_num(c['time_at_peak_s'])} s ({_pct(c['time_at_peak_share'], 2)} of span)"),
         ("configured cap", _num(c["configured_cap"])),
         ("cap detected", f"{_num(c['cap_detected'])} ({c['cap_rule']})"),
+        *([("effective cap (below configured)", _num(c["effective_cap"]))] if c.get("effective_cap") is not None else []),
     ]))
     console.print(_kv(f"Hold time (s, {_num(h['rows'])} rows)", [
         ("min / median / mean", f"{_sec(h['min'])} / {_sec(h['median'])} / {_sec(h['mean'])}"),
@@ -144,6 +145,11 @@ def render_summary(summary: dict, console: Console) -> None:
         ("missing turns", _num(cov["missing_turns"])), ("missing trajectory", _num(cov["missing_trajectory"])),
         *[(f"rejected: {k}", _num(v)) for k, v in cov["rejected"].items()],
     ]))
+    traj = summary.get("trajectories") or {}
+    if traj.get("rows"):
+        console.print(_kv(f"Trajectory records ({_num(traj['rows'])} rows)", [
+            ("bytes median / mean / max", f"{_num(traj['bytes_median'])} / {_num(traj['bytes_mean'])} / {_num(traj['bytes_max'])}"),
+        ]))
     tasks = summary.get("tasks")
     if tasks:
         tt = Table(title=f"Task requests ({_num(tasks['count'])} tasks)", title_justify="left")

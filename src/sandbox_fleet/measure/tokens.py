@@ -6,8 +6,11 @@ tokens; it is null when no row reports them (null means unknown, not zero).
 
 When every turn re-sends the transcript, input tokens after n turns grow like
 c * n(n+1)/2. ``turn_tokens`` is c, fitted by least squares through the origin to the
-per-turn-count medians (one point per turn count n >= 1); ``r2_quadratic`` is that fit's
-R^2 and ``r2_linear`` the R^2 of an ordinary straight line a + b*n on the same points.
+per-turn-count medians (one point per turn count n >= 1 with at least ``min_turn_rows``
+rows: a turn count seen once would otherwise outweigh thousands of rows, since the fit
+weights each point by (n(n+1)/2)^2); ``r2_quadratic`` is that fit's R^2 and ``r2_linear``
+the R^2 of an ordinary straight line a + b*n on the same points. ``fit_points`` and
+``fit_rows`` are the turn counts and rows the fit used.
 """
 
 from __future__ import annotations
@@ -65,7 +68,11 @@ FROM r WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL
 """
 
 
-def measure_tokens(fr: Frame) -> dict:
+#: Turn counts with fewer rows than this are left out of the turn-curve fit (``--min-turn-rows``).
+MIN_TURN_ROWS = 20
+
+
+def measure_tokens(fr: Frame, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     # Exact integer sums in DuckDB; only the per-turn medians need NumPy arrays.
     rows, hold_us, inp, outp, n_cached, cached, cached_inp = (int(v) for v in query(fr.table, _SUMS_SQL)[0])
     sandbox_s = hold_us / US
@@ -84,7 +91,7 @@ def measure_tokens(fr: Frame) -> dict:
         "prefill_decode_ratio": ratio(inp, outp) if rows else None,
         "cached_fraction": ratio(cached, cached_inp) if n_cached else None,
     }
-    out.update(_turn_figures(fr))
+    out.update(_turn_figures(fr, min_turn_rows))
     return out
 
 
@@ -96,14 +103,15 @@ FROM r WHERE turns IS NOT NULL GROUP BY turns ORDER BY turns
 """
 
 
-def _turn_figures(fr: Frame) -> dict:
+def _turn_figures(fr: Frame, min_turn_rows: int) -> dict:
     # One GROUP BY turns gives the histogram and the per-turn medians (DuckDB's
     # quantile_cont interpolates linearly, like NumPy); nothing is copied out per row.
     rows = query(fr.table, _TURNS_SQL)
     values = np.array([r[0] for r in rows], dtype=np.int64)
     counts = np.array([r[1] for r in rows], dtype=np.int64)
     medians = {int(t): float(m) for t, _, n_in, m in rows if n_in}
-    fit = fit_quadratic(np.array(list(medians), dtype=np.float64), np.array(list(medians.values())))
+    used = {int(t): float(m) for t, _, n_in, m in rows if n_in and n_in >= min_turn_rows}
+    fit = fit_quadratic(np.array(list(used), dtype=np.float64), np.array(list(used.values())))
     c = fit["turn_tokens"]
     return {
         "turns_rows": int(counts.sum()),
@@ -112,8 +120,9 @@ def _turn_figures(fr: Frame) -> dict:
         "turns_histogram": {str(int(t)): int(n) for t, n, _, _ in rows},
         "median_input_by_turns": {str(k): v for k, v in medians.items()},
         "median_input_rows_by_turns": {str(int(t)): int(n_in) for t, _, n_in, _ in rows if n_in},
-        "fit_rows": int(sum(r[2] for r in rows)),
+        "fit_rows": int(sum(n_in for t, _, n_in, _ in rows if n_in >= min_turn_rows and t >= 1)),
         "fit_points": fit["points"],
+        "min_turn_rows": min_turn_rows,
         "turn_tokens": c,
         "r2_quadratic": fit["r2_quadratic"],
         "r2_linear": fit["r2_linear"],

@@ -421,9 +421,11 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     ).to_json()
 
 
-def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None) -> dict:
-    """Plan from a ``measure --json`` summary file or from telemetry measured on the fly."""
-    summary = load_input(path, tasks=tasks)
+def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
+              measure_options: dict | None = None) -> dict:
+    """Plan from a ``measure --json`` summary file or from telemetry measured on the fly
+    (``measure_options``: the reader flags, passed to ``measure_paths``)."""
+    summary = load_input(path, tasks=tasks, **(measure_options or {}))
     try:
         fig = Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
     except InputError as exc:

@@ -16,8 +16,9 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
 
 
-def load_input(path: str | Path, *, tasks: Optional[str] = None) -> MeasureSummary:
-    """The measure summary in a ``.json`` file, else the telemetry at ``path`` measured now."""
+def load_input(path: str | Path, *, tasks: Optional[str] = None, **measure_options: Any) -> MeasureSummary:
+    """The measure summary in a ``.json`` file, else the telemetry at ``path`` measured now
+    (``measure_options``: the reader flags, passed to ``measure_paths``)."""
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
         return contract.load(MeasureSummary, p)
@@ -25,7 +26,7 @@ def load_input(path: str | Path, *, tasks: Optional[str] = None) -> MeasureSumma
         raise InputError(f"{p}: input not found; expected a measure summary (.json) or telemetry")
     from sandbox_fleet.measure import measure_paths  # measured on the fly
 
-    return contract.parse(MeasureSummary, measure_paths([str(p)], tasks=tasks), str(p))
+    return contract.parse(MeasureSummary, measure_paths([str(p)], tasks=tasks, **measure_options), str(p))
 
 
 def as_measure(summary: Union[MeasureSummary, dict[str, Any]]) -> MeasureSummary:

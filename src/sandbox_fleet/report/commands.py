@@ -21,13 +21,14 @@ def report_files(
     simulate: str | Path | None = None,
     thresholds: str | Path | None = None,
     title: str = DEFAULT_TITLE,
+    measure_options: dict | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
     Every input is read and validated before anything is written.
     """
     t = load_thresholds(thresholds)
-    measure = load_measure(list(paths))
+    measure = load_measure(list(paths), **(measure_options or {}))
     plan_d = load_plan(plan) if plan is not None else None
     sim_d = load_simulate(simulate) if simulate is not None else None
     return write_report(output, measure, plan_d, sim_d, title, t)
@@ -40,14 +41,16 @@ def check_files(
     *,
     metrics_out: str | Path | None = None,
     rules_out: str | Path | None = None,
+    measure_options: dict | None = None,
 ) -> list[CheckResult]:
     """Run every check on a measure summary (or telemetry) read from files.
 
+    ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
     gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning.
     """
     t = load_thresholds(thresholds)
-    measure = load_measure(list(paths))
+    measure = load_measure(list(paths), **(measure_options or {}))
     plan_d = load_plan(plan) if plan is not None else None
     results = run_checks(measure, plan_d, t)
     if metrics_out is not None or rules_out is not None:

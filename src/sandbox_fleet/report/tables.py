@@ -69,6 +69,7 @@ CHECK_KINDS = {
     "small_sample": "int", "prefix_cache_off": "pct", "exception_rate": "pct", "exception_rate_by_model": "pct",
     "exception_rate_by_job": "pct", "exception_rate_by_task": "pct", "missing_reward": "pct", "missing_tokens": "pct", "missing_turns": "pct",
     "missing_trajectory": "pct", "rejected_rows": "pct", "cap_binding": "pct", "cap_recorded": "int",
+    "cap_below_configured": "pct",
     "duty_cycle": "pct", "hold_tail": "f1", "sandbox_hours_per_pass": "f2", "build_share": "pct",
     "plan_covers_peak": "int",
 }

@@ -117,6 +117,7 @@ class Thresholds(BaseModel):
     rejected_rows: Above
     cap_binding: Above
     cap_recorded: Section
+    cap_below_configured: Section
     duty_cycle: Below
     hold_tail: Above
     sandbox_hours_per_pass: Above

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.harbor import read_harbor
+from sandbox_fleet.telemetry.inspect_log import read_inspect
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry
 from sandbox_fleet.telemetry.rst import read_rst
@@ -25,7 +26,11 @@ def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
     if fmt == "rst":
         yield from read_rst(Path(path), opts.progress)
     elif fmt == "table":
-        yield from read_table(path, opts.column_map, opts.progress)
+        yield from read_table(path, opts.column_map, opts.progress, tel)
+    elif fmt == "inspect":
+        if not Path(path).exists():
+            raise InputError(f"{path}: no such file or directory")
+        yield read_inspect(Path(path), opts, tel)
     else:
         target = Path(path)
         if not target.exists():
@@ -43,10 +48,11 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry) -> tuple[list[pa.Tab
         warn_once(tel, f"--map applies to Parquet/CSV/JSONL tables only; ignored for {fmt} input {path}")
     state: dict = {}
     tables, seen = [], 0
+    rejected_before = sum(tel.rejected.values())
     for raw in _raw_batches(path, fmt, opts, tel):
         seen += raw.num_rows
         tables.append(clean_batch(raw, path, opts, tel, state))
-    if seen == 0:
+    if seen == 0 and sum(tel.rejected.values()) == rejected_before:
         raise InputError(f"{path}: no rollouts in this input (empty)")
     return tables, seen
 
@@ -62,6 +68,9 @@ def load_telemetry(
     reward_key: str = "reward",
     progress: bool = True,
     cache_dir: str | None = None,
+    latest_time: str | None = "2100-01-01",
+    allow_any_time: bool = False,
+    score: str | None = None,
 ) -> Telemetry:
     """Read every PATH (format sniffed unless ``fmt`` forces one) into one canonical Telemetry.
 
@@ -70,7 +79,8 @@ def load_telemetry(
     """
     opts = make_options(
         fmt=fmt, column_map=column_map, time_unit=time_unit, assume_tz=assume_tz,
-        reward_key=reward_key, progress=progress,
+        reward_key=reward_key, progress=progress, latest_time=latest_time,
+        allow_any_time=allow_any_time, score=score,
     )
     if isinstance(paths, (str, Path)):
         paths = [str(paths)]  # one PATH given bare; iterating a str would read characters

@@ -8,7 +8,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry
 
-FORMATS = ("rst", "harbor", "terminal-bench", "table")
+FORMATS = ("rst", "harbor", "terminal-bench", "inspect", "table")
+#: Telemetry of agentic RL cannot predate this; earlier times are durations or defaults.
+EARLIEST_TIME = "2000-01-01"
+DEFAULT_LATEST_TIME = "2100-01-01"
+#: 10000-01-01T00:00:00Z in microseconds: the hard limit even with --allow-any-time.
+YEAR_10000_US = 253_402_300_800_000_000
 TIME_UNITS = ("s", "ms", "us", "ns")
 
 
@@ -22,6 +27,11 @@ class ReadOptions:
     assume_tz: str = "UTC"
     reward_key: str = "reward"
     progress: bool = True
+    #: Rows with a time before ``earliest_us`` or at/after ``latest_us`` are "implausible time".
+    earliest_us: int | None = None
+    latest_us: int = YEAR_10000_US
+    #: Inspect AI: the scorer whose value is the reward (None: the first scorer).
+    score: str | None = None
 
 
 def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
@@ -60,6 +70,9 @@ def make_options(
     assume_tz: str,
     reward_key: str,
     progress: bool,
+    latest_time: str | None = DEFAULT_LATEST_TIME,
+    allow_any_time: bool = False,
+    score: str | None = None,
 ) -> ReadOptions:
     """Validate user options, failing with one line on the first bad one."""
     if fmt is not None and fmt not in FORMATS:
@@ -77,7 +90,25 @@ def make_options(
         assume_tz=assume_tz,
         reward_key=reward_key,
         progress=progress,
+        earliest_us=None if allow_any_time else _instant_us(EARLIEST_TIME, "earliest time"),
+        latest_us=YEAR_10000_US if allow_any_time or latest_time is None
+        else min(_instant_us(latest_time, "--latest-time"), YEAR_10000_US),
+        score=score,
     )
+
+
+def _instant_us(text: str, option: str) -> int:
+    """An ISO-8601 date or time (naive = UTC) as epoch microseconds."""
+    from datetime import datetime, timezone
+
+    try:
+        value = datetime.fromisoformat(str(text).strip())
+    except ValueError as exc:
+        raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2100-01-01)") from exc
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def warn_once(tel: Telemetry, message: str) -> None:

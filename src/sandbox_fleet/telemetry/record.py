@@ -40,6 +40,7 @@ ROLLOUT_SCHEMA = pa.schema(
         pa.field("has_exception", pa.bool_()),
         pa.field("exception_type", pa.string()),
         pa.field("has_trajectory", pa.bool_()),
+        pa.field("trajectory_bytes", pa.int64()),
     ]
 )
 

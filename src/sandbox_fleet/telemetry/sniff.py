@@ -6,7 +6,7 @@ import glob as globmod
 from pathlib import Path
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry import harbor, rst, terminal_bench
+from sandbox_fleet.telemetry import harbor, inspect_log, rst, terminal_bench
 from sandbox_fleet.telemetry.parquet_io import open_parquet
 from sandbox_fleet.telemetry.table import table_kind
 
@@ -29,20 +29,24 @@ def sniff(path: str) -> str:
             return "harbor"
         if p.name == "results.json":
             return "terminal-bench"
+        if inspect_log.is_log(p):
+            return "inspect"
         kind = table_kind(path)
-        if kind == "parquet":
+        if kind == "parquet" and not p.name.lower().endswith(".gz"):
             # The RST trajectories file passed directly still gets the release mapping.
             names = open_parquet(p).schema_arrow.names
             return "rst" if "trajectory_id" in names else "table"
         if kind is not None:
             return "table"
-        raise InputError(f"{path}: unknown file type (expected .parquet, .csv, .jsonl, result.json or results.json; or use --format)")
+        raise InputError(f"{path}: unknown file type (expected .parquet, .csv, .jsonl, an Inspect .eval or .json log, result.json or results.json; or use --format)")
     if rst.is_release(p):
         return "rst"
     if terminal_bench.looks_like_runs(p):
         return "terminal-bench"
     if harbor.looks_like_harbor(p):
         return "harbor"
+    if inspect_log.looks_like_inspect(p):
+        return "inspect"
     raise InputError(
         f"{path}: cannot tell the telemetry format (expected metadata/trajectories.parquet, Harbor result.json "
         "or Terminal-Bench results.json; or use --format)"

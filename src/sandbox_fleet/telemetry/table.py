@@ -6,6 +6,8 @@ Columns already named canonically need no map; ``--map canonical=source`` rename
 from __future__ import annotations
 
 import glob as globmod
+import gzip
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pyarrow.parquet as pq
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, ROLLOUT_SCHEMA
+from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry
 
 EXTENSIONS = {
     ".parquet": "parquet",
@@ -46,7 +48,10 @@ def _source_sql(kind: str, typed: bool = False) -> str:
     if kind == "parquet":
         return "read_parquet($path)"
     if kind == "csv":
-        return "read_csv($path, types=$types)" if typed else "read_csv($path)"
+        # Explicit header, delimiter and quote: a malformed row near the top must not steer
+        # the sniffer to another dialect; rows that do not parse are collected, not fatal.
+        opts = "header=true, delim=$delim, quote='\"', escape='\"', store_rejects=true, encoding=$encoding"
+        return f"read_csv($path, {opts}, types=$types)" if typed else f"read_csv($path, {opts})"
     return "read_json($path, format='auto')"
 
 
@@ -62,26 +67,59 @@ def _check_files(path: str) -> None:
         raise InputError(f"{path}: empty file (expected a header and rows)")
 
 
-def read_table(path: str, column_map: dict[str, str], progress: bool = False) -> Iterator[pa.Table]:
-    """Yield canonical-named batches (times still raw) from one file or glob."""
+def _head(path: str, size: int = 1 << 16) -> bytes:
+    files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    if not files:
+        return b""
+    opener = gzip.open if files[0].lower().endswith(".gz") else open
+    try:
+        with opener(files[0], "rb") as f:
+            return f.read(size)
+    except (OSError, EOFError):
+        return b""
+
+
+def guess_encoding(head: bytes) -> str:
+    """'utf-8', 'utf-16' (a byte-order mark) or 'latin-1' (bytes that are not UTF-8)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    if head.startswith(b"\xef\xbb\xbf"):
+        return "utf-8"
+    cut = head.rfind(b"\n")
+    try:
+        (head[:cut] if cut > 0 else head).decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        return "latin-1"
+
+
+def read_table(path: str, column_map: dict[str, str], progress: bool = False,
+               tel: Telemetry | None = None) -> Iterator[pa.Table]:
+    """Yield canonical-named batches (times still raw) from one file or glob.
+
+    CSV cells are all read as text (the validator parses each cell, so one bad cell costs
+    at most that cell); CSV rows that do not parse are counted in ``tel.rejected``.
+    """
     kind = table_kind(path)
     if kind is None:
         raise InputError(f"{path}: unknown table type (expected .parquet, .csv or .jsonl)")
     _check_files(path)
-    if kind == "parquet" and not any(ch in path for ch in "*?[") and not path.lower().endswith(".gz"):
+    if kind == "parquet" and not any(ch in path for ch in "*?["):
         yield from _read_parquet_file(Path(path), column_map, progress)
         return
+    encoding = guess_encoding(_head(path))
+    if kind == "json" and encoding != "utf-8":
+        raise InputError(f"{path}: not UTF-8 (looks like {encoding}); JSON must be UTF-8, re-encode the file")
     con = duckdb.connect()
     params: dict[str, object] = {"path": path}
     if kind == "csv":
-        # Read id-like columns as text so '007' stays '007'; only for columns that exist.
-        header = _describe(con, _source_sql(kind), params, path, kind)
-        wanted = {column_map.get(c, c) for c in _STRING_COLUMNS}
-        types = {c: "VARCHAR" for c in header if c in wanted}
-        if types:
-            params["types"] = types
+        params["delim"] = "\t" if path.lower().removesuffix(".gz").endswith(".tsv") else ","
+        params["encoding"] = encoding
+        header = _describe(con, _source_sql(kind), params, path, kind, encoding=encoding)
+        wanted = {column_map.get(c, c) for c in ROLLOUT_COLUMNS}
+        params["types"] = {c: "VARCHAR" for c in header if c in wanted} or {header[0]: "VARCHAR"}
     source = _source_sql(kind, typed="types" in params)
-    schema = _describe(con, source, params, path, kind, with_types=True)
+    schema = _describe(con, source, params, path, kind, with_types=True, encoding=encoding)
     select = []
     for src, canonical in _column_pairs(path, list(schema), column_map):
         expr = _quote(src)
@@ -90,12 +128,75 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False) ->
             expr = f"json_extract_string({expr}, '$')"
         select.append(f"{expr} AS {_quote(canonical)}")
     sql = f"SELECT {', '.join(select)} FROM {source}"
+    seen = 0
     try:
         reader = con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
         for batch in reader:
+            seen += batch.num_rows
             yield pa.Table.from_batches([batch])
     except duckdb.Error as exc:
+        if kind == "json":
+            raise InputError(f"{path}: cannot read as JSON lines ({_json_fault(path) or _first_line(exc)})") from exc
         raise InputError(f"{path}: cannot read as {kind} ({_first_line(exc)})") from exc
+    if kind == "csv" and tel is not None:
+        _count_rejects(con, path, tel, seen)
+
+
+#: The reason CSV rows that do not parse (wrong number of fields, broken quotes) are counted under.
+MALFORMED = "malformed CSV row"
+
+
+def _count_rejects(con, path: str, tel: Telemetry, seen: int) -> None:
+    try:
+        rows = con.sql("SELECT line, error_type FROM reject_errors ORDER BY line").fetchall()
+    except duckdb.Error:
+        return
+    lines = sorted({int(r[0]) for r in rows})
+    if not lines:
+        return
+    tel.reject(MALFORMED, len(lines))
+    shown = ", ".join(str(n) for n in lines[:10]) + (" ..." if len(lines) > 10 else "")
+    kinds = sorted({str(r[1]).lower() for r in rows})
+    tel.warnings.append(f"{path}: {len(lines)} CSV row(s) do not parse ({', '.join(kinds)}) and were rejected; line(s) {shown}")
+    quoted = [int(r[0]) for r in rows if "quote" in str(r[1]).lower()]
+    if quoted and not any(ch in path for ch in "*?["):
+        # A broken quote swallows the lines after it into one bad value: count them too.
+        swallowed = _data_lines(path) - seen - len(lines)
+        if swallowed > 0:
+            tel.reject(MALFORMED, swallowed)
+            tel.warnings.append(f"{path}: {swallowed} more line(s) after the broken quote at line {min(quoted)} "
+                                "were swallowed into it and rejected")
+
+
+def _data_lines(path: str) -> int:
+    """Non-empty lines after the header (gz aware), read in blocks."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    n, blank, last = 0, 0, b"\n"
+    with opener(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+            blank += block.count(b"\n\n")
+            last = block[-1:]
+    return n + (last != b"\n") - blank - 1
+
+
+def _json_fault(path: str) -> str | None:
+    """The first JSON-lines line that is not a JSON object, by its real line number."""
+    files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    for file in files:
+        opener = gzip.open if file.lower().endswith(".gz") else open
+        try:
+            with opener(file, "rt", encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        json.loads(line)
+                    except ValueError as exc:
+                        return f"{Path(file).name} line {number}: invalid JSON ({exc.__class__.__name__}: {str(exc).split(':')[0]})"
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"{Path(file).name}: {exc.__class__.__name__}"
+    return None
 
 
 def _column_pairs(path: str | Path, names: list[str], column_map: dict[str, str]) -> list[tuple[str, str]]:
@@ -123,8 +224,13 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool) -
     over; pyarrow decodes one row group (at most BATCH_ROWS rows at a time) and no more.
     """
     try:
-        pf = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
+        if path.name.lower().endswith(".gz"):
+            # Parquet cannot be read compressed: the whole file is inflated into memory once.
+            with pa.input_stream(str(path), compression="gzip") as stream:
+                pf = pq.ParquetFile(pa.BufferReader(stream.read()))
+        else:
+            pf = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
     pairs = _column_pairs(path, pf.schema_arrow.names, column_map)
     sources = list(dict.fromkeys(src for src, _ in pairs))  # read each source column once
@@ -146,11 +252,14 @@ def _select(part: pa.Table, pairs: list[tuple[str, str]]) -> pa.Table:
     return pa.table({canonical: part.column(src) for src, canonical in pairs})
 
 
-def _describe(con, source: str, params: dict, path: str, kind: str, with_types: bool = False):
+def _describe(con, source: str, params: dict, path: str, kind: str, with_types: bool = False,
+              encoding: str = "utf-8"):
     try:
         rows = con.sql(f"DESCRIBE SELECT * FROM {source}", params=params).fetchall()
     except duckdb.Error as exc:
-        raise InputError(f"{path}: cannot read as {kind} ({_first_line(exc)})") from exc
+        if kind == "json":
+            raise InputError(f"{path}: cannot read as JSON lines ({_json_fault(path) or _first_line(exc)})") from exc
+        raise InputError(f"{path}: cannot read as {kind}, encoding taken as {encoding} ({_first_line(exc)})") from exc
     if with_types:
         return {r[0]: r[1] for r in rows}
     return [r[0] for r in rows]

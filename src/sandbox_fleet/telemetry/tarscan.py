@@ -26,6 +26,7 @@ SCAN_SCHEMA = pa.schema(
         pa.field("agent_timeout_s", pa.float64()),
         pa.field("verifier_timeout_s", pa.float64()),
         pa.field("bundle_bytes", pa.int64()),
+        pa.field("out_of_range", pa.int64()),
     ]
 )
 
@@ -114,4 +115,5 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
     for f in REQUEST_FIELDS:
         columns[f] = [requests[p][f] for p in prefixes]
     columns["bundle_bytes"] = [sizes[p] for p in prefixes]
+    columns["out_of_range"] = [requests[p]["out_of_range"] for p in prefixes]
     return columns

@@ -15,7 +15,7 @@ import pyarrow as pa
 from sandbox_fleet.errors import InputError
 
 #: Bump when the parser's output changes, so old entries stop matching.
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 
 def cache_root(cache_dir: str | None, input_root: Path) -> Path:

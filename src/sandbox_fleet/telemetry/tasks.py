@@ -42,7 +42,7 @@ def read_tasks_with_warnings(
     if (base / TASKS_PARQUET).is_file():
         return _release(base, progress, cache_dir)
     if base.is_dir() and ((base / "task.toml").is_file() or any(base.glob("*/task.toml"))):
-        return _plain(base), []
+        return _plain(base)
     raise InputError(f"{root}: not a tasks root (expected metadata/tasks.parquet + data/*.tar, or <task>/task.toml folders)")
 
 
@@ -73,6 +73,9 @@ def _release(base: Path, progress: bool, cache_dir: str | None) -> tuple[pa.Tabl
         path = base / shard
         if not path.is_file():
             raise InputError(f"{path}: no such shard (named in {meta_file})")
+        # Resolved (symlinks included) before the inside-the-root check.
+        if not path.resolve().is_relative_to(base.resolve()):
+            raise InputError(f"{meta_file}: shard '{shard}' resolves outside the tasks root ({path.resolve()})")
         paths.append(path)
     scanned = []
     for shard, table in zip(shards, _scan_all(paths, shards, cache, warnings, progress)):
@@ -92,7 +95,15 @@ def _release(base: Path, progress: bool, cache_dir: str | None) -> tuple[pa.Tabl
     lost = joined.column("bundle_bytes").null_count if "bundle_bytes" in joined.column_names else meta.num_rows
     if lost:
         warnings.append(f"{base}: {lost} task(s) have no task.toml in their shard; their requests are null")
+    if "out_of_range" in joined.column_names:
+        _range_warning(base, int(pc.sum(joined.column("out_of_range")).as_py() or 0), warnings)
     return tasks, warnings
+
+
+def _range_warning(base: Path, n: int, warnings: list[str]) -> None:
+    if n:
+        warnings.append(f"{base}: {n} task.toml value(s) out of range (zero, negative, huge or not finite) "
+                        "were read as null")
 
 
 def _scan_all(paths: list[Path], shards: list[str], cache: Path, warnings: list[str], progress: bool) -> list[pa.Table]:
@@ -151,11 +162,22 @@ def _tree_bytes(folder: Path) -> int:
     return total
 
 
-def _plain(base: Path) -> pa.Table:
+def _plain(base: Path) -> tuple[pa.Table, list[str]]:
     folders = [base] if (base / "task.toml").is_file() else sorted(p.parent for p in base.glob("*/task.toml"))
     rows = []
     for folder in folders:
         toml = folder / "task.toml"
         req = parse_task_toml(toml.read_bytes(), str(toml))
         rows.append({"task_id": folder.name, **req, "bundle_bytes": _tree_bytes(folder)})
+    return _plain_table(base, rows), _plain_warnings(base, rows)
+
+
+def _plain_warnings(base: Path, rows: list[dict]) -> list[str]:
+    warnings: list[str] = []
+    _range_warning(base, sum(r.get("out_of_range", 0) for r in rows), warnings)
+    return warnings
+
+
+def _plain_table(base: Path, rows: list[dict]) -> pa.Table:
+    rows = [{k: v for k, v in r.items() if k != "out_of_range"} for r in rows]
     return conform_tasks(pa.Table.from_pylist(rows, schema=pa.schema([f.with_nullable(True) for f in TASK_SCHEMA if f.name != "task_group_id"])), str(base))

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.jsonfile import load_json, raw_rows_table
-from sandbox_fleet.telemetry.options import ReadOptions
+from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import Telemetry
 
@@ -35,10 +35,25 @@ def looks_like_runs(path: Path) -> bool:
     return is_run(path) or (path.is_dir() and any(is_run(p.parent) for p in path.glob("*/results.json")))
 
 
+NO_METADATA = "no run_metadata.json"
+UNREADABLE = "unreadable"
+
+
 def run_dirs(path: Path) -> list[Path]:
+    """The run itself, or every sub-folder holding results.json (with or without metadata)."""
     if (path / "results.json").is_file():
         return [path]
-    return [p.parent for p in sorted(path.glob("*/results.json")) if (p.parent / "run_metadata.json").is_file()]
+    return [p.parent for p in sorted(path.glob("*/results.json"))]
+
+
+def _trial_count(file: Path) -> int:
+    """How many trials a run holds, for counting a run that cannot be used (at least 1)."""
+    try:
+        data = load_json(file)
+    except InputError:
+        return 1
+    trials = data.get("results") if isinstance(data, dict) else None
+    return max(len(trials), 1) if isinstance(trials, list) else 1
 
 
 def _int(value: Any, key: str, file: Path) -> int | None:
@@ -100,6 +115,21 @@ def read_terminal_bench(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Tab
     if not runs:
         raise InputError(f"{path}: no Terminal-Bench results.json found (expected <run>/results.json + run_metadata.json)")
     rows: list[dict] = []
+    many = runs != [path]
+    lost: dict[str, list[str]] = {}
     for run in track(runs, "reading Terminal-Bench runs", opts.progress, min_items=20):
-        rows.extend(_run_rows(run, tel))
+        # In a folder of runs, a run that cannot be used is counted by reason, not fatal.
+        if many and not (run / "run_metadata.json").is_file():
+            tel.reject(NO_METADATA, _trial_count(run / "results.json"))
+            lost.setdefault(NO_METADATA, []).append(run.name)
+            continue
+        try:
+            rows.extend(_run_rows(run, tel))
+        except InputError:
+            if not many:
+                raise
+            tel.reject(UNREADABLE, _trial_count(run / "results.json"))
+            lost.setdefault(UNREADABLE, []).append(run.name)
+    for reason, names in sorted(lost.items()):
+        warn_once(tel, f"{path}: {len(names)} run folder(s) rejected ({reason}): {', '.join(names[:5])}")
     return raw_rows_table(rows, _COLUMNS)

@@ -1,9 +1,10 @@
 """Row validation shared by every reader: convert times, reject bad rows by reason, conform.
 
 Reasons (the keys of ``Telemetry.rejected``), checked in this order so each rejected
-row is counted once: "missing id", "unparsable time", "missing start or finish",
-"finished before started", and, across all inputs, "duplicate id" (first kept).
-A zero-length hold (finished == started) is allowed.
+row is counted once: "missing id", "unparsable time", "mixed epoch units", "missing
+start or finish", "implausible time", "finished before started", and, across all inputs,
+"duplicate id" (first kept). A zero-length hold (finished == started) is allowed.
+Cells other than the interval's are cleaned one by one (``cells``), never costing a row.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from sandbox_fleet.telemetry.record import (
     PHASES,
     REQUIRED_ROLLOUT_COLUMNS,
     ROLLOUT_SCHEMA,
+    TS,
     Telemetry,
     conform_rollouts,
 )
+from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.times import to_utc
 
 PHASE_TIME_COLUMNS = tuple(f"{p}_{e}" for p in PHASES for e in ("started_at", "finished_at"))
@@ -31,6 +34,8 @@ UNPARSABLE = "unparsable time"
 MISSING_TIME = "missing start or finish"
 BACKWARDS = "finished before started"
 DUPLICATE = "duplicate id"
+MIXED_UNITS = "mixed epoch units"
+IMPLAUSIBLE = "implausible time"
 
 
 def _blank_to_null(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -59,75 +64,57 @@ def clean_batch(
         )
     cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name)) for name in table.column_names}
     n = table.num_rows
-    unparsable = pa.array(np.zeros(n, dtype=bool))
+    unparsable = mixed = pa.array(np.zeros(n, dtype=bool))
     for name in ("started_at", "finished_at", *PHASE_TIME_COLUMNS):
         if name not in cols:
             continue
-        times, bad = to_utc(cols[name], name, source, opts, tel, state)
+        times, bad, mismatch = to_utc(cols[name], name, source, opts, tel, state)
         cols[name] = times
         if name in ("started_at", "finished_at"):
             unparsable = pc.or_(unparsable, bad)
-        elif pc.any(bad).as_py():
+            mixed = pc.or_(mixed, mismatch)
+        elif pc.any(pc.or_(bad, mismatch)).as_py():
             # A phase is optional detail: an unreadable one becomes null, the rollout stays.
+            cols[name] = pc.if_else(pc.or_(bad, mismatch), None, times)
             warn_once(tel, f"{source}: some {name} values could not be read as times and were left null")
+    if "has_exception" not in cols and "exception_type" in cols:
+        # A source that names the error type but has no flag: a non-empty type is an exception.
+        cols["has_exception"] = pc.is_valid(cols["exception_type"])
     ids, start, finish = cols["id"], cols["started_at"], cols["finished_at"]
     no_id = pc.is_null(ids)
-    bad_time = pc.and_not(unparsable, no_id)
-    gone = pc.or_(no_id, bad_time)
-    no_time = pc.and_not(pc.or_(pc.is_null(start), pc.is_null(finish)), gone)
-    gone = pc.or_(gone, no_time)
-    backwards = pc.and_not(pc.fill_null(pc.less(finish, start), False), gone)
-    gone = pc.or_(gone, backwards)
-    for reason, mask in ((MISSING_ID, no_id), (UNPARSABLE, bad_time), (MISSING_TIME, no_time), (BACKWARDS, backwards)):
+    masks = [(MISSING_ID, no_id)]
+    gone = no_id
+    for reason, mask in ((UNPARSABLE, unparsable), (MIXED_UNITS, mixed),
+                         (MISSING_TIME, pc.or_(pc.is_null(start), pc.is_null(finish))),
+                         (IMPLAUSIBLE, _outside(start, finish, opts)),
+                         (BACKWARDS, pc.fill_null(pc.less(finish, start), False))):
+        mask = pc.and_not(mask, gone)
+        masks.append((reason, mask))
+        gone = pc.or_(gone, mask)
+    for reason, mask in masks:
         tel.reject(reason, pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
     out = pa.table(cols)
     if pc.any(gone).as_py():
         out = out.filter(pc.invert(gone))
-    out = _parse_text_cells(out, source, tel, state)
+    out = clean_cells(out, source, tel, state)
     # conform_rollouts fills absent columns from shared null chunks (no per-row memory).
     return conform_rollouts(out, source)
 
 
-#: What a text cell must look like to become each canonical type (CSV and JSON hand us text).
-_TEXT_FORMS = {
-    pa.int64(): r"^\s*[+-]?\d+(\.0*)?\s*$",
-    pa.float64(): r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$",
-    pa.bool_(): r"^\s*(?i:true|false|t|f|yes|no|y|n|1|0)\s*$",
-}
-
-
-def _parse_text_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa.Table:
-    """Text columns bound for numbers or flags: a cell that does not parse becomes null.
-
-    One bad cell must not cost the whole file (or its row: the hold is still good), so
-    it is nulled and counted in a warning per column. A column where no cell parses is
-    the wrong type altogether and stays an error (``conform_rollouts`` names it).
-    """
-    for fld in ROLLOUT_SCHEMA:
-        pattern = _TEXT_FORMS.get(fld.type)
-        if pattern is None or fld.name not in table.column_names:
-            continue
-        col = table.column(fld.name)
-        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-            continue
-        ok = pc.fill_null(pc.match_substring_regex(col, pattern), True)
-        bad = int(len(col) - pc.sum(pc.cast(ok, pa.int64())).as_py())
-        if bad == 0 or bad == len(col) - col.null_count:
-            continue
-        col = pc.if_else(ok, col, pa.scalar(None, col.type))
-        if fld.type == pa.int64():
-            col = pc.cast(pc.cast(col, pa.float64()), pa.int64())
-        elif fld.type == pa.bool_():
-            col = pc.match_substring_regex(col, r"^\s*(?i:true|t|yes|y|1)\s*$")
-        table = table.set_column(table.column_names.index(fld.name), fld.name, col)
-        counts = state.setdefault("bad_cells", {})
-        before = counts.get(fld.name, 0)
-        counts[fld.name] = before + bad
-        old = f"{source}: {before:,} value(s) in column '{fld.name}' are not {fld.type}; read as null"
-        if old in tel.warnings:
-            tel.warnings.remove(old)
-        tel.warnings.append(f"{source}: {before + bad:,} value(s) in column '{fld.name}' are not {fld.type}; read as null")
-    return table
+def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
+    """Either end outside the plausible window (or, with --allow-any-time, past year 9999)."""
+    lo_us, hi_us = opts.earliest_us, opts.latest_us
+    # Four reductions settle the usual case (everything inside) without building a mask.
+    lows = [pc.min(c).cast(pa.int64()).as_py() for c in (start, finish)]
+    highs = [pc.max(c).cast(pa.int64()).as_py() for c in (start, finish)]
+    if all(v is None or ((lo_us is None or v >= lo_us) and v < hi_us) for v in lows + highs):
+        return pa.array(np.zeros(len(start), dtype=bool))
+    hi = pa.scalar(hi_us, pa.int64()).cast(TS)
+    out = pc.or_(pc.greater_equal(start, hi), pc.greater_equal(finish, hi))
+    if lo_us is not None:
+        lo = pa.scalar(lo_us, pa.int64()).cast(TS)
+        out = pc.or_(out, pc.or_(pc.less(start, lo), pc.less(finish, lo)))
+    return pc.fill_null(out, False)
 
 
 def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:

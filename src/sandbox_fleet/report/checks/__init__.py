@@ -13,6 +13,7 @@ from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.checks.cache import prefix_cache_off
 from sandbox_fleet.report.checks.capacity import (
     build_share,
+    cap_below_configured,
     cap_binding,
     cap_recorded,
     duty_cycle,
@@ -48,7 +49,7 @@ from sandbox_fleet.report.thresholds import Section, Thresholds
 
 __all__ = [
     "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
-    "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
+    "cap_below_configured", "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
     "exception_rate_by_model", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
     "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
     "rejected_rows", "run_checks", "sandbox_hours_per_pass", "small_sample", "sweep_self_check",
@@ -70,6 +71,7 @@ CHECKS: tuple[Check, ...] = (
     rejected_rows,
     cap_binding,
     cap_recorded,
+    cap_below_configured,
     duty_cycle,
     hold_tail,
     sandbox_hours_per_pass,

@@ -69,6 +69,41 @@ def cap_recorded(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, "pass", cap, None, f"configured cap {cap:,.0f} recorded")
 
 
+def cap_below_configured(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    """Warn when the fleet (or a job) plateaus at a peak below its configured cap.
+
+    The plateau counts when the time at the peak is at least ``cap_binding.warn_above`` of
+    the span: another limit binds first (per-agent caps, the host, the inference pool), and
+    capacity sized to the configured cap would idle.
+    """
+    name = "cap_below_configured"
+    scopes = [("fleet", mapping(m, "concurrency"), num(m, "span_s"))]
+    for job in sorted(mapping(m, "by_job"), key=str):
+        entry = mapping(m, "by_job")[job]
+        scopes.append((f"job {job}", {k: _conc(entry, k) for k in ("configured_cap", "time_at_peak_s", "peak")},
+                       as_num(_conc(entry, "span_s"))))
+    recorded = False
+    found: list[tuple[float, str, float, float]] = []
+    for label, conc, span in scopes:
+        cap, peak, at_peak = as_num(conc.get("configured_cap")), as_num(conc.get("peak")), as_num(conc.get("time_at_peak_s"))
+        if cap is None or peak is None:
+            continue
+        recorded = True
+        if at_peak is None or not span or peak >= cap:
+            continue
+        share = at_peak / span
+        if share >= t.cap_binding.warn_above:
+            found.append((share, label, peak, cap))
+    if not recorded:
+        return skipped(name, "no configured cap recorded")
+    if not found:
+        return CheckResult(name, "pass", None, t.cap_binding.warn_above, "no plateau below a configured cap")
+    share, label, peak, cap = max(found)
+    return CheckResult(name, "warn", share, t.cap_binding.warn_above,
+                       f"{label}: effective cap {peak:,.0f} below the configured {cap:,.0f}, held for {pct(share)} "
+                       "of the span: another limit binds first (per-agent caps, hosts or inference)")
+
+
 def duty_cycle(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     name = "duty_cycle"
     duty = num(m, "concurrency.duty")

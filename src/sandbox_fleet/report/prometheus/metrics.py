@@ -84,6 +84,8 @@ def _fleet(reg: Registry, m: dict) -> None:
     reg.add("configured_cap", "Configured concurrency cap recorded in the telemetry.", num(m, "concurrency.configured_cap"))
     reg.add("cap_binding_ratio", "Share of the span spent at a detected cap (0 when no cap is detected).",
             _binding(detected, num(m, "concurrency.time_at_peak_s"), num(m, "span_s")))
+    reg.add("peak_time_ratio", "Share of the span spent at the peak concurrency (cap detected or not).",
+            _share(num(m, "concurrency.time_at_peak_s"), num(m, "span_s")))
     for key, label in HOLD_QUANTILES:
         reg.add(f"hold_{label}_seconds", f"Hold time per rollout, {label}.", num(m, f"hold_s.{key}"))
 
@@ -94,6 +96,10 @@ def _binding(detected: bool | None, at_peak_s: float | None, span_s: float | Non
     if detected is True and at_peak_s is not None and span_s:
         return at_peak_s / span_s
     return None
+
+
+def _share(at_peak_s: float | None, span_s: float | None) -> float | None:
+    return at_peak_s / span_s if at_peak_s is not None and span_s else None
 
 
 def _outcomes(reg: Registry, m: dict) -> None:
@@ -167,6 +173,11 @@ def _slices(reg: Registry, ms: MeasureSummary) -> None:
         at_peak = conc.time_at_peak_s if conc is not None else entry.time_at_peak_s
         reg.add("job_cap_binding_ratio", "Share of a job's span spent at a detected cap.",
                 _binding(detected, at_peak, conc.span_s if conc is not None else None), labels)
+        reg.add("job_concurrency_peak", "Peak concurrent sandboxes of a job.", conc.peak if conc is not None else None, labels)
+        reg.add("job_configured_cap", "Configured concurrency cap recorded for a job.",
+                conc.configured_cap if conc is not None else None, labels)
+        reg.add("job_peak_time_ratio", "Share of a job's span spent at its peak concurrency.",
+                _share(conc.time_at_peak_s, conc.span_s) if conc is not None else None, labels)
 
 
 def _from_checks(reg: Registry, m: dict, results: list[CheckResult], t: Thresholds) -> None:
