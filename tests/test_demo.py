@@ -1,6 +1,7 @@
 """The main job: every stage on the bundled synthetic corpus, written under one folder."""
 
 import json
+from pathlib import Path
 
 from sandbox_fleet.demo import run_demo
 
@@ -9,8 +10,9 @@ def test_demo_runs_every_stage_and_writes_only_under_its_folder(tmp_path):
     out = tmp_path / "out"
     written = run_demo(out, scale=0.01, seed=2, progress=False)
     written.pop("_summaries")
+    assert "simulated" in written  # the simulated telemetry is listed with the rest
     for path in written.values():
-        assert str(path).startswith(str(out))
+        assert str(path).startswith(str(out)) and Path(path).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
     measured = json.loads((out / "measure.json").read_text())

@@ -4,11 +4,14 @@ The import graph (enforced by tests/test_imports.py):
 
 - telemetry <- measure <- plan and report: ``telemetry/`` reads every format into the canonical
   record; ``measure/`` turns it into a ``MeasureSummary``; ``plan/`` and ``report/`` read that.
-- plan -> simulate only for target searches (``plan/target.py``: the RL-schedule cap search).
+- plan -> simulate only for target searches (``plan/target.py``: the RL-schedule cap search;
+  ``plan/shape.py``: the smooth-shape throughput search).
 - simulate reads and writes the canonical telemetry record (calibration, simulated telemetry) and
   uses measure's one sweep line and rate definitions (``measure.concurrency``, ``measure.stats``).
 - sweep -> simulate, from outside the engine (and any other search over scenarios).
 - report reads the plan and simulate models (``plan.model``, ``simulate.model``), nothing else of them.
+- errors, jsonio, contract, atomic (every output write), outpaths (output checks), limits (seeds,
+  memory budget) and gpus (the GPU catalog) are leaves any stage may use.
 - cli -> everything: it only parses arguments and calls these documented functions.
 
 Every stage output is a Pydantic model next to its producer, sharing the envelope of

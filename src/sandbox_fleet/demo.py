@@ -58,6 +58,7 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
         "plan": str(out / "plan.json"),
         "scenario": str(scenario),
         "simulate": str(out / "simulate.json"),
+        "simulated": str(out / "simulated.parquet"),
         "checks": str(out / "checks.json"),
         "report": str(report),
         "_summaries": (measured, plan, simulated, checks),

@@ -162,13 +162,6 @@ def plan_lines(plan: dict) -> list[str]:
     if co.get("per_passing_trajectory_all_in") is not None and any(v is not None for k, v in parts.items() if k != "fleet"):
         txt = ", ".join(f"{k} {_money(v)}" for k, v in parts.items() if v is not None)
         L.append(f"  per passing trajectory, all in: {_money(co['per_passing_trajectory_all_in'])} ({txt}; {co['passing_per_h']:,.1f} passes/h)")
-    if plan.get("assumptions"):
-        L.append("")
-        L.append("Assumptions (source: default, measured, published, flag, catalog)")
-        for a in plan["assumptions"]:
-            v = a["value"]
-            shown = f"{v:,.4g}" if isinstance(v, float) else str(v)
-            L.append(f"  {a['name']:<30} {shown} {a['unit']} [{a['source']}]" + (f" - {a['detail']}" if a["detail"] else ""))
     rent = co.get("rent") or {}
     if rent:
         L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
@@ -176,6 +169,13 @@ def plan_lines(plan: dict) -> list[str]:
             limits = "within limits" if r["within_limits"] else "LIMITS: " + "; ".join(r["limits_hit"])
             L.append(f"    {name:<10} {_money(r['usd_per_h'])}/h, {_money(r['usd_per_pass'])} per pass ({limits})")
         L.append(f"  verdict: {co['rent_verdict']}")
+    if plan.get("assumptions"):
+        L.append("")
+        L.append("Assumptions (source: default, measured, published, flag, catalog)")
+        for a in plan["assumptions"]:
+            v = a["value"]
+            shown = f"{v:,.4g}" if isinstance(v, float) else str(v)
+            L.append(f"  {a['name']:<30} {shown} {a['unit']} [{a['source']}]" + (f" - {a['detail']}" if a["detail"] else ""))
     if plan["notes"]:
         L.append("")
         L.append("Notes")
