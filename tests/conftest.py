@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings
+
+# CI explores a fixed sequence of examples, so a green main stays green on a rerun; a developer's
+# run keeps Hypothesis' random exploration (a counterexample it finds becomes a named test).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 
 @dataclass

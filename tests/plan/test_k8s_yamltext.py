@@ -29,3 +29,9 @@ def test_round_trips_through_pyyaml(doc):
 def test_strings_that_look_like_other_types_stay_strings():
     doc = {"a": "on", "b": "1e3", "c": "true", "d": "null", "on": ["no", "0x10"]}
     assert yaml.safe_load(dump(doc)) == doc
+
+
+def test_a_key_ending_in_a_newline_is_quoted():
+    # found by the round-trip property: "$" in a regex also matches before a final newline
+    doc = {"A\n": 1, "b": {"c\n": "d"}}
+    assert yaml.safe_load(dump(doc)) == doc

@@ -10,7 +10,7 @@ import json
 import math
 import re
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-/]*")
 # Characters YAML does not allow raw in a stream (C1 controls, BOM, non-characters, line separators):
 # written as \uXXXX escapes. Astral characters stay raw (YAML does not join surrogate-pair escapes).
 _NOT_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
@@ -45,7 +45,7 @@ def _scalar(value: object) -> str:
 
 
 def _key(key: str) -> str:
-    return key if _PLAIN_KEY.match(key) and key.lower() not in _RESERVED else quote(key)
+    return key if _PLAIN_KEY.fullmatch(key) and key.lower() not in _RESERVED else quote(key)
 
 
 def _lines(value: object, indent: int) -> list[str]:
