@@ -44,9 +44,14 @@ def test_check_on_a_summary_loads_no_heavy_library():
     assert _loaded("check", str(EXAMPLE)) == []
 
 
-def test_plan_on_a_summary_loads_neither_plotly_nor_duckdb():
-    loaded = _loaded("plan", str(EXAMPLE), "--node-type", "seed-96c")
-    assert "plotly" not in loaded and "duckdb" not in loaded and "pyarrow" not in loaded
+def test_plan_on_a_summary_loads_no_heavy_library():
+    # a node type without a spot rate: nothing is sampled, so not even NumPy is needed
+    assert _loaded("plan", str(EXAMPLE), "--node-type", "seed-96c") == []
+
+
+def test_plan_with_a_spot_rate_loads_numpy_but_neither_plotly_nor_duckdb():
+    loaded = _loaded("plan", str(EXAMPLE))  # the default type has a spot rate: holds are sampled
+    assert "numpy" in loaded and "plotly" not in loaded and "duckdb" not in loaded
 
 
 def test_a_simulation_without_replay_loads_neither_duckdb_nor_arrow():
