@@ -18,6 +18,23 @@ from sandbox_fleet.sweep import run_sweep
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sweeps" / "rl_cap.toml"
 VARY = ["fleet.cap=128:640:64,unbounded", "workload.batch=256,512"]
+#: 20 caps x 3 seeds of a 500-rollout M/M/c: 60 simulations of a few milliseconds each.
+TINY = Path(__file__).resolve().parent / "data" / "tiny_sweep.toml"
+TINY_VARY = ["fleet.cap=2:21:1"]
+
+
+def tiny_ratio(rounds: int = 7) -> None:
+    """1 vs 2 local workers on the tiny sweep, alternating; target: 2 workers not slower."""
+    times: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for w in (1, 2):
+            t0 = time.perf_counter()
+            run_sweep(TINY, TINY_VARY, seeds=3, target="queue_wait_s.mean", workers=w)
+            times[w].append(time.perf_counter() - t0)
+    m1, m2 = statistics.median(times[1]), statistics.median(times[2])
+    print(f"tiny sweep, 60 simulations: 1 worker {m1:.3f} s ({min(times[1]):.3f}-{max(times[1]):.3f}), "
+          f"2 workers {m2:.3f} s ({min(times[2]):.3f}-{max(times[2]):.3f}): 2/1 = {m2 / m1:.2f} (target <= 1.0), "
+          f"median of {rounds} alternating")
 
 
 def median_s(fn, runs: int = 3) -> tuple[float, str]:
@@ -45,6 +62,7 @@ def main() -> None:
         outputs.add(out)
         print(f"sweep sample, 60 simulations, {backend} x {workers} workers: {t:.2f} s ({60 / t:.1f} sims/s)")
     print(f"identical output across backends: {len(outputs) == 1}")
+    tiny_ratio()
 
 
 if __name__ == "__main__":

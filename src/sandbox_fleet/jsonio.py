@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 
 def to_jsonable(value: Any) -> Any:
     """Convert NumPy scalars/arrays and non-finite floats into plain JSON values."""
+    np = sys.modules.get("numpy")
+    if np is None:  # no NumPy loaded, so no NumPy values: spare every command its import
+        return _plain(value)
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -25,6 +27,16 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         f = float(value)
         return f if math.isfinite(f) else None
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     return value
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
 from sandbox_fleet.simulate import RETRIED, Exponential, Fleet, InvariantError, Poisson, run_workloads
@@ -69,3 +70,17 @@ def test_engine_runs_the_checks_by_default(monkeypatch):
     monkeypatch.setattr(engine, "check_invariants", lambda r, n_expected: calls.append(n_expected))
     run_workloads(Fleet(cap=2), [Poisson(rate_per_s=1, n=10, holds=Exponential(1.0))], seed=0)
     assert calls == [10]
+
+
+def test_integral_is_the_area_under_the_open_interval_count():
+    """Brute force on a microsecond grid: count the intervals open in each microsecond."""
+    from sandbox_fleet.simulate.invariants import integral
+
+    rng = np.random.default_rng(12)
+    start_us = rng.integers(0, 400, 60)
+    end_us = start_us + rng.integers(0, 150, 60)
+    count = np.zeros(600, dtype=np.int64)
+    for a, b in zip(start_us, end_us):
+        count[a:b] += 1
+    assert integral(start_us / 1e6, end_us / 1e6) == count.sum() / 1e6
+    assert integral(np.zeros(0), np.zeros(0)) == 0.0

@@ -28,8 +28,27 @@ def fail_on(i: int, bad: int) -> int:
 def test_results_in_task_order_regardless_of_completion_order():
     out = run_tasks(slow_first, [(i, 6) for i in range(6)], workers=3)
     assert [i for i, _ in out] == list(range(6))
-    assert len({pid for _, pid in out}) > 1  # really ran in several processes
-    assert os.getpid() not in {pid for _, pid in out}
+    # the first task runs here to judge the sweep's size; at 0.12 s it is no tiny sweep,
+    # so the others really ran in worker processes
+    assert out[0][1] == os.getpid()
+    assert os.getpid() not in {pid for _, pid in out[1:]}
+
+
+def blas_threads(i: int, sleep_s: float) -> tuple[int, int, str | None]:
+    time.sleep(sleep_s)
+    return i, os.getpid(), os.environ.get("OPENBLAS_NUM_THREADS")
+
+
+def test_tiny_tasks_run_in_process_whatever_the_worker_count():
+    out = run_tasks(blas_threads, [(i, 0.001) for i in range(8)], workers=2)
+    assert [i for i, _, _ in out] == list(range(8))
+    assert {pid for _, pid, _ in out} == {os.getpid()}
+
+
+def test_workers_run_blas_on_one_thread():
+    out = run_tasks(blas_threads, [(i, 0.2) for i in range(4)], workers=2)
+    workers = [(pid, env) for _, pid, env in out if pid != os.getpid()]
+    assert workers and all(env == "1" for _, env in workers)
 
 
 def test_one_worker_runs_in_process():

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import cost as costmod
@@ -30,6 +31,9 @@ from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+
+if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
+    import numpy as np
 
 REWORK_SEED = 20_261_201  # fixed: the rework share is an expectation over the fitted holds, not a draw
 #: the source document's request, used only when the input lists none (and the plan says so)
@@ -348,11 +352,17 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
     rate = nodes.node.spot_interruptions_per_node_h
     cost["spot_rework"] = spot_rework(
-        HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000)
-        if rate is not None else None,
+        _rework_holds(fig) if rate is not None else None,
         rate, n * duty if duty else None, cost["spot_per_h"], nodes.node.spot_interruptions_source,
     )
     return cost
+
+
+def _rework_holds(fig: Figures) -> np.ndarray:
+    """The fitted holds the spot rework share averages over (NumPy loaded only when a spot rate needs it)."""
+    import numpy as np
+
+    return HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000)
 
 
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: dict, starts: dict,

@@ -11,10 +11,14 @@ the pooled search already probed around it, so it costs a few more runs, not a f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import heapq
 from typing import Callable
 
-import numpy as np
+if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
+    import numpy as np
+
 
 #: replications per search, chosen by measurement on the published holds (train 300 s), seeds 0..4:
 #:   R = 4: answers spread 9.3% at B = 512, 8.1% at B = 4,096;  R = 8: 4.7% / 6.5%;
@@ -49,6 +53,7 @@ def list_schedule_step_s(holds: np.ndarray, cap: int) -> float:
 
 def rep_seed(seed: int, rep: int) -> int:
     """The seed of replication ``rep``: independent streams, the same at every cap."""
+    import numpy as np
     return int(np.random.SeedSequence(seed, spawn_key=(4, 3, rep)).generate_state(1)[0])
 
 
@@ -65,6 +70,7 @@ def _bisect(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 
 def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, advance: Callable[[], None] = lambda: None) -> dict:
     """Pooled answer, per-replication answers and their 5th-95th percentile interval."""
+    import numpy as np
     cache: dict[tuple[int, int], float] = {}
 
     def at(cap: int, j: int) -> float:

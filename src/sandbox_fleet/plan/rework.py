@@ -9,14 +9,19 @@ over the holds and divided by their total, that is the share of sandbox-hours sp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from typing import Optional
 
-import numpy as np
+if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
+    import numpy as np
+
 
 
 def rework_h(hold_h: np.ndarray, rate_per_h: float) -> np.ndarray:
     """Expected extra hours per hold: ``(e^{r h} - 1)/r - h`` (0 at r = 0)."""
+    import numpy as np
     h = np.asarray(hold_h, dtype=float)
     if rate_per_h <= 0:
         return np.zeros_like(h)
@@ -25,6 +30,7 @@ def rework_h(hold_h: np.ndarray, rate_per_h: float) -> np.ndarray:
 
 def rework_share(hold_s: np.ndarray, rate_per_node_h: float) -> float:
     """Re-run sandbox-hours per sandbox-hour of work at ``rate_per_node_h`` reclaims per node-hour."""
+    import numpy as np
     h = np.asarray(hold_s, dtype=float) / 3600.0
     return float(rework_h(h, rate_per_node_h).sum() / h.sum())
 
@@ -36,6 +42,7 @@ def spot_rework(
     """The spot line's rework figures, or None when the rate or the holds are unknown."""
     if rate_per_node_h is None or hold_s is None or not len(hold_s):
         return None
+    import numpy as np
     share = rework_share(hold_s, rate_per_node_h)
     return {
         "interruptions_per_node_h": rate_per_node_h,

@@ -17,12 +17,16 @@ fleet $/h divided by $ per passing trajectory is X.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 from typing import Callable, Optional
 
-import numpy as np
 
 from sandbox_fleet.errors import InputError
+
+if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
+    import numpy as np
 
 SHAPES = ("measured", "smooth")
 #: rollouts simulated per probe: about 200 mean holds of simulated time per busy sandbox, within
@@ -79,6 +83,7 @@ def smallest_cap(mean_wait: MeanWait, lo: int, hi: int, max_wait_s: float) -> tu
 
 def simulated_mean_wait(holds: np.ndarray, rate_per_s: float, seed: int) -> MeanWait:
     """Mean wait at a cap from the simulator's FIFO engine, Poisson arrivals, fixed holds (CRN)."""
+    import numpy as np
     from sandbox_fleet.simulate.engine import run_workloads
     from sandbox_fleet.simulate.entities import Fleet
     from sandbox_fleet.simulate.workloads import Poisson
@@ -106,6 +111,7 @@ def smooth_shape(
     mean_wait: Optional[MeanWait] = None,
 ) -> dict:
     """Smallest cap whose simulated mean queue wait is within ``max_wait_s`` at ``mean`` busy sandboxes."""
+    import numpy as np
     if not (max_wait_s >= 0 and math.isfinite(max_wait_s)):
         raise InputError(f"--max-wait-s must be zero or positive, got {max_wait_s!r}")
     if rollouts is None:

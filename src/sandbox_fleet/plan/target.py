@@ -10,7 +10,6 @@ import math
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Callable, Optional
 
-import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -19,7 +18,9 @@ from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, r
 from sandbox_fleet.plan.shape import SHAPES, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
+    import numpy as np
+
     from sandbox_fleet.measure.model import MeasureSummary
 
 _Z = NormalDist()
@@ -99,6 +100,7 @@ class HoldSampler:
     """
 
     def __init__(self, quantiles: dict[float, Optional[float]], mean: Optional[float], rows: Optional[float] = None):
+        import numpy as np
         known = {q: v for q, v in quantiles.items() if v is not None and v > 0}
         self.kind: str
         if {0.0, 0.5, 1.0} <= set(known):
@@ -130,6 +132,7 @@ class HoldSampler:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        import numpy as np
         if self.kind == "empirical":
             z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
             return np.exp(np.interp(z, self._z, self._logv))
@@ -145,6 +148,7 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
     falls short of the measured one. Bisection on log p90 with one fixed sample (monotone in p90);
     an unreachable mean is clipped to the nearer end.
     """
+    import numpy as np
     z = np.random.default_rng(12345).standard_normal(50_000)
     lo, hi = math.log(known[0.5]), math.log(known[0.99])
 
@@ -164,6 +168,7 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
 
 def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
     """Mean of the fitted hold distribution (sampled: the piecewise fit has no closed form)."""
+    import numpy as np
     return float(holds.sample(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 2))), n).mean())
 
 
@@ -189,6 +194,7 @@ def _simulator_step_time() -> StepTime:
     Holds are drawn once per seed and reused at every cap (common random numbers), so the
     search compares caps, not draws.
     """
+    import numpy as np
     from sandbox_fleet.simulate import Fleet, SyncRL, run_workloads  # plan -> simulate, for this search only
 
     def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
@@ -205,6 +211,7 @@ def _list_schedule_step_time() -> StepTime:
     """The default evaluator: ``RL_STEPS`` steps of fitted holds per seed, list-scheduled on the cap
     (``interval.list_schedule_step_s``; the same answer as the simulator's sync-RL workload, checked
     in tests/plan/test_interval.py). Holds are drawn once per seed and reused at every cap."""
+    import numpy as np
     drawn: dict[tuple[int, int], np.ndarray] = {}
 
     def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:

@@ -5,10 +5,26 @@
   from ``sandbox_fleet/data/checks.toml`` (overridable with :func:`load_thresholds`).
 """
 
-from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, run_checks, worst_status
-from sandbox_fleet.report.html import DEFAULT_TITLE, build_report, write_report
-from sandbox_fleet.report.inputs import load_measure, load_plan, load_simulate
-from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
+from __future__ import annotations
+
+import importlib
+
+#: public name -> the module defining it, imported on first use (start-up stays cheap)
+_EXPORTS = {
+    "CHECKS": "sandbox_fleet.report.checks",
+    "CheckResult": "sandbox_fleet.report.checks",
+    "exit_code": "sandbox_fleet.report.checks",
+    "run_checks": "sandbox_fleet.report.checks",
+    "worst_status": "sandbox_fleet.report.checks",
+    "DEFAULT_TITLE": "sandbox_fleet.report.html",
+    "build_report": "sandbox_fleet.report.html",
+    "write_report": "sandbox_fleet.report.html",
+    "load_measure": "sandbox_fleet.report.inputs",
+    "load_plan": "sandbox_fleet.report.inputs",
+    "load_simulate": "sandbox_fleet.report.inputs",
+    "Thresholds": "sandbox_fleet.report.thresholds",
+    "load_thresholds": "sandbox_fleet.report.thresholds",
+}
 
 __all__ = [
     "CHECKS",
@@ -25,3 +41,21 @@ __all__ = [
     "worst_status",
     "write_report",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        return _submodule(name)
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def _submodule(name: str):
+    """``package.sub`` without importing ``package.sub`` first, as the eager imports used to allow."""
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -9,7 +9,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
-from sandbox_fleet.report.html import DEFAULT_TITLE, write_report
 from sandbox_fleet.report.inputs import load_measure, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
 
@@ -20,18 +19,21 @@ def report_files(
     plan: str | Path | None = None,
     simulate: str | Path | None = None,
     thresholds: str | Path | None = None,
-    title: str = DEFAULT_TITLE,
+    title: str | None = None,
     measure_options: dict | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
-    Every input is read and validated before anything is written.
+    Every input is read and validated before anything is written. ``title`` defaults to
+    ``report.html.DEFAULT_TITLE``.
     """
+    from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
+
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_d = load_plan(plan) if plan is not None else None
     sim_d = load_simulate(simulate) if simulate is not None else None
-    return write_report(output, measure, plan_d, sim_d, title, t)
+    return write_report(output, measure, plan_d, sim_d, DEFAULT_TITLE if title is None else title, t)
 
 
 def check_files(

@@ -16,34 +16,42 @@ policy, state codes), ``episode`` (vectorised attempt draws), ``workloads``,
 re-exports ``scenario_spec``, the schema and loading, and ``scenario_build``, spec to engine).
 """
 
-from sandbox_fleet.simulate.distributions import (
-    Clipped,
-    Deterministic,
-    Dist,
-    Empirical,
-    Exponential,
-    LogNormal,
-    Mixture,
-    Weibull,
-)
-from sandbox_fleet.simulate.engine import run_workloads
-from sandbox_fleet.simulate.entities import (
-    COMPLETED,
-    DROPPED,
-    EXCEPTION,
-    RETRIED,
-    STATE_NAMES,
-    TIMEOUT,
-    Build,
-    Episode,
-    Fleet,
-    RetryPolicy,
-    Turns,
-)
-from sandbox_fleet.simulate.invariants import InvariantError
-from sandbox_fleet.simulate.result import SimResult
-from sandbox_fleet.simulate.inference import Inference
-from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
+from __future__ import annotations
+
+import importlib
+
+#: public name -> the module defining it, imported on first use (start-up stays cheap)
+_EXPORTS = {
+    "Clipped": "sandbox_fleet.simulate.distributions",
+    "Deterministic": "sandbox_fleet.simulate.distributions",
+    "Dist": "sandbox_fleet.simulate.distributions",
+    "Empirical": "sandbox_fleet.simulate.distributions",
+    "Exponential": "sandbox_fleet.simulate.distributions",
+    "LogNormal": "sandbox_fleet.simulate.distributions",
+    "Mixture": "sandbox_fleet.simulate.distributions",
+    "Weibull": "sandbox_fleet.simulate.distributions",
+    "run_workloads": "sandbox_fleet.simulate.engine",
+    "COMPLETED": "sandbox_fleet.simulate.entities",
+    "DROPPED": "sandbox_fleet.simulate.entities",
+    "EXCEPTION": "sandbox_fleet.simulate.entities",
+    "RETRIED": "sandbox_fleet.simulate.entities",
+    "STATE_NAMES": "sandbox_fleet.simulate.entities",
+    "TIMEOUT": "sandbox_fleet.simulate.entities",
+    "Build": "sandbox_fleet.simulate.entities",
+    "Episode": "sandbox_fleet.simulate.entities",
+    "Fleet": "sandbox_fleet.simulate.entities",
+    "RetryPolicy": "sandbox_fleet.simulate.entities",
+    "Turns": "sandbox_fleet.simulate.entities",
+    "InvariantError": "sandbox_fleet.simulate.invariants",
+    "SimResult": "sandbox_fleet.simulate.result",
+    "Inference": "sandbox_fleet.simulate.inference",
+    "AsyncRL": "sandbox_fleet.simulate.workloads",
+    "Closed": "sandbox_fleet.simulate.workloads",
+    "Poisson": "sandbox_fleet.simulate.workloads",
+    "Replay": "sandbox_fleet.simulate.workloads",
+    "SyncRL": "sandbox_fleet.simulate.workloads",
+    "Workload": "sandbox_fleet.simulate.workloads",
+}
 
 __all__ = [
     "AsyncRL", "Build", "COMPLETED", "Clipped", "Closed", "Inference", "DROPPED", "Deterministic", "Dist", "EXCEPTION",
@@ -51,3 +59,21 @@ __all__ = [
     "Poisson", "RETRIED", "Replay", "RetryPolicy", "STATE_NAMES", "SimResult", "SyncRL", "TIMEOUT",
     "Turns", "Weibull", "Workload", "run_workloads",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        return _submodule(name)
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def _submodule(name: str):
+    """``package.sub`` without importing ``package.sub`` first, as the eager imports used to allow."""
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -111,10 +111,26 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     # One capped pool (the common case): the hot loop below needs no per-rollout pool lookup.
     single = slots[0] if len(slots) == 1 and slots[0] is not None else None
     pv0 = prov[0]
+    any_retry = any(may_retry)  # nothing can retry: the hot loop skips the bookkeeping
     while True:
         top = heap[0][0] if heap else INF
-        if single is not None:
-            # Open arrivals strictly before the next heap entry: the hot path.
+        if single is not None and not any_retry:
+            # The hot path: open arrivals strictly before the next heap entry, none can retry.
+            while ai < na:
+                t = arr_t[ai]
+                if t >= top:
+                    break
+                if t < last_t:
+                    clock_ok = False
+                last_t = t
+                r = arr_r[ai]
+                ai += 1
+                f0 = single[0]
+                s = f0 if f0 > t else t
+                heapreplace(single, s + hold[r] + pv0)
+                a_start[r] = s
+        elif single is not None:
+            # The same with retry bookkeeping.
             while ai < na:
                 t = arr_t[ai]
                 if t >= top:

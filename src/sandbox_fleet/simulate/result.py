@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from sandbox_fleet.simulate.entities import (
     AGENT,
@@ -25,7 +25,9 @@ from sandbox_fleet.simulate.entities import (
     Fleet,
 )
 from sandbox_fleet.simulate.workloads import Workload
-from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA
+
+if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
+    import pyarrow as pa
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError"}
@@ -159,6 +161,10 @@ class SimResult:
         mixture label (or ``attrs["model"]``). A workload's ``attrs`` arrays fill the
         columns they name. Phases the model does not simulate are null, not zero.
         """
+        import pyarrow as pa
+
+        from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA
+
         keep = self.started if include_retried else self.started & self.terminal
         idx = np.flatnonzero(keep)
         base = int(epoch.timestamp() * 1_000_000)
@@ -217,6 +223,7 @@ class SimResult:
 
     def _attr_column(self, col: str, typ: pa.DataType, wk: np.ndarray, ix: np.ndarray, derived: pa.Array | None) -> pa.Array:
         """Gather a caller attribute per row (rows are sorted by workload); NaN -> null."""
+        import pyarrow as pa
         parts = []
         for w, wl in enumerate(self.workloads):
             sel = ix[wk == w]
@@ -240,6 +247,7 @@ class SimResult:
         return pa.array(out, type=typ)
 
     def _model_column(self, idx: np.ndarray) -> pa.Array | None:
+        import pyarrow as pa
         from sandbox_fleet.simulate.distributions import Dist, mixture_of
 
         names_per_wl = []
@@ -263,6 +271,7 @@ class SimResult:
 
 
 def _ts(us: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    import pyarrow as pa
     arr = pa.array(us, type=pa.int64(), mask=None if valid is None else ~np.asarray(valid, dtype=bool))
     return arr.cast(pa.timestamp("us", tz="UTC"))
 

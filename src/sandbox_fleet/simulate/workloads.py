@@ -12,13 +12,16 @@ release order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.distributions import Dist
 from sandbox_fleet.simulate.entities import Episode, RetryPolicy
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Workload kinds: who decides when a rollout arrives.
 OPEN, RL, CLOSED = 0, 1, 2  # fixed arrival times; the trainer; a fixed population
@@ -126,6 +129,8 @@ class Replay(Workload):
         """Replay a canonical rollout table: its start times (the first at ``start_s``) and its holds."""
         if rollouts.num_rows == 0:
             raise InputError("replay: the telemetry has no rollouts")
+        import pyarrow as pa  # only replays read Arrow: spare every other simulation the import
+
         start = rollouts.column("started_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
         finish = rollouts.column("finished_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
         order = np.argsort(start, kind="stable")

@@ -16,14 +16,40 @@ validation), ``task`` (one simulation), ``backends`` (serial, process pool, Ray)
 ``aggregate`` (mean and spread), ``knee``, ``output`` (CSV/Parquet/JSON), ``render``.
 """
 
-from sandbox_fleet.sweep.aggregate import DEFAULT_METRICS
-from sandbox_fleet.sweep.backends import run_tasks
-from sandbox_fleet.sweep.knee import find_knee
-from sandbox_fleet.sweep.output import write
-from sandbox_fleet.sweep.paths import valid_keys
-from sandbox_fleet.sweep.run import run_sweep
-from sandbox_fleet.sweep.values import parse_vary
-from sandbox_fleet.sweep.variants import Variant, expand
+from __future__ import annotations
+
+import importlib
+
+#: public name -> the module defining it, imported on first use (start-up stays cheap)
+_EXPORTS = {
+    "DEFAULT_METRICS": "sandbox_fleet.sweep.aggregate",
+    "run_tasks": "sandbox_fleet.sweep.backends",
+    "find_knee": "sandbox_fleet.sweep.knee",
+    "write": "sandbox_fleet.sweep.output",
+    "valid_keys": "sandbox_fleet.sweep.paths",
+    "run_sweep": "sandbox_fleet.sweep.run",
+    "parse_vary": "sandbox_fleet.sweep.values",
+    "Variant": "sandbox_fleet.sweep.variants",
+    "expand": "sandbox_fleet.sweep.variants",
+}
 
 __all__ = ["DEFAULT_METRICS", "Variant", "expand", "find_knee", "parse_vary", "run_sweep", "run_tasks",
            "valid_keys", "write"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        return _submodule(name)
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def _submodule(name: str):
+    """``package.sub`` without importing ``package.sub`` first, as the eager imports used to allow."""
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -18,6 +19,11 @@ from sandbox_fleet.errors import InputError
 
 BACKENDS = ("local", "ray")
 RAY_HINT = "pip install 'sandbox-fleet[ray]'"
+#: A local sweep whose tasks add up to less than this (judged by the first) runs in-process:
+#: forking workers and shipping results costs about this much on two cores.
+IN_PROCESS_BELOW_S = 0.5
+#: Each worker computes alone: BLAS and OpenMP pools would only fight the other workers for cores.
+WORKER_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def default_workers() -> int:
@@ -51,13 +57,23 @@ def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], *, backend: str = 
         return _ray(fn, tasks, n, progress, label)
     n = min(n, len(tasks))
     if n <= 1:
-        with _progress(progress, len(tasks), label) as tick:
-            out = []
-            for t in tasks:
-                out.append(fn(*t))
-                tick()
-            return out
-    return _pool(fn, tasks, n, progress, label)
+        return _serial(fn, tasks, progress, label)
+    # Time the first task here: when the whole sweep would take less than starting workers
+    # costs, the rest runs here too (a tiny sweep is never slower with more workers).
+    t0 = time.perf_counter()
+    first = fn(*tasks[0])
+    if (time.perf_counter() - t0) * len(tasks) < IN_PROCESS_BELOW_S:
+        return [first, *_serial(fn, tasks[1:], progress, label)]
+    return [first, *_pool(fn, tasks[1:], min(n, len(tasks) - 1), progress, label)]
+
+
+def _serial(fn, tasks, progress: bool, label: str) -> list[Any]:
+    with _progress(progress, len(tasks), label) as tick:
+        out = []
+        for t in tasks:
+            out.append(fn(*t))
+            tick()
+        return out
 
 
 def _context():
@@ -69,9 +85,16 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
+def _one_thread_each() -> None:
+    """Worker initializer: cap BLAS/OpenMP threads before the worker imports NumPy (spawned
+    workers; forked ones inherit NumPy, and the simulator makes no BLAS call)."""
+    for var in WORKER_THREADS_ENV:
+        os.environ[var] = "1"
+
+
 def _pool(fn, tasks, n: int, progress: bool, label: str) -> list[Any]:
     results: list[Any] = [None] * len(tasks)
-    with ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
+    with ProcessPoolExecutor(max_workers=n, mp_context=_context(), initializer=_one_thread_each) as pool:
         index = {pool.submit(fn, *t): i for i, t in enumerate(tasks)}
         pending = set(index)
         try:

@@ -4,16 +4,22 @@ Entry points: ``load_telemetry`` (rollouts from any PATHs), ``filter_rollouts``,
 ``read_tasks`` (a tasks root). Users' reference: ``docs/telemetry.md``.
 """
 
-from sandbox_fleet.telemetry.load import filter_rollouts, load_telemetry
-from sandbox_fleet.telemetry.record import (
-    PHASES,
-    ROLLOUT_SCHEMA,
-    TASK_SCHEMA,
-    Telemetry,
-    conform_rollouts,
-    conform_tasks,
-)
-from sandbox_fleet.telemetry.tasks import read_tasks
+from __future__ import annotations
+
+import importlib
+
+#: public name -> the module defining it, imported on first use (start-up stays cheap)
+_EXPORTS = {
+    "filter_rollouts": "sandbox_fleet.telemetry.load",
+    "load_telemetry": "sandbox_fleet.telemetry.load",
+    "PHASES": "sandbox_fleet.telemetry.record",
+    "ROLLOUT_SCHEMA": "sandbox_fleet.telemetry.record",
+    "TASK_SCHEMA": "sandbox_fleet.telemetry.record",
+    "Telemetry": "sandbox_fleet.telemetry.record",
+    "conform_rollouts": "sandbox_fleet.telemetry.record",
+    "conform_tasks": "sandbox_fleet.telemetry.record",
+    "read_tasks": "sandbox_fleet.telemetry.tasks",
+}
 
 __all__ = [
     "PHASES",
@@ -26,3 +32,21 @@ __all__ = [
     "load_telemetry",
     "read_tasks",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        return _submodule(name)
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def _submodule(name: str):
+    """``package.sub`` without importing ``package.sub`` first, as the eager imports used to allow."""
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

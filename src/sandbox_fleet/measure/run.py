@@ -1,0 +1,228 @@
+"""measure entry points: read and filter telemetry, compute every figure, build the summary."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.jsonio import to_jsonable
+from sandbox_fleet.measure.arrowpool import prefer_returning_pool
+from sandbox_fleet.measure.columns import Frame, frame_from_table
+from sandbox_fleet.measure.concurrency import (
+    concurrency_figures,
+    effective_cap,
+    overall_cap,
+    shipped_cap_binding_share,
+)
+from sandbox_fleet.measure.coverage import measure_coverage
+from sandbox_fleet.measure.groups import by_job, by_model
+from sandbox_fleet.measure.holds import measure_holds
+from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
+from sandbox_fleet.measure.phases import measure_phases
+from sandbox_fleet.measure.sql import session
+from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
+from sandbox_fleet.measure.tasks import measure_tasks, task_usage
+from sandbox_fleet.measure.tasks_health import measure_task_health
+from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
+from sandbox_fleet.measure.trajectories import measure_trajectories
+from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
+
+#: Below this many rows measuring takes well under a second: no bar.
+BAR_ROWS = 1_000_000
+#: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
+MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+__all__ = ["MeasureSummary", "measure_paths", "measure_telemetry"]
+
+
+def _iso(us: int) -> str:
+    return (_EPOCH + timedelta(microseconds=int(us))).isoformat().replace("+00:00", "Z")
+
+
+def _usable(table: pa.Table, rejected: dict[str, int]) -> pa.Table:
+    """Drop rows no interval can be built from, counting them (readers normally did this)."""
+    start, finish = table.column("started_at"), table.column("finished_at")
+    missing = pc.or_(pc.is_null(start), pc.is_null(finish))
+    backwards = pc.fill_null(pc.less(finish, start), False)
+    n_missing = pc.sum(pc.cast(missing, pa.int64())).as_py() or 0
+    n_back = pc.sum(pc.cast(backwards, pa.int64())).as_py() or 0
+    if not (n_missing or n_back):
+        return table
+    for reason, n in (("missing start or finish", n_missing), ("finished before started", n_back)):
+        if n:
+            rejected[reason] = rejected.get(reason, 0) + n
+    return table.filter(pc.invert(pc.or_(missing, backwards)))
+
+
+@contextmanager
+def _steps(enabled: bool, total: int):
+    """A transient progress bar on stderr, advanced once per measurement."""
+    from sandbox_fleet.telemetry import progress as bars
+
+    if not bars.active(enabled):
+        yield lambda label: None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=bars.console(), transient=True) as bar:
+        task = bar.add_task("measuring", total=total)
+
+        def advance(label: str) -> None:
+            bar.update(task, advance=1, description=f"measuring: {label}")
+
+        yield advance
+
+
+def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
+    """Steps over all starts, per model and per job; the top level notes a mix of runs.
+
+    Runs are jobs when the input has two or more, else models (one synchronous run per
+    model, as in a release that only names models). Returns the job row grouping too,
+    so ``by_job`` does not sort the rows again.
+    """
+    overall = measure_steps(fr.start_us, fr.finish_us)
+    model_codes, model_names = fr.model.labelled()
+    model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
+                                        model_names)
+    del model_codes
+    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if fr.job.names else None
+    job_steps = measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names) if job_rows else {}
+    runs_by = "job" if len(job_steps) >= 2 else "model"
+    steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
+    return steps, model_steps, job_steps, job_rows
+
+
+def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
+                      progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
+    """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary``'s JSON-native dict.
+
+    ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
+    Raises InputError when no usable rollout is left.
+    """
+    with session():
+        return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False,
+                        min_turn_rows=min_turn_rows)
+
+
+def rejected_warnings(rejected: dict[str, int]) -> list[str]:
+    """One line per rejection reason with its count, so none hides in the JSON alone."""
+    return [f"rejected {n:,} row(s): {reason}" for reason, n in sorted(rejected.items()) if n]
+
+
+def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool,
+             min_turn_rows: int = MIN_TURN_ROWS) -> dict:
+    """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its task ids may be freed."""
+    rejected = dict(t.rejected)
+    table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS),
+                    rejected)
+    if table.num_rows == 0:
+        where = ", ".join(t.sources) or "input"
+        raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
+    with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance:
+        # Per task first, then the task ids go: no other figure reads them.
+        task_health = measure_task_health(table)
+        usage = task_usage(table) if t.tasks is not None else None
+        table = table.drop_columns(["task_id"])
+        if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
+            t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
+        fr = frame_from_table(table)
+        advance("exceptions per task")
+        # Time-only measurements first: their large buffers come and go before the
+        # other columns are pulled out of Arrow, which keeps peak memory down.
+        conc = concurrency_figures(fr.start_us, fr.finish_us,
+                                   overall_cap(fr.job.codes, fr.job.names, t.caps), with_series=True)
+        conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
+        advance("concurrency")
+        steps, model_steps, job_steps, job_rows = _all_steps(fr)
+        advance("steps")
+        jobs = by_job(fr, pass_threshold, t.caps, job_rows)
+        del job_rows
+        for name, st in job_steps.items():
+            jobs[name]["steps"] = st
+        advance("jobs")
+        first_start, last_finish = int(fr.start_us.min()), int(fr.finish_us.max())
+        _ = fr.hold_us  # keep the holds, drop the raw times: nothing below needs them
+        fr.release("start_us", "finish_us")
+        outcome = outcome_codes(fr, pass_threshold)
+        holds = measure_holds(fr, outcome)
+        del outcome
+        advance("holds")
+        phases = measure_phases(fr)
+        advance("phases")
+        tokens = measure_tokens(fr, min_turn_rows)
+        advance("tokens")
+        outcomes = measure_outcomes(fr, pass_threshold, seed)
+        exceptions = measure_exceptions(fr)
+        advance("outcomes")
+        coverage = measure_coverage(fr, rejected)
+        trajectories = measure_trajectories(fr.table)
+        advance("coverage")
+        models = by_model(fr, pass_threshold)
+        for name, st in model_steps.items():
+            models[name]["steps"] = st
+        advance("models")
+        tasks = measure_tasks(t.tasks, usage)
+        advance("tasks")
+    warnings = list(t.warnings)
+    added = {k: v - t.rejected.get(k, 0) for k, v in rejected.items() if v != t.rejected.get(k, 0)}
+    if added:
+        warnings.append("measure rejected rows without a usable interval: "
+                        + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
+    warnings.extend(w for w in rejected_warnings(rejected) if w not in warnings)
+    return MeasureSummary.build(**to_jsonable({
+        "source": list(t.sources),
+        "rows": fr.n,
+        "first_started_at": _iso(first_start),
+        "last_finished_at": _iso(last_finish),
+        "span_s": conc["span_s"],
+        "sandbox_s": conc["sandbox_s"],
+        "sandbox_hours": conc["sandbox_s"] / 3600,
+        "pass_threshold": pass_threshold,
+        "seed": seed,
+        "concurrency": conc,
+        "hold_s": holds,
+        "phases": phases,
+        "steps": steps,
+        "tokens": tokens,
+        "trajectories": trajectories,
+        "outcomes": outcomes,
+        "exceptions": exceptions,
+        "coverage": coverage,
+        "by_model": models,
+        "by_job": jobs,
+        "by_task": task_health,
+        "tasks": tasks,
+        "warnings": warnings,
+    })).to_json()
+
+
+def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=None, assume_tz="UTC",
+                  reward_key="reward", models=None, since=None, until=None,
+                  pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
+                  latest_time: str | None = "2100-01-01", allow_any_time: bool = False,
+                  score: str | None = None, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
+    """Read telemetry from ``paths`` (any supported format), filter, and measure it.
+
+    Arguments mirror ``sandbox-fleet measure``; see ``sandbox_fleet.telemetry.load_telemetry``.
+    ``progress=False`` draws no bar anywhere (reading, task parsing, measuring).
+    """
+    from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
+
+    prefer_returning_pool()
+    t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
+                       assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,
+                       latest_time=latest_time, allow_any_time=allow_any_time, score=score)
+    if models or since or until:
+        t = filter_rollouts(t, models=models, since=since, until=until)
+    # Nothing else holds this table: dropping the columns measure never reads frees them
+    # (~240 MB of id strings at 10M rows) before the measurements allocate.
+    t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
+    with session():
+        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
+                        min_turn_rows=min_turn_rows)
