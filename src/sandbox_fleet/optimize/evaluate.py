@@ -59,6 +59,21 @@ def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, 
     return d
 
 
+def passing_per_hour(s: dict, pass_rate: float, population: int | None) -> float:
+    """Passing trajectories per hour of one simulate summary.
+
+    A closed loop keeps ``population`` sandboxes busy, so by Little's law it completes
+    ``population / mean hold`` rollouts a second in steady state; completed / simulated time
+    would count the fill and the drain at the end (with few rollouts per sandbox, mostly drain).
+    An RL run is its steps back to back: completed / simulated time.
+    """
+    done = s["completed"] / s["rollouts"] if s["rollouts"] else 0.0
+    if population is not None:
+        hold = s["hold_s"]["mean"]
+        return population * 3600.0 / hold * done * pass_rate if hold else 0.0
+    return s["completed"] * pass_rate * 3600.0 / s["sim_time_s"] if s["sim_time_s"] else 0.0
+
+
 class Evaluator:
     """Memoised simulations of (option, replicas, cap), run in batches on ``backend``."""
 
@@ -87,7 +102,7 @@ class Evaluator:
 
     def _result(self, sums: list[dict]) -> Result:
         pr = self.base.pass_rate
-        vals = tuple(s["completed"] * pr * 3600.0 / s["sim_time_s"] if s["sim_time_s"] else 0.0 for s in sums)
+        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else s["concurrency"]["peak"]) for s in sums)
         steps = tuple(s["step_s"]["mean"] for s in sums if s.get("step_s") and s["step_s"]["mean"] is not None)
         n = len(sums)
         return Result(

@@ -178,7 +178,7 @@ class Search:
 def frontier(points: list[Priced], step_mode: bool) -> list[Priced]:
     """Pareto: by rising $/h, each point strictly better (more passing/h, or a shorter step) than all cheaper."""
     out: list[Priced] = []
-    for p in sorted(points, key=lambda q: (q.usd_per_h, -q.result.passing_per_hour, q.gpus, q.cap)):
+    for p in sorted(points, key=lambda q: (round(q.usd_per_h, 4), -q.result.passing_per_hour, q.gpus, q.cap)):
         if step_mode:
             s = p.result.step_s
             if s is not None and (not out or s < out[-1].result.step_s):
