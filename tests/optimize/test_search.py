@@ -18,10 +18,9 @@ SMALL = Path(__file__).with_name("small.toml")
 GRID = dict(max_cap=256, cap_step=32, max_replicas=4, gpus=["h100-80gb", "l40s-48gb"], workers=1)
 
 
-def _brute_force(target: float) -> tuple:
+def _brute_force(goal: Goal, caps: list[int]) -> tuple:
     """Simulate every (option, replicas, cap) of the grid; the cheapest that meets the target."""
     base = load_input(SMALL, pass_rate=None, model_params_b=None, kv_bytes_per_token=None)
-    goal = Goal(passing_per_hour=target)
     ev = Evaluator(base, goal, base.count, 3, backend="local", workers=1)
     opts = gpu_options(base.data["inference"], GRID["gpus"], None, [True, False], [0.0], {})
     nodes = node_types(1.0, 4.0)
@@ -31,7 +30,6 @@ def _brute_force(target: float) -> tuple:
 
     space = S()
     space.nodes = nodes
-    caps = list(range(32, 257, 32))
     pts = [(o, r, c) for o in opts for r in range(1, 5) for c in caps]
     res = ev.run(pts)
     order = {o: i for i, o in enumerate(opts)}
@@ -43,12 +41,26 @@ def _brute_force(target: float) -> tuple:
 @pytest.mark.parametrize("target", [1500.0, 4000.0, 9000.0])
 def test_the_search_finds_the_brute_force_winner_with_fewer_simulations(target):
     out = run_optimize(SMALL, passing_per_hour=target, **GRID).summary
-    best, grid = _brute_force(target)
+    best, grid = _brute_force(Goal(passing_per_hour=target), list(range(32, 257, 32)))
     got = out["best"]
     assert (got["gpu"], got["gpus_per_replica"], got["replicas"], got["sandbox_cap"], got["caching"]) == (
         best.option.gpu, best.option.gpus_per_replica, best.replicas, best.cap, best.option.caching)
     assert got["usd_per_h"] == pytest.approx(best.usd_per_h)
     assert out["evaluated"] < grid  # a search, not the grid
+
+
+@pytest.mark.parametrize("max_step_s", [75.0, 110.0])
+def test_the_step_target_finds_the_brute_force_winner(max_step_s):
+    """--batch 64 --train-s 10 --max-step-s S: caps 16..64 (the batch) step 16."""
+    kw = {**GRID, "max_cap": None, "cap_step": 16}
+    out = run_optimize(SMALL, batch=64, train_s=10.0, max_step_s=max_step_s, **kw).summary
+    best, grid = _brute_force(Goal(batch=64, train_s=10.0, max_step_s=max_step_s), [16, 32, 48, 64])
+    got = out["best"]
+    assert (got["gpu"], got["replicas"], got["sandbox_cap"], got["caching"]) == (
+        best.option.gpu, best.replicas, best.cap, best.option.caching)
+    assert got["step_s"] <= max_step_s and out["frontier_axis"] == "step_s"
+    steps = [p["step_s"] for p in out["frontier"]]
+    assert steps == sorted(steps, reverse=True) and len(set(steps)) == len(steps)
 
 
 def test_the_frontier_is_monotone_and_holds_the_winner():
@@ -88,3 +100,20 @@ def test_same_seed_same_output():
     a = run_optimize(SMALL, passing_per_hour=4000, **GRID)
     b = run_optimize(SMALL, passing_per_hour=4000, **{**GRID, "workers": 2})
     assert a.summary == b.summary and a.scenario_toml == b.scenario_toml
+
+
+def test_ray_and_local_give_the_same_summary():
+    pytest.importorskip("ray", reason="Ray is optional: pip install 'sandbox-fleet[ray]' to run this test")
+    local = run_optimize(SMALL, passing_per_hour=4000, **GRID)
+    ray_ = run_optimize(SMALL, passing_per_hour=4000, **{**GRID, "workers": 2}, backend="ray")
+    assert {**local.summary, "backend": "ray"} == ray_.summary and local.scenario_toml == ray_.scenario_toml
+
+
+def test_ray_missing_is_one_line_with_the_install_hint(monkeypatch):
+    import sys
+
+    from sandbox_fleet.errors import InputError
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(InputError, match="sandbox-fleet\\[ray\\]"):
+        run_optimize(SMALL, passing_per_hour=4000, **GRID, backend="ray")

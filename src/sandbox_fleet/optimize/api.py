@@ -61,6 +61,10 @@ def run_optimize(
     caching_opts = {"both": [True, False], "on": [True], "off": [False]}.get(caching)
     if caching_opts is None:
         raise InputError(f"--caching {caching!r}: expected on, off or both")
+    if progress:  # a bar per batch only on a terminal; piped output stays clean
+        from rich.console import Console
+
+        progress = Console(stderr=True).is_terminal
     p = Path(input_path)
     base = load_input(p, pass_rate=pass_rate, model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token)
     seed = int(base.data.get("run", {}).get("seed", 1)) if seed is None else seed
