@@ -105,6 +105,8 @@ def run_optimize(
             f"{n:,} rollouts per simulation" + (f" (--scale {scale:g} of {base.count:,}; rates are not scaled)"
                                                if count is None and scale != 1 else ""),
             f"caps searched {caps[0]}..{caps[-1]} step {step}; replicas 1..{max_replicas}",
+        ] + ([f"a cap above {n // 2:,} runs 2 x cap rollouts (every sandbox at least two holds), not {n:,}"]
+             if not goal.step_mode and n < 2 * caps[-1] else []) + [
             f"sandbox {sandbox_cpu:g} CPU, {sandbox_memory_gb:g} GiB; node prices from the bundled catalog "
             "(illustrative); spot re-run priced on the mean hold",
             "GPU prices from the GPU catalog (illustrative on-demand)",

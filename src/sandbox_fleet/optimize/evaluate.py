@@ -48,7 +48,8 @@ def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, 
     if goal.step_mode:
         wl.update(kind="sync-rl", batch=goal.batch, steps=goal.steps, train_s=goal.train_s)
     else:
-        wl.update(kind="closed", population=cap, count=count)
+        # at least two holds per sandbox, so the throughput is the loop's, not one wave's
+        wl.update(kind="closed", population=cap, count=max(count, 2 * cap))
     inf = d["inference"]
     inf.update(gpu=opt.gpu, gpus=replicas * opt.gpus_per_replica, gpus_per_replica=opt.gpus_per_replica,
                kv_offload_gb=opt.kv_offload_gb)
