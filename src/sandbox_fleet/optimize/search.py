@@ -3,7 +3,8 @@
 For one option (GPU type, GPUs per replica, caching, offload):
 
 1. throughput is monotone in GPUs, so bisect the fewest replicas that meet the target at the
-   largest cap (nothing fewer can meet it anywhere below the cache limit);
+   largest cap, as long as that cap evicts nothing (then nothing fewer can meet it at any cap);
+   at a count whose largest cap evicts, stop bisecting and search every count from there;
 2. for each replica count from there up, bisect the smallest cap that meets it, but only below
    the cache limit (the largest cap whose live prefixes fit: no eviction), where throughput is
    monotone in cap; above it evictions can make more sandboxes slower, so scan upward;
@@ -97,10 +98,13 @@ class Search:
         while lo < hi:  # fewest replicas meeting the target at the largest cap
             mid = (lo + hi) // 2
             yield [(opt, mid, caps[top])]
-            if self._record(opt, mid, caps[top]).meets:
+            q = self._record(opt, mid, caps[top])
+            if q.meets:
                 hi = mid
+            elif q.result.evicted_gb == 0:
+                lo = mid + 1  # below the cache limit the largest cap is the most productive: mid is too few
             else:
-                lo = mid + 1
+                break  # evicting: a smaller cap might still meet it with mid replicas; search each count from lo
         limit_hi = top  # the smallest feasible cap so far bounds the next replica count's search
         for r in range(lo, top_r + 1):
             if self._too_dear(opt, r, caps[0]):
