@@ -3,7 +3,8 @@
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
 sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
-simulate from outside; report reads the plan and simulate *models* only; cli, demo and the
+simulate from outside, and so does optimize (through sweep's task and backends, pricing with
+plan's catalog, reserve and rework helpers); report reads the plan and simulate *models* only; cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
 model) are leaves everyone may use.
@@ -31,7 +32,12 @@ ALLOWED = {
     "plan": {"measure", "simulate"},
     "report": {"measure", "plan.model", "simulate.model"},
     "sweep": {"simulate"},
-    "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model"},
+    # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
+    # catalogs and cost helpers; it reads measure's model, never the plan builder
+    "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
+                 "plan.cost_parts", "plan.tier", "plan.gpu_memory"},
+    "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model",
+                "optimize.model"},
 }
 ANYTHING = {"cli", "demo", "__main__"}
 #: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)

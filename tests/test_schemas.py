@@ -80,3 +80,7 @@ def test_cli_prints_the_schema_and_refuses_an_unknown_kind(run_cli):
     assert r.code == 0 and r.out == (DOCS / "plan.schema.json").read_text(encoding="utf-8")
     r = run_cli("schema", "nope")
     assert r.code == 2 and "expected one of measure, plan, simulate, sweep, checks" in r.err
+
+
+def test_every_kind_has_a_model_and_every_model_a_kind():
+    assert tuple(MODELS) == KINDS

@@ -412,10 +412,61 @@ def sweep(
         render_sweep(result, out_console)
 
 
+# --- optimize --------------------------------------------------------------------------
+@app.command()
+def optimize(
+    input_path: Path = typer.Argument(..., metavar="INPUT", help="A scenario (.toml) with [turns] token draws and [inference], or a measure summary (.json) with token telemetry."),
+    passing_per_hour: Optional[float] = typer.Option(None, "--passing-per-hour", help="Target: passing trajectories per hour."),
+    batch: Optional[int] = typer.Option(None, "--batch", help="Target: synchronous RL batch (with --max-step-s)."),
+    train_s: float = typer.Option(0.0, "--train-s", help="Trainer seconds per step (with --batch)."),
+    max_step_s: Optional[float] = typer.Option(None, "--max-step-s", help="Target: longest mean step, seconds (with --batch)."),
+    steps: int = typer.Option(2, "--steps", help="RL steps simulated per candidate (with --batch)."),
+    scale: float = typer.Option(1.0, "--scale", help="Simulate this fraction of the input's rollouts per candidate."),
+    count: Optional[int] = typer.Option(None, "--count", help="Rollouts per simulation (replaces --scale)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Base seed of every candidate (default: the input's run.seed)."),
+    backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Parallel workers (default: cores; 1 = in-process)."),
+    gpu: Optional[list[str]] = typer.Option(None, "--gpu", help="GPU type to search (repeatable; default: every catalog type that holds the model)."),
+    gpus_per_replica: Optional[int] = typer.Option(None, "--gpus-per-replica", help="GPUs per replica (default: the fewest of 1, 2, 4, 8 that hold the model)."),
+    caching: str = typer.Option("both", "--caching", help="Prefix caching: on, off or both."),
+    kv_offload_gb: Optional[list[float]] = typer.Option(None, "--kv-offload-gb", help="Host KV offload per replica, GiB, to search (repeatable; default: the input's)."),
+    max_replicas: int = typer.Option(16, "--max-replicas", help="Most replicas searched."),
+    max_cap: Optional[int] = typer.Option(None, "--max-cap", help="Largest sandbox cap searched (default: 2 x the input's cap; the batch with --batch)."),
+    cap_step: Optional[int] = typer.Option(None, "--cap-step", help="Cap lattice step (default: max cap / 32)."),
+    reps: int = typer.Option(5, "--reps", help="Replications of the winner."),
+    search_reps: int = typer.Option(1, "--search-reps", help="Replications of each candidate during the search."),
+    pass_rate: Optional[float] = typer.Option(None, "--pass-rate", help="Share of completed rollouts that pass (default: measured, or 1 for a scenario)."),
+    model_params_b: Optional[float] = typer.Option(None, "--model-params-b", help="Model size, billions (measure INPUT; default 27, stated)."),
+    kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="KV bytes per token (measure INPUT; default 65536, stated)."),
+    sandbox_cpu: float = typer.Option(1.0, "--sandbox-cpu", help="Cores per sandbox (node packing)."),
+    sandbox_memory_gb: float = typer.Option(4.0, "--sandbox-memory-gb", help="GiB per sandbox (node packing)."),
+    node_type: Optional[list[str]] = typer.Option(None, "--node-type", help="Node types to price (repeatable; default: every priced type)."),
+    write_scenario: Optional[Path] = typer.Option(None, "--write-scenario", help="Write the winner as a scenario TOML that simulate reproduces."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+) -> None:
+    """The cheapest sandbox fleet + GPU pool whose simulated closed loop meets a target."""
+    from sandbox_fleet import atomic
+    from sandbox_fleet.optimize import run_optimize
+    from sandbox_fleet.optimize.render import render_optimize
+
+    _check_outputs([input_path], o=(output, (".json",)), write_scenario=(write_scenario, (".toml",)))
+    out = run_optimize(
+        input_path, passing_per_hour=passing_per_hour, batch=batch, train_s=train_s, max_step_s=max_step_s,
+        steps=steps, scale=scale, count=count, seed=seed, backend=backend, workers=workers, gpus=gpu,
+        gpus_per_replica=gpus_per_replica, caching=caching, kv_offload_gb=kv_offload_gb, max_replicas=max_replicas,
+        max_cap=max_cap, cap_step=cap_step, reps=reps, search_reps=search_reps, pass_rate=pass_rate,
+        model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token, sandbox_cpu=sandbox_cpu,
+        sandbox_memory_gb=sandbox_memory_gb, node_type=node_type, progress=not as_json)
+    if write_scenario is not None:
+        atomic.write_text(write_scenario, out.scenario_toml)
+    _emit(out.summary, as_json, output, render_optimize)
+
+
 # --- schema ----------------------------------------------------------------------------
 @app.command()
 def schema(
-    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep or checks."),
+    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks or optimize."),
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of one output kind, generated from its model."""
     from sandbox_fleet.schemas import schema_text

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sandbox_fleet.errors import InputError
 
-#: Every kind of output, in pipeline order.
-KINDS = ("measure", "plan", "simulate", "sweep", "checks")
+#: Every kind of output, in pipeline order (optimize searches over the others).
+KINDS = ("measure", "plan", "simulate", "sweep", "checks", "optimize")
 
 
 class Block(BaseModel):

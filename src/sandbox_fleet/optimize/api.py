@@ -1,0 +1,209 @@
+"""``optimize``: the cheapest fleet + GPU pool whose simulated closed loop meets a target."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_seed
+from sandbox_fleet.optimize import tomlout
+from sandbox_fleet.optimize.evaluate import Evaluator, Goal, scenario_data
+from sandbox_fleet.optimize.inputs import load_input
+from sandbox_fleet.optimize.model import OptimizeSummary
+from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
+from sandbox_fleet.optimize.space import gpu_options, node_types
+from sandbox_fleet.sweep.backends import BACKENDS
+
+# two-sided 95% Student t quantiles by degrees of freedom (a table: no SciPy dependency)
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(df: int) -> float:
+    return _T95[max(k for k in _T95 if k <= df)] if df < 30 else 1.96
+
+
+@dataclass
+class Outcome:
+    summary: dict
+    scenario_toml: str  # the winner as a scenario `sandbox-fleet simulate` runs
+
+
+def run_optimize(
+    input_path: str | Path, *, passing_per_hour: float | None = None, batch: int | None = None,
+    train_s: float = 0.0, max_step_s: float | None = None, steps: int = 2, scale: float = 1.0,
+    count: int | None = None, seed: int | None = None, backend: str = "local", workers: int | None = None,
+    gpus: list[str] | None = None, gpus_per_replica: int | None = None, caching: str = "both",
+    kv_offload_gb: list[float] | None = None, max_replicas: int = 16, max_cap: int | None = None,
+    cap_step: int | None = None, reps: int = 5, search_reps: int = 1, pass_rate: float | None = None,
+    model_params_b: float | None = None, kv_bytes_per_token: float | None = None,
+    sandbox_cpu: float = 1.0, sandbox_memory_gb: float = 4.0, node_type: list[str] | None = None,
+    progress: bool = False,
+) -> Outcome:
+    """Search sandbox cap, node type and tier, GPU type and count, caching and offload; see docs/optimize.md."""
+    goal = _goal(passing_per_hour, batch, train_s, max_step_s, steps)
+    if backend not in BACKENDS:
+        raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    for name, v in (("--scale", scale), ("--sandbox-cpu", sandbox_cpu), ("--sandbox-memory-gb", sandbox_memory_gb)):
+        if not (v > 0 and math.isfinite(v)):
+            raise InputError(f"{name} {v}: expected a positive number")
+    if scale > 1:
+        raise InputError(f"--scale {scale}: expected a fraction in (0, 1]")
+    for name, v in (("--max-replicas", max_replicas), ("--reps", reps), ("--search-reps", search_reps), ("--steps", steps)):
+        if v < 1:
+            raise InputError(f"{name} {v}: expected a positive integer")
+    if pass_rate is not None and not 0 < pass_rate <= 1:
+        raise InputError(f"--pass-rate {pass_rate}: expected a fraction in (0, 1]")
+    caching_opts = {"both": [True, False], "on": [True], "off": [False]}.get(caching)
+    if caching_opts is None:
+        raise InputError(f"--caching {caching!r}: expected on, off or both")
+    if progress:  # a bar per batch only on a terminal; piped output stays clean
+        from rich.console import Console
+
+        progress = Console(stderr=True).is_terminal
+    p = Path(input_path)
+    base = load_input(p, pass_rate=pass_rate, model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token)
+    seed = int(base.data.get("run", {}).get("seed", 1)) if seed is None else seed
+    check_seed(seed)
+    n = count if count is not None else max(1, round(base.count * scale))
+    if count is not None and count < 1:
+        raise InputError(f"--count {count}: expected a positive integer")
+    top = max_cap or (goal.batch if goal.step_mode else (2 * base.cap if base.cap else None))
+    if top is None:
+        raise InputError(f"{p}: no cap to start from; give --max-cap")
+    step = cap_step or max(1, top // 32)
+    caps = list(range(step, top + 1, step)) or [top]
+    pruned: dict[str, int] = {}
+    space = Space(caps=caps, max_replicas=max_replicas, nodes=node_types(sandbox_cpu, sandbox_memory_gb, node_type),
+                  options=gpu_options(base.data["inference"], gpus, gpus_per_replica, caching_opts,
+                                      kv_offload_gb if kv_offload_gb is not None else [base.kv_offload_gb], pruned),
+                  pruned=pruned)
+    with _session(backend, workers):
+        ev = Evaluator(base, goal, n, seed, backend=backend, workers=workers, progress=progress,
+                       search_reps=search_reps)
+        search = Search(ev, space)
+        best = search.run()
+        if best is None:
+            raise InputError(_infeasible(goal, search, space))
+        final = ev.run([(best.option, best.replicas, best.cap)], reps=reps)[0]
+    points = list(search.points.values())
+    front = frontier(points, goal.step_mode)
+    summary = OptimizeSummary.build(
+        input=p.name,
+        target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
+                "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
+                "pass_rate": base.pass_rate, "scale": scale},
+        best={**_point(best), **_winner(final, reps, ev)},
+        frontier=[_point(q) for q in front],
+        frontier_axis="step_s" if goal.step_mode else "passing_per_hour",
+        evaluated=len(points), simulations=ev.simulations, backend=backend, seed=seed,
+        basis=base.basis + [
+            f"{n:,} rollouts per simulation" + (f" (--scale {scale:g} of {base.count:,}; rates are not scaled)"
+                                               if count is None and scale != 1 else ""),
+            f"caps searched {caps[0]}..{caps[-1]} step {step}; replicas 1..{max_replicas}",
+        ] + ([f"a cap above {n // 2:,} runs 2 x cap rollouts (every sandbox at least two holds), not {n:,}"]
+             if not goal.step_mode and n < 2 * caps[-1] else []) + [
+            f"sandbox {sandbox_cpu:g} CPU, {sandbox_memory_gb:g} GiB; node prices from the bundled catalog "
+            "(illustrative); spot re-run priced on the mean hold",
+            "GPU prices from the GPU catalog (illustrative on-demand)",
+            f"search: {search_reps} replication(s) per candidate (seeds from {seed}, the same for all); "
+            f"winner: {reps} (seeds {seed}..{seed + reps - 1})",
+        ],
+        pruned=dict(sorted(pruned.items())),
+    ).to_json()
+    data = scenario_data(base, goal, best.option, best.replicas, best.cap, n, seed)
+    lo, hi = summary["best"]["passing_per_hour_interval"]
+    head = [f"written by sandbox-fleet optimize from {p.name}: the cheapest configuration found",
+            f"${summary['best']['usd_per_h']:.2f}/h; {summary['best']['nodes']} x {summary['best']['node_type']} "
+            f"({summary['best']['tier']}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
+    return Outcome(summary, tomlout.dumps(data, head))
+
+
+def _goal(pph, batch, train_s, max_step_s, steps) -> Goal:
+    step_args = (batch, max_step_s)
+    if pph is not None and any(a is not None for a in step_args):
+        raise InputError("give --passing-per-hour, or --batch with --max-step-s, not both")
+    if pph is not None:
+        if not (pph > 0 and math.isfinite(pph)):
+            raise InputError(f"--passing-per-hour {pph}: expected a positive number")
+        return Goal(passing_per_hour=pph)
+    if batch is None or max_step_s is None:
+        raise InputError("give a target: --passing-per-hour X, or --batch B --max-step-s S [--train-s T]")
+    if batch < 1 or not max_step_s > 0 or train_s < 0:
+        raise InputError("--batch must be >= 1, --max-step-s > 0 and --train-s >= 0")
+    return Goal(batch=batch, train_s=train_s, max_step_s=max_step_s, steps=steps)
+
+
+def _infeasible(goal: Goal, search: Search, space: Space) -> str:
+    pts = list(search.points.values())
+    if goal.step_mode:
+        b = min(pts, key=lambda q: q.result.step_s or math.inf)
+        want, got = f"--max-step-s {goal.max_step_s:g}", f"the shortest step was {b.result.step_s:.1f} s"
+    else:
+        b = max(pts, key=lambda q: q.result.passing_per_hour)
+        want, got = f"--passing-per-hour {goal.passing_per_hour:g}", f"the most was {b.result.passing_per_hour:.1f}/h"
+    bounds = f"--max-replicas {space.max_replicas}"
+    if not (goal.step_mode and space.caps[-1] >= goal.batch):
+        bounds += f" and --max-cap {space.caps[-1]}"
+    return (f"no searched configuration meets {want}: {got} ({b.option.label}, {b.replicas} replicas, "
+            f"cap {b.cap}) at the bounds {bounds}; raise them or lower the target")
+
+
+def _point(q: Priced) -> dict:
+    usd, node, nodes, tier, rework = q.fleet
+    o = q.option
+    return {"sandbox_cap": q.cap, "node_type": node, "nodes": nodes, "tier": tier, "gpu": o.gpu,
+            "replicas": q.replicas, "gpus_per_replica": o.gpus_per_replica, "gpus": q.gpus, "caching": o.caching,
+            "kv_offload_gb": o.kv_offload_gb, "usd_per_h": q.usd_per_h, "fleet_usd_per_h": usd,
+            "gpu_usd_per_h": q.gpus * o.usd_per_gpu_h, "rework_usd_per_h": rework,
+            "passing_per_hour": q.result.passing_per_hour, "step_s": q.result.step_s, "meets": q.meets}
+
+
+def _interval(vals: tuple[float, ...]) -> tuple[float | None, list[float]]:
+    """sd and a 95% prediction interval for one more run: mean +- t sd sqrt(1 + 1/n)."""
+    m = statistics.fmean(vals)
+    if len(vals) < 2:
+        return None, [m, m]
+    sd = statistics.stdev(vals)
+    w = t95(len(vals) - 1) * sd * math.sqrt(1 + 1 / len(vals))
+    return sd, [m - w, m + w]
+
+
+def _winner(res, reps: int, ev: Evaluator) -> dict:
+    sd, iv = _interval(res.values)
+    step_iv = _interval(res.steps)[1] if res.steps else None
+    return {"replications": reps, "passing_per_hour": res.passing_per_hour, "step_s": res.step_s,
+            "passing_per_hour_sd": sd, "passing_per_hour_interval": iv, "step_s_interval": step_iv,
+            "meets_on_reevaluation": ev.meets(res)}
+
+
+@contextmanager
+def _session(backend: str, workers: int | None):
+    """One Ray instance for the whole search (run_tasks joins it instead of starting one per batch)."""
+    if backend != "ray":
+        yield
+        return
+    try:
+        import ray
+    except ImportError:
+        from sandbox_fleet.sweep.backends import RAY_HINT
+
+        raise InputError(f"--backend ray needs Ray, which is not installed: {RAY_HINT}") from None
+    import logging
+    import os
+
+    from sandbox_fleet.sweep.backends import default_workers
+
+    owned = not ray.is_initialized()
+    if owned:
+        kw = {} if os.environ.get("RAY_ADDRESS") else {"num_cpus": workers or default_workers()}
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **kw)
+    try:
+        yield
+    finally:
+        if owned:
+            ray.shutdown()

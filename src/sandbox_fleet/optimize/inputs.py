@@ -1,0 +1,135 @@
+"""INPUT to a base loop: a scenario TOML (its episode and model), or a measure summary with tokens.
+
+The search rewrites only the fleet's cap, the workload's size and the ``[inference]`` pool; every
+other table of the input (turn and command draws, build, verifier, run) is kept as given. A measure
+summary is turned into turn draws the way ``simulate --from --inference`` calibrates them: the turn
+curve ``c`` (context growth per turn), ``d`` = output tokens per turn, prefill ``c - d``, command
+time = hold less decoding at 50 tok/s per sequence, over the turns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.sweep.variants import read_scenario
+
+REFERENCE_DECODE_TOK_S = 50.0  # per-sequence decode rate assumed of the measured fleet
+_WORKLOAD_SIZE = ("rate_per_s", "count", "start_s", "batch", "steps", "train_s", "staleness", "telemetry",
+                  "arrivals_s", "population", "kind")
+_POOL_SIZE = ("replicas", "gpus", "gpus_per_replica", "prefill_tok_s", "decode_tok_s", "iteration_base_ms",
+              "kv_cache_gb", "kv_offload_gb", "gpu")
+
+
+@dataclass
+class Base:
+    """The loop the search resizes: scenario data without fleet size, workload size or pool size."""
+
+    name: str
+    data: dict  # scenario TOML data; fleet/workload/inference are templates
+    base_dir: Path
+    pass_rate: float
+    count: int  # rollouts per simulation (closed workload), before --scale
+    kv_offload_gb: float
+    cap: int | None  # the input's own cap, if any
+    basis: list[str] = field(default_factory=list)
+
+
+def load_input(path: Path, *, pass_rate: float | None, model_params_b: float | None,
+               kv_bytes_per_token: float | None) -> Base:
+    """Read INPUT (``.toml`` scenario or ``.json`` measure summary) into a ``Base``."""
+    if not path.is_file():
+        raise InputError(f"{path}: not found; expected a scenario (.toml) or a measure summary (.json)")
+    if path.suffix == ".toml":
+        return _from_scenario(path, pass_rate)
+    if path.suffix == ".json":
+        return _from_measure(path, pass_rate, model_params_b, kv_bytes_per_token)
+    raise InputError(f"{path}: expected a scenario (.toml) or a measure summary (.json)")
+
+
+def _from_scenario(path: Path, pass_rate: float | None) -> Base:
+    data = read_scenario(path)
+    if "fleets" in data or "workloads" in data:
+        raise InputError(f"{path}: optimize searches one [fleet] and one [workload]; this file has several")
+    turns = data.get("turns") or (data.get("workload") or {}).get("turns")
+    inf = data.get("inference")
+    if not isinstance(turns, dict) or "prefill_tokens" not in turns or "decode_tokens" not in turns or inf is None:
+        raise InputError(f"{path}: no token draws ([turns] prefill_tokens and decode_tokens with an [inference] "
+                         "table); the closed loop needs them")
+    if "model_params_b" not in inf:
+        raise InputError(f"{path}: key 'inference.model_params_b' missing; optimize prices GPUs by the roofline "
+                         "and needs the model's size")
+    wl = dict(data.get("workload") or {})
+    count = wl.get("count")
+    if not isinstance(count, int):
+        raise InputError(f"{path}: key 'workload.count' missing; optimize needs rollouts per simulation "
+                         "(a closed workload's count)")
+    fleet = data.get("fleet") or {}
+    out = {k: v for k, v in data.items() if k not in ("fleet", "workload", "inference")}
+    return Base(
+        name=path.name, data={**out, "fleet": {k: v for k, v in fleet.items() if k not in ("cap", "unbounded")},
+                              "workload": {k: v for k, v in wl.items() if k not in _WORKLOAD_SIZE},
+                              "inference": {k: v for k, v in inf.items() if k not in _POOL_SIZE}},
+        base_dir=path.parent, pass_rate=1.0 if pass_rate is None else pass_rate, count=count,
+        kv_offload_gb=float(inf.get("kv_offload_gb", 0.0)), cap=fleet.get("cap"),
+        basis=[f"episode, turn and token draws from {path.name}"]
+        + ([f"pass rate {pass_rate:g} (--pass-rate)"] if pass_rate is not None
+           else ["pass rate 1 (a scenario has no rewards; give --pass-rate)"]),
+    )
+
+
+def _num(v, key: str, path: Path) -> float:
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise InputError(f"{path}: no token telemetry ({key} is {v!r}); the closed loop needs per-turn tokens: "
+                         "measure telemetry with input_tokens, output_tokens and turns")
+    return float(v)
+
+
+def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, kv_bytes: float | None) -> Base:
+    from sandbox_fleet.contract import parse
+    from sandbox_fleet.measure.model import MeasureSummary
+
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    m = parse(MeasureSummary, raw, str(path))
+    t = m.tokens
+    if t is None:
+        raise InputError(f"{path}: no token telemetry (tokens is null); the closed loop needs per-turn tokens: "
+                         "measure telemetry with input_tokens, output_tokens and turns")
+    c = _num(t.turn_tokens, "tokens.turn_tokens", path)
+    rows = _num(t.rows, "tokens.rows", path)
+    out_tok = _num(t.output, "tokens.output", path)
+    med = _num(t.turns_median, "tokens.turns_median", path)
+    hold = _num(t.hold_mean_s, "tokens.hold_mean_s", path)
+    sigma = math.log(t.turns_p90 / med) / 1.2816 if t.turns_p90 and t.turns_p90 > med else 0.6
+    mean_turns = med * math.exp(sigma**2 / 2)
+    d = out_tok / rows / mean_turns
+    command_s = max(1.0, (hold - out_tok / rows / REFERENCE_DECODE_TOK_S) / mean_turns)
+    pr = pass_rate if pass_rate is not None else (m.outcomes.pass_rate if m.outcomes and m.outcomes.pass_rate else 1.0)
+    params = params_b if params_b is not None else 27.0
+    kvb = kv_bytes if kv_bytes is not None else 65536.0
+    data = {
+        "fleet": {},
+        "workload": {},
+        "turns": {"turns": {"dist": "lognormal", "median_s": med, "sigma": round(sigma, 6)},
+                  "command": {"dist": "exponential", "mean_s": round(command_s, 6)},
+                  "prefill_tokens": {"dist": "exponential", "mean_s": round(max(c - d, 1.0), 6)},
+                  "decode_tokens": {"dist": "exponential", "mean_s": round(d, 6)}},
+        "inference": {"model_params_b": params, "kv_bytes_per_token": kvb},
+        "run": {"seed": 1},
+    }
+    return Base(
+        name=path.name, data=data, base_dir=path.parent, pass_rate=pr, count=int(rows), kv_offload_gb=0.0,
+        cap=m.concurrency.peak if m.concurrency and m.concurrency.peak else None,
+        basis=[f"turns lognormal(median {med:g}, sigma {sigma:.3f}) from tokens.turns_median/p90",
+               f"context growth {c:g} tokens/turn (tokens.turn_tokens); decode {d:.1f} tokens/turn",
+               f"command {command_s:.1f} s/turn: hold less decoding at {REFERENCE_DECODE_TOK_S:g} tok/s (assumed)",
+               f"pass rate {pr:.4f}" + (" (--pass-rate)" if pass_rate is not None else " (outcomes.pass_rate)"),
+               f"model {params:g}B parameters" + (" (--model-params-b)" if params_b is not None else " (assumed: --model-params-b)"),
+               f"{kvb:g} KV bytes per token" + (" (--kv-bytes-per-token)" if kv_bytes is not None else " (assumed)")],
+    )

@@ -1,0 +1,121 @@
+"""What the search may buy: GPU options (type, GPUs per replica, caching, offload) and node prices.
+
+Node type and tier do not change the simulated loop, only its price, so they are chosen in closed
+form for each simulated (cap, GPUs) point: the cheapest of every priced node type x tier, spot
+including its re-run work (``plan.rework``: a hold restarts when its node is reclaimed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.gpus import GPU, kv_free_bytes, load_gpus
+from sandbox_fleet.plan.catalog import TIERS, NodeType, load_catalog
+from sandbox_fleet.plan.reserve import node_reserve
+from sandbox_fleet.plan.rework import rework_share
+
+TP_SIZES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One GPU side of the loop; the search bisects its replica count and the sandbox cap."""
+
+    gpu: str
+    gpus_per_replica: int
+    caching: bool
+    kv_offload_gb: float
+    usd_per_gpu_h: float
+
+    @property
+    def label(self) -> str:
+        cache = f"cache+{self.kv_offload_gb:g}GiB offload" if self.caching and self.kv_offload_gb else (
+            "cache" if self.caching else "no cache")
+        return f"{self.gpu} x{self.gpus_per_replica}/replica, {cache}"
+
+
+def gpu_options(inference: dict, gpu_names: list[str] | None, gpus_per_replica: int | None,
+                caching: list[bool], offload_gb: list[float], pruned: dict[str, int]) -> list[Option]:
+    """Every option to search; a named GPU whose replica cannot hold the model is an error."""
+    cat = load_gpus(inference.get("gpu_catalog"))
+    names = gpu_names or sorted(cat)
+    params = float(inference["model_params_b"])
+    bpp = float(inference.get("bytes_per_param", 2.0))
+    frac = float(inference.get("memory_fraction", 0.9))
+    out = []
+    for name in names:
+        if name not in cat:
+            raise InputError(f"--gpu {name!r}: not in the GPU catalog; expected one of {', '.join(sorted(cat))}")
+        g = _replica_size(cat[name], params, bpp, frac, gpus_per_replica)
+        if g is None:
+            if gpu_names:  # asked for by name: say why it cannot be used
+                sizes = str(gpus_per_replica) if gpus_per_replica else "1-8"
+                raise InputError(f"--gpu {name}: a replica of {sizes} GPU(s) cannot hold the model "
+                                 f"(inference.model_params_b = {params:g}, {bpp:g} bytes per parameter, "
+                                 f"{cat[name].memory_gib:g} GiB per GPU at memory_fraction {frac:g})")
+            pruned["gpu_cannot_hold_model"] = pruned.get("gpu_cannot_hold_model", 0) + 1
+            continue
+        for on in caching:
+            for off in (offload_gb if on else [0.0]):
+                out.append(Option(name, g, on, off, cat[name].usd_per_gpu_h))
+    if not out:
+        raise InputError(f"no GPU type in the catalog can hold the model (inference.model_params_b = {params:g})")
+    return out
+
+
+def _replica_size(gpu: GPU, params: float, bpp: float, frac: float, fixed: int | None) -> int | None:
+    # the weights plus a working margin of 5% of the replica's memory for the prefix cache
+    sizes = (fixed,) if fixed else TP_SIZES
+    for g in sizes:
+        if kv_free_bytes(gpu, params, g, bytes_per_param=bpp, memory_fraction=frac) > 0.05 * g * gpu.memory_gib * 2**30:
+            return g
+    return None
+
+
+@dataclass(frozen=True)
+class Nodes:
+    node: NodeType
+    slots: int  # sandboxes per node after the system reserve
+
+
+def node_types(sandbox_cpu: float, sandbox_memory_gb: float, names: list[str] | None = None) -> list[Nodes]:
+    """Priced catalog node types with the sandboxes each holds."""
+    out = []
+    for n in load_catalog():
+        if not n.priced or (names and n.name not in names):
+            continue
+        res, _ = node_reserve(n)
+        slots = int(min((n.vcpus - res.cpu) // sandbox_cpu, (n.memory_gb * 1024 - res.memory) // (sandbox_memory_gb * 1024)))
+        if slots >= 1:
+            out.append(Nodes(n, slots))
+    if not out:
+        raise InputError("--node-type: no priced node type holds a sandbox of this size")
+    return out
+
+
+def cheapest_fleet(cap: int, hold_mean_s: float, nodes: list[Nodes]) -> tuple[float, str, int, str, float]:
+    """(usd_per_h, node type, nodes, tier, rework usd_per_h) of the cheapest way to run ``cap`` sandboxes.
+
+    Spot's re-run share is priced on holds of the simulated mean length (an approximation: the
+    re-run grows faster than linearly in the hold, so a long tail costs more than this says).
+    """
+    best = None
+    for nt in nodes:
+        k = math.ceil(cap / nt.slots)
+        for tier in TIERS:
+            price = nt.node.price(tier)
+            if price is None:
+                continue
+            share = 0.0
+            if tier == "spot" and nt.node.spot_interruptions_per_node_h and hold_mean_s > 0:
+                share = rework_share(np.array([hold_mean_s]), nt.node.spot_interruptions_per_node_h)
+            usd = k * price * (1.0 + share)
+            cand = (round(usd, 9), nt.node.name, k, tier, k * price * share)
+            if best is None or cand[:2] < best[:2]:
+                best = cand
+    assert best is not None
+    return best
