@@ -41,9 +41,6 @@ HARBOR = Path(__file__).resolve().parents[1] / "fixtures" / "harbor"
 
 def test_telemetry_is_measured_on_the_fly():
     """A path that is not a summary goes through sandbox_fleet.measure (real Harbor job folders)."""
-    measure_paths = pytest.importorskip("sandbox_fleet.measure").__dict__.get("measure_paths")
-    if measure_paths is None:
-        pytest.skip("measure_paths not available yet")
     trials = [p for p in HARBOR.glob("*/*/result.json")]
     summary = load_measure([HARBOR])
     assert summary["rows"] == len(trials)

@@ -6,7 +6,7 @@ Entry points: ``load_telemetry`` (rollouts from any PATHs), ``filter_rollouts``,
 
 from __future__ import annotations
 
-import importlib
+from sandbox_fleet.lazy import lazy_exports
 
 #: public name -> the module defining it, imported on first use (start-up stays cheap)
 _EXPORTS = {
@@ -34,19 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        return _submodule(name)
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def _submodule(name: str):
-    """``package.sub`` without importing ``package.sub`` first, as the eager imports used to allow."""
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
