@@ -11,7 +11,7 @@ The import graph (enforced by tests/test_imports.py):
 - sweep -> simulate, from outside the engine (and any other search over scenarios).
 - report reads the plan and simulate models (``plan.model``, ``simulate.model``), nothing else of them.
 - errors, jsonio, contract, atomic (every output write), outpaths (output checks), limits (seeds,
-  memory budget) and gpus (the GPU catalog) are leaves any stage may use.
+  memory budget), gpus (the GPU catalog) and lazy (lazy package exports) are leaves any stage may use.
 - cli -> everything: it only parses arguments and calls these documented functions.
 
 Every stage output is a Pydantic model next to its producer, sharing the envelope of
