@@ -30,7 +30,7 @@ ALLOWED = {
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
     "plan": {"measure", "simulate"},
-    "report": {"measure", "plan.model", "simulate.model"},
+    "report": {"measure", "plan.model", "simulate.model", "optimize.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
     # catalogs and cost helpers; it reads measure's model, never the plan builder

@@ -231,6 +231,7 @@ def report(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
+    optimize: Optional[Path] = typer.Option(None, "--optimize", help="An optimize --json summary: its winner and Pareto frontier."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
@@ -247,10 +248,10 @@ def report(
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
-    _check_outputs([*paths, plan, simulate, thresholds], o=(output, (".html", ".htm")))
+    _check_outputs([*paths, plan, simulate, optimize, thresholds], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows})
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize)
     err_console.print(f"wrote {path}", highlight=False)
 
 

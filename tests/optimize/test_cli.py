@@ -36,6 +36,21 @@ def test_json_is_an_optimize_summary_and_the_scenario_is_written(tmp_path):
                          text=True, cwd=ROOT)
     assert sim.returncode == 0 and json.loads(sim.stdout)["concurrency"]["peak"] <= s.best.sandbox_cap
 
+    # the report draws the frontier and states the winner (a real optimize output, not a hand-made one)
+    page = tmp_path / "r.html"
+    rep = subprocess.run([str(CLI), "report", str(ROOT / "examples/rst-published.json"), "--optimize", str(out),
+                          "-o", str(page)], capture_output=True, text=True, cwd=ROOT)
+    assert rep.returncode == 0, rep.stderr
+    html = page.read_text()
+    assert 'id="optimize"' in html and 'id="fig-frontier"' in html
+    assert f"<th>sandbox cap</th><td>{s.best.sandbox_cap:,}</td>" in html
+    frontier_usd = [p.usd_per_h for p in s.frontier]
+    assert frontier_usd == sorted(frontier_usd)  # drawn as given: cheapest first, never cheaper for more
+    # a summary of another kind is refused in one line
+    bad = subprocess.run([str(CLI), "report", str(ROOT / "examples/rst-published.json"), "--optimize",
+                          str(ROOT / "examples/rst-published.json"), "-o", str(page)], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "optimize" in bad.stderr
+
 
 def test_the_committed_schema_is_current():
     assert (ROOT / "docs/schemas/optimize.schema.json").read_text(encoding="utf-8") == schema_text("optimize")

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
-from sandbox_fleet.report.inputs import load_measure, load_plan, load_simulate
+from sandbox_fleet.report.inputs import load_measure, load_optimize, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
 
 
@@ -21,6 +21,7 @@ def report_files(
     thresholds: str | Path | None = None,
     title: str | None = None,
     measure_options: dict | None = None,
+    optimize: str | Path | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
@@ -33,7 +34,8 @@ def report_files(
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_d = load_plan(plan) if plan is not None else None
     sim_d = load_simulate(simulate) if simulate is not None else None
-    return write_report(output, measure, plan_d, sim_d, DEFAULT_TITLE if title is None else title, t)
+    opt_d = load_optimize(optimize) if optimize is not None else None
+    return write_report(output, measure, plan_d, sim_d, DEFAULT_TITLE if title is None else title, t, opt_d)
 
 
 def check_files(

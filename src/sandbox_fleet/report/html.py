@@ -14,8 +14,9 @@ import plotly.offline
 
 from sandbox_fleet import contract
 from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.report import charts, plan_sections, tables
+from sandbox_fleet.report import charts, optimize_section, plan_sections, tables
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.fields import get
 from sandbox_fleet.report.thresholds import Thresholds
@@ -42,7 +43,7 @@ font-weight:bold;color:#fff;font-size:.85em;text-transform:uppercase}
 
 def _figure(key: str, fig) -> str:
     """One chart as an HTML fragment, or a 'not measured' box when its inputs are absent."""
-    title = charts.TITLES.get(key) or plan_sections.TITLES[key]
+    title = charts.TITLES.get(key) or plan_sections.TITLES.get(key) or optimize_section.TITLES[key]
     if fig is None:
         return f'<div class="missing" id="fig-{key}"><strong>{escape(title)}</strong>: not measured</div>'
     body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{key}",
@@ -75,6 +76,7 @@ def build_report(
     simulate: dict | None = None,
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
+    optimize: dict | None = None,
 ) -> str:
     """One self-contained HTML document for a measure summary (plus optional plan/simulate).
 
@@ -84,6 +86,7 @@ def build_report(
     m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
     plan = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
     simulate = contract.parse(SimulateSummary, simulate, "simulate summary").to_json() if simulate is not None else None
+    searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
     results = run_checks(m, plan, t)
 
@@ -140,6 +143,10 @@ def build_report(
             parts.append(_section("Assumptions", assumptions, anchor="assumptions"))
     if isinstance(simulate, dict):
         parts.append(_section("Simulation", tables.simulate_table(simulate), anchor="simulate"))
+    if searched is not None:
+        parts.append(_section("Optimize: the cheapest configuration meeting the target",
+                              optimize_section.winner_table(searched),
+                              _figure("frontier", optimize_section.frontier_chart(searched)), anchor="optimize"))
 
     plotly_js = plotly.offline.get_plotlyjs()
     return (
@@ -158,8 +165,9 @@ def write_report(
     simulate: dict | None = None,
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
+    optimize: dict | None = None,
 ) -> Path:
     """Build the report and write it to ``path`` atomically (parent folders created); returns the path."""
     from sandbox_fleet import atomic
 
-    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds))
+    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds, optimize))

@@ -34,6 +34,13 @@ def load_plan(path: str | Path) -> dict[str, Any]:
     return contract.load(PlanSummary, path).to_json()
 
 
+def load_optimize(path: str | Path) -> dict[str, Any]:
+    """An ``optimize --json`` file as its model's JSON dict (InputError when it is not one)."""
+    from sandbox_fleet.optimize.model import OptimizeSummary
+
+    return contract.load(OptimizeSummary, path).to_json()
+
+
 def load_simulate(path: str | Path) -> dict[str, Any]:
     """A ``simulate --json`` file as its model's JSON dict (InputError when it is not one)."""
     return contract.load(SimulateSummary, path).to_json()
