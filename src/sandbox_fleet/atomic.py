@@ -124,6 +124,13 @@ def _fsync_path(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+def _discard(tmp: Path) -> None:
+    """Remove ``tmp`` unless it was already renamed into place (it is then no longer live)."""
+    if str(tmp) in _live:
+        _forget(tmp)
+        _remove(str(tmp))
+
+
 def _check_target(dest: Path) -> None:
     if dest.is_dir():
         raise OutputError(f"{dest}: is a folder; give a file name")
@@ -158,9 +165,7 @@ def atomic_path(path: str | Path, *, make_parents: bool = True) -> Iterator[Path
     except OSError as exc:
         raise OutputError(f"{dest}: cannot write ({reason(exc)})") from None
     finally:
-        if str(tmp) in _live:
-            _forget(tmp)
-            _remove(str(tmp))
+        _discard(tmp)
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
@@ -203,9 +208,7 @@ def atomic_dir(path: str | Path, *, force: bool = False, replaceable=None) -> It
     except OSError as exc:
         raise OutputError(f"{dest}: cannot write ({reason(exc)})") from None
     finally:
-        if str(tmp) in _live:
-            _forget(tmp)
-            _remove(str(tmp))
+        _discard(tmp)
 
 
 def check_dir_target(dest: Path, *, force: bool = False, replaceable=None) -> None:

@@ -79,6 +79,12 @@ def check_time(value: float, key: str, horizon: float, fail) -> None:
         fail(key, f"{value:g} s reaches past year 9999 from run.epoch (at most {horizon:.4g} s)")
 
 
+def _draws_finite(d: D.Dist) -> bool:
+    """A fixed sample of 1,024 draws is all finite (overflow shows there before the mean does)."""
+    with np.errstate(all="ignore"):
+        return bool(np.all(np.isfinite(d.sample(np.random.default_rng(0), 1024))))
+
+
 def check_dist(d: D.Dist, key: str, horizon: float, fail) -> None:
     """Refuse a distribution whose draws overflow or whose mean lies past year 9999."""
     m = mean_s(d)
@@ -86,9 +92,7 @@ def check_dist(d: D.Dist, key: str, horizon: float, fail) -> None:
         fail(key, "its durations overflow (the mean is infinite); use smaller parameters")
     if m > horizon:
         fail(key, f"its mean duration {m:.4g} s reaches past year 9999 from run.epoch (at most {horizon:.4g} s)")
-    with np.errstate(all="ignore"):
-        draws = d.sample(np.random.default_rng(0), 1024)
-    if not np.all(np.isfinite(draws)):
+    if not _draws_finite(d):
         fail(key, "its durations overflow (some draws are infinite or NaN); use smaller parameters")
 
 
@@ -99,9 +103,7 @@ def check_tokens(d: D.Dist, key: str, fail) -> None:
         fail(key, "its token counts overflow (the mean is infinite); use smaller parameters")
     if m > MAX_TOKENS_PER_TURN:
         fail(key, f"a mean of {m:.4g} tokens per turn is more than {MAX_TOKENS_PER_TURN:.0e}")
-    with np.errstate(all="ignore"):
-        draws = d.sample(np.random.default_rng(0), 1024)
-    if not np.all(np.isfinite(draws)):
+    if not _draws_finite(d):
         fail(key, "its token counts overflow (some draws are infinite or NaN); use smaller parameters")
 
 
