@@ -1,0 +1,19 @@
+"""Optional compiled kernels (the ``fast`` extra, numba).
+
+Every kernel here has a pure-Python twin that stays the reference: the results are the
+same bytes with or without the extra, and the pure path is used whenever numba is not
+installed or ``SANDBOX_FLEET_PURE_PYTHON`` is set (tests use it to compare the two).
+numba is imported only by the kernel modules, and only when a kernel is first used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+
+def available() -> bool:
+    """Whether compiled kernels may be used in this process."""
+    if os.environ.get("SANDBOX_FLEET_PURE_PYTHON", "") not in ("", "0"):
+        return False
+    return importlib.util.find_spec("numba") is not None
