@@ -114,11 +114,12 @@ def run_workloads(
 
 def _compiled(prep) -> bool:
     """Whether the compiled kernel (``simulate.fast``, the ``fast`` extra) runs this
-    general-loop run: numba is installed, not switched off, and the run is in its set."""
+    general-loop run: numba is installed, not switched off, the run is in its set, and
+    large enough to repay loading numba (or the kernel is loaded already)."""
     from sandbox_fleet.simulate import fast
 
     if prep.inference is None or not fast.available():
         return False
-    from sandbox_fleet.simulate.fast.closed_loop import supported
+    from sandbox_fleet.simulate.fast.closed_loop import supported, worth_it
 
-    return supported(prep)
+    return supported(prep) and worth_it(prep)

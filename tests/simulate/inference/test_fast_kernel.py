@@ -2,7 +2,8 @@
 
 Every case runs twice in this process, ``SANDBOX_FLEET_PURE_PYTHON=1`` (``loop.py``) and
 default (the kernel), and compares the summary JSON, the ``--telemetry`` Parquet file and
-the pool's raw records bit for bit. The kernel's runs assert they did not fall back. Skips
+the pool's raw records bit for bit. The kernel's runs assert they did not fall back
+(``MIN_CALLS`` is lifted: these runs are smaller than the size the kernel starts at). Skips
 without numba on a developer machine; under ``CI=true`` (``.ci/run`` installs the ``fast``
 extra) a missing numba fails instead.
 """
@@ -37,6 +38,9 @@ def require_numba() -> None:
 def paths(monkeypatch):
     """``paths(fn)``: ``fn()`` on the pure loop, then on the kernel (which must not fall back)."""
     require_numba()
+    from sandbox_fleet.simulate.fast import closed_loop
+
+    monkeypatch.setattr(closed_loop, "MIN_CALLS", 0)  # every run here is small
 
     def both(fn):
         monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
@@ -288,3 +292,37 @@ def test_random_small_configurations(paths, replicas, routing, seats, base_s, ca
 
     pure, fast = paths(go)
     assert fast == pure
+
+
+def test_small_runs_stay_pure_until_the_kernel_is_loaded(monkeypatch):
+    require_numba()
+    from sandbox_fleet.simulate.fast import closed_loop
+    from sandbox_fleet.simulate.prepare import prepare
+
+    ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
+    inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
+    prep = prepare(Fleet(cap=4), [Closed(population=4, n=50, episode=ep)], 1, inf)
+    calls = int(prep.turn_draws.turns.sum())
+    monkeypatch.setattr(closed_loop, "MIN_CALLS", calls + 1)
+    monkeypatch.setattr(closed_loop, "_KERNEL", "not.loaded.yet")
+    assert closed_loop.supported(prep) and not closed_loop.worth_it(prep)
+    monkeypatch.setattr(closed_loop, "MIN_CALLS", calls)
+    assert closed_loop.worth_it(prep)
+    monkeypatch.setattr(closed_loop, "MIN_CALLS", calls + 1)
+    monkeypatch.setattr(closed_loop, "_KERNEL", "sandbox_fleet.simulate.fast._closed_loop_kernel")
+    closed_loop.load()
+    assert closed_loop.loaded() and closed_loop.worth_it(prep)
+
+
+def test_unsupported_features_fall_back():
+    from sandbox_fleet.simulate.fast import closed_loop
+    from sandbox_fleet.simulate.prepare import prepare
+
+    ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
+    inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
+    wl = [Closed(population=4, n=50, episode=ep)]
+    assert closed_loop.supported(prepare(Fleet(cap=4), wl, 1, inf))
+    for fleet in (Fleet(cap=4, start_cap=2), Fleet(cap=4, queue_timeout_s=5.0),
+                  Fleet(cap=4, admission="shortest-timeout-first")):
+        assert not closed_loop.supported(prepare(fleet, wl, 1, inf))
+    assert not closed_loop.supported(prepare(Fleet(cap=4), [Closed(population=4, n=50, holds=Exponential(1))], 1))

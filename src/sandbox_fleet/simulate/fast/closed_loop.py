@@ -12,15 +12,23 @@ another admission policy or a queue timeout (preemption and retries are refused 
 pool anyway), and runs whose per-replica arrays would be too large (``MAX_CELLS``).
 
 Numba is imported only here (and by the kernel module), when a run first needs it;
-the kernel is cached on disk (``cache=True``), so only a fresh install pays its compile.
+the kernel is cached on disk (``cache=True``), so only a fresh install pays its compile
+(~15-25 s). Every process still pays ~1-2 s on its first use (importing numba, loading
+the cached machine code), which the pure loop spends on ~100,000 model calls, so
+``worth_it`` sends smaller runs to the pure loop until the kernel is loaded in the
+process (``load()`` loads it up front, e.g. before a search that runs many small loops).
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
 from sandbox_fleet.simulate.workloads import CLOSED, OPEN, RL
 
+_KERNEL = "sandbox_fleet.simulate.fast._closed_loop_kernel"
+MIN_CALLS = 100_000  # model calls from which a process's first kernel run beats the pure loop
 MAX_CELLS = 50_000_000  # replica x rollout cells (done heaps; least-loaded cache keys)
 PROGRESS_EVERY = 1 << 16
 
@@ -30,6 +38,20 @@ def _in_flight(prep) -> int:
     if any(pl.cap is None for pl in prep.pools):
         return prep.n
     return min(prep.n, sum(int(pl.cap) for pl in prep.pools))
+
+
+def load() -> None:
+    """Import numba and the kernel now (later runs of any size then use it)."""
+    from sandbox_fleet.simulate.fast import _closed_loop_kernel  # noqa: F401
+
+
+def loaded() -> bool:
+    return _KERNEL in sys.modules
+
+
+def worth_it(prep) -> bool:
+    """Whether the kernel pays for its per-process load on this run."""
+    return loaded() or int(np.sum(prep.turn_draws.turns)) >= MIN_CALLS
 
 
 def supported(prep) -> bool:
