@@ -326,3 +326,23 @@ def test_unsupported_features_fall_back():
                   Fleet(cap=4, admission="shortest-timeout-first")):
         assert not closed_loop.supported(prepare(fleet, wl, 1, inf))
     assert not closed_loop.supported(prepare(Fleet(cap=4), [Closed(population=4, n=50, holds=Exponential(1))], 1))
+
+
+def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeypatch):
+    # The kernel stops every PROGRESS_EVERY events (and whenever the event heap might
+    # overflow) and resumes from its arrays; results must not depend on where it stopped.
+    from sandbox_fleet.simulate.fast import closed_loop
+
+    ep = Episode(turns=_turns(Exponential(30), Exponential(20)))
+    inf = Inference(replicas=2, prefill_tok_s=400, decode_tok_s=60, max_num_seqs=3)
+    seen = []
+
+    def go():
+        return _raw(run_workloads(Fleet(cap=8), [Closed(population=10, n=120, episode=ep)], 5, inference=inf,
+                                  on_progress=lambda done, n: seen.append((done, n))))
+
+    monkeypatch.setattr(closed_loop, "PROGRESS_EVERY", 7)
+    monkeypatch.setattr(closed_loop, "HEAP_SLACK", 1)
+    pure, fast = paths(go)
+    assert fast == pure
+    assert len(seen) > 100 and seen[-1] == (120, 120)

@@ -30,7 +30,8 @@ from sandbox_fleet.simulate.workloads import CLOSED, OPEN, RL
 _KERNEL = "sandbox_fleet.simulate.fast._closed_loop_kernel"
 MIN_CALLS = 100_000  # model calls from which a process's first kernel run beats the pure loop
 MAX_CELLS = 50_000_000  # replica x rollout cells (done heaps; least-loaded cache keys)
-PROGRESS_EVERY = 1 << 16
+PROGRESS_EVERY = 1 << 16  # events between progress callbacks (the kernel pauses and resumes)
+HEAP_SLACK = 2  # initial event-heap size in units of the most one event can push (it doubles when needed)
 
 
 def _in_flight(prep) -> int:
@@ -93,7 +94,7 @@ def run(prep, on_progress=None) -> dict:
     init = [(float(wl.start_s), K.RELEASE, w) for w, wl in enumerate(wls) if wl.kind == RL]
     init += [(float(wl.start_s), K.RELEASE, w) for w, wl in enumerate(wls) if wl.kind == CLOSED]
     margin = N + 2 * R + 16  # pushes one event can make, at most
-    cap0 = 2 * margin + len(init)
+    cap0 = HEAP_SLACK * margin + len(init)
     ht = np.zeros(cap0)
     hi = np.zeros((cap0, 4), dtype=i64)
     for t, kind, w in init:
