@@ -29,7 +29,7 @@ from sandbox_fleet.simulate.workloads import CLOSED, OPEN, RL
 
 _KERNEL = "sandbox_fleet.simulate.fast._closed_loop_kernel"
 MIN_CALLS = 100_000  # model calls from which a process's first kernel run beats the pure loop
-MAX_CELLS = 50_000_000  # replica x rollout cells (done heaps; least-loaded cache keys)
+MAX_CELLS = 20_000_000  # replica x rollout cells (done heaps, 24 B each; least-loaded cache keys, 34 B)
 PROGRESS_EVERY = 1 << 16  # events between progress callbacks (the kernel pauses and resumes)
 HEAP_SLACK = 2  # initial event-heap size in units of the most one event can push (it doubles when needed)
 
@@ -69,7 +69,7 @@ def supported(prep) -> bool:
         if wl.kind not in (OPEN, RL, CLOSED) or wl.retry.max_retries > 0:
             return False
     cells = cfg.replicas * _in_flight(prep)
-    if cfg.routing != "sticky":
+    if cfg.routing != "sticky" and cfg.caching:
         cells = max(cells, cfg.replicas * prep.n)
     return cells <= MAX_CELLS
 
@@ -181,10 +181,10 @@ def run(prep, on_progress=None) -> dict:
     seats = int(cfg.max_num_seqs) if cfg.max_num_seqs is not None else (1 << 62)
     unlimited = cfg.kv_cache_bytes is None
     cap_bytes = 0.0 if unlimited else float(cfg.kv_cache_bytes)
-    keys = N if sticky else R * N
+    keys = 1 if not cfg.caching else (N if sticky else R * N)  # < 2**31 (MAX_CELLS)
     cache_arrays = []
     for _ in range(2):  # GPU tier, host tier: prev, next, size, present
-        cache_arrays += [np.full(keys, -1, dtype=i64), np.full(keys, -1, dtype=i64), np.zeros(keys),
+        cache_arrays += [np.full(keys, -1, dtype=np.int32), np.full(keys, -1, dtype=np.int32), np.zeros(keys),
                          np.zeros(keys, dtype=np.bool_)]
 
     limit = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
