@@ -5,18 +5,31 @@ replicas with a prefix cache) scaled by ``--scale`` (rollouts, population, cap a
 default 0.05). Both engines place the same pre-drawn turns (``prepare``): the SimPy model
 has one process per rollout slot and one per replica, the replica running the same
 prefill-first, virtual-time processor-sharing iteration model with the same sticky
-routing and LRU prefix cache. Prints wall times, events per second (the same event count
-for both: the model's events) and the ratio, and the two mean holds (they agree to rounding).
-``--full`` also times the unscaled scenario on our engine alone.
+routing and LRU prefix cache. Prints wall and CPU times, events per second (the same event
+count for every engine: the model's events) and the ratios, and the mean holds (they agree
+to rounding).
 
-Usage: python benchmarks/bench_closed_loop.py [--scale 0.05] [--runs 3] [--full]
+Ours runs twice per round: the compiled kernel (``simulate/fast``, numba; when installed)
+and the pure-Python loop (``SANDBOX_FLEET_PURE_PYTHON=1``); rounds alternate fast, pure,
+SimPy, and medians are reported. The kernel's one-off costs are measured in fresh
+processes: compiling it into an empty cache (what a fresh install pays once), and loading
+it from the cache (what every later process pays on its first run). The full scenario then
+runs once in a fresh process (cache warm, so its first-run cost is included) on the kernel;
+``--full-pure`` adds the pure loop on it too (about 2.5 minutes).
+
+Usage: python benchmarks/bench_closed_loop.py [--scale 0.05] [--runs 3] [--no-full] [--full-pure]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections import deque
 from heapq import heappop, heappush
@@ -146,33 +159,105 @@ def simpy_loop(built) -> tuple[float, float, float]:
     return time.perf_counter() - t0, float(holds.mean()), time.process_time() - c0
 
 
+def _with_env(var: str, value: str | None, fn):
+    old = os.environ.get(var)
+    if value is None:
+        os.environ.pop(var, None)
+    else:
+        os.environ[var] = value
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old
+
+
+FRESH = """
+import json, sys, time
+sys.path.insert(0, {bench!r})
+from bench_closed_loop import ours, scaled
+if {force}:
+    from sandbox_fleet.simulate.fast import closed_loop
+    closed_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
+out = []
+for _ in range({runs}):
+    wall, hold, events, cpu = ours(scaled({scale}))
+    out.append([wall, cpu, events, hold])
+print(json.dumps(out))
+"""
+
+
+def fresh(scale: float, runs: int = 1, env: dict | None = None, force: bool = False) -> list[list[float]]:
+    """``runs`` runs of ``ours`` in a fresh process: [wall, cpu, events, mean hold] each
+    (``force``: the kernel however small the run)."""
+    code = FRESH.format(bench=str(Path(__file__).resolve().parent), runs=runs, scale=scale, force=force)
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **(env or {})}, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def kernel_costs(scale: float = 0.002) -> tuple[float, float, float]:
+    """(compile into an empty cache, load from the cache, warm run) in seconds, from fresh
+    processes running a tiny scenario twice: first run minus second run."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {"NUMBA_CACHE_DIR": cache}
+        cold = fresh(scale, 2, env, force=True)
+        warm = fresh(scale, 2, env, force=True)
+    return cold[0][0] - cold[1][0], warm[0][0] - warm[1][0], warm[1][0]
+
+
 def main() -> None:
+    from sandbox_fleet.simulate import fast
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=0.05)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--no-full", action="store_true")
+    ap.add_argument("--full-pure", action="store_true")
     a = ap.parse_args()
     built = scaled(a.scale)
-    w_ours, w_simpy, c_ours, c_simpy = [], [], [], []
+    compiled = fast.available()
+    if compiled:
+        compile_s, load_s, tiny_s = kernel_costs()
+        ours(scaled(a.scale))  # this process loads the kernel once, outside the rounds
+    rounds: dict[str, list] = {"fast": [], "pure": [], "simpy": []}
     for _ in range(a.runs):
-        wall, hold, events, cpu = ours(scaled(a.scale))
-        w_ours.append(wall)
-        c_ours.append(cpu)
+        if compiled:
+            rounds["fast"].append(ours(scaled(a.scale)))
+        rounds["pure"].append(_with_env("SANDBOX_FLEET_PURE_PYTHON", "1", lambda: ours(scaled(a.scale))))
         sw, shold, scpu = simpy_loop(scaled(a.scale))
-        w_simpy.append(sw)
-        c_simpy.append(scpu)
-    mo, ms = statistics.median(w_ours), statistics.median(w_simpy)
-    co, cs = statistics.median(c_ours), statistics.median(c_simpy)
+        rounds["simpy"].append((sw, shold, 0, scpu))
+    med = {k: (statistics.median(r[0] for r in v), statistics.median(r[3] for r in v)) for k, v in rounds.items() if v}
+    events = rounds["pure"][0][2]
     wl = built.workloads[0]
     print(f"closed loop at scale {a.scale}: {wl.n} rollouts, population {wl.population}, "
-          f"cap {built.fleets[0].cap}, {built.inference.replicas} replica(s); {events:,} events")
-    print(f"  sandbox-fleet: {mo:.2f} s, {events / mo:,.0f} events/s, mean hold {hold:.2f} s")
-    print(f"  SimPy:         {ms:.2f} s, {events / ms:,.0f} events/s, mean hold {shold:.2f} s")
-    print(f"  ratio: {ms / mo:.1f}x wall, {cs / co:.1f}x CPU (target >= 10x); CPU s {co:.2f} vs {cs:.2f}")
-    if a.full:
-        wall, hold, events, cpu = ours(scaled(1.0))
-        print(f"full scenario: {wall:.1f} s wall ({cpu:.1f} s CPU), {events:,} events, {events / wall:,.0f} events/s, "
-              f"mean hold {hold:.1f} s (target <= 60 s)")
+          f"cap {built.fleets[0].cap}, {built.inference.replicas} replica(s); {events:,} events; "
+          f"medians of {a.runs} alternating rounds")
+    names = {"fast": "sandbox-fleet, compiled", "pure": "sandbox-fleet, pure", "simpy": "SimPy"}
+    sw, sc = med["simpy"]
+    for k, (w, c) in med.items():
+        hold = rounds[k][0][1]
+        ratio = "" if k == "simpy" else f"; vs SimPy {sw / w:.1f}x wall, {sc / c:.1f}x CPU"
+        print(f"  {names[k]:<24} {w:6.2f} s wall, {c:6.2f} s CPU, {events / w:>12,.0f} events/s, "
+              f"mean hold {hold:.2f} s{ratio}")
+    if compiled:
+        print(f"  compiled kernel: compile into an empty cache {compile_s:.1f} s (once per install), "
+              f"load from the cache {load_s:.2f} s (first run of each process); a tiny run warm {tiny_s:.3f} s")
+    else:
+        print("  numba is not installed: the compiled kernel was not measured (pip install -e '.[fast]')")
+    print("  target: >= 10x SimPy events/s")
+    if not a.no_full:
+        for label, env in (("compiled", {}), ("pure", {"SANDBOX_FLEET_PURE_PYTHON": "1"})):
+            if (label == "compiled" and not compiled) or (label == "pure" and not (a.full_pure or not compiled)):
+                continue
+            c0 = time.perf_counter()
+            wall, cpu, ev, hold = fresh(1.0, 1, env)[0]
+            proc = time.perf_counter() - c0
+            print(f"full scenario, {label}, first run in a fresh process: {wall:.1f} s wall ({cpu:.1f} s CPU) in "
+                  f"run_workloads, {proc:.1f} s for the whole process; {ev:,} events, {ev / wall:,.0f} events/s, "
+                  f"mean hold {hold:.1f} s (target <= 60 s)")
 
 
 if __name__ == "__main__":

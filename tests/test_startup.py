@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rst-published.json"
-HEAVY = ("numpy", "plotly", "duckdb", "pyarrow")
+HEAVY = ("numpy", "plotly", "duckdb", "pyarrow", "numba")
 
 PROBE = """
 import json, sys
@@ -58,3 +58,9 @@ def test_a_simulation_without_replay_loads_neither_duckdb_nor_arrow():
     scenario = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "mmc.toml"
     loaded = _loaded("simulate", str(scenario))
     assert "duckdb" not in loaded and "pyarrow" not in loaded and "plotly" not in loaded
+
+
+def test_a_small_pool_served_simulation_does_not_load_numba():
+    # the compiled closed loop (the fast extra) loads numba only for runs that repay it
+    scenario = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop.toml"
+    assert "numba" not in _loaded("simulate", str(scenario))

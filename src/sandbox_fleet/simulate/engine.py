@@ -12,7 +12,9 @@ Two interchangeable loops place the pre-drawn attempts in time: ``fifo.py`` (the
 first-come-first-served recursion, one heap operation per attempt) whenever every
 pool is FIFO with no start cap, preemption or queue timeout, else ``loop.py`` (the
 general event list). ``engine="events"`` forces the general loop; tests check both
-give identical results.
+give identical results. A run with an inference pool goes to the compiled kernel of
+``fast/closed_loop.py`` when numba is installed and the run is in its feature set
+(byte-identical to ``loop.py``; ``SANDBOX_FLEET_PURE_PYTHON=1`` forces the pure loop).
 """
 
 from __future__ import annotations
@@ -61,7 +63,14 @@ def run_workloads(
     if engine == "fifo" and not eligible(prep):
         raise InputError("engine 'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s, "
                          "no closed population and no inference pool")
-    raw = run_fifo(prep, on_progress) if use_fifo else run_events(prep, on_progress)
+    if use_fifo:
+        raw = run_fifo(prep, on_progress)
+    elif _compiled(prep):
+        from sandbox_fleet.simulate.fast import closed_loop
+
+        raw = closed_loop.run(prep, on_progress)
+    else:
+        raw = run_events(prep, on_progress)
     if on_progress is not None:
         on_progress(prep.n, prep.n)
 
@@ -91,7 +100,9 @@ def run_workloads(
         engine="fifo" if use_fifo else "events",
     )
     res.clock_monotonic = raw["clock_monotonic"]
-    if raw.get("inference") is not None:
+    if raw.get("served") is not None:
+        res.inference = raw["served"]
+    elif raw.get("inference") is not None:
         from sandbox_fleet.simulate.inference.figures import served_run
 
         res.inference = served_run(raw["inference"], prep)
@@ -99,3 +110,16 @@ def run_workloads(
     if check:
         check_invariants(res, n_expected=prep.n)
     return res
+
+
+def _compiled(prep) -> bool:
+    """Whether the compiled kernel (``simulate.fast``, the ``fast`` extra) runs this
+    general-loop run: numba is installed, not switched off, the run is in its set, and
+    large enough to repay loading numba (or the kernel is loaded already)."""
+    from sandbox_fleet.simulate import fast
+
+    if prep.inference is None or not fast.available():
+        return False
+    from sandbox_fleet.simulate.fast.closed_loop import supported, worth_it
+
+    return supported(prep) and worth_it(prep)

@@ -10,6 +10,24 @@ from sandbox_fleet.simulate import Deterministic, Episode, Exponential, Fleet, T
 from sandbox_fleet.simulate.inference import Inference
 from sandbox_fleet.simulate.workloads import Closed
 
+
+
+@pytest.fixture(autouse=True, params=["pure", "compiled"])
+def loop_path(request, monkeypatch):
+    """Every theory test runs on the pure loop and on the compiled kernel (``simulate/fast``)."""
+    if request.param == "pure":
+        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    else:
+        from tests.simulate.inference.test_fast_kernel import require_numba
+
+        from sandbox_fleet.simulate.fast import closed_loop
+
+        require_numba()
+        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+        monkeypatch.setattr(closed_loop, "MIN_CALLS", 0)  # these runs are below the kernel's start size
+    return request.param
+
+
 TURNS, DEMAND_S, THINK_S = 4, 0.5, 2.0  # 500 decode tokens at 1,000 tok/s; 2 s commands
 
 

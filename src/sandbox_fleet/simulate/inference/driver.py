@@ -46,7 +46,7 @@ class Driver:
         self.push = push
         self.turn_kind, self.finish_kind = turn_kind, finish_kind
         self.a_start, self.a_build, self.a_agent, self.a_verify = a_start, a_build, a_agent, a_verify
-        self.pool = Pool(cfg, n, lambda t, payload: push(t, pool_kind, payload), self.done)
+        self.pool = Pool(cfg, n, push, self.done, kind=pool_kind)
 
     def call(self, r: int, now: float) -> None:
         """Rollout ``r`` (its only attempt: row ``r``) sends its current turn's model call."""

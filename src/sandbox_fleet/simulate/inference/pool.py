@@ -56,7 +56,8 @@ class Pool:
     """``schedule(t, payload)`` puts a pool event on the engine's list; ``on_done(r, now)``
     continues rollout ``r`` after its call ended."""
 
-    def __init__(self, cfg: Inference, n_rollouts: int, schedule: Callable, on_done: Callable):
+    def __init__(self, cfg: Inference, n_rollouts: int, schedule: Callable, on_done: Callable,
+                 kind: int | None = None):
         self.cfg = cfg
         R = cfg.replicas
         self.reps = [Replica(PrefixCache(cfg.kv_cache_bytes, cfg.kv_offload_bytes)) for _ in range(R)]
@@ -71,6 +72,10 @@ class Pool:
         self.kvb = cfg.kv_bytes_per_token
         self.caching = cfg.caching
         self.schedule, self.on_done = schedule, on_done
+        # With ``kind``, ``schedule`` is the engine's ``push(t, kind, payload)`` itself (one
+        # Python frame less per pool event than a wrapper).
+        self.push = schedule if kind is not None else (lambda t, _k, payload: schedule(t, payload))
+        self.kind = kind
         self.seq = 0
         self.wait_s = array("d")
         self.ttft_s = array("d")
@@ -96,13 +101,6 @@ class Pool:
             rep.area_busy += dt
             rep.area_sys += (busy + len(rep.waiting)) * dt
         rep.t = now
-
-    def _reschedule(self, i: int, rep: Replica, now: float) -> None:
-        rep.ver += 1
-        if rep.prefill:
-            self.schedule(rep.p_end, (i, rep.ver))
-        elif rep.done:
-            self.schedule(now + (rep.done[0][0] - rep.v) * (rep.n + self.b), (i, rep.ver))
 
     def _seat(self, rep: Replica, req: list, now: float) -> None:
         """``req`` takes a seat: into the prefill line, or straight to decoding."""
@@ -134,22 +132,48 @@ class Pool:
             i = fewest(self.load)
         rep = self.reps[i]
         cached = ctx if (ctx and self.caching and rep.cache.take(r)) else 0
-        self.input_tokens += ctx + new
+        inp = ctx + new
+        self.input_tokens += inp
         self.cached_tokens += cached
         self.decode_tokens += dec
-        self.r_in[r] += ctx + new
+        self.r_in[r] += inp
         self.r_cached[r] += cached
         self.r_out[r] += dec
-        req = [r, now, ctx + new + dec, (ctx + new - cached) * self.inv_p, dec * self.inv_d, last]
-        self._advance(rep, now)
+        pre = (inp - cached) * self.inv_p
+        req = [r, now, inp + dec, pre, dec * self.inv_d, last]
+        # The hot path: ``_advance``, ``_seat`` and ``_reschedule`` written out inline.
+        prefill = rep.prefill
+        dt = now - rep.t
+        if dt > 0:
+            n = rep.n
+            busy = n + len(prefill)
+            if busy:
+                if n and not prefill:
+                    rep.v += dt / (n + self.b)
+                rep.area_n += busy * dt
+                rep.area_busy += dt
+                rep.area_sys += (busy + len(rep.waiting)) * dt
+            rep.t = now
         self.load[i] += 1
-        if rep.n + len(rep.prefill) >= self.seats:
+        if rep.n + len(prefill) >= self.seats:
             rep.waiting.append(req)  # the replica's next event is unchanged
-        elif rep.prefill:
-            self._seat(rep, req, now)  # queued behind the prompt in prefill: next event unchanged
+            return
+        self.wait_s.append(0.0)  # seated on arrival: now - now
+        if prefill:
+            prefill.append(req)  # queued behind the prompt in prefill: next event unchanged
+            return
+        rep.ver = ver = rep.ver + 1
+        if pre > 0:
+            rep.p_end = p_end = now + pre
+            prefill.append(req)
+            self.push(p_end, self.kind, (i, ver))
         else:
-            self._seat(rep, req, now)
-            self._reschedule(i, rep, now)
+            self.ttft_s.append(0.0)
+            rep.n = n = rep.n + 1
+            done = rep.done
+            heappush(done, (rep.v + req[DEC], self.seq, req))
+            self.seq += 1
+            self.push(now + (done[0][0] - rep.v) * (n + self.b), self.kind, (i, ver))
 
     def event(self, now: float, payload: tuple[int, int]) -> None:
         """A replica's scheduled event (unless the batch changed since): the head's
@@ -200,9 +224,9 @@ class Pool:
                 self._seat(rep, rep.waiting.popleft(), now)
         rep.ver = ver = ver + 1
         if prefill:
-            self.schedule(rep.p_end, (i, ver))
+            self.push(rep.p_end, self.kind, (i, ver))
         elif done:
-            self.schedule(now + (done[0][0] - v) * (rep.n + b), (i, ver))
+            self.push(now + (done[0][0] - v) * (rep.n + b), self.kind, (i, ver))
         for r in finished:
             self.on_done(r, now)
 
