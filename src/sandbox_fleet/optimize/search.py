@@ -55,14 +55,14 @@ class Space:
 
 
 def price(ev: Evaluator, space: Space, opt: Option, r: int, cap: int, res: Result) -> Priced:
-    fleet = cheapest_fleet(cap, res.hold_mean_s, space.nodes)
+    fleet = cheapest_fleet(cap, res.rework_share, space.nodes)
     usd = fleet[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
     return Priced(opt, r, cap, res, usd, fleet, ev.meets(res))
 
 
 def lower_bound(space: Space, opt: Option, r: int, cap: int) -> float:
     """What (opt, r, cap) costs at least before it is simulated (spot priced without re-runs)."""
-    return cheapest_fleet(cap, 0.0, space.nodes)[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
+    return cheapest_fleet(cap, None, space.nodes)[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
 
 
 class Search:
