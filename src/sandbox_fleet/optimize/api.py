@@ -18,6 +18,8 @@ from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
 from sandbox_fleet.optimize.space import gpu_options, node_types, spot_rates
 from sandbox_fleet.sweep.backends import BACKENDS
 
+SCREEN_HOLDS = 24  # holds per sandbox of a search run (the loop's start-up transient is ~1% by then)
+
 # two-sided 95% Student t quantiles by degrees of freedom (a table: no SciPy dependency)
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
         12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
@@ -39,7 +41,7 @@ def run_optimize(
     count: int | None = None, seed: int | None = None, backend: str = "local", workers: int | None = None,
     gpus: list[str] | None = None, gpus_per_replica: int | None = None, caching: str = "both",
     kv_offload_gb: list[float] | None = None, max_replicas: int = 16, max_cap: int | None = None,
-    cap_step: int | None = None, reps: int = 5, search_reps: int = 1, pass_rate: float | None = None,
+    cap_step: int | None = None, reps: int = 5, search_reps: int = 1, screen_holds: int = SCREEN_HOLDS, pass_rate: float | None = None,
     model_params_b: float | None = None, kv_bytes_per_token: float | None = None,
     sandbox_cpu: float = 1.0, sandbox_memory_gb: float = 4.0, node_type: list[str] | None = None,
     progress: bool = False,
@@ -56,6 +58,8 @@ def run_optimize(
     for name, v in (("--max-replicas", max_replicas), ("--reps", reps), ("--search-reps", search_reps), ("--steps", steps)):
         if v < 1:
             raise InputError(f"{name} {v}: expected a positive integer")
+    if screen_holds < 0:
+        raise InputError(f"--screen-holds {screen_holds}: expected 0 (off) or a positive integer")
     if pass_rate is not None and not 0 < pass_rate <= 1:
         raise InputError(f"--pass-rate {pass_rate}: expected a fraction in (0, 1]")
     caching_opts = {"both": [True, False], "on": [True], "off": [False]}.get(caching)
@@ -87,7 +91,8 @@ def run_optimize(
                   pruned=pruned)
     with _session(backend, workers):
         ev = Evaluator(base, goal, n, seed, backend=backend, workers=workers, progress=progress,
-                       search_reps=search_reps, scale=scale, spot_rates=spot_rates(nodes))
+                       search_reps=search_reps, scale=scale, spot_rates=spot_rates(nodes),
+                       screen_holds=screen_holds)
         search = Search(ev, space)
         found = search.run()
         if found is None:
@@ -117,6 +122,9 @@ def run_optimize(
             "GPU prices from the GPU catalog (illustrative on-demand)",
             f"search: {search_reps} replication(s) per candidate (seeds from {seed}, the same for all); "
             f"winner: {reps} (seeds {seed}..{seed + reps - 1})",
+        ] + ([f"search runs screen: {screen_holds} holds per sandbox when that is fewer rollouts than a full run "
+              "(its start-up transient reads ~1% high); the winner is confirmed on full-length runs"]
+             if screen_holds and not goal.step_mode and n > screen_holds * slice_cap(caps[0], scale) else []) + [
             _confidence_basis(goal, reps),
         ],
         pruned=dict(sorted(pruned.items())),
@@ -148,7 +156,7 @@ def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, ob
     seen: set = set()
     cand = found
     while cand is not None and len(rejected) < MAX_STEP_UPS:
-        final = ev.run([(cand.option, cand.replicas, cand.cap)], reps=reps)[0]
+        final = ev.run([(cand.option, cand.replicas, cand.cap)], reps=reps, full=True)[0]
         if confident(ev, final, reps):
             return cand, final, rejected
         rejected.append((cand, final))

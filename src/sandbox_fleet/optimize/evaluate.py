@@ -143,33 +143,54 @@ class Evaluator:
     """Memoised simulations of (option, replicas, cap), run in batches on ``backend``.
 
     ``cap`` is full scale; a run simulates its slice (``scale``) and reports full-scale figures.
+    The search screens each candidate on a run of ``screen_holds`` holds per sandbox (when that is
+    shorter than the campaign's rollouts); the winner is confirmed on full-length runs. Runs are
+    memoised per (point, seed, rollouts), so a confirmation reuses a screen of the same length.
     """
 
     def __init__(self, base: Base, goal: Goal, count: int, seed: int, *, backend: str, workers: int | None,
                  progress: bool = False, search_reps: int = 1, scale: float = 1.0,
-                 spot_rates: tuple[float, ...] = ()):
-        self.search_reps = search_reps
+                 spot_rates: tuple[float, ...] = (), screen_holds: int = 0):
+        self.search_reps, self.screen_holds = search_reps, screen_holds
         self.base, self.goal, self.count, self.seed, self.scale = base, goal, count, seed, scale
         self.backend, self.workers, self.progress = backend, workers, progress
         self.spot_rates = tuple(sorted(set(spot_rates)))
+        self.runs: dict[tuple, dict] = {}
         self.memo: dict[tuple, Result] = {}
         self.simulations = 0
 
-    def run(self, points: list[tuple[Option, int, int]], reps: int | None = None) -> list[Result]:
-        """Results of ``points`` (each with ``reps`` replications, default the search's), simulating only the new ones."""
+    def rollouts(self, cap: int, full: bool) -> int:
+        """Rollouts of one run of ``cap`` (full scale): the slice's count, at least 2 x its cap; a screen stops earlier."""
+        c = slice_cap(cap, self.scale)
+        n = max(self.count, 2 * c)
+        if self.goal.step_mode or full or not self.screen_holds:
+            return n
+        return min(n, max(2, self.screen_holds) * c)
+
+    def searched(self, p: tuple[Option, int, int]) -> Result:
+        """The search's result for ``p`` (already run)."""
+        return self.memo[(p, self.search_reps, self.rollouts(p[2], False))]
+
+    def run(self, points: list[tuple[Option, int, int]], reps: int | None = None, full: bool = False) -> list[Result]:
+        """Results of ``points`` (``reps`` replications, default the search's; screens unless ``full``), simulating only new runs."""
         reps = reps or self.search_reps
-        todo = list(dict.fromkeys(p for p in points if (p, reps) not in self.memo))
-        tasks = [(scenario_data(self.base, self.goal, o, r, c, self.count, self.seed, self.scale),
-                  str(self.base.base_dir), f"{self.base.name} with {o.label}, {r} replicas, cap {c}",
-                  self.seed + i, self.spot_rates)
-                 for (o, r, c) in todo for i in range(reps)]
+        keys = [(p, reps, self.rollouts(p[2], full)) for p in points]
+        need = list(dict.fromkeys((p, i, n) for p, _, n in keys for i in range(reps) if (p, i, n) not in self.runs))
+        tasks = []
+        for (o, r, c), i, n in need:
+            d = scenario_data(self.base, self.goal, o, r, c, n, self.seed, self.scale)
+            tasks.append((d, str(self.base.base_dir), f"{self.base.name} with {o.label}, {r} replicas, cap {c}",
+                          self.seed + i, self.spot_rates))
         if tasks:
             out = run_tasks(simulate_candidate, tasks, backend=self.backend, workers=self.workers,
-                            progress=self.progress, label=f"optimize: {len(todo)} candidates")
+                            progress=self.progress, label=f"optimize: {len(tasks)} runs")
             self.simulations += len(tasks)
-            for j, p in enumerate(todo):
-                self.memo[(p, reps)] = self._result(out[j * reps:(j + 1) * reps], p[2])
-        return [self.memo[(p, reps)] for p in points]
+            self.runs.update(zip(need, out))
+        for k in keys:
+            if k not in self.memo:
+                p, reps_k, n = k
+                self.memo[k] = self._result([self.runs[(p, i, n)] for i in range(reps_k)], p[2])
+        return [self.memo[k] for k in keys]
 
     def _result(self, sums: list[dict], cap: int) -> Result:
         pr = self.base.pass_rate

@@ -76,7 +76,7 @@ class Search:
         self.space.pruned[why] = self.space.pruned.get(why, 0) + n
 
     def _record(self, opt: Option, r: int, cap: int) -> Priced:
-        res = self.ev.memo[((opt, r, cap), self.ev.search_reps)]
+        res = self.ev.searched((opt, r, cap))
         p = self.points.get((opt, r, cap)) or price(self.ev, self.space, opt, r, cap, res)
         self.points[(opt, r, cap)] = p
         if p.meets and (self.best is None or p.key(self.order) < self.best.key(self.order)):
