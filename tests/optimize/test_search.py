@@ -102,10 +102,11 @@ def test_same_seed_same_output():
     assert a.summary == b.summary and a.scenario_toml == b.scenario_toml
 
 
-def test_ray_and_local_give_the_same_summary():
+@pytest.mark.parametrize("target,scale", [(4000, 0.5), (7620, 1.0)])  # a slice; a step-up
+def test_ray_and_local_give_the_same_summary(target, scale):
     pytest.importorskip("ray", reason="Ray is optional: pip install 'sandbox-fleet[ray]' to run this test")
-    local = run_optimize(SMALL, passing_per_hour=4000, **GRID)
-    ray_ = run_optimize(SMALL, passing_per_hour=4000, **{**GRID, "workers": 2}, backend="ray")
+    local = run_optimize(SMALL, passing_per_hour=target, scale=scale, **GRID)
+    ray_ = run_optimize(SMALL, passing_per_hour=target, scale=scale, **{**GRID, "workers": 2}, backend="ray")
     assert {**local.summary, "backend": "ray"} == ray_.summary and local.scenario_toml == ray_.scenario_toml
 
 
