@@ -81,8 +81,6 @@ def run_optimize(
         raise InputError(f"{p}: no cap to start from; give --max-cap")
     step = cap_step or _default_step(top, scale)
     caps = list(range(step, top + 1, step)) or [top]
-    if goal.step_mode and scale < 1 and slice_cap(goal.batch, scale) < 1:
-        raise InputError(f"--scale {scale:g}: the slice of --batch {goal.batch} is empty")
     pruned: dict[str, int] = {}
     nodes = node_types(sandbox_cpu, sandbox_memory_gb, node_type)
     space = Space(caps=caps, max_replicas=max_replicas, nodes=nodes,
@@ -191,7 +189,7 @@ def confident(ev: Evaluator, res, reps: int) -> bool:
 def _confidence_basis(goal: Goal, reps: int) -> str:
     side = "upper bound of the mean step" if goal.step_mode else "lower bound of the mean passing/h"
     if reps < 2:
-        return f"bought only if the re-evaluated mean meets the target (one replication: no interval)"
+        return "bought only if the re-evaluated mean meets the target (one replication: no interval)"
     return (f"bought only if the 95% confidence {side} over {reps} replications (mean -/+ t sd / sqrt(n)) meets "
             "the target; otherwise the next cap or replica count and the next cheapest feasible point are tried")
 
