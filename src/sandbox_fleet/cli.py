@@ -436,6 +436,7 @@ def optimize(
     cap_step: Optional[int] = typer.Option(None, "--cap-step", help="Cap lattice step (default: max cap / 32)."),
     reps: int = typer.Option(5, "--reps", help="Replications of the winner."),
     search_reps: int = typer.Option(1, "--search-reps", help="Replications of each candidate during the search."),
+    screen_holds: int = typer.Option(24, "--screen-holds", help="Search runs stop after this many holds per sandbox (0: full length); the winner is confirmed at full length."),
     pass_rate: Optional[float] = typer.Option(None, "--pass-rate", help="Share of completed rollouts that pass (default: measured, or 1 for a scenario)."),
     model_params_b: Optional[float] = typer.Option(None, "--model-params-b", help="Model size, billions (measure INPUT; default 27, stated)."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="KV bytes per token (measure INPUT; default 65536, stated)."),
@@ -456,7 +457,7 @@ def optimize(
         input_path, passing_per_hour=passing_per_hour, batch=batch, train_s=train_s, max_step_s=max_step_s,
         steps=steps, scale=scale, count=count, seed=seed, backend=backend, workers=workers, gpus=gpu,
         gpus_per_replica=gpus_per_replica, caching=caching, kv_offload_gb=kv_offload_gb, max_replicas=max_replicas,
-        max_cap=max_cap, cap_step=cap_step, reps=reps, search_reps=search_reps, pass_rate=pass_rate,
+        max_cap=max_cap, cap_step=cap_step, reps=reps, search_reps=search_reps, screen_holds=screen_holds, pass_rate=pass_rate,
         model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token, sandbox_cpu=sandbox_cpu,
         sandbox_memory_gb=sandbox_memory_gb, node_type=node_type, progress=not as_json)
     if write_scenario is not None:

@@ -100,7 +100,7 @@ def test_a_measure_summary_without_token_telemetry(tmp_path):
 def test_a_measure_summary_with_tokens_is_searched(produced, tmp_path):
     """The healthy corpus's measure summary: turn curve 800 tokens/turn, 60% pass."""
     p = _run(str(produced.fleet_path), "--passing-per-hour", "100", "--count", "150", "--max-cap", "128",
-             "--cap-step", "32", "--max-replicas", "2", "--gpu", "h100-80gb", "--caching", "on", "--reps", "2",
+             "--cap-step", "32", "--max-replicas", "2", "--gpu", "h100-80gb", "--caching", "on", "--reps", "5",
              "--workers", "1", "--json")
     assert p.returncode == 0, p.stderr
     s = OptimizeSummary.model_validate(json.loads(p.stdout))

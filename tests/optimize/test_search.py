@@ -42,7 +42,7 @@ def _brute_force(goal: Goal, caps: list[int]) -> tuple:
 def test_the_search_finds_the_brute_force_winner_with_fewer_simulations(target):
     out = run_optimize(SMALL, passing_per_hour=target, **GRID).summary
     best, grid = _brute_force(Goal(passing_per_hour=target), list(range(32, 257, 32)))
-    got = out["best"]
+    got = out["search_best"]
     assert (got["gpu"], got["gpus_per_replica"], got["replicas"], got["sandbox_cap"], got["caching"]) == (
         best.option.gpu, best.option.gpus_per_replica, best.replicas, best.cap, best.option.caching)
     assert got["usd_per_h"] == pytest.approx(best.usd_per_h)
@@ -55,7 +55,7 @@ def test_the_step_target_finds_the_brute_force_winner(max_step_s):
     kw = {**GRID, "max_cap": None, "cap_step": 16}
     out = run_optimize(SMALL, batch=64, train_s=10.0, max_step_s=max_step_s, **kw).summary
     best, grid = _brute_force(Goal(batch=64, train_s=10.0, max_step_s=max_step_s), [16, 32, 48, 64])
-    got = out["best"]
+    got = out["search_best"]
     assert (got["gpu"], got["replicas"], got["sandbox_cap"], got["caching"]) == (
         best.option.gpu, best.replicas, best.cap, best.option.caching)
     assert got["step_s"] <= max_step_s and out["frontier_axis"] == "step_s"
@@ -102,10 +102,11 @@ def test_same_seed_same_output():
     assert a.summary == b.summary and a.scenario_toml == b.scenario_toml
 
 
-def test_ray_and_local_give_the_same_summary():
+@pytest.mark.parametrize("target,scale", [(4000, 0.5), (7620, 1.0)])  # a slice; a step-up
+def test_ray_and_local_give_the_same_summary(target, scale):
     pytest.importorskip("ray", reason="Ray is optional: pip install 'sandbox-fleet[ray]' to run this test")
-    local = run_optimize(SMALL, passing_per_hour=4000, **GRID)
-    ray_ = run_optimize(SMALL, passing_per_hour=4000, **{**GRID, "workers": 2}, backend="ray")
+    local = run_optimize(SMALL, passing_per_hour=target, scale=scale, **GRID)
+    ray_ = run_optimize(SMALL, passing_per_hour=target, scale=scale, **{**GRID, "workers": 2}, backend="ray")
     assert {**local.summary, "backend": "ray"} == ray_.summary and local.scenario_toml == ray_.scenario_toml
 
 

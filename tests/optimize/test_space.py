@@ -8,7 +8,7 @@ import pytest
 
 from sandbox_fleet.optimize.evaluate import Result
 from sandbox_fleet.optimize.search import Priced, frontier
-from sandbox_fleet.optimize.space import Nodes, Option, cheapest_fleet, gpu_options
+from sandbox_fleet.optimize.space import Nodes, Option, cheapest_fleet, gpu_options, rework_hours
 from sandbox_fleet.plan.catalog import NodeType
 
 
@@ -20,20 +20,40 @@ def _node(name, slots_cpu, reserved, on_demand, spot, rate=None):
 def test_the_cheapest_fleet_is_nodes_times_the_cheapest_tier():
     small, big = _node("small", 10, 1.0, 2.0, None), _node("big", 96, 8.0, 12.0, None)
     # 95 sandboxes: 10 small nodes ($10) or 1 big node ($8), both reserved
-    assert cheapest_fleet(95, 600.0, [small, big])[:4] == (8.0, "big", 1, "reserved")
+    assert cheapest_fleet(95, None, [small, big])[:4] == (8.0, "big", 1, "reserved")
     # 20 sandboxes: 2 small ($2) beat 1 big ($8)
-    assert cheapest_fleet(20, 600.0, [small, big])[:4] == (2.0, "small", 2, "reserved")
+    assert cheapest_fleet(20, None, [small, big])[:4] == (2.0, "small", 2, "reserved")
 
 
-def test_spot_carries_its_rerun_share():
-    # spot $0.9 at 0.5 reclaims per node-hour, a 2 h hold: re-run share (e^{1} - 1)/0.5/2 - 1 = 0.71828
-    n = _node("s", 10, 1.0, 2.0, 0.9, rate=0.5)
-    share = math.expm1(1.0) / 0.5 / 2.0 - 1.0
-    usd, name, k, tier, rework = cheapest_fleet(10, 7200.0, [n])
-    assert tier == "reserved" and usd == pytest.approx(1.0)  # 0.9 x 1.718 = 1.55 > 1.0
-    usd, _, _, tier, rework = cheapest_fleet(10, 60.0, [n])  # a 1-minute hold: spot is cheapest
-    assert tier == "spot" and rework == pytest.approx(0.9 * (math.expm1(0.5 / 60) / 0.5 * 60 - 1), rel=1e-9)
-    assert share > 0.7
+def test_spot_rework_is_summed_over_the_holds_not_the_mean():
+    """Holds of 1 h and 3 h at 0.5 reclaims per node-hour, by hand:
+    1 h: (e^0.5 - 1)/0.5 - 1 = 0.2974425; 3 h: (e^1.5 - 1)/0.5 - 3 = 3.9633781; share 4.2608206 / 4 h = 1.0652052.
+    On the mean hold (2 h) it would be ((e^1 - 1)/0.5 - 2) / 2 = 0.7182818: the tail costs more."""
+    assert rework_hours([3600.0, 10800.0], 0.5) == pytest.approx(0.2974425 + 3.9633781, abs=1e-6)
+    res = Result(1.0, None, 0.0, 7200.0, (1.0,), (), rework=((0.5, 4.2608206 / 4),))
+    n = _node("s", 10, 1.0, 2.0, 0.5, rate=0.5)
+    # spot $0.50 x (1 + 1.0652) = $1.033 > reserved $1.00; on the mean hold it would be $0.859 (spot)
+    usd, _, _, tier, rework = cheapest_fleet(10, res.rework_share, [n])
+    assert (tier, usd) == ("reserved", pytest.approx(1.0)) and rework == 0.0
+    on_mean = Result(1.0, None, 0.0, 7200.0, (1.0,), (), rework=((0.5, 0.7182818),))
+    usd, _, _, tier, rework = cheapest_fleet(10, on_mean.rework_share, [n])
+    assert tier == "spot" and usd == pytest.approx(0.5 * 1.7182818) and rework == pytest.approx(0.5 * 0.7182818)
+    # before simulating (the lower bound) spot is priced without re-runs
+    assert cheapest_fleet(10, None, [n])[:4] == (0.5, "s", 1, "spot")
+
+
+def test_replications_pool_their_rework_hours():
+    """Two runs' holds: the share is all re-run hours over all hold hours (not a mean of shares)."""
+    from sandbox_fleet.optimize.evaluate import Evaluator, Goal
+
+    ev = object.__new__(Evaluator)
+    ev.base = type("B", (), {"pass_rate": 1.0})()
+    ev.goal, ev.scale, ev.spot_rates = Goal(passing_per_hour=1.0), 1.0, (0.5,)
+    runs = []
+    for holds in ([3600.0], [10800.0]):
+        runs.append({"completed": 1, "rollouts": 1, "concurrency": {"peak": 1}, "hold_s": {"mean": holds[0]},
+                     "inference": None, "rework": {"hold_h": sum(holds) / 3600, "rework_h": [rework_hours(holds, 0.5)]}})
+    assert ev._result(runs, 1).rework_share(0.5) == pytest.approx(4.2608206 / 4, abs=1e-6)
 
 
 def test_the_fewest_gpus_per_replica_that_hold_the_model():

@@ -11,12 +11,14 @@ from pathlib import Path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
 from sandbox_fleet.optimize import tomlout
-from sandbox_fleet.optimize.evaluate import Evaluator, Goal, scenario_data
+from sandbox_fleet.optimize.evaluate import Evaluator, Goal, scenario_data, slice_cap
 from sandbox_fleet.optimize.inputs import load_input
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
-from sandbox_fleet.optimize.space import gpu_options, node_types
+from sandbox_fleet.optimize.space import gpu_options, node_types, spot_rates
 from sandbox_fleet.sweep.backends import BACKENDS
+
+SCREEN_HOLDS = 24  # holds per sandbox of a search run (the loop's start-up transient is ~1% by then)
 
 # two-sided 95% Student t quantiles by degrees of freedom (a table: no SciPy dependency)
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
@@ -39,7 +41,7 @@ def run_optimize(
     count: int | None = None, seed: int | None = None, backend: str = "local", workers: int | None = None,
     gpus: list[str] | None = None, gpus_per_replica: int | None = None, caching: str = "both",
     kv_offload_gb: list[float] | None = None, max_replicas: int = 16, max_cap: int | None = None,
-    cap_step: int | None = None, reps: int = 5, search_reps: int = 1, pass_rate: float | None = None,
+    cap_step: int | None = None, reps: int = 5, search_reps: int = 1, screen_holds: int = SCREEN_HOLDS, pass_rate: float | None = None,
     model_params_b: float | None = None, kv_bytes_per_token: float | None = None,
     sandbox_cpu: float = 1.0, sandbox_memory_gb: float = 4.0, node_type: list[str] | None = None,
     progress: bool = False,
@@ -56,6 +58,8 @@ def run_optimize(
     for name, v in (("--max-replicas", max_replicas), ("--reps", reps), ("--search-reps", search_reps), ("--steps", steps)):
         if v < 1:
             raise InputError(f"{name} {v}: expected a positive integer")
+    if screen_holds < 0:
+        raise InputError(f"--screen-holds {screen_holds}: expected 0 (off) or a positive integer")
     if pass_rate is not None and not 0 < pass_rate <= 1:
         raise InputError(f"--pass-rate {pass_rate}: expected a fraction in (0, 1]")
     caching_opts = {"both": [True, False], "on": [True], "off": [False]}.get(caching)
@@ -69,58 +73,146 @@ def run_optimize(
     base = load_input(p, pass_rate=pass_rate, model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token)
     seed = int(base.data.get("run", {}).get("seed", 1)) if seed is None else seed
     check_seed(seed)
-    n = count if count is not None else max(1, round(base.count * scale))
     if count is not None and count < 1:
         raise InputError(f"--count {count}: expected a positive integer")
+    n = count if count is not None else max(1, round(base.count * scale))
     top = max_cap or (goal.batch if goal.step_mode else (2 * base.cap if base.cap else None))
     if top is None:
         raise InputError(f"{p}: no cap to start from; give --max-cap")
-    step = cap_step or max(1, top // 32)
+    step = cap_step or _default_step(top, scale)
     caps = list(range(step, top + 1, step)) or [top]
     pruned: dict[str, int] = {}
-    space = Space(caps=caps, max_replicas=max_replicas, nodes=node_types(sandbox_cpu, sandbox_memory_gb, node_type),
+    nodes = node_types(sandbox_cpu, sandbox_memory_gb, node_type)
+    space = Space(caps=caps, max_replicas=max_replicas, nodes=nodes,
                   options=gpu_options(base.data["inference"], gpus, gpus_per_replica, caching_opts,
                                       kv_offload_gb if kv_offload_gb is not None else [base.kv_offload_gb], pruned),
                   pruned=pruned)
     with _session(backend, workers):
         ev = Evaluator(base, goal, n, seed, backend=backend, workers=workers, progress=progress,
-                       search_reps=search_reps)
+                       search_reps=search_reps, scale=scale, spot_rates=spot_rates(nodes),
+                       screen_holds=screen_holds)
         search = Search(ev, space)
-        best = search.run()
-        if best is None:
+        found = search.run()
+        if found is None:
             raise InputError(_infeasible(goal, search, space))
-        final = ev.run([(best.option, best.replicas, best.cap)], reps=reps)[0]
+        best, final, rejected = confirm(search, found, reps)
+        if best is None:
+            raise InputError(_unconfirmed(goal, rejected, reps))
     points = list(search.points.values())
     front = frontier(points, goal.step_mode)
+    full_n = base.count if count is None else max(1, round(count / scale))
     summary = OptimizeSummary.build(
         input=p.name,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
                 "pass_rate": base.pass_rate, "scale": scale},
-        best={**_point(best), **_winner(final, reps, ev)},
+        best={**_point(best), **_winner(final, reps, ev, rejected)},
+        search_best=_point(found),
         frontier=[_point(q) for q in front],
         frontier_axis="step_s" if goal.step_mode else "passing_per_hour",
         evaluated=len(points), simulations=ev.simulations, backend=backend, seed=seed,
-        basis=base.basis + [
-            f"{n:,} rollouts per simulation" + (f" (--scale {scale:g} of {base.count:,}; rates are not scaled)"
-                                               if count is None and scale != 1 else ""),
-            f"caps searched {caps[0]}..{caps[-1]} step {step}; replicas 1..{max_replicas}",
+        basis=base.basis + _scale_basis(goal, scale, n, base.count, count, caps, step) + [
+            f"caps searched {caps[0]:,}..{caps[-1]:,} step {step:,}; replicas 1..{max_replicas}",
         ] + ([f"a cap above {n // 2:,} runs 2 x cap rollouts (every sandbox at least two holds), not {n:,}"]
-             if not goal.step_mode and n < 2 * caps[-1] else []) + [
+             if not goal.step_mode and scale == 1 and n < 2 * caps[-1] else []) + [
             f"sandbox {sandbox_cpu:g} CPU, {sandbox_memory_gb:g} GiB; node prices from the bundled catalog "
-            "(illustrative); spot re-run priced on the mean hold",
+            "(illustrative); spot re-run priced over the simulated holds: sum of (e^{rh} - 1)/r - h",
             "GPU prices from the GPU catalog (illustrative on-demand)",
             f"search: {search_reps} replication(s) per candidate (seeds from {seed}, the same for all); "
             f"winner: {reps} (seeds {seed}..{seed + reps - 1})",
+        ] + ([f"search runs screen: {screen_holds} holds per sandbox when that is fewer rollouts than a full run "
+              "(its start-up transient reads ~1% high); the winner is confirmed on full-length runs"]
+             if screen_holds and not goal.step_mode and n > screen_holds * slice_cap(caps[0], scale) else []) + [
+            _confidence_basis(goal, reps),
         ],
         pruned=dict(sorted(pruned.items())),
     ).to_json()
-    data = scenario_data(base, goal, best.option, best.replicas, best.cap, n, seed)
+    data = scenario_data(base, goal, best.option, best.replicas, best.cap, full_n, seed)
     lo, hi = summary["best"]["passing_per_hour_interval"]
     head = [f"written by sandbox-fleet optimize from {p.name}: the cheapest configuration found",
             f"${summary['best']['usd_per_h']:.2f}/h; {summary['best']['nodes']} x {summary['best']['node_type']} "
             f"({summary['best']['tier']}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
+    if scale != 1:
+        head.append(f"full scale: the search simulated a {scale:g} slice of this loop (docs/optimize.md, --scale)")
     return Outcome(summary, tomlout.dumps(data, head))
+
+
+MAX_STEP_UPS = 12  # candidates re-evaluated before giving up on a confident winner
+
+
+def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, object, list]:
+    """Re-evaluate the cheapest feasible point with ``reps`` replications; step up until one is confident.
+
+    A point is bought only if the 95% confidence bound of its re-evaluated mean meets the target
+    (the lower bound of passing/h, the upper of the step time). A point that misses is set aside,
+    its next cap and next replica count are simulated (at the search's replications), and the
+    cheapest feasible point not yet set aside is tried next. Everything depends only on results
+    already in, so the outcome is the same on every backend.
+    """
+    ev, space = search.ev, search.space
+    rejected: list[tuple[Priced, object]] = []
+    seen: set = set()
+    cand = found
+    while cand is not None and len(rejected) < MAX_STEP_UPS:
+        final = ev.run([(cand.option, cand.replicas, cand.cap)], reps=reps, full=True)[0]
+        if confident(ev, final, reps):
+            return cand, final, rejected
+        rejected.append((cand, final))
+        seen.add((cand.option, cand.replicas, cand.cap))
+        k = space.caps.index(cand.cap)
+        up = [(cand.option, cand.replicas, space.caps[k + 1])] if k + 1 < len(space.caps) else []
+        up += [(cand.option, cand.replicas + 1, cand.cap)] if cand.replicas < space.max_replicas else []
+        ev.run(up)
+        for q in up:
+            search._record(*q)
+        left = [q for key, q in search.points.items() if q.meets and key not in seen]
+        cand = min(left, key=lambda q: q.key(search.order)) if left else None
+    return None, None, rejected
+
+
+def _bound(ev: Evaluator, res, reps: int) -> float:
+    """The 95% confidence bound of the mean that must meet the target (the mean itself with one run)."""
+    vals = res.steps if ev.goal.step_mode else res.values
+    m = statistics.fmean(vals)
+    if len(vals) < 2:
+        return m
+    half = t95(len(vals) - 1) * statistics.stdev(vals) / math.sqrt(len(vals))
+    return m + half if ev.goal.step_mode else m - half
+
+
+def confident(ev: Evaluator, res, reps: int) -> bool:
+    if ev.goal.step_mode:
+        return bool(res.steps) and _bound(ev, res, reps) <= ev.goal.max_step_s
+    return _bound(ev, res, reps) >= ev.goal.passing_per_hour
+
+
+def _confidence_basis(goal: Goal, reps: int) -> str:
+    side = "upper bound of the mean step" if goal.step_mode else "lower bound of the mean passing/h"
+    if reps < 2:
+        return "bought only if the re-evaluated mean meets the target (one replication: no interval)"
+    return (f"bought only if the 95% confidence {side} over {reps} replications (mean -/+ t sd / sqrt(n)) meets "
+            "the target; otherwise the next cap or replica count and the next cheapest feasible point are tried")
+
+
+def _default_step(top: int, scale: float) -> int:
+    step = max(1, top // 32)
+    if scale < 1:  # a whole number of slice sandboxes per step, so every candidate is the same fraction
+        step = max(1, round(max(1, round(step * scale)) / scale))
+    return step
+
+
+def _scale_basis(goal: Goal, scale: float, n: int, full: int, count: int | None, caps: list[int], step: int) -> list[str]:
+    if scale == 1:
+        return [f"{n:,} rollouts per simulation"]
+    lo, hi = slice_cap(caps[0], scale), slice_cap(caps[-1], scale)
+    what = (f"batch {slice_cap(goal.batch, scale):,} of {goal.batch:,}" if goal.step_mode
+            else f"{n:,} rollouts of {full if count is None else round(count / scale):,} per simulation")
+    return [f"--scale {scale:g}: each candidate simulates a slice, round({scale:g} x cap) sandboxes "
+            f"({lo:,}..{hi:,}) and {what}, on replicas with f = slice cap / cap of their GPUs' prefill and "
+            "decode rates, prefix cache and offload (the same iteration floor)",
+            "full scale = the slice / f: sandboxes, nodes and GPU count as reported, passing/h = the slice's / f "
+            "(per replica, f x the sequences at f x the rate decode at the full replica's speed); "
+            "a prompt's own prefill takes 1/f as long in the slice"]
 
 
 def _goal(pph, batch, train_s, max_step_s, steps) -> Goal:
@@ -173,12 +265,25 @@ def _interval(vals: tuple[float, ...]) -> tuple[float | None, list[float]]:
     return sd, [m - w, m + w]
 
 
-def _winner(res, reps: int, ev: Evaluator) -> dict:
+def _winner(res, reps: int, ev: Evaluator, rejected: list) -> dict:
     sd, iv = _interval(res.values)
     step_iv = _interval(res.steps)[1] if res.steps else None
+    b = _bound(ev, res, reps)
     return {"replications": reps, "passing_per_hour": res.passing_per_hour, "step_s": res.step_s,
             "passing_per_hour_sd": sd, "passing_per_hour_interval": iv, "step_s_interval": step_iv,
-            "meets_on_reevaluation": ev.meets(res)}
+            "meets_on_reevaluation": ev.meets(res),
+            "passing_per_hour_lower": None if ev.goal.step_mode else b,
+            "step_s_upper": b if ev.goal.step_mode else None,
+            "stepped_up_from": [{**_point(q), "reevaluated": (r.step_s if ev.goal.step_mode else r.passing_per_hour),
+                                 "bound": _bound(ev, r, reps)} for q, r in rejected]}
+
+
+def _unconfirmed(goal: Goal, rejected: list, reps: int) -> str:
+    q, r = rejected[-1]
+    what = f"--max-step-s {goal.max_step_s:g}" if goal.step_mode else f"--passing-per-hour {goal.passing_per_hour:g}"
+    return (f"no searched configuration meets {what} with 95% confidence over {reps} replications after "
+            f"{len(rejected)} candidate(s) (last: {q.option.label}, {q.replicas} replicas, cap {q.cap}); "
+            "raise --max-replicas / --max-cap or --search-reps")
 
 
 @contextmanager

@@ -2,17 +2,26 @@
 
 Every candidate runs with the same seeds (``run.seed + 0..reps-1``): common random numbers, so
 the difference between two candidates is their configuration, not their luck.
+
+``--scale F`` simulates a slice of the campaign: ``round(F cap)`` sandboxes, ``F`` x the rollouts,
+and each replica with ``f = round(F cap) / cap`` of its GPUs' prefill and decode rates, prefix
+cache and offload (the same iteration floor). Per replica, ``f`` x the sequences at ``f`` x the
+rate decode each at the full replica's speed (``f d / (f n + t f d) = d / (n + t d)``), and ``f``
+x the contexts fit ``f`` x the cache: the slice is the full loop shrunk, so its throughput is
+``f`` x the full loop's. Results are mapped back (``passing/h / f``) before anything compares them.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from pathlib import Path
 
 from sandbox_fleet.optimize.inputs import Base
-from sandbox_fleet.optimize.space import Option
+from sandbox_fleet.optimize.space import Option, rework_hours
 from sandbox_fleet.sweep.backends import run_tasks
-from sandbox_fleet.sweep.task import simulate_variant
+
+GIB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -32,32 +41,87 @@ class Goal:
 
 @dataclass(frozen=True)
 class Result:
-    passing_per_hour: float
+    passing_per_hour: float  # at full scale
     step_s: float | None
     evicted_gb: float
     hold_mean_s: float
-    values: tuple[float, ...]  # passing per hour of each replication
+    values: tuple[float, ...]  # passing per hour of each replication (full scale)
     steps: tuple[float, ...]
+    rework: tuple[tuple[float, float], ...] = ()  # (spot reclaims per node-hour, re-run share of sandbox-hours)
+
+    def rework_share(self, rate_per_node_h: float) -> float:
+        return dict(self.rework).get(rate_per_node_h, 0.0)
 
 
-def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, count: int, seed: int) -> dict:
-    """The scenario a candidate is: the input's loop with this fleet, workload size and pool."""
+def slice_cap(cap: int, scale: float) -> int:
+    """Sandboxes of the simulated slice for a full-scale ``cap``."""
+    return max(1, round(cap * scale))
+
+
+def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, count: int, seed: int,
+                  scale: float = 1.0) -> dict:
+    """The scenario a candidate is: the input's loop with this fleet, workload size and pool.
+
+    ``scale < 1``: the slice (``slice_cap`` sandboxes, replicas with ``f`` of their capacity);
+    ``count`` is the slice's rollouts.
+    """
     d = copy.deepcopy(base.data)
-    d["fleet"] = {**d["fleet"], "cap": cap}
+    c = slice_cap(cap, scale)
+    d["fleet"] = {**d["fleet"], "cap": c}
     wl = d["workload"]
     if goal.step_mode:
-        wl.update(kind="sync-rl", batch=goal.batch, steps=goal.steps, train_s=goal.train_s)
+        wl.update(kind="sync-rl", batch=slice_cap(goal.batch, scale), steps=goal.steps, train_s=goal.train_s)
     else:
         # at least two holds per sandbox, so the throughput is the loop's, not one wave's
-        wl.update(kind="closed", population=cap, count=max(count, 2 * cap))
+        wl.update(kind="closed", population=c, count=max(count, 2 * c))
     inf = d["inference"]
     inf.update(gpu=opt.gpu, gpus=replicas * opt.gpus_per_replica, gpus_per_replica=opt.gpus_per_replica,
                kv_offload_gb=opt.kv_offload_gb)
+    f = c / cap
+    if f < 1:
+        inf.update(_shrunk_replica(inf, opt, f, base.base_dir))
     if not opt.caching:
         inf["kv_cache_gb"] = 0
         inf.pop("kv_offload_gb")
     d["run"] = {**d.get("run", {}), "seed": seed}
     return d
+
+
+def _shrunk_replica(inf: dict, opt: Option, f: float, base_dir: Path) -> dict:
+    """Explicit pool rates for a replica with ``f`` of its GPUs' throughput and memory (the same iteration floor)."""
+    from sandbox_fleet import gpus as G
+
+    cat = G.load_gpus(None if inf.get("gpu_catalog") is None else base_dir / inf["gpu_catalog"])
+    g, p = cat[opt.gpu], float(inf["model_params_b"])
+    bpp, frac = float(inf.get("bytes_per_param", 2.0)), float(inf.get("memory_fraction", 0.9))
+    rate = G.compute_tok_s(g, p, float(inf.get("utilisation", 0.4)), opt.gpus_per_replica)
+    out = {"prefill_tok_s": f * rate, "decode_tok_s": f * rate,
+           "iteration_base_ms": 1000.0 * G.weights_read_s(g, p, bpp, opt.gpus_per_replica),
+           "kv_offload_gb": f * opt.kv_offload_gb}
+    if "kv_cache_gb" not in inf:
+        out["kv_cache_gb"] = f * G.kv_free_bytes(g, p, opt.gpus_per_replica, bytes_per_param=bpp,
+                                                 memory_fraction=frac) / GIB
+    else:
+        out["kv_cache_gb"] = f * float(inf["kv_cache_gb"])
+    return out
+
+
+def simulate_candidate(data: dict, base_dir: str, source: str, seed: int, spot_rates: tuple[float, ...]) -> dict:
+    """One candidate run (in any worker): the simulate summary plus the spot re-run hours of its holds.
+
+    The re-run is priced on every hold, not the mean (``(e^{rh} - 1)/r - h`` is convex in ``h``):
+    ``rework`` holds the sums of hold hours and of re-run hours at each catalog reclaim rate.
+    """
+    from sandbox_fleet.simulate.engine import run_workloads
+    from sandbox_fleet.sweep.variants import check
+
+    _, built = check(data, Path(base_dir), source)
+    res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
+    s = res.summary(seed=seed)
+    holds = res.hold_s[res.started]
+    s["rework"] = {"hold_h": float(holds.sum() / 3600.0),
+                   "rework_h": [float(rework_hours(holds, r)) for r in spot_rates]}
+    return s
 
 
 def passing_per_hour(s: dict, pass_rate: float, population: int | None) -> float:
@@ -76,42 +140,74 @@ def passing_per_hour(s: dict, pass_rate: float, population: int | None) -> float
 
 
 class Evaluator:
-    """Memoised simulations of (option, replicas, cap), run in batches on ``backend``."""
+    """Memoised simulations of (option, replicas, cap), run in batches on ``backend``.
+
+    ``cap`` is full scale; a run simulates its slice (``scale``) and reports full-scale figures.
+    The search screens each candidate on a run of ``screen_holds`` holds per sandbox (when that is
+    shorter than the campaign's rollouts); the winner is confirmed on full-length runs. Runs are
+    memoised per (point, seed, rollouts), so a confirmation reuses a screen of the same length.
+    """
 
     def __init__(self, base: Base, goal: Goal, count: int, seed: int, *, backend: str, workers: int | None,
-                 progress: bool = False, search_reps: int = 1):
-        self.search_reps = search_reps
-        self.base, self.goal, self.count, self.seed = base, goal, count, seed
+                 progress: bool = False, search_reps: int = 1, scale: float = 1.0,
+                 spot_rates: tuple[float, ...] = (), screen_holds: int = 0):
+        self.search_reps, self.screen_holds = search_reps, screen_holds
+        self.base, self.goal, self.count, self.seed, self.scale = base, goal, count, seed, scale
         self.backend, self.workers, self.progress = backend, workers, progress
+        self.spot_rates = tuple(sorted(set(spot_rates)))
+        self.runs: dict[tuple, dict] = {}
         self.memo: dict[tuple, Result] = {}
         self.simulations = 0
 
-    def run(self, points: list[tuple[Option, int, int]], reps: int | None = None) -> list[Result]:
-        """Results of ``points`` (each with ``reps`` replications, default the search's), simulating only the new ones."""
-        reps = reps or self.search_reps
-        todo = list(dict.fromkeys(p for p in points if (p, reps) not in self.memo))
-        tasks = [(scenario_data(self.base, self.goal, o, r, c, self.count, self.seed), str(self.base.base_dir),
-                  f"{self.base.name} with {o.label}, {r} replicas, cap {c}", self.seed + i)
-                 for (o, r, c) in todo for i in range(reps)]
-        if tasks:
-            out = run_tasks(simulate_variant, tasks, backend=self.backend, workers=self.workers,
-                            progress=self.progress, label=f"optimize: {len(todo)} candidates")
-            self.simulations += len(tasks)
-            for j, p in enumerate(todo):
-                self.memo[(p, reps)] = self._result(out[j * reps:(j + 1) * reps])
-        return [self.memo[(p, reps)] for p in points]
+    def rollouts(self, cap: int, full: bool) -> int:
+        """Rollouts of one run of ``cap`` (full scale): the slice's count, at least 2 x its cap; a screen stops earlier."""
+        c = slice_cap(cap, self.scale)
+        n = max(self.count, 2 * c)
+        if self.goal.step_mode or full or not self.screen_holds:
+            return n
+        return min(n, max(2, self.screen_holds) * c)
 
-    def _result(self, sums: list[dict]) -> Result:
+    def searched(self, p: tuple[Option, int, int]) -> Result:
+        """The search's result for ``p`` (already run)."""
+        return self.memo[(p, self.search_reps, self.rollouts(p[2], False))]
+
+    def run(self, points: list[tuple[Option, int, int]], reps: int | None = None, full: bool = False) -> list[Result]:
+        """Results of ``points`` (``reps`` replications, default the search's; screens unless ``full``), simulating only new runs."""
+        reps = reps or self.search_reps
+        keys = [(p, reps, self.rollouts(p[2], full)) for p in points]
+        need = list(dict.fromkeys((p, i, n) for p, _, n in keys for i in range(reps) if (p, i, n) not in self.runs))
+        tasks = []
+        for (o, r, c), i, n in need:
+            d = scenario_data(self.base, self.goal, o, r, c, n, self.seed, self.scale)
+            tasks.append((d, str(self.base.base_dir), f"{self.base.name} with {o.label}, {r} replicas, cap {c}",
+                          self.seed + i, self.spot_rates))
+        if tasks:
+            out = run_tasks(simulate_candidate, tasks, backend=self.backend, workers=self.workers,
+                            progress=self.progress, label=f"optimize: {len(tasks)} runs")
+            self.simulations += len(tasks)
+            self.runs.update(zip(need, out))
+        for k in keys:
+            if k not in self.memo:
+                p, reps_k, n = k
+                self.memo[k] = self._result([self.runs[(p, i, n)] for i in range(reps_k)], p[2])
+        return [self.memo[k] for k in keys]
+
+    def _result(self, sums: list[dict], cap: int) -> Result:
         pr = self.base.pass_rate
-        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else s["concurrency"]["peak"]) for s in sums)
+        f = slice_cap(cap, self.scale) / cap  # the slice's share of the full loop
+        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else s["concurrency"]["peak"]) / f
+                     for s in sums)
         steps = tuple(s["step_s"]["mean"] for s in sums if s.get("step_s") and s["step_s"]["mean"] is not None)
         n = len(sums)
+        hold_h = sum(s["rework"]["hold_h"] for s in sums)
+        rework = tuple((r, sum(s["rework"]["rework_h"][i] for s in sums) / hold_h if hold_h else 0.0)
+                       for i, r in enumerate(self.spot_rates))
         return Result(
             passing_per_hour=sum(vals) / n,
             step_s=sum(steps) / len(steps) if steps else None,
             evicted_gb=sum((s["inference"] or {}).get("evicted_gb") or 0.0 for s in sums) / n,
             hold_mean_s=sum(s["hold_s"]["mean"] or 0.0 for s in sums) / n,
-            values=vals, steps=steps)
+            values=vals, steps=steps, rework=rework)
 
     def meets(self, r: Result) -> bool:
         if self.goal.step_mode:

@@ -44,14 +44,29 @@ class Point(Block):
     meets: bool
 
 
+class SetAside(Point):
+    """A cheaper feasible point whose re-evaluation did not meet the target with 95% confidence."""
+
+    reevaluated: float  # its re-evaluated mean (passing/h, or step seconds with --batch)
+    bound: float  # the confidence bound that missed
+
+
 class Winner(Point):
-    """The winner re-simulated with more replications (common seeds run.seed + 0..n-1)."""
+    """The winner re-simulated with more replications (common seeds run.seed + 0..n-1).
+
+    Bought only if ``passing_per_hour_lower`` (``step_s_upper`` with ``--batch``), the 95% confidence
+    bound of the re-evaluated mean, meets the target; ``stepped_up_from`` lists the cheaper points
+    the search found that missed it.
+    """
 
     replications: int
     passing_per_hour_sd: Optional[float] = None
     passing_per_hour_interval: list[float]
     step_s_interval: Optional[list[float]] = None
     meets_on_reevaluation: bool
+    passing_per_hour_lower: Optional[float] = None
+    step_s_upper: Optional[float] = None
+    stepped_up_from: list[SetAside] = []
 
 
 class OptimizeSummary(Summary):
@@ -63,6 +78,7 @@ class OptimizeSummary(Summary):
     input: str
     target: Target
     best: Winner
+    search_best: Point  # the search's cheapest feasible point (its own replications), before confirmation
     frontier: list[Point]
     frontier_axis: str
     evaluated: int

@@ -24,9 +24,15 @@ def render_optimize(s: dict, console: Console) -> None:
     console.print(f"  all in     ${b['usd_per_h']:.2f}/h for {b['passing_per_hour']:,.1f} passing/h{sd} over "
                   f"{b['replications']} replications; one run in [{lo:,.1f}, {hi:,.1f}] (95%)"
                   + (f"; step {b['step_s']:.1f} s" if b["step_s"] is not None else ""))
-    if not b["meets_on_reevaluation"]:
-        console.print("  [yellow]the re-evaluated mean misses the target: the search's single run was lucky; "
-                      "raise --search-reps[/yellow]")
+    if b["passing_per_hour_lower"] is not None:
+        console.print(f"  confident  mean >= {b['passing_per_hour_lower']:,.1f} passing/h (95% lower bound) "
+                      f">= target {t['passing_per_hour']:g}")
+    elif b["step_s_upper"] is not None:
+        console.print(f"  confident  mean step <= {b['step_s_upper']:,.1f} s (95% upper bound) "
+                      f"<= target {t['max_step_s']:g}")
+    for q in b["stepped_up_from"]:
+        console.print(f"  set aside  cap {q['sandbox_cap']:,} with {_gpus(q)} at ${q['usd_per_h']:.2f}/h: "
+                      f"re-evaluated {q['reevaluated']:,.1f}, bound {q['bound']:,.1f} misses the target")
     console.print(f"  searched   {s['evaluated']} configurations ({s['simulations']} simulations, {s['backend']}); "
                   f"pruned {', '.join(f'{v} {k}' for k, v in s['pruned'].items()) or 'none'}")
     for line in s["basis"]:

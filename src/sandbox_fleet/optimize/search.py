@@ -55,14 +55,14 @@ class Space:
 
 
 def price(ev: Evaluator, space: Space, opt: Option, r: int, cap: int, res: Result) -> Priced:
-    fleet = cheapest_fleet(cap, res.hold_mean_s, space.nodes)
+    fleet = cheapest_fleet(cap, res.rework_share, space.nodes)
     usd = fleet[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
     return Priced(opt, r, cap, res, usd, fleet, ev.meets(res))
 
 
 def lower_bound(space: Space, opt: Option, r: int, cap: int) -> float:
     """What (opt, r, cap) costs at least before it is simulated (spot priced without re-runs)."""
-    return cheapest_fleet(cap, 0.0, space.nodes)[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
+    return cheapest_fleet(cap, None, space.nodes)[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
 
 
 class Search:
@@ -76,7 +76,7 @@ class Search:
         self.space.pruned[why] = self.space.pruned.get(why, 0) + n
 
     def _record(self, opt: Option, r: int, cap: int) -> Priced:
-        res = self.ev.memo[((opt, r, cap), self.ev.search_reps)]
+        res = self.ev.searched((opt, r, cap))
         p = self.points.get((opt, r, cap)) or price(self.ev, self.space, opt, r, cap, res)
         self.points[(opt, r, cap)] = p
         if p.meets and (self.best is None or p.key(self.order) < self.best.key(self.order)):

@@ -2,7 +2,8 @@
 
 Node type and tier do not change the simulated loop, only its price, so they are chosen in closed
 form for each simulated (cap, GPUs) point: the cheapest of every priced node type x tier, spot
-including its re-run work (``plan.rework``: a hold restarts when its node is reclaimed).
+including its re-run work (``plan.rework``: a hold restarts when its node is reclaimed), summed
+over the simulated holds as plan's rework line sums it over measured ones.
 """
 
 from __future__ import annotations
@@ -10,13 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.gpus import GPU, kv_free_bytes, load_gpus
 from sandbox_fleet.plan.catalog import TIERS, NodeType, load_catalog
 from sandbox_fleet.plan.reserve import node_reserve
-from sandbox_fleet.plan.rework import rework_share
+from sandbox_fleet.plan.rework import rework_h
 
 TP_SIZES = (1, 2, 4, 8)
 
@@ -97,11 +96,24 @@ def node_types(sandbox_cpu: float, sandbox_memory_gb: float, names: list[str] | 
     return out
 
 
-def cheapest_fleet(cap: int, hold_mean_s: float, nodes: list[Nodes]) -> tuple[float, str, int, str, float]:
+def spot_rates(nodes: list[Nodes]) -> tuple[float, ...]:
+    """The distinct reclaim rates of the spot-priced node types (each candidate run prices its holds at these)."""
+    return tuple(sorted({n.node.spot_interruptions_per_node_h for n in nodes
+                         if n.node.price("spot") is not None and n.node.spot_interruptions_per_node_h}))
+
+
+def rework_hours(hold_s, rate_per_node_h: float) -> float:
+    """Expected re-run hours of these holds on spot: sum of ``(e^{r h} - 1)/r - h`` (plan's rework line)."""
+    import numpy as np
+
+    return float(rework_h(np.asarray(hold_s, dtype=float) / 3600.0, rate_per_node_h).sum())
+
+
+def cheapest_fleet(cap: int, rework_share, nodes: list[Nodes]) -> tuple[float, str, int, str, float]:
     """(usd_per_h, node type, nodes, tier, rework usd_per_h) of the cheapest way to run ``cap`` sandboxes.
 
-    Spot's re-run share is priced on holds of the simulated mean length (an approximation: the
-    re-run grows faster than linearly in the hold, so a long tail costs more than this says).
+    ``rework_share(rate)``: re-run sandbox-hours per sandbox-hour of the simulated holds at ``rate``
+    reclaims per node-hour (``None``: no re-run, a lower bound before simulating).
     """
     best = None
     for nt in nodes:
@@ -111,8 +123,8 @@ def cheapest_fleet(cap: int, hold_mean_s: float, nodes: list[Nodes]) -> tuple[fl
             if price is None:
                 continue
             share = 0.0
-            if tier == "spot" and nt.node.spot_interruptions_per_node_h and hold_mean_s > 0:
-                share = rework_share(np.array([hold_mean_s]), nt.node.spot_interruptions_per_node_h)
+            if tier == "spot" and nt.node.spot_interruptions_per_node_h and rework_share is not None:
+                share = rework_share(nt.node.spot_interruptions_per_node_h)
             usd = k * price * (1.0 + share)
             cand = (round(usd, 9), nt.node.name, k, tier, k * price * share)
             if best is None or cand[:2] < best[:2]:

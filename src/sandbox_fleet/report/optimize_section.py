@@ -53,6 +53,8 @@ def winner_table(summary: OptimizeSummary) -> str:
          f"{b.fleet_usd_per_h:,.2f} / {b.gpu_usd_per_h:,.2f} / {b.rework_usd_per_h:,.2f}", "text"),
         ("passing per hour (interval)", f"{b.passing_per_hour:,.1f} ({lo:,.1f} to {hi:,.1f}, "
          f"{b.replications} replications)", "text"),
+        *([("95% lower bound of the mean", b.passing_per_hour_lower, "f1")] if b.passing_per_hour_lower is not None else []),
+        *([("cheaper points set aside", len(b.stepped_up_from), "int")] if b.stepped_up_from else []),
         ("configurations evaluated", summary.evaluated, "int"),
     ]
     return kv_table(rows) + f'<p class="sub">Searched on the {escape(summary.backend)} backend.</p>'
