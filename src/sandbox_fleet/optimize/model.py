@@ -73,12 +73,13 @@ class OptimizeSummary(Summary):
     """``sandbox-fleet optimize INPUT --json``."""
 
     KIND: ClassVar[str] = "optimize"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2  # 2: search_best, the winner's confidence bound and stepped_up_from
 
     input: str
     target: Target
     best: Winner
-    search_best: Point  # the search's cheapest feasible point (its own replications), before confirmation
+    # The search's cheapest feasible point (its own replications), before confirmation; absent in version 1.
+    search_best: Optional[Point] = None
     frontier: list[Point]
     frontier_axis: str
     evaluated: int
