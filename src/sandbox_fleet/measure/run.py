@@ -25,7 +25,13 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
-from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
+from sandbox_fleet.measure.steps import (
+    group_rows,
+    measure_grouped_steps,
+    measure_steps,
+    overall_steps,
+    sorted_starts,
+)
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
@@ -86,13 +92,18 @@ def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
     model, as in a release that only names models). Returns the job row grouping too,
     so ``by_job`` does not sort the rows again.
     """
-    overall = measure_steps(fr.start_us, fr.finish_us)
     model_codes, model_names = fr.model.labelled()
+    has_jobs = bool(fr.job.names)
+    # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
+    s_all, grouped = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
+    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
+    del s_all
     model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
-                                        model_names)
+                                        model_names, grouped[0])
     del model_codes
-    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if fr.job.names else None
-    job_steps = measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names) if job_rows else {}
+    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
+    job_steps = measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, grouped[1]) if job_rows else {}
+    del grouped
     runs_by = "job" if len(job_steps) >= 2 else "model"
     steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
     return steps, model_steps, job_steps, job_rows
