@@ -129,3 +129,40 @@ def arrival_rate_per_s(rollouts: int, span_s: float) -> float | None:
     """Rollouts per second over the window they cover (measure: first start to last finish).
     The one definition (measure, calibration, the simulator's Little's law)."""
     return ratio(rollouts, span_s)
+
+
+#: Largest integer a float64 holds exactly: bincount sums below it are exact.
+_EXACT = 1 << 53
+#: Low limb width for exact grouped sums: 2**26 per row keeps a 2**27-row sum exact.
+_LIMB = 26
+
+
+def group_counts(codes: np.ndarray, n_groups: int, mask: np.ndarray | None = None) -> np.ndarray:
+    """Rows per group (codes 0..n_groups-1), only the rows where ``mask`` holds; int64."""
+    if mask is not None:
+        codes = codes[mask]
+    return np.bincount(codes, minlength=n_groups)[:n_groups].astype(np.int64)
+
+
+def group_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[int]:
+    """Exact integer sum of ``values`` per group over the rows where ``mask`` holds.
+
+    One weighted bincount when every partial sum stays below 2**53 (float64 is then exact);
+    otherwise the values are split into a high and a low 26-bit limb, each summed exactly
+    the same way; past that (or for negative values) a masked int64 sum per group.
+    """
+    if mask is not None:
+        codes, values = codes[mask], values[mask]
+    n = values.size
+    if n == 0:
+        return [0] * n_groups
+    lo_v, hi_v = int(values.min()), int(values.max())
+    if lo_v >= 0:
+        if hi_v * n < _EXACT:
+            sums = np.bincount(codes, weights=values, minlength=n_groups)[:n_groups]
+            return [int(x) for x in sums]
+        if (hi_v >> _LIMB) * n < _EXACT and (1 << _LIMB) * n < _EXACT:
+            low = np.bincount(codes, weights=values & ((1 << _LIMB) - 1), minlength=n_groups)[:n_groups]
+            high = np.bincount(codes, weights=values >> _LIMB, minlength=n_groups)[:n_groups]
+            return [(int(h) << _LIMB) + int(lo) for h, lo in zip(high, low)]
+    return [int(np.sum(values, where=codes == g, dtype=np.int64)) for g in range(n_groups)]
