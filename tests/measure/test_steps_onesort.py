@@ -14,6 +14,7 @@ from sandbox_fleet.measure.steps import (
     _ranked_breaks,
     _sorted_top_gaps,
     group_rows,
+    group_starts,
     measure_grouped_steps,
     measure_steps,
     sorted_starts,
@@ -94,18 +95,16 @@ def test_ranking_equals_full_stable_argsort(gaps, limit):
 def test_one_sort_steps_equal_brute_force_per_run(data):
     start, finish, code, n_runs = data
     # The overall pass, fed the shared sort, equals the brute-force pass.
-    s_all, (grouped,) = sorted_starts(start, [code])
+    s_all, (part,) = sorted_starts(start, [code])
     assert s_all.tolist() == np.sort(start).tolist()
     assert measure_steps(start, finish, starts_sorted=s_all) == brute_measure_steps(start, finish)
-    # Per run: the partition of the one sort holds each run's starts sorted, in group_rows order,
-    # and the per-run results equal a brute-force pass over that run's rows alone.
+    # Per run: the partition of the one sort holds each run's starts sorted, and the per-run
+    # results equal a brute-force pass over that run's rows alone.
+    for g, got in enumerate(group_starts(s_all, part, n_runs)):
+        assert got.tolist() == np.sort(start[code == g]).tolist()
     rows = group_rows(code, n_runs)
-    order, bounds = rows
-    for g in range(n_runs):
-        part = grouped[bounds[g] - bounds[0]:bounds[g + 1] - bounds[0]]
-        assert part.tolist() == np.sort(start[code == g]).tolist()
     names = [f"run{g}" for g in range(n_runs)]
-    fast = measure_grouped_steps(start, finish, rows, names, grouped)
+    fast = measure_grouped_steps(start, finish, rows, names, (s_all, part))
     brute = {names[g]: brute_measure_steps(start[code == g], finish[code == g])
              for g in range(n_runs) if (code == g).any()}
     assert fast == brute
@@ -118,20 +117,23 @@ def test_two_groupings_share_one_sort():
     jobs = np.where(rng.random(5000) < 0.2, -1, rng.integers(0, 40, 5000))
     s_all, (by_model, by_job) = sorted_starts(start, [models, jobs])
     assert s_all.tolist() == np.sort(start).tolist()
-    for codes, got, n in ((models, by_model, 5), (jobs, by_job, 40)):
-        expect = np.concatenate([np.sort(start[codes == g]) for g in range(n)])
-        assert got.tolist() == expect.tolist()
+    # 5 models are picked by masks, 40 jobs by one stable argsort: both give each group sorted.
+    for codes, part, n in ((models, by_model, 5), (jobs, by_job, 40)):
+        for g, got in enumerate(group_starts(s_all, part, n)):
+            assert got.tolist() == np.sort(start[codes == g]).tolist()
 
 
 def test_wide_codes_fall_back_to_one_sort_per_group():
-    # Times spanning 60 bits leave no room for the codes: each group is sorted alone.
+    # Times spanning 61 bits leave no room for the codes (2 bits): each group is sorted alone.
     rng = np.random.default_rng(4)
-    start = rng.integers(0, 2**60, 3000)
-    codes = rng.integers(-1, 9, 3000)
-    s_all, (got,) = sorted_starts(start, [codes])
-    assert s_all.tolist() == np.sort(start).tolist()
-    expect = np.concatenate([np.sort(start[codes == g]) for g in range(9)])
-    assert got.tolist() == expect.tolist()
+    start = np.repeat(rng.integers(0, 2**61, 30), 10) + rng.integers(0, 1000, 300)
+    codes = rng.integers(-1, 3, 300)
+    s_all, (part,) = sorted_starts(start, [codes])
+    assert s_all.tolist() == np.sort(start).tolist() and part is None
+    finish = start + 5
+    names = ["a", "b", "c"]
+    got = measure_grouped_steps(start, finish, group_rows(codes, 3), names, (s_all, part))
+    assert got == {n: brute_measure_steps(start[codes == g], finish[codes == g]) for g, n in enumerate(names)}
 
 
 def test_candidates_keep_position_order_among_equal_jumps():

@@ -28,7 +28,6 @@ def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) 
     tok_out; counts by bincount and sums exact in integers (``stats.group_sums``)."""
     exc_col = fr.has_exception
     tok = fr.has_tokens
-    tok_codes = codes[tok]
     cols = [
         group_counts(codes, n_groups),
         group_sums(codes, n_groups, fr.hold_us),
@@ -36,10 +35,10 @@ def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) 
         group_counts(codes, n_groups, exc_col.valid & exc_col.values),
         group_counts(codes, n_groups, fr.rewarded),
         group_counts(codes, n_groups, fr.passed(threshold)),
-        group_counts(tok_codes, n_groups),
-        group_sums(tok_codes, n_groups, fr.hold_us[tok]),
-        group_sums(tok_codes, n_groups, fr.input_tokens.values[tok]),
-        group_sums(tok_codes, n_groups, fr.output_tokens.values[tok]),
+        group_counts(codes, n_groups, tok),
+        group_sums(codes, n_groups, fr.hold_us, tok),
+        fr.input_tokens.group_sums_where(codes, n_groups, tok),
+        fr.output_tokens.group_sums_where(codes, n_groups, tok),
     ]
     return [tuple(int(c[g]) for c in cols) for g in range(n_groups)]
 

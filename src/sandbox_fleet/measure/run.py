@@ -95,15 +95,15 @@ def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
     model_codes, model_names = fr.model.labelled()
     has_jobs = bool(fr.job.names)
     # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
-    s_all, grouped = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
+    s_all, parts = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
     overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
-    del s_all
     model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
-                                        model_names, grouped[0])
+                                        model_names, (s_all, parts[0]))
     del model_codes
     job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
-    job_steps = measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, grouped[1]) if job_rows else {}
-    del grouped
+    job_steps = (measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, (s_all, parts[1]))
+                 if job_rows else {})
+    del s_all, parts
     runs_by = "job" if len(job_steps) >= 2 else "model"
     steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
     return steps, model_steps, job_steps, job_rows
@@ -143,6 +143,12 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
             t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
         fr = frame_from_table(table)
+        del table
+        # Group codes once; the model and job strings are read by nothing else.
+        _ = fr.model, fr.job
+        fr.drop_columns("model", "job")
+        if owned:
+            t.rollouts = t.rollouts.drop_columns([c for c in ("model", "job") if c in t.rollouts.column_names])
         advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down.

@@ -196,28 +196,23 @@ def group_rows(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray
     return order, bounds
 
 
-def sorted_starts(start_us: np.ndarray, groupings: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """All starts sorted, and for each grouping (codes >= 0, or -1 for no group) the starts
-    sorted within each group, laid out group after group as ``group_rows`` orders the rows.
+def sorted_starts(start_us: np.ndarray, groupings: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """All starts sorted, and for each grouping (codes >= 0, or -1 for no group) its codes
+    plus one in that sorted order (0 = no group), or None when they do not fit.
 
     One sort serves every step pass: the group codes ride in the low bits of the sorted key,
-    and a stable partition on them (a radix sort of small integers) keeps each group's
-    starts sorted. When the codes do not fit beside the times, each group is sorted alone.
+    so the starts of group g, sorted, are the sorted starts whose code is g + 1 (a stable
+    partition of the one sort, ``group_starts``). When the codes do not fit beside the
+    times, the partition is None and each group's starts are sorted alone.
     """
     n = start_us.size
     if n == 0:
-        return start_us.copy(), [start_us.copy() for _ in groupings]
+        return start_us.copy(), [None for _ in groupings]
     base = int(start_us.min())
     vbits = max((int(start_us.max()) - base).bit_length(), 1)
     widths = [max(int(c.max(initial=-1)) + 1, 0).bit_length() for c in groupings]  # code + 1 >= 0
     if vbits + sum(widths) > 62:
-        s_all = np.sort(start_us)
-        out = []
-        for codes in groupings:
-            order, bounds = group_rows(codes, int(codes.max(initial=-1)) + 1)
-            out.append(np.concatenate([np.sort(start_us[order[bounds[i]:bounds[i + 1]]])
-                                       for i in range(bounds.size - 1)] or [start_us[:0]]))
-        return s_all, out
+        return np.sort(start_us), [None for _ in groupings]
     shift = sum(widths)
     key = np.subtract(start_us, base)
     key <<= shift
@@ -228,40 +223,52 @@ def sorted_starts(start_us: np.ndarray, groupings: list[np.ndarray]) -> tuple[np
                 key[i:i + _BLOCK] |= (codes[i:i + _BLOCK].astype(np.int64) + 1) << low
         low += w
     key.sort()
-    parts = []
+    parts: list[np.ndarray | None] = []
     low = 0
     for w in widths:
-        parts.append(((key >> low) & ((1 << w) - 1)).astype(np.min_scalar_type(1 << max(w, 1))) if w else None)
+        small = np.min_scalar_type(1 << max(w, 1))
+        parts.append(((key >> low) & ((1 << w) - 1)).astype(small) if w else np.zeros(n, dtype=np.uint8))
         low += w
     key >>= shift
     key += base
-    out = []
-    for codes_sorted in parts:
-        if codes_sorted is None:
-            out.append(key.copy())
-            continue
-        perm = np.argsort(codes_sorted, kind="stable")
-        skip = int(np.count_nonzero(codes_sorted == 0))  # rows without a group sort first
-        del codes_sorted
-        out.append(key[perm[skip:]])
-        del perm
-    return key, out
+    return key, parts
+
+
+#: Up to this many groups, each group's starts are picked by a mask; past it one stable
+#: argsort partitions them all (a pass per group would cost more).
+_MASK_GROUPS = 32
+
+
+def group_starts(s_all: np.ndarray, part: np.ndarray, n_groups: int):
+    """Each group's starts, sorted, from ``sorted_starts``: one array per group 0..n_groups-1."""
+    if n_groups <= _MASK_GROUPS:
+        for g in range(n_groups):
+            yield s_all[part == g + 1]
+        return
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(1, n_groups + 2))
+    grouped = s_all[order]
+    del order
+    for g in range(n_groups):
+        yield grouped[bounds[g]:bounds[g + 1]]
 
 
 def measure_grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
-                          names: list[str], starts: np.ndarray | None = None) -> dict[str, dict]:
+                          names: list[str], starts: tuple[np.ndarray, np.ndarray | None] | None = None) -> dict[str, dict]:
     """``measure_steps`` for each group (``rows`` from ``group_rows``) that has rows.
 
-    ``starts`` (from ``sorted_starts``) holds each group's starts sorted, in ``rows`` order.
+    ``starts`` is ``(sorted starts, this grouping's partition)`` from ``sorted_starts``: each
+    group's sorted starts are then read from the one sort rather than sorted again.
     """
     order, bounds = rows
+    ready = group_starts(starts[0], starts[1], len(names)) if starts is not None and starts[1] is not None else None
     out = {}
-    first = int(bounds[0])
     for i, name in enumerate(names):
         idx = order[bounds[i]:bounds[i + 1]]
+        s = next(ready) if ready is not None else None
         if idx.size:
-            ready = None if starts is None else starts[bounds[i] - first:bounds[i + 1] - first]
-            out[name] = measure_steps(start_us[idx], finish_us[idx], starts_sorted=ready)
+            out[name] = measure_steps(start_us[idx], finish_us[idx], starts_sorted=s)
+        del s
     return out
 
 

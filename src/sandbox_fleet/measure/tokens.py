@@ -87,17 +87,13 @@ def measure_tokens(fr: Frame, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
 
 def _sums(fr: Frame) -> tuple[int, ...]:
     """Over the rows reporting input and output tokens: rows, summed hold, input, output,
-    rows with cached tokens, cached, and input over those; exact int64 sums, no copies."""
+    rows with cached tokens, cached, and input over those; exact int64 sums, no column copies."""
     tok = fr.has_tokens
-    inp = fr.input_tokens.values
     with_cached = tok & fr.cached_tokens.valid
-
-    def total(values: np.ndarray, where: np.ndarray) -> int:
-        return int(np.sum(values, where=where, dtype=np.int64))
-
-    return (int(np.count_nonzero(tok)), total(fr.hold_us, tok), total(inp, tok),
-            total(fr.output_tokens.values, tok), int(np.count_nonzero(with_cached)),
-            total(fr.cached_tokens.values, with_cached), total(inp, with_cached))
+    inp = fr.input_tokens
+    return (int(np.count_nonzero(tok)), int(np.sum(fr.hold_us, where=tok, dtype=np.int64)), inp.sum_where(tok),
+            fr.output_tokens.sum_where(tok), int(np.count_nonzero(with_cached)),
+            fr.cached_tokens.sum_where(with_cached), inp.sum_where(with_cached))
 
 
 def _per_turn(fr: Frame) -> list[tuple[int, int, int, float | None]]:
@@ -106,17 +102,18 @@ def _per_turn(fr: Frame) -> list[tuple[int, int, int, float | None]]:
     Rows are grouped by turn count with one stable radix sort of small codes; each group's
     median is a linear-interpolated order statistic (the same as NumPy's default).
     """
-    turns_col = fr.turns
-    has = turns_col.valid
-    turns = turns_col.values[has]
+    has = fr.turns.valid
+    turns = fr.turns.take_where(has)
     if turns.size == 0:
         return []
     values, codes, counts = _dense_codes(turns)
-    with_in = fr.input_tokens.valid[has]
+    del turns
+    in_valid = fr.input_tokens.valid
+    with_in = in_valid[has]
     codes_in = codes[with_in]
+    del codes, with_in
     n_in = np.bincount(codes_in, minlength=values.size)
-    inp = fr.input_tokens.values[has][with_in]
-    grouped = inp[np.argsort(codes_in, kind="stable")]
+    grouped = fr.input_tokens.take_where(has & in_valid)[np.argsort(codes_in, kind="stable")]
     ends = np.cumsum(n_in)
     out = []
     for g in range(values.size):
