@@ -84,3 +84,35 @@ def test_quantile_counts_matches_percentile_of_the_repeats():
         assert quantile_counts(values, counts, q) == np.percentile(expanded, q * 100)
     assert quantile_counts(values, np.zeros_like(counts), 0.5) is None
 
+
+
+# --- order statistics by partition (issue 12): what summary and quantile_sorted read ---
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sandbox_fleet.measure.stats import group_partitioned, partitioned  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 10**12), max_size=200), st.sampled_from([0.5, 0.9, 0.99, 0.0, 1.0]))
+def test_partitioned_reads_like_sorted(values, q):
+    arr = np.asarray(values, dtype=np.int64)
+    ordered = np.sort(arr)
+    part = partitioned(arr)
+    assert summary(part) == summary(ordered)
+    assert quantile_sorted(partitioned(arr, (q,)), q) == quantile_sorted(ordered, q)
+    assert arr.tolist() == values  # the input is left alone
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 10**9)), max_size=300))
+def test_group_partitioned_summaries_equal_per_group_sort(rows):
+    codes = np.asarray([c for c, _ in rows], dtype=np.int64)
+    values = np.asarray([v for _, v in rows], dtype=np.int64)
+    grouped, offsets = group_partitioned(codes, values, 6)
+    for g in range(6):
+        expect = np.sort(values[codes == g])
+        part = grouped[offsets[g]:offsets[g + 1]]
+        assert sorted(part.tolist()) == expect.tolist()
+        assert summary(part) == summary(expect)

@@ -48,12 +48,12 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     """rows, exception_rate, hold median/p99, pass_rate, token rates for each named group.
 
     Counts and sums are exact integers from one pass per column over the group codes; hold
-    percentiles come from the frame's cached per-group sort (cached under ``key``). ``codes``
+    percentiles come from the frame's cached per-group partition (cached under ``key``). ``codes``
     index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
     (default all), so a grouping can leave its null group out.
     """
     agg = _group_table(fr, codes, len(names), threshold)
-    sorted_us, offsets = fr.sorted_holds(codes, len(names), key)
+    sorted_us, offsets = fr.grouped_holds(codes, len(names), key)
     out = {}
     for i, name in enumerate(names[:groups]):
         n, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in, tok_out = agg[i]
@@ -90,11 +90,11 @@ def by_model(fr: Frame, threshold: float) -> dict:
 
 
 def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dict:
-    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached group sort,
+    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached grouping,
     so the report can draw per-model hold CDFs without raw rows."""
     from sandbox_fleet.measure.holds import histogram
 
-    sorted_us, offsets = fr.sorted_holds(codes, len(names), "model")
+    sorted_us, offsets = fr.grouped_holds(codes, len(names), "model")
     out = {}
     for i, name in enumerate(names):
         part = sorted_us[offsets[i]:offsets[i + 1]]

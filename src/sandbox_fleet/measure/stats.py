@@ -18,22 +18,75 @@ US = 1_000_000
 _BLOCK = 1 << 20
 
 
+def _ranks(n: int, q: float) -> tuple[int, float, int]:
+    """(lower rank, weight, upper rank) of the q-quantile of n sorted values (linear method)."""
+    pos = (n - 1) * q
+    lo = int(np.floor(pos))
+    return lo, pos - lo, min(lo + 1, n - 1)
+
+
 def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
-    """Linear-interpolated quantile of an already sorted array (NumPy's default method)."""
+    """Linear-interpolated quantile of an already sorted array (NumPy's default method).
+
+    Only the two order statistics around the quantile are read, so an array partitioned at
+    them (``partitioned``) serves as well as a sorted one.
+    """
     n = sorted_values.size
     if n == 0:
         return None
-    pos = (n - 1) * q
-    lo = int(np.floor(pos))
-    hi = min(lo + 1, n - 1)
+    lo, t, hi = _ranks(n, q)
     a, b = float(sorted_values[lo]), float(sorted_values[hi])
-    t = pos - lo
     # Same two-sided lerp NumPy uses, so results match np.percentile bit for bit.
     return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
 
 
+#: The quantiles ``summary`` reads (and the per-group figures: median and p99).
+SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def order_ranks(n: int, qs=SUMMARY_QUANTILES) -> list[int]:
+    """The ranks ``summary`` and ``quantile_sorted`` read for ``qs``: min, max and both
+    neighbours of each quantile."""
+    ranks = {0, n - 1}
+    for q in qs:
+        lo, _, hi = _ranks(n, q)
+        ranks.update((lo, hi))
+    return sorted(ranks)
+
+
+def partitioned(values: np.ndarray, qs=SUMMARY_QUANTILES) -> np.ndarray:
+    """A copy of ``values`` with each order statistic ``order_ranks`` names at its sorted place:
+    what ``summary`` and ``quantile_sorted`` read, in O(n) instead of a sort."""
+    if values.size == 0:
+        return values.copy()
+    return np.partition(values, order_ranks(values.size, qs))
+
+
+def group_partitioned(codes: np.ndarray, values: np.ndarray, n_groups: int,
+                      qs=SUMMARY_QUANTILES) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` laid out group after group (codes 0..n_groups-1), each group partitioned at
+    ``order_ranks`` (as ``partitioned``); group g is ``out[offsets[g]:offsets[g+1]]``.
+
+    One stable radix sort of the small codes groups the rows; a partition per group replaces
+    a sort of all values.
+    """
+    codes = np.asarray(codes)
+    counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    order = np.argsort(codes.astype(np.min_scalar_type(max(n_groups, 1)), copy=False), kind="stable")
+    out = np.asarray(values, dtype=np.int64)[order]
+    del order
+    for g in range(n_groups):
+        part = out[offsets[g]:offsets[g + 1]]
+        if part.size > 1:
+            part.partition(order_ranks(part.size, qs))
+    return out, offsets
+
+
 def summary(sorted_values: np.ndarray, scale: float = 1.0) -> dict:
     """min / median / mean / p90 / p99 / max of sorted integers, scaled (e.g. us -> s).
+
+    ``partitioned`` values serve as well: only the ranks ``order_ranks`` names are read.
 
     The mean comes from an exact integer sum, so it does not depend on summation order.
     """
