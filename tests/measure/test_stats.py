@@ -91,7 +91,7 @@ def test_quantile_counts_matches_percentile_of_the_repeats():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sandbox_fleet.measure.stats import group_partitioned, partitioned  # noqa: E402
+from sandbox_fleet.measure.stats import partitioned  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)
@@ -103,16 +103,3 @@ def test_partitioned_reads_like_sorted(values, q):
     assert summary(part) == summary(ordered)
     assert quantile_sorted(partitioned(arr, (q,)), q) == quantile_sorted(ordered, q)
     assert arr.tolist() == values  # the input is left alone
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 10**9)), max_size=300))
-def test_group_partitioned_summaries_equal_per_group_sort(rows):
-    codes = np.asarray([c for c, _ in rows], dtype=np.int64)
-    values = np.asarray([v for _, v in rows], dtype=np.int64)
-    grouped, offsets = group_partitioned(codes, values, 6)
-    for g in range(6):
-        expect = np.sort(values[codes == g])
-        part = grouped[offsets[g]:offsets[g + 1]]
-        assert sorted(part.tolist()) == expect.tolist()
-        assert summary(part) == summary(expect)

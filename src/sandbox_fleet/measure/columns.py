@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.stats import group_partitioned, group_sums
+from sandbox_fleet.measure.stats import group_sorted, group_sums
 
 #: Label used for a null model / job / exception type in per-group output.
 NONE_LABEL = "(none)"
@@ -214,10 +214,9 @@ class Frame:
             self.__dict__.pop(name, None)
 
     def grouped_holds(self, codes: np.ndarray, n_groups: int, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """Holds grouped by ``codes``, each group partitioned at the ranks ``stats.summary`` and
-        the per-group quantiles read (cached under ``key``: one grouping pass per key)."""
+        """Holds sorted within the groups ``codes`` (cached under ``key``: one sort per grouping)."""
         if key not in self._sorted:
-            self._sorted[key] = group_partitioned(codes, self.hold_us, n_groups)
+            self._sorted[key] = group_sorted(codes, self.hold_us, n_groups)
         return self._sorted[key]
 
 

@@ -48,7 +48,7 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     """rows, exception_rate, hold median/p99, pass_rate, token rates for each named group.
 
     Counts and sums are exact integers from one pass per column over the group codes; hold
-    percentiles come from the frame's cached per-group partition (cached under ``key``). ``codes``
+    percentiles come from the frame's cached per-group sort (cached under ``key``). ``codes``
     index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
     (default all), so a grouping can leave its null group out.
     """
@@ -90,7 +90,7 @@ def by_model(fr: Frame, threshold: float) -> dict:
 
 
 def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dict:
-    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached grouping,
+    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached group sort,
     so the report can draw per-model hold CDFs without raw rows."""
     from sandbox_fleet.measure.holds import histogram
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.outcomes import OUTCOMES
-from sandbox_fleet.measure.stats import US, group_partitioned, partitioned, summary
+from sandbox_fleet.measure.stats import US, group_sorted, partitioned, summary
 
 BINS_PER_DECADE = 10
 BLOCK = 1 << 20
@@ -42,7 +42,7 @@ def grouped_summaries(sorted_us: np.ndarray, offsets: np.ndarray, names: list[st
                       keep_empty: bool = False) -> dict:
     """Hold summary per group, in ``names`` order; empty groups only with ``keep_empty``.
 
-    ``sorted_us`` is grouped and each group sorted, or partitioned (``stats.group_partitioned``).
+    ``sorted_us`` is grouped and each group sorted (``stats.group_sorted``).
     """
     out = {}
     for g, name in enumerate(names):
@@ -72,7 +72,7 @@ def measure_holds(fr: Frame, outcome: np.ndarray) -> dict:
     model_codes, model_names = fr.model.labelled()
     out["by_model"] = grouped_summaries(*fr.grouped_holds(model_codes, len(model_names), "model"), model_names)
     del model_codes
-    by_outcome = group_partitioned(outcome, hold, len(OUTCOMES))
+    by_outcome = group_sorted(outcome, hold, len(OUTCOMES))
     out["by_outcome"] = grouped_summaries(*by_outcome, list(OUTCOMES), keep_empty=True)
     out["histogram"] = hist
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
@@ -40,6 +41,8 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
+#: Up to this many rows the sweep and the step passes run side by side (see ``_measure``).
+SIDE_BY_SIDE_ROWS = 4_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -151,12 +154,22 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
             t.rollouts = t.rollouts.drop_columns([c for c in ("model", "job") if c in t.rollouts.column_names])
         advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
-        # other columns are pulled out of Arrow, which keeps peak memory down.
-        conc = concurrency_figures(fr.start_us, fr.finish_us,
-                                   overall_cap(fr.job.codes, fr.job.names, t.caps), with_series=True)
+        # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
+        # the step passes share nothing but the (read-only) times and mostly run in NumPy
+        # sorts that release the GIL, so they run side by side; above SIDE_BY_SIDE_ROWS in
+        # turn, since both sets of buffers at once would raise the peak (~150 MB at 10M rows).
+        _ = fr.start_us, fr.finish_us
+        cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
+        if fr.n <= SIDE_BY_SIDE_ROWS:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
+                steps, model_steps, job_steps, job_rows = _all_steps(fr)
+                conc = sweep.result()
+        else:
+            conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
+            steps, model_steps, job_steps, job_rows = _all_steps(fr)
         conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
         advance("concurrency")
-        steps, model_steps, job_steps, job_rows = _all_steps(fr)
         advance("steps")
         jobs = by_job(fr, pass_threshold, t.caps, job_rows)
         del job_rows

@@ -62,27 +62,6 @@ def partitioned(values: np.ndarray, qs=SUMMARY_QUANTILES) -> np.ndarray:
     return np.partition(values, order_ranks(values.size, qs))
 
 
-def group_partitioned(codes: np.ndarray, values: np.ndarray, n_groups: int,
-                      qs=SUMMARY_QUANTILES) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` laid out group after group (codes 0..n_groups-1), each group partitioned at
-    ``order_ranks`` (as ``partitioned``); group g is ``out[offsets[g]:offsets[g+1]]``.
-
-    One stable radix sort of the small codes groups the rows; a partition per group replaces
-    a sort of all values.
-    """
-    codes = np.asarray(codes)
-    counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    order = np.argsort(codes.astype(np.min_scalar_type(max(n_groups, 1)), copy=False), kind="stable")
-    out = np.asarray(values, dtype=np.int64)[order]
-    del order
-    for g in range(n_groups):
-        part = out[offsets[g]:offsets[g + 1]]
-        if part.size > 1:
-            part.partition(order_ranks(part.size, qs))
-    return out, offsets
-
-
 def summary(sorted_values: np.ndarray, scale: float = 1.0) -> dict:
     """min / median / mean / p90 / p99 / max of sorted integers, scaled (e.g. us -> s).
 

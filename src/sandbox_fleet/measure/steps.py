@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_partitioned, quantile_sorted
+from sandbox_fleet.measure.stats import US, group_sorted, quantile_sorted
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
 _BLOCK = 1 << 20
@@ -174,8 +174,7 @@ def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.nda
     label = np.searchsorted(first_us, start_us, side="right") - 1
     rel_finish = first_us[label]
     np.subtract(finish_us, rel_finish, out=rel_finish)
-    # Each step's finishes partitioned at its max and tail quantile: no sort of every finish.
-    fin_sorted, offsets = group_partitioned(label, rel_finish, first_us.size, (TAIL_QUANTILE,))
+    fin_sorted, offsets = group_sorted(label, rel_finish, first_us.size)
     del label, rel_finish
     tails, makespans = [], []
     for g in range(first_us.size):
