@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.columns import NONE_LABEL, Frame
+from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures
 from sandbox_fleet.measure.steps import group_rows
 from sandbox_fleet.measure.stats import (

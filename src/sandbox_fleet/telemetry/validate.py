@@ -100,7 +100,7 @@ def clean_batch(
         masks.append((reason, mask))
         gone = pc.or_(gone, mask)
     for reason, mask in masks:
-        tel.reject(reason, pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+        tel.reject(reason, pc.sum(mask).as_py() or 0)  # a boolean sum counts the trues, no cast
     out = pa.table(cols)
     if pc.any(gone).as_py():
         out = out.filter(pc.invert(gone))
