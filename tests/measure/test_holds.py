@@ -56,3 +56,21 @@ def test_histogram_log_bins():
     assert sum(h["counts"]) == 4
     assert h["counts"][0] == 1  # [1, 1.26)
     assert h["counts"][-1] == 1  # 99 s in the last bin
+
+
+def test_histogram_of_unsorted_holds_equals_the_sorted_count():
+    # The histogram no longer needs sorted holds: counted against np.histogram of the sorted ones.
+    import numpy as np
+
+    from sandbox_fleet.measure.holds import histogram
+
+    rng = np.random.default_rng(5)
+    holds = np.concatenate([np.zeros(7, dtype=np.int64), rng.integers(1, 10**10, 5000)])
+    rng.shuffle(holds)
+    got = histogram(holds)
+    ordered = np.sort(holds)
+    positive = ordered[7:] / 1e6
+    assert got["zero"] == 7
+    assert got["edges_s"][0] <= positive[0] and got["edges_s"][-1] >= positive[-1]
+    assert got["counts"].tolist() == np.histogram(positive, bins=got["edges_s"])[0].tolist()
+    assert histogram(np.zeros(3, dtype=np.int64)) == {"edges_s": [], "counts": [], "zero": 3}

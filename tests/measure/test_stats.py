@@ -84,3 +84,22 @@ def test_quantile_counts_matches_percentile_of_the_repeats():
         assert quantile_counts(values, counts, q) == np.percentile(expanded, q * 100)
     assert quantile_counts(values, np.zeros_like(counts), 0.5) is None
 
+
+
+# --- order statistics by partition (issue 12): what summary and quantile_sorted read ---
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sandbox_fleet.measure.stats import partitioned  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 10**12), max_size=200), st.sampled_from([0.5, 0.9, 0.99, 0.0, 1.0]))
+def test_partitioned_reads_like_sorted(values, q):
+    arr = np.asarray(values, dtype=np.int64)
+    ordered = np.sort(arr)
+    part = partitioned(arr)
+    assert summary(part) == summary(ordered)
+    assert quantile_sorted(partitioned(arr, (q,)), q) == quantile_sorted(ordered, q)
+    assert arr.tolist() == values  # the input is left alone

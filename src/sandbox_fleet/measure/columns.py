@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.stats import group_sorted
+from sandbox_fleet.measure.stats import group_sorted, group_sums
 
 #: Label used for a null model / job / exception type in per-group output.
 NONE_LABEL = "(none)"
@@ -39,6 +39,38 @@ class Column:
     @property
     def rows(self) -> int:
         return len(self._col) - self._col.null_count
+
+    def _views(self):
+        """(first row, values) per chunk, zero-copy from Arrow: a null slot holds whatever the
+        buffer has, so callers read only rows they know are valid."""
+        first = 0
+        for chunk in self._col.chunks:
+            n = len(chunk)
+            data = chunk.buffers()[1] if n else None
+            if data is None or self._dtype == np.bool_:  # bits, not bytes: copy this chunk
+                view = np.asarray(pc.fill_null(chunk, False if self._dtype == np.bool_ else 0)
+                                  .to_numpy(zero_copy_only=False), dtype=self._dtype)
+            else:
+                view = np.frombuffer(data, dtype=self._dtype, count=chunk.offset + n)[chunk.offset:]
+            yield first, view
+            first += n
+
+    def sum_where(self, where: np.ndarray) -> int:
+        """Exact int64 sum over the rows ``where`` holds (all of them valid), no column copy."""
+        return sum(int(np.sum(v, where=where[i:i + v.size], dtype=np.int64)) for i, v in self._views())
+
+    def group_sums_where(self, codes: np.ndarray, n_groups: int, where: np.ndarray) -> list[int]:
+        """``stats.group_sums`` over the rows ``where`` holds (all valid), a chunk at a time."""
+        total = [0] * n_groups
+        for i, v in self._views():
+            part = group_sums(codes[i:i + v.size], n_groups, v, where[i:i + v.size])
+            total = [a + b for a, b in zip(total, part)]
+        return total
+
+    def take_where(self, where: np.ndarray) -> np.ndarray:
+        """The values of the rows ``where`` holds (all valid), in row order: only those are copied."""
+        parts = [v[where[i:i + v.size]] for i, v in self._views()]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=self._dtype)
 
 
 @dataclass
@@ -89,6 +121,7 @@ class Frame:
     def __init__(self, table: pa.Table) -> None:
         self.table = table
         self._sorted: dict = {}
+        self._dropped_nulls: dict[str, int] = {}
 
     @property
     def n(self) -> int:
@@ -161,12 +194,26 @@ class Frame:
             self._sorted[key] = _mask(pc.and_(pc.greater_equal(r, threshold), pc.invert(pc.is_nan(r))))
         return self._sorted[key]
 
+    def null_count(self, name: str) -> int:
+        """Nulls in column ``name``, also after ``drop_columns`` let it go."""
+        if name in self._dropped_nulls:
+            return self._dropped_nulls[name]
+        return self.table.column(name).null_count
+
+    def drop_columns(self, *names: str) -> None:
+        """Let table columns go once their arrays are built (their null counts stay readable):
+        the model strings alone are ~240 MB at 10M rows, and only their codes are read."""
+        present = [n for n in names if n in self.table.column_names]
+        for name in present:
+            self._dropped_nulls[name] = self.table.column(name).null_count
+        self.table = self.table.drop_columns(present)
+
     def release(self, *names: str) -> None:
         """Drop cached arrays no later measurement needs (they are rebuilt if asked for again)."""
         for name in names:
             self.__dict__.pop(name, None)
 
-    def sorted_holds(self, codes: np.ndarray, n_groups: int, key: str) -> tuple[np.ndarray, np.ndarray]:
+    def grouped_holds(self, codes: np.ndarray, n_groups: int, key: str) -> tuple[np.ndarray, np.ndarray]:
         """Holds sorted within the groups ``codes`` (cached under ``key``: one sort per grouping)."""
         if key not in self._sorted:
             self._sorted[key] = group_sorted(codes, self.hold_us, n_groups)

@@ -13,7 +13,7 @@ from sandbox_fleet.measure.columns import Frame
 
 
 def _nulls(fr: Frame, name: str) -> int:
-    return fr.table.column(name).null_count
+    return fr.null_count(name)
 
 
 def _count(mask) -> int:

@@ -9,46 +9,56 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.columns import NONE_LABEL, Frame
+from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures
-from sandbox_fleet.measure.sql import HOLD_US, query
 from sandbox_fleet.measure.steps import group_rows
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, quantile_sorted, ratio
+from sandbox_fleet.measure.stats import (
+    SMALL_SAMPLE_ROWS,
+    US,
+    exception_rate,
+    group_counts,
+    group_sums,
+    quantile_sorted,
+    ratio,
+)
 
 
-_GROUP_SQL = """
-SELECT coalesce({col}, ?) AS g,
-       count(*) AS n,
-       sum({hold}) AS sandbox_us,
-       count(has_exception) AS flagged,
-       count(*) FILTER (WHERE has_exception) AS exc,
-       count(*) FILTER (WHERE reward IS NOT NULL AND NOT isnan(reward)) AS rewarded,
-       count(*) FILTER (WHERE reward >= ? AND NOT isnan(reward)) AS passed,
-       count(*) FILTER (WHERE {tok}) AS tok_rows,
-       coalesce(sum({hold}) FILTER (WHERE {tok}), 0) AS tok_us,
-       coalesce(sum(input_tokens) FILTER (WHERE {tok}), 0) AS tok_in,
-       coalesce(sum(output_tokens) FILTER (WHERE {tok}), 0) AS tok_out
-FROM r {where} GROUP BY g ORDER BY g
-"""
-_TOKENS = "input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[tuple[int, ...]]:
+    """Per group: rows, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in,
+    tok_out; counts by bincount and sums exact in integers (``stats.group_sums``)."""
+    exc_col = fr.has_exception
+    tok = fr.has_tokens
+    cols = [
+        group_counts(codes, n_groups),
+        group_sums(codes, n_groups, fr.hold_us),
+        group_counts(codes, n_groups, exc_col.valid),
+        group_counts(codes, n_groups, exc_col.valid & exc_col.values),
+        group_counts(codes, n_groups, fr.rewarded),
+        group_counts(codes, n_groups, fr.passed(threshold)),
+        group_counts(codes, n_groups, tok),
+        group_sums(codes, n_groups, fr.hold_us, tok),
+        fr.input_tokens.group_sums_where(codes, n_groups, tok),
+        fr.output_tokens.group_sums_where(codes, n_groups, tok),
+    ]
+    return [tuple(int(c[g]) for c in cols) for g in range(n_groups)]
 
 
-def group_figures(fr: Frame, column: str, codes: np.ndarray, names: list[str], threshold: float,
-                  *, skip_null: bool = False) -> dict:
+def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: float,
+                  *, groups: int | None = None, key: str = "model") -> dict:
     """rows, exception_rate, hold median/p99, pass_rate, token rates for each named group.
 
-    Counts and sums come from one DuckDB GROUP BY (exact integers); hold percentiles from
-    the frame's cached per-group sort. ``codes`` index ``names`` (null -> NONE_LABEL).
+    Counts and sums are exact integers from one pass per column over the group codes; hold
+    percentiles come from the frame's cached per-group sort (cached under ``key``). ``codes``
+    index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
+    (default all), so a grouping can leave its null group out.
     """
-    sql = _GROUP_SQL.format(col=column, hold=HOLD_US, tok=_TOKENS,
-                            where=f"WHERE {column} IS NOT NULL" if skip_null else "")
-    agg = {row[0]: row[1:] for row in query(fr.table, sql, [NONE_LABEL, threshold])}
-    sorted_us, offsets = fr.sorted_holds(codes, len(names), column)
+    agg = _group_table(fr, codes, len(names), threshold)
+    sorted_us, offsets = fr.grouped_holds(codes, len(names), key)
     out = {}
-    for i, name in enumerate(names):
-        if name not in agg:
+    for i, name in enumerate(names[:groups]):
+        n, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in, tok_out = agg[i]
+        if n == 0:
             continue
-        n, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in, tok_out = (int(v) for v in agg[name])
         part = sorted_us[offsets[i]:offsets[i + 1]]
         tok_s = tok_us / US  # exact integer microseconds -> seconds
         out[name] = {
@@ -72,7 +82,7 @@ def group_figures(fr: Frame, column: str, codes: np.ndarray, names: list[str], t
 
 def by_model(fr: Frame, threshold: float) -> dict:
     codes, names = fr.model.labelled()
-    out = group_figures(fr, "model", codes, names, threshold)
+    out = group_figures(fr, codes, names, threshold, key="model")
     for name, hist in model_hold_histograms(fr, codes, names).items():
         if name in out:
             out[name]["hold_histogram"] = hist
@@ -84,7 +94,7 @@ def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dic
     so the report can draw per-model hold CDFs without raw rows."""
     from sandbox_fleet.measure.holds import histogram
 
-    sorted_us, offsets = fr.sorted_holds(codes, len(names), "model")
+    sorted_us, offsets = fr.grouped_holds(codes, len(names), "model")
     out = {}
     for i, name in enumerate(names):
         part = sorted_us[offsets[i]:offsets[i + 1]]
@@ -102,7 +112,7 @@ def by_job(fr: Frame, threshold: float, caps: dict[str, int],
     if not fr.job.names:
         return {}
     codes, names = fr.job.labelled()
-    out = group_figures(fr, "job", codes, names, threshold, skip_null=True)
+    out = group_figures(fr, codes, names, threshold, groups=len(fr.job.names), key="job")
     del codes
     order, bounds = rows if rows is not None else group_rows(fr.job.codes, len(fr.job.names))
     for i, name in enumerate(fr.job.names):

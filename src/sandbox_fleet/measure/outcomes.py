@@ -10,10 +10,11 @@ counting as not passed (the document's 26.65% and 0.97%).
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from sandbox_fleet.measure.columns import NONE_LABEL, Frame
-from sandbox_fleet.measure.sql import HOLD_US, query
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, rate_ci, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, group_sums, rate_ci, ratio
 
 OUTCOMES = ("exception", "passed", "failed", "no_reward")
 HOUR_US = 3600 * US
@@ -84,15 +85,27 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
 
 
 def measure_exceptions(fr: Frame) -> dict:
-    """Exception rows by exception_type: count and sandbox-hours (null type -> NONE_LABEL)."""
-    rows = query(
-        fr.table,
-        f"SELECT coalesce(exception_type, ?) AS t, count(*) AS n, sum({HOLD_US}) AS us "
-        "FROM r WHERE has_exception GROUP BY t ORDER BY n DESC, t",
-        [NONE_LABEL],
-    )
+    """Exception rows by exception_type: count and sandbox-hours (null type -> NONE_LABEL).
+
+    Types ordered by count descending, then name; integer-microsecond sums are exact.
+    """
+    exc = fr.has_exception.valid & fr.has_exception.values
+    types = fr.table.column("exception_type").filter(pa.array(exc))
+    encoded = pc.dictionary_encode(types).combine_chunks() if len(types) else None
+    per: dict[str, list[int]] = {}
+    if encoded is not None:
+        names = [NONE_LABEL if v is None else v for v in encoded.dictionary.to_pylist()] + [NONE_LABEL]
+        codes = np.asarray(pc.fill_null(encoded.indices, len(names) - 1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        counts = np.bincount(codes, minlength=len(names))
+        sums = group_sums(codes, len(names), fr.hold_us[exc])
+        for name, n, us in zip(names, counts, sums):
+            if n:  # a type literally named NONE_LABEL shares the row with the nulls, as coalesce would
+                acc = per.setdefault(name, [0, 0])
+                acc[0] += int(n)
+                acc[1] += us
+    rows = sorted(per.items(), key=lambda kv: (-kv[1][0], kv[0]))
     return {
-        "rows": int(sum(n for _, n, _ in rows)),
-        "by_type": {t: int(n) for t, n, _ in rows},
-        "sandbox_hours_by_type": {t: int(us) / HOUR_US for t, _, us in rows},
+        "rows": int(sum(n for _, (n, _) in rows)),
+        "by_type": {t: n for t, (n, _) in rows},
+        "sandbox_hours_by_type": {t: us / HOUR_US for t, (_, us) in rows},
     }

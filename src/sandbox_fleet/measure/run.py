@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
@@ -25,7 +26,13 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
-from sandbox_fleet.measure.steps import group_rows, measure_grouped_steps, measure_steps, overall_steps
+from sandbox_fleet.measure.steps import (
+    group_rows,
+    measure_grouped_steps,
+    measure_steps,
+    overall_steps,
+    sorted_starts,
+)
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
@@ -34,6 +41,8 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
+#: Up to this many rows the sweep and the step passes run side by side (see ``_measure``).
+SIDE_BY_SIDE_ROWS = 4_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -86,13 +95,18 @@ def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
     model, as in a release that only names models). Returns the job row grouping too,
     so ``by_job`` does not sort the rows again.
     """
-    overall = measure_steps(fr.start_us, fr.finish_us)
     model_codes, model_names = fr.model.labelled()
+    has_jobs = bool(fr.job.names)
+    # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
+    s_all, parts = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
+    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
     model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
-                                        model_names)
+                                        model_names, (s_all, parts[0]))
     del model_codes
-    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if fr.job.names else None
-    job_steps = measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names) if job_rows else {}
+    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
+    job_steps = (measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, (s_all, parts[1]))
+                 if job_rows else {})
+    del s_all, parts
     runs_by = "job" if len(job_steps) >= 2 else "model"
     steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
     return steps, model_steps, job_steps, job_rows
@@ -132,14 +146,30 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
             t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
         fr = frame_from_table(table)
+        del table
+        # Group codes once; the model and job strings are read by nothing else.
+        _ = fr.model, fr.job
+        fr.drop_columns("model", "job")
+        if owned:
+            t.rollouts = t.rollouts.drop_columns([c for c in ("model", "job") if c in t.rollouts.column_names])
         advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
-        # other columns are pulled out of Arrow, which keeps peak memory down.
-        conc = concurrency_figures(fr.start_us, fr.finish_us,
-                                   overall_cap(fr.job.codes, fr.job.names, t.caps), with_series=True)
+        # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
+        # the step passes share nothing but the (read-only) times and mostly run in NumPy
+        # sorts that release the GIL, so they run side by side; above SIDE_BY_SIDE_ROWS in
+        # turn, since both sets of buffers at once would raise the peak (~150 MB at 10M rows).
+        _ = fr.start_us, fr.finish_us
+        cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
+        if fr.n <= SIDE_BY_SIDE_ROWS:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
+                steps, model_steps, job_steps, job_rows = _all_steps(fr)
+                conc = sweep.result()
+        else:
+            conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
+            steps, model_steps, job_steps, job_rows = _all_steps(fr)
         conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
         advance("concurrency")
-        steps, model_steps, job_steps, job_rows = _all_steps(fr)
         advance("steps")
         jobs = by_job(fr, pass_threshold, t.caps, job_rows)
         del job_rows

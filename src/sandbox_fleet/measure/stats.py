@@ -18,22 +18,54 @@ US = 1_000_000
 _BLOCK = 1 << 20
 
 
+def _ranks(n: int, q: float) -> tuple[int, float, int]:
+    """(lower rank, weight, upper rank) of the q-quantile of n sorted values (linear method)."""
+    pos = (n - 1) * q
+    lo = int(np.floor(pos))
+    return lo, pos - lo, min(lo + 1, n - 1)
+
+
 def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
-    """Linear-interpolated quantile of an already sorted array (NumPy's default method)."""
+    """Linear-interpolated quantile of an already sorted array (NumPy's default method).
+
+    Only the two order statistics around the quantile are read, so an array partitioned at
+    them (``partitioned``) serves as well as a sorted one.
+    """
     n = sorted_values.size
     if n == 0:
         return None
-    pos = (n - 1) * q
-    lo = int(np.floor(pos))
-    hi = min(lo + 1, n - 1)
+    lo, t, hi = _ranks(n, q)
     a, b = float(sorted_values[lo]), float(sorted_values[hi])
-    t = pos - lo
     # Same two-sided lerp NumPy uses, so results match np.percentile bit for bit.
     return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
 
 
+#: The quantiles ``summary`` reads (and the per-group figures: median and p99).
+SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def order_ranks(n: int, qs=SUMMARY_QUANTILES) -> list[int]:
+    """The ranks ``summary`` and ``quantile_sorted`` read for ``qs``: min, max and both
+    neighbours of each quantile."""
+    ranks = {0, n - 1}
+    for q in qs:
+        lo, _, hi = _ranks(n, q)
+        ranks.update((lo, hi))
+    return sorted(ranks)
+
+
+def partitioned(values: np.ndarray, qs=SUMMARY_QUANTILES) -> np.ndarray:
+    """A copy of ``values`` with each order statistic ``order_ranks`` names at its sorted place:
+    what ``summary`` and ``quantile_sorted`` read, in O(n) instead of a sort."""
+    if values.size == 0:
+        return values.copy()
+    return np.partition(values, order_ranks(values.size, qs))
+
+
 def summary(sorted_values: np.ndarray, scale: float = 1.0) -> dict:
     """min / median / mean / p90 / p99 / max of sorted integers, scaled (e.g. us -> s).
+
+    ``partitioned`` values serve as well: only the ranks ``order_ranks`` names are read.
 
     The mean comes from an exact integer sum, so it does not depend on summation order.
     """
@@ -129,3 +161,40 @@ def arrival_rate_per_s(rollouts: int, span_s: float) -> float | None:
     """Rollouts per second over the window they cover (measure: first start to last finish).
     The one definition (measure, calibration, the simulator's Little's law)."""
     return ratio(rollouts, span_s)
+
+
+#: Largest integer a float64 holds exactly: bincount sums below it are exact.
+_EXACT = 1 << 53
+#: Low limb width for exact grouped sums: 2**26 per row keeps a 2**27-row sum exact.
+_LIMB = 26
+
+
+def group_counts(codes: np.ndarray, n_groups: int, mask: np.ndarray | None = None) -> np.ndarray:
+    """Rows per group (codes 0..n_groups-1), only the rows where ``mask`` holds; int64."""
+    if mask is not None:
+        codes = codes[mask]
+    return np.bincount(codes, minlength=n_groups)[:n_groups].astype(np.int64)
+
+
+def group_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[int]:
+    """Exact integer sum of ``values`` per group over the rows where ``mask`` holds.
+
+    One weighted bincount when every partial sum stays below 2**53 (float64 is then exact);
+    otherwise the values are split into a high and a low 26-bit limb, each summed exactly
+    the same way; past that (or for negative values) a masked int64 sum per group.
+    """
+    if mask is not None:
+        codes, values = codes[mask], values[mask]
+    n = values.size
+    if n == 0:
+        return [0] * n_groups
+    lo_v, hi_v = int(values.min()), int(values.max())
+    if lo_v >= 0:
+        if hi_v * n < _EXACT:
+            sums = np.bincount(codes, weights=values, minlength=n_groups)[:n_groups]
+            return [int(x) for x in sums]
+        if (hi_v >> _LIMB) * n < _EXACT and (1 << _LIMB) * n < _EXACT:
+            low = np.bincount(codes, weights=values & ((1 << _LIMB) - 1), minlength=n_groups)[:n_groups]
+            high = np.bincount(codes, weights=values >> _LIMB, minlength=n_groups)[:n_groups]
+            return [(int(h) << _LIMB) + int(lo) for h, lo in zip(high, low)]
+    return [int(np.sum(values, where=codes == g, dtype=np.int64)) for g in range(n_groups)]

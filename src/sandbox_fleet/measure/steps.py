@@ -37,6 +37,9 @@ import numpy as np
 
 from sandbox_fleet.measure.stats import US, group_sorted, quantile_sorted
 
+#: Rows per pass where a pass would otherwise build a row-sized temporary.
+_BLOCK = 1 << 20
+
 MIN_STARTS = 20
 MIN_STEPS = 3
 MIN_JUMP = 10.0
@@ -55,35 +58,64 @@ def _none(rows: int, reason: str, **extra) -> dict:
     return {"detected": False, "reason": reason, "rows": rows, **dict.fromkeys(_NULLS), **extra}
 
 
+def _ranked_breaks(asc: np.ndarray, limit: int, total: int | None = None) -> list[tuple[int, float, int]]:
+    """The ``limit`` biggest jumps (k, jump, threshold us), biggest first, ties by position:
+    the first ``limit`` of one stable sort of the jumps descending, found without sorting
+    them all (a partition picks the candidates, and only those are sorted).
+
+    ``asc`` holds the largest ``total // 2 + 1`` (or more) of ``total`` gaps, ascending.
+    """
+    kmax = (asc.size if total is None else total) // 2
+    if kmax < 1 or limit < 1:
+        return []
+    # Largest first: desc[i] = asc[-1 - i]; only the largest half may be step boundaries.
+    desc = np.maximum(asc[asc.size - kmax - 1:][::-1], 1)
+    neg = -(desc[:kmax] / desc[1:kmax + 1])
+    if neg.size > limit:
+        kth = np.partition(neg, limit - 1)[limit - 1]
+        cand = np.flatnonzero(neg <= kth)  # ascending positions: a stable sort keeps ties in order
+        order = cand[np.argsort(neg[cand], kind="stable")[:limit]]
+    else:
+        order = np.argsort(neg, kind="stable")
+    return [(int(i) + 1, float(-neg[i]), int(desc[i + 1])) for i in order]
+
+
 def candidate_breaks(asc: np.ndarray, limit: int = MAX_CANDIDATES,
                      min_jump: float = MIN_JUMP) -> list[tuple[int, float, int]]:
     """Up to ``limit`` breaks (k, jump, threshold us) between gaps sorted ascending, biggest
     jump first, each at least ``min_jump``. Ties count as 1 us so ratios stay finite."""
-    kmax = asc.size // 2
-    if kmax < 1:
-        return []
-    # Largest first: desc[i] = asc[-1 - i]; only the largest half may be step boundaries.
-    desc = np.maximum(asc[asc.size - kmax - 1:][::-1], 1)
-    jumps = desc[:kmax] / desc[1:kmax + 1]
-    order = np.argsort(-jumps, kind="stable")[:limit]
-    return [(int(i) + 1, float(jumps[i]), int(desc[i + 1])) for i in order if jumps[i] >= min_jump]
+    return [c for c in _ranked_breaks(asc, limit) if c[1] >= min_jump]
 
 
-def measure_steps(start_us: np.ndarray, finish_us: np.ndarray) -> dict:
-    """Step structure of one run's rollouts (times in int64 microseconds)."""
+def _sorted_top_gaps(s: np.ndarray) -> np.ndarray:
+    """The gaps between consecutive sorted starts ``s`` that ``_ranked_breaks`` reads (the
+    largest ``size // 2 + 1``), ascending: a partition then a sort of that half, not of all."""
+    gaps = np.diff(s)
+    keep = gaps.size // 2 + 1
+    if keep < gaps.size:
+        gaps.partition(gaps.size - keep)
+        gaps = gaps[gaps.size - keep:]
+    gaps.sort()
+    return gaps
+
+
+def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted: np.ndarray | None = None) -> dict:
+    """Step structure of one run's rollouts (times in int64 microseconds).
+
+    ``starts_sorted`` is ``np.sort(start_us)`` when the caller already has it (one sort of all
+    starts serves the overall and every per-run pass, see ``measure_grouped_steps``).
+    """
     n = int(start_us.size)
     if n < MIN_STARTS:
         return _none(n, f"fewer than {MIN_STARTS} rollouts")
-    s = np.sort(start_us)
-    gaps = np.diff(s)
-    gaps.sort()  # only the sorted gaps are needed; the boundaries are re-read from s
-    if gaps.size < 2:
-        return _none(n, "too few starts to compare gaps")
-    best = candidate_breaks(gaps, limit=1, min_jump=0.0)
-    found = candidate_breaks(gaps)
+    s = np.sort(start_us) if starts_sorted is None else starts_sorted
+    gaps = _sorted_top_gaps(s)  # only the sorted gaps are needed; the boundaries are re-read from s
+    ranked = _ranked_breaks(gaps, MAX_CANDIDATES, total=n - 1)
     del gaps
+    # One ranking serves both: the best jump of all (for the reason) and those >= MIN_JUMP.
+    found = [c for c in ranked if c[1] >= MIN_JUMP]
     if not found:
-        jump = best[0][1] if best else 1.0
+        jump = ranked[0][1] if ranked else 1.0
         return _none(n, f"no break of {MIN_JUMP:g}x between start gaps (best {jump:.3g}x)")
     # The biggest jump is not always the step boundary: behind a cap, same-instant starts
     # (gap 0) next to queue-driven ones make a huge jump inside the steps. Take the
@@ -164,15 +196,79 @@ def group_rows(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray
     return order, bounds
 
 
+def sorted_starts(start_us: np.ndarray, groupings: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """All starts sorted, and for each grouping (codes >= 0, or -1 for no group) its codes
+    plus one in that sorted order (0 = no group), or None when they do not fit.
+
+    One sort serves every step pass: the group codes ride in the low bits of the sorted key,
+    so the starts of group g, sorted, are the sorted starts whose code is g + 1 (a stable
+    partition of the one sort, ``group_starts``). When the codes do not fit beside the
+    times, the partition is None and each group's starts are sorted alone.
+    """
+    n = start_us.size
+    if n == 0:
+        return start_us.copy(), [None for _ in groupings]
+    base = int(start_us.min())
+    vbits = max((int(start_us.max()) - base).bit_length(), 1)
+    widths = [max(int(c.max(initial=-1)) + 1, 0).bit_length() for c in groupings]  # code + 1 >= 0
+    if vbits + sum(widths) > 62:
+        return np.sort(start_us), [None for _ in groupings]
+    shift = sum(widths)
+    key = np.subtract(start_us, base)
+    key <<= shift
+    low = 0
+    for codes, w in zip(groupings, widths):
+        if w:
+            for i in range(0, n, _BLOCK):
+                key[i:i + _BLOCK] |= (codes[i:i + _BLOCK].astype(np.int64) + 1) << low
+        low += w
+    key.sort()
+    parts: list[np.ndarray | None] = []
+    low = 0
+    for w in widths:
+        small = np.min_scalar_type(1 << max(w, 1))
+        parts.append(((key >> low) & ((1 << w) - 1)).astype(small) if w else np.zeros(n, dtype=np.uint8))
+        low += w
+    key >>= shift
+    key += base
+    return key, parts
+
+
+#: Up to this many groups, each group's starts are picked by a mask; past it one stable
+#: argsort partitions them all (a pass per group would cost more).
+_MASK_GROUPS = 32
+
+
+def group_starts(s_all: np.ndarray, part: np.ndarray, n_groups: int):
+    """Each group's starts, sorted, from ``sorted_starts``: one array per group 0..n_groups-1."""
+    if n_groups <= _MASK_GROUPS:
+        for g in range(n_groups):
+            yield s_all[part == g + 1]
+        return
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(1, n_groups + 2))
+    grouped = s_all[order]
+    del order
+    for g in range(n_groups):
+        yield grouped[bounds[g]:bounds[g + 1]]
+
+
 def measure_grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
-                          names: list[str]) -> dict[str, dict]:
-    """``measure_steps`` for each group (``rows`` from ``group_rows``) that has rows."""
+                          names: list[str], starts: tuple[np.ndarray, np.ndarray | None] | None = None) -> dict[str, dict]:
+    """``measure_steps`` for each group (``rows`` from ``group_rows``) that has rows.
+
+    ``starts`` is ``(sorted starts, this grouping's partition)`` from ``sorted_starts``: each
+    group's sorted starts are then read from the one sort rather than sorted again.
+    """
     order, bounds = rows
+    ready = group_starts(starts[0], starts[1], len(names)) if starts is not None and starts[1] is not None else None
     out = {}
     for i, name in enumerate(names):
         idx = order[bounds[i]:bounds[i + 1]]
+        s = next(ready) if ready is not None else None
         if idx.size:
-            out[name] = measure_steps(start_us[idx], finish_us[idx])
+            out[name] = measure_steps(start_us[idx], finish_us[idx], starts_sorted=s)
+        del s
     return out
 
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from sandbox_fleet.measure.columns import Frame
-from sandbox_fleet.measure.sql import HOLD_US, query
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_sorted, ratio
 
 
 def triangular(n: np.ndarray) -> np.ndarray:
@@ -60,21 +59,12 @@ def model_error(turn_tokens: float, medians_by_turns: dict[int, float]) -> dict[
             for n, m in sorted(medians_by_turns.items()) if m and n >= 1}
 
 
-_SUMS_SQL = f"""
-SELECT count(*), coalesce(sum({HOLD_US}), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
-       count(cached_tokens), coalesce(sum(cached_tokens), 0),
-       coalesce(sum(input_tokens) FILTER (WHERE cached_tokens IS NOT NULL), 0)
-FROM r WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL
-"""
-
-
 #: Turn counts with fewer rows than this are left out of the turn-curve fit (``--min-turn-rows``).
 MIN_TURN_ROWS = 20
 
 
 def measure_tokens(fr: Frame, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
-    # Exact integer sums in DuckDB; only the per-turn medians need NumPy arrays.
-    rows, hold_us, inp, outp, n_cached, cached, cached_inp = (int(v) for v in query(fr.table, _SUMS_SQL)[0])
+    rows, hold_us, inp, outp, n_cached, cached, cached_inp = _sums(fr)
     sandbox_s = hold_us / US
     out: dict = {
         "rows": rows,
@@ -95,18 +85,73 @@ def measure_tokens(fr: Frame, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     return out
 
 
-_TURNS_SQL = """
-SELECT turns, count(*) AS n,
-       count(input_tokens) AS n_in,
-       quantile_cont(input_tokens, 0.5) AS median_in
-FROM r WHERE turns IS NOT NULL GROUP BY turns ORDER BY turns
-"""
+def _sums(fr: Frame) -> tuple[int, ...]:
+    """Over the rows reporting input and output tokens: rows, summed hold, input, output,
+    rows with cached tokens, cached, and input over those; exact int64 sums, no column copies."""
+    tok = fr.has_tokens
+    with_cached = tok & fr.cached_tokens.valid
+    inp = fr.input_tokens
+    return (int(np.count_nonzero(tok)), int(np.sum(fr.hold_us, where=tok, dtype=np.int64)), inp.sum_where(tok),
+            fr.output_tokens.sum_where(tok), int(np.count_nonzero(with_cached)),
+            fr.cached_tokens.sum_where(with_cached), inp.sum_where(with_cached))
+
+
+def _per_turn(fr: Frame) -> list[tuple[int, int, int, float | None]]:
+    """(turns, rows, rows with input tokens, median input tokens) per turn count, ascending.
+
+    Rows are grouped by turn count with one stable radix sort of small codes; each group's
+    median is a linear-interpolated order statistic (the same as NumPy's default).
+    """
+    has = fr.turns.valid
+    turns = fr.turns.take_where(has)
+    if turns.size == 0:
+        return []
+    values, codes, counts = _dense_codes(turns)
+    del turns
+    in_valid = fr.input_tokens.valid
+    with_in = in_valid[has]
+    codes_in = codes[with_in]
+    del codes, with_in
+    n_in = np.bincount(codes_in, minlength=values.size)
+    grouped = fr.input_tokens.take_where(has & in_valid)[np.argsort(codes_in, kind="stable")]
+    ends = np.cumsum(n_in)
+    out = []
+    for g in range(values.size):
+        part = grouped[ends[g] - n_in[g]:ends[g]]
+        out.append((int(values[g]), int(counts[g]), int(n_in[g]), _median(part) if part.size else None))
+    return out
+
+
+def _dense_codes(turns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct values ascending, each row's index into them, rows per value); a bincount
+    when the range is small (turn counts are), else ``np.unique``."""
+    low, high = int(turns.min()), int(turns.max())
+    if high - low < _DENSE_RANGE:
+        hist = np.bincount(turns - low)
+        present = np.flatnonzero(hist)
+        index = np.cumsum(hist > 0) - 1
+        codes = index.astype(np.min_scalar_type(present.size))[turns - low]
+        return present + low, codes, hist[present]
+    values, codes, counts = np.unique(turns, return_inverse=True, return_counts=True)
+    return values, codes.astype(np.min_scalar_type(values.size)), counts
+
+
+#: Turn-count ranges below this are grouped by a bincount rather than a sort.
+_DENSE_RANGE = 1 << 16
+
+
+def _median(part: np.ndarray) -> float:
+    """Median by linear interpolation between the two middle order statistics (partition, no sort)."""
+    n = part.size
+    lo = (n - 1) // 2
+    hi = min(lo + 1, n - 1) if (n - 1) % 2 else lo
+    picked = np.partition(part, [lo, hi]) if hi != lo else np.partition(part, lo)
+    return quantile_sorted(picked[lo:hi + 1], 0.5 if hi != lo else 0.0)
 
 
 def _turn_figures(fr: Frame, min_turn_rows: int) -> dict:
-    # One GROUP BY turns gives the histogram and the per-turn medians (DuckDB's
-    # quantile_cont interpolates linearly, like NumPy); nothing is copied out per row.
-    rows = query(fr.table, _TURNS_SQL)
+    # One grouping by turns gives the histogram and the per-turn medians.
+    rows = _per_turn(fr)
     values = np.array([r[0] for r in rows], dtype=np.int64)
     counts = np.array([r[1] for r in rows], dtype=np.int64)
     medians = {int(t): float(m) for t, _, n_in, m in rows if n_in}

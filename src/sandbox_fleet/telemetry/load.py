@@ -10,28 +10,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.harbor import read_harbor
-from sandbox_fleet.telemetry.inspect_log import read_inspect
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry
-from sandbox_fleet.telemetry.rst import read_rst
 from sandbox_fleet.telemetry.sniff import sniff
 from sandbox_fleet.telemetry.table import read_table
-from sandbox_fleet.telemetry.tasks import read_tasks_with_warnings
-from sandbox_fleet.telemetry.terminal_bench import read_terminal_bench
 from sandbox_fleet.telemetry.validate import clean_batch, drop_duplicates
 
 
 def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
+    # Each reader is imported when its format is read (the tasks reader pulls in a process pool).
     if fmt == "rst":
+        from sandbox_fleet.telemetry.rst import read_rst
+
         yield from read_rst(Path(path), opts.progress)
     elif fmt == "table":
         yield from read_table(path, opts.column_map, opts.progress, tel)
     elif fmt == "inspect":
+        from sandbox_fleet.telemetry.inspect_log import read_inspect
+
         if not Path(path).exists():
             raise InputError(f"{path}: no such file or directory")
         yield read_inspect(Path(path), opts, tel)
     else:
+        from sandbox_fleet.telemetry.harbor import read_harbor
+        from sandbox_fleet.telemetry.terminal_bench import read_terminal_bench
+
         target = Path(path)
         if not target.exists():
             raise InputError(f"{path}: no such file or directory")
@@ -102,6 +105,8 @@ def load_telemetry(
         raise InputError(f"all {total} rows were rejected ({reasons}); nothing to measure")
     tel.rollouts = rollouts
     if tasks is not None:
+        from sandbox_fleet.telemetry.tasks import read_tasks_with_warnings
+
         tel.tasks, task_warnings = read_tasks_with_warnings(tasks, progress=progress, cache_dir=cache_dir)
         for w in task_warnings:
             warn_once(tel, w)

@@ -7,27 +7,33 @@ Every bar in telemetry and measure draws on ``console()`` and only when its call
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sized
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:
+    from rich.console import Console
 
 T = TypeVar("T")
 
 #: Below this many items a read is quick; a bar would only flicker.
 MIN_ITEMS = 200
 
-_console = Console(stderr=True)
+#: Built on first use: a run without bars (``--json`` into a pipe) never imports rich's progress.
+_console: Console | None = None
 
 
 def console() -> Console:
     """The stderr console every bar draws on (one place to redirect it, e.g. in tests)."""
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console(stderr=True)
     return _console
 
 
 def active(enabled: bool) -> bool:
     """Whether a bar may be drawn: asked for, and stderr is a terminal."""
-    return enabled and _console.is_terminal
+    return enabled and console().is_terminal
 
 
 def track(items: Iterable[T], description: str, enabled: bool = True, min_items: int = MIN_ITEMS) -> Iterator[T]:
@@ -36,12 +42,14 @@ def track(items: Iterable[T], description: str, enabled: bool = True, min_items:
     if not active(enabled) or (total is not None and total < min_items):
         yield from items
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=_console,
+        console=console(),
         transient=True,
     ) as bar:
         task = bar.add_task(description, total=total)

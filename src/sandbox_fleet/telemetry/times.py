@@ -185,6 +185,9 @@ def to_utc(
     Naive values (Arrow timestamps without a zone, ISO strings without an offset) are
     read in ``opts.assume_tz`` and trigger one warning for the whole load.
     """
+    if column.type == TS:
+        # Already canonical (a canonical Parquet file): nothing to convert, so nothing to copy.
+        return column, _no_bad(column), _no_bad(column)
     values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     t = values.type
     if pa.types.is_null(t):
