@@ -122,7 +122,7 @@ class SimResult:
         """Mask of rows that are their rollout's terminal attempt."""
         return self.state != RETRIED
 
-    def derived(self) -> dict[str, np.ndarray]:
+    def derived(self) -> dict:
         """Arrays the invariants and the summary both read, computed once (do not modify them).
 
         ``started``: rows that held a sandbox; ``s0``/``s1``/``hold``: their start, finish and
@@ -130,8 +130,12 @@ class SimResult:
         rows; ``sojourn_start``/``sojourn_end``: per terminal row, the rollout's first arrival
         and its end. Masks that select every row are skipped (no copies).
         """
+        # Keyed on the arrays it reads, so replacing one (as tests do) recomputes it.
+        key = (self.start_s, self.finish_s, self.arrival_s, self.state, self.rollout, self.rollout_arrival_s)
         d = self._derived
-        if not d:
+        if len(d.get("key", ())) != len(key) or any(a is not b for a, b in zip(d["key"], key)):
+            d.clear()
+            d["key"] = key
             started = ~np.isnan(self.start_s)
             all_started = bool(started.all())
             term = self.state != RETRIED
