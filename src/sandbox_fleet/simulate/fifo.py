@@ -18,7 +18,7 @@ from heapq import heappop, heappush, heapreplace
 import numpy as np
 
 from sandbox_fleet.simulate.entities import RETRIED, Fleet
-from sandbox_fleet.simulate.prepare import Prepared
+from sandbox_fleet.simulate.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.trainer import RLState
 from sandbox_fleet.simulate.workloads import CLOSED, RL
 
@@ -253,7 +253,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     start = np.array(a_start, dtype=float)
     arrival = np.array(a_enq, dtype=float)
     if na:
-        arrival[np.asarray(arr_r, dtype=np.int64)] = arr_t  # open arrivals: their given times
+        arrival[ids_index(arr_r)] = prep.arr_t_np  # open arrivals: their given times
     state = prep.plan.copy()
     state[np.asarray(retried_first, dtype=np.int64)] = RETRIED
     first = {

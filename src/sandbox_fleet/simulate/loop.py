@@ -22,7 +22,7 @@ import numpy as np
 from sandbox_fleet.simulate import events as ev
 from sandbox_fleet.simulate.entities import EXCEPTION
 from sandbox_fleet.simulate.loop_state import RUNNING, LoopState
-from sandbox_fleet.simulate.prepare import Prepared
+from sandbox_fleet.simulate.prepare import Prepared, ids_index
 
 PROGRESS_EVERY = 1 << 16
 FIRST_AS_DRAWN = {"phase": "phase", "build_s": "build", "agent_s": "agent", "verify_s": "verify"}
@@ -161,7 +161,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
         else:
             first[k] = np.array(v[:N] if len(v) > N else v, dtype=np.int8 if k in ("state", "phase") else float)
     if na:
-        first["arrival_s"][np.asarray(arr_r, dtype=np.int64)] = arr_t  # open arrivals queue when they arrive
+        first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
     extra = {k: v[N:] for k, v in cols.items()}
     extra["rollout"] = a_roll[N:]
     extra["attempt"] = st.a_try[N:]

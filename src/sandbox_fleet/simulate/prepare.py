@@ -46,13 +46,14 @@ class Prepared:
     hold: list[float]
     may_retry: list[bool]  # ends in a retryable exception with retry budget left
     arr_t: list[float]  # open arrivals, sorted; ties: lower workload, then release order
-    arr_r: list[int]
+    arr_r: list[int] | range  # their rollout ids (a range when they arrive in id order)
     retry_pos: dict[int, int]  # rollout -> first row of its pre-drawn retries in retry_block
     retry_block: list[tuple[float, float, float, float, int, int]]
     max_retries: list[int]
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
     arr_in_order: bool = False  # arr_r is 0, 1, ..., n-1: one open workload, nothing else
+    arr_t_np: np.ndarray | None = None  # arr_t as an array
     inference: object = None  # inference.Inference: model calls served by a pool
     turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
 
@@ -125,8 +126,8 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
             continue
         times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))
         ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
-    arr_t, arr_r = _merge_arrivals(times, ids)
-    arr_in_order = len(times) == 1 and len(workloads) == 1 and (not arr_r or arr_r[0] == 0 and arr_r[-1] == len(arr_r) - 1)
+    arr_t_np, arr_r = _merge_arrivals(times, ids, offsets)
+    arr_in_order = len(workloads) == 1 and isinstance(arr_r, range)
 
     r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
     # concatenate copies; astype(copy=False) then keeps that one copy
@@ -186,9 +187,10 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         verify_raw=verify_raw,
         hold=hold.tolist(),
         may_retry=may_retry.tolist() if retrying.any() else [False] * int(offsets[-1]),
-        arr_t=arr_t,
+        arr_t=arr_t_np.tolist(),
         arr_r=arr_r,
         arr_in_order=arr_in_order,
+        arr_t_np=arr_t_np,
         retry_pos=retry_pos,
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],
@@ -199,6 +201,13 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     )
 
 
+def ids_index(ids: list[int] | range) -> np.ndarray | slice:
+    """Rollout ids (``arr_r``) as a NumPy index: a slice when they are a range."""
+    if isinstance(ids, range):
+        return slice(ids.start, ids.stop)
+    return np.asarray(ids, dtype=np.int64)
+
+
 def _repeat_list(values, counts: list[int]) -> list[int]:
     """``values[w]`` repeated ``counts[w]`` times, as one list (faster than NumPy's repeat + tolist)."""
     out: list[int] = []
@@ -207,16 +216,17 @@ def _repeat_list(values, counts: list[int]) -> list[int]:
     return out
 
 
-def _merge_arrivals(times: list[np.ndarray], ids: list[np.ndarray]) -> tuple[list[float], list[int]]:
-    """Every open arrival in time order (a stable sort: ties keep workload, then release, order)."""
+def _merge_arrivals(times: list[np.ndarray], ids: list[np.ndarray], offsets: np.ndarray) -> tuple[np.ndarray, list[int] | range]:
+    """Every open arrival in time order (a stable sort: ties keep workload, then release, order):
+    the times, and the rollout ids (a range when one workload's stream is already in order)."""
     if not times:
-        return [], []
+        return np.zeros(0), []
     if len(times) == 1 and (times[0].size < 2 or bool(np.all(times[0][1:] >= times[0][:-1]))):
         # one stream already in order: the stable sort would leave it as it is
-        return times[0].tolist(), ids[0].tolist()
+        return times[0], range(int(ids[0][0]), int(ids[0][0]) + ids[0].size) if ids[0].size else []
     t_all, id_all = np.concatenate(times), np.concatenate(ids)
     order = np.argsort(t_all, kind="stable")
-    return t_all[order].tolist(), id_all[order].tolist()
+    return t_all[order], id_all[order].tolist()
 
 
 def _served(inference, workloads, episodes, pools, draws) -> object:
