@@ -8,7 +8,13 @@ NumPy and runs the heapreplace recursion. Times are taken inside each process ar
 the work (wall and CPU). Prints medians over the rounds and the ratio ours/peer
 (target >= 0.9).
 
-Usage: python benchmarks/bench_fifo.py [--rounds 5] [--caps 10 3000] [--src DIR]
+With numba installed (the ``fast`` extra) it also times the recursion alone, pure
+(``simulate.fifo.place_stream``) against the compiled prototype in ``numba_fifo.py``
+(1M rollouts, in-process, after compiling), and what a fresh process pays before the
+kernel first runs (importing numba and loading the cached kernel): the figures behind
+the decision not to ship the kernel (BENCHMARKS.md).
+
+Usage: python benchmarks/bench_fifo.py [--rounds 5] [--caps 10 3000] [--src DIR] [--no-numba]
 """
 
 from __future__ import annotations
@@ -68,11 +74,68 @@ def marginal(rounds: int, c: int, src: str | None) -> dict:
     return rates
 
 
+NUMBA_CHILD = r"""
+import sys, time
+sys.path.insert(0, HERE)
+t0 = time.perf_counter()
+import numba_fifo
+numba_fifo.place_stream([0.0] * 3, [1.0, 2.0], [1.0, 1.0], 0.0)
+print(time.perf_counter() - t0)
+"""
+
+
+def numba_figures(caps: list[int], rounds: int) -> None:
+    """The recursion alone, pure vs compiled, and the compiled kernel's one-time cost per process."""
+    import importlib.util
+
+    if importlib.util.find_spec("numba") is None:
+        print("numba not installed (pip install -e '.[fast]'): compiled-kernel figures skipped")
+        return
+    import time
+
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    import numba_fifo
+
+    from sandbox_fleet.simulate.fifo import place_stream
+
+    n = 1_000_000
+    numba_fifo.place_stream([0.0] * 3, [1.0, 2.0], [1.0, 1.0], 0.0)  # compile (or load the cache)
+    print(f"FIFO recursion alone, {n:,} rollouts, in-process, median of {rounds} (CPU seconds)")
+    for c in caps:
+        rng = np.random.default_rng(1)
+        arr = np.cumsum(rng.exponential(1.0 / (RHO * c * MU), n))
+        hold = rng.exponential(1.0 / MU, n)
+        arr_l, hold_l = arr.tolist(), hold.tolist()
+        pure, comp = [], []
+        for _ in range(rounds):
+            c0 = time.process_time()
+            a = place_stream([0.0] * c, arr_l, hold_l, 0.0)
+            c1 = time.process_time()
+            b = numba_fifo.place_stream([0.0] * c, arr, hold, 0.0)
+            c2 = time.process_time()
+            pure.append(c1 - c0)
+            comp.append(c2 - c1)
+        same = np.array_equal(np.asarray(a), b)
+        p, k = statistics.median(pure), statistics.median(comp)
+        print(f"  c={c:<5} pure {n / p:>12,.0f}/s  numba {n / k:>12,.0f}/s  ({p / k:.1f}x; saves {p - k:.3f} s per "
+              f"1M rollouts; identical start times: {same})")
+    once = []
+    for _ in range(rounds):
+        out = subprocess.run([sys.executable, "-c", NUMBA_CHILD.replace("HERE", repr(str(HERE)))], check=True,
+                             capture_output=True, text=True).stdout
+        once.append(float(out.strip().splitlines()[-1]))
+    print(f"  one-time cost in a fresh process (import numba + load the cached kernel): median "
+          f"{statistics.median(once):.2f} s (min {min(once):.2f} s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--caps", type=int, nargs="+", default=[10, 3000])
     ap.add_argument("--src", help="put this src directory first on PYTHONPATH (compare another checkout)")
+    ap.add_argument("--no-numba", action="store_true", help="skip the compiled-kernel figures")
     args = ap.parse_args()
     print(f"FIFO path vs minimal peer: marginal rollouts/s = 1M / (t({LARGE:,}) - t({SMALL:,})), "
           f"M/M/c at utilisation {RHO}, median of {args.rounds} alternating rounds")
@@ -84,6 +147,8 @@ def main() -> None:
             print(f"  c={c:<5} {k:4s} ours {ours:>11,.0f}/s  peer {peer:>11,.0f}/s  "
                   f"ratio {ours / peer:.2f} (target >= 0.9; per-round ratios "
                   f"{', '.join(f'{a / b:.2f}' for a, b in zip(r['ours'][k], r['peer'][k]))})")
+    if not args.no_numba:
+        numba_figures(args.caps, args.rounds)
 
 
 if __name__ == "__main__":
