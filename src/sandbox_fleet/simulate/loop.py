@@ -85,7 +85,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             clock_ok = False
         dt = t - now
         area_busy += busy * dt
-        area_wait += waiting * dt
+        if waiting:  # adding 0 * dt would leave it as it is
+            area_wait += waiting * dt
         now = t
         n_events += 1
         if kind == FINISH:
@@ -152,8 +153,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     cols = {"arrival_s": st.a_enq, "start_s": a_start, "finish_s": a_fin, "state": a_state, "phase": st.a_phase,
             "build_s": st.a_build, "agent_s": st.a_agent, "verify_s": st.a_verify}
     # Only preemption, queue timeouts and the inference pool rewrite a first attempt's phases.
-    rewritten = driver is not None or any(pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None
-                                          for pl in st.pools)
+    rewritten = st.phases_kept and (driver is not None or any(
+        pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in st.pools))
     first = {}
     for k, v in cols.items():
         if not rewritten and k in FIRST_AS_DRAWN:
@@ -162,7 +163,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             first[k] = np.array(v[:N] if len(v) > N else v, dtype=np.int8 if k in ("state", "phase") else float)
     if na:
         first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
-    extra = {k: v[N:] for k, v in cols.items()}
+    extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}
     extra["rollout"] = a_roll[N:]
     extra["attempt"] = st.a_try[N:]
     st.busy, st.waiting, st.done = busy, waiting, done

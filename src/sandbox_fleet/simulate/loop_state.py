@@ -65,8 +65,16 @@ class LoopState:
         self.a_fin = [math.nan] * N
         self.a_state = [PENDING] * N
         self.a_phase = prep.phase.tolist()
-        self.a_build, self.a_agent, self.a_verify = prep.build.tolist(), prep.agent.tolist(), prep.verify.tolist()
-        self.a_hold = list(prep.hold)
+        # Phase durations are read or rewritten only by start caps, retries, preemption, queue
+        # timeouts and the inference pool; without them the drawn arrays are the result (None here).
+        self.phases_kept = prep.inference is not None or any(m > 0 for m in prep.max_retries) or any(
+            pl.start_cap is not None or pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in pools)
+        if self.phases_kept:
+            self.a_build, self.a_agent, self.a_verify = prep.build.tolist(), prep.agent.tolist(), prep.verify.tolist()
+        else:
+            self.a_build = self.a_agent = self.a_verify = None
+        # retries append rows: then a copy, so prep's list stays the first attempts'
+        self.a_hold = list(prep.hold) if any(m > 0 for m in prep.max_retries) else prep.hold
         self.a_plan = prep.plan.tolist()
         self.a_slot = [-1] * N
         self.a_try = [0] * N
@@ -197,13 +205,12 @@ class LoopState:
         self.a_state[row] = RUNNING
         self.a_slot[row] = slot
         self.busy += 1
-        b = self.a_build[row]
         if self.start_cap[p] is not None:
             # Pushed before the finish so a zero-length episode frees its start slot first.
             self.building[p] += 1
-            self.push(now + b, ev.BUILD_DONE, row)
+            self.push(now + self.a_build[row], ev.BUILD_DONE, row)
         if self.driver is not None and self.a_phase[row] != BUILD:
-            self.push(now + b, ev.TURN, row)  # the hold unfolds turn by turn
+            self.push(now + self.a_build[row], ev.TURN, row)  # the hold unfolds turn by turn
         else:
             self.push(now + self.a_hold[row], ev.FINISH, row)
         if slot >= 0:
