@@ -1,4 +1,5 @@
-"""Compiled twin of ``simulate.fifo.place_stream`` (numba; see ``fast/__init__.py``).
+"""A numba twin of ``simulate.fifo.place_stream``: the prototype behind the decision not to
+ship a compiled FIFO kernel (``bench_fifo.py`` times it; BENCHMARKS.md, issue 12).
 
 The recursion only ever reads the smallest slot-free time, so any correct min-heap
 gives the same start times as ``heapq``: each start is ``max(arrival, earliest free)``
