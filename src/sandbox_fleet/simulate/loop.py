@@ -38,28 +38,6 @@ def inline_pools(st: LoopState) -> list[bool]:
     return [c and pl.start_cap is None and pl.queue_timeout_s is None for pl, c in zip(st.pools, st.counted)]
 
 
-def columns(st: LoopState) -> tuple[dict, dict]:
-    """The attempt lists as the engine's columns: first attempts as arrays, retries as lists."""
-    prep, N = st.prep, st.n
-    cols = {"arrival_s": st.a_enq, "start_s": st.a_start, "finish_s": st.a_fin, "state": st.a_state, "phase": st.a_phase,
-            "build_s": st.a_build, "agent_s": st.a_agent, "verify_s": st.a_verify}
-    # Only preemption, queue timeouts and the inference pool rewrite a first attempt's phases.
-    rewritten = st.phases_kept and (st.driver is not None or any(
-        pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in st.pools))
-    first = {}
-    for k, v in cols.items():
-        if not rewritten and k in FIRST_AS_DRAWN:
-            first[k] = getattr(prep, FIRST_AS_DRAWN[k])
-        else:
-            first[k] = np.array(v[:N] if len(v) > N else v, dtype=np.int8 if k in ("state", "phase") else float)
-    if prep.arr_r:
-        first["arrival_s"][ids_index(prep.arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
-    extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}
-    extra["rollout"] = st.a_roll[N:]
-    extra["attempt"] = st.a_try[N:]
-    return first, extra
-
-
 def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: int = PROGRESS_EVERY) -> dict:
     """Run the general loop; ``audit(state)`` (tests) is called with ``on_progress``."""
     st = LoopState(prep)
@@ -174,7 +152,22 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
 
     if driver is not None:
         driver.pool.close(now)
-    first, extra = columns(st)
+    cols = {"arrival_s": st.a_enq, "start_s": a_start, "finish_s": a_fin, "state": a_state, "phase": st.a_phase,
+            "build_s": st.a_build, "agent_s": st.a_agent, "verify_s": st.a_verify}
+    # Only preemption, queue timeouts and the inference pool rewrite a first attempt's phases.
+    rewritten = st.phases_kept and (driver is not None or any(
+        pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in st.pools))
+    first = {}
+    for k, v in cols.items():
+        if not rewritten and k in FIRST_AS_DRAWN:
+            first[k] = getattr(prep, FIRST_AS_DRAWN[k])
+        else:
+            first[k] = np.array(v[:N] if len(v) > N else v, dtype=np.int8 if k in ("state", "phase") else float)
+    if na:
+        first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
+    extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}
+    extra["rollout"] = a_roll[N:]
+    extra["attempt"] = st.a_try[N:]
     st.busy, st.waiting, st.done = busy, waiting, done
     if audit is not None:
         audit(st)
