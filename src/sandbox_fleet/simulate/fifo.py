@@ -18,7 +18,7 @@ from heapq import heappop, heappush, heapreplace
 import numpy as np
 
 from sandbox_fleet.simulate.entities import RETRIED, Fleet
-from sandbox_fleet.simulate.prepare import Prepared
+from sandbox_fleet.simulate.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.trainer import RLState
 from sandbox_fleet.simulate.workloads import CLOSED, RL
 
@@ -37,6 +37,26 @@ def eligible(prep: Prepared) -> bool:
     if prep.inference is not None or any(wl.kind == CLOSED for wl in prep.workloads):
         return False
     return all(pool_eligible(pl) for pl in prep.pools)
+
+
+def place_stream(free: list[float], arr_t: list[float], hold: list[float], provision_s: float) -> list[float]:
+    """Start times of attempts arriving at ``arr_t`` (sorted) holding ``hold`` on one pool
+    whose slots are next free at the times in the heap ``free`` (updated in place)."""
+    starts: list[float] = []
+    put = starts.append
+    if provision_s:
+        for t, h in zip(arr_t, hold):
+            f0 = free[0]
+            s = f0 if f0 > t else t
+            heapreplace(free, s + h + provision_s)
+            put(s)
+    else:  # s + h + 0.0 is s + h: one addition fewer
+        for t, h in zip(arr_t, hold):
+            f0 = free[0]
+            s = f0 if f0 > t else t
+            heapreplace(free, s + h)
+            put(s)
+    return starts
 
 
 def run_fifo(prep: Prepared, on_progress=None) -> dict:
@@ -112,6 +132,15 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     single = slots[0] if len(slots) == 1 and slots[0] is not None else None
     pv0 = prov[0]
     any_retry = any(may_retry)  # nothing can retry: the hot loop skips the bookkeeping
+    if single is not None and not any_retry and not heap and na:
+        # Open arrivals only, nothing retries: the whole stream in one pass. The stream is
+        # sorted by construction (prepare), so the clock only moves forward.
+        if prep.arr_in_order:
+            a_start = place_stream(single, arr_t, hold, pv0)
+        else:
+            for r, s in zip(arr_r, place_stream(single, arr_t, [hold[r] for r in arr_r], pv0)):
+                a_start[r] = s
+        ai, last_t = na, arr_t[-1]
     while True:
         top = heap[0][0] if heap else INF
         if single is not None and not any_retry:
@@ -224,7 +253,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     start = np.array(a_start, dtype=float)
     arrival = np.array(a_enq, dtype=float)
     if na:
-        arrival[np.asarray(arr_r, dtype=np.int64)] = arr_t  # open arrivals: their given times
+        arrival[ids_index(arr_r)] = prep.arr_t_np  # open arrivals: their given times
     state = prep.plan.copy()
     state[np.asarray(retried_first, dtype=np.int64)] = RETRIED
     first = {

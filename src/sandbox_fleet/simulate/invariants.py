@@ -33,7 +33,8 @@ def check_invariants(res, n_expected: int) -> None:
     # one_terminal_state
     if np.any((res.state < 0) | (res.state > RETRIED)):
         fail("one_terminal_state", "an attempt was still running when the run ended")
-    term = res.state <= DROPPED  # codes 0..3 are the terminal states
+    d = res.derived()
+    term = d["term"]  # codes 0..3 (<= DROPPED, so != RETRIED) are the terminal states
     counts = np.bincount(res.rollout[term], minlength=n_expected)
     if counts.size != n_expected or np.any(counts != 1):
         bad = np.flatnonzero(counts != 1)
@@ -47,13 +48,12 @@ def check_invariants(res, n_expected: int) -> None:
     if not res.clock_monotonic:
         fail("clock_monotonic", "an event was processed before the current time")
 
-    started = ~np.isnan(res.start_s)
-    s0, s1 = res.start_s[started], res.finish_s[started]
-    if np.any(s0 < res.arrival_s[started]):
+    started, s0, s1 = d["started"], d["s0"], d["s1"]
+    if np.any(s0 < (res.arrival_s if s0.size == started.size else res.arrival_s[started])):
         fail("no_start_before_arrival", "an attempt started before it arrived")
     if np.any(s1 < s0):
         fail("no_start_before_arrival", "an attempt finished before it started")
-    if np.any(started & (res.state == DROPPED)) or np.any(~started & (res.state != DROPPED)):
+    if not np.array_equal(res.state == DROPPED, ~started):
         fail("one_terminal_state", "dropped attempts must be exactly those that never started")
 
     for p, fleet in enumerate(res.fleets):
@@ -64,15 +64,13 @@ def check_invariants(res, n_expected: int) -> None:
     # waiting, accumulated by the event loop, must equal the sums of holds and of
     # waits. The fifo path has no running integral; there the integral of rollouts in
     # the system (first arrival to terminal end) is their sojourns summed on whole microseconds.
-    ends = np.where(started, res.start_s, res.finish_s)
-    holds = float(np.sum(s1 - s0))
-    waits = float(np.sum(ends - res.arrival_s))
+    holds = float(np.sum(d["hold"]))
+    waits = float(np.sum(d["waits"]))
     rounding = 0.0
     if res.area_busy is not None:
         checks = (("busy", res.area_busy, holds), ("waiting", res.area_wait, waits))
     else:
-        sojourn_end = res.finish_s[term]
-        sojourn_start = res.rollout_arrival_s[res.rollout[term]]
+        sojourn_end, sojourn_start = d["sojourn_end"], d["sojourn_start"]
         checks = (("in_system", integral(sojourn_start, sojourn_end), holds + waits),)
         rounding = 1e-6 * sojourn_end.size  # the sweep line runs on whole microseconds
     # Each time carries a float error of one ulp of its magnitude, so late clocks (far

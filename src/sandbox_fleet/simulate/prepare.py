@@ -46,12 +46,14 @@ class Prepared:
     hold: list[float]
     may_retry: list[bool]  # ends in a retryable exception with retry budget left
     arr_t: list[float]  # open arrivals, sorted; ties: lower workload, then release order
-    arr_r: list[int]
+    arr_r: list[int] | range  # their rollout ids (a range when they arrive in id order)
     retry_pos: dict[int, int]  # rollout -> first row of its pre-drawn retries in retry_block
     retry_block: list[tuple[float, float, float, float, int, int]]
     max_retries: list[int]
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
+    arr_in_order: bool = False  # arr_r is 0, 1, ..., n-1: one open workload, nothing else
+    arr_t_np: np.ndarray | None = None  # arr_t as an array
     inference: object = None  # inference.Inference: model calls served by a pool
     turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
 
@@ -124,33 +126,31 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
             continue
         times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))
         ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
-    if times:
-        t_all, id_all = np.concatenate(times), np.concatenate(ids)
-        order = np.argsort(t_all, kind="stable")
-        arr_t, arr_r = t_all[order].tolist(), id_all[order].tolist()
-    else:
-        arr_t, arr_r = [], []
+    arr_t_np, arr_r = _merge_arrivals(times, ids, offsets)
+    arr_in_order = len(workloads) == 1 and isinstance(arr_r, range)
 
     r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
-    build = np.concatenate(parts["b"]).astype(float)
-    agent = np.concatenate(parts["a"]).astype(float)
-    verify = np.concatenate(parts["v"]).astype(float)
-    plan = np.concatenate(parts["s"]).astype(np.int8)
-    phase = np.concatenate(parts["p"]).astype(np.int8)
+    # concatenate copies; astype(copy=False) then keeps that one copy
+    build = np.concatenate(parts["b"]).astype(float, copy=False)
+    agent = np.concatenate(parts["a"]).astype(float, copy=False)
+    verify = np.concatenate(parts["v"]).astype(float, copy=False)
+    plan = np.concatenate(parts["s"]).astype(np.int8, copy=False)
+    phase = np.concatenate(parts["p"]).astype(np.int8, copy=False)
     hold = build + agent + verify
-    agent_raw = np.concatenate(parts["ar"]).astype(float)
-    verify_raw = np.concatenate(parts["vr"]).astype(float)
+    agent_raw = np.concatenate(parts["ar"]).astype(float, copy=False)
+    verify_raw = np.concatenate(parts["vr"]).astype(float, copy=False)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
     table = np.zeros((len(workloads), len(PHASE_NAMES)), dtype=bool)
     for w, wl in enumerate(workloads):
         if wl.retry.max_retries > 0:
             table[w, list(wl.retry.phase_codes)] = True
-    may_retry = (plan == EXCEPTION) & table[r_work, phase]
+    retrying = table.any(axis=1)
+    may_retry = (plan == EXCEPTION) & table[r_work, phase] if retrying.any() else np.zeros(plan.size, dtype=bool)
 
     # Retries of rollouts whose first attempt is retryable: max_retries attempts each.
     retry_pos: dict[int, int] = {}
     retry_block: list = []
-    r_label = np.concatenate(parts["l"]).astype(np.int64)
+    r_label = np.concatenate(parts["l"]).astype(np.int64, copy=False)
     for w, ep in enumerate(episodes):
         m = workloads[w].retry.max_retries
         ids = np.flatnonzero(may_retry[offsets[w] : offsets[w + 1]])
@@ -174,8 +174,8 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         counts=counts,
         offsets=offsets,
         n=int(offsets[-1]),
-        r_work=r_work.tolist(),
-        r_pool=np.asarray([wl.pool for wl in workloads], dtype=np.int64)[r_work].tolist(),
+        r_work=_repeat_list(range(len(workloads)), counts),
+        r_pool=_repeat_list([wl.pool for wl in workloads], counts),
         r_label=r_label,
         build=build,
         agent=agent,
@@ -186,9 +186,11 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         agent_raw=agent_raw,
         verify_raw=verify_raw,
         hold=hold.tolist(),
-        may_retry=may_retry.tolist(),
-        arr_t=arr_t,
+        may_retry=may_retry.tolist() if retrying.any() else [False] * int(offsets[-1]),
+        arr_t=arr_t_np.tolist(),
         arr_r=arr_r,
+        arr_in_order=arr_in_order,
+        arr_t_np=arr_t_np,
         retry_pos=retry_pos,
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],
@@ -197,6 +199,34 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
     )
+
+
+def ids_index(ids: list[int] | range) -> np.ndarray | slice:
+    """Rollout ids (``arr_r``) as a NumPy index: a slice when they are a range."""
+    if isinstance(ids, range):
+        return slice(ids.start, ids.stop)
+    return np.asarray(ids, dtype=np.int64)
+
+
+def _repeat_list(values, counts: list[int]) -> list[int]:
+    """``values[w]`` repeated ``counts[w]`` times, as one list (faster than NumPy's repeat + tolist)."""
+    out: list[int] = []
+    for v, c in zip(values, counts):
+        out += [v] * c
+    return out
+
+
+def _merge_arrivals(times: list[np.ndarray], ids: list[np.ndarray], offsets: np.ndarray) -> tuple[np.ndarray, list[int] | range]:
+    """Every open arrival in time order (a stable sort: ties keep workload, then release, order):
+    the times, and the rollout ids (a range when one workload's stream is already in order)."""
+    if not times:
+        return np.zeros(0), []
+    if len(times) == 1 and (times[0].size < 2 or bool(np.all(times[0][1:] >= times[0][:-1]))):
+        # one stream already in order: the stable sort would leave it as it is
+        return times[0], range(int(ids[0][0]), int(ids[0][0]) + ids[0].size) if ids[0].size else []
+    t_all, id_all = np.concatenate(times), np.concatenate(ids)
+    order = np.argsort(t_all, kind="stable")
+    return t_all[order], id_all[order].tolist()
 
 
 def _served(inference, workloads, episodes, pools, draws) -> object:

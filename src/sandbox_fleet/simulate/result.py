@@ -65,6 +65,7 @@ class SimResult:
     n_rollouts: int = 0
     inference: object = None  # inference.figures.ServedRun when an inference pool served the model calls
     _sweeps: dict = field(default_factory=dict, repr=False)
+    _derived: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, *, workloads, fleets, offsets, r_label, rows, r_arrival, rl, preemptions, area_busy, area_wait, end_s, engine):
@@ -74,7 +75,12 @@ class SimResult:
             order = np.lexsort((att, roll))
             rows = {k: v[order] for k, v in rows.items()}
             roll, att = rows["rollout"], rows["attempt"]
-        wk = np.searchsorted(offsets, roll, side="right") - 1
+        if roll.size == offsets[-1]:  # one row per rollout, in rollout order
+            wk = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+            label = np.asarray(r_label, dtype=np.int64)
+        else:
+            wk = np.searchsorted(offsets, roll, side="right") - 1
+            label = np.asarray(r_label, dtype=np.int64)[roll]
         return cls(
             workloads=workloads,
             fleets=fleets,
@@ -85,12 +91,12 @@ class SimResult:
             arrival_s=rows["arrival_s"],
             start_s=rows["start_s"],
             finish_s=rows["finish_s"],
-            state=rows["state"].astype(np.int8),
-            phase=rows["phase"].astype(np.int8),
+            state=rows["state"].astype(np.int8, copy=False),
+            phase=rows["phase"].astype(np.int8, copy=False),
             build_s=rows["build_s"],
             agent_s=rows["agent_s"],
             verify_s=rows["verify_s"],
-            label=np.asarray(r_label, dtype=np.int64)[roll],
+            label=label,
             rollout_arrival_s=np.asarray(r_arrival, dtype=float),
             steps=rl,
             preemptions=preemptions,
@@ -115,6 +121,36 @@ class SimResult:
     def terminal(self) -> np.ndarray:
         """Mask of rows that are their rollout's terminal attempt."""
         return self.state != RETRIED
+
+    def derived(self) -> dict:
+        """Arrays the invariants and the summary both read, computed once (do not modify them).
+
+        ``started``: rows that held a sandbox; ``s0``/``s1``/``hold``: their start, finish and
+        hold; ``waits``: per row, queue entry to start (or to the drop); ``term``: terminal
+        rows; ``sojourn_start``/``sojourn_end``: per terminal row, the rollout's first arrival
+        and its end. Masks that select every row are skipped (no copies).
+        """
+        # Keyed on the arrays it reads, so replacing one (as tests do) recomputes it.
+        key = (self.start_s, self.finish_s, self.arrival_s, self.state, self.rollout, self.rollout_arrival_s)
+        d = self._derived
+        if len(d.get("key", ())) != len(key) or any(a is not b for a, b in zip(d["key"], key)):
+            d.clear()
+            d["key"] = key
+            started = ~np.isnan(self.start_s)
+            all_started = bool(started.all())
+            term = self.state != RETRIED
+            all_term = bool(term.all())
+            s0 = self.start_s if all_started else self.start_s[started]
+            s1 = self.finish_s if all_started else self.finish_s[started]
+            ends = self.start_s if all_started else np.where(started, self.start_s, self.finish_s)
+            if all_term and self.rollout.size == self.n_rollouts:  # rows are rollouts 0..n-1
+                sojourn_end, sojourn_start = self.finish_s, self.rollout_arrival_s
+            else:
+                sojourn_end = self.finish_s[term]
+                sojourn_start = self.rollout_arrival_s[self.rollout[term]]
+            d.update(started=started, term=term, s0=s0, s1=s1, hold=s1 - s0, waits=ends - self.arrival_s,
+                     sojourn_start=sojourn_start, sojourn_end=sojourn_end)
+        return d
 
     def concurrency_stats(self, pool: int | None = None) -> dict:
         """Sweep-line concurrency of all pools together (``None``) or of one pool; cached."""
