@@ -6,7 +6,9 @@ Bad input surfaces as ``InputError``: one line on stderr, exit status 2.
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -530,10 +532,29 @@ def _app_for(argv: list[str]) -> typer.Typer:
     return app
 
 
+@contextmanager
+def _no_pydantic_plugins():
+    """Pydantic plugins off while the CLI runs, unless ``PYDANTIC_DISABLE_PLUGINS`` is set.
+
+    The CLI validates only its own models; looking plugins up reads every installed package's
+    metadata the first time a model is built, a start-up cost for nothing (Typer does the same
+    for its parameter adapters). Set the variable (e.g. to ``""``) to let plugins see the CLI's models.
+    """
+    if "PYDANTIC_DISABLE_PLUGINS" in os.environ:
+        yield
+        return
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+
+
 def main() -> None:
     """Console-script entry point: run the app, turning InputError and OSError into one line + exit 2."""
     try:
-        _app_for(sys.argv[1:])()
+        with _no_pydantic_plugins():
+            _app_for(sys.argv[1:])()
     except InputError as exc:
         _fail(str(exc), exc.exit_code)
     except OSError as exc:  # a file the command could not read or write: name it, no traceback
