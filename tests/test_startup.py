@@ -108,3 +108,8 @@ def test_output_models_build_their_validators_on_first_use():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True).stdout
     assert json.loads(out) == [[], ["measure"]]
+
+
+def test_check_json_prints_without_rich():
+    # the table is the only thing check draws with Rich; --json prints one JSON object
+    assert _under(_modules("check", str(EXAMPLE), "--json"), "rich") == []
