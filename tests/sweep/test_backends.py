@@ -148,3 +148,19 @@ def test_an_error_in_any_chunk_surfaces_unchanged(monkeypatch, bad):
     monkeypatch.setattr(backends, "IN_PROCESS_BELOW_S", 0.0)  # force the pool for these quick tasks
     with pytest.raises(InputError, match=f"task {bad} is bad"):
         run_tasks(fail_on, [(i, bad) for i in range(8)], workers=2)
+
+
+def lagging_helper(i: int, parent: int) -> int:
+    if os.getpid() != parent:
+        time.sleep(30)  # a helper that never gets a core
+    return i
+
+
+def test_a_helper_that_lags_delays_nothing(monkeypatch):
+    from sandbox_fleet.sweep import backends
+
+    monkeypatch.setattr(backends, "IN_PROCESS_BELOW_S", 0.0)
+    t0 = time.perf_counter()
+    out = run_tasks(lagging_helper, [(i, os.getpid()) for i in range(12)], workers=2)
+    assert out == list(range(12))  # every chunk the helper held was run here too
+    assert time.perf_counter() - t0 < 10  # and the helper was stopped, not waited for

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,14 +25,14 @@ RAY_HINT = "pip install 'sandbox-fleet[ray]'"
 #: A local sweep whose tasks add up to less than this (judged by the first) runs in-process:
 #: forking a helper, shipping its chunks and waiting for its last one cost tens of milliseconds,
 #: more than a second core wins back below this.
-IN_PROCESS_BELOW_S = 0.25
+IN_PROCESS_BELOW_S = 0.3
 #: Each worker computes alone: BLAS and OpenMP pools would only fight the other workers for cores.
 WORKER_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 #: OpenBLAS's thread-count setters (plain builds, and NumPy's bundled scipy-openblas builds).
 OPENBLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads")
 #: A chunk of tasks (one round trip to a helper) runs about this long: shipping a task and its result
 #: costs a fraction of a millisecond, so millisecond tasks go in chunks; short chunks keep small
-#: what this process may wait for at the end (the chunks a helper holds).
+#: the work run twice at the end (the chunks a lagging helper holds, which this process runs too).
 CHUNK_S = 0.02
 #: ...and the tasks come in at least this many chunks per worker, so the workers finish together.
 CHUNKS_PER_WORKER = 8
@@ -147,9 +147,11 @@ def _pool(fn, tasks, n: int, progress: bool, label: str, size: int = 1) -> list[
     """Run ``tasks`` on ``n`` workers, this process being one of them; results in task order.
 
     Tasks go in chunks of ``size``. The ``n - 1`` helper processes take chunks from the front; this
-    process takes them from the back, each one a helper has not started yet (a pending future it
-    can cancel), until the two meet. So a helper that gets no core (a loaded machine) costs at most
-    the chunks it holds, and ``n`` workers are not slower than one.
+    process takes them from the back, first those no helper has started (a pending future it can
+    cancel), then, going on towards the front, any a helper has not finished yet: it runs that
+    chunk itself rather than wait, and stops the helpers still busy at the end. So a helper that
+    gets no core (a loaded machine) delays nothing, and ``n`` workers are not slower than one.
+    ``fn`` must be a pure function of its task (a chunk may run twice; both give the same result).
     """
     starts = list(range(0, len(tasks), size))
     results: list[Any] = [None] * len(tasks)
@@ -163,28 +165,36 @@ def _pool(fn, tasks, n: int, progress: bool, label: str, size: int = 1) -> list[
             futures = [pool.submit(_run_chunk, fn, list(tasks[i:i + size])) for i in starts]
             try:
                 with _progress(progress, len(tasks), label) as tick:
-                    for k in reversed(range(len(starts))):
-                        if not futures[k].cancel():
-                            break  # a helper has it, and every chunk before it
-                        chunk = _run_chunk(fn, list(tasks[starts[k]:starts[k] + size]))
-                        results[starts[k]:starts[k] + len(chunk)] = chunk
-                        for _ in chunk:
-                            tick()
-                    pending = {f: i for f, i in zip(futures, starts) if not f.cancelled()}
-                    while pending:
-                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for f in done:
-                            i, chunk = pending.pop(f), f.result()
-                            results[i:i + len(chunk)] = chunk
-                            for _ in chunk:
-                                tick()
+                    _take_from_the_back(fn, tasks, starts, size, futures, results, tick)
+                    if not all(f.done() for f in futures):
+                        _stop(pool)  # each unfinished chunk was also run here
             except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
+                _stop(pool)
                 raise
     finally:
         if freeze:
             gc.unfreeze()
     return results
+
+
+def _take_from_the_back(fn, tasks, starts, size, futures, results, tick) -> None:
+    """Fill ``results`` chunk by chunk from the last: a finished helper's result, else run it here."""
+    for k in reversed(range(len(starts))):
+        f, i = futures[k], starts[k]
+        if f.cancel() or not f.done():
+            chunk = _run_chunk(fn, list(tasks[i:i + size]))
+        else:
+            chunk = f.result()  # a helper's error surfaces here, as the task's own would
+        results[i:i + len(chunk)] = chunk
+        for _ in chunk:
+            tick()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the helpers now, whatever they are running (their chunks' results are not needed)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ray(fn, tasks, n: int, progress: bool, label: str) -> list[Any]:
