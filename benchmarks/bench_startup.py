@@ -1,16 +1,21 @@
 """Start-up cost of everyday commands against a minimal peer (issue 12, item 3).
 
 Whole processes, run alternating (peer, then each command, round after round) so a loaded
-machine slows all of them alike; each figure is the median wall time and its ratio to the
-peer's median in the same run. Target: each command <= 1.6x the peer. Bytecode is compiled
-first (one warm-up round not counted). ``--rounds N`` (default 15); ``--src DIR`` times another
-checkout's ``src`` (e.g. the commit before this change) with the same interpreter.
+machine slows all of them alike; each figure is the median wall time with its spread (min-max)
+and its ratio to the peer's median in the same run, and the median CPU time (user + system of the
+process) with its ratio too: on a loaded machine CPU time is the steadier of the two. Target: each
+command <= 1.6x the peer. Bytecode is compiled first with ``compileall`` (so a
+``PYTHONDONTWRITEBYTECODE`` environment still times compiled code), and one warm-up round is not
+counted. ``--rounds N`` (default 15); ``--src DIR`` times another checkout's ``src`` (e.g. the
+commit before this change) with the same interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,10 +32,24 @@ COMMANDS = {
 }
 
 
-def _once(args: list[str], env: dict) -> float:
-    t0 = time.perf_counter()
+def _cpu_children() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _once(args: list[str], env: dict) -> tuple[float, float]:
+    """Wall and CPU seconds of one whole process."""
+    c0, t0 = _cpu_children(), time.perf_counter()
     subprocess.run([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _cpu_children() - c0
+
+
+def _compile(src: Path) -> None:
+    import sandbox_fleet
+
+    for folder in {src, Path(sandbox_fleet.__file__).resolve().parents[1]}:
+        compileall.compile_dir(str(folder), quiet=1)
+    compileall.compile_file(str(ROOT / "benchmarks" / "peer_startup.py"), quiet=1)
 
 
 def main() -> None:
@@ -41,17 +60,22 @@ def main() -> None:
     env = dict(os.environ)
     if opts.src:
         env["PYTHONPATH"] = opts.src
+    _compile(Path(opts.src) if opts.src else ROOT / "src")
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for r in range(opts.rounds + 1):
         for name, args in COMMANDS.items():
-            t = _once(args, env)
-            if r:  # round 0 compiles bytecode and warms the page cache
+            t, c = _once(args, env)
+            if r:  # round 0 warms the page cache
                 times[name].append(t)
+                cpus[name].append(c)
     peer = statistics.median(times[next(iter(COMMANDS))])
-    print(f"{'command':40s} {'median s':>9s} {'min-max s':>13s} {'x peer':>7s}  (target <= 1.6x)")
+    peer_cpu = statistics.median(cpus[next(iter(COMMANDS))])
+    print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the end; {opts.rounds} alternating rounds")
+    print(f"{'command':40s} {'median s':>9s} {'min-max s':>13s} {'x peer':>7s} {'CPU s':>7s} {'x peer':>7s}  (target <= 1.6x)")
     for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"{name:40s} {med:9.3f} {min(ts):6.3f}-{max(ts):<6.3f} {med / peer:7.2f}")
+        med, cpu = statistics.median(ts), statistics.median(cpus[name])
+        print(f"{name:40s} {med:9.3f} {min(ts):6.3f}-{max(ts):<6.3f} {med / peer:7.2f} {cpu:7.3f} {cpu / peer_cpu:7.2f}")
 
 
 if __name__ == "__main__":

@@ -23,16 +23,26 @@ if len(sys.argv) > 1:
         cli.main()
     except SystemExit:
         pass
-sys.stderr.write("\\nLOADED " + json.dumps(sorted(m for m in %r if m in sys.modules)) + "\\n")
-""" % (HEAVY,)
+sys.stderr.write("\\nLOADED " + json.dumps(sorted(sys.modules)) + "\\n")
+"""
 
 
-def _loaded(*argv: str) -> list[str]:
+def _modules(*argv: str) -> set[str]:
+    """Every module a fresh interpreter holds after ``sandbox-fleet ARGV``."""
     proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(argv))],
                           capture_output=True, text=True, timeout=120)
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
     assert line, proc.stderr
-    return json.loads(line[-1].removeprefix("LOADED "))
+    return set(json.loads(line[-1].removeprefix("LOADED ")))
+
+
+def _loaded(*argv: str) -> list[str]:
+    modules = _modules(*argv)
+    return sorted(m for m in HEAVY if m in modules)
+
+
+def _under(modules: set[str], *packages: str) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
 
 
 def test_importing_the_cli_loads_no_heavy_library():
@@ -64,3 +74,48 @@ def test_a_small_pool_served_simulation_does_not_load_numba():
     # the compiled closed loop (the fast extra) loads numba only for runs that repay it
     scenario = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop.toml"
     assert "numba" not in _loaded("simulate", str(scenario))
+
+
+def test_plan_prints_its_purchase_order_without_rich_or_other_commands_modules():
+    # plain lines go straight to stdout (textout); report, simulate and sweep are other commands'
+    modules = _modules("plan", str(EXAMPLE), "--node-type", "seed-96c")
+    assert _under(modules, "rich") == []
+    assert _under(modules, "sandbox_fleet.report", "sandbox_fleet.simulate", "sandbox_fleet.sweep",
+                  "sandbox_fleet.optimize", "sandbox_fleet.telemetry") == []
+
+
+def test_check_loads_only_the_measure_model_of_the_output_models():
+    # the plan and simulate models are built only when --plan / --simulate give one
+    modules = _modules("check", str(EXAMPLE))
+    assert "sandbox_fleet.measure.model" in modules
+    assert _under(modules, "sandbox_fleet.plan", "sandbox_fleet.simulate", "sandbox_fleet.sweep",
+                  "sandbox_fleet.optimize", "sandbox_fleet.report.html", "sandbox_fleet.report.checks.model") == []
+
+
+def test_help_builds_every_command_but_a_command_builds_only_itself():
+    # a named command runs in an app holding only that command; --help and typos see them all
+    from sandbox_fleet.cli import _app_for, app
+
+    assert [c.callback.__name__ for c in _app_for(["plan", "x"]).registered_commands] == ["plan"]
+    assert _app_for(["plan", "x"]).registered_callback is app.registered_callback
+    assert _app_for(["--help"]) is app and _app_for([]) is app and _app_for(["plna"]) is app
+
+
+def test_output_models_build_their_validators_on_first_use():
+    # defer_build: importing every model builds no validator; validating builds the one tree needed
+    probe = (
+        "import json, sys\n"
+        "from sandbox_fleet.schemas import MODELS\n"
+        "from sandbox_fleet.contract import load\n"
+        "before = sorted(k for k, m in MODELS.items() if m.__pydantic_complete__)\n"
+        f"load(MODELS['measure'], {str(EXAMPLE)!r})\n"
+        "after = sorted(k for k, m in MODELS.items() if m.__pydantic_complete__)\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert json.loads(out) == [[], ["measure"]]
+
+
+def test_check_json_prints_without_rich():
+    # the table is the only thing check draws with Rich; --json prints one JSON object
+    assert _under(_modules("check", str(EXAMPLE), "--json"), "rich") == []

@@ -6,24 +6,40 @@ Bad input surfaces as ``InputError``: one line on stderr, exit status 2.
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Size the container fleet behind agentic RL: measure, plan, simulate, report.",
-)
-err_console = Console(stderr=True)
-out_console = Console()
+_APP_SETTINGS = {
+    "add_completion": False,
+    "no_args_is_help": True,
+    "help": "Size the container fleet behind agentic RL: measure, plan, simulate, report.",
+}
+app = typer.Typer(**_APP_SETTINGS)
+_CONSOLES: dict = {}
+
+
+def _console(stderr: bool = False):
+    """The Rich console on stdout (or stderr), made on first use: a plain-text command never imports Rich."""
+    if stderr not in _CONSOLES:
+        from rich.console import Console
+
+        _CONSOLES[stderr] = Console(stderr=stderr)
+    return _CONSOLES[stderr]
+
+
+def __getattr__(name: str):
+    # ``cli.out_console`` / ``cli.err_console`` as before, now made on first use
+    if name in ("out_console", "err_console"):
+        return _console(stderr=name == "err_console")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @app.callback()
@@ -49,14 +65,22 @@ def _check_outputs(inputs: list, **outputs) -> None:
     check_outputs(paths, inputs=inputs, suffixes=suffixes)
 
 
-def _emit(summary: dict, as_json: bool, output: Optional[Path], render) -> None:
-    """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary."""
+def _emit(summary: dict, as_json: bool, output: Optional[Path], render, lines=None) -> None:
+    """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary.
+
+    ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
+    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged.
+    """
     if output is not None:
         jsonio.write(summary, output)
     if as_json:
         sys.stdout.write(jsonio.dumps(summary))
+    elif lines is not None:
+        from sandbox_fleet.textout import print_lines
+
+        print_lines(lines(summary), _console)
     else:
-        render(summary, out_console)
+        render(summary, _console())
 
 
 # --- reader flags, shared by every command that reads telemetry ------------------------
@@ -182,7 +206,7 @@ def plan(
     from sandbox_fleet.limits import check_seed
     from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
     from sandbox_fleet.plan.gpu_select import gpu_figures
-    from sandbox_fleet.plan.render import render_plan
+    from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
     _check_outputs([path, tasks, nodes, gpu_catalog, providers], o=output)
@@ -221,8 +245,8 @@ def plan(
         written = write_manifests(result, emit_k8s, K8sOptions(
             node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force,
             inputs=[path, tasks, nodes, providers, output])
-        err_console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
-    _emit(result, as_json, output, render_plan)
+        _console(stderr=True).print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    _emit(result, as_json, output, render_plan, lines=plan_lines)
 
 
 # --- report ----------------------------------------------------------------------------
@@ -252,7 +276,7 @@ def report(
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
                         measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize)
-    err_console.print(f"wrote {path}", highlight=False)
+    _console(stderr=True).print(f"wrote {path}", highlight=False)
 
 
 # --- check -----------------------------------------------------------------------------
@@ -283,7 +307,6 @@ def check(
     --metrics-out and --prometheus-rules are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
-    from sandbox_fleet.report.checks.model import checks_summary
     from sandbox_fleet.report.commands import check_files, render_checks
 
     _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
@@ -292,9 +315,11 @@ def check(
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
                           measure_options={**reader, "min_turn_rows": min_turn_rows})
     if as_json:
+        from sandbox_fleet.report.checks.model import checks_summary
+
         sys.stdout.write(jsonio.dumps(checks_summary(results)))
     else:
-        render_checks(results, out_console)
+        render_checks(results, _console())
     raise typer.Exit(code=exit_code(results, strict))
 
 
@@ -410,7 +435,7 @@ def sweep(
     if as_json:
         sys.stdout.write(jsonio.dumps(result))
     else:
-        render_sweep(result, out_console)
+        render_sweep(result, _console())
 
 
 # --- optimize --------------------------------------------------------------------------
@@ -489,10 +514,48 @@ def demo(
     raise typer.Exit(run([str(out)]))
 
 
+def _app_for(argv: list[str]) -> typer.Typer:
+    """The app to run for ``argv``: when it names a command, an app holding only that command.
+
+    Typer builds every registered command's parameters before parsing; the others cannot change
+    what the named one does or prints (its usage line and errors name only itself), so the rest
+    of the CLI is not built. Anything else (``--help``, no or an unknown command) gets the whole app.
+    """
+    from typer.main import get_command_name
+
+    name = argv[0] if argv else None
+    for info in app.registered_commands:
+        if (info.name or get_command_name(info.callback.__name__)) == name:
+            lean = typer.Typer(**_APP_SETTINGS)
+            lean.registered_callback = app.registered_callback
+            lean.registered_commands = [info]
+            return lean
+    return app
+
+
+@contextmanager
+def _no_pydantic_plugins():
+    """Pydantic plugins off while the CLI runs, unless ``PYDANTIC_DISABLE_PLUGINS`` is set.
+
+    The CLI validates only its own models; looking plugins up reads every installed package's
+    metadata the first time a model is built, a start-up cost for nothing (Typer does the same
+    for its parameter adapters). Set the variable (e.g. to ``""``) to let plugins see the CLI's models.
+    """
+    if "PYDANTIC_DISABLE_PLUGINS" in os.environ:
+        yield
+        return
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+
+
 def main() -> None:
     """Console-script entry point: run the app, turning InputError and OSError into one line + exit 2."""
     try:
-        app()
+        with _no_pydantic_plugins():
+            _app_for(sys.argv[1:])()
     except InputError as exc:
         _fail(str(exc), exc.exit_code)
     except OSError as exc:  # a file the command could not read or write: name it, no traceback
@@ -510,7 +573,9 @@ def main() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    _console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     raise SystemExit(code) from None
 
 

@@ -26,7 +26,7 @@ KINDS = ("measure", "plan", "simulate", "sweep", "checks", "optimize")
 class Block(BaseModel):
     """A nested object of a summary: closed (an unknown key is a producer bug), every figure nullable."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Summary(Block):

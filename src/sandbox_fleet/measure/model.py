@@ -6,8 +6,6 @@ computes it, and regenerate ``docs/schemas/measure.schema.json`` (``sandbox-flee
 Definitions of each figure are in docs/measure.md.
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Optional, Union
 
 from sandbox_fleet.contract import Block, Summary

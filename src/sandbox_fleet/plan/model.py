@@ -5,8 +5,6 @@ figure, add a field to its block here, fill it where ``plan.build`` assembles th
 regenerate ``docs/schemas/plan.schema.json`` (``sandbox-fleet schema plan``).
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Literal, Optional, Union
 
 from sandbox_fleet.contract import Block, Summary

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from rich.console import Console
+if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
+    from rich.console import Console
 
 _TIER_LABEL = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
 

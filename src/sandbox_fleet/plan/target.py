@@ -10,9 +10,6 @@ import math
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Callable, Optional
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.shape import SHAPES, mean_busy, measured_shape, smooth_shape
@@ -20,6 +17,7 @@ from sandbox_fleet.plan.summary import Figures
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
+    from rich.progress import Progress
 
     from sandbox_fleet.measure.model import MeasureSummary
 
@@ -174,6 +172,9 @@ def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
 
 def _progress() -> Progress:
     """A transient bar on stderr: the cap search runs one simulation per probe."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
 from sandbox_fleet.report.inputs import load_measure, load_optimize, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
+
+if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
+    from rich.console import Console
 
 
 def report_files(
@@ -76,6 +76,9 @@ def _cell(x: float | None) -> str:
 
 def render_checks(results: list[CheckResult], console: Console) -> None:
     """Check results as a terminal table, worst news first in each row's status column."""
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(show_lines=False)
     for col in ("status", "check", "value", "threshold", "message"):
         table.add_column(col, overflow="fold", no_wrap=col in ("status", "check"))

@@ -8,8 +8,6 @@ from typing import Any
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
-from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.simulate.model import SimulateSummary
 
 
 def load_measure(paths: list[str | Path], **measure_options: Any) -> dict[str, Any]:
@@ -31,6 +29,8 @@ def load_measure(paths: list[str | Path], **measure_options: Any) -> dict[str, A
 
 def load_plan(path: str | Path) -> dict[str, Any]:
     """A ``plan --json`` file as its model's JSON dict (InputError when it is not a plan)."""
+    from sandbox_fleet.plan.model import PlanSummary  # each model is built only when its kind is read
+
     return contract.load(PlanSummary, path).to_json()
 
 
@@ -43,4 +43,6 @@ def load_optimize(path: str | Path) -> dict[str, Any]:
 
 def load_simulate(path: str | Path) -> dict[str, Any]:
     """A ``simulate --json`` file as its model's JSON dict (InputError when it is not one)."""
+    from sandbox_fleet.simulate.model import SimulateSummary
+
     return contract.load(SimulateSummary, path).to_json()

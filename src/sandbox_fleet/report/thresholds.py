@@ -5,8 +5,6 @@ user file only overrides the keys it names. Unknown keys are errors, so a typo c
 leave a gate at its default.
 """
 
-from __future__ import annotations
-
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -24,7 +22,8 @@ class Section(BaseModel):
     (``check --prometheus-rules``); it does not change what ``check`` itself reports.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: one validator for the whole Thresholds tree, built on first use, not one per class
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     enabled: bool = True
     for_s: float = Field(gt=0, strict=True, allow_inf_nan=False)
 
@@ -102,7 +101,7 @@ class TelemetryStale(Section):
 class Thresholds(BaseModel):
     """All check thresholds; build with :func:`load_thresholds` or :meth:`Thresholds.default`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     small_sample: SmallSample
     prefix_cache_off: PrefixCache

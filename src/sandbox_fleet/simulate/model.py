@@ -6,8 +6,6 @@ such figure (``step_s`` without an RL workload), never zero. To add a figure, ad
 fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.json``.
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Optional
 
 from sandbox_fleet.contract import Block, Summary

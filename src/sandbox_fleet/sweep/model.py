@@ -6,8 +6,6 @@ figure, add a field here, fill it in ``sweep.run.run_sweep`` and regenerate
 ``docs/schemas/sweep.schema.json``.
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Optional, Union
 
 from sandbox_fleet.contract import Block, Summary

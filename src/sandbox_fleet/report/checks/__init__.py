@@ -7,9 +7,10 @@ reason, so a partial summary still gates on what it does carry. The checks live 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sandbox_fleet import contract
 from sandbox_fleet.measure.model import MeasureSummary
-from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.checks.cache import prefix_cache_off
 from sandbox_fleet.report.checks.capacity import (
     build_share,
@@ -46,6 +47,9 @@ from sandbox_fleet.report.checks.result import (
     worst_status,
 )
 from sandbox_fleet.report.thresholds import Section, Thresholds
+
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
 
 __all__ = [
     "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
@@ -90,7 +94,11 @@ def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None =
     """
     t = thresholds if thresholds is not None else Thresholds.default()
     m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
-    p = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
+    p = None
+    if plan is not None:
+        from sandbox_fleet.plan.model import PlanSummary  # built only when a plan is given
+
+        p = contract.parse(PlanSummary, plan, "plan summary").to_json()
     results = []
     for check in CHECKS:
         section: Section = getattr(t, check.__name__)

@@ -5,8 +5,6 @@ schema version 1 of this kind, ``check --json`` printed the bare list. To add a 
 here, fill it in ``checks_summary`` and regenerate ``docs/schemas/checks.schema.json``.
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Literal, Optional
 
 from sandbox_fleet.contract import Block, Summary

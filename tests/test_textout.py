@@ -1,0 +1,45 @@
+"""textout prints plain lines byte for byte as Rich's console.print(markup=False, highlight=False,
+soft_wrap=True) does, whichever path it takes; the oracle is Rich itself."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stdout
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from sandbox_fleet.textout import plain_safe, print_lines
+
+# pieces that exercise every rewrite Rich makes: emoji codes, tabs, stripped control codes,
+# trailing whitespace, markup-like brackets (not interpreted), wide characters
+PIECES = ["a", "plan", " ", "  ", ":", ":smile:", ":thumbs_up:", "10:00:00", "\t", "\r", "\x07", "\x0b",
+          "[bold]", "[/]", "\\", "é", "中", "😄", "$1,234.50", "x" * 30]
+LINES = st.lists(st.lists(st.sampled_from(PIECES), max_size=8).map("".join), max_size=5)
+
+
+def _rich(lines: list[str], width: int) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width)
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return buf.getvalue()
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=LINES, width=st.sampled_from([8, 40, 80]))
+def test_print_lines_matches_rich_byte_for_byte(lines, width):
+    out = io.StringIO()
+    with redirect_stdout(out):  # the console made on demand writes to sys.stdout too
+        print_lines(lines, lambda: Console(width=width))
+    assert out.getvalue() == _rich(lines, width)
+
+
+def test_only_lines_rich_would_print_unchanged_skip_rich(capsys):
+    for line in ("PURCHASE ORDER: 3,000 sandboxes", "  BUY 32 x seed-96c at peak", "", "a: b: c"):
+        assert plain_safe(line), line
+    for line in ("emoji :smile: here", "tab\there", "ends in space ", "bell\x07", "cr\r"):
+        assert not plain_safe(line), line
+    print_lines(["plain"], lambda: (_ for _ in ()).throw(AssertionError("Rich was asked for")))
+    assert capsys.readouterr().out == "plain\n"
