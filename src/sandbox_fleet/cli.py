@@ -441,7 +441,7 @@ def sweep(
 # --- optimize --------------------------------------------------------------------------
 @app.command()
 def optimize(
-    input_path: Path = typer.Argument(..., metavar="INPUT", help="A scenario (.toml) with [turns] token draws and [inference], or a measure summary (.json) with token telemetry."),
+    input_path: Path = typer.Argument(..., metavar="INPUT", help="A scenario (.toml) with token draws (its turns table) and an inference table, or a measure summary (.json) with token telemetry."),
     passing_per_hour: Optional[float] = typer.Option(None, "--passing-per-hour", help="Target: passing trajectories per hour."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Target: synchronous RL batch (with --max-step-s)."),
     train_s: float = typer.Option(0.0, "--train-s", help="Trainer seconds per step (with --batch)."),
