@@ -157,7 +157,7 @@ def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
     lengths = np.diff(offsets)
     data = chunk.buffers()[2]
     raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    lo, longest = int(offsets[0]), int(lengths.max())
+    lo, longest, shortest = int(offsets[0]), int(lengths.max()), int(lengths.min())
     # Padding past the last string's end by its own length keeps every read in bounds.
     padded = np.zeros(int(offsets[-1]) - lo + longest + 8, dtype=np.uint8)
     padded[:padded.size - longest - 8] = raw[lo:lo + padded.size - longest - 8]
@@ -166,11 +166,18 @@ def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
     h = lengths.astype(np.uint64) * _MUL
     at = offsets[:-1] - lo
     for k in range(0, longest, 8):
-        word = words[at + k]
-        word &= _KEEP[np.clip(lengths - k, 0, 8)]  # bytes past the string's end count as zero
-        h ^= word
-        h *= _MUL
-        h ^= h >> np.uint64(32)
+        # Only strings that reach this word take a step: a hash must not depend on how long
+        # the other ids of its chunk are (an id repeated across chunks would hash apart).
+        left = lengths - k
+        rows = None if k < shortest else np.flatnonzero(left > 0)
+        word = words[at + k] if rows is None else words[at[rows] + k]
+        word &= _KEEP[np.minimum(left if rows is None else left[rows], 8)]  # bytes past the end: zero
+        step = h if rows is None else h[rows]
+        step ^= word
+        step *= _MUL
+        step ^= step >> np.uint64(32)
+        if rows is not None:
+            h[rows] = step
     return _mix(h)
 
 
