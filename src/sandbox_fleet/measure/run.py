@@ -34,6 +34,7 @@ from sandbox_fleet.measure.steps import (
     sorted_starts,
 )
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
+from sandbox_fleet.measure.tasks_health import COLUMNS as TASK_HEALTH_COLUMNS
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
 from sandbox_fleet.measure.trajectories import measure_trajectories
@@ -138,9 +139,15 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance:
-        # Per task first, then the task ids go: no other figure reads them.
-        task_health = measure_task_health(table)
+    side_by_side = table.num_rows <= SIDE_BY_SIDE_ROWS
+    with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance, \
+            ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as pool:
+        # Per task first, then the task ids go: no other figure reads them. Up to
+        # SIDE_BY_SIDE_ROWS the per-task pass (Arrow hashing and NumPy bincounts, mostly
+        # outside the GIL) runs on the other core beside the time passes below; above, it
+        # runs first so the task id strings are freed before the time arrays are built.
+        health = pool.submit(measure_task_health, table.select(list(TASK_HEALTH_COLUMNS)))
+        task_health = None if side_by_side else health.result()
         usage = task_usage(table) if t.tasks is not None else None
         table = table.drop_columns(["task_id"])
         if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
@@ -160,11 +167,11 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # turn, since both sets of buffers at once would raise the peak (~150 MB at 10M rows).
         _ = fr.start_us, fr.finish_us
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
-        if fr.n <= SIDE_BY_SIDE_ROWS:
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
-                steps, model_steps, job_steps, job_rows = _all_steps(fr)
-                conc = sweep.result()
+        if side_by_side:
+            sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
+            steps, model_steps, job_steps, job_rows = _all_steps(fr)
+            conc = sweep.result()
+            task_health = health.result()
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
             steps, model_steps, job_steps, job_rows = _all_steps(fr)

@@ -6,10 +6,10 @@ thousands of healthy tasks. So the rate is also taken per task_id: how many task
 broken, the worst of them (by exception count and by rate), and how many raised on every
 rollout.
 
-DuckDB over five columns (task_id, has_exception, exception_type and the two times) counts
+One dictionary encoding of task_id gives every row a task code; bincounts of the codes count
 rollouts per task; the per-task table (one row a task) is judged in NumPy; holds and exception
 types are then summed for the few tasks listed only. Counts and integer-microsecond sums are
-exact and every list has a total order, so the output does not depend on thread scheduling.
+exact and every list has a total order, so the output does not depend on row order.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.columns import NONE_LABEL
+from sandbox_fleet.measure.columns import NONE_LABEL, timestamps_us
 from sandbox_fleet.measure.outcomes import HOUR_US
-from sandbox_fleet.measure.sql import HOLD_US, registered
-from sandbox_fleet.measure.stats import ratio
+from sandbox_fleet.measure.stats import group_sums, ratio
 
 #: Tasks listed in ``worst`` (and in ``highest_rate``) at most.
 TOP = 20
@@ -31,32 +30,48 @@ MIN_ROWS = 3
 #: fleet-wide rate the document puts at 29.4%.
 BROKEN_RATE = 0.5
 
-# Counts only: a grouped sum of holds costs more than this whole pass, and holds are needed
-# for a few tasks only (the listed ones and those that always raised), summed below.
-_PER_TASK = """
-SELECT task_id,
-       count(*) AS n,
-       count(has_exception) AS flagged,
-       count(*) FILTER (WHERE has_exception) AS exc
-FROM r GROUP BY task_id
-"""
-
-_EXCEPTION_US = f"SELECT coalesce(sum({HOLD_US}), 0) FROM r WHERE has_exception"
-
-# Exception rows of the picked tasks by type, each task's most frequent type first
-# (ties: name ascending).
-_KINDS = f"""
-SELECT task_id, coalesce(exception_type, ?) AS kind, count(*) AS k, sum({HOLD_US}) AS us
-FROM r WHERE has_exception AND task_id IN (SELECT task_id FROM picked)
-GROUP BY ALL ORDER BY task_id, k DESC, kind
-"""
-
 #: The rollout columns this measurement reads.
 COLUMNS = ("task_id", "started_at", "finished_at", "has_exception", "exception_type")
 
 
-def _ints(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(t.column(name).to_numpy(), dtype=np.int64)
+def _mask(col: pa.ChunkedArray) -> np.ndarray:
+    """Boolean column -> NumPy bool (null = False)."""
+    return np.asarray(pc.fill_null(col, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _task_codes(task: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """(code per row, the distinct task ids): ``ids[code]``, a null task_id -> ``len(ids)``.
+
+    One hash pass over the strings; the chunks of a dictionary-encoded chunked array share
+    one dictionary, so their indices are codes of the same table.
+    """
+    enc = pc.dictionary_encode(task)
+    if enc.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
+    ids = enc.chunk(0).dictionary
+    codes = pc.fill_null(pa.chunked_array([c.indices for c in enc.chunks]), len(ids))
+    return np.asarray(codes.to_numpy(), dtype=np.int64), ids
+
+
+def _holds(table: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """Hold in integer microseconds of the rows ``rows`` holds."""
+    picked = table.select(["started_at", "finished_at"]).filter(pa.array(rows))
+    return timestamps_us(picked.column("finished_at")) - timestamps_us(picked.column("started_at"))
+
+
+def _kinds(types: pa.ChunkedArray, codes: np.ndarray, holds: np.ndarray) -> list[tuple[int, str, int, int]]:
+    """(task code, exception type, rows, hold us) per task and type (a null type is NONE_LABEL),
+    each task's most frequent type first (ties: name ascending)."""
+    if codes.size == 0:
+        return []
+    kind_codes, kinds = _task_codes(pc.fill_null(types, NONE_LABEL))
+    names = kinds.to_pylist()
+    key = codes * len(names) + kind_codes
+    keys, inverse = np.unique(key, return_inverse=True)
+    counts = np.bincount(inverse, minlength=keys.size)
+    spent = group_sums(inverse, keys.size, holds)
+    out = [(int(k) // len(names), names[int(k) % len(names)], int(c), us) for k, c, us in zip(keys, counts, spent)]
+    return sorted(out, key=lambda r: (r[0], -r[2], r[1]))
 
 
 def _ranked(task: pa.ChunkedArray, rows: np.ndarray, **desc: np.ndarray) -> np.ndarray:
@@ -78,31 +93,39 @@ def measure_task_health(table: pa.Table, *, top: int = TOP, min_rows: int = MIN_
     """
     if min_rows < 1 or top < 0 or not 0 <= broken_rate <= 1:
         raise ValueError("need min_rows >= 1, top >= 0 and 0 <= broken_rate <= 1")
-    with registered(r=table.select(list(COLUMNS))) as con:
-        per = con.sql(_PER_TASK).to_arrow_table()
-        task = per.column("task_id")
-        named = np.asarray(pc.is_valid(task).to_numpy(zero_copy_only=False), dtype=bool)
-        if not named.any():
-            return None
-        n, flagged, exc = _ints(per, "n"), _ints(per, "flagged"), _ints(per, "exc")
-        judged = named & (flagged >= min_rows)
-        # Same IEEE division as exc / flagged in Python, so a reader comparing rates agrees.
-        rate = np.divide(exc, flagged, out=np.zeros(len(per)), where=judged)
-        broken = judged & (rate >= broken_rate)
-        always = judged & (exc == n)  # rate 1, so also broken
-        listed = _ranked(task, np.flatnonzero(broken), exc=exc)[:top]
-        by_rate = _ranked(task, np.flatnonzero(broken), rate=rate, exc=exc)[:top]
-        picked = np.union1d(np.union1d(listed, by_rate), np.flatnonzero(always))
-        ((exception_us,),) = con.execute(_EXCEPTION_US).fetchall()
-        picked_ids = task.take(pa.array(picked, type=pa.int64()))
-        with registered(picked=pa.table({"task_id": picked_ids})):
-            kinds = con.execute(_KINDS, [NONE_LABEL]).fetchall()
-    ids = dict(zip(picked.tolist(), picked_ids.to_pylist()))
+    codes, ids = _task_codes(table.column("task_id"))
+    if len(ids) == 0:
+        return None
+    n_groups = len(ids) + 1  # the last counts the rows without a task_id
+    flag = table.column("has_exception")
+    exc_rows = _mask(flag)
+    n = np.bincount(codes, minlength=n_groups)
+    flagged = n - np.bincount(codes[~_mask(pc.is_valid(flag))], minlength=n_groups)
+    exc = np.bincount(codes[exc_rows], minlength=n_groups)
+    if n[-1] == 0:  # no row without a task: no such group
+        n, flagged, exc = n[:-1], flagged[:-1], exc[:-1]
+    named = np.arange(n.size) < len(ids)
+    task = pa.concat_arrays([ids, pa.nulls(n.size - len(ids), pa.string())])
+    judged = named & (flagged >= min_rows)
+    # Same IEEE division as exc / flagged in Python, so a reader comparing rates agrees.
+    rate = np.divide(exc, flagged, out=np.zeros(n.size), where=judged)
+    broken = judged & (rate >= broken_rate)
+    always = judged & (exc == n)  # rate 1, so also broken
+    listed = _ranked(task, np.flatnonzero(broken), exc=exc)[:top]
+    by_rate = _ranked(task, np.flatnonzero(broken), rate=rate, exc=exc)[:top]
+    picked = np.union1d(np.union1d(listed, by_rate), np.flatnonzero(always))
+    exception_us = group_sums(np.zeros(int(exc_rows.sum()), dtype=np.int64), 1, _holds(table, exc_rows))[0]
+    # Exception rows of the picked tasks only, by type.
+    rows = exc_rows & np.isin(codes, picked)
+    types = table.column("exception_type").filter(pa.array(rows))
+    kinds = _kinds(types, codes[rows], _holds(table, rows))
+    ids_of = dict(zip(picked.tolist(), task.take(pa.array(picked, type=pa.int64())).to_pylist()))
+    ids = ids_of
     spent: dict[str, int] = {}
     dominant: dict[str, tuple[str, int]] = {}
-    for task_id, kind, k, us in kinds:
-        spent[task_id] = spent.get(task_id, 0) + int(us)
-        dominant.setdefault(task_id, (kind, int(k)))  # first row of a task is its most frequent type
+    for code, kind, k, us in kinds:
+        spent[ids[code]] = spent.get(ids[code], 0) + us
+        dominant.setdefault(ids[code], (kind, k))  # first row of a task is its most frequent type
     always_us = sum(spent.get(ids[i], 0) for i in np.flatnonzero(always))
 
     def entry(i: int) -> dict:
