@@ -200,10 +200,10 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     if p.assumptions:
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
-        for a in p.assumptions:
-            v = a.value
-            shown = f"{v:,.4g}" if isinstance(v, float) else str(v)
-            L.append(f"  {a.name:<30} {shown} {a.unit} [{a.source}]" + (f" - {a.detail}" if a.detail else ""))
+        for asm in p.assumptions:
+            value = asm.value
+            shown = f"{value:,.4g}" if isinstance(value, float) else str(value)
+            L.append(f"  {asm.name:<30} {shown} {asm.unit} [{asm.source}]" + (f" - {asm.detail}" if asm.detail else ""))
     if p.notes:
         L.append("")
         L.append("Notes")

@@ -172,7 +172,7 @@ def _memory(p: PlanSummary):
 
 
 #: Plan lines shown only when the plan carries them; each reads None when its block is absent.
-OPTIONAL_PLAN_ROWS: tuple[Row, ...] = (
+OPTIONAL_PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("peak start rate (per s)", lambda p: p.starts.peak_per_s if p.starts else None, "f3"),
     ("start rate basis", lambda p: p.starts.basis if p.starts else None, "text"),
     ("inference GPU", lambda p: p.inference.gpu if p.inference else None, "text"),

@@ -7,11 +7,11 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from pydantic import BaseModel
 
-from sandbox_fleet.measure.model import ByOutcome, Concurrency, Holds, MeasureSummary, Outcomes, Slice, TaskHealth, Tokens
+from sandbox_fleet.measure.model import ByOutcome, Concurrency, Holds, MeasureSummary, Outcomes, Slice, Steps, TaskHealth, Tokens
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 
@@ -93,8 +93,9 @@ def checks_table(results: list[CheckResult]) -> str:
     return grid_table(["status", "check", "value", "threshold", "message"], rows)
 
 
-#: A table line: its label, how to read its value off the model, and how to format it (see ``fmt``).
-Row = tuple[str, Callable[[Any], Any], str]
+_M = TypeVar("_M")
+#: A table line: its label, how to read its value off the model ``_M``, and how to format it (see ``fmt``).
+Row = tuple[str, Callable[[_M], Any], str]
 
 
 def _conc(m: MeasureSummary) -> Concurrency:
@@ -123,7 +124,7 @@ def _r2_pair(t: Tokens) -> str | None:
     return None if q is None and lin is None else f"{_r2(q)} / {_r2(lin)}"
 
 
-HEADLINE: tuple[Row, ...] = (
+HEADLINE: tuple[Row[MeasureSummary], ...] = (
     ("rollouts", lambda m: m.rows, "int"),
     ("span (days)", lambda m: _per(m.span_s, 86400), "f2"),
     ("sandbox-hours", lambda m: _per(m.sandbox_s, 3600), "int"),
@@ -187,7 +188,7 @@ def _sc(s: Slice) -> Concurrency:
 
 
 #: A slice column reads the slice's figure, else the same figure of its nested ``concurrency``.
-MODEL_COLS: tuple[Row, ...] = (
+MODEL_COLS: tuple[Row[Slice], ...] = (
     ("rows", lambda s: _either(s.rows, _sc(s).rows), "int"),
     ("exception rate", lambda s: s.exception_rate, "pct"),
     ("hold median", lambda s: s.hold_median_s, "s"),
@@ -197,7 +198,7 @@ MODEL_COLS: tuple[Row, ...] = (
     ("decode / sandbox-s", lambda s: s.decode_per_sandbox_s, "f2"),
 )
 
-JOB_COLS: tuple[Row, ...] = (
+JOB_COLS: tuple[Row[Slice], ...] = (
     ("rows", lambda s: _either(s.rows, _sc(s).rows), "int"),
     ("exception rate", lambda s: s.exception_rate, "pct"),
     ("hold median", lambda s: s.hold_median_s, "s"),
@@ -212,7 +213,7 @@ JOB_COLS: tuple[Row, ...] = (
 )
 
 
-def slice_table(slices: dict[str, Slice] | None, cols: tuple[Row, ...]) -> str | None:
+def slice_table(slices: dict[str, Slice] | None, cols: tuple[Row[Slice], ...]) -> str | None:
     """One row per slice (by name); a column shows only if some slice carries it."""
     if not slices:
         return None
@@ -251,7 +252,7 @@ def context_table(m: MeasureSummary) -> str | None:
             + f"<details><summary>all {len(turns)} turn counts</summary>{full}</details>")
 
 
-TASK_COLS: tuple[Row, ...] = (
+TASK_COLS: tuple[Row[TaskHealth], ...] = (
     ("rollouts", lambda w: w.rows, "int"),
     ("exceptions", lambda w: w.exceptions, "int"),
     ("exception rate", lambda w: w.exception_rate, "pct"),
@@ -297,7 +298,7 @@ def _of(block: Any, read: Callable[[Any], Any]) -> Any:
     return read(block) if block is not None else None
 
 
-PLAN_ROWS: tuple[Row, ...] = (
+PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("target concurrency", lambda p: p.target.concurrency, "int"),
     ("target from", lambda p: p.target.source, "text"),
     ("node type", lambda p: p.nodes.type, "text"),
@@ -339,7 +340,7 @@ def alternatives_table(plan: PlanSummary) -> str | None:
     return grid_table(keys, [[fmt(a.get(k)) for k in keys] for a in alts])
 
 
-SIM_ROWS: tuple[Row, ...] = (
+SIM_ROWS: tuple[Row[SimulateSummary], ...] = (
     ("rollouts", lambda s: s.rollouts, "int"),
     ("completed", lambda s: s.completed, "int"),
     ("dropped", lambda s: s.dropped, "int"),
@@ -384,7 +385,7 @@ def hold_by_outcome_table(m: MeasureSummary) -> str | None:
     return grid_table(["outcome", "rows", "median", "mean", "p99"], rows) if rows else None
 
 
-STEP_ROWS: tuple[Row, ...] = (
+STEP_ROWS: tuple[Row[Steps], ...] = (
     ("batched steps detected", lambda s: s.detected, "bool"),
     ("steps", lambda s: s.steps, "int"),
     ("batch size (median)", lambda s: s.batch_size, "int"),
