@@ -116,9 +116,9 @@ def _unwrap(annotation: Any) -> Any:
 def has_path(model: type[BaseModel], dotted: str) -> bool:
     """Whether ``dotted`` (``"concurrency.self_check.area_s"``) names a field of ``model``.
 
-    A map (``by_model``, ``phases``) accepts any key; a list or a scalar ends the path. Consumers
-    that must read a figure by name (a report table row, a sweep metric) are checked against this,
-    so a key the producer does not write fails a test instead of reading as "not measured".
+    A map (``by_model``, ``phases``) accepts any key; a list or a scalar ends the path. Only a
+    figure named by the user (a sweep ``--metric``) is read by name and checked against this; the
+    stages' own consumers read the models by attribute.
     """
     node: Any = model
     for part in dotted.split("."):

@@ -14,7 +14,7 @@ from sandbox_fleet.report.inputs import load_measure, load_plan
 def test_summary_json_is_read_as_is(tmp_path, fleet):
     f = tmp_path / "m.json"
     f.write_text(json.dumps(fleet))
-    assert load_measure([f]) == fleet
+    assert load_measure([f]).to_json() == fleet
 
 
 @pytest.mark.parametrize("text,needle", [("{not json", "not valid JSON"), ("[1, 2]", "found a JSON list")])
@@ -43,7 +43,7 @@ def test_telemetry_is_measured_on_the_fly():
     """A path that is not a summary goes through sandbox_fleet.measure (real Harbor job folders)."""
     trials = [p for p in HARBOR.glob("*/*/result.json")]
     summary = load_measure([HARBOR])
-    assert summary["rows"] == len(trials)
+    assert summary.rows == len(trials)
     from sandbox_fleet.report import build_report, run_checks
 
     assert {r.name for r in run_checks(summary)} and "<section id=\"checks\">" in build_report(summary)

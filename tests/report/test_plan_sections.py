@@ -7,8 +7,9 @@ import pytest
 from producers import measure_doc
 
 from sandbox_fleet.jsonio import to_jsonable
-from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report import build_report
 from sandbox_fleet.report.plan_sections import (
     caching_chart,
@@ -20,18 +21,18 @@ from sandbox_fleet.report.plan_sections import (
 )
 
 def test_cdf_points_through_the_percentiles_by_hand():
-    holds = {"min": 4.0, "median": 1000.0, "p90": 5000.0, "p99": 9000.0, "max": 20000.0}
+    holds = HoldStats(min=4.0, median=1000.0, p90=5000.0, p99=9000.0, max=20000.0)
     # min and max of 100 rollouts sit at 1/200 and 199/200
     assert cdf_points(holds, 100) == [(4.0, 0.005), (1000.0, 0.5), (5000.0, 0.9), (9000.0, 0.99), (20000.0, 0.995)]
     # without a row count the extremes are left out rather than placed at 0 and 1
     assert cdf_points(holds, None) == [(1000.0, 0.5), (5000.0, 0.9), (9000.0, 0.99)]
     # a p99 below the p90 (inconsistent input) cannot bend the CDF back
-    assert cdf_points({"median": 10.0, "p90": 50.0, "p99": 40.0}, None) == [(10.0, 0.5), (40.0, 0.99)]
+    assert cdf_points(HoldStats(median=10.0, p90=50.0, p99=40.0), None) == [(10.0, 0.5), (40.0, 0.99)]
 
 
-def _measure(**figures) -> dict:
+def _measure(**figures) -> MeasureSummary:
     """A sparse measure summary, validated by measure's model (an undeclared key fails here)."""
-    return MeasureSummary.model_validate(measure_doc(**figures)).to_json()
+    return MeasureSummary.model_validate(measure_doc(**figures))
 
 
 def test_hold_cdf_one_line_per_model():
@@ -40,25 +41,25 @@ def test_hold_cdf_one_line_per_model():
                  by_model={"c": {"rows": 300, "hold_median_s": 5.0, "hold_p99_s": 60.0}})
     fig = hold_cdf_chart(m)
     assert [t.name for t in fig.data] == ["a", "c"]  # b has one point: no line
-    m["hold_s"].update(rows=360, median=9.0, p99=95.0)
+    m.hold_s = m.hold_s.model_copy(update={"rows": 360, "median": 9.0, "p99": 95.0})
     assert [t.name for t in hold_cdf_chart(m).data] == ["all rollouts", "a", "c"]
     assert hold_cdf_chart(_measure(hold_s={"rows": 5, "median": 1.0, "p99": 2.0})) is None
     # a: the max of 50 rows sits at 1 - 1/100 = 0.99, no higher than the p99: the max point is dropped
     assert list(fig.data[0].x) == [1.0, 10.0, 90.0] and list(fig.data[0].y) == [0.01, 0.5, 0.99]
     assert list(fig.data[1].x) == [5.0, 60.0] and list(fig.data[1].y) == [0.5, 0.99]
-    assert hold_cdf_chart({}) is None
+    assert hold_cdf_chart(_measure()) is None
 
 
 def test_caching_chart_from_the_plan(produced):
     plan = make_plan(produced.mixed, PlanOptions(prefix_break=0.1))
-    fig = caching_chart(plan)
+    fig = caching_chart(PlanSummary.model_validate(to_jsonable(plan)))
     turns = sorted(int(k) for k in plan["caching"]["saving_by_turns"])
     assert list(fig.data[0].x) == turns and list(fig.data[0].y) == [(n + 1) / 2 for n in turns]  # (n+1)/2 by hand
     assert list(fig.data[1].x) == turns  # the same turns with 10% of them breaking the prefix
     assert all(b < (n + 1) / 2 for n, b in zip(turns, fig.data[1].y) if n > 1)
     mix = plan["caching"]["saving_measured_mix"]
     assert list(fig.data[2].y) == [mix, mix] and 1 < mix < (max(turns) + 1) / 2
-    assert caching_chart({}) is None
+    assert caching_chart(None) is None
 
 
 @pytest.fixture
@@ -67,9 +68,9 @@ def real_plan(fleet) -> dict:
 
 
 def test_rent_section_from_a_real_plan(real_plan, fleet):
-    html = rent_table(real_plan)
+    html = rent_table(PlanSummary.model_validate(real_plan))
     assert "Verdict:" in html and "e2b" in html and "daytona" in html and "modal" in html
-    fig = rent_chart(real_plan)
+    fig = rent_chart(PlanSummary.model_validate(real_plan))
     bars = dict(zip(fig.data[0].x, fig.data[0].y))
     assert bars["buy spot"] == real_plan["cost"]["spot_per_h"]
     assert bars["rent e2b"] == real_plan["cost"]["rent"]["e2b"]["usd_per_h"]
@@ -78,8 +79,8 @@ def test_rent_section_from_a_real_plan(real_plan, fleet):
 
 
 def test_optional_plan_lines_only_when_present(real_plan):
-    table = extra_plan_table(real_plan)
+    table = extra_plan_table(PlanSummary.model_validate(real_plan))
     assert "peak start rate" in table and real_plan["starts"]["basis"].split(":")[0] in table
     cost = {**real_plan["cost"], "per_passing_trajectory_all_in": None}
     # a plan of schema 2 has no start rate and no all-in cost
-    assert extra_plan_table({**real_plan, "starts": None, "cost": cost}) is None
+    assert extra_plan_table(PlanSummary.model_validate({**real_plan, "starts": None, "cost": cost})) is None

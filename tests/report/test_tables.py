@@ -1,11 +1,18 @@
 """Report tables: what a reader sees first."""
 
+from producers import measure_doc
+
+from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.report.tables import context_table
+
+
+def M(**figures) -> MeasureSummary:
+    return MeasureSummary.model_validate(measure_doc(**figures))
 
 
 def test_long_context_table_shows_reference_turns_and_folds_the_rest():
     medians = {str(n): 800 * n * (n + 1) // 2 for n in range(1, 41)}
-    html = context_table({"tokens": {"median_input_by_turns": medians, "turn_tokens": 800.0}})
+    html = context_table(M(tokens={"median_input_by_turns": medians, "turn_tokens": 800.0}))
     short, full = html.split("<details>")
     # The short table: the document's reference counts present (1, 2, 5, 11, 20, 21) and the largest (40).
     assert short.count("<tr>") - 1 == 7
@@ -29,9 +36,9 @@ def test_task_health_table_lists_the_worst_tasks_in_order():
         {"task_id": "disk", "rows": 40, "exceptions": 30, "exception_rate": 0.75, "exception_rate_rows": 40,
          "top_exception_type": None, "top_exception_count": 0, "exception_sandbox_hours": 12.25},
     ]
-    m = {"by_task": {"tasks": 1234, "rows_without_task": 5, "tasks_judged": 1000, "broken_rate": 0.5,
+    m = M(by_task={"tasks": 1234, "rows_without_task": 5, "tasks_judged": 1000, "broken_rate": 0.5,
                      "min_rows": 3, "tasks_broken": 2, "max_exception_rate": 1.0, "tasks_all_exceptions": 1,
-                     "tasks_all_exceptions_share": 0.125, "worst": worst}}
+                     "tasks_all_exceptions_share": 0.125, "worst": worst})
     html = task_health_table(m)
     assert "<th>tasks with rollouts</th><td>1,234</td>" in html
     assert "<th>tasks at 50.0%+ exceptions (of those with 3+ rollouts)</th><td>2</td>" in html
@@ -46,8 +53,8 @@ def test_task_health_table_absent_or_empty():
     from sandbox_fleet.report import build_report
     from sandbox_fleet.report.tables import task_health_table
 
-    assert task_health_table({}) is None and task_health_table({"by_task": None}) is None
-    html = task_health_table({"by_task": {"tasks": 3, "worst": []}})
+    assert task_health_table(M()) is None and task_health_table(M(by_task=None)) is None
+    html = task_health_table(M(by_task={"tasks": 3, "worst": []}))
     assert "no task looks broken" in html and "<tbody>" not in html
     from producers import measure_doc
 

@@ -1,8 +1,24 @@
-"""The terminal summary of a plan, laid out like a purchase order. Rounding happens only here."""
+"""The terminal summary of a plan (read through its model), laid out like a purchase order. Rounding happens only here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
+
+from sandbox_fleet import contract
+from sandbox_fleet.plan.model import (
+    Caching,
+    Context,
+    Cost,
+    CostParts,
+    Inference,
+    Measured,
+    NodeReserve,
+    PerGpu,
+    PlanSummary,
+    Request,
+    Resources,
+    Storage,
+)
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
     from rich.console import Console
@@ -40,151 +56,162 @@ def _pick(keys: list[str], preferred: tuple[int, ...], most: int = 8) -> list[st
     return [keys[round(i * step)] for i in range(most)]
 
 
-def plan_lines(plan: dict) -> list[str]:
-    """The summary as plain lines (so tests and the README can read exactly what users see)."""
-    t, m, nd, st = plan["target"], plan["measured"], plan["nodes"], plan["storage"]
-    ctx, ca, inf, co = plan["context"], plan["caching"], plan["inference"], plan["cost"]
+def _per_h(priced, tier: Optional[str]) -> Optional[float]:
+    """The hourly price of ``priced`` (a node type, pool or the fleet's cost) at ``tier``."""
+    return {"reserved": priced.reserved_per_h, "on_demand": priced.on_demand_per_h, "spot": priced.spot_per_h}.get(tier or "")
+
+
+def plan_lines(plan: PlanSummary | dict) -> list[str]:
+    """The summary as plain lines (so tests and the README can read exactly what users see).
+
+    ``plan`` is the model or its JSON dict (parsed first, InputError when it is not a plan).
+    """
+    p = contract.parse(PlanSummary, plan, "plan summary")
+    t, nd = p.target, p.nodes
+    m, st, ctx = p.measured or Measured(), p.storage or Storage(), p.context or Context()
+    ca, inf, co = p.caching or Caching(), p.inference or Inference(), p.cost or Cost()
     L: list[str] = []
-    L.append(f"PURCHASE ORDER: sandbox fleet for {t['concurrency']:,} concurrent sandboxes ({t['source']})")
-    L.append(f"  target: {t['detail']}")
-    if t.get("tier_basis"):
-        L.append(f"  pricing tier: {t['tier_basis']}")
+    L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
+    L.append(f"  target: {t.detail}")
+    if t.tier_basis:
+        L.append(f"  pricing tier: {t.tier_basis}")
     L.append("")
     L.append("Measured (carried over from the input)")
-    peak = f", peak {m['peak']:,.0f}" if m["peak"] is not None else ""
-    duty = f", duty {m['duty']:.1%}" if m["duty"] is not None else ""
-    L.append(f"  mean concurrency {_n(m['concurrency_mean'], ',.1f')}{peak}{duty}")
-    if m["pass_rate"] is not None:
-        L.append(f"  pass rate {m['pass_rate']:.1%}, {_fixed(m['sandbox_hours_per_pass'], 2)} sandbox-hours per passing trajectory")
-    span = f" over {_fixed(m['span_days'], 1)} days" if m["span_days"] is not None else ""
-    L.append(f"  {_fixed(m['sandbox_hours'], 0)} sandbox-hours{span}")
+    peak = f", peak {m.peak:,.0f}" if m.peak is not None else ""
+    duty = f", duty {m.duty:.1%}" if m.duty is not None else ""
+    L.append(f"  mean concurrency {_n(m.concurrency_mean, ',.1f')}{peak}{duty}")
+    if m.pass_rate is not None:
+        L.append(f"  pass rate {m.pass_rate:.1%}, {_fixed(m.sandbox_hours_per_pass, 2)} sandbox-hours per passing trajectory")
+    span = f" over {_fixed(m.span_days, 1)} days" if m.span_days is not None else ""
+    L.append(f"  {_fixed(m.sandbox_hours, 0)} sandbox-hours{span}")
     L.append("")
     L.append("Line 1: sandbox nodes")
-    s = nd["slots_per_node"]
+    s = nd.slots_per_node or {}  # keyed by resource
     slot_txt = " / ".join(f"{r} {s[r]}" for r in ("cpu", "memory", "disk", "gpu") if s.get(r) is not None)
-    q = nd["request"]
-    L.append(f"  {'most common request' if nd['mix'] else 'request per sandbox'}: {q['cpu']:g} cpu / {q['memory']:,.0f} MB / {q['disk']:,.0f} MB disk" + (f" / {q['gpu']:g} gpu" if q["gpu"] else ""))
-    rv = nd["reserve"]
-    if any(v for k, v in rv.items() if k != "source"):
-        L.append(f"  system reserve per node ({rv.get('source', 'flag')}): {rv['cpu']:g} cpu / {rv['memory_mb']:,.0f} MB / {rv['disk_mb']:,.0f} MB disk")
-    L.append(f"  slots per node{' (that request alone)' if nd['mix'] else ''}: {slot_txt}; binding: {nd['binding']} ({nd['per_node']} per node)")
-    if nd["mix"]:
-        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd['mix'])} kinds")
-        for x in nd["mix"]:
-            L.append(f"    {x['concurrent']:>7,} x {x['cpu']:g} cpu / {x['memory']:,.0f} MB / {x['disk']:,.0f} MB" + (f" / {x['gpu']:g} gpu" if x["gpu"] else ""))
-    L.append(f"  BUY {nd['count']} x {nd['type']} at peak (lower bound {nd['lower_bound']})")
-    sd = nd["stranded"]
-    L.append(f"  stranded across the fleet: {sd['cpu']:,.1f} cpu, {sd['memory_mb'] / 1024:,.0f} GiB memory, {sd['disk_mb'] / 1024:,.0f} GiB disk")
-    if nd["alternatives"]:
+    q = nd.request or Request()
+    L.append(f"  {'most common request' if nd.mix else 'request per sandbox'}: {q.cpu:g} cpu / {q.memory:,.0f} MB / {q.disk:,.0f} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
+    rv = nd.reserve or NodeReserve()
+    if any((rv.cpu, rv.memory_mb, rv.disk_mb)):
+        L.append(f"  system reserve per node ({rv.source}): {rv.cpu:g} cpu / {rv.memory_mb:,.0f} MB / {rv.disk_mb:,.0f} MB disk")
+    L.append(f"  slots per node{' (that request alone)' if nd.mix else ''}: {slot_txt}; binding: {nd.binding} ({nd.per_node} per node)")
+    if nd.mix:
+        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds")
+        for x in nd.mix:
+            L.append(f"    {x.concurrent:>7,} x {x.cpu:g} cpu / {x.memory:,.0f} MB / {x.disk:,.0f} MB" + (f" / {x.gpu:g} gpu" if x.gpu else ""))
+    L.append(f"  BUY {nd.count} x {nd.type} at peak (lower bound {nd.lower_bound})")
+    sd = nd.stranded or Resources()
+    L.append(f"  stranded across the fleet: {sd.cpu:,.1f} cpu, {sd.memory_mb / 1024:,.0f} GiB memory, {sd.disk_mb / 1024:,.0f} GiB disk")
+    if nd.alternatives:
         L.append("  runners-up:")
-        tier = co["tier"]
-        for a in nd["alternatives"][:5]:
-            price = a.get(f"{tier}_per_h")
-            L.append(f"    {a['count']:>5} x {a['type']:<28} {'not priced' if price is None else f'${price:,.2f}/h {_TIER_LABEL[tier]}'}")
-    for x in nd["too_small"]:
-        L.append(f"  skipped {x['type']}: too small")
-    for pl in plan.get("node_pools") or []:
-        q = pl["request"]
-        price = pl.get(f"{co['tier']}_per_h")
-        L.append(f"  GPU pool: {pl['concurrent']:,} x {q['cpu']:g} cpu / {q['memory']:,.0f} MB / {q['gpu']:g} gpu" + (" (mixed)" if pl["mix"] else "")
-                 + f": BUY {pl['count']} x {pl['type']} ({pl['binding']} binds, {pl['per_node']} per node)"
-                 + (f", {_money(price)}/h {_TIER_LABEL[co['tier']]}" if price is not None else ""))
-    for u in nd.get("unplaced") or []:
-        hs = f", {u['sandbox_hours_share']:.2%} of sandbox-hours" if u["sandbox_hours_share"] is not None else ""
-        L.append(f"  UNPLACED: {u['cpu']:g} cpu / {u['memory']:,.0f} MB / {u['gpu']:g} gpu ({u['rollouts_share']:.2%} of rollouts{hs}): no node type holds it")
+        tier = co.tier
+        for a in nd.alternatives[:5]:
+            price = _per_h(a, tier)
+            L.append(f"    {a.count:>5} x {a.type:<28} {'not priced' if price is None else f'${price:,.2f}/h {_TIER_LABEL[tier]}'}")
+    for small in nd.too_small or []:
+        L.append(f"  skipped {small.type}: too small")
+    for pl in p.node_pools or []:
+        q = pl.request or Request()
+        price = _per_h(pl, co.tier)
+        L.append(f"  GPU pool: {pl.concurrent:,} x {q.cpu:g} cpu / {q.memory:,.0f} MB / {q.gpu:g} gpu" + (" (mixed)" if pl.mix else "")
+                 + f": BUY {pl.count} x {pl.type} ({pl.binding} binds, {pl.per_node} per node)"
+                 + (f", {_money(price)}/h {_TIER_LABEL[co.tier]}" if price is not None else ""))
+    for u in nd.unplaced or []:
+        hs = f", {u.sandbox_hours_share:.2%} of sandbox-hours" if u.sandbox_hours_share is not None else ""
+        L.append(f"  UNPLACED: {u.cpu:g} cpu / {u.memory:,.0f} MB / {u.gpu:g} gpu ({u.rollouts_share:.2%} of rollouts{hs}): no node type holds it")
     L.append("")
     L.append("Line 2: storage")
-    L.append(f"  scratch {st['scratch_gb']:,.0f} GiB bought ({st['per_node_gb']:,.0f} GiB per node; {st['scratch_at_target_gb']:,.0f} GiB in use at target)")
-    L.append(f"  left per node for the image/layer cache: {st['cache_gb_per_node']:,.0f} GiB")
-    if st["trajectory_gb_per_day"] is not None:
-        L.append(f"  trajectory records: {st['trajectory_gb_per_day']:,.0f} GB/day")
-    elif st["trajectory_gb_per_day_upper"] is None and st.get("rollouts_per_day"):
-        L.append(f"  trajectory records: not estimated (no median record size measured; {st['rollouts_per_day']:,.0f} rollouts/day)")
-    elif st["trajectory_gb_per_day_upper"] is not None:
-        L.append(f"  trajectory records: at most {st['trajectory_gb_per_day_upper']:,.0f} GB/day (largest record x {st['rollouts_per_day']:,.0f} rollouts/day)")
-    if st["bundle_store_gb"] is not None:
-        L.append(f"  task bundles: {st['bundle_store_gb']:,.1f} GB ({st['bundle_store_basis']})")
+    L.append(f"  scratch {st.scratch_gb:,.0f} GiB bought ({st.per_node_gb:,.0f} GiB per node; {st.scratch_at_target_gb:,.0f} GiB in use at target)")
+    L.append(f"  left per node for the image/layer cache: {st.cache_gb_per_node:,.0f} GiB")
+    if st.trajectory_gb_per_day is not None:
+        L.append(f"  trajectory records: {st.trajectory_gb_per_day:,.0f} GB/day")
+    elif st.trajectory_gb_per_day_upper is None and st.rollouts_per_day:
+        L.append(f"  trajectory records: not estimated (no median record size measured; {st.rollouts_per_day:,.0f} rollouts/day)")
+    elif st.trajectory_gb_per_day_upper is not None:
+        L.append(f"  trajectory records: at most {st.trajectory_gb_per_day_upper:,.0f} GB/day (largest record x {st.rollouts_per_day:,.0f} rollouts/day)")
+    if st.bundle_store_gb is not None:
+        L.append(f"  task bundles: {st.bundle_store_gb:,.1f} GB ({st.bundle_store_basis})")
     L.append("")
     L.append("Line 3: inference")
-    if inf["prefill_tok_s"] is not None:
-        L.append(f"  per sandbox-second: prefill {_fixed(m['prefill_per_sandbox_s'], 1)} tok, decode {_fixed(m['decode_per_sandbox_s'], 2)} tok")
-        L.append(f"  at {t['concurrency']:,}: prefill {inf['prefill_tok_s']:,.0f} tok/s, decode {inf['decode_tok_s']:,.0f} tok/s")
-    if ca.get("cached_fraction_measured"):
-        L.append(f"  measured cache hits {ca['cached_fraction_measured']:.1%}: prefill computed {inf['prefill_tok_s_computed']:,.0f} tok/s")
-    if inf["prefill_tok_s_cached"] is not None:
-        L.append(f"  with prefix caching (x{ca['saving_applied']:.1f}, {ca['saving_basis']}): prefill {inf['prefill_tok_s_cached']:,.0f} tok/s")
-    mem = inf.get("memory")
-    if mem:
-        gpu = f"{inf['gpu']}, " if inf.get("gpu") else ""
-        L.append(f"  memory ({gpu}GiB): weights {mem['weights_gb']:,.1f}; KV in flight {mem['kv_gb_inflight']:,.1f} per replica of {inf['replica_gpus']} GPU(s); free {mem['free_gb_per_gpu']:,.1f} per GPU")
-        off = f" less {inf['kv_offload_gb']:g} GiB host offload per GPU" if inf.get("kv_offload_gb") else ""
-        L.append(f"  with caching every live rollout keeps its prefix: {mem['kv_gb_live']:,.1f} GiB KV{off} -> {mem['gpus_memory_bound_cached']} GPUs by memory (replicas of {inf['replica_gpus_cached']})")
-    if inf["gpus"] is not None:
-        pg = inf["per_gpu"]
-        L.append(f"  per GPU: prefill {pg['prefill_tok_s']:,.0f} tok/s, decode {pg['decode_tok_s']:,.0f} tok/s ({pg['source']}); run at {inf['utilisation_target']:.0%}")
-        L.append(f"  by compute {inf['gpus_compute_bound']}, by memory {mem['gpus_memory_bound'] if mem else 'n/a'}; with caching {inf['gpus_compute_bound_cached']} and {mem['gpus_memory_bound_cached'] if mem else 'n/a'}")
-        cached = f"; {inf['gpus_cached']} with caching ({inf['bound_by_cached']}-bound, {inf['binding_cached']} binds compute)" if inf["gpus_cached"] is not None else ""
-        L.append(f"  BUY {inf['gpus']} inference GPUs ({inf['bound_by']}-bound, {inf['binding']} binds compute){cached}")
-    if ctx["model_error_by_turns"]:
-        me = ctx["model_error_by_turns"]
+    if inf.prefill_tok_s is not None:
+        L.append(f"  per sandbox-second: prefill {_fixed(m.prefill_per_sandbox_s, 1)} tok, decode {_fixed(m.decode_per_sandbox_s, 2)} tok")
+        L.append(f"  at {t.concurrency:,}: prefill {inf.prefill_tok_s:,.0f} tok/s, decode {inf.decode_tok_s:,.0f} tok/s")
+    if ca.cached_fraction_measured:
+        L.append(f"  measured cache hits {ca.cached_fraction_measured:.1%}: prefill computed {inf.prefill_tok_s_computed:,.0f} tok/s")
+    if inf.prefill_tok_s_cached is not None:
+        L.append(f"  with prefix caching (x{ca.saving_applied:.1f}, {ca.saving_basis}): prefill {inf.prefill_tok_s_cached:,.0f} tok/s")
+    mem = inf.memory
+    if mem is not None:
+        gpu = f"{inf.gpu}, " if inf.gpu else ""
+        L.append(f"  memory ({gpu}GiB): weights {mem.weights_gb:,.1f}; KV in flight {mem.kv_gb_inflight:,.1f} per replica of {inf.replica_gpus} GPU(s); free {mem.free_gb_per_gpu:,.1f} per GPU")
+        off = f" less {inf.kv_offload_gb:g} GiB host offload per GPU" if inf.kv_offload_gb else ""
+        L.append(f"  with caching every live rollout keeps its prefix: {mem.kv_gb_live:,.1f} GiB KV{off} -> {mem.gpus_memory_bound_cached} GPUs by memory (replicas of {inf.replica_gpus_cached})")
+    if inf.gpus is not None:
+        pg = inf.per_gpu or PerGpu()
+        L.append(f"  per GPU: prefill {pg.prefill_tok_s:,.0f} tok/s, decode {pg.decode_tok_s:,.0f} tok/s ({pg.source}); run at {inf.utilisation_target:.0%}")
+        L.append(f"  by compute {inf.gpus_compute_bound}, by memory {mem.gpus_memory_bound if mem else 'n/a'}; with caching {inf.gpus_compute_bound_cached} and {mem.gpus_memory_bound_cached if mem else 'n/a'}")
+        cached = f"; {inf.gpus_cached} with caching ({inf.bound_by_cached}-bound, {inf.binding_cached} binds compute)" if inf.gpus_cached is not None else ""
+        L.append(f"  BUY {inf.gpus} inference GPUs ({inf.bound_by}-bound, {inf.binding} binds compute){cached}")
+    if ctx.model_error_by_turns:
+        me = ctx.model_error_by_turns  # keyed by turn count
         errs = ", ".join(f"{float(me[k]):+.1%} at {k}" for k in _pick(list(me), (2, 5, 11, 20, 50)))
-        L.append(f"  quadratic-model error (c = {ctx['turn_tokens']:g} tok/turn): {errs}")
-    sav = ca["saving_by_turns"]
+        L.append(f"  quadratic-model error (c = {ctx.turn_tokens:g} tok/turn): {errs}")
+    sav = ca.saving_by_turns or {}  # keyed by turn count
     keys = _pick(list(sav), (1, 5, 11, 21, 50))
     L.append(f"  caching saving: {', '.join(f'{sav[k]:.1f}' for k in keys)} at {'/'.join(keys)} turns")
-    if ca["saving_measured_mix"] is not None:
-        L.append(f"  caching saving over the measured turn mix: x{ca['saving_measured_mix']:.2f}")
-    if ca["prefix_break"]:
-        L.append(f"  with {ca['prefix_break']:.0%} of turns breaking the prefix: " + ", ".join(f"{v:.1f}" for v in ca["saving_by_turns_with_breaks"].values()))
+    if ca.saving_measured_mix is not None:
+        L.append(f"  caching saving over the measured turn mix: x{ca.saving_measured_mix:.2f}")
+    if ca.prefix_break:
+        L.append(f"  with {ca.prefix_break:.0%} of turns breaking the prefix: " + ", ".join(f"{v:.1f}" for v in (ca.saving_by_turns_with_breaks or {}).values()))
     L.append("")
-    L.append(f"Line 4: cost (USD; headline tier {_TIER_LABEL[co['tier']]})")
-    if not co["priced"]:
-        L.append(f"  {nd['type']} has no prices: sized but not costed")
+    L.append(f"Line 4: cost (USD; headline tier {_TIER_LABEL[co.tier]})")
+    if not co.priced:
+        L.append(f"  {nd.type} has no prices: sized but not costed")
     else:
         for tier in ("reserved", "on_demand", "spot"):
-            v = co[f"{tier}_per_h"]
+            v = _per_h(co, tier)
             if v is not None:
                 L.append(f"  {_TIER_LABEL[tier]:<10} {_money(v)}/h for the fleet at peak, {_money(v * 24 * 30)} per 30 days")
-        if co["duty"] is not None:
-            which = "simulated" if t["source"] == "rl-schedule" or t.get("shape") == "smooth" else "measured"
-            L.append(f"  at the {which} duty ({co['duty']:.1%}) each busy sandbox-hour costs {_money(co['per_busy_sandbox_hour'])}")
-        L.append(f"  per passing trajectory: {_money(co['per_passing_trajectory'])}")
-        if co["exception_waste_per_h"] is not None:
-            L.append(f"  spent on exception rollouts: {_money(co['exception_waste_per_h'])}/h ({co['exception_share']:.1%})")
-    rw = co.get("spot_rework")
-    if rw and co["priced"] and rw.get("rework_per_h") is not None:
+        if co.duty is not None:
+            which = "simulated" if t.source == "rl-schedule" or t.shape == "smooth" else "measured"
+            L.append(f"  at the {which} duty ({co.duty:.1%}) each busy sandbox-hour costs {_money(co.per_busy_sandbox_hour)}")
+        L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}")
+        if co.exception_waste_per_h is not None:
+            L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({co.exception_share:.1%})")
+    rw = co.spot_rework
+    if rw is not None and co.priced and rw.rework_per_h is not None:
         L.append(
-            f"  spot re-runs: {rw['interruptions_per_node_h']:.2g} reclaims per node-h re-run {rw['rework_share']:.3%} of sandbox-hours "
-            f"({rw['rework_sandbox_hours_per_h']:,.2f} sandbox-h/h): spot {_money(rw['spot_per_h_with_rework'])}/h with re-runs"
+            f"  spot re-runs: {rw.interruptions_per_node_h:.2g} reclaims per node-h re-run {rw.rework_share:.3%} of sandbox-hours "
+            f"({rw.rework_sandbox_hours_per_h:,.2f} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs"
         )
-    if co.get("inference_per_h") is not None:
-        L.append(f"  inference: {_money(co['inference_per_h'])}/h, {_money(co['inference_per_h_cached'])}/h with caching")
-    parts = co.get("per_passing_trajectory_parts") or {}
-    if co.get("per_passing_trajectory_all_in") is not None and any(v is not None for k, v in parts.items() if k != "fleet"):
-        txt = ", ".join(f"{k} {_money(v)}" for k, v in parts.items() if v is not None)
-        L.append(f"  per passing trajectory, all in: {_money(co['per_passing_trajectory_all_in'])} ({txt}; {co['passing_per_h']:,.1f} passes/h)")
-    rent = co.get("rent") or {}
+    if co.inference_per_h is not None:
+        L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")
+    pp = co.per_passing_trajectory_parts or CostParts()
+    parts = (("fleet", pp.fleet), ("inference", pp.inference), ("trainer", pp.trainer))
+    if co.per_passing_trajectory_all_in is not None and any(v is not None for k, v in parts if k != "fleet"):
+        txt = ", ".join(f"{k} {_money(v)}" for k, v in parts if v is not None)
+        L.append(f"  per passing trajectory, all in: {_money(co.per_passing_trajectory_all_in)} ({txt}; {co.passing_per_h:,.1f} passes/h)")
+    rent = co.rent or {}  # keyed by provider name
     if rent:
         L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
         for name, r in rent.items():
-            limits = "within limits" if r["within_limits"] else "LIMITS: " + "; ".join(r["limits_hit"])
-            L.append(f"    {name:<10} {_money(r['usd_per_h'])}/h, {_money(r['usd_per_pass'])} per pass ({limits})")
-        L.append(f"  verdict: {co['rent_verdict']}")
-    if plan.get("assumptions"):
+            limits = "within limits" if r.within_limits else "LIMITS: " + "; ".join(r.limits_hit or [])
+            L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
+        L.append(f"  verdict: {co.rent_verdict}")
+    if p.assumptions:
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
-        for a in plan["assumptions"]:
-            v = a["value"]
-            shown = f"{v:,.4g}" if isinstance(v, float) else str(v)
-            L.append(f"  {a['name']:<30} {shown} {a['unit']} [{a['source']}]" + (f" - {a['detail']}" if a["detail"] else ""))
-    if plan["notes"]:
+        for asm in p.assumptions:
+            value = asm.value
+            shown = f"{value:,.4g}" if isinstance(value, float) else str(value)
+            L.append(f"  {asm.name:<30} {shown} {asm.unit} [{asm.source}]" + (f" - {asm.detail}" if asm.detail else ""))
+    if p.notes:
         L.append("")
         L.append("Notes")
-        L.extend(f"  - {x}" for x in plan["notes"])
+        L.extend(f"  - {x}" for x in p.notes)
     return L
 
 
-def render_plan(plan: dict, console: Console) -> None:
+def render_plan(plan: PlanSummary | dict, console: Console) -> None:
     """Print the purchase order (no markup interpretation: names may hold brackets)."""
     for line in plan_lines(plan):
         console.print(line, markup=False, highlight=False, soft_wrap=True)

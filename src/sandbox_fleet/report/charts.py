@@ -12,7 +12,8 @@ from typing import Callable
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sandbox_fleet.report.fields import as_num, flag, get, mapping, num, numbers, turn_keyed
+from sandbox_fleet.measure.model import Concurrency, Coverage, Exceptions, Histogram, Holds, MeasureSummary, Series, Tokens
+from sandbox_fleet.report.fields import as_num, numbers, turn_keyed
 
 _TEMPLATE = "plotly_white"
 _LINE = {"mean": "#2ca02c", "peak": "#d62728", "cap": "#9467bd", "median": "#2ca02c", "p99": "#d62728"}
@@ -40,21 +41,23 @@ def _vline(fig: go.Figure, x: float, y0: float, y1: float, name: str, color: str
                              line={"color": color, "dash": "dash", "width": 1.5}, hoverinfo="name"))
 
 
-def concurrency(m: dict) -> go.Figure | None:
+def concurrency(m: MeasureSummary) -> go.Figure | None:
     """Step function of concurrency with its peak/cap and time-weighted mean."""
-    t, level = numbers(get(m, "concurrency.series.t_s")), numbers(get(m, "concurrency.series.level"))
+    conc = m.concurrency or Concurrency()
+    series = conc.series or Series()
+    t, level = numbers(series.t_s), numbers(series.level)
     if not t or not level or len(t) != len(level):
         return None
     hours = [x / 3600.0 for x in t]
-    bucket = num(m, "concurrency.series.bucket_s")
+    bucket = as_num(series.bucket_s)
     # A long campaign is summarised per time bucket (its maximum), so the peak is never lost.
     label = f"concurrency (max per {bucket:,.0f} s)" if bucket else "concurrency"
     fig = go.Figure(go.Scatter(x=hours, y=level, mode="lines", line_shape="hv", name=label,
                                line={"color": "#1f77b4", "width": 1}, fill="tozeroy"))
     x0, x1 = hours[0], hours[-1]
-    mean, peak, cap = num(m, "concurrency.mean"), num(m, "concurrency.peak"), num(m, "concurrency.configured_cap")
+    mean, peak, cap = as_num(conc.mean), as_num(conc.peak), as_num(conc.configured_cap)
     if peak is not None:
-        capped = " (cap detected)" if flag(m, "concurrency.cap_detected") else ""
+        capped = " (cap detected)" if conc.cap_detected else ""
         _hline(fig, x0, x1, peak, f"peak {peak:,.0f}{capped}", _LINE["peak"])
     if cap is not None and cap != peak:
         _hline(fig, x0, x1, cap, f"configured cap {cap:,.0f}", _LINE["cap"])
@@ -63,9 +66,11 @@ def concurrency(m: dict) -> go.Figure | None:
     return _layout(fig, TITLES["concurrency"], xaxis_title="hours since first start", yaxis_title="sandboxes held")
 
 
-def hold(m: dict) -> go.Figure | None:
+def hold(m: MeasureSummary) -> go.Figure | None:
     """Histogram of hold times (log x when every edge is positive) with median and p99."""
-    edges, counts = numbers(get(m, "hold_s.histogram.edges_s")), numbers(get(m, "hold_s.histogram.counts"))
+    holds = m.hold_s or Holds()
+    hist = holds.histogram or Histogram()
+    edges, counts = numbers(hist.edges_s), numbers(hist.counts)
     if not edges or not counts or len(edges) != len(counts) + 1:
         return None
     log_x = edges[0] > 0
@@ -73,27 +78,27 @@ def hold(m: dict) -> go.Figure | None:
     fig = go.Figure(go.Scatter(x=edges, y=counts + [counts[-1]], mode="lines", line_shape="hv", fill="tozeroy",
                                name="rollouts", line={"color": "#1f77b4", "width": 1}))
     top = max(counts) if counts else 1.0
-    for key, label in (("median", "median"), ("p99", "p99")):
-        value = num(m, f"hold_s.{key}")
+    for label, value in (("median", as_num(holds.median)), ("p99", as_num(holds.p99))):
         if value is not None and (value > 0 or not log_x):
-            _vline(fig, value, 0, top, f"{label} {value:,.0f} s", _LINE[key])
+            _vline(fig, value, 0, top, f"{label} {value:,.0f} s", _LINE[label])
     return _layout(fig, TITLES["hold"], xaxis_type="log" if log_x else "linear",
                    xaxis_title="hold (s, log scale)" if log_x else "hold (s)", yaxis_title="rollouts")
 
 
-def context(m: dict) -> go.Figure | None:
+def context(m: MeasureSummary) -> go.Figure | None:
     """Measured median input tokens per turn count against the fitted c*n(n+1)/2."""
-    pairs = [(n, v) for n, v in turn_keyed(get(m, "tokens.median_input_by_turns")) if n > 0 and v > 0]
+    tok = m.tokens or Tokens()
+    pairs = [(n, v) for n, v in turn_keyed(tok.median_input_by_turns) if n > 0 and v > 0]
     if not pairs:
         return None
     fig = go.Figure(go.Scatter(x=[n for n, _ in pairs], y=[v for _, v in pairs], mode="markers",
                                name="measured median", marker={"size": 7, "color": "#1f77b4"}))
-    c = num(m, "tokens.turn_tokens")
+    c = as_num(tok.turn_tokens)
     if c is not None and c > 0:
         top = max(n for n, _ in pairs)
         step = max(1, top // 400)  # a few hundred points draw a smooth curve
         grid = list(range(1, top + 1, step)) + ([top] if (top - 1) % step else [])
-        r2 = num(m, "tokens.r2_quadratic")
+        r2 = as_num(tok.r2_quadratic)
         fit = f"fit {c:,.0f}·n(n+1)/2" + (f", R² {r2:.4f}" if r2 is not None else "")
         fig.add_trace(go.Scatter(x=grid, y=[c * n * (n + 1) / 2 for n in grid], mode="lines", name=fit,
                                  line={"color": _LINE["peak"], "dash": "dash"}))
@@ -101,8 +106,8 @@ def context(m: dict) -> go.Figure | None:
                    xaxis_title="turns", yaxis_title="median input tokens (summed over turns)")
 
 
-def turns(m: dict) -> go.Figure | None:
-    pairs = turn_keyed(get(m, "tokens.turns_histogram"))
+def turns(m: MeasureSummary) -> go.Figure | None:
+    pairs = turn_keyed((m.tokens or Tokens()).turns_histogram)
     if not pairs:
         return None
     fig = go.Figure(go.Bar(x=[n for n, _ in pairs], y=[v for _, v in pairs], name="rollouts",
@@ -110,26 +115,15 @@ def turns(m: dict) -> go.Figure | None:
     return _layout(fig, TITLES["turns"], xaxis_title="turns", yaxis_title="rollouts", showlegend=False)
 
 
-def exception_types(m: dict) -> list[tuple[str, float | None, float | None]]:
-    """(type, count, sandbox-hours) per exception type, most frequent first.
-
-    Accepts ``by_type`` as type -> count or type -> {count, sandbox_hours}, and an optional
-    separate ``sandbox_hours_by_type``.
-    """
-    by_type, hours = mapping(m, "exceptions.by_type"), mapping(m, "exceptions.sandbox_hours_by_type")
-    rows = []
-    for name, value in by_type.items():
-        if isinstance(value, dict):
-            count, sh = as_num(value.get("count")), as_num(value.get("sandbox_hours"))
-        else:
-            count, sh = as_num(value), None
-        if sh is None:
-            sh = as_num(hours.get(name))
-        rows.append((str(name), count, sh))
+def exception_types(m: MeasureSummary) -> list[tuple[str, float | None, float | None]]:
+    """(type, count, sandbox-hours) per exception type, most frequent first (both maps keyed by type)."""
+    exc = m.exceptions or Exceptions()
+    by_type, hours = exc.by_type or {}, exc.sandbox_hours_by_type or {}
+    rows = [(str(name), as_num(count), as_num(hours.get(name))) for name, count in by_type.items()]
     return sorted(rows, key=lambda r: (-(r[1] or 0.0), r[0]))
 
 
-def exceptions(m: dict) -> go.Figure | None:
+def exceptions(m: MeasureSummary) -> go.Figure | None:
     rows = exception_types(m)
     if not rows or all(r[1] is None for r in rows):
         return None
@@ -148,9 +142,9 @@ def exceptions(m: dict) -> go.Figure | None:
     return fig
 
 
-def models(m: dict, budget: float | None = None) -> go.Figure | None:
-    """Exception rate per model slice, with the budget line."""
-    pairs = [(str(k), as_num(get(v, "exception_rate"))) for k, v in sorted(mapping(m, "by_model").items())]
+def models(m: MeasureSummary, budget: float | None = None) -> go.Figure | None:
+    """Exception rate per model slice (keyed by model name), with the budget line."""
+    pairs = [(str(k), as_num(v.exception_rate)) for k, v in sorted((m.by_model or {}).items())]
     pairs = [(k, v) for k, v in pairs if v is not None]
     if not pairs:
         return None
@@ -158,7 +152,7 @@ def models(m: dict, budget: float | None = None) -> go.Figure | None:
                            marker={"color": "#d62728"}, text=[f"{v:.1%}" for _, v in pairs], textposition="outside"))
     # Reference lines span the bars on a hidden linear axis: on the category axis itself the
     # numbers -0.5 and n-0.5 would become two extra categories (seen in the browser test).
-    overall = num(m, "outcomes.exception_rate")
+    overall = as_num(m.outcomes.exception_rate) if m.outcomes is not None else None
     if overall is not None:
         _hline(fig, -0.5, len(pairs) - 0.5, overall, f"all rows {overall:.1%}", "#7f7f7f", xaxis="x2")
     if budget is not None:
@@ -169,12 +163,11 @@ def models(m: dict, budget: float | None = None) -> go.Figure | None:
                    xaxis2={"overlaying": "x", "range": [-0.5, len(pairs) - 0.5], "visible": False})
 
 
-COVERAGE_FIELDS = ("reward", "tokens", "turns", "trajectory")
-
-
-def coverage(m: dict) -> go.Figure | None:
-    rows = num(m, "rows")
-    found = [(f, num(m, f"coverage.missing_{f}")) for f in COVERAGE_FIELDS]
+def coverage(m: MeasureSummary) -> go.Figure | None:
+    rows = as_num(m.rows)
+    cov = m.coverage or Coverage()
+    found = [("reward", as_num(cov.missing_reward)), ("tokens", as_num(cov.missing_tokens)),
+             ("turns", as_num(cov.missing_turns)), ("trajectory", as_num(cov.missing_trajectory))]
     found = [(f, c) for f, c in found if c is not None]
     if not found or not rows:
         return None
@@ -197,7 +190,7 @@ TITLES = {
 }
 
 #: Measure-summary charts in report order (the model chart takes a budget, so it is built separately).
-BUILDERS: dict[str, Callable[[dict], go.Figure | None]] = {
+BUILDERS: dict[str, Callable[[MeasureSummary], go.Figure | None]] = {
     "concurrency": concurrency,
     "hold": hold,
     "context": context,

@@ -32,10 +32,10 @@ def report_files(
 
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths), **(measure_options or {}))
-    plan_d = load_plan(plan) if plan is not None else None
-    sim_d = load_simulate(simulate) if simulate is not None else None
-    opt_d = load_optimize(optimize) if optimize is not None else None
-    return write_report(output, measure, plan_d, sim_d, DEFAULT_TITLE if title is None else title, t, opt_d)
+    plan_s = load_plan(plan) if plan is not None else None
+    sim_s = load_simulate(simulate) if simulate is not None else None
+    opt_s = load_optimize(optimize) if optimize is not None else None
+    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s)
 
 
 def check_files(
@@ -55,12 +55,12 @@ def check_files(
     """
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths), **(measure_options or {}))
-    plan_d = load_plan(plan) if plan is not None else None
-    results = run_checks(measure, plan_d, t)
+    plan_s = load_plan(plan) if plan is not None else None
+    results = run_checks(measure, plan_s, t)
     if metrics_out is not None or rules_out is not None:
         from sandbox_fleet.report.prometheus import write_outputs
 
-        write_outputs(measure, plan_d, results, t, metrics_out=metrics_out, rules_out=rules_out,
+        write_outputs(measure, plan_s, results, t, metrics_out=metrics_out, rules_out=rules_out,
                       thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml")
     return results
 

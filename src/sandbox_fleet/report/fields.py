@@ -1,9 +1,8 @@
-"""Readers for the report's inputs: summaries already parsed by their models.
+"""Value helpers for the report: figures read off the stage models, normalised for display.
 
-The report parses every input into its stage's model (``contract.parse``) and reads the model's
-JSON dump, so each key is present with its declared type or null. A null figure, or a map entry
-the input does not have (a phase that was not recorded), reads as ``None``: "not measured",
-which greys out one chart or check only.
+The report reads each input through its stage's model (``m.concurrency.peak``); a block the input
+does not carry is ``None`` and the consumer substitutes an empty block (every figure ``None``), so
+"not measured" greys out one chart or check only. These helpers only normalise values already read.
 """
 
 from __future__ import annotations
@@ -12,39 +11,12 @@ import math
 from typing import Any
 
 
-def get(data: Any, path: str) -> Any:
-    """Value at a dotted ``path`` (``"concurrency.peak"``), or None if any step is missing."""
-    node = data
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
-def num(data: Any, path: str) -> float | None:
-    """A finite number at ``path`` (bools are not numbers here), else None."""
-    return as_num(get(data, path))
-
-
 def as_num(value: Any) -> float | None:
-    """``value`` as a finite float, or None when it is not a usable number."""
+    """``value`` as a finite float, or None when it is not a usable number (bools are not numbers)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     f = float(value)
     return f if math.isfinite(f) else None
-
-
-def mapping(data: Any, path: str) -> dict:
-    """A dict at ``path``, or an empty dict when absent or not a dict."""
-    value = get(data, path)
-    return value if isinstance(value, dict) else {}
-
-
-def flag(data: Any, path: str) -> bool | None:
-    """A boolean at ``path``, or None."""
-    value = get(data, path)
-    return value if isinstance(value, bool) else None
 
 
 def numbers(value: Any) -> list[float] | None:
@@ -56,7 +28,7 @@ def numbers(value: Any) -> list[float] | None:
 
 
 def turn_keyed(value: Any) -> list[tuple[int, float]]:
-    """A ``{"11": 52474, ...}`` object as (turns, value) pairs sorted by turns; bad entries skipped."""
+    """A ``{"11": 52474, ...}`` map as (turns, value) pairs sorted by turns; bad entries skipped."""
     if not isinstance(value, dict):
         return []
     pairs = []

@@ -18,7 +18,6 @@ from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report import charts, optimize_section, plan_sections, tables
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
-from sandbox_fleet.report.fields import get
 from sandbox_fleet.report.thresholds import Thresholds
 from sandbox_fleet.simulate.model import SimulateSummary
 
@@ -71,34 +70,31 @@ def _checks_section(results: list[CheckResult]) -> str:
 
 
 def build_report(
-    measure: dict,
-    plan: dict | None = None,
-    simulate: dict | None = None,
+    measure: MeasureSummary | dict,
+    plan: PlanSummary | dict | None = None,
+    simulate: SimulateSummary | dict | None = None,
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
-    optimize: dict | None = None,
+    optimize: OptimizeSummary | dict | None = None,
 ) -> str:
     """One self-contained HTML document for a measure summary (plus optional plan/simulate).
 
-    Each input is parsed into its model first (InputError when it is not one); a figure it does
-    not carry shows as "not measured"; identical inputs give byte-identical output.
+    Each input is a model or its JSON dict, parsed into the model first (InputError when it is not
+    one); a figure it does not carry shows as "not measured"; identical inputs give byte-identical output.
     """
-    m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
-    plan = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
-    simulate = contract.parse(SimulateSummary, simulate, "simulate summary").to_json() if simulate is not None else None
+    m = contract.parse(MeasureSummary, measure, "measure summary")
+    p = contract.parse(PlanSummary, plan, "plan summary") if plan is not None else None
+    sim = contract.parse(SimulateSummary, simulate, "simulate summary") if simulate is not None else None
     searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
-    results = run_checks(m, plan, t)
+    results = run_checks(m, p, t)
 
-    source = get(m, "source")
-    if isinstance(source, list):
-        source = ", ".join(str(x) for x in source)
-    version = get(m, "schema_version")
+    source = ", ".join(m.source) if m.source is not None else None
     sub = " · ".join(x for x in (
-        f"source: {source}" if isinstance(source, str) else "",
-        f"measure schema {version}" if version is not None else "",
-        "with plan" if isinstance(plan, dict) else "",
-        "with simulation" if isinstance(simulate, dict) else "",
+        f"source: {source}" if source is not None else "",
+        f"measure schema {m.schema_version}",
+        "with plan" if p is not None else "",
+        "with simulation" if sim is not None else "",
     ) if x)
 
     figs = {key: build(m) for key, build in charts.BUILDERS.items()}
@@ -120,29 +116,28 @@ def build_report(
                  "<h3>Tasks with the most exceptions</h3>",
                  _or_missing(tables.task_health_table(m), "exceptions per task"), anchor="exceptions"),
         _section("Per-model slices", _figure("models", figs["models"]),
-                 _or_missing(tables.slice_table(get(m, "by_model") or {}, tables.MODEL_COLS), "per-model slices"),
+                 _or_missing(tables.slice_table(m.by_model, tables.MODEL_COLS), "per-model slices"),
                  anchor="models"),
     ]
-    jobs = get(m, "by_job")
-    if isinstance(jobs, dict) and jobs:
-        parts.append(_section("Per-job slices", tables.slice_table(jobs, tables.JOB_COLS), anchor="jobs"))
+    if m.by_job:
+        parts.append(_section("Per-job slices", tables.slice_table(m.by_job, tables.JOB_COLS), anchor="jobs"))
     parts.append(_section("Coverage", _figure("coverage", figs["coverage"]), tables.rejected_table(m), anchor="coverage"))
     warnings = tables.warnings_list(m)
     if warnings:
         parts.append(_section("Measurement warnings", warnings, anchor="warnings"))
     parts.append(_section("Task resource requests", _or_missing(tables.requests_table(m), "task requests"), anchor="tasks"))
-    if isinstance(plan, dict):
-        parts.append(_section("Plan: what to buy", tables.plan_table(plan), plan_sections.extra_plan_table(plan),
-                              _figure("caching", plan_sections.caching_chart(plan)),
-                              tables.alternatives_table(plan), anchor="plan"))
-        rent = plan_sections.rent_table(plan)
+    if p is not None:
+        parts.append(_section("Plan: what to buy", tables.plan_table(p), plan_sections.extra_plan_table(p),
+                              _figure("caching", plan_sections.caching_chart(p)),
+                              tables.alternatives_table(p), anchor="plan"))
+        rent = plan_sections.rent_table(p)
         if rent:
-            parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(plan)), rent, anchor="rent"))
-        assumptions = plan_sections.assumptions_table(plan)
+            parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(p)), rent, anchor="rent"))
+        assumptions = plan_sections.assumptions_table(p)
         if assumptions:
             parts.append(_section("Assumptions", assumptions, anchor="assumptions"))
-    if isinstance(simulate, dict):
-        parts.append(_section("Simulation", tables.simulate_table(simulate), anchor="simulate"))
+    if sim is not None:
+        parts.append(_section("Simulation", tables.simulate_table(sim), anchor="simulate"))
     if searched is not None:
         parts.append(_section("Optimize: the cheapest configuration meeting the target",
                               optimize_section.winner_table(searched),
@@ -160,12 +155,12 @@ def build_report(
 
 def write_report(
     path: str | Path,
-    measure: dict,
-    plan: dict | None = None,
-    simulate: dict | None = None,
+    measure: MeasureSummary | dict,
+    plan: PlanSummary | dict | None = None,
+    simulate: SimulateSummary | dict | None = None,
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
-    optimize: dict | None = None,
+    optimize: OptimizeSummary | dict | None = None,
 ) -> Path:
     """Build the report and write it to ``path`` atomically (parent folders created); returns the path."""
     from sandbox_fleet import atomic

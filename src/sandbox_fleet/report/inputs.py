@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
 
+if TYPE_CHECKING:
+    from sandbox_fleet.optimize.model import OptimizeSummary
+    from sandbox_fleet.plan.model import PlanSummary
+    from sandbox_fleet.simulate.model import SimulateSummary
 
-def load_measure(paths: list[str | Path], **measure_options: Any) -> dict[str, Any]:
-    """A measure summary (its model's JSON dict): one ``.json`` file parsed, anything else measured.
+
+def load_measure(paths: list[str | Path], **measure_options: Any) -> MeasureSummary:
+    """A measure summary (its model): one ``.json`` file parsed, anything else measured.
 
     A ``.json`` file must be a measure summary (another kind, or a newer version, is an InputError);
     telemetry (Harbor folders, Parquet, a Harbor ``result.json`` inside a job...) goes through
@@ -21,28 +26,28 @@ def load_measure(paths: list[str | Path], **measure_options: Any) -> dict[str, A
         raise InputError("no input given: expected a measure --json summary or telemetry paths")
     if len(paths) == 1 and Path(paths[0]).suffix.lower() == ".json" and Path(paths[0]).is_file() \
             and Path(paths[0]).name not in ("result.json", "results.json"):
-        return contract.load(MeasureSummary, paths[0]).to_json()
+        return contract.load(MeasureSummary, paths[0])
     from sandbox_fleet.measure import measure_paths
 
-    return measure_paths([str(p) for p in paths], **measure_options)
+    return contract.parse(MeasureSummary, measure_paths([str(p) for p in paths], **measure_options), "measure summary")
 
 
-def load_plan(path: str | Path) -> dict[str, Any]:
-    """A ``plan --json`` file as its model's JSON dict (InputError when it is not a plan)."""
+def load_plan(path: str | Path) -> PlanSummary:
+    """A ``plan --json`` file as its model (InputError when it is not a plan)."""
     from sandbox_fleet.plan.model import PlanSummary  # each model is built only when its kind is read
 
-    return contract.load(PlanSummary, path).to_json()
+    return contract.load(PlanSummary, path)
 
 
-def load_optimize(path: str | Path) -> dict[str, Any]:
-    """An ``optimize --json`` file as its model's JSON dict (InputError when it is not one)."""
+def load_optimize(path: str | Path) -> OptimizeSummary:
+    """An ``optimize --json`` file as its model (InputError when it is not one)."""
     from sandbox_fleet.optimize.model import OptimizeSummary
 
-    return contract.load(OptimizeSummary, path).to_json()
+    return contract.load(OptimizeSummary, path)
 
 
-def load_simulate(path: str | Path) -> dict[str, Any]:
-    """A ``simulate --json`` file as its model's JSON dict (InputError when it is not one)."""
+def load_simulate(path: str | Path) -> SimulateSummary:
+    """A ``simulate --json`` file as its model (InputError when it is not one)."""
     from sandbox_fleet.simulate.model import SimulateSummary
 
-    return contract.load(SimulateSummary, path).to_json()
+    return contract.load(SimulateSummary, path)

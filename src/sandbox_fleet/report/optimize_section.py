@@ -4,34 +4,35 @@ and the winner with its basis, drawn from an ``OptimizeSummary``."""
 from __future__ import annotations
 
 from html import escape
+from typing import Callable, Optional
 
 import plotly.graph_objects as go
 
-from sandbox_fleet.optimize.model import OptimizeSummary
+from sandbox_fleet.optimize.model import OptimizeSummary, Point
 from sandbox_fleet.report.tables import kv_table
 
 TITLES = {"frontier": "Cheapest configurations: all-in $/h against the target figure"}
 
 
-def _axis(summary: OptimizeSummary) -> tuple[str, str]:
-    """(field, label) of the figure the frontier trades cost against."""
+def _axis(summary: OptimizeSummary) -> tuple[Callable[[Point], Optional[float]], str]:
+    """(reader, label) of the figure the frontier trades cost against."""
     if summary.target.passing_per_hour is not None:
-        return "passing_per_hour", "passing trajectories per hour"
-    return "step_s", "mean step time (s)"
+        return (lambda p: p.passing_per_hour), "passing trajectories per hour"
+    return (lambda p: p.step_s), "mean step time (s)"
 
 
 def frontier_chart(summary: OptimizeSummary) -> go.Figure:
     """Frontier points as a step line, the winner marked; hover names each configuration."""
-    field, label = _axis(summary)
-    pts = [p for p in summary.frontier if getattr(p, field) is not None]
+    figure, label = _axis(summary)
+    pts = [p for p in summary.frontier if figure(p) is not None]
     text = [f"cap {p.sandbox_cap}, {p.nodes} x {p.node_type} ({p.tier}), {p.gpus} x {p.gpu}"
             f"{' cached' if p.caching else ''}" for p in pts]
-    fig = go.Figure(go.Scatter(x=[getattr(p, field) for p in pts], y=[p.usd_per_h for p in pts],
+    fig = go.Figure(go.Scatter(x=[figure(p) for p in pts], y=[p.usd_per_h for p in pts],
                                mode="lines+markers", line={"shape": "hv", "color": "#1f77b4"},
                                name="frontier", text=text, hovertemplate="%{text}<br>%{x:,.1f}: $%{y:,.2f}/h"))
     best = summary.best
-    if getattr(best, field) is not None:
-        fig.add_trace(go.Scatter(x=[getattr(best, field)], y=[best.usd_per_h], mode="markers",
+    if figure(best) is not None:
+        fig.add_trace(go.Scatter(x=[figure(best)], y=[best.usd_per_h], mode="markers",
                                  marker={"size": 14, "symbol": "star", "color": "#d62728"}, name="winner"))
     fig.update_layout(title={"text": TITLES["frontier"], "x": 0.01}, template="plotly_white", height=420,
                       margin={"l": 70, "r": 20, "t": 60, "b": 60}, xaxis_title=label, yaxis_title="all-in $ per hour")

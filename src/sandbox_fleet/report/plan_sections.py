@@ -9,11 +9,16 @@ is not drawn as if it were a probability-1 point.
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
-from sandbox_fleet.report.fields import as_num, get, mapping, num, turn_keyed
-from sandbox_fleet.report.tables import fmt, grid_table, kv_table
+from sandbox_fleet.measure.model import HoldStats, MeasureSummary
+from sandbox_fleet.report.fields import as_num, turn_keyed
+from sandbox_fleet.report.tables import Row, fmt, grid_table, kv_table
+
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
 
 TITLES = {
     "caching": "Prefix-caching saving on prefill by turns",
@@ -30,19 +35,22 @@ def _layout(fig: go.Figure, title: str, **axes: object) -> go.Figure:
     return fig
 
 
-def caching_chart(plan: dict | None) -> go.Figure | None:
+def caching_chart(plan: PlanSummary | None) -> go.Figure | None:
     """Saving factor (n+1)/2 by turn count, with prefix breaks if planned, and the measured mix."""
-    pairs = [(n, v) for n, v in turn_keyed(get(plan, "caching.saving_by_turns")) if n > 0]
+    ca = plan.caching if plan is not None else None
+    if ca is None:
+        return None
+    pairs = [(n, v) for n, v in turn_keyed(ca.saving_by_turns) if n > 0]
     if not pairs:
         return None
     fig = go.Figure(go.Scatter(x=[n for n, _ in pairs], y=[v for _, v in pairs], mode="lines+markers",
                                name="byte-identical prefix: (n+1)/2", line={"color": "#1f77b4"}))
-    brk = num(plan, "caching.prefix_break")
-    broken = [(n, v) for n, v in turn_keyed(get(plan, "caching.saving_by_turns_with_breaks")) if n > 0]
+    brk = as_num(ca.prefix_break)
+    broken = [(n, v) for n, v in turn_keyed(ca.saving_by_turns_with_breaks) if n > 0]
     if brk and broken:
         fig.add_trace(go.Scatter(x=[n for n, _ in broken], y=[v for _, v in broken], mode="lines+markers",
                                  name=f"{brk:.0%} of turns break the prefix", line={"color": "#ff7f0e", "dash": "dot"}))
-    mix = num(plan, "caching.saving_measured_mix")
+    mix = as_num(ca.saving_measured_mix)
     if mix is not None:
         x0, x1 = pairs[0][0], pairs[-1][0]
         fig.add_trace(go.Scatter(x=[x0, x1], y=[mix, mix], mode="lines", name=f"measured turn mix x{mix:.2f}",
@@ -51,15 +59,13 @@ def caching_chart(plan: dict | None) -> go.Figure | None:
                    yaxis_title="prefill without caching / with caching (x)")
 
 
-_QUANTILES = (("min", None), ("median", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", None))
-
-
-def cdf_points(holds: dict, rows: float | None) -> list[tuple[float, float]]:
+def cdf_points(holds: HoldStats, rows: float | None) -> list[tuple[float, float]]:
     """(hold s, cumulative share) through the known percentiles, in order of hold."""
     n = rows if rows and rows > 0 else None
     pts = []
-    for key, q in _QUANTILES:
-        v = as_num(holds.get(key)) if isinstance(holds, dict) else None
+    for key, value, q in (("min", holds.min, None), ("median", holds.median, 0.5), ("p90", holds.p90, 0.9),
+                          ("p99", holds.p99, 0.99), ("max", holds.max, None)):
+        v = as_num(value)
         if v is None or v <= 0:
             continue
         if q is None:
@@ -76,24 +82,24 @@ def cdf_points(holds: dict, rows: float | None) -> list[tuple[float, float]]:
     return out
 
 
-def hold_cdf_chart(m: dict) -> go.Figure | None:
-    """One CDF line per model from its hold percentiles (``hold_s.by_model``, else ``by_model``)."""
-    by_model = mapping(m, "hold_s.by_model")
-    slices = mapping(m, "by_model")
+def hold_cdf_chart(m: MeasureSummary) -> go.Figure | None:
+    """One CDF line per model from its hold percentiles (``hold_s.by_model``, else ``by_model``), by model name."""
+    by_model = (m.hold_s.by_model if m.hold_s is not None else None) or {}
+    slices = m.by_model or {}
     models = sorted(set(by_model) | set(slices), key=str)
     fig = go.Figure()
-    fleet = cdf_points(mapping(m, "hold_s"), num(m, "hold_s.rows") or num(m, "rows"))
+    fleet = cdf_points(m.hold_s or HoldStats(), as_num(m.hold_s.rows if m.hold_s else None) or as_num(m.rows))
     if len(fleet) >= 2 and models:
         fig.add_trace(go.Scatter(x=[v for v, _ in fleet], y=[q for _, q in fleet], mode="lines", name="all rollouts",
                                  line={"color": "#000000", "dash": "dash", "width": 1.5}))
     for i, model in enumerate(models):
-        holds = by_model.get(model) or {}
-        if not holds and isinstance(slices.get(model), dict):
-            s = slices[model]
-            holds = {"median": s.get("hold_median_s"), "p99": s.get("hold_p99_s")}
-        rows = as_num(holds.get("rows")) if isinstance(holds, dict) else None
-        if rows is None and isinstance(slices.get(model), dict):
-            rows = as_num(slices[model].get("rows"))
+        holds = by_model.get(model)
+        s = slices.get(model)
+        if holds is None:  # the slice's own median and p99 stand in
+            holds = HoldStats(median=s.hold_median_s, p99=s.hold_p99_s) if s is not None else HoldStats()
+        rows = as_num(holds.rows)
+        if rows is None and s is not None:
+            rows = as_num(s.rows)
         pts = cdf_points(holds, rows)
         if len(pts) < 2:
             continue
@@ -110,24 +116,25 @@ def hold_cdf_chart(m: dict) -> go.Figure | None:
 _TIER_LABEL = {"reserved": "buy reserved", "on_demand": "buy on-demand", "spot": "buy spot"}
 
 
-def rent_chart(plan: dict | None) -> go.Figure | None:
+def rent_chart(plan: PlanSummary | None) -> go.Figure | None:
     """Bars: the bought fleet per tier (paid at peak) against each provider (busy hours only)."""
-    rent = mapping(plan, "cost.rent")
-    if not rent:
+    cost = plan.cost if plan is not None else None
+    rent = cost.rent if cost is not None else None
+    if not rent or cost is None:
         return None
     names, values, colors, texts = [], [], [], []
-    for tier in ("reserved", "on_demand", "spot"):
-        v = num(plan, f"cost.{tier}_per_h")
+    for tier, price in (("reserved", cost.reserved_per_h), ("on_demand", cost.on_demand_per_h), ("spot", cost.spot_per_h)):
+        v = as_num(price)
         if v is not None:
             names.append(_TIER_LABEL[tier])
             values.append(v)
             colors.append("#1f77b4")
             texts.append(f"${v:,.2f}")
-    for name, r in rent.items():
-        v = as_num(r.get("usd_per_h")) if isinstance(r, dict) else None
+    for name, r in rent.items():  # keyed by provider name
+        v = as_num(r.usd_per_h)
         if v is None:
             continue
-        ok = r.get("within_limits") is True
+        ok = r.within_limits is True
         names.append(f"rent {name}")
         values.append(v)
         colors.append("#2ca02c" if ok else "#bbbbbb")
@@ -140,49 +147,54 @@ def rent_chart(plan: dict | None) -> go.Figure | None:
                    yaxis_range=[0, max(values) * 1.2])
 
 
-def rent_table(plan: dict | None) -> str | None:
-    rent = mapping(plan, "cost.rent")
-    if not rent:
+def rent_table(plan: PlanSummary | None) -> str | None:
+    cost = plan.cost if plan is not None else None
+    rent = cost.rent if cost is not None else None
+    if not rent or cost is None:
         return None
     rows = []
     for name, r in rent.items():
-        if not isinstance(r, dict):
-            continue
-        hit = r.get("limits_hit") or []
-        rows.append([escape(str(name)), fmt(r.get("usd_per_h"), "f2"), fmt(r.get("usd_per_pass"), "f3"),
-                     "yes" if r.get("within_limits") else "no",
+        hit = r.limits_hit or []
+        rows.append([escape(str(name)), fmt(r.usd_per_h, "f2"), fmt(r.usd_per_pass, "f3"),
+                     "yes" if r.within_limits else "no",
                      escape("; ".join(str(h) for h in hit)) or "",
-                     escape(f"{r.get('source', '')} ({r.get('as_of', '')})")])
+                     escape(f"{r.source} ({r.as_of})")])
     table = grid_table(["provider", "$/h at target", "$ per pass", "within limits", "limits hit", "prices from"], rows)
-    verdict = get(plan, "cost.rent_verdict")
-    head = f"<p><strong>Verdict:</strong> {escape(verdict)}</p>" if isinstance(verdict, str) else ""
+    verdict = cost.rent_verdict
+    head = f"<p><strong>Verdict:</strong> {escape(verdict)}</p>" if verdict is not None else ""
     return head + table + '<p class="sub">Rental prices are illustrative list prices (see the source and date); ' \
         "replace them with your quote (<code>plan --providers FILE</code>).</p>"
 
 
 #: Plan lines shown only when the plan carries them (an older plan has none of these).
-OPTIONAL_PLAN_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("peak start rate (per s)", "starts.peak_per_s", "f3"),
-    ("start rate basis", "starts.basis", "text"),
-    ("inference GPU", "inference.gpu", "text"),
-    ("GPU memory: weights (GiB)", "inference.memory.weights_gb", "f1"),
-    ("GPU memory: live KV (GiB)", "inference.memory.kv_gb_live", "f1"),
-    ("GPUs bound by memory", "inference.memory.gpus_memory_bound", "int"),
-    ("GPUs bound by memory, with caching", "inference.memory.gpus_memory_bound_cached", "int"),
-    ("$ per passing trajectory, all-in", "cost.per_passing_trajectory_all_in", "f3"),
+def _memory(p: PlanSummary):
+    return p.inference.memory if p.inference is not None else None
+
+
+#: Plan lines shown only when the plan carries them; each reads None when its block is absent.
+OPTIONAL_PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
+    ("peak start rate (per s)", lambda p: p.starts.peak_per_s if p.starts else None, "f3"),
+    ("start rate basis", lambda p: p.starts.basis if p.starts else None, "text"),
+    ("inference GPU", lambda p: p.inference.gpu if p.inference else None, "text"),
+    ("GPU memory: weights (GiB)", lambda p: _memory(p).weights_gb if _memory(p) else None, "f1"),
+    ("GPU memory: live KV (GiB)", lambda p: _memory(p).kv_gb_live if _memory(p) else None, "f1"),
+    ("GPUs bound by memory", lambda p: _memory(p).gpus_memory_bound if _memory(p) else None, "int"),
+    ("GPUs bound by memory, with caching", lambda p: _memory(p).gpus_memory_bound_cached if _memory(p) else None, "int"),
+    ("$ per passing trajectory, all-in", lambda p: p.cost.per_passing_trajectory_all_in if p.cost else None, "f3"),
 )
 
 
-def extra_plan_table(plan: dict | None) -> str | None:
-    rows = [(label, get(plan, path), kind) for label, path, kind in OPTIONAL_PLAN_ROWS if get(plan, path) is not None]
+def extra_plan_table(plan: PlanSummary | None) -> str | None:
+    if plan is None:
+        return None
+    rows = [(label, value, kind) for label, read, kind in OPTIONAL_PLAN_ROWS if (value := read(plan)) is not None]
     return kv_table(rows) if rows else None
 
 
-def assumptions_table(plan: dict | None) -> str | None:
+def assumptions_table(plan: PlanSummary | None) -> str | None:
     """Every default and carried-over figure the purchase order rests on, with its source."""
-    items = get(plan, "assumptions")
-    if not isinstance(items, list) or not items:
+    items = plan.assumptions if plan is not None else None
+    if not items:
         return None
-    rows = [[escape(str(a.get(k, ""))) if k != "value" else fmt(a.get("value")) for k in ("name", "value", "unit", "source", "detail")]
-            for a in items if isinstance(a, dict)]
-    return grid_table(["assumption", "value", "unit", "source", "detail"], rows) if rows else None
+    rows = [[escape(a.name), fmt(a.value), escape(a.unit), escape(a.source), escape(a.detail)] for a in items]
+    return grid_table(["assumption", "value", "unit", "source", "detail"], rows)

@@ -7,10 +7,17 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 from __future__ import annotations
 
 from html import escape
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
+from pydantic import BaseModel
+
+from sandbox_fleet.measure.model import ByOutcome, Concurrency, Holds, MeasureSummary, Outcomes, Slice, Steps, TaskHealth, Tokens
 from sandbox_fleet.report.checks import CheckResult
-from sandbox_fleet.report.fields import as_num, get, mapping, turn_keyed
+from sandbox_fleet.report.fields import as_num, turn_keyed
+
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
+    from sandbox_fleet.simulate.model import SimulateSummary
 
 MISSING = '<span class="na">not measured</span>'
 
@@ -19,6 +26,8 @@ def fmt(value: Any, kind: str = "num") -> str:
     """Format one table cell; ``kind``: num, int, f1..f4, pct, s, bool, text or times_by_turns."""
     if value is None:
         return MISSING
+    if isinstance(value, BaseModel):  # a block shown whole (a node's stranded resources): its figures in order
+        value = value.model_dump(mode="json")
     if kind == "bool" or isinstance(value, bool):
         return "yes" if value is True else "no" if value is False else escape(str(value))
     if kind == "text" or isinstance(value, str):
@@ -84,105 +93,133 @@ def checks_table(results: list[CheckResult]) -> str:
     return grid_table(["status", "check", "value", "threshold", "message"], rows)
 
 
-HEADLINE: tuple[tuple[str, str, str], ...] = (
-    ("rollouts", "rows", "int"),
-    ("span (days)", "span_days", "f2"),
-    ("sandbox-hours", "sandbox_hours", "int"),
-    ("mean concurrency", "concurrency.mean", "f1"),
-    ("mean concurrency (Little's law)", "concurrency.mean_littles_law", "f1"),
-    ("peak concurrency", "concurrency.peak", "int"),
-    ("duty (mean / peak)", "concurrency.duty", "pct"),
-    ("separate stretches at peak", "concurrency.touches", "int"),
-    ("time at peak", "concurrency.time_at_peak_s", "s"),
-    ("cap detected", "concurrency.cap_detected", "bool"),
-    ("configured cap", "concurrency.configured_cap", "int"),
-    ("hold min", "hold_s.min", "s"),
-    ("hold median", "hold_s.median", "s"),
-    ("hold mean (all rows)", "hold_s.mean", "s"),
-    ("hold mean (rows with tokens)", "tokens.hold_mean_s", "s"),
-    ("hold p90", "hold_s.p90", "s"),
-    ("hold p99", "hold_s.p99", "s"),
-    ("hold max", "hold_s.max", "s"),
-    ("rows with token counts", "tokens.rows", "int"),
-    ("prefill tokens per sandbox-second", "tokens.prefill_per_sandbox_s", "f1"),
-    ("decode tokens per sandbox-second", "tokens.decode_per_sandbox_s", "f2"),
-    ("prefill : decode", "tokens.prefill_decode_ratio", "f1"),
-    ("cached fraction of input", "tokens.cached_fraction", "pct"),
-    ("per-turn context increment (tokens)", "tokens.turn_tokens", "f1"),
-    ("R² quadratic / linear", "r2", "text"),
-    ("exception rate", "outcomes.exception_rate", "pct"),
-    ("rewarded rows", "outcomes.rewarded", "int"),
-    ("passed", "outcomes.passed", "int"),
-    ("pass rate (of rewarded)", "outcomes.pass_rate", "pct"),
-    ("clean rollouts passing", "outcomes.pass_rate_clean", "pct"),
-    ("exception rollouts passing", "outcomes.pass_rate_exception", "pct"),
-    ("sandbox-hours per passing rollout", "outcomes.sandbox_hours_per_pass", "f2"),
-    ("sandbox-hours on exception rows", "outcomes.exception_sandbox_hours", "int"),
-    ("tasks", "tasks.count", "int"),
+_M = TypeVar("_M")
+#: A table line: its label, how to read its value off the model ``_M``, and how to format it (see ``fmt``).
+Row = tuple[str, Callable[[_M], Any], str]
+
+
+def _conc(m: MeasureSummary) -> Concurrency:
+    return m.concurrency or Concurrency()
+
+
+def _hold(m: MeasureSummary) -> Holds:
+    return m.hold_s or Holds()
+
+
+def _tok(m: MeasureSummary) -> Tokens:
+    return m.tokens or Tokens()
+
+
+def _out(m: MeasureSummary) -> Outcomes:
+    return m.outcomes or Outcomes()
+
+
+def _per(value: float | None, unit: float) -> float | None:
+    x = as_num(value)
+    return x / unit if x is not None else None
+
+
+def _r2_pair(t: Tokens) -> str | None:
+    q, lin = as_num(t.r2_quadratic), as_num(t.r2_linear)
+    return None if q is None and lin is None else f"{_r2(q)} / {_r2(lin)}"
+
+
+HEADLINE: tuple[Row[MeasureSummary], ...] = (
+    ("rollouts", lambda m: m.rows, "int"),
+    ("span (days)", lambda m: _per(m.span_s, 86400), "f2"),
+    ("sandbox-hours", lambda m: _per(m.sandbox_s, 3600), "int"),
+    ("mean concurrency", lambda m: _conc(m).mean, "f1"),
+    ("mean concurrency (Little's law)", lambda m: _conc(m).mean_littles_law, "f1"),
+    ("peak concurrency", lambda m: _conc(m).peak, "int"),
+    ("duty (mean / peak)", lambda m: _conc(m).duty, "pct"),
+    ("separate stretches at peak", lambda m: _conc(m).touches, "int"),
+    ("time at peak", lambda m: _conc(m).time_at_peak_s, "s"),
+    ("cap detected", lambda m: _conc(m).cap_detected, "bool"),
+    ("configured cap", lambda m: _conc(m).configured_cap, "int"),
+    ("hold min", lambda m: _hold(m).min, "s"),
+    ("hold median", lambda m: _hold(m).median, "s"),
+    ("hold mean (all rows)", lambda m: _hold(m).mean, "s"),
+    ("hold mean (rows with tokens)", lambda m: _tok(m).hold_mean_s, "s"),
+    ("hold p90", lambda m: _hold(m).p90, "s"),
+    ("hold p99", lambda m: _hold(m).p99, "s"),
+    ("hold max", lambda m: _hold(m).max, "s"),
+    ("rows with token counts", lambda m: _tok(m).rows, "int"),
+    ("prefill tokens per sandbox-second", lambda m: _tok(m).prefill_per_sandbox_s, "f1"),
+    ("decode tokens per sandbox-second", lambda m: _tok(m).decode_per_sandbox_s, "f2"),
+    ("prefill : decode", lambda m: _tok(m).prefill_decode_ratio, "f1"),
+    ("cached fraction of input", lambda m: _tok(m).cached_fraction, "pct"),
+    ("per-turn context increment (tokens)", lambda m: _tok(m).turn_tokens, "f1"),
+    ("R² quadratic / linear", lambda m: _r2_pair(_tok(m)), "text"),
+    ("exception rate", lambda m: _out(m).exception_rate, "pct"),
+    ("rewarded rows", lambda m: _out(m).rewarded, "int"),
+    ("passed", lambda m: _out(m).passed, "int"),
+    ("pass rate (of rewarded)", lambda m: _out(m).pass_rate, "pct"),
+    ("clean rollouts passing", lambda m: _out(m).pass_rate_clean, "pct"),
+    ("exception rollouts passing", lambda m: _out(m).pass_rate_exception, "pct"),
+    ("sandbox-hours per passing rollout", lambda m: _out(m).sandbox_hours_per_pass, "f2"),
+    ("sandbox-hours on exception rows", lambda m: _out(m).exception_sandbox_hours, "int"),
+    ("tasks", lambda m: m.tasks.count if m.tasks is not None else None, "int"),
 )
 
 
-def headline_table(m: dict) -> str:
-    derived: dict[str, Any] = {}
-    span, sandbox = as_num(get(m, "span_s")), as_num(get(m, "sandbox_s"))
-    derived["span_days"] = span / 86400 if span is not None else None
-    derived["sandbox_hours"] = sandbox / 3600 if sandbox is not None else None
-    q, lin = as_num(get(m, "tokens.r2_quadratic")), as_num(get(m, "tokens.r2_linear"))
-    derived["r2"] = None if q is None and lin is None else f"{_r2(q)} / {_r2(lin)}"
-    rows = [(label, derived[path] if path in derived else get(m, path), kind) for label, path, kind in HEADLINE]
-    return kv_table(rows)
+def headline_table(m: MeasureSummary) -> str:
+    return kv_table((label, read(m), kind) for label, read, kind in HEADLINE)
 
 
 def _r2(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
 
 
-def requests_table(m: dict) -> str | None:
-    reqs = get(m, "tasks.requests")
-    if not isinstance(reqs, list) or not reqs:
+def requests_table(m: MeasureSummary) -> str | None:
+    reqs = m.tasks.requests if m.tasks is not None else None
+    if not reqs:
         return None
-    cols = ["cpus", "memory_mb", "storage_mb", "gpus", "tasks"]
-    rows = [[fmt(r.get(c)) for c in cols] for r in reqs if isinstance(r, dict)]
+    rows = [[fmt(r.cpus), fmt(r.memory_mb), fmt(r.storage_mb), fmt(r.gpus), fmt(r.tasks)] for r in reqs]
     return grid_table(["cpus", "memory (MB)", "storage (MB)", "gpus", "tasks"], rows)
 
 
-MODEL_COLS = (
-    ("rows", "rows", "int"),
-    ("exception rate", "exception_rate", "pct"),
-    ("hold median", "hold_median_s", "s"),
-    ("hold p99", "hold_p99_s", "s"),
-    ("pass rate", "pass_rate", "pct"),
-    ("prefill / sandbox-s", "prefill_per_sandbox_s", "f1"),
-    ("decode / sandbox-s", "decode_per_sandbox_s", "f2"),
+def _either(value: Any, fallback: Any) -> Any:
+    return value if value is not None else fallback
+
+
+def _sc(s: Slice) -> Concurrency:
+    """A job slice's own concurrency block (empty for a model slice)."""
+    return s.concurrency or Concurrency()
+
+
+#: A slice column reads the slice's figure, else the same figure of its nested ``concurrency``.
+MODEL_COLS: tuple[Row[Slice], ...] = (
+    ("rows", lambda s: _either(s.rows, _sc(s).rows), "int"),
+    ("exception rate", lambda s: s.exception_rate, "pct"),
+    ("hold median", lambda s: s.hold_median_s, "s"),
+    ("hold p99", lambda s: s.hold_p99_s, "s"),
+    ("pass rate", lambda s: s.pass_rate, "pct"),
+    ("prefill / sandbox-s", lambda s: s.prefill_per_sandbox_s, "f1"),
+    ("decode / sandbox-s", lambda s: s.decode_per_sandbox_s, "f2"),
 )
 
-JOB_COLS = (
-    ("rows", "rows", "int"),
-    ("exception rate", "exception_rate", "pct"),
-    ("hold median", "hold_median_s", "s"),
-    ("pass rate", "pass_rate", "pct"),
-    ("mean concurrency", "mean", "f1"),
-    ("peak", "peak", "int"),
-    ("duty", "duty", "pct"),
-    ("touches", "touches", "int"),
-    ("time at peak", "time_at_peak_s", "s"),
-    ("cap detected", "cap_detected", "bool"),
-    ("configured cap", "configured_cap", "int"),
+JOB_COLS: tuple[Row[Slice], ...] = (
+    ("rows", lambda s: _either(s.rows, _sc(s).rows), "int"),
+    ("exception rate", lambda s: s.exception_rate, "pct"),
+    ("hold median", lambda s: s.hold_median_s, "s"),
+    ("pass rate", lambda s: s.pass_rate, "pct"),
+    ("mean concurrency", lambda s: _either(s.mean, _sc(s).mean), "f1"),
+    ("peak", lambda s: _either(s.peak, _sc(s).peak), "int"),
+    ("duty", lambda s: _either(s.duty, _sc(s).duty), "pct"),
+    ("touches", lambda s: _either(s.touches, _sc(s).touches), "int"),
+    ("time at peak", lambda s: _either(s.time_at_peak_s, _sc(s).time_at_peak_s), "s"),
+    ("cap detected", lambda s: _either(s.cap_detected, _sc(s).cap_detected), "bool"),
+    ("configured cap", lambda s: _either(s.configured_cap, _sc(s).configured_cap), "int"),
 )
 
 
-def slice_table(slices: dict, cols: tuple[tuple[str, str, str], ...]) -> str | None:
-    """One row per slice; a column shows only if some slice carries it (nested 'concurrency' too)."""
+def slice_table(slices: dict[str, Slice] | None, cols: tuple[Row[Slice], ...]) -> str | None:
+    """One row per slice (by name); a column shows only if some slice carries it."""
     if not slices:
         return None
-
-    def cell(entry: Any, key: str) -> Any:
-        value = get(entry, key)
-        return value if value is not None else get(entry, f"concurrency.{key}")
-
     names = sorted(slices, key=str)
-    used = [c for c in cols if any(cell(slices[n], c[1]) is not None for n in names)]
-    rows = [[escape(str(n))] + [fmt(cell(slices[n], key), kind) for _, key, kind in used] for n in names]
+    used = [c for c in cols if any(c[1](slices[n]) is not None for n in names)]
+    rows = [[escape(str(n))] + [fmt(read(slices[n]), kind) for _, read, kind in used] for n in names]
     return grid_table(["slice"] + [label for label, _, _ in used], rows)
 
 
@@ -191,10 +228,11 @@ CONTEXT_KEY_TURNS = frozenset({1, 2, 5, 11, 20, 21, 50, 100})
 CONTEXT_ROWS_SHOWN = 12
 
 
-def context_table(m: dict) -> str | None:
-    medians = dict(turn_keyed(get(m, "tokens.median_input_by_turns")))
-    errors = dict(turn_keyed(get(m, "tokens.model_error_by_turns")))
-    c = as_num(get(m, "tokens.turn_tokens"))
+def context_table(m: MeasureSummary) -> str | None:
+    tok = _tok(m)
+    medians = dict(turn_keyed(tok.median_input_by_turns))
+    errors = dict(turn_keyed(tok.model_error_by_turns))
+    c = as_num(tok.turn_tokens)
     turns = sorted(set(medians) | set(errors))
     if not turns:
         return None
@@ -214,79 +252,85 @@ def context_table(m: dict) -> str | None:
             + f"<details><summary>all {len(turns)} turn counts</summary>{full}</details>")
 
 
-TASK_COLS: tuple[tuple[str, str, str], ...] = (
-    ("rollouts", "rows", "int"),
-    ("exceptions", "exceptions", "int"),
-    ("exception rate", "exception_rate", "pct"),
-    ("most frequent exception", "top_exception_type", "text"),
-    ("its count", "top_exception_count", "int"),
-    ("sandbox-hours on exceptions", "exception_sandbox_hours", "f2"),
+TASK_COLS: tuple[Row[TaskHealth], ...] = (
+    ("rollouts", lambda w: w.rows, "int"),
+    ("exceptions", lambda w: w.exceptions, "int"),
+    ("exception rate", lambda w: w.exception_rate, "pct"),
+    ("most frequent exception", lambda w: w.top_exception_type, "text"),
+    ("its count", lambda w: w.top_exception_count, "int"),
+    ("sandbox-hours on exceptions", lambda w: w.exception_sandbox_hours, "f2"),
 )
 
 
-def task_health_table(m: dict) -> str | None:
+def task_health_table(m: MeasureSummary) -> str | None:
     """Per-task exception health: the counts, then the worst tasks (``by_task.worst``)."""
-    bt = mapping(m, "by_task")
-    if not bt:
+    bt = m.by_task
+    if bt is None:
         return None
-    at, least = get(bt, "broken_rate"), get(bt, "min_rows")
+    at, least = bt.broken_rate, bt.min_rows
     looks = (f"tasks at {fmt(at, 'pct')}+ exceptions (of those with {fmt(least, 'int')}+ rollouts)"
              if as_num(at) is not None and as_num(least) is not None else "tasks that look broken")
     summary = kv_table([
-        ("tasks with rollouts", get(bt, "tasks"), "int"),
-        ("rollouts without a task id", get(bt, "rows_without_task"), "int"),
-        ("tasks judged", get(bt, "tasks_judged"), "int"),
-        (looks, get(bt, "tasks_broken"), "int"),
-        ("highest task exception rate", get(bt, "max_exception_rate"), "pct"),
-        ("tasks where every rollout raised", get(bt, "tasks_all_exceptions"), "int"),
-        ("their share of exception sandbox-hours", get(bt, "tasks_all_exceptions_share"), "pct"),
+        ("tasks with rollouts", bt.tasks, "int"),
+        ("rollouts without a task id", bt.rows_without_task, "int"),
+        ("tasks judged", bt.tasks_judged, "int"),
+        (looks, bt.tasks_broken, "int"),
+        ("highest task exception rate", bt.max_exception_rate, "pct"),
+        ("tasks where every rollout raised", bt.tasks_all_exceptions, "int"),
+        ("their share of exception sandbox-hours", bt.tasks_all_exceptions_share, "pct"),
     ])
-    worst = [w for w in (get(bt, "worst") or []) if isinstance(w, dict)]
+    worst: list[TaskHealth] = bt.worst or []
     if not worst:
         return summary + '<p class="na">no task looks broken</p>'
-    rows = [[escape(str(w.get("task_id")))] + [fmt(w.get(key), kind) for _, key, kind in TASK_COLS] for w in worst]
+    rows = [[escape(str(w.task_id))] + [fmt(read(w), kind) for _, read, kind in TASK_COLS] for w in worst]
     return summary + grid_table(["task"] + [label for label, _, _ in TASK_COLS], rows)
 
 
-def rejected_table(m: dict) -> str | None:
-    rejected = mapping(m, "coverage.rejected")
+def rejected_table(m: MeasureSummary) -> str | None:
+    rejected = m.coverage.rejected if m.coverage is not None else None
     if not rejected:
         return None
     return grid_table(["reason", "rows rejected"], [[escape(str(k)), fmt(v, "int")] for k, v in sorted(rejected.items())])
 
 
-PLAN_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("target concurrency", "target.concurrency", "int"),
-    ("target from", "target.source", "text"),
-    ("node type", "nodes.type", "text"),
-    ("nodes", "nodes.count", "int"),
-    ("binding resource", "nodes.binding", "text"),
-    ("slots per node", "nodes.slots_per_node", "num"),
-    ("lower bound (nodes)", "nodes.lower_bound", "int"),
-    ("stranded", "nodes.stranded", "num"),
-    ("scratch storage (GB)", "storage.scratch_gb", "int"),
-    ("storage per node (GB)", "storage.per_node_gb", "f1"),
-    ("prefill tokens/s", "inference.prefill_tok_s", "int"),
-    ("prefill tokens/s with caching", "inference.prefill_tok_s_cached", "int"),
-    ("decode tokens/s", "inference.decode_tok_s", "int"),
-    ("inference GPUs", "inference.gpus", "num"),
-    ("inference GPUs with caching", "inference.gpus_cached", "num"),
-    ("inference binding side", "inference.binding", "text"),
-    ("caching saving on measured turn mix", "caching.saving_measured_mix", "f2"),
-    ("fleet $/h reserved", "cost.reserved_per_h", "f2"),
-    ("fleet $/h on-demand", "cost.on_demand_per_h", "f2"),
-    ("fleet $/h spot", "cost.spot_per_h", "f2"),
-    ("$ per passing trajectory", "cost.per_passing_trajectory", "f3"),
-    ("$/h lost to exceptions", "cost.exception_waste_per_h", "f2"),
+def _of(block: Any, read: Callable[[Any], Any]) -> Any:
+    """A figure of an optional block: None when the block itself is absent."""
+    return read(block) if block is not None else None
+
+
+PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
+    ("target concurrency", lambda p: p.target.concurrency, "int"),
+    ("target from", lambda p: p.target.source, "text"),
+    ("node type", lambda p: p.nodes.type, "text"),
+    ("nodes", lambda p: p.nodes.count, "int"),
+    ("binding resource", lambda p: p.nodes.binding, "text"),
+    ("slots per node", lambda p: p.nodes.slots_per_node, "num"),
+    ("lower bound (nodes)", lambda p: p.nodes.lower_bound, "int"),
+    ("stranded", lambda p: p.nodes.stranded, "num"),
+    ("scratch storage (GB)", lambda p: _of(p.storage, lambda s: s.scratch_gb), "int"),
+    ("storage per node (GB)", lambda p: _of(p.storage, lambda s: s.per_node_gb), "f1"),
+    ("prefill tokens/s", lambda p: _of(p.inference, lambda i: i.prefill_tok_s), "int"),
+    ("prefill tokens/s with caching", lambda p: _of(p.inference, lambda i: i.prefill_tok_s_cached), "int"),
+    ("decode tokens/s", lambda p: _of(p.inference, lambda i: i.decode_tok_s), "int"),
+    ("inference GPUs", lambda p: _of(p.inference, lambda i: i.gpus), "num"),
+    ("inference GPUs with caching", lambda p: _of(p.inference, lambda i: i.gpus_cached), "num"),
+    ("inference binding side", lambda p: _of(p.inference, lambda i: i.binding), "text"),
+    ("caching saving on measured turn mix", lambda p: _of(p.caching, lambda c: c.saving_measured_mix), "f2"),
+    ("fleet $/h reserved", lambda p: _of(p.cost, lambda c: c.reserved_per_h), "f2"),
+    ("fleet $/h on-demand", lambda p: _of(p.cost, lambda c: c.on_demand_per_h), "f2"),
+    ("fleet $/h spot", lambda p: _of(p.cost, lambda c: c.spot_per_h), "f2"),
+    ("$ per passing trajectory", lambda p: _of(p.cost, lambda c: c.per_passing_trajectory), "f3"),
+    ("$/h lost to exceptions", lambda p: _of(p.cost, lambda c: c.exception_waste_per_h), "f2"),
 )
 
 
-def plan_table(plan: dict) -> str:
-    return kv_table((label, get(plan, path), kind) for label, path, kind in PLAN_ROWS)
+def plan_table(plan: PlanSummary) -> str:
+    return kv_table((label, read(plan), kind) for label, read, kind in PLAN_ROWS)
 
 
-def alternatives_table(plan: dict) -> str | None:
-    alts = [a for a in (get(plan, "nodes.alternatives") or []) if isinstance(a, dict)]
+def alternatives_table(plan: PlanSummary) -> str | None:
+    # every scalar figure of the runners-up is a column (in the model's field order)
+    alts = [a.model_dump(mode="json") for a in plan.nodes.alternatives or []]
     if not alts:
         return None
     keys: list[str] = []
@@ -296,75 +340,73 @@ def alternatives_table(plan: dict) -> str | None:
     return grid_table(keys, [[fmt(a.get(k)) for k in keys] for a in alts])
 
 
-SIM_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("rollouts", "rollouts", "int"),
-    ("completed", "completed", "int"),
-    ("dropped", "dropped", "int"),
-    ("simulated time", "sim_time_s", "s"),
-    ("mean concurrency", "concurrency.mean", "f1"),
-    ("peak concurrency", "concurrency.peak", "int"),
-    ("time at peak", "concurrency.time_at_peak_s", "s"),
-    ("utilisation", "utilisation", "pct"),
-    ("queue wait mean", "queue_wait_s.mean", "s"),
-    ("queue wait p50", "queue_wait_s.p50", "s"),
-    ("queue wait p99", "queue_wait_s.p99", "s"),
-    ("hold median", "hold_s.median", "s"),
-    ("hold p99", "hold_s.p99", "s"),
-    ("step mean", "step_s.mean", "s"),
-    ("step p99", "step_s.p99", "s"),
-    ("trainer idle", "trainer_idle_fraction", "pct"),
-    ("exception rate", "outcomes.exception_rate", "pct"),
-    ("sandbox-hours", "sandbox_hours", "int"),
-    ("sandbox-hours lost to exceptions", "lost_sandbox_hours.exception", "int"),
-    ("sandbox-hours lost to preemption", "lost_sandbox_hours.preemption", "int"),
-    ("events", "events", "int"),
-    ("events per second", "events_per_s", "int"),
+SIM_ROWS: tuple[Row[SimulateSummary], ...] = (
+    ("rollouts", lambda s: s.rollouts, "int"),
+    ("completed", lambda s: s.completed, "int"),
+    ("dropped", lambda s: s.dropped, "int"),
+    ("simulated time", lambda s: s.sim_time_s, "s"),
+    ("mean concurrency", lambda s: _of(s.concurrency, lambda c: c.mean), "f1"),
+    ("peak concurrency", lambda s: _of(s.concurrency, lambda c: c.peak), "int"),
+    ("time at peak", lambda s: _of(s.concurrency, lambda c: c.time_at_peak_s), "s"),
+    ("utilisation", lambda s: s.utilisation, "pct"),
+    ("queue wait mean", lambda s: _of(s.queue_wait_s, lambda q: q.mean), "s"),
+    ("queue wait p50", lambda s: _of(s.queue_wait_s, lambda q: q.p50), "s"),
+    ("queue wait p99", lambda s: _of(s.queue_wait_s, lambda q: q.p99), "s"),
+    ("hold median", lambda s: _of(s.hold_s, lambda h: h.median), "s"),
+    ("hold p99", lambda s: _of(s.hold_s, lambda h: h.p99), "s"),
+    ("step mean", lambda s: _of(s.step_s, lambda q: q.mean), "s"),
+    ("step p99", lambda s: _of(s.step_s, lambda q: q.p99), "s"),
+    ("trainer idle", lambda s: s.trainer_idle_fraction, "pct"),
+    ("exception rate", lambda s: _of(s.outcomes, lambda o: o.exception_rate), "pct"),
+    ("sandbox-hours", lambda s: s.sandbox_hours, "int"),
+    ("sandbox-hours lost to exceptions", lambda s: _of(s.lost_sandbox_hours, lambda x: x.exception), "int"),
+    ("sandbox-hours lost to preemption", lambda s: _of(s.lost_sandbox_hours, lambda x: x.preemption), "int"),
+    ("events", lambda s: s.events, "int"),
+    ("events per second", lambda s: s.events_per_s, "int"),
 )
 
 
-def simulate_table(sim: dict) -> str:
-    return kv_table((label, get(sim, path), kind) for label, path, kind in SIM_ROWS)
+def simulate_table(sim: SimulateSummary) -> str:
+    return kv_table((label, read(sim), kind) for label, read, kind in SIM_ROWS)
 
 
-def phases_table(m: dict) -> str | None:
-    """Harbor's phases: where the hold goes (build, agent setup, agent, verifier)."""
-    phases = mapping(m, "phases")
-    rows = [[escape(str(name)), fmt(get(p, "rows"), "int"), fmt(get(p, "median_s"), "s"), fmt(get(p, "p99_s"), "s"),
-             fmt(get(p, "share_of_hold"), "pct")]
-            for name, p in phases.items() if isinstance(p, dict)]
+def phases_table(m: MeasureSummary) -> str | None:
+    """Harbor's phases: where the hold goes (build, agent setup, agent, verifier), keyed by phase name."""
+    rows = [[escape(str(name)), fmt(p.rows, "int"), fmt(p.median_s, "s"), fmt(p.p99_s, "s"), fmt(p.share_of_hold, "pct")]
+            for name, p in (m.phases or {}).items()]
     return grid_table(["phase", "rows", "median", "p99", "share of hold"], rows) if rows else None
 
 
-def hold_by_outcome_table(m: dict) -> str | None:
-    groups = mapping(m, "hold_s.by_outcome")
-    rows = [[escape(str(name)), fmt(get(g, "rows"), "int"), fmt(get(g, "median"), "s"), fmt(get(g, "mean"), "s"),
-             fmt(get(g, "p99"), "s")] for name, g in groups.items() if isinstance(g, dict)]
+def hold_by_outcome_table(m: MeasureSummary) -> str | None:
+    bo = _hold(m).by_outcome or ByOutcome()
+    groups = (("exception", bo.exception), ("passed", bo.passed), ("failed", bo.failed), ("no_reward", bo.no_reward))
+    rows = [[escape(name), fmt(g.rows, "int"), fmt(g.median, "s"), fmt(g.mean, "s"), fmt(g.p99, "s")]
+            for name, g in groups if g is not None]
     return grid_table(["outcome", "rows", "median", "mean", "p99"], rows) if rows else None
 
 
-STEP_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("batched steps detected", "detected", "bool"),
-    ("steps", "steps", "int"),
-    ("batch size (median)", "batch_size", "int"),
-    ("step period", "step_period_s", "s"),
-    ("step makespan", "step_makespan_s", "s"),
-    ("straggler tail", "straggler_tail_s", "s"),
+STEP_ROWS: tuple[Row[Steps], ...] = (
+    ("batched steps detected", lambda s: s.detected, "bool"),
+    ("steps", lambda s: s.steps, "int"),
+    ("batch size (median)", lambda s: s.batch_size, "int"),
+    ("step period", lambda s: s.step_period_s, "s"),
+    ("step makespan", lambda s: s.step_makespan_s, "s"),
+    ("straggler tail", lambda s: s.straggler_tail_s, "s"),
 )
 
 
-def steps_table(m: dict) -> str | None:
-    steps = mapping(m, "steps")
-    if not steps:
+def steps_table(m: MeasureSummary) -> str | None:
+    steps = m.steps
+    if steps is None:
         return None
-    rows = [(label, get(steps, key), kind) for label, key, kind in STEP_ROWS]
-    reason = get(steps, "reason")
-    if isinstance(reason, str) and not get(steps, "detected"):
-        rows.append(("why not", reason, "text"))
+    rows = [(label, read(steps), kind) for label, read, kind in STEP_ROWS]
+    if steps.reason is not None and not steps.detected:
+        rows.append(("why not", steps.reason, "text"))
     return kv_table(rows)
 
 
-def warnings_list(m: dict) -> str | None:
-    warnings = get(m, "warnings")
-    if not isinstance(warnings, list) or not warnings:
+def warnings_list(m: MeasureSummary) -> str | None:
+    warnings = m.warnings
+    if not warnings:
         return None
     return "<ul>" + "".join(f"<li>{escape(str(w))}</li>" for w in warnings) + "</ul>"

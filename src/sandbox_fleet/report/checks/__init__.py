@@ -1,6 +1,6 @@
 """CI gates on a `measure --json` summary: one named check per failure mode of the source document.
 
-Each check reads only the keys it needs; when they are absent it reports ``skip`` with the
+Each check reads the figures it needs off the models; when they are not measured (None) it reports ``skip`` with the
 reason, so a partial summary still gates on what it does carry. The checks live by theme in
 ``coverage``, ``cache``, ``exceptions`` and ``capacity``; ``result`` holds what they return.
 """
@@ -93,12 +93,12 @@ def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None =
     carry gives ``skip``, never an exception; a check disabled in the thresholds also skips.
     """
     t = thresholds if thresholds is not None else Thresholds.default()
-    m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
+    m = contract.parse(MeasureSummary, measure, "measure summary")
     p = None
     if plan is not None:
         from sandbox_fleet.plan.model import PlanSummary  # built only when a plan is given
 
-        p = contract.parse(PlanSummary, plan, "plan summary").to_json()
+        p = contract.parse(PlanSummary, plan, "plan summary")
     results = []
     for check in CHECKS:
         section: Section = getattr(t, check.__name__)

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from sandbox_fleet.measure.model import MeasureSummary, Tokens
 from sandbox_fleet.report.checks.result import CheckResult, pct, skipped
-from sandbox_fleet.report.fields import num
+from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
 
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
 
-def prefix_cache_off(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+
+def prefix_cache_off(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name, cfg = "prefix_cache_off", t.prefix_cache_off
-    input_tok, tok_rows = num(m, "tokens.input"), num(m, "tokens.rows")
+    tok = m.tokens or Tokens()
+    input_tok, tok_rows = as_num(tok.input), as_num(tok.rows)
     if input_tok is None or input_tok <= 0 or tok_rows == 0:
         return skipped(name, "no rows report input tokens")
     rows_txt = f"{tok_rows:,.0f} rows" if tok_rows is not None else "the rows"
-    cached, frac = num(m, "tokens.cached"), num(m, "tokens.cached_fraction")
+    cached, frac = as_num(tok.cached), as_num(tok.cached_fraction)
     if frac is None and cached is not None:
         frac = cached / input_tok
     if frac is None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from sandbox_fleet.measure.model import Concurrency, Holds, MeasureSummary, Outcomes, SelfCheck
 from sandbox_fleet.report.checks.result import (
     RANK,
     CheckResult,
@@ -14,34 +15,37 @@ from sandbox_fleet.report.checks.result import (
     pct,
     skipped,
 )
-from sandbox_fleet.report.fields import as_num, flag, get, mapping, num
+from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
 
-
-def _conc(entry: dict, key: str) -> Any:
-    """A concurrency figure of a job slice (``by_job.NAME.concurrency``)."""
-    return get(entry, f"concurrency.{key}")
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
 
 
-def cap_binding(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def _scopes(m: MeasureSummary) -> list[tuple[str, Concurrency, float | None]]:
+    """(label, concurrency block, span) for the fleet, then each job (``by_job.NAME.concurrency``) by name."""
+    scopes = [("fleet", m.concurrency or Concurrency(), as_num(m.span_s))]
+    for job, entry in sorted((m.by_job or {}).items(), key=lambda kv: str(kv[0])):
+        conc = entry.concurrency or Concurrency()
+        scopes.append((f"job {job}", conc, as_num(conc.span_s)))
+    return scopes
+
+
+def cap_binding(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "cap_binding"
-    scopes = [("fleet", mapping(m, "concurrency"), num(m, "span_s"))]
-    for job in sorted(mapping(m, "by_job"), key=str):
-        entry = mapping(m, "by_job")[job]
-        scopes.append((f"job {job}", {k: _conc(entry, k) for k in ("cap_detected", "time_at_peak_s", "peak", "touches")},
-                       as_num(_conc(entry, "span_s"))))
+    scopes = _scopes(m)
     found: list[tuple[int, float, str, float, float | None]] = []
     for label, conc, span in scopes:
-        detected, at_peak = conc.get("cap_detected"), as_num(conc.get("time_at_peak_s"))
+        detected, at_peak = conc.cap_detected, as_num(conc.time_at_peak_s)
         if detected is not True or at_peak is None or not span:
             continue
         share = at_peak / span
         status, _ = band_above(share, t.cap_binding)
-        found.append((RANK[status], share, label, as_num(conc.get("peak")) or 0.0, as_num(conc.get("touches"))))
+        found.append((RANK[status], share, label, as_num(conc.peak) or 0.0, as_num(conc.touches)))
     if not found:
-        if not any(isinstance(conc.get("cap_detected"), bool) for _, conc, _ in scopes):
+        if not any(conc.cap_detected is not None for _, conc, _ in scopes):
             return skipped(name, "no 'concurrency.cap_detected'")
-        if not any(conc.get("cap_detected") is True for _, conc, _ in scopes):
+        if not any(conc.cap_detected is True for _, conc, _ in scopes):
             return CheckResult(name, "pass", None, t.cap_binding.warn_above, "no cap detected: the fleet never sat at a ceiling")
         return skipped(name, "cap detected but time at cap or span not measured")
     worst = max(found, key=lambda s: (s[0], s[1]))
@@ -54,12 +58,13 @@ def cap_binding(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, status, worst[1], bound, msg)
 
 
-def cap_recorded(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def cap_recorded(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "cap_recorded"
-    detected = flag(m, "concurrency.cap_detected")
+    conc = m.concurrency or Concurrency()
+    detected = conc.cap_detected
     if detected is None:
         return skipped(name, "no 'concurrency.cap_detected'")
-    peak, cap = num(m, "concurrency.peak"), num(m, "concurrency.configured_cap")
+    peak, cap = as_num(conc.peak), as_num(conc.configured_cap)
     if not detected:
         return CheckResult(name, "pass", cap, None, "no cap detected in the data")
     if cap is None:
@@ -69,7 +74,7 @@ def cap_recorded(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, "pass", cap, None, f"configured cap {cap:,.0f} recorded")
 
 
-def cap_below_configured(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def cap_below_configured(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     """Warn when the fleet (or a job) plateaus at a peak below its configured cap.
 
     The plateau counts when the time at the peak is at least ``cap_binding.warn_above`` of
@@ -77,15 +82,11 @@ def cap_below_configured(m: dict, plan: dict | None, t: Thresholds) -> CheckResu
     capacity sized to the configured cap would idle.
     """
     name = "cap_below_configured"
-    scopes = [("fleet", mapping(m, "concurrency"), num(m, "span_s"))]
-    for job in sorted(mapping(m, "by_job"), key=str):
-        entry = mapping(m, "by_job")[job]
-        scopes.append((f"job {job}", {k: _conc(entry, k) for k in ("configured_cap", "time_at_peak_s", "peak")},
-                       as_num(_conc(entry, "span_s"))))
+    scopes = _scopes(m)
     recorded = False
     found: list[tuple[float, str, float, float]] = []
     for label, conc, span in scopes:
-        cap, peak, at_peak = as_num(conc.get("configured_cap")), as_num(conc.get("peak")), as_num(conc.get("time_at_peak_s"))
+        cap, peak, at_peak = as_num(conc.configured_cap), as_num(conc.peak), as_num(conc.time_at_peak_s)
         if cap is None or peak is None:
             continue
         recorded = True
@@ -104,10 +105,11 @@ def cap_below_configured(m: dict, plan: dict | None, t: Thresholds) -> CheckResu
                        "of the span: another limit binds first (per-agent caps, hosts or inference)")
 
 
-def duty_cycle(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def duty_cycle(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "duty_cycle"
-    duty = num(m, "concurrency.duty")
-    mean, peak = num(m, "concurrency.mean"), num(m, "concurrency.peak")
+    conc = m.concurrency or Concurrency()
+    duty = as_num(conc.duty)
+    mean, peak = as_num(conc.mean), as_num(conc.peak)
     if duty is None and mean is not None and peak:
         duty = mean / peak
     if duty is None:
@@ -122,9 +124,10 @@ def duty_cycle(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, status, duty, bound, msg)
 
 
-def hold_tail(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def hold_tail(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "hold_tail"
-    median, p99 = num(m, "hold_s.median"), num(m, "hold_s.p99")
+    holds = m.hold_s or Holds()
+    median, p99 = as_num(holds.median), as_num(holds.p99)
     if median is None or p99 is None or median <= 0:
         return skipped(name, "no 'hold_s.median' / 'hold_s.p99'")
     ratio = p99 / median
@@ -135,11 +138,12 @@ def hold_tail(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, status, ratio, bound, msg)
 
 
-def sandbox_hours_per_pass(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def sandbox_hours_per_pass(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "sandbox_hours_per_pass"
-    value = num(m, "outcomes.sandbox_hours_per_pass")
+    out = m.outcomes or Outcomes()
+    value = as_num(out.sandbox_hours_per_pass)
     if value is None:
-        passed, rewarded = num(m, "outcomes.passed"), num(m, "outcomes.rewarded")
+        passed, rewarded = as_num(out.passed), as_num(out.rewarded)
         if passed == 0 and rewarded:
             return CheckResult(name, "fail", None, t.sandbox_hours_per_pass.fail_above,
                                f"no rollout passed out of {rewarded:,.0f} rewarded")
@@ -148,9 +152,10 @@ def sandbox_hours_per_pass(m: dict, plan: dict | None, t: Thresholds) -> CheckRe
     return CheckResult(name, status, value, bound, f"{hours(value)} sandbox-hours per passing rollout")
 
 
-def build_share(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def build_share(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "build_share"
-    share = num(m, "phases.environment_setup.share_of_hold")
+    build = (m.phases or {}).get("environment_setup")  # phases are keyed by Harbor's phase name
+    share = as_num(build.share_of_hold) if build is not None else None
     if share is None:
         return skipped(name, "no phase timings ('phases.environment_setup.share_of_hold')")
     status, bound = band_above(share, t.build_share)
@@ -160,16 +165,16 @@ def build_share(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, status, share, bound, msg)
 
 
-def plan_covers_peak(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def plan_covers_peak(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "plan_covers_peak"
     if plan is None:
         return skipped(name, "no plan given")
-    target = num(plan, "target.concurrency")
-    peak, mean = num(m, "concurrency.peak"), num(m, "concurrency.mean")
+    target = as_num(plan.target.concurrency)
+    conc = m.concurrency or Concurrency()
+    peak, mean = as_num(conc.peak), as_num(conc.mean)
     if target is None or peak is None:
         return skipped(name, "no 'target.concurrency' in the plan or no measured peak")
-    source = get(plan, "target.source")
-    via = f" ({source})" if isinstance(source, str) else ""
+    via = f" ({plan.target.source})"
     if mean is not None and target < mean:
         return CheckResult(name, "fail", target, mean,
                            f"planned concurrency {target:,.0f}{via} is below the measured mean {mean:,.1f}: "
@@ -181,19 +186,18 @@ def plan_covers_peak(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
     return CheckResult(name, "pass", target, peak, f"planned concurrency {target:,.0f}{via} covers the peak {peak:,.0f}")
 
 
-def sweep_self_check(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def sweep_self_check(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "sweep_self_check"
-    verdict = get(m, "concurrency.self_check")
-    if isinstance(verdict, dict):
-        verdict = verdict.get("ok")
-    if isinstance(verdict, bool):
+    check = (m.concurrency.self_check if m.concurrency is not None else None) or SelfCheck()
+    verdict = check.ok
+    if verdict is not None:
         return CheckResult(name, "pass" if verdict else "fail", None, None,
                            "area under the concurrency curve equals the sum of holds" if verdict
                            else "area under the concurrency curve differs from the sum of holds: a sweep bug")
-    area = num(m, "concurrency.self_check.area_s")
-    holds = num(m, "concurrency.self_check.sum_of_holds_s")
+    area = as_num(check.area_s)
+    holds = as_num(check.sum_of_holds_s)
     if holds is None:
-        holds = num(m, "sandbox_s")
+        holds = as_num(m.sandbox_s)
     if area is None or holds is None:
         return skipped(name, "no 'concurrency.self_check' (ok, or area_s with sum_of_holds_s or sandbox_s)")
     rel = abs(area - holds) / max(abs(holds), 1e-12)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 from sandbox_fleet.report.checks.result import (
     Check,
     CheckResult,
@@ -9,12 +11,16 @@ from sandbox_fleet.report.checks.result import (
     pct,
     skipped,
 )
-from sandbox_fleet.report.fields import as_num, get, num
+from sandbox_fleet.measure.model import Coverage, MeasureSummary
+from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
 
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
 
-def small_sample(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
-    name, rows = "small_sample", num(m, "rows")
+
+def small_sample(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
+    name, rows = "small_sample", as_num(m.rows)
     if rows is None:
         return skipped(name, "no row count ('rows')")
     limit = t.small_sample.min_rows
@@ -32,15 +38,24 @@ _MISSING_WHY = {
     "trajectory": "these rollouts cannot be inspected or trained on",
 }
 
+#: each ``missing_<field>`` check's count, read off the coverage block
+_MISSING_COUNT: dict[str, Callable[[Coverage], int | None]] = {
+    "reward": lambda c: c.missing_reward,
+    "tokens": lambda c: c.missing_tokens,
+    "turns": lambda c: c.missing_turns,
+    "trajectory": lambda c: c.missing_trajectory,
+}
+
 
 def _missing(field: str) -> Check:
     """The check that ``field`` is present on enough rows, named ``missing_<field>``."""
-    def check(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+    def check(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
         name = f"missing_{field}"
-        count, rows = num(m, f"coverage.missing_{field}"), num(m, "rows")
+        cov = m.coverage or Coverage()
+        count, rows = as_num(_MISSING_COUNT[field](cov)), as_num(m.rows)
         if count is None or not rows:
             return skipped(name, f"no 'coverage.missing_{field}' or row count")
-        if field == "trajectory" and num(m, "coverage.unknown_trajectory") == rows:
+        if field == "trajectory" and as_num(cov.unknown_trajectory) == rows:
             return skipped(name, "the telemetry does not say whether a trajectory is attached")
         share = count / rows
         status, bound = band_above(share, getattr(t, name))
@@ -58,11 +73,11 @@ missing_turns = _missing("turns")
 missing_trajectory = _missing("trajectory")
 
 
-def rejected_rows(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def rejected_rows(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "rejected_rows"
-    reasons = get(m, "coverage.rejected")
-    rows = num(m, "rows")
-    if not isinstance(reasons, dict) or rows is None:
+    reasons = m.coverage.rejected if m.coverage is not None else None
+    rows = as_num(m.rows)
+    if reasons is None or rows is None:
         return skipped(name, "no 'coverage.rejected' or row count")
     counts = {str(k): as_num(v) or 0.0 for k, v in reasons.items()}
     total = sum(counts.values())

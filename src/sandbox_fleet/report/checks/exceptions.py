@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+from sandbox_fleet.measure.model import ByTask, MeasureSummary, Outcomes, Slice, TaskHealth
 
 from sandbox_fleet.report.checks.result import (
     RANK,
@@ -13,17 +16,21 @@ from sandbox_fleet.report.checks.result import (
     pct,
     skipped,
 )
-from sandbox_fleet.report.fields import as_num, get, mapping, num
+from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import SliceRate, TaskRate, Thresholds
 
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
 
-def exception_rate(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+
+def exception_rate(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     name = "exception_rate"
-    rate = num(m, "outcomes.exception_rate")
+    out = m.outcomes or Outcomes()
+    rate = as_num(out.exception_rate)
     if rate is None:
         return skipped(name, "no 'outcomes.exception_rate'")
     status, bound = band_above(rate, t.exception_rate)
-    wasted = num(m, "outcomes.exception_sandbox_hours")
+    wasted = as_num(out.exception_sandbox_hours)
     waste = f", {hours(wasted)} sandbox-hours" if wasted is not None else ""
     advice = "; exceptions almost never pass: alert per task and per node" if status != "pass" else ""
     return CheckResult(name, status, rate, bound, f"{pct(rate)} of rollouts raised an exception{waste}{advice}")
@@ -35,14 +42,15 @@ _SLICE_ADVICE = {
 }
 
 
-def _slice_rates(m: dict, key: str, name: str, cfg: SliceRate, what: str) -> CheckResult:
-    slices = mapping(m, key)
+def _slice_rates(slices: dict[str, Slice] | None, key: str, name: str, cfg: SliceRate, what: str) -> CheckResult:
+    """The worst slice of ``slices`` (``m.by_model`` or ``m.by_job``, named ``key`` in messages)."""
+    slices = slices or {}
     scored: list[tuple[int, float, str, float, float | None]] = []
     for label in sorted(slices, key=str):
-        rate = num(slices[label], "exception_rate")
+        rate = as_num(slices[label].exception_rate)
         if rate is None:
             continue
-        rows = num(slices[label], "rows")
+        rows = as_num(slices[label].rows)
         status, _ = band_above(rate, cfg)
         if status == "fail" and rows is not None and rows < cfg.min_rows:
             status = "warn"  # too few rows to call it a rate
@@ -62,38 +70,36 @@ def _slice_rates(m: dict, key: str, name: str, cfg: SliceRate, what: str) -> Che
                        f"{what}s above budget: {listed}; {_SLICE_ADVICE[what]}")
 
 
-def exception_rate_by_model(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
-    return _slice_rates(m, "by_model", "exception_rate_by_model", t.exception_rate_by_model, "model")
+def exception_rate_by_model(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
+    return _slice_rates(m.by_model, "by_model", "exception_rate_by_model", t.exception_rate_by_model, "model")
 
 
-def exception_rate_by_job(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
-    return _slice_rates(m, "by_job", "exception_rate_by_job", t.exception_rate_by_job, "job")
+def exception_rate_by_job(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
+    return _slice_rates(m.by_job, "by_job", "exception_rate_by_job", t.exception_rate_by_job, "job")
 
 
 #: Tasks named in the message at most.
 TASKS_NAMED = 5
 
 
-def _task_rows(entry: dict) -> float | None:
+def _task_rows(entry: TaskHealth) -> float | None:
     """Rollouts a listed task's rate is over (flag known), else all its rollouts."""
-    flagged = as_num(entry.get("exception_rate_rows"))
-    return flagged if flagged is not None else as_num(entry.get("rows"))
+    flagged = as_num(entry.exception_rate_rows)
+    return flagged if flagged is not None else as_num(entry.rows)
 
 
-def _listed_tasks(m: dict, cfg: TaskRate) -> list[tuple[float, float, str, dict]]:
+def _listed_tasks(m: MeasureSummary, cfg: TaskRate) -> list[tuple[float, float, str, TaskHealth]]:
     """(rate, exceptions, task_id, entry) of the tasks ``by_task`` lists (``highest_rate`` and
     ``worst``) with enough rows, worst first: highest rate, most exceptions, then task_id."""
-    found: dict[str, tuple[float, float, str, dict]] = {}
-    for key in ("highest_rate", "worst"):
-        listed = get(m, f"by_task.{key}")
-        for entry in listed if isinstance(listed, list) else []:
-            if not isinstance(entry, dict):
-                continue
-            rate, rows = as_num(entry.get("exception_rate")), _task_rows(entry)
+    found: dict[str, tuple[float, float, str, TaskHealth]] = {}
+    bt = m.by_task or ByTask()
+    for listed in (bt.highest_rate, bt.worst):
+        for entry in listed or []:
+            rate, rows = as_num(entry.exception_rate), _task_rows(entry)
             if rate is None or rows is None or rows < cfg.min_rows:
                 continue
-            task_id = str(entry.get("task_id"))
-            found.setdefault(task_id, (rate, as_num(entry.get("exceptions")) or 0.0, task_id, entry))
+            task_id = str(entry.task_id)
+            found.setdefault(task_id, (rate, as_num(entry.exceptions) or 0.0, task_id, entry))
     return sorted(found.values(), key=lambda s: (-s[0], -s[1], s[2]))
 
 
@@ -108,10 +114,10 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
 
 
-def _beyond_chance(listed: list[tuple[float, float, str, dict]], m: dict, cfg: TaskRate) -> list:
+def _beyond_chance(listed: list[tuple[float, float, str, TaskHealth]], m: MeasureSummary, cfg: TaskRate) -> list:
     """The listed tasks whose exception count the fleet-wide rate cannot explain."""
-    fleet_rate = num(m, "outcomes.exception_rate")
-    judged = num(m, "by_task.tasks_judged") or len(listed) or 1
+    fleet_rate = as_num((m.outcomes or Outcomes()).exception_rate)
+    judged = as_num((m.by_task or ByTask()).tasks_judged) or len(listed) or 1
     if fleet_rate is None:
         return listed
     keep = []
@@ -122,26 +128,27 @@ def _beyond_chance(listed: list[tuple[float, float, str, dict]], m: dict, cfg: T
     return keep
 
 
-def _task_text(rate: float, exc: float, task_id: str, entry: dict) -> str:
+def _task_text(rate: float, exc: float, task_id: str, entry: TaskHealth) -> str:
     rows = _task_rows(entry)
-    kind, count = entry.get("top_exception_type"), as_num(entry.get("top_exception_count"))
+    kind, count = entry.top_exception_type, as_num(entry.top_exception_count)
     counts = f"{exc:,.0f}/{rows:,.0f}" if rows is not None else f"{exc:,.0f}"
     top = f", mostly {kind} ({count:,.0f})" if isinstance(kind, str) and count else ""
     return f"{task_id} {pct(rate)} ({counts}{top})"
 
 
-def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckResult:
+def exception_rate_by_task(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
     """Any task with >= min_rows rollouts at or above the rate fails / warns.
 
     The highest rate is ``by_task.max_exception_rate`` (over every task measure judged) when
     measure judged tasks on at least ``min_rows`` rollouts; else the listed tasks' rates.
     """
     name, cfg = "exception_rate_by_task", t.exception_rate_by_task
-    if not mapping(m, "by_task"):
+    bt = m.by_task
+    if bt is None:
         return skipped(name, "no per-task exception rates ('by_task')")
     all_listed = _listed_tasks(m, cfg)
     if not all_listed:
-        measured_min, highest = num(m, "by_task.min_rows"), num(m, "by_task.max_exception_rate")
+        measured_min, highest = as_num(bt.min_rows), as_num(bt.max_exception_rate)
         if measured_min is not None and measured_min >= cfg.min_rows and highest is not None \
                 and highest < cfg.warn_at_or_above:
             return CheckResult(name, "pass", highest, cfg.warn_at_or_above,
@@ -152,7 +159,7 @@ def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckRe
     if not listed:
         return CheckResult(name, "pass", max(s[0] for s in all_listed), cfg.warn_at_or_above,
                            f"no task's exceptions exceed what the fleet rate of "
-                           f"{pct(num(m, 'outcomes.exception_rate') or 0.0)} explains by chance "
+                           f"{pct(as_num((m.outcomes or Outcomes()).exception_rate) or 0.0)} explains by chance "
                            f"(family-wise {cfg.max_chance:g} over the tasks judged)")
     value = max(s[0] for s in listed)
     status: Status
@@ -168,10 +175,10 @@ def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckRe
     named = "; ".join(_task_text(*s) for s in bad) if bad else "none of them is listed in 'by_task'"
     msg = (f"a task with {cfg.min_rows}+ rollouts raised on {pct(value)} of them (at or above "
            f"{pct(bound)}); worst: {named}")
-    broken, judged, at = num(m, "by_task.tasks_broken"), num(m, "by_task.tasks_judged"), num(m, "by_task.broken_rate")
+    broken, judged, at = as_num(bt.tasks_broken), as_num(bt.tasks_judged), as_num(bt.broken_rate)
     if broken is not None and judged is not None and at is not None:
         msg += f"; {broken:,.0f} of {judged:,.0f} tasks raise on {pct(at)} or more of their rollouts"
-    always, share = num(m, "by_task.tasks_all_exceptions"), num(m, "by_task.tasks_all_exceptions_share")
+    always, share = as_num(bt.tasks_all_exceptions), as_num(bt.tasks_all_exceptions_share)
     if always:
         msg += f", {always:,.0f} on every one" + (f" ({pct(share)} of exception sandbox-hours)" if share is not None else "")
     return CheckResult(name, status, value, bound,
@@ -179,7 +186,7 @@ def exception_rate_by_task(m: dict, plan: dict | None, t: Thresholds) -> CheckRe
                        "rule out a model that raises everywhere (by_model), then fix or drop the task")
 
 
-def tasks_at_or_above(m: dict, cfg: TaskRate, rate: float) -> list[str]:
+def tasks_at_or_above(m: MeasureSummary, cfg: TaskRate, rate: float) -> list[str]:
     """Task ids (listed in ``by_task``, with ``min_rows`` rollouts, beyond chance) at or above ``rate``.
 
     The count the per-task gate is exported as (``sandbox_fleet_tasks_failing``): the same

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from sandbox_fleet.report.thresholds import Above, Below, Thresholds
+
+if TYPE_CHECKING:
+    from sandbox_fleet.measure.model import MeasureSummary
+    from sandbox_fleet.plan.model import PlanSummary
 
 Status = Literal["pass", "warn", "fail", "skip"]
 #: Severity order of the statuses; the worst one decides a group's status.
@@ -27,8 +31,8 @@ class CheckResult:
         return asdict(self)
 
 
-#: A check reads a measure summary, an optional plan summary and the thresholds.
-Check = Callable[[dict, dict | None, Thresholds], CheckResult]
+#: A check reads a measure summary, an optional plan summary (both as their models) and the thresholds.
+Check = Callable[["MeasureSummary", "Optional[PlanSummary]", Thresholds], CheckResult]
 
 
 def pct(x: float) -> str:

@@ -26,8 +26,8 @@ def metrics_text(measure: MeasureSummary | dict, plan: PlanSummary | dict | None
 
     Each input is parsed into its model first (InputError when it is not one), as ``run_checks`` does.
     """
-    m = contract.parse(MeasureSummary, measure, "measure summary").to_json()
-    p = contract.parse(PlanSummary, plan, "plan summary").to_json() if plan is not None else None
+    m = contract.parse(MeasureSummary, measure, "measure summary")
+    p = contract.parse(PlanSummary, plan, "plan summary") if plan is not None else None
     return exposition(build_registry(m, p, results, thresholds))
 
 

@@ -14,15 +14,18 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sandbox_fleet.measure.model import MeasureSummary
+from typing import TYPE_CHECKING
+
+from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
 from sandbox_fleet.report.checks.exceptions import tasks_at_or_above
 from sandbox_fleet.report.checks.result import CheckResult
-from sandbox_fleet.report.fields import as_num, flag, get, num
+from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
 
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.model import PlanSummary
+
 PREFIX = "sandbox_fleet_"
-HOLD_QUANTILES = (("min", "min"), ("median", "median"), ("p90", "p90"), ("p99", "p99"), ("max", "max"), ("mean", "mean"))
-MISSING_FIELDS = ("reward", "tokens", "turns", "trajectory")
 
 
 @dataclass
@@ -64,30 +67,37 @@ def _timestamp_s(value: object) -> float | None:
     return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
-def _fleet(reg: Registry, m: dict) -> None:
-    reg.add("rollouts_total", "Rollouts measured (rows of telemetry).", num(m, "rows"), kind="counter")
+def _fleet(reg: Registry, m: MeasureSummary) -> None:
+    conc = m.concurrency or Concurrency()
+    reg.add("rollouts_total", "Rollouts measured (rows of telemetry).", as_num(m.rows), kind="counter")
     reg.add("first_started_timestamp_seconds", "Start of the first rollout measured, Unix seconds (data time).",
-            _timestamp_s(get(m, "first_started_at")))
+            _timestamp_s(m.first_started_at))
     reg.add("last_finished_timestamp_seconds", "Finish of the last rollout measured, Unix seconds (data time).",
-            _timestamp_s(get(m, "last_finished_at")))
-    reg.add("span_seconds", "Span of the telemetry, first start to last finish.", num(m, "span_s"))
-    reg.add("sandbox_seconds_total", "Sandbox time held by all rollouts.", num(m, "sandbox_s"), kind="counter")
-    reg.add("concurrency_mean", "Time-weighted mean of concurrent sandboxes.", num(m, "concurrency.mean"))
-    reg.add("concurrency_peak", "Peak concurrent sandboxes.", num(m, "concurrency.peak"))
-    duty = num(m, "concurrency.duty")
-    if duty is None and num(m, "concurrency.mean") is not None and num(m, "concurrency.peak"):
-        duty = num(m, "concurrency.mean") / num(m, "concurrency.peak")  # type: ignore[operator]
+            _timestamp_s(m.last_finished_at))
+    reg.add("span_seconds", "Span of the telemetry, first start to last finish.", as_num(m.span_s))
+    reg.add("sandbox_seconds_total", "Sandbox time held by all rollouts.", as_num(m.sandbox_s), kind="counter")
+    mean, peak = as_num(conc.mean), as_num(conc.peak)
+    reg.add("concurrency_mean", "Time-weighted mean of concurrent sandboxes.", mean)
+    reg.add("concurrency_peak", "Peak concurrent sandboxes.", peak)
+    duty = as_num(conc.duty)
+    if duty is None and mean is not None and peak:
+        duty = mean / peak
     reg.add("duty_cycle_ratio", "Mean over peak concurrency.", duty)
-    detected = flag(m, "concurrency.cap_detected")
+    detected = conc.cap_detected
     reg.add("cap_detected", "1 when the peak behaves like a concurrency cap (reached many separate times).",
             None if detected is None else float(detected))
-    reg.add("configured_cap", "Configured concurrency cap recorded in the telemetry.", num(m, "concurrency.configured_cap"))
+    reg.add("configured_cap", "Configured concurrency cap recorded in the telemetry.", as_num(conc.configured_cap))
     reg.add("cap_binding_ratio", "Share of the span spent at a detected cap (0 when no cap is detected).",
-            _binding(detected, num(m, "concurrency.time_at_peak_s"), num(m, "span_s")))
+            _binding(detected, as_num(conc.time_at_peak_s), as_num(m.span_s)))
     reg.add("peak_time_ratio", "Share of the span spent at the peak concurrency (cap detected or not).",
-            _share(num(m, "concurrency.time_at_peak_s"), num(m, "span_s")))
-    for key, label in HOLD_QUANTILES:
-        reg.add(f"hold_{label}_seconds", f"Hold time per rollout, {label}.", num(m, f"hold_s.{key}"))
+            _share(as_num(conc.time_at_peak_s), as_num(m.span_s)))
+    for label, value in _hold_figures(m.hold_s or Holds()):
+        reg.add(f"hold_{label}_seconds", f"Hold time per rollout, {label}.", as_num(value))
+
+
+def _hold_figures(h: HoldStats) -> tuple[tuple[str, float | None], ...]:
+    """(label, seconds) of each hold quantile gauge, in exposition order."""
+    return (("min", h.min), ("median", h.median), ("p90", h.p90), ("p99", h.p99), ("max", h.max), ("mean", h.mean))
 
 
 def _binding(detected: bool | None, at_peak_s: float | None, span_s: float | None) -> float | None:
@@ -102,42 +112,46 @@ def _share(at_peak_s: float | None, span_s: float | None) -> float | None:
     return at_peak_s / span_s if at_peak_s is not None and span_s else None
 
 
-def _outcomes(reg: Registry, m: dict) -> None:
-    reg.add("exception_ratio", "Share of rollouts that raised an exception.", num(m, "outcomes.exception_rate"))
-    reg.add("exceptions_total", "Rollouts that raised an exception.", num(m, "outcomes.exceptions"), kind="counter")
-    hours = num(m, "outcomes.exception_sandbox_hours")
+def _outcomes(reg: Registry, m: MeasureSummary) -> None:
+    out = m.outcomes or Outcomes()
+    reg.add("exception_ratio", "Share of rollouts that raised an exception.", as_num(out.exception_rate))
+    reg.add("exceptions_total", "Rollouts that raised an exception.", as_num(out.exceptions), kind="counter")
+    hours = as_num(out.exception_sandbox_hours)
     reg.add("exception_sandbox_seconds_total", "Sandbox time held by rollouts that raised an exception.",
             hours * 3600.0 if hours is not None else None, kind="counter")
-    reg.add("pass_ratio", "Share of rewarded rollouts that passed.", num(m, "outcomes.pass_rate"))
-    reg.add("passed_total", "Rollouts that passed.", num(m, "outcomes.passed"), kind="counter")
-    reg.add("rewarded_total", "Rollouts with a reward.", num(m, "outcomes.rewarded"), kind="counter")
-    per_pass = num(m, "outcomes.sandbox_hours_per_pass")
+    reg.add("pass_ratio", "Share of rewarded rollouts that passed.", as_num(out.pass_rate))
+    reg.add("passed_total", "Rollouts that passed.", as_num(out.passed), kind="counter")
+    reg.add("rewarded_total", "Rollouts with a reward.", as_num(out.rewarded), kind="counter")
+    per_pass = as_num(out.sandbox_hours_per_pass)
     reg.add("sandbox_time_per_pass_seconds", "Sandbox time spent per passing rollout.",
             per_pass * 3600.0 if per_pass is not None else None)
 
 
-def _tokens(reg: Registry, m: dict) -> None:
-    reg.add("token_rollouts_total", "Rollouts that report token counts.", num(m, "tokens.rows"), kind="counter")
-    reg.add("input_tokens_total", "Input (prefill) tokens across rollouts.", num(m, "tokens.input"), kind="counter")
-    reg.add("output_tokens_total", "Output (decode) tokens across rollouts.", num(m, "tokens.output"), kind="counter")
-    reg.add("cached_tokens_total", "Input tokens served from the prefix cache.", num(m, "tokens.cached"), kind="counter")
-    frac, cached, inp = num(m, "tokens.cached_fraction"), num(m, "tokens.cached"), num(m, "tokens.input")
+def _tokens(reg: Registry, m: MeasureSummary) -> None:
+    tok = m.tokens or Tokens()
+    reg.add("token_rollouts_total", "Rollouts that report token counts.", as_num(tok.rows), kind="counter")
+    reg.add("input_tokens_total", "Input (prefill) tokens across rollouts.", as_num(tok.input), kind="counter")
+    reg.add("output_tokens_total", "Output (decode) tokens across rollouts.", as_num(tok.output), kind="counter")
+    reg.add("cached_tokens_total", "Input tokens served from the prefix cache.", as_num(tok.cached), kind="counter")
+    frac, cached, inp = as_num(tok.cached_fraction), as_num(tok.cached), as_num(tok.input)
     if frac is None and cached is not None and inp:
         frac = cached / inp
     reg.add("prefix_cache_hit_ratio", "Share of input tokens served from the prefix cache.", frac)
 
 
-def _coverage(reg: Registry, m: dict) -> None:
-    rows = num(m, "rows")
-    for name in MISSING_FIELDS:
-        count = num(m, f"coverage.missing_{name}")
+def _coverage(reg: Registry, m: MeasureSummary) -> None:
+    rows = as_num(m.rows)
+    cov = m.coverage or Coverage()
+    for name, missing in (("reward", cov.missing_reward), ("tokens", cov.missing_tokens),
+                          ("turns", cov.missing_turns), ("trajectory", cov.missing_trajectory)):
+        count = as_num(missing)
         if count is None or not rows:
             continue
-        if name == "trajectory" and num(m, "coverage.unknown_trajectory") == rows:
+        if name == "trajectory" and as_num(cov.unknown_trajectory) == rows:
             continue  # the telemetry does not say: not measured
         reg.add("missing_ratio", "Share of rollouts missing a field.", count / rows, {"field": name})
-    reasons = get(m, "coverage.rejected")
-    if isinstance(reasons, dict) and rows is not None:
+    reasons = cov.rejected
+    if reasons is not None and rows is not None:
         counts = {str(k): as_num(v) or 0.0 for k, v in reasons.items()}
         for reason in sorted(counts):
             reg.add("rejected_rows_total", "Input rows rejected by the readers, by reason.", counts[reason],
@@ -145,7 +159,8 @@ def _coverage(reg: Registry, m: dict) -> None:
         total = sum(counts.values())
         reg.add("rejected_ratio", "Share of input rows rejected by the readers.",
                 total / (rows + total) if rows + total else 0.0)
-    share = num(m, "phases.environment_setup.share_of_hold")
+    build = (m.phases or {}).get("environment_setup")  # phases are keyed by Harbor's phase name
+    share = as_num(build.share_of_hold) if build is not None else None
     reg.add("build_share_ratio", "Share of the hold spent in environment setup (image build).", share)
 
 
@@ -158,11 +173,11 @@ def _slices(reg: Registry, ms: MeasureSummary) -> None:
         reg.add("model_exception_ratio", "Share of a model's rollouts that raised an exception.",
                 entry.exception_rate, labels)
         reg.add("model_pass_ratio", "Share of a model's rewarded rollouts that passed.", entry.pass_rate, labels)
-        holds = holds_by_model.get(model)  # model names hold dots: no dotted path
-        for key, label in HOLD_QUANTILES:
-            value = getattr(holds, key) if holds is not None else None
-            if value is None and key in ("median", "p99", "mean"):
-                value = getattr(entry, f"hold_{key}_s")
+        # the slice's own median / p99 / mean stand in where hold_s.by_model lacks the model
+        fallback = {"median": entry.hold_median_s, "p99": entry.hold_p99_s, "mean": entry.hold_mean_s}
+        for label, value in _hold_figures(holds_by_model.get(model) or HoldStats()):
+            if value is None:
+                value = fallback.get(label)
             reg.add(f"model_hold_{label}_seconds", f"Hold time per rollout of a model, {label}.", value, labels)
     for job, entry in sorted((ms.by_job or {}).items()):
         labels = {"job": job}
@@ -180,7 +195,7 @@ def _slices(reg: Registry, ms: MeasureSummary) -> None:
                 _share(conc.time_at_peak_s, conc.span_s) if conc is not None else None, labels)
 
 
-def _from_checks(reg: Registry, m: dict, results: list[CheckResult], t: Thresholds) -> None:
+def _from_checks(reg: Registry, m: MeasureSummary, results: list[CheckResult], t: Thresholds) -> None:
     """Figures only ``check`` can compute: the per-task chance filter and the sweep verdict."""
     status = {r.name: r.status for r in results}
     if status.get("exception_rate_by_task") in ("pass", "warn", "fail"):
@@ -196,17 +211,17 @@ def _from_checks(reg: Registry, m: dict, results: list[CheckResult], t: Threshol
                 1.0 if status["sweep_self_check"] == "pass" else 0.0)
 
 
-def build_registry(m: dict, plan: dict | None, results: list[CheckResult], t: Thresholds) -> Registry:
+def build_registry(m: MeasureSummary, plan: PlanSummary | None, results: list[CheckResult], t: Thresholds) -> Registry:
     """Every metric ``--metrics-out`` writes for a summary (and plan), in a fixed order."""
     reg = Registry()
     _fleet(reg, m)
     _outcomes(reg, m)
     _tokens(reg, m)
     _coverage(reg, m)
-    _slices(reg, MeasureSummary.model_validate(m))
+    _slices(reg, m)
     _from_checks(reg, m, results, t)
-    if isinstance(plan, dict):
-        reg.add("plan_target_concurrency", "Concurrent sandboxes the plan buys for.", num(plan, "target.concurrency"))
+    if plan is not None:
+        reg.add("plan_target_concurrency", "Concurrent sandboxes the plan buys for.", as_num(plan.target.concurrency))
     return reg
 
 
