@@ -119,3 +119,12 @@ def test_output_models_build_their_validators_on_first_use():
 def test_check_json_prints_without_rich():
     # the table is the only thing check draws with Rich; --json prints one JSON object
     assert _under(_modules("check", str(EXAMPLE), "--json"), "rich") == []
+
+
+def test_measure_json_and_simulate_json_print_without_rich():
+    # the readable tables are imported only when printed; --json writes one object
+    root = Path(__file__).resolve().parents[1]
+    measured = _modules("measure", str(root / "tests" / "fixtures" / "harbor"), "--json")
+    assert "sandbox_fleet.measure.run" in measured and _under(measured, "rich") == []
+    simulated = _modules("simulate", str(root / "examples" / "scenarios" / "mmc.toml"), "--json")
+    assert "sandbox_fleet.simulate.engine" in simulated and _under(simulated, "rich") == []
