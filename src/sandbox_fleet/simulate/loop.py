@@ -182,8 +182,12 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     for k, v in cols.items():
         if not rewritten and k in FIRST_AS_DRAWN:
             first[k] = getattr(prep, FIRST_AS_DRAWN[k])
+        elif k == "arrival_s" and na == N:
+            first[k] = np.empty(N)  # every rollout is an open arrival: filled just below
+        elif k in ("state", "phase"):
+            first[k] = np.fromiter(v, dtype=np.int8, count=N)
         else:
-            first[k] = np.array(v[:N] if len(v) > N else v, dtype=np.int8 if k in ("state", "phase") else float)
+            first[k] = np.array(v[:N] if len(v) > N else v, dtype=float)
     if na:
         first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
     extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}
