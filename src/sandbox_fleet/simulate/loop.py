@@ -76,7 +76,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     busy = waiting = done = 0
     while done < N or st.training:
         # A two-way merge: the sorted arrival stream goes first unless the heap's next event
-        # is due no later (a tie goes to the heap, as the arrival would have been pushed last).
+        # is due no later (on a tie the heap event runs first, as it always has).
         if heap and heap[0][0] <= next_arr:
             t, _, kind, x = heappop(heap)
             if t < now:
@@ -124,6 +124,14 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
                 st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
                 handlers[kind](x)
                 busy, waiting, done = st.busy, st.waiting, st.done
+            # Progress (and the tests' audit) every so many heap events: every rollout has one.
+            if n_events == next_progress:
+                st.busy, st.waiting, st.done = busy, waiting, done
+                next_progress += progress_every
+                if audit is not None:
+                    audit(st)
+                if on_progress is not None:
+                    on_progress(done, N)
         elif ai < na:  # an open arrival, from the sorted stream (never pushed)
             t = next_arr
             x = arr_r[ai]
@@ -136,7 +144,6 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             if waiting:
                 area_wait += waiting * dt
             now = t
-            n_events += 1
             p = r_pool[x]
             if inline[p]:
                 if not nfree[p]:
@@ -163,13 +170,6 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
                 busy, waiting, done = st.busy, st.waiting, st.done
         else:
             break
-        if n_events == next_progress:
-            st.busy, st.waiting, st.done = busy, waiting, done
-            next_progress += progress_every
-            if audit is not None:
-                audit(st)
-            if on_progress is not None:
-                on_progress(done, N)
 
     if driver is not None:
         driver.pool.close(now)
