@@ -8,11 +8,12 @@ invariants compare with the sums of holds and waits (Little's law on the run).
 The two events of almost every rollout, an open arrival and an attempt's end, are
 handled inline for *counted* pools (see ``loop_state``) without a start cap or queue
 timeout, when no inference pool runs: an arrival that finds the queue empty and a slot
-free starts at once, and an ending attempt that cannot retry hands its slot straight to
-the next queued rollout. That is exactly what ``enqueue`` + ``dispatch`` and
+free starts at once, one that finds no slot free joins the queue, and an ending attempt
+that cannot retry hands its slot straight to the next queued rollout. That is exactly what ``enqueue`` + ``dispatch`` and
 ``end_attempt`` do there (``LoopState.place`` is the general form; a test runs every
 scenario kind both ways); everything else goes to the handlers. The counters ``busy``,
 ``waiting`` and ``done`` live in locals and are handed to the state around each handler.
+Open arrivals come from their sorted stream, merged with the heap (never pushed).
 """
 
 from __future__ import annotations
@@ -184,10 +185,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             first[k] = getattr(prep, FIRST_AS_DRAWN[k])
         elif k == "arrival_s" and na == N:
             first[k] = np.empty(N)  # every rollout is an open arrival: filled just below
-        elif k in ("state", "phase"):
-            first[k] = np.fromiter(v, dtype=np.int8, count=N)
-        else:
-            first[k] = np.array(v[:N] if len(v) > N else v, dtype=float)
+        else:  # the first N rows (retries follow them), without slicing a copy first
+            first[k] = np.fromiter(v, dtype=np.int8 if k in ("state", "phase") else float, count=N)
     if na:
         first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
     extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}
