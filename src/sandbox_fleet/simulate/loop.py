@@ -8,11 +8,12 @@ invariants compare with the sums of holds and waits (Little's law on the run).
 The two events of almost every rollout, an open arrival and an attempt's end, are
 handled inline for *counted* pools (see ``loop_state``) without a start cap or queue
 timeout, when no inference pool runs: an arrival that finds the queue empty and a slot
-free starts at once, and an ending attempt that cannot retry hands its slot straight to
-the next queued rollout. That is exactly what ``enqueue`` + ``dispatch`` and
+free starts at once, one that finds no slot free joins the queue, and an ending attempt
+that cannot retry hands its slot straight to the next queued rollout. That is exactly what ``enqueue`` + ``dispatch`` and
 ``end_attempt`` do there (``LoopState.place`` is the general form; a test runs every
 scenario kind both ways); everything else goes to the handlers. The counters ``busy``,
 ``waiting`` and ``done`` live in locals and are handed to the state around each handler.
+Open arrivals come from their sorted stream, merged with the heap (never pushed).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     if driver is not None:
         handlers[ev.POOL] = driver.pool.event
         handlers[ev.TURN] = lambda r: driver.call(r, st.now)
-    handlers[-1] = st.on_arrival  # an open arrival (from the sorted stream, never pushed)
     pool_event = driver.pool.event if driver is not None else None
 
     # Bound once: the inline paths below touch only these.
@@ -65,7 +65,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
 
     arr_t, arr_r = prep.arr_t, prep.arr_r
     na, ai = len(arr_t), 0
-    next_arr = arr_t[0] if na else float("inf")
+    INF = float("inf")
+    next_arr = arr_t[0] if na else INF
     now = 0.0
     n_events = 0
     area_busy = area_wait = 0.0
@@ -75,80 +76,101 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     # The counters live in locals here; st holds them (and the clock) whenever a handler runs.
     busy = waiting = done = 0
     while done < N or st.training:
+        # A two-way merge: the sorted arrival stream goes first unless the heap's next event
+        # is due no later (on a tie the heap event runs first, as it always has).
         if heap and heap[0][0] <= next_arr:
             t, _, kind, x = heappop(heap)
-        elif ai < na:
-            t, kind, x = next_arr, -1, arr_r[ai]
-            ai += 1
-            next_arr = arr_t[ai] if ai < na else float("inf")
-        else:
-            break
-        if t < now:
-            clock_ok = False
-        dt = t - now
-        area_busy += busy * dt
-        if waiting:  # adding 0 * dt would leave it as it is
-            area_wait += waiting * dt
-        now = t
-        n_events += 1
-        if kind == FINISH:
-            r = a_roll[x]
-            p = r_pool[r]
-            if inline[p] and not (retry_any and a_plan[x] == EXCEPTION):
-                # end_attempt: the attempt ends in its planned state (no retry, never stale) ...
-                busy -= 1
-                a_fin[x] = t
-                a_state[x] = a_plan[x]
-                if any_hooked and hooked[r_work[r]]:
+            if t < now:
+                clock_ok = False
+            dt = t - now
+            area_busy += busy * dt
+            if waiting:  # adding 0 * dt would leave it as it is
+                area_wait += waiting * dt
+            now = t
+            n_events += 1
+            if kind == FINISH:
+                r = a_roll[x]
+                p = r_pool[r]
+                if inline[p] and not (retry_any and a_plan[x] == EXCEPTION):
+                    # end_attempt: the attempt ends in its planned state (no retry, never stale) ...
+                    busy -= 1
+                    a_fin[x] = t
+                    a_state[x] = a_plan[x]
+                    if any_hooked and hooked[r_work[r]]:
+                        st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
+                        terminal(r)
+                        busy, waiting, done = st.busy, st.waiting, st.done
+                    else:
+                        done += 1
+                    # ... then free_slot + dispatch: the slot goes to the first queued rollout, else back
+                    q = queues[p]
+                    if q:  # no queue timeout here, so every entry still waits
+                        r = q.popleft()
+                        r_queued[r] = False
+                        waiting -= 1
+                        row = r_row[r]
+                        a_start[row] = t
+                        a_state[row] = RUNNING
+                        busy += 1
+                        heappush(heap, (t + a_hold[row], next(seq), FINISH, row))
+                    else:
+                        nfree[p] += 1
+                else:
                     st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
-                    terminal(r)
+                    on_finish(x)
                     busy, waiting, done = st.busy, st.waiting, st.done
-                else:
-                    done += 1
-                # ... then free_slot + dispatch: the slot goes to the first queued rollout, else back
-                q = queues[p]
-                if q:  # no queue timeout here, so every entry still waits
-                    r = q.popleft()
-                    r_queued[r] = False
-                    waiting -= 1
-                    row = r_row[r]
-                    a_start[row] = t
-                    a_state[row] = RUNNING
-                    busy += 1
-                    heappush(heap, (t + a_hold[row], next(seq), FINISH, row))
-                else:
-                    nfree[p] += 1
-            else:
+            elif kind == POOL:  # the inference pool's own events (replica ends): no counter changes
+                pool_event(t, x)
+            else:  # the other handlers, with the counters handed over and back
                 st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
-                on_finish(x)
+                handlers[kind](x)
                 busy, waiting, done = st.busy, st.waiting, st.done
-        elif kind == -1:
+            # Progress (and the tests' audit) every so many heap events: every rollout has one.
+            if n_events == next_progress:
+                st.busy, st.waiting, st.done = busy, waiting, done
+                next_progress += progress_every
+                if audit is not None:
+                    audit(st)
+                if on_progress is not None:
+                    on_progress(done, N)
+        elif ai < na:  # an open arrival, from the sorted stream (never pushed)
+            t = next_arr
+            x = arr_r[ai]
+            ai += 1
+            next_arr = arr_t[ai] if ai < na else INF
+            if t < now:
+                clock_ok = False
+            dt = t - now
+            area_busy += busy * dt
+            if waiting:
+                area_wait += waiting * dt
+            now = t
             p = r_pool[x]
-            if inline[p] and nfree[p] and not queues[p]:
-                # enqueue + dispatch with nobody waiting and a slot free: start now
-                # (a_enq of an open arrival is set from the arrival stream after the loop)
-                nfree[p] -= 1
-                a_start[x] = t
-                a_state[x] = RUNNING
-                busy += 1
-                heappush(heap, (t + a_hold[x], next(seq), FINISH, x))
+            if inline[p]:
+                if not nfree[p]:
+                    # enqueue; dispatch then stops at once (no free slot). A counted pool
+                    # without timeouts reads neither the epoch nor a_enq of an open arrival
+                    # (set from the arrival stream after the loop).
+                    queues[p].append(x)
+                    r_queued[x] = True
+                    waiting += 1
+                elif not queues[p]:
+                    # enqueue + dispatch with nobody waiting and a slot free: start now
+                    nfree[p] -= 1
+                    a_start[x] = t
+                    a_state[x] = RUNNING
+                    busy += 1
+                    heappush(heap, (t + a_hold[x], next(seq), FINISH, x))
+                else:
+                    st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
+                    on_arrival(x)
+                    busy, waiting, done = st.busy, st.waiting, st.done
             else:
                 st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
                 on_arrival(x)
                 busy, waiting, done = st.busy, st.waiting, st.done
-        elif kind == POOL:  # the inference pool's own events (replica ends): no counter changes
-            pool_event(t, x)
-        else:  # the other handlers, with the counters handed over and back
-            st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
-            handlers[kind](x)
-            busy, waiting, done = st.busy, st.waiting, st.done
-        if n_events == next_progress:
-            st.busy, st.waiting, st.done = busy, waiting, done
-            next_progress += progress_every
-            if audit is not None:
-                audit(st)
-            if on_progress is not None:
-                on_progress(done, N)
+        else:
+            break
 
     if driver is not None:
         driver.pool.close(now)
@@ -161,8 +183,10 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     for k, v in cols.items():
         if not rewritten and k in FIRST_AS_DRAWN:
             first[k] = getattr(prep, FIRST_AS_DRAWN[k])
-        else:
-            first[k] = np.array(v[:N] if len(v) > N else v, dtype=np.int8 if k in ("state", "phase") else float)
+        elif k == "arrival_s" and na == N:
+            first[k] = np.empty(N)  # every rollout is an open arrival: filled just below
+        else:  # the first N rows (retries follow them), without slicing a copy first
+            first[k] = np.fromiter(v, dtype=np.int8 if k in ("state", "phase") else float, count=N)
     if na:
         first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
     extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}

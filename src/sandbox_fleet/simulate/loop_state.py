@@ -59,7 +59,9 @@ class LoopState:
         P = len(pools)
         self.r_pool, self.r_work = prep.r_pool, prep.r_work
 
-        self.a_roll = list(range(N))
+        ids = list(range(N))
+        retries = any(m > 0 for m in prep.max_retries)
+        self.a_roll = ids
         self.a_enq = [math.nan] * N
         self.a_start = [math.nan] * N
         self.a_fin = [math.nan] * N
@@ -74,11 +76,12 @@ class LoopState:
         else:
             self.a_build = self.a_agent = self.a_verify = None
         # retries append rows: then a copy, so prep's list stays the first attempts'
-        self.a_hold = list(prep.hold) if any(m > 0 for m in prep.max_retries) else prep.hold
+        self.a_hold = list(prep.hold) if retries else prep.hold
         self.a_plan = prep.plan.tolist()
         self.a_slot = [-1] * N
         self.a_try = [0] * N
-        self.r_row = list(range(N))
+        # Only a retry appends to a_roll or moves r_row: without retries both stay the identity.
+        self.r_row = list(ids) if retries else ids
         self.r_epoch = [0] * N
         self.r_queued = [False] * N
 
