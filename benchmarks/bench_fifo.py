@@ -143,7 +143,6 @@ def main() -> None:
         r = marginal(args.rounds, c, args.src)
         for k in ("wall", "cpu"):
             ours, peer = statistics.median(r["ours"][k]), statistics.median(r["peer"][k])
-            spread = min(r["ours"][k]) / max(r["peer"][k]), max(r["ours"][k]) / min(r["peer"][k])
             print(f"  c={c:<5} {k:4s} ours {ours:>11,.0f}/s  peer {peer:>11,.0f}/s  "
                   f"ratio {ours / peer:.2f} (target >= 0.9; per-round ratios "
                   f"{', '.join(f'{a / b:.2f}' for a, b in zip(r['ours'][k], r['peer'][k]))})")

@@ -8,10 +8,8 @@ are ``gpu_memory.size_memory`` when the GPU's memory and the model are known, el
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Optional
 
-from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.gpu_memory import MemoryModel, check_fraction, compute_bound, size_memory
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill

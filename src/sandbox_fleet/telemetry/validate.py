@@ -18,7 +18,6 @@ from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
     PHASES,
     REQUIRED_ROLLOUT_COLUMNS,
-    ROLLOUT_SCHEMA,
     TS,
     Telemetry,
     conform_rollouts,

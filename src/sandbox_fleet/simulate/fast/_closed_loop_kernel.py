@@ -28,7 +28,6 @@ mirror the pure code: ``Pool.event`` then ``Driver.done`` (POOL), ``Driver.call`
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 # Event kinds (the values of ``simulate.events``) and the open-arrival pseudo kind.
