@@ -387,7 +387,8 @@ def simulate(
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
         summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json, seed=seed,
                                max_memory_gb=max_memory_gb)
-    _emit(summary, as_json, output, _renderer("sandbox_fleet.simulate.render", "render_summary"))
+    _emit(summary, as_json, output,
+          _renderer("sandbox_fleet.simulate.render", "render_calibration" if from_ else "render_summary"))
 
 
 # --- synth -----------------------------------------------------------------------------
