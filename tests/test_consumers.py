@@ -1,4 +1,4 @@
-"""The report, the checks, the Prometheus metrics and the plan text read the stage models by attribute.
+"""The report, the checks, the Prometheus metrics and the terminal text read the stage models by attribute.
 
 A consumer that names a figure the model lacks raises AttributeError the first time its code runs
 (and a type checker flags it). These tests run every consumer on real producer output, so each
@@ -10,6 +10,7 @@ measured" branch runs too. Sweep metrics stay user-chosen dotted paths (``contra
 from __future__ import annotations
 
 import copy
+import io
 from typing import Any, Iterator
 
 import pytest
@@ -22,14 +23,35 @@ from sandbox_fleet.simulate.model import SimulateSummary
 
 
 def _all_consumers(measure: MeasureSummary, plan: PlanSummary | None, sim: SimulateSummary | None) -> tuple:
-    """Every reader of the summaries, run once: (check results, report HTML, metrics text)."""
+    """Every reader of the summaries, run once: (check results, report HTML, metrics text, terminal text)."""
     from sandbox_fleet.report import build_report, run_checks
     from sandbox_fleet.report.prometheus import metrics_text
     from sandbox_fleet.report.thresholds import Thresholds
 
     results = run_checks(measure, plan)
     page = build_report(measure, plan, sim)
-    return results, page, metrics_text(measure, plan, results, Thresholds.default())
+    return results, page, metrics_text(measure, plan, results, Thresholds.default()), _terminal_text(measure, sim)
+
+
+def _terminal_text(measure: MeasureSummary | dict, sim: SimulateSummary | dict | None) -> str:
+    """What ``measure`` and ``simulate`` print without ``--json`` (the plan's text is tested on real plans below)."""
+    from rich.console import Console
+
+    from sandbox_fleet.measure.render import render_summary as render_measure
+    from sandbox_fleet.simulate.render import render_summary as render_sim
+
+    console = Console(record=True, width=120, file=io.StringIO())
+    render_measure(measure, console)
+    if sim is not None:
+        render_sim(sim, console)
+    return console.export_text()
+
+
+def _value(text: str, label: str) -> str:
+    """The rest of the first terminal line that starts with ``label`` (a table row's value cells)."""
+    cells = (x.strip().strip("│").strip() for x in text.splitlines())
+    line = next(x for x in cells if x.startswith(label))
+    return line[len(label):].strip().strip("│").strip()
 
 
 def _hollow(model: BaseModel, keep_blocks: bool) -> BaseModel:
@@ -141,31 +163,47 @@ def test_every_consumer_runs_on_full_summaries(summaries):
     from sandbox_fleet.plan.render import plan_lines
 
     m, plan, sim = summaries
-    results, page, metrics = _all_consumers(m, plan, sim)
+    results, page, metrics, text = _all_consumers(m, plan, sim)
     assert {r.status for r in results} <= {"pass", "warn", "fail", "skip"}
     assert 'id="jobs"' in page and 'id="rent"' in page and 'id="simulate"' in page
     assert 'class="missing"' not in page  # every chart drawn
     assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts_total{job=' in metrics
     assert plan_lines(plan) == plan_lines(plan.to_json())  # the model and its JSON read the same
+    # the terminal summaries: every block printed, and the model and its JSON print the same
+    assert "Tasks with the most exceptions" in text and "Concurrency by job" in text and "rejected: " in text
+    assert "queue wait mean / p50 / p99 (s)" in text
+    assert text == _terminal_text(m.to_json(), sim.to_json())
 
 
 def test_nothing_measured_skips_every_check_and_writes_no_metric():
     m = MeasureSummary.build()
-    results, page, metrics = _all_consumers(m, None, None)
+    results, page, metrics, text = _all_consumers(m, None, None)
     assert [r.status for r in results] == ["skip"] * len(results)
     assert metrics == "\n"  # a figure not carried is left out, never written as 0
     from sandbox_fleet.report.charts import TITLES
 
     assert all(f"<strong>{title}</strong>: not measured" in page for key, title in TITLES.items())
+    assert _value(text, "rollouts") == "-" and _value(text, "span") == "- s (- d)"  # dashes, never 0
+    assert "steps: no burst structure (None)" in text
+    assert "simulate:  (seed -)" in _terminal_text(m, SimulateSummary.build())
+    # the blocks only some runs carry (RL steps, an inference pool, workloads), present and empty
+    blocks = {name: {} for name in ("concurrency", "hold_s", "outcomes", "queue_wait_s", "lost_sandbox_hours",
+                                    "step_s", "inference")}
+    sim_text = _terminal_text(m, SimulateSummary.build(**blocks, workloads={"rl": {}}))
+    assert _value(sim_text, "trainer idle") == "-" and _value(sim_text, "inference: replicas / GPUs / calls") == "- / - / -"
+    assert "rl (pool None): -/- completed, mean wait - s, - sandbox-h" in sim_text
 
 
 def test_blocks_present_with_every_figure_null(summaries):
     m, plan, sim = summaries
     hollow_m, hollow_p, hollow_s = (_hollow(x, keep_blocks=True) for x in summaries)
     assert hollow_m.concurrency is not None and hollow_m.concurrency.peak is None
-    results, page, metrics = _all_consumers(hollow_m, hollow_p, hollow_s)
+    results, page, metrics, text = _all_consumers(hollow_m, hollow_p, hollow_s)
     assert {r.name for r in results if r.status != "skip"} <= {"plan_covers_peak", "cap_binding"}
-    results, page, metrics = _all_consumers(_hollow(m, keep_blocks=False), _hollow(plan, keep_blocks=False), None)
+    assert _value(text, "peak") == "-" and _value(text, "utilisation") == "-"  # null figures print "-"
+    assert _value(text, "outcome: exception").split() == ["-"] * 5
+    results, page, metrics, text = _all_consumers(_hollow(m, keep_blocks=False), _hollow(plan, keep_blocks=False),
+                                                  _hollow(sim, keep_blocks=False))
     assert [r.status for r in results if r.name != "plan_covers_peak"] == ["skip"] * (len(results) - 1)
 
 

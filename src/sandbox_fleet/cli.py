@@ -104,6 +104,7 @@ _REWARD_KEY = typer.Option("reward", "--reward-key", help="Key in Harbor verifie
 _SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward (default: the first).")
 _LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a time at or after this (ISO date or time).")
 _ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
+_CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed task requests in DIR (default $SANDBOX_FLEET_CACHE_DIR, else cache/ beside -o; without either nothing is cached or written).")
 _MIN_TURN_ROWS = typer.Option(20, "--min-turn-rows", help="Fit the turn curve on turn counts with at least this many rows.")
 
 
@@ -117,7 +118,7 @@ def _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_tim
 def measure(
     paths: list[Path] = typer.Argument(..., help="Telemetry: RST release, Harbor jobs, Terminal-Bench runs, or Parquet/CSV/JSONL files or globs."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar)."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Where parsed task requests are cached (default $SANDBOX_FLEET_CACHE_DIR or ~/.cache/sandbox-fleet)."),
+    cache_dir: Optional[Path] = _CACHE_DIR,
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
     time_unit: Optional[str] = _TIME_UNIT,
@@ -136,6 +137,7 @@ def measure(
 ) -> None:
     """Measure a rollout fleet from its telemetry."""
     from sandbox_fleet.measure import measure_paths
+    from sandbox_fleet.telemetry.taskcache import cache_dir_for
 
     _check_outputs([*paths, tasks], o=output)
     summary = measure_paths(
@@ -148,7 +150,7 @@ def measure(
         until=until,
         pass_threshold=pass_threshold,
         progress=not as_json or sys.stderr.isatty(),
-        cache_dir=str(cache_dir) if cache_dir else None,
+        cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
     )
     _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
 
@@ -158,6 +160,7 @@ def measure(
 def plan(
     path: Path = typer.Argument(..., help="A measure --json summary, or telemetry to measure first."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root, when PATH is telemetry."),
+    cache_dir: Optional[Path] = _CACHE_DIR,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Target: this many concurrent sandboxes."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Target: a synchronous RL schedule of B rollouts per step."),
     train_s: Optional[float] = typer.Option(None, "--train-s", help="Trainer seconds per RL step (with --batch)."),
@@ -247,8 +250,13 @@ def plan(
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
     )
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
+    cache = None
+    if tasks:  # telemetry measured with its tasks (a .json input never reads the tasks root)
+        from sandbox_fleet.telemetry.taskcache import cache_dir_for
+
+        cache = cache_dir_for(cache_dir, output, tasks)
     result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
-                       measure_options={**reader, "min_turn_rows": min_turn_rows})
+                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache})
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
@@ -387,7 +395,8 @@ def simulate(
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
         summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json, seed=seed,
                                max_memory_gb=max_memory_gb)
-    _emit(summary, as_json, output, _renderer("sandbox_fleet.simulate.render", "render_summary"))
+    _emit(summary, as_json, output,
+          _renderer("sandbox_fleet.simulate.render", "render_calibration" if from_ else "render_summary"))
 
 
 # --- synth -----------------------------------------------------------------------------

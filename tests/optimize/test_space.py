@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from sandbox_fleet.optimize.evaluate import Result
@@ -44,15 +42,16 @@ def test_spot_rework_is_summed_over_the_holds_not_the_mean():
 
 def test_replications_pool_their_rework_hours():
     """Two runs' holds: the share is all re-run hours over all hold hours (not a mean of shares)."""
-    from sandbox_fleet.optimize.evaluate import Evaluator, Goal
+    from sandbox_fleet.optimize.evaluate import CandidateRun, Evaluator, Goal
+    from sandbox_fleet.simulate.model import SimulateSummary
 
     ev = object.__new__(Evaluator)
     ev.base = type("B", (), {"pass_rate": 1.0})()
     ev.goal, ev.scale, ev.spot_rates = Goal(passing_per_hour=1.0), 1.0, (0.5,)
     runs = []
     for holds in ([3600.0], [10800.0]):
-        runs.append({"completed": 1, "rollouts": 1, "concurrency": {"peak": 1}, "hold_s": {"mean": holds[0]},
-                     "inference": None, "rework": {"hold_h": sum(holds) / 3600, "rework_h": [rework_hours(holds, 0.5)]}})
+        summary = SimulateSummary.build(completed=1, rollouts=1, concurrency={"peak": 1}, hold_s={"mean": holds[0]})
+        runs.append(CandidateRun(summary, hold_h=sum(holds) / 3600, rework_h=(rework_hours(holds, 0.5),)))
     assert ev._result(runs, 1).rework_share(0.5) == pytest.approx(4.2608206 / 4, abs=1e-6)
 
 

@@ -132,6 +132,48 @@ def test_figures_not_measured_are_left_out_not_zero():
     assert "sandbox_fleet_plan_target_concurrency" not in names  # no plan given
 
 
+def _not_finite(m: dict) -> dict:
+    """fleet.json with NaN and infinite figures (what a hand-made JSON's NaN / Infinity tokens parse to)
+    for the fleet, one model and one job: each stands for a figure that was not measured."""
+    model, job = sorted(m["by_model"])[0], sorted(m["by_job"])[0]
+    m["outcomes"]["pass_rate"] = float("nan")
+    m["by_model"][model].update(pass_rate=float("nan"), exception_rate=float("inf"), hold_median_s=float("nan"))
+    m["hold_s"]["by_model"][model]["median"] = float("nan")
+    m["by_job"][job]["exception_rate"] = float("nan")
+    m["by_job"][job]["concurrency"]["time_at_peak_s"] = float("nan")
+    return m
+
+
+def test_a_figure_that_is_not_a_number_is_left_out_for_slices_as_for_the_fleet(promtool):
+    m = load("fleet.json")
+    model, job = sorted(m["by_model"])[0], sorted(m["by_job"])[0]
+    full = dict(_samples(_metrics(copy.deepcopy(m))))
+    # the series below are written for a real summary, so leaving them out is the change under test
+    touched = {"sandbox_fleet_pass_ratio", f'sandbox_fleet_model_pass_ratio{{model="{model}"}}',
+               f'sandbox_fleet_model_exception_ratio{{model="{model}"}}',
+               f'sandbox_fleet_model_hold_median_seconds{{model="{model}"}}',
+               f'sandbox_fleet_job_exception_ratio{{job="{job}"}}', f'sandbox_fleet_job_peak_time_ratio{{job="{job}"}}'}
+    assert touched <= set(full)
+    text = _metrics(_not_finite(m))
+    assert "NaN" not in text and "Inf" not in text
+    values = dict(_samples(text))
+    assert set(values) == set(full) - touched  # only those: every other series is as before
+    assert all(values[k] == full[k] for k in values)
+    res = promtool("check", "metrics", stdin=text)
+    assert res.returncode == 0 and not res.stdout.strip() and not res.stderr.strip(), res.stdout + res.stderr
+
+
+def test_cli_leaves_out_the_nan_of_a_json_file(run_cli, tmp_path):
+    """A summary file with NaN tokens (Python's json accepts them): no NaN series in --metrics-out."""
+    summary = tmp_path / "m.json"
+    summary.write_text(json.dumps(_not_finite(load("fleet.json"))))  # writes NaN and Infinity
+    assert "NaN" in summary.read_text()
+    res = run_cli("check", summary, "--metrics-out", tmp_path / "fleet.prom")
+    assert res.code in (0, 1), res.err
+    text = (tmp_path / "fleet.prom").read_text()
+    assert "NaN" not in text and "Inf" not in text and "sandbox_fleet_model_rollouts_total" in text
+
+
 def test_label_values_are_escaped_so_promtool_parses_them(promtool):
     m = load("fleet.json")
     m["by_model"]['we"ird\\model'] = {"rows": 300, "exception_rate": 0.5}

@@ -1,10 +1,30 @@
-"""Readable terminal summary of a measure result (rounding happens here and only here)."""
+"""Readable terminal summary of a measure result (rounding happens here and only here).
+
+The summary is read through its model (``MeasureSummary``); a block or figure that is null
+(not measured) prints as "-" or is left out, never as zero.
+"""
 
 from __future__ import annotations
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
+
+from sandbox_fleet import contract
+from sandbox_fleet.measure.model import (
+    ByOutcome,
+    ByTask,
+    Concurrency,
+    Coverage,
+    Exceptions,
+    Holds,
+    MeasureSummary,
+    Outcomes,
+    Slice,
+    Steps,
+    Tokens,
+    Trajectories,
+)
 
 
 def _num(v, digits: int = 1) -> str:
@@ -32,6 +52,10 @@ def _ci(v) -> str:
     return "" if not v else f" [{v[0]:.1%}, {v[1]:.1%}]"
 
 
+def _days(span_s) -> str:
+    return "-" if span_s is None else f"{span_s / 86400:.2f}"
+
+
 def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
     table.add_column(style="bold")
@@ -41,182 +65,205 @@ def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
     return table
 
 
-def _task_health(console: Console, bt: dict | None) -> None:
+def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
+    """Print the headline figures of ``summary`` (a measure result, or its JSON dict) as Rich tables."""
+    s = contract.parse(MeasureSummary, summary, "measure summary")
+    console.print(_kv("Fleet", [
+        ("rollouts", _num(s.rows)),
+        ("span", f"{_num(s.span_s)} s ({_days(s.span_s)} d)"),
+        ("sandbox time", f"{_num(s.sandbox_s, 0)} s ({_num(s.sandbox_hours, 0)} h)"),
+        ("from", s.first_started_at),
+        ("to", s.last_finished_at),
+    ]))
+    _concurrency(console, s.concurrency or Concurrency())
+    _holds(console, s.hold_s or Holds())
+    if s.phases:
+        ph = Table(title="Phases", title_justify="left")
+        for col in ("phase", "rows", "median s", "p99 s", "share of hold"):
+            ph.add_column(col, justify="left" if col == "phase" else "right")
+        for name, p in s.phases.items():
+            ph.add_row(name, _num(p.rows), _num(p.median_s), _num(p.p99_s), _pct(p.share_of_hold))
+        console.print(ph)
+    _steps(console, s)
+    _tokens(console, s.tokens or Tokens())
+    _outcomes(console, s.outcomes or Outcomes())
+    _exceptions(console, s.exceptions or Exceptions())
+    _task_health(console, s.by_task)
+    _groups(console, "By model", s.by_model or {})
+    if s.by_job:
+        _groups(console, "By job", s.by_job)
+        _job_concurrency(console, s.by_job)
+    cov = s.coverage or Coverage()
+    console.print(_kv("Coverage (rows)", [
+        ("missing reward", _num(cov.missing_reward)), ("missing tokens", _num(cov.missing_tokens)),
+        ("missing turns", _num(cov.missing_turns)), ("missing trajectory", _num(cov.missing_trajectory)),
+        *[(f"rejected: {k}", _num(v)) for k, v in (cov.rejected or {}).items()],
+    ]))
+    traj = s.trajectories or Trajectories()
+    if traj.rows:
+        console.print(_kv(f"Trajectory records ({_num(traj.rows)} rows)", [
+            ("bytes median / mean / max", f"{_num(traj.bytes_median)} / {_num(traj.bytes_mean)} / {_num(traj.bytes_max)}"),
+        ]))
+    if s.tasks:
+        tt = Table(title=f"Task requests ({_num(s.tasks.count)} tasks)", title_justify="left")
+        for col in ("cpus", "memory MB", "storage MB", "gpus", "tasks"):
+            tt.add_column(col, justify="right")
+        for r in (s.tasks.requests or [])[:10]:
+            tt.add_row(*(_num(v, 2) if isinstance(v, float) else _num(v)
+                         for v in (r.cpus, r.memory_mb, r.storage_mb, r.gpus, r.tasks)))
+        console.print(tt)
+    for w in s.warnings or []:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+
+
+def _concurrency(console: Console, c: Concurrency) -> None:
+    console.print(_kv("Concurrency", [
+        ("mean (Little's law)", f"{_num(c.mean)} ({_num(c.mean_littles_law)})"),
+        ("peak", _num(c.peak)),
+        ("duty (mean/peak)", _pct(c.duty)),
+        ("touches at peak", _num(c.touches)),
+        ("time at peak", f"{_num(c.time_at_peak_s)} s ({_pct(c.time_at_peak_share, 2)} of span)"),
+        ("configured cap", _num(c.configured_cap)),
+        ("cap detected", f"{_num(c.cap_detected)} ({c.cap_rule})"),
+        *([("effective cap (below configured)", _num(c.effective_cap))] if c.effective_cap is not None else []),
+    ]))
+
+
+def _holds(console: Console, h: Holds) -> None:
+    console.print(_kv(f"Hold time (s, {_num(h.rows)} rows)", [
+        ("min / median / mean", f"{_sec(h.min)} / {_sec(h.median)} / {_sec(h.mean)}"),
+        ("p90 / p99 / max", f"{_sec(h.p90)} / {_sec(h.p99)} / {_sec(h.max)}"),
+        (f"mean, {_num(h.rows_with_tokens)} rows with tokens", _sec(h.mean_with_tokens)),
+    ]))
+    table = Table(title="Hold by slice (s; * = under 100 rows)", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("slice", no_wrap=True, max_width=30, overflow="ellipsis")
+    for col in ("rows", "median", "p90", "p99", "max"):
+        table.add_column(col, justify="right", no_wrap=True)
+    outcomes = h.by_outcome or ByOutcome()
+    slices = [("outcome", name, getattr(outcomes, name)) for name in ByOutcome.model_fields]
+    slices += [("model", name, g) for name, g in (h.by_model or {}).items()]
+    for kind, name, g in slices:
+        if g is None:  # an outcome not measured: no row rather than a row of dashes
+            continue
+        flag = " *" if g.small_sample else ""
+        table.add_row(f"{kind}: {name}{flag}", _num(g.rows), *(_sec(v) for v in (g.median, g.p90, g.p99, g.max)))
+    console.print(table)
+
+
+def _tokens(console: Console, tok: Tokens) -> None:
+    console.print(_kv(f"Tokens (over {_num(tok.rows)} rows that report them)", [
+        ("prefill per sandbox-second", _num(tok.prefill_per_sandbox_s, 2)),
+        ("decode per sandbox-second", _num(tok.decode_per_sandbox_s, 2)),
+        ("prefill : decode", _num(tok.prefill_decode_ratio, 2)),
+        ("cached fraction", _pct(tok.cached_fraction) if tok.cached_fraction is not None else "not reported"),
+        ("turn increment c", f"{_num(tok.turn_tokens, 0)} tokens (R2 {_num(tok.r2_quadratic, 4)}, "
+                             f"linear {_num(tok.r2_linear, 4)})"),
+        ("turns median / p90", f"{_num(tok.turns_median, 0)} / {_num(tok.turns_p90, 0)}"),
+    ]))
+
+
+def _outcomes(console: Console, o: Outcomes) -> None:
+    console.print(_kv("Outcomes", [
+        ("exception rate", _pct(o.exception_rate, 2) + _ci(o.exception_rate_ci95)),
+        ("rewarded / passed", f"{_num(o.rewarded)} / {_num(o.passed)}"),
+        ("pass rate (of rewarded)", _pct(o.pass_rate, 2) + _ci(o.pass_rate_ci95)),
+        ("clean rollouts passing", _pct(o.pass_rate_clean, 2) + _ci(o.pass_rate_clean_ci95)),
+        ("exception rollouts passing", _pct(o.pass_rate_exception, 2) + _ci(o.pass_rate_exception_ci95)),
+        ("sandbox-hours per pass", _num(o.sandbox_hours_per_pass, 2)),
+        ("sandbox-hours on exceptions", _num(o.exception_sandbox_hours, 1)),
+    ]))
+
+
+def _exceptions(console: Console, exc: Exceptions) -> None:
+    if not exc.by_type:
+        return
+    hours = exc.sandbox_hours_by_type or {}
+    table = Table(title="Exceptions by type", title_justify="left")
+    table.add_column("type", no_wrap=True, max_width=40, overflow="ellipsis")
+    table.add_column("rows", justify="right")
+    table.add_column("sandbox-hours", justify="right")
+    for name, n in list(exc.by_type.items())[:15]:
+        table.add_row(name, _num(n), _num(hours.get(name)))
+    console.print(table)
+
+
+def _task_health(console: Console, bt: ByTask | None) -> None:
     """Per-task exception counts and the first few worst tasks (``by_task``)."""
     if not bt:
         return
-    console.print(_kv(f"Exceptions per task ({_num(bt['tasks'])} tasks)", [
-        (f"judged ({bt['min_rows']}+ rollouts)", _num(bt["tasks_judged"])),
-        (f"at {_pct(bt['broken_rate'], 0)}+ exceptions", _num(bt["tasks_broken"])),
-        ("every rollout raised", f"{_num(bt['tasks_all_exceptions'])} "
-                                 f"({_pct(bt['tasks_all_exceptions_share'])} of exception hours)"),
-        ("rollouts without a task id", _num(bt["rows_without_task"])),
+    console.print(_kv(f"Exceptions per task ({_num(bt.tasks)} tasks)", [
+        (f"judged ({bt.min_rows}+ rollouts)", _num(bt.tasks_judged)),
+        (f"at {_pct(bt.broken_rate, 0)}+ exceptions", _num(bt.tasks_broken)),
+        ("every rollout raised", f"{_num(bt.tasks_all_exceptions)} "
+                                 f"({_pct(bt.tasks_all_exceptions_share)} of exception hours)"),
+        ("rollouts without a task id", _num(bt.rows_without_task)),
     ]))
-    if bt["worst"]:
+    if bt.worst:
         wt = Table(title="Tasks with the most exceptions", title_justify="left")
         for name in ("task", "rollouts", "exceptions", "rate", "most frequent type", "sandbox-hours"):
             wt.add_column(name, justify="left" if name in ("task", "most frequent type") else "right",
                           no_wrap=True, max_width=40, overflow="ellipsis")
-        for w in bt["worst"][:10]:
-            wt.add_row(w["task_id"], _num(w["rows"]), _num(w["exceptions"]), _pct(w["exception_rate"]),
-                       f"{w['top_exception_type'] or '-'} ({_num(w['top_exception_count'])})",
-                       _num(w["exception_sandbox_hours"]))
+        for w in bt.worst[:10]:
+            wt.add_row(w.task_id, _num(w.rows), _num(w.exceptions), _pct(w.exception_rate),
+                       f"{w.top_exception_type or '-'} ({_num(w.top_exception_count)})",
+                       _num(w.exception_sandbox_hours))
         console.print(wt)
 
 
-def render_summary(summary: dict, console: Console) -> None:
-    """Print the headline figures of ``summary`` (a measure result) as Rich tables."""
-    c, h, tok, o = summary["concurrency"], summary["hold_s"], summary["tokens"], summary["outcomes"]
-    cov = summary["coverage"]
-    console.print(_kv("Fleet", [
-        ("rollouts", _num(summary["rows"])),
-        ("span", f"{_num(summary['span_s'])} s ({summary['span_s'] / 86400:.2f} d)"),
-        ("sandbox time", f"{_num(summary['sandbox_s'], 0)} s ({_num(summary['sandbox_hours'], 0)} h)"),
-        ("from", summary["first_started_at"]),
-        ("to", summary["last_finished_at"]),
-    ]))
-    console.print(_kv("Concurrency", [
-        ("mean (Little's law)", f"{_num(c['mean'])} ({_num(c['mean_littles_law'])})"),
-        ("peak", _num(c["peak"])),
-        ("duty (mean/peak)", _pct(c["duty"])),
-        ("touches at peak", _num(c["touches"])),
-        ("time at peak", f"{_num(c['time_at_peak_s'])} s ({_pct(c['time_at_peak_share'], 2)} of span)"),
-        ("configured cap", _num(c["configured_cap"])),
-        ("cap detected", f"{_num(c['cap_detected'])} ({c['cap_rule']})"),
-        *([("effective cap (below configured)", _num(c["effective_cap"]))] if c.get("effective_cap") is not None else []),
-    ]))
-    console.print(_kv(f"Hold time (s, {_num(h['rows'])} rows)", [
-        ("min / median / mean", f"{_sec(h['min'])} / {_sec(h['median'])} / {_sec(h['mean'])}"),
-        ("p90 / p99 / max", f"{_sec(h['p90'])} / {_sec(h['p99'])} / {_sec(h['max'])}"),
-        (f"mean, {_num(h['rows_with_tokens'])} rows with tokens", _sec(h["mean_with_tokens"])),
-    ]))
-    hold = Table(title="Hold by slice (s; * = under 100 rows)", title_justify="left", box=box.SIMPLE_HEAD)
-    hold.add_column("slice", no_wrap=True, max_width=30, overflow="ellipsis")
-    for col in ("rows", "median", "p90", "p99", "max"):
-        hold.add_column(col, justify="right", no_wrap=True)
-    for kind, groups in (("outcome", h["by_outcome"]), ("model", h["by_model"])):
-        for name, g in groups.items():
-            flag = " *" if g.get("small_sample") else ""
-            hold.add_row(f"{kind}: {name}{flag}", _num(g["rows"]),
-                         *(_sec(g[k]) for k in ("median", "p90", "p99", "max")))
-    console.print(hold)
-    if summary["phases"]:
-        ph = Table(title="Phases", title_justify="left")
-        for col in ("phase", "rows", "median s", "p99 s", "share of hold"):
-            ph.add_column(col, justify="left" if col == "phase" else "right")
-        for name, p in summary["phases"].items():
-            ph.add_row(name, _num(p["rows"]), _num(p["median_s"]), _num(p["p99_s"]), _pct(p["share_of_hold"]))
-        console.print(ph)
-    _steps(console, summary)
-    console.print(_kv(f"Tokens (over {_num(tok['rows'])} rows that report them)", [
-        ("prefill per sandbox-second", _num(tok["prefill_per_sandbox_s"], 2)),
-        ("decode per sandbox-second", _num(tok["decode_per_sandbox_s"], 2)),
-        ("prefill : decode", _num(tok["prefill_decode_ratio"], 2)),
-        ("cached fraction", _pct(tok["cached_fraction"]) if tok["cached_fraction"] is not None else "not reported"),
-        ("turn increment c", f"{_num(tok['turn_tokens'], 0)} tokens (R2 {_num(tok['r2_quadratic'], 4)}, "
-                             f"linear {_num(tok['r2_linear'], 4)})"),
-        ("turns median / p90", f"{_num(tok['turns_median'], 0)} / {_num(tok['turns_p90'], 0)}"),
-    ]))
-    console.print(_kv("Outcomes", [
-        ("exception rate", _pct(o["exception_rate"], 2) + _ci(o["exception_rate_ci95"])),
-        ("rewarded / passed", f"{_num(o['rewarded'])} / {_num(o['passed'])}"),
-        ("pass rate (of rewarded)", _pct(o["pass_rate"], 2) + _ci(o["pass_rate_ci95"])),
-        ("clean rollouts passing", _pct(o["pass_rate_clean"], 2) + _ci(o["pass_rate_clean_ci95"])),
-        ("exception rollouts passing", _pct(o["pass_rate_exception"], 2) + _ci(o["pass_rate_exception_ci95"])),
-        ("sandbox-hours per pass", _num(o["sandbox_hours_per_pass"], 2)),
-        ("sandbox-hours on exceptions", _num(o["exception_sandbox_hours"], 1)),
-    ]))
-    exc = summary["exceptions"]
-    if exc["by_type"]:
-        et = Table(title="Exceptions by type", title_justify="left")
-        et.add_column("type", no_wrap=True, max_width=40, overflow="ellipsis")
-        et.add_column("rows", justify="right")
-        et.add_column("sandbox-hours", justify="right")
-        for name, n in list(exc["by_type"].items())[:15]:
-            et.add_row(name, _num(n), _num(exc["sandbox_hours_by_type"][name]))
-        console.print(et)
-    _task_health(console, summary.get("by_task"))
-    _groups(console, "By model", summary["by_model"])
-    if summary["by_job"]:
-        _groups(console, "By job", summary["by_job"])
-        _job_concurrency(console, summary["by_job"])
-    console.print(_kv("Coverage (rows)", [
-        ("missing reward", _num(cov["missing_reward"])), ("missing tokens", _num(cov["missing_tokens"])),
-        ("missing turns", _num(cov["missing_turns"])), ("missing trajectory", _num(cov["missing_trajectory"])),
-        *[(f"rejected: {k}", _num(v)) for k, v in cov["rejected"].items()],
-    ]))
-    traj = summary.get("trajectories") or {}
-    if traj.get("rows"):
-        console.print(_kv(f"Trajectory records ({_num(traj['rows'])} rows)", [
-            ("bytes median / mean / max", f"{_num(traj['bytes_median'])} / {_num(traj['bytes_mean'])} / {_num(traj['bytes_max'])}"),
-        ]))
-    tasks = summary.get("tasks")
-    if tasks:
-        tt = Table(title=f"Task requests ({_num(tasks['count'])} tasks)", title_justify="left")
-        for col in ("cpus", "memory MB", "storage MB", "gpus", "tasks"):
-            tt.add_column(col, justify="right")
-        for r in tasks["requests"][:10]:
-            tt.add_row(*(_num(r[k], 2) if isinstance(r[k], float) else _num(r[k])
-                         for k in ("cpus", "memory_mb", "storage_mb", "gpus", "tasks")))
-        console.print(tt)
-    for w in summary.get("warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
-
-
-def _groups(console: Console, title: str, groups: dict, limit: int = 20) -> None:
+def _groups(console: Console, title: str, groups: dict[str, Slice], limit: int = 20) -> None:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("name", no_wrap=True, max_width=28, overflow="ellipsis")
     for col in ("rows", "exc", "hold p50", "hold p99", "pass", "decode/s"):
         table.add_column(col, justify="right", no_wrap=True)
     for name, g in list(groups.items())[:limit]:
-        table.add_row(name, _num(g["rows"]), _pct(g["exception_rate"]), _sec(g["hold_median_s"]),
-                      _sec(g["hold_p99_s"]), _pct(g["pass_rate"]), _num(g["decode_per_sandbox_s"], 2))
+        table.add_row(name, _num(g.rows), _pct(g.exception_rate), _sec(g.hold_median_s),
+                      _sec(g.hold_p99_s), _pct(g.pass_rate), _num(g.decode_per_sandbox_s, 2))
     if len(groups) > limit:
         table.caption = f"first {limit} of {len(groups)}"
     console.print(table)
 
 
-def _job_concurrency(console: Console, jobs: dict, limit: int = 20) -> None:
+def _job_concurrency(console: Console, jobs: dict[str, Slice], limit: int = 20) -> None:
     table = Table(title="Concurrency by job", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("job", no_wrap=True, max_width=28, overflow="ellipsis")
     for col in ("mean", "peak", "duty", "touches", "at peak s", "cap"):
         table.add_column(col, justify="right", no_wrap=True)
     for name, g in list(jobs.items())[:limit]:
-        cap = g["configured_cap"]
-        table.add_row(name, _num(g["mean"]), _num(g["peak"]), _pct(g["duty"]), _num(g["touches"]),
-                      _num(g["time_at_peak_s"]),
-                      ("hit" if g["cap_detected"] else "no") + (f" ({cap})" if cap is not None else ""))
+        cap = g.configured_cap
+        table.add_row(name, _num(g.mean), _num(g.peak), _pct(g.duty), _num(g.touches),
+                      _num(g.time_at_peak_s),
+                      ("hit" if g.cap_detected else "no") + (f" ({cap})" if cap is not None else ""))
     if len(jobs) > limit:
         table.caption = f"first {limit} of {len(jobs)}"
     console.print(table)
 
 
-def _steps(console: Console, summary: dict) -> None:
-    st = summary["steps"]
-    if st.get("mixed"):
-        by = st["runs_by"]
-        runs = summary[f"by_{by}"]
+def _steps(console: Console, s: MeasureSummary) -> None:
+    st = s.steps or Steps()
+    if st.mixed:
+        by = st.runs_by or "run"
+        runs = (s.by_job if by == "job" else s.by_model) or {}
         table = Table(title=f"Synchronous steps per run (by {by}, times in s; the runs interleave)", title_justify="left",
                       box=box.SIMPLE_HEAD)
         table.add_column(by, no_wrap=True, max_width=24, overflow="ellipsis")
         for col in ("steps", "batch", "burst", "period", "makespan", "tail"):
             table.add_column(col, justify="right", no_wrap=True)
         for name, g in runs.items():
-            r = g.get("steps") or {}
-            if r.get("detected"):
-                table.add_row(name, _num(r["steps"]), _num(r["batch_size"], 0), _num(r["burst_size"], 0),
-                              _sec(r["step_period_s"]), _sec(r["step_makespan_s"]), _sec(r["straggler_tail_s"]))
+            r = g.steps or Steps()
+            if r.detected:
+                table.add_row(name, _num(r.steps), _num(r.batch_size, 0), _num(r.burst_size, 0),
+                              _sec(r.step_period_s), _sec(r.step_makespan_s), _sec(r.straggler_tail_s))
             else:
                 table.add_row(name, "-", "-", "-", "-", "-", "-")
         console.print(table)
-    elif st["detected"]:
+    elif st.detected:
         console.print(_kv("Synchronous steps", [
-            ("steps", _num(st["steps"])), ("batch size (median)", _num(st["batch_size"], 0)),
-            ("opening burst (median)", _num(st["burst_size"], 0)),
-            ("step period", f"{_num(st['step_period_s'])} s"),
-            ("straggler tail", f"{_num(st['straggler_tail_s'])} s"),
+            ("steps", _num(st.steps)), ("batch size (median)", _num(st.batch_size, 0)),
+            ("opening burst (median)", _num(st.burst_size, 0)),
+            ("step period", f"{_num(st.step_period_s)} s"),
+            ("straggler tail", f"{_num(st.straggler_tail_s)} s"),
         ]))
-        if st.get("note"):
-            console.print(st["note"], highlight=False)
+        if st.note:
+            console.print(st.note, highlight=False)
     else:
-        console.print(f"steps: no burst structure ({st['reason']})")
+        console.print(f"steps: no burst structure ({st.reason})")

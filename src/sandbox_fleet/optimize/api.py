@@ -101,7 +101,7 @@ def run_optimize(
     points = list(search.points.values())
     front = frontier(points, goal.step_mode)
     full_n = base.count if count is None else max(1, round(count / scale))
-    summary = OptimizeSummary.build(
+    model = OptimizeSummary.build(
         input=p.name,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
@@ -126,12 +126,14 @@ def run_optimize(
             _confidence_basis(goal, reps),
         ],
         pruned=dict(sorted(pruned.items())),
-    ).to_json()
+    )
+    summary = model.to_json()
     data = scenario_data(base, goal, best.option, best.replicas, best.cap, full_n, seed)
-    lo, hi = summary["best"]["passing_per_hour_interval"]
+    won = model.best
+    lo, hi = won.passing_per_hour_interval
     head = [f"written by sandbox-fleet optimize from {p.name}: the cheapest configuration found",
-            f"${summary['best']['usd_per_h']:.2f}/h; {summary['best']['nodes']} x {summary['best']['node_type']} "
-            f"({summary['best']['tier']}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
+            f"${won.usd_per_h:.2f}/h; {won.nodes} x {won.node_type} "
+            f"({won.tier}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
     if scale != 1:
         head.append(f"full scale: the search simulated a {scale:g} slice of this loop (docs/optimize.md, --scale)")
     return Outcome(summary, tomlout.dumps(data, head))

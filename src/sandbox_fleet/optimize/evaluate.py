@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sandbox_fleet.optimize.inputs import Base
 from sandbox_fleet.optimize.space import Option, rework_hours
+from sandbox_fleet.simulate.model import HoldStats, SimulateSummary
 from sandbox_fleet.sweep.backends import run_tasks
 
 GIB = 1024**3
@@ -51,6 +52,18 @@ class Result:
 
     def rework_share(self, rate_per_node_h: float) -> float:
         return dict(self.rework).get(rate_per_node_h, 0.0)
+
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """One simulated candidate: its simulate summary and the spot re-run hours of its holds.
+
+    ``rework_h[i]`` is the re-run hours at the ``i``-th spot reclaim rate, over ``hold_h`` hours held.
+    """
+
+    summary: SimulateSummary
+    hold_h: float
+    rework_h: tuple[float, ...]
 
 
 def slice_cap(cap: int, scale: float) -> int:
@@ -106,7 +119,8 @@ def _shrunk_replica(inf: dict, opt: Option, f: float, base_dir: Path) -> dict:
     return out
 
 
-def simulate_candidate(data: dict, base_dir: str, source: str, seed: int, spot_rates: tuple[float, ...]) -> dict:
+def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
+                       spot_rates: tuple[float, ...]) -> CandidateRun:
     """One candidate run (in any worker): the simulate summary plus the spot re-run hours of its holds.
 
     The re-run is priced on every hold, not the mean (``(e^{rh} - 1)/r - h`` is convex in ``h``):
@@ -124,14 +138,13 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int, spot_r
         load()
     _, built = check(data, Path(base_dir), source)
     res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
-    s = res.summary(seed=seed)
     holds = res.hold_s[res.started]
-    s["rework"] = {"hold_h": float(holds.sum() / 3600.0),
-                   "rework_h": [float(rework_hours(holds, r)) for r in spot_rates]}
-    return s
+    return CandidateRun(summary=SimulateSummary.model_validate(res.summary(seed=seed)),
+                        hold_h=float(holds.sum() / 3600.0),
+                        rework_h=tuple(float(rework_hours(holds, r)) for r in spot_rates))
 
 
-def passing_per_hour(s: dict, pass_rate: float, population: int | None) -> float:
+def passing_per_hour(s: SimulateSummary, pass_rate: float, population: int | None) -> float:
     """Passing trajectories per hour of one simulate summary.
 
     A closed loop keeps ``population`` sandboxes busy, so by Little's law it completes
@@ -139,11 +152,11 @@ def passing_per_hour(s: dict, pass_rate: float, population: int | None) -> float
     would count the fill and the drain at the end (with few rollouts per sandbox, mostly drain).
     An RL run is its steps back to back: completed / simulated time.
     """
-    done = s["completed"] / s["rollouts"] if s["rollouts"] else 0.0
+    done = s.completed / s.rollouts if s.rollouts else 0.0
     if population is not None:
-        hold = s["hold_s"]["mean"]
+        hold = (s.hold_s or HoldStats()).mean
         return population * 3600.0 / hold * done * pass_rate if hold else 0.0
-    return s["completed"] * pass_rate * 3600.0 / s["sim_time_s"] if s["sim_time_s"] else 0.0
+    return s.completed * pass_rate * 3600.0 / s.sim_time_s if s.sim_time_s else 0.0
 
 
 class Evaluator:
@@ -162,7 +175,7 @@ class Evaluator:
         self.base, self.goal, self.count, self.seed, self.scale = base, goal, count, seed, scale
         self.backend, self.workers, self.progress = backend, workers, progress
         self.spot_rates = tuple(sorted(set(spot_rates)))
-        self.runs: dict[tuple, dict] = {}
+        self.runs: dict[tuple, CandidateRun] = {}
         self.memo: dict[tuple, Result] = {}
         self.simulations = 0
 
@@ -199,21 +212,22 @@ class Evaluator:
                 self.memo[k] = self._result([self.runs[(p, i, n)] for i in range(reps_k)], p[2])
         return [self.memo[k] for k in keys]
 
-    def _result(self, sums: list[dict], cap: int) -> Result:
+    def _result(self, runs: list[CandidateRun], cap: int) -> Result:
         pr = self.base.pass_rate
         f = slice_cap(cap, self.scale) / cap  # the slice's share of the full loop
-        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else s["concurrency"]["peak"]) / f
+        sums = [r.summary for r in runs]
+        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else s.concurrency.peak) / f
                      for s in sums)
-        steps = tuple(s["step_s"]["mean"] for s in sums if s.get("step_s") and s["step_s"]["mean"] is not None)
+        steps = tuple(s.step_s.mean for s in sums if s.step_s is not None and s.step_s.mean is not None)
         n = len(sums)
-        hold_h = sum(s["rework"]["hold_h"] for s in sums)
-        rework = tuple((r, sum(s["rework"]["rework_h"][i] for s in sums) / hold_h if hold_h else 0.0)
-                       for i, r in enumerate(self.spot_rates))
+        hold_h = sum(r.hold_h for r in runs)
+        rework = tuple((rate, sum(r.rework_h[i] for r in runs) / hold_h if hold_h else 0.0)
+                       for i, rate in enumerate(self.spot_rates))
         return Result(
             passing_per_hour=sum(vals) / n,
             step_s=sum(steps) / len(steps) if steps else None,
-            evicted_gb=sum((s["inference"] or {}).get("evicted_gb") or 0.0 for s in sums) / n,
-            hold_mean_s=sum(s["hold_s"]["mean"] or 0.0 for s in sums) / n,
+            evicted_gb=sum((s.inference.evicted_gb if s.inference else None) or 0.0 for s in sums) / n,
+            hold_mean_s=sum((s.hold_s or HoldStats()).mean or 0.0 for s in sums) / n,
             values=vals, steps=steps, rework=rework)
 
     def meets(self, r: Result) -> bool:

@@ -1,47 +1,52 @@
-"""``optimize`` on a terminal: the winner with its basis, then the Pareto frontier."""
+"""``optimize`` on a terminal: the winner with its basis, then the Pareto frontier (read through ``OptimizeSummary``)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-
-def _gpus(p: dict) -> str:
-    cache = ("cache" + (f" +{p['kv_offload_gb']:g} GiB offload" if p["kv_offload_gb"] else "")) if p["caching"] else "no cache"
-    return f"{p['replicas']} x {p['gpus_per_replica']} {p['gpu']} ({cache})"
+from sandbox_fleet import contract
+from sandbox_fleet.optimize.model import OptimizeSummary, Point
 
 
-def render_optimize(s: dict, console: Console) -> None:
-    b, t = s["best"], s["target"]
-    want = (f"{t['passing_per_hour']:g} passing/h" if t["passing_per_hour"] is not None
-            else f"batch {t['batch']} step <= {t['max_step_s']:g} s (train {t['train_s']:g} s)")
-    console.print(f"[bold]optimize[/bold] {s['input']}: cheapest loop for {want}")
-    console.print(f"  sandboxes  cap {b['sandbox_cap']:,} on {b['nodes']} x {b['node_type']} ({b['tier']}): "
-                  f"${b['fleet_usd_per_h']:.2f}/h (spot re-run ${b['rework_usd_per_h']:.4f}/h)")
-    console.print(f"  GPUs       {_gpus(b)} = {b['gpus']} GPUs: ${b['gpu_usd_per_h']:.2f}/h")
-    lo, hi = b["passing_per_hour_interval"]
-    sd = f" (sd {b['passing_per_hour_sd']:.1f})" if b["passing_per_hour_sd"] is not None else ""
-    console.print(f"  all in     ${b['usd_per_h']:.2f}/h for {b['passing_per_hour']:,.1f} passing/h{sd} over "
-                  f"{b['replications']} replications; one run in [{lo:,.1f}, {hi:,.1f}] (95%)"
-                  + (f"; step {b['step_s']:.1f} s" if b["step_s"] is not None else ""))
-    if b["passing_per_hour_lower"] is not None:
-        console.print(f"  confident  mean >= {b['passing_per_hour_lower']:,.1f} passing/h (95% lower bound) "
-                      f">= target {t['passing_per_hour']:g}")
-    elif b["step_s_upper"] is not None:
-        console.print(f"  confident  mean step <= {b['step_s_upper']:,.1f} s (95% upper bound) "
-                      f"<= target {t['max_step_s']:g}")
-    for q in b["stepped_up_from"]:
-        console.print(f"  set aside  cap {q['sandbox_cap']:,} with {_gpus(q)} at ${q['usd_per_h']:.2f}/h: "
-                      f"re-evaluated {q['reevaluated']:,.1f}, bound {q['bound']:,.1f} misses the target")
-    console.print(f"  searched   {s['evaluated']} configurations ({s['simulations']} simulations, {s['backend']}); "
-                  f"pruned {', '.join(f'{v} {k}' for k, v in s['pruned'].items()) or 'none'}")
-    for line in s["basis"]:
+def _gpus(p: Point) -> str:
+    cache = ("cache" + (f" +{p.kv_offload_gb:g} GiB offload" if p.kv_offload_gb else "")) if p.caching else "no cache"
+    return f"{p.replicas} x {p.gpus_per_replica} {p.gpu} ({cache})"
+
+
+def render_optimize(summary: OptimizeSummary | dict, console: Console) -> None:
+    """Print an optimize summary (the model or its JSON dict)."""
+    s = contract.parse(OptimizeSummary, summary, "optimize summary")
+    b, t = s.best, s.target
+    want = (f"{t.passing_per_hour:g} passing/h" if t.passing_per_hour is not None
+            else f"batch {t.batch} step <= {t.max_step_s:g} s (train {t.train_s:g} s)")
+    console.print(f"[bold]optimize[/bold] {s.input}: cheapest loop for {want}")
+    console.print(f"  sandboxes  cap {b.sandbox_cap:,} on {b.nodes} x {b.node_type} ({b.tier}): "
+                  f"${b.fleet_usd_per_h:.2f}/h (spot re-run ${b.rework_usd_per_h:.4f}/h)")
+    console.print(f"  GPUs       {_gpus(b)} = {b.gpus} GPUs: ${b.gpu_usd_per_h:.2f}/h")
+    lo, hi = b.passing_per_hour_interval
+    sd = f" (sd {b.passing_per_hour_sd:.1f})" if b.passing_per_hour_sd is not None else ""
+    console.print(f"  all in     ${b.usd_per_h:.2f}/h for {b.passing_per_hour:,.1f} passing/h{sd} over "
+                  f"{b.replications} replications; one run in [{lo:,.1f}, {hi:,.1f}] (95%)"
+                  + (f"; step {b.step_s:.1f} s" if b.step_s is not None else ""))
+    if b.passing_per_hour_lower is not None:
+        console.print(f"  confident  mean >= {b.passing_per_hour_lower:,.1f} passing/h (95% lower bound) "
+                      f">= target {t.passing_per_hour:g}")
+    elif b.step_s_upper is not None:
+        console.print(f"  confident  mean step <= {b.step_s_upper:,.1f} s (95% upper bound) "
+                      f"<= target {t.max_step_s:g}")
+    for q in b.stepped_up_from:
+        console.print(f"  set aside  cap {q.sandbox_cap:,} with {_gpus(q)} at ${q.usd_per_h:.2f}/h: "
+                      f"re-evaluated {q.reevaluated:,.1f}, bound {q.bound:,.1f} misses the target")
+    console.print(f"  searched   {s.evaluated} configurations ({s.simulations} simulations, {s.backend}); "
+                  f"pruned {', '.join(f'{v} {k}' for k, v in s.pruned.items()) or 'none'}")
+    for line in s.basis:
         console.print(f"  basis      {line}")
-    tab = Table(title=f"Pareto frontier ($/h against {s['frontier_axis']})")
+    tab = Table(title=f"Pareto frontier ($/h against {s.frontier_axis})")
     for col in ("$/h", "passing/h", "step s", "cap", "nodes", "GPUs", "meets"):
         tab.add_column(col, justify="right" if col not in ("nodes", "GPUs") else "left")
-    for p in s["frontier"]:
-        tab.add_row(f"{p['usd_per_h']:.2f}", f"{p['passing_per_hour']:,.1f}",
-                    "" if p["step_s"] is None else f"{p['step_s']:.1f}", f"{p['sandbox_cap']:,}",
-                    f"{p['nodes']} x {p['node_type']} ({p['tier']})", _gpus(p), "yes" if p["meets"] else "no")
+    for p in s.frontier:
+        tab.add_row(f"{p.usd_per_h:.2f}", f"{p.passing_per_hour:,.1f}",
+                    "" if p.step_s is None else f"{p.step_s:.1f}", f"{p.sandbox_cap:,}",
+                    f"{p.nodes} x {p.node_type} ({p.tier})", _gpus(p), "yes" if p.meets else "no")
     console.print(tab)

@@ -144,3 +144,35 @@ class SimulateSummary(Summary):
     rollouts_per_s: Num = None
     #: the per-rollout telemetry Parquet written with ``--telemetry``
     telemetry: Optional[str] = None
+
+
+class InferenceCalibration(Block):
+    """The turn curve and inference pool ``simulate --from --inference`` wrote (``inference.calibrate``)."""
+
+    rows: Count = None
+    skipped_rows: Count = None
+    turn_tokens: Num = None
+    decode_per_turn: Num = None
+    prefill_per_turn: Num = None
+    command_s: Num = None
+    decode_demand_tok_s: Num = None
+    replicas: Count = None
+    reference_decode_tok_s: Num = None
+    replica_decode_tok_s: Num = None
+    replica_prefill_tok_s: Num = None
+    target_utilisation: Num = None
+
+
+class Calibration(Block):
+    """What ``simulate --from`` prints: the scenario it wrote and the measured figures behind it
+    (``calibrate.scenario_from_telemetry``; not a stage output, so no kind or schema version)."""
+
+    scenario: Optional[str] = None
+    rollouts: Count = None
+    peak: Count = None
+    touches: Count = None
+    mean_concurrency: Num = None
+    exception_rate: Num = None
+    arrival_rate_per_s: Num = None
+    hold_mean_s: Num = None
+    inference: Optional[InferenceCalibration] = None

@@ -1,7 +1,9 @@
 """Cache of parsed shards, keyed by the shard's path, size and mtime.
 
-Lives in ``cache_dir``, else ``$SANDBOX_FLEET_CACHE_DIR``, else ``~/.cache/sandbox-fleet``;
-never inside the input folder. A stale or unreadable entry is simply re-parsed.
+Lives only where the user asked: ``cache_dir`` (``--cache-dir``), else ``$SANDBOX_FLEET_CACHE_DIR``;
+a command that writes an output file (``-o``) caches in ``cache/`` beside it (``cache_dir_for``).
+With none of these the shards are parsed and nothing is written: reading user files never writes
+outside the output folder. Never inside the input folder. A stale or unreadable entry is re-parsed.
 """
 
 from __future__ import annotations
@@ -18,9 +20,34 @@ from sandbox_fleet.errors import InputError
 PARSER_VERSION = "2"
 
 
-def cache_root(cache_dir: str | None, input_root: Path) -> Path:
-    """The tasks cache folder; refuses one inside ``input_root`` (we never write into inputs)."""
-    base = cache_dir or os.environ.get("SANDBOX_FLEET_CACHE_DIR") or str(Path.home() / ".cache" / "sandbox-fleet")
+#: the cache folder a command writes beside its output file (``-o``) when none is given
+BESIDE_OUTPUT = "cache"
+
+
+def cache_dir_for(cache_dir: str | Path | None, output: str | Path | None,
+                  tasks: str | Path | None = None) -> str | None:
+    """The cache folder a command with ``--cache-dir`` and ``-o`` uses, or None (parse, write nothing).
+
+    ``cache_dir``, else ``$SANDBOX_FLEET_CACHE_DIR``, else ``cache/`` beside ``output``, except when
+    that folder would sit inside the ``tasks`` root (an input): then nothing is cached.
+    """
+    chosen = cache_dir or os.environ.get("SANDBOX_FLEET_CACHE_DIR")
+    if chosen:
+        return str(chosen)
+    if output is None:
+        return None
+    beside = Path(output).expanduser().resolve().parent / BESIDE_OUTPUT
+    if tasks is not None and beside.is_relative_to(Path(tasks).expanduser().resolve()):
+        return None
+    return str(beside)
+
+
+def cache_root(cache_dir: str | None, input_root: Path) -> Path | None:
+    """The tasks cache folder (``tasks/`` under ``cache_dir``, else under ``$SANDBOX_FLEET_CACHE_DIR``),
+    or None when neither is set (no cache); refuses one inside ``input_root`` (we never write into inputs)."""
+    base = cache_dir or os.environ.get("SANDBOX_FLEET_CACHE_DIR")
+    if not base:
+        return None
     root = Path(base).expanduser().resolve() / "tasks"
     if root.is_relative_to(input_root.resolve()):
         raise InputError(f"cache dir {root} is inside the input folder {input_root}; choose another (--cache-dir or SANDBOX_FLEET_CACHE_DIR)")

@@ -106,10 +106,14 @@ def _range_warning(base: Path, n: int, warnings: list[str]) -> None:
                         "were read as null")
 
 
-def _scan_all(paths: list[Path], shards: list[str], cache: Path, warnings: list[str], progress: bool) -> list[pa.Table]:
-    """Each shard's scan, from the cache when its key matches, else parsed (in parallel)."""
-    entries = [taskcache.entry(cache, p) for p in paths]
-    out: list[pa.Table | None] = [taskcache.load(e) if e.is_file() else None for e in entries]
+def _scan_all(paths: list[Path], shards: list[str], cache: Path | None, warnings: list[str],
+              progress: bool) -> list[pa.Table]:
+    """Each shard's scan, from the cache when its key matches, else parsed (in parallel).
+
+    ``cache`` None: every shard parsed, nothing written.
+    """
+    entries = [None if cache is None else taskcache.entry(cache, p) for p in paths]
+    out: list[pa.Table | None] = [taskcache.load(e) if e is not None and e.is_file() else None for e in entries]
     todo = [i for i, t in enumerate(out) if t is None]
     workers = min(len(todo), os.cpu_count() or 1)
     if workers > 1:
@@ -122,6 +126,8 @@ def _scan_all(paths: list[Path], shards: list[str], cache: Path, warnings: list[
         for i in _tracked(todo, len(todo), progress):
             out[i] = rows_to_table(scan_rows(paths[i], shards[i]))
     for i in todo:
+        if entries[i] is None:
+            continue
         problem = taskcache.store(entries[i], out[i])
         if problem and problem not in warnings:
             warnings.append(problem)

@@ -24,6 +24,9 @@ def test_calibration_by_hand_and_the_written_scenario_runs(run_cli, tmp_path):
     assert r.code == 0, r.err
     import json
 
+    from sandbox_fleet.simulate.model import Calibration
+
+    assert Calibration.model_validate(json.loads(r.out)).inference.replicas == json.loads(r.out)["inference"]["replicas"]
     cal = json.loads(r.out)["inference"]
     # Every rollout: 5 turns, input 2,000 tokens -> c = 2000 / 15; d = 250 / 5 = 50.
     assert cal["turn_tokens"] == pytest.approx(2000 / 15)
@@ -37,6 +40,13 @@ def test_calibration_by_hand_and_the_written_scenario_runs(run_cli, tmp_path):
     r = run_cli("simulate", out, "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["inference"]["calls"] == 400 * 5
+    # the text (no --json) reads the same figures through the model: c = 133.3, d = 50.0, 40 tok/s assumed
+    r = run_cli("simulate", tmp_path / "cal2.toml", "--from", path, "--inference", "--reference-decode-tok-s", "40")
+    assert r.code == 0, r.err
+    said = " ".join(r.out.split())
+    assert "cap 8 (measured peak" in said and "400 rollouts, exception rate 0.0%" in said
+    assert f"--inference: 133.3 tokens/turn, 50.0 decoded per turn, {cal['command_s']:.2f} s command per turn " \
+           "(assumed 40 tok/s per sequence)" in said
 
 
 def test_inference_flag_needs_from_and_tokens(run_cli, tmp_path):

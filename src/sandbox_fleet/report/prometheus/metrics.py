@@ -5,7 +5,8 @@ units (``_seconds``, ``_ratio``, ``_total``); quantiles are separate gauges; sli
 ``model`` or ``job`` label on their own metric names (``sandbox_fleet_model_*``, ``sandbox_fleet_job_*``)
 so a fleet-wide rule never matches a slice. Timestamps are data time
 (``sandbox_fleet_last_finished_timestamp_seconds``), so the same summary gives the same bytes.
-A figure the summary does not carry is left out, never written as 0.
+A figure the summary does not carry (null, or not a finite number) is left out, never written as 0
+or NaN: fleet-wide and per-model/per-job series alike.
 """
 
 from __future__ import annotations
@@ -39,18 +40,20 @@ class Family:
 
 
 class Registry:
-    """Metric families in insertion order; a value of None is not measured and is skipped."""
+    """Metric families in insertion order; a value that is None or not a finite number is not
+    measured and is skipped (``as_num``), whichever figure, fleet-wide or per slice, it is."""
 
     def __init__(self) -> None:
         self.families: dict[str, Family] = {}
 
     def add(self, name: str, help_text: str, value: float | None, labels: dict[str, str] | None = None,
             kind: str = "gauge") -> None:
+        value = as_num(value)
         if value is None:
             return
         full = PREFIX + name
         fam = self.families.setdefault(full, Family(full, help_text, kind))
-        fam.samples.append((tuple(sorted((labels or {}).items())), float(value)))
+        fam.samples.append((tuple(sorted((labels or {}).items())), value))
 
     def names(self) -> set[str]:
         return set(self.families)
