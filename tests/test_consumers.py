@@ -23,18 +23,22 @@ from sandbox_fleet.simulate.model import SimulateSummary
 
 
 def _all_consumers(measure: MeasureSummary, plan: PlanSummary | None, sim: SimulateSummary | None) -> tuple:
-    """Every reader of the summaries, run once: (check results, report HTML, metrics text, terminal text)."""
+    """Every reader of the summaries, run once: (check results, report HTML, metrics text, terminal text).
+
+    The terminal text holds the purchase order's lines too when there is a plan."""
+    from sandbox_fleet.plan.render import plan_lines
     from sandbox_fleet.report import build_report, run_checks
     from sandbox_fleet.report.prometheus import metrics_text
     from sandbox_fleet.report.thresholds import Thresholds
 
     results = run_checks(measure, plan)
     page = build_report(measure, plan, sim)
-    return results, page, metrics_text(measure, plan, results, Thresholds.default()), _terminal_text(measure, sim)
+    text = _terminal_text(measure, sim) + ("" if plan is None else "\n".join(plan_lines(plan)))
+    return results, page, metrics_text(measure, plan, results, Thresholds.default()), text
 
 
 def _terminal_text(measure: MeasureSummary | dict, sim: SimulateSummary | dict | None) -> str:
-    """What ``measure`` and ``simulate`` print without ``--json`` (the plan's text is tested on real plans below)."""
+    """What ``measure`` and ``simulate`` print without ``--json``."""
     from rich.console import Console
 
     from sandbox_fleet.measure.render import render_summary as render_measure
@@ -172,7 +176,8 @@ def test_every_consumer_runs_on_full_summaries(summaries):
     # the terminal summaries: every block printed, and the model and its JSON print the same
     assert "Tasks with the most exceptions" in text and "Concurrency by job" in text and "rejected: " in text
     assert "queue wait mean / p50 / p99 (s)" in text
-    assert text == _terminal_text(m.to_json(), sim.to_json())
+    assert text.startswith(_terminal_text(m.to_json(), sim.to_json()))
+    assert text.endswith("\n".join(plan_lines(plan.to_json())))
 
 
 def test_nothing_measured_skips_every_check_and_writes_no_metric():

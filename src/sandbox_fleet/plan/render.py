@@ -30,6 +30,14 @@ def _n(v: Optional[float], fmt: str = ",.0f", none: str = "n/a") -> str:
     return none if v is None else format(v, fmt)
 
 
+def _gib(mb: Optional[float]) -> Optional[float]:
+    return None if mb is None else mb / 1024
+
+
+def _tier(tier: Optional[str]) -> str:
+    return _TIER_LABEL.get(tier or "", "n/a")
+
+
 def _money(v: Optional[float]) -> str:
     if v is None:
         return "not costed"
@@ -89,72 +97,72 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     s = nd.slots_per_node or {}  # keyed by resource
     slot_txt = " / ".join(f"{r} {s[r]}" for r in ("cpu", "memory", "disk", "gpu") if s.get(r) is not None)
     q = nd.request or Request()
-    L.append(f"  {'most common request' if nd.mix else 'request per sandbox'}: {q.cpu:g} cpu / {q.memory:,.0f} MB / {q.disk:,.0f} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
+    L.append(f"  {'most common request' if nd.mix else 'request per sandbox'}: {_n(q.cpu, 'g')} cpu / {_n(q.memory)} MB / {_n(q.disk)} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
     rv = nd.reserve or NodeReserve()
     if any((rv.cpu, rv.memory_mb, rv.disk_mb)):
-        L.append(f"  system reserve per node ({rv.source}): {rv.cpu:g} cpu / {rv.memory_mb:,.0f} MB / {rv.disk_mb:,.0f} MB disk")
+        L.append(f"  system reserve per node ({rv.source}): {_n(rv.cpu, 'g')} cpu / {_n(rv.memory_mb)} MB / {_n(rv.disk_mb)} MB disk")
     L.append(f"  slots per node{' (that request alone)' if nd.mix else ''}: {slot_txt}; binding: {nd.binding} ({nd.per_node} per node)")
     if nd.mix:
         L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds")
         for x in nd.mix:
-            L.append(f"    {x.concurrent:>7,} x {x.cpu:g} cpu / {x.memory:,.0f} MB / {x.disk:,.0f} MB" + (f" / {x.gpu:g} gpu" if x.gpu else ""))
-    L.append(f"  BUY {nd.count} x {nd.type} at peak (lower bound {nd.lower_bound})")
+            L.append(f"    {_n(x.concurrent, '>7,')} x {_n(x.cpu, 'g')} cpu / {_n(x.memory)} MB / {_n(x.disk)} MB" + (f" / {x.gpu:g} gpu" if x.gpu else ""))
+    L.append(f"  BUY {nd.count} x {nd.type} at peak (lower bound {_n(nd.lower_bound)})")
     sd = nd.stranded or Resources()
-    L.append(f"  stranded across the fleet: {sd.cpu:,.1f} cpu, {sd.memory_mb / 1024:,.0f} GiB memory, {sd.disk_mb / 1024:,.0f} GiB disk")
+    L.append(f"  stranded across the fleet: {_n(sd.cpu, ',.1f')} cpu, {_n(_gib(sd.memory_mb))} GiB memory, {_n(_gib(sd.disk_mb))} GiB disk")
     if nd.alternatives:
         L.append("  runners-up:")
         tier = co.tier
         for a in nd.alternatives[:5]:
             price = _per_h(a, tier)
-            L.append(f"    {a.count:>5} x {a.type:<28} {'not priced' if price is None else f'${price:,.2f}/h {_TIER_LABEL[tier]}'}")
+            L.append(f"    {_n(a.count, '>5')} x {a.type:<28} {'not priced' if price is None else f'${price:,.2f}/h {_tier(tier)}'}")
     for small in nd.too_small or []:
         L.append(f"  skipped {small.type}: too small")
     for pl in p.node_pools or []:
         q = pl.request or Request()
         price = _per_h(pl, co.tier)
-        L.append(f"  GPU pool: {pl.concurrent:,} x {q.cpu:g} cpu / {q.memory:,.0f} MB / {q.gpu:g} gpu" + (" (mixed)" if pl.mix else "")
+        L.append(f"  GPU pool: {_n(pl.concurrent, ',')} x {_n(q.cpu, 'g')} cpu / {_n(q.memory)} MB / {_n(q.gpu, 'g')} gpu" + (" (mixed)" if pl.mix else "")
                  + f": BUY {pl.count} x {pl.type} ({pl.binding} binds, {pl.per_node} per node)"
-                 + (f", {_money(price)}/h {_TIER_LABEL[co.tier]}" if price is not None else ""))
+                 + (f", {_money(price)}/h {_tier(co.tier)}" if price is not None else ""))
     for u in nd.unplaced or []:
         hs = f", {u.sandbox_hours_share:.2%} of sandbox-hours" if u.sandbox_hours_share is not None else ""
-        L.append(f"  UNPLACED: {u.cpu:g} cpu / {u.memory:,.0f} MB / {u.gpu:g} gpu ({u.rollouts_share:.2%} of rollouts{hs}): no node type holds it")
+        L.append(f"  UNPLACED: {_n(u.cpu, 'g')} cpu / {_n(u.memory)} MB / {_n(u.gpu, 'g')} gpu ({_n(u.rollouts_share, '.2%')} of rollouts{hs}): no node type holds it")
     L.append("")
     L.append("Line 2: storage")
-    L.append(f"  scratch {st.scratch_gb:,.0f} GiB bought ({st.per_node_gb:,.0f} GiB per node; {st.scratch_at_target_gb:,.0f} GiB in use at target)")
-    L.append(f"  left per node for the image/layer cache: {st.cache_gb_per_node:,.0f} GiB")
+    L.append(f"  scratch {_n(st.scratch_gb)} GiB bought ({_n(st.per_node_gb)} GiB per node; {_n(st.scratch_at_target_gb)} GiB in use at target)")
+    L.append(f"  left per node for the image/layer cache: {_n(st.cache_gb_per_node)} GiB")
     if st.trajectory_gb_per_day is not None:
         L.append(f"  trajectory records: {st.trajectory_gb_per_day:,.0f} GB/day")
     elif st.trajectory_gb_per_day_upper is None and st.rollouts_per_day:
         L.append(f"  trajectory records: not estimated (no median record size measured; {st.rollouts_per_day:,.0f} rollouts/day)")
     elif st.trajectory_gb_per_day_upper is not None:
-        L.append(f"  trajectory records: at most {st.trajectory_gb_per_day_upper:,.0f} GB/day (largest record x {st.rollouts_per_day:,.0f} rollouts/day)")
+        L.append(f"  trajectory records: at most {st.trajectory_gb_per_day_upper:,.0f} GB/day (largest record x {_n(st.rollouts_per_day)} rollouts/day)")
     if st.bundle_store_gb is not None:
         L.append(f"  task bundles: {st.bundle_store_gb:,.1f} GB ({st.bundle_store_basis})")
     L.append("")
     L.append("Line 3: inference")
     if inf.prefill_tok_s is not None:
         L.append(f"  per sandbox-second: prefill {_fixed(m.prefill_per_sandbox_s, 1)} tok, decode {_fixed(m.decode_per_sandbox_s, 2)} tok")
-        L.append(f"  at {t.concurrency:,}: prefill {inf.prefill_tok_s:,.0f} tok/s, decode {inf.decode_tok_s:,.0f} tok/s")
+        L.append(f"  at {t.concurrency:,}: prefill {inf.prefill_tok_s:,.0f} tok/s, decode {_n(inf.decode_tok_s)} tok/s")
     if ca.cached_fraction_measured:
-        L.append(f"  measured cache hits {ca.cached_fraction_measured:.1%}: prefill computed {inf.prefill_tok_s_computed:,.0f} tok/s")
+        L.append(f"  measured cache hits {ca.cached_fraction_measured:.1%}: prefill computed {_n(inf.prefill_tok_s_computed)} tok/s")
     if inf.prefill_tok_s_cached is not None:
-        L.append(f"  with prefix caching (x{ca.saving_applied:.1f}, {ca.saving_basis}): prefill {inf.prefill_tok_s_cached:,.0f} tok/s")
+        L.append(f"  with prefix caching (x{_n(ca.saving_applied, '.1f')}, {ca.saving_basis}): prefill {inf.prefill_tok_s_cached:,.0f} tok/s")
     mem = inf.memory
     if mem is not None:
         gpu = f"{inf.gpu}, " if inf.gpu else ""
-        L.append(f"  memory ({gpu}GiB): weights {mem.weights_gb:,.1f}; KV in flight {mem.kv_gb_inflight:,.1f} per replica of {inf.replica_gpus} GPU(s); free {mem.free_gb_per_gpu:,.1f} per GPU")
+        L.append(f"  memory ({gpu}GiB): weights {_n(mem.weights_gb, ',.1f')}; KV in flight {_n(mem.kv_gb_inflight, ',.1f')} per replica of {_n(inf.replica_gpus)} GPU(s); free {_n(mem.free_gb_per_gpu, ',.1f')} per GPU")
         off = f" less {inf.kv_offload_gb:g} GiB host offload per GPU" if inf.kv_offload_gb else ""
-        L.append(f"  with caching every live rollout keeps its prefix: {mem.kv_gb_live:,.1f} GiB KV{off} -> {mem.gpus_memory_bound_cached} GPUs by memory (replicas of {inf.replica_gpus_cached})")
+        L.append(f"  with caching every live rollout keeps its prefix: {_n(mem.kv_gb_live, ',.1f')} GiB KV{off} -> {_n(mem.gpus_memory_bound_cached)} GPUs by memory (replicas of {_n(inf.replica_gpus_cached)})")
     if inf.gpus is not None:
         pg = inf.per_gpu or PerGpu()
-        L.append(f"  per GPU: prefill {pg.prefill_tok_s:,.0f} tok/s, decode {pg.decode_tok_s:,.0f} tok/s ({pg.source}); run at {inf.utilisation_target:.0%}")
-        L.append(f"  by compute {inf.gpus_compute_bound}, by memory {mem.gpus_memory_bound if mem else 'n/a'}; with caching {inf.gpus_compute_bound_cached} and {mem.gpus_memory_bound_cached if mem else 'n/a'}")
+        L.append(f"  per GPU: prefill {_n(pg.prefill_tok_s)} tok/s, decode {_n(pg.decode_tok_s)} tok/s ({pg.source}); run at {_n(inf.utilisation_target, '.0%')}")
+        L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
         cached = f"; {inf.gpus_cached} with caching ({inf.bound_by_cached}-bound, {inf.binding_cached} binds compute)" if inf.gpus_cached is not None else ""
         L.append(f"  BUY {inf.gpus} inference GPUs ({inf.bound_by}-bound, {inf.binding} binds compute){cached}")
     if ctx.model_error_by_turns:
         me = ctx.model_error_by_turns  # keyed by turn count
         errs = ", ".join(f"{float(me[k]):+.1%} at {k}" for k in _pick(list(me), (2, 5, 11, 20, 50)))
-        L.append(f"  quadratic-model error (c = {ctx.turn_tokens:g} tok/turn): {errs}")
+        L.append(f"  quadratic-model error (c = {_n(ctx.turn_tokens, 'g')} tok/turn): {errs}")
     sav = ca.saving_by_turns or {}  # keyed by turn count
     keys = _pick(list(sav), (1, 5, 11, 21, 50))
     L.append(f"  caching saving: {', '.join(f'{sav[k]:.1f}' for k in keys)} at {'/'.join(keys)} turns")
@@ -163,7 +171,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     if ca.prefix_break:
         L.append(f"  with {ca.prefix_break:.0%} of turns breaking the prefix: " + ", ".join(f"{v:.1f}" for v in (ca.saving_by_turns_with_breaks or {}).values()))
     L.append("")
-    L.append(f"Line 4: cost (USD; headline tier {_TIER_LABEL[co.tier]})")
+    L.append(f"Line 4: cost (USD; headline tier {_tier(co.tier)})")
     if not co.priced:
         L.append(f"  {nd.type} has no prices: sized but not costed")
     else:
@@ -176,12 +184,12 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
             L.append(f"  at the {which} duty ({co.duty:.1%}) each busy sandbox-hour costs {_money(co.per_busy_sandbox_hour)}")
         L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}")
         if co.exception_waste_per_h is not None:
-            L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({co.exception_share:.1%})")
+            L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({_n(co.exception_share, '.1%')})")
     rw = co.spot_rework
     if rw is not None and co.priced and rw.rework_per_h is not None:
         L.append(
-            f"  spot re-runs: {rw.interruptions_per_node_h:.2g} reclaims per node-h re-run {rw.rework_share:.3%} of sandbox-hours "
-            f"({rw.rework_sandbox_hours_per_h:,.2f} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs"
+            f"  spot re-runs: {_n(rw.interruptions_per_node_h, '.2g')} reclaims per node-h re-run {_n(rw.rework_share, '.3%')} of sandbox-hours "
+            f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs"
         )
     if co.inference_per_h is not None:
         L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")
@@ -189,7 +197,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     parts = (("fleet", pp.fleet), ("inference", pp.inference), ("trainer", pp.trainer))
     if co.per_passing_trajectory_all_in is not None and any(v is not None for k, v in parts if k != "fleet"):
         txt = ", ".join(f"{k} {_money(v)}" for k, v in parts if v is not None)
-        L.append(f"  per passing trajectory, all in: {_money(co.per_passing_trajectory_all_in)} ({txt}; {co.passing_per_h:,.1f} passes/h)")
+        L.append(f"  per passing trajectory, all in: {_money(co.per_passing_trajectory_all_in)} ({txt}; {_n(co.passing_per_h, ',.1f')} passes/h)")
     rent = co.rent or {}  # keyed by provider name
     if rent:
         L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
