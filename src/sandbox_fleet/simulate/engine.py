@@ -83,7 +83,7 @@ def run_workloads(
     for k, v in first.items():
         rows[k] = np.concatenate((v, np.asarray(extra[k], dtype=v.dtype))) if extra[k] else v
     term = rows["state"] != RETRIED
-    ends = [float(rows["finish_s"][term].max())] if n else [0.0]
+    ends = [float((rows["finish_s"] if term.all() else rows["finish_s"][term]).max())] if n else [0.0]
     ends += [st.train_end_s[-1] for st in raw["rl"].values()]
     res = SimResult.build(
         workloads=prep.workloads,

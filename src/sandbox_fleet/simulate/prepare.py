@@ -155,28 +155,31 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     arr_t_np, arr_ids = _merge_arrivals(times, ids, offsets)
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
 
-    r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
-    # concatenate copies; astype(copy=False) then keeps that one copy
-    build = np.concatenate(parts["b"]).astype(float, copy=False)
-    agent = np.concatenate(parts["a"]).astype(float, copy=False)
-    verify = np.concatenate(parts["v"]).astype(float, copy=False)
-    plan = np.concatenate(parts["s"]).astype(np.int8, copy=False)
-    phase = np.concatenate(parts["p"]).astype(np.int8, copy=False)
-    hold = build + agent + verify
-    agent_raw = np.concatenate(parts["ar"]).astype(float, copy=False)
-    verify_raw = np.concatenate(parts["vr"]).astype(float, copy=False)
+    build = _join(parts["b"], float)
+    agent = _join(parts["a"], float)
+    verify = _join(parts["v"], float)
+    plan = _join(parts["s"], np.int8)
+    phase = _join(parts["p"], np.int8)
+    hold = build + agent
+    hold += verify  # (build + agent) + verify, without a second temporary
+    agent_raw = _join(parts["ar"], float)
+    verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
     table = np.zeros((len(workloads), len(PHASE_NAMES)), dtype=bool)
     for w, wl in enumerate(workloads):
         if wl.retry.max_retries > 0:
             table[w, list(wl.retry.phase_codes)] = True
     retrying = table.any(axis=1)
-    may_retry = (plan == EXCEPTION) & table[r_work, phase] if retrying.any() else np.zeros(plan.size, dtype=bool)
+    if retrying.any():
+        r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
+        may_retry = (plan == EXCEPTION) & table[r_work, phase]
+    else:
+        may_retry = np.zeros(plan.size, dtype=bool)
 
     # Retries of rollouts whose first attempt is retryable: max_retries attempts each.
     retry_pos: dict[int, int] = {}
     retry_block: list = []
-    r_label = np.concatenate(parts["l"]).astype(np.int64, copy=False)
+    r_label = _join(parts["l"], np.int64)
     for w, ep in enumerate(episodes):
         m = workloads[w].retry.max_retries
         ids = np.flatnonzero(may_retry[offsets[w] : offsets[w + 1]])
@@ -222,6 +225,13 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
     )
+
+
+def _join(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    """The workloads' arrays as one, of ``dtype``: one workload's own array when there is only
+    one (freshly drawn and not kept elsewhere), else a concatenated copy."""
+    out = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    return out.astype(dtype, copy=False)
 
 
 def ids_index(ids: np.ndarray | list[int] | range) -> np.ndarray | slice:

@@ -157,12 +157,15 @@ class SimResult:
         if pool not in self._sweeps:
             from sandbox_fleet.simulate.metrics import concurrency
 
-            sel = self.started
-            if pool is not None and len(self.fleets) > 1:
-                sel = sel & (np.array([wl.pool for wl in self.workloads])[self.workload] == pool)
-            elif pool is not None:
+            if pool is not None and len(self.fleets) == 1:
                 return self.concurrency_stats(None)
-            self._sweeps[pool] = concurrency(self.start_s[sel], self.finish_s[sel])
+            sel = self.derived()["started"]
+            if pool is not None:
+                sel = sel & (np.array([wl.pool for wl in self.workloads])[self.workload] == pool)
+            if pool is None and self.derived()["s0"].size == self.start_s.size:  # every row started: no copies
+                self._sweeps[pool] = concurrency(self.start_s, self.finish_s)
+            else:
+                self._sweeps[pool] = concurrency(self.start_s[sel], self.finish_s[sel])
         return self._sweeps[pool]
 
     @property
