@@ -63,7 +63,7 @@ class Prepared:
 
     @cached_property
     def may_retry(self) -> list[bool]:
-        return self.may_retry_np.tolist()
+        return self.may_retry_np.tolist() if self.any_retry else [False] * self.n
 
     @cached_property
     def arr_t(self) -> list[float]:
