@@ -35,7 +35,7 @@ def check_invariants(res, n_expected: int) -> None:
         fail("one_terminal_state", "an attempt was still running when the run ended")
     d = res.derived()
     term = d["term"]  # codes 0..3 (<= DROPPED, so != RETRIED) are the terminal states
-    counts = np.bincount(res.rollout[term], minlength=n_expected)
+    counts = np.bincount(res.rollout if term.all() else res.rollout[term], minlength=n_expected)
     if counts.size != n_expected or np.any(counts != 1):
         bad = np.flatnonzero(counts != 1)
         r = int(bad[0]) if bad.size else -1
