@@ -8,6 +8,11 @@ time order therefore places every attempt with one ``heapreplace`` on a heap of
 run (RL batch releases, retries) go on a small heap in time order: each lies at or
 after the finish that caused it. Same model and tie rule as ``loop.py`` (heap
 entries before open arrivals at equal times); tests check the two agree.
+
+A run that is one pass of the recursion (one capped pool, open arrivals only, nothing
+retries) goes to ``run_one_pass`` on NumPy arrays, and there to the C twin of
+``place_stream`` (``_fifo_speedups.c``) when it was built at install; ``place_stream``
+stays the reference, and tests check the two give the same bits.
 """
 
 from __future__ import annotations
