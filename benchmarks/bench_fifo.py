@@ -3,18 +3,19 @@
 For c = 10 and c = 3,000 (M/M/c at utilisation 0.7, mu = 1/s) each side runs 0.2M and
 1.2M rollouts in fresh processes, alternating side by side; the marginal rate is
 ``1M / (t(1.2M) - t(0.2M))``, which cancels start-up and fixed costs. Our side is
-``run_workloads`` (invariant checks included) plus ``summary()``; the peer draws with
-NumPy and runs the heapreplace recursion. Times are taken inside each process around
-the work (wall and CPU). Prints medians over the rounds and the ratio ours/peer
-(target >= 0.9).
+``run_workloads`` (invariant checks included) plus ``summary()``, on the C speed-up of the
+recursion (``simulate/_fifo_speedups.c``) and, as an extra line, on the pure-Python path
+(``SANDBOX_FLEET_PURE_PYTHON=1``); the peer draws with NumPy and runs the heapreplace
+recursion. Times are taken inside each process around the work (wall and CPU). Prints
+medians over the rounds and the ratio ours/peer (target >= 0.9), then the fixed cost: the
+whole process (interpreter, imports, work) at 0.2M rollouts for each side, timed from
+outside, so a faster marginal rate cannot hide a slower start.
 
-With numba installed (the ``fast`` extra) it also times the recursion alone, pure
-(``simulate.fifo.place_stream``) against the compiled prototype in ``numba_fifo.py``
-(1M rollouts, in-process, after compiling), and what a fresh process pays before the
-kernel first runs (importing numba and loading the cached kernel): the figures behind
-the decision not to ship the kernel (BENCHMARKS.md).
+Then the recursion alone (1M rollouts, in-process): the pure ``place_stream`` against
+the C one. ``--numba`` adds the rejected numba prototype (``numba_fifo.py``) and what a
+fresh process pays to load it (the figures behind not shipping it, BENCHMARKS.md).
 
-Usage: python benchmarks/bench_fifo.py [--rounds 5] [--caps 10 3000] [--src DIR] [--no-numba]
+Usage: python benchmarks/bench_fifo.py [--rounds 5] [--caps 10 3000] [--src DIR] [--numba]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -51,27 +53,72 @@ print(json.dumps({"wall": time.perf_counter() - w0, "cpu": time.process_time() -
 """
 
 
+SIDES = ("peer", "ours", "pure")  # pure: our side with SANDBOX_FLEET_PURE_PYTHON=1
+
+
 def run(side: str, n: int, c: int, src: str | None) -> dict:
+    """One fresh process: the times it measured inside, and its whole wall time from outside."""
     env = dict(os.environ)
+    env.pop("SANDBOX_FLEET_PURE_PYTHON", None)
+    if side == "pure":
+        env["SANDBOX_FLEET_PURE_PYTHON"] = "1"
     if src:
         env["PYTHONPATH"] = src
     code = CHILD.replace("RHO", repr(RHO)).replace("MU", repr(MU)).replace("HERE", repr(str(HERE)))
-    out = subprocess.run([sys.executable, "-c", code, str(n), str(c), side], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    w0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code, str(n), str(c), "peer" if side == "peer" else "ours"],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    whole = time.perf_counter() - w0
+    return {**json.loads(out.strip().splitlines()[-1]), "process": whole}
 
 
-def marginal(rounds: int, c: int, src: str | None) -> dict:
-    rates: dict[str, dict[str, list[float]]] = {s: {"wall": [], "cpu": []} for s in ("ours", "peer")}
+def marginal(rounds: int, c: int, src: str | None) -> tuple[dict, dict]:
+    """Marginal rates per side (wall and CPU) and whole-process times at the small size."""
+    rates: dict[str, dict[str, list[float]]] = {s: {"wall": [], "cpu": []} for s in SIDES}
+    fixed: dict[str, list[float]] = {s: [] for s in SIDES}
     for _ in range(rounds):
         t = {}
-        for side in ("peer", "ours"):  # alternating: machine load hits both alike
+        for side in SIDES:  # alternating: machine load hits every side alike
             for n in (SMALL, LARGE):
                 t[side, n] = run(side, n, c, src)
-        for side in ("ours", "peer"):
+        for side in SIDES:
+            fixed[side].append(t[side, SMALL]["process"])
             for k in ("wall", "cpu"):
                 rates[side][k].append((LARGE - SMALL) / max(t[side, LARGE][k] - t[side, SMALL][k], 1e-9))
-    return rates
+    return rates, fixed
+
+
+def compiled_figures(caps: list[int], rounds: int) -> None:
+    """The recursion alone, 1M rollouts in-process: pure ``place_stream`` vs the C one."""
+    import numpy as np
+
+    from sandbox_fleet.simulate.fifo import compiled_place_stream, place_stream
+
+    place_c = compiled_place_stream()
+    if place_c is None:
+        print("C speed-up not built (or SANDBOX_FLEET_PURE_PYTHON set): recursion-alone figures skipped")
+        return
+    n = 1_000_000
+    print(f"FIFO recursion alone, {n:,} rollouts, in-process, median of {rounds} (CPU seconds)")
+    for c in caps:
+        rng = np.random.default_rng(1)
+        arr = np.cumsum(rng.exponential(1.0 / (RHO * c * MU), n))
+        hold = rng.exponential(1.0 / MU, n)
+        arr_l, hold_l = arr.tolist(), hold.tolist()
+        pure, comp = [], []
+        out = np.empty(n)
+        for _ in range(rounds):
+            c0 = time.process_time()
+            a = place_stream([0.0] * c, arr_l, hold_l, 0.0)
+            c1 = time.process_time()
+            place_c(np.zeros(c), arr, hold, 0.0, out)
+            c2 = time.process_time()
+            pure.append(c1 - c0)
+            comp.append(c2 - c1)
+        same = np.array_equal(np.asarray(a).view(np.uint64), out.view(np.uint64))
+        p, k = statistics.median(pure), statistics.median(comp)
+        print(f"  c={c:<5} pure {n / p:>12,.0f}/s  C {n / k:>13,.0f}/s  ({p / k:.1f}x; saves {p - k:.3f} s per "
+              f"1M rollouts; identical start times: {same})")
 
 
 NUMBA_CHILD = r"""
@@ -135,19 +182,27 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--caps", type=int, nargs="+", default=[10, 3000])
     ap.add_argument("--src", help="put this src directory first on PYTHONPATH (compare another checkout)")
-    ap.add_argument("--no-numba", action="store_true", help="skip the compiled-kernel figures")
+    ap.add_argument("--numba", action="store_true", help="add the rejected numba prototype's figures")
     args = ap.parse_args()
     print(f"FIFO path vs minimal peer: marginal rollouts/s = 1M / (t({LARGE:,}) - t({SMALL:,})), "
-          f"M/M/c at utilisation {RHO}, median of {args.rounds} alternating rounds")
+          f"M/M/c at utilisation {RHO}, median of {args.rounds} alternating rounds; "
+          f"ours = C speed-up, pure = SANDBOX_FLEET_PURE_PYTHON=1; load average {os.getloadavg()[0]:.2f} at start")
     for c in args.caps:
-        r = marginal(args.rounds, c, args.src)
-        for k in ("wall", "cpu"):
-            ours, peer = statistics.median(r["ours"][k]), statistics.median(r["peer"][k])
-            print(f"  c={c:<5} {k:4s} ours {ours:>11,.0f}/s  peer {peer:>11,.0f}/s  "
-                  f"ratio {ours / peer:.2f} (target >= 0.9; per-round ratios "
-                  f"{', '.join(f'{a / b:.2f}' for a, b in zip(r['ours'][k], r['peer'][k]))})")
-    if not args.no_numba:
+        r, fixed = marginal(args.rounds, c, args.src)
+        for side in ("ours", "pure"):
+            for k in ("wall", "cpu"):
+                ours, peer = statistics.median(r[side][k]), statistics.median(r["peer"][k])
+                print(f"  c={c:<5} {side:4s} {k:4s} {ours:>11,.0f}/s  peer {peer:>11,.0f}/s  "
+                      f"ratio {ours / peer:.2f}{' (target >= 0.9)' if side == 'ours' else ''}; per-round ratios "
+                      f"{', '.join(f'{a / b:.2f}' for a, b in zip(r[side][k], r['peer'][k]))}")
+        med = {s: statistics.median(v) for s, v in fixed.items()}
+        print(f"  c={c:<5} fixed cost, whole process at {SMALL:,} rollouts (median, min-max): "
+              + "; ".join(f"{s} {med[s]:.3f} s ({min(fixed[s]):.3f}-{max(fixed[s]):.3f})" for s in SIDES)
+              + f"; ours/pure {med['ours'] / med['pure']:.2f}")
+    compiled_figures(args.caps, args.rounds)
+    if args.numba:
         numba_figures(args.caps, args.rounds)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

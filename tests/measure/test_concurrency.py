@@ -140,6 +140,24 @@ def test_sweep_equals_brute_force_counting(intervals, probes):
     assert sw.area_us() == int((finishes - starts).sum())
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), min_size=2, max_size=40), st.randoms())
+def test_sweep_with_starts_in_order_takes_the_merge_and_equals_brute_force(intervals, rnd):
+    """Starts already in order (as the FIFO simulator's are) go through the sort-the-finishes-and-merge
+    branch: the same times and levels as brute force and as the same intervals shuffled (full sort)."""
+    intervals = sorted(intervals, key=lambda iv: iv[0])
+    starts = np.array([a for a, _ in intervals], dtype=np.int64)
+    finishes = np.array([a + d for a, d in intervals], dtype=np.int64)
+    sw = sweep(starts, finishes)
+    for p in [*starts.tolist(), *finishes.tolist(), -1, 60]:
+        assert _level_at(sw, p) == _brute_level(starts, finishes, p)
+    order = list(range(len(intervals)))
+    rnd.shuffle(order)
+    if not np.all(np.diff(starts[order]) >= 0):  # really out of order: the full sort
+        other = sweep(starts[order], finishes[order])
+        assert sw.times.tolist() == other.times.tolist() and sw.level.tolist() == other.level.tolist()
+
+
 def test_series_downsampled_keeps_every_bucket_maximum():
     rng = np.random.default_rng(7)
     starts = rng.integers(0, 10_000_000, 3000)

@@ -26,8 +26,28 @@ def test_erlang_c_helper_on_a_textbook_value():
     assert erlang_c_wait(1.0, 1.0, 2) == pytest.approx(1 / 3)
 
 
+@pytest.fixture(params=["pure", "c"])
+def fifo_path(request, monkeypatch):
+    """The one-pass FIFO runs below on the pure recursion and on the C speed-up (which must run)."""
+    if request.param == "pure":
+        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    else:
+        from tests.simulate.test_fifo_speedups import require_speedups
+
+        from sandbox_fleet.simulate import fifo
+
+        require_speedups()
+        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+
+        def no_pure(*a):
+            raise AssertionError("the pure recursion ran")
+
+        monkeypatch.setattr(fifo, "place_stream", no_pure)
+    return request.param
+
+
 @pytest.mark.parametrize("c,lam", [(10, 7.0), (4, 3.2)])
-def test_mmc_mean_wait_matches_erlang_c(c, lam):
+def test_mmc_mean_wait_matches_erlang_c(c, lam, fifo_path):
     waits = []
     for seed in range(5):
         res = run_workloads(Fleet(cap=c), [Poisson(rate_per_s=lam, n=100_000, holds=Exponential(1.0))], seed=seed)
@@ -94,7 +114,7 @@ def test_sync_step_duty_matches_e_s_over_e_max(dist):
     assert s["trainer_idle_fraction"] == pytest.approx(1.0)
 
 
-def test_littles_law_on_a_capped_run():
+def test_littles_law_on_a_capped_run(fifo_path):
     res = run_workloads(Fleet(cap=8, provision_delay_s=0.2), [Poisson(rate_per_s=6.0, n=50_000, holds=Exponential(1.1))], seed=9)
     # L from a sweep over each rollout's time in the system; lambda and W from the rows.
     arrive, leave = res.arrival_s, res.finish_s

@@ -76,14 +76,17 @@ def run_workloads(
 
     first, extra = raw["first"], raw["extra"]
     n = prep.n
-    rows = {
-        "rollout": np.concatenate((np.arange(n, dtype=np.int64), np.asarray(extra["rollout"], dtype=np.int64))),
-        "attempt": np.concatenate((np.zeros(n, dtype=np.int64), np.asarray(extra["attempt"], dtype=np.int64))),
+    rows = {  # first attempts, then any retries (no copy when there are none)
+        "rollout": np.arange(n, dtype=np.int64),
+        "attempt": np.zeros(n, dtype=np.int64),
     }
+    for k in ("rollout", "attempt"):
+        if len(extra[k]):
+            rows[k] = np.concatenate((rows[k], np.asarray(extra[k], dtype=np.int64)))
     for k, v in first.items():
         rows[k] = np.concatenate((v, np.asarray(extra[k], dtype=v.dtype))) if extra[k] else v
     term = rows["state"] != RETRIED
-    ends = [float(rows["finish_s"][term].max())] if n else [0.0]
+    ends = [float((rows["finish_s"] if term.all() else rows["finish_s"][term]).max())] if n else [0.0]
     ends += [st.train_end_s[-1] for st in raw["rl"].values()]
     res = SimResult.build(
         workloads=prep.workloads,

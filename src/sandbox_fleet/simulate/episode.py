@@ -119,7 +119,11 @@ def draw_attempts(
         verify = np.array(fixed[1], dtype=float)
     else:
         verify = ep.verifier.sample(rng, n) if ep.verifier is not None else np.zeros(n)
-    agent_raw, verify_raw = agent.copy(), verify.copy()
+    mix = mixture_of(ep.agent) if isinstance(ep.agent, Dist) else None
+    cuts = (ep.agent_timeout_s is not None or ep.exception is not None or bool(mix is not None and mix.exceptions)
+            or any(v > 0 for v in ep.exception_rate_per_s.values()) or any(v > 0 for v in ep.exception_p.values()))
+    # The durations before any cut: copies only when something below may cut them.
+    agent_raw, verify_raw = (agent.copy(), verify.copy()) if cuts else (agent, verify)
 
     state = np.full(n, COMPLETED, dtype=np.int8)
     phase = np.full(n, NO_PHASE, dtype=np.int8)
@@ -132,7 +136,6 @@ def draw_attempts(
         flag = np.asarray(ep.exception, dtype=bool)[idx]
         state[flag] = EXCEPTION
         phase[flag] = AGENT
-    mix = mixture_of(ep.agent) if isinstance(ep.agent, Dist) else None
     if mix is not None and mix.exceptions and labels is not None:
         flag = np.asarray(mix.exceptions, dtype=bool)[labels]
         state[flag] = EXCEPTION
@@ -158,7 +161,7 @@ def draw_attempts(
             dur[hit] = dur[hit] * frac[hit]
             state[hit], phase[hit] = EXCEPTION, codes[name]
             alive &= ~hit
-    # A phase that failed ends the hold: later phases do not run.
-    agent[phase == BUILD] = 0.0
-    verify[(phase == BUILD) | (phase == AGENT)] = 0.0
+    if cuts:  # a phase that failed ends the hold: later phases do not run
+        agent[phase == BUILD] = 0.0
+        verify[(phase == BUILD) | (phase == AGENT)] = 0.0
     return Attempts(build, agent, verify, state, phase, agent_raw, verify_raw, draws), labels

@@ -8,6 +8,11 @@ time order therefore places every attempt with one ``heapreplace`` on a heap of
 run (RL batch releases, retries) go on a small heap in time order: each lies at or
 after the finish that caused it. Same model and tie rule as ``loop.py`` (heap
 entries before open arrivals at equal times); tests check the two agree.
+
+A run that is one pass of the recursion (one capped pool, open arrivals only, nothing
+retries) goes to ``run_one_pass`` on NumPy arrays, and there to the C twin of
+``place_stream`` (``_fifo_speedups.c``) when it was built at install; ``place_stream``
+stays the reference, and tests check the two give the same bits.
 """
 
 from __future__ import annotations
@@ -59,7 +64,68 @@ def place_stream(free: list[float], arr_t: list[float], hold: list[float], provi
     return starts
 
 
+def compiled_place_stream():
+    """The C twin of ``place_stream`` (``_fifo_speedups``), or ``None`` when it was not built
+    at install (no compiler) or ``SANDBOX_FLEET_PURE_PYTHON`` is set."""
+    from sandbox_fleet.simulate.fast import pure_python_forced
+
+    if pure_python_forced():
+        return None
+    try:
+        from sandbox_fleet.simulate._fifo_speedups import place_stream as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+def one_pass(prep: Prepared) -> bool:
+    """Whether the whole run is one pass of ``place_stream``: one capped pool, open arrivals
+    only (no RL releases on the run's heap), and no first attempt that can retry."""
+    return (len(prep.pools) == 1 and prep.pools[0].cap is not None and not prep.any_retry
+            and prep.arr_t_np.size > 0 and all(wl.kind != RL for wl in prep.workloads))
+
+
+def run_one_pass(prep: Prepared) -> dict:
+    """``run_fifo`` for a ``one_pass`` run, on NumPy arrays (the C recursion when built)."""
+    N, cap, provision_s = prep.n, prep.pools[0].cap, prep.pools[0].provision_delay_s
+    order = None if prep.arr_in_order else np.asarray(prep.arr_ids, dtype=np.int64)
+    compiled = compiled_place_stream()
+    if compiled is not None:
+        start = np.empty(N) if order is None else np.full(N, math.nan)
+        compiled(np.zeros(cap), np.ascontiguousarray(prep.arr_t_np), np.ascontiguousarray(prep.hold_np),
+                 provision_s, start, order)
+    elif order is None:
+        start = np.array(place_stream([0.0] * cap, prep.arr_t, prep.hold, provision_s), dtype=float)
+    else:
+        start = np.full(N, math.nan)
+        start[order] = place_stream([0.0] * cap, prep.arr_t, prep.hold_np[order].tolist(), provision_s)
+    if order is None:
+        arrival = prep.arr_t_np.copy()
+    else:
+        arrival = np.full(N, math.nan)
+        arrival[order] = prep.arr_t_np
+    extra = {k: [] for k in ("rollout", "attempt", "arrival_s", "start_s", "state", "phase", "build_s", "agent_s",
+                             "verify_s", "finish_s")}
+    return {"first": _first_rows(prep, arrival, start, prep.plan.copy()), "extra": extra, "rl": {}, "preemptions": 0,
+            "area_busy": None, "area_wait": None, "clock_monotonic": True}
+
+
+def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: np.ndarray) -> dict:
+    return {
+        "arrival_s": arrival,
+        "start_s": start,
+        "finish_s": start + prep.hold_np,
+        "state": state,
+        "phase": prep.phase,
+        "build_s": prep.build,
+        "agent_s": prep.agent,
+        "verify_s": prep.verify,
+    }
+
+
 def run_fifo(prep: Prepared, on_progress=None) -> dict:
+    if one_pass(prep):
+        return run_one_pass(prep)
     N = prep.n
     r_pool, r_work, rl_driven = prep.r_pool, prep.r_work, prep.rl_driven
     hold, may_retry = prep.hold, prep.may_retry
@@ -131,16 +197,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     # One capped pool (the common case): the hot loop below needs no per-rollout pool lookup.
     single = slots[0] if len(slots) == 1 and slots[0] is not None else None
     pv0 = prov[0]
-    any_retry = any(may_retry)  # nothing can retry: the hot loop skips the bookkeeping
-    if single is not None and not any_retry and not heap and na:
-        # Open arrivals only, nothing retries: the whole stream in one pass. The stream is
-        # sorted by construction (prepare), so the clock only moves forward.
-        if prep.arr_in_order:
-            a_start = place_stream(single, arr_t, hold, pv0)
-        else:
-            for r, s in zip(arr_r, place_stream(single, arr_t, [hold[r] for r in arr_r], pv0)):
-                a_start[r] = s
-        ai, last_t = na, arr_t[-1]
+    any_retry = prep.any_retry  # nothing can retry: the hot loop skips the bookkeeping
     while True:
         top = heap[0][0] if heap else INF
         if single is not None and not any_retry:
@@ -253,19 +310,10 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     start = np.array(a_start, dtype=float)
     arrival = np.array(a_enq, dtype=float)
     if na:
-        arrival[ids_index(arr_r)] = prep.arr_t_np  # open arrivals: their given times
+        arrival[ids_index(prep.arr_ids)] = prep.arr_t_np  # open arrivals: their given times
     state = prep.plan.copy()
     state[np.asarray(retried_first, dtype=np.int64)] = RETRIED
-    first = {
-        "arrival_s": arrival,
-        "start_s": start,
-        "finish_s": start + prep.hold_np,
-        "state": state,
-        "phase": prep.phase,
-        "build_s": prep.build,
-        "agent_s": prep.agent,
-        "verify_s": prep.verify,
-    }
+    first = _first_rows(prep, arrival, start, state)
     x["finish_s"] = [s + h for s, h in zip(x_start, x_hold)]
     del x["hold"]
     for st in rl.values():

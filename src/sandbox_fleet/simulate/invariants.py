@@ -27,6 +27,15 @@ class InvariantError(AssertionError):
 
 
 def check_invariants(res, n_expected: int) -> None:
+    res.derived()  # (re)builds the derived arrays first: the cache below lives next to them
+    res._derived["micros"] = []  # res.micros caches while the checks run
+    try:
+        _check(res, n_expected)
+    finally:
+        res._derived.pop("micros", None)
+
+
+def _check(res, n_expected: int) -> None:
     def fail(name: str, detail: str) -> None:
         raise InvariantError(f"invariant {name} violated: {detail}")
 
@@ -35,7 +44,7 @@ def check_invariants(res, n_expected: int) -> None:
         fail("one_terminal_state", "an attempt was still running when the run ended")
     d = res.derived()
     term = d["term"]  # codes 0..3 (<= DROPPED, so != RETRIED) are the terminal states
-    counts = np.bincount(res.rollout[term], minlength=n_expected)
+    counts = np.bincount(res.rollout if term.all() else res.rollout[term], minlength=n_expected)
     if counts.size != n_expected or np.any(counts != 1):
         bad = np.flatnonzero(counts != 1)
         r = int(bad[0]) if bad.size else -1
@@ -71,7 +80,7 @@ def check_invariants(res, n_expected: int) -> None:
         checks = (("busy", res.area_busy, holds), ("waiting", res.area_wait, waits))
     else:
         sojourn_end, sojourn_start = d["sojourn_end"], d["sojourn_start"]
-        checks = (("in_system", integral(sojourn_start, sojourn_end), holds + waits),)
+        checks = (("in_system", integral(sojourn_start, sojourn_end, res.micros), holds + waits),)
         rounding = 1e-6 * sojourn_end.size  # the sweep line runs on whole microseconds
     # Each time carries a float error of one ulp of its magnitude, so late clocks (far
     # from run.epoch) round more than a microsecond per interval.
@@ -95,7 +104,7 @@ def check_invariants(res, n_expected: int) -> None:
                 fail("rl_staleness", f"workload {w} batch {j} released before trainer step {j - k - 1} ended")
 
 
-def integral(start: np.ndarray, end: np.ndarray) -> float:
+def integral(start: np.ndarray, end: np.ndarray, micros=to_us) -> float:
     """Area under the count of open intervals (seconds) on measure's whole-microsecond grid.
 
     That area is exactly the integer sum of the intervals' lengths in microseconds (measure's
@@ -104,7 +113,7 @@ def integral(start: np.ndarray, end: np.ndarray) -> float:
     """
     if start.size == 0:
         return 0.0
-    length_us = to_us(end) - to_us(start)
+    length_us = micros(end) - micros(start)  # micros: to_us, or a result's cached to_us
     if np.any(length_us < 0):
         raise InvariantError("invariant littles_law violated: a rollout left the system before it arrived")
     return int(length_us.sum(dtype=np.int64)) / 1e6

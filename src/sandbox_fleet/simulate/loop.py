@@ -188,7 +188,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
         else:  # the first N rows (retries follow them), without slicing a copy first
             first[k] = np.fromiter(v, dtype=np.int8 if k in ("state", "phase") else float, count=N)
     if na:
-        first["arrival_s"][ids_index(arr_r)] = prep.arr_t_np  # open arrivals queue when they arrive
+        first["arrival_s"][ids_index(prep.arr_ids)] = prep.arr_t_np  # open arrivals queue when they arrive
     extra = {k: v[N:] if v is not None else [] for k, v in cols.items()}
     extra["rollout"] = a_roll[N:]
     extra["attempt"] = st.a_try[N:]

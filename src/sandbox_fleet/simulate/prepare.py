@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -31,10 +32,10 @@ class Prepared:
     counts: list[int]
     offsets: np.ndarray  # rollout ids of workload w: offsets[w] .. offsets[w+1]-1
     n: int
-    r_work: list[int]
-    r_pool: list[int]
     r_label: np.ndarray
-    # First attempt of rollout r (NumPy); ``hold``/``may_retry`` also as lists for the loops.
+    # First attempt of rollout r (NumPy). The pure-Python loops read lists (``hold``,
+    # ``may_retry``, ``arr_t``, ``arr_r``, ``r_work``, ``r_pool``): those are built on first use,
+    # so a run whose loop is compiled never pays for them.
     build: np.ndarray
     agent: np.ndarray
     verify: np.ndarray
@@ -43,19 +44,44 @@ class Prepared:
     hold_np: np.ndarray  # (build + agent) + verify: both loops add it to the start time
     agent_raw: np.ndarray  # first attempt's agent / verifier durations before any exception cut:
     verify_raw: np.ndarray  # what a retry re-runs
-    hold: list[float]
-    may_retry: list[bool]  # ends in a retryable exception with retry budget left
-    arr_t: list[float]  # open arrivals, sorted; ties: lower workload, then release order
-    arr_r: list[int] | range  # their rollout ids (a range when they arrive in id order)
+    may_retry_np: np.ndarray  # bool: ends in a retryable exception with retry budget left
+    any_retry: bool  # some first attempt may retry
+    arr_t_np: np.ndarray  # open arrivals, sorted; ties: lower workload, then release order
+    arr_ids: np.ndarray | range  # their rollout ids, int64 (a range when they arrive in id order)
     retry_pos: dict[int, int]  # rollout -> first row of its pre-drawn retries in retry_block
     retry_block: list[tuple[float, float, float, float, int, int]]
     max_retries: list[int]
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
-    arr_in_order: bool = False  # arr_r is 0, 1, ..., n-1: one open workload, nothing else
-    arr_t_np: np.ndarray | None = None  # arr_t as an array
+    arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
     inference: object = None  # inference.Inference: model calls served by a pool
     turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
+
+    @cached_property
+    def hold(self) -> list[float]:
+        return self.hold_np.tolist()
+
+    @cached_property
+    def may_retry(self) -> list[bool]:
+        return self.may_retry_np.tolist() if self.any_retry else [False] * self.n
+
+    @cached_property
+    def arr_t(self) -> list[float]:
+        return self.arr_t_np.tolist()
+
+    @cached_property
+    def arr_r(self) -> list[int] | range:
+        return self.arr_ids if isinstance(self.arr_ids, range) else self.arr_ids.tolist()
+
+    @cached_property
+    def r_work(self) -> list[int]:
+        """Workload of each rollout."""
+        return _repeat_list(range(len(self.workloads)), self.counts)
+
+    @cached_property
+    def r_pool(self) -> list[int]:
+        """Pool of each rollout."""
+        return _repeat_list([wl.pool for wl in self.workloads], self.counts)
 
     def retry_attempt(self, r: int, k: int) -> tuple[float, float, float, float, int, int]:
         """Attempt ``k >= 1`` of rollout ``r``: (build, agent, verify, hold, state, phase).
@@ -126,31 +152,34 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
             continue
         times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))
         ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
-    arr_t_np, arr_r = _merge_arrivals(times, ids, offsets)
-    arr_in_order = len(workloads) == 1 and isinstance(arr_r, range)
+    arr_t_np, arr_ids = _merge_arrivals(times, ids, offsets)
+    arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
 
-    r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
-    # concatenate copies; astype(copy=False) then keeps that one copy
-    build = np.concatenate(parts["b"]).astype(float, copy=False)
-    agent = np.concatenate(parts["a"]).astype(float, copy=False)
-    verify = np.concatenate(parts["v"]).astype(float, copy=False)
-    plan = np.concatenate(parts["s"]).astype(np.int8, copy=False)
-    phase = np.concatenate(parts["p"]).astype(np.int8, copy=False)
-    hold = build + agent + verify
-    agent_raw = np.concatenate(parts["ar"]).astype(float, copy=False)
-    verify_raw = np.concatenate(parts["vr"]).astype(float, copy=False)
+    build = _join(parts["b"], float)
+    agent = _join(parts["a"], float)
+    verify = _join(parts["v"], float)
+    plan = _join(parts["s"], np.int8)
+    phase = _join(parts["p"], np.int8)
+    hold = build + agent
+    hold += verify  # (build + agent) + verify, without a second temporary
+    agent_raw = _join(parts["ar"], float)
+    verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
     table = np.zeros((len(workloads), len(PHASE_NAMES)), dtype=bool)
     for w, wl in enumerate(workloads):
         if wl.retry.max_retries > 0:
             table[w, list(wl.retry.phase_codes)] = True
     retrying = table.any(axis=1)
-    may_retry = (plan == EXCEPTION) & table[r_work, phase] if retrying.any() else np.zeros(plan.size, dtype=bool)
+    if retrying.any():
+        r_work = np.repeat(np.arange(len(workloads), dtype=np.int64), counts)
+        may_retry = (plan == EXCEPTION) & table[r_work, phase]
+    else:
+        may_retry = np.zeros(plan.size, dtype=bool)
 
     # Retries of rollouts whose first attempt is retryable: max_retries attempts each.
     retry_pos: dict[int, int] = {}
     retry_block: list = []
-    r_label = np.concatenate(parts["l"]).astype(np.int64, copy=False)
+    r_label = _join(parts["l"], np.int64)
     for w, ep in enumerate(episodes):
         m = workloads[w].retry.max_retries
         ids = np.flatnonzero(may_retry[offsets[w] : offsets[w + 1]])
@@ -174,8 +203,6 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         counts=counts,
         offsets=offsets,
         n=int(offsets[-1]),
-        r_work=_repeat_list(range(len(workloads)), counts),
-        r_pool=_repeat_list([wl.pool for wl in workloads], counts),
         r_label=r_label,
         build=build,
         agent=agent,
@@ -185,12 +212,11 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         hold_np=hold,
         agent_raw=agent_raw,
         verify_raw=verify_raw,
-        hold=hold.tolist(),
-        may_retry=may_retry.tolist() if retrying.any() else [False] * int(offsets[-1]),
-        arr_t=arr_t_np.tolist(),
-        arr_r=arr_r,
-        arr_in_order=arr_in_order,
+        may_retry_np=may_retry,
+        any_retry=bool(may_retry.any()),
         arr_t_np=arr_t_np,
+        arr_ids=arr_ids,
+        arr_in_order=arr_in_order,
         retry_pos=retry_pos,
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],
@@ -201,8 +227,15 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     )
 
 
-def ids_index(ids: list[int] | range) -> np.ndarray | slice:
-    """Rollout ids (``arr_r``) as a NumPy index: a slice when they are a range."""
+def _join(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    """The workloads' arrays as one, of ``dtype``: one workload's own array when there is only
+    one (freshly drawn and not kept elsewhere), else a concatenated copy."""
+    out = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    return out.astype(dtype, copy=False)
+
+
+def ids_index(ids: np.ndarray | list[int] | range) -> np.ndarray | slice:
+    """Rollout ids (``arr_ids``) as a NumPy index: a slice when they are a range."""
     if isinstance(ids, range):
         return slice(ids.start, ids.stop)
     return np.asarray(ids, dtype=np.int64)
@@ -216,17 +249,17 @@ def _repeat_list(values, counts: list[int]) -> list[int]:
     return out
 
 
-def _merge_arrivals(times: list[np.ndarray], ids: list[np.ndarray], offsets: np.ndarray) -> tuple[np.ndarray, list[int] | range]:
+def _merge_arrivals(times: list[np.ndarray], ids: list[np.ndarray], offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray | range]:
     """Every open arrival in time order (a stable sort: ties keep workload, then release, order):
     the times, and the rollout ids (a range when one workload's stream is already in order)."""
     if not times:
-        return np.zeros(0), []
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
     if len(times) == 1 and (times[0].size < 2 or bool(np.all(times[0][1:] >= times[0][:-1]))):
         # one stream already in order: the stable sort would leave it as it is
-        return times[0], range(int(ids[0][0]), int(ids[0][0]) + ids[0].size) if ids[0].size else []
+        return times[0], range(int(ids[0][0]), int(ids[0][0]) + ids[0].size) if ids[0].size else ids[0]
     t_all, id_all = np.concatenate(times), np.concatenate(ids)
     order = np.argsort(t_all, kind="stable")
-    return t_all[order], id_all[order].tolist()
+    return t_all[order], id_all[order]
 
 
 def _served(inference, workloads, episodes, pools, draws) -> object:

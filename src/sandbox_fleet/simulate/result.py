@@ -152,17 +152,39 @@ class SimResult:
                      sojourn_start=sojourn_start, sojourn_end=sojourn_end)
         return d
 
+    def micros(self, seconds: np.ndarray) -> np.ndarray:
+        """``to_us(seconds)`` of one of this result's arrays; while the invariants run (they open
+        and drop the cache) cached on the array itself, since the concurrency sweep and the
+        Little's-law check both read the finish times."""
+        from sandbox_fleet.measure.concurrency import to_us
+
+        cache = self._derived.get("micros")
+        if cache is None:
+            return to_us(seconds)
+        for arr, us in cache:
+            if arr is seconds:
+                return us
+        us = to_us(seconds)
+        cache.append((seconds, us))
+        return us
+
     def concurrency_stats(self, pool: int | None = None) -> dict:
         """Sweep-line concurrency of all pools together (``None``) or of one pool; cached."""
         if pool not in self._sweeps:
             from sandbox_fleet.simulate.metrics import concurrency
 
-            sel = self.started
-            if pool is not None and len(self.fleets) > 1:
-                sel = sel & (np.array([wl.pool for wl in self.workloads])[self.workload] == pool)
-            elif pool is not None:
+            if pool is not None and len(self.fleets) == 1:
                 return self.concurrency_stats(None)
-            self._sweeps[pool] = concurrency(self.start_s[sel], self.finish_s[sel])
+            sel = self.derived()["started"]
+            if pool is not None:
+                sel = sel & (np.array([wl.pool for wl in self.workloads])[self.workload] == pool)
+            if pool is None and self.derived()["s0"].size == self.start_s.size:  # every row started: no copies
+                from sandbox_fleet.measure.concurrency import interval_stats
+
+                # = concurrency(start_s, finish_s), on the cached microsecond grids
+                self._sweeps[pool] = interval_stats(self.micros(self.start_s), self.micros(self.finish_s))
+            else:
+                self._sweeps[pool] = concurrency(self.start_s[sel], self.finish_s[sel])
         return self._sweeps[pool]
 
     @property

@@ -93,7 +93,9 @@ class Poisson(Workload):
         return int(self.n)
 
     def arrivals(self, rng: np.random.Generator) -> np.ndarray:
-        return self.start_s + np.cumsum(rng.exponential(1.0 / self.rate_per_s, self.count))
+        t = np.cumsum(rng.exponential(1.0 / self.rate_per_s, self.count))
+        t += self.start_s  # in place: start_s + each cumulative sum, without another array
+        return t
 
 
 @dataclass(kw_only=True)

@@ -100,8 +100,8 @@ def run(prep, on_progress=None) -> dict:
     for t, kind, w in init:
         K.hpush(ht, hi, si, t, kind, w, 0)
 
-    arr_t = np.asarray(prep.arr_t, dtype=float)
-    arr_r = np.asarray(prep.arr_r, dtype=i64)
+    arr_t = np.array(prep.arr_t_np, dtype=float)
+    arr_r = np.asarray(prep.arr_ids, dtype=i64)
 
     a_enq = np.full(N, np.nan)
     a_start = np.full(N, np.nan)
@@ -113,8 +113,8 @@ def run(prep, on_progress=None) -> dict:
     a_verify = np.array(prep.verify, dtype=float)
     a_hold = np.asarray(prep.hold_np, dtype=float)
     a_plan = prep.plan.astype(i64)
-    r_work = np.asarray(prep.r_work, dtype=i64)
-    r_pool = np.asarray(prep.r_pool, dtype=i64)
+    r_work = np.repeat(np.arange(len(wls), dtype=i64), prep.counts)
+    r_pool = np.repeat(np.array([wl.pool for wl in wls], dtype=i64), prep.counts)
     fnext = np.full(N, -1, dtype=i64)
 
     fq = np.full((P, 2), -1, dtype=i64)
