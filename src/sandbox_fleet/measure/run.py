@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.arrowpool import prefer_returning_pool
-from sandbox_fleet.measure.columns import Frame, frame_from_table
+from sandbox_fleet.measure.columns import Frame, decoded, frame_from_table
 from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
     effective_cap,
@@ -134,8 +134,10 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
              min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its task ids may be freed."""
     rejected = dict(t.rejected)
-    table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS),
-                    rejected)
+    # Task ids, models, jobs and exception types as one dictionary each (a reader asked for
+    # ``coded`` already gave them so): every figure reads their codes, never the strings.
+    table = conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS, coded=True)
+    table = _usable(table.unify_dictionaries(), rejected)
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
@@ -148,7 +150,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # runs first so the task id strings are freed before the time arrays are built.
         health = pool.submit(measure_task_health, table.select(list(TASK_HEALTH_COLUMNS)))
         task_health = None if side_by_side else health.result()
-        usage = task_usage(table) if t.tasks is not None else None
+        usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
         table = table.drop_columns(["task_id"])
         if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
             t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
@@ -254,7 +256,7 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
                        assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,
-                       latest_time=latest_time, allow_any_time=allow_any_time, score=score)
+                       latest_time=latest_time, allow_any_time=allow_any_time, score=score, coded=True)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)
     # Nothing else holds this table: dropping the columns measure never reads frees them

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.columns import NONE_LABEL, timestamps_us
+from sandbox_fleet.measure.columns import NONE_LABEL, dictionary_codes, timestamps_us
 from sandbox_fleet.measure.outcomes import HOUR_US
 from sandbox_fleet.measure.stats import group_sums, ratio
 
@@ -45,6 +45,9 @@ def _task_codes(task: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     One hash pass over the strings; the chunks of a dictionary-encoded chunked array share
     one dictionary, so their indices are codes of the same table.
     """
+    if pa.types.is_dictionary(task.type):  # read coded: only the entries in use, no hashing
+        present, ids = dictionary_codes(task)
+        return np.where(present < 0, len(ids), present), ids
     enc = pc.dictionary_encode(task)
     if enc.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
@@ -64,6 +67,8 @@ def _kinds(types: pa.ChunkedArray, codes: np.ndarray, holds: np.ndarray) -> list
     each task's most frequent type first (ties: name ascending)."""
     if codes.size == 0:
         return []
+    if pa.types.is_dictionary(types.type):  # the exception rows of the listed tasks only: few
+        types = types.cast(types.type.value_type)
     kind_codes, kinds = _task_codes(pc.fill_null(types, NONE_LABEL))
     names = kinds.to_pylist()
     key = codes * len(names) + kind_codes
