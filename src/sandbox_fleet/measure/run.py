@@ -42,8 +42,10 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-#: Up to this many rows the sweep and the step passes run side by side (see ``_measure``).
-SIDE_BY_SIDE_ROWS = 4_000_000
+#: Up to this many rows the per-task pass, the sweep and the step passes run side by side (see
+#: ``_measure``). With the text columns coded and the Arrow time columns dropped once copied
+#: out, 10M rows peak at ~1,420 MiB side by side (~1,220 MiB in turn); past this, in turn.
+SIDE_BY_SIDE_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -132,12 +134,14 @@ def rejected_warnings(rejected: dict[str, int]) -> list[str]:
 
 def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool,
              min_turn_rows: int = MIN_TURN_ROWS) -> dict:
-    """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its task ids may be freed."""
+    """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its columns are freed as they are used."""
     rejected = dict(t.rejected)
     # Task ids, models, jobs and exception types as one dictionary each (a reader asked for
     # ``coded`` already gave them so): every figure reads their codes, never the strings.
     table = conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS, coded=True)
     table = _usable(table.unify_dictionaries(), rejected)
+    if owned:  # the caller handed ``t`` over: ``table`` alone holds the rows now, so what it drops is freed
+        t.rollouts = t.rollouts.schema.empty_table()
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
@@ -145,29 +149,26 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance, \
             ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as pool:
         # Per task first, then the task ids go: no other figure reads them. Up to
-        # SIDE_BY_SIDE_ROWS the per-task pass (Arrow hashing and NumPy bincounts, mostly
+        # SIDE_BY_SIDE_ROWS the per-task pass (NumPy bincounts of the task codes, mostly
         # outside the GIL) runs on the other core beside the time passes below; above, it
-        # runs first so the task id strings are freed before the time arrays are built.
+        # runs first so its buffers are freed before the time arrays are built.
         health = pool.submit(measure_task_health, table.select(list(TASK_HEALTH_COLUMNS)))
         task_health = None if side_by_side else health.result()
         usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
         table = table.drop_columns(["task_id"])
-        if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
-            t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
         fr = frame_from_table(table)
         del table
         # Group codes once; the model and job strings are read by nothing else.
         _ = fr.model, fr.job
         fr.drop_columns("model", "job")
-        if owned:
-            t.rollouts = t.rollouts.drop_columns([c for c in ("model", "job") if c in t.rollouts.column_names])
         advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
         # the step passes share nothing but the (read-only) times and mostly run in NumPy
         # sorts that release the GIL, so they run side by side; above SIDE_BY_SIDE_ROWS in
-        # turn, since both sets of buffers at once would raise the peak (~150 MB at 10M rows).
+        # turn, since both sets of buffers at once raise the peak (~200 MB at 10M rows).
         _ = fr.start_us, fr.finish_us
+        fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
         if side_by_side:
             sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
