@@ -109,25 +109,32 @@ def decoded(table: pa.Table, name: str) -> pa.Table:
     return table.set_column(table.column_names.index(name), name, col.cast(col.type.value_type))
 
 
-def dictionary_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """(code per row, the values present) of a dictionary column: ``values[code]``, null -> -1.
+def dictionary_codes(col: pa.ChunkedArray, null_last: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """(int32 code per row, the values present) of a dictionary column: ``values[code]``, a
+    null row -> -1 (``null_last``: ``len(values)``).
 
     Only the entries some row uses are kept (a Parquet dictionary may name values whose
     rows were rejected or filtered out), in dictionary order; chunks with different
-    dictionaries are unified first.
+    dictionaries are unified first. Four bytes a row, the indices read zero-copy.
     """
     if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), pa.array([], type=col.type.value_type)
+        return np.zeros(0, dtype=np.int32), pa.array([], type=col.type.value_type)
     first = col.chunk(0).dictionary
     if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
         col = pa.table({"c": col}).unify_dictionaries().column("c")
     dictionary = col.chunk(0).dictionary
     size = len(dictionary)
-    idx = np.concatenate([np.asarray(pc.fill_null(c.indices, size).to_numpy(zero_copy_only=False), dtype=np.int64)
-                          for c in col.chunks])
+    idx = np.empty(len(col), dtype=np.int32)
+    at = 0
+    for c in col.chunks:
+        indices = c.indices if c.indices.type == pa.int32() else c.indices.cast(pa.int32())
+        if c.null_count:
+            indices = pc.fill_null(indices, size)
+        idx[at:at + len(c)] = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=indices.offset + len(c))[indices.offset:]
+        at += len(c)
     used = np.flatnonzero(np.bincount(idx, minlength=size + 1)[:size])
-    remap = np.full(size + 1, -1, dtype=np.int64)
-    remap[used] = np.arange(used.size)
+    remap = np.full(size + 1, used.size if null_last else -1, dtype=np.int32)
+    remap[used] = np.arange(used.size, dtype=np.int32)
     return remap[idx], dictionary.take(pa.array(used))
 
 

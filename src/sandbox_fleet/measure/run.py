@@ -115,6 +115,12 @@ def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
     return steps, model_steps, job_steps, job_rows
 
 
+def _counts_lane(fr: Frame, pass_threshold: float, seed: int, min_turn_rows: int, rejected: dict) -> tuple:
+    """The passes that read no sorted holds: phases, tokens, outcomes, exceptions, coverage, trajectories."""
+    return (measure_phases(fr), measure_tokens(fr, min_turn_rows), measure_outcomes(fr, pass_threshold, seed),
+            measure_exceptions(fr), measure_coverage(fr, rejected), measure_trajectories(fr.table))
+
+
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
                       progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
     """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary``'s JSON-native dict.
@@ -189,21 +195,23 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         first_start, last_finish = int(fr.start_us.min()), int(fr.finish_us.max())
         _ = fr.hold_us  # keep the holds, drop the raw times: nothing below needs them
         fr.release("start_us", "finish_us")
+        # Two lanes that share only read-only columns: the hold sorts (holds, per model) here,
+        # the token, outcome and coverage passes on the other core (NumPy and Arrow kernels
+        # that mostly release the GIL). Each figure is computed alone as before, so neither
+        # lane's result depends on the other's timing.
+        # The masks both lanes read are built once, before either starts.
+        _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
+        rest = pool.submit(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
         outcome = outcome_codes(fr, pass_threshold)
         holds = measure_holds(fr, outcome)
         del outcome
         advance("holds")
-        phases = measure_phases(fr)
-        advance("phases")
-        tokens = measure_tokens(fr, min_turn_rows)
-        advance("tokens")
-        outcomes = measure_outcomes(fr, pass_threshold, seed)
-        exceptions = measure_exceptions(fr)
-        advance("outcomes")
-        coverage = measure_coverage(fr, rejected)
-        trajectories = measure_trajectories(fr.table)
-        advance("coverage")
         models = by_model(fr, pass_threshold)
+        phases, tokens, outcomes, exceptions, coverage, trajectories = rest.result()
+        advance("phases")
+        advance("tokens")
+        advance("outcomes")
+        advance("coverage")
         for name, st in model_steps.items():
             models[name]["steps"] = st
         advance("models")

@@ -46,8 +46,7 @@ def _task_codes(task: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     one dictionary, so their indices are codes of the same table.
     """
     if pa.types.is_dictionary(task.type):  # read coded: only the entries in use, no hashing
-        present, ids = dictionary_codes(task)
-        return np.where(present < 0, len(ids), present), ids
+        return dictionary_codes(task, null_last=True)
     enc = pc.dictionary_encode(task)
     if enc.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
@@ -71,7 +70,7 @@ def _kinds(types: pa.ChunkedArray, codes: np.ndarray, holds: np.ndarray) -> list
         types = types.cast(types.type.value_type)
     kind_codes, kinds = _task_codes(pc.fill_null(types, NONE_LABEL))
     names = kinds.to_pylist()
-    key = codes * len(names) + kind_codes
+    key = codes.astype(np.int64) * len(names) + kind_codes
     keys, inverse = np.unique(key, return_inverse=True)
     counts = np.bincount(inverse, minlength=keys.size)
     spent = group_sums(inverse, keys.size, holds)
