@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -42,10 +43,14 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-#: Up to this many rows the per-task pass, the sweep and the step passes run side by side (see
-#: ``_measure``). With the text columns coded and the Arrow time columns dropped once copied
-#: out, 10M rows peak at ~1,420 MiB side by side (~1,220 MiB in turn); past this, in turn.
-SIDE_BY_SIDE_ROWS = 12_000_000
+#: Up to this many rows the per-task pass, the sweep, the overall step pass and (once the
+#: sweep is done) the per-model step passes all run at once (see ``_measure``).
+THREE_LANES_ROWS = 4_000_000
+#: Up to this many rows two lanes: the per-task pass then the sweep on a worker, the step
+#: passes here, and later the counts beside the hold sorts. With the text columns coded and
+#: the Arrow time columns dropped once copied out, 10M rows peak at ~1.4 GiB so (three lanes
+#: reached 1.55-1.7 GiB, depending on how the passes overlapped). Past it, one pass at a time.
+TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -91,28 +96,39 @@ def _steps(enabled: bool, total: int):
         yield advance
 
 
-def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
+def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future | None = None
+               ) -> tuple[dict, dict, dict, tuple | None]:
     """Steps over all starts, per model and per job; the top level notes a mix of runs.
 
     Runs are jobs when the input has two or more, else models (one synchronous run per
     model, as in a release that only names models). Returns the job row grouping too,
-    so ``by_job`` does not sort the rows again.
+    so ``by_job`` does not sort the rows again. With ``pool`` the per-model passes run
+    there, beside the overall and per-job ones (they share only read-only arrays), once
+    ``after`` is done: the sweep's buffers and theirs never coexist (peak memory).
     """
     model_codes, model_names = fr.model.labelled()
     has_jobs = bool(fr.job.names)
     # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
     s_all, parts = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
-    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
-    model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
-                                        model_names, (s_all, parts[0]))
+    model_rows = group_rows(model_codes, len(model_names))
     del model_codes
+    by_model = partial(measure_grouped_steps, fr.start_us, fr.finish_us, model_rows, model_names, (s_all, parts[0]))
+    models = pool.submit(_once_done, after, by_model) if pool is not None else None
+    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
     job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
     job_steps = (measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, (s_all, parts[1]))
                  if job_rows else {})
-    del s_all, parts
+    model_steps = models.result() if models is not None else by_model()
+    del s_all, parts, by_model, model_rows
     runs_by = "job" if len(job_steps) >= 2 else "model"
     steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
     return steps, model_steps, job_steps, job_rows
+
+
+def _once_done(after: Future | None, work):
+    if after is not None:
+        after.result()
+    return work()
 
 
 def _counts_lane(fr: Frame, pass_threshold: float, seed: int, min_turn_rows: int, rejected: dict) -> tuple:
@@ -151,15 +167,15 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    side_by_side = table.num_rows <= SIDE_BY_SIDE_ROWS
+    lanes = 3 if table.num_rows <= THREE_LANES_ROWS else 2 if table.num_rows <= TWO_LANES_ROWS else 1
     with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance, \
-            ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as pool:
-        # Per task first, then the task ids go: no other figure reads them. Up to
-        # SIDE_BY_SIDE_ROWS the per-task pass (NumPy bincounts of the task codes, mostly
-        # outside the GIL) runs on the other core beside the time passes below; above, it
-        # runs first so its buffers are freed before the time arrays are built.
+            ThreadPoolExecutor(max_workers=max(lanes - 1, 1)) as pool:
+        # Per task first, then the task ids go: no other figure reads them. With two or three
+        # lanes the per-task pass (NumPy bincounts of the task codes, mostly outside the GIL)
+        # runs on a worker beside the time passes below; with one, it runs first so its
+        # buffers are freed before the time arrays are built.
         health = pool.submit(measure_task_health, table.select(list(TASK_HEALTH_COLUMNS)))
-        task_health = None if side_by_side else health.result()
+        task_health = health.result() if lanes == 1 else None
         usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
         table = table.drop_columns(["task_id"])
         fr = frame_from_table(table)
@@ -171,14 +187,13 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
         # the step passes share nothing but the (read-only) times and mostly run in NumPy
-        # sorts that release the GIL, so they run side by side; above SIDE_BY_SIDE_ROWS in
-        # turn, since both sets of buffers at once raise the peak (~200 MB at 10M rows).
+        # sorts that release the GIL, so they run side by side (see THREE_LANES_ROWS).
         _ = fr.start_us, fr.finish_us
         fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
-        if side_by_side:
+        if lanes > 1:
             sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
-            steps, model_steps, job_steps, job_rows = _all_steps(fr)
+            steps, model_steps, job_steps, job_rows = _all_steps(fr, pool if lanes == 3 else None, after=sweep)
             conc = sweep.result()
             task_health = health.result()
         else:
@@ -201,13 +216,14 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # lane's result depends on the other's timing.
         # The masks both lanes read are built once, before either starts.
         _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
-        rest = pool.submit(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
+        counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
+        rest = pool.submit(counts) if lanes > 1 else None
         outcome = outcome_codes(fr, pass_threshold)
         holds = measure_holds(fr, outcome)
         del outcome
         advance("holds")
         models = by_model(fr, pass_threshold)
-        phases, tokens, outcomes, exceptions, coverage, trajectories = rest.result()
+        phases, tokens, outcomes, exceptions, coverage, trajectories = rest.result() if rest else counts()
         advance("phases")
         advance("tokens")
         advance("outcomes")
