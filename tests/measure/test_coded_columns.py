@@ -84,3 +84,13 @@ def test_task_health_of_coded_columns_matches_duckdb(seed):
         coded = coded.set_column(coded.column_names.index(name), name, col)
     top, min_rows, rate = (5, 3, 0.5) if seed % 2 else (20, 1, 0.0)
     assert measure_task_health(coded, top=top, min_rows=min_rows, broken_rate=rate) == _oracle(t, top, min_rows, rate)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_task_health_from_time_arrays_matches_duckdb(seed):
+    """As measure calls it: holds from (start, finish) arrays, no time columns in the table."""
+    t = _table(seed, n=300)
+    us = [np.array([v.timestamp() * 1e6 for v in t.column(c).to_pylist()]).round().astype(np.int64)
+          for c in ("started_at", "finished_at")]
+    got = measure_task_health(t.drop_columns(["started_at", "finished_at"]), times=(us[0], us[1]))
+    assert got == _oracle(t, 20, 3, 0.5)

@@ -35,7 +35,6 @@ from sandbox_fleet.measure.steps import (
     sorted_starts,
 )
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
-from sandbox_fleet.measure.tasks_health import COLUMNS as TASK_HEALTH_COLUMNS
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
 from sandbox_fleet.measure.trajectories import measure_trajectories
@@ -43,13 +42,14 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-#: Up to this many rows the per-task pass, the sweep, the overall step pass and (once the
-#: sweep is done) the per-model step passes all run at once (see ``_measure``).
+#: Up to this many rows three lanes: the per-task pass and the sweep on two workers, the overall
+#: step pass here, the per-model step passes on a worker once the sweep is done (see ``_measure``).
 THREE_LANES_ROWS = 4_000_000
-#: Up to this many rows two lanes: the per-task pass then the sweep on a worker, the step
-#: passes here, and later the counts beside the hold sorts. With the text columns coded and
-#: the Arrow time columns dropped once copied out, 10M rows peak at ~1.4 GiB so (three lanes
-#: reached 1.55-1.7 GiB, depending on how the passes overlapped). Past it, one pass at a time.
+#: Up to this many rows two lanes: the per-task pass, the sweep and then the per-model step
+#: passes on one worker, the overall step pass here; later the counts beside the hold sorts.
+#: With the text columns coded and the Arrow time columns dropped once copied out, 10M rows
+#: peak at ~1.4-1.5 GiB so (three lanes reached 1.55-1.7 GiB, depending on how the passes
+#: overlapped). Past it, one pass at a time.
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
@@ -170,16 +170,19 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     lanes = 3 if table.num_rows <= THREE_LANES_ROWS else 2 if table.num_rows <= TWO_LANES_ROWS else 1
     with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance, \
             ThreadPoolExecutor(max_workers=max(lanes - 1, 1)) as pool:
+        # The time columns as arrays first (every time pass reads them); the Arrow chunks go.
+        health_table = table.select(["task_id", "has_exception", "exception_type"])
+        usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
+        fr = frame_from_table(table.drop_columns(["task_id"]))
+        del table
+        _ = fr.start_us, fr.finish_us
+        fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
         # Per task first, then the task ids go: no other figure reads them. With two or three
         # lanes the per-task pass (NumPy bincounts of the task codes, mostly outside the GIL)
-        # runs on a worker beside the time passes below; with one, it runs first so its
-        # buffers are freed before the time arrays are built.
-        health = pool.submit(measure_task_health, table.select(list(TASK_HEALTH_COLUMNS)))
+        # runs on a worker beside the passes below; with one, first and alone.
+        health = pool.submit(measure_task_health, health_table, times=(fr.start_us, fr.finish_us))
+        del health_table
         task_health = health.result() if lanes == 1 else None
-        usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
-        table = table.drop_columns(["task_id"])
-        fr = frame_from_table(table)
-        del table
         # Group codes once; the model and job strings are read by nothing else.
         _ = fr.model, fr.job
         fr.drop_columns("model", "job")
@@ -188,12 +191,10 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
         # the step passes share nothing but the (read-only) times and mostly run in NumPy
         # sorts that release the GIL, so they run side by side (see THREE_LANES_ROWS).
-        _ = fr.start_us, fr.finish_us
-        fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
         if lanes > 1:
             sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
-            steps, model_steps, job_steps, job_rows = _all_steps(fr, pool if lanes == 3 else None, after=sweep)
+            steps, model_steps, job_steps, job_rows = _all_steps(fr, pool, after=sweep)
             conc = sweep.result()
             task_health = health.result()
         else:
