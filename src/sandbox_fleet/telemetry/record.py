@@ -103,11 +103,14 @@ def null_column(type_: pa.DataType, n: int) -> pa.ChunkedArray:
 
     ``pa.nulls`` allocates a zeroed value buffer (8 bytes a row for a timestamp): the eight
     phase columns most sources lack would cost ~640 MB at 10M rows. Slices of one cached,
-    immutable chunk cost nothing per row and read exactly like a fresh null array.
+    immutable chunk cost nothing per row and read exactly like a fresh null array. The chunk
+    grows (powers of two) to NULL_CHUNK_ROWS as callers ask for more: a small input does not
+    pay for zeroing 8 MiB a type.
     """
     chunk = _NULL_CHUNKS.get(type_)
-    if chunk is None:
-        chunk = _NULL_CHUNKS[type_] = pa.nulls(NULL_CHUNK_ROWS, type_)
+    if chunk is None or len(chunk) < min(n, NULL_CHUNK_ROWS):
+        size = min(1 << max(n - 1, 1023).bit_length(), NULL_CHUNK_ROWS)
+        chunk = _NULL_CHUNKS[type_] = pa.nulls(size, type_)
     full, rest = divmod(n, NULL_CHUNK_ROWS)
     parts = [chunk] * full + ([chunk.slice(0, rest)] if rest or not full else [])
     return pa.chunked_array(parts, type=type_)
