@@ -49,7 +49,7 @@ THREE_LANES_ROWS = 4_000_000
 #: Up to this many rows two lanes: the per-task pass, the sweep and then the per-model step
 #: passes on one worker, the overall step pass here; later the counts beside the hold sorts.
 #: With the text columns coded and the Arrow time columns dropped once copied out, 10M rows
-#: peak at ~1.4-1.5 GiB so (three lanes reached 1.55-1.7 GiB, depending on how the passes
+#: peak at ~1.4-1.5 GiB so (three lanes reached 1,554-1,728 MiB, depending on how the passes
 #: overlapped). Past it, one pass at a time.
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
