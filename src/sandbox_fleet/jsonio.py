@@ -14,6 +14,15 @@ def to_jsonable(value: Any) -> Any:
     np = sys.modules.get("numpy")
     if np is None:  # no NumPy loaded, so no NumPy values: spare every command its import
         return _plain(value)
+    kind = type(value)
+    # Exact built-in types first (most values of a summary): the same results as the checks
+    # below, without a chain of isinstance calls per value.
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is list:
+        return [to_jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -101,8 +101,52 @@ def column(col: pa.ChunkedArray, dtype) -> Column:
     return Column(col, dtype)
 
 
+def decoded(table: pa.Table, name: str) -> pa.Table:
+    """``table`` with column ``name`` as plain strings if it came dictionary-encoded."""
+    col = table.column(name)
+    if not pa.types.is_dictionary(col.type):
+        return table
+    return table.set_column(table.column_names.index(name), name, col.cast(col.type.value_type))
+
+
+def dictionary_codes(col: pa.ChunkedArray, null_last: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """(int32 code per row, the values present) of a dictionary column: ``values[code]``, a
+    null row -> -1 (``null_last``: ``len(values)``).
+
+    Only the entries some row uses are kept (a Parquet dictionary may name values whose
+    rows were rejected or filtered out), in dictionary order; chunks with different
+    dictionaries are unified first. Four bytes a row, the indices read zero-copy.
+    """
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int32), pa.array([], type=col.type.value_type)
+    first = col.chunk(0).dictionary
+    if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
+        col = pa.table({"c": col}).unify_dictionaries().column("c")
+    dictionary = col.chunk(0).dictionary
+    size = len(dictionary)
+    idx = np.empty(len(col), dtype=np.int32)
+    at = 0
+    for c in col.chunks:
+        indices = c.indices if c.indices.type == pa.int32() else c.indices.cast(pa.int32())
+        if c.null_count:
+            indices = pc.fill_null(indices, size)
+        idx[at:at + len(c)] = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=indices.offset + len(c))[indices.offset:]
+        at += len(c)
+    used = np.flatnonzero(np.bincount(idx, minlength=size + 1)[:size])
+    remap = np.full(size + 1, used.size if null_last else -1, dtype=np.int32)
+    remap[used] = np.arange(used.size, dtype=np.int32)
+    return remap[idx], dictionary.take(pa.array(used))
+
+
 def codes(col: pa.ChunkedArray) -> Codes:
     """Dictionary-encode a string column with names sorted, so output order is stable."""
+    if pa.types.is_dictionary(col.type):
+        present, values = dictionary_codes(col)
+        names = values.to_pylist()
+        order = sorted(range(len(names)), key=names.__getitem__)
+        rank = np.full(len(names) + 1, -1, dtype=np.int32)  # the last entry maps null (-1) to -1
+        rank[order] = np.arange(len(names), dtype=np.int32)
+        return Codes(rank[present], [names[i] for i in order])
     uniq = pc.unique(col).drop_null()
     names = sorted(uniq.to_pylist())
     if not names:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.arrowpool import prefer_returning_pool
-from sandbox_fleet.measure.columns import Frame, frame_from_table
+from sandbox_fleet.measure.columns import Frame, decoded, frame_from_table
 from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
     effective_cap,
@@ -34,7 +36,6 @@ from sandbox_fleet.measure.steps import (
     sorted_starts,
 )
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
-from sandbox_fleet.measure.tasks_health import COLUMNS as TASK_HEALTH_COLUMNS
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
 from sandbox_fleet.measure.trajectories import measure_trajectories
@@ -42,8 +43,15 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-#: Up to this many rows the sweep and the step passes run side by side (see ``_measure``).
-SIDE_BY_SIDE_ROWS = 4_000_000
+#: Up to this many rows three lanes: the per-task pass and the sweep on two workers, the overall
+#: step pass here, the per-model step passes on a worker once the sweep is done (see ``_measure``).
+THREE_LANES_ROWS = 4_000_000
+#: Up to this many rows two lanes: the per-task pass, the sweep and then the per-model step
+#: passes on one worker, the overall step pass here; later the counts beside the hold sorts.
+#: With the text columns coded and the Arrow time columns dropped once copied out, 10M rows
+#: peak at ~1.4-1.5 GiB so (three lanes reached 1,554-1,728 MiB, depending on how the passes
+#: overlapped). Past it, one pass at a time.
+TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -89,28 +97,49 @@ def _steps(enabled: bool, total: int):
         yield advance
 
 
-def _all_steps(fr: Frame) -> tuple[dict, dict, dict, tuple | None]:
+def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future | None = None
+               ) -> tuple[dict, dict, dict, tuple | None]:
     """Steps over all starts, per model and per job; the top level notes a mix of runs.
 
     Runs are jobs when the input has two or more, else models (one synchronous run per
     model, as in a release that only names models). Returns the job row grouping too,
-    so ``by_job`` does not sort the rows again.
+    so ``by_job`` does not sort the rows again. With ``pool`` the per-model passes run
+    there, beside the overall and per-job ones (they share only read-only arrays), once
+    ``after`` is done: the sweep's buffers and theirs never coexist (peak memory).
     """
     model_codes, model_names = fr.model.labelled()
     has_jobs = bool(fr.job.names)
     # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
     s_all, parts = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
-    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
-    model_steps = measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(model_codes, len(model_names)),
-                                        model_names, (s_all, parts[0]))
+    by_model = partial(_grouped_steps, fr, model_codes, model_names, (s_all, parts[0]))
     del model_codes
+    models = pool.submit(_once_done, after, by_model) if pool is not None else None
+    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
     job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
     job_steps = (measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, (s_all, parts[1]))
                  if job_rows else {})
-    del s_all, parts
+    model_steps = models.result() if models is not None else by_model()
+    del s_all, parts, by_model
     runs_by = "job" if len(job_steps) >= 2 else "model"
     steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
     return steps, model_steps, job_steps, job_rows
+
+
+def _grouped_steps(fr: Frame, codes: np.ndarray, names: list[str], starts: tuple) -> dict[str, dict]:
+    # The row grouping is built when the pass starts, not held while others run (8 bytes a row).
+    return measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(codes, len(names)), names, starts)
+
+
+def _once_done(after: Future | None, work):
+    if after is not None:
+        after.result()
+    return work()
+
+
+def _counts_lane(fr: Frame, pass_threshold: float, seed: int, min_turn_rows: int, rejected: dict) -> tuple:
+    """The passes that read no sorted holds: phases, tokens, outcomes, exceptions, coverage, trajectories."""
+    return (measure_phases(fr), measure_tokens(fr, min_turn_rows), measure_outcomes(fr, pass_threshold, seed),
+            measure_exceptions(fr), measure_coverage(fr, rejected), measure_trajectories(fr.table))
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
@@ -132,44 +161,45 @@ def rejected_warnings(rejected: dict[str, int]) -> list[str]:
 
 def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool,
              min_turn_rows: int = MIN_TURN_ROWS) -> dict:
-    """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its task ids may be freed."""
+    """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its columns are freed as they are used."""
     rejected = dict(t.rejected)
-    table = _usable(conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS),
-                    rejected)
+    # Task ids, models, jobs and exception types as one dictionary each (a reader asked for
+    # ``coded`` already gave them so): every figure reads their codes, never the strings.
+    table = conform_rollouts(t.rollouts, ", ".join(t.sources) or "<rollouts>", columns=MEASURED_COLUMNS, coded=True)
+    table = _usable(table.unify_dictionaries(), rejected)
+    if owned:  # the caller handed ``t`` over: ``table`` alone holds the rows now, so what it drops is freed
+        t.rollouts = t.rollouts.schema.empty_table()
     if table.num_rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    side_by_side = table.num_rows <= SIDE_BY_SIDE_ROWS
+    lanes = 3 if table.num_rows <= THREE_LANES_ROWS else 2 if table.num_rows <= TWO_LANES_ROWS else 1
     with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance, \
-            ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as pool:
-        # Per task first, then the task ids go: no other figure reads them. Up to
-        # SIDE_BY_SIDE_ROWS the per-task pass (Arrow hashing and NumPy bincounts, mostly
-        # outside the GIL) runs on the other core beside the time passes below; above, it
-        # runs first so the task id strings are freed before the time arrays are built.
-        health = pool.submit(measure_task_health, table.select(list(TASK_HEALTH_COLUMNS)))
-        task_health = None if side_by_side else health.result()
-        usage = task_usage(table) if t.tasks is not None else None
-        table = table.drop_columns(["task_id"])
-        if owned:  # the last reference to the task id strings (~140 MB at 10M rows)
-            t.rollouts = t.rollouts.drop_columns([c for c in ("task_id",) if c in t.rollouts.column_names])
-        fr = frame_from_table(table)
+            ThreadPoolExecutor(max_workers=max(lanes - 1, 1)) as pool:
+        # The time columns as arrays first (every time pass reads them); the Arrow chunks go.
+        health_table = table.select(["task_id", "has_exception", "exception_type"])
+        usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
+        fr = frame_from_table(table.drop_columns(["task_id"]))
         del table
+        _ = fr.start_us, fr.finish_us
+        fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
+        # Per task first, then the task ids go: no other figure reads them. With two or three
+        # lanes the per-task pass (NumPy bincounts of the task codes, mostly outside the GIL)
+        # runs on a worker beside the passes below; with one, first and alone.
+        health = pool.submit(measure_task_health, health_table, times=(fr.start_us, fr.finish_us))
+        del health_table
+        task_health = health.result() if lanes == 1 else None
         # Group codes once; the model and job strings are read by nothing else.
         _ = fr.model, fr.job
         fr.drop_columns("model", "job")
-        if owned:
-            t.rollouts = t.rollouts.drop_columns([c for c in ("model", "job") if c in t.rollouts.column_names])
         advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
         # the step passes share nothing but the (read-only) times and mostly run in NumPy
-        # sorts that release the GIL, so they run side by side; above SIDE_BY_SIDE_ROWS in
-        # turn, since both sets of buffers at once would raise the peak (~150 MB at 10M rows).
-        _ = fr.start_us, fr.finish_us
+        # sorts that release the GIL, so they run side by side (see THREE_LANES_ROWS).
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
-        if side_by_side:
+        if lanes > 1:
             sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
-            steps, model_steps, job_steps, job_rows = _all_steps(fr)
+            steps, model_steps, job_steps, job_rows = _all_steps(fr, pool, after=sweep)
             conc = sweep.result()
             task_health = health.result()
         else:
@@ -186,21 +216,24 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         first_start, last_finish = int(fr.start_us.min()), int(fr.finish_us.max())
         _ = fr.hold_us  # keep the holds, drop the raw times: nothing below needs them
         fr.release("start_us", "finish_us")
+        # Two lanes that share only read-only columns: the hold sorts (holds, per model) here,
+        # the token, outcome and coverage passes on the other core (NumPy and Arrow kernels
+        # that mostly release the GIL). Each figure is computed alone as before, so neither
+        # lane's result depends on the other's timing.
+        # The masks both lanes read are built once, before either starts.
+        _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
+        counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
+        rest = pool.submit(counts) if lanes > 1 else None
         outcome = outcome_codes(fr, pass_threshold)
         holds = measure_holds(fr, outcome)
         del outcome
         advance("holds")
-        phases = measure_phases(fr)
-        advance("phases")
-        tokens = measure_tokens(fr, min_turn_rows)
-        advance("tokens")
-        outcomes = measure_outcomes(fr, pass_threshold, seed)
-        exceptions = measure_exceptions(fr)
-        advance("outcomes")
-        coverage = measure_coverage(fr, rejected)
-        trajectories = measure_trajectories(fr.table)
-        advance("coverage")
         models = by_model(fr, pass_threshold)
+        phases, tokens, outcomes, exceptions, coverage, trajectories = rest.result() if rest else counts()
+        advance("phases")
+        advance("tokens")
+        advance("outcomes")
+        advance("coverage")
         for name, st in model_steps.items():
             models[name]["steps"] = st
         advance("models")
@@ -254,7 +287,7 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
                        assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,
-                       latest_time=latest_time, allow_any_time=allow_any_time, score=score)
+                       latest_time=latest_time, allow_any_time=allow_any_time, score=score, coded=True)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)
     # Nothing else holds this table: dropping the columns measure never reads frees them

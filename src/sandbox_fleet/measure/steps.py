@@ -170,18 +170,40 @@ def _split(s: np.ndarray, k: int, threshold: int):
 
 def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[list, list]:
     """Per step: makespan (last finish after the first start) and straggler tail, in us."""
-    # Each row belongs to the last step whose first start is at or before its own start.
-    label = np.searchsorted(first_us, start_us, side="right") - 1
-    rel_finish = first_us[label]
-    np.subtract(finish_us, rel_finish, out=rel_finish)
-    fin_sorted, offsets = group_sorted(label, rel_finish, first_us.size)
-    del label, rel_finish
+    fin_sorted, offsets = _finishes_by_step(start_us, finish_us, first_us)
     tails, makespans = [], []
     for g in range(first_us.size):
         part = fin_sorted[offsets[g]:offsets[g + 1]]
         makespans.append(float(part[-1]))
         tails.append(float(part[-1]) - quantile_sorted(part, TAIL_QUANTILE))
     return makespans, tails
+
+
+def _finishes_by_step(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's finish after its step's first start, sorted within steps, and the step offsets.
+
+    Each row belongs to the last step whose first start is at or before its own start. The
+    step and the (non-negative) relative finish are packed into one int64 key a block at a
+    time, so the key is the only row-sized array built; ``stats.group_sorted`` when they do not fit.
+    """
+    n_steps = first_us.size
+    gbits = max(n_steps - 1, 0).bit_length()
+    vbits = max((int(finish_us.max()) - int(first_us[0])).bit_length(), 1)
+    if vbits + gbits > 62:
+        label = np.searchsorted(first_us, start_us, side="right") - 1
+        return group_sorted(label, finish_us - first_us[label], n_steps)
+    key = np.empty(start_us.size, dtype=np.int64)
+    counts = np.zeros(n_steps, dtype=np.int64)
+    for i in range(0, start_us.size, _BLOCK):
+        j = min(i + _BLOCK, start_us.size)
+        label = np.searchsorted(first_us, start_us[i:j], side="right") - 1
+        np.subtract(finish_us[i:j], first_us[label], out=key[i:j])
+        counts += np.bincount(label, minlength=n_steps)
+        label <<= vbits
+        key[i:j] |= label
+    key.sort()
+    key &= (1 << vbits) - 1
+    return key, np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
 
 def group_rows(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

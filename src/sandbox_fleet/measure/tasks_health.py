@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.columns import NONE_LABEL, timestamps_us
+from sandbox_fleet.measure.columns import NONE_LABEL, dictionary_codes, timestamps_us
 from sandbox_fleet.measure.outcomes import HOUR_US
 from sandbox_fleet.measure.stats import group_sums, ratio
 
@@ -30,7 +30,7 @@ MIN_ROWS = 3
 #: fleet-wide rate the document puts at 29.4%.
 BROKEN_RATE = 0.5
 
-#: The rollout columns this measurement reads.
+#: The rollout columns this measurement reads (the time columns only when no ``times`` are given).
 COLUMNS = ("task_id", "started_at", "finished_at", "has_exception", "exception_type")
 
 
@@ -45,6 +45,8 @@ def _task_codes(task: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     One hash pass over the strings; the chunks of a dictionary-encoded chunked array share
     one dictionary, so their indices are codes of the same table.
     """
+    if pa.types.is_dictionary(task.type):  # read coded: only the entries in use, no hashing
+        return dictionary_codes(task, null_last=True)
     enc = pc.dictionary_encode(task)
     if enc.num_chunks == 0:
         return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
@@ -53,8 +55,10 @@ def _task_codes(task: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return np.asarray(codes.to_numpy(), dtype=np.int64), ids
 
 
-def _holds(table: pa.Table, rows: np.ndarray) -> np.ndarray:
-    """Hold in integer microseconds of the rows ``rows`` holds."""
+def _holds(table: pa.Table, rows: np.ndarray, times: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Hold in integer microseconds of the rows ``rows`` holds (from ``times`` when given)."""
+    if times is not None:
+        return times[1][rows] - times[0][rows]
     picked = table.select(["started_at", "finished_at"]).filter(pa.array(rows))
     return timestamps_us(picked.column("finished_at")) - timestamps_us(picked.column("started_at"))
 
@@ -64,9 +68,11 @@ def _kinds(types: pa.ChunkedArray, codes: np.ndarray, holds: np.ndarray) -> list
     each task's most frequent type first (ties: name ascending)."""
     if codes.size == 0:
         return []
+    if pa.types.is_dictionary(types.type):  # the exception rows of the listed tasks only: few
+        types = types.cast(types.type.value_type)
     kind_codes, kinds = _task_codes(pc.fill_null(types, NONE_LABEL))
     names = kinds.to_pylist()
-    key = codes * len(names) + kind_codes
+    key = codes.astype(np.int64) * len(names) + kind_codes
     keys, inverse = np.unique(key, return_inverse=True)
     counts = np.bincount(inverse, minlength=keys.size)
     spent = group_sums(inverse, keys.size, holds)
@@ -83,13 +89,16 @@ def _ranked(task: pa.ChunkedArray, rows: np.ndarray, **desc: np.ndarray) -> np.n
 
 
 def measure_task_health(table: pa.Table, *, top: int = TOP, min_rows: int = MIN_ROWS,
-                        broken_rate: float = BROKEN_RATE) -> dict | None:
+                        broken_rate: float = BROKEN_RATE,
+                        times: tuple[np.ndarray, np.ndarray] | None = None) -> dict | None:
     """Per-task exception figures over a canonical rollout table; None when no row has a task_id.
 
     A task is judged when it has a task_id and >= ``min_rows`` rollouts whose exception flag
     is known; it looks broken when judged with an exception rate >= ``broken_rate``.
     ``worst`` lists at most ``top`` broken tasks by exception count descending, then task_id;
     ``highest_rate`` at most ``top`` by rate descending, then exception count, then task_id.
+    ``times``: (start, finish) in int64 microseconds per row, when the caller has them as
+    arrays (then ``table`` needs no time columns).
     """
     if min_rows < 1 or top < 0 or not 0 <= broken_rate <= 1:
         raise ValueError("need min_rows >= 1, top >= 0 and 0 <= broken_rate <= 1")
@@ -114,11 +123,11 @@ def measure_task_health(table: pa.Table, *, top: int = TOP, min_rows: int = MIN_
     listed = _ranked(task, np.flatnonzero(broken), exc=exc)[:top]
     by_rate = _ranked(task, np.flatnonzero(broken), rate=rate, exc=exc)[:top]
     picked = np.union1d(np.union1d(listed, by_rate), np.flatnonzero(always))
-    exception_us = group_sums(np.zeros(int(exc_rows.sum()), dtype=np.int64), 1, _holds(table, exc_rows))[0]
+    exception_us = group_sums(np.zeros(int(exc_rows.sum()), dtype=np.int64), 1, _holds(table, exc_rows, times))[0]
     # Exception rows of the picked tasks only, by type.
     rows = exc_rows & np.isin(codes, picked)
     types = table.column("exception_type").filter(pa.array(rows))
-    kinds = _kinds(types, codes[rows], _holds(table, rows))
+    kinds = _kinds(types, codes[rows], _holds(table, rows, times))
     ids_of = dict(zip(picked.tolist(), task.take(pa.array(picked, type=pa.int64())).to_pylist()))
     ids = ids_of
     spent: dict[str, int] = {}

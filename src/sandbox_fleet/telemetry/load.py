@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
-from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema
 from sandbox_fleet.telemetry.sniff import sniff
 from sandbox_fleet.telemetry.table import read_table
 from sandbox_fleet.telemetry.validate import clean_batch, drop_duplicates
@@ -24,7 +24,7 @@ def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
 
         yield from read_rst(Path(path), opts.progress)
     elif fmt == "table":
-        yield from read_table(path, opts.column_map, opts.progress, tel)
+        yield from read_table(path, opts.column_map, opts.progress, tel, coded=opts.coded)
     elif fmt == "inspect":
         from sandbox_fleet.telemetry.inspect_log import read_inspect
 
@@ -74,16 +74,19 @@ def load_telemetry(
     latest_time: str | None = "2100-01-01",
     allow_any_time: bool = False,
     score: str | None = None,
+    coded: bool = False,
 ) -> Telemetry:
     """Read every PATH (format sniffed unless ``fmt`` forces one) into one canonical Telemetry.
 
     Rows are validated and unusable ones counted by reason in ``rejected``; duplicate
     ids across all PATHs keep the first in input order. ``tasks`` adds the task table.
+    ``coded``: the CODED_COLUMNS (task_id, model, job, exception_type) come as ``record.CODED``
+    dictionaries, one dictionary per column shared by every chunk, instead of strings.
     """
     opts = make_options(
         fmt=fmt, column_map=column_map, time_unit=time_unit, assume_tz=assume_tz,
         reward_key=reward_key, progress=progress, latest_time=latest_time,
-        allow_any_time=allow_any_time, score=score,
+        allow_any_time=allow_any_time, score=score, coded=coded,
     )
     if isinstance(paths, (str, Path)):
         paths = [str(paths)]  # one PATH given bare; iterating a str would read characters
@@ -98,7 +101,11 @@ def load_telemetry(
         total += seen
         tel.sources.append(str(path))
     relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA])
+    if coded:
+        relaxed = coded_schema(relaxed)
     rollouts = pa.concat_tables([t.cast(relaxed) for t in tables]) if tables else relaxed.empty_table()
+    if coded:  # each row group brought its own dictionary: one per column from here on
+        rollouts = rollouts.unify_dictionaries()
     rollouts = drop_duplicates(rollouts, tel)
     if rollouts.num_rows == 0:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))

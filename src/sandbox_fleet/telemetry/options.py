@@ -32,6 +32,8 @@ class ReadOptions:
     latest_us: int = YEAR_10000_US
     #: Inspect AI: the scorer whose value is the reward (None: the first scorer).
     score: str | None = None
+    #: Hand the CODED_COLUMNS over dictionary-encoded (``record.CODED``), as ``measure`` reads them.
+    coded: bool = False
 
 
 def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
@@ -73,6 +75,7 @@ def make_options(
     latest_time: str | None = DEFAULT_LATEST_TIME,
     allow_any_time: bool = False,
     score: str | None = None,
+    coded: bool = False,
 ) -> ReadOptions:
     """Validate user options, failing with one line on the first bad one."""
     if fmt is not None and fmt not in FORMATS:
@@ -94,6 +97,7 @@ def make_options(
         latest_us=YEAR_10000_US if allow_any_time or latest_time is None
         else min(_instant_us(latest_time, "--latest-time"), YEAR_10000_US),
         score=score,
+        coded=coded,
     )
 
 

@@ -63,6 +63,13 @@ TASK_SCHEMA = pa.schema(
 ROLLOUT_COLUMNS = tuple(ROLLOUT_SCHEMA.names)
 REQUIRED_ROLLOUT_COLUMNS = ("id", "started_at", "finished_at")
 
+#: Text columns with few distinct values that ``measure`` reads as codes. Asked for
+#: (``coded=True``), readers hand them over dictionary-encoded as ``CODED``: Parquet's own
+#: dictionary pages are kept, so the strings are never decoded and then encoded again
+#: (~2 s and ~500 MB at 10M rows). The canonical record itself stays plain strings.
+CODED_COLUMNS = ("task_id", "model", "job", "exception_type")
+CODED = pa.dictionary(pa.int32(), pa.string())
+
 
 @dataclass
 class Telemetry:
@@ -96,14 +103,34 @@ def null_column(type_: pa.DataType, n: int) -> pa.ChunkedArray:
 
     ``pa.nulls`` allocates a zeroed value buffer (8 bytes a row for a timestamp): the eight
     phase columns most sources lack would cost ~640 MB at 10M rows. Slices of one cached,
-    immutable chunk cost nothing per row and read exactly like a fresh null array.
+    immutable chunk cost nothing per row and read exactly like a fresh null array. The chunk
+    grows (powers of two) to NULL_CHUNK_ROWS as callers ask for more: a small input does not
+    pay for zeroing 8 MiB a type.
     """
     chunk = _NULL_CHUNKS.get(type_)
-    if chunk is None:
-        chunk = _NULL_CHUNKS[type_] = pa.nulls(NULL_CHUNK_ROWS, type_)
+    if chunk is None or len(chunk) < min(n, NULL_CHUNK_ROWS):
+        size = min(1 << max(n - 1, 1023).bit_length(), NULL_CHUNK_ROWS)
+        chunk = _NULL_CHUNKS[type_] = pa.nulls(size, type_)
     full, rest = divmod(n, NULL_CHUNK_ROWS)
     parts = [chunk] * full + ([chunk.slice(0, rest)] if rest or not full else [])
     return pa.chunked_array(parts, type=type_)
+
+
+def as_coded(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A text column as ``CODED`` (nulls stay null); a ``CODED`` column is returned as it came."""
+    import pyarrow.compute as pc  # only readers that encode load the compute kernels
+
+    t = col.type
+    if t == CODED:
+        return col
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+    return pc.dictionary_encode(col if col.type == pa.string() else col.cast(pa.string()))
+
+
+def coded_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the CODED_COLUMNS it has typed ``CODED``."""
+    return pa.schema([f.with_type(CODED) if f.name in CODED_COLUMNS else f for f in schema])
 
 
 def _conform(table: pa.Table, schema: pa.Schema, what: str, source: str) -> pa.Table:
@@ -114,7 +141,7 @@ def _conform(table: pa.Table, schema: pa.Schema, what: str, source: str) -> pa.T
             col = table.column(fld.name)
             if col.type != fld.type:
                 try:
-                    col = col.cast(fld.type)
+                    col = as_coded(col) if fld.type == CODED else col.cast(fld.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     raise InputError(
                         f"{source}: column '{fld.name}' has type {col.type}, expected {fld.type} ({what})"
@@ -129,18 +156,20 @@ def _conform(table: pa.Table, schema: pa.Schema, what: str, source: str) -> pa.T
     return pa.Table.from_arrays(columns, schema=schema.with_metadata(None).remove_metadata())
 
 
-def conform_rollouts(table: pa.Table, source: str = "<table>", *, columns: Sequence[str] | None = None) -> pa.Table:
+def conform_rollouts(table: pa.Table, source: str = "<table>", *, columns: Sequence[str] | None = None,
+                     coded: bool = False) -> pa.Table:
     """Cast ``table`` to ROLLOUT_SCHEMA: known columns cast, absent optional ones null.
 
     ``columns`` keeps only those canonical columns, in schema order (a consumer that never
     reads ids may drop them to save memory); only the kept required ones must be present.
+    ``coded``: the CODED_COLUMNS come out dictionary-encoded (``CODED``) instead of as strings.
     """
     keep = ROLLOUT_COLUMNS if columns is None else tuple(c for c in ROLLOUT_COLUMNS if c in set(columns))
     missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c in keep and c not in table.column_names]
     if missing:
         raise InputError(f"{source}: missing column(s) {', '.join(missing)} (a rollout needs id, started_at, finished_at)")
     relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA if f.name in keep])
-    return _conform(table, relaxed, "rollout record", source)
+    return _conform(table, coded_schema(relaxed) if coded else relaxed, "rollout record", source)
 
 
 def conform_tasks(table: pa.Table, source: str = "<table>") -> pa.Table:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry
+from sandbox_fleet.telemetry.record import CODED_COLUMNS, ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry, null_column
 
 EXTENSIONS = {
     ".parquet": "parquet",
@@ -93,18 +93,19 @@ def guess_encoding(head: bytes) -> str:
 
 
 def read_table(path: str, column_map: dict[str, str], progress: bool = False,
-               tel: Telemetry | None = None) -> Iterator[pa.Table]:
+               tel: Telemetry | None = None, *, coded: bool = False) -> Iterator[pa.Table]:
     """Yield canonical-named batches (times still raw) from one file or glob.
 
     CSV cells are all read as text (the validator parses each cell, so one bad cell costs
     at most that cell); CSV rows that do not parse are counted in ``tel.rejected``.
+    ``coded``: a Parquet file's text columns that map to CODED_COLUMNS are read as dictionaries.
     """
     kind = table_kind(path)
     if kind is None:
         raise InputError(f"{path}: unknown table type (expected .parquet, .csv or .jsonl)")
     _check_files(path)
     if kind == "parquet" and not any(ch in path for ch in "*?["):
-        yield from _read_parquet_file(Path(path), column_map, progress)
+        yield from _read_parquet_file(Path(path), column_map, progress, coded)
         return
     encoding = guess_encoding(_head(path))
     if kind == "json" and encoding != "utf-8":
@@ -220,34 +221,67 @@ def _column_pairs(path: str | Path, names: list[str], column_map: dict[str, str]
     return pairs
 
 
-def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool) -> Iterator[pa.Table]:
+def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
+                       coded: bool = False) -> Iterator[pa.Table]:
     """One Parquet file, a row group at a time, straight from pyarrow.
 
     Memory: at 10M rows DuckDB's scan buffered ~600 MB more than the batches it handed
     over; pyarrow decodes one row group (at most BATCH_ROWS rows at a time) and no more.
+    A column chunk whose statistics say every value is null is not decoded at all (the
+    eight phase columns most sources leave empty cost ~0.7 s at 10M rows).
     """
     try:
         if path.name.lower().endswith(".gz"):
             # Parquet cannot be read compressed: the whole file is inflated into memory once.
             with pa.input_stream(str(path), compression="gzip") as stream:
-                pf = pq.ParquetFile(pa.BufferReader(stream.read()))
+                source = pa.BufferReader(stream.read())
         else:
-            pf = pq.ParquetFile(path)
+            source = str(path)
+        pf = pq.ParquetFile(source)
+        pairs = _column_pairs(path, pf.schema_arrow.names, column_map)
+        text = _text_columns(pf.schema_arrow, pairs) if coded else []
+        if text:
+            pf = pq.ParquetFile(source, read_dictionary=text)
     except (pa.ArrowInvalid, OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
-    pairs = _column_pairs(path, pf.schema_arrow.names, column_map)
     sources = list(dict.fromkeys(src for src, _ in pairs))  # read each source column once
     try:
         for i in track(range(pf.num_row_groups), f"reading {path.name}", progress, min_items=4):
+            empty = _all_null(pf, i, sources)
+            read = [s for s in sources if s not in empty] if len(empty) < len(sources) else sources
             if pf.metadata.row_group(i).num_rows <= 2 * BATCH_ROWS:
-                parts = [pf.read_row_group(i, columns=sources)]
+                parts = [pf.read_row_group(i, columns=read)]
             else:  # a huge row group is streamed in batches rather than decoded whole
                 parts = (pa.Table.from_batches([b]) for b in
-                         pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[i], columns=sources))
+                         pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[i], columns=read))
             for part in parts:
+                for name in (empty if read is not sources else ()):
+                    field = pf.schema_arrow.field(name)
+                    part = part.append_column(field, null_column(field.type, part.num_rows))
                 yield _select(part, pairs)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
+
+
+def _text_columns(schema: pa.Schema, pairs: list[tuple[str, str]]) -> list[str]:
+    """Source columns of CODED_COLUMNS stored as text: read as dictionaries, never decoded."""
+    return [src for src, canonical in pairs if canonical in CODED_COLUMNS
+            and (pa.types.is_string(schema.field(src).type) or pa.types.is_large_string(schema.field(src).type))]
+
+
+def _all_null(pf: pq.ParquetFile, group: int, sources: list[str]) -> set[str]:
+    """The flat columns of row group ``group`` whose statistics count every value as null."""
+    meta = pf.metadata.row_group(group)
+    if meta.num_columns != len(pf.schema_arrow) or meta.num_rows == 0:
+        return set()  # nested columns: leaves do not map one to one to the columns read
+    out = set()
+    for j in range(meta.num_columns):
+        chunk = meta.column(j)
+        stats = chunk.statistics
+        if (chunk.path_in_schema in sources and stats is not None and stats.has_null_count
+                and stats.null_count == meta.num_rows and not pa.types.is_nested(pf.schema_arrow.field(chunk.path_in_schema).type)):
+            out.add(chunk.path_in_schema)
+    return out
 
 
 def _select(part: pa.Table, pairs: list[tuple[str, str]]) -> pa.Table:

@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
+    CODED,
+    CODED_COLUMNS,
     PHASES,
     REQUIRED_ROLLOUT_COLUMNS,
     TS,
@@ -36,13 +38,16 @@ MIXED_UNITS = "mixed epoch units"
 IMPLAUSIBLE = "implausible time"
 
 
-def _blank_to_null(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+def _blank_to_null(col: pa.ChunkedArray | pa.Array, coded: bool = False) -> pa.ChunkedArray | pa.Array:
     """Empty strings as null; any other column is returned as it came, never copied.
 
     The type is checked before anything else: combining chunks first cost a copy of
     every column of every batch (~1.2 s at 10M rows) for the few text columns that need it.
+    ``coded``: a ``CODED`` column stays encoded (only its dictionary is looked at).
     """
     t = col.type
+    if coded and t == CODED:
+        return _blank_codes_to_null(col)
     if pa.types.is_dictionary(t):
         if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
             return col.cast(t.value_type)
@@ -54,6 +59,17 @@ def _blank_to_null(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Arra
     if not pc.any(blank).as_py():
         return col
     return pc.if_else(blank, pa.scalar(None, t), col)
+
+
+def _blank_codes_to_null(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """``_blank_to_null`` of a ``CODED`` column: rows whose code names "" get a null code."""
+    if isinstance(col, pa.ChunkedArray):
+        return pa.chunked_array([_blank_codes_to_null(c) for c in col.chunks], type=col.type)
+    blank = pc.equal(col.dictionary, "")
+    if not pc.any(blank).as_py():
+        return col
+    hit = pc.fill_null(pc.take(blank, col.indices), False)
+    return pa.DictionaryArray.from_arrays(pc.if_else(hit, None, col.indices), col.dictionary)
 
 
 def clean_batch(
@@ -68,7 +84,8 @@ def clean_batch(
         raise InputError(
             f"{source}: missing column(s) {', '.join(missing)} (a rollout needs id, started_at, finished_at; use --map canonical=source)"
         )
-    cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name)) for name in table.column_names}
+    cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name), opts.coded and name in CODED_COLUMNS)
+                                 for name in table.column_names}
     n = table.num_rows
     unparsable = mixed = pa.array(np.zeros(n, dtype=bool))
     for name in ("started_at", "finished_at", *PHASE_TIME_COLUMNS):
@@ -104,7 +121,7 @@ def clean_batch(
         out = out.filter(pc.invert(gone))
     out = clean_cells(out, source, tel, state)
     # conform_rollouts fills absent columns from shared null chunks (no per-row memory).
-    return conform_rollouts(out, source)
+    return conform_rollouts(out, source, coded=opts.coded)
 
 
 def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
@@ -185,7 +202,14 @@ def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
     # every id (~700 MB at 10M rows), and DuckDB's hash() cost its import (~0.2 s) and a pass.
     chunks = [c.cast(pa.large_string()) if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type))
               else c for c in ids.chunks]
-    return np.concatenate([_chunk_hashes(c) for c in chunks]) if chunks else np.zeros(0, np.uint64)
+    if len(chunks) < 2:
+        return _chunk_hashes(chunks[0]) if chunks else np.zeros(0, np.uint64)
+    # Chunks hash independently in NumPy passes that release the GIL: two at a time
+    # (0.59 -> 0.33 s at 10M rows on two cores), each chunk's result the same as alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return np.concatenate(list(pool.map(_chunk_hashes, chunks)))
 
 
 def drop_duplicates(table: pa.Table, tel: Telemetry) -> pa.Table:
