@@ -65,7 +65,7 @@ class SimResult:
     n_rollouts: int = 0
     inference: object = None  # inference.figures.ServedRun when an inference pool served the model calls
     _sweeps: dict = field(default_factory=dict, repr=False)
-    _derived: dict = field(default_factory=dict, repr=False)
+    _derived: dict = field(default_factory=lambda: _Derived(), repr=False)
 
     @classmethod
     def build(cls, *, workloads, fleets, offsets, r_label, rows, r_arrival, rl, preemptions, area_busy, area_wait, end_s, engine):
@@ -154,8 +154,9 @@ class SimResult:
             else:
                 sojourn_end = self.finish_s[term]
                 sojourn_start = self.rollout_arrival_s[self.rollout[term]]
-            d.update(started=started, term=term, s0=s0, s1=s1, hold=s1 - s0, waits=ends - self.arrival_s,
-                     sojourn_start=sojourn_start, sojourn_end=sojourn_end)
+            arrival = self.arrival_s
+            d.update(started=started, term=term, s0=s0, s1=s1, sojourn_start=sojourn_start, sojourn_end=sojourn_end,
+                     lazy={"hold": lambda: s1 - s0, "waits": lambda: ends - arrival})
         return d
 
     def micros(self, seconds: np.ndarray) -> np.ndarray:
@@ -336,6 +337,19 @@ class SimResult:
             sel = np.flatnonzero((wk == w) & (lab >= 0))
             out[sel] = np.asarray(labels, dtype=object)[lab[sel]]
         return pa.array(out.tolist(), pa.string())
+
+
+class _Derived(dict):
+    """``SimResult.derived``'s cache. ``hold`` and ``waits`` are computed when first read: the checks
+    read them after the concurrency sweep, which then runs without them alive (a smaller peak, and
+    they reuse the sweep's freed memory instead of fresh pages)."""
+
+    def __missing__(self, key):
+        make = self.get("lazy", {}).get(key)
+        if make is None:
+            raise KeyError(key)
+        value = self[key] = make()
+        return value
 
 
 def _ts(us: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
