@@ -165,8 +165,8 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     verify = _join(parts["v"], float)
     plan = _join(parts["s"], np.int8)
     phase = _join(parts["p"], np.int8)
-    hold = build + agent
-    hold += verify  # (build + agent) + verify, without a second temporary
+    hold = hold_of(build, agent, verify, all(ep.build is None for ep in episodes),
+                   all(ep.verifier is None for ep in episodes))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
@@ -218,7 +218,7 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         agent_raw=agent_raw,
         verify_raw=verify_raw,
         may_retry_np=may_retry,
-        any_retry=bool(may_retry.any()),
+        any_retry=bool(retrying.any()) and bool(may_retry.any()),  # (not reading an all-zero mask)
         arr_t_np=arr_t_np,
         arr_ids=arr_ids,
         arr_in_order=arr_in_order,
@@ -231,6 +231,21 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
     )
+
+
+def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build: bool, zero_verify: bool) -> np.ndarray:
+    """``(build + agent) + verify``, bit for bit, without reading a phase that is all zeros.
+
+    ``zero_build`` / ``zero_verify``: that phase never runs (no build, no verifier in any episode),
+    so its array is still the allocator's untouched zero pages. Adding +0.0 instead leaves every
+    value as it is except -0.0, which becomes +0.0 exactly as adding the zeros would.
+    """
+    hold = np.add(agent, 0.0) if zero_build else build + agent
+    if not zero_verify:
+        hold += verify  # in place: no second temporary
+    elif not zero_build:
+        hold += 0.0  # (a + 0.0) + 0.0 is a + 0.0: only needed once
+    return hold
 
 
 def _join(arrays: list[np.ndarray], dtype) -> np.ndarray:
