@@ -84,3 +84,40 @@ def test_integral_is_the_area_under_the_open_interval_count():
         count[a:b] += 1
     assert integral(start_us / 1e6, end_us / 1e6) == count.sum() / 1e6
     assert integral(np.zeros(0), np.zeros(0)) == 0.0
+
+
+# --- the copy-free helpers against the expressions they replace ---------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sandbox_fleet.simulate.invariants import _abs_max, _each_once  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 12), max_size=14), st.integers(0, 12), st.booleans())
+def test_each_once_matches_bincount(ids, n, in_order):
+    arr = np.array(sorted(ids) if in_order else ids, dtype=np.int64)
+    counts = np.bincount(arr, minlength=n)
+    assert _each_once(arr, n) == (counts.size == n and bool(np.all(counts == 1)))
+
+
+def test_each_once_on_hand_cases():
+    assert _each_once(np.arange(5), 5)
+    assert not _each_once(np.array([0, 1, 1, 3, 4]), 5)  # ends right, a repeat inside
+    assert not _each_once(np.array([0, 2, 4]), 3)  # in order, wrong values
+    assert _each_once(np.array([2, 0, 1]), 3)  # out of order: still each once
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=False, width=64)), max_size=20))
+def test_abs_max_matches_nanmax_of_abs(xs):
+    x = np.array(xs, dtype=float)
+    expected = float(np.nanmax(np.abs(x), initial=0.0)) if x.size and not np.all(np.isnan(x)) else 0.0
+    assert _abs_max(x) == expected
+
+
+def test_repeated_rollout_still_caught(res):
+    roll = res.rollout.copy()
+    roll[5] = roll[4]
+    with pytest.raises(InvariantError, match="one_terminal_state"):
+        check_invariants(broken(res, rollout=roll), n_expected=res.n_rollouts)

@@ -12,6 +12,7 @@ from sandbox_fleet.simulate import (
     Exponential,
     Fleet,
     Mixture,
+    Poisson,
     Replay,
     SyncRL,
     run_workloads,
@@ -69,3 +70,18 @@ def test_phase_timestamps():
     sec = lambda k: (row[k] - row["started_at"]).total_seconds()
     assert [sec("environment_setup_finished_at"), sec("agent_execution_finished_at"), sec("verifier_finished_at")] == [2.0, 12.0, 15.0]
     assert row["agent_setup_started_at"] is None
+
+
+def test_derived_hold_and_waits_equal_a_loop_over_rows():
+    """``hold`` and ``waits`` (computed on first read) against a plain loop, on a run with drops."""
+    res = run_workloads(Fleet(cap=2, queue_timeout_s=0.5), [Poisson(rate_per_s=6.0, n=400, holds=Exponential(1.0))], seed=3,
+                         check=False)
+    d = res.derived()
+    assert "hold" not in d and "waits" not in d  # not built until read
+    starts, fins, arrs = res.start_s.tolist(), res.finish_s.tolist(), res.arrival_s.tolist()
+    holds = [f - s for s, f in zip(starts, fins) if s == s]  # s == s: not NaN (held a sandbox)
+    waits = [(s if s == s else f) - a for s, f, a in zip(starts, fins, arrs)]
+    assert any(s != s for s in starts)  # some rollouts were dropped
+    assert d["hold"].tolist() == holds
+    assert d["waits"].tolist() == waits
+    assert res.derived()["hold"] is d["hold"]  # computed once

@@ -51,8 +51,10 @@ def _area(times: np.ndarray, level: np.ndarray, block: int = 1 << 20) -> int:
     return total
 
 
-#: Events handled per pass when compacting the sorted events into (times, level).
-BLOCK = 1 << 20
+#: Events handled per pass when compacting the sorted events into (times, level). 256k events keep
+#: each pass's temporaries near 7 MB (about 29 bytes an event), so they stay in memory the allocator
+#: already holds instead of faulting in fresh pages; any size gives the same figures.
+BLOCK = 1 << 18
 
 
 def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:

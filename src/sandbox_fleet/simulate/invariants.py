@@ -44,8 +44,8 @@ def _check(res, n_expected: int) -> None:
         fail("one_terminal_state", "an attempt was still running when the run ended")
     d = res.derived()
     term = d["term"]  # codes 0..3 (<= DROPPED, so != RETRIED) are the terminal states
-    counts = np.bincount(res.rollout if term.all() else res.rollout[term], minlength=n_expected)
-    if counts.size != n_expected or np.any(counts != 1):
+    if not _each_once(res.rollout if term.all() else res.rollout[term], n_expected):
+        counts = np.bincount(res.rollout if term.all() else res.rollout[term], minlength=n_expected)
         bad = np.flatnonzero(counts != 1)
         r = int(bad[0]) if bad.size else -1
         fail("one_terminal_state", f"rollout {r} has {counts[r] if r >= 0 else '?'} terminal attempts")
@@ -84,7 +84,7 @@ def _check(res, n_expected: int) -> None:
         rounding = 1e-6 * sojourn_end.size  # the sweep line runs on whole microseconds
     # Each time carries a float error of one ulp of its magnitude, so late clocks (far
     # from run.epoch) round more than a microsecond per interval.
-    horizon = float(np.nanmax(np.abs(res.finish_s), initial=0.0)) if res.finish_s.size else 0.0
+    horizon = _abs_max(res.finish_s)
     rounding += 4 * np.finfo(float).eps * horizon * max(1, res.finish_s.size)
     for name, area, direct in checks:
         if abs(area - direct) > 1e-9 * max(1.0, abs(direct)) + 1e-6 + rounding:
@@ -117,3 +117,24 @@ def integral(start: np.ndarray, end: np.ndarray, micros=to_us) -> float:
     if np.any(length_us < 0):
         raise InvariantError("invariant littles_law violated: a rollout left the system before it arrived")
     return int(length_us.sum(dtype=np.int64)) / 1e6
+
+
+def _each_once(ids: np.ndarray, n: int) -> bool:
+    """Whether ``ids`` holds each of 0..n-1 exactly once: ``bincount(ids, minlength=n) == 1``
+    everywhere, decided without an n-sized count array when they are in order (as rows are)."""
+    if ids.size != n:
+        return False
+    if n == 0:
+        return True
+    if ids[0] == 0 and ids[-1] == n - 1 and bool(np.all(ids[1:] > ids[:-1])):
+        return True  # n strictly increasing integers from 0 to n - 1 are 0..n-1
+    counts = np.bincount(ids, minlength=n) if ids.min() >= 0 else None
+    return counts is not None and counts.size == n and bool(np.all(counts == 1))
+
+
+def _abs_max(x: np.ndarray) -> float:
+    """``nanmax(abs(x), initial=0.0)`` without an ``abs`` copy: the largest magnitude is the
+    largest value or minus the smallest (NaN ignored)."""
+    if x.size == 0:
+        return 0.0
+    return float(max(np.fmax.reduce(x, initial=0.0), -np.fmin.reduce(x, initial=0.0)))

@@ -34,27 +34,30 @@ from sandbox_fleet.simulate.entities import (
 from sandbox_fleet.simulate.model import SimulateSummary
 
 
-def _quantiles(v: np.ndarray) -> dict:
+def _quantiles(v: np.ndarray, scratch: np.ndarray | None = None) -> dict:
+    """Mean, p50 and p99 of ``v``; ``scratch`` (a spare float array, overwritten) saves the copy
+    ``percentile`` would make when it is at least ``v``'s size."""
     if v.size == 0:
         return {"mean": None, "p50": None, "p99": None}
-    p50, p99 = np.percentile(v, [50, 99]).tolist()  # one partition for both
+    if scratch is not None and scratch.size >= v.size:
+        work = scratch[: v.size]
+        np.copyto(work, v)
+        p50, p99 = np.percentile(work, [50, 99], overwrite_input=True).tolist()  # one partition, no copy
+    else:
+        p50, p99 = np.percentile(v, [50, 99]).tolist()  # one partition for both
     return {"mean": float(v.mean()), "p50": p50, "p99": p99}
 
 
-def _hold_summary(v: np.ndarray) -> dict:
+def _hold_summary(v: np.ndarray) -> tuple[dict, np.ndarray | None]:
+    """The hold figures, and the sorted copy they were read from (a spare buffer for the caller)."""
     if v.size == 0:
-        return dict.fromkeys(("rows", "min", "median", "mean", "p90", "p99", "max"))
+        return dict.fromkeys(("rows", "min", "median", "mean", "p90", "p99", "max")), None
     s = np.sort(v)  # the mean is summed in sorted order (as measure's hold summary does)
-    p50, p90, p99 = np.percentile(s, [50, 90, 99]).tolist()
-    return {
-        "rows": int(s.size),
-        "min": float(s[0]),
-        "median": p50,
-        "mean": float(s.mean()),
-        "p90": p90,
-        "p99": p99,
-        "max": float(s[-1]),
-    }
+    out = {"rows": int(s.size), "min": float(s[0]), "mean": float(s.mean()), "max": float(s[-1])}
+    # Read before the partition below reorders s; the quantiles depend only on its values.
+    p50, p90, p99 = np.percentile(s, [50, 90, 99], overwrite_input=True).tolist()
+    return {"rows": out["rows"], "min": out["min"], "median": p50, "mean": out["mean"], "p90": p90, "p99": p99,
+            "max": out["max"]}, s
 
 
 def concurrency(start: np.ndarray, finish: np.ndarray) -> dict:
@@ -87,6 +90,7 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
     sojourn = d["sojourn_end"] - d["sojourn_start"]
     t0 = float(np.nanmin(res.rollout_arrival_s)) if n else 0.0
     horizon = sim_time - t0
+    hold_figures, spare = _hold_summary(hold)
     out: dict = {
         **head,
         "rollouts": n,
@@ -95,7 +99,7 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
         "dropped": n_state["dropped"],
         "sim_time_s": sim_time,
         "concurrency": dict(res.concurrency_stats()),
-        "hold_s": _hold_summary(hold),
+        "hold_s": hold_figures,
         "outcomes": {
             "rows": n,
             **n_state,
@@ -104,7 +108,7 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
             "timeout_rate": n_state["timeouts"] / n if n else None,
             "completed_rate": n_state["completed"] / n if n else None,
         },
-        "queue_wait_s": _quantiles(waits),
+        "queue_wait_s": _quantiles(waits, spare),
         "utilisation": sandbox_s / (sum(caps) * sim_time) if capped and sim_time > 0 else None,
         "sandbox_hours": sandbox_s / 3600,
         "lost_sandbox_hours": {

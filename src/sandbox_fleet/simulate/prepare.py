@@ -54,6 +54,7 @@ class Prepared:
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
+    arr_owned: bool = False  # arr_t_np was drawn for this run (not a workload's own array): results may keep it
     inference: object = None  # inference.Inference: model calls served by a pool
     turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
 
@@ -147,12 +148,16 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
     times, ids = [], []
+    given = False  # some stream is a workload's own array (a replay at start_s 0), not a fresh draw
     for w, wl in enumerate(workloads):
         if wl.kind != OPEN:
             continue
-        times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))
+        t = wl.arrivals(stream(seed, ARRIVALS, w))
+        given |= any(t is v for v in vars(wl).values())
+        times.append(np.asarray(t, dtype=float))
         ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
     arr_t_np, arr_ids = _merge_arrivals(times, ids, offsets)
+    arr_owned = not given or len(times) > 1  # several streams: the merge built a new array
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
 
     build = _join(parts["b"], float)
@@ -160,8 +165,8 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
     verify = _join(parts["v"], float)
     plan = _join(parts["s"], np.int8)
     phase = _join(parts["p"], np.int8)
-    hold = build + agent
-    hold += verify  # (build + agent) + verify, without a second temporary
+    hold = hold_of(build, agent, verify, all(ep.build is None for ep in episodes),
+                   all(ep.verifier is None for ep in episodes))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
@@ -213,10 +218,11 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         agent_raw=agent_raw,
         verify_raw=verify_raw,
         may_retry_np=may_retry,
-        any_retry=bool(may_retry.any()),
+        any_retry=bool(retrying.any()) and bool(may_retry.any()),  # (not reading an all-zero mask)
         arr_t_np=arr_t_np,
         arr_ids=arr_ids,
         arr_in_order=arr_in_order,
+        arr_owned=arr_owned,
         retry_pos=retry_pos,
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],
@@ -225,6 +231,21 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
     )
+
+
+def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build: bool, zero_verify: bool) -> np.ndarray:
+    """``(build + agent) + verify``, bit for bit, without reading a phase that is all zeros.
+
+    ``zero_build`` / ``zero_verify``: that phase never runs (no build, no verifier in any episode),
+    so its array is still the allocator's untouched zero pages. Adding +0.0 instead leaves every
+    value as it is except -0.0, which becomes +0.0 exactly as adding the zeros would.
+    """
+    hold = np.add(agent, 0.0) if zero_build else build + agent
+    if not zero_verify:
+        hold += verify  # in place: no second temporary
+    elif not zero_build:
+        hold += 0.0  # (a + 0.0) + 0.0 is a + 0.0: only needed once
+    return hold
 
 
 def _join(arrays: list[np.ndarray], dtype) -> np.ndarray:

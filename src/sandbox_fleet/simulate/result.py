@@ -65,7 +65,7 @@ class SimResult:
     n_rollouts: int = 0
     inference: object = None  # inference.figures.ServedRun when an inference pool served the model calls
     _sweeps: dict = field(default_factory=dict, repr=False)
-    _derived: dict = field(default_factory=dict, repr=False)
+    _derived: dict = field(default_factory=lambda: _Derived(), repr=False)
 
     @classmethod
     def build(cls, *, workloads, fleets, offsets, r_label, rows, r_arrival, rl, preemptions, area_busy, area_wait, end_s, engine):
@@ -75,17 +75,23 @@ class SimResult:
             order = np.lexsort((att, roll))
             rows = {k: v[order] for k, v in rows.items()}
             roll, att = rows["rollout"], rows["attempt"]
-        if roll.size == offsets[-1]:  # one row per rollout, in rollout order
+        if offsets.size == 2:  # one workload: every row is workload 0 and its index is its rollout id
+            wk = np.zeros(roll.size, dtype=np.int64)  # zeroed lazily by the allocator: no pages touched here
+            index = roll  # the same values: shared, not copied (nothing writes into a result's arrays)
+        elif roll.size == offsets[-1]:  # one row per rollout, in rollout order
             wk = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
-            label = np.asarray(r_label, dtype=np.int64)
         else:
             wk = np.searchsorted(offsets, roll, side="right") - 1
-            label = np.asarray(r_label, dtype=np.int64)[roll]
+        if offsets.size != 2:
+            index = roll - offsets[wk]
+        label = np.asarray(r_label, dtype=np.int64)
+        if roll.size != offsets[-1]:
+            label = label[roll]
         return cls(
             workloads=workloads,
             fleets=fleets,
             workload=wk,
-            index=roll - offsets[wk],
+            index=index,
             rollout=roll,
             attempt=att,
             arrival_s=rows["arrival_s"],
@@ -148,8 +154,9 @@ class SimResult:
             else:
                 sojourn_end = self.finish_s[term]
                 sojourn_start = self.rollout_arrival_s[self.rollout[term]]
-            d.update(started=started, term=term, s0=s0, s1=s1, hold=s1 - s0, waits=ends - self.arrival_s,
-                     sojourn_start=sojourn_start, sojourn_end=sojourn_end)
+            arrival = self.arrival_s
+            d.update(started=started, term=term, s0=s0, s1=s1, sojourn_start=sojourn_start, sojourn_end=sojourn_end,
+                     lazy={"hold": lambda: s1 - s0, "waits": lambda: ends - arrival})
         return d
 
     def micros(self, seconds: np.ndarray) -> np.ndarray:
@@ -193,10 +200,14 @@ class SimResult:
         attempt ends, slot refills (pools with a provisioning delay), build ends (pools
         with a start cap), RL releases and trainer steps, preemptions, model calls in and out."""
         n = int(self.state.size)
-        pool = np.array([wl.pool for wl in self.workloads])[self.workload]
         started = self.started
-        refill = np.array([f.provision_delay_s > 0 for f in self.fleets])[pool]
-        build = np.array([f.start_cap is not None for f in self.fleets])[pool]
+        if len(self.fleets) == 1:  # one pool: its flags hold for every row (no per-row pool lookup)
+            refill = self.fleets[0].provision_delay_s > 0
+            build = self.fleets[0].start_cap is not None
+        else:
+            pool = np.array([wl.pool for wl in self.workloads])[self.workload]
+            refill = np.array([f.provision_delay_s > 0 for f in self.fleets])[pool]
+            build = np.array([f.start_cap is not None for f in self.fleets])[pool]
         rl = sum(1 + int(st["train_end_s"].size) for st in self.steps.values())
         calls = 2 * int(self.inference.sojourn_s.size) if self.inference is not None else 0  # call in, call out
         return 2 * n + int(np.count_nonzero(started & refill)) + int(np.count_nonzero(started & build)) + rl + self.preemptions + calls
@@ -326,6 +337,19 @@ class SimResult:
             sel = np.flatnonzero((wk == w) & (lab >= 0))
             out[sel] = np.asarray(labels, dtype=object)[lab[sel]]
         return pa.array(out.tolist(), pa.string())
+
+
+class _Derived(dict):
+    """``SimResult.derived``'s cache. ``hold`` and ``waits`` are computed when first read: the checks
+    read them after the concurrency sweep, which then runs without them alive (a smaller peak, and
+    they reuse the sweep's freed memory instead of fresh pages)."""
+
+    def __missing__(self, key):
+        make = self.get("lazy", {}).get(key)
+        if make is None:
+            raise KeyError(key)
+        value = self[key] = make()
+        return value
 
 
 def _ts(us: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
