@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from sandbox_fleet.telemetry.record import Telemetry
-from sandbox_fleet.telemetry.validate import DUPLICATE, _id_hashes, drop_duplicates
+from sandbox_fleet.telemetry.validate import DUPLICATE, BatchIdHashes, _id_hashes, drop_duplicates
 
 
 def test_equal_strings_hash_alike_whatever_the_chunk_type_or_offset():
@@ -45,3 +45,65 @@ def test_first_of_each_id_kept_as_duckdb_says(seed):
     want = [r[0] for r in con.execute("SELECT min(row) AS first FROM t GROUP BY id ORDER BY first").fetchall()]
     assert kept.column("row").to_pylist() == want
     assert tel.rejected.get(DUPLICATE, 0) == 1000 - len(want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hashes_queued_batch_by_batch_keep_what_duckdb_keeps(seed):
+    # Batches hashed on the worker as they come (one empty, one of two chunks) must select
+    # the same first rows as one GROUP BY over the concatenated table.
+    rng = np.random.default_rng(100 + seed)
+    pool = [f"task-{int(v)}" * int(rng.integers(1, 3)) for v in rng.integers(0, 10**9, 200)]
+    ids = [pool[int(i)] for i in rng.integers(0, len(pool), 900)]
+    cuts = sorted(int(c) for c in rng.integers(1, 899, 3))
+    bounds = [0, cuts[0], cuts[0], cuts[1], cuts[2], 900]  # the second batch is empty
+    batches = []
+    for a, b in zip(bounds, bounds[1:]):
+        mid = (a + b) // 2
+        batches.append(pa.Table.from_batches(
+            [pa.record_batch({"id": pa.array(ids[a:mid], pa.large_string()), "row": pa.array(range(a, mid), pa.int64())}),
+             pa.record_batch({"id": pa.array(ids[mid:b], pa.large_string()), "row": pa.array(range(mid, b), pa.int64())})]))
+    hashed = BatchIdHashes()
+    for batch in batches:
+        hashed.add(batch)
+    table = pa.concat_tables(batches)
+    tel = Telemetry(rollouts=table)
+    kept = drop_duplicates(table, tel, hashed)
+    con = duckdb.connect()
+    con.register("t", table)
+    want = [r[0] for r in con.execute("SELECT min(row) AS first FROM t GROUP BY id ORDER BY first").fetchall()]
+    assert kept.column("row").to_pylist() == want
+    assert tel.rejected.get(DUPLICATE, 0) == 900 - len(want)
+
+
+def test_queued_hashes_that_miss_rows_are_not_used():
+    # Hashes of fewer rows than the table (a batch not queued) fall back to hashing the table.
+    first = pa.table({"id": ["a", "b"], "row": [0, 1]})
+    table = pa.concat_tables([first, pa.table({"id": ["a", "c", "b"], "row": [2, 3, 4]})])
+    hashed = BatchIdHashes()
+    hashed.add(first)
+    tel = Telemetry(rollouts=table)
+    assert drop_duplicates(table, tel, hashed).column("row").to_pylist() == [0, 1, 3]
+    assert tel.rejected[DUPLICATE] == 2
+
+
+def test_load_dedups_across_row_groups(tmp_path):
+    # Through the reader: a Parquet file of three row groups with ids repeated across them.
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.telemetry import load_telemetry
+
+    n = 3000
+    rng = np.random.default_rng(7)
+    ids = [f"r{int(v)}" for v in rng.integers(0, 2000, n)]
+    start = np.datetime64("2026-01-01T00:00:00", "us") + np.arange(n).astype("timedelta64[s]")
+    table = pa.table({"id": ids, "started_at": pa.array(start, pa.timestamp("us", "UTC")),
+                      "finished_at": pa.array(start + np.timedelta64(5, "s"), pa.timestamp("us", "UTC"))})
+    path = tmp_path / "dups.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    tel = load_telemetry([str(path)], progress=False)
+    first = {}
+    for i, v in enumerate(ids):
+        first.setdefault(v, i)
+    want = [ids[i] for i in sorted(first.values())]
+    assert tel.rollouts.column("id").to_pylist() == want
+    assert tel.rejected.get(DUPLICATE, 0) == n - len(want)

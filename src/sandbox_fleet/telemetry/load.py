@@ -14,7 +14,7 @@ from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema
 from sandbox_fleet.telemetry.sniff import sniff
 from sandbox_fleet.telemetry.table import read_table
-from sandbox_fleet.telemetry.validate import clean_batch, drop_duplicates
+from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates
 
 
 def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
@@ -45,7 +45,7 @@ def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
         yield reader(target, opts, tel)
 
 
-def _read_one(path: str, opts: ReadOptions, tel: Telemetry) -> tuple[list[pa.Table], int]:
+def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashes) -> tuple[list[pa.Table], int]:
     fmt = opts.fmt or sniff(path)
     if opts.column_map and fmt != "table":
         warn_once(tel, f"--map applies to Parquet/CSV/JSONL tables only; ignored for {fmt} input {path}")
@@ -55,6 +55,7 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry) -> tuple[list[pa.Tab
     for raw in _raw_batches(path, fmt, opts, tel):
         seen += raw.num_rows
         tables.append(clean_batch(raw, path, opts, tel, state))
+        hashed.add(tables[-1])
     if seen == 0 and sum(tel.rejected.values()) == rejected_before:
         raise InputError(f"{path}: no rollouts in this input (empty)")
     return tables, seen
@@ -95,18 +96,23 @@ def load_telemetry(
     tel = Telemetry(rollouts=ROLLOUT_SCHEMA.empty_table())
     tables: list[pa.Table] = []
     total = 0
-    for path in paths:
-        got, seen = _read_one(str(path), opts, tel)
-        tables.extend(got)
-        total += seen
-        tel.sources.append(str(path))
+    hashed = BatchIdHashes()
+    try:
+        for path in paths:
+            got, seen = _read_one(str(path), opts, tel, hashed)
+            tables.extend(got)
+            total += seen
+            tel.sources.append(str(path))
+    except BaseException:
+        hashed.close()
+        raise
     relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA])
     if coded:
         relaxed = coded_schema(relaxed)
     rollouts = pa.concat_tables([t.cast(relaxed) for t in tables]) if tables else relaxed.empty_table()
     if coded:  # each row group brought its own dictionary: one per column from here on
         rollouts = rollouts.unify_dictionaries()
-    rollouts = drop_duplicates(rollouts, tel)
+    rollouts = drop_duplicates(rollouts, tel, hashed)
     if rollouts.num_rows == 0:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))
         raise InputError(f"all {total} rows were rejected ({reasons}); nothing to measure")
