@@ -72,6 +72,16 @@ def run(side: str, n: int, c: int, src: str | None) -> dict:
     return {**json.loads(out.strip().splitlines()[-1]), "process": whole}
 
 
+def _stream(c: int, n: int):
+    """Seeded M/M/c arrivals and holds for the recursion-alone timings, as arrays and as lists."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    arr = np.cumsum(rng.exponential(1.0 / (RHO * c * MU), n))
+    hold = rng.exponential(1.0 / MU, n)
+    return arr, hold, arr.tolist(), hold.tolist()
+
+
 def marginal(rounds: int, c: int, src: str | None) -> tuple[dict, dict]:
     """Marginal rates per side (wall and CPU) and whole-process times at the small size."""
     rates: dict[str, dict[str, list[float]]] = {s: {"wall": [], "cpu": []} for s in SIDES}
@@ -101,10 +111,7 @@ def compiled_figures(caps: list[int], rounds: int) -> None:
     n = 1_000_000
     print(f"FIFO recursion alone, {n:,} rollouts, in-process, median of {rounds} (CPU seconds)")
     for c in caps:
-        rng = np.random.default_rng(1)
-        arr = np.cumsum(rng.exponential(1.0 / (RHO * c * MU), n))
-        hold = rng.exponential(1.0 / MU, n)
-        arr_l, hold_l = arr.tolist(), hold.tolist()
+        arr, hold, arr_l, hold_l = _stream(c, n)
         pure, comp = [], []
         out = np.empty(n)
         for _ in range(rounds):
@@ -151,10 +158,7 @@ def numba_figures(caps: list[int], rounds: int) -> None:
     numba_fifo.place_stream([0.0] * 3, [1.0, 2.0], [1.0, 1.0], 0.0)  # compile (or load the cache)
     print(f"FIFO recursion alone, {n:,} rollouts, in-process, median of {rounds} (CPU seconds)")
     for c in caps:
-        rng = np.random.default_rng(1)
-        arr = np.cumsum(rng.exponential(1.0 / (RHO * c * MU), n))
-        hold = rng.exponential(1.0 / MU, n)
-        arr_l, hold_l = arr.tolist(), hold.tolist()
+        arr, hold, arr_l, hold_l = _stream(c, n)
         pure, comp = [], []
         for _ in range(rounds):
             c0 = time.process_time()
