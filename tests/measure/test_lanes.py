@@ -81,3 +81,23 @@ def test_model_columns_in_blocks_on_two_threads_match_duckdb(seed, n, huge, thre
     got = dict(zip(names, groups.group_rows_of(cols, n_models)))
     expect = {row[0]: tuple(int(v) for v in row[1:]) for row in sql(table, _GROUP_SQL, [threshold])}
     assert got == expect
+
+
+def test_drain_until_stops_taking_jobs_once_the_future_is_done():
+    from concurrent.futures import Future
+
+    done = Future()
+    ran = []
+
+    def job(i):
+        def run():
+            ran.append(i)
+            if i == 2:
+                done.set_result(None)  # checked before the next job: 3 and 4 stay queued
+            return i
+        return run
+
+    shared = SharedJobs([job(i) for i in range(5)])
+    shared.drain(until=done)
+    assert ran == [0, 1, 2]
+    assert shared.results() == [0, 1, 2, 3, 4] and ran == [0, 1, 2, 3, 4]

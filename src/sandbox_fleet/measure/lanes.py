@@ -22,9 +22,10 @@ class SharedJobs:
         self._next = 0
         self._lock = threading.Lock()
 
-    def drain(self) -> None:
-        """Run queued jobs on this thread until none is left (others may be running elsewhere)."""
-        while True:
+    def drain(self, until: Future | None = None) -> None:
+        """Run queued jobs on this thread until none is left (others may be running elsewhere)
+        or, with ``until``, until that future is done (checked before each job)."""
+        while until is None or not until.done():
             with self._lock:
                 i = self._next
                 if i >= len(self._jobs):

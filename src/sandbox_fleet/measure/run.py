@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import partial
 from datetime import datetime, timedelta, timezone
@@ -108,7 +108,8 @@ def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future 
     ``after`` is done: the sweep's buffers and theirs never coexist (peak memory).
 
     Returns ``(job_steps, job_rows, finish)``; ``finish()`` gives ``(steps, model_steps)`` once
-    the per-model passes are done, so the caller works on meanwhile instead of waiting.
+    the per-model passes are done (``finish.pending``: their future), so the caller works on
+    meanwhile instead of waiting.
     """
     model_codes, model_names = fr.model.labelled()
     has_jobs = bool(fr.job.names)
@@ -130,6 +131,7 @@ def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future 
         runs_by = "job" if len(job_steps) >= 2 else "model"
         return overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by), model_steps
 
+    finish.pending = models  # the per-model passes' future (None: done already)
     return job_steps, job_rows, finish
 
 
@@ -244,6 +246,11 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         shared = SharedJobs(model_jobs + [partial(measure_exceptions, fr)])
         del model_jobs
         rest = pool.submit(_then_drain, counts, shared) if lanes > 1 else None
+        # Shared jobs (blockwise: small buffers) until the per-model step passes are done; the hold
+        # sorts only then, so their buffers and those passes' never coexist (peak memory at 10M).
+        if finish_steps.pending is not None:
+            shared.drain(until=finish_steps.pending)
+            wait([finish_steps.pending])
         outcome = outcome_codes(fr, pass_threshold)
         holds = measure_holds(fr, outcome)
         del outcome
