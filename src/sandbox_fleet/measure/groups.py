@@ -23,36 +23,69 @@ from sandbox_fleet.measure.stats import (
 )
 
 
-def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[tuple[int, ...]]:
-    """Per group: rows, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in,
-    tok_out; counts by bincount and sums exact in integers (``stats.group_sums``)."""
+#: Masked group counts and sums go a block of rows at a time: they run beside the token pass,
+#: and a masked copy of every row's codes and holds would add ~100 MB at 10M rows to the peak.
+BLOCK_ROWS = 1 << 20
+
+
+def _blockwise_counts(codes: np.ndarray, n_groups: int, mask: np.ndarray) -> np.ndarray:
+    total = np.zeros(n_groups, dtype=np.int64)
+    for i in range(0, codes.size, BLOCK_ROWS):
+        total += group_counts(codes[i:i + BLOCK_ROWS], n_groups, mask[i:i + BLOCK_ROWS])
+    return total
+
+
+def _blockwise_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.ndarray) -> list[int]:
+    total = [0] * n_groups  # exact integers: block sums add up to the whole sum
+    for i in range(0, codes.size, BLOCK_ROWS):
+        part = group_sums(codes[i:i + BLOCK_ROWS], n_groups, values[i:i + BLOCK_ROWS], mask[i:i + BLOCK_ROWS])
+        total = [a + b for a, b in zip(total, part)]
+    return total
+
+
+def group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
+    """The columns of ``_group_table`` as separate jobs (no arguments, independent of each other):
+    rows, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in, tok_out; counts
+    by bincount and sums exact in integers (``stats.group_sums``)."""
     exc_col = fr.has_exception
     tok = fr.has_tokens
-    cols = [
-        group_counts(codes, n_groups),
-        group_sums(codes, n_groups, fr.hold_us),
-        group_counts(codes, n_groups, exc_col.valid),
-        group_counts(codes, n_groups, exc_col.valid & exc_col.values),
-        group_counts(codes, n_groups, fr.rewarded),
-        group_counts(codes, n_groups, fr.passed(threshold)),
-        group_counts(codes, n_groups, tok),
-        group_sums(codes, n_groups, fr.hold_us, tok),
-        fr.input_tokens.group_sums_where(codes, n_groups, tok),
-        fr.output_tokens.group_sums_where(codes, n_groups, tok),
+    hold, rewarded, passed = fr.hold_us, fr.rewarded, fr.passed(threshold)
+    tok_in, tok_out = fr.input_tokens, fr.output_tokens
+    return [
+        lambda: group_counts(codes, n_groups),
+        lambda: group_sums(codes, n_groups, hold),
+        lambda: _blockwise_counts(codes, n_groups, exc_col.valid),
+        lambda: _blockwise_counts(codes, n_groups, exc_col.valid & exc_col.values),
+        lambda: _blockwise_counts(codes, n_groups, rewarded),
+        lambda: _blockwise_counts(codes, n_groups, passed),
+        lambda: _blockwise_counts(codes, n_groups, tok),
+        lambda: _blockwise_sums(codes, n_groups, hold, tok),
+        lambda: tok_in.group_sums_where(codes, n_groups, tok),
+        lambda: tok_out.group_sums_where(codes, n_groups, tok),
     ]
+
+
+def group_rows_of(cols: list, n_groups: int) -> list[tuple[int, ...]]:
+    """``group_columns``' results as one tuple of ints per group."""
     return [tuple(int(c[g]) for c in cols) for g in range(n_groups)]
 
 
+def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[tuple[int, ...]]:
+    """Per group: the ``group_columns`` figures, computed here one after another."""
+    return group_rows_of([job() for job in group_columns(fr, codes, n_groups, threshold)], n_groups)
+
+
 def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: float,
-                  *, groups: int | None = None, key: str = "model") -> dict:
+                  *, groups: int | None = None, key: str = "model", table: list | None = None) -> dict:
     """rows, exception_rate, hold median/p99, pass_rate, token rates for each named group.
 
     Counts and sums are exact integers from one pass per column over the group codes; hold
     percentiles come from the frame's cached per-group sort (cached under ``key``). ``codes``
     index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
-    (default all), so a grouping can leave its null group out.
+    (default all), so a grouping can leave its null group out. ``table``: these codes'
+    ``_group_table``, if it was built already (``model_columns``).
     """
-    agg = _group_table(fr, codes, len(names), threshold)
+    agg = table if table is not None else _group_table(fr, codes, len(names), threshold)
     sorted_us, offsets = fr.grouped_holds(codes, len(names), key)
     out = {}
     for i, name in enumerate(names[:groups]):
@@ -80,9 +113,18 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     return out
 
 
-def by_model(fr: Frame, threshold: float) -> dict:
+def model_columns(fr: Frame, threshold: float) -> tuple[list, int]:
+    """``by_model``'s counts and sums as independent jobs (``group_columns``) and the group count;
+    they read no hold sort, so another lane can run them (1 s of bincounts at 10M rows)."""
     codes, names = fr.model.labelled()
-    out = group_figures(fr, codes, names, threshold, key="model")
+    return group_columns(fr, codes, len(names), threshold), len(names)
+
+
+def by_model(fr: Frame, threshold: float, table: list | None = None) -> dict:
+    """``group_figures`` per model plus hold histograms; ``table``: the ``model_columns`` results
+    as ``group_rows_of`` gives them, if computed already."""
+    codes, names = fr.model.labelled()
+    out = group_figures(fr, codes, names, threshold, key="model", table=table)
     for name, hist in model_hold_histograms(fr, codes, names).items():
         if name in out:
             out[name]["hold_histogram"] = hist

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import partial
 from datetime import datetime, timedelta, timezone
@@ -22,7 +22,8 @@ from sandbox_fleet.measure.concurrency import (
     shipped_cap_binding_share,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
-from sandbox_fleet.measure.groups import by_job, by_model
+from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
+from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
@@ -97,8 +98,7 @@ def _steps(enabled: bool, total: int):
         yield advance
 
 
-def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future | None = None
-               ) -> tuple[dict, dict, dict, tuple | None]:
+def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future | None = None):
     """Steps over all starts, per model and per job; the top level notes a mix of runs.
 
     Runs are jobs when the input has two or more, else models (one synchronous run per
@@ -106,28 +106,39 @@ def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future 
     so ``by_job`` does not sort the rows again. With ``pool`` the per-model passes run
     there, beside the overall and per-job ones (they share only read-only arrays), once
     ``after`` is done: the sweep's buffers and theirs never coexist (peak memory).
+
+    Returns ``(job_steps, job_rows, finish)``; ``finish()`` gives ``(steps, model_steps)`` once
+    the per-model passes are done (``finish.pending``: their future), so the caller works on
+    meanwhile instead of waiting.
     """
     model_codes, model_names = fr.model.labelled()
     has_jobs = bool(fr.job.names)
     # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
     s_all, parts = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
-    by_model = partial(_grouped_steps, fr, model_codes, model_names, (s_all, parts[0]))
+    # The times bound now: the caller releases them from ``fr`` while this may still wait to run.
+    by_model = partial(_grouped_steps, fr.start_us, fr.finish_us, model_codes, model_names, (s_all, parts[0]))
     del model_codes
     models = pool.submit(_once_done, after, by_model) if pool is not None else None
     overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
     job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
     job_steps = (measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, (s_all, parts[1]))
                  if job_rows else {})
-    model_steps = models.result() if models is not None else by_model()
+    done = by_model() if models is None else None
     del s_all, parts, by_model
-    runs_by = "job" if len(job_steps) >= 2 else "model"
-    steps = overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by)
-    return steps, model_steps, job_steps, job_rows
+
+    def finish() -> tuple[dict, dict]:
+        model_steps = models.result() if models is not None else done
+        runs_by = "job" if len(job_steps) >= 2 else "model"
+        return overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by), model_steps
+
+    finish.pending = models  # the per-model passes' future (None: done already)
+    return job_steps, job_rows, finish
 
 
-def _grouped_steps(fr: Frame, codes: np.ndarray, names: list[str], starts: tuple) -> dict[str, dict]:
+def _grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, names: list[str],
+                   starts: tuple) -> dict[str, dict]:
     # The row grouping is built when the pass starts, not held while others run (8 bytes a row).
-    return measure_grouped_steps(fr.start_us, fr.finish_us, group_rows(codes, len(names)), names, starts)
+    return measure_grouped_steps(start_us, finish_us, group_rows(codes, len(names)), names, starts)
 
 
 def _once_done(after: Future | None, work):
@@ -137,9 +148,15 @@ def _once_done(after: Future | None, work):
 
 
 def _counts_lane(fr: Frame, pass_threshold: float, seed: int, min_turn_rows: int, rejected: dict) -> tuple:
-    """The passes that read no sorted holds: phases, tokens, outcomes, exceptions, coverage, trajectories."""
+    """Passes that read no sorted holds: phases, tokens, outcomes, coverage, trajectories."""
     return (measure_phases(fr), measure_tokens(fr, min_turn_rows), measure_outcomes(fr, pass_threshold, seed),
-            measure_exceptions(fr), measure_coverage(fr, rejected), measure_trajectories(fr.table))
+            measure_coverage(fr, rejected), measure_trajectories(fr.table))
+
+
+def _then_drain(lane, shared: SharedJobs):
+    result = lane()
+    shared.drain()
+    return result
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
@@ -199,12 +216,12 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
         if lanes > 1:
             sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
-            steps, model_steps, job_steps, job_rows = _all_steps(fr, pool, after=sweep)
+            job_steps, job_rows, finish_steps = _all_steps(fr, pool, after=sweep)
             conc = sweep.result()
             task_health = health.result()
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
-            steps, model_steps, job_steps, job_rows = _all_steps(fr)
+            job_steps, job_rows, finish_steps = _all_steps(fr)
         conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
         advance("concurrency")
         advance("steps")
@@ -215,21 +232,34 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         advance("jobs")
         first_start, last_finish = int(fr.start_us.min()), int(fr.finish_us.max())
         _ = fr.hold_us  # keep the holds, drop the raw times: nothing below needs them
-        fr.release("start_us", "finish_us")
+        fr.release("start_us", "finish_us")  # (freed once the per-model step passes are done too)
         # Two lanes that share only read-only columns: the hold sorts (holds, per model) here,
-        # the token, outcome and coverage passes on the other core (NumPy and Arrow kernels
-        # that mostly release the GIL). Each figure is computed alone as before, so neither
-        # lane's result depends on the other's timing.
+        # the token, outcome and coverage passes on the other core, after the per-model step
+        # passes (NumPy and Arrow kernels that mostly release the GIL). Then both lanes take
+        # from the same queue the per-model counts and sums (one job a column) and the
+        # exception types, so neither waits for the other at the end. Each figure is computed
+        # alone as before, so no result depends on which lane ran it or when.
         # The masks both lanes read are built once, before either starts.
         _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
         counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
-        rest = pool.submit(counts) if lanes > 1 else None
+        model_jobs, n_models = model_columns(fr, pass_threshold)
+        shared = SharedJobs(model_jobs + [partial(measure_exceptions, fr)])
+        del model_jobs
+        rest = pool.submit(_then_drain, counts, shared) if lanes > 1 else None
+        # Shared jobs (blockwise: small buffers) until the per-model step passes are done; the hold
+        # sorts only then, so their buffers and those passes' never coexist (peak memory at 10M).
+        if finish_steps.pending is not None:
+            shared.drain(until=finish_steps.pending)
+            wait([finish_steps.pending])
         outcome = outcome_codes(fr, pass_threshold)
         holds = measure_holds(fr, outcome)
         del outcome
         advance("holds")
-        models = by_model(fr, pass_threshold)
-        phases, tokens, outcomes, exceptions, coverage, trajectories = rest.result() if rest else counts()
+        *model_cols, exceptions = shared.results()
+        models = by_model(fr, pass_threshold, table=group_rows_of(model_cols, n_models))
+        del model_cols
+        phases, tokens, outcomes, coverage, trajectories = rest.result() if rest else counts()
+        steps, model_steps = finish_steps()
         advance("phases")
         advance("tokens")
         advance("outcomes")

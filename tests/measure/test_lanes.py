@@ -1,0 +1,103 @@
+"""The last stage's shared job queue (``measure.lanes``) and the per-model counts and sums
+built as separate jobs, a block of rows at a time, on two threads: checked against counting
+by hand and against DuckDB's GROUP BY (the oracle of test_group_scan)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sandbox_fleet.measure import groups
+from sandbox_fleet.measure.columns import frame_from_table
+from sandbox_fleet.measure.lanes import SharedJobs
+
+from .test_group_scan import _GROUP_SQL, random_table, sql
+
+
+def test_every_job_runs_once_and_results_keep_queue_order():
+    ran = Counter()
+    lock = threading.Lock()
+    start = threading.Barrier(3)
+
+    def job(i):
+        def run():
+            with lock:
+                ran[i] += 1
+            return i * i
+        return run
+
+    shared = SharedJobs([job(i) for i in range(200)])
+
+    def lane():
+        start.wait()
+        shared.drain()
+
+    workers = [threading.Thread(target=lane) for _ in range(2)]
+    for w in workers:
+        w.start()
+    start.wait()
+    got = shared.results()
+    for w in workers:
+        w.join()
+    assert got == [i * i for i in range(200)]
+    assert ran == Counter({i: 1 for i in range(200)})
+
+
+def test_a_failing_job_raises_on_the_thread_that_asks_for_results():
+    def boom():
+        raise ValueError("bad column")
+
+    shared = SharedJobs([lambda: 1, boom, lambda: 3])
+    t = threading.Thread(target=shared.drain)
+    t.start()
+    t.join()
+    with pytest.raises(ValueError, match="bad column"):
+        shared.results()
+
+
+def test_no_jobs():
+    assert SharedJobs([]).results() == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 400), st.booleans(), st.sampled_from([0.5, 1.0]),
+       st.sampled_from([1, 7, 64, 1 << 20]))
+def test_model_columns_in_blocks_on_two_threads_match_duckdb(seed, n, huge, threshold, block):
+    table = random_table(seed, n, huge)
+    fr = frame_from_table(table)
+    with mock.patch.object(groups, "BLOCK_ROWS", block):
+        jobs, n_models = groups.model_columns(fr, threshold)
+        shared = SharedJobs(jobs)
+        other = threading.Thread(target=shared.drain)
+        other.start()
+        cols = shared.results()
+        other.join()
+    _, names = fr.model.labelled()
+    got = dict(zip(names, groups.group_rows_of(cols, n_models)))
+    expect = {row[0]: tuple(int(v) for v in row[1:]) for row in sql(table, _GROUP_SQL, [threshold])}
+    assert got == expect
+
+
+def test_drain_until_stops_taking_jobs_once_the_future_is_done():
+    from concurrent.futures import Future
+
+    done = Future()
+    ran = []
+
+    def job(i):
+        def run():
+            ran.append(i)
+            if i == 2:
+                done.set_result(None)  # checked before the next job: 3 and 4 stay queued
+            return i
+        return run
+
+    shared = SharedJobs([job(i) for i in range(5)])
+    shared.drain(until=done)
+    assert ran == [0, 1, 2]
+    assert shared.results() == [0, 1, 2, 3, 4] and ran == [0, 1, 2, 3, 4]
