@@ -107,9 +107,9 @@ def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future 
     there, beside the overall and per-job ones (they share only read-only arrays), once
     ``after`` is done: the sweep's buffers and theirs never coexist (peak memory).
 
-    Returns ``(job_steps, job_rows, finish)``; ``finish()`` gives ``(steps, model_steps)`` once
-    the per-model passes are done (``finish.pending``: their future), so the caller works on
-    meanwhile instead of waiting.
+    Returns ``(job_steps, job_rows, pending, finish)``: ``pending`` is the per-model passes'
+    future (None when they ran here already) and ``finish()`` gives ``(steps, model_steps)``
+    once they are done, so the caller works on meanwhile instead of waiting.
     """
     model_codes, model_names = fr.model.labelled()
     has_jobs = bool(fr.job.names)
@@ -131,8 +131,7 @@ def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future 
         runs_by = "job" if len(job_steps) >= 2 else "model"
         return overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by), model_steps
 
-    finish.pending = models  # the per-model passes' future (None: done already)
-    return job_steps, job_rows, finish
+    return job_steps, job_rows, models, finish
 
 
 def _grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, names: list[str],
@@ -216,12 +215,12 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
         if lanes > 1:
             sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
-            job_steps, job_rows, finish_steps = _all_steps(fr, pool, after=sweep)
+            job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr, pool, after=sweep)
             conc = sweep.result()
             task_health = health.result()
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
-            job_steps, job_rows, finish_steps = _all_steps(fr)
+            job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr)
         conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
         advance("concurrency")
         advance("steps")
@@ -248,9 +247,9 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         rest = pool.submit(_then_drain, counts, shared) if lanes > 1 else None
         # Shared jobs (blockwise: small buffers) until the per-model step passes are done; the hold
         # sorts only then, so their buffers and those passes' never coexist (peak memory at 10M).
-        if finish_steps.pending is not None:
-            shared.drain(until=finish_steps.pending)
-            wait([finish_steps.pending])
+        if model_steps_pending is not None:
+            shared.drain(until=model_steps_pending)
+            wait([model_steps_pending])
         outcome = outcome_codes(fr, pass_threshold)
         holds = measure_holds(fr, outcome)
         del outcome

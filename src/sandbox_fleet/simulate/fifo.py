@@ -28,6 +28,8 @@ from sandbox_fleet.simulate.trainer import RLState
 from sandbox_fleet.simulate.workloads import CLOSED, RL
 
 RELEASE, RETRY = 0, 1
+#: The columns of the retry attempts' rows (beside ``finish_s``), as lists appended to in run order.
+RETRY_COLUMNS = ("rollout", "attempt", "arrival_s", "start_s", "state", "phase", "build_s", "agent_s", "verify_s")
 INF = math.inf
 
 
@@ -104,8 +106,7 @@ def run_one_pass(prep: Prepared) -> dict:
     else:
         arrival = np.full(N, math.nan)
         arrival[order] = prep.arr_t_np
-    extra = {k: [] for k in ("rollout", "attempt", "arrival_s", "start_s", "state", "phase", "build_s", "agent_s",
-                             "verify_s", "finish_s")}
+    extra: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "finish_s")}
     return {"first": _first_rows(prep, arrival, start, prep.plan.copy()), "extra": extra, "rl": {}, "preemptions": 0,
             "area_busy": None, "area_wait": None, "clock_monotonic": True}
 
@@ -133,8 +134,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     a_start = [math.nan] * N
     retried_first: list[int] = []
     # Extra rows: retry attempts.
-    x: dict[str, list] = {k: [] for k in ("rollout", "attempt", "arrival_s", "start_s", "state", "phase",
-                                          "build_s", "agent_s", "verify_s", "hold")}
+    x: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "hold")}  # "hold" becomes "finish_s" at the end
     x_roll, x_try, x_enq, x_start = x["rollout"], x["attempt"], x["arrival_s"], x["start_s"]
     x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
 

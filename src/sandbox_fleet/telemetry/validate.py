@@ -207,7 +207,7 @@ def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
     # every id (~700 MB at 10M rows), and DuckDB's hash() cost its import (~0.2 s) and a pass.
     chunks = _string_chunks(ids)
     if len(chunks) < 2:
-        return _chunk_hashes(chunks[0]) if chunks else np.zeros(0, np.uint64)
+        return _hash_chunks(chunks)
     # Chunks hash independently in NumPy passes that release the GIL: two at a time
     # (0.59 -> 0.33 s at 10M rows on two cores), each chunk's result the same as alone.
     from concurrent.futures import ThreadPoolExecutor
@@ -216,8 +216,15 @@ def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
         return np.concatenate(list(pool.map(_chunk_hashes, chunks)))
 
 
+def _hash_chunks(chunks: list[pa.Array]) -> np.ndarray:
+    """The hashes of string chunks in order, on this thread (one chunk: no concatenated copy)."""
+    parts = [_chunk_hashes(c) for c in chunks]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, np.uint64)])
+
+
 def _batch_hashes(ids: pa.ChunkedArray) -> np.ndarray:
-    return np.concatenate([_chunk_hashes(c) for c in _string_chunks(ids)] or [np.zeros(0, np.uint64)])
+    """``_id_hashes`` of one batch on its worker thread (no further threads)."""
+    return _hash_chunks(_string_chunks(ids))
 
 
 class BatchIdHashes:
