@@ -101,8 +101,8 @@ def run_one_pass(prep: Prepared) -> dict:
     else:
         start = np.full(N, math.nan)
         start[order] = place_stream([0.0] * cap, prep.arr_t, prep.hold_np[order].tolist(), provision_s)
-    if order is None:  # the run's own draw is kept as it is (a given array is copied, never shared)
-        arrival = prep.arr_t_np if prep.arr_owned else prep.arr_t_np.copy()
+    if order is None:  # the run's own arrivals (every workload's ``arrivals`` gives a fresh array)
+        arrival = prep.arr_t_np
     else:
         arrival = np.full(N, math.nan)
         arrival[order] = prep.arr_t_np

@@ -54,7 +54,6 @@ class Prepared:
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
-    arr_owned: bool = False  # arr_t_np was drawn for this run (not a workload's own array): results may keep it
     inference: object = None  # inference.Inference: model calls served by a pool
     turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
 
@@ -148,16 +147,12 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
     times, ids = [], []
-    given = False  # some stream is a workload's own array (a replay at start_s 0), not a fresh draw
     for w, wl in enumerate(workloads):
         if wl.kind != OPEN:
             continue
-        t = wl.arrivals(stream(seed, ARRIVALS, w))
-        given |= any(t is v for v in vars(wl).values())
-        times.append(np.asarray(t, dtype=float))
+        times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))  # a fresh array each
         ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
     arr_t_np, arr_ids = _merge_arrivals(times, ids, offsets)
-    arr_owned = not given or len(times) > 1  # several streams: the merge built a new array
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
 
     build = _join(parts["b"], float)
@@ -222,7 +217,6 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         arr_t_np=arr_t_np,
         arr_ids=arr_ids,
         arr_in_order=arr_in_order,
-        arr_owned=arr_owned,
         retry_pos=retry_pos,
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],

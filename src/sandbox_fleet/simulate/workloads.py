@@ -124,7 +124,8 @@ class Replay(Workload):
         return int(self.arrivals_s.size)
 
     def arrivals(self, rng: np.random.Generator) -> np.ndarray:
-        return self.start_s + self.arrivals_s if self.start_s else self.arrivals_s
+        # A fresh array either way: the run's results keep it, and must not share the input's.
+        return self.start_s + self.arrivals_s if self.start_s else self.arrivals_s.copy()
 
     @classmethod
     def from_table(cls, rollouts: pa.Table, *, use_holds: bool = True, **kw) -> "Replay":
