@@ -9,7 +9,8 @@ Each run is a fresh process; measure and the peer alternate (the first of each p
 alternates too), so a loaded machine slows both alike. Per size it prints the median wall
 time of each, their ratio, the spread of the per-pair ratios, CPU time (user + sys) and
 the peak RSS (from /usr/bin/time -v, else getrusage in a wrapper). The input files are
-seeded RST-shaped canonical Parquet from ``gen_rollouts.py``.
+seeded RST-shaped canonical Parquet from ``gen_rollouts.py``. Bytecode is compiled first
+(``bytecode.py``), as a wheel install has it.
 
     .venv/bin/python benchmarks/bench_measure.py [--sizes 327189,1000000,10000000] [--runs 5,5,3] [--keep DIR]
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from bytecode import compile_package  # noqa: E402
 from gen_rollouts import generate  # noqa: E402
 
 #: rows -> (wall seconds, peak RSS MiB or None), issue 2 section 6.
@@ -95,6 +97,7 @@ def main() -> None:
     ap.add_argument("--runs", default="5,5,3", help="runs per size (comma list, last repeats)")
     ap.add_argument("--keep", help="keep generated files in this folder (reused if present)")
     a = ap.parse_args()
+    compile_package()
     sizes = [int(s) for s in a.sizes.split(",")]
     runs = [int(r) for r in a.runs.split(",")]
     folder = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-measure-"))

@@ -13,7 +13,6 @@ commit before this change) with the same interpreter.
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import resource
 import statistics
@@ -23,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bytecode import compile_package  # noqa: E402
+
 SUMMARY = str(ROOT / "examples" / "rst-published.json")
 COMMANDS = {
     "peer (Typer + Pydantic, one line)": [str(ROOT / "benchmarks" / "peer_startup.py"), "x"],
@@ -44,14 +46,6 @@ def _once(args: list[str], env: dict) -> tuple[float, float]:
     return time.perf_counter() - t0, _cpu_children() - c0
 
 
-def _compile(src: Path) -> None:
-    import sandbox_fleet
-
-    for folder in {src, Path(sandbox_fleet.__file__).resolve().parents[1]}:
-        compileall.compile_dir(str(folder), quiet=1)
-    compileall.compile_file(str(ROOT / "benchmarks" / "peer_startup.py"), quiet=1)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -60,7 +54,7 @@ def main() -> None:
     env = dict(os.environ)
     if opts.src:
         env["PYTHONPATH"] = opts.src
-    _compile(Path(opts.src) if opts.src else ROOT / "src")
+    compile_package(Path(opts.src) if opts.src else ROOT / "src", ROOT / "benchmarks" / "peer_startup.py")
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for r in range(opts.rounds + 1):
