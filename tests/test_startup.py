@@ -7,9 +7,12 @@ are in benchmarks/bench_startup.py.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rst-published.json"
 HEAVY = ("numpy", "plotly", "duckdb", "pyarrow", "numba")
@@ -128,3 +131,39 @@ def test_measure_json_and_simulate_json_print_without_rich():
     assert "sandbox_fleet.measure.run" in measured and _under(measured, "rich") == []
     simulated = _modules("simulate", str(root / "examples" / "scenarios" / "mmc.toml"), "--json")
     assert "sandbox_fleet.simulate.engine" in simulated and _under(simulated, "rich") == []
+
+
+def test_the_cli_sets_its_environment_defaults_only_where_absent_and_only_while_it_runs(monkeypatch):
+    from sandbox_fleet import cli
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the user's choice: plugins on
+    with cli._cli_environment():
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+        assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+    assert "OPENBLAS_NUM_THREADS" not in os.environ and os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+
+
+THREADS_PROBE = """
+import json, os, sys
+sys.argv = ["sandbox-fleet", *json.loads(sys.argv[1])]
+from sandbox_fleet import cli
+try:
+    cli.main()
+except SystemExit:
+    pass
+import numpy  # already loaded by the command
+sys.stderr.write("\\nTHREADS " + str(len(os.listdir("/proc/self/task"))) + "\\n")
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through Linux /proc")
+def test_a_numpy_command_starts_no_blas_threads():
+    # OpenBLAS starts a spinning thread per extra core at NumPy's import unless told one thread;
+    # plan with a spot rate loads NumPy and starts no thread of its own.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", THREADS_PROBE, json.dumps(["plan", str(EXAMPLE)])],
+                          capture_output=True, text=True, timeout=120, env=env)
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("THREADS ")]
+    assert line, proc.stderr
+    assert int(line[-1].split()[1]) == 1

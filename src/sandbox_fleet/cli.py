@@ -550,28 +550,33 @@ def _app_for(argv: list[str]) -> typer.Typer:
     return app
 
 
-@contextmanager
-def _no_pydantic_plugins():
-    """Pydantic plugins off while the CLI runs, unless ``PYDANTIC_DISABLE_PLUGINS`` is set.
+#: Environment defaults while the CLI runs; a variable the user set (even to "") wins.
+#: - Pydantic plugins off: the CLI validates only its own models, and looking plugins up reads
+#:   every installed package's metadata the first time a model is built (Typer's parameter
+#:   adapters included). Set ``PYDANTIC_DISABLE_PLUGINS=""`` to let plugins see the CLI's models.
+#: - One OpenBLAS thread: NumPy's OpenBLAS starts a thread per extra core at import, which spins
+#:   ~0.1 CPU-s waiting for work that never comes (no command makes a floating-point BLAS call
+#:   big enough to thread; measure and sweep parallelise on their own lanes and workers).
+CLI_ENV_DEFAULTS = {"PYDANTIC_DISABLE_PLUGINS": "__all__", "OPENBLAS_NUM_THREADS": "1"}
 
-    The CLI validates only its own models; looking plugins up reads every installed package's
-    metadata the first time a model is built, a start-up cost for nothing (Typer does the same
-    for its parameter adapters). Set the variable (e.g. to ``""``) to let plugins see the CLI's models.
-    """
-    if "PYDANTIC_DISABLE_PLUGINS" in os.environ:
-        yield
-        return
-    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+
+@contextmanager
+def _cli_environment():
+    """``CLI_ENV_DEFAULTS`` set for the run where absent, removed again after (tests run in-process)."""
+    added = [name for name in CLI_ENV_DEFAULTS if name not in os.environ]
+    for name in added:
+        os.environ[name] = CLI_ENV_DEFAULTS[name]
     try:
         yield
     finally:
-        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def main() -> None:
     """Console-script entry point: run the app, turning InputError and OSError into one line + exit 2."""
     try:
-        with _no_pydantic_plugins():
+        with _cli_environment():
             _app_for(sys.argv[1:])()
     except InputError as exc:
         _fail(str(exc), exc.exit_code)

@@ -64,7 +64,7 @@ def test_hashes_queued_batch_by_batch_keep_what_duckdb_keeps(seed):
              pa.record_batch({"id": pa.array(ids[mid:b], pa.large_string()), "row": pa.array(range(mid, b), pa.int64())})]))
     hashed = BatchIdHashes()
     for batch in batches:
-        hashed.add(batch)
+        hashed.add(batch.column("id"))
     table = pa.concat_tables(batches)
     tel = Telemetry(rollouts=table)
     kept = drop_duplicates(table, tel, hashed)
@@ -80,7 +80,7 @@ def test_queued_hashes_that_miss_rows_are_not_used():
     first = pa.table({"id": ["a", "b"], "row": [0, 1]})
     table = pa.concat_tables([first, pa.table({"id": ["a", "c", "b"], "row": [2, 3, 4]})])
     hashed = BatchIdHashes()
-    hashed.add(first)
+    hashed.add(first.column("id"))
     tel = Telemetry(rollouts=table)
     assert drop_duplicates(table, tel, hashed).column("row").to_pylist() == [0, 1, 3]
     assert tel.rejected[DUPLICATE] == 2
@@ -107,3 +107,44 @@ def test_load_dedups_across_row_groups(tmp_path):
     want = [ids[i] for i in sorted(first.values())]
     assert tel.rollouts.column("id").to_pylist() == want
     assert tel.rejected.get(DUPLICATE, 0) == n - len(want)
+
+
+@pytest.mark.parametrize("id_type", [pa.string(), pa.large_string(), pa.int64()])
+@pytest.mark.parametrize("row_group_size", [10_000, 700])
+def test_rows_rejected_while_their_batch_is_hashed_leave_no_hash_behind(tmp_path, id_type, row_group_size):
+    # Text ids are hashed before their batch is cleaned and the rejected rows' hashes dropped
+    # after; other ids after cleaning. Either way: the first KEPT row of each id stays, and a
+    # rejected row (blank id, no finish, finished before started) neither stays nor shadows
+    # a later valid row with its id. The oracle is a first-seen dict over the valid rows.
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.telemetry import load_telemetry
+
+    n = 3000
+    rng = np.random.default_rng(11)
+    keys = rng.integers(1, 900, n)
+    fault = rng.integers(0, 8, n)  # 0: blank/absent id, 1: no finish, 2: backwards, else valid
+    start = np.datetime64("2026-01-01T00:00:00", "us") + np.arange(n).astype("timedelta64[s]")
+    finish = start + np.timedelta64(5, "s")
+    finish[fault == 2] = start[fault == 2] - np.timedelta64(1, "s")
+    if pa.types.is_integer(id_type):
+        ids = pa.array([None if f == 0 else int(k) for k, f in zip(keys, fault)], id_type)
+    else:
+        ids = pa.array(["" if f == 0 else f"r{k}" for k, f in zip(keys, fault)], id_type)
+    finished = pa.array(finish, pa.timestamp("us", "UTC"))
+    finished = pa.array([None if f == 1 else v for v, f in zip(finished.to_pylist(), fault)],
+                        pa.timestamp("us", "UTC"))
+    table = pa.table({"id": ids, "started_at": pa.array(start, pa.timestamp("us", "UTC")),
+                      "finished_at": finished, "row": pa.array(np.arange(n))})
+    path = tmp_path / "rejects.parquet"
+    pq.write_table(table, path, row_group_size=row_group_size)
+    tel = load_telemetry([str(path)], progress=False)
+    first: dict[str, int] = {}
+    for i, (k, f) in enumerate(zip(keys, fault)):
+        if f > 2:
+            first.setdefault(str(k) if pa.types.is_integer(id_type) else f"r{k}", i)
+    want = sorted(first.values())
+    got = tel.rollouts.column("id").to_pylist()
+    assert got == [(str(keys[i]) if pa.types.is_integer(id_type) else f"r{keys[i]}") for i in want]
+    assert tel.rejected[DUPLICATE] == int((fault > 2).sum()) - len(want)
+    assert sum(tel.rejected.values()) + len(got) == n

@@ -14,7 +14,7 @@ from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema
 from sandbox_fleet.telemetry.sniff import sniff
 from sandbox_fleet.telemetry.table import read_table
-from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates
+from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates, final_ids
 
 
 def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
@@ -54,8 +54,16 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashe
     rejected_before = sum(tel.rejected.values())
     for raw in _raw_batches(path, fmt, opts, tel):
         seen += raw.num_rows
-        tables.append(clean_batch(raw, path, opts, tel, state))
-        hashed.add(tables[-1])
+        early = "id" in raw.column_names and final_ids(raw.column("id"))
+        if early:  # hashed while the batch is cleaned; the rows it rejects are dropped after
+            hashed.add(raw.column("id"))
+        cleaned = clean_batch(raw, path, opts, tel, state)
+        del raw
+        tables.append(cleaned.table)
+        if early:
+            hashed.keep(cleaned.kept)
+        else:
+            hashed.add(cleaned.table.column("id"))
     if seen == 0 and sum(tel.rejected.values()) == rejected_before:
         raise InputError(f"{path}: no rollouts in this input (empty)")
     return tables, seen

@@ -9,6 +9,8 @@ Cells other than the interval's are cleaned one by one (``cells``), never costin
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,12 +74,21 @@ def _blank_codes_to_null(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | p
     return pa.DictionaryArray.from_arrays(pc.if_else(hit, None, col.indices), col.dictionary)
 
 
+class Cleaned(NamedTuple):
+    """A cleaned batch and which of the input rows it kept."""
+
+    table: pa.Table
+    #: A mask over the input rows, True where the row was kept; None when every row was.
+    kept: np.ndarray | None
+
+
 def clean_batch(
     table: pa.Table, source: str, opts: ReadOptions, tel: Telemetry, state: dict
-) -> pa.Table:
+) -> Cleaned:
     """Canonical-named raw rows -> ROLLOUT_SCHEMA rows that passed the per-row checks.
 
     ``state`` persists across the batches of one source (e.g. the detected epoch unit).
+    A row is rejected whole or kept with its id unchanged (cells of other columns may be nulled).
     """
     missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c not in table.column_names]
     if missing:
@@ -117,11 +128,14 @@ def clean_batch(
     for reason, mask in masks:
         tel.reject(reason, pc.sum(mask).as_py() or 0)  # a boolean sum counts the trues, no cast
     out = pa.table(cols)
+    kept = None
     if pc.any(gone).as_py():
-        out = out.filter(pc.invert(gone))
+        keep = pc.fill_null(pc.invert(gone), False)  # what filter does with a null: drops the row
+        out = out.filter(keep)
+        kept = keep.to_numpy(zero_copy_only=False)
     out = clean_cells(out, source, tel, state)
     # conform_rollouts fills absent columns from shared null chunks (no per-row memory).
-    return conform_rollouts(out, source, coded=opts.coded)
+    return Cleaned(conform_rollouts(out, source, coded=opts.coded), kept)
 
 
 def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
@@ -227,30 +241,43 @@ def _batch_hashes(ids: pa.ChunkedArray) -> np.ndarray:
     return _hash_chunks(_string_chunks(ids))
 
 
-class BatchIdHashes:
-    """The id hashes of each batch, computed on one worker thread while the next batch is read.
+def final_ids(ids: pa.ChunkedArray) -> bool:
+    """Whether raw ids of this type are the ids cleaning keeps (text as read; others are cast)."""
+    return pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)
 
-    The read leaves part of the second core idle (its decoding and compute kernels release
-    the GIL): hashing each batch there takes the hashes (~0.3 s at 10M rows) off the
-    de-duplication after the read. A hash depends on the id alone, so the batches' hashes
-    in order are those of the concatenated ids.
+
+class BatchIdHashes:
+    """The id hashes of each batch, computed on one worker thread while the caller goes on.
+
+    The read and the cleaning leave part of the second core idle (their decoding and compute
+    kernels release the GIL): hashing each batch there takes the hashes (~0.3 s at 10M rows)
+    off the de-duplication after the read. A hash depends on the id alone, so the batches'
+    hashes in order are those of the concatenated ids. Ids that are final as read
+    (``final_ids``) are queued before their batch is cleaned, and the rows cleaning rejects
+    are dropped from the hashes after (``keep``): a one-batch file is hashed while it is cleaned.
     """
 
     def __init__(self) -> None:
         self._pool = None
         self._parts: list = []
 
-    def add(self, batch: pa.Table) -> None:
-        """Queue the ids of the next batch (batches in the order they will be concatenated)."""
+    def add(self, ids: pa.ChunkedArray) -> None:
+        """Queue the next batch's ids (batches in the order they will be concatenated)."""
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1)
-        self._parts.append((batch.num_rows, self._pool.submit(_batch_hashes, batch.column("id"))))
+        self._parts.append([len(ids), self._pool.submit(_batch_hashes, ids), None])
+
+    def keep(self, kept: np.ndarray | None) -> None:
+        """The last queued batch keeps only the rows ``kept`` marks (None: all of them)."""
+        if kept is not None:
+            part = self._parts[-1]
+            part[0], part[2] = int(np.count_nonzero(kept)), kept
 
     def result(self, rows: int) -> list[np.ndarray] | None:
         """The hashes of ``rows`` rows, a part per batch, or None when they were not all queued."""
-        parts = [(n, f.result()) for n, f in self._parts]
+        parts = [(n, f.result() if kept is None else f.result()[kept]) for n, f, kept in self._parts]
         self.close()
         if not parts or sum(n for n, _ in parts) != rows:
             return None
