@@ -150,3 +150,57 @@ def test_a_column_with_no_parsable_cell_is_still_the_wrong_type(tmp_path):
     )
     with pytest.raises(InputError, match="input_tokens"):
         load_telemetry([str(path)], progress=False)
+
+
+def test_row_groups_decoded_ahead_or_streamed_come_out_whole_and_in_file_order(tmp_path, monkeypatch):
+    # The next row group is decoded on a thread while this one is used; a huge one (over two
+    # batches) is streamed instead, with nothing decoded ahead. Group sizes here mix both (the
+    # batch shrunk to 50 rows), and a column is all null in some groups (never decoded there).
+    import numpy as np
+
+    from sandbox_fleet.telemetry import table as table_mod
+
+    monkeypatch.setattr(table_mod, "BATCH_ROWS", 50)
+    sizes = [40, 230, 10, 100, 101, 7, 260]  # over 2 x 50 rows is huge: 230, 101 and 260 are, 100 is not
+    n = sum(sizes)
+    start = np.datetime64("2026-01-01T00:00:00", "us") + np.arange(n).astype("timedelta64[s]")
+    rng = np.random.default_rng(3)
+    tokens = [None if (i < 40 or 280 <= i < 380) else int(v) for i, v in enumerate(rng.integers(0, 10**6, n))]
+    raw = pa.table({"id": [f"r{i}" for i in range(n)], "started_at": pa.array(start, pa.timestamp("us", "UTC")),
+                    "finished_at": pa.array(start + np.timedelta64(9, "s"), pa.timestamp("us", "UTC")),
+                    "input_tokens": pa.array(tokens, pa.int64())})
+    path = tmp_path / "groups.parquet"
+    with pq.ParquetWriter(path, raw.schema) as writer:
+        at = 0
+        for size in sizes:
+            writer.write_table(raw.slice(at, size), row_group_size=size)
+            at += size
+    assert [pq.ParquetFile(path).metadata.row_group(i).num_rows for i in range(len(sizes))] == sizes
+    parts = list(table_mod._read_parquet_file(path, {}, progress=False))
+    assert [p.num_rows for p in parts] == [40, 50, 50, 50, 50, 30, 10, 100, 50, 50, 1, 7, 50, 50, 50, 50, 50, 10]
+    got = pa.concat_tables(parts)
+    assert got.column("id").to_pylist() == raw.column("id").to_pylist()
+    assert got.column("input_tokens").to_pylist() == tokens
+    assert load_telemetry([str(path)], progress=False).rollouts.column("id").to_pylist() == raw.column("id").to_pylist()
+
+
+def test_a_consumer_that_stops_early_leaves_no_read_behind(tmp_path):
+    # Closing the reader mid-file (the caller raised) waits for the group decoding ahead: the
+    # thread is gone when close() returns, and the file can be replaced at once.
+    import threading
+
+    import numpy as np
+
+    from sandbox_fleet.telemetry import table as table_mod
+
+    n = 3000
+    start = np.datetime64("2026-01-01T00:00:00", "us") + np.arange(n).astype("timedelta64[s]")
+    raw = pa.table({"id": [f"r{i}" for i in range(n)], "started_at": pa.array(start, pa.timestamp("us", "UTC")),
+                    "finished_at": pa.array(start, pa.timestamp("us", "UTC"))})
+    path = tmp_path / "many.parquet"
+    pq.write_table(raw, path, row_group_size=500)
+    before = threading.active_count()
+    reader = table_mod._read_parquet_file(path, {}, progress=False)
+    assert next(reader).num_rows == 500
+    reader.close()
+    assert threading.active_count() == before

@@ -9,6 +9,7 @@ import glob as globmod
 import gzip
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -245,22 +246,47 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
     except (pa.ArrowInvalid, OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
     sources = list(dict.fromkeys(src for src, _ in pairs))  # read each source column once
+    huge = [pf.metadata.row_group(i).num_rows > 2 * BATCH_ROWS for i in range(pf.num_row_groups)]
     try:
-        for i in track(range(pf.num_row_groups), f"reading {path.name}", progress, min_items=4):
-            empty = _all_null(pf, i, sources)
-            read = [s for s in sources if s not in empty] if len(empty) < len(sources) else sources
-            if pf.metadata.row_group(i).num_rows <= 2 * BATCH_ROWS:
-                parts = [pf.read_row_group(i, columns=read)]
-            else:  # a huge row group is streamed in batches rather than decoded whole
-                parts = (pa.Table.from_batches([b]) for b in
-                         pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[i], columns=read))
-            for part in parts:
-                for name in (empty if read is not sources else ()):
-                    field = pf.schema_arrow.field(name)
-                    part = part.append_column(field, null_column(field.type, part.num_rows))
-                yield _select(part, pairs)
+        # The next row group is decoded on a thread while the caller cleans this one (decoding
+        # releases the GIL; one decoded group ahead at most). One thread uses ``pf`` at a time:
+        # a huge group is streamed here, in batches, with nothing ahead in flight.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            ahead = None
+            for i in track(range(len(huge)), f"reading {path.name}", progress, min_items=4):
+                if huge[i]:
+                    for part in _group_parts(pf, i, sources, streamed=True):
+                        yield _select(part, pairs)
+                    continue
+                parts = ahead.result() if ahead is not None else _decoded_group(pf, i, sources)
+                ahead = None
+                if i + 1 < len(huge) and not huge[i + 1]:
+                    ahead = pool.submit(_decoded_group, pf, i + 1, sources)
+                while parts:
+                    yield _select(parts.pop(0), pairs)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
+
+
+def _decoded_group(pf: pq.ParquetFile, group: int, sources: list[str]) -> list[pa.Table]:
+    return list(_group_parts(pf, group, sources, streamed=False))
+
+
+def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], *, streamed: bool) -> Iterator[pa.Table]:
+    """Row group ``group``'s columns ``sources``, whole or ``streamed`` in batches of BATCH_ROWS;
+    all-null columns as shared null chunks, never decoded."""
+    empty = _all_null(pf, group, sources)
+    read = [s for s in sources if s not in empty] if len(empty) < len(sources) else sources
+    if not streamed:
+        parts = [pf.read_row_group(group, columns=read)]
+    else:
+        parts = (pa.Table.from_batches([b]) for b in
+                 pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read))
+    for part in parts:
+        for name in (empty if read is not sources else ()):
+            field = pf.schema_arrow.field(name)
+            part = part.append_column(field, null_column(field.type, part.num_rows))
+        yield part
 
 
 def _text_columns(schema: pa.Schema, pairs: list[tuple[str, str]]) -> list[str]:
