@@ -136,12 +136,36 @@ def test_measure_json_and_simulate_json_print_without_rich():
 def test_the_cli_sets_its_environment_defaults_only_where_absent_and_only_while_it_runs(monkeypatch):
     from sandbox_fleet import cli
 
+    import gc
+
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the user's choice: plugins on
+    before = gc.get_threshold()
     with cli._cli_environment():
         assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
         assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+        assert gc.get_threshold() == (700, 1000, 10)
     assert "OPENBLAS_NUM_THREADS" not in os.environ and os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+    assert gc.get_threshold() == before
+
+
+def test_starting_a_command_rescans_no_old_objects():
+    # Start-up builds ~50k long-lived objects; once main() runs, only young collections run during
+    # a measure of a small input (the default thresholds also ran 11 middle and one full collection).
+    probe = (
+        "import gc, json, sys\n"
+        f"sys.argv = ['sandbox-fleet', 'measure', {str(Path(__file__).resolve().parent / 'fixtures' / 'harbor')!r}, '--json']\n"
+        "from sandbox_fleet import cli\n"
+        "counts = [0, 0, 0]\n"  # from main() on: the thresholds are its to set
+        "gc.callbacks.append(lambda phase, info: phase == 'stop' and counts.__setitem__(info['generation'], counts[info['generation']] + 1))\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('\\nGC ' + json.dumps(counts) + '\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("GC ")]
+    assert line, proc.stderr
+    young, middle, full = json.loads(line[-1][3:])
+    assert young > 0 and middle == 0 and full == 0
 
 
 THREADS_PROBE = """

@@ -560,15 +560,29 @@ def _app_for(argv: list[str]) -> typer.Typer:
 CLI_ENV_DEFAULTS = {"PYDANTIC_DISABLE_PLUGINS": "__all__", "OPENBLAS_NUM_THREADS": "1"}
 
 
+#: Cyclic-GC thresholds while the CLI runs: young objects as often as Python's default (700
+#: allocations), the older generations 100x less often. A command builds ~50k long-lived objects
+#: while it imports (modules, classes, Pydantic schemas), and the default thresholds scanned them
+#: again and again as they aged: 11 middle and one full collection, 30-48 ms of a 0.8 s measure.
+#: Short-lived cycles are still freed at the young rate; peak memory at 10M rows is unchanged.
+GC_THRESHOLDS = (700, 1000, 10)
+
+
 @contextmanager
 def _cli_environment():
-    """``CLI_ENV_DEFAULTS`` set for the run where absent, removed again after (tests run in-process)."""
+    """``CLI_ENV_DEFAULTS`` set where absent and ``GC_THRESHOLDS`` for the run, both restored after
+    (tests run the CLI in-process)."""
+    import gc
+
     added = [name for name in CLI_ENV_DEFAULTS if name not in os.environ]
     for name in added:
         os.environ[name] = CLI_ENV_DEFAULTS[name]
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         yield
     finally:
+        gc.set_threshold(*thresholds)
         for name in added:
             os.environ.pop(name, None)
 
