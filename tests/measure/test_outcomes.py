@@ -62,3 +62,29 @@ def test_clean_and_exception_pass_rates_are_unknown_without_any_reward():
     assert o["pass_rate"] is None
     assert o["pass_rate_clean"] is None and o["pass_rate_exception"] is None
     assert o["pass_rate_clean_ci95"] is None
+
+
+@pytest.mark.parametrize("threshold", [1.0, 0.5, 0.0, -1.0, float("inf")])
+def test_reward_masks_read_in_place_match_a_row_by_row_reading(threshold):
+    # Rewarded = present and not NaN; passed = present, not NaN and >= threshold. The masks read
+    # Arrow's buffers in place, chunk by chunk (a sliced chunk starts at an offset; a null slot
+    # holds junk the validity clears); the oracle reads each row as a Python value.
+    import math
+
+    import numpy as np
+    import pyarrow as pa
+
+    from sandbox_fleet.measure.columns import Frame
+
+    rng = np.random.default_rng(5)
+    values = [None if u < 0.2 else float("nan") if u < 0.3 else float(v)
+              for u, v in zip(rng.random(700), rng.integers(-2, 3, 700) / 2)]
+    whole = pa.array(values, pa.float64())
+    # Chunks: a slice at an offset, an all-null chunk with no data buffer, and a plain one.
+    reward = pa.chunked_array([whole.slice(3, 300), pa.nulls(50, pa.float64()), whole.slice(303)])
+    rows = [None if v is None else v for v in values[3:303]] + [None] * 50 + values[303:]
+    fr = Frame(pa.table({"reward": reward}))
+    want_rewarded = [v is not None and not math.isnan(v) for v in rows]
+    want_passed = [v is not None and not math.isnan(v) and v >= threshold for v in rows]
+    assert fr.rewarded.tolist() == want_rewarded
+    assert fr.passed(threshold).tolist() == want_passed

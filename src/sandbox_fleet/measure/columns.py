@@ -67,6 +67,16 @@ class Column:
             total = [a + b for a, b in zip(total, part)]
         return total
 
+    def mask(self, test) -> np.ndarray:
+        """Rows whose value passes ``test(values, out=)`` (a ufunc-style call writing booleans),
+        False where null; the values are read in place, chunk by chunk (a null slot's junk is
+        tested too and then cleared by ``valid``)."""
+        out = np.empty(len(self._col), dtype=bool)
+        for first, view in self._views():
+            test(view, out=out[first:first + view.size])
+        out &= self.valid
+        return out
+
     def take_where(self, where: np.ndarray) -> np.ndarray:
         """The values of the rows ``where`` holds (all valid), in row order: only those are copied."""
         parts = [v[where[i:i + v.size]] for i, v in self._views()]
@@ -85,11 +95,6 @@ class Codes:
         if (self.codes < 0).any():
             return np.where(self.codes < 0, len(self.names), self.codes), [*self.names, NONE_LABEL]
         return self.codes, list(self.names)
-
-
-def _mask(cond: pa.ChunkedArray) -> np.ndarray:
-    """Arrow boolean (null = False) -> NumPy bool, one byte a row, no float copy on the way."""
-    return np.asarray(pc.fill_null(cond, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def timestamps_us(col: pa.ChunkedArray) -> np.ndarray:
@@ -226,16 +231,16 @@ class Frame:
 
     @cached_property
     def rewarded(self) -> np.ndarray:
-        """Rows with a usable reward (present and not NaN), straight from Arrow."""
-        r = self.table.column("reward")
-        return _mask(pc.and_(pc.is_valid(r), pc.invert(pc.is_nan(r))))
+        """Rows with a usable reward (present and not NaN), from the reward buffers in place
+        (Arrow's kernels and their bit-to-byte copy cost ~7x as much)."""
+        return self.reward.mask(lambda v, out: np.logical_not(np.isnan(v, out=out), out=out))
 
     def passed(self, threshold: float) -> np.ndarray:
-        """Rows whose reward is >= ``threshold`` (a NaN or missing reward never passes)."""
+        """Rows whose reward is >= ``threshold`` (a NaN or missing reward never passes: NaN
+        compares false)."""
         key = ("passed", threshold)
         if key not in self._sorted:
-            r = self.table.column("reward")
-            self._sorted[key] = _mask(pc.and_(pc.greater_equal(r, threshold), pc.invert(pc.is_nan(r))))
+            self._sorted[key] = self.reward.mask(lambda v, out: np.greater_equal(v, threshold, out=out))
         return self._sorted[key]
 
     def null_count(self, name: str) -> int:
