@@ -138,3 +138,19 @@ def test_summary_is_json_native_and_valid(ten_rows):
     assert native(summary)
     assert json.loads(json.dumps(summary, allow_nan=False)) == summary
     assert parse(MeasureSummary, summary).to_json() == summary
+
+
+def test_rows_without_a_usable_interval_are_counted_not_measured():
+    # A Telemetry built by hand (not through a reader) may hold a row with no finish or one that
+    # finished before it started: measure leaves them out and counts them; the rest is measured.
+    from sandbox_fleet.measure import measure_telemetry
+
+    from .helpers import telemetry
+
+    t = telemetry([0, 10, 20, 30, 40], [100, None, 15, 130, 140], rejected={"duplicate id": 2})
+    s = measure_telemetry(t)
+    assert s["rows"] == 3
+    assert s["hold_s"]["max"] == 100.0 and s["hold_s"]["min"] == 100.0
+    assert any("missing start or finish: 1" in w and "finished before started: 1" in w for w in s["warnings"])
+    clean = measure_telemetry(telemetry([0, 10, 20], [100, 110, 120]))
+    assert clean["rows"] == 3 and not any("usable interval" in w for w in clean["warnings"])
