@@ -101,3 +101,38 @@ def test_drain_until_stops_taking_jobs_once_the_future_is_done():
     shared.drain(until=done)
     assert ran == [0, 1, 2]
     assert shared.results() == [0, 1, 2, 3, 4] and ran == [0, 1, 2, 3, 4]
+
+
+def test_the_summary_does_not_depend_on_how_many_lanes_ran_it(monkeypatch):
+    # Three lanes up to 4M rows, two up to 12M, one above: each figure is one function on
+    # read-only inputs, so forcing each schedule on the same rollouts gives the same summary.
+    import numpy as np
+
+    from sandbox_fleet.measure import run
+
+    from .helpers import telemetry
+
+    rng = np.random.default_rng(21)
+    n = 4000
+    starts = np.sort(rng.uniform(0, 50_000, n)).round(3)
+    holds = rng.lognormal(5, 1.5, n).round(3)
+    exc = rng.random(n) < 0.3
+    t = telemetry(
+        starts.tolist(), (starts + holds).tolist(),
+        task_id=[f"task-{int(k)}" for k in rng.integers(0, 300, n)],
+        model=[["m-a", "m-b", None][int(k)] for k in rng.integers(0, 3, n)],
+        job=[f"job-{int(k)}" for k in rng.integers(0, 4, n)],
+        has_exception=exc.tolist(),
+        exception_type=[["Timeout", "OOM"][int(k)] if e else None for k, e in zip(rng.integers(0, 2, n), exc)],
+        reward=[None if u < 0.1 else float(v) for u, v in zip(rng.random(n), rng.integers(0, 2, n))],
+        input_tokens=rng.integers(1000, 90_000, n).tolist(),
+        output_tokens=rng.integers(10, 4000, n).tolist(),
+        turns=rng.integers(1, 40, n).tolist(),
+    )
+    summaries = []
+    for three, two in ((10**9, 10**9), (0, 10**9), (0, 0)):  # three lanes, two, one
+        monkeypatch.setattr(run, "THREE_LANES_ROWS", three)
+        monkeypatch.setattr(run, "TWO_LANES_ROWS", two)
+        summaries.append(run.measure_telemetry(t, seed=3))
+    assert summaries[0]["by_task"] is not None and summaries[0]["by_job"]
+    assert summaries[0] == summaries[1] == summaries[2]

@@ -200,26 +200,33 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         del table
         _ = fr.start_us, fr.finish_us
         fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
-        # Per task first, then the task ids go: no other figure reads them. With two or three
-        # lanes the per-task pass (NumPy bincounts of the task codes, mostly outside the GIL)
-        # runs on a worker beside the passes below; with one, first and alone.
-        health = pool.submit(measure_task_health, health_table, times=(fr.start_us, fr.finish_us))
-        del health_table
+        # The per-task pass (NumPy bincounts of the task codes, mostly outside the GIL; no other
+        # figure reads the task ids): with three lanes on a worker beside the passes below; with
+        # two here, after the step passes, while the worker has the sweep and then the per-model
+        # step passes (on the worker it came first and held the sweep back); with one, first and alone.
+        health = None
+        if lanes != 2:
+            health = pool.submit(measure_task_health, health_table, times=(fr.start_us, fr.finish_us))
+            del health_table
         task_health = health.result() if lanes == 1 else None
-        # Group codes once; the model and job strings are read by nothing else.
-        _ = fr.model, fr.job
-        fr.drop_columns("model", "job")
-        advance("exceptions per task")
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
         # the step passes share nothing but the (read-only) times and mostly run in NumPy
-        # sorts that release the GIL, so they run side by side (see THREE_LANES_ROWS).
+        # sorts that release the GIL, so they run side by side (see THREE_LANES_ROWS). The
+        # sweep needs only the job codes (for the cap): it starts before the model codes are built.
         cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
+        sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True) if lanes > 1 else None
+        # Group codes once; the model and job strings are read by nothing else.
+        _ = fr.model
+        fr.drop_columns("model", "job")
+        advance("exceptions per task")
         if lanes > 1:
-            sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True)
             job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr, pool, after=sweep)
+            if health is None:
+                task_health = measure_task_health(health_table, times=(fr.start_us, fr.finish_us))
+                del health_table
             conc = sweep.result()
-            task_health = health.result()
+            task_health = health.result() if health is not None else task_health
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
             job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr)
