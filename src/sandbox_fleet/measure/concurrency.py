@@ -246,12 +246,17 @@ def shipped_cap_binding_share() -> float:
     return float(tomllib.loads(text)["cap_binding"]["warn_above"])
 
 
-def effective_cap(conc: dict, min_share: float) -> int | None:
+def effective_cap(conc: dict, min_share: float | None = None) -> int | None:
     """The peak, when a configured cap is recorded, the peak is below it and the fleet sat at
     the peak for at least ``min_share`` of its span: a plateau under the cap (another limit
     binds first, e.g. the agents' own ``n_concurrent`` or the host). Otherwise None.
+
+    ``min_share`` defaults to ``shipped_cap_binding_share()``, read only when a cap is
+    recorded (most inputs have none: no TOML is parsed for them).
     """
     cap, peak, share = conc.get("configured_cap"), conc.get("peak"), conc.get("time_at_peak_share")
     if cap is None or not peak or share is None:
         return None
+    if min_share is None:
+        min_share = shipped_cap_binding_share()
     return int(peak) if peak < cap and share >= min_share else None

@@ -19,7 +19,6 @@ from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
     effective_cap,
     overall_cap,
-    shipped_cap_binding_share,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
@@ -230,7 +229,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
             job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr)
-        conc["effective_cap"] = effective_cap(conc, shipped_cap_binding_share())
+        conc["effective_cap"] = effective_cap(conc)
         advance("concurrency")
         advance("steps")
         jobs = by_job(fr, pass_threshold, t.caps, job_rows)
