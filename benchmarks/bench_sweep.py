@@ -47,8 +47,8 @@ def ratio(name: str, sample, rounds: int) -> set[str]:
     wall: dict[int, list[float]] = {1: [], 2: []}
     cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
     outputs = set()
-    for _ in range(rounds):
-        for w in (1, 2):
+    for r in range(rounds):
+        for w in ((1, 2) if r % 2 == 0 else (2, 1)):  # who goes first alternates too: no order bias
             t, c, out = _run(sample, workers=w)
             wall[w].append(t)
             cpu[w].append(c)
