@@ -11,6 +11,9 @@
    - heapreplace is CPython's (Modules/_heapqmodule.c: siftup, then siftdown, comparing
      with `<`), so the heap ends in the same state, element for element;
    - no fast-math and no FP contraction (setup.py passes -ffp-contract=off).
+   The one thing it cannot promise is which NaN comes out of adding two NaNs: IEEE 754 and C
+   leave the sign and payload to the implementation, and this addition and Python's are
+   compiled apart. A NaN lands where Python puts one; its bits may differ.
 
    Inputs are float64 buffers (NumPy arrays or anything with the buffer protocol), so
    no NumPy headers are needed to build it. The GIL is released in the loop. */
@@ -89,7 +92,7 @@ PyDoc_STRVAR(place_stream_doc,
 "into ``start_s``. Without ``order``, attempt i holds ``hold_s[i]`` and its start goes to\n"
 "``start_s[i]``; with ``order`` (int64 rollout ids in arrival order) it holds\n"
 "``hold_s[order[i]]`` and its start goes to ``start_s[order[i]]``. Same results, bit for\n"
-"bit, as ``fifo.place_stream``.");
+"bit, as ``fifo.place_stream`` (a NaN result's sign and payload aside).");
 
 static PyObject *
 place_stream(PyObject *self, PyObject *args, PyObject *kwargs)
