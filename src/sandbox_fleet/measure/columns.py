@@ -122,8 +122,17 @@ def dictionary_codes(col: pa.ChunkedArray, null_last: bool = False) -> tuple[np.
     rows were rejected or filtered out), in dictionary order; chunks with different
     dictionaries are unified first. Four bytes a row, the indices read zero-copy.
     """
+    idx, dictionary, used = _dictionary_indices(col)
+    remap = np.full(len(dictionary) + 1, used.size if null_last else -1, dtype=np.int32)
+    remap[used] = np.arange(used.size, dtype=np.int32)
+    return remap[idx], dictionary.take(pa.array(used))
+
+
+def _dictionary_indices(col: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """(each row's index into the one dictionary, null -> its length; the dictionary; the
+    indices some row uses, ascending) of a dictionary column."""
     if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int32), pa.array([], type=col.type.value_type)
+        return np.zeros(0, dtype=np.int32), pa.array([], type=col.type.value_type), np.zeros(0, dtype=np.int64)
     first = col.chunk(0).dictionary
     if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
         col = pa.table({"c": col}).unify_dictionaries().column("c")
@@ -137,21 +146,19 @@ def dictionary_codes(col: pa.ChunkedArray, null_last: bool = False) -> tuple[np.
             indices = pc.fill_null(indices, size)
         idx[at:at + len(c)] = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=indices.offset + len(c))[indices.offset:]
         at += len(c)
-    used = np.flatnonzero(np.bincount(idx, minlength=size + 1)[:size])
-    remap = np.full(size + 1, used.size if null_last else -1, dtype=np.int32)
-    remap[used] = np.arange(used.size, dtype=np.int32)
-    return remap[idx], dictionary.take(pa.array(used))
+    return idx, dictionary, np.flatnonzero(np.bincount(idx, minlength=size + 1)[:size])
 
 
 def codes(col: pa.ChunkedArray) -> Codes:
     """Dictionary-encode a string column with names sorted, so output order is stable."""
     if pa.types.is_dictionary(col.type):
-        present, values = dictionary_codes(col)
-        names = values.to_pylist()
+        idx, dictionary, used = _dictionary_indices(col)
+        names = dictionary.take(pa.array(used)).to_pylist()
         order = sorted(range(len(names)), key=names.__getitem__)
-        rank = np.full(len(names) + 1, -1, dtype=np.int32)  # the last entry maps null (-1) to -1
-        rank[order] = np.arange(len(names), dtype=np.int32)
-        return Codes(rank[present], [names[i] for i in order])
+        # One lookup from dictionary index straight to sorted rank (null and unused -> -1): one gather.
+        rank = np.full(len(dictionary) + 1, -1, dtype=np.int32)
+        rank[used[order]] = np.arange(len(names), dtype=np.int32)
+        return Codes(rank[idx], [names[i] for i in order])
     uniq = pc.unique(col).drop_null()
     names = sorted(uniq.to_pylist())
     if not names:

@@ -46,8 +46,8 @@ BAR_ROWS = 1_000_000
 #: Up to this many rows three lanes: the per-task pass and the sweep on two workers, the overall
 #: step pass here, the per-model step passes on a worker once the sweep is done (see ``_measure``).
 THREE_LANES_ROWS = 4_000_000
-#: Up to this many rows two lanes: the per-task pass, the sweep and then the per-model step
-#: passes on one worker, the overall step pass here; later the counts beside the hold sorts.
+#: Up to this many rows two lanes: the sweep and then the per-model step passes on one worker,
+#: the overall step pass and then the per-task pass here; later the counts beside the hold sorts.
 #: With the text columns coded and the Arrow time columns dropped once copied out, 10M rows
 #: peak at ~1.4-1.5 GiB so (three lanes reached 1,554-1,728 MiB, depending on how the passes
 #: overlapped). Past it, one pass at a time.

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, Telemetry
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, Telemetry, is_text
 from sandbox_fleet.telemetry.times import replace_warning
 
 _INT_TEXT = r"^[+-]?\d+(\.0*)?$"
@@ -31,10 +31,6 @@ FLOAT_COLUMNS = tuple(f.name for f in ROLLOUT_SCHEMA if f.type == pa.float64())
 
 def _n(mask) -> int:
     return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _count_text(col: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -98,11 +94,11 @@ def clean_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa
             low = pc.min(col).as_py()
             if low is None or low >= 0:
                 continue
-        elif name not in COUNT_COLUMNS and not (name in FLAG_COLUMNS + FLOAT_COLUMNS and _is_text(t)):
+        elif name not in COUNT_COLUMNS and not (name in FLAG_COLUMNS + FLOAT_COLUMNS and is_text(t)):
             continue
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if name in COUNT_COLUMNS and t != pa.int64():
-            if _is_text(t):
+            if is_text(t):
                 out, bad = _count_text(col)
             elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
                 out, bad = _count_numbers(col)
@@ -116,7 +112,7 @@ def clean_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa
             out, bad = col, None
         if bad is not None:
             n_bad = _n(bad)
-            if n_bad and n_bad == len(col) - col.null_count and _is_text(t):
+            if n_bad and n_bad == len(col) - col.null_count and is_text(t):
                 continue  # no cell parses: the wrong type, refused by conform with its name
             if n_bad:
                 target = ROLLOUT_SCHEMA.field(name).type

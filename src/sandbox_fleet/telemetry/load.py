@@ -11,10 +11,10 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
-from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema, is_text
 from sandbox_fleet.telemetry.sniff import sniff
 from sandbox_fleet.telemetry.table import read_table
-from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates, final_ids
+from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates
 
 
 def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
@@ -54,8 +54,10 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashe
     rejected_before = sum(tel.rejected.values())
     for raw in _raw_batches(path, fmt, opts, tel):
         seen += raw.num_rows
-        early = "id" in raw.column_names and final_ids(raw.column("id"))
-        if early:  # hashed while the batch is cleaned; the rows it rejects are dropped after
+        # Text ids are the ids cleaning keeps (other types are cast): hashed while the batch is
+        # cleaned, the rows it rejects dropped from the hashes after.
+        early = "id" in raw.column_names and is_text(raw.column("id").type)
+        if early:
             hashed.add(raw.column("id"))
         cleaned = clean_batch(raw, path, opts, tel, state)
         del raw

@@ -71,6 +71,11 @@ CODED_COLUMNS = ("task_id", "model", "job", "exception_type")
 CODED = pa.dictionary(pa.int32(), pa.string())
 
 
+def is_text(t: pa.DataType) -> bool:
+    """A plain text type (string or large_string)."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
 @dataclass
 class Telemetry:
     """What a reader hands to ``measure``: canonical rows plus what it learned on the way.

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import CODED_COLUMNS, ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry, null_column
+from sandbox_fleet.telemetry.record import CODED_COLUMNS, ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry, is_text, null_column
 
 EXTENSIONS = {
     ".parquet": "parquet",
@@ -292,7 +292,7 @@ def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], *, streamed
 def _text_columns(schema: pa.Schema, pairs: list[tuple[str, str]]) -> list[str]:
     """Source columns of CODED_COLUMNS stored as text: read as dictionaries, never decoded."""
     return [src for src, canonical in pairs if canonical in CODED_COLUMNS
-            and (pa.types.is_string(schema.field(src).type) or pa.types.is_large_string(schema.field(src).type))]
+            and is_text(schema.field(src).type)]
 
 
 def _all_null(pf: pq.ParquetFile, group: int, sources: list[str]) -> set[str]:

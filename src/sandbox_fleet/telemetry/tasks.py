@@ -19,7 +19,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import taskcache
 from sandbox_fleet.telemetry.parquet_io import open_parquet
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import TASK_SCHEMA, conform_tasks
+from sandbox_fleet.telemetry.record import TASK_SCHEMA, conform_tasks, is_text
 from sandbox_fleet.telemetry.tarscan import _escapes, normalize_prefix, rows_to_table, scan_rows
 from sandbox_fleet.telemetry.tasktoml import REQUEST_FIELDS, parse_task_toml
 
@@ -61,7 +61,7 @@ def _release(base: Path, progress: bool, cache_dir: str | None) -> tuple[pa.Tabl
     if meta.num_rows == 0:
         raise InputError(f"{meta_file}: no tasks (empty)")
     for c in ("shard", "member_prefix"):
-        if not pa.types.is_string(meta.column(c).type) and not pa.types.is_large_string(meta.column(c).type):
+        if not is_text(meta.column(c).type):
             raise InputError(f"{meta_file}: column '{c}' has type {meta.column(c).type}, expected strings")
     warnings: list[str] = []
     cache = taskcache.cache_root(cache_dir, base)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
-from sandbox_fleet.telemetry.record import TS, Telemetry
+from sandbox_fleet.telemetry.record import TS, Telemetry, is_text
 
 #: Microseconds per unit.
 _US_PER = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 0.001}
@@ -206,7 +206,7 @@ def to_utc(
         return pc.cast(values, TS, safe=False), _no_bad(values), _no_bad(values)
     if pa.types.is_date(t):
         return to_utc(pc.cast(values, pa.timestamp("us")), name, source, opts, tel, state)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if is_text(t):
         return _strings(pc.cast(values, pa.string()), name, source, opts, tel, state)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return _numeric(values, name, source, opts, tel, state)

@@ -25,6 +25,7 @@ from sandbox_fleet.telemetry.record import (
     TS,
     Telemetry,
     conform_rollouts,
+    is_text,
 )
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.times import to_utc
@@ -51,11 +52,11 @@ def _blank_to_null(col: pa.ChunkedArray | pa.Array, coded: bool = False) -> pa.C
     if coded and t == CODED:
         return _blank_codes_to_null(col)
     if pa.types.is_dictionary(t):
-        if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+        if not is_text(t.value_type):
             return col.cast(t.value_type)
         col = col.cast(t.value_type)
         t = col.type
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+    if not is_text(t):
         return col
     blank = pc.equal(col, "")
     if not pc.any(blank).as_py():
@@ -212,8 +213,7 @@ def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
 
 
 def _string_chunks(ids: pa.ChunkedArray) -> list[pa.Array]:
-    return [c.cast(pa.large_string()) if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type))
-            else c for c in ids.chunks]
+    return [c if is_text(c.type) else c.cast(pa.large_string()) for c in ids.chunks]
 
 
 def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
@@ -241,19 +241,14 @@ def _batch_hashes(ids: pa.ChunkedArray) -> np.ndarray:
     return _hash_chunks(_string_chunks(ids))
 
 
-def final_ids(ids: pa.ChunkedArray) -> bool:
-    """Whether raw ids of this type are the ids cleaning keeps (text as read; others are cast)."""
-    return pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)
-
-
 class BatchIdHashes:
     """The id hashes of each batch, computed on one worker thread while the caller goes on.
 
     The read and the cleaning leave part of the second core idle (their decoding and compute
     kernels release the GIL): hashing each batch there takes the hashes (~0.3 s at 10M rows)
     off the de-duplication after the read. A hash depends on the id alone, so the batches'
-    hashes in order are those of the concatenated ids. Ids that are final as read
-    (``final_ids``) are queued before their batch is cleaned, and the rows cleaning rejects
+    hashes in order are those of the concatenated ids. Text ids, which cleaning keeps as read
+    (other types are cast), are queued before their batch is cleaned, and the rows cleaning rejects
     are dropped from the hashes after (``keep``): a one-batch file is hashed while it is cleaned.
     """
 
