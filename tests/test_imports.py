@@ -6,7 +6,8 @@ sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sw
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
 plan's catalog, reserve and rework helpers); report reads the plan and simulate *models* only; cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
-outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
+outpaths (output-path checks), limits (seeds, memory budget), safeparse (bounded JSON and TOML
+parsing), textout (terminal and HTML escaping, plain lines) and gpus (the GPU catalog and memory
 model) are leaves everyone may use.
 """
 
@@ -17,7 +18,8 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "safeparse", "textout",
+          "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
@@ -25,7 +27,9 @@ ALLOWED = {
     "outpaths": {"errors"},
     "limits": {"errors"},
     "gpus": {"errors"},
-    "contract": {"errors"},
+    "contract": {"errors", "safeparse"},
+    "safeparse": {"errors"},
+    "textout": set(),
     "telemetry": set(),
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats"},

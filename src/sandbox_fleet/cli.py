@@ -75,12 +75,14 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render, lines=No
         jsonio.write(summary, output)
     if as_json:
         sys.stdout.write(jsonio.dumps(summary))
-    elif lines is not None:
-        from sandbox_fleet.textout import print_lines
+        return
+    from sandbox_fleet.textout import print_lines, printable
 
-        print_lines(lines(summary), _console)
+    shown = printable(summary)  # text from the input reaches the terminal escaped
+    if lines is not None:
+        print_lines(lines(shown), _console)
     else:
-        render(summary, _console())
+        render(shown, _console())
 
 
 def _renderer(module: str, name: str):
@@ -611,7 +613,10 @@ def main() -> None:
 def _fail(message: str, code: int) -> None:
     from rich.markup import escape
 
-    _console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    from sandbox_fleet.textout import printable
+
+    # one line, whatever the message quotes (a file name with a newline, an escape sequence)
+    _console(stderr=True).print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise SystemExit(code) from None
 
 

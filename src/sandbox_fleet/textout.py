@@ -18,6 +18,35 @@ from typing import Any, Callable, Iterable
 _RICH_WOULD_TOUCH = re.compile(r":\S*:|[\t\x07\x08\x0b\x0c\r]|\s$")
 
 
+#: Characters a terminal acts on instead of showing: C0 controls (ESC starts escape sequences,
+#: BEL rings, CR rewrites the line), DEL and the C1 controls (CSI, OSC...).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value: Any) -> Any:
+    """``value`` with every control character in its text shown as an escape (``\\x1b``, ``\\n``):
+    names from telemetry reach the terminal as text, never as commands to it."""
+    if isinstance(value, str):
+        return _CONTROL.sub(_shown, value) if _CONTROL.search(value) else value
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable(v) for v in value]
+    return value
+
+
+def _shown(m: re.Match) -> str:
+    return repr(m.group(0))[1:-1]
+
+
+def html_escape(value: Any, quote: bool = True) -> str:
+    """``html.escape`` of ``value`` with its control characters shown as escapes first (a page
+    must not carry bytes a terminal or a parser acts on when the HTML is viewed as text)."""
+    import html
+
+    return html.escape(printable(str(value)), quote=quote)
+
+
 def plain_safe(line: str) -> bool:
     """Whether Rich would print ``line`` (unstyled, no markup, soft-wrapped) unchanged."""
     return _RICH_WOULD_TOUCH.search(line) is None

@@ -73,5 +73,5 @@ def test_truncated_tar_is_input_error(tmp_path):
 
 def test_invalid_task_toml_names_member(tmp_path):
     tar = _tar(tmp_path / "s.tar", [("t/task.toml", b"[environment\ncpus = 1\n", {})])
-    with pytest.raises(InputError, match=r"s\.tar:t/task\.toml: invalid TOML"):
+    with pytest.raises(InputError, match=r"s\.tar:t/task\.toml: not valid TOML"):
         scan_shard(tar, "s.tar")

@@ -9,7 +9,6 @@ time = hold less decoding at 50 tok/s per sequence, over the turns.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,10 +91,9 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
     from sandbox_fleet.contract import parse
     from sandbox_fleet.measure.model import MeasureSummary
 
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    from sandbox_fleet.contract import read_json
+
+    raw = read_json(path, "measure summary")
     m = parse(MeasureSummary, raw, str(path))
     t = m.tokens
     if t is None:

@@ -12,6 +12,7 @@ from typing import Optional
 
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_range
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.assumptions import collect_assumptions
@@ -188,6 +189,9 @@ def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list
 
 
 def _check_options(opts: PlanOptions) -> None:
+    # checked with or without the target that uses them: a bad value is never silently ignored
+    check_range("--tolerance", opts.rl_tolerance)
+    check_range("--trainer-gpus", opts.trainer_gpus, whole=True)
     if opts.price_tier is not None and opts.price_tier not in TIERS:
         raise InputError(f"--price-tier {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
     if not 0.0 <= opts.prefix_break <= 1.0:

@@ -11,7 +11,7 @@ creation-rate limit; ``limits_hit`` names each one that does not.
 from __future__ import annotations
 
 import math
-import tomllib
+
 from importlib import resources
 from pathlib import Path
 from typing import Optional
@@ -19,6 +19,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import read_text, toml_loads
 
 MB_PER_GIB = 1024.0
 
@@ -56,11 +57,8 @@ def load_providers(path: str | Path | None = None) -> list[Provider]:
         p = Path(path)
         if not p.is_file():
             raise InputError(f"{p}: provider catalog not found; expected a TOML file of [[provider]] tables")
-        text, source = p.read_text(encoding="utf-8"), str(p)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: not valid TOML ({exc})") from None
+        text, source = read_text(p, "provider catalog"), str(p)
+    doc = toml_loads(text, source)
     raw = doc.get("provider")
     if set(doc) - {"provider"} or not isinstance(raw, list) or not raw:
         raise InputError(f"{source}: expected only [[provider]] tables, at least one")

@@ -6,7 +6,7 @@ so the same summaries always give the same bytes and the page works offline.
 
 from __future__ import annotations
 
-from html import escape
+from sandbox_fleet.textout import html_escape as escape
 from pathlib import Path
 
 import plotly.io as pio

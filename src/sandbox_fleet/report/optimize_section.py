@@ -3,7 +3,7 @@ and the winner with its basis, drawn from an ``OptimizeSummary``."""
 
 from __future__ import annotations
 
-from html import escape
+from sandbox_fleet.textout import html_escape as escape
 from typing import Callable, Optional
 
 import plotly.graph_objects as go

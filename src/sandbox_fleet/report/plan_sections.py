@@ -8,7 +8,7 @@ is not drawn as if it were a probability-1 point.
 
 from __future__ import annotations
 
-from html import escape
+from sandbox_fleet.textout import html_escape as escape
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go

@@ -6,7 +6,7 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 
 from __future__ import annotations
 
-from html import escape
+from sandbox_fleet.textout import html_escape as escape
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from pydantic import BaseModel

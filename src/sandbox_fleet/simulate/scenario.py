@@ -65,7 +65,7 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
 
     p = Path(path)
     spec = load_scenario(p)
-    built = build(spec, p.parent, str(p))
+    built = build(spec, p.parent, str(p), max_memory_gb)
     if seed is not None:
         check_seed(seed)
         built.seed = seed

@@ -48,7 +48,7 @@ numeric swept key) is reported,
     ``goal`` min or max (default by metric). A grid of more than ``max_variants`` variants is
     refused before any variant is built.
     """
-    if seeds < 1:
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise InputError(f"--seeds {seeds}: expected a positive integer")
     if not vary:
         raise InputError("give at least one --vary KEY=VALUES, e.g. --vary fleet.cap=100,200,400")
@@ -60,6 +60,10 @@ numeric swept key) is reported,
         sizes = " x ".join(f"{len(vals):,} {k}" for k, vals in axes)
         raise InputError(f"--vary: the grid has {grid:,} variants ({sizes}), over --max-variants {max_variants:,}; "
                          "narrow the ranges or raise --max-variants")
+    if grid * seeds > max_variants:
+        # every run is a task and a summary held until the table is built: seeds count as runs
+        raise InputError(f"--seeds {seeds:,}: {grid:,} variant(s) x {seeds:,} seeds is {grid * seeds:,} runs, over "
+                         f"--max-variants {max_variants:,} (which bounds variants x seeds); use fewer seeds or raise it")
     keys = [k for k, _ in axes]
     p = Path(scenario)
     variants = expand(p, axes, progress=progress)

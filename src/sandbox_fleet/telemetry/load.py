@@ -125,7 +125,8 @@ def load_telemetry(
     rollouts = drop_duplicates(rollouts, tel, hashed)
     if rollouts.num_rows == 0:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))
-        raise InputError(f"all {total} rows were rejected ({reasons}); nothing to measure")
+        raise InputError(f"{', '.join(str(p) for p in paths)}: all {total} rows were rejected ({reasons}); "
+                         "nothing to measure")
     tel.rollouts = rollouts
     if tasks is not None:
         from sandbox_fleet.telemetry.tasks import read_tasks_with_warnings
