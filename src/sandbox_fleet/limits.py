@@ -128,7 +128,7 @@ def check_memory(estimate_bytes: float, max_memory_gb: float | None, what: str) 
     limit = memory_limit_bytes(max_memory_gb)
     if estimate_bytes > limit:
         how = f"--max-memory-gb {max_memory_gb:g}" if max_memory_gb is not None else \
-            f"{MEMORY_SHARE:.0%} of the {limit / MEMORY_SHARE / GIB:.1f} GiB this process may still allocate"
+            f"{MEMORY_SHARE:.0%} of the {limit / MEMORY_SHARE / GIB:.1f} GiB available to this process"
         raise InputError(f"{what} need an estimated {estimate_bytes / GIB:,.1f} GiB of memory, over the limit of "
                          f"{limit / GIB:,.1f} GiB ({how}); make it smaller or raise --max-memory-gb")
 

@@ -288,7 +288,7 @@ def test_memory_budget_is_the_process_limit(tmp_path):
 
     text = re.sub(r"count = \d+", "count = 30000000", text)
     (tmp_path / "s.toml").write_text(text)
-    line = refused(run(["simulate", "s.toml", "--json"], tmp_path), "s.toml", "this process may still allocate")
+    line = refused(run(["simulate", "s.toml", "--json"], tmp_path), "s.toml", "available to this process")
     assert "GiB" in line
 
 
@@ -582,3 +582,18 @@ def test_input_that_fails_to_read_names_the_file(tmp_path, args, name):
     (tmp_path / name).symlink_to("/proc/self/mem")
     line = refused(run([*args, "--json"] if args[0] != "check" else args, tmp_path), name, "cannot read")
     assert "Usage" not in line
+
+
+def test_simulate_telemetry_out_is_the_replayed_input(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    pq.write_table(pa.table({
+        "id": [f"r{i}" for i in range(5)], "task_id": ["t"] * 5,
+        "started_at": pa.array([t0 + timedelta(seconds=i) for i in range(5)], pa.timestamp("us", tz="UTC")),
+        "finished_at": pa.array([t0 + timedelta(seconds=60 + i) for i in range(5)], pa.timestamp("us", tz="UTC")),
+    }), tmp_path / "in.parquet")
+    before = (tmp_path / "in.parquet").read_bytes()
+    (tmp_path / "s.toml").write_text('[fleet]\ncap = 4\n[workload]\nkind = "replay"\ntelemetry = "in.parquet"\n')
+    refused(run(["simulate", "s.toml", "--telemetry", "in.parquet", "--json"], tmp_path), "--telemetry", "in.parquet")
+    assert (tmp_path / "in.parquet").read_bytes() == before

@@ -166,7 +166,7 @@ def _check_finite(table: dict[str, Any], source: str, prefix: str = "") -> None:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             _check_finite(value, source, f"{name}.")
-        elif isinstance(value, float) and not math.isfinite(value):
+        elif isinstance(value, float) and not math.isfinite(value) and key != "for_s":  # for_s: the model's own check
             raise InputError(f"{source}: key '{name}': {value} is not a threshold; expected a finite number")
 
 

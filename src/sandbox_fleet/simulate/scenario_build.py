@@ -38,6 +38,7 @@ class Built:
                  inference=None):
         self.fleets, self.workloads, self.seed, self.engine, self.epoch = fleets, workloads, seed, engine, epoch
         self.inference = inference  # inference.Inference or None
+        self.reads: list[str] = []  # telemetry files (or globs) the scenario read: replay, empirical
 
 
 def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
@@ -101,7 +102,9 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         if bad:
             ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
                                    f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
-    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference)
+    built = Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference)
+    built.reads = [path for paths in ctx._tables for path in paths]
+    return built
 
 
 class _Ctx:
