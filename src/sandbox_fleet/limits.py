@@ -65,9 +65,9 @@ def _read_int(path: str) -> int | None:
 _NO_CGROUP_LIMIT = 1 << 60
 
 
-def _cgroup_room() -> int | None:
+def _cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
     """Limit minus usage of this process's memory cgroup (v2 ``memory.max``, else v1), if any."""
-    for limit_file, usage_file in _cgroup_files():
+    for limit_file, usage_file in _cgroup_files(root, proc):
         limit = _read_int(limit_file)
         if limit is None or limit >= _NO_CGROUP_LIMIT:
             continue
@@ -75,19 +75,20 @@ def _cgroup_room() -> int | None:
     return None
 
 
-def _cgroup_files() -> list[tuple[str, str]]:
+def _cgroup_files(root: str, proc: str) -> list[tuple[str, str]]:
+    """(limit, usage) file pairs to try: the v2 group named in ``proc``, the v2 root, the v1 memory root."""
     files = []
     try:
-        with open("/proc/self/cgroup", encoding="utf-8") as f:
+        with open(proc, encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split(":", 2)
                 if len(parts) == 3 and parts[0] == "0":
-                    base = "/sys/fs/cgroup" + parts[2].rstrip("/")
+                    base = root + parts[2].rstrip("/")
                     files.append((base + "/memory.max", base + "/memory.current"))
     except OSError:
         pass
-    files.append(("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"))
-    files.append(("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+    files.append((root + "/memory.max", root + "/memory.current"))
+    files.append((root + "/memory/memory.limit_in_bytes", root + "/memory/memory.usage_in_bytes"))
     return files
 
 
@@ -123,14 +124,15 @@ def memory_limit_bytes(max_memory_gb: float | None) -> float:
     return MEMORY_SHARE * avail if avail else float("inf")
 
 
-def check_memory(estimate_bytes: float, max_memory_gb: float | None, what: str) -> None:
-    """Refuse ``what`` when its estimated memory exceeds the budget."""
+def check_memory(estimate_bytes: float, max_memory_gb: float | None, what: str,
+                 advice: str = "make it smaller or raise --max-memory-gb") -> None:
+    """Refuse ``what`` when its estimated memory exceeds the budget (``advice`` ends the line)."""
     limit = memory_limit_bytes(max_memory_gb)
     if estimate_bytes > limit:
         how = f"--max-memory-gb {max_memory_gb:g}" if max_memory_gb is not None else \
             f"{MEMORY_SHARE:.0%} of the {limit / MEMORY_SHARE / GIB:.1f} GiB available to this process"
         raise InputError(f"{what} need an estimated {estimate_bytes / GIB:,.1f} GiB of memory, over the limit of "
-                         f"{limit / GIB:,.1f} GiB ({how}); make it smaller or raise --max-memory-gb")
+                         f"{limit / GIB:,.1f} GiB ({how}); {advice}")
 
 
 #: One decompressed member may use this share of the memory budget: its text is parsed into

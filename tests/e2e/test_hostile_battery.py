@@ -597,3 +597,9 @@ def test_simulate_telemetry_out_is_the_replayed_input(tmp_path):
     (tmp_path / "s.toml").write_text('[fleet]\ncap = 4\n[workload]\nkind = "replay"\ntelemetry = "in.parquet"\n')
     refused(run(["simulate", "s.toml", "--telemetry", "in.parquet", "--json"], tmp_path), "--telemetry", "in.parquet")
     assert (tmp_path / "in.parquet").read_bytes() == before
+
+
+def test_sweep_runs_checked_against_memory_even_past_max_variants(tmp_path):
+    (tmp_path / "s.toml").write_text((SCENARIOS / "mmc.toml").read_text())
+    refused(run(["sweep", "s.toml", "--vary", "fleet.cap=10,20", "--seeds", "100000000", "--max-variants",
+                 "1000000000", "--json"], tmp_path), "--seeds", "GiB", "available to this process")

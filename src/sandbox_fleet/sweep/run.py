@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sandbox_fleet.contract import has_path
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.limits import MAX_VARIANTS
+from sandbox_fleet.limits import MAX_VARIANTS, check_memory
 from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
@@ -20,6 +20,11 @@ from sandbox_fleet.sweep.model import SweepSummary
 from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
 from sandbox_fleet.sweep.variants import describe, expand
+
+
+#: Memory a run holds until the table is built: its task and its summary (a simulate summary is
+#: 2 KB of Python objects for a one-pool scenario, tens of KB with several workloads).
+BYTES_PER_RUN = 32 * 1024
 
 
 def run_sweep(
@@ -64,6 +69,8 @@ numeric swept key) is reported,
         # every run is a task and a summary held until the table is built: seeds count as runs
         raise InputError(f"--seeds {seeds:,}: {grid:,} variant(s) x {seeds:,} seeds is {grid * seeds:,} runs, over "
                          f"--max-variants {max_variants:,} (which bounds variants x seeds); use fewer seeds or raise it")
+    check_memory(grid * seeds * BYTES_PER_RUN, None, f"--vary x --seeds: {grid:,} variant(s) x {seeds:,} seeds",
+                 "use fewer variants or seeds")
     keys = [k for k, _ in axes]
     p = Path(scenario)
     variants = expand(p, axes, progress=progress)

@@ -68,20 +68,15 @@ def raw_rows_table(rows: list[dict], columns: tuple[str, ...] | None = None,
 
 
 def _fits(value: Any, kind: pa.DataType) -> bool:
-    """Whether one JSON value is a cell of Arrow type ``kind`` as it stands (no conversion)."""
+    """Whether one JSON value converts to Arrow type ``kind`` as the whole column would have
+    (asked of PyArrow itself, so the cells kept are exactly those a clean column keeps)."""
     if value is None:
         return True
-    if pa.types.is_string(kind):
-        return isinstance(value, str)
-    if pa.types.is_boolean(kind):
-        return isinstance(value, bool)
-    if isinstance(value, bool):
+    try:
+        pa.array([value], type=kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         return False
-    if pa.types.is_integer(kind):
-        return isinstance(value, int) and -(2**63) <= value < 2**63
-    if pa.types.is_floating(kind):
-        return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**1024)
-    return False
+    return True
 
 
 def warn_bad_cells(tel: Telemetry, where: Path, bad: dict[str, int]) -> None:
