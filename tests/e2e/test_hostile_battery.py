@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from .conftest import HARBOR, PUBLISHED, ROOT, Run, user_env
+from .test_bad_inputs_cli import assert_refused
 
 #: Address space of each case's process: imports (NumPy, PyArrow, DuckDB) map ~1 GiB.
 MEMORY_LIMIT_BYTES = 2 << 30
@@ -56,16 +57,8 @@ def run(args: list, cwd: Path) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def refused(r: Run, *names: str) -> str:
-    """Exit 2, one stderr line naming every ``names``, no traceback, nothing on stdout."""
-    assert "Traceback" not in r.out + r.err, r.err[-3000:]
-    assert r.code == 2, f"exit {r.code}; stderr: {r.err[-2000:]!r}"
-    lines = r.err_lines()
-    assert len(lines) == 1, f"expected one line on stderr, got {lines!r}"
-    for name in names:
-        assert name in lines[0], f"{name!r} not named in {lines[0]!r}"
-    assert r.out.strip() == "", f"stdout not empty: {r.out[:500]!r}"
-    return lines[0]
+#: exit 2, one stderr line naming every given name, no traceback, nothing on stdout
+refused = assert_refused
 
 
 def measured(r: Run) -> dict:
