@@ -36,8 +36,11 @@ ALLOWED = {
     # catalogs and cost helpers; it reads measure's model, never the plan builder
     "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
                  "plan.cost_parts", "plan.tier", "plan.gpu_memory"},
+    # backtest drives simulate from outside (replays with the --from calibration) and reads
+    # measure's sweep line, step detection and quantiles, and telemetry's reader
+    "backtest": {"simulate", "measure.concurrency", "measure.stats", "measure.steps", "telemetry"},
     "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model",
-                "optimize.model"},
+                "optimize.model", "backtest.model"},
 }
 ANYTHING = {"cli", "demo", "__main__"}
 #: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)

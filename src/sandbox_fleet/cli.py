@@ -507,10 +507,41 @@ def optimize(
     _emit(out.summary, as_json, output, _renderer("sandbox_fleet.optimize.render", "render_optimize"))
 
 
+# --- backtest --------------------------------------------------------------------------
+@app.command()
+def backtest(
+    paths: list[Path] = typer.Argument(..., help="Telemetry with start and finish times (any reader's format)."),
+    split_at: Optional[float] = typer.Option(None, "--split-at", help="Calibrate on the first F of the rollouts in start order, predict the rest (default 0.5; moved to an RL step boundary when steps are detected)."),
+    split_by: Optional[str] = typer.Option(None, "--split-by", help="job or model: predict the group that starts last from the others."),
+    seeds: int = typer.Option(40, "--seeds", help="Predicted runs per side (each resamples the calibration rows)."),
+    seed: int = typer.Option(0, "--seed", help="Base seed: the same seed writes the same bytes."),
+    min_rows: int = typer.Option(5, "--min-rows", help="Refuse a split leaving fewer rollouts than this on either side."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+) -> None:
+    """How far the simulator is off on your own history, and whether your constants drifted."""
+    from sandbox_fleet.backtest import backtest_paths
+    from sandbox_fleet.backtest.render import backtest_lines
+
+    _check_outputs(list(paths), o=(output, (".json",)))
+    summary = backtest_paths([str(p) for p in paths], split_at=split_at, split_by=split_by, seeds=seeds, seed=seed,
+                             min_rows=min_rows, progress=not as_json,
+                             **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time))
+    _emit(summary, as_json, output, None, lines=backtest_lines)
+
+
 # --- schema ----------------------------------------------------------------------------
 @app.command()
 def schema(
-    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks or optimize."),
+    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks, optimize or backtest."),
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of one output kind, generated from its model."""
     from sandbox_fleet.schemas import schema_text
