@@ -29,8 +29,8 @@ ALLOWED = {
     "telemetry": set(),
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
-    "plan": {"measure", "simulate"},
-    "report": {"measure", "plan.model", "simulate.model", "optimize.model"},
+    "plan": {"measure", "simulate", "backtest.model"},
+    "report": {"measure", "plan.model", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
     # catalogs and cost helpers; it reads measure's model, never the plan builder

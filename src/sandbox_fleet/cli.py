@@ -199,6 +199,7 @@ def plan(
     trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
     providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: carry its simulator error and drift verdict into the purchase order."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
     k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
@@ -223,7 +224,7 @@ def plan(
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest], o=output)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import check_out_dir
 
@@ -256,7 +257,7 @@ def plan(
 
         cache = cache_dir_for(cache_dir, output, tasks)
     result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
-                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache})
+                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache}, backtest=backtest)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
@@ -275,6 +276,7 @@ def report(
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
     optimize: Optional[Path] = typer.Option(None, "--optimize", help="An optimize --json summary: its winner and Pareto frontier."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: its verdict, B's predicted vs actual concurrency, the drift gate."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
@@ -291,10 +293,10 @@ def report(
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
-    _check_outputs([*paths, plan, simulate, optimize, thresholds], o=(output, (".html", ".htm")))
+    _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize)
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest)
     _console(stderr=True).print(f"wrote {path}", highlight=False)
 
 
@@ -307,6 +309,7 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: add the backtest_drift gate (constants drifted, simulator makespan error)."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
@@ -328,11 +331,11 @@ def check(
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
+    _check_outputs([*paths, plan, thresholds, backtest], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          measure_options={**reader, "min_turn_rows": min_turn_rows})
+                          measure_options={**reader, "min_turn_rows": min_turn_rows}, backtest=backtest)
     if as_json:
         from sandbox_fleet.report.checks.model import checks_summary
 
