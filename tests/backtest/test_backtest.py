@@ -95,3 +95,18 @@ def test_split_at_moves_to_an_rl_step_boundary():
     assert out["figures"]["step_s_mean"]["actual"] == pytest.approx(want, rel=1e-6)
     lo, hi = out["oracle"]["step_s_mean"]["interval"]
     assert lo <= want <= hi
+
+
+def test_verdict_line_by_hand():
+    from sandbox_fleet.backtest.run import verdict
+
+    def fig(err, inside=True):
+        return {"actual": 1.0, "predicted": 1.0 + err, "interval": [0, 2], "error": err, "within_interval": inside}
+
+    figures = {"makespan_s": fig(-0.05), "hold_mean_s": fig(-0.3, False), "peak": fig(0.0)}
+    oracle = {"makespan_s": fig(0.01), "hold_mean_s": fig(0.02), "peak": fig(0.0)}
+    moved = {"quantity": "hold_s", "model": "m1", "drifted": True, "value_name": "median", "a_value": 10.0, "b_value": 15.0}
+    line = verdict(figures, oracle, {"tests": [moved, {**moved, "model": "m2", "drifted": False}]})
+    assert line == ("simulator error on this telemetry: -5.0% (makespan, within its 95% interval); worst figure "
+                    "hold_mean_s -30.0%, calibrated on B itself +2.0%; constants drifted: yes (hold_s of m1 median 10 -> 15)")
+    assert verdict(figures, oracle, {"tests": []}).endswith("; constants drifted: no")

@@ -78,17 +78,18 @@ def _check_args(seeds: int, seed: int) -> None:
 
 
 def verdict(figures: dict, oracle: dict, drift: dict) -> str:
-    """One line: the makespan error, whether it is within the interval, what drifted, the oracle's error."""
-    f, o = figures["makespan_s"], oracle["makespan_s"]
-    err = signed_pct(f["error"])
+    """One line: the makespan error and its interval, the worst figure against the oracle's, what drifted."""
+    f = figures["makespan_s"]
     inside = "within" if f["within_interval"] else "outside"
+    head = f"simulator error on this telemetry: {signed_pct(f['error'])} (makespan, {inside} its {LEVEL:.0%} interval)"
+    scored = [(abs(v["error"]), k) for k, v in figures.items() if v["error"] is not None]
+    if scored:
+        name = max(scored)[1]
+        head += (f"; worst figure {name} {signed_pct(figures[name]['error'])}, calibrated on B itself "
+                 f"{signed_pct(oracle[name]['error'])}")
     moved = [t for t in drift["tests"] if t["drifted"]]
-    if moved:
-        what = ", ".join(_moved(t) for t in moved)
-        tail = f"constants drifted: yes ({what}); calibrated on B itself the makespan error is {signed_pct(o['error'])}"
-    else:
-        tail = f"constants drifted: no; calibrated on B itself the makespan error is {signed_pct(o['error'])}"
-    return f"simulator error on this telemetry: {err} (makespan, {inside} its {LEVEL:.0%} interval), {tail}"
+    tail = f"constants drifted: yes ({', '.join(_moved(t) for t in moved)})" if moved else "constants drifted: no"
+    return f"{head}; {tail}"
 
 
 def _moved(t: dict) -> str:
