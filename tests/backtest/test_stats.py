@@ -62,4 +62,19 @@ def test_small_samples_are_skipped_and_said_so():
     tests, skipped = drift_tests(_side([1, 2, 3], ["m"] * 3), _side([4, 5, 6, 7, 8], ["m"] * 5))
     assert tests == []
     assert any("hold_s (m): 3 values in A, 5 in B" in s for s in skipped)
-    assert any(s.startswith("exception_rate: 0 flagged") for s in skipped)
+    assert any(s.startswith("exception_rate (m): 0 flagged") for s in skipped)
+
+
+def test_a_change_of_model_mix_is_not_drift():
+    """Each model keeps its holds and exception rate; B runs the slow model more. Nothing drifted."""
+    rng = np.random.default_rng(8)
+
+    def side(n_fast, n_slow):
+        hold = np.concatenate((rng.lognormal(2, 0.3, n_fast), rng.lognormal(4, 0.3, n_slow)))
+        exc = np.concatenate((rng.random(n_fast) < 0.05, rng.random(n_slow) < 0.4)).astype(float)
+        return {**_side(hold, ["fast"] * n_fast + ["slow"] * n_slow), "exception": exc}
+
+    tests, _ = drift_tests(side(900, 100), side(100, 900))
+    assert {(t["quantity"], t["model"]) for t in tests} == {("hold_s", "fast"), ("hold_s", "slow"),
+                                                           ("exception_rate", "fast"), ("exception_rate", "slow")}
+    assert not any(t["drifted"] for t in tests)

@@ -2,10 +2,12 @@
 
 Holds (per model), tokens per turn and turns: Mann-Whitney U, two-sided, normal approximation
 with the tie correction and a continuity correction; effect size Cliff's delta
-(P(B > A) - P(B < A)). Exception rate: the pooled two-proportion z test; effect size Cohen's h.
-The p-values of every test run are adjusted together (Holm-Bonferroni), and a test flags drift
-only when its adjusted p is under ``ALPHA`` *and* its effect reaches the floor, so a long stationary
-history, where any tiny difference is significant, does not flag by chance or by size alone.
+(P(B > A) - P(B < A)). Exception rate (per model): the pooled two-proportion z test; effect size
+Cohen's h. Holds and exceptions are tested per model so that a change of model mix is not read as
+a change of constants. The p-values of every test run are adjusted together (Holm-Bonferroni),
+and a test flags drift only when its adjusted p is under ``ALPHA`` *and* its effect reaches the
+floor, so a long stationary history, where any tiny difference is significant, does not flag by
+chance or by size alone.
 """
 
 from __future__ import annotations
@@ -77,21 +79,25 @@ def holm(p: list[float]) -> list[float]:
 
 
 def drift_tests(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[list[dict], list[str]]:
-    """Every test A vs B can support (holds per model on both sides; all holds when none is), adjusted together; and why the others were skipped.
+    """Every test A vs B can support (holds and exception rate per model on both sides, all
+    rollouts when no model is), adjusted together; and why the others were skipped.
 
     ``a`` / ``b``: per-rollout ``hold_s``, ``model`` (str), ``exception`` (float: 1, 0 or NaN
     when not recorded), ``tokens`` and ``turns`` (NaN when not recorded).
     """
     tests, skipped = [], []
     shared = sorted(set(a["model"].tolist()) & set(b["model"].tolist()))
+    # Per model, so a change of model mix is not read as a change of constants.
     for model in shared:
-        _rank_test(tests, skipped, "hold_s", model, a["hold_s"][a["model"] == model], b["hold_s"][b["model"] == model])
+        in_a, in_b = a["model"] == model, b["model"] == model
+        _rank_test(tests, skipped, "hold_s", model, a["hold_s"][in_a], b["hold_s"][in_b])
+        _rate_test(tests, skipped, model, a["exception"][in_a], b["exception"][in_b])
     only = sorted(set(a["model"].tolist()) ^ set(b["model"].tolist()))
     if only:
-        skipped.append(f"hold_s: model(s) {', '.join(only)} on one side only")
-    if not shared:  # no model on both sides (a split by model): A's holds against B's, whatever the model
+        skipped.append(f"hold_s, exception_rate: model(s) {', '.join(only)} on one side only")
+    if not shared:  # no model on both sides (a split by model): A against B, whatever the model
         _rank_test(tests, skipped, "hold_s", None, a["hold_s"], b["hold_s"])
-    _rate_test(tests, skipped, a["exception"], b["exception"])
+        _rate_test(tests, skipped, None, a["exception"], b["exception"])
     with np.errstate(divide="ignore", invalid="ignore"):
         per_turn = [d["tokens"] / np.where(d["turns"] > 0, d["turns"], np.nan) for d in (a, b)]
     _rank_test(tests, skipped, "tokens_per_turn", None, *per_turn)
@@ -115,13 +121,14 @@ def _rank_test(tests: list, skipped: list, quantity: str, model: str | None, a: 
                   "value_name": "median"})
 
 
-def _rate_test(tests: list, skipped: list, a: np.ndarray, b: np.ndarray) -> None:
+def _rate_test(tests: list, skipped: list, model: str | None, a: np.ndarray, b: np.ndarray) -> None:
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if min(a.size, b.size) < MIN_SAMPLE:
-        skipped.append(f"exception_rate: {a.size} flagged rollouts in A, {b.size} in B (need {MIN_SAMPLE} on each side)")
+        where = "exception_rate" + (f" ({model})" if model else "")
+        skipped.append(f"{where}: {a.size} flagged rollouts in A, {b.size} in B (need {MIN_SAMPLE} on each side)")
         return
     k1, k2 = int(a.sum()), int(b.sum())
     z, p, h = two_proportions(k1, a.size, k2, b.size)
-    tests.append({"quantity": "exception_rate", "model": None, "test": "two-proportion-z", "n_a": int(a.size),
+    tests.append({"quantity": "exception_rate", "model": model, "test": "two-proportion-z", "n_a": int(a.size),
                   "n_b": int(b.size), "statistic": z, "p_value": p, "effect": h, "effect_name": "cohens_h",
                   "effect_floor": H_FLOOR, "a_value": k1 / a.size, "b_value": k2 / b.size, "value_name": "rate"})

@@ -63,6 +63,10 @@ class Drift(Block):
     correction: str
     tests: list[DriftTest]
     skipped: list[str] = []
+    #: models B runs that A does not: their rollouts are predicted from all of A's rows
+    b_only_models: list[str] = []
+    #: share of B's rollouts of those models
+    b_only_share: Optional[float] = None
 
 
 class Series(Block):

@@ -46,8 +46,10 @@ def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[
     oracle_runs, _ = predict(b, b, steps, seed + 1, seeds, grid_us)
     figures, oracle = summarise(actual, runs), summarise(actual, oracle_runs)
     tests, skipped = D.drift_tests(a.drift_view(), b.drift_view())
+    new = ~np.isin(b.model, a.model)
     drift = {"detected": any(t["drifted"] for t in tests), "alpha": D.ALPHA, "correction": "holm-bonferroni",
-             "tests": tests, "skipped": skipped}
+             "tests": tests, "skipped": skipped, "b_only_models": sorted(set(b.model[new].tolist())),
+             "b_only_share": float(new.mean())}
     lo_q, hi_q = (1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2
     summary = BacktestSummary.build(
         sources=[str(s) for s in sources], rows=int(rollouts.num_rows), rejected=rejected or {},
@@ -67,7 +69,7 @@ BASIS = ("calibrated on part A as `simulate --from` does (holds bootstrapped by 
          "peak); B's start times replayed on B's measured peak as the cap; each seed resamples A's rows, so an "
          "interval is the spread of single runs of B (seeds x bootstrap), not a confidence interval of the mean; "
          "oracle = the same prediction calibrated on B itself; drift = Mann-Whitney U (holds per model, tokens per "
-         "turn, turns) and a two-proportion z test (exception rate), Holm-Bonferroni adjusted, flagged only at "
+         "turn, turns) and a two-proportion z test (exception rate per model), Holm-Bonferroni adjusted, flagged only at "
          f"adjusted p < {D.ALPHA} and an effect of at least Cliff's |delta| {D.DELTA_FLOOR} or Cohen's |h| {D.H_FLOOR}")
 
 
@@ -78,7 +80,8 @@ def _check_args(seeds: int, seed: int) -> None:
 
 
 def verdict(figures: dict, oracle: dict, drift: dict) -> str:
-    """One line: the makespan error and its interval, the worst figure against the oracle's, what drifted."""
+    """One line: the makespan error and its interval, the worst figure against the oracle's, what
+    drifted, and B's models that A never ran (a change of mix, not of constants)."""
     f = figures["makespan_s"]
     inside = "within" if f["within_interval"] else "outside"
     head = f"simulator error on this telemetry: {signed_pct(f['error'])} (makespan, {inside} its {LEVEL:.0%} interval)"
@@ -89,6 +92,9 @@ def verdict(figures: dict, oracle: dict, drift: dict) -> str:
                  f"{signed_pct(oracle[name]['error'])}")
     moved = [t for t in drift["tests"] if t["drifted"]]
     tail = f"constants drifted: yes ({', '.join(_moved(t) for t in moved)})" if moved else "constants drifted: no"
+    if drift.get("b_only_models"):
+        tail += (f"; B's model(s) {', '.join(drift['b_only_models'])} ({drift['b_only_share']:.0%} of B) are not in A "
+                 "and were drawn from all of A")
     return f"{head}; {tail}"
 
 
