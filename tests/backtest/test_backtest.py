@@ -116,3 +116,17 @@ def test_verdict_line_by_hand():
     assert line == ("simulator error on this telemetry: -5.0% (makespan, within its 95% interval); worst figure "
                     "hold_mean_s -30.0%, calibrated on B itself +2.0%; constants drifted: yes (hold_s of m1 median 10 -> 15)")
     assert verdict(figures, oracle, {"tests": []}).endswith("; constants drifted: no")
+
+
+def test_split_at_never_cuts_rollouts_started_together():
+    """Ten rollouts start at one instant around the middle: they all land on one side."""
+    import pyarrow.compute as pc
+
+    from sandbox_fleet.backtest.split import split_table
+
+    start = np.array([0, 1, 2, 3, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 9, 10, 11], dtype=np.int64) * 1_000_000
+    t = pa.table({"started_at": pa.array(start).cast(pa.timestamp("us", tz="UTC")),
+                  "finished_at": pa.array(start + 500_000).cast(pa.timestamp("us", tz="UTC"))})
+    sp = split_table(t, split_at=0.5)  # 9 of 18 falls inside the ten at t = 5 s (rows 5..14)
+    assert (sp.a.num_rows, sp.b.num_rows) == (5, 13)
+    assert pc.max(sp.a.column("started_at")).as_py() < pc.min(sp.b.column("started_at")).as_py()

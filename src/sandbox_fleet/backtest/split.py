@@ -2,7 +2,7 @@
 
 ``--split-at F``: the first F of the rollouts in start order go to A; when the whole history
 has synchronous RL steps (``measure.steps``) the boundary moves to the nearest step boundary, so
-no step is cut in two. ``--split-by job|model``: the group that starts last is B, every other
+no step is cut in two, and otherwise off any run of rollouts that started at the same instant. ``--split-by job|model``: the group that starts last is B, every other
 group is A (a history of two jobs is job 1 -> job 2).
 """
 
@@ -73,7 +73,21 @@ def _at_fraction(rollouts: pa.Table, fraction: float) -> Split:
     if moved:
         inner = firsts[1:]  # a cut at index 0 would leave A empty
         k = int(inner[np.argmin(np.abs(inner - k))])
+    else:
+        k = _off_ties(s[order], k)
     return Split(rollouts.take(order[:k]), rollouts.take(order[k:]), "fraction", fraction=fraction, moved_to_step=moved)
+
+
+def _off_ties(sorted_start_us: np.ndarray, k: int) -> int:
+    """``k`` moved to the nearer edge of the run of equal start times it falls in: rollouts released
+    at the same instant stay on one side (and a ``--since`` at B's first start selects exactly B)."""
+    n = sorted_start_us.size
+    if not 0 < k < n or sorted_start_us[k - 1] != sorted_start_us[k]:
+        return k
+    lo = int(np.searchsorted(sorted_start_us, sorted_start_us[k], side="left"))
+    hi = int(np.searchsorted(sorted_start_us, sorted_start_us[k], side="right"))
+    edges = [e for e in (lo, hi) if 0 < e < n]
+    return min(edges, key=lambda e: (abs(e - k), e)) if edges else k
 
 
 def step_firsts(sorted_start_us: np.ndarray, finish_us_in_start_order: np.ndarray) -> np.ndarray | None:
