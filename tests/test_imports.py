@@ -4,7 +4,9 @@ telemetry <- measure <- plan and report; plan -> simulate only for target search
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
 sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
-plan's catalog, reserve and rework helpers); report reads the plan and simulate *models* only; cli, demo and the
+plan's catalog, reserve and rework helpers), and so does backtest (with measure's sweep line and step
+detection); report reads the plan, simulate, optimize and backtest *models* only, and plan the backtest
+model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
 model) are leaves everyone may use.

@@ -27,4 +27,4 @@ def backtest_drift(bt: BacktestSummary, t: Thresholds) -> CheckResult:
     bound_txt = f" (bound {pct(bound)})" if bound is not None else ""
     return CheckResult(NAME, status, err, bound,
                        f"{drift_txt}; simulator makespan error on this telemetry {mk.error:+.1%}{bound_txt}, "
-                       f"calibrated on part A of {bt.rows:,} rollouts")
+                       f"calibrated on part A ({bt.split.a_rows:,} of {bt.rows:,} rollouts)")
