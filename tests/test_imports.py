@@ -9,7 +9,7 @@ detection); report reads the plan, simulate, optimize and backtest *models* only
 model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
-model) are leaves everyone may use.
+model) and exact (float operations with the same bits on every CPU) are leaves everyone may use.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
+    "exact": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},
     "limits": {"errors"},
