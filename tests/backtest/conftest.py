@@ -45,7 +45,7 @@ def double_exceptions(table: pa.Table, mask: np.ndarray, seed: int = 9) -> pa.Ta
     exc = pc.fill_null(table.column("has_exception"), False).to_numpy(zero_copy_only=False).astype(bool)
     rate_a = exc[~mask].mean()
     clean_b = np.flatnonzero(mask & ~exc)
-    need = int(round(2 * rate_a * mask.sum())) - int(exc[mask].sum())
+    need = round(2 * rate_a * mask.sum()) - int(exc[mask].sum())
     flip = np.random.default_rng(seed).choice(clean_b, need, replace=False)
     exc = exc.copy()
     exc[flip] = True

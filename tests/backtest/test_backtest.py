@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from tests.backtest.conftest import double_exceptions, second_half, stretch_holds
 
 from sandbox_fleet.backtest import backtest_rollouts
-from tests.backtest.conftest import double_exceptions, second_half, stretch_holds
 
 SEEDS = 20
 COMPARED = ("mean_concurrency", "makespan_s", "hold_mean_s", "hold_p99_s", "tokens_per_sandbox_s")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from tests.backtest.conftest import stationary_history
 
 ROOT = Path(__file__).resolve().parents[2]

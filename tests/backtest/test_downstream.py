@@ -56,8 +56,8 @@ def test_drift_gate_can_warn_instead(produced, tmp_path):
 
 @pytest.fixture(scope="module")
 def harbor_backtest(tmp_path_factory):
-    from sandbox_fleet.backtest import backtest_paths
     from sandbox_fleet import jsonio
+    from sandbox_fleet.backtest import backtest_paths
 
     out = backtest_paths([str(HARBOR)], split_by="job", seeds=10)
     path = tmp_path_factory.mktemp("bt") / "bt.json"

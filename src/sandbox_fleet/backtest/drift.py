@@ -85,7 +85,8 @@ def drift_tests(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[lis
     ``a`` / ``b``: per-rollout ``hold_s``, ``model`` (str), ``exception`` (float: 1, 0 or NaN
     when not recorded), ``tokens`` and ``turns`` (NaN when not recorded).
     """
-    tests, skipped = [], []
+    tests: list[dict] = []
+    skipped: list[str] = []
     shared = sorted(set(a["model"].tolist()) & set(b["model"].tolist()))
     # Per model, so a change of model mix is not read as a change of constants.
     for model in shared:

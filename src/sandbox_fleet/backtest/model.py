@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Optional
 
+from pydantic import Field
+
 from sandbox_fleet.contract import Block, Summary
 
 
@@ -31,8 +33,8 @@ class SplitInfo(Block):
     moved_to_step: bool = False
     a_rows: int
     b_rows: int
-    a_groups: list[str] = []
-    b_groups: list[str] = []
+    a_groups: list[str] = Field(default_factory=list)
+    b_groups: list[str] = Field(default_factory=list)
     min_rows: int
     #: B's sandbox cap: its measured peak concurrency, as ``simulate --from`` calibrates
     b_cap: int
@@ -62,9 +64,9 @@ class Drift(Block):
     alpha: float
     correction: str
     tests: list[DriftTest]
-    skipped: list[str] = []
+    skipped: list[str] = Field(default_factory=list)
     #: models B runs that A does not: their rollouts are predicted from all of A's rows
-    b_only_models: list[str] = []
+    b_only_models: list[str] = Field(default_factory=list)
     #: share of B's rollouts of those models
     b_only_share: Optional[float] = None
 
@@ -87,7 +89,7 @@ class BacktestSummary(Summary):
 
     sources: list[str]
     rows: int
-    rejected: dict[str, int] = {}
+    rejected: dict[str, int] = Field(default_factory=dict)
     split: SplitInfo
     seed: int
     seeds: int

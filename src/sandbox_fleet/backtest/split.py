@@ -67,10 +67,11 @@ def _at_fraction(rollouts: pa.Table, fraction: float) -> Split:
         raise InputError(f"--split-at must be a fraction strictly between 0 and 1, got {fraction}")
     s, f = start_us(rollouts), finish_us(rollouts)
     order = np.argsort(s, kind="stable")
-    k = int(round(fraction * rollouts.num_rows))
+    k = round(fraction * rollouts.num_rows)
     firsts = step_firsts(s[order], f[order])
-    moved = firsts is not None and firsts.size > 1
-    if moved:
+    moved = False
+    if firsts is not None and firsts.size > 1:
+        moved = True
         inner = firsts[1:]  # a cut at index 0 would leave A empty
         k = int(inner[np.argmin(np.abs(inner - k))])
     else:
@@ -98,7 +99,7 @@ def step_firsts(sorted_start_us: np.ndarray, finish_us_in_start_order: np.ndarra
     steps = measure_steps(sorted_start_us, finish_us_in_start_order, starts_sorted=sorted_start_us)
     if not steps["detected"]:
         return None
-    threshold = max(int(round(steps["gap_threshold_s"] * US)), 1)
+    threshold = max(round(steps["gap_threshold_s"] * US), 1)
     return np.concatenate(([0], np.flatnonzero(np.diff(sorted_start_us) > threshold) + 1))
 
 

@@ -7,6 +7,8 @@ regenerate ``docs/schemas/plan.schema.json`` (``sandbox-fleet schema plan``).
 
 from typing import ClassVar, Literal, Optional, Union
 
+from pydantic import Field
+
 from sandbox_fleet.contract import Block, Summary
 
 Num = Optional[float]
@@ -337,7 +339,7 @@ class BacktestLine(Block):
     makespan_error: Num = None
     within_interval: Optional[bool] = None
     drifted: bool
-    drifted_quantities: list[str] = []
+    drifted_quantities: list[str] = Field(default_factory=list)
     line: str
 
 
