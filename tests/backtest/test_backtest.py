@@ -130,3 +130,15 @@ def test_split_at_never_cuts_rollouts_started_together():
     sp = split_table(t, split_at=0.5)  # 9 of 18 falls inside the ten at t = 5 s (rows 5..14)
     assert (sp.a.num_rows, sp.b.num_rows) == (5, 13)
     assert pc.max(sp.a.column("started_at")).as_py() < pc.min(sp.b.column("started_at")).as_py()
+
+
+def test_split_by_model_predicts_one_model_from_the_other(history):
+    out = _run(history, split_by="model")
+    sp = out["split"]
+    assert sorted(sp["a_groups"] + sp["b_groups"]) == ["m1", "m2"] and len(sp["b_groups"]) == 1
+    assert sp["a_rows"] + sp["b_rows"] == history.num_rows
+    # no model on both sides: holds and exceptions are tested across all rollouts, and the
+    # model change is named (m2's holds are 1.5x m1's, so the hold test flags it)
+    holds = [t for t in out["drift"]["tests"] if t["quantity"] == "hold_s"]
+    assert [t["model"] for t in holds] == [None] and holds[0]["drifted"]
+    assert out["drift"]["b_only_models"] == sp["b_groups"] and out["drift"]["b_only_share"] == 1.0
