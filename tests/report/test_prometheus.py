@@ -97,7 +97,8 @@ def test_every_metric_has_help_and_type_and_base_unit_names():
     assert names == helps == set(types)
     for name, kind in types.items():
         assert name.startswith("sandbox_fleet_")
-        assert (kind == "counter") == name.endswith("_total"), name
+        # every figure is a snapshot of one summary: a gauge, never a counter that could go down
+        assert kind == "gauge" and not name.endswith("_total"), name
     # quantiles are separate gauges in seconds, per model too
     assert {"sandbox_fleet_hold_p99_seconds", "sandbox_fleet_hold_median_seconds",
             "sandbox_fleet_model_hold_p99_seconds"} <= names
@@ -128,7 +129,7 @@ def test_figures_not_measured_are_left_out_not_zero():
     del m["tokens"]["cached"], m["tokens"]["cached_fraction"]
     names = {s.split("{")[0] for s, _ in _samples(_metrics(m))}
     assert "sandbox_fleet_prefix_cache_hit_ratio" not in names
-    assert "sandbox_fleet_cached_tokens_total" not in names
+    assert "sandbox_fleet_cached_tokens" not in names
     assert "sandbox_fleet_plan_target_concurrency" not in names  # no plan given
 
 
@@ -152,7 +153,7 @@ def test_a_figure_that_is_not_a_number_is_left_out_for_slices_as_for_the_fleet(p
     touched = {"sandbox_fleet_pass_ratio", f'sandbox_fleet_model_pass_ratio{{model="{model}"}}',
                f'sandbox_fleet_model_exception_ratio{{model="{model}"}}',
                f'sandbox_fleet_model_hold_median_seconds{{model="{model}"}}',
-               f'sandbox_fleet_job_exception_ratio{{job="{job}"}}', f'sandbox_fleet_job_peak_time_ratio{{job="{job}"}}'}
+               f'sandbox_fleet_job_exception_ratio{{rl_job="{job}"}}', f'sandbox_fleet_job_peak_time_ratio{{rl_job="{job}"}}'}
     assert touched <= set(full)
     text = _metrics(_not_finite(m))
     assert "NaN" not in text and "Inf" not in text
@@ -171,7 +172,7 @@ def test_cli_leaves_out_the_nan_of_a_json_file(run_cli, tmp_path):
     res = run_cli("check", summary, "--metrics-out", tmp_path / "fleet.prom")
     assert res.code in (0, 1), res.err
     text = (tmp_path / "fleet.prom").read_text()
-    assert "NaN" not in text and "Inf" not in text and "sandbox_fleet_model_rollouts_total" in text
+    assert "NaN" not in text and "Inf" not in text and "sandbox_fleet_model_rollouts" in text
 
 
 def test_label_values_are_escaped_so_promtool_parses_them(promtool):

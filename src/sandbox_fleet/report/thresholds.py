@@ -124,6 +124,7 @@ class Thresholds(BaseModel):
     plan_covers_peak: Section
     sweep_self_check: SweepSelfCheck
     telemetry_stale: TelemetryStale
+    metrics_absent: Section
 
     @classmethod
     def default(cls) -> "Thresholds":
