@@ -39,17 +39,6 @@ def load(name: str) -> dict:
     return copy.deepcopy(_PRODUCED[name])
 
 
-@pytest.fixture
-def promtool(tool):
-    """``promtool(*args, stdin=, cwd=)``: run Debian's promtool (skip without it, fail under CI=true)."""
-    path = tool("promtool")
-
-    def run(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([path, *args], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120)
-
-    return run
-
-
 NAME = re.compile(r"\bsandbox_fleet_[a-z0-9_]+")
 
 

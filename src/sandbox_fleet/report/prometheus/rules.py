@@ -289,21 +289,9 @@ def _duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml") -> str:
-    """The rules file: a header comment, then one group of alerting rules."""
-    all_rules = rules(t)
-    disabled = [name for name in Thresholds.model_fields if not getattr(t, name).enabled]
-    head = [
-        "# Prometheus alerting rules for the sandbox fleet, written by `sandbox-fleet check --prometheus-rules`.",
-        f"# Thresholds and `for:` from {one_line(source)}; severity warning = the gate's warn threshold, critical = fail.",
-        "# Every metric used here is written by `sandbox-fleet check --metrics-out` (textfile collector / Pushgateway).",
-        "# Gates not expressed as a PromQL threshold (exported as a figure check computes instead):",
-    ]
-    head += [f"#   {gate}: {why}" for gate, why in NOT_EXPRESSED]
-    if disabled:
-        head.append("# Disabled in the thresholds (no rule): " + ", ".join(disabled))
-    lines = head + ["groups:", f"  - name: {_q(GROUP)}", "    rules:"]
-    for r in all_rules:
+def _group_lines(name: str, group: list[Rule]) -> list[str]:
+    lines = [f"  - name: {_q(name)}", "    rules:"]
+    for r in group:
         lines += [
             f"      - alert: {r.alert}",
             f"        expr: {_q(r.expr)}",
@@ -315,4 +303,26 @@ def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml") ->
             f"          summary: {_q(r.summary)}",
             f"          description: {_q(r.description)}",
         ]
+    return lines
+
+
+def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml",
+               serving: tuple[str, list[Rule], str] | None = None) -> str:
+    """The rules file: a header comment, then the group of alerting rules on sandbox-fleet's own
+    metrics, and with ``serving`` = (group name, rules, basis) a group on the serving pool's."""
+    disabled = [name for name in Thresholds.model_fields if not getattr(t, name).enabled]
+    head = [
+        "# Prometheus alerting rules for the sandbox fleet, written by `sandbox-fleet check --prometheus-rules`.",
+        f"# Thresholds and `for:` from {one_line(source)}; severity warning = the gate's warn threshold, critical = fail.",
+        "# Every metric used here is written by `sandbox-fleet check --metrics-out` (textfile collector / Pushgateway).",
+        "# Gates not expressed as a PromQL threshold (exported as a figure check computes instead):",
+    ]
+    head += [f"#   {gate}: {why}" for gate, why in NOT_EXPRESSED]
+    if disabled:
+        head.append("# Disabled in the thresholds (no rule): " + ", ".join(disabled))
+    if serving is not None:
+        head.append(f"# Group {serving[0]}: the serving pool's vLLM / SGLang metrics against the plan ({one_line(serving[2])}).")
+    lines = head + ["groups:"] + _group_lines(GROUP, rules(t))
+    if serving is not None:
+        lines += _group_lines(serving[0], serving[1])
     return "\n".join(lines) + "\n"
