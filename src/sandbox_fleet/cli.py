@@ -238,7 +238,11 @@ def plan(
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
-    k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
+    k8s_name: Optional[str] = typer.Option(None, "--k8s-name", help="With --emit-k8s: name of the NodePools and PriorityClass, prefix of the templates (default: sf-<instance type>-<target>)."),
+    k8s_namespace: Optional[str] = typer.Option(None, "--k8s-namespace", help="With --emit-k8s: namespace of the sandbox objects (default: the --k8s-name)."),
+    k8s_node_class: Optional[str] = typer.Option(None, "--k8s-node-class", help="With --emit-k8s: name of the EC2NodeClass / AKSNodeClass written and referenced (default: the --k8s-name)."),
+    k8s_runtime_class: str = typer.Option("gvisor", "--k8s-runtime-class", help="With --emit-k8s: the sandbox pods' runtimeClassName (a sandboxing runtime: gVisor, or Kata)."),
+    k8s_cluster: str = typer.Option("REPLACE-ME", "--k8s-cluster", help="With --emit-k8s: the cluster name in the node class's discovery tags and node role."),
     k8s_provision_s: float = typer.Option(60.0, "--k8s-provision-s", help="With --emit-k8s: seconds to create a sandbox pod (sizes the warm pool)."),
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
@@ -264,7 +268,12 @@ def plan(
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import check_out_dir
 
+        from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions
+
         check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
+        k8s_opts = K8sOptions(name=k8s_name, namespace=k8s_namespace, node_class=k8s_node_class,
+                              runtime_class=k8s_runtime_class, cluster=k8s_cluster, provision_s=k8s_provision_s,
+                              image=k8s_image, nodes_file=str(nodes) if nodes else None)
     g = gpu_figures(
         gpu, str(gpu_catalog) if gpu_catalog else None, tflops=gpu_tflops, hbm_tbs=gpu_hbm_tbs,
         memory_gb=gpu_memory_gb, usd_h=gpu_usd_h, model_given=model_params_b is not None and kv_bytes_per_token is not None,
@@ -285,6 +294,7 @@ def plan(
         ),
         shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
+        node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None,
     )
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     cache = None
@@ -295,12 +305,9 @@ def plan(
     result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
                        measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache})
     if emit_k8s is not None:
-        from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
 
-        written = write_manifests(result, emit_k8s, K8sOptions(
-            node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force,
-            inputs=[path, tasks, nodes, providers, output])
+        written = write_manifests(result, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
         _note(f"wrote {', '.join(str(p) for p in written)}")
     _emit(result, as_json, output, render_plan, lines=plan_lines)
 
