@@ -63,7 +63,18 @@ def _storage_line(plan: PlanSummary, node, provider: str) -> str:
     return f"{where} {root_disk_gb(plan):,} GiB = scratch {scratch:,.0f} GiB per full node + system reserve + OS"
 
 
-def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, pools: list[dict]) -> str:
+def _warm_slots(plan: PlanSummary, warm_total: int) -> str:
+    """Where the warm sandboxes live: inside the nodes bought, never on extra ones."""
+    if plan.nodes.mix:
+        return "held in the nodes bought (packed with the mix; the NodePool limit allows no extra nodes)"
+    spare = int(plan.nodes.count) * int(plan.nodes.per_node or 0) - int(plan.target.concurrency)
+    if warm_total <= spare:
+        return f"held in the {spare:,} slots the {plan.nodes.count:,} nodes have beyond the target (no extra nodes)"
+    return (f"no extra nodes: at the target only {max(spare, 0):,} spare slots hold warm sandboxes, the rest "
+            "refill as sandboxes finish")
+
+
+def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, warm_total: int, pools: list[dict]) -> str:
     target, nodes, tier = plan.target, plan.nodes, plan.cost.tier
     source = (plan.input.path or plan.input.source) if plan.input else None
     types = pools[0]["spec"]["template"]["spec"]["requirements"][0]["values"]
@@ -77,7 +88,7 @@ def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, pools: l
         f"  nodes: BUY {nodes.count:,} x {nodes.type} ({nodes.provider} {nodes.instance_type}), tier {tier}; "
         f"every NodePool is limited to exactly these {nodes.count:,} nodes",
         f"  node pools: {pool_line}",
-        f"  warm pool: {warm_basis}; its sandboxes hold slots of the target, inside the nodes bought (no extra nodes)",
+        f"  warm pool: {warm_basis}; {_warm_slots(plan, warm_total)}",
         f"  storage: {_storage_line(plan, node, nodes.provider)}",
         f"  isolation: runtimeClassName {opts.runtime_class} (the RuntimeClass must exist: gVisor or Kata); "
         f"taint {pools[0]['spec']['template']['spec']['taints'][0]['key']}={opts.name}:NoSchedule with a matching toleration",
@@ -117,7 +128,7 @@ def build_manifests(plan: PlanSummary | dict, opts: K8sOptions | None = None) ->
         "sandboxwarmpool.yaml": pools,
         "sandboxclaim-example.yaml": [sandbox_claim(pools[0])],
     }
-    head = _header(plan, opts, node, basis, node_pools)
+    head = _header(plan, opts, node, basis, total, node_pools)
     return {name: head + _dump(objs) for name, objs in docs.items()}
 
 
