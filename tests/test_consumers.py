@@ -171,7 +171,7 @@ def test_every_consumer_runs_on_full_summaries(summaries):
     assert {r.status for r in results} <= {"pass", "warn", "fail", "skip"}
     assert 'id="jobs"' in page and 'id="rent"' in page and 'id="simulate"' in page
     assert 'class="missing"' not in page  # every chart drawn
-    assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts_total{job=' in metrics
+    assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts{rl_job=' in metrics
     assert plan_lines(plan) == plan_lines(plan.to_json())  # the model and its JSON read the same
     # the terminal summaries: every block printed, and the model and its JSON print the same
     assert "Tasks with the most exceptions" in text and "Concurrency by job" in text and "rejected: " in text

@@ -27,13 +27,17 @@ SET_OF = {"aws": "set-aws", "azure": "set-azure"}
 CORE = ("Namespace", "PriorityClass")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _crds():
+def _require_crds() -> None:
     """The real CRDs: skip without them, fail under CI=true (.ci/run has shared/ beside the clone)."""
     if crd_root() is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but ../shared/crds is missing beside the repository")
         pytest.skip("no ../shared/crds beside the repository (set SANDBOX_FLEET_CRDS)")
+
+
+@pytest.fixture
+def crds() -> None:
+    _require_crds()
 
 
 def _summary(path: Path) -> dict:
@@ -51,6 +55,7 @@ def _docs(plan: dict, opts: K8sOptions | None = None) -> dict[str, list[dict]]:
 
 def _validate_all(docs: dict[str, list[dict]], provider: str) -> dict[str, list]:
     """Each custom resource through its CRD; returns kind -> [(stored object, report)]."""
+    _require_crds()
     out: dict[str, list] = {}
     for objs in docs.values():
         for obj in objs:
@@ -240,14 +245,14 @@ def _one(kind: str, tier: str = "spot") -> dict:
         {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}), "rule failed"),
     (lambda d: d["spec"]["template"]["spec"]["requirements"][0].update(values=[]), "rule failed"),
 ])
-def test_the_validator_rejects_what_the_api_server_would(mutate, needle):
+def test_the_validator_rejects_what_the_api_server_would(crds, mutate, needle):
     bad = copy.deepcopy(_one("NodePool"))
     mutate(bad)
     with pytest.raises(Invalid, match=needle):
         validate(bad, "set-aws")
 
 
-def test_the_validator_refuses_deprecated_versions_and_bad_node_classes():
+def test_the_validator_refuses_deprecated_versions_and_bad_node_classes(crds):
     tmpl = copy.deepcopy(_one("SandboxTemplate"))
     tmpl["apiVersion"] = "extensions.agents.x-k8s.io/v1alpha1"
     with pytest.raises(Invalid, match="deprecat"):
