@@ -64,12 +64,15 @@ def _root(
         _STATE["quiet"] = True
 
 
+_QUIET_FLAGS = ("--quiet", "-q")  # no command has a -q of its own
+
+
 def _take_quiet(argv: list[str]) -> list[str]:
-    """``argv`` without ``--quiet`` (before any ``--``), which then holds for the run: the flag is
+    """``argv`` without ``--quiet`` / ``-q`` (before any ``--``), which then holds for the run: the flag is
     accepted after the command too (``sandbox-fleet check ... --quiet``), not only before it."""
     cut = argv.index("--") if "--" in argv else len(argv)
-    _STATE["quiet"] = "--quiet" in argv[:cut]
-    return [a for a in argv[:cut] if a != "--quiet"] + argv[cut:]
+    _STATE["quiet"] = any(a in _QUIET_FLAGS for a in argv[:cut])
+    return [a for a in argv[:cut] if a not in _QUIET_FLAGS] + argv[cut:]
 
 
 def _progress(wanted: bool) -> bool:
