@@ -228,6 +228,16 @@ def test_every_file_opens_with_the_plans_basis():
         assert f"BUY {plan['nodes']['count']} x aws-m6id.8xlarge" in head and "runtimeClassName gvisor" in head
 
 
+def test_split_warm_by_largest_remainder():
+    from sandbox_fleet.plan.k8s.manifests import split_warm
+
+    parts = [({}, 240), ({}, 120), ({}, 32), ({}, 8)]  # the mixed corpus at 400
+    # 5 x (0.6, 0.3, 0.08, 0.02) = 3.0, 1.5, 0.4, 0.1 -> floors 3, 1, 0, 0, one left for the 0.5 remainder
+    assert split_warm(5, parts) == [3, 2, 0, 0]
+    assert split_warm(0, parts) == [0, 0, 0, 0]
+    assert split_warm(400, parts) == [240, 120, 32, 8]
+
+
 # --- the validator is not vacuous -----------------------------------------------------------------------
 
 
