@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import io
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -126,6 +127,7 @@ def _broken_task_telemetry():
     reader reports on the way (rejected rows, a warning): fills by_task.worst and coverage.rejected."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
     from producers import healthy_telemetry
 
     tel = healthy_telemetry()
@@ -233,7 +235,7 @@ def test_each_measure_block_absent_in_turn(summaries, fast_html):
     for where, variant in variants:
         try:
             _all_consumers(variant, plan, None)
-        except Exception as exc:  # noqa: BLE001 - name the block whose absence broke a reader
+        except Exception as exc:
             pytest.fail(f"measure without {where}: {exc!r}")
 
 
@@ -242,12 +244,12 @@ def test_each_plan_and_simulate_block_absent_in_turn(summaries, fast_html):
     for where, variant in _variants(PlanSummary, plan.to_json()):
         try:
             _all_consumers(m, variant, None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             pytest.fail(f"plan without {where}: {exc!r}")
     for where, variant in _variants(SimulateSummary, sim.to_json()):
         try:
             _all_consumers(m, None, variant)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             pytest.fail(f"simulate without {where}: {exc!r}")
 
 

@@ -269,9 +269,7 @@ def plan(
     check_seed(seed)
     _check_outputs([path, tasks, nodes, gpu_catalog, providers], o=output)
     if emit_k8s is not None:
-        from sandbox_fleet.plan.k8s import check_out_dir
-
-        from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions
+        from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_out_dir
 
         check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
         k8s_opts = K8sOptions(name=k8s_name, namespace=k8s_namespace, node_class=k8s_node_class,

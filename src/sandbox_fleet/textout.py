@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 #: What Rich might rewrite in an unstyled line: a ``:...:`` pair with no space inside (an emoji
 #: code), a tab or a control code it strips (BEL, BS, VT, FF, CR), or trailing whitespace.

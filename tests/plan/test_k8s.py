@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from k8s_crd import Invalid, crd_root, validate
-
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions, make_plan

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,11 +37,6 @@ def plan(produced) -> dict:
 @pytest.fixture
 def simulate(produced) -> dict:
     return copy.deepcopy(produced.simulate)
-
-import subprocess
-from pathlib import Path
-
-import pytest
 
 
 @pytest.fixture

@@ -17,14 +17,13 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from producers import healthy_telemetry
-
 from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.plan import make_plan
 from sandbox_fleet.report.checks import run_checks
@@ -57,7 +56,7 @@ def _two_jobs():
 def _summary() -> dict:
     m = measure_telemetry(_two_jobs())
     # data time two hours ago: telemetry_stale warns (above 1 h, under 6 h) in Prometheus
-    m["last_finished_at"] = (datetime.now(timezone.utc) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    m["last_finished_at"] = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return m
 
 
@@ -200,7 +199,7 @@ def test_alerts_in_a_live_prometheus_are_checks_verdicts_for_every_way_in(server
     servers["start_prometheus"](rules_file)
 
     ways = {"textfile", "push, honor_labels true", "push, honor_labels false"}
-    want = {way: (critical, warning) for way in ways}
+    want = dict.fromkeys(ways, (critical, warning))
     deadline, got = time.monotonic() + 40, {}
     while time.monotonic() < deadline:
         got = _firing_by_source(ports["prometheus"])

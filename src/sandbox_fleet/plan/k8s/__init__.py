@@ -32,9 +32,9 @@ from sandbox_fleet.plan.k8s.manifests import (
     K8sOptions,
     check_supported,
     kinds,
+    namespace,
     node_class,
     nodepools,
-    namespace,
     priority_class,
     resolve,
     root_disk_gb,
@@ -48,7 +48,7 @@ from sandbox_fleet.plan.k8s.manifests import (
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.textout import one_line
 
-__all__ = ["FILES", "K8sOptions", "NODE_CLASS", "build_manifests", "check_out_dir", "emit_k8s"]
+__all__ = ["FILES", "NODE_CLASS", "K8sOptions", "build_manifests", "check_out_dir", "emit_k8s"]
 
 FILES = ("namespace.yaml", "priorityclass.yaml", "nodeclass.yaml", "nodepool.yaml", "sandboxtemplate.yaml",
          "sandboxwarmpool.yaml", "sandboxclaim-example.yaml")
@@ -75,7 +75,8 @@ def _warm_slots(plan: PlanSummary, warm_total: int) -> str:
 
 
 def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, warm_total: int, pools: list[dict]) -> str:
-    target, nodes, tier = plan.target, plan.nodes, plan.cost.tier
+    pin = check_supported(plan)
+    target, nodes, tier = plan.target, plan.nodes, pin.tier
     source = (plan.input.path or plan.input.source) if plan.input else None
     types = pools[0]["spec"]["template"]["spec"]["requirements"][0]["values"]
     pool_line = (f"{pools[0]['metadata']['name']} (spot, weight {pools[0]['spec']['weight']}: {', '.join(types)}) then "
@@ -89,7 +90,7 @@ def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, warm_tot
         f"every NodePool is limited to exactly these {nodes.count:,} nodes",
         f"  node pools: {pool_line}",
         f"  warm pool: {warm_basis}; {_warm_slots(plan, warm_total)}",
-        f"  storage: {_storage_line(plan, node, nodes.provider)}",
+        f"  storage: {_storage_line(plan, node, pin.provider)}",
         f"  isolation: runtimeClassName {opts.runtime_class} (the RuntimeClass must exist: gVisor or Kata); "
         f"taint {pools[0]['spec']['template']['spec']['taints'][0]['key']}={opts.name}:NoSchedule with a matching toleration",
         f"  names: {opts.name}, namespace {opts.namespace}, node class {opts.node_class}, cluster {opts.cluster}; "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -121,18 +122,19 @@ def _mib(mb: float) -> str:
 
 def request_name(req: Request) -> str:
     """A DNS-1123 name for a request kind: ``1cpu-2048mi`` (``-1gpu`` when it asks for GPUs)."""
-    cpu = _cpu(req.cpu).replace("m", "mcpu") if not _cpu(req.cpu).isdigit() else f"{_cpu(req.cpu)}cpu"
-    name = f"{cpu}-{math.ceil(req.memory)}mi"
+    cores = _cpu(req.cpu or 0.0)
+    cpu = cores.replace("m", "mcpu") if not cores.isdigit() else f"{cores}cpu"
+    name = f"{cpu}-{math.ceil(req.memory or 0.0)}mi"
     return name + (f"-{int(req.gpu)}gpu" if req.gpu else "")
 
 
 def resources(req: Request) -> dict:
     """Container requests = limits (a sandbox gets what the plan packed it by)."""
-    q = {"cpu": _cpu(req.cpu), "memory": _mib(req.memory)}
+    q = {"cpu": _cpu(req.cpu or 0.0), "memory": _mib(req.memory or 0.0)}
     if req.disk:
         q["ephemeral-storage"] = _mib(req.disk)
     if req.gpu:
-        q["nvidia.com/gpu"] = str(int(math.ceil(req.gpu)))
+        q["nvidia.com/gpu"] = str(math.ceil(req.gpu))
     return {"requests": dict(q), "limits": dict(q)}
 
 
@@ -140,15 +142,19 @@ def kinds(plan: PlanSummary) -> list[tuple[Request, int]]:
     """(request, concurrent count at the target) per request kind, largest share first."""
     n = int(plan.target.concurrency)
     if not plan.nodes.mix:
+        if plan.nodes.request is None:
+            raise InputError("--emit-k8s: the plan has no sandbox request (nodes.request)")
         return [(plan.nodes.request, n)]
-    return sorted(((m, int(m.concurrent)) for m in plan.nodes.mix), key=lambda x: (-x[1], request_name(x[0])))
+    return sorted(((m, int(m.concurrent or 0)) for m in plan.nodes.mix), key=lambda x: (-x[1], request_name(x[0])))
 
 
 def warm_replicas(plan: PlanSummary, provision_s: float) -> tuple[int, str]:
     """ceil(peak start rate x provisioning delay), at most the target; and how it was found."""
     n = int(plan.target.concurrency)
     starts = plan.starts
-    rate, batch, spread = (starts.peak_per_s, starts.batch, starts.release_spread_s) if starts else (None, None, None)
+    if starts is None:
+        return 0, "no start rate measured: no warm pool"
+    rate, batch, spread = starts.peak_per_s, starts.batch, starts.release_spread_s
     if rate is None and batch is not None and not spread:
         return min(int(batch), n), f"a batch of {batch:,.0f} released at once: the whole batch, at most the target {n:,}"
     if rate is None:
@@ -159,7 +165,7 @@ def warm_replicas(plan: PlanSummary, provision_s: float) -> tuple[int, str]:
         f" [{starts.basis}]")
 
 
-def split_warm(total: int, parts: list[tuple[object, int]]) -> list[int]:
+def split_warm(total: int, parts: Sequence[tuple[object, int]]) -> list[int]:
     """The warm pool shared across request kinds in proportion to their concurrent counts.
 
     Largest remainder: the shares sum to ``total`` exactly, ties to the earlier (larger) kind.
@@ -175,17 +181,31 @@ def split_warm(total: int, parts: list[tuple[object, int]]) -> list[int]:
     return out
 
 
-def check_supported(plan: PlanSummary) -> str:
-    """The plan's provider, or InputError when a NodePool cannot be written for it."""
+@dataclass(frozen=True)
+class Pinned:
+    """What a NodePool pins, read once from the plan: cloud, instance type, whole capacity, tier."""
+
+    provider: str
+    instance_type: str
+    cpu: float
+    memory_gb: float
+    tier: str
+
+
+def check_supported(plan: PlanSummary) -> Pinned:
+    """What the plan pins, or InputError when a NodePool cannot be written for it."""
     nodes = plan.nodes
-    provider, itype = nodes.provider, nodes.instance_type
-    if provider is None or itype is None or nodes.node_capacity is None:
+    provider, itype, cap = nodes.provider, nodes.instance_type, nodes.node_capacity
+    if provider is None or itype is None or cap is None or cap.cpu is None or cap.memory_gb is None:
         raise InputError(f"--emit-k8s: node type {nodes.type!r} has no provider/instance_type in the node catalog; "
                          f"expected one of: {', '.join(sorted(NODE_CLASS))}")
     if provider not in NODE_CLASS:
         raise InputError(f"--emit-k8s: provider {provider!r} of node type {nodes.type!r} is not supported; "
                          f"expected one of: {', '.join(sorted(NODE_CLASS))}")
-    return provider
+    tier = plan.cost.tier if plan.cost is not None else None
+    if tier not in CAPACITY_TYPE:
+        raise InputError(f"--emit-k8s: the plan's price tier {tier!r} is not one of {', '.join(CAPACITY_TYPE)}")
+    return Pinned(provider, itype, float(cap.cpu), float(cap.memory_gb), str(tier))
 
 
 def scratch_per_node_gb(plan: PlanSummary) -> float:
@@ -259,13 +279,13 @@ def aks_node_class(plan: PlanSummary, opts: K8sOptions) -> dict:
 
 
 def node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
-    return ec2_node_class(plan, node, opts) if check_supported(plan) == "aws" else aks_node_class(plan, opts)
+    return ec2_node_class(plan, node, opts) if check_supported(plan).provider == "aws" else aks_node_class(plan, opts)
 
 
 def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: list[str],
           weight: Optional[int]) -> dict:
-    provider = check_supported(plan)
-    cap, count = plan.nodes.node_capacity, int(plan.nodes.count)
+    pin = check_supported(plan)
+    provider, count = pin.provider, int(plan.nodes.count)
     spec: dict = {
         "template": {
             "metadata": {"labels": {POOL_LABEL: opts.name}},
@@ -280,7 +300,7 @@ def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: 
             },
         },
         # exactly the nodes bought: the warm pool's sandboxes hold slots of the target, not extra nodes
-        "limits": {"cpu": _cpu(count * cap.cpu), "memory": f"{math.ceil(count * cap.memory_gb)}Gi"},
+        "limits": {"cpu": _cpu(count * pin.cpu), "memory": f"{math.ceil(count * pin.memory_gb)}Gi"},
         "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": opts.consolidate_after},
     }
     if weight is not None:
@@ -292,12 +312,13 @@ def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: 
 def nodepools(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> list[dict]:
     """One NodePool at the tier's capacity type; on spot, every same-shape type first and an
     on-demand fallback of the planned type by weight. Each is limited to the nodes the plan buys."""
-    itype = plan.nodes.instance_type
-    if plan.cost.tier != "spot":
-        return [_pool(plan, opts, opts.name, CAPACITY_TYPE[plan.cost.tier], [itype], None)]
+    pin = check_supported(plan)
+    itype, name = pin.instance_type, str(opts.name)
+    if pin.tier != "spot":
+        return [_pool(plan, opts, name, CAPACITY_TYPE[pin.tier], [itype], None)]
     types = [itype] + [s.instance_type for s in same_shape(node, scratch_per_node_gb(plan))]
-    return [_pool(plan, opts, f"{opts.name}-spot", "spot", types, SPOT_WEIGHT),
-            _pool(plan, opts, f"{opts.name}-on-demand", "on-demand", [itype], FALLBACK_WEIGHT)]
+    return [_pool(plan, opts, f"{name}-spot", "spot", types, SPOT_WEIGHT),
+            _pool(plan, opts, f"{name}-on-demand", "on-demand", [itype], FALLBACK_WEIGHT)]
 
 
 def namespace(opts: K8sOptions) -> dict:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_fleet import atomic, contract
+from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.prometheus.metrics import build_registry, exposition
-from sandbox_fleet.errors import InputError
 from sandbox_fleet.report.prometheus.rules import Rule, rules, rules_yaml
 from sandbox_fleet.report.prometheus.serving import GROUP as SERVING_GROUP
 from sandbox_fleet.report.prometheus.serving import serving_basis

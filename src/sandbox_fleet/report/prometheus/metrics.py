@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
