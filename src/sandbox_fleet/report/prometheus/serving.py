@@ -108,15 +108,14 @@ def serving_rules(plan: PlanSummary | dict) -> list[Rule]:
                 "The serving pool recomputes prefixes the plan counted as cached: the GPUs bought for the cached "
                 "line queue. Look for a broken prefix (timestamps, reordered tools, front truncation) or a router "
                 f"without session affinity. Basis: {b.basis}.")
-    out += _band("SandboxFleetServingKvCache", "serving_kv_cache", (VLLM_KV, SGLANG_KV),
-                 (f"> {u}", f"<= {sat}"), f"> {sat}",
+    hot = ((f"> {u}", f"<= {sat}"), f"> {sat}")  # KV and queue: above the utilisation target, then saturated
+    out += _band("SandboxFleetServingKvCache", "serving_kv_cache", (VLLM_KV, SGLANG_KV), *hot,
                  (f"{who}: KV cache {{{{ $value | humanizePercentage }}}} used, above the plan's utilisation target {b.utilisation:g}",
                   f"{who}: KV cache {{{{ $value | humanizePercentage }}}} used: near full, sequences are preempted or queued"),
                  "More live context than the pool was sized for: contexts grew or replicas were lost. "
                  f"Add replicas or offload KV before the queue grows. Basis: utilisation target {b.utilisation:g}; "
                  f"saturation {SATURATED:g} (stated).")
-    out += _band("SandboxFleetServingQueue", "serving_queue", (VLLM_QUEUE, SGLANG_QUEUE),
-                 (f"> {u}", f"<= {sat}"), f"> {sat}",
+    out += _band("SandboxFleetServingQueue", "serving_queue", (VLLM_QUEUE, SGLANG_QUEUE), *hot,
                  (f"{who}: requests wait {{{{ $value | humanizePercentage }}}} of their latency in the queue",
                   f"{who}: requests wait {{{{ $value | humanizePercentage }}}} of their latency in the queue: saturated"),
                  "Every sandbox's turn waits for the model: the RL step stretches while the sandboxes idle. "
