@@ -342,3 +342,21 @@ def test_for_s_not_a_positive_number_is_one_line_exit_2(run_cli, tmp_path, bad):
     assert len(res.err.strip().splitlines()) == 1
     assert "exception_rate.for_s" in res.err and "positive number of seconds" in res.err and str(th) in res.err
     assert not (tmp_path / "r.yml").exists()
+
+
+def test_a_thresholds_path_with_a_newline_stays_in_the_header_comment(promtool, tmp_path):
+    text = rules_yaml(Thresholds.default(), "t\ngroups: []\n.toml")
+    assert "t\\x0agroups: []\\x0a.toml" in text
+    assert [line for line in text.splitlines() if line.startswith("groups:")] == ["groups:"]
+    (tmp_path / "r.yml").write_text(text)
+    res = promtool("check", "rules", str(tmp_path / "r.yml"))
+    assert res.returncode == 0 and f"SUCCESS: {len(rules(Thresholds.default()))} rules found" in res.stdout, res.stdout
+
+
+def test_no_label_written_is_one_prometheus_reserves():
+    from sandbox_fleet.report.prometheus.metrics import RESERVED_LABELS, Registry
+
+    labels = set(re.findall(r"[{,]([a-z_]+)=", _metrics(_full_summary(), load("plan.json"))))
+    assert labels == {"model", "rl_job", "field", "reason"} and not labels & RESERVED_LABELS
+    with pytest.raises(ValueError, match="reserved"):
+        Registry().add("x", "x", 1.0, {"job": "j1"})
