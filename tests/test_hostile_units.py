@@ -138,8 +138,8 @@ def test_plausible_cap(value, ok):
 
 def test_printable_escapes_controls_only():
     assert printable("gpt-4o é") == "gpt-4o é"
-    assert printable("a\x1b[31mb\x07\n\x9b") == "a\\x1b[31mb\\x07\\n\\x9b"
-    assert printable({"k\x1b": ["\r", 1]}) == {"k\\x1b": ["\\r", 1]}
+    assert printable("a\x1b[31mb\x07\n\x9b\u2028") == "a\\x1b[31mb\\x07\\x0a\\x9b\\u2028"
+    assert printable({"k\x1b": ["\r", 1]}) == {"k\\x1b": ["\\x0d", 1]}
 
 
 def test_html_escape_after_printable():

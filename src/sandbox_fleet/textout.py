@@ -11,32 +11,36 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 #: What Rich might rewrite in an unstyled line: a ``:...:`` pair with no space inside (an emoji
 #: code), a tab or a control code it strips (BEL, BS, VT, FF, CR), or trailing whitespace.
 _RICH_WOULD_TOUCH = re.compile(r":\S*:|[\t\x07\x08\x0b\x0c\r]|\s$")
 
 
-#: Characters a terminal acts on instead of showing: C0 controls (ESC starts escape sequences,
-#: BEL rings, CR rewrites the line), DEL and the C1 controls (CSI, OSC...).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Characters that end or break a line in a text file (C0/C1 controls, DEL, Unicode line breaks).
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` for one line of a comment or header: control characters as ``\\xNN`` / ``\\uNNNN``
+    escapes, so a value (a path with a newline) can never start a line of its own."""
+    return _LINE_BREAKING.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                              else f"\\u{ord(m.group()):04x}", text)
 
 
 def printable(value: Any) -> Any:
-    """``value`` with every control character in its text shown as an escape (``\\x1b``, ``\\n``):
-    names from telemetry reach the terminal as text, never as commands to it."""
+    """``value`` (text, or dicts and lists of it) with every control character shown as its
+    ``one_line`` escape: names from telemetry reach a terminal as text (an ESC starts an escape
+    sequence, a CR rewrites the line), never as commands to it."""
     if isinstance(value, str):
-        return _CONTROL.sub(_shown, value) if _CONTROL.search(value) else value
+        return one_line(value) if _LINE_BREAKING.search(value) else value
     if isinstance(value, dict):
         return {printable(k): printable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [printable(v) for v in value]
     return value
-
-
-def _shown(m: re.Match) -> str:
-    return repr(m.group(0))[1:-1]
 
 
 def html_escape(value: Any, quote: bool = True) -> str:

@@ -560,7 +560,7 @@ def test_unreadable_summary_is_one_line_no_usage_box(tmp_path):
 def test_file_name_with_a_newline(tmp_path):
     (tmp_path / "a\nb.csv").write_text("not,a,telemetry\n1,2,3\n")
     line = refused(run(["measure", "a\nb.csv", "--json"], tmp_path), "b.csv")
-    assert "\\n" in line
+    assert "\\x0a" in line
 
 
 @pytest.mark.parametrize("args,name", [
