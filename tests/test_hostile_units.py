@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from sandbox_fleet import limits
+from sandbox_fleet.atomic import OutputError
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.outpaths import check_output
-from sandbox_fleet.atomic import OutputError
 from sandbox_fleet.safeparse import json_loads, load_toml, toml_loads
 from sandbox_fleet.telemetry.jsonfile import plausible_cap, raw_rows_table
 from sandbox_fleet.textout import html_escape, printable

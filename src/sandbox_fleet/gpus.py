@@ -14,7 +14,6 @@ Roofline for a model of ``P`` billion parameters on ``g`` GPUs at utilisation ``
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path

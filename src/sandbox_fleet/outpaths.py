@@ -34,7 +34,7 @@ def _inside(dest: Path, folder: Path) -> bool:
 
 
 def _expand(inputs: Iterable[str | Path | None]) -> list[Path]:
-    out = []
+    out: list[Path] = []
     for p in inputs:
         if p is None:
             continue

@@ -24,8 +24,8 @@ import struct
 import subprocess
 import sys
 import tarfile
-import zipfile
 import zlib
+from datetime import UTC
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -96,7 +96,7 @@ def inspect_json(tmp: Path, edit) -> Path:
 
 
 def deep_json(key: str = "a") -> str:
-    return '{"%s": ' % key + "[" * DEEP + "]" * DEEP + "}"
+    return '{"' + key + '": ' + "[" * DEEP + "]" * DEEP + "}"
 
 
 def deep_toml(key: str = "x") -> str:
@@ -125,7 +125,7 @@ def test_deep_json_table(tmp_path):
 
 
 def test_deep_harbor_result_costs_that_trial(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    _, trials = harbor_job(tmp_path)
     (trials[0] / "result.json").write_text(deep_json("task_name"))
     s = measured(run(["measure", "jobs", "--json"], tmp_path))
     assert s["coverage"]["rejected"] == {"unreadable": 1}
@@ -133,7 +133,7 @@ def test_deep_harbor_result_costs_that_trial(tmp_path):
 
 
 def test_deep_atif_trajectory_costs_only_its_figures(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    _, trials = harbor_job(tmp_path)
     (trials[0] / "agent").mkdir(exist_ok=True)
     (trials[0] / "agent" / "trajectory.json").write_text(deep_json("steps"))
     s = measured(run(["measure", "jobs", "--json"], tmp_path))
@@ -287,7 +287,7 @@ def test_memory_budget_is_the_process_limit(tmp_path):
 
 # --- 4. wrong-typed cells are null with a warning; one bad record costs that record ----
 def test_harbor_number_where_text_belongs(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    _, trials = harbor_job(tmp_path)
     res = json.loads((trials[0] / "result.json").read_text())
     res["started_at"] = 12345
     res["agent_info"] = {"name": 7, "model_info": {"name": 7}}
@@ -298,14 +298,14 @@ def test_harbor_number_where_text_belongs(tmp_path):
 
 
 def test_harbor_result_null_is_unreadable(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    _, trials = harbor_job(tmp_path)
     (trials[0] / "result.json").write_text("null")
     s = measured(run(["measure", "jobs", "--json"], tmp_path))
     assert s["coverage"]["rejected"] == {"unreadable": 1}
 
 
 def test_harbor_result_without_names_is_unreadable(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    _, trials = harbor_job(tmp_path)
     res = json.loads((trials[0] / "result.json").read_text())
     res["task_name"] = res["trial_name"] = None
     (trials[0] / "result.json").write_text(json.dumps(res))
@@ -314,14 +314,14 @@ def test_harbor_result_without_names_is_unreadable(tmp_path):
 
 
 def test_harbor_malformed_job_config_warns(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    jobs, _ = harbor_job(tmp_path)
     (jobs / "oracle-n2" / "config.json").write_text('{"n_concurrent_trials": 4,')
     s = measured(run(["measure", "jobs", "--json"], tmp_path))
     assert any("config.json" in w and "cap is unknown" in w for w in s["warnings"])
 
 
 def test_harbor_absurd_cap_is_no_cap(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    jobs, _ = harbor_job(tmp_path)
     cfg = json.loads((jobs / "oracle-n2" / "config.json").read_text())
     cfg["n_concurrent_trials"] = 10**30
     (jobs / "oracle-n2" / "config.json").write_text(json.dumps(cfg))
@@ -454,7 +454,7 @@ def test_nan_threshold(tmp_path):
 
 # --- 6. an output is never an input, even a file inside an input folder -----------------
 def test_output_inside_harbor_input(tmp_path):
-    jobs, trials = harbor_job(tmp_path)
+    _, trials = harbor_job(tmp_path)
     target = trials[0] / "result.json"
     before = target.read_bytes()
     refused(run(["measure", "jobs", "-o", target], tmp_path), "-o", "result.json", "input")
@@ -578,9 +578,9 @@ def test_input_that_fails_to_read_names_the_file(tmp_path, args, name):
 
 
 def test_simulate_telemetry_out_is_the_replayed_input(tmp_path):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     pq.write_table(pa.table({
         "id": [f"r{i}" for i in range(5)], "task_id": ["t"] * 5,
         "started_at": pa.array([t0 + timedelta(seconds=i) for i in range(5)], pa.timestamp("us", tz="UTC")),

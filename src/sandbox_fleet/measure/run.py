@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from functools import partial
-import math
-from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +23,8 @@ from sandbox_fleet.measure.concurrency import (
 )
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
-from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.holds import measure_holds
+from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
@@ -55,7 +55,7 @@ THREE_LANES_ROWS = 4_000_000
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 __all__ = ["MeasureSummary", "measure_paths", "measure_telemetry"]
 

@@ -88,10 +88,8 @@ def _num(v, key: str, path: Path) -> float:
 
 
 def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, kv_bytes: float | None) -> Base:
-    from sandbox_fleet.contract import parse
+    from sandbox_fleet.contract import parse, read_json
     from sandbox_fleet.measure.model import MeasureSummary
-
-    from sandbox_fleet.contract import read_json
 
     raw = read_json(path, "measure summary")
     m = parse(MeasureSummary, raw, str(path))

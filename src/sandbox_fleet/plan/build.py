@@ -87,7 +87,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in fig.requests)
     reqs, weights, hours = [], [], []
     for i, r in enumerate(fig.requests):
-        def val(key: str, default: float | None = None) -> float:
+        def val(key: str, default: float | None = None, r=r, i=i) -> float:  # called in this iteration only
             v = getattr(r, key)
             if v is None:
                 if default is None:

@@ -6,7 +6,6 @@ illustrative list prices and the source document's ``seed-96c``; ``--nodes FILE`
 
 from __future__ import annotations
 
-
 from importlib import resources
 from pathlib import Path
 from typing import Optional

@@ -11,7 +11,6 @@ creation-rate limit; ``limits_hit`` names each one that does not.
 from __future__ import annotations
 
 import math
-
 from importlib import resources
 from pathlib import Path
 from typing import Optional

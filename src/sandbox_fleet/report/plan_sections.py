@@ -8,7 +8,6 @@ is not drawn as if it were a probability-1 point.
 
 from __future__ import annotations
 
-from sandbox_fleet.textout import html_escape as escape
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -16,6 +15,7 @@ import plotly.graph_objects as go
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.report.tables import Row, fmt, grid_table, kv_table
+from sandbox_fleet.textout import html_escape as escape
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary

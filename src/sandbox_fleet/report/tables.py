@@ -6,14 +6,25 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 
 from __future__ import annotations
 
-from sandbox_fleet.textout import html_escape as escape
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from sandbox_fleet.measure.model import ByOutcome, Concurrency, Holds, MeasureSummary, Outcomes, Slice, Steps, TaskHealth, Tokens
+from sandbox_fleet.measure.model import (
+    ByOutcome,
+    Concurrency,
+    Holds,
+    MeasureSummary,
+    Outcomes,
+    Slice,
+    Steps,
+    TaskHealth,
+    Tokens,
+)
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
+from sandbox_fleet.textout import html_escape as escape
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary

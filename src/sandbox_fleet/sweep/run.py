@@ -21,7 +21,6 @@ from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
 from sandbox_fleet.sweep.variants import describe, expand
 
-
 #: Memory a run holds until the table is built: its task and its summary (a simulate summary is
 #: 2 KB of Python objects for a one-pool scenario, tens of KB with several workloads).
 BYTES_PER_RUN = 32 * 1024
@@ -100,7 +99,7 @@ numeric swept key) is reported,
             for v in variants]
     out = {
         "scenario": p.name,
-        "vary": {k: vals for k, vals in axes},
+        "vary": dict(axes),
         "variants": len(variants),
         "seeds": seeds,
         "seed_rule": "replicate r of a variant runs with its run.seed + r",

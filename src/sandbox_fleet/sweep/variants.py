@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path

@@ -13,6 +13,7 @@ import re
 import struct
 import zipfile
 import zlib
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +219,7 @@ def _times(sample: dict) -> tuple[Any, Any]:
 
 def _instant(stamp: Any):
     """An ISO-8601 event timestamp as an aware datetime, or None for anything else."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     if not isinstance(stamp, str):
         return None
@@ -226,7 +227,7 @@ def _instant(stamp: Any):
         t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def sample_row(sample: dict, spec: dict, score: str | None) -> tuple[dict | None, bool]:

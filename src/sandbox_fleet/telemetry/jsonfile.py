@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import pyarrow as pa
 
@@ -29,7 +29,7 @@ def load_json(path: Path) -> Any:
 MAX_CAP = 10_000_000
 
 
-def plausible_cap(value: Any) -> bool:
+def plausible_cap(value: Any) -> TypeGuard[int]:
     """A configured concurrency cap: a whole number in [1, MAX_CAP] (JSON true is no number)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_CAP
 

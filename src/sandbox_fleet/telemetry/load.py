@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -143,7 +143,7 @@ def parse_instant(text: str, option: str) -> datetime:
         value = datetime.fromisoformat(text.strip())
     except ValueError as exc:
         raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def filter_rollouts(

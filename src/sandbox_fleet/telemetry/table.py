@@ -20,7 +20,14 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_inflated_size, inflate_limit_bytes
 from sandbox_fleet.safeparse import json_loads
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import CODED_COLUMNS, ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry, is_text, null_column
+from sandbox_fleet.telemetry.record import (
+    CODED_COLUMNS,
+    ROLLOUT_COLUMNS,
+    ROLLOUT_SCHEMA,
+    Telemetry,
+    is_text,
+    null_column,
+)
 
 EXTENSIONS = {
     ".parquet": "parquet",

@@ -41,7 +41,7 @@ def normalize_prefix(prefix: str) -> str:
 
 
 def _escapes(name: str) -> bool:
-    if name.startswith("/") or name.startswith("\\") or (len(name) > 1 and name[1] == ":"):
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
         return True
     return ".." in name.replace("\\", "/").split("/")
 
@@ -116,7 +116,7 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
                 sizes[owner] += size
                 break
     prefixes = list(requests)
-    columns = {"member_prefix": prefixes}
+    columns: dict[str, list] = {"member_prefix": prefixes}
     for f in REQUEST_FIELDS:
         columns[f] = [requests[p][f] for p in prefixes]
     columns["bundle_bytes"] = [sizes[p] for p in prefixes]

@@ -25,7 +25,7 @@ def size_to_mb(text: str, where: str, key: str) -> int | None:
     mb = float(m.group(1)) * _MB_PER[m.group(2).upper()]
     if not (0 < mb <= LIMITS["storage_mb"]):
         return None
-    return int(math.ceil(mb - 1e-9))
+    return math.ceil(mb - 1e-9)
 
 
 #: A task.toml larger than this is not a task description (refused, never parsed).

@@ -86,7 +86,8 @@ def _run_rows(run: Path, tel: Telemetry, bad: dict[str, int]) -> list[dict]:
     meta = load_json(meta_file) if meta_file.is_file() else {}
     if not isinstance(meta, dict):
         raise InputError(f"{meta_file}: expected a JSON object")
-    job = meta.get("run_id") if isinstance(meta.get("run_id"), str) and meta.get("run_id") else run.name
+    run_id = meta.get("run_id")
+    job = run_id if isinstance(run_id, str) and run_id else run.name
     cap = meta.get("n_concurrent_trials")
     if plausible_cap(cap):
         tel.caps[job] = cap
