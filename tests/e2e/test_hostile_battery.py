@@ -427,6 +427,8 @@ def test_jsonl_lines_not_objects(tmp_path):
     (["plan", str(PUBLISHED), "--trainer-gpus", "-8"], "--trainer-gpus"),
     (["plan", str(PUBLISHED), "--batch", "8", "--train-s", "10", "--tolerance", "-1"], "--tolerance"),
     (["plan", str(PUBLISHED), "--tolerance", "nan"], "--tolerance"),
+    (["plan", str(PUBLISHED), "--gpu-memory-fraction", "nan"], "--gpu-memory-fraction"),
+    (["plan", str(PUBLISHED), "--decode-batch", "-1"], "--decode-batch"),
     (["optimize", str(SCENARIOS / "closed_loop.toml"), "--passing-per-hour", "100", "--cap-step", "0"], "--cap-step"),
     (["optimize", str(SCENARIOS / "closed_loop.toml"), "--passing-per-hour", "100", "--max-cap", "-3"], "--max-cap"),
     (["sweep", str(SCENARIOS / "mmc.toml"), "--vary", "fleet.cap=10", "--seeds", "0"], "--seeds"),
