@@ -82,7 +82,10 @@ def _progress(wanted: bool) -> bool:
 def _note(message: str) -> None:
     """One informational line on stderr (``wrote ...``), unless ``--quiet``."""
     if not _STATE["quiet"]:
-        _console(stderr=True).print(message, highlight=False)
+        from sandbox_fleet.textout import printable
+
+        # paths are text: a "[" in a file name is no markup, a newline no second line
+        _console(stderr=True).print(printable(message), highlight=False, markup=False)
 
 
 def _check_outputs(inputs: list, **outputs) -> None:
@@ -118,11 +121,11 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render, lines=No
         return
     from sandbox_fleet.textout import print_lines, printable
 
-    shown = printable(summary)  # text from the input reaches the terminal escaped
+    # text from the input reaches the terminal escaped (and, through Rich, never as markup)
     if lines is not None:
-        print_lines(lines(shown), _console)
+        print_lines(lines(printable(summary)), _console)
     else:
-        render(shown, _console())
+        render(printable(summary, markup=True), _console())
 
 
 def _renderer(module: str, name: str):

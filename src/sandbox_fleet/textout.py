@@ -30,16 +30,22 @@ def one_line(text: str) -> str:
                               else f"\\u{ord(m.group()):04x}", text)
 
 
-def printable(value: Any) -> Any:
+def printable(value: Any, markup: bool = False) -> Any:
     """``value`` (text, or dicts and lists of it) with every control character shown as its
     ``one_line`` escape: names from telemetry reach a terminal as text (an ESC starts an escape
-    sequence, a CR rewrites the line), never as commands to it."""
+    sequence, a CR rewrites the line), never as commands to it. ``markup``: also escape what
+    Rich would read as markup (a model named ``[/red]`` is text, not a closing tag)."""
     if isinstance(value, str):
-        return one_line(value) if _LINE_BREAKING.search(value) else value
+        text = one_line(value) if _LINE_BREAKING.search(value) else value
+        if markup and "[" in text:
+            from rich.markup import escape
+
+            text = escape(text)
+        return text
     if isinstance(value, dict):
-        return {printable(k): printable(v) for k, v in value.items()}
+        return {printable(k, markup): printable(v, markup) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [printable(v) for v in value]
+        return [printable(v, markup) for v in value]
     return value
 
 

@@ -477,7 +477,7 @@ def test_output_is_scenario_telemetry_input(tmp_path):
 
 
 # --- 7. values escaped for their medium ------------------------------------------------
-EVIL_MODEL = "m\x1b]0;pwned\x07\x1b[31m<script>alert(1)</script>\"\\{x=\"1\"}\x9b"
+EVIL_MODEL = "m\x1b]0;pwned\x07\x1b[31m[/red]<script>alert(1)</script>\"\\{x=\"1\"}\x9b"
 
 
 def _evil_csv(tmp_path: Path) -> Path:
@@ -501,6 +501,13 @@ def test_terminal_gets_no_escape_sequences(tmp_path):
     assert not any(ch in r.out + r.err for ch in "\x1b\x07\x9b")
 
 
+def test_check_table_gets_no_escape_sequences_nor_markup(tmp_path):
+    _evil_csv(tmp_path)
+    r = run(["check", "r.csv"], tmp_path)
+    assert "Traceback" not in r.out + r.err and r.code in (0, 1), r.err
+    assert not any(ch in r.out + r.err for ch in "\x1b\x07\x9b")
+
+
 def test_prometheus_text_escapes_labels(tmp_path):
     import shutil
 
@@ -518,9 +525,9 @@ def test_prometheus_text_escapes_labels(tmp_path):
 
 def test_html_escapes_model_names(tmp_path):
     _evil_csv(tmp_path)
-    r = run(["report", "r.csv", "-o", "r.html"], tmp_path)
-    assert r.code == 0, r.err
-    text = (tmp_path / "r.html").read_text()
+    r = run(["report", "r.csv", "-o", "r[/red].html"], tmp_path)  # the "wrote" line is no markup either
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    text = (tmp_path / "r[/red].html").read_text()
     assert "<script>alert(1)</script>" not in text
     assert "\x1b" not in text
 

@@ -84,8 +84,13 @@ def _cell(x: float | None) -> str:
 
 def render_checks(results: list[CheckResult], console: Console) -> None:
     """Check results as a terminal table, worst news first in each row's status column."""
-    from rich.markup import escape
+    from rich.markup import escape as markup_escape
     from rich.table import Table
+
+    from sandbox_fleet.textout import printable
+
+    def escape(text: str) -> str:  # messages quote model and job names: controls shown, never markup
+        return markup_escape(printable(text))
 
     table = Table(show_lines=False)
     for col in ("status", "check", "value", "threshold", "message"):
