@@ -151,6 +151,8 @@ class Nodes(Block):
     request: Optional[Request] = None
     mix: Optional[list[MixEntry]] = None
     packing: Optional[str] = None
+    #: what the mix's weights are: sandbox-hours per kind (Little's law) or, when not measured, rollouts / tasks
+    mix_basis: Optional[str] = None
     #: the cloud and its name for the chosen type (``plan --emit-k8s``); null for a generic type
     provider: Optional[str] = None
     instance_type: Optional[str] = None
@@ -269,6 +271,7 @@ class SpotRework(Block):
     rework_sandbox_hours_per_h: Num = None
     rework_per_h: Num = None
     spot_per_h_with_rework: Num = None
+    #: expected reclaims per hold under the same restart model, E[e^{r h} - 1] over the fitted holds
     mean_interruptions_per_hold: Num = None
 
 
@@ -280,6 +283,9 @@ class Rent(Block):
     usd_per_pass: Num = None
     within_limits: Optional[bool] = None
     limits_hit: Optional[list[str]] = None
+    #: a step's batch / the provider's creates per s: the most step time its creation ramp adds, and that share of the step
+    ramp_s: Num = None
+    ramp_step_share: Num = None
     source: Optional[str] = None
     as_of: Optional[str] = None
 
@@ -304,6 +310,8 @@ class Cost(Block):
     per_passing_trajectory_all_in: Num = None
     per_passing_trajectory_parts: Optional[CostParts] = None
     spot_rework: Optional[SpotRework] = None
+    #: what the cost per passing trajectory includes (on spot: the re-runs)
+    per_pass_basis: Optional[str] = None
     #: provider name -> renting instead of buying; and the one-line verdict
     rent: Optional[dict[str, Rent]] = None
     rent_verdict: Optional[str] = None
@@ -326,6 +334,9 @@ class Starts(Block):
     peak_per_s: Num = None
     batch: Num = None
     release_spread_s: Num = None
+    #: the synchronous step a creation ramp is judged against, seconds, and where it came from
+    step_s: Num = None
+    step_basis: Optional[str] = None
     basis: Optional[str] = None
 
 
@@ -333,7 +344,7 @@ class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4
 
     input: Optional[Input] = None
     target: Target
