@@ -269,6 +269,9 @@ def plan(
 
 
 # --- report ----------------------------------------------------------------------------
+_ALLOW_MISMATCH = typer.Option(False, "--allow-mismatch", help="Accept a plan or optimize summary made from another measure summary than INPUT (refused otherwise, exit 2).")
+
+
 @app.command()
 def report(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
@@ -278,6 +281,7 @@ def report(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
+    allow_mismatch: bool = _ALLOW_MISMATCH,
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
     time_unit: Optional[str] = _TIME_UNIT,
@@ -294,7 +298,8 @@ def report(
     _check_outputs([*paths, plan, simulate, optimize, thresholds], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize)
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize,
+                        allow_mismatch=allow_mismatch)
     _console(stderr=True).print(f"wrote {path}", highlight=False)
 
 
@@ -308,6 +313,7 @@ def check(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
+    allow_mismatch: bool = _ALLOW_MISMATCH,
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
     time_unit: Optional[str] = _TIME_UNIT,
@@ -332,7 +338,7 @@ def check(
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          measure_options={**reader, "min_turn_rows": min_turn_rows})
+                          measure_options={**reader, "min_turn_rows": min_turn_rows}, allow_mismatch=allow_mismatch)
     if as_json:
         from sandbox_fleet.report.checks.model import checks_summary
 

@@ -84,6 +84,16 @@ def parse(model: type[S], data: Any, where: str = "input") -> S:
                          f"expected {expected}") from None
 
 
+def fingerprint(summary: Summary) -> str:
+    """A short, stable digest of ``summary``'s figures: outputs made from it carry it, so a reader
+    can tell a plan or an optimize run made from other inputs (the same summary always gives the
+    same digest; any changed figure, another)."""
+    import hashlib
+
+    text = json.dumps(summary.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def read_json(path: str | Path, what: str) -> Any:
     """The decoded JSON at ``path``; InputError (one line) when missing, unreadable or not JSON."""
     p = Path(path)

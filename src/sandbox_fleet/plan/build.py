@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 
+from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
@@ -30,6 +31,7 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
+from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
@@ -305,12 +307,26 @@ def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opt
     )
 
 
-def plan_caching(fig: Figures, opts: PlanOptions) -> tuple[dict, dict]:
+def plan_turns(fig: Figures, opts: PlanOptions) -> Optional[TurnMoments]:
+    """The turn distribution context and caching are averaged over: the measured histogram, else a
+    --turns point, else the stated lognormal through the measured median and p90."""
+    if fig.turns_histogram:
+        found = histogram_moments(fig.turns_histogram)
+        if found is not None:
+            return found
+    if opts.turns:
+        return TurnMoments(opts.turns, opts.turns * (opts.turns + 1) / 2.0, f"{opts.turns:g} turns (--turns)")
+    return turn_moments({}, fig.turns_median, fig.turns_p90)
+
+
+def plan_caching(fig: Figures, opts: PlanOptions, turns: Optional[TurnMoments]) -> tuple[dict, dict]:
     """The context model's fit and the prefix-caching saving (the ``context`` and ``caching`` blocks)."""
     c = fig.turn_tokens
     context = {
         "turn_tokens": c,
         "model_error_by_turns": {str(k): v for k, v in inf.model_error(fig.median_input_by_turns, c).items()} if c else {},
+        "turns_mean": turns.mean if turns is not None else None,
+        "turns_basis": turns.basis if turns is not None else None,
     }
     turn_set = sorted(set(inf.DOC_SAVING_TURNS) | {int(t) for t in fig.turns_histogram})
     f = opts.prefix_break
@@ -324,23 +340,23 @@ def plan_caching(fig: Figures, opts: PlanOptions) -> tuple[dict, dict]:
         "saving_measured_mix_with_breaks": mix_f,
         "cached_fraction_measured": fig.cached_fraction,
     }
-    applied, basis = mix_f, "measured turn histogram"
-    if applied is None:
-        turns = opts.turns or fig.turns_median
-        if turns:
-            applied, basis = inf.cache_saving(turns, f), f"{turns:g} turns ({'--turns' if opts.turns else 'measured median'}); no turn histogram"
-        else:
-            basis = "no turn histogram or median: pass --turns"
+    if mix_f is not None:
+        applied, basis = mix_f, "measured turn histogram"
+    elif turns is not None:
+        applied, basis = turns.saving(f), turns.basis
+    else:
+        applied, basis = None, "no turn histogram or median: pass --turns"
     caching["saving_applied"], caching["saving_basis"] = applied, basis
     return context, caching
 
 
-def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str]) -> dict:
+def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str],
+                   turns: Optional[TurnMoments] = None) -> dict:
     """Token rates at the target and the GPUs they need by compute and memory, with and without
     caching (the ``inference`` block, ``inference_sizing.size_inference``)."""
     if opts.gpu_note:
         notes.append(opts.gpu_note)
-    return size_inference(fig, n, saving, fig.cached_fraction, opts, notes)
+    return size_inference(fig, n, saving, fig.cached_fraction, opts, notes, turns)
 
 
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: dict, opts: PlanOptions,
@@ -440,8 +456,9 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         opts, tier_source = replace(opts, price_tier=tier), "default"
     nodes = plan_nodes(fig, n, opts, notes)
     storage = plan_storage(fig, n, duty, nodes, opts)
-    context, caching = plan_caching(fig, opts)
-    inference = plan_inference(fig, n, caching["saving_applied"], opts, notes)
+    turns = plan_turns(fig, opts)
+    context, caching = plan_caching(fig, opts, turns)
+    inference = plan_inference(fig, n, caching["saving_applied"], opts, notes, turns)
     cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
@@ -452,7 +469,7 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     starts = start_rate(fig, target, duty)
     cost |= plan_rent(fig, n, duty, nodes, cost, starts, providers, opts)
     return PlanSummary.build(
-        input={"source": source, "rows": int(fig.rows)},
+        input={"source": source, "rows": int(fig.rows), "fingerprint": contract.fingerprint(fig.summary)},
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,

@@ -17,6 +17,8 @@ class Input(Block):
     source: Optional[list[str]] = None
     rows: Count = None
     path: Optional[str] = None
+    #: ``contract.fingerprint`` of the measure summary the plan was made from (report/check compare it)
+    fingerprint: Optional[str] = None
 
 
 class HoldFit(Block):
@@ -29,6 +31,8 @@ class HoldFit(Block):
     median_s: Num = None
     sigma: Num = None
     mean_s: Num = None
+    #: the fit in words, as the plan's text states it
+    basis: Optional[str] = None
 
 
 class Target(Block):
@@ -189,6 +193,9 @@ class Storage(Block):
 class Context(Block):
     turn_tokens: Num = None
     model_error_by_turns: Optional[dict[str, float]] = None
+    #: the turn distribution context and caching average over: its mean and what it is
+    turns_mean: Num = None
+    turns_basis: Optional[str] = None
 
 
 class Caching(Block):
@@ -230,6 +237,8 @@ class Inference(Block):
     #: the GPU catalog entry named by --gpu
     gpu: Optional[str] = None
     context_tokens_mean: Num = None
+    #: the turn distribution the mean context is taken over
+    context_basis: Optional[str] = None
     utilisation_target: Num = None
     gpus: Count = None
     gpus_cached: Count = None

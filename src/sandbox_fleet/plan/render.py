@@ -81,6 +81,8 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
     L.append(f"  target: {t.detail}")
+    if t.hold_fit is not None and t.hold_fit.basis:
+        L.append(f"  hold fit: {t.hold_fit.basis}")
     if t.tier_basis:
         L.append(f"  pricing tier: {t.tier_basis}")
     L.append("")
@@ -159,6 +161,9 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
         cached = f"; {inf.gpus_cached} with caching ({inf.bound_by_cached}-bound, {inf.binding_cached} binds compute)" if inf.gpus_cached is not None else ""
         L.append(f"  BUY {inf.gpus} inference GPUs ({inf.bound_by}-bound, {inf.binding} binds compute){cached}")
+    if ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
+        L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (c = {_n(ctx.turn_tokens, 'g')} tok/turn, "
+                 f"mean {_n(ctx.turns_mean, ',.2f')} turns, {ctx.turns_basis}): sizes live KV and the roofline")
     if ctx.model_error_by_turns:
         me = ctx.model_error_by_turns  # keyed by turn count
         errs = ", ".join(f"{float(me[k]):+.1%} at {k}" for k in _pick(list(me), (2, 5, 11, 20, 50)))

@@ -103,7 +103,8 @@ class HoldSampler:
         self.kind: str
         if {0.0, 0.5, 1.0} <= set(known):
             n = max(float(rows or 1000), 2.0)
-            if 0.9 not in known and mean and 0.99 in known:
+            invented = 0.9 not in known and bool(mean) and 0.99 in known
+            if invented:
                 known[0.9] = _p90_matching_mean(known, mean, n)
             z_lo, z_hi = _Z.inv_cdf(1 / (2 * n)), _Z.inv_cdf(1 - 1 / (2 * n))
             inner = {_Z.inv_cdf(q): v for q, v in known.items() if 0 < q < 1 and z_lo < _Z.inv_cdf(q) < z_hi}
@@ -115,17 +116,20 @@ class HoldSampler:
                 "dist": "piecewise-lognormal",
                 "quantiles": {str(q): float(v) for q, v in sorted(known.items())},
                 "rows": n,
+                "basis": _empirical_basis(known, n, mean if invented else None),
             }
         elif 0.5 in known and (0.99 in known or 0.9 in known):
             q = 0.99 if 0.99 in known else 0.9
             self.kind = "lognormal"
             self.median = known[0.5]
             self.sigma = max(math.log(known[q] / known[0.5]) / _Z.inv_cdf(q), 1e-9)
-            self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma}
+            self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma,
+                         "basis": f"lognormal through the median {self.median:,.0f} s and p{q * 100:g} {known[q]:,.0f} s (sigma {self.sigma:.3f})"}
         elif mean:
             self.kind = "exponential"
             self.mean = mean
-            self.spec = {"dist": "exponential", "mean_s": mean}
+            self.spec = {"dist": "exponential", "mean_s": mean,
+                         "basis": f"exponential with the mean {mean:,.0f} s (no hold percentiles measured)"}
         else:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
@@ -137,6 +141,17 @@ class HoldSampler:
         if self.kind == "lognormal":
             return self.median * np.exp(self.sigma * rng.standard_normal(n))
         return rng.exponential(self.mean, n)
+
+
+def _empirical_basis(known: dict[float, float], rows: float, matched_mean: Optional[float]) -> str:
+    """The piecewise-lognormal fit in words: its knots, and a p90 chosen to match the mean when invented."""
+    names = {0.0: "min", 0.5: "median", 0.9: "p90", 0.99: "p99", 1.0: "max"}
+    knots = ", ".join(f"{names.get(q, f'q{q:g}')} {v:,.1f} s" if v < 10 else f"{names.get(q, f'q{q:g}')} {v:,.0f} s"
+                      for q, v in sorted(known.items()))
+    text = f"piecewise lognormal through {knots} (min and max at the 1/(2 x {rows:,.0f} rows) quantiles)"
+    if matched_mean is not None:
+        text += f"; p90 not measured: chosen so the fit's mean is the measured {matched_mean:,.0f} s"
+    return text
 
 
 def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> float:
