@@ -78,23 +78,23 @@ class PlanOptions:
     rent_providers: Optional[list[str]] = None  # price only these providers (default: all)
 
 
-def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]], str]:
+def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]], list[float], str]:
     """The task requests, each kind's weight in the concurrent mix, its sandbox-hours (None where not
-    measured) and what the weights are.
+    measured), its rollouts (tasks when no rollout names its task) and what the weights are.
 
     By Little's law a kind's share of the concurrent sandboxes is its share of sandbox-TIME, not of
     rollouts: a kind whose rollouts hold ten times longer is ten times as present. The weights are the
     measured sandbox-hours when every kind has them; else rollouts (then tasks), stated as equal holds.
     """
     if opts.request is not None:
-        return [opts.request], [1.0], [None], "one request (--request)"
+        return [opts.request], [1.0], [None], [1.0], "one request (--request)"
     if not fig.requests:
         notes.append("input lists no task requests: assumed 1 cpu / 2048 MB / 6144 MB per sandbox (pass --request)")
-        return [DEFAULT_REQUEST], [1.0], [None], "one request (default)"
+        return [DEFAULT_REQUEST], [1.0], [None], [1.0], "one request (default)"
     by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in fig.requests)
     by_hours = all(r.sandbox_hours is not None for r in fig.requests) and any((r.sandbox_hours or 0) > 0 for r in fig.requests)
     key = "sandbox_hours" if by_hours else ("rollouts" if by_rollouts else "tasks")
-    reqs, weights, hours = [], [], []
+    reqs, weights, hours, runs = [], [], [], []
     for i, r in enumerate(fig.requests):
         def val(key: str, default: float | None = None) -> float:
             v = getattr(r, key)
@@ -114,6 +114,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
             reqs.append(q)
             weights.append(w)
             hours.append(val("sandbox_hours") if r.sandbox_hours is not None else None)
+            runs.append(val("rollouts" if by_rollouts and r.rollouts is not None else "tasks", 1.0))
     if not reqs:
         raise InputError("summary key 'tasks.requests': every request has a zero weight")
     basis = {
@@ -123,7 +124,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     }[key]
     if len(reqs) > 1 and key != "sandbox_hours":
         notes.append(f"mixed requests weighted by {basis}")
-    return reqs, weights, hours, basis
+    return reqs, weights, hours, runs, basis
 
 
 def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
@@ -248,7 +249,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
     catalog = load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
-    all_reqs, all_weights, all_hours, mix_basis = _requests(fig, opts, notes)
+    all_reqs, all_weights, all_hours, all_runs, mix_basis = _requests(fig, opts, notes)
     request_source = "flag" if opts.request is not None else ("input" if fig.requests else "default")
     all_counts = concurrent_mix(all_weights, n)
     # GPU requests and requests no type holds leave `nodes` (the CPU pool) when the CPU pool has any
@@ -288,7 +289,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         "node_capacity": {"cpu": node.vcpus, "memory_gb": node.memory_gb, "disk_gb": node.disk_gb, "gpus": node.gpus},
         "alternatives": [_alt(s, opts.price_tier) for s in others],
         "too_small": skipped,
-        "unplaced": unplaced_block(all_reqs, all_weights, all_hours, routing.unplaced) if split else [],
+        "unplaced": unplaced_block(all_reqs, all_runs, all_hours, routing.unplaced) if split else [],
     }
     return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
