@@ -49,6 +49,10 @@ def turn_expectations(median: float, p90: float, z90: float = 1.2816, upto: int 
         p = integrate.quad(pdf, lo, hi, epsabs=1e-14, epsrel=1e-12)[0]
         m1 += p * k
         m2 += p * k * (k + 1) / 2
+    # past ``upto`` rounding moves n by under 1/2 in thousands: the continuous integrals
+    edge = upto + 0.5
+    m1 += integrate.quad(lambda x: x * pdf(x), edge, math.inf, limit=200)[0]
+    m2 += integrate.quad(lambda x: x * (x + 1) / 2 * pdf(x), edge, math.inf, limit=200)[0]
     return m1, m2
 
 

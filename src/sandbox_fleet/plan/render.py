@@ -196,7 +196,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append(
             f"  spot re-runs: {_n(rw.interruptions_per_node_h, '.2g')} reclaims per node-h re-run {_n(rw.rework_share, '.3%')} of sandbox-hours "
             f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs; "
-            f"{_n(rw.mean_interruptions_per_hold, '.3g')} reclaims per hold (E[e^(r h) - 1] over the fitted holds)"
+            f"{_fixed(rw.mean_interruptions_per_hold, 3)} reclaims per hold (E[e^(r h) - 1] over the fitted holds)"
         )
     if co.inference_per_h is not None:
         L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")

@@ -25,7 +25,7 @@ Z90 = 1.2816
 DEFAULT_SIGMA = 0.6
 _Z = NormalDist()
 _TAIL_Z = 8.5  # beyond this many sigmas the integers are summed in closed form
-_MAX_TERMS = 200_000
+_MAX_TERMS = 20_000
 
 
 def lognormal_sigma(median: float, p90: Optional[float]) -> tuple[float, str]:
