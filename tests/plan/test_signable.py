@@ -257,7 +257,7 @@ def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_r
     modal = cost["rent"]["modal"]["usd_per_h"]
     assert cost["rent_verdict"] == (
         f"buy: renting on modal costs ${modal:,.2f}/h for the busy sandbox-hours vs ${rw['spot_per_h_with_rework']:,.2f}/h for "
-        f"10 x spotty with spot re-runs (+{rw['rework_share']:.2%}) on spot ({modal / rw['spot_per_h_with_rework']:.1f}x cheaper to buy)")
+        f"10 x spotty with spot re-runs (+{rw['rework_share'] * 100:.3g}% sandbox-hours) on spot ({modal / rw['spot_per_h_with_rework']:.1f}x cheaper to buy)")
     assert f"{rw['mean_interruptions_per_hold']:.3f} reclaims per hold (E[e^(r h) - 1]" in "\n".join(plan_lines(p))
 
 

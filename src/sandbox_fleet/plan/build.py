@@ -424,7 +424,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     buy, label = cost[f"{opts.price_tier}_per_h"], f"{nodes.chosen['count']:,} x {nodes.node.name}"
     rw = cost.get("spot_rework")
     if opts.price_tier == "spot" and rw is not None and rw["spot_per_h_with_rework"] is not None:
-        buy, label = rw["spot_per_h_with_rework"], label + f" with spot re-runs (+{rw['rework_share']:.2%})"
+        buy, label = rw["spot_per_h_with_rework"], label + f" with spot re-runs (+{rw['rework_share'] * 100:.3g}% sandbox-hours)"
     rent, verdict = rentmod.rent_block(
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
