@@ -43,7 +43,8 @@ def rework_share(hold_s: np.ndarray, rate_per_node_h: float) -> float:
 def interruptions_per_hold(hold_s: np.ndarray, rate_per_node_h: float) -> float:
     """Expected reclaims one hold suffers before it completes, ``E[e^{r h} - 1]`` over ``hold_s``."""
     import numpy as np
-    return float(np.mean(np.expm1(rate_per_node_h * np.asarray(hold_s, dtype=float) / 3600.0)))
+    from sandbox_fleet import exact
+    return exact.mean(exact.expm1(rate_per_node_h * np.asarray(hold_s, dtype=float) / 3600.0))
 
 
 def spot_rework(
