@@ -10,9 +10,9 @@ line naming what was given and what was expected. This module imports nothing fr
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import types
 import typing
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError

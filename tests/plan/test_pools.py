@@ -13,12 +13,10 @@ from sandbox_fleet.plan.pools import route
 from sandbox_fleet.plan.slots import Request
 
 
-
 @functools.lru_cache(maxsize=1)
 def _measured() -> str:
     """measure's summary of the pools corpus (tests/producers.py), as JSON text."""
     from producers import pools_telemetry
-
     from sandbox_fleet.measure import measure_telemetry
 
     return json.dumps(measure_telemetry(pools_telemetry()))

@@ -39,7 +39,6 @@ def test_committed_mixed_summary_is_what_measure_makes():
     import json
 
     from producers import mixed_telemetry
-
     from sandbox_fleet.measure import measure_telemetry
 
     from .conftest import MIXED

@@ -281,7 +281,7 @@ def _winner(res, reps: int, ev: Evaluator, rejected: list) -> dict:
 
 
 def _unconfirmed(goal: Goal, rejected: list, reps: int) -> str:
-    q, r = rejected[-1]
+    q, _ = rejected[-1]
     what = f"--max-step-s {goal.max_step_s:g}" if goal.step_mode else f"--passing-per-hour {goal.passing_per_hour:g}"
     return (f"no searched configuration meets {what} with 95% confidence over {reps} replications after "
             f"{len(rejected)} candidate(s) (last: {q.option.label}, {q.replicas} replicas, cap {q.cap}); "

@@ -3,36 +3,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
-
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
-from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan import rent as rentmod
+from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
+from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
-from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
+from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
-from sandbox_fleet.measure.model import MeasureSummary
-from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
-from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
@@ -96,7 +93,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     key = "sandbox_hours" if by_hours else ("rollouts" if by_rollouts else "tasks")
     reqs, weights, hours, runs = [], [], [], []
     for i, r in enumerate(fig.requests):
-        def val(key: str, default: float | None = None) -> float:
+        def val(key: str, default: float | None = None, r=r, i=i) -> float:
             v = getattr(r, key)
             if v is None:
                 if default is None:
@@ -393,17 +390,18 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     pool_prices = [pl[f"{opts.price_tier}_per_h"] for pl in nodes.pools]
     cost["node_pools_per_h"] = sum(pool_prices) if pool_prices and None not in pool_prices else None
     passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
-    on_spot = opts.price_tier == "spot" and share is not None
-    if on_spot and passes is not None:
-        passes /= 1.0 + share
+    rerun = share if opts.price_tier == "spot" and share is not None else None
+    if rerun is not None and passes is not None:
+        passes /= 1.0 + rerun
     trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
     if opts.trainer_gpus and not opts.gpu_usd_h:
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
     cost["spot_rework"] = rework
+    tier_label = (opts.price_tier or "").replace("_", "-")
     cost["per_pass_basis"] = (
-        f"spot re-runs included: +{share * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
-        if on_spot else f"{opts.price_tier.replace('_', '-')} price, no re-runs"
+        f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
+        if rerun is not None else f"{tier_label} price, no re-runs"
     )
     return cost
 

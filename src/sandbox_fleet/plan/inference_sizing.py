@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from sandbox_fleet.plan.build import PlanOptions
 
 
-def _rates(fig: Figures, opts: "PlanOptions", ctx: float) -> tuple[Optional[float], Optional[float], str]:
+def _rates(fig: Figures, opts: PlanOptions, ctx: float) -> tuple[Optional[float], Optional[float], str]:
     gpu_p, gpu_d, src = opts.gpu_prefill_tok_s, opts.gpu_decode_tok_s, "given"
     if (gpu_p is None or gpu_d is None) and opts.roofline is not None:
         rl = inf.Roofline(**{**opts.roofline.__dict__, "context_tokens": ctx})
@@ -31,7 +31,7 @@ def _rates(fig: Figures, opts: "PlanOptions", ctx: float) -> tuple[Optional[floa
 
 
 def size_inference(
-    fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: "PlanOptions", notes: list[str],
+    fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: PlanOptions, notes: list[str],
     turns: Optional[TurnMoments] = None,
 ) -> dict:
     """The plan's ``inference`` object at ``n`` concurrent sandboxes."""
@@ -87,7 +87,7 @@ def size_inference(
     return out
 
 
-def memory_model(opts: "PlanOptions") -> Optional[MemoryModel]:
+def memory_model(opts: PlanOptions) -> Optional[MemoryModel]:
     """The memory model's inputs when the GPU's memory and the model are known, else None."""
     rl = opts.roofline
     if opts.gpu_memory_gb is None or rl is None:

@@ -13,10 +13,8 @@ hold sees ``e^{r h} - 1`` reclaims in expectation (geometric), not ``r h``; aver
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
@@ -26,6 +24,7 @@ if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary m
 def rework_h(hold_h: np.ndarray, rate_per_h: float) -> np.ndarray:
     """Expected extra hours per hold: ``(e^{r h} - 1)/r - h`` (0 at r = 0)."""
     import numpy as np
+
     from sandbox_fleet import exact
     h = np.asarray(hold_h, dtype=float)
     if rate_per_h <= 0:
@@ -43,6 +42,7 @@ def rework_share(hold_s: np.ndarray, rate_per_node_h: float) -> float:
 def interruptions_per_hold(hold_s: np.ndarray, rate_per_node_h: float) -> float:
     """Expected reclaims one hold suffers before it completes, ``E[e^{r h} - 1]`` over ``hold_s``."""
     import numpy as np
+
     from sandbox_fleet import exact
     return exact.mean(exact.expm1(rate_per_node_h * np.asarray(hold_s, dtype=float) / 3600.0))
 
