@@ -68,6 +68,19 @@ def test_storage_and_rent_follow_the_time_weighted_mix():
     assert p["cost"]["rent"]["modal"]["usd_per_sandbox_h"] == pytest.approx(0.474 * per_h[0] + 0.526 * per_h[1])
 
 
+def test_k8s_warm_pools_split_by_the_time_weighted_mix():
+    import yaml
+
+    from sandbox_fleet.plan.k8s import build_manifests
+
+    s = _two_kinds()
+    s["steps"] = {"detected": True, "batch_size": 100, "release_spread_s": 0.0, "step_period_s": 6000.0}
+    p = _plan(s, concurrency=1000, node_type="aws-m6id.24xlarge")
+    pools = {d["metadata"]["name"]: d["spec"]["replicas"] for d in yaml.safe_load_all(build_manifests(p)["sandboxwarmpool.yaml"])}
+    # a batch of 100 released at once is warmed whole, shared 526 : 474 -> 52.6 / 47.4 -> 53 / 47
+    assert pools == {"sandbox-fleet-8cpu-2048mi": 53, "sandbox-fleet-1cpu-2048mi": 47}
+
+
 def test_without_per_kind_hours_the_mix_says_it_assumes_equal_holds():
     s = _two_kinds()
     for r in s["tasks"]["requests"]:
