@@ -237,6 +237,19 @@ class Frame:
         return self.input_tokens.valid & self.output_tokens.valid
 
     @cached_property
+    def exception(self) -> np.ndarray:
+        """Rows flagged as exceptions."""
+        return self.has_exception.valid & self.has_exception.values
+
+    @cached_property
+    def hit_limit(self) -> np.ndarray:
+        """Rows a limit ended (``limit_type`` present) that are not exceptions: an error wins."""
+        col = self.table.column("limit_type")
+        if col.null_count == len(col):  # most sources never record one: no pass over the rows
+            return np.zeros(self.n, dtype=bool)
+        return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool) & ~self.exception
+
+    @cached_property
     def rewarded(self) -> np.ndarray:
         """Rows with a usable reward (present and not NaN), from the reward buffers in place
         (Arrow's kernels and their bit-to-byte copy cost ~7x as much)."""

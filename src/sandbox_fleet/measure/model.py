@@ -67,6 +67,8 @@ class HoldStats(Block):
 
 class ByOutcome(Block):
     exception: Optional[HoldStats] = None
+    #: rollouts a limit (message, token, time, ...) ended; null when none records one
+    limit: Optional[HoldStats] = None
     passed: Optional[HoldStats] = None
     failed: Optional[HoldStats] = None
     no_reward: Optional[HoldStats] = None
@@ -186,6 +188,16 @@ class Outcomes(Block):
     pass_rate_exception_rows: Count = None
     pass_rate_exception_ci95: Optional[list[float]] = None
     small_sample: Optional[list[str]] = None
+    #: rollouts a limit ended (``limit_type`` set, no exception), outside the exception rate; the
+    #: limit figures are null when no row records a limit
+    limits: Count = None
+    limit_rate: Num = None
+    limits_by_type: Optional[dict[str, int]] = None
+    passed_limit: Count = None
+    pass_rate_limit: Num = None
+    pass_rate_limit_ci95: Optional[list[float]] = None
+    limit_sandbox_hours: Num = None
+    limit_sandbox_share: Num = None
 
 
 class Exceptions(Block):
@@ -322,7 +334,7 @@ class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4
 
     source: Optional[list[str]] = None
     rows: Count = None

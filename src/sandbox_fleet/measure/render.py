@@ -171,7 +171,14 @@ def _outcomes(console: Console, o: Outcomes) -> None:
         ("exception rollouts passing", _pct(o.pass_rate_exception, 2) + _ci(o.pass_rate_exception_ci95)),
         ("sandbox-hours per pass", _num(o.sandbox_hours_per_pass, 2)),
         ("sandbox-hours on exceptions", _num(o.exception_sandbox_hours, 1)),
+        *([("ended by a limit (no exception)", _limits(o))] if o.limits else []),
     ]))
+
+
+def _limits(o: Outcomes) -> str:
+    kinds = ", ".join(f"{k} {_num(n)}" for k, n in (o.limits_by_type or {}).items())
+    return (f"{_num(o.limits)} ({_pct(o.limit_rate, 1)} of rows; {kinds}), {_pct(o.pass_rate_limit, 1)} passing"
+            f"{_ci(o.pass_rate_limit_ci95)}")
 
 
 def _exceptions(console: Console, exc: Exceptions) -> None:

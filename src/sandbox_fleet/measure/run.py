@@ -247,7 +247,8 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # exception types, so neither waits for the other at the end. Each figure is computed
         # alone as before, so no result depends on which lane ran it or when.
         # The masks both lanes read are built once, before either starts.
-        _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
+        _ = (fr.has_exception.values, fr.has_exception.valid, fr.exception, fr.hit_limit, fr.rewarded,
+             fr.passed(pass_threshold), fr.has_tokens)
         counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
         model_jobs, n_models = model_columns(fr, pass_threshold)
         shared = SharedJobs(model_jobs + [partial(measure_exceptions, fr)])
