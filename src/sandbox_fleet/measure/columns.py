@@ -233,8 +233,20 @@ class Frame:
 
     @cached_property
     def has_tokens(self) -> np.ndarray:
-        """Rows reporting both input and output token counts (the token-figure population)."""
-        return self.input_tokens.valid & self.output_tokens.valid
+        """Rows reporting both input and output token counts (the token-figure population).
+
+        A row reporting 0 input and 0 output tokens is left out: a rollout that ran a model
+        cannot have used none, so it is an agent that does not count (Harbor's installed agents
+        when their log carries no usage, Terminal-Bench's), not a measurement. ``zero_tokens``
+        counts them."""
+        return self.input_tokens.valid & self.output_tokens.valid & ~self.zero_tokens
+
+    @cached_property
+    def zero_tokens(self) -> np.ndarray:
+        """Rows whose input and output token counts are both reported as 0."""
+        zero = self.input_tokens.mask(lambda v, out: np.equal(v, 0, out=out))
+        zero &= self.output_tokens.mask(lambda v, out: np.equal(v, 0, out=out))
+        return zero
 
     @cached_property
     def exception(self) -> np.ndarray:

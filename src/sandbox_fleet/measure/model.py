@@ -48,6 +48,9 @@ class Concurrency(Block):
     #: the measured peak when it sits below ``configured_cap`` for at least
     #: ``cap_binding.warn_above`` of the span (another limit binds first)
     effective_cap: Count = None
+    #: why no effective cap can be told although the peak is below the configured cap (fewer
+    #: rollouts than the cap); null otherwise
+    effective_cap_note: Optional[str] = None
     cap_detected: Optional[bool] = None
     cap_rule: Optional[str] = None
     self_check: Optional[SelfCheck] = None
@@ -141,6 +144,9 @@ class Tokens(Block):
     decode_per_sandbox_s: Num = None
     prefill_decode_ratio: Num = None
     cached_fraction: Num = None
+    #: rows reporting 0 input and 0 output tokens: an agent that does not count, left out of
+    #: every token figure (not measured, never a rate of 0)
+    zero_token_rows: Count = None
     turns_rows: Count = None
     turns_median: Num = None
     turns_p90: Num = None
