@@ -123,6 +123,9 @@ class Steps(Block):
     straggler_tail_s: Num = None
     gap_threshold_s: Num = None
     break_ratio: Num = None
+    #: median share of a step's rollouts still running when the next step opens (under
+    #: ``MAX_CARRYOVER``: steps drain; a refilled queue carries (k - 1) / k of k slots)
+    carryover_share: Num = None
     runs_by: Optional[str] = None
     runs: Count = None
     runs_with_steps: Optional[list[str]] = None
