@@ -29,7 +29,7 @@ def test_one_trial_under_cap_four_is_too_few_to_tell():
     c = m["concurrency"]
     assert (c["configured_cap"], c["peak"], c["time_at_peak_share"]) == (4, 1, 1.0)
     assert c["effective_cap"] is None
-    assert "too few rollouts to tell: 1 under a configured cap of 4" in c["effective_cap_note"]
+    assert "too few rollouts to tell: all 1 ran at once, under a configured cap of 4" in c["effective_cap_note"]
     job = m["by_job"]["one-trial"]["concurrency"]
     assert job["effective_cap"] is None and job["effective_cap_note"] == c["effective_cap_note"]
     r = _check(m, "cap_below_configured")
@@ -37,15 +37,18 @@ def test_one_trial_under_cap_four_is_too_few_to_tell():
 
 
 def test_effective_cap_both_sides_of_too_few():
-    # 3 rollouts at once under a cap of 4: they could never reach 4 -> no effective cap, a note.
+    # 3 rollouts at once under a cap of 4: nothing waited, they could not reach 4 -> no effective cap, a note.
     few = measure_telemetry(telemetry([0, 0, 0], [100, 100, 100], job=["j"] * 3, caps={"j": 4}))["concurrency"]
     assert (few["peak"], few["effective_cap"]) == (3, None) and few["effective_cap_note"].startswith("too few")
-    # 6 rollouts, never more than 3 at once, under a cap of 4: the cap could bind, 3 is a plateau.
+    # 6 rollouts, never more than 3 at once, under a cap of 4: 3 waited, so 3 is a plateau.
     starts, ends = [0, 0, 0, 100, 100, 100], [100, 100, 100, 200, 200, 200]
     enough = measure_telemetry(telemetry(starts, ends, job=["j"] * 6, caps={"j": 4}))
     c = enough["concurrency"]
     assert (c["peak"], c["effective_cap"], c["effective_cap_note"]) == (3, 3, None)
     assert _check(enough, "cap_below_configured").status == "warn"
+    # 3 rollouts, one after another, under a cap of 4: 2 waited although a slot was free -> plateau at 1.
+    serial = measure_telemetry(telemetry([0, 100, 200], [100, 200, 300], job=["j"] * 3, caps={"j": 4}))
+    assert (serial["concurrency"]["effective_cap"], serial["concurrency"]["effective_cap_note"]) == (1, None)
 
 
 def test_harbor_agent_reporting_zero_tokens_gives_null_rates():

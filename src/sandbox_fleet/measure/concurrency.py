@@ -249,19 +249,20 @@ def shipped_cap_binding_share() -> float:
 def too_few_to_tell(rows: int | None, peak: int | None, cap: int | None) -> str | None:
     """Why a peak below the configured cap says nothing, or None when it can.
 
-    With fewer rollouts than the cap, the peak could never reach it (a job of one trial peaks at
-    1 under any cap): no other limit is shown to bind."""
-    if cap is None or rows is None or peak is None or peak >= cap or rows >= cap:
+    When every rollout ran at once (peak == rows), nothing held any back: the rollouts were too
+    few to reach the cap (a job of one trial peaks at 1 under any cap), so no other limit shows.
+    A peak below the rollouts present is what a plateau needs (they could have run together)."""
+    if cap is None or rows is None or peak is None or peak >= cap or peak < rows:
         return None
-    return (f"too few rollouts to tell: {rows:,} under a configured cap of {cap:,} could never reach it, "
-            "so a peak below it shows no other limit")
+    return (f"too few rollouts to tell: all {rows:,} ran at once, under a configured cap of {cap:,} "
+            "they could not reach; no other limit is shown to bind")
 
 
 def effective_cap(conc: dict, min_share: float | None = None) -> int | None:
     """The peak, when a configured cap is recorded, the peak is below it, the fleet sat at the
     peak for at least ``min_share`` of its span (a plateau under the cap: another limit binds
-    first, e.g. the agents' own ``n_concurrent`` or the host) and there were at least as many
-    rollouts as the cap (see ``too_few_to_tell``). Otherwise None.
+    first, e.g. the agents' own ``n_concurrent`` or the host) and some rollouts waited for
+    others (see ``too_few_to_tell``). Otherwise None.
 
     ``min_share`` defaults to ``shipped_cap_binding_share()``, read only when a cap is
     recorded (most inputs have none: no TOML is parsed for them).

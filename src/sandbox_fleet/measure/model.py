@@ -48,8 +48,8 @@ class Concurrency(Block):
     #: the measured peak when it sits below ``configured_cap`` for at least
     #: ``cap_binding.warn_above`` of the span (another limit binds first)
     effective_cap: Count = None
-    #: why no effective cap can be told although the peak is below the configured cap (fewer
-    #: rollouts than the cap); null otherwise
+    #: why no effective cap can be told although the peak is below the configured cap (every
+    #: rollout ran at once: too few to reach it); null otherwise
     effective_cap_note: Optional[str] = None
     cap_detected: Optional[bool] = None
     cap_rule: Optional[str] = None
