@@ -10,7 +10,9 @@ import pytest
 
 from sandbox_fleet.measure import measure_paths, measure_telemetry
 from tests.measure.helpers import telemetry
-from tests.telemetry.test_inspect import INSPECT, _truth
+from tests.telemetry.telemetry_builders import FIXTURES, inspect_samples
+
+INSPECT = FIXTURES / "inspect"
 
 
 def _six():
@@ -52,7 +54,7 @@ def test_no_limit_recorded_leaves_the_figures_null():
 
 @pytest.mark.parametrize("name", ["dict-limit.eval", "faulty.eval"])
 def test_real_inspect_limits_are_not_exceptions(name):
-    truth = _truth(INSPECT / name)
+    truth = inspect_samples(INSPECT / name)
     o = measure_paths([str(INSPECT / name)], progress=False)["outcomes"]
     errors = [k for k, s in truth.items() if s.get("error")]
     limits = [k for k, s in truth.items() if s.get("limit") and not s.get("error")]
@@ -66,7 +68,7 @@ def test_real_inspect_limits_are_not_exceptions(name):
 
 def test_real_limit_hits_scored_like_any_other():
     """dict-limit.eval: d3 (message) and d5 (token) are scored and pass; no 'exception passing'."""
-    truth = _truth(INSPECT / "dict-limit.eval")
+    truth = inspect_samples(INSPECT / "dict-limit.eval")
     o = measure_paths([str(INSPECT / "dict-limit.eval")], progress=False, score="rubric/Problem Correctness")["outcomes"]
     right = {k: s["scores"]["rubric"]["value"]["Problem Correctness"] == 1 for k, s in truth.items()}
     limited = [k for k, s in truth.items() if s.get("limit")]
@@ -74,3 +76,18 @@ def test_real_limit_hits_scored_like_any_other():
     assert o["pass_rate_exception"] is None  # no exception at all
     assert o["pass_rate_limit"] == pytest.approx(sum(right[k] for k in limited) / len(limited))
     assert o["pass_rate_clean"] == pytest.approx(sum(right[k] for k in clean) / len(clean))
+
+
+def test_cli_score_selects_a_dict_entry(run_cli):
+    """``measure --score SCORER/KEY`` through the CLI: the Style grades, and no dict warning."""
+    import json
+
+    truth = inspect_samples(INSPECT / "dict-limit.eval")
+    r = run_cli("measure", INSPECT / "dict-limit.eval", "--score", "rubric/Style", "--pass-threshold", "0.5", "--json")
+    assert r.code == 0, r.err
+    m = json.loads(r.out)
+    style = [s["scores"]["rubric"]["value"]["Style"] for s in truth.values()]
+    assert m["outcomes"]["passed"] == sum(v >= 0.5 for v in style)
+    assert not any("dict of several values" in w for w in m["warnings"])
+    r = run_cli("measure", INSPECT / "dict-limit.eval", "--json")
+    assert any("'rubric/Problem Correctness' (choose one with --score rubric/KEY)" in w for w in json.loads(r.out)["warnings"])

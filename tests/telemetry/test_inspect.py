@@ -9,7 +9,7 @@ import pytest
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry.inspect_log import sample_row
 from sandbox_fleet.telemetry.sniff import sniff
-from telemetry_builders import FIXTURES
+from telemetry_builders import FIXTURES, inspect_samples
 
 INSPECT = FIXTURES / "inspect"
 
@@ -109,30 +109,10 @@ def test_dict_scores_by_scorer_slash_key():
     assert sample_row(listed, spec, None)[0]["reward"] is None and sample_row(listed, spec, None)[1][0] == "not a number"
 
 
-def _truth(path):
-    """Each sample as inspect_ai itself wrote it, parsed straight from the archive's JSON entries
-    with zstd through PyArrow (not through the reader's code)."""
-    import pyarrow as pa
-
-    with zipfile.ZipFile(path) as z:
-        out = {}
-        for info in z.infolist():
-            if info.filename.startswith("samples/"):
-                with open(path, "rb") as raw:
-                    raw.seek(info.header_offset + 26)
-                    name_len, extra_len = int.from_bytes(raw.read(2), "little"), int.from_bytes(raw.read(2), "little")
-                    raw.seek(name_len + extra_len, 1)
-                    data = pa.Codec("zstd").decompress(raw.read(info.compress_size),
-                                                       decompressed_size=info.file_size).to_pybytes()
-                s = json.loads(data)
-                out[f"{s['id']}/{s['epoch']}"] = s
-    return out
-
-
 def test_real_dict_scorer_and_limits():
     """dict-limit.eval: a rubric scorer with a dict value beside match; d3 hits the message
     limit and d5 the token limit, and Inspect scores both."""
-    truth = _truth(INSPECT / "dict-limit.eval")
+    truth = inspect_samples(INSPECT / "dict-limit.eval")
     tel, rows = _rows(INSPECT / "dict-limit.eval")
     assert sorted(rows) == sorted(truth) == [f"d{i}/1" for i in range(1, 6)]
     for key, s in truth.items():

@@ -10,7 +10,7 @@ Heuristic for one run's starts (documented for users in docs/measure.md):
    it yields at least ``MIN_STEPS`` steps, the median step holds >= 2 starts, and the
    steps *open with a burst*: in the median step at least ``MIN_BURST_SHARE`` of its
    starts come within ``BURST_WINDOW`` x the median period of its first start.
-4. ... and each step must have *drained* before the next opens: a synchronous step waits for
+4. Last, each step must have *drained* before the next opens: a synchronous step waits for
    its rollouts, so when step g + 1 releases, (almost) none of step g's still run. A queue
    refilled as slots free (an eval under ``max_samples``) looks like steps when its holds are
    alike (k slots finish close together and k starts follow), but every start there replaces
