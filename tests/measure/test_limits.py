@@ -7,10 +7,10 @@ whose truth is each sample's own ``limit`` / ``error`` / scores as inspect_ai wr
 from __future__ import annotations
 
 import pytest
-
-from sandbox_fleet.measure import measure_paths, measure_telemetry
 from tests.measure.helpers import telemetry
 from tests.telemetry.telemetry_builders import FIXTURES, inspect_samples
+
+from sandbox_fleet.measure import measure_paths, measure_telemetry
 
 INSPECT = FIXTURES / "inspect"
 

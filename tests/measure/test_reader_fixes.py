@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.measure.helpers import telemetry
+from tests.telemetry.telemetry_builders import FIXTURES
 
 from sandbox_fleet.measure import measure_paths, measure_telemetry
 from sandbox_fleet.report.checks import run_checks
-from tests.measure.helpers import telemetry
-from tests.telemetry.telemetry_builders import FIXTURES
 
 ONE_TRIAL = FIXTURES / "harbor-layouts" / "one-trial"
 TB = FIXTURES / "terminal_bench"

@@ -13,10 +13,10 @@ import heapq
 
 import numpy as np
 import pytest
+from tests.telemetry.telemetry_builders import FIXTURES
 
 from sandbox_fleet.measure import measure_paths
 from sandbox_fleet.measure.steps import MAX_CARRYOVER, measure_steps
-from tests.telemetry.telemetry_builders import FIXTURES
 
 S = 1_000_000
 
