@@ -50,6 +50,10 @@ class Concurrency(Block):
     effective_cap: Count = None
     cap_detected: Optional[bool] = None
     cap_rule: Optional[str] = None
+    #: the peak is one released batch of synchronous steps (nothing queued), not a cap (measure/batchcap.py)
+    peak_is_batch: Optional[bool] = None
+    #: why the peak is or is not taken for a cap, in one line
+    cap_basis: Optional[str] = None
     self_check: Optional[SelfCheck] = None
     series: Optional[Series] = None
 
@@ -322,7 +326,7 @@ class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4
 
     source: Optional[list[str]] = None
     rows: Count = None

@@ -28,6 +28,7 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
+from sandbox_fleet.measure.batchcap import classify_peak
 from sandbox_fleet.measure.steps import (
     group_rows,
     measure_grouped_steps,
@@ -273,6 +274,11 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         advance("coverage")
         for name, st in model_steps.items():
             models[name]["steps"] = st
+        conc = classify_peak(conc, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
+        for job in jobs.values():
+            if job.get("concurrency") is not None:
+                job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
+                job["cap_detected"] = job["concurrency"]["cap_detected"]
         advance("models")
         tasks = measure_tasks(t.tasks, usage)
         advance("tasks")
