@@ -32,6 +32,16 @@ def r_squared(y: np.ndarray, fitted: np.ndarray) -> float | None:
     return 1.0 - float(((y - fitted) ** 2).sum()) / ss_tot
 
 
+def _line(n: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope and intercept in closed form with exact sums: the same bits on every run
+    (LAPACK's answer, behind ``np.polyfit``, moved in the last digits with threads and alignment)."""
+    import math
+
+    xm, ym = math.fsum(n) / n.size, math.fsum(y) / y.size
+    slope = math.fsum((n - xm) * (y - ym)) / math.fsum((n - xm) ** 2)
+    return slope, ym - slope * xm
+
+
 def fit_quadratic(turns: np.ndarray, medians: np.ndarray) -> dict:
     """Fit median(n) = c*n(n+1)/2 (through the origin) and a linear a + b*n for comparison."""
     n = np.asarray(turns, dtype=np.float64)
@@ -47,8 +57,8 @@ def fit_quadratic(turns: np.ndarray, medians: np.ndarray) -> dict:
     out["turn_tokens"] = c
     out["r2_quadratic"] = r_squared(y, c * x)
     if np.unique(n).size >= 2:
-        slope, intercept = np.polyfit(n, y, 1)
-        out["linear_intercept"], out["linear_slope"] = float(intercept), float(slope)
+        slope, intercept = _line(n, y)
+        out["linear_intercept"], out["linear_slope"] = intercept, slope
         out["r2_linear"] = r_squared(y, intercept + slope * n)
     return out
 
