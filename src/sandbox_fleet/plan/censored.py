@@ -35,19 +35,29 @@ def censored_target(fig: Figures, *, tolerance: float, seed: int) -> Optional[di
 
 
 def _lower_bound(cap: int, touches: int, fig: Figures) -> dict:
-    why = ("no synchronous steps were detected" if not fig.steps_detected
-           else "no run's typical release is larger than the cap")
-    basis = (f"the fleet sat at the cap {touches:,} separate times, so demand exceeded {cap:,} then: at least "
-             f"{cap + 1:,} (a lower bound; by how much is not observed: {why}, and no telemetry field records queue waits)")
+    from sandbox_fleet.measure.concurrency import CAP_TOUCHES
+
+    why = {None: "the input has no step figures", False: "no synchronous steps were detected"}.get(
+        fig.steps_detected, "no run's typical release is larger than the cap")
+    # a ceiling hit again and again held demand back; one reached a few times (a configured cap) may not have
+    exceeded = touches >= CAP_TOUCHES
+    demand = cap + 1 if exceeded else cap
+    seen = (f"the fleet sat at the cap {times(touches)}, so demand exceeded {cap:,} then: at least {demand:,}"
+            if exceeded else f"the fleet reached the cap {times(touches)}: demand at least {demand:,}, excess not shown")
+    basis = f"{seen} (a lower bound; by how much is not observed: {why}, and no telemetry field records queue waits)"
     return {
         "concurrency": cap,
         "source": "measured-peak",
-        "detail": f"the measured peak concurrency, which is a cap: demand at least {cap + 1:,} (lower bound)",
+        "detail": f"the measured peak concurrency, which is a cap: demand at least {demand:,} (lower bound)",
         "censored": {
-            "cap": cap, "touches": touches, "demand": cap + 1, "demand_is_lower_bound": True,
+            "cap": cap, "touches": touches, "demand": demand, "demand_is_lower_bound": True,
             "chosen": "cap", "basis": basis + f"; the cap is bought because {why} to estimate the demand from",
         },
     }
+
+
+def times(n: int) -> str:
+    return "once" if n == 1 else f"{n:,} separate times"
 
 
 def pooled_step_s(step_time, cap: int, batch: int, train_s: float, holds, seed: int, reps: int) -> float:

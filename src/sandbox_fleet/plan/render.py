@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet import contract
+from sandbox_fleet.plan.censored import times
 from sandbox_fleet.plan.model import (
     Caching,
     Censored,
@@ -232,7 +233,8 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
     """The cap and the demand it hid, both priced, the chosen one marked (they lead the order)."""
     mark = {c.chosen: "  <- chosen"}
-    head = f"  the measured peak {_n(c.cap, ',')} is a cap (reached {_n(c.touches, ',')} separate times): it hid demand"
+    hid = "it may have hidden demand" if c.demand_is_lower_bound and c.demand == c.cap else "it hid demand"
+    head = f"  the measured peak {_n(c.cap, ',')} is a cap (reached {times(c.touches or 0)}): {hid}"
     if c.demand_is_lower_bound:
         return [head,
                 f"    buy the cap:    {_n(c.cap, ',')} slots{mark.get('cap', '')}",
