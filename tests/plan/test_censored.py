@@ -127,3 +127,19 @@ def test_a_stream_behind_a_cap_buys_the_cap_with_the_lower_bound():
     assert lines[3] == "    the demand:     at least 21 (lower bound), not estimated"
     got = {r.name: r for r in run_checks(summary, plan)}["plan_covers_peak"]
     assert got.status == "warn" and "at least 21" in got.message
+
+
+def test_a_release_too_large_to_search_is_bought_whole():
+    # the published summary with one run's steps injected: releases of 150,000 over the cap of 3,000
+    import json
+
+    from .conftest import PUBLISHED
+
+    s = json.loads(PUBLISHED.read_text())
+    s["steps"] = {"detected": True, "mixed": False, "batch_size": 150_000, "burst_size": 3_000,
+                  "step_period_s": 30_000.0, "step_makespan_s": 29_000.0}
+    plan = make_plan(s, PlanOptions())
+    t, c = plan["target"], plan["target"]["censored"]
+    assert (t["concurrency"], t["source"], t["method"]) == (150_000, "censored-demand", "closed-form")
+    assert (c["cap"], c["demand"], c["release"], c["train_s"], c["chosen"]) == (3000, 150_000, 150_000, 1000.0, "demand")
+    assert plan_lines(plan)[3].startswith("    buy the demand: 150,000 slots (the release itself")

@@ -66,8 +66,10 @@ def pooled_step_s(step_time, cap: int, batch: int, train_s: float, holds, seed: 
 
 
 def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolerance: float, seed: int) -> dict:
-    from sandbox_fleet.plan.target import HoldSampler, _list_schedule_step_time, rl_schedule_target
+    from sandbox_fleet.plan.target import RL_MAX_SIMULATED, RL_STEPS, HoldSampler, _list_schedule_step_time, rl_schedule_target
 
+    if cut.batch * RL_STEPS > RL_MAX_SIMULATED:  # too large to search: the closed-form bound, as --batch does
+        return _release_bound(cap, touches, cut, fig)
     holds = HoldSampler(cut.hold_quantiles, cut.hold_mean_s, cut.hold_rows)
     step_time = _list_schedule_step_time()
     found = rl_schedule_target(fig, cut.batch, cut.train_s, tolerance=tolerance, seed=seed,
@@ -96,6 +98,22 @@ def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolera
             "run": cut.run, "release": cut.batch, "train_s": cut.train_s,
             "step_s_at_cap": at_cap, "step_s_at_demand": found["step_s_at_cap"], "step_s_uncapped": uncapped,
             "chosen": chosen, "basis": f"{basis}; {chosen} chosen: {why}",
+        },
+    }
+
+
+def _release_bound(cap: int, touches: int, cut: CutRelease, fig: Figures) -> dict:
+    who = f"run {cut.run}" if cut.run else "the run"
+    return {
+        "concurrency": cut.batch, "source": "censored-demand", "batch": cut.batch, "train_s": cut.train_s,
+        "method": "closed-form",
+        "detail": f"the demand the cap {cap:,} hid: closed-form bound, concurrency = release = {cut.batch:,} (too large to search)",
+        "duty": fig.concurrency_mean / cut.batch if fig.concurrency_mean else None,
+        "censored": {
+            "cap": cap, "touches": touches, "demand": cut.batch, "demand_is_lower_bound": False,
+            "run": cut.run, "release": cut.batch, "train_s": cut.train_s, "chosen": "demand",
+            "basis": (f"{who} releases {cut.batch:,} rollouts a step (median), over the simulated search limit: "
+                      "sized by the release itself (never short of sandboxes); demand chosen: steps detected"),
         },
     }
 

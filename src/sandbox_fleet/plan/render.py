@@ -242,6 +242,11 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
                 f"    basis: {c.basis}"]
     def over(v: Optional[float]) -> str:
         return f"{v / c.step_s_uncapped - 1:+.1%}" if v is not None and c.step_s_uncapped else "n/a"
+    if c.step_s_at_cap is None:  # a release too large to search: sized by the release itself
+        return [head,
+                f"    buy the cap:    {_n(c.cap, ',')} slots{mark.get('cap', '')}",
+                f"    buy the demand: {_n(c.demand, ',')} slots (the release itself; step times not simulated){mark.get('demand', '')}",
+                f"    basis: {c.basis}"]
     tol = f"{tolerance:.1%}" if tolerance is not None else "the tolerance"
     return [head,
             f"    buy the cap:    {_n(c.cap, ',')} slots: mean step {_n(c.step_s_at_cap, ',.0f')} s "
