@@ -203,11 +203,11 @@ def test_blocks_present_with_every_figure_null(summaries):
     m, plan, sim = summaries
     hollow_m, hollow_p, hollow_s = (_hollow(x, keep_blocks=True) for x in summaries)
     assert hollow_m.concurrency is not None and hollow_m.concurrency.peak is None
-    results, page, metrics, text = _all_consumers(hollow_m, hollow_p, hollow_s)
+    results, _page, _metrics, text = _all_consumers(hollow_m, hollow_p, hollow_s)
     assert {r.name for r in results if r.status != "skip"} <= {"plan_covers_peak", "cap_binding"}
     assert _value(text, "peak") == "-" and _value(text, "utilisation") == "-"  # null figures print "-"
     assert _value(text, "outcome: exception").split() == ["-"] * 5
-    results, page, metrics, text = _all_consumers(_hollow(m, keep_blocks=False), _hollow(plan, keep_blocks=False),
+    results, _page, _metrics, text = _all_consumers(_hollow(m, keep_blocks=False), _hollow(plan, keep_blocks=False),
                                                   _hollow(sim, keep_blocks=False))
     assert [r.status for r in results if r.name != "plan_covers_peak"] == ["skip"] * (len(results) - 1)
 

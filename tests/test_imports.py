@@ -7,7 +7,7 @@ simulate from outside, and so does optimize (through sweep's task and backends, 
 plan's catalog, reserve and rework helpers); report reads the plan and simulate *models* only; cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
-model) are leaves everyone may use.
+model) and exact (float operations with the same bits on every CPU) are leaves everyone may use.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
+    "exact": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},
     "limits": {"errors"},

@@ -147,7 +147,7 @@ def test_mixed_request_plan_gets_one_template_and_warm_pool_per_kind():
 
 def test_every_file_opens_with_the_plans_basis():
     plan = _plan(MIXED, node_type="aws-m6id.8xlarge", price_tier="on_demand")
-    for name, text in build_manifests(plan).items():
+    for text in build_manifests(plan).values():
         head = text.split("---", 1)[0]
         assert "source summary:" in head and "target: 400 concurrent sandboxes (measured-peak" in head
         assert "tier on_demand -> capacity type on-demand" in head and "aws-m6id.8xlarge" in head

@@ -253,7 +253,7 @@ def _unit_file(series: list[tuple[str, float]], eval_s: int, critical: set[str],
          'ALERTS{alertstate="firing",severity="critical"}', warning),
     ):
         lines += [f"      - expr: {json.dumps(expr)}", f"        eval_time: {eval_s}s", "        exp_samples:"]
-        lines += [f"          - labels: {json.dumps('{alertname=%s}' % json.dumps(n))}\n            value: 1" for n in sorted(names)]
+        lines += [f"          - labels: {json.dumps(f'{{alertname={json.dumps(n)}}}')}\n            value: 1" for n in sorted(names)]
         if not names:
             lines[-1] += " []"
     return "\n".join(lines) + "\n"

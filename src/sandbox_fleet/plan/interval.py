@@ -140,7 +140,8 @@ def _bootstrap(at: StepAt, base: list[float], per_rep: list[int], tolerance: flo
 
     def share_passing(cap: int) -> float:
         d = np.array([at(cap, j) for j in range(reps)]) - lim
-        return float(np.mean(counts @ d <= 0.0))
+        # exactly rounded weighted sums: a resample right at the limit passes on every CPU alike
+        return sum(math.fsum((w * d).tolist()) <= 0.0 for w in counts) / len(counts)
 
     lo, hi = min(per_rep), max(per_rep)
     return [_bisect(lambda c, q=q: share_passing(c) >= q, lo, hi) for q in (0.05, 0.95)]
