@@ -66,7 +66,7 @@ def test_cap_interval_is_the_bootstrap_percentile_by_brute_force():
     counts = np.random.default_rng(BOOTSTRAP_SEED).multinomial(12, [1 / 12] * 12, size=BOOTSTRAP)
     answers = []
     for w in counts:
-        pooled = lambda c: np.dot(w, [step(c, j) for j in range(12)])  # noqa: E731
+        pooled = lambda c, w=w: np.dot(w, [step(c, j) for j in range(12)])  # noqa: E731
         answers.append(min(c for c in range(1, 65) if pooled(c) <= pooled(64) * 1.01))
     assert out["cap_interval"] == [float(q) for q in np.percentile(answers, [5, 95], method="inverted_cdf")]
     assert out["bootstrap"] == BOOTSTRAP
@@ -81,8 +81,9 @@ def test_cap_interval_is_the_bootstrap_percentile_by_brute_force():
 
 def test_published_b128_cap_is_tighter_than_single_runs_and_their_low_end_is_outside_tolerance():
     # an own scan of the same draws prices the low end of the single-run spread
-    from .syncrl import mean_step_s
     from sandbox_fleet.plan.interval import rep_seed
+
+    from .syncrl import mean_step_s
 
     fig = Figures(SUMMARY)
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)

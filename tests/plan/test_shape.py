@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan.shape import measured_shape, mean_busy, smallest_cap, smooth_shape
+from sandbox_fleet.plan.shape import mean_busy, measured_shape, smallest_cap, smooth_shape
 
 
 def test_measured_shape_divides_the_mean_by_the_duty():

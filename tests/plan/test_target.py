@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan import target as tgt
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target
 

@@ -140,7 +140,7 @@ def cut_release(m: MeasureSummary) -> Optional[CutRelease]:
         quantiles = {0.5: g.hold_median_s, 0.99: g.hold_p99_s}
         mean, rows = g.hold_mean_s, g.rows
     return CutRelease(
-        run=name, batch=int(round(st.batch_size or 0)), burst=float(st.burst_size or 0.0),
+        run=name, batch=round(st.batch_size or 0), burst=float(st.burst_size or 0.0),
         train_s=max(period - makespan, 0.0), step_period_s=period,
         hold_quantiles=quantiles, hold_mean_s=mean, hold_rows=rows,
     )

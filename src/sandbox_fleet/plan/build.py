@@ -3,31 +3,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
-
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
-from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan import rent as rentmod
+from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
+from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
-from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
+from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
-from sandbox_fleet.measure.model import MeasureSummary
-from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
@@ -87,7 +84,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in fig.requests)
     reqs, weights, hours = [], [], []
     for i, r in enumerate(fig.requests):
-        def val(key: str, default: float | None = None) -> float:
+        def val(key: str, default: float | None = None, r=r, i=i) -> float:
             v = getattr(r, key)
             if v is None:
                 if default is None:

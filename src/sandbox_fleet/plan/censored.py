@@ -28,7 +28,7 @@ def censored_target(fig: Figures, *, tolerance: float, seed: int) -> Optional[di
     """The default target on capped telemetry (``target`` dict with ``censored``), or None without a binding cap."""
     if not fig.cap_detected or not fig.peak:
         return None
-    cap, touches = int(round(fig.peak)), int(fig.touches or 0)
+    cap, touches = round(fig.peak), int(fig.touches or 0)
     if fig.cut is None:
         return _lower_bound(cap, touches, fig)
     return _from_steps(cap, touches, fig.cut, fig, tolerance=tolerance, seed=seed)
@@ -66,7 +66,13 @@ def pooled_step_s(step_time, cap: int, batch: int, train_s: float, holds, seed: 
 
 
 def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolerance: float, seed: int) -> dict:
-    from sandbox_fleet.plan.target import RL_MAX_SIMULATED, RL_STEPS, HoldSampler, _list_schedule_step_time, rl_schedule_target
+    from sandbox_fleet.plan.target import (
+        RL_MAX_SIMULATED,
+        RL_STEPS,
+        HoldSampler,
+        _list_schedule_step_time,
+        rl_schedule_target,
+    )
 
     if cut.batch * RL_STEPS > RL_MAX_SIMULATED:  # too large to search: the closed-form bound, as --batch does
         return _release_bound(cap, touches, cut, fig)

@@ -20,11 +20,10 @@ the pooled search already probed around it, so it costs a few more runs, not a f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import heapq
 import math
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
@@ -108,7 +107,7 @@ def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, 
         per_rep.append(_bisect(lambda c, j=j, lim=lim_j: at(c, j) <= lim, lo, hi))
     lo_q, hi_q = np.percentile(per_rep, [5, 95], method="linear")
     boot = _bootstrap(at, base, per_rep, tolerance)
-    low = int(math.floor(lo_q))
+    low = math.floor(lo_q)
     return {
         "concurrency": answer,
         "cap_interval": [float(q) for q in boot],
@@ -143,5 +142,7 @@ def _bootstrap(at: StepAt, base: list[float], per_rep: list[int], tolerance: flo
         # exactly rounded weighted sums: a resample right at the limit passes on every CPU alike
         return sum(math.fsum((w * d).tolist()) <= 0.0 for w in counts) / len(counts)
 
-    lo, hi = min(per_rep), max(per_rep)
-    return [_bisect(lambda c, q=q: share_passing(c) >= q, lo, hi) for q in (0.05, 0.95)]
+    def percentile(q: float) -> int:
+        return _bisect(lambda c: share_passing(c) >= q, min(per_rep), max(per_rep))
+
+    return [percentile(0.05), percentile(0.95)]

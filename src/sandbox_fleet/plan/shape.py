@@ -19,11 +19,9 @@ fleet $/h divided by $ per passing trajectory is X.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
-from typing import Callable, Optional
-
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
 
@@ -105,6 +103,7 @@ def smallest_cap(mean_wait: MeanWait, lo: int, hi: int, max_wait_s: float) -> tu
 def simulated_mean_wait(holds: np.ndarray, rate_per_s: float, seed: int) -> MeanWait:
     """Mean wait at a cap from the simulator's FIFO engine, Poisson arrivals, fixed holds (CRN)."""
     import numpy as np
+
     from sandbox_fleet.simulate.engine import run_workloads
     from sandbox_fleet.simulate.entities import Fleet
     from sandbox_fleet.simulate.workloads import Poisson

@@ -7,12 +7,13 @@ simulator, and the one place to rewire if the simulator's interface changes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.censored import censored_target
+from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 
@@ -81,7 +82,7 @@ def resolve_target(
     censored = censored_target(fig, tolerance=tolerance, seed=seed)
     if censored is not None:
         return censored
-    return {"concurrency": int(round(fig.peak)), "source": "measured-peak", "detail": "the measured peak concurrency"}
+    return {"concurrency": round(fig.peak), "source": "measured-peak", "detail": "the measured peak concurrency"}
 
 
 def _one_shape(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> dict:
@@ -125,6 +126,7 @@ class HoldSampler:
 
     def __init__(self, quantiles: dict[float, Optional[float]], mean: Optional[float], rows: Optional[float] = None):
         import numpy as np
+
         from sandbox_fleet import exact
         known = {q: v for q, v in quantiles.items() if v is not None and v > 0}
         self.kind: str
@@ -158,6 +160,7 @@ class HoldSampler:
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         import numpy as np
+
         from sandbox_fleet import exact
         if self.kind == "empirical":
             z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
@@ -175,6 +178,7 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
     an unreachable mean is clipped to the nearer end.
     """
     import numpy as np
+
     from sandbox_fleet import exact
     z = np.random.default_rng(12345).standard_normal(50_000)
     lo, hi = math.log(known[0.5]), math.log(known[0.99])
@@ -225,6 +229,7 @@ def _simulator_step_time() -> StepTime:
     search compares caps, not draws.
     """
     import numpy as np
+
     from sandbox_fleet.simulate import Fleet, SyncRL, run_workloads  # plan -> simulate, for this search only
 
     def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
@@ -254,7 +259,7 @@ def _list_schedule_step_time() -> StepTime:
 
 
 def rl_schedule_target(
-    summary: "Figures | MeasureSummary | dict",
+    summary: Figures | MeasureSummary | dict,
     batch: int,
     train_s: float,
     *,
