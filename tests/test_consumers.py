@@ -148,6 +148,10 @@ def summaries(produced):
 
     measured = measure_telemetry(_broken_task_telemetry())
     plan = make_plan(measured, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot", prefix_break=0.1))
+    # what plan --backtest adds (plan.backtest_line), so the purchase order's backtest line is read too
+    plan["backtest"] = {"path": "bt.json", "makespan_error": -0.05, "within_interval": True, "drifted": False,
+                        "drifted_quantities": [], "line": "simulator error on this telemetry: -5.0% (makespan), "
+                                                          "constants drifted: no"}
     return (MeasureSummary.model_validate(measured), PlanSummary.model_validate(plan),
             SimulateSummary.model_validate(produced.simulate))
 

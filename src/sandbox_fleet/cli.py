@@ -199,6 +199,7 @@ def plan(
     trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
     providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: carry its simulator error and drift verdict into the purchase order."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
     k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
@@ -223,7 +224,7 @@ def plan(
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest], o=output)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import check_out_dir
 
@@ -256,7 +257,7 @@ def plan(
 
         cache = cache_dir_for(cache_dir, output, tasks)
     result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
-                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache})
+                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache}, backtest=backtest)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
@@ -275,6 +276,7 @@ def report(
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
     optimize: Optional[Path] = typer.Option(None, "--optimize", help="An optimize --json summary: its winner and Pareto frontier."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: its verdict, B's predicted vs actual concurrency, the drift gate."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
@@ -291,10 +293,10 @@ def report(
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
-    _check_outputs([*paths, plan, simulate, optimize, thresholds], o=(output, (".html", ".htm")))
+    _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize)
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest)
     _console(stderr=True).print(f"wrote {path}", highlight=False)
 
 
@@ -307,6 +309,7 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: add the backtest_drift gate (constants drifted, simulator makespan error)."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
@@ -328,11 +331,11 @@ def check(
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
+    _check_outputs([*paths, plan, thresholds, backtest], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          measure_options={**reader, "min_turn_rows": min_turn_rows})
+                          measure_options={**reader, "min_turn_rows": min_turn_rows}, backtest=backtest)
     if as_json:
         from sandbox_fleet.report.checks.model import checks_summary
 
@@ -507,10 +510,41 @@ def optimize(
     _emit(out.summary, as_json, output, _renderer("sandbox_fleet.optimize.render", "render_optimize"))
 
 
+# --- backtest --------------------------------------------------------------------------
+@app.command()
+def backtest(
+    paths: list[Path] = typer.Argument(..., help="Telemetry with start and finish times (any reader's format)."),
+    split_at: Optional[float] = typer.Option(None, "--split-at", help="Calibrate on the first F of the rollouts in start order, predict the rest (default 0.5; moved to an RL step boundary when steps are detected)."),
+    split_by: Optional[str] = typer.Option(None, "--split-by", help="job or model: predict the group that starts last from the others."),
+    seeds: int = typer.Option(40, "--seeds", help="Predicted runs per side (each resamples the calibration rows)."),
+    seed: int = typer.Option(0, "--seed", help="Base seed: the same seed writes the same bytes."),
+    min_rows: int = typer.Option(5, "--min-rows", help="Refuse a split leaving fewer rollouts than this on either side."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+) -> None:
+    """How far the simulator is off on your own history, and whether your constants drifted."""
+    from sandbox_fleet.backtest import backtest_paths
+    from sandbox_fleet.backtest.render import backtest_lines
+
+    _check_outputs(list(paths), o=(output, (".json",)))
+    summary = backtest_paths([str(p) for p in paths], split_at=split_at, split_by=split_by, seeds=seeds, seed=seed,
+                             min_rows=min_rows, progress=not as_json,
+                             **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time))
+    _emit(summary, as_json, output, None, lines=backtest_lines)
+
+
 # --- schema ----------------------------------------------------------------------------
 @app.command()
 def schema(
-    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks or optimize."),
+    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks, optimize or backtest."),
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of one output kind, generated from its model."""
     from sandbox_fleet.schemas import schema_text

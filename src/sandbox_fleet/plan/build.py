@@ -429,9 +429,14 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
 
 
 def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
-              measure_options: dict | None = None) -> dict:
+              measure_options: dict | None = None, backtest: str | Path | None = None) -> dict:
     """Plan from a ``measure --json`` summary file or from telemetry measured on the fly
-    (``measure_options``: the reader flags, passed to ``measure_paths``)."""
+    (``measure_options``: the reader flags, passed to ``measure_paths``). ``backtest``: a
+    ``backtest --json`` summary whose verdict the purchase order carries (read before planning)."""
+    if backtest is not None:
+        from sandbox_fleet.plan.backtest_line import backtest_block
+
+        backtest_block(backtest)  # a bad file is refused before the planning work
     summary = load_input(path, tasks=tasks, **(measure_options or {}))
     try:
         fig = Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
@@ -439,6 +444,10 @@ def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optio
         raise InputError(f"{path}: {exc}") from None
     plan = make_plan(fig, opts)
     plan["input"]["path"] = str(path)
+    if backtest is not None:
+        from sandbox_fleet.plan.backtest_line import with_backtest
+
+        plan = with_backtest(plan, backtest)
     return plan
 
 

@@ -249,6 +249,8 @@ NOT_EXPRESSED = (
      "thousands of tasks: check computes it and exports sandbox_fleet_tasks_failing / sandbox_fleet_tasks_warning"),
     ("sweep_self_check", "compares two figures against rel_tolerance inside one measurement: check computes it "
      "and exports sandbox_fleet_sweep_self_check_ok"),
+    ("backtest_drift", "reads a backtest summary (check --backtest), a one-off study of the history rather than "
+     "a live series: no metric and no alert"),
 )
 
 
