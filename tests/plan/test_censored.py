@@ -143,3 +143,15 @@ def test_a_release_too_large_to_search_is_bought_whole():
     assert (t["concurrency"], t["source"], t["method"]) == (150_000, "censored-demand", "closed-form")
     assert (c["cap"], c["demand"], c["release"], c["train_s"], c["chosen"]) == (3000, 150_000, 150_000, 1000.0, "demand")
     assert plan_lines(plan)[3].startswith("    buy the demand: 150,000 slots (the release itself")
+
+
+def test_the_report_table_shows_the_cap_and_the_demand(plan):
+    from sandbox_fleet import contract
+    from sandbox_fleet.plan.model import PlanSummary
+    from sandbox_fleet.report.tables import plan_table
+
+    html = plan_table(contract.parse(PlanSummary, plan, "plan"))
+    c = plan["target"]["censored"]
+    for label, value in (("binding cap (the measured peak)", "150"), ("demand behind the cap", f"{c['demand']:,}"),
+                         ("mean step at the cap (s)", f"{c['step_s_at_cap']:,.0f}")):
+        assert label in html and value in html.split(label, 1)[1][:200]
