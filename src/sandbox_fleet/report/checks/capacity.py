@@ -182,7 +182,7 @@ def plan_covers_peak(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds)
         return CheckResult(name, "fail", target, mean,
                            f"planned concurrency {target:,.0f}{via} is below the measured mean {mean:,.1f}: "
                            "the fleet cannot keep up")
-    demand = _hidden_demand(m, plan)
+    demand = hidden_demand(m, plan)
     if demand is not None:
         need, what = demand
         if target < need:
@@ -197,7 +197,7 @@ def plan_covers_peak(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds)
     return CheckResult(name, "pass", target, peak, f"planned concurrency {target:,.0f}{via} covers the peak {peak:,.0f}")
 
 
-def _hidden_demand(m: MeasureSummary, plan: PlanSummary) -> tuple[float, str] | None:
+def hidden_demand(m: MeasureSummary, plan: PlanSummary) -> tuple[float, str] | None:
     """What a plan must cover when the peak is a binding cap: the plan's own estimate of the demand
     the cap hid, else the release the cap cut (from the steps measure found), else None (the peak)."""
     c = plan.target.censored
