@@ -71,6 +71,8 @@ class PlanOptions:
     trainer_gpus: Optional[int] = None
     providers_file: Optional[str] = None  # managed-sandbox catalog replacing data/providers.toml
     rent_providers: Optional[list[str]] = None  # price only these providers (default: all)
+    #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
+    node_providers: Optional[tuple[str, ...]] = None
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]]]:
@@ -221,12 +223,24 @@ def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[
     return pools
 
 
+def _of_providers(catalog: list[NodeType], providers: tuple[str, ...], notes: list[str]) -> list[NodeType]:
+    kept = [t for t in catalog if t.provider in providers]
+    if not kept:
+        raise InputError(f"--emit-k8s: no node type in the catalog is on {', '.join(providers)}; "
+                         "add one or name it with --node-type")
+    notes.append(f"node types limited to {', '.join(providers)} (--emit-k8s writes Karpenter manifests for these "
+                 "clouds only): the cheapest of them was chosen")
+    return kept
+
+
 def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _Nodes:
     """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block);
     without --node-type, GPU requests get their own pools and requests no type holds are listed."""
     catalog = load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
+    elif opts.node_providers is not None:
+        catalog = _of_providers(catalog, opts.node_providers, notes)
     all_reqs, all_weights, all_hours = _requests(fig, opts, notes)
     request_source = "flag" if opts.request is not None else ("input" if fig.requests else "default")
     all_counts = concurrent_mix(all_weights, n)

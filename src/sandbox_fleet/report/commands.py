@@ -49,12 +49,14 @@ def check_files(
     rules_out: str | Path | None = None,
     measure_options: dict | None = None,
     backtest: str | Path | None = None,
+    serving_rules: bool = False,
 ) -> list[CheckResult]:
     """Run every check on a measure summary (or telemetry) read from files.
 
     ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
-    gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning.
+    gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning;
+    ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds).
     ``backtest``: a ``backtest --json`` summary file; adds the ``backtest_drift`` gate.
     """
     t = load_thresholds(thresholds)
@@ -62,11 +64,12 @@ def check_files(
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
     results = run_checks(measure, plan_s, t, bt)
-    if metrics_out is not None or rules_out is not None:
+    if metrics_out is not None or rules_out is not None or serving_rules:
         from sandbox_fleet.report.prometheus import write_outputs
 
         write_outputs(measure, plan_s, results, t, metrics_out=metrics_out, rules_out=rules_out,
-                      thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml")
+                      thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml",
+                      serving_rules=serving_rules)
     return results
 
 
