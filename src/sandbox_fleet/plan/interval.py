@@ -104,7 +104,7 @@ def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, 
         probed = sorted(c for c, k in cache if k == j)
         hi = min(c for c in probed if cache[(c, j)] <= lim_j)
         lo = max([c for c in probed if c < hi and cache[(c, j)] > lim_j], default=0) + 1
-        per_rep.append(_bisect(lambda c, j=j, lim=lim_j: at(c, j) <= lim, lo, hi))
+        per_rep.append(_bisect(_within(at, j, lim_j), lo, hi))
     lo_q, hi_q = np.percentile(per_rep, [5, 95], method="linear")
     boot = _bootstrap(at, base, per_rep, tolerance)
     low = math.floor(lo_q)
@@ -120,6 +120,11 @@ def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, 
         "step_s_at_cap": pooled(answer),
         "evaluations": len(cache),
     }
+
+
+def _within(at: Callable[[int, int], float], j: int, limit: float) -> Callable[[int], bool]:
+    """Whether replication ``j``'s step at a cap is within ``limit``."""
+    return lambda cap: at(cap, j) <= limit
 
 
 def _bootstrap(at: StepAt, base: list[float], per_rep: list[int], tolerance: float) -> list[int]:
