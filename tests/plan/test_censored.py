@@ -155,3 +155,21 @@ def test_the_report_table_shows_the_cap_and_the_demand(plan):
     for label, value in (("binding cap (the measured peak)", "150"), ("demand behind the cap", f"{c['demand']:,}"),
                          ("mean step at the cap (s)", f"{c['step_s_at_cap']:,.0f}")):
         assert label in html and value in html.split(label, 1)[1][:200]
+
+
+def test_a_cap_already_within_tolerance_is_kept():
+    # heavy-tailed holds (sigma 1.5): one long rollout holds each step open, so 170 slots for releases
+    # of 176 cost under 1% of step time; the search's fewest slots sit below the cap and the cap is bought
+    holds = np.random.default_rng(8).lognormal(np.log(1000.0), 1.5, (STEPS, BATCH))
+    starts, finishes, _ = sync_rl_schedule(holds, 170, TRAIN_S)
+    summary = measure_telemetry(telemetry(starts, finishes))
+    plan = make_plan(summary, PlanOptions())
+    t, c = plan["target"], plan["target"]["censored"]
+    assert (t["concurrency"], t["source"], c["chosen"], c["cap"]) == (170, "measured-peak", "cap", 170)
+    train = c["train_s"]
+    uncapped = _pooled_step_s(summary, BATCH, train)
+    assert c["step_s_at_cap"] == pytest.approx(_pooled_step_s(summary, 170, train), rel=1e-9)
+    assert c["step_s_at_cap"] <= uncapped * 1.01  # the own scan agrees the cap is within tolerance
+    assert c["demand"] < 170 and _pooled_step_s(summary, c["demand"], train) <= uncapped * 1.01
+    assert plan_lines(plan)[2].endswith("<- chosen")
+    assert {r.name: r for r in run_checks(summary, plan)}["plan_covers_peak"].status == "pass"

@@ -88,7 +88,7 @@ def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolera
     who = f"run {cut.run}" if cut.run else "the run"
     basis = (f"{who} releases {cut.batch:,} rollouts a step (median; {cut.burst:,.0f} start at once, the rest queue), "
              f"then waits {cut.train_s:,.0f} s (median period less makespan); its holds: {_hold_text(holds)}; "
-             f"steps list-scheduled over {found['replications']} x 20 draws")
+             f"steps list-scheduled over {found['replications']} x {RL_STEPS} draws")
     why = (f"steps detected: buying the demand shortens the mean step by {at_cap - at_n:,.0f} s ({at_cap / at_n - 1:.1%})"
            if chosen == "demand" else f"the cap already keeps the step within {tolerance:.1%} of uncapped")
     duty = fig.concurrency_mean / n if fig.concurrency_mean else None
