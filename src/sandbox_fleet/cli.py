@@ -146,7 +146,8 @@ _MAP = typer.Option(None, "--map", help="canonical=source[,...] for generic tabl
 _TIME_UNIT = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect).")
 _ASSUME_TZ = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps.")
 _REWARD_KEY = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards.")
-_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward (default: the first).")
+_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward, or SCORER/KEY for one "
+                      "entry of a dict score (default: the first scorer; a dict's first entry, with a warning).")
 _LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a time at or after this (ISO date or time).")
 _ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
 _CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed task requests in DIR (default $SANDBOX_FLEET_CACHE_DIR, else cache/ beside -o; without either nothing is cached or written).")
@@ -232,7 +233,7 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
-    shape: str = typer.Option("measured", "--shape", help="--passing-per-hour: measured (keep the measured duty) or smooth (continuous admission)."),
+    shape: str = typer.Option("auto", "--shape", help="--passing-per-hour: auto (from the measured step structure; both answers shown when they differ by over 1.5x), measured (keep the measured duty) or smooth (continuous admission)."),
     max_wait_s: float = typer.Option(60.0, "--max-wait-s", help="--shape smooth: allowed simulated mean queue wait, seconds."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type from the GPU catalog (memory, TFLOP/s, TB/s, $/h); per-figure flags override."),
     gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="GPU catalog TOML replacing the bundled one."),
@@ -320,6 +321,9 @@ def plan(
 
 
 # --- report ----------------------------------------------------------------------------
+_ALLOW_MISMATCH = typer.Option(False, "--allow-mismatch", help="Accept a plan or optimize summary made from another measure summary than INPUT (refused otherwise, exit 2).")
+
+
 @app.command()
 def report(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
@@ -330,6 +334,7 @@ def report(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
+    allow_mismatch: bool = _ALLOW_MISMATCH,
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
     time_unit: Optional[str] = _TIME_UNIT,
@@ -346,7 +351,8 @@ def report(
     _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest)
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest,
+                        allow_mismatch=allow_mismatch)
     _note(f"wrote {path}")
 
 
@@ -361,6 +367,7 @@ def check(
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: add the backtest_drift gate (constants drifted, simulator makespan error)."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
+    allow_mismatch: bool = _ALLOW_MISMATCH,
     serving_rules: bool = typer.Option(False, "--serving-rules", help="With --plan and --prometheus-rules: add rules over the serving pool's vLLM / SGLang metrics (prefix-cache hits, KV usage, queue time), the plan's assumptions as thresholds."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the results as JSON ({schema_version, kind, results}, as --json prints) to FILE."),
     fmt: Optional[str] = _FORMAT,
@@ -390,7 +397,7 @@ def check(
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
                           measure_options={**reader, "min_turn_rows": min_turn_rows}, serving_rules=serving_rules,
-                          backtest=backtest)
+                          backtest=backtest, allow_mismatch=allow_mismatch)
     if as_json or output is not None:
         from sandbox_fleet.report.checks.model import checks_summary
 
