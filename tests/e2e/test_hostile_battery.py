@@ -352,7 +352,9 @@ def test_terminal_bench_one_bad_cell_costs_one_cell(tmp_path):
     lambda d: d["eval"].__setitem__("config", [1, 2]),
     lambda d: [s.__setitem__("model_usage", 5) for s in d["samples"]],
     lambda d: d["eval"].__setitem__("model", 3),
-], ids=["stamp-number", "stamp-garbage", "tokens-inf", "error-number", "config-list", "usage-number", "model-number"])
+    lambda d: [sc.__setitem__("value", 10**400) for s in d["samples"] for sc in s["scores"].values()],
+], ids=["stamp-number", "stamp-garbage", "tokens-inf", "error-number", "config-list", "usage-number", "model-number",
+        "score-huge-int"])
 def test_inspect_odd_cells(tmp_path, edit):
     inspect_json(tmp_path, edit)
     s = measured(run(["measure", "log.json", "--format", "inspect", "--json"], tmp_path))
