@@ -215,11 +215,13 @@ class SimResult:
     def state_names(self) -> np.ndarray:
         return np.asarray(STATE_NAMES, dtype=object)[self.state]
 
-    def summary(self, *, timing: bool = False, **head) -> dict:
-        """The run's summary (see ``metrics.summarise``); ``timing`` adds wall-clock figures."""
+    def summary(self, *, timing: bool = False, pass_rate: float | None = None, warmup_s: float | None = None,
+                **head) -> dict:
+        """The run's summary (see ``metrics.summarise``); ``timing`` adds wall-clock figures, ``pass_rate``
+        and ``warmup_s`` feed the steady-state block."""
         from sandbox_fleet.simulate.metrics import summarise
 
-        return summarise(self, timing=timing, **head)
+        return summarise(self, timing=timing, pass_rate=pass_rate, warmup_s=warmup_s, **head)
 
     # --- telemetry ---------------------------------------------------------------------
     def to_telemetry(self, epoch: datetime = DEFAULT_EPOCH, *, include_retried: bool = True) -> pa.Table:

@@ -246,6 +246,8 @@ def run(prep, on_progress=None) -> dict:
         r_output=r_out,
         r_turns=nt.copy(),
         unloaded_hold_s=unloaded_holds(prep),
+        prefill_tok_s=cfg.prefill_tok_s,
+        decode_tok_s=cfg.decode_tok_s,
     )
     return {"first": first, "extra": extra, "rl": rl, "preemptions": 0, "area_busy": float(sf[K.AREA_BUSY]),
             "area_wait": float(sf[K.AREA_WAIT]), "clock_monotonic": bool(si[K.CLOCK_OK]), "inference": None,
