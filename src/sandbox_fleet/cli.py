@@ -303,6 +303,7 @@ def report(
 def check(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary (enables plan_covers_peak)."),
+    simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary (enables simulation_steady: an unstable run fails)."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
@@ -328,11 +329,11 @@ def check(
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
+    _check_outputs([*paths, plan, simulate, thresholds], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          measure_options={**reader, "min_turn_rows": min_turn_rows})
+                          measure_options={**reader, "min_turn_rows": min_turn_rows}, simulate=simulate)
     if as_json:
         from sandbox_fleet.report.checks.model import checks_summary
 

@@ -46,8 +46,10 @@ def check_files(
     metrics_out: str | Path | None = None,
     rules_out: str | Path | None = None,
     measure_options: dict | None = None,
+    simulate: str | Path | None = None,
 ) -> list[CheckResult]:
-    """Run every check on a measure summary (or telemetry) read from files.
+    """Run every check on a measure summary (or telemetry) read from files; with ``simulate``, also
+    ``simulation_steady`` on a ``simulate --json`` summary (an unstable run fails).
 
     ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
@@ -56,7 +58,8 @@ def check_files(
     t = load_thresholds(thresholds)
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
-    results = run_checks(measure, plan_s, t)
+    sim_s = load_simulate(simulate) if simulate is not None else None
+    results = run_checks(measure, plan_s, t, sim_s)
     if metrics_out is not None or rules_out is not None:
         from sandbox_fleet.report.prometheus import write_outputs
 

@@ -87,7 +87,7 @@ def build_report(
     sim = contract.parse(SimulateSummary, simulate, "simulate summary") if simulate is not None else None
     searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
-    results = run_checks(m, p, t)
+    results = run_checks(m, p, t, sim)
 
     source = ", ".join(m.source) if m.source is not None else None
     sub = " · ".join(x for x in (
