@@ -2,9 +2,9 @@
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
-sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
+sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
-plan's catalog, reserve and rework helpers); report reads the plan and simulate *models* only; cli, demo and the
+plan's catalog, reserve, rework and packing helpers); report reads the plan and simulate *models* only; cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
 model) are leaves everyone may use.
@@ -28,14 +28,14 @@ ALLOWED = {
     "contract": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
-    "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
     "plan": {"measure", "simulate"},
     "report": {"measure", "plan.model", "simulate.model", "optimize.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
-    # catalogs and cost helpers; it reads measure's model, never the plan builder
+    # catalogs and cost helpers, packing sandboxes as plan does; it reads measure's model, never the plan builder
     "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
-                 "plan.cost_parts", "plan.tier", "plan.gpu_memory"},
+                 "plan.cost_parts", "plan.tier", "plan.gpu_memory", "plan.packing", "plan.slots"},
     "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model",
                 "optimize.model"},
 }

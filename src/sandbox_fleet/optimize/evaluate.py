@@ -142,7 +142,7 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
     if fast.available():
         # A search runs many small loops in each worker: paying the kernel's load once per
         # process lets every one of them run compiled (same bytes as the pure loop).
-        from sandbox_fleet.simulate.fast.closed_loop import load
+        from sandbox_fleet.simulate.fast.pool_loop import load
 
         load()
     _, built = check(data, Path(base_dir), source)

@@ -148,24 +148,41 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
     )
 
 
-def _measured_requests(m) -> tuple[list | None, list[float] | None]:
-    """The summary's sandbox requests and weights exactly as ``plan`` reads them (None: it lists none)."""
-    from sandbox_fleet.plan.build import PlanOptions, _requests
-    from sandbox_fleet.plan.summary import Figures
+#: plan's request when an input lists none (``plan.build.DEFAULT_REQUEST``, the source document's sandbox)
+DEFAULT_REQUEST_CPU, DEFAULT_REQUEST_MEMORY_MB, DEFAULT_REQUEST_DISK_MB = 1.0, 2048.0, 6144.0
 
-    if m.tasks is None or not m.tasks.requests:
+
+def _measured_requests(m) -> tuple[list | None, list[float] | None]:
+    """The summary's sandbox requests, each weighted by its share of concurrent sandboxes.
+
+    By Little's law a kind's share of the sandboxes held at once is its share of sandbox-time, so
+    the weights are the kinds' sandbox-hours when every kind has them, else their rollouts, else
+    their tasks (the mix ``plan`` packs, issue 22).
+    """
+    from sandbox_fleet.plan.slots import Request
+
+    reqs = (m.tasks.requests if m.tasks is not None else None) or []
+    kept = [r for r in reqs if (r.cpus or 0) > 0 or (r.memory_mb or 0) > 0]
+    if not kept:
         return None, None
-    reqs, weights, _ = _requests(Figures(m), PlanOptions(), [])
-    return reqs, weights
+    if all(r.sandbox_hours for r in kept):
+        weights = [float(r.sandbox_hours) for r in kept]
+    elif all(r.rollouts for r in kept):
+        weights = [float(r.rollouts) for r in kept]
+    else:
+        weights = [float(r.tasks or 1) for r in kept]
+    out = [Request(cpu=float(r.cpus or 0.0), memory=float(r.memory_mb or 0.0), disk=float(r.storage_mb or 0.0),
+                   gpu=float(r.gpus or 0.0)) for r in kept]
+    return out, weights
 
 
 def sandbox_requests(base: Base, cpu: float | None, memory_gb: float | None, disk_gb: float | None
                      ) -> tuple[list, list[float], str]:
-    """The requests to pack (plan's: measured, else its default), flags overriding; and the basis line."""
-    from sandbox_fleet.plan.build import DEFAULT_REQUEST
+    """The requests to pack (measured, else plan's default), flags overriding; and the basis line."""
     from sandbox_fleet.plan.slots import Request
 
-    reqs, weights = (base.requests, base.weights) if base.requests else ([DEFAULT_REQUEST], [1.0])
+    default = Request(cpu=DEFAULT_REQUEST_CPU, memory=DEFAULT_REQUEST_MEMORY_MB, disk=DEFAULT_REQUEST_DISK_MB)
+    reqs, weights = (base.requests, base.weights) if base.requests else ([default], [1.0])
     src = "measured (tasks.requests)" if base.requests else "plan's default request (the input lists none; assumed)"
     if cpu is not None or memory_gb is not None or disk_gb is not None:
         top = reqs[max(range(len(reqs)), key=lambda i: (weights[i], -i))]
