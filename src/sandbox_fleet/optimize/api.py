@@ -218,9 +218,9 @@ def confident(ev: Evaluator, res, reps: int) -> bool:
 def _confidence_basis(goal: Goal, reps: int) -> str:
     side = "upper bound of the mean step" if goal.step_mode else "lower bound of the mean passing/h"
     length = ("" if goal.step_mode else
-              f"; confirmation runs hold every sandbox at least {CONFIRM_HOLDS} times, its passing/h read over the "
-              f"steady window (MSER-5 warm-up deleted, at least {MIN_HOLDS_PER_SANDBOX} holds per sandbox left), and "
-              f"a cheaper point the screen put within {NEAR:.0%} below the target is re-run the same way")
+              f"; passing/h over each run's steady window (MSER-5 warm-up deleted; at least {MIN_HOLDS_PER_SANDBOX} "
+              f"holds per sandbox left in a confirmation); a cheaper point the screen put within {NEAR:.0%} below the "
+              "target is confirmed the same way")
     if reps < 2:
         return "bought only if the re-evaluated mean meets the target (one replication: no interval)" + length
     return (f"bought only if the 95% confidence {side} over {reps} replications (mean -/+ t sd / sqrt(n)) meets "

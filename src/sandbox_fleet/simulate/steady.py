@@ -16,7 +16,9 @@ run is, before anyone reads its figures:
 
 The **warm-up** is deleted by MSER-5 (White 1997): the output series (open: time in system by
 arrival; closed: holds by start) is cut into batches of 5 and the truncation ``d`` (at most half the
-batches) minimising ``sum((y_i - mean)^2) / (m - d)^2`` over the kept batches is deleted. The window
+batches) minimising ``sum((y_i - mean)^2) / (m - d)^2`` over the kept batches is deleted. A closed
+population starts all at once, so nothing completes during its first holds: its window starts no
+earlier than the end of that first wave (when it ends before the window's midpoint). The window
 ends where the input stops (open: the last arrival; closed: the last start, after which the
 population drains). Figures over the window carry 95% intervals from ``BATCHES`` batch means
 (equal-length time batches, Student t); a window with fewer than ``MIN_HOLDS_PER_SANDBOX`` holds per
@@ -121,6 +123,15 @@ def _series(r: _Run) -> tuple[np.ndarray, np.ndarray, float, str]:
     return times, (r.sojourn_end - r.sojourn_start)[order], end, "time in system by arrival"
 
 
+def _first_wave_end(r: _Run) -> float | None:
+    """When the last of every closed population's first ``population`` rollouts ended (None: no closed workload)."""
+    res = r.res
+    offs = np.cumsum([0] + [wl.count for wl in res.workloads])
+    ends = [float(np.max(res.finish_s[(res.rollout >= offs[w]) & (res.rollout < offs[w] + min(wl.population, wl.count))]))
+            for w, wl in enumerate(res.workloads) if wl.kind == CLOSED]
+    return max(ends) if ends else None
+
+
 def _open_rollouts(res) -> np.ndarray:
     kinds = np.array([wl.kind for wl in res.workloads])
     offs = np.cumsum([0] + [wl.count for wl in res.workloads])
@@ -202,7 +213,12 @@ def analyse(res, *, pass_rate: float | None = None, warmup_s: float | None = Non
         cut = mser(values[times <= end])
         a = float(times[cut]) if times.size else 0.0
         method = f"MSER-5 on {what}"
-        keep = np.arange(times.size) >= cut
+        wave = _first_wave_end(r)
+        if wave is not None and wave > a and wave < t_first + (end - t_first) / 2:
+            # a closed population starts all at once: nothing completes during its first holds, a
+            # deficit MSER on the holds cannot see in the completion rate; the window starts after them
+            a, method = wave, method + ", and the closed population's first wave"
+        keep = times >= a
     b = end
     out.update(warmup_s=a, window_end_s=b, window_s=b - a, warmup_method=method)
     _window_figures(out, r, a, b, pass_rate, warmup_s is not None)
