@@ -44,7 +44,7 @@ def test_json_log_maps_every_sample_and_epoch():
 
 
 def test_eval_archive_errors_and_limits():
-    tel, rows = _rows(INSPECT / "faulty.eval")
+    _tel, rows = _rows(INSPECT / "faulty.eval")
     assert rows["e1/1"]["has_exception"] and rows["e1/1"]["exception_type"] == "RuntimeError"
     assert rows["e1/1"]["reward"] is None and rows["e1/1"]["turns"] == 0
     assert rows["l1/1"]["has_exception"] and rows["l1/1"]["exception_type"] == "message limit"

@@ -6,8 +6,11 @@ same campaign's mean is 2,102.6 s. Both are reported (``mean`` and ``mean_with_t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.outcomes import OUTCOMES
 from sandbox_fleet.measure.stats import US, group_sorted, partitioned, summary
@@ -27,10 +30,10 @@ def histogram(us: np.ndarray) -> dict:
     if zero == us.size:
         return {"edges_s": [], "counts": [], "zero": zero}
     smallest = int(np.min(us, where=positive, initial=np.iinfo(np.int64).max))
-    lo = np.floor(np.log10(smallest / US))
-    hi = max(np.ceil(np.log10(int(us.max()) / US)), lo + 1)
+    lo = np.floor(math.log10(smallest / US))
+    hi = max(np.ceil(math.log10(int(us.max()) / US)), lo + 1)
     n_bins = int(round((hi - lo) * BINS_PER_DECADE))
-    edges = np.logspace(lo, hi, n_bins + 1)
+    edges = exact.logspace(lo, hi, n_bins + 1)
     counts = np.zeros(n_bins, dtype=np.int64)
     for i in range(0, us.size, BLOCK):
         block = us[i:i + BLOCK]

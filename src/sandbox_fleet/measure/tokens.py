@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_sorted, ratio
 
@@ -26,10 +27,10 @@ def triangular(n: np.ndarray) -> np.ndarray:
 
 
 def r_squared(y: np.ndarray, fitted: np.ndarray) -> float | None:
-    ss_tot = float(((y - y.mean()) ** 2).sum())
+    ss_tot = exact.fsum((y - exact.mean(y)) ** 2) if y.size else 0.0
     if y.size < 2 or ss_tot == 0.0:
         return None
-    return 1.0 - float(((y - fitted) ** 2).sum()) / ss_tot
+    return 1.0 - exact.fsum((y - fitted) ** 2) / ss_tot
 
 
 def fit_quadratic(turns: np.ndarray, medians: np.ndarray) -> dict:
@@ -43,11 +44,12 @@ def fit_quadratic(turns: np.ndarray, medians: np.ndarray) -> dict:
     if n.size == 0:
         return out
     x = triangular(n)
-    c = float((x * y).sum() / (x * x).sum())
+    # exactly rounded sums and the closed-form line: the same bits on every CPU (sandbox_fleet.exact)
+    c = exact.fsum(x * y) / exact.fsum(x * x)
     out["turn_tokens"] = c
     out["r2_quadratic"] = r_squared(y, c * x)
     if np.unique(n).size >= 2:
-        slope, intercept = np.polyfit(n, y, 1)
+        slope, intercept = exact.linear_fit(n, y)
         out["linear_intercept"], out["linear_slope"] = float(intercept), float(slope)
         out["r2_linear"] = r_squared(y, intercept + slope * n)
     return out

@@ -22,10 +22,11 @@ if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary m
 def rework_h(hold_h: np.ndarray, rate_per_h: float) -> np.ndarray:
     """Expected extra hours per hold: ``(e^{r h} - 1)/r - h`` (0 at r = 0)."""
     import numpy as np
+    from sandbox_fleet import exact
     h = np.asarray(hold_h, dtype=float)
     if rate_per_h <= 0:
         return np.zeros_like(h)
-    return np.expm1(rate_per_h * h) / rate_per_h - h
+    return exact.expm1(rate_per_h * h) / rate_per_h - h
 
 
 def rework_share(hold_s: np.ndarray, rate_per_node_h: float) -> float:

@@ -99,6 +99,7 @@ class HoldSampler:
 
     def __init__(self, quantiles: dict[float, Optional[float]], mean: Optional[float], rows: Optional[float] = None):
         import numpy as np
+        from sandbox_fleet import exact
         known = {q: v for q, v in quantiles.items() if v is not None and v > 0}
         self.kind: str
         if {0.0, 0.5, 1.0} <= set(known):
@@ -110,7 +111,7 @@ class HoldSampler:
             knots = sorted({z_lo: known[0.0], **inner, z_hi: known[1.0]}.items())
             self.kind = "empirical"
             self._z = np.array([z for z, _ in knots])
-            self._logv = np.log(np.maximum.accumulate(np.array([v for _, v in knots])))
+            self._logv = exact.log(np.maximum.accumulate(np.array([v for _, v in knots])))
             self.spec = {
                 "dist": "piecewise-lognormal",
                 "quantiles": {str(q): float(v) for q, v in sorted(known.items())},
@@ -131,11 +132,12 @@ class HoldSampler:
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         import numpy as np
+        from sandbox_fleet import exact
         if self.kind == "empirical":
             z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
-            return np.exp(np.interp(z, self._z, self._logv))
+            return exact.exp(np.interp(z, self._z, self._logv))
         if self.kind == "lognormal":
-            return self.median * np.exp(self.sigma * rng.standard_normal(n))
+            return self.median * exact.exp(self.sigma * rng.standard_normal(n))
         return rng.exponential(self.mean, n)
 
 
@@ -147,13 +149,14 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
     an unreachable mean is clipped to the nearer end.
     """
     import numpy as np
+    from sandbox_fleet import exact
     z = np.random.default_rng(12345).standard_normal(50_000)
     lo, hi = math.log(known[0.5]), math.log(known[0.99])
 
     def fit_mean(log_p90: float) -> float:
         s = HoldSampler({**known, 0.9: math.exp(log_p90)}, None, rows)
         zz = np.clip(z, s._z[0], s._z[-1])
-        return float(np.exp(np.interp(zz, s._z, s._logv)).mean())
+        return float(exact.exp(np.interp(zz, s._z, s._logv)).mean())
 
     for _ in range(40):
         mid = (lo + hi) / 2

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet import exact
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Fleet, SyncRL
 from sandbox_fleet.simulate.synth import calibration as cal
@@ -88,7 +89,7 @@ def rows_per_model(scale: float) -> dict[str, int]:
 def hold_cdf(prof: cal.ModelProfile, x: np.ndarray) -> np.ndarray:
     """CDF of a model's hold (its clean and exception mixtures, truncated) at ``x``."""
     lo, hi = math.log(cal.HOLD_MIN_S), math.log(cal.HOLD_MAX_S)
-    lx = np.log(np.clip(x, cal.HOLD_MIN_S, cal.HOLD_MAX_S))
+    lx = exact.log(np.clip(x, cal.HOLD_MIN_S, cal.HOLD_MAX_S))
     out = np.zeros_like(x, dtype=float)
     erfc = np.frompyfunc(math.erfc, 1, 1)
     for weight, comps in ((1 - prof.exception_rate, prof.clean_hold), (prof.exception_rate, prof.exception_hold)):
@@ -104,7 +105,7 @@ def hold_cdf(prof: cal.ModelProfile, x: np.ndarray) -> np.ndarray:
 def expected_max_hold(prof: cal.ModelProfile, batch: int) -> float:
     """E[max of ``batch`` holds] = integral of 1 - F(x)^B (trapezoid on a fine grid)."""
     x = np.linspace(0.0, cal.HOLD_MAX_S, 20_001)
-    surv = 1.0 - hold_cdf(prof, x) ** batch
+    surv = 1.0 - exact.power(hold_cdf(prof, x), batch)
     return float(np.sum((surv[1:] + surv[:-1]) * np.diff(x)) / 2)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet import exact
 from sandbox_fleet.simulate.synth import calibration as cal
 from sandbox_fleet.simulate.synth.sampling import (
     exact_flags,
@@ -63,7 +64,7 @@ def draw_mixture(
 def input_ratio(turns: np.ndarray) -> np.ndarray:
     """Median input tokens per n(n+1)/2 at each turn count (the calibrated knots, log-interpolated)."""
     n, r = zip(*cal.INPUT_RATIO_KNOTS)
-    return np.interp(np.log(np.maximum(turns, 1)), np.log(np.asarray(n, float)), np.asarray(r))
+    return np.interp(exact.log(np.maximum(turns, 1)), exact.log(np.asarray(n, float)), np.asarray(r))
 
 
 def draw_turns(rng: np.random.Generator, hold_score: np.ndarray, passed: np.ndarray) -> np.ndarray:
@@ -72,9 +73,9 @@ def draw_turns(rng: np.random.Generator, hold_score: np.ndarray, passed: np.ndar
     rho = cal.TURNS_HOLD_CORRELATION
     z = rho * hold_score + np.sqrt(1 - rho * rho) * ndtri(stratified_uniform(rng, n))
     median = np.where(passed, cal.TURNS_PASS_MEDIAN, cal.TURNS_FAIL_MEDIAN)
-    turns = median * np.exp(cal.TURNS_SIGMA * z)
+    turns = median * exact.exp(cal.TURNS_SIGMA * z)
     tail = exact_flags(rng, n, cal.TURNS_TAIL_WEIGHT)
-    turns[tail] = cal.TURNS_TAIL_MEDIAN * np.exp(cal.TURNS_TAIL_SIGMA * z[tail])
+    turns[tail] = cal.TURNS_TAIL_MEDIAN * exact.exp(cal.TURNS_TAIL_SIGMA * z[tail])
     return np.clip(np.rint(turns), 1, cal.TURNS_MAX).astype(np.int64)
 
 
@@ -83,8 +84,8 @@ def draw_tokens(rng: np.random.Generator, turns: np.ndarray) -> tuple[np.ndarray
     n = turns.size
     tri = turns * (turns + 1) / 2.0
     sigma_in = cal.INPUT_SIGMA_ONE_TURN / np.sqrt(turns)
-    inp = input_ratio(turns) * tri * np.exp(sigma_in * ndtri(stratified_uniform(rng, n)))
-    out = turns * cal.OUTPUT_PER_TURN * np.exp(cal.OUTPUT_SIGMA * ndtri(stratified_uniform(rng, n)))
+    inp = input_ratio(turns) * tri * exact.exp(sigma_in * ndtri(stratified_uniform(rng, n)))
+    out = turns * cal.OUTPUT_PER_TURN * exact.exp(cal.OUTPUT_SIGMA * ndtri(stratified_uniform(rng, n)))
     return np.rint(inp).astype(np.int64), np.maximum(np.rint(out), 1).astype(np.int64)
 
 

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from sandbox_fleet import exact
+
 # Acklam's rational approximation to the inverse normal CDF (relative error < 1.2e-9).
 _A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
 _B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01, -1.328068155288572e01)
@@ -37,7 +39,7 @@ def ndtri(p: np.ndarray) -> np.ndarray:
     out[mid] = q * num / den
     for mask, sign in ((lo, 1.0), (hi, -1.0)):
         tail = p[mask] if sign > 0 else 1 - p[mask]
-        q = np.sqrt(-2 * np.log(tail))
+        q = np.sqrt(-2 * exact.log(tail))
         num = (((((_C[0] * q + _C[1]) * q + _C[2]) * q + _C[3]) * q + _C[4]) * q + _C[5])
         den = ((((_D[0] * q + _D[1]) * q + _D[2]) * q + _D[3]) * q + 1)
         out[mask] = sign * num / den
@@ -91,4 +93,4 @@ def truncated_lognormal(
     f_hi = ndtr((math.log(hi) - mu) / sigma)
     p = f_lo + np.asarray(u) * (f_hi - f_lo)
     z = ndtri(np.clip(p, 1e-15, 1 - 1e-15))
-    return np.clip(np.exp(mu + sigma * z), lo, hi), z
+    return np.clip(exact.exp(mu + sigma * z), lo, hi), z

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet import exact
 from sandbox_fleet.simulate.synth import calibration as cal
 from sandbox_fleet.simulate.synth.sampling import exact_counts, exact_flags, stratified_uniform, truncated_lognormal
 
@@ -72,7 +73,7 @@ def bundle_sizes(rng: np.random.Generator, n: int) -> np.ndarray:
     out[body], _ = truncated_lognormal(stratified_uniform(rng, body.size), BUNDLE_MEDIAN, BUNDLE_SIGMA, BUNDLE_MIN, BUNDLE_TAIL_LO)
     t = np.flatnonzero(tail)
     lo, hi = math.log(BUNDLE_TAIL_LO), math.log(BUNDLE_MAX)
-    out[t] = np.exp(lo + stratified_uniform(rng, t.size) * (hi - lo))
+    out[t] = exact.exp(lo + stratified_uniform(rng, t.size) * (hi - lo))
     return np.rint(out).astype(np.int64)
 
 
