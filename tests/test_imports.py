@@ -31,14 +31,14 @@ ALLOWED = {
     "contract": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
-    "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
     "plan": {"measure", "simulate", "backtest.model"},
     "report": {"measure", "plan.model", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
     # catalogs and cost helpers, packing sandboxes as plan does; it reads measure's model, never the plan builder
     "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
-                 "plan.cost_parts", "plan.tier", "plan.gpu_memory"},
+                 "plan.cost_parts", "plan.tier", "plan.gpu_memory", "plan.packing", "plan.slots"},
     # backtest drives simulate from outside (replays with the --from calibration) and reads
     # measure's sweep line, step detection and quantiles, and telemetry's reader
     "backtest": {"simulate", "measure.concurrency", "measure.stats", "measure.steps", "telemetry"},
