@@ -45,9 +45,9 @@ def _hours(seconds) -> str:
 def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     """Print a simulate run's summary (the model or its JSON dict) as one table, then its workloads."""
     s = contract.parse(SimulateSummary, summary, "simulate summary")
-    st = s.steady_state
-    if st is not None and st.stable is False:  # before any figure: they grow with the run's length
-        console.print(f"unstable: {st.reason}", markup=False, style="bold red")
+    ss = s.steady_state
+    if ss is not None and ss.stable is False:  # before any figure: they grow with the run's length
+        console.print(f"unstable: {ss.reason}", markup=False, style="bold red")
     t = Table(title=f"simulate: {s.scenario or ''} (seed {'-' if s.seed is None else s.seed})", show_header=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -73,15 +73,15 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     if s.inference is not None:
         rows += _inference_rows(s.inference)
         rows.append(("hold stretch (vs unloaded)", _f(s.hold_stretch, 3)))
-    if st is not None:
-        rows += _steady_rows(st)
+    if ss is not None:
+        rows += _steady_rows(ss)
     rows.append(("events", _f(s.events)))
     if s.events_per_s is not None:
         rows.append(("events/s (wall)", _f(s.events_per_s, 0)))
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
-    for w in (st.warnings or []) if st is not None else []:
+    for w in (ss.warnings or []) if ss is not None else []:
         console.print(f"warning: {w}", markup=False)
     for name, w in (s.workloads or {}).items():
         wait = w.queue_wait_s or Quantiles()
@@ -96,7 +96,7 @@ def _ci(v, ci, nd: int = 1) -> str:
 
 
 def _steady_rows(st: SteadyState) -> list[tuple[str, str]]:
-    state = "unstable" if st.stable is False else ("saturated" if st.saturated else "stable")
+    state = {False: "unstable", None: "-"}.get(st.stable, "saturated" if st.saturated else "stable")
     rows = [("steady state", state),
             ("steady window (s)", f"{_f(st.warmup_s)} .. {_f(st.window_end_s)} ({st.warmup_method})")]
     if st.completed_per_hour is not None:
