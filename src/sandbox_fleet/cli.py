@@ -141,7 +141,8 @@ _MAP = typer.Option(None, "--map", help="canonical=source[,...] for generic tabl
 _TIME_UNIT = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect).")
 _ASSUME_TZ = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps.")
 _REWARD_KEY = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards.")
-_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward (default: the first).")
+_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward, or SCORER/KEY for one "
+                      "entry of a dict score (default: the first scorer; a dict's first entry, with a warning).")
 _LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a time at or after this (ISO date or time).")
 _ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
 _CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed task requests in DIR (default $SANDBOX_FLEET_CACHE_DIR, else cache/ beside -o; without either nothing is cached or written).")
