@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from pathlib import Path
 
@@ -15,7 +16,6 @@ from sandbox_fleet.optimize.search import price
 from sandbox_fleet.optimize.space import gpu_options, node_types
 from sandbox_fleet.plan.build import DEFAULT_REQUEST
 from sandbox_fleet.simulate.scenario import run_scenario
-import itertools
 
 SMALL = Path(__file__).with_name("small.toml")
 GRID = {"max_cap": 256, "cap_step": 32, "max_replicas": 4, "gpus": ["h100-80gb", "l40s-48gb"], "workers": 1}

@@ -87,12 +87,12 @@ def test_mixed_requests_are_weighted_by_sandbox_time():
     4,682 cores: at least 49 nodes of 96 cores (a split by rollouts, 900 / 100, would need 18)."""
     from sandbox_fleet.measure.model import MeasureSummary
     from sandbox_fleet.optimize.inputs import _measured_requests
-    from sandbox_fleet.plan.packing import concurrent_mix
     from sandbox_fleet.plan.catalog import NodeType as NT
+    from sandbox_fleet.plan.packing import concurrent_mix
 
-    m = MeasureSummary.build(**{"tasks": {"requests": [
+    m = MeasureSummary.build(tasks={"requests": [
         {"cpus": 1.0, "memory_mb": 2048, "storage_mb": 0, "tasks": 9, "rollouts": 900, "sandbox_hours": 150.0},
-        {"cpus": 8.0, "memory_mb": 2048, "storage_mb": 0, "tasks": 1, "rollouts": 100, "sandbox_hours": 1000 / 6}]}})
+        {"cpus": 8.0, "memory_mb": 2048, "storage_mb": 0, "tasks": 1, "rollouts": 100, "sandbox_hours": 1000 / 6}]})
     reqs, weights = _measured_requests(m)
     assert concurrent_mix(weights, 1000) == [474, 526]
     node = NT(name="c96", vcpus=96, memory_gb=100000, disk_gb=1000, reserve_cpu=0.0, reserve_memory_gb=0.0,

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate import scenario as S
 from sandbox_fleet.simulate import fast
+from sandbox_fleet.simulate import scenario as S
 from sandbox_fleet.simulate import scenario_spec as SPEC
 from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
 from sandbox_fleet.simulate.scenario import build, load_scenario, run_scenario

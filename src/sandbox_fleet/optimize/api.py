@@ -181,11 +181,12 @@ def challenge(search: Search, best: Priced, final, reps: int) -> tuple[Priced, o
     winner, its confirmation and the runner-up that was re-run (None when none was near).
     """
     ev = search.ev
-    if ev.goal.step_mode:
+    target = ev.goal.passing_per_hour
+    if ev.goal.step_mode or target is None:
         return best, final, None
     near = sorted((q for q in search.points.values()
                    if not q.meets and q.result.stable and q.key(search.order) < best.key(search.order)
-                   and q.result.passing_per_hour >= (1 - NEAR) * ev.goal.passing_per_hour),
+                   and q.result.passing_per_hour >= (1 - NEAR) * target),
                   key=lambda q: q.key(search.order))[:RUNNER_UPS]
     tried = None
     for q in near:
@@ -322,7 +323,7 @@ def _winner(res, reps: int, ev: Evaluator, rejected: list) -> dict:
 
 
 def _unconfirmed(goal: Goal, rejected: list, reps: int) -> str:
-    q, r = rejected[-1]
+    q, _ = rejected[-1]
     what = f"--max-step-s {goal.max_step_s:g}" if goal.step_mode else f"--passing-per-hour {goal.passing_per_hour:g}"
     return (f"no searched configuration meets {what} with 95% confidence over {reps} replications after "
             f"{len(rejected)} candidate(s) (last: {q.option.label}, {q.replicas} replicas, cap {q.cap}); "

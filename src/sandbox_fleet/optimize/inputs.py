@@ -182,7 +182,8 @@ def sandbox_requests(base: Base, cpu: float | None, memory_gb: float | None, dis
     from sandbox_fleet.plan.slots import Request
 
     default = Request(cpu=DEFAULT_REQUEST_CPU, memory=DEFAULT_REQUEST_MEMORY_MB, disk=DEFAULT_REQUEST_DISK_MB)
-    reqs, weights = (base.requests, base.weights) if base.requests else ([default], [1.0])
+    reqs: list = base.requests or [default]
+    weights: list[float] = base.weights if base.requests and base.weights else [1.0]
     src = "measured (tasks.requests)" if base.requests else "plan's default request (the input lists none; assumed)"
     if cpu is not None or memory_gb is not None or disk_gb is not None:
         top = reqs[max(range(len(reqs)), key=lambda i: (weights[i], -i))]

@@ -74,7 +74,7 @@ class Winner(Point):
     meets_on_reevaluation: bool
     passing_per_hour_lower: Optional[float] = None
     step_s_upper: Optional[float] = None
-    stepped_up_from: list[SetAside] = []
+    stepped_up_from: list[SetAside] = []  # noqa: RUF012 (pydantic copies a default per instance)
     #: rollouts of each confirmation run (the slice's with --scale)
     confirmation_rollouts: Optional[int] = None
     #: the fewest holds per sandbox in a confirmation run's steady window

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sandbox_fleet import contract
 from sandbox_fleet.simulate.model import (
+    P50P99,
     Calibration,
     Concurrency,
     HoldStats,
@@ -19,7 +20,6 @@ from sandbox_fleet.simulate.model import (
     LostHours,
     MeanP99,
     Outcomes,
-    P50P99,
     Quantiles,
     SimulateSummary,
     SteadyState,
@@ -81,8 +81,8 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
-    for w in (ss.warnings or []) if ss is not None else []:
-        console.print(f"warning: {w}", markup=False)
+    for line in (ss.warnings or []) if ss is not None else []:
+        console.print(f"warning: {line}", markup=False)
     for name, w in (s.workloads or {}).items():
         wait = w.queue_wait_s or Quantiles()
         console.print(f"  {name} (pool {w.pool}): {_f(w.completed)}/{_f(w.rollouts)} completed, "

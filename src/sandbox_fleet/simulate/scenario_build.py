@@ -287,7 +287,7 @@ class _Ctx:
             if not 0 <= pool < n_pools:
                 self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
         retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on), w.retry.redraw) if w.retry else RetryPolicy()
-        common = dict(retry=retry, pool=pool, name=w.name or f"w{i}")
+        common = {"retry": retry, "pool": pool, "name": w.name or f"w{i}"}
 
         def need(*keys: str) -> None:
             for name in keys:

@@ -89,7 +89,7 @@ class ComponentSpec(Strict):
     weight: NonNegFloat
     label: str | None = None
     exception: bool = False
-    hold: "DistSpec"
+    hold: DistSpec
 
 
 class MixtureSpec(_Clip):

@@ -90,7 +90,7 @@ numeric swept key) is reported,
             for v in variants]
     out = {
         "scenario": p.name,
-        "vary": {k: vals for k, vals in axes},
+        "vary": dict(axes),
         "variants": len(variants),
         "seeds": seeds,
         "seed_rule": "replicate r of a variant runs with its run.seed + r",

@@ -11,7 +11,6 @@ from sandbox_fleet.simulate.inference import Inference
 from sandbox_fleet.simulate.workloads import Closed
 
 
-
 @pytest.fixture(autouse=True, params=["pure", "compiled"])
 def loop_path(request, monkeypatch):
     """Every theory test runs on the pure loop and on the compiled kernel (``simulate/fast``)."""
