@@ -103,3 +103,20 @@ def test_mixed_requests_are_weighted_by_sandbox_time():
 
     n = Nodes(node, 12, tuple(reqs), tuple(weights), tuple(sorted(usable(node, node_reserve(node)[0]).items())))
     assert n.count(1000) >= 49
+
+
+def test_the_mix_is_plans(tmp_path):
+    """The same requests and weights plan packs (its _requests), for a summary with sandbox-hours and
+    one without (rollouts then)."""
+    from sandbox_fleet.measure.model import MeasureSummary
+    from sandbox_fleet.optimize.inputs import _measured_requests
+    from sandbox_fleet.plan.build import PlanOptions, _requests
+    from sandbox_fleet.plan.summary import Figures
+
+    kinds = [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 100, "tasks": 9, "rollouts": 900, "sandbox_hours": 150.0},
+             {"cpus": 8.0, "memory_mb": 4096, "storage_mb": 0, "tasks": 1, "rollouts": 100, "sandbox_hours": 1000 / 6}]
+    for reqs in (kinds, [{k: v for k, v in q.items() if k != "sandbox_hours"} for q in kinds]):
+        m = MeasureSummary.build(rows=1000, sandbox_s=3.6e6, hold_s={"mean": 3600.0}, tasks={"requests": reqs})
+        ours = _measured_requests(m)
+        theirs = _requests(Figures(m), PlanOptions(), [])
+        assert ours == (theirs[0], theirs[1])

@@ -103,7 +103,7 @@ def run_optimize(
     if not goal.step_mode:  # the written scenario runs as long as the confirmation did, so it reproduces it
         full_n = max(full_n, CONFIRM_HOLDS * best.cap)
     model = OptimizeSummary.build(
-        input=p.name,
+        input=p.name, input_fingerprint=base.fingerprint,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
                 "pass_rate": base.pass_rate, "scale": scale},

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.turns import lognormal_sigma
 from sandbox_fleet.sweep.variants import read_scenario
 
 REFERENCE_DECODE_TOK_S = 50.0  # per-sequence decode rate assumed of the measured fleet
@@ -39,6 +40,7 @@ class Base:
     #: the sandbox requests and their weights, as plan reads them (``plan.build``); None: plan's default request
     requests: list | None = None
     weights: list[float] | None = None
+    fingerprint: str | None = None  # of the measure summary read; None for a scenario
 
 
 def load_input(path: Path, *, pass_rate: float | None, model_params_b: float | None,
@@ -100,7 +102,7 @@ def _num(v, key: str, path: Path) -> float:
 
 
 def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, kv_bytes: float | None) -> Base:
-    from sandbox_fleet.contract import parse
+    from sandbox_fleet.contract import fingerprint, parse
     from sandbox_fleet.measure.model import MeasureSummary
 
     try:
@@ -117,7 +119,7 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
     out_tok = _num(t.output, "tokens.output", path)
     med = _num(t.turns_median, "tokens.turns_median", path)
     hold = _num(t.hold_mean_s, "tokens.hold_mean_s", path)
-    sigma = math.log(t.turns_p90 / med) / 1.2816 if t.turns_p90 and t.turns_p90 > med else 0.6
+    sigma, _ = lognormal_sigma(med, t.turns_p90)  # the plan's context and caching use the same fit
     mean_turns = med * math.exp(sigma**2 / 2)
     d = out_tok / rows / mean_turns
     command_s = max(1.0, (hold - out_tok / rows / REFERENCE_DECODE_TOK_S) / mean_turns)
@@ -137,7 +139,7 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
     reqs, weights = _measured_requests(m)
     return Base(
         name=path.name, data=data, base_dir=path.parent, pass_rate=pr, count=int(rows), kv_offload_gb=0.0,
-        requests=reqs, weights=weights,
+        requests=reqs, weights=weights, fingerprint=fingerprint(m),
         cap=m.concurrency.peak if m.concurrency and m.concurrency.peak else None,
         basis=[f"turns lognormal(median {med:g}, sigma {sigma:.3f}) from tokens.turns_median/p90",
                f"context growth {c:g} tokens/turn (tokens.turn_tokens); decode {d:.1f} tokens/turn",
@@ -153,27 +155,26 @@ DEFAULT_REQUEST_CPU, DEFAULT_REQUEST_MEMORY_MB, DEFAULT_REQUEST_DISK_MB = 1.0, 2
 
 
 def _measured_requests(m) -> tuple[list | None, list[float] | None]:
-    """The summary's sandbox requests, each weighted by its share of concurrent sandboxes.
-
-    By Little's law a kind's share of the sandboxes held at once is its share of sandbox-time, so
-    the weights are the kinds' sandbox-hours when every kind has them, else their rollouts, else
-    their tasks (the mix ``plan`` packs, issue 22).
-    """
+    """The summary's sandbox requests, each weighted by its share of concurrent sandboxes, as plan
+    weighs them (``plan.build._requests``): by Little's law a kind's share of the sandboxes held at
+    once is its share of sandbox-time, so the kinds' sandbox-hours when every kind has them, else their
+    rollouts (tasks where a kind names none), else tasks. Kinds of zero weight are left out."""
     from sandbox_fleet.plan.slots import Request
 
-    reqs = (m.tasks.requests if m.tasks is not None else None) or []
-    kept = [r for r in reqs if (r.cpus or 0) > 0 or (r.memory_mb or 0) > 0]
-    if not kept:
+    given = (m.tasks.requests if m.tasks is not None else None) or []
+    if not given:
         return None, None
-    if all(r.sandbox_hours for r in kept):
-        weights = [float(r.sandbox_hours) for r in kept]
-    elif all(r.rollouts for r in kept):
-        weights = [float(r.rollouts) for r in kept]
-    else:
-        weights = [float(r.tasks or 1) for r in kept]
-    out = [Request(cpu=float(r.cpus or 0.0), memory=float(r.memory_mb or 0.0), disk=float(r.storage_mb or 0.0),
-                   gpu=float(r.gpus or 0.0)) for r in kept]
-    return out, weights
+    by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in given)
+    by_hours = all(r.sandbox_hours is not None for r in given) and any((r.sandbox_hours or 0) > 0 for r in given)
+    reqs, weights = [], []
+    for r in given:
+        w = r.sandbox_hours if by_hours else (r.rollouts if by_rollouts and r.rollouts is not None else r.tasks)
+        w = 1.0 if w is None else float(w)
+        if w > 0 and ((r.cpus or 0) > 0 or (r.memory_mb or 0) > 0):
+            reqs.append(Request(cpu=float(r.cpus or 0.0), memory=float(r.memory_mb or 0.0),
+                                disk=float(r.storage_mb or 0.0), gpu=float(r.gpus or 0.0)))
+            weights.append(w)
+    return (reqs, weights) if reqs else (None, None)
 
 
 def sandbox_requests(base: Base, cpu: float | None, memory_gb: float | None, disk_gb: float | None
