@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from sandbox_fleet import exact
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.entities import COMPLETED
 from sandbox_fleet.simulate.workloads import CLOSED, OPEN, RL
@@ -85,9 +86,11 @@ def _trend(series: np.ndarray) -> tuple[float | None, float | None]:
     ratio = second / first if first > 0 else None
     b = np.array([c.mean() for c in np.array_split(series, TREND_BATCHES)])
     x = np.arange(b.size, dtype=float) - (b.size - 1) / 2
-    slope = float(x @ (b - b.mean()) / (x @ x))
+    # exactly rounded sums, not BLAS dot products: the same bits on every CPU (sandbox_fleet.exact)
+    sxx = exact.fsum(x * x)
+    slope = exact.fsum(x * (b - b.mean())) / sxx
     resid = b - b.mean() - slope * x
-    se = math.sqrt(float(resid @ resid) / (b.size - 2) / float(x @ x))
+    se = math.sqrt(exact.fsum(resid * resid) / (b.size - 2) / sxx)
     t = slope / se if se > 0 else (math.inf if slope > 0 else 0.0)
     return ratio, t
 
