@@ -38,6 +38,7 @@ EXPECTED_PUBLISHED = {
     "exception_rate_by_model": "fail",  # gpt-oss-120b at 74.5%
     "exception_rate_by_job": "skip",   # no per-job figures published
     "exception_rate_by_task": "skip",  # no per-task figures published
+    "exception_rate_by_node": "skip",  # no per-node figures published
     "missing_reward": "fail",          # 81,635 / 327,189 = 25.0%
     "missing_tokens": "fail",          # 88,774 = 27.1%
     "missing_turns": "fail",

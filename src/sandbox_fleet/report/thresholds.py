@@ -64,6 +64,7 @@ class NodeRate(SliceRate):
     """Per-node exception rate above a bound, counted only when the node's exceptions are more
     than chance at the fleet's own rate (as per task); nodes under ``min_rows`` are not judged."""
 
+    min_rows: int = Field(ge=1)
     max_chance: float = Field(gt=0, le=1)
 
 
