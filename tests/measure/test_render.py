@@ -47,7 +47,7 @@ def test_render_lists_nodes_highest_rate_first():
                   has_exception=[True, False, False, False, True, True, True, False, False])
     text = _render(measure_telemetry(t))
     assert "Exceptions per node (2 nodes)" in text and "1 rollout(s) on no node" in text
-    lines = [ln for ln in text.splitlines() if ln.startswith("│ a ") or ln.startswith("│ b ")]
+    lines = [ln for ln in text.splitlines() if ln.startswith(("│ a ", "│ b "))]
     assert [ln.split()[1] for ln in lines] == ["b", "a"]
     assert "75.0%" in lines[0] and "25.0%" in lines[1]
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from producers import measure_doc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
-
-from producers import measure_doc
 
 
 def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:

@@ -7,7 +7,6 @@ import math
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.measure.model import ByTask, MeasureSummary, NodeHealth, Outcomes, Slice, TaskHealth
-
 from sandbox_fleet.report.checks.result import (
     RANK,
     CheckResult,
