@@ -200,6 +200,7 @@ def plan(
     providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: carry its simulator error and drift verdict into the purchase order."),
+    previous: Optional[Path] = typer.Option(None, "--previous", help="An earlier plan --json: say what changed since (nodes, GPUs, $/h and the figures that moved them)."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
     k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
@@ -219,12 +220,17 @@ def plan(
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
-    from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
+    from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_and_input
     from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest, previous], o=output)
+    old_plan = None
+    if previous is not None:  # a bad file is refused before the planning work
+        from sandbox_fleet.report.inputs import load_plan
+
+        old_plan = load_plan(previous)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import check_out_dir
 
@@ -256,8 +262,9 @@ def plan(
         from sandbox_fleet.telemetry.taskcache import cache_dir_for
 
         cache = cache_dir_for(cache_dir, output, tasks)
-    result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
-                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache}, backtest=backtest)
+    result, measured = plan_and_input(path, opts, tasks=str(tasks) if tasks else None,
+                                      measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache},
+                                      backtest=backtest)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
@@ -266,7 +273,15 @@ def plan(
             node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force,
             inputs=[path, tasks, nodes, providers, output])
         _console(stderr=True).print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
-    _emit(result, as_json, output, render_plan, lines=plan_lines)
+    if as_json:
+        _emit(result, as_json, output, render_plan, lines=plan_lines)
+        return
+    from sandbox_fleet.report.decision import plan_risks
+    from sandbox_fleet.textout import terminal_width
+
+    risks = plan_risks(measured, result)
+    _emit(result, as_json, output, render_plan, lines=lambda p: plan_lines(
+        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)))
 
 
 # --- report ----------------------------------------------------------------------------

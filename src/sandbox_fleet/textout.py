@@ -39,3 +39,42 @@ def print_lines(lines: Iterable[str], console: Callable[[], Any]) -> None:
     out = console()
     for line in lines:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+#: A line the user is asked to copy and paste (a command): printed whole, never wrapped.
+_COMMAND = re.compile(r"^\s*(\$ )?sandbox-fleet \S")
+#: How far a wrapped line's continuation is indented past the line's own indent.
+HANGING_INDENT = 4
+
+
+def terminal_width(default: int = 80) -> int:
+    """Columns to lay text out in: the terminal's, ``$COLUMNS``, else ``default`` (a pipe or a file)."""
+    import shutil
+
+    return shutil.get_terminal_size((default, 24)).columns
+
+
+def is_command(line: str) -> bool:
+    """Whether ``line`` is a command to copy (it starts with ``sandbox-fleet`` or ``$ sandbox-fleet``)."""
+    return _COMMAND.match(line) is not None
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """``line`` folded at spaces to ``width`` columns, continuations indented by ``HANGING_INDENT``
+    past its own indent. A word is never split (a number or path longer than the room stays whole
+    on its own line) and a command to copy is never wrapped."""
+    if len(line) <= width or is_command(line):
+        return [line]
+    import textwrap
+
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(line.strip(" "), width=width, initial_indent=indent,
+                         subsequent_indent=indent + " " * HANGING_INDENT, break_long_words=False,
+                         break_on_hyphens=False) or [line]
+
+
+def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
+    """Every line through :func:`wrap_line` (``width`` None: unchanged)."""
+    if width is None:
+        return list(lines)
+    return [part for line in lines for part in wrap_line(line, width)]
