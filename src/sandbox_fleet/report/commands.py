@@ -23,11 +23,13 @@ def report_files(
     measure_options: dict | None = None,
     optimize: str | Path | None = None,
     backtest: str | Path | None = None,
+    previous: str | Path | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
-    ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate).
+    ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate);
+    ``previous``: an earlier ``plan --json`` (the decision block says what changed since).
     """
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
 
@@ -37,7 +39,8 @@ def report_files(
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
     bt = load_backtest(backtest) if backtest is not None else None
-    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt)
+    old = load_plan(previous) if previous is not None else None
+    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt, old)
 
 
 def check_files(

@@ -41,7 +41,7 @@ def _items(lines: list[str], cls: str = "") -> str:
 def decision_html(plan: PlanSummary, results: list[CheckResult], previous: Optional[PlanSummary] = None) -> str:
     """The decision block as the report's first section: BUY lines, cost, what binds, risks, basis."""
     d = decide(plan, previous, risk_lines(results))
-    buy = "".join(f'<p class="buy">{escape(x)}</p>' for x in d.buy)
+    buy = "".join(f'<p class="{"buy" if x.startswith("BUY") else "unsized"}">{escape(x)}</p>' for x in d.buy)
     parts = [buy, _items([*d.cost, d.binds], "cost")]
     parts.append("<h3>Top risks (failing check gates)</h3>" + (_items(d.risks, "risks") if d.risks else "<p>No check gate fails.</p>"))
     parts.append("<h3>What the order rests on</h3>" + _items(d.rests_on))
