@@ -152,6 +152,9 @@ def measure(
         progress=not as_json or sys.stderr.isatty(),
         cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
     )
+    from sandbox_fleet.measure.notices import warn_on_stderr
+
+    warn_on_stderr(summary)
     _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
 
 

@@ -78,3 +78,43 @@ def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
     if width is None:
         return list(lines)
     return [part for line in lines for part in wrap_line(line, width)]
+
+
+
+def _plain(cell: Any) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(cell).plain if isinstance(cell, str) else getattr(cell, "plain", str(cell))
+
+
+def print_table(console: Any, table: Any) -> None:
+    """Print a Rich table, or, when it is wider than the console, each row as its first cell
+    followed by indented ``column: value`` lines (folded with a hanging indent): a number is
+    never cut to fit and every column keeps its whole header."""
+    from rich.measure import Measurement
+
+    # measured without the console's limit (Rich clamps a measurement to the room it is given)
+    if Measurement.get(console, console.options.update(max_width=1 << 20), table).maximum <= console.width:
+        console.print(table)
+        return
+    lines = [_plain(table.title)] if table.title else []
+    cols = table.columns
+    for row in zip(*(list(c.cells) for c in cols)):
+        lines.append(_plain(row[0]))
+        lines += pack_pairs([f"{_plain(c.header)}: {_plain(cell)}" for c, cell in zip(cols[1:], row[1:])],
+                            console.width, indent="  ")
+    if table.caption:
+        lines.append(_plain(table.caption))
+    for line in wrap_lines(lines, console.width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def pack_pairs(pairs: list[str], width: int, indent: str = "  ", sep: str = "; ") -> list[str]:
+    """``key: value`` pairs on as few lines of ``width`` as fit, a pair never split across lines."""
+    lines: list[str] = []
+    for pair in pairs:
+        if lines and len(lines[-1]) + len(sep) + len(pair) <= width:
+            lines[-1] += sep + pair
+        else:
+            lines.append(indent + pair)
+    return lines
