@@ -96,3 +96,19 @@ def test_hold_fit_kinds():
     assert HoldSampler({}, 5.0).kind == "exponential"
     with pytest.raises(InputError, match="no hold times"):
         HoldSampler({}, None)
+
+
+@pytest.mark.parametrize(("batch", "reps"), [(7, 1), (64, 3), (512, 4), (1000, 2)])
+def test_the_search_bar_total_bounds_its_simulations(batch, reps):
+    """The progress bar's total is known before the first probe and is never less than the probes run
+    (counted here, the uncapped run included), for steep and flat step curves alike."""
+    for knee in (1, batch // 3 or 1, batch):
+        calls = []
+
+        def step_time(cap, b, train_s, holds, seed, knee=knee):
+            calls.append((cap, seed))
+            return 100.0 + max(0, knee - cap) * 10.0 + (seed % 7) * 0.001 * max(0, knee - cap)
+
+        res = rl_schedule_target(SUMMARY, batch, 10.0, tolerance=0.0, step_time=step_time, replications=reps)
+        assert res["concurrency"] == knee
+        assert len(calls) <= tgt.search_probes(batch, reps), (batch, reps, knee, len(calls))

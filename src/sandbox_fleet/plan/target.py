@@ -174,11 +174,19 @@ def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
 
 
 def _progress() -> Progress:
-    """A transient bar on stderr: the cap search runs one simulation per probe."""
+    """A transient bar on stderr with elapsed time and ETA: the cap search runs one simulation per probe."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+
+
+def search_probes(batch: int, replications: int) -> int:
+    """Most simulations the replicated cap search runs: each replication's uncapped run, a pooled
+    bisection over 1..batch and its own refinement (each at most ceil(log2 batch) probes); the
+    bar's total, known before the first probe (the search often stops short of it)."""
+    return replications * (1 + 2 * max(1, math.ceil(math.log2(max(batch, 2)))))
 
 
 StepTime = Callable[[int, int, float, HoldSampler, int], float]
@@ -261,14 +269,16 @@ def rl_schedule_target(
             "note": (f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
                      f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         }
-    uncapped = fn(batch, batch, train_s, holds, seed)
-    fit_mean = _fitted_mean(holds, seed)
-    with _progress() as bar:
-        task = bar.add_task("searching caps", total=None)
+    with _progress() as bar:  # one bar from the uncapped run on, its total known up front
+        total = search_probes(batch, replications)
+        task = bar.add_task(f"searching caps ({replications} x {RL_STEPS} steps)", total=total)
+        uncapped = fn(batch, batch, train_s, holds, seed)
+        fit_mean = _fitted_mean(holds, seed)
         found = replicated_search(
             lambda cap, j: uncapped if (cap, j) == (batch, 0) else fn(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed),
             batch, replications, tolerance, lambda: bar.advance(task),
         )
+        bar.update(task, completed=total)
     cap = found["concurrency"]
     return base | found | {
         "method": "simulated",
