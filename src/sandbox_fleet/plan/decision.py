@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from sandbox_fleet.plan.model import Cost, CostParts, Inference, Nodes, NodePool, PlanSummary
-from sandbox_fleet.plan.render import _money, _n, _per_h, _tier
+from sandbox_fleet.plan.render import _fixed, _money, _n, _per_h, _tier
 
 #: Assumption sources that are not this fleet's own measurement: the order leans on them.
 _NOT_MEASURED = ("default", "catalog", "published")
@@ -115,7 +115,7 @@ def _rests_on(p: PlanSummary) -> list[str]:
     if t.tier_basis:
         lines.append(f"pricing tier: {t.tier_basis}")
     if m is not None and m.duty is not None and m.sandbox_hours_per_pass is not None:
-        lines.append(f"measured: duty {m.duty:.1%}, {m.sandbox_hours_per_pass:,.2f} sandbox-hours per passing trajectory")
+        lines.append(f"measured: duty {m.duty:.1%}, {_fixed(m.sandbox_hours_per_pass, 2)} sandbox-hours per passing trajectory")
     by_source: dict[str, list[str]] = {}
     for a in p.assumptions or []:
         if a.source in _NOT_MEASURED:
