@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import io
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -126,6 +127,7 @@ def _broken_task_telemetry():
     reader reports on the way (rejected rows, a warning): fills by_task.worst and coverage.rejected."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
     from producers import healthy_telemetry
 
     tel = healthy_telemetry()
@@ -175,7 +177,7 @@ def test_every_consumer_runs_on_full_summaries(summaries):
     assert {r.status for r in results} <= {"pass", "warn", "fail", "skip"}
     assert 'id="jobs"' in page and 'id="rent"' in page and 'id="simulate"' in page
     assert 'class="missing"' not in page  # every chart drawn
-    assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts_total{job=' in metrics
+    assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts{rl_job=' in metrics
     assert plan_lines(plan) == plan_lines(plan.to_json())  # the model and its JSON read the same
     # the terminal summaries: every block printed, and the model and its JSON print the same
     assert "Tasks with the most exceptions" in text and "Concurrency by job" in text and "rejected: " in text
@@ -237,7 +239,7 @@ def test_each_measure_block_absent_in_turn(summaries, fast_html):
     for where, variant in variants:
         try:
             _all_consumers(variant, plan, None)
-        except Exception as exc:  # noqa: BLE001 - name the block whose absence broke a reader
+        except Exception as exc:
             pytest.fail(f"measure without {where}: {exc!r}")
 
 
@@ -246,12 +248,12 @@ def test_each_plan_and_simulate_block_absent_in_turn(summaries, fast_html):
     for where, variant in _variants(PlanSummary, plan.to_json()):
         try:
             _all_consumers(m, variant, None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             pytest.fail(f"plan without {where}: {exc!r}")
     for where, variant in _variants(SimulateSummary, sim.to_json()):
         try:
             _all_consumers(m, None, variant)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             pytest.fail(f"simulate without {where}: {exc!r}")
 
 

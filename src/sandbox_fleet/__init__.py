@@ -12,7 +12,8 @@ The import graph (enforced by tests/test_imports.py):
   backtest, which replays a history with the ``simulate --from`` calibration).
 - report reads the plan, simulate, optimize and backtest models, nothing else of them; plan reads
   the backtest model (``plan --backtest``).
-- errors, jsonio, contract, atomic (every output write), outpaths (output checks), limits (seeds,
+- errors, jsonio, contract, atomic (every output write), outpaths (output checks), textout (plain
+  lines; one-line escaping of values in comments), limits (seeds,
   memory budget), gpus (the GPU catalog) and lazy (lazy package exports) are leaves any stage may use.
 - cli -> everything: it only parses arguments and calls these documented functions.
 

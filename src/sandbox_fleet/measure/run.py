@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from functools import partial
-from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pyarrow as pa
@@ -14,16 +14,17 @@ import pyarrow.compute as pc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.arrowpool import prefer_returning_pool
+from sandbox_fleet.measure.batchcap import classify_peak
 from sandbox_fleet.measure.columns import Frame, decoded, frame_from_table
 from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
-    effective_cap,
+    effective_cap_figures,
     overall_cap,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
-from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.holds import measure_holds
+from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
@@ -54,7 +55,7 @@ THREE_LANES_ROWS = 4_000_000
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 __all__ = ["MeasureSummary", "measure_paths", "measure_telemetry"]
 
@@ -229,7 +230,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
             job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr)
-        conc["effective_cap"] = effective_cap(conc)
+        conc.update(effective_cap_figures(conc))
         advance("concurrency")
         advance("steps")
         jobs = by_job(fr, pass_threshold, t.caps, job_rows)
@@ -247,7 +248,8 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # exception types, so neither waits for the other at the end. Each figure is computed
         # alone as before, so no result depends on which lane ran it or when.
         # The masks both lanes read are built once, before either starts.
-        _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
+        _ = (fr.has_exception.values, fr.has_exception.valid, fr.exception, fr.hit_limit, fr.rewarded,
+             fr.passed(pass_threshold), fr.zero_tokens, fr.has_tokens)
         counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
         model_jobs, n_models = model_columns(fr, pass_threshold)
         shared = SharedJobs(model_jobs + [partial(measure_exceptions, fr)])
@@ -273,6 +275,11 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         advance("coverage")
         for name, st in model_steps.items():
             models[name]["steps"] = st
+        conc = classify_peak(conc, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
+        for job in jobs.values():
+            if job.get("concurrency") is not None:
+                job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
+                job["cap_detected"] = job["concurrency"]["cap_detected"]
         advance("models")
         tasks = measure_tasks(t.tasks, usage)
         advance("tasks")
@@ -282,6 +289,9 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         warnings.append("measure rejected rows without a usable interval: "
                         + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
     warnings.extend(w for w in rejected_warnings(rejected) if w not in warnings)
+    if tokens.get("zero_token_rows"):
+        warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
+                        "does not count them): left out of the token figures as not measured")
     return MeasureSummary.build(**to_jsonable({
         "source": list(t.sources),
         "rows": fr.n,

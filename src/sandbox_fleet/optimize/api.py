@@ -104,7 +104,7 @@ def run_optimize(
     front = frontier(points, goal.step_mode)
     full_n = base.count if count is None else max(1, round(count / scale))
     model = OptimizeSummary.build(
-        input=p.name,
+        input=p.name, input_fingerprint=base.fingerprint,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
                 "pass_rate": base.pass_rate, "scale": scale},
@@ -295,7 +295,7 @@ def _winner(res, reps: int, ev: Evaluator, rejected: list) -> dict:
 
 
 def _unconfirmed(goal: Goal, rejected: list, reps: int) -> str:
-    q, r = rejected[-1]
+    q, _ = rejected[-1]
     what = f"--max-step-s {goal.max_step_s:g}" if goal.step_mode else f"--passing-per-hour {goal.passing_per_hour:g}"
     return (f"no searched configuration meets {what} with 95% confidence over {reps} replications after "
             f"{len(rejected)} candidate(s) (last: {q.option.label}, {q.replicas} replicas, cap {q.cap}); "

@@ -55,8 +55,11 @@ def collect_assumptions(
     """The plan's ``assumptions`` list (see the module docstring for ``source``)."""
     a = Assumptions(input_source)
     n = target["concurrency"]
-    a.add("target_concurrency", n, "sandboxes", "measured" if target["source"] == "measured-peak" else "flag", target["detail"])
-    if target.get("duty") is not None:
+    measured = target["source"] in ("measured-peak", "censored-demand")
+    a.add("target_concurrency", n, "sandboxes", "measured" if measured else "flag", target["detail"])
+    if target.get("censored") is not None and target.get("duty") is not None:
+        a.add("duty", target["duty"], "fraction", "measured", "measured mean concurrency / target (the measured work on the target's slots)")
+    elif target.get("duty") is not None:
         a.add("duty", target["duty"], "fraction", "default", f"the {target['source']} target's own duty (busy / cap)")
     else:
         a.from_input("duty", fig.duty, "fraction", "mean / peak concurrency, carried over")
@@ -76,7 +79,7 @@ def collect_assumptions(
     a.add("caching_saving", caching.get("saving_applied"), "x", "flag" if opts.turns else a.measured, caching.get("saving_basis", ""))
     a.from_input("cached_fraction", caching.get("cached_fraction_measured"), "fraction", "measured prefix-cache hits")
     a.add("prefix_break", opts.prefix_break, "fraction", _src(opts.prefix_break, 0.0), "turns that break the cached prefix")
-    a.add("context_tokens_mean", inference.get("context_tokens_mean"), "tokens", "default", "turn-weighted mean context from the turn curve")
+    a.add("context_tokens_mean", inference.get("context_tokens_mean"), "tokens", "default", "turn-weighted mean context from the turn curve: " + (inference.get("context_basis") or ""))
     if opts.gpu_name:
         a.add("gpu", opts.gpu_name, "GPU type", "catalog", "memory, TFLOP/s, TB/s and $/h from the GPU catalog unless a flag overrides")
     cat = opts.gpu_from_catalog

@@ -22,6 +22,8 @@ class Decision:
 
     buy: list[str]
     cost: list[str]
+    #: a binding cap's two prices: the cap and the demand it hid (empty when no cap binds)
+    censored: list[str]
     binds: str
     rests_on: list[str]
     risks: list[str] = field(default_factory=list)
@@ -47,18 +49,19 @@ def _buy_pool_line(pl: NodePool) -> str:
 
 
 def _censored_lines(plan: PlanSummary) -> list[str]:
-    """The two censored-demand lines ("buy the cap: ..." / "buy the demand: ...") when the target
-    touched a configured cap (issue 22's ``target.censored``). The model on main has no such
-    block yet, so nothing to add; the merge of issue 22 fills this in (tests/plan/test_decision.py
-    holds the expected lines as an xfail)."""
-    del plan
-    return []
+    """The cap and the demand it hid ("buy the cap: ..." / "buy the demand: ..."), in the words of
+    ``render.censored_lines``, when the target touched a cap that binds (``target.censored``); else []."""
+    from sandbox_fleet.plan.render import censored_lines
+
+    t = plan.target
+    if t.censored is None:
+        return []
+    return [x.strip() for x in censored_lines(t.censored, t.tolerance)]
 
 
 def _buy(p: PlanSummary) -> list[str]:
     inf = p.inference or Inference()
     lines = [buy_nodes_line(p.nodes), *(_buy_pool_line(pl) for pl in p.node_pools or [])]
-    lines += _censored_lines(p)
     gpus = buy_gpus_line(inf)
     if gpus is not None:
         lines.append(gpus)
@@ -168,7 +171,8 @@ def _moved_figures(old: PlanSummary, new: PlanSummary) -> list[str]:
 def decide(plan: PlanSummary, previous: Optional[PlanSummary] = None, risks: Optional[list[str]] = None) -> Decision:
     """The decision block of ``plan``; ``previous``: an earlier plan to say what changed since;
     ``risks``: the failing ``check`` gates as lines (None: check was not run)."""
-    return Decision(buy=_buy(plan), cost=_cost(plan), binds=_binds(plan), rests_on=_rests_on(plan),
+    return Decision(buy=_buy(plan), cost=_cost(plan), censored=_censored_lines(plan), binds=_binds(plan),
+                    rests_on=_rests_on(plan),
                     risks=list(risks or []), changed=changes(previous, plan) if previous is not None else [])
 
 
@@ -176,7 +180,12 @@ def decision_lines(plan: PlanSummary, previous: Optional[PlanSummary] = None, ri
                    previous_name: str = "the previous plan") -> list[str]:
     """The decision block as the plan text's first indented lines (after its title line)."""
     d = decide(plan, previous, risks)
-    lines = [*(f"  {x}" for x in d.buy), *(f"  {x}" for x in d.cost), f"  {d.binds}"]
+    lines: list[str] = []
+    if plan.target.censored is not None:  # the cap and the demand it hid lead, indented as plan prints them
+        from sandbox_fleet.plan.render import censored_lines
+
+        lines += censored_lines(plan.target.censored, plan.target.tolerance)
+    lines += [*(f"  {x}" for x in d.buy), *(f"  {x}" for x in d.cost), f"  {d.binds}"]
     if risks is not None:
         lines.append("  top risks (failing check gates):" if d.risks else "  top risks: no check gate fails")
         lines += [f"    - {x}" for x in d.risks]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet import contract
+from sandbox_fleet.plan.censored import times
 from sandbox_fleet.textout import wrap_lines
 from sandbox_fleet.plan.model import (
     Caching,
+    Censored,
     Context,
     Cost,
     CostParts,
@@ -89,7 +91,16 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
     ca, inf, co = p.caching or Caching(), p.inference or Inference(), p.cost or Cost()
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
-    L.extend(decision_lines(p, old, risks, previous_name))
+    L.extend(decision_lines(p, old, risks, previous_name))  # the censored cap/demand lines among them
+    if t.hold_fit is not None and t.hold_fit.basis:
+        L.append(f"  hold fit: {t.hold_fit.basis}")
+    if t.shape_basis:
+        L.append(f"  shape: {t.shape_basis}")
+    alt = t.shape_alternative
+    if alt is not None:
+        L.append(f"  the {alt.shape} shape would buy {_n(alt.concurrency, ',')} ({_n(alt.ratio, '.1f')}x apart): "
+                 + ("continuous admission (async RL) needs only the queueing headroom" if alt.shape == "smooth"
+                    else "keeping the measured burstiness needs the measured peak-to-mean") + f"; pass --shape {alt.shape} to buy it")
     if p.backtest is not None:
         L.append(f"  {p.backtest.line} (backtest {p.backtest.path})")
     L.append("")
@@ -106,13 +117,13 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
     s = nd.slots_per_node or {}  # keyed by resource
     slot_txt = " / ".join(f"{r} {s[r]}" for r in ("cpu", "memory", "disk", "gpu") if s.get(r) is not None)
     q = nd.request or Request()
-    L.append(f"  {'most common request' if nd.mix else 'request per sandbox'}: {_n(q.cpu, 'g')} cpu / {_n(q.memory)} MB / {_n(q.disk)} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
+    L.append(f"  {'largest share of sandboxes' if nd.mix else 'request per sandbox'}: {_n(q.cpu, 'g')} cpu / {_n(q.memory)} MB / {_n(q.disk)} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
     rv = nd.reserve or NodeReserve()
     if any((rv.cpu, rv.memory_mb, rv.disk_mb)):
         L.append(f"  system reserve per node ({rv.source}): {_n(rv.cpu, 'g')} cpu / {_n(rv.memory_mb)} MB / {_n(rv.disk_mb)} MB disk")
     L.append(f"  slots per node{' (that request alone)' if nd.mix else ''}: {slot_txt}; binding: {nd.binding} ({nd.per_node} per node)")
     if nd.mix:
-        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds")
+        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds, weighted by {nd.mix_basis or 'n/a'}")
         for x in nd.mix:
             L.append(f"    {_n(x.concurrent, '>7,')} x {_n(x.cpu, 'g')} cpu / {_n(x.memory)} MB / {_n(x.disk)} MB" + (f" / {x.gpu:g} gpu" if x.gpu else ""))
     L.append(f"  {buy_nodes_line(nd)}")
@@ -167,6 +178,9 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         L.append(f"  per GPU: prefill {_n(pg.prefill_tok_s)} tok/s, decode {_n(pg.decode_tok_s)} tok/s ({pg.source}); run at {_n(inf.utilisation_target, '.0%')}")
         L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
         L.append(f"  {buy_gpus_line(inf)}")
+    if ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
+        L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (c = {_n(ctx.turn_tokens, 'g')} tok/turn, "
+                 f"mean {_n(ctx.turns_mean, ',.2f')} turns, {ctx.turns_basis}): sizes live KV and the roofline")
     if ctx.model_error_by_turns:
         me = ctx.model_error_by_turns  # keyed by turn count
         errs = ", ".join(f"{float(me[k]):+.1%} at {k}" for k in _pick(list(me), (2, 5, 11, 20, 50)))
@@ -190,14 +204,16 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         if co.duty is not None:
             which = "simulated" if t.source == "rl-schedule" or t.shape == "smooth" else "measured"
             L.append(f"  at the {which} duty ({co.duty:.1%}) each busy sandbox-hour costs {_money(co.per_busy_sandbox_hour)}")
-        L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}")
+        basis = f" ({co.per_pass_basis})" if co.per_pass_basis else ""
+        L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}{basis}")
         if co.exception_waste_per_h is not None:
             L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({_n(co.exception_share, '.1%')})")
     rw = co.spot_rework
     if rw is not None and co.priced and rw.rework_per_h is not None:
         L.append(
             f"  spot re-runs: {_n(rw.interruptions_per_node_h, '.2g')} reclaims per node-h re-run {_n(rw.rework_share, '.3%')} of sandbox-hours "
-            f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs"
+            f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs; "
+            f"{_fixed(rw.mean_interruptions_per_hold, 3)} reclaims per hold (E[e^(r h) - 1] over the fitted holds)"
         )
     if co.inference_per_h is not None:
         L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")
@@ -211,6 +227,9 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
         for name, r in rent.items():
             limits = "within limits" if r.within_limits else "LIMITS: " + "; ".join(r.limits_hit or [])
+            if r.within_limits and r.ramp_s:
+                share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
+                limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
             L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
         L.append(f"  verdict: {co.rent_verdict}")
     if p.assumptions:
@@ -225,6 +244,32 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
     return wrap_lines(L, width)
+
+
+def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
+    """The cap and the demand it hid, both priced, the chosen one marked (they lead the order)."""
+    mark = {c.chosen: "  <- chosen"}
+    hid = "it may have hidden demand" if c.demand_is_lower_bound and c.demand == c.cap else "it hid demand"
+    head = f"  the measured peak {_n(c.cap, ',')} is a cap (reached {times(c.touches or 0)}): {hid}"
+    if c.demand_is_lower_bound:
+        return [head,
+                f"    buy the cap:    {_n(c.cap, ',')} slots{mark.get('cap', '')}",
+                f"    the demand:     at least {_n(c.demand, ',')} (lower bound), not estimated",
+                f"    basis: {c.basis}"]
+    def over(v: Optional[float]) -> str:
+        return f"{v / c.step_s_uncapped - 1:+.1%}" if v is not None and c.step_s_uncapped else "n/a"
+    if c.step_s_at_cap is None:  # a release too large to search: sized by the release itself
+        return [head,
+                f"    buy the cap:    {_n(c.cap, ',')} slots{mark.get('cap', '')}",
+                f"    buy the demand: {_n(c.demand, ',')} slots (the release itself; step times not simulated){mark.get('demand', '')}",
+                f"    basis: {c.basis}"]
+    tol = f"{tolerance:.1%}" if tolerance is not None else "the tolerance"
+    return [head,
+            f"    buy the cap:    {_n(c.cap, ',')} slots: mean step {_n(c.step_s_at_cap, ',.0f')} s "
+            f"({over(c.step_s_at_cap)} over the uncapped {_n(c.step_s_uncapped, ',.0f')} s){mark.get('cap', '')}",
+            f"    buy the demand: {_n(c.demand, ',')} slots: mean step {_n(c.step_s_at_demand, ',.0f')} s "
+            f"({over(c.step_s_at_demand)}; the fewest slots within {tol} for releases of {_n(c.release, ',')}){mark.get('demand', '')}",
+            f"    basis: {c.basis}"]
 
 
 def render_plan(plan: PlanSummary | dict, console: Console) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Optional, Union
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.batchcap import cut_release
 from sandbox_fleet.measure.model import MeasureSummary
 
 
@@ -77,6 +78,12 @@ class Figures:
         if self.concurrency_mean is None and self.span_s:
             self.concurrency_mean = self.sandbox_s / self.span_s
         self.peak = _figure(c and c.peak, "concurrency.peak")
+        self.cap_detected = c.cap_detected if c else None
+        self.touches = c.touches if c else None
+        self.cut = cut_release(m)
+        st = m.steps
+        # None when the input never measured steps (a published summary): the shape then stays measured
+        self.steps_detected = None if st is None or st.detected is None else bool(st.detected or st.runs_with_steps)
         self.duty = _figure(c and c.duty, "concurrency.duty")
         if self.duty is None and self.peak and self.concurrency_mean is not None:
             self.duty = self.concurrency_mean / self.peak
@@ -123,6 +130,7 @@ class Figures:
             self.decode_per_s = output / tok_s
         self.turn_tokens = g("turn_tokens")
         self.turns_median = g("turns_median")
+        self.turns_p90 = g("turns_p90")
         self.cached_fraction = g("cached_fraction")
         self.median_input_by_turns = _turn_keyed(tk and tk.median_input_by_turns, "tokens.median_input_by_turns")
         self.turns_histogram = _turn_keyed(tk and tk.turns_histogram, "tokens.turns_histogram")

@@ -42,7 +42,8 @@ def decision_html(plan: PlanSummary, results: list[CheckResult], previous: Optio
     """The decision block as the report's first section: BUY lines, cost, what binds, risks, basis."""
     d = decide(plan, previous, risk_lines(results))
     buy = "".join(f'<p class="{"buy" if x.startswith("BUY") else "unsized"}">{escape(x)}</p>' for x in d.buy)
-    parts = [buy, _items([*d.cost, d.binds], "cost")]
+    censored = "".join(f'<p class="censored">{escape(x)}</p>' for x in d.censored)
+    parts = [buy, censored, _items([*d.cost, d.binds], "cost")]
     parts.append("<h3>Top risks (failing check gates)</h3>" + (_items(d.risks, "risks") if d.risks else "<p>No check gate fails.</p>"))
     parts.append("<h3>What the order rests on</h3>" + _items(d.rests_on))
     if previous is not None:

@@ -6,12 +6,23 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from html import escape
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from sandbox_fleet.measure.model import ByOutcome, Concurrency, Holds, MeasureSummary, Outcomes, Slice, Steps, TaskHealth, Tokens
+from sandbox_fleet.measure.model import (
+    ByOutcome,
+    Concurrency,
+    Holds,
+    MeasureSummary,
+    Outcomes,
+    Slice,
+    Steps,
+    TaskHealth,
+    Tokens,
+)
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 
@@ -307,6 +318,10 @@ def _of(block: Any, read: Callable[[Any], Any]) -> Any:
 PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("target concurrency", lambda p: p.target.concurrency, "int"),
     ("target from", lambda p: p.target.source, "text"),
+    ("binding cap (the measured peak)", lambda p: _of(p.target.censored, lambda c: c.cap), "int"),
+    ("demand behind the cap", lambda p: _of(p.target.censored, lambda c: c.demand), "int"),
+    ("mean step at the cap (s)", lambda p: _of(p.target.censored, lambda c: c.step_s_at_cap), "int"),
+    ("mean step at the demand (s)", lambda p: _of(p.target.censored, lambda c: c.step_s_at_demand), "int"),
     ("node type", lambda p: p.nodes.type, "text"),
     ("nodes", lambda p: p.nodes.count, "int"),
     ("binding resource", lambda p: p.nodes.binding, "text"),
@@ -408,7 +423,8 @@ def phases_table(m: MeasureSummary) -> str | None:
 
 def hold_by_outcome_table(m: MeasureSummary) -> str | None:
     bo = _hold(m).by_outcome or ByOutcome()
-    groups = (("exception", bo.exception), ("passed", bo.passed), ("failed", bo.failed), ("no_reward", bo.no_reward))
+    groups = (("exception", bo.exception), ("limit", bo.limit), ("passed", bo.passed), ("failed", bo.failed),
+              ("no_reward", bo.no_reward))
     rows = [[escape(name), fmt(g.rows, "int"), fmt(g.median, "s"), fmt(g.mean, "s"), fmt(g.p99, "s")]
             for name, g in groups if g is not None]
     return grid_table(["outcome", "rows", "median", "mean", "p99"], rows) if rows else None

@@ -131,6 +131,7 @@ class Thresholds(BaseModel):
     sweep_self_check: SweepSelfCheck
     telemetry_stale: TelemetryStale
     backtest_drift: BacktestDrift
+    metrics_absent: Section
 
     @classmethod
     def default(cls) -> "Thresholds":
