@@ -11,7 +11,7 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target
+from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target, search_probes
 
 from .conftest import PUBLISHED
 
@@ -117,4 +117,4 @@ def test_the_search_bar_total_bounds_its_simulations(batch, reps):
 
         res = rl_schedule_target(SUMMARY, batch, 10.0, tolerance=0.0, step_time=step_time, replications=reps)
         assert res["concurrency"] == knee
-        assert len(calls) <= tgt.search_probes(batch, reps), (batch, reps, knee, len(calls))
+        assert len(calls) <= search_probes(batch, reps), (batch, reps, knee, len(calls))
