@@ -109,9 +109,9 @@ def test_the_search_bar_total_bounds_its_simulations(batch, reps):
     """The progress bar's total is known before the first probe and is never less than the probes run
     (counted here, the uncapped run included), for steep and flat step curves alike."""
     for knee in (1, batch // 3 or 1, batch):
-        calls = []
+        calls: list[tuple[int, int]] = []
 
-        def step_time(cap, b, train_s, holds, seed, knee=knee):
+        def step_time(cap, b, train_s, holds, seed, knee=knee, calls=calls):
             calls.append((cap, seed))
             return 100.0 + max(0, knee - cap) * 10.0 + (seed % 7) * 0.001 * max(0, knee - cap)
 

@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from sandbox_fleet import contract
-from sandbox_fleet.textout import print_table
 from sandbox_fleet.measure.model import (
     ByOutcome,
     ByTask,
@@ -27,6 +26,7 @@ from sandbox_fleet.measure.model import (
     Tokens,
     Trajectories,
 )
+from sandbox_fleet.textout import print_table
 
 
 def _num(v, digits: int = 1) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from sandbox_fleet.plan.model import Cost, CostParts, Inference, Nodes, NodePool, PlanSummary
+from sandbox_fleet.plan.model import Cost, CostParts, Inference, NodePool, Nodes, PlanSummary
 from sandbox_fleet.plan.render import _fixed, _money, _n, _per_h, _tier
 
 #: Assumption sources that are not this fleet's own measurement: the order leans on them.

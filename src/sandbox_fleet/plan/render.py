@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.plan.censored import times
-from sandbox_fleet.textout import wrap_lines
 from sandbox_fleet.plan.model import (
     Caching,
     Censored,
@@ -22,6 +21,7 @@ from sandbox_fleet.plan.model import (
     Resources,
     Storage,
 )
+from sandbox_fleet.textout import wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
     from rich.console import Console

@@ -221,7 +221,14 @@ def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
 def _progress() -> Progress:
     """A transient bar on stderr with elapsed time and ETA: the cap search runs one simulation per probe."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=True)

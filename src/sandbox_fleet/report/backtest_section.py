@@ -7,9 +7,8 @@ from html import escape
 
 import plotly.graph_objects as go
 
-from sandbox_fleet.report.charts import LEGEND, MARGIN
-
 from sandbox_fleet.backtest.model import BacktestSummary
+from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.tables import fmt, grid_table
 
 TITLES = {"backtest": "Part B: predicted vs actual sandboxes held over time"}

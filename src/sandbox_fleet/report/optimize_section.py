@@ -8,9 +8,8 @@ from typing import Callable, Optional
 
 import plotly.graph_objects as go
 
-from sandbox_fleet.report.charts import LEGEND, MARGIN
-
 from sandbox_fleet.optimize.model import OptimizeSummary, Point
+from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.tables import kv_table
 
 TITLES = {"frontier": "Cheapest configurations: all-in $/h against the target figure"}

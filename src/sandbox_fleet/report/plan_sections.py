@@ -189,7 +189,7 @@ OPTIONAL_PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("GPU memory: live KV (GiB)", lambda p: _memory(p).kv_gb_live if _memory(p) else None, "f1"),
     ("GPUs bound by memory", lambda p: _memory(p).gpus_memory_bound if _memory(p) else None, "int"),
     ("GPUs bound by memory, with caching", lambda p: _memory(p).gpus_memory_bound_cached if _memory(p) else None, "int"),
-    ("$ per passing trajectory, all in", lambda p: _all_in_beyond_fleet(p), "f3"),
+    ("$ per passing trajectory, all in", _all_in_beyond_fleet, "f3"),
 )
 
 

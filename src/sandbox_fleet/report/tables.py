@@ -315,6 +315,22 @@ def _of(block: Any, read: Callable[[Any], Any]) -> Any:
     return read(block) if block is not None else None
 
 
+def _sized(value: Any) -> Any:
+    """A plan figure, or "not sized" (the plan had no input to size it from; nothing was measured missing)."""
+    return "not sized" if value is None else value
+
+
+def _stranded(p: PlanSummary) -> str | None:
+    """Stranded resources in the CLI's units: cores and GiB."""
+    sd = p.nodes.stranded
+    if sd is None:
+        return None
+    parts = [(f"{sd.cpu:,.1f} cpu" if sd.cpu is not None else None),
+             (f"{sd.memory_mb / 1024:,.0f} GiB memory" if sd.memory_mb is not None else None),
+             (f"{sd.disk_mb / 1024:,.0f} GiB disk" if sd.disk_mb is not None else None)]
+    return ", ".join(x for x in parts if x) or None
+
+
 PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("target concurrency", lambda p: p.target.concurrency, "int"),
     ("target from", lambda p: p.target.source, "text"),
@@ -327,7 +343,7 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("binding resource", lambda p: p.nodes.binding, "text"),
     ("slots per node", lambda p: p.nodes.slots_per_node, "num"),
     ("lower bound (nodes)", lambda p: p.nodes.lower_bound, "int"),
-    ("stranded across the fleet", lambda p: _stranded(p), "text"),
+    ("stranded across the fleet", _stranded, "text"),
     ("scratch storage (GiB)", lambda p: _of(p.storage, lambda s: s.scratch_gb), "int"),
     ("storage per node (GiB)", lambda p: _of(p.storage, lambda s: s.per_node_gb), "f1"),
     ("prefill tokens/s", lambda p: _of(p.inference, lambda i: i.prefill_tok_s), "int"),
@@ -343,22 +359,6 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("$ per passing trajectory", lambda p: _of(p.cost, lambda c: c.per_passing_trajectory), "f3"),
     ("$/h lost to exceptions", lambda p: _of(p.cost, lambda c: c.exception_waste_per_h), "f2"),
 )
-
-
-def _sized(value: Any) -> Any:
-    """A plan figure, or "not sized" (the plan had no input to size it from; nothing was measured missing)."""
-    return "not sized" if value is None else value
-
-
-def _stranded(p: PlanSummary) -> str | None:
-    """Stranded resources in the CLI's units: cores and GiB."""
-    sd = p.nodes.stranded
-    if sd is None:
-        return None
-    parts = [(f"{sd.cpu:,.1f} cpu" if sd.cpu is not None else None),
-             (f"{sd.memory_mb / 1024:,.0f} GiB memory" if sd.memory_mb is not None else None),
-             (f"{sd.disk_mb / 1024:,.0f} GiB disk" if sd.disk_mb is not None else None)]
-    return ", ".join(x for x in parts if x) or None
 
 
 def plan_table(plan: PlanSummary) -> str:
