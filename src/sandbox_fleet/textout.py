@@ -5,13 +5,18 @@ A command whose readable output is plain text (``plan``) prints each line the wa
 line only through emoji codes (``:name:``), tab expansion, stripped control codes and trailing
 whitespace cut at the console width; a line that could meet any of these goes through Rich, so
 the bytes never depend on which path printed them (tests/test_textout.py compares both).
+
+Also the terminal helpers every command shares: lines folded to a width with a hanging indent
+(commands to copy never folded), tables folded to ``column: value`` rows when wider than the
+console, and the one progress bar a long command shows (Rich is imported only inside them).
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: What Rich might rewrite in an unstyled line: a ``:...:`` pair with no space inside (an emoji
@@ -130,3 +135,48 @@ def pack_pairs(pairs: list[str], width: int, indent: str = "  ", sep: str = "; "
         else:
             lines.append(indent + pair)
     return lines
+
+
+class Ticker:
+    """Advances one progress bar (a no-op without one); ``expect(n)`` makes room for ``n`` more."""
+
+    def __init__(self, bar=None, task=None):
+        self.bar, self.task = bar, task
+
+    def __call__(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
+            self.bar.refresh()
+
+    def expect(self, n: int) -> None:
+        """Grow the total when more work than estimated is coming (an estimate never reads past 100%)."""
+        if self.bar is not None:
+            t = self.bar.tasks[0]
+            if t.total is not None and t.completed + n > t.total:
+                self.bar.update(self.task, total=t.completed + n)
+
+
+@contextmanager
+def progress_bar(enabled: bool, total: int, label: str) -> Iterator[Ticker]:
+    """One transient bar on stderr with elapsed time and ETA, its total known up front. It redraws
+    when it advances, with no refresh thread, so worker pools still start by fork under it."""
+    if not enabled:
+        yield Ticker()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                   auto_refresh=False)
+    with bar:
+        task = bar.add_task(label, total=total)
+        bar.refresh()
+        yield Ticker(bar, task)

@@ -101,7 +101,8 @@ def test_chunk_size_aims_at_a_chunk_time_and_keeps_every_worker_several_chunks()
 def test_chunked_pool_keeps_task_order_and_restores_the_collector():
     import gc
 
-    from sandbox_fleet.sweep.backends import Ticker, _pool
+    from sandbox_fleet.sweep.backends import _pool
+    from sandbox_fleet.textout import Ticker
 
     out = _pool(slow_first, [(i, 9) for i in range(9)], 2, Ticker(), size=2)  # chunks 0-1, 2-3, ..., 8
     assert [i for i, _ in out] == list(range(9))

@@ -16,7 +16,8 @@ from sandbox_fleet.optimize.inputs import load_input
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
 from sandbox_fleet.optimize.space import gpu_options, node_types, spot_rates
-from sandbox_fleet.sweep.backends import BACKENDS, progress_bar
+from sandbox_fleet.sweep.backends import BACKENDS
+from sandbox_fleet.textout import progress_bar
 
 SCREEN_HOLDS = 24  # holds per sandbox of a search run (the loop's start-up transient is ~1% by then)
 

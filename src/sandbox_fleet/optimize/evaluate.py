@@ -20,7 +20,8 @@ from pathlib import Path
 from sandbox_fleet.optimize.inputs import Base
 from sandbox_fleet.optimize.space import Option, rework_hours
 from sandbox_fleet.simulate.model import HoldStats, SimulateSummary
-from sandbox_fleet.sweep.backends import Ticker, run_tasks
+from sandbox_fleet.sweep.backends import run_tasks
+from sandbox_fleet.textout import Ticker
 
 GIB = 1024**3
 

@@ -16,10 +16,10 @@ from sandbox_fleet.plan.censored import censored_target
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
+from sandbox_fleet.textout import progress_bar
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
-    from rich.progress import Progress
 
     from sandbox_fleet.measure.model import MeasureSummary
 
@@ -218,20 +218,10 @@ def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
     return float(holds.sample(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 2))), n).mean())
 
 
-def _progress() -> Progress:
-    """A transient bar on stderr with elapsed time and ETA: the cap search runs one simulation per probe."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+def _on_terminal() -> bool:
+    import sys
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    return sys.stderr.isatty()
 
 
 def search_probes(batch: int, replications: int) -> int:
@@ -325,16 +315,15 @@ def rl_schedule_target(
             "note": (f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
                      f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         }
-    with _progress() as bar:  # one bar from the uncapped run on, its total known up front
-        total = search_probes(batch, replications)
-        task = bar.add_task(f"searching caps ({replications} x {RL_STEPS} steps)", total=total)
-        uncapped = fn(batch, batch, train_s, holds, seed)
+    # one bar from the uncapped run on (on a terminal), its total known up front
+    with progress_bar(_on_terminal(), search_probes(batch, replications),
+                      f"searching caps ({replications} x {RL_STEPS} steps)") as tick:
+        uncapped = fn(batch, batch, train_s, holds, seed)  # counted when the search reads it back
         fit_mean = _fitted_mean(holds, seed)
         found = replicated_search(
             lambda cap, j: uncapped if (cap, j) == (batch, 0) else fn(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed),
-            batch, replications, tolerance, lambda: bar.advance(task),
+            batch, replications, tolerance, tick,
         )
-        bar.update(task, completed=total)
     cap = found["concurrency"]
     return base | found | {
         "method": "simulated",

@@ -13,12 +13,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.textout import Ticker, progress_bar
 
 BACKENDS = ("local", "ray")
 RAY_HINT = "pip install 'sandbox-fleet[ray]'"
@@ -40,51 +40,6 @@ CHUNKS_PER_WORKER = 8
 
 def default_workers() -> int:
     return os.cpu_count() or 1
-
-
-class Ticker:
-    """Advances one progress bar (a no-op without one); ``expect(n)`` makes room for ``n`` more."""
-
-    def __init__(self, bar=None, task=None):
-        self.bar, self.task = bar, task
-
-    def __call__(self) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task)
-            self.bar.refresh()
-
-    def expect(self, n: int) -> None:
-        """Grow the total when more work than estimated is coming (an estimate never reads past 100%)."""
-        if self.bar is not None:
-            t = self.bar.tasks[0]
-            if t.total is not None and t.completed + n > t.total:
-                self.bar.update(self.task, total=t.completed + n)
-
-
-@contextmanager
-def progress_bar(enabled: bool, total: int, label: str) -> Iterator[Ticker]:
-    """One transient bar on stderr with elapsed time and ETA, its total known up front. It redraws
-    when it advances, with no refresh thread, so worker pools still start by fork under it."""
-    if not enabled:
-        yield Ticker()
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-                   auto_refresh=False)
-    with bar:
-        task = bar.add_task(label, total=total)
-        bar.refresh()
-        yield Ticker(bar, task)
 
 
 def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], *, backend: str = "local", workers: int | None = None,
