@@ -177,7 +177,7 @@ def build_report(
     bt = contract.parse(BacktestSummary, backtest, "backtest summary") if backtest is not None else None
     old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
-    results = run_checks(m, p, t, bt)
+    results = run_checks(m, p, t, bt, simulate=sim)
 
     source = ", ".join(m.source) if m.source is not None else None
     sub = " · ".join(x for x in (
