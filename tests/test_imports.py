@@ -35,7 +35,6 @@ ALLOWED = {
     "gpus": {"errors"},
     "contract": {"errors", "safeparse"},
     "safeparse": {"errors"},
-    "textout": set(),
     "telemetry": set(),
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
