@@ -18,6 +18,7 @@ from sandbox_fleet.plan.assumptions import collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
+from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
@@ -412,6 +413,9 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
     cost["spot_rework"] = rework
+    cost["mixed"] = mixed_purchase(fig.time_at_level, nodes.chosen["count"], burst_tier_for(opts.price_tier),
+                                   nodes.node.price("reserved"),
+                                   nodes.node.price("on_demand"), spot_price, share)
     tier_label = (opts.price_tier or "").replace("_", "-")
     cost["per_pass_basis"] = (
         f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"

@@ -337,6 +337,28 @@ class Rent(Block):
     ramp_step_share: Num = None
     source: Optional[str] = None
     as_of: Optional[str] = None
+    #: the provider's substrate cold start plus per-turn overhead added to each hold, seconds, and
+    #: the factor it multiplies the busy sandbox-hours by; null when the substrate catalog lists none
+    overhead_s_per_rollout: Num = None
+    hold_factor: Num = None
+
+
+class Mixed(Block):
+    """Reserved nodes for the base load and the rest on the cheaper burst tier (plan/mixed.py)."""
+
+    reserved_nodes: Count = None
+    burst_nodes: Count = None
+    #: "on_demand" or "spot"
+    burst_tier: Optional[str] = None
+    usd_per_h: Num = None
+    reserved_usd_per_node_h: Num = None
+    #: per node-hour used; spot's carries its re-runs
+    burst_usd_per_node_h: Num = None
+    #: reserved / burst price: a node is reserved when the load needs it more than this share of the time
+    break_even_share: Num = None
+    #: share of the measured span the load needs node k (k = 1..N), the curve the split is read on
+    node_share: Optional[list[float]] = None
+    basis: Optional[str] = None
 
 
 class Cost(Block):
@@ -364,6 +386,8 @@ class Cost(Block):
     #: provider name -> renting instead of buying; and the one-line verdict
     rent: Optional[dict[str, Rent]] = None
     rent_verdict: Optional[str] = None
+    #: reserved for the base load, burst for the rest, from the measured concurrency curve
+    mixed: Optional[Mixed] = None
 
 
 class Assumption(Block):
@@ -405,7 +429,7 @@ class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 4
+    VERSION: ClassVar[int] = 5
 
     input: Optional[Input] = None
     target: Target

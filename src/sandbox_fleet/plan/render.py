@@ -204,6 +204,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}{basis}")
         if co.exception_waste_per_h is not None:
             L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({_n(co.exception_share, '.1%')})")
+    L.extend(mixed_lines(co, nd.type))
     rw = co.spot_rework
     if rw is not None and co.priced and rw.rework_per_h is not None:
         L.append(
@@ -240,6 +241,20 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
     return L
+
+
+def mixed_lines(co: Cost, node_type: str) -> list[str]:
+    """The mixed purchase's BUY line and its basis (nothing when the plan has none)."""
+    mx = co.mixed
+    if mx is None or mx.usd_per_h is None:
+        return []
+    singles = [(_per_h(co, t), _TIER_LABEL[t]) for t in ("reserved", "on_demand", "spot") if _per_h(co, t) is not None]
+    vs = ", ".join(f"{_money(v)}/h all {label}" for v, label in singles)
+    return [
+        f"  BUY mixed: {mx.reserved_nodes:,} x {node_type} reserved + up to {mx.burst_nodes:,} x {node_type} "
+        f"{_tier(mx.burst_tier)} as the load needs them: {_money(mx.usd_per_h)}/h (vs {vs} at peak)",
+        f"    ({mx.basis})",
+    ]
 
 
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
