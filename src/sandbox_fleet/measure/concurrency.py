@@ -169,10 +169,12 @@ def series(sw: Sweep, max_points: int = SERIES_POINTS) -> dict:
 
 
 def level_grid(peak: int, points: int = LEVEL_POINTS) -> list[int]:
-    """The fixed grid time at level is read on: 1..peak, or ``points`` levels ceil(i * peak / points)."""
+    """The fixed grid time at level is read on: 1..peak, or level 1 and ``points`` levels ceil(i * peak / points).
+
+    Level 1 is always on it: its share is the time anything runs, the first node's whole case."""
     if peak <= points:
         return list(range(1, peak + 1))
-    return sorted({-(-i * peak // points) for i in range(1, points + 1)})
+    return sorted({1} | {-(-i * peak // points) for i in range(1, points + 1)})
 
 
 def time_at_level(sw: Sweep, points: int = LEVEL_POINTS) -> dict:
