@@ -390,6 +390,36 @@ class Cost(Block):
     mixed: Optional[Mixed] = None
 
 
+class SubstrateLine(Block):
+    """One execution substrate's overhead on this workload (illustrative figures, plan/substrates.py)."""
+
+    #: container, kubernetes, hosted or vm
+    kind: Optional[str] = None
+    provider: Optional[str] = None
+    cold_start_s: Num = None
+    per_action_s: Num = None
+    #: cold start + mean turns x per-action overhead
+    overhead_s_per_rollout: Num = None
+    added_worker_hours_per_million: Num = None
+    #: (mean hold + overhead) x a million rollouts, hours
+    worker_hours_per_million: Num = None
+    #: at the target's rollout rate
+    added_worker_hours_per_h: Num = None
+    hold_factor: Num = None
+    source: Optional[str] = None
+    as_of: Optional[str] = None
+
+
+class Substrates(Block):
+    """Worker-hours per execution substrate for the measured workload, side by side."""
+
+    rollouts_per_h: Num = None
+    turns_mean: Num = None
+    hold_mean_s: Num = None
+    basis: Optional[str] = None
+    by_substrate: Optional[dict[str, SubstrateLine]] = None
+
+
 class Assumption(Block):
     """One default or carried-over figure the purchase order rests on."""
 
@@ -444,6 +474,8 @@ class PlanSummary(Summary):
     cost: Optional[Cost] = None
     assumptions: Optional[list[Assumption]] = None
     starts: Optional[Starts] = None
+    #: cold start and per-action overhead per execution substrate, in worker-hours for this workload
+    substrates: Optional[Substrates] = None
     notes: Optional[list[str]] = None
     #: ``plan --backtest FILE``: how far the simulator was off on this telemetry, and drift
     backtest: Optional[BacktestLine] = None

@@ -227,8 +227,11 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
             if r.within_limits and r.ramp_s:
                 share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
                 limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
+            if r.overhead_s_per_rollout is not None:
+                limits += f"; holds +{r.overhead_s_per_rollout:,.3g} s for its substrate's cold start and per-turn overhead"
             L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
         L.append(f"  verdict: {co.rent_verdict}")
+    L.extend(substrate_lines(p))
     if p.assumptions:
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
@@ -240,6 +243,22 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append("")
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
+    return L
+
+
+def substrate_lines(p: PlanSummary) -> list[str]:
+    """Worker-hours per execution substrate side by side (nothing when the plan has none)."""
+    sb = p.substrates
+    if sb is None or not sb.by_substrate:
+        return []
+    L = ["", "Substrates: worker-hours their overhead adds (ILLUSTRATIVE figures, data/substrates.toml)",
+         f"  {sb.basis}",
+         f"  {'substrate':<16} {'cold s':>7} {'per turn s':>10} {'+s/rollout':>10} {'+h per 1M':>10} "
+         f"{'h per 1M':>10} {'+h per h':>9}"]
+    for name, s in sb.by_substrate.items():
+        L.append(f"  {name:<16} {_n(s.cold_start_s, '>7,.3g')} {_n(s.per_action_s, '>10,.3g')} "
+                 f"{_n(s.overhead_s_per_rollout, '>10,.3g')} {_n(s.added_worker_hours_per_million, '>10,.0f')} "
+                 f"{_n(s.worker_hours_per_million, '>10,.0f')} {_n(s.added_worker_hours_per_h, '>9,.3g')}")
     return L
 
 
