@@ -228,7 +228,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
                 share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
                 limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
             if r.overhead_s_per_rollout is not None:
-                limits += f"; holds +{r.overhead_s_per_rollout:,.3g} s for its substrate's cold start and per-turn overhead"
+                limits += f"; +{r.overhead_s_per_rollout:,.3g} s a hold on its substrate"
             L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
         L.append(f"  verdict: {co.rent_verdict}")
     L.extend(substrate_lines(p))
