@@ -110,7 +110,7 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
     script.write_text(_NODE_SMOKE)
     out = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, check=True).stdout
     calls = json.loads(out)
-    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "hold_cdf", "context", "turns", "exceptions", "models", "coverage", "caching", "rent")]
+    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "hold_cdf", "context", "turns", "exceptions", "models", "coverage", "caching", "rent", "mixed")]
     assert [c[2] for c in calls] == [{**TITLES, **PLAN_TITLES}[c[0][4:]] for c in calls]
     assert all(c[1] >= 1 for c in calls)
 

@@ -137,6 +137,13 @@ def build_report(
         rent = plan_sections.rent_table(p)
         if rent:
             parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(p)), rent, anchor="rent"))
+        mixed = plan_sections.mixed_table(p)
+        if mixed:
+            parts.append(_section("Mixed purchase: reserved base, burst for the rest", mixed,
+                                  _figure("mixed", plan_sections.mixed_chart(p)), anchor="mixed"))
+        substrates = plan_sections.substrates_table(p)
+        if substrates:
+            parts.append(_section("Execution substrates: worker-hours of overhead", substrates, anchor="substrates"))
         assumptions = plan_sections.assumptions_table(p)
         if assumptions:
             parts.append(_section("Assumptions", assumptions, anchor="assumptions"))
