@@ -93,3 +93,15 @@ def test_mixed_corpus_by_hand():
     line = next(x for x in plan_lines(plan) if "BUY mixed" in x)
     assert f"1 x {node.name} reserved + up to 6 x {node.name} on-demand" in line
     assert f"${m['usd_per_h']:,.2f}/h" in line
+
+
+def test_mixed_corpus_on_spot_bursts_on_spot_with_its_reruns():
+    """The default tier here is spot (duty 22.4%): spot with re-runs is below the reserved price even
+    busy all the time, so nothing is reserved and all 7 nodes burst on spot (docs/plan.md)."""
+    plan = make_plan(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions())
+    node = find_type(load_catalog(), plan["nodes"]["type"])
+    m, rework = plan["cost"]["mixed"], plan["cost"]["spot_rework"]["rework_share"]
+    per_node = node.spot_usd_h * (1 + rework)
+    assert per_node < node.reserved_usd_h and m["burst_tier"] == "spot" and m["reserved_nodes"] == 0
+    assert m["usd_per_h"] == pytest.approx(per_node * (22_470 + 6 * 3_000) / 23_470)
+    assert f"${m['usd_per_h']:,.2f}/h" == "$1.47/h"
