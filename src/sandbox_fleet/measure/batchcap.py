@@ -23,6 +23,10 @@ from typing import Optional
 
 from sandbox_fleet.measure.model import MeasureSummary, Slice, Steps
 
+#: a peak reached on at least this many separate stretches is a cap (a chance maximum is reached once
+#: or twice); here, without NumPy, so a plan from a summary can apply the rule without loading it
+CAP_TOUCHES = 10
+
 #: a step whose opening burst holds this share of its starts released its batch into free slots
 BATCH_BURST_SHARE = 0.99
 

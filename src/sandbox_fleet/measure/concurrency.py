@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.stats import US, arrival_rate_per_s, ratio
 
-CAP_TOUCHES = 10
 SERIES_POINTS = 2000
 #: levels on the time-at-level grid: every level 1..peak up to this peak, else this many evenly spaced
 LEVEL_POINTS = 256

@@ -35,7 +35,7 @@ def censored_target(fig: Figures, *, tolerance: float, seed: int) -> Optional[di
 
 
 def _lower_bound(cap: int, touches: int, fig: Figures) -> dict:
-    from sandbox_fleet.measure.concurrency import CAP_TOUCHES
+    from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 
     why = {None: "the input has no step figures", False: "no synchronous steps were detected"}.get(
         fig.steps_detected, "no run's typical release is larger than the cap")
