@@ -10,8 +10,8 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import PlanOptions, make_plan
-from sandbox_fleet.plan.rent import load_providers
 from sandbox_fleet.plan.render import plan_lines
+from sandbox_fleet.plan.rent import load_providers
 from sandbox_fleet.plan.substrates import load_substrates, overhead_s, worker_hours
 
 from .conftest import MIXED

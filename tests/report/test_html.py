@@ -6,17 +6,15 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import plotly.offline
 import pytest
 
 from producers import measure_doc
-
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report import build_report, write_report
-from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
 from sandbox_fleet.report.charts import TITLES
+from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
 
 PLOTLY_BANNER = "* plotly.js v"
 

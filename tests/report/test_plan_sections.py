@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from producers import measure_doc
-
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.plan import PlanOptions, make_plan

@@ -17,7 +17,8 @@ The curve is measure's ``concurrency.time_at_level`` scaled so that its peak fil
 from __future__ import annotations
 
 import bisect
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 BURST_TIERS = ("on_demand", "spot")
 

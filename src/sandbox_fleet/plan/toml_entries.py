@@ -43,7 +43,7 @@ def load_entries(path: str | Path | None, bundled: str, table: str, model: type[
             key = ".".join(str(x) for x in err["loc"]) or "?"
             name = entry.get("name", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
             raise InputError(f"{source}: {table} {name!r}, key {key!r}: {err['msg']}") from None
-    names = [getattr(e, "name") for e in out]
+    names = [entry["name"] for entry in raw]  # every entry validated: each has a name
     if len(set(names)) != len(names):
         raise InputError(f"{source}: a {table} name appears twice")
     return out
