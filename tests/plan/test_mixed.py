@@ -10,7 +10,7 @@ import pytest
 from sandbox_fleet.measure.concurrency import sweep, time_at_level
 from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.plan.catalog import find_type, load_catalog
-from sandbox_fleet.plan.mixed import best_split, mixed_purchase, node_shares, split_cost
+from sandbox_fleet.plan.mixed import best_split, mixed_purchase, node_runs, node_shares, split_cost
 from sandbox_fleet.plan.render import plan_lines
 
 from .conftest import MIXED
@@ -22,8 +22,9 @@ def test_hand_case_reserves_the_nodes_busy_more_than_the_price_ratio():
     # 4 nodes busy 100%, 60%, 30%, 10% of the time; reserved $0.50/h, on-demand $1/h: ratio 50%.
     # R=0: 1+.6+.3+.1 = 2.0; R=1: .5+1.0 = 1.5; R=2: 1.0+.4 = 1.4; R=3: 1.5+.1 = 1.6; R=4: 2.0.
     shares = [1.0, 0.6, 0.3, 0.1]
-    assert best_split(shares, 0.5, 1.0) == 2
-    assert split_cost(shares, 2, 0.5, 1.0) == pytest.approx(1.4)
+    runs = [(1, s) for s in shares]
+    assert best_split(runs, 0.5, 1.0) == 2
+    assert [split_cost(runs, r, 0.5, 1.0) for r in range(5)] == pytest.approx([2.0, 1.5, 1.4, 1.6, 2.0])
     curve = ([1, 2, 3, 4], shares)  # peak 4 on 4 nodes: node k is needed at level >= k
     m = mixed_purchase(curve, 4, "on_demand", 0.5, 1.0, None)
     assert (m["reserved_nodes"], m["burst_nodes"], m["burst_tier"]) == (2, 2, "on_demand")
@@ -66,6 +67,25 @@ def test_every_split_priced_by_brute_force_has_the_same_minimum(seed, nodes):
     assert m["node_share"] == pytest.approx(truth, abs=1e-12)
     assert m["usd_per_h"] == pytest.approx(brute, abs=1e-12)
     assert p_r * m["reserved_nodes"] + p_od * sum(truth[m["reserved_nodes"]:]) == pytest.approx(brute, abs=1e-12)
+
+
+def test_runs_are_the_per_node_shares_for_any_fleet_and_a_huge_fleet_takes_one_pass():
+    rng = np.random.default_rng(5)
+    levels = sorted({1, 400} | {int(x) for x in rng.integers(1, 400, 60)})
+    shares = sorted(rng.random(len(levels)), reverse=True)
+    for nodes in (1, 3, 7, 64, 399, 400, 401, 1000):
+        per_node = []
+        for k in range(1, nodes + 1):  # the rule, node by node: the first grid level >= floor((k-1) P / N) + 1
+            need = (k - 1) * 400 // nodes + 1
+            per_node.append(next(s for lv, s in zip(levels, shares) if lv >= need))
+        assert node_shares(levels, shares, 400, nodes) == per_node
+        runs = node_runs(levels, shares, 400, nodes)
+        for r in (0, nodes // 3, nodes):
+            assert split_cost(runs, r, 0.4, 1.0) == pytest.approx(0.4 * r + sum(per_node[r:]))
+    big = mixed_purchase((levels, shares), 10**7, "on_demand", 0.4, 1.0, None)
+    assert big["node_share"] is None and big["reserved_nodes"] + big["burst_nodes"] == 10**7
+    runs = node_runs(levels, shares, 400, 10**7)
+    assert sum(c for c, _ in runs) == 10**7 and big["reserved_nodes"] == sum(c for c, s in runs if s > 0.4)
 
 
 def test_node_shares_read_the_grid_at_the_first_level_each_node_needs():

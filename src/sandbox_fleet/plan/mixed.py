@@ -20,34 +20,50 @@ import bisect
 from collections.abc import Sequence
 from typing import Optional
 
-BURST_TIERS = ("on_demand", "spot")
+#: ``node_share`` lists one share a node up to this many nodes (null beyond: the split is still exact)
+NODE_SHARE_MAX = 1024
+
+
+def node_runs(levels: Sequence[int], share_at_or_above: Sequence[float], peak: int, nodes: int) -> list[tuple[int, float]]:
+    """``s_k`` for k = 1..nodes as runs of (how many consecutive nodes, their share), in node order.
+
+    Node ``k`` is needed while level x nodes / peak > k - 1, i.e. level >= floor((k - 1) peak / nodes) + 1;
+    a level between two grid points reads the next grid point above (the grid is every level up to 256).
+    Exactly ``min(nodes, ceil(g nodes / peak))`` nodes need a level of at most ``g``, so each grid point
+    covers a run of nodes and a fleet of any size takes one pass over the grid.
+    """
+    runs: list[tuple[int, float]] = []
+    covered = 0
+    for g, share in zip(levels, share_at_or_above):
+        upto = min(nodes, -(-g * nodes // peak))
+        if upto > covered:
+            runs.append((upto - covered, float(share)))
+            covered = upto
+    if covered < nodes:  # only when the grid stops short of the peak
+        runs.append((nodes - covered, 0.0))
+    return runs
 
 
 def node_shares(levels: Sequence[int], share_at_or_above: Sequence[float], peak: int, nodes: int) -> list[float]:
-    """``s_k`` for k = 1..nodes: the share of the span the load needs node ``k``.
-
-    Node ``k`` is needed while level x nodes / peak > k - 1, i.e. level >= floor((k - 1) peak / nodes) + 1.
-    A level between two grid points reads the next grid point above (the grid is every level up to 256).
-    """
-    out = []
-    for k in range(1, nodes + 1):
-        need = (k - 1) * peak // nodes + 1
-        i = bisect.bisect_left(levels, need)
-        out.append(float(share_at_or_above[i]) if i < len(levels) else 0.0)
-    return out
+    """``s_k`` for k = 1..nodes, one share a node (``node_runs`` expanded)."""
+    return [share for count, share in node_runs(levels, share_at_or_above, peak, nodes) for _ in range(count)]
 
 
-def split_cost(shares: Sequence[float], reserved: int, reserved_usd_h: float, burst_usd_h: float) -> float:
+def split_cost(runs: Sequence[tuple[int, float]], reserved: int, reserved_usd_h: float, burst_usd_h: float) -> float:
     """Hourly cost of reserving the first ``reserved`` nodes and bursting the rest."""
-    return reserved_usd_h * reserved + burst_usd_h * sum(shares[reserved:])
+    burst_node_h, seen = 0.0, 0
+    for count, share in runs:
+        burst_node_h += share * max(0, min(count, seen + count - reserved))
+        seen += count
+    return reserved_usd_h * reserved + burst_usd_h * burst_node_h
 
 
-def best_split(shares: Sequence[float], reserved_usd_h: float, burst_usd_h: float) -> int:
+def best_split(runs: Sequence[tuple[int, float]], reserved_usd_h: float, burst_usd_h: float) -> int:
     """The number of nodes to reserve: those busy more than ``p_r / p_b`` of the time."""
     if burst_usd_h <= 0:
         return 0
     ratio = reserved_usd_h / burst_usd_h
-    return sum(1 for s in shares if s > ratio)
+    return sum(count for count, share in runs if share > ratio)
 
 
 def burst_price(tier: str, on_demand_usd_h: Optional[float], spot_usd_h: Optional[float],
@@ -71,9 +87,10 @@ def mixed_purchase(curve: Optional[tuple[Sequence[int], Sequence[float]]], nodes
     burst_usd_h = burst_price(tier, on_demand_usd_h, spot_usd_h, rework_share)
     if curve is None or not curve[0] or nodes <= 0 or reserved_usd_h is None or burst_usd_h is None:
         return None
-    shares = node_shares(curve[0], curve[1], int(curve[0][-1]), nodes)  # the grid ends at the measured peak
-    r = best_split(shares, reserved_usd_h, burst_usd_h)
-    usd_h = split_cost(shares, r, reserved_usd_h, burst_usd_h)
+    runs = node_runs(curve[0], curve[1], int(curve[0][-1]), nodes)  # the grid ends at the measured peak
+    r = best_split(runs, reserved_usd_h, burst_usd_h)
+    usd_h = split_cost(runs, r, reserved_usd_h, burst_usd_h)
+    shares = [share for count, share in runs for _ in range(count)] if nodes <= NODE_SHARE_MAX else None
     ratio = reserved_usd_h / burst_usd_h if burst_usd_h > 0 else None
     rerun = f" (with re-runs, +{rework_share * 100:.3g}% sandbox-hours)" if tier == "spot" and rework_share else ""
     return {
@@ -97,7 +114,7 @@ def _basis(ratio: Optional[float], nodes: int, reserved_usd_h: float, burst_usd_
 
 
 def _figures(r: int, nodes: int, tier: str, usd_h: float, reserved_usd_h: float, burst_usd_h: float,
-             ratio: Optional[float], shares: list[float]) -> dict:
+             ratio: Optional[float], shares: Optional[list[float]]) -> dict:
     return {
         "reserved_nodes": r,
         "burst_nodes": nodes - r,

@@ -356,7 +356,8 @@ class Mixed(Block):
     burst_usd_per_node_h: Num = None
     #: reserved / burst price: a node is reserved when the load needs it more than this share of the time
     break_even_share: Num = None
-    #: share of the measured span the load needs node k (k = 1..N), the curve the split is read on
+    #: share of the measured span the load needs node k (k = 1..N), the curve the split is read on;
+    #: null for a fleet of more than 1,024 nodes
     node_share: Optional[list[float]] = None
     basis: Optional[str] = None
 
