@@ -16,7 +16,6 @@ The curve is measure's ``concurrency.time_at_level`` scaled so that its peak fil
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from typing import Optional
 
