@@ -79,3 +79,19 @@ def test_bad_catalog_is_one_line(tmp_path, run_cli):
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "s.toml" in r.err and "kind" in r.err
     r = run_cli("plan", MIXED, "--substrates", tmp_path / "missing.toml")
     assert r.code == 2 and "substrate catalog not found" in r.err
+
+
+def test_the_substrate_catalog_is_an_assumption_of_the_order(tmp_path):
+    m = json.loads(MIXED.read_text(encoding="utf-8"))
+    found = {a["name"]: a for a in make_plan(m, PlanOptions())["assumptions"]}["substrate_overheads"]
+    assert (found["value"], found["source"]) == ("bundled substrates.toml", "catalog") and "illustrative" in found["detail"]
+    own = tmp_path / "mine.toml"
+    own.write_text('[[substrate]]\nname = "pod"\nkind = "kubernetes"\ncold_start_s = 2\nper_action_s = 0.1\n'
+                   'source = "our benchmark"\nas_of = "2026-11"\n', encoding="utf-8")
+    plan = make_plan(m, PlanOptions(substrates_file=str(own)))
+    found = {a["name"]: a for a in plan["assumptions"]}["substrate_overheads"]
+    assert (found["value"], found["source"]) == (str(own), "flag")
+    assert list(plan["substrates"]["by_substrate"]) == ["pod"]
+    assert plan["substrates"]["by_substrate"]["pod"]["overhead_s_per_rollout"] == pytest.approx(2 + 0.1 * 11.65)
+    # no substrate names a provider: rented holds carry nothing
+    assert all(r["overhead_s_per_rollout"] is None and r["hold_factor"] is None for r in plan["cost"]["rent"].values())

@@ -415,15 +415,23 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
     cost["spot_rework"] = rework
-    cost["mixed"] = mixed_purchase(fig.time_at_level, nodes.chosen["count"], burst_tier_for(opts.price_tier),
-                                   nodes.node.price("reserved"),
-                                   nodes.node.price("on_demand"), spot_price, share)
+    cost["mixed"] = plan_mixed(fig, nodes, opts, share)
     tier_label = (opts.price_tier or "").replace("_", "-")
     cost["per_pass_basis"] = (
         f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
         if rerun is not None else f"{tier_label} price, no re-runs"
     )
     return cost
+
+
+def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float]) -> Optional[dict]:
+    """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
+    node = nodes.node
+    mixed = mixed_purchase(fig.time_at_level, nodes.chosen["count"], burst_tier_for(opts.price_tier),
+                           node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share)
+    if mixed is not None and nodes.pools:
+        mixed["basis"] += f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
+    return mixed
 
 
 def _rework_holds(fig: Figures) -> np.ndarray:
