@@ -12,6 +12,7 @@ from rich.table import Table
 
 from sandbox_fleet import contract
 from sandbox_fleet.measure.model import (
+    ByNode,
     ByOutcome,
     ByTask,
     Concurrency,
@@ -89,6 +90,7 @@ def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
     _outcomes(console, s.outcomes or Outcomes())
     _exceptions(console, s.exceptions or Exceptions())
     _task_health(console, s.by_task)
+    _node_health(console, s.by_node)
     _groups(console, "By model", s.by_model or {})
     if s.by_job:
         _groups(console, "By job", s.by_job)
@@ -218,6 +220,24 @@ def _task_health(console: Console, bt: ByTask | None) -> None:
                        f"{w.top_exception_type or '-'} ({_num(w.top_exception_count)})",
                        _num(w.exception_sandbox_hours))
         console.print(wt)
+
+
+def _node_health(console: Console, bn: ByNode | None, limit: int = 10) -> None:
+    """The nodes with the highest exception rates (``by_node``); ``check`` judges them against chance."""
+    if not bn or not bn.per_node:
+        return
+    table = Table(title=f"Exceptions per node ({_num(bn.nodes)} nodes)", title_justify="left")
+    for name in ("node", "rollouts", "exceptions", "rate"):
+        table.add_column(name, justify="left" if name == "node" else "right", no_wrap=True, max_width=40,
+                         overflow="ellipsis")
+    ranked = sorted(bn.per_node, key=lambda e: (-(e.exception_rate or 0.0), -(e.exceptions or 0), e.node or ""))
+    for e in ranked[:limit]:
+        table.add_row(e.node, _num(e.rows), _num(e.exceptions), _pct(e.exception_rate))
+    notes = [f"highest {limit} rates of {len(ranked)}"] if len(ranked) > limit else []
+    if bn.rows_without_node:
+        notes.append(f"{_num(bn.rows_without_node)} rollout(s) on no node")
+    table.caption = "; ".join(notes) or None
+    console.print(table)
 
 
 def _groups(console: Console, title: str, groups: dict[str, Slice], limit: int = 20) -> None:
