@@ -125,3 +125,11 @@ def test_mixed_corpus_on_spot_bursts_on_spot_with_its_reruns():
     assert per_node < node.reserved_usd_h and m["burst_tier"] == "spot" and m["reserved_nodes"] == 0
     assert m["usd_per_h"] == pytest.approx(per_node * (22_470 + 6 * 3_000) / 23_470)
     assert f"${m['usd_per_h']:,.2f}/h" == "$1.47/h"
+
+
+def test_the_decision_block_offers_the_mixed_purchase_beside_the_single_tier_buy():
+    plan = make_plan(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
+    lines = plan_lines(plan)
+    at = lines.index(f"  BUY 7 x {plan['nodes']['type']} at peak (lower bound 7)")
+    assert lines[at + 1].startswith(f"  or BUY mixed: 1 x {plan['nodes']['type']} reserved + up to 6 x")
+    assert lines[at + 1].strip()[3:] in [x.strip() for x in lines[at + 2:]]  # the same line in Line 4
