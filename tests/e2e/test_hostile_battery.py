@@ -167,8 +167,9 @@ def test_deep_scenario_toml(tmp_path, text):
                                   ["plan", str(PUBLISHED), "--nodes", "bad.toml", "--json"],
                                   ["plan", str(PUBLISHED), "--gpu-catalog", "bad.toml", "--gpu", "h100", "--json"],
                                   ["plan", str(PUBLISHED), "--providers", "bad.toml", "--json"],
+                                  ["plan", str(PUBLISHED), "--substrates", "bad.toml", "--json"],
                                   ["sweep", "bad.toml", "--vary", "fleet.cap=1,2", "--json"]],
-                         ids=["thresholds", "nodes", "gpus", "providers", "sweep"])
+                         ids=["thresholds", "nodes", "gpus", "providers", "substrates", "sweep"])
 def test_deep_toml_catalogs(tmp_path, args):
     (tmp_path / "bad.toml").write_text(deep_toml())
     refused(run(args, tmp_path), "bad.toml", "nested")
