@@ -44,8 +44,8 @@ def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
         pairs = list(spec.items())
     else:
         pairs = []
-        for item in spec.split(","):
-            item = item.strip()
+        for raw in spec.split(","):
+            item = raw.strip()
             if not item:
                 continue
             if "=" not in item:

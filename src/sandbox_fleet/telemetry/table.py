@@ -8,7 +8,7 @@ from __future__ import annotations
 import glob as globmod
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -277,16 +277,18 @@ def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], *, streamed
     all-null columns as shared null chunks, never decoded."""
     empty = _all_null(pf, group, sources)
     read = [s for s in sources if s not in empty] if len(empty) < len(sources) else sources
+    parts: Iterable[pa.Table]
     if not streamed:
         parts = [pf.read_row_group(group, columns=read)]
     else:
         parts = (pa.Table.from_batches([b]) for b in
                  pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read))
     for part in parts:
+        whole = part
         for name in (empty if read is not sources else ()):
             field = pf.schema_arrow.field(name)
-            part = part.append_column(field, null_column(field.type, part.num_rows))
-        yield part
+            whole = whole.append_column(field, null_column(field.type, whole.num_rows))
+        yield whole
 
 
 def _text_columns(schema: pa.Schema, pairs: list[tuple[str, str]]) -> list[str]:

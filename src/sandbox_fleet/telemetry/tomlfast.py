@@ -31,6 +31,7 @@ _BLANK = re.compile(rf"[ \t]*{_COMMENT}")
 
 def _value(m: re.Match) -> Any:
     kind = m.lastgroup
+    assert kind is not None  # _KEYVAL matched, so one of its named value groups did
     text = m.group(kind)
     if kind in ("basic", "literal"):
         return text[1:-1]
@@ -49,9 +50,9 @@ def loads_flat(text: str) -> dict[str, Any] | None:
     table = doc
     lines = text.split("\n")
     last = len(lines) - 1
-    for i, line in enumerate(lines):
-        if line.endswith("\r") and i < last:
-            line = line[:-1]  # CRLF; a CR not followed by LF is invalid and must reach tomllib
+    for i, raw in enumerate(lines):
+        # CRLF; a CR not followed by LF is invalid and must reach tomllib
+        line = raw[:-1] if raw.endswith("\r") and i < last else raw
         if _BLANK.fullmatch(line):
             continue
         stripped = line.lstrip(" \t")
