@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_sorted, quantile_sorted
+from sandbox_fleet.measure.stats import US, group_sorted, quantile_nonempty
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
 _BLOCK = 1 << 20
@@ -145,6 +145,8 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
             "gap_threshold_s": threshold / US,
             "break_ratio": jump,
         }
+    # found is not empty and each candidate that did not return left its reason
+    assert first_reason is not None
     return _none(n, first_reason)
 
 
@@ -175,7 +177,7 @@ def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.nda
     for g in range(first_us.size):
         part = fin_sorted[offsets[g]:offsets[g + 1]]
         makespans.append(float(part[-1]))
-        tails.append(float(part[-1]) - quantile_sorted(part, TAIL_QUANTILE))
+        tails.append(float(part[-1]) - quantile_nonempty(part, TAIL_QUANTILE))
     return makespans, tails
 
 
