@@ -131,7 +131,7 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
             idle_den += span
         out["step_s"] = _quantiles(np.asarray(step))
         out["trainer_idle_fraction"] = idle_num / idle_den if idle_den > 0 else None
-        out["steps"] = int(len(step))
+        out["steps"] = len(step)
     if len(res.workloads) > 1:
         out["workloads"] = {}
         for w, wl in enumerate(res.workloads):
