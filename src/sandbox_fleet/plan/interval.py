@@ -91,7 +91,11 @@ def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, 
         probed = sorted(c for c, k in cache if k == j)
         hi = min(c for c in probed if cache[(c, j)] <= lim_j)
         lo = max([c for c in probed if c < hi and cache[(c, j)] > lim_j], default=0) + 1
-        per_rep.append(_bisect(lambda c, j=j, lim=lim_j: at(c, j) <= lim, lo, hi))
+
+        def within(c: int, j: int = j, lim: float = lim_j) -> bool:
+            return at(c, j) <= lim
+
+        per_rep.append(_bisect(within, lo, hi))
     lo_q, hi_q = np.percentile(per_rep, [5, 95], method="linear")
     return {
         "concurrency": answer,

@@ -81,7 +81,7 @@ def resolve_target(
         }
     if not fig.peak:
         raise InputError("input has no measured peak concurrency (concurrency.peak); pass --concurrency N")
-    return {"concurrency": int(round(fig.peak)), "source": "measured-peak", "detail": "the measured peak concurrency"}
+    return {"concurrency": round(fig.peak), "source": "measured-peak", "detail": "the measured peak concurrency"}
 
 
 # --- RL schedule ------------------------------------------------------------------------
