@@ -75,7 +75,7 @@ def hold(m: MeasureSummary) -> go.Figure | None:
         return None
     log_x = edges[0] > 0
     # A step outline over the bin edges renders correctly on a log axis, unlike bars with widths.
-    fig = go.Figure(go.Scatter(x=edges, y=counts + [counts[-1]], mode="lines", line_shape="hv", fill="tozeroy",
+    fig = go.Figure(go.Scatter(x=edges, y=[*counts, counts[-1]], mode="lines", line_shape="hv", fill="tozeroy",
                                name="rollouts", line={"color": "#1f77b4", "width": 1}))
     top = max(counts) if counts else 1.0
     for label, value in (("median", as_num(holds.median)), ("p99", as_num(holds.p99))):
@@ -144,8 +144,8 @@ def exceptions(m: MeasureSummary) -> go.Figure | None:
 
 def models(m: MeasureSummary, budget: float | None = None) -> go.Figure | None:
     """Exception rate per model slice (keyed by model name), with the budget line."""
-    pairs = [(str(k), as_num(v.exception_rate)) for k, v in sorted((m.by_model or {}).items())]
-    pairs = [(k, v) for k, v in pairs if v is not None]
+    rates = [(str(k), as_num(v.exception_rate)) for k, v in sorted((m.by_model or {}).items())]
+    pairs = [(k, v) for k, v in rates if v is not None]
     if not pairs:
         return None
     fig = go.Figure(go.Bar(x=[k for k, _ in pairs], y=[v for _, v in pairs], name="exception rate",
@@ -166,9 +166,9 @@ def models(m: MeasureSummary, budget: float | None = None) -> go.Figure | None:
 def coverage(m: MeasureSummary) -> go.Figure | None:
     rows = as_num(m.rows)
     cov = m.coverage or Coverage()
-    found = [("reward", as_num(cov.missing_reward)), ("tokens", as_num(cov.missing_tokens)),
-             ("turns", as_num(cov.missing_turns)), ("trajectory", as_num(cov.missing_trajectory))]
-    found = [(f, c) for f, c in found if c is not None]
+    missing = [("reward", as_num(cov.missing_reward)), ("tokens", as_num(cov.missing_tokens)),
+               ("turns", as_num(cov.missing_turns)), ("trajectory", as_num(cov.missing_trajectory))]
+    found = [(f, c) for f, c in missing if c is not None]
     if not found or not rows:
         return None
     shares = [c / rows for _, c in found]

@@ -178,9 +178,8 @@ def _slices(reg: Registry, ms: MeasureSummary) -> None:
         reg.add("model_pass_ratio", "Share of a model's rewarded rollouts that passed.", entry.pass_rate, labels)
         # the slice's own median / p99 / mean stand in where hold_s.by_model lacks the model
         fallback = {"median": entry.hold_median_s, "p99": entry.hold_p99_s, "mean": entry.hold_mean_s}
-        for label, value in _hold_figures(holds_by_model.get(model) or HoldStats()):
-            if value is None:
-                value = fallback.get(label)
+        for label, own in _hold_figures(holds_by_model.get(model) or HoldStats()):
+            value = own if own is not None else fallback.get(label)
             reg.add(f"model_hold_{label}_seconds", f"Hold time per rollout of a model, {label}.", value, labels)
     for job, entry in sorted((ms.by_job or {}).items()):
         labels = {"job": job}
