@@ -83,6 +83,7 @@ def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, 
     d["fleet"] = {**d["fleet"], "cap": c}
     wl = d["workload"]
     if goal.step_mode:
+        assert goal.batch is not None  # a step goal has its batch (api._goal)
         wl.update(kind="sync-rl", batch=slice_cap(goal.batch, scale), steps=goal.steps, train_s=goal.train_s)
     else:
         # at least two holds per sandbox, so the throughput is the loop's, not one wave's
@@ -152,11 +153,18 @@ def passing_per_hour(s: SimulateSummary, pass_rate: float, population: int | Non
     would count the fill and the drain at the end (with few rollouts per sandbox, mostly drain).
     An RL run is its steps back to back: completed / simulated time.
     """
+    assert s.completed is not None  # simulate's summary always counts the completed rollouts
     done = s.completed / s.rollouts if s.rollouts else 0.0
     if population is not None:
         hold = (s.hold_s or HoldStats()).mean
         return population * 3600.0 / hold * done * pass_rate if hold else 0.0
     return s.completed * pass_rate * 3600.0 / s.sim_time_s if s.sim_time_s else 0.0
+
+
+def _population(s: SimulateSummary) -> int | None:
+    """A closed loop's population: its peak concurrency (simulate's summary always has the block)."""
+    assert s.concurrency is not None
+    return s.concurrency.peak
 
 
 class Evaluator:
@@ -216,7 +224,7 @@ class Evaluator:
         pr = self.base.pass_rate
         f = slice_cap(cap, self.scale) / cap  # the slice's share of the full loop
         sums = [r.summary for r in runs]
-        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else s.concurrency.peak) / f
+        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else _population(s)) / f
                      for s in sums)
         steps = tuple(s.step_s.mean for s in sums if s.step_s is not None and s.step_s.mean is not None)
         n = len(sums)
@@ -232,5 +240,7 @@ class Evaluator:
 
     def meets(self, r: Result) -> bool:
         if self.goal.step_mode:
+            assert self.goal.max_step_s is not None  # step_mode is max_step_s given
             return r.step_s is not None and r.step_s <= self.goal.max_step_s
+        assert self.goal.passing_per_hour is not None  # a goal without a step bound has a rate (api._goal)
         return r.passing_per_hour >= self.goal.passing_per_hour

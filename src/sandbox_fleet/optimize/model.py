@@ -66,7 +66,7 @@ class Winner(Point):
     meets_on_reevaluation: bool
     passing_per_hour_lower: Optional[float] = None
     step_s_upper: Optional[float] = None
-    stepped_up_from: list[SetAside] = []
+    stepped_up_from: list[SetAside] = []  # noqa: RUF012 - a pydantic field: each instance gets a copy
 
 
 class OptimizeSummary(Summary):

@@ -46,7 +46,7 @@ def render_sweep(result: dict, console: Console) -> None:
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     body = [[str(r[key]) for key in keys] + [_cell(r, m) for m in shown] for r in rows]
     names = [*keys, *shown]
-    widths = [max(max(len(c[j]) for c in body), *(len(x) for x in _head(n).split("\n"))) + 2
+    widths = [max(*(len(c[j]) for c in body), *(len(x) for x in _head(n).split("\n"))) + 2
               for j, n in enumerate(names)]
     n_cols = len(names)
     while n_cols > len(keys) + 1 and sum(widths[:n_cols]) > console.width:

@@ -89,7 +89,7 @@ numeric swept key) is reported,
             for v in variants]
     out = {
         "scenario": p.name,
-        "vary": {k: vals for k, vals in axes},
+        "vary": dict(axes),
         "variants": len(variants),
         "seeds": seeds,
         "seed_rule": "replicate r of a variant runs with its run.seed + r",
@@ -97,6 +97,7 @@ numeric swept key) is reported,
         "rows": rows,
     }
     if target:
+        assert over is not None  # chosen above whenever there is a target
         out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target), within_abs)
     return SweepSummary.build(**out).to_json()
 
