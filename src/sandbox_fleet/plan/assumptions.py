@@ -62,8 +62,7 @@ def collect_assumptions(
         a.from_input("duty", fig.duty, "fraction", "mean / peak concurrency, carried over")
     a.add("price_tier", opts.price_tier, "tier", tier_source, target.get("tier_basis", "--price-tier"))
     a.add("node_prices", node.name, "node type", "catalog", "illustrative list prices from the node catalog; replace with quotes")
-    a.add("system_reserve_cpu", reserve.cpu, "cores per node", reserve_source if reserve_source != "input" else "catalog",
-          "kubelet + OS reserve (plan/reserve.py)")
+    a.add("system_reserve_cpu", reserve.cpu, "cores per node", reserve_source, "kubelet + OS reserve (plan/reserve.py)")
     a.add("system_reserve_memory_gb", reserve.memory / 1024.0, "GiB per node", reserve_source, "kubelet + OS reserve + eviction threshold")
     named: dict[str, Source] = {"flag": "flag", "default": "default"}
     src = named.get(request_source, a.measured)
