@@ -93,7 +93,7 @@ def simpy_loop(built) -> tuple[float, float, float]:
             return done
 
         def run(self):
-            v, t, n, heap, prefill, seq = 0.0, 0.0, 0, [], deque(), 0
+            v, t, _n, heap, prefill, seq = 0.0, 0.0, 0, [], deque(), 0
             while True:
                 while self.inbox:  # admit arrivals
                     r, ctx, k, done = self.inbox.popleft()

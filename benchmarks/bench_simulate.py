@@ -94,8 +94,8 @@ def main() -> None:
     waits = {"simpy": [], "ours": [], "ours_events": []}
     for run in range(args.runs):
         # Interleaved so machine load affects both alike.
-        for name, fn in (("simpy", lambda: simpy_mmc(n, run)), ("ours", lambda: ours_mmc(n, run)),
-                         ("ours_events", lambda: ours_mmc(n, run, "events"))):
+        for name, fn in (("simpy", lambda run=run: simpy_mmc(n, run)), ("ours", lambda run=run: ours_mmc(n, run)),
+                         ("ours_events", lambda run=run: ours_mmc(n, run, "events"))):
             w, dt = fn()
             rows[name].append(n / dt)
             waits[name].append(w)

@@ -97,8 +97,8 @@ def main() -> None:
         for _ in range(args.runs):
             cache = Path(tmp) / "cache"
             shutil.rmtree(cache, ignore_errors=True)
-            first.append(_time(lambda: read_tasks(str(root), progress=False, cache_dir=str(cache))))
-            cached.append(_time(lambda: read_tasks(str(root), progress=False, cache_dir=str(cache))))
+            first.append(_time(lambda cache=cache: read_tasks(str(root), progress=False, cache_dir=str(cache))))
+            cached.append(_time(lambda cache=cache: read_tasks(str(root), progress=False, cache_dir=str(cache))))
         table = read_tasks(str(root), progress=False, cache_dir=str(Path(tmp) / "cache"))
         assert table.num_rows == args.tasks and table.column("cpus").null_count == 0
     print(f"tasks root: {args.tasks} tasks in {args.shards} tar shards, {args.runs} runs")

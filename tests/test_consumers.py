@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import io
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -126,6 +127,7 @@ def _broken_task_telemetry():
     reader reports on the way (rejected rows, a warning): fills by_task.worst and coverage.rejected."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
     from producers import healthy_telemetry
 
     tel = healthy_telemetry()
@@ -148,6 +150,10 @@ def summaries(produced):
 
     measured = measure_telemetry(_broken_task_telemetry())
     plan = make_plan(measured, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot", prefix_break=0.1))
+    # what plan --backtest adds (plan.backtest_line), so the purchase order's backtest line is read too
+    plan["backtest"] = {"path": "bt.json", "makespan_error": -0.05, "within_interval": True, "drifted": False,
+                        "drifted_quantities": [], "line": "simulator error on this telemetry: -5.0% (makespan), "
+                                                          "constants drifted: no"}
     return (MeasureSummary.model_validate(measured), PlanSummary.model_validate(plan),
             SimulateSummary.model_validate(produced.simulate))
 
@@ -171,7 +177,7 @@ def test_every_consumer_runs_on_full_summaries(summaries):
     assert {r.status for r in results} <= {"pass", "warn", "fail", "skip"}
     assert 'id="jobs"' in page and 'id="rent"' in page and 'id="simulate"' in page
     assert 'class="missing"' not in page  # every chart drawn
-    assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts_total{job=' in metrics
+    assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts{rl_job=' in metrics
     assert plan_lines(plan) == plan_lines(plan.to_json())  # the model and its JSON read the same
     # the terminal summaries: every block printed, and the model and its JSON print the same
     assert "Tasks with the most exceptions" in text and "Concurrency by job" in text and "rejected: " in text
@@ -203,11 +209,11 @@ def test_blocks_present_with_every_figure_null(summaries):
     m, plan, sim = summaries
     hollow_m, hollow_p, hollow_s = (_hollow(x, keep_blocks=True) for x in summaries)
     assert hollow_m.concurrency is not None and hollow_m.concurrency.peak is None
-    results, page, metrics, text = _all_consumers(hollow_m, hollow_p, hollow_s)
+    results, _page, _metrics, text = _all_consumers(hollow_m, hollow_p, hollow_s)
     assert {r.name for r in results if r.status != "skip"} <= {"plan_covers_peak", "cap_binding"}
     assert _value(text, "peak") == "-" and _value(text, "utilisation") == "-"  # null figures print "-"
     assert _value(text, "outcome: exception").split() == ["-"] * 5
-    results, page, metrics, text = _all_consumers(_hollow(m, keep_blocks=False), _hollow(plan, keep_blocks=False),
+    results, _page, _metrics, text = _all_consumers(_hollow(m, keep_blocks=False), _hollow(plan, keep_blocks=False),
                                                   _hollow(sim, keep_blocks=False))
     assert [r.status for r in results if r.name != "plan_covers_peak"] == ["skip"] * (len(results) - 1)
 
@@ -233,7 +239,7 @@ def test_each_measure_block_absent_in_turn(summaries, fast_html):
     for where, variant in variants:
         try:
             _all_consumers(variant, plan, None)
-        except Exception as exc:  # noqa: BLE001 - name the block whose absence broke a reader
+        except Exception as exc:
             pytest.fail(f"measure without {where}: {exc!r}")
 
 
@@ -242,12 +248,12 @@ def test_each_plan_and_simulate_block_absent_in_turn(summaries, fast_html):
     for where, variant in _variants(PlanSummary, plan.to_json()):
         try:
             _all_consumers(m, variant, None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             pytest.fail(f"plan without {where}: {exc!r}")
     for where, variant in _variants(SimulateSummary, sim.to_json()):
         try:
             _all_consumers(m, None, variant)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             pytest.fail(f"simulate without {where}: {exc!r}")
 
 

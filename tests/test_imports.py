@@ -4,7 +4,9 @@ telemetry <- measure <- plan and report; plan -> simulate only for target search
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
 sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
-plan's catalog, reserve and rework helpers); report reads the plan and simulate *models* only; cli, demo and the
+plan's catalog, reserve and rework helpers), and so does backtest (with measure's sweep line and step
+detection); report reads the plan, simulate, optimize and backtest *models* only, and plan the backtest
+model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
 model) and exact (float operations with the same bits on every CPU) are leaves everyone may use.
@@ -17,7 +19,7 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "textout", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
@@ -30,15 +32,18 @@ ALLOWED = {
     "telemetry": set(),
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
-    "plan": {"measure", "simulate"},
-    "report": {"measure", "plan.model", "simulate.model", "optimize.model"},
+    "plan": {"measure", "simulate", "backtest.model"},
+    "report": {"measure", "plan.model", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
     # catalogs and cost helpers; it reads measure's model, never the plan builder
     "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
                  "plan.cost_parts", "plan.tier", "plan.gpu_memory"},
+    # backtest drives simulate from outside (replays with the --from calibration) and reads
+    # measure's sweep line, step detection and quantiles, and telemetry's reader
+    "backtest": {"simulate", "measure.concurrency", "measure.stats", "measure.steps", "telemetry"},
     "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model",
-                "optimize.model"},
+                "optimize.model", "backtest.model"},
 }
 ANYTHING = {"cli", "demo", "__main__"}
 #: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)

@@ -8,9 +8,12 @@ The import graph (enforced by tests/test_imports.py):
   ``plan/shape.py``: the smooth-shape throughput search).
 - simulate reads and writes the canonical telemetry record (calibration, simulated telemetry) and
   uses measure's one sweep line and rate definitions (``measure.concurrency``, ``measure.stats``).
-- sweep -> simulate, from outside the engine (and any other search over scenarios).
-- report reads the plan and simulate models (``plan.model``, ``simulate.model``), nothing else of them.
-- errors, jsonio, contract, atomic (every output write), outpaths (output checks), limits (seeds,
+- sweep -> simulate, from outside the engine (and any other search over scenarios: optimize, and
+  backtest, which replays a history with the ``simulate --from`` calibration).
+- report reads the plan, simulate, optimize and backtest models, nothing else of them; plan reads
+  the backtest model (``plan --backtest``).
+- errors, jsonio, contract, atomic (every output write), outpaths (output checks), textout (plain
+  lines; one-line escaping of values in comments), limits (seeds,
   memory budget), gpus (the GPU catalog) and lazy (lazy package exports) are leaves any stage may use.
 - cli -> everything: it only parses arguments and calls these documented functions.
 

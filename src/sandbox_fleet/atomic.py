@@ -83,7 +83,7 @@ def _on_signal(signum: int, frame: FrameType | None, previous: object) -> None:
 
 
 def _install_handlers() -> None:
-    global _installed  # noqa: PLW0603 - one flag per process: handlers are installed once
+    global _installed
     if _installed or threading.current_thread() is not threading.main_thread():
         return
     for sig in (signal.SIGTERM, signal.SIGINT):

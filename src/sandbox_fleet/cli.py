@@ -24,12 +24,14 @@ class _AppSettings(TypedDict):
 
 
 _APP_SETTINGS: _AppSettings = {
-    "add_completion": False,
+    "add_completion": True,
     "no_args_is_help": True,
     "help": "Size the container fleet behind agentic RL: measure, plan, simulate, report.",
 }
 app = typer.Typer(**_APP_SETTINGS)
 _CONSOLES: dict = {}
+#: Set by the root ``--quiet`` for the run: no readable summary, progress or "wrote" lines.
+_STATE = {"quiet": False}
 
 
 def _console(stderr: bool = False):
@@ -48,9 +50,45 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from sandbox_fleet import __version__
+
+        sys.stdout.write(f"sandbox-fleet {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors (and --json output): no readable "
+                               "summary, progress or 'wrote' lines; the exit status is unchanged."),
+) -> None:
     """Size the container fleet behind agentic RL: measure, plan, simulate, report."""
+    if quiet:
+        _STATE["quiet"] = True
+
+
+_QUIET_FLAGS = ("--quiet", "-q")  # no command has a -q of its own
+
+
+def _take_quiet(argv: list[str]) -> list[str]:
+    """``argv`` without ``--quiet`` / ``-q`` (before any ``--``), which then holds for the run: the flag is
+    accepted after the command too (``sandbox-fleet check ... --quiet``), not only before it."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    _STATE["quiet"] = any(a in _QUIET_FLAGS for a in argv[:cut])
+    return [a for a in argv[:cut] if a not in _QUIET_FLAGS] + argv[cut:]
+
+
+def _progress(wanted: bool) -> bool:
+    return wanted and not _STATE["quiet"]
+
+
+def _note(message: str) -> None:
+    """One informational line on stderr (``wrote ...``), unless ``--quiet``."""
+    if not _STATE["quiet"]:
+        _console(stderr=True).print(message, highlight=False)
 
 
 def _check_outputs(inputs: list, **outputs) -> None:
@@ -81,6 +119,8 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render, lines=No
         jsonio.write(summary, output)
     if as_json:
         sys.stdout.write(jsonio.dumps(summary))
+    elif _STATE["quiet"]:
+        return
     elif lines is not None:
         from sandbox_fleet.textout import print_lines
 
@@ -107,7 +147,8 @@ _MAP = typer.Option(None, "--map", help="canonical=source[,...] for generic tabl
 _TIME_UNIT = typer.Option(None, "--time-unit", help="Epoch unit for numeric times: s, ms, us, ns (default: detect).")
 _ASSUME_TZ = typer.Option("UTC", "--assume-tz", help="Time zone for naive timestamps.")
 _REWARD_KEY = typer.Option("reward", "--reward-key", help="Key in Harbor verifier_result.rewards.")
-_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward (default: the first).")
+_SCORE = typer.Option(None, "--score", help="Inspect AI: the scorer whose value is the reward, or SCORER/KEY for one "
+                      "entry of a dict score (default: the first scorer; a dict's first entry, with a warning).")
 _LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a time at or after this (ISO date or time).")
 _ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
 _CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed task requests in DIR (default $SANDBOX_FLEET_CACHE_DIR, else cache/ beside -o; without either nothing is cached or written).")
@@ -155,7 +196,7 @@ def measure(
         since=since,
         until=until,
         pass_threshold=pass_threshold,
-        progress=not as_json or sys.stderr.isatty(),
+        progress=_progress(not as_json or sys.stderr.isatty()),
         cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
     )
     _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
@@ -205,9 +246,14 @@ def plan(
     trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
     providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: carry its simulator error and drift verdict into the purchase order."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
-    k8s_node_class: str = typer.Option("default", "--k8s-node-class", help="With --emit-k8s: the NodePool's nodeClassRef name."),
+    k8s_name: Optional[str] = typer.Option(None, "--k8s-name", help="With --emit-k8s: name of the NodePools and PriorityClass, prefix of the templates (default: sf-<instance type>-<target>)."),
+    k8s_namespace: Optional[str] = typer.Option(None, "--k8s-namespace", help="With --emit-k8s: namespace of the sandbox objects (default: the --k8s-name)."),
+    k8s_node_class: Optional[str] = typer.Option(None, "--k8s-node-class", help="With --emit-k8s: name of the EC2NodeClass / AKSNodeClass written and referenced (default: the --k8s-name)."),
+    k8s_runtime_class: str = typer.Option("gvisor", "--k8s-runtime-class", help="With --emit-k8s: the sandbox pods' runtimeClassName (a sandboxing runtime: gVisor, or Kata)."),
+    k8s_cluster: str = typer.Option("REPLACE-ME", "--k8s-cluster", help="With --emit-k8s: the cluster name in the node class's discovery tags and node role."),
     k8s_provision_s: float = typer.Option(60.0, "--k8s-provision-s", help="With --emit-k8s: seconds to create a sandbox pod (sizes the warm pool)."),
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
@@ -229,11 +275,14 @@ def plan(
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest], o=output)
     if emit_k8s is not None:
-        from sandbox_fleet.plan.k8s import check_out_dir
+        from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_out_dir
 
         check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
+        k8s_opts = K8sOptions(name=k8s_name, namespace=k8s_namespace, node_class=k8s_node_class,
+                              runtime_class=k8s_runtime_class, cluster=k8s_cluster, provision_s=k8s_provision_s,
+                              image=k8s_image, nodes_file=str(nodes) if nodes else None)
     g = gpu_figures(
         gpu, str(gpu_catalog) if gpu_catalog else None, tflops=gpu_tflops, hbm_tbs=gpu_hbm_tbs,
         memory_gb=gpu_memory_gb, usd_h=gpu_usd_h, model_given=model_params_b is not None and kv_bytes_per_token is not None,
@@ -254,6 +303,7 @@ def plan(
         ),
         shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
+        node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None,
     )
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     cache = None
@@ -262,15 +312,12 @@ def plan(
 
         cache = cache_dir_for(cache_dir, output, tasks)
     result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
-                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache})
+                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache}, backtest=backtest)
     if emit_k8s is not None:
-        from sandbox_fleet.plan.k8s import K8sOptions
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
 
-        written = write_manifests(result, emit_k8s, K8sOptions(
-            node_class=k8s_node_class, provision_s=k8s_provision_s, image=k8s_image), force=force,
-            inputs=[path, tasks, nodes, providers, output])
-        _console(stderr=True).print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+        written = write_manifests(result, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
+        _note(f"wrote {', '.join(str(p) for p in written)}")
     _emit(result, as_json, output, render_plan, lines=plan_lines)
 
 
@@ -281,6 +328,7 @@ def report(
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
     optimize: Optional[Path] = typer.Option(None, "--optimize", help="An optimize --json summary: its winner and Pareto frontier."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: its verdict, B's predicted vs actual concurrency, the drift gate."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
@@ -297,11 +345,11 @@ def report(
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
-    _check_outputs([*paths, plan, simulate, optimize, thresholds], o=(output, (".html", ".htm")))
+    _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize)
-    _console(stderr=True).print(f"wrote {path}", highlight=False)
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest)
+    _note(f"wrote {path}")
 
 
 # --- check -----------------------------------------------------------------------------
@@ -313,7 +361,10 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
+    backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: add the backtest_drift gate (constants drifted, simulator makespan error)."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
+    serving_rules: bool = typer.Option(False, "--serving-rules", help="With --plan and --prometheus-rules: add rules over the serving pool's vLLM / SGLang metrics (prefix-cache hits, KV usage, queue time), the plan's assumptions as thresholds."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the results as JSON ({schema_version, kind, results}, as --json prints) to FILE."),
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
     time_unit: Optional[str] = _TIME_UNIT,
@@ -329,21 +380,28 @@ def check(
     Exit status: 0 = no check failed (warnings allowed).
     1 = a check failed (with --strict, a warning also fails).
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
-    --metrics-out and --prometheus-rules are written before the exit status is returned.
+    --metrics-out, --prometheus-rules and -o are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    _check_outputs([*paths, plan, thresholds], metrics_out=metrics_out,
-                   prometheus_rules=(prometheus_rules, (".yml", ".yaml")))
+    _check_outputs([*paths, plan, thresholds, backtest], metrics_out=metrics_out,
+                   prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
+    if serving_rules and (plan is None or prometheus_rules is None):
+        raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file to write)")
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          measure_options={**reader, "min_turn_rows": min_turn_rows})
-    if as_json:
+                          measure_options={**reader, "min_turn_rows": min_turn_rows}, serving_rules=serving_rules,
+                          backtest=backtest)
+    if as_json or output is not None:
         from sandbox_fleet.report.checks.model import checks_summary
 
-        sys.stdout.write(jsonio.dumps(checks_summary(results)))
-    else:
+        summary = checks_summary(results)
+        if output is not None:
+            jsonio.write(summary, output)
+        if as_json:
+            sys.stdout.write(jsonio.dumps(summary))
+    if not as_json and not _STATE["quiet"]:
         render_checks(results, _console())
     raise typer.Exit(code=exit_code(results, strict))
 
@@ -390,7 +448,7 @@ def simulate(
             inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
                    "replica_prefill_tok_s": replica_prefill_tok_s}
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
-                                          progress=not as_json, inference=inf,
+                                          progress=_progress(not as_json), inference=inf,
                                           **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score,
                                                     latest_time, allow_any_time))
     else:
@@ -399,7 +457,7 @@ def simulate(
         from sandbox_fleet.simulate.scenario import run_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
-        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=not as_json, seed=seed,
+        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json), seed=seed,
                                max_memory_gb=max_memory_gb)
     _emit(summary, as_json, output,
           _renderer("sandbox_fleet.simulate.render", "render_calibration" if from_ else "render_summary"))
@@ -423,7 +481,7 @@ def synth(
     check_args(preset, scale, seed)
     check_out(out, force)
     _check_outputs([out], o=output)
-    summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=not as_json, force=force)
+    summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=_progress(not as_json), force=force)
     _emit(summary, as_json, output, _renderer("sandbox_fleet.simulate.synth.render", "render_synth"))
 
 
@@ -453,12 +511,12 @@ def sweep(
     _check_outputs([scenario], o=(output, SUFFIXES))
     result = run_sweep(scenario, vary, seeds=seeds, backend=backend, workers=workers, metrics=metric, target=target,
                        within=within if within is not None or within_abs is not None else 0.01,
-                       within_abs=within_abs, over=knee_over, goal=goal, progress=not as_json, max_variants=max_variants)
+                       within_abs=within_abs, over=knee_over, goal=goal, progress=_progress(not as_json), max_variants=max_variants)
     if output is not None:
         write(result, output)
     if as_json:
         sys.stdout.write(jsonio.dumps(result))
-    else:
+    elif not _STATE["quiet"]:
         render_sweep(result, _console())
 
 
@@ -507,16 +565,47 @@ def optimize(
         gpus_per_replica=gpus_per_replica, caching=caching, kv_offload_gb=kv_offload_gb, max_replicas=max_replicas,
         max_cap=max_cap, cap_step=cap_step, reps=reps, search_reps=search_reps, screen_holds=screen_holds, pass_rate=pass_rate,
         model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token, sandbox_cpu=sandbox_cpu,
-        sandbox_memory_gb=sandbox_memory_gb, node_type=node_type, progress=not as_json)
+        sandbox_memory_gb=sandbox_memory_gb, node_type=node_type, progress=_progress(not as_json))
     if write_scenario is not None:
         atomic.write_text(write_scenario, out.scenario_toml)
     _emit(out.summary, as_json, output, _renderer("sandbox_fleet.optimize.render", "render_optimize"))
 
 
+# --- backtest --------------------------------------------------------------------------
+@app.command()
+def backtest(
+    paths: list[Path] = typer.Argument(..., help="Telemetry with start and finish times (any reader's format)."),
+    split_at: Optional[float] = typer.Option(None, "--split-at", help="Calibrate on the first F of the rollouts in start order, predict the rest (default 0.5; moved to an RL step boundary when steps are detected)."),
+    split_by: Optional[str] = typer.Option(None, "--split-by", help="job or model: predict the group that starts last from the others."),
+    seeds: int = typer.Option(40, "--seeds", help="Predicted runs per side (each resamples the calibration rows)."),
+    seed: int = typer.Option(0, "--seed", help="Base seed: the same seed writes the same bytes."),
+    min_rows: int = typer.Option(5, "--min-rows", help="Refuse a split leaving fewer rollouts than this on either side."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+    fmt: Optional[str] = _FORMAT,
+    column_map: Optional[str] = _MAP,
+    time_unit: Optional[str] = _TIME_UNIT,
+    assume_tz: str = _ASSUME_TZ,
+    reward_key: str = _REWARD_KEY,
+    score: Optional[str] = _SCORE,
+    latest_time: str = _LATEST,
+    allow_any_time: bool = _ANY_TIME,
+) -> None:
+    """How far the simulator is off on your own history, and whether your constants drifted."""
+    from sandbox_fleet.backtest import backtest_paths
+    from sandbox_fleet.backtest.render import backtest_lines
+
+    _check_outputs(list(paths), o=(output, (".json",)))
+    summary = backtest_paths([str(p) for p in paths], split_at=split_at, split_by=split_by, seeds=seeds, seed=seed,
+                             min_rows=min_rows, progress=not as_json,
+                             **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time))
+    _emit(summary, as_json, output, None, lines=backtest_lines)
+
+
 # --- schema ----------------------------------------------------------------------------
 @app.command()
 def schema(
-    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks or optimize."),
+    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks, optimize or backtest."),
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of one output kind, generated from its model."""
     from sandbox_fleet.schemas import schema_text
@@ -598,6 +687,7 @@ def main() -> None:
     """Console-script entry point: run the app, turning InputError and OSError into one line + exit 2."""
     try:
         with _cli_environment():
+            sys.argv[1:] = _take_quiet(sys.argv[1:])
             _app_for(sys.argv[1:])()
     except InputError as exc:
         _fail(str(exc), exc.exit_code)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sandbox_fleet.errors import InputError
 
 #: Every kind of output, in pipeline order (optimize searches over the others).
-KINDS = ("measure", "plan", "simulate", "sweep", "checks", "optimize")
+KINDS = ("measure", "plan", "simulate", "sweep", "checks", "optimize", "backtest")
 
 
 class Block(BaseModel):

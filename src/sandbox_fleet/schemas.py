@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from sandbox_fleet.backtest.model import BacktestSummary
 from sandbox_fleet.contract import Summary, json_schema
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
@@ -18,7 +19,8 @@ from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep.model import SweepSummary
 
 MODELS: dict[str, type[Summary]] = {
-    m.KIND: m for m in (MeasureSummary, PlanSummary, SimulateSummary, SweepSummary, ChecksSummary, OptimizeSummary)
+    m.KIND: m for m in (MeasureSummary, PlanSummary, SimulateSummary, SweepSummary, ChecksSummary, OptimizeSummary,
+                          BacktestSummary)
 }
 
 

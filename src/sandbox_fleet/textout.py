@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 #: What Rich might rewrite in an unstyled line: a ``:...:`` pair with no space inside (an emoji
 #: code), a tab or a control code it strips (BEL, BS, VT, FF, CR), or trailing whitespace.
 _RICH_WOULD_TOUCH = re.compile(r":\S*:|[\t\x07\x08\x0b\x0c\r]|\s$")
+
+
+#: Characters that end or break a line in a text file (C0/C1 controls, DEL, Unicode line breaks).
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` for one line of a comment or header: control characters as ``\\xNN`` / ``\\uNNNN``
+    escapes, so a value (a path with a newline) can never start a line of its own."""
+    return _LINE_BREAKING.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                              else f"\\u{ord(m.group()):04x}", text)
 
 
 def plain_safe(line: str) -> bool:

@@ -188,13 +188,13 @@ def test_tar_member_escaping_its_folder_is_refused(cli, tmp_path, kind):
     work = tmp_path / "work"
     rel = write_release(work / "rel", rst_table())
     tasks = write_tasks_root(work / "tasks", {"tg-a/task.toml": TASK_TOML, member: TASK_TOML}, ["tg-a"])
-    before = {p for p in tmp_path.rglob("*")}
+    before = set(tmp_path.rglob("*"))
     line = assert_refused(cli("measure", rel, "--tasks", tasks), "s.tar")
     assert member in line or member.lstrip("/") in line
     assert not outside.exists(), "a tar member was written outside"
     assert not (tmp_path / outside.name).exists() and not (work / outside.name).exists()
     # nothing new anywhere under the test folder except the tasks cache (the output folder)
-    new = {p for p in tmp_path.rglob("*")} - before
+    new = set(tmp_path.rglob("*")) - before
     assert all(p.is_relative_to(tmp_path / "_cache") for p in new), sorted(map(str, new))
 
 

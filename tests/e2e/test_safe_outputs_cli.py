@@ -437,7 +437,7 @@ def _plan_peak(cli, *args) -> tuple[int, dict]:
 
 @pytest.mark.parametrize("summary", [PUBLISHED, ROOT / "tests" / "plan" / "data" / "mixed.json"])
 def test_plan_concurrency_of_a_billion_uses_the_memory_of_a_thousand(cli, summary):
-    small_peak, small = _plan_peak(cli, summary, "--concurrency", "1000")
+    small_peak, _small = _plan_peak(cli, summary, "--concurrency", "1000")
     _, mid = _plan_peak(cli, summary, "--concurrency", str(10**6))
     big_peak, big = _plan_peak(cli, summary, "--concurrency", str(10**9))
     assert big["target"]["concurrency"] == 10**9

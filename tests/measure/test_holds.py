@@ -28,7 +28,8 @@ def test_mean_over_rows_with_tokens_is_reported_apart(ten_rows):
 
 def test_hold_by_outcome_exception_first(ten_rows):
     by = measure_telemetry(ten_rows)["hold_s"]["by_outcome"]
-    assert list(by) == ["exception", "passed", "failed", "no_reward"]
+    assert list(by) == ["exception", "limit", "passed", "failed", "no_reward"]
+    assert by["limit"] is None  # no row records a limit
     # exception: rows 5,6,7,9; passed: 1,4,10; failed: 2 (reward 0), 8 (0.5); no reward: 3.
     assert (by["exception"]["rows"], by["exception"]["median"]) == (4, 650.0)
     assert (by["passed"]["rows"], by["passed"]["median"]) == (3, 400.0)

@@ -34,9 +34,14 @@ def test_trajectory_sizes_from_real_atif_files():
 
 
 def test_effective_cap_plateau_below_configured():
-    # Four rollouts on [0, 100) s under a configured 20: peak 4 for the whole span.
-    s = measure_telemetry(telemetry([0] * 4, [100] * 4, job=["j"] * 4, caps={"j": 20}))
+    # Twenty rollouts, four at a time back to back on [0, 500) s, under a configured 20: peak 4 for
+    # the whole span although 20 were there to run.
+    starts = [100 * (i // 4) for i in range(20)]
+    s = measure_telemetry(telemetry(starts, [t + 100 for t in starts], job=["j"] * 20, caps={"j": 20}))
     assert s["concurrency"]["peak"] == 4 and s["concurrency"]["effective_cap"] == 4
+    # Four rollouts at once under a configured 20 could never reach it: too few to tell (issue 22).
+    s = measure_telemetry(telemetry([0] * 4, [100] * 4, job=["j"] * 4, caps={"j": 20}))
+    assert s["concurrency"]["effective_cap"] is None and "too few" in s["concurrency"]["effective_cap_note"]
     # At the cap: no effective cap below it.
     s = measure_telemetry(telemetry([0] * 4, [100] * 4, job=["j"] * 4, caps={"j": 4}))
     assert s["concurrency"]["effective_cap"] is None

@@ -12,7 +12,7 @@ from sandbox_fleet.optimize import run_optimize
 from sandbox_fleet.simulate.scenario import run_scenario
 
 SMALL = Path(__file__).with_name("small.toml")
-GRID = dict(max_cap=256, cap_step=32, max_replicas=4, gpus=["h100-80gb", "l40s-48gb"], workers=1)
+GRID = {"max_cap": 256, "cap_step": 32, "max_replicas": 4, "gpus": ["h100-80gb", "l40s-48gb"], "workers": 1}
 T95_4 = 2.776  # Student t, 4 degrees of freedom, two-sided 95% (a table value, not the code's)
 
 

@@ -13,9 +13,10 @@ from sandbox_fleet.optimize.inputs import load_input
 from sandbox_fleet.optimize.search import price
 from sandbox_fleet.optimize.space import gpu_options, node_types
 from sandbox_fleet.simulate.scenario import run_scenario
+import itertools
 
 SMALL = Path(__file__).with_name("small.toml")
-GRID = dict(max_cap=256, cap_step=32, max_replicas=4, gpus=["h100-80gb", "l40s-48gb"], workers=1)
+GRID = {"max_cap": 256, "cap_step": 32, "max_replicas": 4, "gpus": ["h100-80gb", "l40s-48gb"], "workers": 1}
 
 
 def _brute_force(goal: Goal, caps: list[int]) -> tuple:
@@ -54,7 +55,7 @@ def test_the_step_target_finds_the_brute_force_winner(max_step_s):
     """--batch 64 --train-s 10 --max-step-s S: caps 16..64 (the batch) step 16."""
     kw = {**GRID, "max_cap": None, "cap_step": 16}
     out = run_optimize(SMALL, batch=64, train_s=10.0, max_step_s=max_step_s, **kw).summary
-    best, grid = _brute_force(Goal(batch=64, train_s=10.0, max_step_s=max_step_s), [16, 32, 48, 64])
+    best, _grid = _brute_force(Goal(batch=64, train_s=10.0, max_step_s=max_step_s), [16, 32, 48, 64])
     got = out["search_best"]
     assert (got["gpu"], got["replicas"], got["sandbox_cap"], got["caching"]) == (
         best.option.gpu, best.replicas, best.cap, best.option.caching)
@@ -67,7 +68,7 @@ def test_the_frontier_is_monotone_and_holds_the_winner():
     out = run_optimize(SMALL, passing_per_hour=4000, **GRID).summary
     front = out["frontier"]
     assert len(front) >= 3
-    for a, b in zip(front, front[1:]):
+    for a, b in itertools.pairwise(front):
         assert a["usd_per_h"] <= b["usd_per_h"] and a["passing_per_hour"] < b["passing_per_hour"]
     # nothing on it is beaten by a cheaper point: the cheapest point meeting the target is the winner's price
     cheapest_meeting = min(p["usd_per_h"] for p in front if p["passing_per_hour"] >= 4000)

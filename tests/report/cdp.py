@@ -40,7 +40,7 @@ class Browser:
 
         self.proc = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, preexec_fn=fds, pass_fds=(3, 4))
+                                     stderr=subprocess.DEVNULL, preexec_fn=fds, pass_fds=(3, 4))  # noqa: PLW1509 -- single-threaded test process; dup2 onto fds 3/4 is what Chromium's --remote-debugging-pipe reads
         os.close(self._to_child_r)
         os.close(self._from_child_w)
         self._buf = b""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,14 @@ def plan(produced) -> dict:
 @pytest.fixture
 def simulate(produced) -> dict:
     return copy.deepcopy(produced.simulate)
+
+
+@pytest.fixture
+def promtool(tool):
+    """``promtool(*args, stdin=, cwd=)``: run Debian's promtool (skip without it, fail under CI=true)."""
+    path = tool("promtool")
+
+    def run(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([path, *args], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120)
+
+    return run

@@ -115,7 +115,8 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path, monkeypatch, capsys, produced
 
 def test_module_entry_point_exit_codes(tmp_path):
     """End to end through `python -m sandbox_fleet.cli`: 1 on a failing check, 2 on bad input."""
-    run = lambda *a: subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", *a], capture_output=True, text=True)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", *a], capture_output=True, text=True)
     assert run("check", str(PUBLISHED), "--json").returncode == 1
     bad = tmp_path / "m.json"
     bad.write_text("[]")

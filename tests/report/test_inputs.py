@@ -41,7 +41,7 @@ HARBOR = Path(__file__).resolve().parents[1] / "fixtures" / "harbor"
 
 def test_telemetry_is_measured_on_the_fly():
     """A path that is not a summary goes through sandbox_fleet.measure (real Harbor job folders)."""
-    trials = [p for p in HARBOR.glob("*/*/result.json")]
+    trials = list(HARBOR.glob("*/*/result.json"))
     summary = load_measure([HARBOR])
     assert summary.rows == len(trials)
     from sandbox_fleet.report import build_report, run_checks

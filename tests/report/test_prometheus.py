@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,17 +36,6 @@ def load(name: str) -> dict:
     if name == "published.json":
         return json.loads(PUBLISHED.read_text(encoding="utf-8"))
     return copy.deepcopy(_PRODUCED[name])
-
-
-@pytest.fixture
-def promtool(tool):
-    """``promtool(*args, stdin=, cwd=)``: run Debian's promtool (skip without it, fail under CI=true)."""
-    path = tool("promtool")
-
-    def run(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([path, *args], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120)
-
-    return run
 
 
 NAME = re.compile(r"\bsandbox_fleet_[a-z0-9_]+")
@@ -97,7 +85,8 @@ def test_every_metric_has_help_and_type_and_base_unit_names():
     assert names == helps == set(types)
     for name, kind in types.items():
         assert name.startswith("sandbox_fleet_")
-        assert (kind == "counter") == name.endswith("_total"), name
+        # every figure is a snapshot of one summary: a gauge, never a counter that could go down
+        assert kind == "gauge" and not name.endswith("_total"), name
     # quantiles are separate gauges in seconds, per model too
     assert {"sandbox_fleet_hold_p99_seconds", "sandbox_fleet_hold_median_seconds",
             "sandbox_fleet_model_hold_p99_seconds"} <= names
@@ -128,7 +117,7 @@ def test_figures_not_measured_are_left_out_not_zero():
     del m["tokens"]["cached"], m["tokens"]["cached_fraction"]
     names = {s.split("{")[0] for s, _ in _samples(_metrics(m))}
     assert "sandbox_fleet_prefix_cache_hit_ratio" not in names
-    assert "sandbox_fleet_cached_tokens_total" not in names
+    assert "sandbox_fleet_cached_tokens" not in names
     assert "sandbox_fleet_plan_target_concurrency" not in names  # no plan given
 
 
@@ -152,7 +141,7 @@ def test_a_figure_that_is_not_a_number_is_left_out_for_slices_as_for_the_fleet(p
     touched = {"sandbox_fleet_pass_ratio", f'sandbox_fleet_model_pass_ratio{{model="{model}"}}',
                f'sandbox_fleet_model_exception_ratio{{model="{model}"}}',
                f'sandbox_fleet_model_hold_median_seconds{{model="{model}"}}',
-               f'sandbox_fleet_job_exception_ratio{{job="{job}"}}', f'sandbox_fleet_job_peak_time_ratio{{job="{job}"}}'}
+               f'sandbox_fleet_job_exception_ratio{{rl_job="{job}"}}', f'sandbox_fleet_job_peak_time_ratio{{rl_job="{job}"}}'}
     assert touched <= set(full)
     text = _metrics(_not_finite(m))
     assert "NaN" not in text and "Inf" not in text
@@ -171,7 +160,7 @@ def test_cli_leaves_out_the_nan_of_a_json_file(run_cli, tmp_path):
     res = run_cli("check", summary, "--metrics-out", tmp_path / "fleet.prom")
     assert res.code in (0, 1), res.err
     text = (tmp_path / "fleet.prom").read_text()
-    assert "NaN" not in text and "Inf" not in text and "sandbox_fleet_model_rollouts_total" in text
+    assert "NaN" not in text and "Inf" not in text and "sandbox_fleet_model_rollouts" in text
 
 
 def test_label_values_are_escaped_so_promtool_parses_them(promtool):
@@ -206,7 +195,8 @@ def test_one_alert_per_gate_and_severity_with_for_from_thresholds():
     t = Thresholds.default()
     rs = rules(t)
     assert len({(r.gate, r.severity) for r in rs}) == len(rs)
-    assert {r.gate for r in rs} == set(Thresholds.model_fields) - {"small_sample"} | {"small_sample"}
+    # backtest_drift gates a backtest summary (check --backtest), not a live series: no alert
+    assert {r.gate for r in rs} == set(Thresholds.model_fields) - {"backtest_drift"}
     text = rules_yaml(t)
     assert "for: 900s" in text and "for: 3600s" in text
     assert "# Gates not expressed as a PromQL threshold" in text and "exception_rate_by_task" in text.split("groups:")[0]
@@ -253,7 +243,7 @@ def _unit_file(series: list[tuple[str, float]], eval_s: int, critical: set[str],
          'ALERTS{alertstate="firing",severity="critical"}', warning),
     ):
         lines += [f"      - expr: {json.dumps(expr)}", f"        eval_time: {eval_s}s", "        exp_samples:"]
-        lines += [f"          - labels: {json.dumps('{alertname=%s}' % json.dumps(n))}\n            value: 1" for n in sorted(names)]
+        lines += [f"          - labels: {json.dumps(f'{{alertname={json.dumps(n)}}}')}\n            value: 1" for n in sorted(names)]
         if not names:
             lines[-1] += " []"
     return "\n".join(lines) + "\n"
@@ -353,3 +343,21 @@ def test_for_s_not_a_positive_number_is_one_line_exit_2(run_cli, tmp_path, bad):
     assert len(res.err.strip().splitlines()) == 1
     assert "exception_rate.for_s" in res.err and "positive number of seconds" in res.err and str(th) in res.err
     assert not (tmp_path / "r.yml").exists()
+
+
+def test_a_thresholds_path_with_a_newline_stays_in_the_header_comment(promtool, tmp_path):
+    text = rules_yaml(Thresholds.default(), "t\ngroups: []\n.toml")
+    assert "t\\x0agroups: []\\x0a.toml" in text
+    assert [line for line in text.splitlines() if line.startswith("groups:")] == ["groups:"]
+    (tmp_path / "r.yml").write_text(text)
+    res = promtool("check", "rules", str(tmp_path / "r.yml"))
+    assert res.returncode == 0 and f"SUCCESS: {len(rules(Thresholds.default()))} rules found" in res.stdout, res.stdout
+
+
+def test_no_label_written_is_one_prometheus_reserves():
+    from sandbox_fleet.report.prometheus.metrics import RESERVED_LABELS, Registry
+
+    labels = set(re.findall(r"[{,]([a-z_]+)=", _metrics(_full_summary(), load("plan.json"))))
+    assert labels == {"model", "rl_job", "field", "reason"} and not labels & RESERVED_LABELS
+    with pytest.raises(ValueError, match="reserved"):
+        Registry().add("x", "x", 1.0, {"job": "j1"})

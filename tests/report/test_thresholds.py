@@ -14,8 +14,10 @@ from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
 
 def test_defaults_cover_every_check_and_nothing_else():
     table = tomllib.loads(resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text())
-    # telemetry_stale is the one alert-only gate (check --prometheus-rules); check reads data time.
-    assert set(table) == {c.__name__ for c in CHECKS} | {"telemetry_stale"} == set(Thresholds.model_fields)
+    # telemetry_stale and metrics_absent are the alert-only gates (check --prometheus-rules); check reads data time.
+    # backtest_drift runs only with check --backtest (it reads a backtest summary, not the measure one).
+    assert set(table) == {c.__name__ for c in CHECKS} | {"telemetry_stale", "metrics_absent", "backtest_drift"} == set(
+        Thresholds.model_fields)
 
 
 def test_every_gate_has_a_positive_for_s():

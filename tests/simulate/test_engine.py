@@ -78,7 +78,7 @@ def test_async_rl_staleness_by_hand(engine):
 
 
 def test_async_with_zero_staleness_is_sync():
-    kw = dict(batch=40, steps=5, train_s=30.0, holds=LogNormal(100, 0.8))
+    kw = {"batch": 40, "steps": 5, "train_s": 30.0, "holds": LogNormal(100, 0.8)}
     a = run_workloads(Fleet(cap=16, provision_delay_s=1), [SyncRL(**kw)], seed=4)
     b = run_workloads(Fleet(cap=16, provision_delay_s=1), [AsyncRL(staleness=0, **kw)], seed=4)
     assert np.array_equal(a.start_s, b.start_s) and np.array_equal(a.finish_s, b.finish_s)

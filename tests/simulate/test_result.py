@@ -67,7 +67,8 @@ def test_phase_timestamps():
     ep = Episode(agent=Deterministic(10.0), build=Build(1.0, Deterministic(2.0)), verifier=Deterministic(3.0))
     tb = run_workloads(Fleet(cap=1), [Replay(arrivals_s=np.array([0.0]), episode=ep)], seed=0).to_telemetry()
     row = tb.to_pylist()[0]
-    sec = lambda k: (row[k] - row["started_at"]).total_seconds()
+    def sec(k):
+        return (row[k] - row["started_at"]).total_seconds()
     assert [sec("environment_setup_finished_at"), sec("agent_execution_finished_at"), sec("verifier_finished_at")] == [2.0, 12.0, 15.0]
     assert row["agent_setup_started_at"] is None
 

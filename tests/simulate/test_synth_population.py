@@ -14,7 +14,7 @@ def _pop(name, n=20_000, seed=5):
 
 def test_published_model_slices():
     for name, pub in cal.PUBLISHED["by_model"].items():
-        prof, p = _pop(name)
+        _prof, p = _pop(name)
         assert p.has_exception.mean() == pytest.approx(pub["exception_rate"], abs=1e-4)
         assert np.median(p.hold_s) == pytest.approx(pub["hold_median_s"], rel=0.05)
 

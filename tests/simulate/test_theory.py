@@ -104,7 +104,8 @@ def test_sync_step_duty_matches_e_s_over_e_max(dist):
         holds = LogNormal(math.exp(mu), sigma)
         e_s = math.exp(mu + sigma**2 / 2)
         erf = np.vectorize(math.erf)
-        cdf = lambda x: np.where(x > 0, 0.5 * (1 + erf((np.log(np.maximum(x, 1e-300)) - mu) / (sigma * math.sqrt(2)))), 0.0)
+        def cdf(x):
+            return np.where(x > 0, 0.5 * (1 + erf((np.log(np.maximum(x, 1e-300)) - mu) / (sigma * math.sqrt(2)))), 0.0)
         e_max = expected_max_numeric(b, cdf)
     res = run_workloads(Fleet(cap=None), [SyncRL(batch=b, steps=steps, train_s=0.0, holds=holds)], seed=7)
     s = res.summary()

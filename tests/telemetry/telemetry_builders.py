@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import tarfile
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -108,3 +110,21 @@ def build_release(root: Path) -> Path:
 
 def utc(*args) -> datetime:
     return datetime(*args, tzinfo=UTC)
+
+
+def inspect_samples(path: Path) -> dict:
+    """Each sample as inspect_ai itself wrote it, parsed straight from the archive's JSON entries
+    with zstd through PyArrow (not through the reader's code)."""
+    with zipfile.ZipFile(path) as z:
+        out = {}
+        for info in z.infolist():
+            if info.filename.startswith("samples/"):
+                with open(path, "rb") as raw:
+                    raw.seek(info.header_offset + 26)
+                    name_len, extra_len = int.from_bytes(raw.read(2), "little"), int.from_bytes(raw.read(2), "little")
+                    raw.seek(name_len + extra_len, 1)
+                    data = pa.Codec("zstd").decompress(raw.read(info.compress_size),
+                                                       decompressed_size=info.file_size).to_pybytes()
+                s = json.loads(data)
+                out[f"{s['id']}/{s['epoch']}"] = s
+    return out

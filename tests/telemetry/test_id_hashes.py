@@ -9,6 +9,7 @@ import pytest
 
 from sandbox_fleet.telemetry.record import Telemetry
 from sandbox_fleet.telemetry.validate import DUPLICATE, BatchIdHashes, _id_hashes, drop_duplicates
+import itertools
 
 
 def test_equal_strings_hash_alike_whatever_the_chunk_type_or_offset():
@@ -57,7 +58,7 @@ def test_hashes_queued_batch_by_batch_keep_what_duckdb_keeps(seed):
     cuts = sorted(int(c) for c in rng.integers(1, 899, 3))
     bounds = [0, cuts[0], cuts[0], cuts[1], cuts[2], 900]  # the second batch is empty
     batches = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         mid = (a + b) // 2
         batches.append(pa.Table.from_batches(
             [pa.record_batch({"id": pa.array(ids[a:mid], pa.large_string()), "row": pa.array(range(a, mid), pa.int64())}),

@@ -9,7 +9,7 @@ import pytest
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry.inspect_log import sample_row
 from sandbox_fleet.telemetry.sniff import sniff
-from telemetry_builders import FIXTURES
+from telemetry_builders import FIXTURES, inspect_samples
 
 INSPECT = FIXTURES / "inspect"
 
@@ -44,11 +44,15 @@ def test_json_log_maps_every_sample_and_epoch():
 
 
 def test_eval_archive_errors_and_limits():
-    tel, rows = _rows(INSPECT / "faulty.eval")
+    _tel, rows = _rows(INSPECT / "faulty.eval")
     assert rows["e1/1"]["has_exception"] and rows["e1/1"]["exception_type"] == "RuntimeError"
     assert rows["e1/1"]["reward"] is None and rows["e1/1"]["turns"] == 0
-    assert rows["l1/1"]["has_exception"] and rows["l1/1"]["exception_type"] == "message limit"
+    assert rows["e1/1"]["limit_type"] is None
+    # A limit is not an exception: Inspect stops the sample and scores it like any other.
+    assert rows["l1/1"]["has_exception"] is False and rows["l1/1"]["exception_type"] is None
+    assert rows["l1/1"]["limit_type"] == "message"
     assert rows["l2/1"]["has_exception"] is False and rows["l2/1"]["reward"] == 1.0
+    assert rows["l2/1"]["limit_type"] is None
     with zipfile.ZipFile(INSPECT / "faulty.eval") as z:
         assert {i.compress_type for i in z.infolist()} == {93}  # genuinely zstd entries
 
@@ -70,7 +74,8 @@ def test_score_option_and_letter_values():
     two = {**base, "scores": {"first": {"value": 0.25}, "second": {"value": "C"}}}
     assert sample_row(two, spec, None)[0]["reward"] == 0.25
     assert sample_row(two, spec, "second")[0]["reward"] == 1.0
-    assert sample_row(two, spec, "third") == ({**sample_row(two, spec, "third")[0], "reward": None}, True)
+    row, (note, _) = sample_row(two, spec, "third")
+    assert row["reward"] is None and note == "missing"
 
 
 def test_times_fall_back_to_events_else_rejected():
@@ -80,7 +85,55 @@ def test_times_fall_back_to_events_else_rejected():
     row, _ = sample_row({"id": "s", "epoch": 1, "events": events}, spec, None)
     assert (row["started_at"], row["finished_at"]) == ("2026-01-01T00:00:01+00:00", "2026-01-01T00:00:05+00:00")
     assert row["turns"] == 1
-    assert sample_row({"id": "s", "epoch": 1, "events": []}, spec, None) == (None, False)
+    assert sample_row({"id": "s", "epoch": 1, "events": []}, spec, None)[0] is None
+
+
+def test_dict_scores_by_scorer_slash_key():
+    spec = {"eval_id": "e"}
+    base = {"id": "s", "epoch": 1, "started_at": "2026-01-01T00:00:00+00:00", "completed_at": "2026-01-01T00:01:00+00:00"}
+    rubric = {**base, "scores": {"rubric": {"value": {"Problem Correctness": 0, "Style": "C"}}, "match": {"value": "I"}}}
+    assert sample_row(rubric, spec, "rubric/Style")[0]["reward"] == 1.0
+    assert sample_row(rubric, spec, "rubric/Problem Correctness")[0]["reward"] == 0.0
+    row, (note, read) = sample_row(rubric, spec, None)  # first scorer, first entry, noted as a guess
+    assert row["reward"] == 0.0 and note == "dict default" and read == "rubric/Problem Correctness"
+    row, (note, _) = sample_row(rubric, spec, "rubric")  # the scorer named, its key not: still a guess
+    assert row["reward"] == 0.0 and note == "dict default"
+    assert sample_row(rubric, spec, "rubric/Nope")[1][0] == "missing"
+    assert sample_row(rubric, spec, "match/Style")[1][0] == "missing"  # match's value is no dict
+    one = {**base, "scores": {"r": {"value": {"only": 0.75}}}}
+    assert sample_row(one, spec, None)[0]["reward"] == 0.75 and sample_row(one, spec, None)[1][0] is None
+    # a scorer whose own name holds a '/' is matched whole before any SCORER/KEY split
+    slashed = {**base, "scores": {"pkg/grader": {"value": 0.5}}}
+    assert sample_row(slashed, spec, "pkg/grader")[0]["reward"] == 0.5
+    listed = {**base, "scores": {"r": {"value": [1, 0]}}}
+    assert sample_row(listed, spec, None)[0]["reward"] is None and sample_row(listed, spec, None)[1][0] == "not a number"
+
+
+def test_real_dict_scorer_and_limits():
+    """dict-limit.eval: a rubric scorer with a dict value beside match; d3 hits the message
+    limit and d5 the token limit, and Inspect scores both."""
+    truth = inspect_samples(INSPECT / "dict-limit.eval")
+    tel, rows = _rows(INSPECT / "dict-limit.eval")
+    assert sorted(rows) == sorted(truth) == [f"d{i}/1" for i in range(1, 6)]
+    for key, s in truth.items():
+        assert rows[key]["reward"] == float(s["scores"]["rubric"]["value"]["Problem Correctness"])
+        assert rows[key]["limit_type"] == ((s.get("limit") or {}).get("type"))
+        assert rows[key]["has_exception"] is False
+    assert rows["d3/1"]["limit_type"] == "message" and rows["d5/1"]["limit_type"] == "token"
+    assert rows["d2/1"]["reward"] == 0.0 and rows["d3/1"]["reward"] == 1.0  # a limit hit still passes
+    assert len(tel.warnings) == 2
+    assert "5 sample(s) score a dict of several values; the reward is its first entry, 'rubric/Problem Correctness'" \
+        in tel.warnings[0] and "--score rubric/KEY" in tel.warnings[0]
+    assert "2 scorers (rubric, match)" in tel.warnings[1]
+    _, style = _rows(INSPECT / "dict-limit.eval", score="rubric/Style")
+    assert {k: r["reward"] for k, r in style.items()} == {
+        k: float(s["scores"]["rubric"]["value"]["Style"]) for k, s in truth.items()}
+    tel_m, match = _rows(INSPECT / "dict-limit.eval", score="match")
+    assert {k: r["reward"] for k, r in match.items()} == {
+        k: {"C": 1.0, "I": 0.0}[s["scores"]["match"]["value"]] for k, s in truth.items()}
+    assert tel_m.warnings == []
+    tel_x, _ = _rows(INSPECT / "dict-limit.eval", score="rubric/Nope")
+    assert any("5 sample(s) have no score 'rubric/Nope'" in w for w in tel_x.warnings)
 
 
 @pytest.mark.parametrize("name", ["mock-local.eval", "faulty.eval", "mock-local.json"])

@@ -233,8 +233,33 @@ class Frame:
 
     @cached_property
     def has_tokens(self) -> np.ndarray:
-        """Rows reporting both input and output token counts (the token-figure population)."""
-        return self.input_tokens.valid & self.output_tokens.valid
+        """Rows reporting both input and output token counts (the token-figure population).
+
+        A row reporting 0 input and 0 output tokens is left out: a rollout that ran a model
+        cannot have used none, so it is an agent that does not count (Harbor's installed agents
+        when their log carries no usage, Terminal-Bench's), not a measurement. ``zero_tokens``
+        counts them."""
+        return self.input_tokens.valid & self.output_tokens.valid & ~self.zero_tokens
+
+    @cached_property
+    def zero_tokens(self) -> np.ndarray:
+        """Rows whose input and output token counts are both reported as 0."""
+        zero = self.input_tokens.mask(lambda v, out: np.equal(v, 0, out=out))
+        zero &= self.output_tokens.mask(lambda v, out: np.equal(v, 0, out=out))
+        return zero
+
+    @cached_property
+    def exception(self) -> np.ndarray:
+        """Rows flagged as exceptions."""
+        return self.has_exception.valid & self.has_exception.values
+
+    @cached_property
+    def hit_limit(self) -> np.ndarray:
+        """Rows a limit ended (``limit_type`` present) that are not exceptions: an error wins."""
+        col = self.table.column("limit_type")
+        if col.null_count == len(col):  # most sources never record one: no pass over the rows
+            return np.zeros(self.n, dtype=bool)
+        return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool) & ~self.exception
 
     @cached_property
     def rewarded(self) -> np.ndarray:

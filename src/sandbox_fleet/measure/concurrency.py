@@ -248,17 +248,36 @@ def shipped_cap_binding_share() -> float:
     return float(tomllib.loads(text)["cap_binding"]["warn_above"])
 
 
+def too_few_to_tell(rows: int | None, peak: int | None, cap: int | None) -> str | None:
+    """Why a peak below the configured cap says nothing, or None when it can.
+
+    When every rollout ran at once (peak == rows), nothing held any back: the rollouts were too
+    few to reach the cap (a job of one trial peaks at 1 under any cap), so no other limit shows.
+    A peak below the rollouts present is what a plateau needs (they could have run together)."""
+    if cap is None or rows is None or peak is None or peak >= cap or peak < rows:
+        return None
+    return (f"too few rollouts to tell: all {rows:,} ran at once, under a configured cap of {cap:,} "
+            "they could not reach; no other limit is shown to bind")
+
+
 def effective_cap(conc: dict, min_share: float | None = None) -> int | None:
-    """The peak, when a configured cap is recorded, the peak is below it and the fleet sat at
-    the peak for at least ``min_share`` of its span: a plateau under the cap (another limit
-    binds first, e.g. the agents' own ``n_concurrent`` or the host). Otherwise None.
+    """The peak, when a configured cap is recorded, the peak is below it, the fleet sat at the
+    peak for at least ``min_share`` of its span (a plateau under the cap: another limit binds
+    first, e.g. the agents' own ``n_concurrent`` or the host) and some rollouts waited for
+    others (see ``too_few_to_tell``). Otherwise None.
 
     ``min_share`` defaults to ``shipped_cap_binding_share()``, read only when a cap is
     recorded (most inputs have none: no TOML is parsed for them).
     """
     cap, peak, share = conc.get("configured_cap"), conc.get("peak"), conc.get("time_at_peak_share")
-    if cap is None or not peak or share is None:
+    if cap is None or not peak or share is None or too_few_to_tell(conc.get("rows"), peak, cap):
         return None
     if min_share is None:
         min_share = shipped_cap_binding_share()
     return int(peak) if peak < cap and share >= min_share else None
+
+
+def effective_cap_figures(conc: dict) -> dict:
+    """``effective_cap`` and, when the rollouts were too few to tell, ``effective_cap_note`` saying so."""
+    return {"effective_cap": effective_cap(conc),
+            "effective_cap_note": too_few_to_tell(conc.get("rows"), conc.get("peak"), conc.get("configured_cap"))}

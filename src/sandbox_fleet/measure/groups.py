@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from sandbox_fleet.measure.columns import Frame
-from sandbox_fleet.measure.concurrency import concurrency_figures
+from sandbox_fleet.measure.concurrency import concurrency_figures, effective_cap_figures
 from sandbox_fleet.measure.steps import group_rows
 from sandbox_fleet.measure.stats import (
     SMALL_SAMPLE_ROWS,
@@ -162,6 +162,7 @@ def by_job(fr: Frame, threshold: float, caps: dict[str, int],
         if idx.size == 0:
             continue
         conc = concurrency_figures(fr.start_us[idx], fr.finish_us[idx], caps.get(name))
+        conc.update(effective_cap_figures(conc))
         conc.pop("rows")
         out[name]["concurrency"] = conc
         # Flat copies of the figures plan/report read most, next to the group figures.

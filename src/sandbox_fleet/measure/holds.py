@@ -77,5 +77,7 @@ def measure_holds(fr: Frame, outcome: np.ndarray) -> dict:
     del model_codes
     by_outcome = group_sorted(outcome, hold, len(OUTCOMES))
     out["by_outcome"] = grouped_summaries(*by_outcome, list(OUTCOMES), keep_empty=True)
+    if not out["by_outcome"]["limit"]["rows"]:  # most sources record no limit: no empty row for them
+        del out["by_outcome"]["limit"]
     out["histogram"] = hist
     return out

@@ -48,6 +48,9 @@ class Concurrency(Block):
     #: the measured peak when it sits below ``configured_cap`` for at least
     #: ``cap_binding.warn_above`` of the span (another limit binds first)
     effective_cap: Count = None
+    #: why no effective cap can be told although the peak is below the configured cap (every
+    #: rollout ran at once: too few to reach it); null otherwise
+    effective_cap_note: Optional[str] = None
     cap_detected: Optional[bool] = None
     cap_rule: Optional[str] = None
     self_check: Optional[SelfCheck] = None
@@ -67,6 +70,8 @@ class HoldStats(Block):
 
 class ByOutcome(Block):
     exception: Optional[HoldStats] = None
+    #: rollouts a limit (message, token, time, ...) ended; null when none records one
+    limit: Optional[HoldStats] = None
     passed: Optional[HoldStats] = None
     failed: Optional[HoldStats] = None
     no_reward: Optional[HoldStats] = None
@@ -118,6 +123,9 @@ class Steps(Block):
     straggler_tail_s: Num = None
     gap_threshold_s: Num = None
     break_ratio: Num = None
+    #: median share of a step's rollouts still running when the next step opens (under
+    #: ``MAX_CARRYOVER``: steps drain; a refilled queue carries (k - 1) / k of k slots)
+    carryover_share: Num = None
     runs_by: Optional[str] = None
     runs: Count = None
     runs_with_steps: Optional[list[str]] = None
@@ -139,6 +147,9 @@ class Tokens(Block):
     decode_per_sandbox_s: Num = None
     prefill_decode_ratio: Num = None
     cached_fraction: Num = None
+    #: rows reporting 0 input and 0 output tokens: an agent that does not count, left out of
+    #: every token figure (not measured, never a rate of 0)
+    zero_token_rows: Count = None
     turns_rows: Count = None
     turns_median: Num = None
     turns_p90: Num = None
@@ -186,6 +197,16 @@ class Outcomes(Block):
     pass_rate_exception_rows: Count = None
     pass_rate_exception_ci95: Optional[list[float]] = None
     small_sample: Optional[list[str]] = None
+    #: rollouts a limit ended (``limit_type`` set, no exception), outside the exception rate; the
+    #: limit figures are null when no row records a limit
+    limits: Count = None
+    limit_rate: Num = None
+    limits_by_type: Optional[dict[str, int]] = None
+    passed_limit: Count = None
+    pass_rate_limit: Num = None
+    pass_rate_limit_ci95: Optional[list[float]] = None
+    limit_sandbox_hours: Num = None
+    limit_sandbox_share: Num = None
 
 
 class Exceptions(Block):
@@ -322,7 +343,7 @@ class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4
 
     source: Optional[list[str]] = None
     rows: Count = None

@@ -1,10 +1,12 @@
 """Outcomes (exception rate, rewarded, passed, pass rates) and exceptions by type.
 
-Outcome of a row, exception first: ``exception`` (has_exception true), else ``no_reward``
-(reward null or NaN), else ``passed`` (reward >= threshold), else ``failed``.
+Outcome of a row, exception first: ``exception`` (has_exception true), else ``limit`` (a
+limit ended it: ``limit_type`` set; the producer scored it, so it is no exception), else
+``no_reward`` (reward null or NaN), else ``passed`` (reward >= threshold), else ``failed``.
 ``pass_rate`` is over rewarded rows (the document's 25.5%). ``pass_rate_clean`` and
-``pass_rate_exception`` are over *all* rows without / with an exception, a missing reward
-counting as not passed (the document's 26.65% and 0.97%).
+``pass_rate_exception`` are over *all* rows without / with an exception (clean rows exclude
+limit-ended ones, which ``pass_rate_limit`` covers), a missing reward counting as not passed
+(the document's 26.65% and 0.97%). The limit figures are null when no row records a limit.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pyarrow.compute as pc
 from sandbox_fleet.measure.columns import NONE_LABEL, Frame
 from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, group_sums, rate_ci, ratio
 
-OUTCOMES = ("exception", "passed", "failed", "no_reward")
+OUTCOMES = ("exception", "limit", "passed", "failed", "no_reward")
 HOUR_US = 3600 * US
 
 
@@ -30,18 +32,20 @@ def passed_mask(fr: Frame, threshold: float) -> np.ndarray:
 
 def outcome_codes(fr: Frame, threshold: float) -> np.ndarray:
     """Index into OUTCOMES for each row (see module docstring for the order); one byte a row."""
-    code = np.full(fr.n, 3, dtype=np.int8)
-    code[fr.rewarded] = 2
-    code[fr.passed(threshold)] = 1
-    code[fr.has_exception.valid & fr.has_exception.values] = 0
+    code = np.full(fr.n, OUTCOMES.index("no_reward"), dtype=np.int8)
+    code[fr.rewarded] = OUTCOMES.index("failed")
+    code[fr.passed(threshold)] = OUTCOMES.index("passed")
+    code[fr.hit_limit] = OUTCOMES.index("limit")
+    code[fr.exception] = OUTCOMES.index("exception")
     return code
 
 
 def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     hold = fr.hold_us
     flagged = fr.has_exception.valid
-    exc = flagged & fr.has_exception.values
-    clean = flagged & ~fr.has_exception.values
+    exc = fr.exception
+    limit = fr.hit_limit
+    clean = flagged & ~fr.has_exception.values & ~limit
     rewarded = rewarded_mask(fr)
     passed = passed_mask(fr, threshold)
     n_flag, n_exc, n_clean = int(flagged.sum()), int(exc.sum()), int(clean.sum())
@@ -81,7 +85,30 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
         out[f"{name}_rows"] = n
         out[f"{name}_ci95"] = rate_ci(k, n, seed=seed, name=name) if out[name] is not None else None
     out["small_sample"] = [name for name, (_, n) in rates.items() if n < SMALL_SAMPLE_ROWS]
+    out.update(_limit_figures(fr, limit, passed, hold, total_us, seed))
     return out
+
+
+def _limit_figures(fr: Frame, limit: np.ndarray, passed: np.ndarray, hold: np.ndarray, total_us: int,
+                   seed: int) -> dict:
+    """Rows a limit ended: count, share of all rows, how many passed, sandbox-hours, by type."""
+    n_lim = int(np.count_nonzero(limit))
+    if not n_lim:
+        return {}
+    n_pass = int((passed & limit).sum())
+    lim_us = int(np.sum(hold, where=limit, dtype=np.int64))
+    types = fr.table.column("limit_type").filter(pa.array(limit))
+    by_type = pc.value_counts(types).to_pylist()
+    return {
+        "limits": n_lim,
+        "limit_rate": n_lim / fr.n,
+        "limits_by_type": {d["values"]: d["counts"] for d in sorted(by_type, key=lambda d: (-d["counts"], d["values"]))},
+        "passed_limit": n_pass,
+        "pass_rate_limit": ratio(n_pass, n_lim),
+        "pass_rate_limit_ci95": rate_ci(n_pass, n_lim, seed=seed, name="pass_rate_limit"),
+        "limit_sandbox_hours": lim_us / HOUR_US,
+        "limit_sandbox_share": ratio(lim_us, total_us),
+    }
 
 
 def measure_exceptions(fr: Frame) -> dict:
@@ -89,7 +116,7 @@ def measure_exceptions(fr: Frame) -> dict:
 
     Types ordered by count descending, then name; integer-microsecond sums are exact.
     """
-    exc = fr.has_exception.valid & fr.has_exception.values
+    exc = fr.exception
     types = fr.table.column("exception_type").filter(pa.array(exc))
     encoded = pc.dictionary_encode(types).combine_chunks() if len(types) else None
     per: dict[str, list[int]] = {}

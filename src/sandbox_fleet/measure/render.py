@@ -126,6 +126,7 @@ def _concurrency(console: Console, c: Concurrency) -> None:
         ("configured cap", _num(c.configured_cap)),
         ("cap detected", f"{_num(c.cap_detected)} ({c.cap_rule})"),
         *([("effective cap (below configured)", _num(c.effective_cap))] if c.effective_cap is not None else []),
+        *([("effective cap", c.effective_cap_note)] if c.effective_cap_note else []),
     ]))
 
 
@@ -159,6 +160,7 @@ def _tokens(console: Console, tok: Tokens) -> None:
         ("turn increment c", f"{_num(tok.turn_tokens, 0)} tokens (R2 {_num(tok.r2_quadratic, 4)}, "
                              f"linear {_num(tok.r2_linear, 4)})"),
         ("turns median / p90", f"{_num(tok.turns_median, 0)} / {_num(tok.turns_p90, 0)}"),
+        *([("rows reporting 0 tokens (left out)", _num(tok.zero_token_rows))] if tok.zero_token_rows else []),
     ]))
 
 
@@ -171,7 +173,14 @@ def _outcomes(console: Console, o: Outcomes) -> None:
         ("exception rollouts passing", _pct(o.pass_rate_exception, 2) + _ci(o.pass_rate_exception_ci95)),
         ("sandbox-hours per pass", _num(o.sandbox_hours_per_pass, 2)),
         ("sandbox-hours on exceptions", _num(o.exception_sandbox_hours, 1)),
+        *([("ended by a limit (no exception)", _limits(o))] if o.limits else []),
     ]))
+
+
+def _limits(o: Outcomes) -> str:
+    kinds = ", ".join(f"{k} {_num(n)}" for k, n in (o.limits_by_type or {}).items())
+    return (f"{_num(o.limits)} ({_pct(o.limit_rate, 1)} of rows; {kinds}), {_pct(o.pass_rate_limit, 1)} passing"
+            f"{_ci(o.pass_rate_limit_ci95)}")
 
 
 def _exceptions(console: Console, exc: Exceptions) -> None:

@@ -17,7 +17,7 @@ from sandbox_fleet.measure.arrowpool import prefer_returning_pool
 from sandbox_fleet.measure.columns import Frame, decoded, frame_from_table
 from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
-    effective_cap,
+    effective_cap_figures,
     overall_cap,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
@@ -231,7 +231,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         else:
             conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
             job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr)
-        conc["effective_cap"] = effective_cap(conc)
+        conc.update(effective_cap_figures(conc))
         advance("concurrency")
         advance("steps")
         jobs = by_job(fr, pass_threshold, t.caps, job_rows)
@@ -249,10 +249,11 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # exception types, so neither waits for the other at the end. Each figure is computed
         # alone as before, so no result depends on which lane ran it or when.
         # The masks both lanes read are built once, before either starts.
-        _ = fr.has_exception.values, fr.has_exception.valid, fr.rewarded, fr.passed(pass_threshold), fr.has_tokens
+        _ = (fr.has_exception.values, fr.has_exception.valid, fr.exception, fr.hit_limit, fr.rewarded,
+             fr.passed(pass_threshold), fr.zero_tokens, fr.has_tokens)
         counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
         model_jobs, n_models = model_columns(fr, pass_threshold)
-        shared = SharedJobs([*model_jobs, partial(measure_exceptions, fr)])
+        shared = SharedJobs(model_jobs + [partial(measure_exceptions, fr)])
         del model_jobs
         rest = pool.submit(_then_drain, counts, shared) if lanes > 1 else None
         # Shared jobs (blockwise: small buffers) until the per-model step passes are done; the hold
@@ -284,6 +285,9 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         warnings.append("measure rejected rows without a usable interval: "
                         + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
     warnings.extend(w for w in rejected_warnings(rejected) if w not in warnings)
+    if tokens.get("zero_token_rows"):
+        warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
+                        "does not count them): left out of the token figures as not measured")
     return MeasureSummary.build(**to_jsonable({
         "source": list(t.sources),
         "rows": fr.n,

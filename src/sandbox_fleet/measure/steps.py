@@ -10,6 +10,13 @@ Heuristic for one run's starts (documented for users in docs/measure.md):
    it yields at least ``MIN_STEPS`` steps, the median step holds >= 2 starts, and the
    steps *open with a burst*: in the median step at least ``MIN_BURST_SHARE`` of its
    starts come within ``BURST_WINDOW`` x the median period of its first start.
+4. Last, each step must have *drained* before the next opens: a synchronous step waits for
+   its rollouts, so when step g + 1 releases, (almost) none of step g's still run. A queue
+   refilled as slots free (an eval under ``max_samples``) looks like steps when its holds are
+   alike (k slots finish close together and k starts follow), but every start there replaces
+   one finish while the other k - 1 still run. ``carryover_share`` is the median over steps of
+   the share of a step's rollouts still running when the next step's first start comes; at
+   ``MAX_CARRYOVER`` or more it is a queue, not steps.
 Otherwise every estimate is null and ``reason`` says which test failed.
 
 Why a burst test and not "all starts close together": behind a concurrency cap a batch of
@@ -46,12 +53,15 @@ MIN_JUMP = 10.0
 BURST_WINDOW = 0.02
 MIN_BURST_SHARE = 0.1
 TAIL_QUANTILE = 0.9
+#: A median share of a step's rollouts still running at the next release at or above this is a
+#: refilled queue (k slots: (k - 1) / k of them run on), not batches that drain.
+MAX_CARRYOVER = 0.5
 #: Breaks tried, biggest jump first, before giving up.
 MAX_CANDIDATES = 5
 
 _NULLS = ("steps", "batch_size", "batch_size_min", "batch_size_max", "burst_size", "burst_share",
           "step_period_s", "release_spread_s", "step_makespan_s", "straggler_tail_s", "gap_threshold_s",
-          "break_ratio")
+          "break_ratio", "carryover_share")
 
 
 def _none(rows: int, reason: str, **extra) -> dict:
@@ -127,7 +137,13 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
             first_reason = first_reason or split
             continue
         firsts, sizes, burst, share, spread, med_period = split
-        makespans, tails = _step_finishes(start_us, finish_us, s[firsts])
+        makespans, tails, carried = _step_finishes(start_us, finish_us, s[firsts])
+        carryover = float(np.median(carried / sizes[:-1]))
+        if carryover >= MAX_CARRYOVER:
+            first_reason = first_reason or (
+                f"a refilled queue, not steps: when a step opens, a median {carryover:.0%} of the previous "
+                f"one's rollouts still run (need under {MAX_CARRYOVER:.0%}: a batch drains before the next)")
+            continue
         return {
             "detected": True,
             "reason": None,
@@ -144,6 +160,7 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
             "straggler_tail_s": float(np.median(tails)) / US,
             "gap_threshold_s": threshold / US,
             "break_ratio": jump,
+            "carryover_share": carryover,
         }
     # found is not empty and each candidate that did not return left its reason
     assert first_reason is not None
@@ -170,15 +187,19 @@ def _split(s: np.ndarray, k: int, threshold: int):
     return firsts, sizes, burst, share, s[lasts] - first_us, med_period
 
 
-def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[list, list]:
-    """Per step: makespan (last finish after the first start) and straggler tail, in us."""
+def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[list, list, np.ndarray]:
+    """Per step: makespan (last finish after the first start) and straggler tail, in us; and
+    for each step but the last, how many of its rollouts still run when the next one opens."""
     fin_sorted, offsets = _finishes_by_step(start_us, finish_us, first_us)
     tails, makespans = [], []
+    carried = np.zeros(max(first_us.size - 1, 0), dtype=np.int64)
     for g in range(first_us.size):
         part = fin_sorted[offsets[g]:offsets[g + 1]]
         makespans.append(float(part[-1]))
         tails.append(float(part[-1]) - quantile_nonempty(part, TAIL_QUANTILE))
-    return makespans, tails
+        if g + 1 < first_us.size:  # finishes are relative to this step's first start, sorted
+            carried[g] = part.size - np.searchsorted(part, first_us[g + 1] - first_us[g], side="right")
+    return makespans, tails, carried
 
 
 def _finishes_by_step(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,8 @@
 """Token demand per sandbox-second and the quadratic growth of input with turn count.
 
 Rates are over the rows that report both input and output tokens, divided by the summed
-hold of those same rows. ``cached_fraction`` is over the rows that also report cached
+hold of those same rows; a row reporting 0 of both is not a report (``zero_token_rows``
+counts them), so an agent that never counts leaves the rates null, not 0. ``cached_fraction`` is over the rows that also report cached
 tokens; it is null when no row reports them (null means unknown, not zero).
 
 When every turn re-sends the transcript, input tokens after n turns grow like
@@ -82,6 +83,7 @@ def measure_tokens(fr: Frame, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
         "decode_per_sandbox_s": ratio(outp, sandbox_s) if rows else None,
         "prefill_decode_ratio": ratio(inp, outp) if rows else None,
         "cached_fraction": ratio(cached, cached_inp) if n_cached else None,
+        "zero_token_rows": int(np.count_nonzero(fr.zero_tokens)),
     }
     out.update(_turn_figures(fr, min_turn_rows))
     return out

@@ -3,32 +3,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Optional
-
+from typing import TYPE_CHECKING, Any, Optional
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.model import MeasureSummary, TaskRequest
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
-from sandbox_fleet.plan.assumptions import Source, collect_assumptions
 from sandbox_fleet.plan import rent as rentmod
+from sandbox_fleet.plan.assumptions import Source, collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
+from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
-from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
+from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
-from sandbox_fleet.measure.model import MeasureSummary, TaskRequest
-from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
@@ -75,6 +72,8 @@ class PlanOptions:
     trainer_gpus: Optional[int] = None
     providers_file: Optional[str] = None  # managed-sandbox catalog replacing data/providers.toml
     rent_providers: Optional[list[str]] = None  # price only these providers (default: all)
+    #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
+    node_providers: Optional[tuple[str, ...]] = None
 
 
 def _request_figure(r: TaskRequest, i: int, key: str, default: float | None = None) -> float:
@@ -234,12 +233,24 @@ def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[
     return pools
 
 
+def _of_providers(catalog: list[NodeType], providers: tuple[str, ...], notes: list[str]) -> list[NodeType]:
+    kept = [t for t in catalog if t.provider in providers]
+    if not kept:
+        raise InputError(f"--emit-k8s: no node type in the catalog is on {', '.join(providers)}; "
+                         "add one or name it with --node-type")
+    notes.append(f"node types limited to {', '.join(providers)} (--emit-k8s writes Karpenter manifests for these "
+                 "clouds only): the cheapest of them was chosen")
+    return kept
+
+
 def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _Nodes:
     """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block);
     without --node-type, GPU requests get their own pools and requests no type holds are listed."""
     catalog = load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
+    elif opts.node_providers is not None:
+        catalog = _of_providers(catalog, opts.node_providers, notes)
     all_reqs, all_weights, all_hours = _requests(fig, opts, notes)
     request_source = "flag" if opts.request is not None else ("input" if fig.requests else "default")
     all_counts = concurrent_mix(all_weights, n)
@@ -442,9 +453,14 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
 
 
 def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
-              measure_options: dict | None = None) -> dict:
+              measure_options: dict | None = None, backtest: str | Path | None = None) -> dict:
     """Plan from a ``measure --json`` summary file or from telemetry measured on the fly
-    (``measure_options``: the reader flags, passed to ``measure_paths``)."""
+    (``measure_options``: the reader flags, passed to ``measure_paths``). ``backtest``: a
+    ``backtest --json`` summary whose verdict the purchase order carries (read before planning)."""
+    if backtest is not None:
+        from sandbox_fleet.plan.backtest_line import backtest_block
+
+        backtest_block(backtest)  # a bad file is refused before the planning work
     summary = load_input(path, tasks=tasks, **(measure_options or {}))
     try:
         fig = Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
@@ -452,6 +468,10 @@ def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optio
         raise InputError(f"{path}: {exc}") from None
     plan = make_plan(fig, opts)
     plan["input"]["path"] = str(path)
+    if backtest is not None:
+        from sandbox_fleet.plan.backtest_line import with_backtest
+
+        plan = with_backtest(plan, backtest)
     return plan
 
 
@@ -506,7 +526,7 @@ def make_roofline(
     assert gpu_tflops is not None and gpu_hbm_tbs is not None and model_params_b is not None  # none is missing
     assert kv_bytes_per_token is not None
     known = {k: v for k, v in given.items() if v is not None}  # all of given: none is missing
-    for k, v in [*known.items(), ("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param), ("--decode-batch", decode_batch), ("--context-tokens", context_tokens)]:
+    for k, v in list(known.items()) + [("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param), ("--decode-batch", decode_batch), ("--context-tokens", context_tokens)]:
         if not (v > 0 and math.isfinite(v)):
             raise InputError(f"{k} must be a positive number, got {v!r}")
     if utilisation > 1:

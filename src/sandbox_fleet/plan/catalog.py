@@ -19,6 +19,19 @@ MB_PER_GB = 1024  # catalog sizes are GiB; requests are MB (MiB)
 TIERS = ("reserved", "on_demand", "spot")
 
 
+class SameShape(BaseModel):
+    """Another instance type of a node type's shape at the same cloud (spot diversification)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=False)
+
+    instance_type: str = Field(min_length=1)
+    vcpus: float = Field(gt=0)
+    memory_gb: float = Field(gt=0)
+    disk_gb: float = Field(ge=0)
+    gpus: int = Field(default=0, ge=0)
+    instance_store: bool = False
+
+
 class NodeType(BaseModel):
     """One purchasable node type. Prices are USD per node-hour, optional."""
 
@@ -44,6 +57,10 @@ class NodeType(BaseModel):
     # expected spot reclaims per node-hour (illustrative; plan/rework.py prices the re-run)
     spot_interruptions_per_node_h: Optional[float] = Field(default=None, ge=0)
     spot_interruptions_source: str = ""
+    #: the scratch disk is local NVMe instance store (``plan --emit-k8s``: RAID0 in the EC2NodeClass)
+    instance_store: bool = False
+    #: other instance types of this shape, for spot NodePools that may launch any of them
+    same_shape: tuple[SameShape, ...] = ()
 
     @property
     def capacity(self) -> dict[str, float]:

@@ -7,6 +7,8 @@ regenerate ``docs/schemas/plan.schema.json`` (``sandbox-fleet schema plan``).
 
 from typing import ClassVar, Literal, Optional, Union
 
+from pydantic import Field
+
 from sandbox_fleet.contract import Block, Summary
 
 Num = Optional[float]
@@ -329,11 +331,23 @@ class Starts(Block):
     basis: Optional[str] = None
 
 
+class BacktestLine(Block):
+    """A backtest's verdict carried into the purchase order (``plan --backtest FILE``)."""
+
+    path: str
+    #: predicted / actual - 1 of part B's makespan, calibrated on part A
+    makespan_error: Num = None
+    within_interval: Optional[bool] = None
+    drifted: bool
+    drifted_quantities: list[str] = Field(default_factory=list)
+    line: str
+
+
 class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4
 
     input: Optional[Input] = None
     target: Target
@@ -349,3 +363,5 @@ class PlanSummary(Summary):
     assumptions: Optional[list[Assumption]] = None
     starts: Optional[Starts] = None
     notes: Optional[list[str]] = None
+    #: ``plan --backtest FILE``: how far the simulator was off on this telemetry, and drift
+    backtest: Optional[BacktestLine] = None

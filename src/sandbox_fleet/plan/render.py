@@ -83,6 +83,8 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     L.append(f"  target: {t.detail}")
     if t.tier_basis:
         L.append(f"  pricing tier: {t.tier_basis}")
+    if p.backtest is not None:
+        L.append(f"  {p.backtest.line} (backtest {p.backtest.path})")
     L.append("")
     L.append("Measured (carried over from the input)")
     peak = f", peak {m.peak:,.0f}" if m.peak is not None else ""

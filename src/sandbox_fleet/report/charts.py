@@ -75,7 +75,7 @@ def hold(m: MeasureSummary) -> go.Figure | None:
         return None
     log_x = edges[0] > 0
     # A step outline over the bin edges renders correctly on a log axis, unlike bars with widths.
-    fig = go.Figure(go.Scatter(x=edges, y=[*counts, counts[-1]], mode="lines", line_shape="hv", fill="tozeroy",
+    fig = go.Figure(go.Scatter(x=edges, y=counts + [counts[-1]], mode="lines", line_shape="hv", fill="tozeroy",
                                name="rollouts", line={"color": "#1f77b4", "width": 1}))
     top = max(counts) if counts else 1.0
     for label, value in (("median", as_num(holds.median)), ("p99", as_num(holds.p99))):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
-from sandbox_fleet.report.inputs import load_measure, load_optimize, load_plan, load_simulate
+from sandbox_fleet.report.inputs import load_backtest, load_measure, load_optimize, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
@@ -23,11 +23,12 @@ def report_files(
     title: str | None = None,
     measure_options: dict | None = None,
     optimize: str | Path | None = None,
+    backtest: str | Path | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
-    ``report.html.DEFAULT_TITLE``.
+    ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate).
     """
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
 
@@ -36,7 +37,8 @@ def report_files(
     plan_s = load_plan(plan) if plan is not None else None
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
-    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s)
+    bt = load_backtest(backtest) if backtest is not None else None
+    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt)
 
 
 def check_files(
@@ -47,22 +49,28 @@ def check_files(
     metrics_out: str | Path | None = None,
     rules_out: str | Path | None = None,
     measure_options: dict | None = None,
+    backtest: str | Path | None = None,
+    serving_rules: bool = False,
 ) -> list[CheckResult]:
     """Run every check on a measure summary (or telemetry) read from files.
 
     ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
-    gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning.
+    gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning;
+    ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds).
+    ``backtest``: a ``backtest --json`` summary file; adds the ``backtest_drift`` gate.
     """
     t = load_thresholds(thresholds)
+    bt = load_backtest(backtest) if backtest is not None else None
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
-    results = run_checks(measure, plan_s, t)
-    if metrics_out is not None or rules_out is not None:
+    results = run_checks(measure, plan_s, t, bt)
+    if metrics_out is not None or rules_out is not None or serving_rules:
         from sandbox_fleet.report.prometheus import write_outputs
 
         write_outputs(measure, plan_s, results, t, metrics_out=metrics_out, rules_out=rules_out,
-                      thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml")
+                      thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml",
+                      serving_rules=serving_rules)
     return results
 
 

@@ -13,10 +13,11 @@ import plotly.io as pio
 import plotly.offline
 
 from sandbox_fleet import contract
+from sandbox_fleet.backtest.model import BacktestSummary
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.report import charts, optimize_section, plan_sections, tables
+from sandbox_fleet.report import backtest_section, charts, optimize_section, plan_sections, tables
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
 from sandbox_fleet.simulate.model import SimulateSummary
@@ -42,7 +43,8 @@ font-weight:bold;color:#fff;font-size:.85em;text-transform:uppercase}
 
 def _figure(key: str, fig) -> str:
     """One chart as an HTML fragment, or a 'not measured' box when its inputs are absent."""
-    title = charts.TITLES.get(key) or plan_sections.TITLES.get(key) or optimize_section.TITLES[key]
+    title = (charts.TITLES.get(key) or plan_sections.TITLES.get(key) or optimize_section.TITLES.get(key)
+             or backtest_section.TITLES[key])
     if fig is None:
         return f'<div class="missing" id="fig-{key}"><strong>{escape(title)}</strong>: not measured</div>'
     body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{key}",
@@ -76,6 +78,7 @@ def build_report(
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
     optimize: OptimizeSummary | dict | None = None,
+    backtest: BacktestSummary | dict | None = None,
 ) -> str:
     """One self-contained HTML document for a measure summary (plus optional plan/simulate).
 
@@ -86,8 +89,9 @@ def build_report(
     p = contract.parse(PlanSummary, plan, "plan summary") if plan is not None else None
     sim = contract.parse(SimulateSummary, simulate, "simulate summary") if simulate is not None else None
     searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
+    bt = contract.parse(BacktestSummary, backtest, "backtest summary") if backtest is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
-    results = run_checks(m, p, t)
+    results = run_checks(m, p, t, bt)
 
     source = ", ".join(m.source) if m.source is not None else None
     sub = " · ".join(x for x in (
@@ -142,6 +146,11 @@ def build_report(
         parts.append(_section("Optimize: the cheapest configuration meeting the target",
                               optimize_section.winner_table(searched),
                               _figure("frontier", optimize_section.frontier_chart(searched)), anchor="optimize"))
+    if bt is not None:
+        parts.append(_section("Backtest: the simulator on this history", backtest_section.verdict_html(bt),
+                              _figure("backtest", backtest_section.concurrency_chart(bt)),
+                              backtest_section.figures_table(bt), "<h3>Drift tests</h3>",
+                              backtest_section.drift_table(bt), anchor="backtest"))
 
     plotly_js = plotly.offline.get_plotlyjs()
     return (
@@ -161,8 +170,9 @@ def write_report(
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
     optimize: OptimizeSummary | dict | None = None,
+    backtest: BacktestSummary | dict | None = None,
 ) -> Path:
     """Build the report and write it to ``path`` atomically (parent folders created); returns the path."""
     from sandbox_fleet import atomic
 
-    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds, optimize))
+    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds, optimize, backtest))

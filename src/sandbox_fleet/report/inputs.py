@@ -10,6 +10,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
 
 if TYPE_CHECKING:
+    from sandbox_fleet.backtest.model import BacktestSummary
     from sandbox_fleet.optimize.model import OptimizeSummary
     from sandbox_fleet.plan.model import PlanSummary
     from sandbox_fleet.simulate.model import SimulateSummary
@@ -51,3 +52,10 @@ def load_simulate(path: str | Path) -> SimulateSummary:
     from sandbox_fleet.simulate.model import SimulateSummary
 
     return contract.load(SimulateSummary, path)
+
+
+def load_backtest(path: str | Path) -> BacktestSummary:
+    """A ``backtest --json`` file as its model (InputError when it is not one)."""
+    from sandbox_fleet.backtest.model import BacktestSummary
+
+    return contract.load(BacktestSummary, path)

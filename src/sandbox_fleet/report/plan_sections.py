@@ -63,16 +63,14 @@ def cdf_points(holds: HoldStats, rows: float | None) -> list[tuple[float, float]
     """(hold s, cumulative share) through the known percentiles, in order of hold."""
     n = rows if rows and rows > 0 else None
     pts = []
-    for key, value, known_q in (("min", holds.min, None), ("median", holds.median, 0.5), ("p90", holds.p90, 0.9),
-                                ("p99", holds.p99, 0.99), ("max", holds.max, None)):
+    for key, value, q in (("min", holds.min, None), ("median", holds.median, 0.5), ("p90", holds.p90, 0.9),
+                          ("p99", holds.p99, 0.99), ("max", holds.max, None)):
         v = as_num(value)
         if v is None or v <= 0:
             continue
-        q = known_q
         if q is None:
             if n is None:
                 continue
-            # the extremes sit half a row inside the ends
             q = 1 / (2 * n) if key == "min" else 1 - 1 / (2 * n)
         pts.append((v, q))
     pts.sort()

@@ -379,7 +379,8 @@ def phases_table(m: MeasureSummary) -> str | None:
 
 def hold_by_outcome_table(m: MeasureSummary) -> str | None:
     bo = _hold(m).by_outcome or ByOutcome()
-    groups = (("exception", bo.exception), ("passed", bo.passed), ("failed", bo.failed), ("no_reward", bo.no_reward))
+    groups = (("exception", bo.exception), ("limit", bo.limit), ("passed", bo.passed), ("failed", bo.failed),
+              ("no_reward", bo.no_reward))
     rows = [[escape(name), fmt(g.rows, "int"), fmt(g.median, "s"), fmt(g.mean, "s"), fmt(g.p99, "s")]
             for name, g in groups if g is not None]
     return grid_table(["outcome", "rows", "median", "mean", "p99"], rows) if rows else None

@@ -98,6 +98,12 @@ class TelemetryStale(Section):
     fail_above_s: float | None = Field(default=None, gt=0)
 
 
+class BacktestDrift(Above):
+    """``check --backtest``: the status when a backtest found drift, and bounds on |makespan error|."""
+
+    drifted: Literal["pass", "warn", "fail"]
+
+
 class Thresholds(BaseModel):
     """All check thresholds; build with :func:`load_thresholds` or :meth:`Thresholds.default`."""
 
@@ -124,6 +130,8 @@ class Thresholds(BaseModel):
     plan_covers_peak: Section
     sweep_self_check: SweepSelfCheck
     telemetry_stale: TelemetryStale
+    backtest_drift: BacktestDrift
+    metrics_absent: Section
 
     @classmethod
     def default(cls) -> "Thresholds":

@@ -159,6 +159,7 @@ def trial_row(trial: Path, result: dict, reward_key: str, bad: dict[str, int] | 
     exc = result.get("exception_info")
     row["has_exception"] = exc is not None
     row["exception_type"] = dig(exc, "exception_type") if exc is not None else None
+    row["limit_type"] = None  # Harbor records an agent timeout as an exception (exception_info)
     row["has_trajectory"] = _has_trajectory(trial)
     _from_trajectory(trial, row)
     lacks_key = isinstance(rewards, dict) and bool(rewards) and reward_key not in rewards

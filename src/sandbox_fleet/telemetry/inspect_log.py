@@ -31,7 +31,7 @@ LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _ZSTD = 93
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _COLUMNS = ("id", "task_id", "model", "job", "started_at", "finished_at", "input_tokens", "output_tokens",
-            "cached_tokens", "turns", "reward", "has_exception", "exception_type")
+            "cached_tokens", "turns", "reward", "has_exception", "exception_type", "limit_type")
 
 
 def is_eval_archive(path: Path) -> bool:
@@ -135,42 +135,88 @@ def _int(v: Any) -> int:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
 
 
-def _score(scores: Any, name: str | None) -> tuple[float | None, bool]:
-    """(reward, whether the named scorer was missing)."""
-    if not isinstance(scores, dict) or not scores:
-        return None, False
+#: Why a sample's reward was left null or read by a default choice (counted, then one warning each).
+MISSING, NOT_A_NUMBER, DICT_DEFAULT = "missing", "not a number", "dict default"
+
+
+def _pick(scores: dict, name: str | None) -> tuple[str, str | None] | None:
+    """(scorer, dict key) that ``--score NAME`` names: the scorer NAME itself, else NAME split
+    at its last ``/`` as SCORER/KEY (a scorer name may itself hold a ``/``). No NAME: the first
+    scorer. None when NAME names neither."""
     if name is None:
-        score = next(iter(scores.values()))
-    elif name in scores:
-        score = scores[name]
-    else:
-        return None, True
-    value = score.get("value") if isinstance(score, dict) else None
-    if isinstance(value, bool):
-        return float(value), False
-    if isinstance(value, (int, float)):
-        return float(value), False
+        return next(iter(scores)), None
+    if name in scores:
+        return name, None
+    scorer, _, key = name.rpartition("/")
+    return (scorer, key) if scorer in scores and key else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (bool, int, float)):
+        return float(value)
     if isinstance(value, str):
         if value in LETTERS:
-            return LETTERS[value], False
+            return LETTERS[value]
         try:
-            return float(value), False
+            return float(value)
         except ValueError:
-            return None, False
-    return None, False
+            return None
+    return None
+
+
+def _score(scores: Any, name: str | None) -> tuple[float | None, str | None, str | None]:
+    """(reward, why it is null or a default choice, the SCORER/KEY read when the value is a dict).
+
+    A dict value (``{"Problem Correctness": 0, "Style": 1}``) gives the KEY named by
+    ``--score SCORER/KEY``; with no key named, its only entry, or else its first (``DICT_DEFAULT``:
+    which one is a guess the warning states)."""
+    if not isinstance(scores, dict) or not scores:
+        return None, None, None
+    picked = _pick(scores, name)
+    if picked is None:
+        return None, MISSING, None
+    scorer, key = picked
+    score = scores[scorer]
+    value = score.get("value") if isinstance(score, dict) else None
+    if not isinstance(value, dict):
+        if key is not None:
+            return None, MISSING, None
+        number = _number(value)
+        return number, None if number is not None or value is None else NOT_A_NUMBER, None
+    note = None
+    if key is None:
+        if not value:
+            return None, NOT_A_NUMBER, None
+        key = next(iter(value))
+        note = DICT_DEFAULT if len(value) > 1 else None
+    elif key not in value:
+        return None, MISSING, None
+    number = _number(value[key])
+    if number is None and value[key] is not None:
+        note = NOT_A_NUMBER
+    return number, note, f"{scorer}/{key}"
 
 
 def _exception(sample: dict) -> tuple[bool, str | None]:
+    """A sample ``error`` is an exception (its type from the message); a ``limit`` is not (see ``_limit``)."""
     error = sample.get("error")
     if error:
         message = error.get("message", "") if isinstance(error, dict) else str(error)
         m = re.match(r"^\s*([A-Za-z_][\w.]*)\(", message or "")
         return True, m.group(1) if m else "error"
-    limit = sample.get("limit")
-    if limit:
-        kind = limit.get("type") if isinstance(limit, dict) else None
-        return True, f"{kind or 'sample'} limit"
     return False, None
+
+
+def _limit(sample: dict) -> str | None:
+    """The type of the limit that ended the sample (``message``, ``token``, ``time``, ...).
+
+    Inspect stops such a sample and then scores it like any other, so it is its own outcome,
+    not an exception. An error wins: a sample with both is an exception."""
+    limit = sample.get("limit")
+    if not limit or sample.get("error"):
+        return None
+    kind = limit.get("type") if isinstance(limit, dict) else None
+    return str(kind) if kind else "sample"
 
 
 def _times(sample: dict) -> tuple[Any, Any]:
@@ -187,21 +233,28 @@ def _times(sample: dict) -> tuple[Any, Any]:
     return None, None
 
 
-def sample_row(sample: dict, spec: dict, score: str | None) -> tuple[dict | None, bool]:
-    """The canonical row of one sample (None without times); also whether --score was missing."""
+def job_name(spec: dict) -> str | None:
+    """The eval's job: ``eval_id``, else ``run_id`` (older logs), else the task name."""
+    return spec.get("eval_id") or spec.get("run_id") or spec.get("task")
+
+
+def sample_row(sample: dict, spec: dict, score: str | None) -> tuple[dict | None, tuple[str | None, str | None]]:
+    """The canonical row of one sample (None without times), and what ``_score`` noted:
+    (why the reward is null or a default choice, the SCORER/KEY of a dict score)."""
     start, end = _times(sample)
     if not (start and end):
-        return None, False
+        return None, (None, None)
     events = sample.get("events")
     inp, out, cached = _tokens(sample.get("model_usage"))
-    reward, missing = _score(sample.get("scores"), score)
+    reward, note, read = _score(sample.get("scores"), score)
     exc, kind = _exception(sample)
     epoch = sample.get("epoch", 1)
+    job = job_name(spec)
     row = {
-        "id": f"{spec.get('eval_id') or spec.get('run_id') or spec.get('task')}/{sample.get('id')}/{epoch}",
+        "id": f"{job}/{sample.get('id')}/{epoch}",
         "task_id": None if sample.get("id") is None else str(sample.get("id")),
         "model": spec.get("model") or (next(iter(sample.get("model_usage") or {}), None)),
-        "job": spec.get("eval_id") or spec.get("task"),
+        "job": job,
         "started_at": start,
         "finished_at": end,
         "input_tokens": inp,
@@ -212,8 +265,9 @@ def sample_row(sample: dict, spec: dict, score: str | None) -> tuple[dict | None
         "reward": reward,
         "has_exception": exc,
         "exception_type": kind,
+        "limit_type": _limit(sample),
     }
-    return row, missing
+    return row, (note, read)
 
 
 def _cap(spec: dict) -> int | None:
@@ -223,17 +277,51 @@ def _cap(spec: dict) -> int | None:
     return min(caps) if caps else None
 
 
+class _ScoreTally:
+    """What the score reads noted, over every sample of one read, for one warning per kind."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, int] = {}
+        self.dict_reads: dict[str, int] = {}
+        self.scorers: set[tuple[str, ...]] = set()
+
+    def add(self, sample: dict, note: str | None, read: str | None) -> None:
+        if note:
+            self.notes[note] = self.notes.get(note, 0) + 1
+        if note == DICT_DEFAULT and read:
+            self.dict_reads[read] = self.dict_reads.get(read, 0) + 1
+        scores = sample.get("scores")
+        if isinstance(scores, dict) and len(scores) > 1:
+            self.scorers.add(tuple(scores))
+
+    def warn(self, path: Path, score: str | None, tel: Telemetry) -> None:
+        n = self.notes
+        if n.get(MISSING):
+            warn_once(tel, f"{path}: {n[MISSING]} sample(s) have no score '{score}' (reward left null; --score takes "
+                           "a scorer NAME, or SCORER/KEY for one entry of a dict score)")
+        if n.get(NOT_A_NUMBER):
+            warn_once(tel, f"{path}: {n[NOT_A_NUMBER]} sample(s) have a score value that is neither a number, a "
+                           "boolean nor a letter grade C/I/P/N (reward left null)")
+        for read, count in sorted(self.dict_reads.items()):
+            warn_once(tel, f"{path}: {count} sample(s) score a dict of several values; the reward is its first entry, "
+                           f"'{read}' (choose one with --score {read.rpartition('/')[0]}/KEY)")
+        if score is None:
+            for names in sorted(self.scorers):
+                warn_once(tel, f"{path}: samples carry {len(names)} scorers ({', '.join(names)}); the reward is the "
+                               f"first, '{names[0]}' (choose one with --score NAME)")
+
+
 def read_inspect(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
     """Every sample of every log under ``path`` as one canonical-named table."""
     files = log_files(path)
     if not files:
         raise InputError(f"{path}: no Inspect AI log (.eval or .json) found")
     rows: list[dict] = []
-    missing_score = 0
+    tally = _ScoreTally()
     for file in track(files, "reading Inspect logs", opts.progress, min_items=20):
         spec, samples = _read(file)
         cap = _cap(spec)
-        job = spec.get("eval_id") or spec.get("task")
+        job = job_name(spec)
         if cap is not None and job:
             tel.caps[job] = cap
         for name, sample in samples:
@@ -241,13 +329,11 @@ def read_inspect(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
                 tel.reject(UNREADABLE)
                 warn_once(tel, f"{file}: sample entry {name} is unreadable; counted as rejected ({UNREADABLE})")
                 continue
-            row, missing = sample_row(sample, spec, opts.score)
-            missing_score += missing
+            row, (note, read) = sample_row(sample, spec, opts.score)
             if row is None:
                 tel.reject(NO_TIMES)
                 continue
+            tally.add(sample, note, read)
             rows.append(row)
-    if missing_score:
-        warn_once(tel, f"{path}: {missing_score} sample(s) have no score '{opts.score}' (reward left null; see --score)")
+    tally.warn(path, opts.score, tel)
     return raw_rows_table(rows, _COLUMNS)
-

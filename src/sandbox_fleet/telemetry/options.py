@@ -30,7 +30,8 @@ class ReadOptions:
     #: Rows with a time before ``earliest_us`` or at/after ``latest_us`` are "implausible time".
     earliest_us: int | None = None
     latest_us: int = YEAR_10000_US
-    #: Inspect AI: the scorer whose value is the reward (None: the first scorer).
+    #: Inspect AI: the scorer whose value is the reward, or SCORER/KEY for one entry of a dict
+    #: score (None: the first scorer).
     score: str | None = None
     #: Hand the CODED_COLUMNS over dictionary-encoded (``record.CODED``), as ``measure`` reads them.
     coded: bool = False
@@ -44,8 +45,8 @@ def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
         pairs = list(spec.items())
     else:
         pairs = []
-        for raw in spec.split(","):
-            item = raw.strip()
+        for item in spec.split(","):
+            item = item.strip()
             if not item:
                 continue
             if "=" not in item:

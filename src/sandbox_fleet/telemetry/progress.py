@@ -23,7 +23,7 @@ _console: Console | None = None
 
 def console() -> Console:
     """The stderr console every bar draws on (one place to redirect it, e.g. in tests)."""
-    global _console  # noqa: PLW0603 - built on first use, so a run without bars never imports rich's progress
+    global _console
     if _console is None:
         from rich.console import Console
 

@@ -39,6 +39,9 @@ ROLLOUT_SCHEMA = pa.schema(
         pa.field("reward", pa.float64()),
         pa.field("has_exception", pa.bool_()),
         pa.field("exception_type", pa.string()),
+        # The limit (message, token, time, ...) that ended a rollout the producer then scored
+        # like any other: its own outcome, never an exception.
+        pa.field("limit_type", pa.string()),
         pa.field("has_trajectory", pa.bool_()),
         pa.field("trajectory_bytes", pa.int64()),
     ]

@@ -284,11 +284,10 @@ def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], *, streamed
         parts = (pa.Table.from_batches([b]) for b in
                  pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read))
     for part in parts:
-        whole = part
         for name in (empty if read is not sources else ()):
             field = pf.schema_arrow.field(name)
-            whole = whole.append_column(field, null_column(field.type, whole.num_rows))
-        yield whole
+            part = part.append_column(field, null_column(field.type, part.num_rows))
+        yield part
 
 
 def _text_columns(schema: pa.Schema, pairs: list[tuple[str, str]]) -> list[str]:

@@ -50,9 +50,9 @@ def loads_flat(text: str) -> dict[str, Any] | None:
     table = doc
     lines = text.split("\n")
     last = len(lines) - 1
-    for i, raw in enumerate(lines):
-        # CRLF; a CR not followed by LF is invalid and must reach tomllib
-        line = raw[:-1] if raw.endswith("\r") and i < last else raw
+    for i, line in enumerate(lines):
+        if line.endswith("\r") and i < last:
+            line = line[:-1]  # CRLF; a CR not followed by LF is invalid and must reach tomllib
         if _BLANK.fullmatch(line):
             continue
         stripped = line.lstrip(" \t")

@@ -122,11 +122,11 @@ def clean_batch(
     no_id = pc.is_null(ids)
     masks = [(MISSING_ID, no_id)]
     gone = no_id
-    for reason, raw_mask in ((UNPARSABLE, unparsable), (MIXED_UNITS, mixed),
-                             (MISSING_TIME, pc.or_(pc.is_null(start), pc.is_null(finish))),
-                             (IMPLAUSIBLE, _outside(start, finish, opts)),
-                             (BACKWARDS, pc.fill_null(pc.less(finish, start), False))):
-        mask = pc.and_not(raw_mask, gone)
+    for reason, mask in ((UNPARSABLE, unparsable), (MIXED_UNITS, mixed),
+                         (MISSING_TIME, pc.or_(pc.is_null(start), pc.is_null(finish))),
+                         (IMPLAUSIBLE, _outside(start, finish, opts)),
+                         (BACKWARDS, pc.fill_null(pc.less(finish, start), False))):
+        mask = pc.and_not(mask, gone)
         masks.append((reason, mask))
         gone = pc.or_(gone, mask)
     for reason, mask in masks:

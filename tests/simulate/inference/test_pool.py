@@ -19,7 +19,7 @@ def drive(cfg: Inference, calls: list[tuple[float, int, int, int, int]]) -> tupl
         heappush(heap, (t, seq[0], "pool", payload))
         seq[0] += 1
 
-    pool = Pool(cfg, 10, schedule, lambda r, now: finish.__setitem__(r, now))
+    pool = Pool(cfg, 10, schedule, finish.__setitem__)
     for t, r, ctx, new, dec in calls:
         heappush(heap, (t, seq[0], "call", (r, ctx, new, dec)))
         seq[0] += 1

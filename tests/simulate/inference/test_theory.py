@@ -138,7 +138,7 @@ def test_the_issue_example_runs_as_written():
 
     path = Path(__file__).resolve().parents[3] / "examples" / "scenarios" / "closed_loop.toml"
     s = run_scenario(path)
-    x, r = mva(16, DEMAND_S, THINK_S)
+    _x, r = mva(16, DEMAND_S, THINK_S)
     assert s["rollouts"] == s["completed"] == 6000
     assert s["concurrency"]["peak"] == 16
     assert s["hold_s"]["mean"] == pytest.approx(TURNS * (r + THINK_S), rel=0.03)

@@ -1,73 +1,136 @@
-"""``plan --emit-k8s DIR``: the purchase order as manifests a cluster can apply.
+"""``plan --emit-k8s DIR``: the purchase order as manifests a cluster accepts unchanged.
 
-Three files: ``nodepool.yaml`` (Karpenter ``NodePool``), ``sandboxtemplate.yaml`` (one agent-sandbox
-``SandboxTemplate`` per request kind) and ``sandboxwarmpool.yaml`` (one ``SandboxWarmPool`` per
-template), each opening with a comment header that gives the plan's basis. AWS and Azure node
-types only; DIR must be empty or new unless ``force``. Every check runs before anything is written.
+Seven files, each opening with a comment header that gives the plan's basis:
+
+- ``namespace.yaml``: the Namespace of the sandbox objects;
+- ``priorityclass.yaml``: the sandboxes' PriorityClass;
+- ``nodeclass.yaml``: the EC2NodeClass (instance store as RAID0, or a root volume sized to the
+  scratch) or AKSNodeClass (OS disk sized to the scratch);
+- ``nodepool.yaml``: the Karpenter NodePool(s), tainted, limited to the nodes the plan buys (on
+  spot: the same-shape types first, an on-demand fallback by weight);
+- ``sandboxtemplate.yaml`` / ``sandboxwarmpool.yaml``: one agent-sandbox SandboxTemplate (with the
+  toleration, runtime class and priority class) and SandboxWarmPool per request kind;
+- ``sandboxclaim-example.yaml``: a SandboxClaim on the largest warm pool, what a trainer creates.
+
+YAML is written by PyYAML's ``safe_dump``; every name is checked as DNS-1123 first and every value
+in a header comment is kept on its line. AWS and Azure node types only; DIR must be empty or new
+unless ``force``. Every check runs before anything is written.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from sandbox_fleet import atomic, contract, outpaths
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.k8s.manifests import (
     CAPACITY_TYPE,
-    KARPENTER_API,
-    SANDBOX_API,
+    NODE_CLASS,
     K8sOptions,
     check_supported,
     kinds,
-    nodepool,
+    namespace,
+    node_class,
+    nodepools,
+    priority_class,
+    resolve,
+    root_disk_gb,
+    sandbox_claim,
     sandbox_template,
+    scratch_per_node_gb,
     split_warm,
     warm_pool,
     warm_replicas,
 )
-from sandbox_fleet.plan.k8s.yamltext import dump
+from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.textout import one_line
 
-__all__ = ["FILES", "K8sOptions", "build_manifests", "check_out_dir", "emit_k8s"]
+__all__ = ["FILES", "NODE_CLASS", "K8sOptions", "build_manifests", "check_out_dir", "emit_k8s"]
 
-FILES = ("nodepool.yaml", "sandboxtemplate.yaml", "sandboxwarmpool.yaml")
+FILES = ("namespace.yaml", "priorityclass.yaml", "nodeclass.yaml", "nodepool.yaml", "sandboxtemplate.yaml",
+         "sandboxwarmpool.yaml", "sandboxclaim-example.yaml")
 
 
-def _header(plan: PlanSummary, opts: K8sOptions, api: str, warm_basis: str) -> str:
-    target, nodes, tier = plan.target, plan.nodes, plan.cost.tier
+def _storage_line(plan: PlanSummary, node, provider: str) -> str:
+    scratch = scratch_per_node_gb(plan)
+    if provider == "aws" and node.instance_store:
+        return (f"scratch {scratch:,.0f} GiB per full node on {node.disk_gb:,.0f} GiB of NVMe instance store "
+                "(instanceStorePolicy RAID0: kubelet and containerd use the array)")
+    where = "EBS root volume" if provider == "aws" else "OS disk (osDiskSizeGB)"
+    return f"{where} {root_disk_gb(plan):,} GiB = scratch {scratch:,.0f} GiB per full node + system reserve + OS"
+
+
+def _warm_slots(plan: PlanSummary, warm_total: int) -> str:
+    """Where the warm sandboxes live: inside the nodes bought, never on extra ones."""
+    if plan.nodes.mix:
+        return "held in the nodes bought (packed with the mix; the NodePool limit allows no extra nodes)"
+    spare = int(plan.nodes.count) * int(plan.nodes.per_node or 0) - int(plan.target.concurrency)
+    if warm_total <= spare:
+        return f"held in the {spare:,} slots the {plan.nodes.count:,} nodes have beyond the target (no extra nodes)"
+    return (f"no extra nodes: at the target only {max(spare, 0):,} spare slots hold warm sandboxes, the rest "
+            "refill as sandboxes finish")
+
+
+def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, warm_total: int, pools: list[dict]) -> str:
+    pin = check_supported(plan)
+    target, nodes, tier = plan.target, plan.nodes, pin.tier
     source = (plan.input.path or plan.input.source) if plan.input else None
+    types = pools[0]["spec"]["template"]["spec"]["requirements"][0]["values"]
+    pool_line = (f"{pools[0]['metadata']['name']} (spot, weight {pools[0]['spec']['weight']}: {', '.join(types)}) then "
+                 f"{pools[1]['metadata']['name']} (on-demand fallback, weight {pools[1]['spec']['weight']})"
+                 if len(pools) > 1 else f"{pools[0]['metadata']['name']} ({CAPACITY_TYPE[tier]})")
     lines = [
-        f"# Written by `sandbox-fleet plan --emit-k8s` ({api}). Basis of this plan:",
-        f"#   source summary: {source}",
-        f"#   target: {target.concurrency:,} concurrent sandboxes ({target.source}: {target.detail or ''})",
-        f"#   nodes: {nodes.count:,} x {nodes.type} ({nodes.provider} {nodes.instance_type}), "
-        f"tier {tier} -> capacity type {CAPACITY_TYPE[tier]}",
-        f"#   warm pool: {warm_basis}",
-        f"#   node class: {opts.node_class}; sandbox image: {opts.image}",
+        "Written by `sandbox-fleet plan --emit-k8s`. Basis of this plan:",
+        f"  source summary: {source}",
+        f"  target: {target.concurrency:,} concurrent sandboxes ({target.source}: {target.detail or ''})",
+        f"  nodes: BUY {nodes.count:,} x {nodes.type} ({nodes.provider} {nodes.instance_type}), tier {tier}; "
+        f"every NodePool is limited to exactly these {nodes.count:,} nodes",
+        f"  node pools: {pool_line}",
+        f"  warm pool: {warm_basis}; {_warm_slots(plan, warm_total)}",
+        f"  storage: {_storage_line(plan, node, pin.provider)}",
+        f"  isolation: runtimeClassName {opts.runtime_class} (the RuntimeClass must exist: gVisor or Kata); "
+        f"taint {pools[0]['spec']['template']['spec']['taints'][0]['key']}={opts.name}:NoSchedule with a matching toleration",
+        f"  names: {opts.name}, namespace {opts.namespace}, node class {opts.node_class}, cluster {opts.cluster}; "
+        f"image {opts.image}",
     ]
-    return "\n".join(lines) + "\n"
+    return "".join(f"# {one_line(line)}\n" for line in lines)
+
+
+def _dump(objs: list[dict]) -> str:
+    return yaml.safe_dump_all(objs, explicit_start=True, sort_keys=False, default_flow_style=False,
+                              allow_unicode=True, width=1 << 16)
 
 
 def build_manifests(plan: PlanSummary | dict, opts: K8sOptions | None = None) -> dict[str, str]:
     """File name -> YAML text for a plan (a ``PlanSummary`` or its JSON); InputError if unsupported."""
-    opts = opts or K8sOptions()
     plan = contract.parse(PlanSummary, plan, "plan")
     check_supported(plan)
-    if not (opts.provision_s > 0):
-        raise InputError(f"--k8s-provision-s must be a positive number of seconds, got {opts.provision_s!r}")
+    opts = resolve(plan, opts or K8sOptions())
+    catalog = load_catalog(opts.nodes_file)
+    try:
+        node = find_type(catalog, plan.nodes.type, opts.nodes_file or "bundled node catalog")
+    except InputError:
+        raise InputError(f"--emit-k8s: node type {plan.nodes.type!r} is not in the node catalog; pass the --nodes "
+                         "file the plan was made with") from None
     parts = kinds(plan)
     total, basis = warm_replicas(plan, opts.provision_s)
-    replicas = split_warm(total, parts)
-    warm = [(req, k) for (req, _), k in zip(parts, replicas)]
     templates = [sandbox_template(req, opts) for req, _ in parts]
-    pools = [warm_pool(t, k) for t, k in zip(templates, replicas)]
+    pools = [warm_pool(t, k) for t, k in zip(templates, split_warm(total, parts))]
+    node_pools = nodepools(plan, node, opts)
     docs = {
-        "nodepool.yaml": (KARPENTER_API, [nodepool(plan, opts, warm)]),
-        "sandboxtemplate.yaml": (SANDBOX_API, templates),
-        "sandboxwarmpool.yaml": (SANDBOX_API, pools),
+        "namespace.yaml": [namespace(opts)],
+        "priorityclass.yaml": [priority_class(opts)],
+        "nodeclass.yaml": [node_class(plan, node, opts)],
+        "nodepool.yaml": node_pools,
+        "sandboxtemplate.yaml": templates,
+        "sandboxwarmpool.yaml": pools,
+        "sandboxclaim-example.yaml": [sandbox_claim(pools[0])],
     }
-    return {name: _header(plan, opts, api, basis) + "".join("---\n" + dump(d) for d in objs)
-            for name, (api, objs) in docs.items()}
+    head = _header(plan, opts, node, basis, total, node_pools)
+    return {name: head + _dump(objs) for name, objs in docs.items()}
 
 
 def check_out_dir(out_dir: str | Path, inputs: list | tuple = (), force: bool = False) -> Path:
@@ -87,9 +150,9 @@ def emit_k8s(plan: PlanSummary | dict, out_dir: str | Path, opts: K8sOptions | N
              force: bool = False, inputs: list | tuple = ()) -> list[Path]:
     """Write the manifests into ``out_dir`` (created if missing); returns the paths written.
 
-    Refuses (InputError) a non-empty ``out_dir`` unless ``force``, a path that is a file, and a
-    node type whose provider has no Karpenter mapping, before writing anything. Each file is
-    written atomically (``sandbox_fleet.atomic``).
+    Refuses (InputError) a non-empty ``out_dir`` unless ``force``, a path that is a file, a name
+    that is not DNS-1123, and a node type whose provider has no Karpenter mapping, before writing
+    anything. Each file is written atomically (``sandbox_fleet.atomic``).
     """
     out = check_out_dir(out_dir, inputs, force)
     texts = build_manifests(plan, opts)

@@ -86,11 +86,12 @@ CHECKS: tuple[Check, ...] = (
 
 
 def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None = None,
-               thresholds: Thresholds | None = None) -> list[CheckResult]:
+               thresholds: Thresholds | None = None, backtest=None) -> list[CheckResult]:
     """Run every check on a measure summary (and a plan if given), models or their JSON dicts.
 
     Each is parsed into its model first (InputError when it is not one); a figure it does not
     carry gives ``skip``, never an exception; a check disabled in the thresholds also skips.
+    ``backtest`` (a backtest summary, model or JSON dict) adds the drift gate last.
     """
     t = thresholds if thresholds is not None else Thresholds.default()
     m = contract.parse(MeasureSummary, measure, "measure summary")
@@ -106,4 +107,9 @@ def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None =
             results.append(CheckResult(check.__name__, "skip", None, None, "disabled in thresholds"))
         else:
             results.append(check(m, p, t))
+    if backtest is not None:
+        from sandbox_fleet.backtest.model import BacktestSummary
+        from sandbox_fleet.report.checks.backtest import backtest_drift
+
+        results.append(backtest_drift(contract.parse(BacktestSummary, backtest, "backtest summary"), t))
     return results

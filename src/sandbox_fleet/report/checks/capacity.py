@@ -78,7 +78,8 @@ def cap_below_configured(m: MeasureSummary, plan: PlanSummary | None, t: Thresho
 
     The plateau counts when the time at the peak is at least ``cap_binding.warn_above`` of
     the span: another limit binds first (per-agent caps, the host, the inference pool), and
-    capacity sized to the configured cap would idle.
+    capacity sized to the configured cap would idle. A scope with fewer rollouts than its cap
+    could never reach it (one trial peaks at 1): it is too few to tell, never a plateau.
     """
     name = "cap_below_configured"
     bound = t.cap_binding.warn_above
@@ -87,11 +88,15 @@ def cap_below_configured(m: MeasureSummary, plan: PlanSummary | None, t: Thresho
     scopes = _scopes(m)
     recorded = False
     found: list[tuple[float, str, float, float]] = []
+    too_few: list[str] = []
     for label, conc, span in scopes:
         cap, peak, at_peak = as_num(conc.configured_cap), as_num(conc.peak), as_num(conc.time_at_peak_s)
         if cap is None or peak is None:
             continue
         recorded = True
+        if conc.effective_cap_note:
+            too_few.append(f"{label}: {conc.effective_cap_note}")
+            continue
         if at_peak is None or not span or peak >= cap:
             continue
         share = at_peak / span
@@ -100,6 +105,8 @@ def cap_below_configured(m: MeasureSummary, plan: PlanSummary | None, t: Thresho
     if not recorded:
         return skipped(name, "no configured cap recorded")
     if not found:
+        if too_few:
+            return skipped(name, "; ".join(too_few[:3]))
         return CheckResult(name, "pass", None, t.cap_binding.warn_above, "no plateau below a configured cap")
     share, label, peak, cap = max(found)
     return CheckResult(name, "warn", share, t.cap_binding.warn_above,

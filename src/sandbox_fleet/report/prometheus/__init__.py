@@ -10,14 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_fleet import atomic, contract
+from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.prometheus.metrics import build_registry, exposition
 from sandbox_fleet.report.prometheus.rules import Rule, rules, rules_yaml
+from sandbox_fleet.report.prometheus.serving import GROUP as SERVING_GROUP
+from sandbox_fleet.report.prometheus.serving import serving_basis
+from sandbox_fleet.report.prometheus.serving import serving_rules as serving_rule_list
 from sandbox_fleet.report.thresholds import Thresholds
 
-__all__ = ["Rule", "metrics_text", "rules", "rules_yaml", "write_outputs"]
+__all__ = ["Rule", "metrics_text", "rules", "rules_yaml", "serving_basis", "serving_rule_list", "write_outputs"]
 
 
 def metrics_text(measure: MeasureSummary | dict, plan: PlanSummary | dict | None, results: list[CheckResult],
@@ -40,11 +44,20 @@ def write_outputs(
     metrics_out: str | Path | None = None,
     rules_out: str | Path | None = None,
     thresholds_source: str = "sandbox_fleet/data/checks.toml",
+    serving_rules: bool = False,
 ) -> list[Path]:
-    """Write the metrics and/or rules files (each atomically); returns the paths written."""
+    """Write the metrics and/or rules files (each atomically); returns the paths written.
+
+    ``serving_rules`` adds the serving-pool group (:mod:`.serving`) to the rules, from ``plan``.
+    """
+    serving = None
+    if serving_rules:
+        if plan is None or rules_out is None:
+            raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file)")
+        serving = (SERVING_GROUP, serving_rule_list(plan), serving_basis(plan).basis)
     written = []
     if metrics_out is not None:
         written.append(atomic.write_text(metrics_out, metrics_text(measure, plan, results, thresholds)))
     if rules_out is not None:
-        written.append(atomic.write_text(rules_out, rules_yaml(thresholds, thresholds_source)))
+        written.append(atomic.write_text(rules_out, rules_yaml(thresholds, thresholds_source, serving)))
     return written

@@ -1,10 +1,16 @@
 """The measured figures as Prometheus gauges, in the text exposition format.
 
 For the node-exporter textfile collector or a Pushgateway. Names are ``sandbox_fleet_*`` in base
-units (``_seconds``, ``_ratio``, ``_total``); quantiles are separate gauges; slices carry a
-``model`` or ``job`` label on their own metric names (``sandbox_fleet_model_*``, ``sandbox_fleet_job_*``)
-so a fleet-wide rule never matches a slice. Timestamps are data time
-(``sandbox_fleet_last_finished_timestamp_seconds``), so the same summary gives the same bytes.
+units (``_seconds``, ``_ratio``); every figure is a gauge, counts included: each file is a snapshot
+of one summary, and the next summary (another window, another corpus) may hold fewer rollouts, which
+a counter must never show (``rate()`` would read a drop as a reset). No sample carries a timestamp:
+node-exporter's textfile collector and the Pushgateway both refuse client-side timestamps, so data
+time is a gauge of its own (``sandbox_fleet_last_finished_timestamp_seconds``) and the same summary
+gives the same bytes. Quantiles are separate gauges; slices carry a ``model`` or ``rl_job`` label on
+their own metric names (``sandbox_fleet_model_*``, ``sandbox_fleet_job_*``) so a fleet-wide rule
+never matches a slice. No label this module writes is one Prometheus reserves or sets on a target
+(``job``, ``instance``, ``le``, ``quantile``, ``__*``; see ``RESERVED_LABELS``): a per-RL-job label
+named ``job`` is overwritten by the scrape (or renamed ``exported_job``) and collides on a push.
 A figure the summary does not carry (null, or not a finite number) is left out, never written as 0
 or NaN: fleet-wide and per-model/per-job series alike.
 """
@@ -14,7 +20,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
@@ -27,6 +32,11 @@ if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary
 
 PREFIX = "sandbox_fleet_"
+#: The per-RL-job label: not ``job``, which Prometheus owns as the scrape target's (and a push group's) label.
+JOB_LABEL = "rl_job"
+#: Labels a scrape, a push, a histogram or an alert sets itself, plus the names a scrape renames them to.
+RESERVED_LABELS = frozenset({"job", "instance", "le", "quantile", "exported_job", "exported_instance",
+                             "alertname", "alertstate", "severity", "node"})
 
 
 @dataclass
@@ -51,6 +61,9 @@ class Registry:
         value = as_num(value)
         if value is None:
             return
+        clash = [k for k in (labels or {}) if k in RESERVED_LABELS or k.startswith("__")]
+        if clash:
+            raise ValueError(f"label {clash[0]!r} of {name} is reserved by Prometheus (RESERVED_LABELS)")
         full = PREFIX + name
         fam = self.families.setdefault(full, Family(full, help_text, kind))
         fam.samples.append((tuple(sorted((labels or {}).items())), value))
@@ -72,13 +85,13 @@ def _timestamp_s(value: object) -> float | None:
 
 def _fleet(reg: Registry, m: MeasureSummary) -> None:
     conc = m.concurrency or Concurrency()
-    reg.add("rollouts_total", "Rollouts measured (rows of telemetry).", as_num(m.rows), kind="counter")
+    reg.add("rollouts", "Rollouts measured (rows of telemetry).", as_num(m.rows))
     reg.add("first_started_timestamp_seconds", "Start of the first rollout measured, Unix seconds (data time).",
             _timestamp_s(m.first_started_at))
     reg.add("last_finished_timestamp_seconds", "Finish of the last rollout measured, Unix seconds (data time).",
             _timestamp_s(m.last_finished_at))
     reg.add("span_seconds", "Span of the telemetry, first start to last finish.", as_num(m.span_s))
-    reg.add("sandbox_seconds_total", "Sandbox time held by all rollouts.", as_num(m.sandbox_s), kind="counter")
+    reg.add("sandbox_seconds", "Sandbox time held by all rollouts.", as_num(m.sandbox_s))
     mean, peak = as_num(conc.mean), as_num(conc.peak)
     reg.add("concurrency_mean", "Time-weighted mean of concurrent sandboxes.", mean)
     reg.add("concurrency_peak", "Peak concurrent sandboxes.", peak)
@@ -118,13 +131,13 @@ def _share(at_peak_s: float | None, span_s: float | None) -> float | None:
 def _outcomes(reg: Registry, m: MeasureSummary) -> None:
     out = m.outcomes or Outcomes()
     reg.add("exception_ratio", "Share of rollouts that raised an exception.", as_num(out.exception_rate))
-    reg.add("exceptions_total", "Rollouts that raised an exception.", as_num(out.exceptions), kind="counter")
+    reg.add("exceptions", "Rollouts that raised an exception.", as_num(out.exceptions))
     hours = as_num(out.exception_sandbox_hours)
-    reg.add("exception_sandbox_seconds_total", "Sandbox time held by rollouts that raised an exception.",
-            hours * 3600.0 if hours is not None else None, kind="counter")
+    reg.add("exception_sandbox_seconds", "Sandbox time held by rollouts that raised an exception.",
+            hours * 3600.0 if hours is not None else None)
     reg.add("pass_ratio", "Share of rewarded rollouts that passed.", as_num(out.pass_rate))
-    reg.add("passed_total", "Rollouts that passed.", as_num(out.passed), kind="counter")
-    reg.add("rewarded_total", "Rollouts with a reward.", as_num(out.rewarded), kind="counter")
+    reg.add("passed", "Rollouts that passed.", as_num(out.passed))
+    reg.add("rewarded", "Rollouts with a reward.", as_num(out.rewarded))
     per_pass = as_num(out.sandbox_hours_per_pass)
     reg.add("sandbox_time_per_pass_seconds", "Sandbox time spent per passing rollout.",
             per_pass * 3600.0 if per_pass is not None else None)
@@ -132,10 +145,10 @@ def _outcomes(reg: Registry, m: MeasureSummary) -> None:
 
 def _tokens(reg: Registry, m: MeasureSummary) -> None:
     tok = m.tokens or Tokens()
-    reg.add("token_rollouts_total", "Rollouts that report token counts.", as_num(tok.rows), kind="counter")
-    reg.add("input_tokens_total", "Input (prefill) tokens across rollouts.", as_num(tok.input), kind="counter")
-    reg.add("output_tokens_total", "Output (decode) tokens across rollouts.", as_num(tok.output), kind="counter")
-    reg.add("cached_tokens_total", "Input tokens served from the prefix cache.", as_num(tok.cached), kind="counter")
+    reg.add("token_rollouts", "Rollouts that report token counts.", as_num(tok.rows))
+    reg.add("input_tokens", "Input (prefill) tokens across rollouts.", as_num(tok.input))
+    reg.add("output_tokens", "Output (decode) tokens across rollouts.", as_num(tok.output))
+    reg.add("cached_tokens", "Input tokens served from the prefix cache.", as_num(tok.cached))
     frac, cached, inp = as_num(tok.cached_fraction), as_num(tok.cached), as_num(tok.input)
     if frac is None and cached is not None and inp:
         frac = cached / inp
@@ -157,8 +170,8 @@ def _coverage(reg: Registry, m: MeasureSummary) -> None:
     if reasons is not None and rows is not None:
         counts = {str(k): as_num(v) or 0.0 for k, v in reasons.items()}
         for reason in sorted(counts):
-            reg.add("rejected_rows_total", "Input rows rejected by the readers, by reason.", counts[reason],
-                    {"reason": reason}, kind="counter")
+            reg.add("rejected_rows", "Input rows rejected by the readers, by reason.", counts[reason],
+                    {"reason": reason})
         total = sum(counts.values())
         reg.add("rejected_ratio", "Share of input rows rejected by the readers.",
                 total / (rows + total) if rows + total else 0.0)
@@ -172,18 +185,19 @@ def _slices(reg: Registry, ms: MeasureSummary) -> None:
     holds_by_model = (ms.hold_s.by_model if ms.hold_s else None) or {}
     for model, entry in sorted((ms.by_model or {}).items()):
         labels = {"model": model}
-        reg.add("model_rollouts_total", "Rollouts per model.", entry.rows, labels, kind="counter")
+        reg.add("model_rollouts", "Rollouts per model.", entry.rows, labels)
         reg.add("model_exception_ratio", "Share of a model's rollouts that raised an exception.",
                 entry.exception_rate, labels)
         reg.add("model_pass_ratio", "Share of a model's rewarded rollouts that passed.", entry.pass_rate, labels)
         # the slice's own median / p99 / mean stand in where hold_s.by_model lacks the model
         fallback = {"median": entry.hold_median_s, "p99": entry.hold_p99_s, "mean": entry.hold_mean_s}
-        for label, own in _hold_figures(holds_by_model.get(model) or HoldStats()):
-            value = own if own is not None else fallback.get(label)
+        for label, value in _hold_figures(holds_by_model.get(model) or HoldStats()):
+            if value is None:
+                value = fallback.get(label)
             reg.add(f"model_hold_{label}_seconds", f"Hold time per rollout of a model, {label}.", value, labels)
     for job, entry in sorted((ms.by_job or {}).items()):
-        labels = {"job": job}
-        reg.add("job_rollouts_total", "Rollouts per job.", entry.rows, labels, kind="counter")
+        labels = {JOB_LABEL: job}
+        reg.add("job_rollouts", "Rollouts per job.", entry.rows, labels)
         reg.add("job_exception_ratio", "Share of a job's rollouts that raised an exception.", entry.exception_rate, labels)
         conc = entry.concurrency
         detected = conc.cap_detected if conc is not None else entry.cap_detected

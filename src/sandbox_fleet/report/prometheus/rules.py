@@ -7,16 +7,24 @@ Each expression fires exactly when ``check`` would give that status on the expor
 exclude the critical band so one series is in one state. Gates that PromQL cannot express from a
 single exported figure (the per-task chance filter, the sweep tolerance) are exported as figures
 ``check`` computes and named in the file's header comment.
+
+Binary operators match on all labels (PromQL's default), never ``on()`` or ``on(<slice label>)``:
+every series of one summary comes from one file with one label set, so each source pairs with
+itself however it reached Prometheus (textfile collector, a Pushgateway scraped with
+``honor_labels`` true or false) and however many sources there are.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sandbox_fleet.report.prometheus.metrics import PREFIX
+from sandbox_fleet.report.prometheus.metrics import JOB_LABEL, PREFIX
 from sandbox_fleet.report.thresholds import Above, Below, Section, Thresholds
+from sandbox_fleet.textout import one_line
 
 GROUP = "sandbox-fleet"
+#: The label each slice's metrics carry (metrics.py writes them).
+SLICE_LABEL = {"model": "model", "job": JOB_LABEL}
 
 
 class _Names(dict):
@@ -74,32 +82,38 @@ def _pair(gate: str, alert: str, cfg: Section, exprs: tuple[str | None, str | No
     return out
 
 
-def _slice(gate: str, alert: str, cfg, label: str) -> list[Rule]:
-    """A per-model / per-job rate: small slices (fewer than ``min_rows``) may warn but not fail."""
-    rate, rows = M[f"{label}_exception_ratio"], M[f"{label}_rollouts_total"]
+def _slice(gate: str, alert: str, cfg, kind: str) -> list[Rule]:
+    """A per-model / per-job rate: small slices (fewer than ``min_rows``) may warn but not fail.
+
+    The guards match on every label (PromQL's default), not ``on(<slice label>)``: each slice is
+    paired with its own row count from the same source whatever target labels a scrape or push
+    added (``job``, ``instance``, ``exported_job``), so one small job silences only itself.
+    """
+    label = SLICE_LABEL[kind]
+    rate, rows = M[f"{kind}_exception_ratio"], M[f"{kind}_rollouts"]
     small = f"{rows} < {cfg.min_rows}"
-    critical = (f"({rate} > {_n(cfg.fail_above)}) unless on({label}) ({small})"
+    critical = (f"({rate} > {_n(cfg.fail_above)}) unless ({small})"
                 if cfg.fail_above is not None else None)
     warning = None
     if cfg.warn_above is not None:
-        warning = f"{rate} > {_n(cfg.warn_above)}" + (f" unless on({label}) ({critical})" if critical else "")
+        warning = f"{rate} > {_n(cfg.warn_above)}" + (f" unless ({critical})" if critical else "")
     what = f"{{{{ $labels.{label} }}}}: {{{{ $value | humanizePercentage }}}} of rollouts raise an exception"
     advice = {"model": "filter the corpus by model before training on it",
-              "job": "look for a bad image or a full disk in that job first"}[label]
+              "job": "look for a bad image or a full disk in that job first"}[kind]
     return _pair(gate, alert, cfg, (warning, critical),
                  (f"{what} (warn above {cfg.warn_above:.0%})" if cfg.warn_above is not None else what,
                   f"{what} (fail above {cfg.fail_above:.0%}, {cfg.min_rows}+ rollouts)" if cfg.fail_above is not None else what),
-                 f"{label.capitalize()} exception rate over budget: {advice}; exceptions almost never pass and "
+                 f"{kind.capitalize()} exception rate over budget: {advice}; exceptions almost never pass and "
                  "their sandbox-hours are lost.")
 
 
 def _prefix_cache(t: Thresholds) -> list[Rule]:
     cfg = t.prefix_cache_off
-    ratio, inp, rows = M["prefix_cache_hit_ratio"], M["input_tokens_total"], M["token_rollouts_total"]
-    guard = f"({inp} > 0 unless on() {rows} == 0)"
-    unreported = f"{guard} unless on() {ratio}"
-    zero = f"({ratio} == 0) and on() {guard}"
-    warning = f"({ratio} > 0 < {_n(cfg.warn_below_cached_fraction)}) and on() {guard}"
+    ratio, inp, rows = M["prefix_cache_hit_ratio"], M["input_tokens"], M["token_rollouts"]
+    guard = f"({inp} > 0 unless {rows} == 0)"
+    unreported = f"{guard} unless {ratio}"
+    zero = f"({ratio} == 0) and {guard}"
+    warning = f"({ratio} > 0 < {_n(cfg.warn_below_cached_fraction)}) and {guard}"
     desc = ("Every turn re-sends the whole transcript when the prefix cache misses: caching is worth "
             "(turns+1)/2 on prefill. Check the serving pool's cache hit counter; the harness may break the "
             "prefix (timestamps, reordered tools, front truncation).")
@@ -124,7 +138,7 @@ def _tasks(t: Thresholds) -> list[Rule]:
             "raises everywhere, then fix or drop the task (sandbox-fleet check names the worst tasks).")
     return [
         Rule("exception_rate_by_task", "SandboxFleetTasksFailing", "warning",
-             f"{warning} > 0 unless on() {failing} > 0", cfg.for_s,
+             f"{warning} > 0 unless {failing} > 0", cfg.for_s,
              f"{{{{ $value }}}} task(s) raise on {cfg.warn_at_or_above:.0%}+ of their rollouts beyond chance", desc),
         Rule("exception_rate_by_task", "SandboxFleetTasksFailing", "critical", f"{failing} > 0", cfg.for_s,
              f"{{{{ $value }}}} task(s) raise on {cfg.fail_at_or_above:.0%}+ of their rollouts beyond chance", desc),
@@ -150,7 +164,7 @@ def _missing(t: Thresholds, field: str) -> list[Rule]:
 def _sample_and_exceptions(t: Thresholds) -> list[Rule]:
     out: list[Rule] = []
     out.append(Rule("small_sample", "SandboxFleetSmallSample", "warning",
-                    f"{M['rollouts_total']} < {t.small_sample.min_rows}", t.small_sample.for_s,
+                    f"{M['rollouts']} < {t.small_sample.min_rows}", t.small_sample.for_s,
                     f"only {{{{ $value }}}} rollouts measured (fewer than {t.small_sample.min_rows})",
                     "Percentiles and rates over this few rollouts are noise: wait for more data before acting on other alerts."))
     out += _prefix_cache(t)
@@ -172,7 +186,7 @@ def _coverage(t: Thresholds) -> list[Rule]:
     out += _pair("rejected_rows", "SandboxFleetRejectedRows", rr, _above(M["rejected_ratio"], rr),
                  ("{{ $value | humanizePercentage }} of input rows rejected",) * 2,
                  "Rows the readers could not use (unparsable time, finish before start, duplicates): see "
-                 "sandbox_fleet_rejected_rows_total by reason and fix the exporter.")
+                 "sandbox_fleet_rejected_rows by reason and fix the exporter.")
     return out
 
 
@@ -185,7 +199,7 @@ def _capacity(t: Thresholds) -> list[Rule]:
                  "Each time the fleet sits at its cap a released batch waits for slots, so the RL step waits: "
                  "raise the cap or buy the nodes the plan asks for.")
     out.append(Rule("cap_recorded", "SandboxFleetCapNotRecorded", "warning",
-                    f"{M['cap_detected']} == 1 unless on() {M['configured_cap']}", t.cap_recorded.for_s,
+                    f"{M['cap_detected']} == 1 unless {M['configured_cap']}", t.cap_recorded.for_s,
                     "the peak behaves like a cap but no configured cap is recorded",
                     "Write the configured cap into the telemetry, or it becomes an unexplained throughput plateau."))
     plateau = t.cap_binding.warn_above
@@ -193,7 +207,7 @@ def _capacity(t: Thresholds) -> list[Rule]:
     if plateau is not None:
         share = _n(plateau)
         out.append(Rule("cap_below_configured", "SandboxFleetCapBelowConfigured", "warning",
-                        f"({M['concurrency_peak']} < on() {M['configured_cap']} and on() {M['peak_time_ratio']} >= {share}) "
+                        f"({M['concurrency_peak']} < {M['configured_cap']} and {M['peak_time_ratio']} >= {share}) "
                         f"or ({M['job_concurrency_peak']} < {M['job_configured_cap']} and {M['job_peak_time_ratio']} >= {share})",
                         t.cap_below_configured.for_s,
                         "concurrency plateaus at {{ $value }}, below the configured cap",
@@ -212,8 +226,8 @@ def _capacity(t: Thresholds) -> list[Rule]:
                  "ceiling and reclaim early.")
     sp = t.sandbox_hours_per_pass
     warning, critical = _above(M["sandbox_time_per_pass_seconds"], sp, scale=3600.0)
-    none_passed = (f"({M['passed_total']} == 0 and on() {M['rewarded_total']} > 0) "
-                   f"unless on() {M['sandbox_time_per_pass_seconds']}")
+    none_passed = (f"({M['passed']} == 0 and {M['rewarded']} > 0) "
+                   f"unless {M['sandbox_time_per_pass_seconds']}")
     critical = f"({critical}) or ({none_passed})" if critical else none_passed
     out += _pair("sandbox_hours_per_pass", "SandboxFleetSandboxHoursPerPass", sp, (warning, critical),
                  ("{{ $value | humanizeDuration }} of sandbox time per passing rollout",
@@ -228,9 +242,9 @@ def _capacity(t: Thresholds) -> list[Rule]:
 
 def _plan_and_health(t: Thresholds) -> list[Rule]:
     target, mean, peak = M["plan_target_concurrency"], M["concurrency_mean"], M["concurrency_peak"]
-    below_mean = f"{target} < on() {mean}"
+    below_mean = f"{target} < {mean}"
     out = _pair("plan_covers_peak", "SandboxFleetPlanBelowPeak", t.plan_covers_peak,
-                 (f"({target} < on() {peak}) unless on() ({below_mean})", below_mean),
+                 (f"({target} < {peak}) unless ({below_mean})", below_mean),
                  ("planned concurrency {{ $value }} is below the measured peak",
                   "planned concurrency {{ $value }} is below the measured mean"),
                  "A pool built below peak turns every batched step into a queue; below the mean it cannot keep up: re-plan.")
@@ -244,6 +258,11 @@ def _plan_and_health(t: Thresholds) -> list[Rule]:
                  ("no rollout has finished for {{ $value | humanizeDuration }}",) * 2,
                  "The exported telemetry stopped: the exporter, the trainer or the fleet is down. Check the job "
                  "that runs sandbox-fleet check --metrics-out, then the trainer.")
+    out.append(Rule("metrics_absent", "SandboxFleetMetricsAbsent", "critical", f"absent({M['rollouts']})",
+                    t.metrics_absent.for_s, "no sandbox_fleet metrics reach Prometheus",
+                    "Every other sandbox-fleet alert is silent while the metrics are missing: check that the "
+                    "textfile is in the collector's folder, that the Pushgateway still holds the group, and that "
+                    "the target is scraped (up == 1)."))
     return out
 
 
@@ -252,6 +271,8 @@ NOT_EXPRESSED = (
      "thousands of tasks: check computes it and exports sandbox_fleet_tasks_failing / sandbox_fleet_tasks_warning"),
     ("sweep_self_check", "compares two figures against rel_tolerance inside one measurement: check computes it "
      "and exports sandbox_fleet_sweep_self_check_ok"),
+    ("backtest_drift", "reads a backtest summary (check --backtest), a one-off study of the history rather than "
+     "a live series: no metric and no alert"),
 )
 
 
@@ -273,21 +294,9 @@ def _duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml") -> str:
-    """The rules file: a header comment, then one group of alerting rules."""
-    all_rules = rules(t)
-    disabled = [name for name in Thresholds.model_fields if not getattr(t, name).enabled]
-    head = [
-        "# Prometheus alerting rules for the sandbox fleet, written by `sandbox-fleet check --prometheus-rules`.",
-        f"# Thresholds and `for:` from {source}; severity warning = the gate's warn threshold, critical = fail.",
-        "# Every metric used here is written by `sandbox-fleet check --metrics-out` (textfile collector / Pushgateway).",
-        "# Gates not expressed as a PromQL threshold (exported as a figure check computes instead):",
-    ]
-    head += [f"#   {gate}: {why}" for gate, why in NOT_EXPRESSED]
-    if disabled:
-        head.append("# Disabled in the thresholds (no rule): " + ", ".join(disabled))
-    lines = [*head, "groups:", f"  - name: {_q(GROUP)}", "    rules:"]
-    for r in all_rules:
+def _group_lines(name: str, group: list[Rule]) -> list[str]:
+    lines = [f"  - name: {_q(name)}", "    rules:"]
+    for r in group:
         lines += [
             f"      - alert: {r.alert}",
             f"        expr: {_q(r.expr)}",
@@ -299,4 +308,26 @@ def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml") ->
             f"          summary: {_q(r.summary)}",
             f"          description: {_q(r.description)}",
         ]
+    return lines
+
+
+def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml",
+               serving: tuple[str, list[Rule], str] | None = None) -> str:
+    """The rules file: a header comment, then the group of alerting rules on sandbox-fleet's own
+    metrics, and with ``serving`` = (group name, rules, basis) a group on the serving pool's."""
+    disabled = [name for name in Thresholds.model_fields if not getattr(t, name).enabled]
+    head = [
+        "# Prometheus alerting rules for the sandbox fleet, written by `sandbox-fleet check --prometheus-rules`.",
+        f"# Thresholds and `for:` from {one_line(source)}; severity warning = the gate's warn threshold, critical = fail.",
+        "# Every metric used here is written by `sandbox-fleet check --metrics-out` (textfile collector / Pushgateway).",
+        "# Gates not expressed as a PromQL threshold (exported as a figure check computes instead):",
+    ]
+    head += [f"#   {gate}: {why}" for gate, why in NOT_EXPRESSED]
+    if disabled:
+        head.append("# Disabled in the thresholds (no rule): " + ", ".join(disabled))
+    if serving is not None:
+        head.append(f"# Group {serving[0]}: the serving pool's vLLM / SGLang metrics against the plan ({one_line(serving[2])}).")
+    lines = head + ["groups:"] + _group_lines(GROUP, rules(t))
+    if serving is not None:
+        lines += _group_lines(serving[0], serving[1])
     return "\n".join(lines) + "\n"

@@ -80,7 +80,7 @@ def bundle_sizes(rng: np.random.Generator, n: int) -> np.ndarray:
 def draw_tasks(rng: np.random.Generator, scale: float) -> TaskPool:
     n = task_count(scale)
     odd_n = min(n - 1, max(1, round(NONSTANDARD_AT_SCALE_1 * scale))) if n > 1 else 0
-    req = np.tile(np.asarray((*STANDARD, 0), dtype=np.int64), (n, 1))
+    req = np.tile(np.asarray(STANDARD + (0,), dtype=np.int64), (n, 1))
     odd = rng.permutation(n)[:odd_n]
     kinds = np.repeat(np.arange(len(NONSTANDARD_REQUESTS)), exact_counts(odd_n, [1.0] * len(NONSTANDARD_REQUESTS)))
     req[odd] = np.asarray(NONSTANDARD_REQUESTS, dtype=np.int64)[kinds]
