@@ -36,9 +36,9 @@ ALLOWED = {
     "report": {"measure", "plan.model", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
-    # catalogs and cost helpers; it reads measure's model, never the plan builder
+    # catalogs, cost helpers and turn fit; it reads measure's model, never the plan builder
     "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
-                 "plan.cost_parts", "plan.tier", "plan.gpu_memory"},
+                 "plan.cost_parts", "plan.tier", "plan.gpu_memory", "plan.turns"},
     # backtest drives simulate from outside (replays with the --from calibration) and reads
     # measure's sweep line, step detection and quantiles, and telemetry's reader
     "backtest": {"simulate", "measure.concurrency", "measure.stats", "measure.steps", "telemetry"},

@@ -322,6 +322,9 @@ def plan(
 
 
 # --- report ----------------------------------------------------------------------------
+_ALLOW_MISMATCH = typer.Option(False, "--allow-mismatch", help="Accept a plan or optimize summary made from another measure summary than INPUT (refused otherwise, exit 2).")
+
+
 @app.command()
 def report(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
@@ -332,6 +335,7 @@ def report(
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
+    allow_mismatch: bool = _ALLOW_MISMATCH,
     fmt: Optional[str] = _FORMAT,
     column_map: Optional[str] = _MAP,
     time_unit: Optional[str] = _TIME_UNIT,
@@ -348,7 +352,8 @@ def report(
     _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest)
+                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest,
+                        allow_mismatch=allow_mismatch)
     _note(f"wrote {path}")
 
 
@@ -363,6 +368,7 @@ def check(
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: add the backtest_drift gate (constants drifted, simulator makespan error)."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
+    allow_mismatch: bool = _ALLOW_MISMATCH,
     serving_rules: bool = typer.Option(False, "--serving-rules", help="With --plan and --prometheus-rules: add rules over the serving pool's vLLM / SGLang metrics (prefix-cache hits, KV usage, queue time), the plan's assumptions as thresholds."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the results as JSON ({schema_version, kind, results}, as --json prints) to FILE."),
     fmt: Optional[str] = _FORMAT,
@@ -392,7 +398,7 @@ def check(
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
                           measure_options={**reader, "min_turn_rows": min_turn_rows}, serving_rules=serving_rules,
-                          backtest=backtest)
+                          backtest=backtest, allow_mismatch=allow_mismatch)
     if as_json or output is not None:
         from sandbox_fleet.report.checks.model import checks_summary
 

@@ -10,9 +10,9 @@ line naming what was given and what was expected. This module imports nothing fr
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import types
 import typing
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -82,6 +82,16 @@ def parse(model: type[S], data: Any, where: str = "input") -> S:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InputError(f"{where}: key {key}: {err['msg']}, got {err.get('input')!r:.60}{more}; "
                          f"expected {expected}") from None
+
+
+def fingerprint(summary: Summary) -> str:
+    """A short, stable digest of ``summary``'s figures: outputs made from it carry it, so a reader
+    can tell a plan or an optimize run made from other inputs (the same summary always gives the
+    same digest; any changed figure, another)."""
+    import hashlib
+
+    text = json.dumps(summary.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -7,20 +7,27 @@ import json
 import pytest
 
 from .conftest import MIXED, PUBLISHED
+from .independent import ffd_nodes, turn_expectations
 
 
 def test_mixed_corpus_packs_to_hand_computed_nodes(run_cli):
-    # The measured mixed corpus (tests/producers.py): its peak of 400 split 600:300:80:20.
-    # Hand-packed FFD of 240 x (1, 2 GiB, 6 GiB), 120 x (2, 8 GiB, 20 GiB), 32 x (4, 16 GiB, 50 GiB),
-    # 8 x (8, 64 GiB, 100 GiB) on 96-core/384 GiB/4 TiB nodes: 8 nodes; the cpu bound is 672/96 = 7.
+    # The measured mixed corpus (tests/producers.py): 600 / 300 / 80 / 20 rollouts holding 416.67 / 125 /
+    # 33.33 / 8.33 sandbox-hours (50 : 15 : 4 : 1). Little's law: the peak of 400 splits by sandbox-TIME,
+    # 285.71 / 85.71 / 22.86 / 5.71; floors 285 / 85 / 22 / 5, three more seats by largest remainder
+    # (0.857 first; the three 0.714s tie, split by the float hours) -> 286 / 85 / 23 / 6.
+    # Demand 596 cores, 2,004 GiB, 5,166 GiB disk on 96-core / 384 GiB / 4 TiB nodes: cpu bound
+    # ceil(596 / 96) = 7, and FFD (tests/plan/independent.py) packs it into 7.
     r = run_cli("plan", MIXED, "--node-type", "seed-96c", "--json")
     assert r.code == 0, r.err
     p = json.loads(r.out)
     n = p["nodes"]
-    assert [m["concurrent"] for m in n["mix"]] == [240, 120, 32, 8]
-    assert (n["count"], n["lower_bound"]) == (8, 7)
-    assert n["stranded"] == {"cpu": 96.0, "memory_mb": 622_592.0, "disk_mb": 27_164_672.0}
-    assert p["storage"]["scratch_at_target_gb"] == pytest.approx(6_389_760 / 1024)
+    assert [m["concurrent"] for m in n["mix"]] == [286, 85, 23, 6]
+    assert n["mix_basis"].startswith("sandbox-hours per kind")
+    kinds = [({"cpu": m["cpu"], "memory": m["memory"], "disk": m["disk"]}, m["concurrent"]) for m in n["mix"]]
+    assert (n["count"], n["lower_bound"]) == (ffd_nodes(kinds, {"cpu": 96, "memory": 393_216, "disk": 4_194_304}), 7) == (7, 7)
+    # stranded = 7 nodes' capacity less the demand
+    assert n["stranded"] == {"cpu": 7 * 96 - 596.0, "memory_mb": 7 * 393_216 - 2_052_096.0, "disk_mb": 7 * 4_194_304 - 5_289_984.0}
+    assert p["storage"]["scratch_at_target_gb"] == pytest.approx(5_289_984 / 1024)
     # turn mix {1:100, 5:300, 11:400, 21:150, 50:50}: sum h n(n+1)/2 / sum h n = 129,400 / 11,650
     assert p["caching"]["saving_measured_mix"] == pytest.approx(129_400 / 11_650)
     assert p["cost"]["per_passing_trajectory"] is None  # seed-96c has no prices
@@ -64,12 +71,14 @@ def test_rl_schedule_through_the_cli(run_cli):
 
 
 def test_gpus_from_a_roofline(run_cli):
-    # prefill per GPU: 0.4 x 989e12 / (2 x 27e9); decode with the 11-turn median context, 824 x 6 tokens
+    # prefill per GPU: 0.4 x 989e12 / (2 x 27e9); decode at the mean context over the lognormal turns
+    # through median 11 and p90 21 (numerically integrated, tests/plan/independent.py), not the median's 824 x 6
     r = run_cli("plan", PUBLISHED, "--json", "--gpu-tflops", "989", "--gpu-hbm-tbs", "3.35",
                 "--model-params-b", "27", "--kv-bytes-per-token", "65536", "--gpu-usd-h", "2")
     p = json.loads(r.out)["inference"]
     assert p["per_gpu"]["prefill_tok_s"] == pytest.approx(0.4 * 989e12 / 54e9)
-    assert p["per_gpu"]["decode_tok_s"] == pytest.approx(0.4 * 3.35e12 / (27e9 * 2 / 64 + 65536 * 824 * 6))
+    m1, m2 = turn_expectations(11, 21, upto=2000)
+    assert p["per_gpu"]["decode_tok_s"] == pytest.approx(0.4 * 3.35e12 / (27e9 * 2 / 64 + 65536 * 824 * m2 / m1), rel=1e-9)
     assert p["gpus"] >= p["gpus_cached"] >= 1
     assert p["binding"] in ("prefill", "decode")
 
@@ -151,6 +160,8 @@ def test_gpu_from_the_catalog_sizes_by_memory(run_cli):
     r = run_cli("plan", PUBLISHED, "--concurrency", "374", "--gpu", "h100-80gb", "--model-params-b", "27",
                 "--kv-bytes-per-token", "65536", "--json")
     inf = json.loads(r.out)["inference"]
-    # h100-80gb: 80 GiB x 0.9 = 72 usable; 374 live prefixes x 4,944 tok x 64 KiB = 112.86 GiB
-    assert inf["gpu"] == "h100-80gb" and inf["memory"]["kv_gb_live"] == pytest.approx(374 * 4944 / 16384)
+    # h100-80gb: 80 GiB x 0.9 = 72 usable; 374 live prefixes x 7,054 tok (the mean context over the
+    # lognormal turns, not the median's 4,944) x 64 KiB = 161.0 GiB
+    m1, m2 = turn_expectations(11, 21, upto=2000)
+    assert inf["gpu"] == "h100-80gb" and inf["memory"]["kv_gb_live"] == pytest.approx(374 * 824 * m2 / m1 / 16384, rel=1e-9)
     assert inf["gpus_cached"] >= inf["memory"]["gpus_memory_bound_cached"] == 4

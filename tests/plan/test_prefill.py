@@ -9,6 +9,7 @@ import pytest
 
 from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
+from sandbox_fleet.plan.turns import TurnMoments, histogram_moments
 
 from .conftest import PUBLISHED
 
@@ -24,9 +25,10 @@ def test_computed_and_planned_prefill_by_hand():
 
 def test_turn_weighted_mean_context():
     # c = 100; 1 rollout of 1 turn and 1 of 3: contexts 100 | 100, 200, 300 -> 700 / 4 turns = 175
-    assert mean_context(100, {1: 1, 3: 1}, None, 0) == pytest.approx(175)
-    assert mean_context(100, {}, 11, 0) == pytest.approx(600)
-    assert mean_context(None, {}, 11, 32_768) == 32_768
+    assert mean_context(100, histogram_moments({1: 1, 3: 1}), 0) == pytest.approx(175)
+    # one turn count alone (--turns 11): contexts 100 ... 1,100 -> 600
+    assert mean_context(100, TurnMoments(11, 66, "--turns"), 0) == pytest.approx(600)
+    assert mean_context(None, TurnMoments(11, 66, "--turns"), 32_768) == 32_768
 
 
 def test_a_summary_with_80_percent_cached_plans_fewer_gpus_than_one_with_none():

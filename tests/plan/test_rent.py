@@ -76,12 +76,13 @@ def test_each_limit_is_named(tmp_path):
     f = tmp_path / "p.toml"
     f.write_text(CHEAP)
     summary = json.loads(PUBLISHED.read_text())
-    summary["steps"] = {"detected": True, "batch_size": 512, "release_spread_s": 64.0}  # 8 starts/s
+    # 8 starts/s; at 2 creates/s the batch ramps over 512 / 2 = 256 s, 42.67% of a 600-s step (> the 1% tolerance)
+    summary["steps"] = {"detected": True, "batch_size": 512, "release_spread_s": 64.0, "step_period_s": 600.0}
     plan = to_jsonable(make_plan(summary, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=2000,
                                                        request=None, providers_file=str(f))))
     hit = plan["cost"]["rent"]["cheap"]["limits_hit"]
     assert "target 2,000 concurrent > account limit 1,000" in hit
-    assert "peak start rate 8/s > 2 creates/s" in hit
+    assert "a batch of 512 ramps over 256.0 s at 2 creates/s, up to 42.67% of the 600-s step > 1.00%" in hit
     from sandbox_fleet.plan import parse_request
 
     plan = _plan(node_type="aws-m6id.24xlarge", concurrency=10, request=parse_request("8,8192,0"), providers_file=str(f))

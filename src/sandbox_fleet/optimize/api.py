@@ -103,7 +103,7 @@ def run_optimize(
     front = frontier(points, goal.step_mode)
     full_n = base.count if count is None else max(1, round(count / scale))
     model = OptimizeSummary.build(
-        input=p.name,
+        input=p.name, input_fingerprint=base.fingerprint,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
                 "pass_rate": base.pass_rate, "scale": scale},

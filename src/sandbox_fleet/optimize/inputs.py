@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.turns import lognormal_sigma
 from sandbox_fleet.sweep.variants import read_scenario
 
 REFERENCE_DECODE_TOK_S = 50.0  # per-sequence decode rate assumed of the measured fleet
@@ -36,6 +37,7 @@ class Base:
     kv_offload_gb: float
     cap: int | None  # the input's own cap, if any
     basis: list[str] = field(default_factory=list)
+    fingerprint: str | None = None  # of the measure summary read; None for a scenario
 
 
 def load_input(path: Path, *, pass_rate: float | None, model_params_b: float | None,
@@ -89,7 +91,7 @@ def _num(v, key: str, path: Path) -> float:
 
 
 def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, kv_bytes: float | None) -> Base:
-    from sandbox_fleet.contract import parse
+    from sandbox_fleet.contract import fingerprint, parse
     from sandbox_fleet.measure.model import MeasureSummary
 
     try:
@@ -106,7 +108,7 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
     out_tok = _num(t.output, "tokens.output", path)
     med = _num(t.turns_median, "tokens.turns_median", path)
     hold = _num(t.hold_mean_s, "tokens.hold_mean_s", path)
-    sigma = math.log(t.turns_p90 / med) / 1.2816 if t.turns_p90 and t.turns_p90 > med else 0.6
+    sigma, _ = lognormal_sigma(med, t.turns_p90)  # the plan's context and caching use the same fit
     mean_turns = med * math.exp(sigma**2 / 2)
     d = out_tok / rows / mean_turns
     command_s = max(1.0, (hold - out_tok / rows / REFERENCE_DECODE_TOK_S) / mean_turns)
@@ -125,6 +127,7 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
     }
     return Base(
         name=path.name, data=data, base_dir=path.parent, pass_rate=pr, count=int(rows), kv_offload_gb=0.0,
+        fingerprint=fingerprint(m),
         cap=m.concurrency.peak if m.concurrency and m.concurrency.peak else None,
         basis=[f"turns lognormal(median {med:g}, sigma {sigma:.3f}) from tokens.turns_median/p90",
                f"context growth {c:g} tokens/turn (tokens.turn_tokens); decode {d:.1f} tokens/turn",

@@ -73,9 +73,11 @@ class OptimizeSummary(Summary):
     """``sandbox-fleet optimize INPUT --json``."""
 
     KIND: ClassVar[str] = "optimize"
-    VERSION: ClassVar[int] = 2  # 2: search_best, the winner's confidence bound and stepped_up_from
+    VERSION: ClassVar[int] = 3  # 2: search_best, the winner's confidence bound and stepped_up_from; 3: input_fingerprint
 
     input: str
+    #: ``contract.fingerprint`` of the measure summary searched from; null for a scenario input
+    input_fingerprint: Optional[str] = None
     target: Target
     best: Winner
     # The search's cheapest feasible point (its own replications), before confirmation; absent in version 1.

@@ -76,7 +76,7 @@ def collect_assumptions(
     a.add("caching_saving", caching.get("saving_applied"), "x", "flag" if opts.turns else a.measured, caching.get("saving_basis", ""))
     a.from_input("cached_fraction", caching.get("cached_fraction_measured"), "fraction", "measured prefix-cache hits")
     a.add("prefix_break", opts.prefix_break, "fraction", _src(opts.prefix_break, 0.0), "turns that break the cached prefix")
-    a.add("context_tokens_mean", inference.get("context_tokens_mean"), "tokens", "default", "turn-weighted mean context from the turn curve")
+    a.add("context_tokens_mean", inference.get("context_tokens_mean"), "tokens", "default", "turn-weighted mean context from the turn curve: " + (inference.get("context_basis") or ""))
     if opts.gpu_name:
         a.add("gpu", opts.gpu_name, "GPU type", "catalog", "memory, TFLOP/s, TB/s and $/h from the GPU catalog unless a flag overrides")
     cat = opts.gpu_from_catalog

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.measure.model import MeasureSummary, TaskRequest
+from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan import rent as rentmod
@@ -29,6 +29,7 @@ from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
@@ -76,41 +77,53 @@ class PlanOptions:
     node_providers: Optional[tuple[str, ...]] = None
 
 
-def _request_figure(r: TaskRequest, i: int, key: str, default: float | None = None) -> float:
-    """Request ``i``'s ``key`` as a non-negative float; ``default`` when missing, else an InputError."""
-    v = getattr(r, key)
-    if v is None:
-        if default is None:
-            raise InputError(f"summary key tasks.requests[{i}].{key}: missing; expected a number")
-        return default
-    if v < 0 or v != v:
-        raise InputError(f"summary key tasks.requests[{i}].{key}: expected a non-negative number, got {v!r}")
-    return float(v)
+def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]], list[float], str]:
+    """The task requests, each kind's weight in the concurrent mix, its sandbox-hours (None where not
+    measured), its rollouts (tasks when no rollout names its task) and what the weights are.
 
-
-def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]]]:
-    """The task requests, how often each runs (rollouts when the summary counted any, else tasks)
-    and each kind's sandbox-hours (None where not measured)."""
+    By Little's law a kind's share of the concurrent sandboxes is its share of sandbox-TIME, not of
+    rollouts: a kind whose rollouts hold ten times longer is ten times as present. The weights are the
+    measured sandbox-hours when every kind has them; else rollouts (then tasks), stated as equal holds.
+    """
     if opts.request is not None:
-        return [opts.request], [1.0], [None]
+        return [opts.request], [1.0], [None], [1.0], "one request (--request)"
     if not fig.requests:
         notes.append("input lists no task requests: assumed 1 cpu / 2048 MB / 6144 MB per sandbox (pass --request)")
-        return [DEFAULT_REQUEST], [1.0], [None]
+        return [DEFAULT_REQUEST], [1.0], [None], [1.0], "one request (default)"
     by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in fig.requests)
-    reqs, weights, hours = [], [], []
+    by_hours = all(r.sandbox_hours is not None for r in fig.requests) and any((r.sandbox_hours or 0) > 0 for r in fig.requests)
+    key = "sandbox_hours" if by_hours else ("rollouts" if by_rollouts else "tasks")
+    reqs, weights, hours, runs = [], [], [], []
     for i, r in enumerate(fig.requests):
-        val = partial(_request_figure, r, i)
+        def val(key: str, default: float | None = None, r=r, i=i) -> float:
+            v = getattr(r, key)
+            if v is None:
+                if default is None:
+                    raise InputError(f"summary key tasks.requests[{i}].{key}: missing; expected a number")
+                return default
+            if v < 0 or v != v:
+                raise InputError(f"summary key tasks.requests[{i}].{key}: expected a non-negative number, got {v!r}")
+            return float(v)
+
         q = Request(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
         if q.cpu <= 0 and q.memory <= 0:
             raise InputError(f"summary key tasks.requests[{i}]: a request needs cpus or memory_mb above zero")
-        w = val("rollouts" if by_rollouts and r.rollouts is not None else "tasks", 1.0)
+        w = val(key if key != "rollouts" or r.rollouts is not None else "tasks", 1.0)
         if w > 0:
             reqs.append(q)
             weights.append(w)
             hours.append(val("sandbox_hours") if r.sandbox_hours is not None else None)
+            runs.append(val("rollouts" if by_rollouts and r.rollouts is not None else "tasks", 1.0))
     if not reqs:
         raise InputError("summary key 'tasks.requests': every request has a zero weight")
-    return reqs, weights, hours
+    basis = {
+        "sandbox_hours": "sandbox-hours per kind (Little's law: share of concurrent sandboxes = share of sandbox-time)",
+        "rollouts": "rollouts per kind: no per-kind sandbox-hours measured, so equal holds are assumed",
+        "tasks": "tasks per kind: no per-kind rollouts or sandbox-hours measured, so equal use and holds are assumed",
+    }[key]
+    if len(reqs) > 1 and key != "sandbox_hours":
+        notes.append(f"mixed requests weighted by {basis}")
+    return reqs, weights, hours, runs, basis
 
 
 def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
@@ -177,7 +190,8 @@ def _reserve_block(s: dict) -> dict:
     return {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": s["reserve_source"]}
 
 
-def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list[int], top: int, tier: str) -> dict:
+def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list[int], top: int, tier: str,
+                mix_basis: str) -> dict:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
     p = s["node"].price(tier)
     return {k: v for k, v in s.items() if k not in _INTERNAL} | {
@@ -185,6 +199,7 @@ def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list
         "request": reqs[top].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if len(reqs) > 1 else None,
         "packing": "first-fit-decreasing" if len(reqs) > 1 else "uniform",
+        "mix_basis": mix_basis if len(reqs) > 1 else None,
         f"{tier}_per_h": p * s["count"] if p is not None else None,
         "concurrent": sum(counts),
     }
@@ -220,7 +235,7 @@ def _tier(opts: PlanOptions) -> str:
 
 
 def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[Request], weights: list[float],
-                 counts: list[int], opts: PlanOptions) -> list[dict]:
+                 counts: list[int], opts: PlanOptions, mix_basis: str) -> list[dict]:
     """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
     pools = []
     for name, idx in gpu.items():
@@ -229,7 +244,7 @@ def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[
         sub_counts = [max(counts[i], 1) for i in idx]
         top = max(range(len(sub)), key=lambda i: (weights[idx[i]], -i))
         s = _size_type(find_type(catalog, name), sub, sub_counts, top, opts)
-        pools.append(_pool_block(s, sub, [weights[i] for i in idx], sub_counts, top, _tier(opts)))
+        pools.append(_pool_block(s, sub, [weights[i] for i in idx], sub_counts, top, _tier(opts), mix_basis))
     return pools
 
 
@@ -251,7 +266,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
     elif opts.node_providers is not None:
         catalog = _of_providers(catalog, opts.node_providers, notes)
-    all_reqs, all_weights, all_hours = _requests(fig, opts, notes)
+    all_reqs, all_weights, all_hours, all_runs, mix_basis = _requests(fig, opts, notes)
     request_source = "flag" if opts.request is not None else ("input" if fig.requests else "default")
     all_counts = concurrent_mix(all_weights, n)
     # GPU requests and requests no type holds leave `nodes` (the CPU pool) when the CPU pool has any
@@ -273,7 +288,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
             skipped.append({"type": candidate.name, "reason": str(exc)})
     if not sized:
         raise InputError("no node type in the catalog fits one sandbox request: " + skipped[0]["reason"])
-    pools = _sized_pools(catalog, routing.gpu, all_reqs, all_weights, all_counts, opts) if routing is not None and split else []
+    pools = _sized_pools(catalog, routing.gpu, all_reqs, all_weights, all_counts, opts, mix_basis) if routing is not None and split else []
     chosen, others = _choose(sized, opts, notes)
     node: NodeType = chosen["node"]
     if not node.priced:
@@ -285,12 +300,13 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         "packing": "first-fit-decreasing" if mixed else "uniform",
+        "mix_basis": mix_basis if mixed else None,
         "provider": node.provider,
         "instance_type": node.instance_type,
         "node_capacity": {"cpu": node.vcpus, "memory_gb": node.memory_gb, "disk_gb": node.disk_gb, "gpus": node.gpus},
         "alternatives": [_alt(s, _tier(opts)) for s in others],
         "too_small": skipped,
-        "unplaced": unplaced_block(all_reqs, all_weights, all_hours, routing.unplaced) if routing is not None and split else [],
+        "unplaced": unplaced_block(all_reqs, all_runs, all_hours, routing.unplaced) if routing is not None and split else [],
     }
     return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
@@ -309,12 +325,26 @@ def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opt
     )
 
 
-def plan_caching(fig: Figures, opts: PlanOptions) -> tuple[dict, dict]:
+def plan_turns(fig: Figures, opts: PlanOptions) -> Optional[TurnMoments]:
+    """The turn distribution context and caching are averaged over: the measured histogram, else a
+    --turns point, else the stated lognormal through the measured median and p90."""
+    if fig.turns_histogram:
+        found = histogram_moments(fig.turns_histogram)
+        if found is not None:
+            return found
+    if opts.turns:
+        return TurnMoments(opts.turns, opts.turns * (opts.turns + 1) / 2.0, f"{opts.turns:g} turns (--turns)")
+    return turn_moments({}, fig.turns_median, fig.turns_p90)
+
+
+def plan_caching(fig: Figures, opts: PlanOptions, turns: Optional[TurnMoments]) -> tuple[dict, dict]:
     """The context model's fit and the prefix-caching saving (the ``context`` and ``caching`` blocks)."""
     c = fig.turn_tokens
     context = {
         "turn_tokens": c,
         "model_error_by_turns": {str(k): v for k, v in inf.model_error(fig.median_input_by_turns, c).items()} if c else {},
+        "turns_mean": turns.mean if turns is not None else None,
+        "turns_basis": turns.basis if turns is not None else None,
     }
     turn_set = sorted(set(inf.DOC_SAVING_TURNS) | {int(t) for t in fig.turns_histogram})
     f = opts.prefix_break
@@ -328,38 +358,51 @@ def plan_caching(fig: Figures, opts: PlanOptions) -> tuple[dict, dict]:
         "saving_measured_mix_with_breaks": mix_f,
         "cached_fraction_measured": fig.cached_fraction,
     }
-    applied, basis = mix_f, "measured turn histogram"
-    if applied is None:
-        turns = opts.turns or fig.turns_median
-        if turns:
-            applied, basis = inf.cache_saving(turns, f), f"{turns:g} turns ({'--turns' if opts.turns else 'measured median'}); no turn histogram"
-        else:
-            basis = "no turn histogram or median: pass --turns"
+    if mix_f is not None:
+        applied, basis = mix_f, "measured turn histogram"
+    elif turns is not None:
+        applied, basis = turns.saving(f), turns.basis
+    else:
+        applied, basis = None, "no turn histogram or median: pass --turns"
     caching["saving_applied"], caching["saving_basis"] = applied, basis
     return context, caching
 
 
-def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str]) -> dict:
+def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str],
+                   turns: Optional[TurnMoments] = None) -> dict:
     """Token rates at the target and the GPUs they need by compute and memory, with and without
     caching (the ``inference`` block, ``inference_sizing.size_inference``)."""
     if opts.gpu_note:
         notes.append(opts.gpu_note)
-    return size_inference(fig, n, saving, fig.cached_fraction, opts, notes)
+    return size_inference(fig, n, saving, fig.cached_fraction, opts, notes, turns)
 
 
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: dict, opts: PlanOptions,
               notes: list[str]) -> dict:
     """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
-    GPUs, the GPU pools and spot re-runs (the ``cost`` block)."""
+    GPUs, the GPU pools and spot re-runs (the ``cost`` block).
+
+    On spot the re-runs are part of the price of a pass: the same busy sandbox-hours carry
+    ``1 + rework share`` times the work, so a spot fleet delivers that many times fewer passes an
+    hour, and every part of the cost per pass (fleet, inference, trainer) divides by that rate.
+    """
     exc_share = None
     if fig.exception_sandbox_hours is not None and fig.sandbox_hours:
         exc_share = fig.exception_sandbox_hours / fig.sandbox_hours
     elif fig.exception_rate is not None:
         exc_share = fig.exception_rate
         notes.append("exception waste uses the exception share of rows: the input has no exception sandbox-hours")
+    rate = nodes.node.spot_interruptions_per_node_h
+    spot_price = nodes.node.price("spot")
+    rework = spot_rework(
+        _rework_holds(fig) if rate is not None else None,
+        rate, n * duty if duty else None, spot_price * nodes.chosen["count"] if spot_price is not None else None,
+        nodes.node.spot_interruptions_source,
+    )
+    share = rework["rework_share"] if rework is not None else None
     cost = costmod.fleet_cost(
         nodes.node, nodes.chosen["count"], tier=_tier(opts), concurrency=n, duty=duty,
-        sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share,
+        sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
     )
     cost["duty"] = duty
     cost["exception_share"] = exc_share
@@ -367,14 +410,18 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     pool_prices = [pl[f"{opts.price_tier}_per_h"] for pl in nodes.pools]
     cost["node_pools_per_h"] = sum(pool_prices) if pool_prices and None not in pool_prices else None
     passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
+    rerun = share if opts.price_tier == "spot" and share is not None else None
+    if rerun is not None and passes is not None:
+        passes /= 1.0 + rerun
     trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
     if opts.trainer_gpus and not opts.gpu_usd_h:
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
-    rate = nodes.node.spot_interruptions_per_node_h
-    cost["spot_rework"] = spot_rework(
-        _rework_holds(fig) if rate is not None else None,
-        rate, n * duty if duty else None, cost["spot_per_h"], nodes.node.spot_interruptions_source,
+    cost["spot_rework"] = rework
+    tier_label = (opts.price_tier or "").replace("_", "-")
+    cost["per_pass_basis"] = (
+        f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
+        if rerun is not None else f"{tier_label} price, no re-runs"
     )
     return cost
 
@@ -388,14 +435,18 @@ def _rework_holds(fig: Figures) -> np.ndarray:
 
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: dict, starts: dict,
               providers: list[rentmod.Provider], opts: PlanOptions) -> dict:
-    """Renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and ``cost.rent_verdict``)."""
+    """Renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and ``cost.rent_verdict``);
+    bought spot is compared with its re-runs, which a rented sandbox does not have."""
     counts, reqs = nodes.counts, nodes.reqs
     shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
+    buy, label = cost[f"{opts.price_tier}_per_h"], f"{nodes.chosen['count']:,} x {nodes.node.name}"
+    rw = cost.get("spot_rework")
+    if opts.price_tier == "spot" and rw is not None and rw["spot_per_h_with_rework"] is not None:
+        buy, label = rw["spot_per_h_with_rework"], label + f" with spot re-runs (+{rw['rework_share'] * 100:.3g}% sandbox-hours)"
     rent, verdict = rentmod.rent_block(
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
-        buy_usd_h=cost[f"{opts.price_tier}_per_h"], tier=_tier(opts),
-        node_label=f"{nodes.chosen['count']:,} x {nodes.node.name}",
+        buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
     )
     return {"rent": rent, "rent_verdict": verdict}
 
@@ -424,8 +475,9 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         opts, tier_source = replace(opts, price_tier=tier), "default"
     nodes = plan_nodes(fig, n, opts, notes)
     storage = plan_storage(fig, n, duty, nodes, opts)
-    context, caching = plan_caching(fig, opts)
-    inference = plan_inference(fig, n, caching["saving_applied"], opts, notes)
+    turns = plan_turns(fig, opts)
+    context, caching = plan_caching(fig, opts, turns)
+    inference = plan_inference(fig, n, caching["saving_applied"], opts, notes, turns)
     cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
@@ -436,7 +488,7 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     starts = start_rate(fig, target, duty)
     cost |= plan_rent(fig, n, duty, nodes, cost, starts, providers, opts)
     return PlanSummary.build(
-        input={"source": source, "rows": int(fig.rows)},
+        input={"source": source, "rows": int(fig.rows), "fingerprint": contract.fingerprint(fig.summary)},
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,

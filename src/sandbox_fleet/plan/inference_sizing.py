@@ -14,12 +14,13 @@ from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.gpu_memory import MemoryModel, check_fraction, compute_bound, size_memory
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
 from sandbox_fleet.plan.summary import Figures
+from sandbox_fleet.plan.turns import TurnMoments
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.build import PlanOptions
 
 
-def _rates(fig: Figures, opts: "PlanOptions", ctx: float) -> tuple[Optional[float], Optional[float], str]:
+def _rates(fig: Figures, opts: PlanOptions, ctx: float) -> tuple[Optional[float], Optional[float], str]:
     gpu_p, gpu_d, src = opts.gpu_prefill_tok_s, opts.gpu_decode_tok_s, "given"
     if (gpu_p is None or gpu_d is None) and opts.roofline is not None:
         rl = inf.Roofline(**{**opts.roofline.__dict__, "context_tokens": ctx})
@@ -30,7 +31,8 @@ def _rates(fig: Figures, opts: "PlanOptions", ctx: float) -> tuple[Optional[floa
 
 
 def size_inference(
-    fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: "PlanOptions", notes: list[str]
+    fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: PlanOptions, notes: list[str],
+    turns: Optional[TurnMoments] = None,
 ) -> dict:
     """The plan's ``inference`` object at ``n`` concurrent sandboxes."""
     check_fraction("--gpu-utilisation", opts.gpu_utilisation)
@@ -39,7 +41,7 @@ def size_inference(
     computed = computed_prefill(prefill, cached_fraction) if prefill is not None else None
     cached = planned_cached_prefill(prefill, saving, cached_fraction) if prefill is not None and saving else None
     fallback = opts.roofline.context_tokens if opts.roofline is not None else 32_768.0
-    ctx = mean_context(fig.turn_tokens, fig.turns_histogram, opts.turns or fig.turns_median, fallback)
+    ctx = mean_context(fig.turn_tokens, turns, fallback)
     gpu_p, gpu_d, src = _rates(fig, opts, ctx)
     out: dict = {
         "prefill_tok_s": prefill,
@@ -50,6 +52,7 @@ def size_inference(
         "per_gpu": {"prefill_tok_s": gpu_p, "decode_tok_s": gpu_d, "source": src if gpu_p and gpu_d else None},
         "gpu": opts.gpu_name,
         "context_tokens_mean": ctx,
+        "context_basis": turns.basis if fig.turn_tokens and turns is not None else "no turn curve or turn counts: the roofline's context",
         "utilisation_target": opts.gpu_utilisation,
         "gpus": None, "gpus_cached": None, "binding": None, "binding_cached": None,
         "gpus_compute_bound": None, "gpus_compute_bound_cached": None,
@@ -84,7 +87,7 @@ def size_inference(
     return out
 
 
-def memory_model(opts: "PlanOptions") -> Optional[MemoryModel]:
+def memory_model(opts: PlanOptions) -> Optional[MemoryModel]:
     """The memory model's inputs when the GPU's memory and the model are known, else None."""
     rl = opts.roofline
     if opts.gpu_memory_gb is None or rl is None:

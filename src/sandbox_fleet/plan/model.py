@@ -19,6 +19,8 @@ class Input(Block):
     source: Optional[list[str]] = None
     rows: Count = None
     path: Optional[str] = None
+    #: ``contract.fingerprint`` of the measure summary the plan was made from (report/check compare it)
+    fingerprint: Optional[str] = None
 
 
 class HoldFit(Block):
@@ -31,6 +33,8 @@ class HoldFit(Block):
     median_s: Num = None
     sigma: Num = None
     mean_s: Num = None
+    #: the fit in words, as the plan's text states it
+    basis: Optional[str] = None
 
 
 class Target(Block):
@@ -153,6 +157,8 @@ class Nodes(Block):
     request: Optional[Request] = None
     mix: Optional[list[MixEntry]] = None
     packing: Optional[str] = None
+    #: what the mix's weights are: sandbox-hours per kind (Little's law) or, when not measured, rollouts / tasks
+    mix_basis: Optional[str] = None
     #: the cloud and its name for the chosen type (``plan --emit-k8s``); null for a generic type
     provider: Optional[str] = None
     instance_type: Optional[str] = None
@@ -189,6 +195,9 @@ class Storage(Block):
 class Context(Block):
     turn_tokens: Num = None
     model_error_by_turns: Optional[dict[str, float]] = None
+    #: the turn distribution context and caching average over: its mean and what it is
+    turns_mean: Num = None
+    turns_basis: Optional[str] = None
 
 
 class Caching(Block):
@@ -230,6 +239,8 @@ class Inference(Block):
     #: the GPU catalog entry named by --gpu
     gpu: Optional[str] = None
     context_tokens_mean: Num = None
+    #: the turn distribution the mean context is taken over
+    context_basis: Optional[str] = None
     utilisation_target: Num = None
     gpus: Count = None
     gpus_cached: Count = None
@@ -271,6 +282,7 @@ class SpotRework(Block):
     rework_sandbox_hours_per_h: Num = None
     rework_per_h: Num = None
     spot_per_h_with_rework: Num = None
+    #: expected reclaims per hold under the same restart model, E[e^{r h} - 1] over the fitted holds
     mean_interruptions_per_hold: Num = None
 
 
@@ -282,6 +294,9 @@ class Rent(Block):
     usd_per_pass: Num = None
     within_limits: Optional[bool] = None
     limits_hit: Optional[list[str]] = None
+    #: a step's batch / the provider's creates per s: the most step time its creation ramp adds, and that share of the step
+    ramp_s: Num = None
+    ramp_step_share: Num = None
     source: Optional[str] = None
     as_of: Optional[str] = None
 
@@ -306,6 +321,8 @@ class Cost(Block):
     per_passing_trajectory_all_in: Num = None
     per_passing_trajectory_parts: Optional[CostParts] = None
     spot_rework: Optional[SpotRework] = None
+    #: what the cost per passing trajectory includes (on spot: the re-runs)
+    per_pass_basis: Optional[str] = None
     #: provider name -> renting instead of buying; and the one-line verdict
     rent: Optional[dict[str, Rent]] = None
     rent_verdict: Optional[str] = None
@@ -328,6 +345,9 @@ class Starts(Block):
     peak_per_s: Num = None
     batch: Num = None
     release_spread_s: Num = None
+    #: the synchronous step a creation ramp is judged against, seconds, and where it came from
+    step_s: Num = None
+    step_basis: Optional[str] = None
     basis: Optional[str] = None
 
 

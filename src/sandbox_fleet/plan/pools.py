@@ -60,15 +60,15 @@ def route(reqs: list[Request], catalog: list[NodeType], tier: str, reserve: Opti
     return Routing(cpu=cpu, gpu=gpu, unplaced=unplaced)
 
 
-def unplaced_block(reqs: list[Request], weights: list[float], hours: list[Optional[float]], idx: list[int]) -> list[dict]:
-    """The requests no type holds, with their shares of rollouts (weights) and sandbox-hours."""
-    total_w = sum(weights)
+def unplaced_block(reqs: list[Request], rollouts: list[float], hours: list[Optional[float]], idx: list[int]) -> list[dict]:
+    """The requests no type holds, with their shares of rollouts and of sandbox-hours."""
+    total_w = sum(rollouts)
     known = all(h is not None for h in hours)
     total_h = sum(h for h in hours if h is not None) if known else None
     return [
         {
             **reqs[i].as_dict(),
-            "rollouts_share": weights[i] / total_w if total_w else None,
+            "rollouts_share": rollouts[i] / total_w if total_w else None,
             # total_h is None unless every request's hours are known
             "sandbox_hours_share": h / total_h if total_h and (h := hours[i]) is not None else None,
             "reason": "no node type in the catalog holds this request",

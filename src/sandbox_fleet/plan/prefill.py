@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from sandbox_fleet.plan.turns import TurnMoments
+
 
 def computed_prefill(input_tok_s: float, cached_fraction: Optional[float]) -> float:
     """Prefill tokens/s actually computed: input less the measured cache hits."""
@@ -23,16 +25,12 @@ def planned_cached_prefill(input_tok_s: float, saving: float, cached_fraction: O
     return min(input_tok_s / saving, computed_prefill(input_tok_s, cached_fraction))
 
 
-def mean_context(turn_tokens: Optional[float], histogram: dict[int, float], turns: Optional[float], fallback: float) -> float:
+def mean_context(turn_tokens: Optional[float], turns: Optional[TurnMoments], fallback: float) -> float:
     """Turn-weighted mean context (tokens) from the turn curve ``c x (k+1)/2`` per turn.
 
-    A rollout of ``n`` turns sends contexts ``c, 2c, ... nc``: over a histogram, the mean context of
-    a turn is ``c x sum h n(n+1)/2 / sum h n``; with only a turn count, ``c (n+1)/2``.
+    A rollout of ``n`` turns sends contexts ``c, 2c, ... nc``: over the turn distribution the mean
+    context of a turn is ``c x E[n(n+1)/2] / E[n]`` (``turns.TurnMoments``); ``fallback`` without either.
     """
-    if turn_tokens and histogram:
-        den = sum(h * t for t, h in histogram.items())
-        if den > 0:
-            return turn_tokens * sum(h * t * (t + 1) / 2 for t, h in histogram.items()) / den
-    if turn_tokens and turns:
-        return turn_tokens * (turns + 1) / 2
+    if turn_tokens and turns is not None:
+        return turns.context(turn_tokens)
     return fallback

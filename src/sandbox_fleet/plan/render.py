@@ -81,6 +81,8 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
     L.append(f"  target: {t.detail}")
+    if t.hold_fit is not None and t.hold_fit.basis:
+        L.append(f"  hold fit: {t.hold_fit.basis}")
     if t.tier_basis:
         L.append(f"  pricing tier: {t.tier_basis}")
     if p.backtest is not None:
@@ -99,13 +101,13 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     s = nd.slots_per_node or {}  # keyed by resource
     slot_txt = " / ".join(f"{r} {s[r]}" for r in ("cpu", "memory", "disk", "gpu") if s.get(r) is not None)
     q = nd.request or Request()
-    L.append(f"  {'most common request' if nd.mix else 'request per sandbox'}: {_n(q.cpu, 'g')} cpu / {_n(q.memory)} MB / {_n(q.disk)} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
+    L.append(f"  {'largest share of sandboxes' if nd.mix else 'request per sandbox'}: {_n(q.cpu, 'g')} cpu / {_n(q.memory)} MB / {_n(q.disk)} MB disk" + (f" / {q.gpu:g} gpu" if q.gpu else ""))
     rv = nd.reserve or NodeReserve()
     if any((rv.cpu, rv.memory_mb, rv.disk_mb)):
         L.append(f"  system reserve per node ({rv.source}): {_n(rv.cpu, 'g')} cpu / {_n(rv.memory_mb)} MB / {_n(rv.disk_mb)} MB disk")
     L.append(f"  slots per node{' (that request alone)' if nd.mix else ''}: {slot_txt}; binding: {nd.binding} ({nd.per_node} per node)")
     if nd.mix:
-        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds")
+        L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds, weighted by {nd.mix_basis or 'n/a'}")
         for x in nd.mix:
             L.append(f"    {_n(x.concurrent, '>7,')} x {_n(x.cpu, 'g')} cpu / {_n(x.memory)} MB / {_n(x.disk)} MB" + (f" / {x.gpu:g} gpu" if x.gpu else ""))
     L.append(f"  BUY {nd.count} x {nd.type} at peak (lower bound {_n(nd.lower_bound)})")
@@ -161,6 +163,9 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
         cached = f"; {inf.gpus_cached} with caching ({inf.bound_by_cached}-bound, {inf.binding_cached} binds compute)" if inf.gpus_cached is not None else ""
         L.append(f"  BUY {inf.gpus} inference GPUs ({inf.bound_by}-bound, {inf.binding} binds compute){cached}")
+    if ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
+        L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (c = {_n(ctx.turn_tokens, 'g')} tok/turn, "
+                 f"mean {_n(ctx.turns_mean, ',.2f')} turns, {ctx.turns_basis}): sizes live KV and the roofline")
     if ctx.model_error_by_turns:
         me = ctx.model_error_by_turns  # keyed by turn count
         errs = ", ".join(f"{float(me[k]):+.1%} at {k}" for k in _pick(list(me), (2, 5, 11, 20, 50)))
@@ -184,14 +189,16 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         if co.duty is not None:
             which = "simulated" if t.source == "rl-schedule" or t.shape == "smooth" else "measured"
             L.append(f"  at the {which} duty ({co.duty:.1%}) each busy sandbox-hour costs {_money(co.per_busy_sandbox_hour)}")
-        L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}")
+        basis = f" ({co.per_pass_basis})" if co.per_pass_basis else ""
+        L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}{basis}")
         if co.exception_waste_per_h is not None:
             L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({_n(co.exception_share, '.1%')})")
     rw = co.spot_rework
     if rw is not None and co.priced and rw.rework_per_h is not None:
         L.append(
             f"  spot re-runs: {_n(rw.interruptions_per_node_h, '.2g')} reclaims per node-h re-run {_n(rw.rework_share, '.3%')} of sandbox-hours "
-            f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs"
+            f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs; "
+            f"{_fixed(rw.mean_interruptions_per_hold, 3)} reclaims per hold (E[e^(r h) - 1] over the fitted holds)"
         )
     if co.inference_per_h is not None:
         L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")
@@ -205,6 +212,9 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append("  rent instead (busy sandbox-hours at the target, illustrative list prices):")
         for name, r in rent.items():
             limits = "within limits" if r.within_limits else "LIMITS: " + "; ".join(r.limits_hit or [])
+            if r.within_limits and r.ramp_s:
+                share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
+                limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
             L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
         L.append(f"  verdict: {co.rent_verdict}")
     if p.assumptions:

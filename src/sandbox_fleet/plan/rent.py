@@ -3,9 +3,15 @@
 Renting bills only running sandboxes, so each hour of the campaign costs
 ``target x duty`` busy sandboxes x (vCPUs x $/vCPU-s + GiB x $/GiB-s memory + GiB x $/GiB-s disk)
 x 3600, against the bought fleet's $/h at the chosen tier, which is paid at peak whether busy or
-not. A provider is usable only if every request fits its per-sandbox limits, the target
-concurrency fits its account limit and the peak start rate (a step's release) fits its
-creation-rate limit; ``limits_hit`` names each one that does not.
+not. A provider is usable only if every request fits its per-sandbox limits and the target
+concurrency fits its account limit (hard limits); ``limits_hit`` names each one that does not.
+
+A creation-rate limit is a ramp, not a wall. A synchronous step of ``b`` sandboxes is created over
+at most ``b / c`` seconds at ``c`` creates/s (first come, first created), so no sandbox starts more
+than ``b / c`` late and the step, which ends at its last finish, is at most ``b / c`` longer. The
+provider is unusable only when that bound exceeds ``ramp_max_share`` of the step ``T`` (the plan passes its RL
+``--tolerance``, 1%: the same slowdown the cap search accepts). An open workload's sustained start
+rate above ``c`` can never be kept up with, so that one stays a hard limit.
 """
 
 from __future__ import annotations
@@ -90,8 +96,7 @@ def select(providers: list[Provider], names: Optional[list[str]], source: str = 
     return [known[n] for n in dict.fromkeys(names)]
 
 
-def _limits_hit(p: Provider, kinds: list[tuple[dict, float]], target: int, start_rate: Optional[float],
-                batch: Optional[float]) -> list[str]:
+def _hard_limits(p: Provider, kinds: list[tuple[dict, float]], target: int) -> list[str]:
     hit = []
     for req, _ in kinds:
         if p.max_vcpus is not None and req["cpu"] > p.max_vcpus:
@@ -102,12 +107,33 @@ def _limits_hit(p: Provider, kinds: list[tuple[dict, float]], target: int, start
             hit.append(f"request {(req.get('disk') or 0) / MB_PER_GIB:g} GiB disk > {p.max_disk_gib:g} per sandbox")
     if p.max_concurrent is not None and target > p.max_concurrent:
         hit.append(f"target {target:,} concurrent > account limit {p.max_concurrent:,}")
-    if p.max_creates_per_s is not None:
-        if start_rate is None and batch:
-            hit.append(f"a batch of {batch:,.0f} released at once > {p.max_creates_per_s:g} creates/s")
-        elif start_rate is not None and start_rate > p.max_creates_per_s:
-            hit.append(f"peak start rate {start_rate:.3g}/s > {p.max_creates_per_s:g} creates/s")
     return hit
+
+
+def creation_ramp(batch: float, step_s: Optional[float], creates_per_s: float) -> dict:
+    """The ramp one step's batch takes at ``creates_per_s`` (the most step time it adds) and its share of the step."""
+    ramp_s = batch / creates_per_s
+    return {"ramp_s": ramp_s, "ramp_step_share": ramp_s / step_s if step_s else None}
+
+
+def _creation_limit(p: Provider, starts: dict, ramp_max_share: float) -> tuple[list[str], dict]:
+    """(limits hit, ramp figures) for the provider's creation rate at the target's starts."""
+    none = {"ramp_s": None, "ramp_step_share": None}
+    c = p.max_creates_per_s
+    if c is None:
+        return [], none
+    batch, rate = starts.get("batch"), starts.get("peak_per_s")
+    if not batch:  # an open workload: its start rate is sustained, so a slower provider falls behind for good
+        if rate is not None and math.isfinite(rate) and rate > c:
+            return [f"sustained start rate {rate:.3g}/s > {c:g} creates/s"], none
+        return [], none
+    ramp = creation_ramp(batch, starts.get("step_s"), c)
+    if ramp["ramp_step_share"] is None:
+        return [f"a batch of {batch:,.0f} ramps over {ramp['ramp_s']:,.1f} s at {c:g} creates/s; no step time to judge it by"], ramp
+    if ramp["ramp_step_share"] > ramp_max_share:
+        return [f"a batch of {batch:,.0f} ramps over {ramp['ramp_s']:,.1f} s at {c:g} creates/s, up to "
+                f"{ramp['ramp_step_share']:.2%} of the {starts['step_s']:,.0f}-s step > {ramp_max_share:.2%}"], ramp
+    return [], ramp
 
 
 def rent_block(
@@ -121,24 +147,25 @@ def rent_block(
     buy_usd_h: Optional[float],
     tier: str,
     node_label: str,
+    ramp_max_share: float = 0.01,
 ) -> tuple[dict, str]:
-    """``cost.rent`` ({provider: {usd_per_h, usd_per_pass, within_limits, limits_hit}}) and the verdict line.
+    """``cost.rent`` ({provider: {usd_per_h, usd_per_pass, within_limits, limits_hit, ramp_*}}) and the verdict line.
 
     ``kinds`` are (request, share of the running sandboxes) pairs; shares sum to 1.
     """
     busy = target * duty if duty else None
-    rate = starts.get("peak_per_s")
-    rate = rate if rate is not None and math.isfinite(rate) else None
     out: dict = {}
     for p in providers:
         per_sandbox_h = sum(share * p.usd_per_sandbox_h(req) for req, share in kinds)
-        hit = _limits_hit(p, kinds, target, rate, starts.get("batch"))
+        created, ramp = _creation_limit(p, starts, ramp_max_share)
+        hit = _hard_limits(p, kinds, target) + created
         out[p.name] = {
             "usd_per_h": per_sandbox_h * busy if busy is not None else None,
             "usd_per_sandbox_h": per_sandbox_h,
             "usd_per_pass": per_sandbox_h * sandbox_hours_per_pass if sandbox_hours_per_pass else None,
             "within_limits": not hit,
             "limits_hit": hit,
+            **ramp,
             "source": p.source,
             "as_of": p.as_of,
         }

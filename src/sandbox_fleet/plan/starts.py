@@ -1,10 +1,14 @@
 """The peak rate at which sandboxes are created at the target: what a warm pool and a rental
-provider's creation-rate limit must absorb.
+provider's creation-rate limit must absorb, and the step time a creation ramp is judged against.
 
 A synchronous RL step releases its whole batch within ``steps.release_spread_s``, so the peak
 start rate is batch / release spread (measured, or the RL schedule's batch over the measured
 spread). An open workload starts sandboxes at its arrival rate, by Little's law
 target x duty / mean hold. A batch released with no measured spread starts all at once.
+
+``step_s`` is the synchronous step's duration (the RL schedule's simulated mean step at the cap,
+else the measured step period): a provider that creates sandboxes more slowly than the step releases
+them ramps the batch up over ``batch / creates per s`` seconds, which costs step time, not feasibility.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.summary import Figures
 
 
-def _measured_steps(m: MeasureSummary) -> Optional[tuple[float, float, str]]:
-    """(batch, release spread s, where) of the fastest-releasing detected step structure."""
+def _measured_steps(m: MeasureSummary) -> Optional[tuple[float, float, str, Optional[float]]]:
+    """(batch, release spread s, where, step period s) of the fastest-releasing detected step structure."""
     found = [(m.steps, "fleet")] if m.steps else []
     found += [(entry.steps, f"model {model}") for model, entry in sorted((m.by_model or {}).items()) if entry.steps]
-    usable = [(float(st.batch_size), float(st.release_spread_s), where) for st, where in found
+    usable = [(float(st.batch_size), float(st.release_spread_s), where,
+               float(st.step_period_s) if st.step_period_s and math.isfinite(st.step_period_s) else None)
+              for st, where in found
               if st.detected and st.batch_size and st.release_spread_s is not None
               and math.isfinite(st.batch_size) and math.isfinite(st.release_spread_s)]
     if not usable:
@@ -29,8 +35,17 @@ def _measured_steps(m: MeasureSummary) -> Optional[tuple[float, float, str]]:
     return max(usable, key=lambda x: math.inf if x[1] == 0 else x[0] / x[1])
 
 
+def _step_s(target: dict, measured: Optional[tuple]) -> tuple[Optional[float], Optional[str]]:
+    """The step time a creation ramp is compared with, and where it came from."""
+    if target.get("source") == "rl-schedule" and target.get("step_s_at_cap"):
+        return float(target["step_s_at_cap"]), "the RL schedule's simulated mean step at the cap"
+    if measured is not None and measured[3]:
+        return measured[3], f"measured step period ({measured[2]})"
+    return None, None
+
+
 def start_rate(fig: Figures, target: dict, duty: Optional[float]) -> dict:
-    """The ``starts`` block: ``{"peak_per_s", "batch", "release_spread_s", "basis"}`` at the target.
+    """The ``starts`` block: ``{"peak_per_s", "batch", "release_spread_s", "step_s", "step_basis", "basis"}``.
 
     ``peak_per_s`` is null for a batch released at once (no finite rate: the whole batch starts together).
     """
@@ -41,10 +56,12 @@ def start_rate(fig: Figures, target: dict, duty: Optional[float]) -> dict:
         spread = measured[1] if measured is not None else None
         b = float(batch if batch is not None else measured[0])  # type: ignore[index]
         where = f"measured release spread ({measured[2]})" if measured is not None else "no measured release spread"
+        step_s, step_basis = _step_s(target, measured)
+        step = {"step_s": step_s, "step_basis": step_basis}
         if not spread:
-            return {"peak_per_s": None, "batch": b, "release_spread_s": spread,
+            return {"peak_per_s": None, "batch": b, "release_spread_s": spread, **step,
                     "basis": f"RL step: a batch of {b:,.0f} released at once ({where})"}
-        return {"peak_per_s": b / spread, "batch": b, "release_spread_s": spread,
+        return {"peak_per_s": b / spread, "batch": b, "release_spread_s": spread, **step,
                 "basis": f"RL step: batch {b:,.0f} / release spread {spread:,.1f} s ({where})"}
     if fig.hold_mean_s and duty:
         rate = n * duty / fig.hold_mean_s

@@ -130,6 +130,7 @@ class Figures:
             self.decode_per_s = output / tok_s
         self.turn_tokens = g("turn_tokens")
         self.turns_median = g("turns_median")
+        self.turns_p90 = g("turns_p90")
         self.cached_fraction = g("cached_fraction")
         self.median_input_by_turns = _turn_keyed(tk.median_input_by_turns if tk else None, "tokens.median_input_by_turns")
         self.turns_histogram = _turn_keyed(tk.turns_histogram if tk else None, "tokens.turns_histogram")

@@ -7,8 +7,9 @@ simulator, and the one place to rewire if the simulator's interface changes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
@@ -99,12 +100,15 @@ class HoldSampler:
 
     def __init__(self, quantiles: dict[float, Optional[float]], mean: Optional[float], rows: Optional[float] = None):
         import numpy as np
+
         from sandbox_fleet import exact
         known = {q: v for q, v in quantiles.items() if v is not None and v > 0}
         self.kind: str
         if {0.0, 0.5, 1.0} <= set(known):
             n = max(float(rows or 1000), 2.0)
-            if 0.9 not in known and mean and 0.99 in known:
+            invented = 0.9 not in known and bool(mean) and 0.99 in known
+            if invented:
+                assert mean is not None  # invented only with a mean
                 known[0.9] = _p90_matching_mean(known, mean, n)
             z_lo, z_hi = _Z.inv_cdf(1 / (2 * n)), _Z.inv_cdf(1 - 1 / (2 * n))
             inner = {_Z.inv_cdf(q): v for q, v in known.items() if 0 < q < 1 and z_lo < _Z.inv_cdf(q) < z_hi}
@@ -116,22 +120,26 @@ class HoldSampler:
                 "dist": "piecewise-lognormal",
                 "quantiles": {str(q): float(v) for q, v in sorted(known.items())},
                 "rows": n,
+                "basis": _empirical_basis(known, n, mean if invented else None),
             }
         elif 0.5 in known and (0.99 in known or 0.9 in known):
             q = 0.99 if 0.99 in known else 0.9
             self.kind = "lognormal"
             self.median = known[0.5]
             self.sigma = max(math.log(known[q] / known[0.5]) / _Z.inv_cdf(q), 1e-9)
-            self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma}
+            self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma,
+                         "basis": f"lognormal through the median {self.median:,.0f} s and p{q * 100:g} {known[q]:,.0f} s (sigma {self.sigma:.3f})"}
         elif mean:
             self.kind = "exponential"
             self.mean = mean
-            self.spec = {"dist": "exponential", "mean_s": mean}
+            self.spec = {"dist": "exponential", "mean_s": mean,
+                         "basis": f"exponential with the mean {mean:,.0f} s (no hold percentiles measured)"}
         else:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         import numpy as np
+
         from sandbox_fleet import exact
         if self.kind == "empirical":
             z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
@@ -139,6 +147,17 @@ class HoldSampler:
         if self.kind == "lognormal":
             return self.median * exact.exp(self.sigma * rng.standard_normal(n))
         return rng.exponential(self.mean, n)
+
+
+def _empirical_basis(known: dict[float, float], rows: float, matched_mean: Optional[float]) -> str:
+    """The piecewise-lognormal fit in words: its knots, and a p90 chosen to match the mean when invented."""
+    names = {0.0: "min", 0.5: "median", 0.9: "p90", 0.99: "p99", 1.0: "max"}
+    knots = ", ".join(f"{names.get(q, f'q{q:g}')} {v:,.1f} s" if v < 10 else f"{names.get(q, f'q{q:g}')} {v:,.0f} s"
+                      for q, v in sorted(known.items()))
+    text = f"piecewise lognormal through {knots} (min and max at the 1/(2 x {rows:,.0f} rows) quantiles)"
+    if matched_mean is not None:
+        text += f"; p90 not measured: chosen so the fit's mean is the measured {matched_mean:,.0f} s"
+    return text
 
 
 def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> float:
@@ -149,6 +168,7 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
     an unreachable mean is clipped to the nearer end.
     """
     import numpy as np
+
     from sandbox_fleet import exact
     z = np.random.default_rng(12345).standard_normal(50_000)
     lo, hi = math.log(known[0.5]), math.log(known[0.99])
@@ -199,6 +219,7 @@ def _simulator_step_time() -> StepTime:
     search compares caps, not draws.
     """
     import numpy as np
+
     from sandbox_fleet.simulate import Fleet, SyncRL, run_workloads  # plan -> simulate, for this search only
 
     def step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, seed: int) -> float:
@@ -228,7 +249,7 @@ def _list_schedule_step_time() -> StepTime:
 
 
 def rl_schedule_target(
-    summary: "Figures | MeasureSummary | dict",
+    summary: Figures | MeasureSummary | dict,
     batch: int,
     train_s: float,
     *,

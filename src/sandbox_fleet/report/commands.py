@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
-from sandbox_fleet.report.inputs import load_backtest, load_measure, load_optimize, load_plan, load_simulate
+from sandbox_fleet.report.inputs import (
+    check_same_source,
+    load_backtest,
+    load_measure,
+    load_optimize,
+    load_plan,
+    load_simulate,
+)
 from sandbox_fleet.report.thresholds import load_thresholds
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
@@ -23,12 +30,14 @@ def report_files(
     title: str | None = None,
     measure_options: dict | None = None,
     optimize: str | Path | None = None,
+    allow_mismatch: bool = False,
     backtest: str | Path | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
     ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate).
+    A plan or optimize summary made from another measure summary is refused unless ``allow_mismatch``.
     """
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
 
@@ -37,6 +46,10 @@ def report_files(
     plan_s = load_plan(plan) if plan is not None else None
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
+    check_same_source(measure, {
+        **({f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
+        **({f"--optimize {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
+    }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
     return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt)
 
@@ -49,6 +62,7 @@ def check_files(
     metrics_out: str | Path | None = None,
     rules_out: str | Path | None = None,
     measure_options: dict | None = None,
+    allow_mismatch: bool = False,
     backtest: str | Path | None = None,
     serving_rules: bool = False,
 ) -> list[CheckResult]:
@@ -58,12 +72,15 @@ def check_files(
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
     gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning;
     ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds).
+    A plan made from another measure summary is refused unless ``allow_mismatch``.
     ``backtest``: a ``backtest --json`` summary file; adds the ``backtest_drift`` gate.
     """
     t = load_thresholds(thresholds)
     bt = load_backtest(backtest) if backtest is not None else None
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
+    if plan_s is not None:
+        check_same_source(measure, {f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
     results = run_checks(measure, plan_s, t, bt)
     if metrics_out is not None or rules_out is not None or serving_rules:
         from sandbox_fleet.report.prometheus import write_outputs

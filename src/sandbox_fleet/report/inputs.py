@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
@@ -59,3 +59,18 @@ def load_backtest(path: str | Path) -> BacktestSummary:
     from sandbox_fleet.backtest.model import BacktestSummary
 
     return contract.load(BacktestSummary, path)
+
+
+def check_same_source(measure: MeasureSummary, made_from: dict[str, Optional[str]], allow_mismatch: bool = False) -> None:
+    """Refuse (InputError) an output made from another measure summary than ``measure``.
+
+    ``made_from`` maps each output (``"--plan p.json"``) to the fingerprint it carries; an output
+    without one (older versions, a scenario-based optimize) cannot be compared and is accepted.
+    """
+    if allow_mismatch:
+        return
+    here = contract.fingerprint(measure)
+    for what, theirs in made_from.items():
+        if theirs is not None and theirs != here:
+            raise InputError(f"{what}: made from another measure summary ({theirs}) than the input given here ({here}); "
+                             "remake it from this input, or pass --allow-mismatch to put them side by side")
