@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from producers import measure_doc
 
+from producers import measure_doc
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary

@@ -234,7 +234,7 @@ def plan(
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
     gpu_usd_h: Optional[float] = typer.Option(None, "--gpu-usd-h", help="Inference GPU price, USD per GPU-hour."),
-    shape: str = typer.Option("measured", "--shape", help="--passing-per-hour: measured (keep the measured duty) or smooth (continuous admission)."),
+    shape: str = typer.Option("auto", "--shape", help="--passing-per-hour: auto (from the measured step structure; both answers shown when they differ by over 1.5x), measured (keep the measured duty) or smooth (continuous admission)."),
     max_wait_s: float = typer.Option(60.0, "--max-wait-s", help="--shape smooth: allowed simulated mean queue wait, seconds."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type from the GPU catalog (memory, TFLOP/s, TB/s, $/h); per-figure flags override."),
     gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="GPU catalog TOML replacing the bundled one."),

@@ -44,10 +44,13 @@ def test_measure_sees_the_scaled_campaign(pipeline):
     assert m["tokens"]["cached"] == 0  # the published campaign ran with prefix caching off
 
 
-def test_plan_covers_the_measured_peak(pipeline):
+def test_plan_buys_the_demand_the_binding_cap_hid(pipeline):
+    # the scaled cap binds and the runs release steps larger than it (issue 22 item 1)
     m, p = json.loads(pipeline.measure.out), json.loads(pipeline.plan.out)
-    assert p["target"]["source"] == "measured-peak"
-    assert p["target"]["concurrency"] == m["concurrency"]["peak"]
+    c = p["target"]["censored"]
+    assert (p["target"]["source"], c["chosen"], c["cap"]) == ("censored-demand", "demand", m["concurrency"]["peak"])
+    assert p["target"]["concurrency"] == c["demand"] > m["concurrency"]["peak"]
+    assert c["release"] > c["cap"] and c["step_s_at_cap"] > c["step_s_at_demand"]
     n = p["nodes"]
     assert n["count"] >= n["lower_bound"] >= 1
     assert n["count"] * n["slots_per_node"][n["binding"]] >= p["target"]["concurrency"]

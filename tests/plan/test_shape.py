@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan.shape import measured_shape, mean_busy, smallest_cap, smooth_shape
+from sandbox_fleet.plan.shape import mean_busy, measured_shape, smallest_cap, smooth_shape
 
 
 def test_measured_shape_divides_the_mean_by_the_duty():
@@ -56,3 +56,60 @@ def test_smooth_shape_matches_erlang_c_on_exponential_holds():
 def test_smooth_shape_out_of_reach_is_an_input_error():
     with pytest.raises(InputError, match="--max-wait-s"):
         smooth_shape(5.0, lambda rng, n: np.full(n, 10.0), max_wait_s=-1.0, seed=0)
+
+
+# --- issue 22 item 8: the shape chosen from the measured step structure, both shown past 1.5x ---
+
+
+def _published(**concurrency_or_steps) -> dict:
+    import json
+
+    from .conftest import PUBLISHED
+
+    s = json.loads(PUBLISHED.read_text())
+    steps = concurrency_or_steps.pop("steps", None)
+    s["concurrency"] = {**s["concurrency"], **concurrency_or_steps}
+    if steps is not None:
+        s["steps"] = steps
+    return s
+
+
+def test_auto_shape_follows_the_step_structure():
+    from sandbox_fleet.plan.shape import auto_shape
+
+    assert auto_shape(True, 0.2)[0] == "measured"
+    assert auto_shape(False, 0.2)[0] == "smooth"
+    assert auto_shape(None, 0.2)[0] == "measured"  # never measured: keep what was measured
+    assert auto_shape(True, None)[0] == "smooth"  # nothing to keep
+
+
+def test_auto_on_a_summary_without_steps_keeps_the_measured_shape_and_shows_smooth():
+    from sandbox_fleet.plan.summary import Figures
+    from sandbox_fleet.plan.target import resolve_target
+
+    s = _published()
+    fig = Figures(s)
+    got = resolve_target(fig, passing_per_hour=50)
+    # by hand: 50 passing/h x sandbox-h per pass / measured duty, rounded up
+    shph = s["outcomes"]["sandbox_hours_per_pass"]
+    assert got["concurrency"] == math.ceil(50 * shph / s["concurrency"]["duty"])
+    assert got["shape"] == "measured" and "does not say whether rollouts come in steps" in got["shape_basis"]
+    smooth = resolve_target(fig, passing_per_hour=50, shape="smooth")
+    alt = got["shape_alternative"]
+    assert (alt["shape"], alt["concurrency"]) == ("smooth", smooth["concurrency"])
+    assert alt["ratio"] == pytest.approx(got["concurrency"] / smooth["concurrency"]) and alt["ratio"] > 1.5
+
+
+def test_auto_without_steps_in_telemetry_is_smooth_and_close_answers_show_one():
+    from sandbox_fleet.plan.summary import Figures
+    from sandbox_fleet.plan.target import resolve_target
+
+    no_steps = {"detected": False, "reason": "no break", "runs_with_steps": []}
+    got = resolve_target(Figures(_published(steps=no_steps)), passing_per_hour=50)
+    assert got["shape"] == "smooth" and "no synchronous steps" in got["shape_basis"]
+    assert got["shape_alternative"]["shape"] == "measured"
+    # at a duty of 0.9 the measured answer is within 1.5x of the smooth one: one answer
+    close = resolve_target(Figures(_published(steps=no_steps, duty=0.9, mean=2700.0)), passing_per_hour=50)
+    measured = math.ceil(50 * _published()["outcomes"]["sandbox_hours_per_pass"] / 0.9)
+    assert measured / close["concurrency"] <= 1.5
+    assert close.get("shape_alternative") is None

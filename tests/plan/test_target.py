@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan import target as tgt
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target
 
@@ -21,8 +20,15 @@ SUMMARY = json.loads(PUBLISHED.read_text())
 
 def test_default_is_measured_peak_and_explicit_number():
     fig = Figures(SUMMARY)
-    assert resolve_target(fig) == {"concurrency": 3000, "source": "measured-peak", "detail": "the measured peak concurrency"}
-    assert resolve_target(fig)["concurrency"] == SUMMARY["concurrency"]["peak"]
+    # the published peak of 3,000 is a cap (reached 5,000 times) and the summary has no steps: the cap
+    # is bought, with the lower bound cap + 1 beside it
+    got = resolve_target(fig)
+    assert (got["concurrency"], got["source"]) == (3000, "measured-peak")
+    assert got["concurrency"] == SUMMARY["concurrency"]["peak"]
+    c = got["censored"]
+    assert (c["cap"], c["touches"], c["demand"], c["demand_is_lower_bound"], c["chosen"]) == (3000, 5000, 3001, True, "cap")
+    uncapped = {**SUMMARY, "concurrency": {**SUMMARY["concurrency"], "cap_detected": False}}
+    assert resolve_target(Figures(uncapped)) == {"concurrency": 3000, "source": "measured-peak", "detail": "the measured peak concurrency"}
     assert resolve_target(fig, concurrency=700)["concurrency"] == 700
 
 

@@ -210,6 +210,9 @@ def test_every_metric_a_rule_uses_is_one_metrics_out_writes():
     recorded = copy.deepcopy(m)
     recorded["concurrency"]["configured_cap"] = 3000  # written only when the telemetry records one
     written = {s.split("{")[0] for x in (m, recorded) for s, _ in _samples(_metrics(x, load("plan.json")))}
+    censored = load("plan.json")  # written only when the plan names the demand a binding cap hid
+    censored["target"]["censored"] = {"cap": 3000, "touches": 5000, "demand": 3001, "demand_is_lower_bound": True}
+    written |= {s.split("{")[0] for s, _ in _samples(_metrics(m, censored))}
     assert used <= written, used - written
 
 

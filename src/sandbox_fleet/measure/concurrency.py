@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.stats import US, arrival_rate_per_s, ratio
 
-CAP_TOUCHES = 10
 SERIES_POINTS = 2000
 
 

@@ -53,6 +53,10 @@ class Concurrency(Block):
     effective_cap_note: Optional[str] = None
     cap_detected: Optional[bool] = None
     cap_rule: Optional[str] = None
+    #: the peak is one released batch of synchronous steps (nothing queued), not a cap (measure/batchcap.py)
+    peak_is_batch: Optional[bool] = None
+    #: why the peak is or is not taken for a cap, in one line
+    cap_basis: Optional[str] = None
     self_check: Optional[SelfCheck] = None
     series: Optional[Series] = None
 

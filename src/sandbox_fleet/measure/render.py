@@ -126,6 +126,7 @@ def _concurrency(console: Console, c: Concurrency) -> None:
         ("configured cap", _num(c.configured_cap)),
         ("cap detected", f"{_num(c.cap_detected)} ({c.cap_rule})"),
         *([("effective cap (below configured)", _num(c.effective_cap))] if c.effective_cap is not None else []),
+        *([("cap or batch", c.cap_basis)] if c.peak_is_batch is not None else []),
         *([("effective cap", c.effective_cap_note)] if c.effective_cap_note else []),
     ]))
 

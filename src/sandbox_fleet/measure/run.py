@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from functools import partial
-from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.arrowpool import prefer_returning_pool
+from sandbox_fleet.measure.batchcap import classify_peak
 from sandbox_fleet.measure.columns import Frame, decoded, frame_from_table
 from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
@@ -22,8 +23,8 @@ from sandbox_fleet.measure.concurrency import (
 )
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
-from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.holds import measure_holds
+from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
@@ -54,7 +55,7 @@ THREE_LANES_ROWS = 4_000_000
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 __all__ = ["MeasureSummary", "measure_paths", "measure_telemetry"]
 
@@ -276,6 +277,11 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         advance("coverage")
         for name, st in model_steps.items():
             models[name]["steps"] = st
+        conc = classify_peak(conc, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
+        for job in jobs.values():
+            if job.get("concurrency") is not None:
+                job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
+                job["cap_detected"] = job["concurrency"]["cap_detected"]
         advance("models")
         tasks = measure_tasks(t.tasks, usage)
         advance("tasks")

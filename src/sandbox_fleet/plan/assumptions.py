@@ -55,8 +55,11 @@ def collect_assumptions(
     """The plan's ``assumptions`` list (see the module docstring for ``source``)."""
     a = Assumptions(input_source)
     n = target["concurrency"]
-    a.add("target_concurrency", n, "sandboxes", "measured" if target["source"] == "measured-peak" else "flag", target["detail"])
-    if target.get("duty") is not None:
+    measured = target["source"] in ("measured-peak", "censored-demand")
+    a.add("target_concurrency", n, "sandboxes", "measured" if measured else "flag", target["detail"])
+    if target.get("censored") is not None and target.get("duty") is not None:
+        a.add("duty", target["duty"], "fraction", "measured", "measured mean concurrency / target (the measured work on the target's slots)")
+    elif target.get("duty") is not None:
         a.add("duty", target["duty"], "fraction", "default", f"the {target['source']} target's own duty (busy / cap)")
     else:
         a.from_input("duty", fig.duty, "fraction", "mean / peak concurrency, carried over")

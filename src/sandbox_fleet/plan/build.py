@@ -60,7 +60,7 @@ class PlanOptions:
     roofline: Optional[inf.Roofline] = None
     gpu_usd_h: Optional[float] = None
     turns: Optional[float] = None  # turn count for the caching saving when the input has no histogram
-    shape: str = "measured"  # --passing-per-hour: keep the measured burstiness, or "smooth"
+    shape: str = "auto"  # --passing-per-hour: from the measured step structure, or "measured" / "smooth"
     max_wait_s: float = 60.0  # --shape smooth: allowed mean queue wait
     gpu_name: Optional[str] = None
     gpu_note: Optional[str] = None  # why a named GPU was not sized

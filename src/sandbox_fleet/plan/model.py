@@ -37,6 +37,34 @@ class HoldFit(Block):
     basis: Optional[str] = None
 
 
+class Censored(Block):
+    """The demand a binding cap hid (plan/censored.py): the cap, and what buying past it buys."""
+
+    cap: Count = None
+    touches: Count = None
+    #: slots the hidden demand needs: the RL search on the cut release, or a lower bound (``demand_is_lower_bound``)
+    demand: Count = None
+    demand_is_lower_bound: Optional[bool] = None
+    #: the run whose release the cap cut, its median release size and the gap before the next release
+    run: Optional[str] = None
+    release: Count = None
+    train_s: Num = None
+    step_s_at_cap: Num = None
+    step_s_at_demand: Num = None
+    step_s_uncapped: Num = None
+    #: "demand" or "cap": what the target buys
+    chosen: Optional[str] = None
+    basis: Optional[str] = None
+
+
+class ShapeAlternative(Block):
+    """The throughput target under the shape not chosen, shown when the two differ by more than 1.5x."""
+
+    shape: Optional[str] = None
+    concurrency: Count = None
+    ratio: Num = None
+
+
 class Target(Block):
     concurrency: int
     source: str
@@ -60,8 +88,18 @@ class Target(Block):
     #: --shape smooth: the simulated mean queue wait at the chosen cap and the allowed one, seconds
     mean_wait_s: Num = None
     max_wait_s: Num = None
-    #: RL schedule: the 5th-95th percentile of the per-replication answers
+    #: RL schedule: the spread of single runs, the 5th-95th percentile of the per-replication answers
     interval: Optional[list[float]] = None
+    #: RL schedule: the uncertainty of the chosen cap, 5th-95th percentile over bootstrap resamples of the replications
+    cap_interval: Optional[list[float]] = None
+    bootstrap: Count = None
+    #: the pooled mean step's excess over the uncapped one at the low end of ``interval``
+    step_excess_at_interval_low: Num = None
+    #: a binding cap and the demand it hid (the default target on capped telemetry)
+    censored: Optional[Censored] = None
+    #: --passing-per-hour: why this shape, and the other shape's answer when they differ by more than 1.5x
+    shape_basis: Optional[str] = None
+    shape_alternative: Optional[ShapeAlternative] = None
     per_replication: Optional[list[int]] = None
     replications: Count = None
     #: why the price tier was chosen when --price-tier was not given

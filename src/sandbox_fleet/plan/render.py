@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet import contract
+from sandbox_fleet.plan.censored import times
 from sandbox_fleet.plan.model import (
     Caching,
+    Censored,
     Context,
     Cost,
     CostParts,
@@ -80,9 +82,18 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
     ca, inf, co = p.caching or Caching(), p.inference or Inference(), p.cost or Cost()
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
+    if t.censored is not None:
+        L.extend(censored_lines(t.censored, t.tolerance))
     L.append(f"  target: {t.detail}")
     if t.hold_fit is not None and t.hold_fit.basis:
         L.append(f"  hold fit: {t.hold_fit.basis}")
+    if t.shape_basis:
+        L.append(f"  shape: {t.shape_basis}")
+    alt = t.shape_alternative
+    if alt is not None:
+        L.append(f"  the {alt.shape} shape would buy {_n(alt.concurrency, ',')} ({_n(alt.ratio, '.1f')}x apart): "
+                 + ("continuous admission (async RL) needs only the queueing headroom" if alt.shape == "smooth"
+                    else "keeping the measured burstiness needs the measured peak-to-mean") + f"; pass --shape {alt.shape} to buy it")
     if t.tier_basis:
         L.append(f"  pricing tier: {t.tier_basis}")
     if p.backtest is not None:
@@ -229,6 +240,32 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
     return L
+
+
+def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
+    """The cap and the demand it hid, both priced, the chosen one marked (they lead the order)."""
+    mark = {c.chosen: "  <- chosen"}
+    hid = "it may have hidden demand" if c.demand_is_lower_bound and c.demand == c.cap else "it hid demand"
+    head = f"  the measured peak {_n(c.cap, ',')} is a cap (reached {times(c.touches or 0)}): {hid}"
+    if c.demand_is_lower_bound:
+        return [head,
+                f"    buy the cap:    {_n(c.cap, ',')} slots{mark.get('cap', '')}",
+                f"    the demand:     at least {_n(c.demand, ',')} (lower bound), not estimated",
+                f"    basis: {c.basis}"]
+    def over(v: Optional[float]) -> str:
+        return f"{v / c.step_s_uncapped - 1:+.1%}" if v is not None and c.step_s_uncapped else "n/a"
+    if c.step_s_at_cap is None:  # a release too large to search: sized by the release itself
+        return [head,
+                f"    buy the cap:    {_n(c.cap, ',')} slots{mark.get('cap', '')}",
+                f"    buy the demand: {_n(c.demand, ',')} slots (the release itself; step times not simulated){mark.get('demand', '')}",
+                f"    basis: {c.basis}"]
+    tol = f"{tolerance:.1%}" if tolerance is not None else "the tolerance"
+    return [head,
+            f"    buy the cap:    {_n(c.cap, ',')} slots: mean step {_n(c.step_s_at_cap, ',.0f')} s "
+            f"({over(c.step_s_at_cap)} over the uncapped {_n(c.step_s_uncapped, ',.0f')} s){mark.get('cap', '')}",
+            f"    buy the demand: {_n(c.demand, ',')} slots: mean step {_n(c.step_s_at_demand, ',.0f')} s "
+            f"({over(c.step_s_at_demand)}; the fewest slots within {tol} for releases of {_n(c.release, ',')}){mark.get('demand', '')}",
+            f"    basis: {c.basis}"]
 
 
 def render_plan(plan: PlanSummary | dict, console: Console) -> None:

@@ -4,6 +4,8 @@ Little's law gives the MEAN number of busy sandboxes, ``m = X x sandbox-hours pe
 ``m`` slots delivers X only if rollouts arrive perfectly evenly; the source document's advice is
 never to size against the average. Two shapes:
 
+The default (``auto``) picks the shape from the measured step structure (``auto_shape``).
+
 - ``measured``: keep the measured burstiness. The measured duty cycle ``u`` is mean / peak, so the
   peak that carries a mean of ``m`` is ``m / u`` (the document: 1,223 / 0.156).
 - ``smooth``: continuous admission (async RL). The smallest cap whose simulated mean queue wait,
@@ -17,11 +19,9 @@ fleet $/h divided by $ per passing trajectory is X.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
-from typing import Callable, Optional
-
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary m
     import numpy as np
 
 SHAPES = ("measured", "smooth")
+#: under ``--shape auto`` the other shape's answer is shown when the two differ by more than this factor
+SHAPE_SWING = 1.5
 #: rollouts simulated per probe: about 200 mean holds of simulated time per busy sandbox, within
 #: bounds (near saturation a shorter run has not built its queue yet and understates the wait)
 ROLLOUTS_PER_BUSY = 200
@@ -44,6 +46,23 @@ MeanWait = Callable[[int], float]
 def mean_busy(passing_per_hour: float, sandbox_hours_per_pass: float) -> float:
     """Little's law: busy sandboxes = passes/h x sandbox-hours per pass."""
     return passing_per_hour * sandbox_hours_per_pass
+
+
+def auto_shape(steps_detected: Optional[bool], duty: Optional[float]) -> tuple[str, str]:
+    """The shape the measured step structure implies, and why.
+
+    Synchronous steps release batches, so the burstiness is the schedule's own and stays:
+    ``measured``. Steps measured and not found means continuous admission, whose peak-to-mean is
+    a queueing effect the smooth search models: ``smooth``. Steps never measured (a published
+    summary) leave only the measured burstiness to keep: ``measured``, the larger answer.
+    """
+    if not duty:
+        return "smooth", "no measured duty cycle to keep: continuous admission (smooth)"
+    if steps_detected:
+        return "measured", "synchronous steps detected: batches keep the measured burstiness (measured)"
+    if steps_detected is False:
+        return "smooth", "no synchronous steps in the telemetry: continuous admission (smooth)"
+    return "measured", "the input does not say whether rollouts come in steps: the measured burstiness is kept (measured)"
 
 
 def measured_shape(mean: float, duty: Optional[float]) -> dict:
@@ -84,6 +103,7 @@ def smallest_cap(mean_wait: MeanWait, lo: int, hi: int, max_wait_s: float) -> tu
 def simulated_mean_wait(holds: np.ndarray, rate_per_s: float, seed: int) -> MeanWait:
     """Mean wait at a cap from the simulator's FIFO engine, Poisson arrivals, fixed holds (CRN)."""
     import numpy as np
+
     from sandbox_fleet.simulate.engine import run_workloads
     from sandbox_fleet.simulate.entities import Fleet
     from sandbox_fleet.simulate.workloads import Poisson

@@ -13,6 +13,7 @@ from typing import Any, Optional, Union, overload
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.batchcap import cut_release
 from sandbox_fleet.measure.model import MeasureSummary
 
 
@@ -84,6 +85,12 @@ class Figures:
         if self.concurrency_mean is None and self.span_s:
             self.concurrency_mean = self.sandbox_s / self.span_s
         self.peak = _figure(c.peak if c else None, "concurrency.peak")
+        self.cap_detected = c.cap_detected if c else None
+        self.touches = c.touches if c else None
+        self.cut = cut_release(m)
+        st = m.steps
+        # None when the input never measured steps (a published summary): the shape then stays measured
+        self.steps_detected = None if st is None or st.detected is None else bool(st.detected or st.runs_with_steps)
         self.duty = _figure(c.duty if c else None, "concurrency.duty")
         if self.duty is None and self.peak and self.concurrency_mean is not None:
             self.duty = self.concurrency_mean / self.peak

@@ -12,8 +12,9 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.censored import censored_target
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
-from sandbox_fleet.plan.shape import SHAPES, mean_busy, measured_shape, smooth_shape
+from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary m
     from sandbox_fleet.measure.model import MeasureSummary
 
 _Z = NormalDist()
-SOURCES = ("measured-peak", "concurrency", "rl-schedule", "passing-per-hour")
+SOURCES = ("measured-peak", "censored-demand", "concurrency", "rl-schedule", "passing-per-hour")
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -40,7 +41,7 @@ def resolve_target(
     passing_per_hour: Optional[float] = None,
     tolerance: float = 0.01,
     seed: int = 0,
-    shape: str = "measured",
+    shape: str = "auto",
     max_wait_s: float = 60.0,
 ) -> dict:
     """The ``target`` object: concurrency (an int), which source set it, and how."""
@@ -62,14 +63,10 @@ def resolve_target(
     if passing_per_hour is not None:
         if not fig.sandbox_hours_per_pass:
             raise InputError("--passing-per-hour needs sandbox-hours per passing rollout; the input has no passed rollouts")
-        if shape not in SHAPES:
-            raise InputError(f"--shape {shape!r}: expected one of {', '.join(SHAPES)}")
+        if shape not in SHAPES + ("auto",):
+            raise InputError(f"--shape {shape!r}: expected one of auto, {', '.join(SHAPES)}")
         mean = mean_busy(passing_per_hour, fig.sandbox_hours_per_pass)
-        if shape == "measured":
-            shaped = measured_shape(mean, fig.duty)
-        else:
-            holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
-            shaped = smooth_shape(mean, holds.sample, max_wait_s=max_wait_s, seed=seed)
+        shaped = _shaped(fig, mean, shape, max_wait_s=max_wait_s, seed=seed)
         return shaped | {
             "source": "passing-per-hour",
             "detail": (
@@ -82,7 +79,36 @@ def resolve_target(
         }
     if not fig.peak:
         raise InputError("input has no measured peak concurrency (concurrency.peak); pass --concurrency N")
+    censored = censored_target(fig, tolerance=tolerance, seed=seed)
+    if censored is not None:
+        return censored
     return {"concurrency": round(fig.peak), "source": "measured-peak", "detail": "the measured peak concurrency"}
+
+
+def _one_shape(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> dict:
+    if shape == "measured":
+        return measured_shape(mean, fig.duty)
+    holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
+    return smooth_shape(mean, holds.sample, max_wait_s=max_wait_s, seed=seed)
+
+
+def _shaped(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> dict:
+    """The named shape, or under ``auto`` the one the measured step structure implies, with the
+    other shape's answer beside it when the two differ by more than ``SHAPE_SWING``."""
+    if shape != "auto":
+        return _one_shape(fig, mean, shape, max_wait_s=max_wait_s, seed=seed) | {"shape_basis": f"--shape {shape}"}
+    chosen, basis = auto_shape(fig.steps_detected, fig.duty)
+    shaped = _one_shape(fig, mean, chosen, max_wait_s=max_wait_s, seed=seed)
+    other_name = "smooth" if chosen == "measured" else "measured"
+    try:
+        other = _one_shape(fig, mean, other_name, max_wait_s=max_wait_s, seed=seed)
+    except InputError:  # the other shape cannot be sized from this input: nothing to compare
+        return shaped | {"shape_basis": basis}
+    ratio = max(shaped["concurrency"], other["concurrency"]) / min(shaped["concurrency"], other["concurrency"])
+    out = shaped | {"shape_basis": basis}
+    if ratio > SHAPE_SWING:
+        out["shape_alternative"] = {"shape": other_name, "concurrency": other["concurrency"], "ratio": ratio}
+    return out
 
 
 # --- RL schedule ------------------------------------------------------------------------
@@ -257,6 +283,7 @@ def rl_schedule_target(
     seed: int = 0,
     step_time: Optional[StepTime] = None,
     replications: int = RL_REPLICATIONS,
+    holds: Optional[HoldSampler] = None,
 ) -> dict:
     """Smallest sandbox cap whose mean synchronous step is within ``tolerance`` of the uncapped one.
 
@@ -264,14 +291,16 @@ def rl_schedule_target(
     back; a smaller cap queues the batch's tail. ``replications`` independent runs of ``RL_STEPS``
     steps (each with its own holds, reused at every cap: common random numbers) are searched
     together and one by one (``interval.replicated_search``): the pooled answer is ``concurrency``,
-    the replications' 5th-95th percentile ``interval``. The default evaluator list-schedules the
+    its bootstrap 5th-95th percentile ``cap_interval``, the single runs' spread ``interval``.
+    ``holds`` replaces the fit to the summary's hold percentiles (one run's own holds). The default evaluator list-schedules the
     steps exactly as the simulator's sync-RL workload does; an injected ``step_time`` replaces it.
     Past ``RL_MAX_SIMULATED`` rollouts per probe the closed-form bound (the batch) is the answer.
     """
     if batch < 1:
         raise InputError(f"--batch must be a positive integer, got {batch!r}")
-    fig = summary if isinstance(summary, Figures) else Figures(summary)
-    holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
+    if holds is None:
+        fig = summary if isinstance(summary, Figures) else Figures(summary)
+        holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
     fn = step_time or _list_schedule_step_time()
     if step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
@@ -295,10 +324,20 @@ def rl_schedule_target(
         "method": "simulated",
         "detail": (
             f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped over {replications} x {RL_STEPS} steps "
-            f"({found['step_s_at_cap']:,.0f} s vs {found['step_s_uncapped']:,.0f} s); "
-            f"replications alone: {found['interval'][0]:,.0f}-{found['interval'][1]:,.0f}"
+            f"({found['step_s_at_cap']:,.0f} s vs {found['step_s_uncapped']:,.0f} s); {interval_text(found)}"
         ),
         # busy sandboxes per step-second over the cap: the schedule's own duty cycle
         "duty": batch * fit_mean / found["step_s_at_cap"] / cap,
         "tolerance": tolerance,
     }
+
+
+def interval_text(found: dict) -> str:
+    """The chosen cap's uncertainty, then the single runs' spread named as such (not a range of good caps)."""
+    lo, hi = found["cap_interval"]
+    single = found["interval"]
+    excess = found.get("step_excess_at_interval_low")
+    at_low = f"; at {math.floor(single[0]):,} the pooled mean step is {excess:+.2%}" if excess is not None else ""
+    return (f"cap {lo:,.0f}-{hi:,.0f} (5th-95th percentile over {found['bootstrap']} bootstrap resamples of the "
+            f"{found['replications']} replications); single {RL_STEPS}-step runs alone would say "
+            f"{single[0]:,.0f}-{single[1]:,.0f}, not a range of equally good caps{at_low}")

@@ -6,12 +6,23 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from html import escape
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from sandbox_fleet.measure.model import ByOutcome, Concurrency, Holds, MeasureSummary, Outcomes, Slice, Steps, TaskHealth, Tokens
+from sandbox_fleet.measure.model import (
+    ByOutcome,
+    Concurrency,
+    Holds,
+    MeasureSummary,
+    Outcomes,
+    Slice,
+    Steps,
+    TaskHealth,
+    Tokens,
+)
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 
@@ -301,6 +312,10 @@ def _of(block: Any, read: Callable[[Any], Any]) -> Any:
 PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("target concurrency", lambda p: p.target.concurrency, "int"),
     ("target from", lambda p: p.target.source, "text"),
+    ("binding cap (the measured peak)", lambda p: _of(p.target.censored, lambda c: c.cap), "int"),
+    ("demand behind the cap", lambda p: _of(p.target.censored, lambda c: c.demand), "int"),
+    ("mean step at the cap (s)", lambda p: _of(p.target.censored, lambda c: c.step_s_at_cap), "int"),
+    ("mean step at the demand (s)", lambda p: _of(p.target.censored, lambda c: c.step_s_at_demand), "int"),
     ("node type", lambda p: p.nodes.type, "text"),
     ("nodes", lambda p: p.nodes.count, "int"),
     ("binding resource", lambda p: p.nodes.binding, "text"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sandbox_fleet.measure.batchcap import cut_release
 from sandbox_fleet.measure.model import Concurrency, Holds, MeasureSummary, Outcomes, SelfCheck
 from sandbox_fleet.report.checks.result import (
     RANK,
@@ -65,6 +66,8 @@ def cap_recorded(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> 
         return skipped(name, "no 'concurrency.cap_detected'")
     peak, cap = as_num(conc.peak), as_num(conc.configured_cap)
     if not detected:
+        if conc.peak_is_batch:
+            return CheckResult(name, "pass", cap, None, f"no cap detected: {conc.cap_basis}")
         return CheckResult(name, "pass", cap, None, "no cap detected in the data")
     if cap is None:
         return CheckResult(name, "warn", None, None,
@@ -188,11 +191,35 @@ def plan_covers_peak(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds)
         return CheckResult(name, "fail", target, mean,
                            f"planned concurrency {target:,.0f}{via} is below the measured mean {mean:,.1f}: "
                            "the fleet cannot keep up")
+    demand = hidden_demand(m, plan)
+    if demand is not None:
+        need, what = demand
+        if target < need:
+            return CheckResult(name, "warn", target, need,
+                               f"planned concurrency {target:,.0f}{via} is below {what}: buying the cap buys the "
+                               "old queue (every release waits for slots)")
+        return CheckResult(name, "pass", target, need, f"planned concurrency {target:,.0f}{via} covers {what}")
     if target < peak:
         return CheckResult(name, "warn", target, peak,
                            f"planned concurrency {target:,.0f}{via} is below the measured peak {peak:,.0f}: a pool "
                            "built below peak turns every batched step into a queue")
     return CheckResult(name, "pass", target, peak, f"planned concurrency {target:,.0f}{via} covers the peak {peak:,.0f}")
+
+
+def hidden_demand(m: MeasureSummary, plan: PlanSummary) -> tuple[float, str] | None:
+    """What a plan must cover when the peak is a binding cap: the plan's own estimate of the demand
+    the cap hid, else the release the cap cut (from the steps measure found), else None (the peak)."""
+    c = plan.target.censored
+    if c is not None and c.demand is not None:
+        bound = "at least " if c.demand_is_lower_bound else ""
+        release = f", releases of {c.release:,}" if c.release else ""
+        return float(c.demand), f"the demand the cap {c.cap or 0:,} hid ({bound}{c.demand:,}{release})"
+    cut = cut_release(m)
+    if cut is not None:
+        peak = as_num((m.concurrency or Concurrency()).peak) or 0.0
+        run = f" of run {cut.run}" if cut.run else ""
+        return float(cut.batch), f"the release of {cut.batch:,}{run} that the cap {peak:,.0f} cut (the demand it hid)"
+    return None
 
 
 def sweep_self_check(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
+from sandbox_fleet.report.checks.capacity import hidden_demand
 from sandbox_fleet.report.checks.exceptions import tasks_at_or_above
 from sandbox_fleet.report.checks.result import CheckResult
 from sandbox_fleet.report.fields import as_num
@@ -238,6 +239,10 @@ def build_registry(m: MeasureSummary, plan: PlanSummary | None, results: list[Ch
     _from_checks(reg, m, results, t)
     if plan is not None:
         reg.add("plan_target_concurrency", "Concurrent sandboxes the plan buys for.", as_num(plan.target.concurrency))
+        demand = hidden_demand(m, plan)
+        if demand is not None:  # the peak is a binding cap: the plan must cover the demand behind it
+            reg.add("plan_demand_concurrency", "Concurrent sandboxes the demand behind a binding cap needs "
+                    "(the plan's estimate, else the release the cap cut).", demand[0])
     return reg
 
 

@@ -243,11 +243,14 @@ def _capacity(t: Thresholds) -> list[Rule]:
 def _plan_and_health(t: Thresholds) -> list[Rule]:
     target, mean, peak = M["plan_target_concurrency"], M["concurrency_mean"], M["concurrency_peak"]
     below_mean = f"{target} < {mean}"
+    # the demand a binding cap hid replaces the peak when it is known (set `or` keeps the left side)
+    need = f"({M['plan_demand_concurrency']} or {peak})"
     out = _pair("plan_covers_peak", "SandboxFleetPlanBelowPeak", t.plan_covers_peak,
-                 (f"({target} < {peak}) unless ({below_mean})", below_mean),
-                 ("planned concurrency {{ $value }} is below the measured peak",
+                 (f"({target} < {need}) unless ({below_mean})", below_mean),
+                 ("planned concurrency {{ $value }} is below the measured peak (or the demand a binding cap hid)",
                   "planned concurrency {{ $value }} is below the measured mean"),
-                 "A pool built below peak turns every batched step into a queue; below the mean it cannot keep up: re-plan.")
+                 "A pool built below peak turns every batched step into a queue, and one built at a binding cap "
+                 "buys the old queue; below the mean it cannot keep up: re-plan.")
     out.append(Rule("sweep_self_check", "SandboxFleetSweepSelfCheck", "critical", f"{M['sweep_self_check_ok']} == 0",
                     t.sweep_self_check.for_s, "area under the concurrency curve differs from the sum of holds",
                     "A sandbox-fleet measurement bug: report it with the telemetry that produced it."))
