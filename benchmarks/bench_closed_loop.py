@@ -179,8 +179,8 @@ import json, sys, time
 sys.path.insert(0, {bench!r})
 from bench_closed_loop import ours, scaled
 if {force}:
-    from sandbox_fleet.simulate.fast import closed_loop
-    closed_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
+    from sandbox_fleet.simulate.fast import pool_loop
+    pool_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
 out = []
 for _ in range({runs}):
     wall, hold, events, cpu = ours(scaled({scale}))

@@ -2,9 +2,9 @@
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
-sweep line and rate definitions (``measure.concurrency``, ``measure.stats``); sweep drives
+sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
-plan's catalog, reserve and rework helpers), and so does backtest (with measure's sweep line and step
+plan's catalog, reserve, rework and packing helpers), and so does backtest (with measure's sweep line and step
 detection); report reads the plan, simulate, optimize and backtest *models* only, and plan the backtest
 model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
@@ -31,14 +31,14 @@ ALLOWED = {
     "contract": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
-    "simulate": {"telemetry", "measure.concurrency", "measure.stats"},
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
     "plan": {"measure", "simulate", "backtest.model"},
     "report": {"measure", "plan.model", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
-    # catalogs, cost helpers and turn fit; it reads measure's model, never the plan builder
+    # catalogs, cost helpers and turn fit, packing sandboxes as plan does; it reads measure's model, never the plan builder
     "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
-                 "plan.cost_parts", "plan.tier", "plan.gpu_memory", "plan.turns"},
+                 "plan.cost_parts", "plan.tier", "plan.gpu_memory", "plan.turns", "plan.packing", "plan.slots"},
     # backtest drives simulate from outside (replays with the --from calibration) and reads
     # measure's sweep line, step detection and quantiles, and telemetry's reader
     "backtest": {"simulate", "measure.concurrency", "measure.stats", "measure.steps", "telemetry"},

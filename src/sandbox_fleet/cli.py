@@ -362,6 +362,7 @@ def report(
 def check(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary (enables plan_covers_peak)."),
+    simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary (enables simulation_steady: an unstable run fails)."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object {schema_version, kind, results} on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
@@ -391,14 +392,14 @@ def check(
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, render_checks
 
-    _check_outputs([*paths, plan, thresholds, backtest], metrics_out=metrics_out,
+    _check_outputs([*paths, plan, simulate, thresholds, backtest], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
     if serving_rules and (plan is None or prometheus_rules is None):
         raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file to write)")
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
                           measure_options={**reader, "min_turn_rows": min_turn_rows}, serving_rules=serving_rules,
-                          backtest=backtest, allow_mismatch=allow_mismatch)
+                          backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate)
     if as_json or output is not None:
         from sandbox_fleet.report.checks.model import checks_summary
 
@@ -553,8 +554,9 @@ def optimize(
     pass_rate: Optional[float] = typer.Option(None, "--pass-rate", help="Share of completed rollouts that pass (default: measured, or 1 for a scenario)."),
     model_params_b: Optional[float] = typer.Option(None, "--model-params-b", help="Model size, billions (measure INPUT; default 27, stated)."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="KV bytes per token (measure INPUT; default 65536, stated)."),
-    sandbox_cpu: float = typer.Option(1.0, "--sandbox-cpu", help="Cores per sandbox (node packing)."),
-    sandbox_memory_gb: float = typer.Option(4.0, "--sandbox-memory-gb", help="GiB per sandbox (node packing)."),
+    sandbox_cpu: Optional[float] = typer.Option(None, "--sandbox-cpu", help="Cores per sandbox (default: the measured request, else plan's default)."),
+    sandbox_memory_gb: Optional[float] = typer.Option(None, "--sandbox-memory-gb", help="GiB of memory per sandbox (default: measured, else plan's)."),
+    sandbox_disk_gb: Optional[float] = typer.Option(None, "--sandbox-disk-gb", help="GiB of disk per sandbox (default: measured, else plan's)."),
     node_type: Optional[list[str]] = typer.Option(None, "--node-type", help="Node types to price (repeatable; default: every priced type)."),
     write_scenario: Optional[Path] = typer.Option(None, "--write-scenario", help="Write the winner as a scenario TOML that simulate reproduces."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
@@ -571,7 +573,7 @@ def optimize(
         gpus_per_replica=gpus_per_replica, caching=caching, kv_offload_gb=kv_offload_gb, max_replicas=max_replicas,
         max_cap=max_cap, cap_step=cap_step, reps=reps, search_reps=search_reps, screen_holds=screen_holds, pass_rate=pass_rate,
         model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token, sandbox_cpu=sandbox_cpu,
-        sandbox_memory_gb=sandbox_memory_gb, node_type=node_type, progress=_progress(not as_json))
+        sandbox_memory_gb=sandbox_memory_gb, sandbox_disk_gb=sandbox_disk_gb, node_type=node_type, progress=_progress(not as_json))
     if write_scenario is not None:
         atomic.write_text(write_scenario, out.scenario_toml)
     _emit(out.summary, as_json, output, _renderer("sandbox_fleet.optimize.render", "render_optimize"))

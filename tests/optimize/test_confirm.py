@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sandbox_fleet.optimize import run_optimize
@@ -17,40 +19,90 @@ T95_4 = 2.776  # Student t, 4 degrees of freedom, two-sided 95% (a table value, 
 
 
 def _runs(toml: dict, cap: int, seeds: range, tmp_path: Path) -> list[float]:
-    """Passing/h of ``cap`` sandboxes with the winner's pool, one simulate run per seed (Little's law)."""
+    """Passing/h of ``cap`` sandboxes with the winner's pool, one simulate run per seed, at the
+    confirmation length (60 holds per sandbox), read off simulate's own summary."""
     from sandbox_fleet.optimize.tomlout import dumps
 
     d = {**toml, "fleet": {**toml["fleet"], "cap": cap},
-         "workload": {**toml["workload"], "population": cap, "count": max(240, 2 * cap)}}
+         "workload": {**toml["workload"], "population": cap, "count": max(240, 60 * cap)}}
     path = tmp_path / f"cap{cap}.toml"
     path.write_text(dumps(d), encoding="utf-8")
     out = []
     for s in seeds:
         r = run_scenario(path, seed=s)
-        assert r["completed"] == r["rollouts"]
-        out.append(cap * 3600.0 / r["hold_s"]["mean"])
+        assert r["completed"] == r["rollouts"] and r["steady_state"]["stable"]
+        out.append(r["steady_state"]["passing_per_hour"])
     return out
 
 
+def _lower(v: list[float]) -> float:
+    return statistics.fmean(v) - T95_4 * statistics.stdev(v) / 5 ** 0.5
+
+
 def test_a_winner_whose_bound_misses_is_set_aside_for_the_next_step(tmp_path):
-    """7,620/h: the search's cheapest point (L40S pair, cap 160) passes on its one run, but its
-    re-evaluation's 95% lower bound misses; the next cap (192) is bought, and both bounds check
-    out against independent simulate runs on the same seeds."""
-    out = run_optimize(SMALL, passing_per_hour=7620, reps=5, **GRID)
+    """4,740/h: the search's cheapest point (L40S pair, cap 64) passes on its screen (4,752.6), but
+    its confirmation's 95% lower bound (~4,723) misses; a dearer point is bought, and both bounds
+    check out against independent simulate runs on the same seeds."""
+    out = run_optimize(SMALL, passing_per_hour=4740, reps=5, **GRID)
     s, best = out.summary, out.summary["best"]
     aside = best["stepped_up_from"]
-    assert len(aside) >= 1 and aside[0]["sandbox_cap"] == s["search_best"]["sandbox_cap"]
-    assert aside[0]["bound"] < 7620 <= s["search_best"]["passing_per_hour"]
-    assert best["passing_per_hour_lower"] >= 7620 and best["usd_per_h"] >= s["search_best"]["usd_per_h"]
+    assert len(aside) >= 1 and aside[0]["sandbox_cap"] == s["search_best"]["sandbox_cap"] == 64
+    assert aside[0]["bound"] < 4740 <= s["search_best"]["passing_per_hour"]
+    assert best["passing_per_hour_lower"] >= 4740 and best["usd_per_h"] >= s["search_best"]["usd_per_h"]
     assert best["meets"] and best["meets_on_reevaluation"]
 
     toml = tomllib.loads(out.scenario_toml)
-    assert (toml["inference"]["gpu"], toml["inference"]["gpus"]) == (aside[0]["gpu"], aside[0]["gpus"])  # same pool
     seeds = range(toml["run"]["seed"], toml["run"]["seed"] + 5)
-    for cap, want in ((best["sandbox_cap"], best["passing_per_hour_lower"]), (aside[0]["sandbox_cap"], aside[0]["bound"])):
-        v = _runs(toml, cap, seeds, tmp_path)
-        lower = statistics.fmean(v) - T95_4 * statistics.stdev(v) / 5 ** 0.5
-        assert lower == pytest.approx(want, rel=1e-9)
+    assert _lower(_runs(toml, best["sandbox_cap"], seeds, tmp_path)) == pytest.approx(best["passing_per_hour_lower"], rel=1e-9)
+    if (toml["inference"]["gpu"], toml["inference"]["gpus"]) == (aside[0]["gpu"], aside[0]["gpus"]):  # same pool
+        assert _lower(_runs(toml, aside[0]["sandbox_cap"], seeds, tmp_path)) == pytest.approx(aside[0]["bound"], rel=1e-9)
+
+
+def test_a_near_miss_cheaper_point_is_re_run_and_bought(tmp_path):
+    """7,910/h: the screen (24 holds per sandbox) reads the L40S pair at cap 192 as 7,904.7, just under
+    the target, so the search's cheapest feasible point is cap 224 (the same price, 3 nodes); re-run at
+    confirmation length cap 192 gives a lower bound of ~7,914 >= 7,910 and is bought instead
+    (independently reproduced)."""
+    out = run_optimize(SMALL, passing_per_hour=7910, reps=5, **GRID)
+    s, best = out.summary, out.summary["best"]
+    ru = best["runner_up"]
+    assert ru is not None and ru["bought"] and ru["sandbox_cap"] == 192 and ru["gpu"] == "l40s-48gb"
+    assert ru["passing_per_hour"] < 7910 <= ru["bound"]  # screened under, confirmed over
+    assert best["sandbox_cap"] == 192 and s["search_best"]["sandbox_cap"] != 192
+    assert best["usd_per_h"] <= s["search_best"]["usd_per_h"]
+    toml = tomllib.loads(out.scenario_toml)
+    seeds = range(toml["run"]["seed"], toml["run"]["seed"] + 5)
+    assert _lower(_runs(toml, 192, seeds, tmp_path)) == pytest.approx(best["passing_per_hour_lower"], rel=1e-9)
+
+
+def test_the_lower_bound_holds_on_long_runs(tmp_path):
+    """The winner's claim is about the steady state: three fresh seeds of the written scenario at
+    4x its length (240 holds per sandbox) deliver at least its 95% lower bound. Throughput is read
+    here from the run's own completion times (completions between a quarter of the way and the last
+    start, per hour), not from simulate's steady-state window."""
+    from sandbox_fleet.simulate.engine import run_workloads
+    from sandbox_fleet.simulate.entities import COMPLETED
+    from sandbox_fleet.simulate.scenario import build, load_scenario
+
+    out = run_optimize(SMALL, passing_per_hour=4000, reps=5, **GRID)
+    best = out.summary["best"]
+    toml = tomllib.loads(out.scenario_toml)
+    assert best["holds_per_sandbox"] >= 30 and best["confirmation_rollouts"] >= 60 * best["sandbox_cap"]
+    from sandbox_fleet.optimize.tomlout import dumps
+
+    long = {**toml, "workload": {**toml["workload"], "count": 4 * toml["workload"]["count"]}}
+    path = tmp_path / "long.toml"
+    path.write_text(dumps(long), encoding="utf-8")
+    built = build(load_scenario(path), tmp_path, str(path))
+    rates = []
+    for seed in (501, 502, 503):
+        res = run_workloads(built.fleets, built.workloads, seed, inference=built.inference)
+        last_start = float(np.nanmax(res.start_s))
+        t0 = 0.25 * last_start
+        done = res.finish_s[(res.state == COMPLETED) & (res.finish_s >= t0) & (res.finish_s <= last_start)]
+        rates.append(done.size * 3600.0 / (last_start - t0) * toml["run"]["pass_rate"])
+    assert statistics.fmean(rates) >= best["passing_per_hour_lower"]
+    assert min(rates) >= 0.99 * best["passing_per_hour_lower"]
 
 
 def test_a_confident_winner_is_bought_as_found():
@@ -58,6 +110,27 @@ def test_a_confident_winner_is_bought_as_found():
     assert s["best"]["stepped_up_from"] == [] and s["best"]["passing_per_hour_lower"] >= 4000
     keys = ("gpu", "replicas", "sandbox_cap", "caching", "usd_per_h")
     assert {k: s["best"][k] for k in keys} == {k: s["search_best"][k] for k in keys}
+
+
+def test_optimize_buys_the_nodes_plan_buys_for_the_same_cap():
+    """The published summary measures 1 CPU / 2 GiB / 6 GiB a sandbox. On gcp-n2d-standard-96-lssd
+    (96 vCPU, 384 GiB) GKE's reserve keeps 0.06 + 0.01 + 2 x 0.005 + 92 x 0.0025 = 0.31 cores, so
+    95 sandboxes fit a node by cpu (memory would allow 184): 1,140 sandboxes need ceil(1140 / 95) = 12
+    nodes, as plan buys (the old 1 CPU / 4 GiB default needed 13)."""
+    from sandbox_fleet.optimize.inputs import load_input, sandbox_requests
+    from sandbox_fleet.optimize.space import node_types
+    from sandbox_fleet.plan import PlanOptions, make_plan
+
+    published = Path(__file__).resolve().parents[2] / "examples" / "rst-published.json"
+    base = load_input(published, pass_rate=None, model_params_b=None, kv_bytes_per_token=None)
+    reqs, weights, basis = sandbox_requests(base, None, None, None)
+    assert "measured (tasks.requests)" in basis
+    (n2d,) = [n for n in node_types(reqs, weights) if n.node.name == "gcp-n2d-standard-96-lssd"]
+    plan = make_plan(json.loads(published.read_text()), PlanOptions(concurrency=1140, node_type=n2d.node.name))
+    plan = plan if isinstance(plan, dict) else plan.to_json()
+    assert n2d.count(1140) == 12 == plan["nodes"]["count"]
+    for cap in (95, 96, 190, 191, 5890):
+        assert n2d.count(cap) == -(-cap // 95)
 
 
 @pytest.mark.parametrize("target", [4000.0, 9000.0])

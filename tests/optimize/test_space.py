@@ -71,3 +71,52 @@ def test_the_frontier_keeps_only_points_no_cheaper_point_beats():
     pts = [_p(1.0, 10), _p(2.0, 8), _p(2.0, 15), _p(3.0, 15), _p(4.0, 30), _p(0.5, 5)]
     assert [(q.usd_per_h, q.result.passing_per_hour) for q in frontier(pts, False)] == [
         (0.5, 5), (1.0, 10), (2.0, 15), (4.0, 30)]
+
+
+def test_the_default_request_is_plans():
+    from sandbox_fleet.optimize import inputs
+    from sandbox_fleet.plan.build import DEFAULT_REQUEST
+
+    assert (inputs.DEFAULT_REQUEST_CPU, inputs.DEFAULT_REQUEST_MEMORY_MB, inputs.DEFAULT_REQUEST_DISK_MB) == (
+        DEFAULT_REQUEST.cpu, DEFAULT_REQUEST.memory, DEFAULT_REQUEST.disk)
+
+
+def test_mixed_requests_are_weighted_by_sandbox_time():
+    """Issue 22's case: 900 one-cpu rollouts of 600 s and 100 eight-cpu rollouts of 6,000 s at 1,000
+    concurrent: shares of sandbox-time 150 h / 166.7 h -> 474 one-cpu and 526 eight-cpu sandboxes,
+    4,682 cores: at least 49 nodes of 96 cores (a split by rollouts, 900 / 100, would need 18)."""
+    from sandbox_fleet.measure.model import MeasureSummary
+    from sandbox_fleet.optimize.inputs import _measured_requests
+    from sandbox_fleet.plan.catalog import NodeType as NT
+    from sandbox_fleet.plan.packing import concurrent_mix
+
+    m = MeasureSummary.build(tasks={"requests": [
+        {"cpus": 1.0, "memory_mb": 2048, "storage_mb": 0, "tasks": 9, "rollouts": 900, "sandbox_hours": 150.0},
+        {"cpus": 8.0, "memory_mb": 2048, "storage_mb": 0, "tasks": 1, "rollouts": 100, "sandbox_hours": 1000 / 6}]})
+    reqs, weights = _measured_requests(m)
+    assert concurrent_mix(weights, 1000) == [474, 526]
+    node = NT(name="c96", vcpus=96, memory_gb=100000, disk_gb=1000, reserve_cpu=0.0, reserve_memory_gb=0.0,
+              reserve_disk_gb=0.0, on_demand_usd_h=1.0)
+    from sandbox_fleet.optimize.space import Nodes
+    from sandbox_fleet.plan.reserve import node_reserve
+    from sandbox_fleet.plan.slots import usable
+
+    n = Nodes(node, 12, tuple(reqs), tuple(weights), tuple(sorted(usable(node, node_reserve(node)[0]).items())))
+    assert n.count(1000) >= 49
+
+
+def test_the_mix_is_plans(tmp_path):
+    """The same requests and weights plan packs (its _requests), for a summary with sandbox-hours and
+    one without (rollouts then)."""
+    from sandbox_fleet.measure.model import MeasureSummary
+    from sandbox_fleet.optimize.inputs import _measured_requests
+    from sandbox_fleet.plan.build import PlanOptions, _requests
+    from sandbox_fleet.plan.summary import Figures
+
+    kinds = [{"cpus": 1.0, "memory_mb": 2048, "storage_mb": 100, "tasks": 9, "rollouts": 900, "sandbox_hours": 150.0},
+             {"cpus": 8.0, "memory_mb": 4096, "storage_mb": 0, "tasks": 1, "rollouts": 100, "sandbox_hours": 1000 / 6}]
+    for reqs in (kinds, [{k: v for k, v in q.items() if k != "sandbox_hours"} for q in kinds]):
+        m = MeasureSummary.build(rows=1000, sandbox_s=3.6e6, hold_s={"mean": 3600.0}, tasks={"requests": reqs})
+        ours = _measured_requests(m)
+        theirs = _requests(Figures(m), PlanOptions(), [])
+        assert ours == (theirs[0], theirs[1])

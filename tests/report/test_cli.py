@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sandbox_fleet.cli import app
@@ -138,3 +139,23 @@ def test_report_shows_gpu_memory_all_in_cost_and_assumptions(tmp_path):
     assert "GPU memory: weights (GiB)</th><td>50.3</td>" in html
     assert 'id="assumptions"' in html and "<td>price_tier</td>" in html
     assert "$ per passing trajectory, all-in" in html
+
+
+def test_check_fails_an_unstable_simulation(tmp_path, produced):
+    """M/M/1 at rho 1.2 has no steady state: check --simulate fails it (exit 1); at rho 0.5 it passes."""
+    from sandbox_fleet.simulate.scenario import run_scenario
+
+    out = {}
+    for rate in (1.2, 0.5):
+        scen = tmp_path / f"mm1_{rate}.toml"
+        scen.write_text(f'[fleet]\ncap = 1\n[workload]\nkind = "poisson"\nrate_per_s = {rate}\ncount = 8000\n'
+                        '[hold]\ndist = "exponential"\nmean_s = 1.0\n[run]\nseed = 3\n')
+        sim = tmp_path / f"sim_{rate}.json"
+        sim.write_text(json.dumps(run_scenario(scen)))
+        res = runner.invoke(app, ["check", str(produced.fleet_path), "--simulate", str(sim), "--json"])
+        out[rate] = (res.exit_code, {r["name"]: r for r in json.loads(res.output)["results"]}["simulation_steady"])
+    code, r = out[1.2]
+    assert code == 1 and r["status"] == "fail" and r["message"].startswith("unstable: offered work exceeds capacity")
+    assert r["value"] == pytest.approx(1.2, rel=0.05)
+    code, r = out[0.5]
+    assert code == 0 and r["status"] == "pass"

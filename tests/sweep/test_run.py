@@ -112,3 +112,17 @@ def test_unknown_metric_is_refused_before_any_run(mmc, monkeypatch):
         run_sweep(mmc, ["fleet.cap=4"], metrics=["step_s.meen"], workers=1)
     with pytest.raises(InputError, match=r"metric 'turns\.median'"):
         run_sweep(mmc, ["fleet.cap=4"], target="turns.median", workers=1)
+
+
+def test_an_unstable_variant_is_infeasible(tmp_path):
+    """Poisson 5/s, 1 s exponential holds: cap 4 carries rho = 1.25 (no steady state), caps 6 and 8
+    rho = 0.83 and 0.63. Every variant completes every rollout, so by `completed` alone the knee would
+    be cap 4; an unstable variant never qualifies, so it is 6."""
+    p = tmp_path / "mmc.toml"
+    p.write_text('[fleet]\ncap = 4\n[workload]\nkind = "poisson"\nrate_per_s = 5.0\ncount = 6000\n'
+                 '[hold]\ndist = "exponential"\nmean_s = 1.0\n[run]\nseed = 1\n')
+    res = run_sweep(p, ["fleet.cap=4,6,8"], seeds=2, target="completed", within=0.0, workers=1)
+    assert [(r["fleet.cap"], r["unstable"], r["completed"]) for r in res["rows"]] == [
+        (4, 2, 6000), (6, 0, 6000), (8, 0, 6000)]
+    assert res["knee"]["groups"][0]["knee"] == 6
+    assert "infeasible" in res["unstable_rule"]

@@ -19,10 +19,14 @@ from pathlib import Path
 
 from sandbox_fleet.optimize.inputs import Base
 from sandbox_fleet.optimize.space import Option, rework_hours
-from sandbox_fleet.simulate.model import HoldStats, SimulateSummary
+from sandbox_fleet.simulate.model import HoldStats, SimulateSummary, SteadyState
+from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX
 from sandbox_fleet.sweep.backends import run_tasks
 
 GIB = 1024**3
+#: holds per sandbox of a confirmation run: MSER-5 may delete up to half of it, which still leaves the
+#: steady window ``MIN_HOLDS_PER_SANDBOX`` holds per sandbox, the length its interval needs
+CONFIRM_HOLDS = 2 * MIN_HOLDS_PER_SANDBOX
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,9 @@ class Result:
     values: tuple[float, ...]  # passing per hour of each replication (full scale)
     steps: tuple[float, ...]
     rework: tuple[tuple[float, float], ...] = ()  # (spot reclaims per node-hour, re-run share of sandbox-hours)
+    stable: bool = True  # every replication reached a steady state (``steady_state.stable``)
+    holds_per_sandbox: float | None = None  # the fewest over the replications' steady windows
+    rollouts: int = 0  # per replication (the slice's)
 
     def rework_share(self, rate_per_node_h: float) -> float:
         return dict(self.rework).get(rate_per_node_h, 0.0)
@@ -88,6 +95,8 @@ def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, 
     else:
         # at least two holds per sandbox, so the throughput is the loop's, not one wave's
         wl.update(kind="closed", population=c, count=max(count, 2 * c))
+        # the written scenario's summary then carries the claim itself (steady_state.passing_per_hour)
+        d["run"] = {**d.get("run", {}), "pass_rate": base.pass_rate}
     inf = d["inference"]
     inf.update(gpu=opt.gpu, gpus=replicas * opt.gpus_per_replica, gpus_per_replica=opt.gpus_per_replica,
                kv_offload_gb=opt.kv_offload_gb)
@@ -134,13 +143,13 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
     if fast.available():
         # A search runs many small loops in each worker: paying the kernel's load once per
         # process lets every one of them run compiled (same bytes as the pure loop).
-        from sandbox_fleet.simulate.fast.closed_loop import load
+        from sandbox_fleet.simulate.fast.pool_loop import load
 
         load()
     _, built = check(data, Path(base_dir), source)
     res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
     holds = res.hold_s[res.started]
-    return CandidateRun(summary=SimulateSummary.model_validate(res.summary(seed=seed)),
+    return CandidateRun(summary=SimulateSummary.model_validate(built.summary(res, seed=seed)),
                         hold_h=float(holds.sum() / 3600.0),
                         rework_h=tuple(float(rework_hours(holds, r)) for r in spot_rates))
 
@@ -148,23 +157,15 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
 def passing_per_hour(s: SimulateSummary, pass_rate: float, population: int | None) -> float:
     """Passing trajectories per hour of one simulate summary.
 
-    A closed loop keeps ``population`` sandboxes busy, so by Little's law it completes
-    ``population / mean hold`` rollouts a second in steady state; completed / simulated time
-    would count the fill and the drain at the end (with few rollouts per sandbox, mostly drain).
-    An RL run is its steps back to back: completed / simulated time.
+    A closed loop: completed rollouts per hour over its steady window (``steady_state``: the warm-up
+    MSER-5 deletes and the drain after the last start left out) x the pass rate. An RL run is its
+    steps back to back: completed / simulated time.
     """
-    assert s.completed is not None  # simulate's summary always counts the completed rollouts
-    done = s.completed / s.rollouts if s.rollouts else 0.0
     if population is not None:
-        hold = (s.hold_s or HoldStats()).mean
-        return population * 3600.0 / hold * done * pass_rate if hold else 0.0
+        st = s.steady_state or SteadyState()
+        return (st.completed_per_hour or 0.0) * pass_rate
+    assert s.completed is not None  # simulate's summary always counts the completed rollouts
     return s.completed * pass_rate * 3600.0 / s.sim_time_s if s.sim_time_s else 0.0
-
-
-def _population(s: SimulateSummary) -> int | None:
-    """A closed loop's population: its peak concurrency (simulate's summary always has the block)."""
-    assert s.concurrency is not None
-    return s.concurrency.peak
 
 
 class Evaluator:
@@ -188,12 +189,18 @@ class Evaluator:
         self.simulations = 0
 
     def rollouts(self, cap: int, full: bool) -> int:
-        """Rollouts of one run of ``cap`` (full scale): the slice's count, at least 2 x its cap; a screen stops earlier."""
+        """Rollouts of one run of ``cap`` (full scale), by holds per sandbox of the slice's ``c`` sandboxes.
+
+        A confirmation (``full``, or every run with ``screen_holds = 0``) runs at least ``CONFIRM_HOLDS``
+        holds per sandbox (more when the input's count is larger); a search run is a screen of
+        ``screen_holds`` per sandbox. An RL step target runs its steps: the input's count, at least 2 x c.
+        """
         c = slice_cap(cap, self.scale)
-        n = max(self.count, 2 * c)
-        if self.goal.step_mode or full or not self.screen_holds:
-            return n
-        return min(n, max(2, self.screen_holds) * c)
+        if self.goal.step_mode:
+            return max(self.count, 2 * c)
+        if full or not self.screen_holds:
+            return max(self.count, CONFIRM_HOLDS * c)
+        return max(2, self.screen_holds) * c
 
     def searched(self, p: tuple[Option, int, int]) -> Result:
         """The search's result for ``p`` (already run)."""
@@ -224,8 +231,10 @@ class Evaluator:
         pr = self.base.pass_rate
         f = slice_cap(cap, self.scale) / cap  # the slice's share of the full loop
         sums = [r.summary for r in runs]
-        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else _population(s)) / f
+        vals = tuple(passing_per_hour(s, pr, None if self.goal.step_mode else slice_cap(cap, self.scale)) / f
                      for s in sums)
+        steady = [s.steady_state or SteadyState() for s in sums]
+        hps = [st.holds_per_sandbox for st in steady if st.holds_per_sandbox is not None]
         steps = tuple(s.step_s.mean for s in sums if s.step_s is not None and s.step_s.mean is not None)
         n = len(sums)
         hold_h = sum(r.hold_h for r in runs)
@@ -236,9 +245,13 @@ class Evaluator:
             step_s=sum(steps) / len(steps) if steps else None,
             evicted_gb=sum((s.inference.evicted_gb if s.inference else None) or 0.0 for s in sums) / n,
             hold_mean_s=sum((s.hold_s or HoldStats()).mean or 0.0 for s in sums) / n,
-            values=vals, steps=steps, rework=rework)
+            values=vals, steps=steps, rework=rework, stable=all(st.stable is not False for st in steady),
+            holds_per_sandbox=min(hps) if hps else None, rollouts=sums[0].rollouts or 0)
 
     def meets(self, r: Result) -> bool:
+        """The target is met, by a point with a steady state (an unstable one meets nothing)."""
+        if not r.stable:
+            return False
         if self.goal.step_mode:
             assert self.goal.max_step_s is not None  # step_mode is max_step_s given
             return r.step_s is not None and r.step_s <= self.goal.max_step_s

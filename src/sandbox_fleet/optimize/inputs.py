@@ -37,6 +37,9 @@ class Base:
     kv_offload_gb: float
     cap: int | None  # the input's own cap, if any
     basis: list[str] = field(default_factory=list)
+    #: the sandbox requests and their weights, as plan reads them (``plan.build``); None: plan's default request
+    requests: list | None = None
+    weights: list[float] | None = None
     fingerprint: str | None = None  # of the measure summary read; None for a scenario
 
 
@@ -71,15 +74,23 @@ def _from_scenario(path: Path, pass_rate: float | None) -> Base:
                          "(a closed workload's count)")
     fleet = data.get("fleet") or {}
     out = {k: v for k, v in data.items() if k not in ("fleet", "workload", "inference")}
+    given = (out.get("run") or {}).get("pass_rate")
+    if pass_rate is None and isinstance(given, (int, float)) and 0 < given <= 1:
+        return _scenario_base(path, out, fleet, wl, inf, count, float(given), f"pass rate {given:g} (run.pass_rate)")
+    return _scenario_base(path, out, fleet, wl, inf, count, 1.0 if pass_rate is None else pass_rate,
+                          f"pass rate {pass_rate:g} (--pass-rate)" if pass_rate is not None
+                          else "pass rate 1 (a scenario has no rewards; give --pass-rate or run.pass_rate)")
+
+
+def _scenario_base(path: Path, out: dict, fleet: dict, wl: dict, inf: dict, count: int, pass_rate: float,
+                   pass_basis: str) -> Base:
     return Base(
         name=path.name, data={**out, "fleet": {k: v for k, v in fleet.items() if k not in ("cap", "unbounded")},
                               "workload": {k: v for k, v in wl.items() if k not in _WORKLOAD_SIZE},
                               "inference": {k: v for k, v in inf.items() if k not in _POOL_SIZE}},
-        base_dir=path.parent, pass_rate=1.0 if pass_rate is None else pass_rate, count=count,
+        base_dir=path.parent, pass_rate=pass_rate, count=count,
         kv_offload_gb=float(inf.get("kv_offload_gb", 0.0)), cap=fleet.get("cap"),
-        basis=[f"episode, turn and token draws from {path.name}"]
-        + ([f"pass rate {pass_rate:g} (--pass-rate)"] if pass_rate is not None
-           else ["pass rate 1 (a scenario has no rewards; give --pass-rate)"]),
+        basis=[f"episode, turn and token draws from {path.name}", pass_basis],
     )
 
 
@@ -125,9 +136,10 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
         "inference": {"model_params_b": params, "kv_bytes_per_token": kvb},
         "run": {"seed": 1},
     }
+    reqs, weights = _measured_requests(m)
     return Base(
         name=path.name, data=data, base_dir=path.parent, pass_rate=pr, count=int(rows), kv_offload_gb=0.0,
-        fingerprint=fingerprint(m),
+        requests=reqs, weights=weights, fingerprint=fingerprint(m),
         cap=m.concurrency.peak if m.concurrency and m.concurrency.peak else None,
         basis=[f"turns lognormal(median {med:g}, sigma {sigma:.3f}) from tokens.turns_median/p90",
                f"context growth {c:g} tokens/turn (tokens.turn_tokens); decode {d:.1f} tokens/turn",
@@ -136,3 +148,48 @@ def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, k
                f"model {params:g}B parameters" + (" (--model-params-b)" if params_b is not None else " (assumed: --model-params-b)"),
                f"{kvb:g} KV bytes per token" + (" (--kv-bytes-per-token)" if kv_bytes is not None else " (assumed)")],
     )
+
+
+#: plan's request when an input lists none (``plan.build.DEFAULT_REQUEST``, the source document's sandbox)
+DEFAULT_REQUEST_CPU, DEFAULT_REQUEST_MEMORY_MB, DEFAULT_REQUEST_DISK_MB = 1.0, 2048.0, 6144.0
+
+
+def _measured_requests(m) -> tuple[list | None, list[float] | None]:
+    """The summary's sandbox requests, each weighted by its share of concurrent sandboxes, as plan
+    weighs them (``plan.build._requests``): by Little's law a kind's share of the sandboxes held at
+    once is its share of sandbox-time, so the kinds' sandbox-hours when every kind has them, else their
+    rollouts (tasks where a kind names none), else tasks. Kinds of zero weight are left out."""
+    from sandbox_fleet.plan.slots import Request
+
+    given = (m.tasks.requests if m.tasks is not None else None) or []
+    if not given:
+        return None, None
+    by_rollouts = any(r.rollouts is not None and r.rollouts > 0 for r in given)
+    by_hours = all(r.sandbox_hours is not None for r in given) and any((r.sandbox_hours or 0) > 0 for r in given)
+    reqs, weights = [], []
+    for r in given:
+        w = r.sandbox_hours if by_hours else (r.rollouts if by_rollouts and r.rollouts is not None else r.tasks)
+        w = 1.0 if w is None else float(w)
+        if w > 0 and ((r.cpus or 0) > 0 or (r.memory_mb or 0) > 0):
+            reqs.append(Request(cpu=float(r.cpus or 0.0), memory=float(r.memory_mb or 0.0),
+                                disk=float(r.storage_mb or 0.0), gpu=float(r.gpus or 0.0)))
+            weights.append(w)
+    return (reqs, weights) if reqs else (None, None)
+
+
+def sandbox_requests(base: Base, cpu: float | None, memory_gb: float | None, disk_gb: float | None
+                     ) -> tuple[list, list[float], str]:
+    """The requests to pack (measured, else plan's default), flags overriding; and the basis line."""
+    from sandbox_fleet.plan.slots import Request
+
+    default = Request(cpu=DEFAULT_REQUEST_CPU, memory=DEFAULT_REQUEST_MEMORY_MB, disk=DEFAULT_REQUEST_DISK_MB)
+    reqs: list = base.requests or [default]
+    weights: list[float] = base.weights if base.requests and base.weights else [1.0]
+    src = "measured (tasks.requests)" if base.requests else "plan's default request (the input lists none; assumed)"
+    if cpu is not None or memory_gb is not None or disk_gb is not None:
+        top = reqs[max(range(len(reqs)), key=lambda i: (weights[i], -i))]
+        q = Request(cpu=top.cpu if cpu is None else cpu, memory=top.memory if memory_gb is None else memory_gb * 1024.0,
+                    disk=top.disk if disk_gb is None else disk_gb * 1024.0, gpu=top.gpu)
+        reqs, weights, src = [q], [1.0], "--sandbox-cpu/--sandbox-memory-gb/--sandbox-disk-gb over " + src
+    shown = "; ".join(f"{q.cpu:g} CPU, {q.memory / 1024:g} GiB, {q.disk / 1024:g} GiB disk" for q in reqs)
+    return reqs, weights, f"sandbox {shown}: {src}; packed as plan packs (node reserve, first-fit-decreasing)"

@@ -51,6 +51,14 @@ class SetAside(Point):
     bound: float  # the confidence bound that missed
 
 
+class RunnerUp(Point):
+    """A cheaper point the screen put just below the target, re-run at confirmation length."""
+
+    reevaluated: float
+    bound: float
+    bought: bool  # its bound met the target: it replaced the winner
+
+
 class Winner(Point):
     """The winner re-simulated with more replications (common seeds run.seed + 0..n-1).
 
@@ -66,14 +74,20 @@ class Winner(Point):
     meets_on_reevaluation: bool
     passing_per_hour_lower: Optional[float] = None
     step_s_upper: Optional[float] = None
-    stepped_up_from: list[SetAside] = []  # noqa: RUF012 - a pydantic field: each instance gets a copy
+    stepped_up_from: list[SetAside] = []  # noqa: RUF012 (pydantic copies a default per instance)
+    #: rollouts of each confirmation run (the slice's with --scale)
+    confirmation_rollouts: Optional[int] = None
+    #: the fewest holds per sandbox in a confirmation run's steady window
+    holds_per_sandbox: Optional[float] = None
+    #: the cheaper near-miss re-run at confirmation length (null: none was near)
+    runner_up: Optional[RunnerUp] = None
 
 
 class OptimizeSummary(Summary):
     """``sandbox-fleet optimize INPUT --json``."""
 
     KIND: ClassVar[str] = "optimize"
-    VERSION: ClassVar[int] = 3  # 2: search_best, the winner's confidence bound and stepped_up_from; 3: input_fingerprint
+    VERSION: ClassVar[int] = 3  # 2: search_best, the winner's confidence bound and stepped_up_from; 3: input_fingerprint, confirmation length, runner_up
 
     input: str
     #: ``contract.fingerprint`` of the measure summary searched from; null for a scenario input

@@ -35,6 +35,14 @@ def render_optimize(summary: OptimizeSummary | dict, console: Console) -> None:
     elif b.step_s_upper is not None:
         console.print(f"  confident  mean step <= {b.step_s_upper:,.1f} s (95% upper bound) "
                       f"<= target {t.max_step_s:g}")
+    if b.confirmation_rollouts is not None and b.holds_per_sandbox is not None:
+        console.print(f"  confirmed  on {b.confirmation_rollouts:,} rollouts a run, at least {b.holds_per_sandbox:,.1f} "
+                      "holds per sandbox in its steady window")
+    r = b.runner_up
+    if r is not None:
+        verdict = "bought instead" if r.bought else "misses"
+        console.print(f"  runner-up  cap {r.sandbox_cap:,} with {_gpus(r)} at ${r.usd_per_h:.2f}/h (screened "
+                      f"{r.passing_per_hour:,.1f}): re-run {r.reevaluated:,.1f}, bound {r.bound:,.1f}: {verdict}")
     for q in b.stepped_up_from:
         console.print(f"  set aside  cap {q.sandbox_cap:,} with {_gpus(q)} at ${q.usd_per_h:.2f}/h: "
                       f"re-evaluated {q.reevaluated:,.1f}, bound {q.bound:,.1f} misses the target")

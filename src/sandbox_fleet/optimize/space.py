@@ -1,7 +1,8 @@
 """What the search may buy: GPU options (type, GPUs per replica, caching, offload) and node prices.
 
 Node type and tier do not change the simulated loop, only its price, so they are chosen in closed
-form for each simulated (cap, GPUs) point: the cheapest of every priced node type x tier, spot
+form for each simulated (cap, GPUs) point: the cheapest of every priced node type x tier, each packed
+as ``plan`` packs it (the measured requests, the node's system reserve, first-fit-decreasing), spot
 including its re-run work (``plan.rework``: a hold restarts when its node is reclaimed), summed
 over the simulated holds as plan's rework line sums it over measured ones.
 """
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.gpus import GPU, kv_free_bytes, load_gpus
 from sandbox_fleet.plan.catalog import TIERS, NodeType, load_catalog
+from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import rework_h
+from sandbox_fleet.plan.slots import Request, size_uniform, usable
 
 TP_SIZES = (1, 2, 4, 8)
 
@@ -77,20 +81,42 @@ def _replica_size(gpu: GPU, params: float, bpp: float, frac: float, fixed: int |
 
 @dataclass(frozen=True)
 class Nodes:
+    """A priced node type and how plan packs sandboxes onto it (``plan.packing``, after ``plan.reserve``).
+
+    ``slots`` is the sandboxes of one request per node after the reserve; with several requests
+    (``requests``/``weights``), ``count`` splits the cap over them as plan does and packs them first-fit-decreasing.
+    """
+
     node: NodeType
-    slots: int  # sandboxes per node after the system reserve
+    slots: int
+    requests: tuple[Request, ...] = ()
+    weights: tuple[float, ...] = ()
+    usable: tuple[tuple[str, float], ...] = ()
+
+    def count(self, cap: int) -> int:
+        """Nodes for ``cap`` concurrent sandboxes: what ``plan --concurrency cap --node-type`` buys."""
+        if len(self.requests) <= 1:
+            return math.ceil(cap / self.slots)
+        return _packed(self, cap)
 
 
-def node_types(sandbox_cpu: float, sandbox_memory_gb: float, names: list[str] | None = None) -> list[Nodes]:
-    """Priced catalog node types with the sandboxes each holds."""
+@lru_cache(maxsize=4096)
+def _packed(nodes: Nodes, cap: int) -> int:
+    return ffd(list(nodes.requests), concurrent_mix(list(nodes.weights), cap), dict(nodes.usable)).nodes
+
+
+def node_types(requests: list[Request], weights: list[float], names: list[str] | None = None) -> list[Nodes]:
+    """Priced catalog node types that hold every request, each with plan's reserve and packing."""
     out = []
     for n in load_catalog():
         if not n.priced or (names and n.name not in names):
             continue
         res, _ = node_reserve(n)
-        slots = int(min((n.vcpus - res.cpu) // sandbox_cpu, (n.memory_gb * 1024 - res.memory) // (sandbox_memory_gb * 1024)))
-        if slots >= 1:
-            out.append(Nodes(n, slots))
+        try:
+            slots = min(size_uniform(n, q, 1, res).per_node for q in requests)
+        except InputError:  # a request this type cannot hold once
+            continue
+        out.append(Nodes(n, slots, tuple(requests), tuple(weights), tuple(sorted(usable(n, res).items()))))
     if not out:
         raise InputError("--node-type: no priced node type holds a sandbox of this size")
     return out
@@ -117,7 +143,7 @@ def cheapest_fleet(cap: int, rework_share, nodes: list[Nodes]) -> tuple[float, s
     """
     best = None
     for nt in nodes:
-        k = math.ceil(cap / nt.slots)
+        k = nt.count(cap)
         for tier in TIERS:
             price = nt.node.price(tier)
             if price is None:

@@ -65,8 +65,10 @@ def check_files(
     allow_mismatch: bool = False,
     backtest: str | Path | None = None,
     serving_rules: bool = False,
+    simulate: str | Path | None = None,
 ) -> list[CheckResult]:
-    """Run every check on a measure summary (or telemetry) read from files.
+    """Run every check on a measure summary (or telemetry) read from files; with ``simulate``, also
+    ``simulation_steady`` on a ``simulate --json`` summary (an unstable run fails).
 
     ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
@@ -81,7 +83,8 @@ def check_files(
     plan_s = load_plan(plan) if plan is not None else None
     if plan_s is not None:
         check_same_source(measure, {f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
-    results = run_checks(measure, plan_s, t, bt)
+    sim_s = load_simulate(simulate) if simulate is not None else None
+    results = run_checks(measure, plan_s, t, bt, simulate=sim_s)
     if metrics_out is not None or rules_out is not None or serving_rules:
         from sandbox_fleet.report.prometheus import write_outputs
 

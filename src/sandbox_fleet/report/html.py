@@ -91,7 +91,7 @@ def build_report(
     searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
     bt = contract.parse(BacktestSummary, backtest, "backtest summary") if backtest is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
-    results = run_checks(m, p, t, bt)
+    results = run_checks(m, p, t, bt, simulate=sim)
 
     source = ", ".join(m.source) if m.source is not None else None
     sub = " · ".join(x for x in (

@@ -133,7 +133,7 @@ def _hold_or_turns(rollouts: pa.Table, src: list[str], inference: dict | None, f
     from sandbox_fleet.simulate.inference.calibrate import inference_calibration, toml_lines
 
     cal = inference_calibration(rollouts, **inference)
-    fig["inference"] = {k: v for k, v in cal.items() if k != "turns"}
+    fig["inference"] = {k: v for k, v in cal.items() if k not in ("turns", "turn_fit_all_counts")}
     return toml_lines(cal)
 
 

@@ -13,7 +13,7 @@ first-come-first-served recursion, one heap operation per attempt) whenever ever
 pool is FIFO with no start cap, preemption or queue timeout, else ``loop.py`` (the
 general event list). ``engine="events"`` forces the general loop; tests check both
 give identical results. A run with an inference pool goes to the compiled kernel of
-``fast/closed_loop.py`` when numba is installed and the run is in its feature set
+``fast/pool_loop.py`` when numba is installed and the run is in its feature set
 (byte-identical to ``loop.py``; ``SANDBOX_FLEET_PURE_PYTHON=1`` forces the pure loop).
 """
 
@@ -66,9 +66,9 @@ def run_workloads(
     if use_fifo:
         raw = run_fifo(prep, on_progress)
     elif _compiled(prep):
-        from sandbox_fleet.simulate.fast import closed_loop
+        from sandbox_fleet.simulate.fast import pool_loop
 
-        raw = closed_loop.run(prep, on_progress)
+        raw = pool_loop.run(prep, on_progress)
     else:
         raw = run_events(prep, on_progress)
     if on_progress is not None:
@@ -127,6 +127,6 @@ def _compiled(prep) -> bool:
 
     if prep.inference is None or not fast.available():
         return False
-    from sandbox_fleet.simulate.fast.closed_loop import supported, worth_it
+    from sandbox_fleet.simulate.fast.pool_loop import supported, worth_it
 
     return supported(prep) and worth_it(prep)

@@ -69,8 +69,12 @@ def concurrency(start: np.ndarray, finish: np.ndarray) -> dict:
     return interval_stats(to_us(start), to_us(finish))
 
 
-def summarise(res, *, timing: bool = False, **head) -> dict:
-    """The run's ``SimulateSummary`` as its JSON dict; ``head`` (scenario, seed, telemetry) is carried in."""
+def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warmup_s: float | None = None,
+              **head) -> dict:
+    """The run's ``SimulateSummary`` as its JSON dict; ``head`` (scenario, seed, telemetry) is carried in.
+
+    ``pass_rate`` and ``warmup_s`` (``[run]``) go to the steady-state analysis (``simulate.steady``).
+    """
     d = res.derived()
     started, hold, term, waits = d["started"], d["hold"], d["term"], d["waits"]
     n = res.n_rollouts
@@ -148,6 +152,9 @@ def summarise(res, *, timing: bool = False, **head) -> dict:
         from sandbox_fleet.simulate.inference.figures import inference_figures
 
         out.update(inference_figures(res.inference, sim_time, hold, res.rollout[started]))
+    from sandbox_fleet.simulate.steady import analyse
+
+    out["steady_state"] = analyse(res, pass_rate=pass_rate, warmup_s=warmup_s)
     if timing:
         out["wall_s"] = res.wall_s
         out["engine"] = res.engine

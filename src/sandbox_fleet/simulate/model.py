@@ -106,11 +106,46 @@ class InferenceFigures(Block):
     littles_law: Optional[PoolLittlesLaw] = None
 
 
+class SteadyState(Block):
+    """Whether the run reached a steady state, and its figures over the steady window (``simulate.steady``)."""
+
+    #: false: the offered work exceeds a resource's capacity or the time in system trends upward
+    stable: Optional[bool] = None
+    #: closed populations: the binding resource is busy at least 95% of the time (null for open workloads)
+    saturated: Optional[bool] = None
+    reason: Optional[str] = None
+    warmup_s: Num = None
+    window_end_s: Num = None
+    window_s: Num = None
+    warmup_method: Optional[str] = None
+    #: offered work per unit of capacity (busy-seconds per second) of each resource fed only by open workloads
+    offered_load: Optional[dict[str, float]] = None
+    trend_ratio: Num = None
+    trend_t: Num = None
+    bottleneck: Optional[str] = None
+    bottleneck_utilisation: Num = None
+    completed: Count = None
+    completed_per_hour: Num = None
+    completed_per_hour_ci: Optional[list[float]] = None
+    pass_rate: Num = None
+    pass_model: Optional[str] = None
+    passing_per_hour: Num = None
+    passing_per_hour_ci: Optional[list[float]] = None
+    hold_s_mean: Num = None
+    hold_s_ci: Optional[list[float]] = None
+    concurrency_mean: Num = None
+    holds_per_sandbox: Num = None
+    min_holds_per_sandbox: Count = None
+    short_run: Optional[bool] = None
+    ci_method: Optional[str] = None
+    warnings: Optional[list[str]] = None
+
+
 class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 3  # 3: inference, hold_stretch
+    VERSION: ClassVar[int] = 4  # 3: inference, hold_stretch; 4: steady_state
 
     scenario: Optional[str] = None
     seed: Count = None
@@ -137,6 +172,8 @@ class SimulateSummary(Summary):
     inference: Optional[InferenceFigures] = None
     #: mean hold over the mean hold of the same draws served unloaded (``[inference]`` only)
     hold_stretch: Num = None
+    #: stability, warm-up, the steady window's figures with their intervals (``simulate.steady``)
+    steady_state: Optional[SteadyState] = None
     #: wall-clock figures, only with ``--timing`` (they vary run to run)
     wall_s: Num = None
     engine: Optional[str] = None

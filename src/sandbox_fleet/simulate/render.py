@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sandbox_fleet import contract
 from sandbox_fleet.simulate.model import (
+    P50P99,
     Calibration,
     Concurrency,
     HoldStats,
@@ -19,9 +20,9 @@ from sandbox_fleet.simulate.model import (
     LostHours,
     MeanP99,
     Outcomes,
-    P50P99,
     Quantiles,
     SimulateSummary,
+    SteadyState,
 )
 
 
@@ -44,6 +45,9 @@ def _hours(seconds) -> str:
 def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     """Print a simulate run's summary (the model or its JSON dict) as one table, then its workloads."""
     s = contract.parse(SimulateSummary, summary, "simulate summary")
+    ss = s.steady_state
+    if ss is not None and ss.stable is False:  # before any figure: they grow with the run's length
+        console.print(f"unstable: {ss.reason}", markup=False, style="bold red")
     t = Table(title=f"simulate: {s.scenario or ''} (seed {'-' if s.seed is None else s.seed})", show_header=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
@@ -69,18 +73,38 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     if s.inference is not None:
         rows += _inference_rows(s.inference)
         rows.append(("hold stretch (vs unloaded)", _f(s.hold_stretch, 3)))
+    if ss is not None:
+        rows += _steady_rows(ss)
     rows.append(("events", _f(s.events)))
     if s.events_per_s is not None:
         rows.append(("events/s (wall)", _f(s.events_per_s, 0)))
     for k, v in rows:
         t.add_row(k, v)
     console.print(t)
+    for line in (ss.warnings or []) if ss is not None else []:
+        console.print(f"warning: {line}", markup=False)
     for name, w in (s.workloads or {}).items():
         wait = w.queue_wait_s or Quantiles()
         console.print(f"  {name} (pool {w.pool}): {_f(w.completed)}/{_f(w.rollouts)} completed, "
                       f"mean wait {_f(wait.mean)} s, {_f(w.sandbox_hours)} sandbox-h")
     if s.telemetry is not None:
         console.print(f"telemetry: {s.telemetry}")
+
+
+def _ci(v, ci, nd: int = 1) -> str:
+    return _f(v, nd) + ("" if not ci else f" [{_f(ci[0], nd)}, {_f(ci[1], nd)}]")
+
+
+def _steady_rows(st: SteadyState) -> list[tuple[str, str]]:
+    state = {False: "unstable", None: "-"}.get(st.stable, "saturated" if st.saturated else "stable")
+    rows = [("steady state", state),
+            ("steady window (s)", f"{_f(st.warmup_s)} .. {_f(st.window_end_s)} ({st.warmup_method})")]
+    if st.completed_per_hour is not None:
+        rows += [("window: completed / passing per hour (95%)",
+                  f"{_ci(st.completed_per_hour, st.completed_per_hour_ci)} / {_ci(st.passing_per_hour, st.passing_per_hour_ci)}"),
+                 ("window: hold mean (s, 95%) / holds per sandbox",
+                  f"{_ci(st.hold_s_mean, st.hold_s_ci)} / {_f(st.holds_per_sandbox)}")]
+    return rows
 
 
 def _inference_rows(i: InferenceFigures) -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ state ``RETRIED``; a rollout dropped from the queue has one row with ``start_s``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
 
     from sandbox_fleet.simulate.inference.figures import ServedRun
 
-DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError"}
 TIMEOUT_TYPE = "AgentTimeoutError"
 
@@ -67,7 +67,7 @@ class SimResult:
     n_rollouts: int = 0
     inference: ServedRun | None = None  # when an inference pool served the model calls
     _sweeps: dict = field(default_factory=dict, repr=False)
-    _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 - _Derived is defined below
+    _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 (_Derived is defined below)
 
     @classmethod
     def build(cls, *, workloads, fleets, offsets, r_label, rows, r_arrival, rl, preemptions, area_busy, area_wait, end_s, engine):
@@ -217,11 +217,13 @@ class SimResult:
     def state_names(self) -> np.ndarray:
         return np.asarray(STATE_NAMES, dtype=object)[self.state]
 
-    def summary(self, *, timing: bool = False, **head) -> dict:
-        """The run's summary (see ``metrics.summarise``); ``timing`` adds wall-clock figures."""
+    def summary(self, *, timing: bool = False, pass_rate: float | None = None, warmup_s: float | None = None,
+                **head) -> dict:
+        """The run's summary (see ``metrics.summarise``); ``timing`` adds wall-clock figures, ``pass_rate``
+        and ``warmup_s`` feed the steady-state block."""
         from sandbox_fleet.simulate.metrics import summarise
 
-        return summarise(self, timing=timing, **head)
+        return summarise(self, timing=timing, pass_rate=pass_rate, warmup_s=warmup_s, **head)
 
     # --- telemetry ---------------------------------------------------------------------
     def to_telemetry(self, epoch: datetime = DEFAULT_EPOCH, *, include_retried: bool = True) -> pa.Table:
@@ -319,6 +321,7 @@ class SimResult:
 
     def _model_column(self, idx: np.ndarray) -> pa.Array | None:
         import pyarrow as pa
+
         from sandbox_fleet.simulate.distributions import Dist, mixture_of
 
         names_per_wl = []

@@ -107,8 +107,11 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
         # No statistics timestamps or writer-dependent metadata: same input, same bytes.
         with atomic.atomic_path(out) as tmp:
             pq.write_table(res.to_telemetry(epoch=epoch), tmp, compression="zstd")
-    return res.summary(timing=timing, scenario=p.name, seed=built.seed,
-                       telemetry=str(telemetry_out) if telemetry_out is not None else None)
+    try:
+        return built.summary(res, timing=timing, scenario=p.name, seed=built.seed,
+                             telemetry=str(telemetry_out) if telemetry_out is not None else None)
+    except InputError as exc:  # a warm-up the run cannot carry: name the file
+        raise InputError(f"{p}: {exc}") from None
 
 
 def _check_clock(res, p: Path, epoch: str) -> None:

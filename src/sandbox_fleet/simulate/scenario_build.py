@@ -54,9 +54,14 @@ class Built:
     """A scenario turned into engine objects."""
 
     def __init__(self, fleets: list[Fleet], workloads: list[Workload], seed: int, engine: str, epoch: str,
-                 inference=None):
+                 inference=None, pass_rate: float | None = None, warmup_s: float | None = None):
         self.fleets, self.workloads, self.seed, self.engine, self.epoch = fleets, workloads, seed, engine, epoch
         self.inference = inference  # inference.Inference or None
+        self.pass_rate, self.warmup_s = pass_rate, warmup_s  # [run]: for the steady-state block
+
+    def summary(self, res, **head) -> dict:
+        """``res.summary`` with this scenario's pass rate and warm-up (``[run]``)."""
+        return res.summary(pass_rate=self.pass_rate, warmup_s=self.warmup_s, **head)
 
 
 def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Built:
@@ -119,7 +124,8 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Bui
         if bad:
             ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
                                    f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
-    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference)
+    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
+                 pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
 
 
 class _Ctx:

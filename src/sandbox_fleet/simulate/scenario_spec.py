@@ -89,7 +89,7 @@ class ComponentSpec(Strict):
     weight: NonNegFloat
     label: str | None = None
     exception: bool = False
-    hold: "DistSpec"
+    hold: DistSpec
 
 
 class MixtureSpec(_Clip):
@@ -221,6 +221,10 @@ class RunSpec(Strict):
     seed: Annotated[int, Field(ge=0)] = 1
     engine: Literal["auto", "fifo", "events"] = "auto"
     epoch: str = "2026-01-01T00:00:00+00:00"
+    #: share of completed rollouts that pass (the summary's passing_per_hour); none: every completed one
+    pass_rate: Annotated[float, Field(gt=0, le=1)] | None = None
+    #: a fixed warm-up deleted before the steady window, instead of MSER-5
+    warmup_s: NonNegFloat | None = None
 
 
 class ScenarioSpec(EpisodeParts):

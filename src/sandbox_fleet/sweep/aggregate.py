@@ -72,3 +72,8 @@ def row(settings: dict, summaries: list[dict], metrics: list[str]) -> dict:
     for m in metrics:
         out[m], out[m + SD] = mean_sd([metric(s, m) for s in summaries])
     return out
+
+
+def unstable(summaries: list[dict]) -> int:
+    """How many of a variant's runs had no steady state (``steady_state.stable`` false)."""
+    return sum(1 for s in summaries if (s.get("steady_state") or {}).get("stable") is False)

@@ -6,7 +6,8 @@ swept (the uncapped run), else the best target over the swept values. A value
 qualifies when its target is within ``within`` (relative) of the reference, or within
 ``within_abs`` (absolute: for targets whose best value is 0, such as a queue wait); the knee
 is the smallest value from which on every larger swept value qualifies too, so a
-lucky dip below the knee is not mistaken for it.
+lucky dip below the knee is not mistaken for it. A row with an unstable run (``unstable`` > 0:
+no steady state, its figures grow with the run's length) never qualifies.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def find_knee(rows: list[dict], keys: list[str], over: str, target: str, within:
 
 
 def _knee(members: list[dict], over: str, target: str, within: float | None, goal: str, within_abs: float | None = None) -> dict:
-    pts = sorted(((_rank(r[over]), r[over], r[target]) for r in members), key=lambda p: p[0])
+    pts = sorted(((_rank(r[over]), r[over], r[target], bool(r.get("unstable"))) for r in members), key=lambda p: p[0])
     known = [p for p in pts if p[2] is not None]
     if not known:
         return {"knee": None, "reference": None, "reference_from": None, "target_at_knee": None,
@@ -72,7 +73,7 @@ def _knee(members: list[dict], over: str, target: str, within: float | None, goa
         ref = min(p[2] for p in known) if goal == "min" else max(p[2] for p in known)
         ref_from = "best"
     slack = within_abs if within_abs is not None else within * abs(ref)
-    ok = [(p[2] <= ref + slack) if goal == "min" else (p[2] >= ref - slack) for p in known]
+    ok = [not p[3] and ((p[2] <= ref + slack) if goal == "min" else (p[2] >= ref - slack)) for p in known]
     knee = None
     for i in range(len(known) - 1, -1, -1):  # walk down from the largest value while all qualify
         if not ok[i]:

@@ -1,7 +1,7 @@
 """A sweep's table as a typed model: what ``sweep --json`` (and ``-o FILE.json``) writes.
 
-Rows are open by design: each carries ``variant``, the swept keys (their dotted scenario names)
-and each metric with its ``METRIC:sd`` spread, so their columns depend on the command line. To add a
+Rows are open by design: each carries ``variant``, the swept keys (their dotted scenario names),
+each metric with its ``METRIC:sd`` spread and ``unstable`` (runs without a steady state), so their columns depend on the command line. To add a
 figure, add a field here, fill it in ``sweep.run.run_sweep`` and regenerate
 ``docs/schemas/sweep.schema.json``.
 """
@@ -40,13 +40,15 @@ class SweepSummary(Summary):
     """``sandbox-fleet sweep SCENARIO --vary ... --json``."""
 
     KIND: ClassVar[str] = "sweep"
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4  # 4: rows' unstable, unstable_rule
 
     scenario: str
     vary: dict[str, list[Cell]]
     variants: int
     seeds: int
     seed_rule: str
+    #: what a row's ``unstable`` counts, and that such a variant is infeasible
+    unstable_rule: Optional[str] = None
     metrics: list[str]
     rows: list[dict[str, Cell]]
     knee: Optional[Knee] = None

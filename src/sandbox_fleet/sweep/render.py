@@ -44,8 +44,10 @@ def render_sweep(result: dict, console: Console) -> None:
              and (m not in ONLY_IF_VARYING or len({r[m] for r in rows}) > 1)]
     t = Table(title=f"{result['scenario']}: {result['variants']} variants x {result['seeds']} seeds (mean ±sd as % of it)",
               title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    body = [[str(r[key]) for key in keys] + [_cell(r, m) for m in shown] for r in rows]
-    names = [*keys, *shown]
+    flag = any(r.get("unstable") for r in rows)  # then a column saying which variants have no steady state
+    body = [[str(r[key]) for key in keys] + (["UNSTABLE" if r.get("unstable") else ""] if flag else [])
+            + [_cell(r, m) for m in shown] for r in rows]
+    names = [*keys, *(["steady"] if flag else []), *shown]
     widths = [max(*(len(c[j]) for c in body), *(len(x) for x in _head(n).split("\n"))) + 2
               for j, n in enumerate(names)]
     n_cols = len(names)

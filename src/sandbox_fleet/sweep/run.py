@@ -85,7 +85,8 @@ numeric swept key) is reported,
     summaries = run_tasks(simulate_variant, tasks, backend=backend, workers=workers, progress=progress,
                           label=f"sweep {len(variants)} variants x {seeds} seeds")
     _check_metrics(cols, summaries, set(aggregate.DEFAULT_METRICS))
-    rows = [{"variant": v.index, **aggregate.row(v.settings, summaries[v.index * seeds:(v.index + 1) * seeds], cols)}
+    rows = [{"variant": v.index, **aggregate.row(v.settings, summaries[v.index * seeds:(v.index + 1) * seeds], cols),
+             "unstable": aggregate.unstable(summaries[v.index * seeds:(v.index + 1) * seeds])}
             for v in variants]
     out = {
         "scenario": p.name,
@@ -93,6 +94,8 @@ numeric swept key) is reported,
         "variants": len(variants),
         "seeds": seeds,
         "seed_rule": "replicate r of a variant runs with its run.seed + r",
+        "unstable_rule": "unstable: the seeds whose run had no steady state (steady_state.stable false); such a "
+                         "variant is infeasible: it is never a knee",
         "metrics": cols,
         "rows": rows,
     }

@@ -60,3 +60,26 @@ def test_inference_flag_needs_from_and_tokens(run_cli, tmp_path):
     pq.write_table(tel, tmp_path / "t.parquet")
     r = run_cli("simulate", tmp_path / "c.toml", "--from", tmp_path / "t.parquet", "--inference")
     assert r.code == 2 and "input_tokens" in r.err and r.err.count("\n") == 1
+
+
+def test_the_turn_curve_is_measures_on_the_same_telemetry(run_cli, tmp_path):
+    """Turn counts drawn lognormal (median 6): the rare long ones have fewer than 20 rows. The
+    calibration writes measure's tokens.turn_tokens for the same file, not a fit over every count."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.measure import measure_paths
+    from sandbox_fleet.simulate import LogNormal
+
+    turns = Turns(LogNormal(6, 0.6), None, Exponential(3.0), Exponential(120), Exponential(60))
+    res = run_workloads(Fleet(cap=16), [Closed(population=16, n=1500, episode=Episode(turns=turns))], 4,
+                        inference=Inference(replicas=2, prefill_tok_s=20_000, decode_tok_s=2_000))
+    path = tmp_path / "tel.parquet"
+    pq.write_table(res.to_telemetry(), path)
+    measured = measure_paths([str(path)])["tokens"]
+    assert any(n < 20 for n in measured["median_input_rows_by_turns"].values())  # the case that differed
+    r = run_cli("simulate", tmp_path / "cal.toml", "--from", path, "--inference", "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["inference"]["turn_tokens"] == pytest.approx(measured["turn_tokens"], rel=1e-12)
+    assert "over turn counts with >= 20 rows" in (tmp_path / "cal.toml").read_text()

@@ -38,9 +38,9 @@ def require_numba() -> None:
 def paths(monkeypatch):
     """``paths(fn)``: ``fn()`` on the pure loop, then on the kernel (which must not fall back)."""
     require_numba()
-    from sandbox_fleet.simulate.fast import closed_loop
+    from sandbox_fleet.simulate.fast import pool_loop
 
-    monkeypatch.setattr(closed_loop, "MIN_CALLS", 0)  # every run here is small
+    monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)  # every run here is small
 
     def both(fn):
         monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
@@ -296,42 +296,42 @@ def test_random_small_configurations(paths, replicas, routing, seats, base_s, ca
 
 def test_small_runs_stay_pure_until_the_kernel_is_loaded(monkeypatch):
     require_numba()
-    from sandbox_fleet.simulate.fast import closed_loop
+    from sandbox_fleet.simulate.fast import pool_loop
     from sandbox_fleet.simulate.prepare import prepare
 
     ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
     inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
     prep = prepare(Fleet(cap=4), [Closed(population=4, n=50, episode=ep)], 1, inf)
     calls = int(prep.turn_draws.turns.sum())
-    monkeypatch.setattr(closed_loop, "MIN_CALLS", calls + 1)
-    monkeypatch.setattr(closed_loop, "_KERNEL", "not.loaded.yet")
-    assert closed_loop.supported(prep) and not closed_loop.worth_it(prep)
-    monkeypatch.setattr(closed_loop, "MIN_CALLS", calls)
-    assert closed_loop.worth_it(prep)
-    monkeypatch.setattr(closed_loop, "MIN_CALLS", calls + 1)
-    monkeypatch.setattr(closed_loop, "_KERNEL", "sandbox_fleet.simulate.fast._closed_loop_kernel")
-    closed_loop.load()
-    assert closed_loop.loaded() and closed_loop.worth_it(prep)
+    monkeypatch.setattr(pool_loop, "MIN_CALLS", calls + 1)
+    monkeypatch.setattr(pool_loop, "_KERNEL", "not.loaded.yet")
+    assert pool_loop.supported(prep) and not pool_loop.worth_it(prep)
+    monkeypatch.setattr(pool_loop, "MIN_CALLS", calls)
+    assert pool_loop.worth_it(prep)
+    monkeypatch.setattr(pool_loop, "MIN_CALLS", calls + 1)
+    monkeypatch.setattr(pool_loop, "_KERNEL", "sandbox_fleet.simulate.fast._pool_loop_kernel")
+    pool_loop.load()
+    assert pool_loop.loaded() and pool_loop.worth_it(prep)
 
 
 def test_unsupported_features_fall_back():
-    from sandbox_fleet.simulate.fast import closed_loop
+    from sandbox_fleet.simulate.fast import pool_loop
     from sandbox_fleet.simulate.prepare import prepare
 
     ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
     inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
     wl = [Closed(population=4, n=50, episode=ep)]
-    assert closed_loop.supported(prepare(Fleet(cap=4), wl, 1, inf))
+    assert pool_loop.supported(prepare(Fleet(cap=4), wl, 1, inf))
     for fleet in (Fleet(cap=4, start_cap=2), Fleet(cap=4, queue_timeout_s=5.0),
                   Fleet(cap=4, admission="shortest-timeout-first")):
-        assert not closed_loop.supported(prepare(fleet, wl, 1, inf))
-    assert not closed_loop.supported(prepare(Fleet(cap=4), [Closed(population=4, n=50, holds=Exponential(1))], 1))
+        assert not pool_loop.supported(prepare(fleet, wl, 1, inf))
+    assert not pool_loop.supported(prepare(Fleet(cap=4), [Closed(population=4, n=50, holds=Exponential(1))], 1))
 
 
 def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeypatch):
     # The kernel stops every PROGRESS_EVERY events (and whenever the event heap might
     # overflow) and resumes from its arrays; results must not depend on where it stopped.
-    from sandbox_fleet.simulate.fast import closed_loop
+    from sandbox_fleet.simulate.fast import pool_loop
 
     ep = Episode(turns=_turns(Exponential(30), Exponential(20)))
     inf = Inference(replicas=2, prefill_tok_s=400, decode_tok_s=60, max_num_seqs=3)
@@ -341,8 +341,8 @@ def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeyp
         return _raw(run_workloads(Fleet(cap=8), [Closed(population=10, n=120, episode=ep)], 5, inference=inf,
                                   on_progress=lambda done, n: seen.append((done, n))))
 
-    monkeypatch.setattr(closed_loop, "PROGRESS_EVERY", 7)
-    monkeypatch.setattr(closed_loop, "HEAP_SLACK", 1)
+    monkeypatch.setattr(pool_loop, "PROGRESS_EVERY", 7)
+    monkeypatch.setattr(pool_loop, "HEAP_SLACK", 1)
     pure, fast = paths(go)
     assert fast == pure
     assert len(seen) > 100 and seen[-1] == (120, 120)

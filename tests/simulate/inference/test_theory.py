@@ -11,7 +11,6 @@ from sandbox_fleet.simulate.inference import Inference
 from sandbox_fleet.simulate.workloads import Closed
 
 
-
 @pytest.fixture(autouse=True, params=["pure", "compiled"])
 def loop_path(request, monkeypatch):
     """Every theory test runs on the pure loop and on the compiled kernel (``simulate/fast``)."""
@@ -20,11 +19,11 @@ def loop_path(request, monkeypatch):
     else:
         from tests.simulate.inference.test_fast_kernel import require_numba
 
-        from sandbox_fleet.simulate.fast import closed_loop
+        from sandbox_fleet.simulate.fast import pool_loop
 
         require_numba()
         monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-        monkeypatch.setattr(closed_loop, "MIN_CALLS", 0)  # these runs are below the kernel's start size
+        monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)  # these runs are below the kernel's start size
     return request.param
 
 

@@ -46,17 +46,19 @@ from sandbox_fleet.report.checks.result import (
     exit_code,
     worst_status,
 )
+from sandbox_fleet.report.checks.simulation import simulation_steady
 from sandbox_fleet.report.thresholds import Section, Thresholds
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary
+    from sandbox_fleet.simulate.model import SimulateSummary
 
 __all__ = [
     "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
     "cap_below_configured", "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
     "exception_rate_by_model", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
     "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
-    "rejected_rows", "run_checks", "sandbox_hours_per_pass", "small_sample", "sweep_self_check",
+    "rejected_rows", "run_checks", "sandbox_hours_per_pass", "simulation_steady", "small_sample", "sweep_self_check",
     "worst_status",
 ]
 
@@ -86,12 +88,14 @@ CHECKS: tuple[Check, ...] = (
 
 
 def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None = None,
-               thresholds: Thresholds | None = None, backtest=None) -> list[CheckResult]:
+               thresholds: Thresholds | None = None, backtest=None,
+               simulate: SimulateSummary | dict | None = None) -> list[CheckResult]:
     """Run every check on a measure summary (and a plan if given), models or their JSON dicts.
 
     Each is parsed into its model first (InputError when it is not one); a figure it does not
     carry gives ``skip``, never an exception; a check disabled in the thresholds also skips.
     ``backtest`` (a backtest summary, model or JSON dict) adds the drift gate last.
+    With a simulate summary, ``simulation_steady`` follows: an unstable run fails.
     """
     t = thresholds if thresholds is not None else Thresholds.default()
     m = contract.parse(MeasureSummary, measure, "measure summary")
@@ -112,4 +116,8 @@ def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None =
         from sandbox_fleet.report.checks.backtest import backtest_drift
 
         results.append(backtest_drift(contract.parse(BacktestSummary, backtest, "backtest summary"), t))
+    if simulate is not None:
+        from sandbox_fleet.simulate.model import SimulateSummary
+
+        results.append(simulation_steady(contract.parse(SimulateSummary, simulate, "simulate summary")))
     return results

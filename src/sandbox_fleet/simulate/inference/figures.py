@@ -46,6 +46,14 @@ class ServedRun:
     r_output: np.ndarray
     r_turns: np.ndarray
     unloaded_hold_s: np.ndarray  # per rollout: the same draws served alone
+    prefill_tok_s: float = 0.0  # per replica, at full batching (for ``work_s``)
+    decode_tok_s: float = 0.0
+
+    def work_s(self) -> float:
+        """Replica-seconds of work the calls took at full batching: the tokens the replicas prefilled
+        (after the cache they had) at ``prefill_tok_s`` plus the decoded ones at ``decode_tok_s`` (a full
+        batch amortises the iteration floor). A lower bound of the busy time the pool needed."""
+        return (self.input_tokens - self.cached_tokens) / self.prefill_tok_s + self.decode_tokens / self.decode_tok_s
 
 
 def served_run(driver, prep) -> ServedRun:
@@ -69,6 +77,8 @@ def served_run(driver, prep) -> ServedRun:
         r_output=np.asarray(pool.r_out, dtype=np.int64),
         r_turns=np.asarray(prep.turn_draws.turns, dtype=np.int64),
         unloaded_hold_s=unloaded_holds(prep),
+        prefill_tok_s=prep.inference.prefill_tok_s,
+        decode_tok_s=prep.inference.decode_tok_s,
     )
 
 

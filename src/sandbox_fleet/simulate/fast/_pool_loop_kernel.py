@@ -1,5 +1,5 @@
 """The compiled twin of ``loop.run_events`` + ``inference.driver`` + ``inference.pool`` +
-``inference.cache`` for the subset ``closed_loop.supported`` accepts (numba, ``cache=True``).
+``inference.cache`` for the subset ``pool_loop.supported`` accepts (numba, ``cache=True``).
 
 It is the same algorithm written over flat arrays, operation for operation, so that
 the floating-point results and the event order are the same bits as the pure path:

@@ -1,4 +1,4 @@
-"""The compiled closed loop: fleet + inference pool runs on a numba kernel.
+"""The compiled pool loop: fleet + inference pool runs on a numba kernel.
 
 ``supported(prep)`` says whether a prepared run is in the kernel's feature set; ``run``
 returns what ``loop.run_events`` returns (the same arrays, areas, RL state and pool
@@ -27,7 +27,7 @@ import numpy as np
 
 from sandbox_fleet.simulate.workloads import CLOSED, OPEN, RL
 
-_KERNEL = "sandbox_fleet.simulate.fast._closed_loop_kernel"
+_KERNEL = "sandbox_fleet.simulate.fast._pool_loop_kernel"
 MIN_CALLS = 100_000  # model calls from which a process's first kernel run beats the pure loop
 MAX_CELLS = 20_000_000  # replica x rollout cells (done heaps, 24 B each; least-loaded cache keys, 34 B)
 PROGRESS_EVERY = 1 << 16  # events between progress callbacks (the kernel pauses and resumes)
@@ -43,7 +43,7 @@ def _in_flight(prep) -> int:
 
 def load() -> None:
     """Import numba and the kernel now (later runs of any size then use it)."""
-    from sandbox_fleet.simulate.fast import _closed_loop_kernel  # noqa: F401
+    from sandbox_fleet.simulate.fast import _pool_loop_kernel  # noqa: F401
 
 
 def loaded() -> bool:
@@ -75,7 +75,7 @@ def supported(prep) -> bool:
 
 
 def run(prep, on_progress=None) -> dict:
-    from sandbox_fleet.simulate.fast import _closed_loop_kernel as K
+    from sandbox_fleet.simulate.fast import _pool_loop_kernel as K
     from sandbox_fleet.simulate.inference.figures import ServedRun, unloaded_holds
     from sandbox_fleet.simulate.trainer import RLState
 
@@ -248,6 +248,8 @@ def run(prep, on_progress=None) -> dict:
         r_output=r_out,
         r_turns=nt.copy(),
         unloaded_hold_s=unloaded_holds(prep),
+        prefill_tok_s=cfg.prefill_tok_s,
+        decode_tok_s=cfg.decode_tok_s,
     )
     return {"first": first, "extra": extra, "rl": rl, "preemptions": 0, "area_busy": float(sf[K.AREA_BUSY]),
             "area_wait": float(sf[K.AREA_WAIT]), "clock_monotonic": bool(si[K.CLOCK_OK]), "inference": None,
