@@ -72,8 +72,9 @@ def healthy_telemetry() -> Telemetry:
     ``cap_below_configured`` (the plateau at 100 under the configured 150 warns).
 
     Holds 1,200..2,199 s back to back per slot (duty near 0.85, tail ratio under 2), 5% exceptions
-    spread over two models, two jobs and 50 tasks, 60% pass, build 10% of each hold, turns
-    1/2/5/10/20 with input tokens exactly 800 n (n + 1) / 2. The configured cap (150) is never reached.
+    spread over two models, two jobs, 50 tasks and 6 nodes (200 rollouts, 10 exceptions each), 60%
+    pass, build 10% of each hold, turns 1/2/5/10/20 with input tokens exactly 800 n (n + 1) / 2. The
+    configured cap (150) is never reached.
     """
     n = 1200
     start, finish = healthy_intervals(n)
@@ -85,6 +86,8 @@ def healthy_telemetry() -> Telemetry:
         "task_id": [f"task-{i % 50:02d}" for i in range(n)],
         "model": [("model-a", "model-b")[i % 2] for i in range(n)],
         "job": [("job-1", "job-2")[(i // 2) % 2] for i in range(n)],
+        # 6 nodes, each 40 consecutive rollouts at a time: 2 of every 40 raise, so every node sits at 5%
+        "node": [f"node-{(i // 40) % 6}" for i in range(n)],
         "started_at": _ts(start), "finished_at": _ts(finish),
         "environment_setup_started_at": _ts(start),
         "environment_setup_finished_at": _ts([a + 0.1 * (b - a) for a, b in zip(start, finish)]),

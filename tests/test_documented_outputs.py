@@ -48,6 +48,8 @@ def test_documented_plan_output_is_current(name, args, shown, run_cli, monkeypat
     for top in {Path(a).parts[0] for a in args if (ROOT / a).exists() and not Path(a).is_absolute()}:
         (tmp_path / top).symlink_to(ROOT / top)
     monkeypatch.chdir(tmp_path)
+    # the docs show whole lines, as a wide terminal prints them (plan folds long lines at the width)
+    monkeypatch.setenv("COLUMNS", "400")
     r = run_cli(*args)
     assert r.code == 0, r.err
     out = r.out.splitlines()

@@ -5,11 +5,13 @@ telemetry <- measure <- plan and report; plan -> simulate only for target search
 sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
 plan's catalog, reserve, rework and packing helpers), and so does backtest (with measure's sweep line and step
-detection); report reads the plan, simulate, optimize and backtest *models* only, and plan the backtest
-model (``plan --backtest``); cli, demo and the
+detection); report reads the plan, simulate, optimize and backtest *models* only (and the plan's
+decision block, ``plan.decision``, a pure function of the plan model, so the report's first screen and
+plan's text say the same words), and plan the backtest model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
-model) and exact (float operations with the same bits on every CPU) are leaves everyone may use.
+model), exact (float operations with the same bits on every CPU) and textout (plain lines, folded
+to a width) are leaves everyone may use.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ ALLOWED = {
     "errors": set(),
     "jsonio": set(),
     "exact": set(),
+    "textout": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},
     "limits": {"errors"},
@@ -33,7 +36,7 @@ ALLOWED = {
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
     "plan": {"measure", "simulate", "backtest.model"},
-    "report": {"measure", "plan.model", "simulate.model", "optimize.model", "backtest.model"},
+    "report": {"measure", "plan.model", "plan.decision", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
     # catalogs, cost helpers and turn fit, packing sandboxes as plan does; it reads measure's model, never the plan builder

@@ -80,11 +80,14 @@ def test_a_small_pool_served_simulation_does_not_load_numba():
 
 
 def test_plan_prints_its_purchase_order_without_rich_or_other_commands_modules():
-    # plain lines go straight to stdout (textout); report, simulate and sweep are other commands'
+    # plain lines go straight to stdout (textout); simulate and sweep are other commands'; of report,
+    # only check's gates load (the decision block names the failing ones), never its HTML or charts
     modules = _modules("plan", str(EXAMPLE), "--node-type", "seed-96c")
     assert _under(modules, "rich") == []
-    assert _under(modules, "sandbox_fleet.report", "sandbox_fleet.simulate", "sandbox_fleet.sweep",
-                  "sandbox_fleet.optimize", "sandbox_fleet.telemetry") == []
+    assert _under(modules, "sandbox_fleet.simulate", "sandbox_fleet.sweep", "sandbox_fleet.optimize",
+                  "sandbox_fleet.telemetry", "sandbox_fleet.report.html", "sandbox_fleet.report.charts",
+                  "sandbox_fleet.report.tables", "sandbox_fleet.report.prometheus") == []
+    assert "sandbox_fleet.report.decision" in modules
 
 
 def test_check_loads_only_the_measure_model_of_the_output_models():

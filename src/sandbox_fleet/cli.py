@@ -199,6 +199,9 @@ def measure(
         progress=_progress(not as_json or sys.stderr.isatty()),
         cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
     )
+    from sandbox_fleet.measure.notices import warn_on_stderr
+
+    warn_on_stderr(summary)
     _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
 
 
@@ -247,6 +250,7 @@ def plan(
     providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: carry its simulator error and drift verdict into the purchase order."),
+    previous: Optional[Path] = typer.Option(None, "--previous", help="An earlier plan --json: say what changed since (nodes, GPUs, $/h and the figures that moved them)."),
     emit_k8s: Optional[Path] = typer.Option(None, "--emit-k8s", help="Write Kubernetes manifests (Karpenter NodePool, agent-sandbox SandboxTemplate/SandboxWarmPool) into DIR."),
     force: bool = typer.Option(False, "--force", help="With --emit-k8s: write into a non-empty DIR."),
     k8s_name: Optional[str] = typer.Option(None, "--k8s-name", help="With --emit-k8s: name of the NodePools and PriorityClass, prefix of the templates (default: sf-<instance type>-<target>)."),
@@ -270,12 +274,17 @@ def plan(
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
-    from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_path
+    from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_and_input
     from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, backtest, previous], o=output)
+    old_plan = None
+    if previous is not None:  # a bad file is refused before the planning work
+        from sandbox_fleet.report.inputs import load_plan
+
+        old_plan = load_plan(previous)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_out_dir
 
@@ -311,14 +320,23 @@ def plan(
         from sandbox_fleet.telemetry.taskcache import cache_dir_for
 
         cache = cache_dir_for(cache_dir, output, tasks)
-    result = plan_path(path, opts, tasks=str(tasks) if tasks else None,
-                       measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache}, backtest=backtest)
+    result, measured = plan_and_input(path, opts, tasks=str(tasks) if tasks else None,
+                                      measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache},
+                                      backtest=backtest)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
 
         written = write_manifests(result, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
         _note(f"wrote {', '.join(str(p) for p in written)}")
-    _emit(result, as_json, output, render_plan, lines=plan_lines)
+    if as_json:
+        _emit(result, as_json, output, render_plan, lines=plan_lines)
+        return
+    from sandbox_fleet.report.decision import plan_risks
+    from sandbox_fleet.textout import terminal_width
+
+    risks = plan_risks(measured, result)
+    _emit(result, as_json, output, render_plan, lines=lambda p: plan_lines(
+        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)))
 
 
 # --- report ----------------------------------------------------------------------------
@@ -332,6 +350,7 @@ def report(
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
     optimize: Optional[Path] = typer.Option(None, "--optimize", help="An optimize --json summary: its winner and Pareto frontier."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: its verdict, B's predicted vs actual concurrency, the drift gate."),
+    previous: Optional[Path] = typer.Option(None, "--previous", help="An earlier plan --json: the decision block says what changed since."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
@@ -349,11 +368,11 @@ def report(
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
-    _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest], o=(output, (".html", ".htm")))
+    _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest, previous], o=(output, (".html", ".htm")))
     reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
                         measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest,
-                        allow_mismatch=allow_mismatch)
+                        allow_mismatch=allow_mismatch, previous=previous)
     _note(f"wrote {path}")
 
 

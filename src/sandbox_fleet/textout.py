@@ -5,13 +5,18 @@ A command whose readable output is plain text (``plan``) prints each line the wa
 line only through emoji codes (``:name:``), tab expansion, stripped control codes and trailing
 whitespace cut at the console width; a line that could meet any of these goes through Rich, so
 the bytes never depend on which path printed them (tests/test_textout.py compares both).
+
+Also the terminal helpers every command shares: lines folded to a width with a hanging indent
+(commands to copy never folded), tables folded to ``column: value`` rows when wider than the
+console, and the one progress bar a long command shows (Rich is imported only inside them).
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: What Rich might rewrite in an unstyled line: a ``:...:`` pair with no space inside (an emoji
@@ -51,3 +56,127 @@ def print_lines(lines: Iterable[str], console: Callable[[], Any]) -> None:
     out = console()
     for line in lines:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+#: A line the user is asked to copy and paste (a command): printed whole, never wrapped.
+_COMMAND = re.compile(r"^\s*(\$ )?sandbox-fleet \S")
+#: How far a wrapped line's continuation is indented past the line's own indent.
+HANGING_INDENT = 4
+
+
+def terminal_width(default: int = 80) -> int:
+    """Columns to lay text out in: the terminal's, ``$COLUMNS``, else ``default`` (a pipe or a file)."""
+    import shutil
+
+    return shutil.get_terminal_size((default, 24)).columns
+
+
+def is_command(line: str) -> bool:
+    """Whether ``line`` is a command to copy (it starts with ``sandbox-fleet`` or ``$ sandbox-fleet``)."""
+    return _COMMAND.match(line) is not None
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """``line`` folded at spaces to ``width`` columns, continuations indented by ``HANGING_INDENT``
+    past its own indent. A word is never split (a number or path longer than the room stays whole
+    on its own line) and a command to copy is never wrapped."""
+    if len(line) <= width or is_command(line):
+        return [line]
+    import textwrap
+
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(line.strip(" "), width=width, initial_indent=indent,
+                         subsequent_indent=indent + " " * HANGING_INDENT, break_long_words=False,
+                         break_on_hyphens=False) or [line]
+
+
+def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
+    """Every line through :func:`wrap_line` (``width`` None: unchanged)."""
+    if width is None:
+        return list(lines)
+    return [part for line in lines for part in wrap_line(line, width)]
+
+
+
+def _plain(cell: Any) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(cell).plain if isinstance(cell, str) else getattr(cell, "plain", str(cell))
+
+
+def print_table(console: Any, table: Any) -> None:
+    """Print a Rich table, or, when it is wider than the console, each row as its first cell
+    followed by indented ``column: value`` lines (folded with a hanging indent): a number is
+    never cut to fit and every column keeps its whole header."""
+    from rich.measure import Measurement
+
+    # measured without the console's limit (Rich clamps a measurement to the room it is given)
+    if Measurement.get(console, console.options.update(max_width=1 << 20), table).maximum <= console.width:
+        console.print(table)
+        return
+    lines = [_plain(table.title)] if table.title else []
+    cols = table.columns
+    for row in zip(*(list(c.cells) for c in cols)):
+        lines.append(_plain(row[0]))
+        lines += pack_pairs([f"{_plain(c.header)}: {_plain(cell)}" for c, cell in zip(cols[1:], row[1:])],
+                            console.width, indent="  ")
+    if table.caption:
+        lines.append(_plain(table.caption))
+    for line in wrap_lines(lines, console.width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def pack_pairs(pairs: list[str], width: int, indent: str = "  ", sep: str = "; ") -> list[str]:
+    """``key: value`` pairs on as few lines of ``width`` as fit, a pair never split across lines."""
+    lines: list[str] = []
+    for pair in pairs:
+        if lines and len(lines[-1]) + len(sep) + len(pair) <= width:
+            lines[-1] += sep + pair
+        else:
+            lines.append(indent + pair)
+    return lines
+
+
+class Ticker:
+    """Advances one progress bar (a no-op without one); ``expect(n)`` makes room for ``n`` more."""
+
+    def __init__(self, bar=None, task=None):
+        self.bar, self.task = bar, task
+
+    def __call__(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
+            self.bar.refresh()
+
+    def expect(self, n: int) -> None:
+        """Grow the total when more work than estimated is coming (an estimate never reads past 100%)."""
+        if self.bar is not None:
+            t = self.bar.tasks[0]
+            if t.total is not None and t.completed + n > t.total:
+                self.bar.update(self.task, total=t.completed + n)
+
+
+@contextmanager
+def progress_bar(enabled: bool, total: int, label: str) -> Iterator[Ticker]:
+    """One transient bar on stderr with elapsed time and ETA, its total known up front. It redraws
+    when it advances, with no refresh thread, so worker pools still start by fork under it."""
+    if not enabled:
+        yield Ticker()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                   auto_refresh=False)
+    with bar:
+        task = bar.add_task(label, total=total)
+        bar.refresh()
+        yield Ticker(bar, task)

@@ -39,3 +39,18 @@ def test_render_shows_the_worst_tasks():
     assert "Tasks with the most exceptions" in text
     assert "Timeout (3)" in text and "100.0%" in text
     assert "t2" not in text.split("Tasks with the most exceptions")[1].split("By model")[0]
+
+
+def test_render_lists_nodes_highest_rate_first():
+    # a: 1 of 4 raised; b: 3 of 4; one rollout on no node
+    t = telemetry([0] * 9, [1] * 9, node=["a"] * 4 + ["b"] * 4 + [None],
+                  has_exception=[True, False, False, False, True, True, True, False, False])
+    text = _render(measure_telemetry(t))
+    assert "Exceptions per node (2 nodes)" in text and "1 rollout(s) on no node" in text
+    lines = [ln for ln in text.splitlines() if ln.startswith(("│ a ", "│ b "))]
+    assert [ln.split()[1] for ln in lines] == ["b", "a"]
+    assert "75.0%" in lines[0] and "25.0%" in lines[1]
+
+
+def test_render_prints_no_node_table_without_nodes(ten_rows):
+    assert "Exceptions per node" not in _render(measure_telemetry(ten_rows))

@@ -11,7 +11,7 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target
+from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target, search_probes
 
 from .conftest import PUBLISHED
 
@@ -102,3 +102,19 @@ def test_hold_fit_kinds():
     assert HoldSampler({}, 5.0).kind == "exponential"
     with pytest.raises(InputError, match="no hold times"):
         HoldSampler({}, None)
+
+
+@pytest.mark.parametrize(("batch", "reps"), [(7, 1), (64, 3), (512, 4), (1000, 2)])
+def test_the_search_bar_total_bounds_its_simulations(batch, reps):
+    """The progress bar's total is known before the first probe and is never less than the probes run
+    (counted here, the uncapped run included), for steep and flat step curves alike."""
+    for knee in (1, batch // 3 or 1, batch):
+        calls: list[tuple[int, int]] = []
+
+        def step_time(cap, b, train_s, holds, seed, knee=knee, calls=calls):
+            calls.append((cap, seed))
+            return 100.0 + max(0, knee - cap) * 10.0 + (seed % 7) * 0.001 * max(0, knee - cap)
+
+        res = rl_schedule_target(SUMMARY, batch, 10.0, tolerance=0.0, step_time=step_time, replications=reps)
+        assert res["concurrency"] == knee
+        assert len(calls) <= search_probes(batch, reps), (batch, reps, knee, len(calls))

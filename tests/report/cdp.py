@@ -126,10 +126,17 @@ class Browser:
                 out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}".strip())
         return out
 
-    def screenshot(self, path: Path) -> Path:
+    def viewport(self, width: int, height: int, *, mobile: bool = False, scale: float = 1.0) -> None:
+        """Lay the page out at ``width`` x ``height`` CSS pixels (``mobile``: a phone's viewport, touch on)."""
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile})
+        self.send("Emulation.setTouchEmulationEnabled", {"enabled": mobile})
+
+    def screenshot(self, path: Path, *, full_page: bool = True) -> Path:
+        """A PNG of the whole page (``full_page``) or of what the viewport shows (the first screen)."""
         import base64
 
-        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})["data"]
+        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": full_page})["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

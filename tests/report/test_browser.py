@@ -85,3 +85,49 @@ def test_the_harness_sees_errors_and_network_attempts(browser, tmp_path):
     assert any("undefinedFunction" in e for e in errors), errors
     assert any("plot.ly" in e for e in errors), errors  # the network is off: a CDN fetch fails loudly
     assert browser.evaluate("document.querySelectorAll('svg.main-svg').length") == 0
+
+
+FIRST_SCREEN = """
+(() => {
+  const buy = document.querySelector('#decision .buy');
+  const r = buy ? buy.getBoundingClientRect() : null;
+  const wide = Array.from(document.querySelectorAll('body *')).filter(e => {
+    const b = e.getBoundingClientRect();
+    // an element reaching past the viewport's right edge, unless a scrolling box clips it
+    let p = e.parentElement, clipped = false;
+    while (p && p !== document.body) {
+      const s = getComputedStyle(p);
+      if (s.overflowX === 'auto' || s.overflowX === 'scroll' || s.overflowX === 'hidden') { clipped = true; break; }
+      p = p.parentElement;
+    }
+    return !clipped && b.width > 0 && b.right > window.innerWidth + 1;
+  }).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className).slice(0, 10);
+  return {buy: buy ? buy.textContent : null, top: r ? r.top : null, bottom: r ? r.bottom : null,
+          innerWidth: window.innerWidth, innerHeight: window.innerHeight,
+          scrollWidth: document.documentElement.scrollWidth, wide: wide,
+          modebars: document.querySelectorAll('.modebar').length};
+})()
+"""
+
+
+@pytest.mark.parametrize(("width", "height", "mobile"), [(1400, 900, False), (390, 844, True)])
+def test_first_screen_says_what_to_buy_and_fits_the_width(browser, tmp_path, fleet, simulate, width, height, mobile):
+    """At a desktop and a phone width: the first BUY line is on the first screen, nothing overflows
+    the page sideways (tables scroll in their own box), every chart draws, no mode bar over titles."""
+    plan = make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1))
+    page = write_report(tmp_path / "report.html", fleet, to_jsonable(plan), simulate)
+    expected = _chart_ids(page.read_text())
+    browser.viewport(width, height, mobile=mobile)
+    browser.open(page.as_uri())
+    charts = browser.evaluate(CHARTS_DRAWN)
+    got = browser.evaluate(FIRST_SCREEN)
+    browser.screenshot(tmp_path / f"first-screen-{width}.png", full_page=False)  # kept as artefacts
+    browser.screenshot(tmp_path / f"report-{width}.png")
+    assert got["innerWidth"] == width
+    assert got["buy"] == f"BUY {plan['nodes']['count']} x aws-m6id.24xlarge at peak (lower bound {plan['nodes']['lower_bound']})"
+    assert 0 <= got["top"] and got["bottom"] <= height, got
+    assert got["scrollWidth"] <= width, got
+    assert got["wide"] == [], got
+    assert got["modebars"] == 0
+    assert {c["id"] for c in charts if c["svgs"] > 0} == expected and all(c["traces"] > 0 for c in charts), charts
+    assert browser.errors() == []

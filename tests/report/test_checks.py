@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from producers import measure_doc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
-
-from producers import measure_doc
 
 
 def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:
@@ -38,6 +37,7 @@ EXPECTED_PUBLISHED = {
     "exception_rate_by_model": "fail",  # gpt-oss-120b at 74.5%
     "exception_rate_by_job": "skip",   # no per-job figures published
     "exception_rate_by_task": "skip",  # no per-task figures published
+    "exception_rate_by_node": "skip",  # no per-node figures published
     "missing_reward": "fail",          # 81,635 / 327,189 = 25.0%
     "missing_tokens": "fail",          # 88,774 = 27.1%
     "missing_turns": "fail",

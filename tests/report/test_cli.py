@@ -137,8 +137,8 @@ def test_report_shows_gpu_memory_all_in_cost_and_assumptions(tmp_path):
     html = out.read_text()
     # 27e9 parameters x 2 bytes (BF16) = 50.29 GiB of weights, by hand
     assert "GPU memory: weights (GiB)</th><td>50.3</td>" in html
-    assert 'id="assumptions"' in html and "<td>price_tier</td>" in html
-    assert "$ per passing trajectory, all-in" in html
+    assert 'id="assumptions"' in html and '<td data-label="assumption">price_tier</td>' in html
+    assert "$ per passing trajectory, all in" in html  # GPUs priced from the catalog: more than the fleet
 
 
 def test_check_fails_an_unstable_simulation(tmp_path, produced):

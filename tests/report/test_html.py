@@ -21,6 +21,11 @@ from sandbox_fleet.report.charts import TITLES
 PLOTLY_BANNER = "* plotly.js v"
 
 
+
+def _plain_cells(html: str) -> str:
+    """``html`` with the grid cells' ``data-label`` (each cell's column name, for the phone layout) removed."""
+    return re.sub(r' data-label="[^"]*"', "", html)
+
 @pytest.fixture(scope="module")
 def full_html(produced) -> str:
     return build_report(produced.fleet, produced.plan, produced.simulate, title="Fleet A")
@@ -40,9 +45,13 @@ def test_plotly_js_embedded_exactly_once_and_no_external_scripts(full_html):
     assert not re.search(r"<link[^>]*\bhref\s*=", full_html, re.I)
 
 
-def test_checks_come_first_and_sections_present(full_html):
+def test_the_decision_comes_first_then_checks_plan_and_evidence(full_html):
     body = full_html[full_html.index("<body>"):]
-    assert body.index('id="checks"') < body.index('id="headline"') < body.index('id="concurrency"')
+    order = ["decision", "checks", "plan", "concurrency", "hold", "exceptions", "models", "context", "headline",
+             "coverage", "tasks", "simulate"]
+    at = [body.index(f'<section id="{a}">') for a in order]
+    assert at == sorted(at), order
+    assert body.index('class="buy">BUY ') < body.index('id="checks"')
     for anchor in ("plan", "simulate", "jobs", "models", "coverage", "tasks"):
         assert f'<section id="{anchor}">' in body
     assert "<title>Fleet A</title>" in full_html
@@ -64,7 +73,7 @@ def test_missing_inputs_show_not_measured():
 
 def test_published_figures_report(published):
     html = build_report(published)
-    body = html[html.index("<body>"):]
+    body = _plain_cells(html[html.index("<body>"):])
     # no series or histogram published: those two charts are not measured, the rest are drawn
     assert 'id="fig-concurrency"><strong>' in body and 'id="fig-hold"><strong>' in body
     assert 'id="fig-context" class="plotly-graph-div"' in body
@@ -110,7 +119,7 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
     script.write_text(_NODE_SMOKE)
     out = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, check=True).stdout
     calls = json.loads(out)
-    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("concurrency", "hold", "hold_cdf", "context", "turns", "exceptions", "models", "coverage", "caching", "rent")]
+    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("caching", "rent", "concurrency", "hold", "hold_cdf", "exceptions", "models", "context", "turns", "coverage")]
     assert [c[2] for c in calls] == [{**TITLES, **PLAN_TITLES}[c[0][4:]] for c in calls]
     assert all(c[1] >= 1 for c in calls)
 
@@ -138,8 +147,10 @@ def test_plan_section_draws_the_caching_saving_by_turns(fleet):
     # the saving of an n-turn rollout with a byte-identical prefix is (n + 1) / 2 (closed form)
     drawn = _json.dumps({"x": turns, "y": [(n + 1) / 2 for n in turns]}, separators=(",", ":"))[1:-1]
     assert 'id="fig-caching"' in html and drawn in html.replace(" ", "")
+    html = _plain_cells(html)
     assert "<td>seed-96c</td>" in html and "<td>cpu 96, memory 192, disk 682, gpu n/a</td>" in html
-    assert "<th>on_demand_per_h</th>" in html and "<th>spot_per_h</th>" not in html  # the plan's tier only
+    assert "<th>$/h on-demand</th>" in html and "spot_per_h" not in html  # the plan's tier only, in words
+    assert "<h3>Runners-up</h3>" in html and "<td>not measured" not in html.split("Runners-up")[1].split("</table>")[0]
 
 
 def test_phases_outcomes_steps_and_warnings_tables():
@@ -150,8 +161,25 @@ def test_phases_outcomes_steps_and_warnings_tables():
         steps={"detected": True, "steps": 50, "batch_size": 512, "step_period_s": 1800.0},
         warnings=["naive timestamps taken as UTC"],
     )
-    body = build_report(m)
+    body = _plain_cells(build_report(m))
     assert "<td>environment_setup</td><td>200</td><td>60.0 s</td><td>600.0 s</td><td>30.0%</td>" in body
     assert "<td>exception</td><td>20</td><td>139.0 s</td>" in body
     assert "<th>batch size (median)</th><td>512</td>" in body
     assert "<li>naive timestamps taken as UTC</li>" in body
+
+
+def test_the_decision_block_says_what_plan_says(fleet):
+    """The report's first section carries plan's own BUY line, its failing gates and, with an older
+    plan, what changed since; the all-in row is left out when only the fleet is priced."""
+    from sandbox_fleet.plan import PlanOptions, make_plan
+    from sandbox_fleet.plan.render import plan_lines
+
+    plan = make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge"))
+    old = make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=400))
+    html = build_report(fleet, plan, previous=old)
+    decision = html[html.index('<section id="decision">'):html.index('<section id="checks">')]
+    buy = next(x.strip() for x in plan_lines(plan) if x.strip().startswith("BUY"))
+    assert f'<p class="buy">{buy}</p>' in decision
+    assert "No check gate fails." in decision or "<h3>Top risks (failing check gates)</h3><ul" in decision
+    assert "Changed since the previous plan" in decision and "target concurrency 400 -&gt; " in decision
+    assert "per passing trajectory, all in" not in html.split('<section id="plan">')[1].split("</section>")[0]

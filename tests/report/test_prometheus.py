@@ -180,6 +180,27 @@ def test_tasks_failing_is_the_count_check_judges():
     assert (values.get("sandbox_fleet_tasks_failing", 0) > 0) == (results["exception_rate_by_task"].status == "fail")
 
 
+def test_node_gauges_are_by_node_and_the_chance_flag_is_the_check_s():
+    m = load("fleet.json")
+    per_node = {e["node"]: e for e in m["by_node"]["per_node"]}
+    per_node["node-2"].update(exceptions=60, exception_rate=0.3)
+    values = dict(_samples(_metrics(m)))
+    assert values['sandbox_fleet_node_rollouts{sandbox_node="node-0"}'] == 200
+    assert values['sandbox_fleet_node_exception_ratio{sandbox_node="node-0"}'] == 0.05
+    assert values['sandbox_fleet_node_exception_ratio{sandbox_node="node-2"}'] == 0.3
+    # P(X >= 60 | 200, 5%) is ~1e-28, times 6 nodes far below 0.01; 10 of 200 at 5% is the mean
+    flags = {k: v for k, v in values.items() if k.startswith("sandbox_fleet_node_beyond_chance")}
+    assert flags == {f'sandbox_fleet_node_beyond_chance{{sandbox_node="node-{j}"}}': float(j == 2) for j in range(6)}
+
+
+def test_nodes_under_min_rows_get_no_chance_flag_so_no_alert():
+    m = load("fleet.json")
+    for e in m["by_node"]["per_node"]:
+        e.update(rows=20, exception_rate_rows=20, exceptions=20, exception_rate=1.0)
+    names = {s.split("{")[0] for s, _ in _samples(_metrics(m))}
+    assert "sandbox_fleet_node_exception_ratio" in names and "sandbox_fleet_node_beyond_chance" not in names
+
+
 # --- rules ----------------------------------------------------------------------------------
 
 
@@ -273,6 +294,11 @@ def _variants() -> list[tuple[str, dict, dict | None]]:
     plan = load("plan.json")
     plan["target"]["concurrency"] = 1
     out.append(("fail", fail, plan))
+    nodes = copy.deepcopy(fleet)  # fleet rate 5%; 6 nodes of 200 rollouts
+    per_node = {e["node"]: e for e in nodes["by_node"]["per_node"]}
+    per_node["node-2"].update(exceptions=60, exception_rate=0.3)   # beyond chance, above 25%: fail
+    per_node["node-4"].update(exceptions=30, exception_rate=0.15)  # beyond chance, above 10%: warn
+    out.append(("bad-nodes", nodes, None))
     unreported = copy.deepcopy(fleet)
     del unreported["tokens"]["cached"], unreported["tokens"]["cached_fraction"]
     unreported["outcomes"]["sandbox_hours_per_pass"] = None
@@ -281,7 +307,7 @@ def _variants() -> list[tuple[str, dict, dict | None]]:
     return out
 
 
-VARIANTS = ("published", "fleet", "warn", "fail", "unreported-cache-none-passed")
+VARIANTS = ("published", "fleet", "warn", "fail", "bad-nodes", "unreported-cache-none-passed")
 
 
 def test_the_variants_are_the_ones_listed():
@@ -361,6 +387,8 @@ def test_no_label_written_is_one_prometheus_reserves():
     from sandbox_fleet.report.prometheus.metrics import RESERVED_LABELS, Registry
 
     labels = set(re.findall(r"[{,]([a-z_]+)=", _metrics(_full_summary(), load("plan.json"))))
-    assert labels == {"model", "rl_job", "field", "reason"} and not labels & RESERVED_LABELS
+    assert labels == {"model", "rl_job", "sandbox_node", "field", "reason"} and not labels & RESERVED_LABELS
     with pytest.raises(ValueError, match="reserved"):
         Registry().add("x", "x", 1.0, {"job": "j1"})
+    with pytest.raises(ValueError, match="reserved"):  # Kubernetes SD and node-exporter set `node`
+        Registry().add("x", "x", 1.0, {"node": "n1"})

@@ -36,16 +36,22 @@ TINY_ROWS, ROWS = 40, 1200
 PUSH_JOB = "sandbox-fleet"
 
 
+BAD_NODE = "sb-bad"
+
+
 def _two_jobs():
     """The healthy corpus relabelled as two RL jobs: 1,160 rollouts of ``rl-big`` raising on 45%
-    (every rollout with i % 20 < 9), 40 of ``rl-tiny`` raising on 90% (i % 10 != 0)."""
+    (every rollout with i % 20 < 9), 40 of ``rl-tiny`` raising on 90% (i % 10 != 0). The last 80
+    rollouts (40 of each job) ran on node ``sb-bad``: 18 + 36 = 54 of 80 raised (67.5%); the
+    rest keep the healthy corpus's six nodes."""
     tel = healthy_telemetry()
     tab = tel.rollouts
     n = tab.num_rows
     job = [BIG if i < n - TINY_ROWS else TINY for i in range(n)]
     exc = [(i % 20 < 9) if i < n - TINY_ROWS else (i % 10 != 0) for i in range(n)]
     etype = ["AgentTimeoutError" if e else None for e in exc]
-    for name, values in (("job", job), ("has_exception", exc), ("exception_type", etype)):
+    node = [BAD_NODE if i >= n - 2 * TINY_ROWS else f"node-{(i // 40) % 6}" for i in range(n)]
+    for name, values in (("job", job), ("node", node), ("has_exception", exc), ("exception_type", etype)):
         i = tab.schema.get_field_index(name)
         tab = tab.set_column(i, tab.schema.field(i), pa.array(values, type=tab.schema.field(i).type))
     tel.rollouts = tab
@@ -191,6 +197,9 @@ def test_alerts_in_a_live_prometheus_are_checks_verdicts_for_every_way_in(server
     # fleet rate is (1160 x 9/20 + 36) / 1200 = 46.5%, also a fail
     assert jobs[BIG]["exception_rate"] == pytest.approx(0.45) and jobs[TINY]["exception_rate"] == pytest.approx(0.9)
     assert status["exception_rate_by_job"] == "fail" and status["exception_rate"] == "fail"
+    # node sb-bad: 54 of 80 against the fleet's 46.5%, P(X >= 54 | 80, 0.465) x 7 nodes < 0.01: critical
+    bad = next(e for e in m["by_node"]["per_node"] if e["node"] == BAD_NODE)
+    assert (bad["exceptions"], bad["rows"]) == (54, 80) and status["exception_rate_by_node"] == "fail"
     critical, warning = _expected(results, t)
 
     prom_file, rules_file = servers["textdir"] / "fleet.prom", tmp / "rules.yml"
@@ -213,4 +222,7 @@ def test_alerts_in_a_live_prometheus_are_checks_verdicts_for_every_way_in(server
     fired = _query(ports["prometheus"], 'ALERTS{alertstate="firing",alertname="SandboxFleetJobExceptionRate"}')
     assert sorted((a["metric"]["rl_job"], a["metric"]["severity"]) for a in fired) == sorted(
         [(BIG, "critical"), (TINY, "warning")] * 3)
+    # only the bad node fires, labelled sandbox_node (the scrape's job / instance beside it), every way in
+    fired = _query(ports["prometheus"], 'ALERTS{alertstate="firing",alertname="SandboxFleetNodeExceptionRate"}')
+    assert sorted((a["metric"]["sandbox_node"], a["metric"]["severity"]) for a in fired) == [(BAD_NODE, "critical")] * 3
     assert not _query(ports["prometheus"], 'ALERTS{alertname="SandboxFleetMetricsAbsent"}')

@@ -24,7 +24,7 @@ def _cells(html: str) -> list[list[str]]:
     import re
 
     body = html[html.index("<tbody>"):]
-    return [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    return [re.findall(r"<td(?: data-label=\"[^\"]*\")?>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
 
 
 def test_task_health_table_lists_the_worst_tasks_in_order():

@@ -83,3 +83,27 @@ def test_exception_rate_by_task_is_validated(tmp_path, text, needle):
     with pytest.raises(InputError) as err:
         load_thresholds(f)
     assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_exception_rate_by_node_defaults():
+    t = Thresholds.default().exception_rate_by_node
+    assert (t.warn_above, t.fail_above, t.min_rows, t.max_chance, t.for_s) == (0.10, 0.25, 30, 0.01, 900)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("warn_above = 0.3\n", "warn_above must not exceed fail_above"),
+    ("max_chance = 0\n", "exception_rate_by_node.max_chance"),
+    ("max_chance = 1.5\n", "exception_rate_by_node.max_chance"),
+    ("min_rows = 0\n", "exception_rate_by_node.min_rows"),
+    ("warn_at_or_above = 0.5\n", "unknown key 'exception_rate_by_node.warn_at_or_above'"),
+])
+def test_exception_rate_by_node_is_validated_one_line_exit_2(run_cli, tmp_path, text, needle):
+    f = tmp_path / "bad.toml"
+    f.write_text("[exception_rate_by_node]\n" + text)
+    with pytest.raises(InputError) as err:
+        load_thresholds(f)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+    summary = tmp_path / "m.json"
+    summary.write_text('{"schema_version": 5, "kind": "measure"}')
+    res = run_cli("check", summary, "--thresholds", f)
+    assert res.code == 2 and needle in res.err and len(res.err.strip().splitlines()) == 1

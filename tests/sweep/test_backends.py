@@ -102,8 +102,9 @@ def test_chunked_pool_keeps_task_order_and_restores_the_collector():
     import gc
 
     from sandbox_fleet.sweep.backends import _pool
+    from sandbox_fleet.textout import Ticker
 
-    out = _pool(slow_first, [(i, 9) for i in range(9)], 2, False, "t", size=2)  # chunks 0-1, 2-3, ..., 8
+    out = _pool(slow_first, [(i, 9) for i in range(9)], 2, Ticker(), size=2)  # chunks 0-1, 2-3, ..., 8
     assert [i for i, _ in out] == list(range(9))
     pids = [pid for _, pid in out]
     # the helper took chunks from the front, this process from the back, and they met once
@@ -164,3 +165,26 @@ def test_a_helper_that_lags_delays_nothing(monkeypatch):
     out = run_tasks(lagging_helper, [(i, os.getpid()) for i in range(12)], workers=2)
     assert out == list(range(12))  # every chunk the helper held was run here too
     assert time.perf_counter() - t0 < 10  # and the helper was stopped, not waited for
+
+
+class _Counting:
+    """A ticker that counts: how many tasks the one bar saw, and the room it was asked for."""
+
+    def __init__(self):
+        self.ticks, self.expected = 0, 0
+
+    def __call__(self):
+        self.ticks += 1
+
+    def expect(self, n):
+        self.expected += n
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_one_bar_counts_every_task_the_first_included(workers):
+    from sandbox_fleet.sweep.backends import run_tasks
+
+    tick = _Counting()
+    run_tasks(slow_first, [(i, 5) for i in range(5)], workers=workers, ticker=tick)
+    run_tasks(slow_first, [(i, 3) for i in range(3)], workers=workers, ticker=tick)  # a second batch, same bar
+    assert (tick.ticks, tick.expected) == (8, 8)

@@ -295,6 +295,28 @@ class ByTask(Block):
     tasks_all_exceptions_share: Num = None
 
 
+class NodeHealth(Block):
+    """One node's exception count (``by_node.per_node``)."""
+
+    node: Optional[str] = None
+    rows: Count = None
+    exceptions: Count = None
+    exception_rate: Num = None
+    exception_rate_rows: Count = None
+
+
+class ByNode(Block):
+    """Exceptions per host / Kubernetes node (rows that name a node; ``--map node=COLUMN``)."""
+
+    rows: Count = None
+    nodes: Count = None
+    rows_without_node: Count = None
+    exceptions_without_node: Count = None
+    exceptions: Count = None
+    #: every node, by name
+    per_node: Optional[list[NodeHealth]] = None
+
+
 class TaskRequest(Block):
     """One distinct sandbox request and how many tasks ask for it."""
 
@@ -347,7 +369,7 @@ class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 4
+    VERSION: ClassVar[int] = 5
 
     source: Optional[list[str]] = None
     rows: Count = None
@@ -370,6 +392,7 @@ class MeasureSummary(Summary):
     by_model: Optional[dict[str, Slice]] = None
     by_job: Optional[dict[str, Slice]] = None
     by_task: Optional[ByTask] = None
+    by_node: Optional[ByNode] = None
     tasks: Optional[Tasks] = None
     trajectories: Optional[Trajectories] = None
     published: Optional[Published] = None

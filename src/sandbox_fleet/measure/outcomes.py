@@ -78,8 +78,9 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
         "passed_exception": n_pass_exc,
         "sandbox_hours": total_us / HOUR_US,
         "sandbox_hours_per_pass": ratio(total_us / HOUR_US, n_pass),
-        "exception_sandbox_hours": exc_us / HOUR_US,
-        "exception_sandbox_share": ratio(exc_us, total_us),
+        # no row says whether it raised: the hours on exceptions are unknown, not zero
+        "exception_sandbox_hours": exc_us / HOUR_US if out["exception_rate"] is not None else None,
+        "exception_sandbox_share": ratio(exc_us, total_us) if out["exception_rate"] is not None else None,
     })
     for name, (k, n) in rates.items():
         out[f"{name}_rows"] = n

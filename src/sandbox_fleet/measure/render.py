@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from sandbox_fleet import contract
 from sandbox_fleet.measure.model import (
+    ByNode,
     ByOutcome,
     ByTask,
     Concurrency,
@@ -25,6 +27,7 @@ from sandbox_fleet.measure.model import (
     Tokens,
     Trajectories,
 )
+from sandbox_fleet.textout import print_table
 
 
 def _num(v, digits: int = 1) -> str:
@@ -83,12 +86,13 @@ def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
             ph.add_column(col, justify="left" if col == "phase" else "right")
         for name, p in s.phases.items():
             ph.add_row(name, _num(p.rows), _num(p.median_s), _num(p.p99_s), _pct(p.share_of_hold))
-        console.print(ph)
+        print_table(console, ph)
     _steps(console, s)
     _tokens(console, s.tokens or Tokens())
     _outcomes(console, s.outcomes or Outcomes())
     _exceptions(console, s.exceptions or Exceptions())
     _task_health(console, s.by_task)
+    _node_health(console, s.by_node)
     _groups(console, "By model", s.by_model or {})
     if s.by_job:
         _groups(console, "By job", s.by_job)
@@ -111,9 +115,9 @@ def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
         for r in (s.tasks.requests or [])[:10]:
             tt.add_row(*(_num(v, 2) if isinstance(v, float) else _num(v)
                          for v in (r.cpus, r.memory_mb, r.storage_mb, r.gpus, r.tasks)))
-        console.print(tt)
+        print_table(console, tt)
     for w in s.warnings or []:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
 
 
 def _concurrency(console: Console, c: Concurrency) -> None:
@@ -138,7 +142,7 @@ def _holds(console: Console, h: Holds) -> None:
         (f"mean, {_num(h.rows_with_tokens)} rows with tokens", _sec(h.mean_with_tokens)),
     ]))
     table = Table(title="Hold by slice (s; * = under 100 rows)", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("slice", no_wrap=True, max_width=30, overflow="ellipsis")
+    table.add_column("slice", no_wrap=True)
     for col in ("rows", "median", "p90", "p99", "max"):
         table.add_column(col, justify="right", no_wrap=True)
     outcomes = h.by_outcome or ByOutcome()
@@ -149,7 +153,7 @@ def _holds(console: Console, h: Holds) -> None:
             continue
         flag = " *" if g.small_sample else ""
         table.add_row(f"{kind}: {name}{flag}", _num(g.rows), *(_sec(v) for v in (g.median, g.p90, g.p99, g.max)))
-    console.print(table)
+    print_table(console, table)
 
 
 def _tokens(console: Console, tok: Tokens) -> None:
@@ -189,12 +193,12 @@ def _exceptions(console: Console, exc: Exceptions) -> None:
         return
     hours = exc.sandbox_hours_by_type or {}
     table = Table(title="Exceptions by type", title_justify="left")
-    table.add_column("type", no_wrap=True, max_width=40, overflow="ellipsis")
+    table.add_column("type", no_wrap=True)
     table.add_column("rows", justify="right")
     table.add_column("sandbox-hours", justify="right")
     for name, n in list(exc.by_type.items())[:15]:
         table.add_row(name, _num(n), _num(hours.get(name)))
-    console.print(table)
+    print_table(console, table)
 
 
 def _task_health(console: Console, bt: ByTask | None) -> None:
@@ -212,17 +216,35 @@ def _task_health(console: Console, bt: ByTask | None) -> None:
         wt = Table(title="Tasks with the most exceptions", title_justify="left")
         for name in ("task", "rollouts", "exceptions", "rate", "most frequent type", "sandbox-hours"):
             wt.add_column(name, justify="left" if name in ("task", "most frequent type") else "right",
-                          no_wrap=True, max_width=40, overflow="ellipsis")
+                          no_wrap=True)
         for w in bt.worst[:10]:
             wt.add_row(w.task_id, _num(w.rows), _num(w.exceptions), _pct(w.exception_rate),
                        f"{w.top_exception_type or '-'} ({_num(w.top_exception_count)})",
                        _num(w.exception_sandbox_hours))
-        console.print(wt)
+        print_table(console, wt)
+
+
+def _node_health(console: Console, bn: ByNode | None, limit: int = 10) -> None:
+    """The nodes with the highest exception rates (``by_node``); ``check`` judges them against chance."""
+    if not bn or not bn.per_node:
+        return
+    table = Table(title=f"Exceptions per node ({_num(bn.nodes)} nodes)", title_justify="left")
+    for name in ("node", "rollouts", "exceptions", "rate"):
+        table.add_column(name, justify="left" if name == "node" else "right", no_wrap=True, max_width=40,
+                         overflow="ellipsis")
+    ranked = sorted(bn.per_node, key=lambda e: (-(e.exception_rate or 0.0), -(e.exceptions or 0), e.node or ""))
+    for e in ranked[:limit]:
+        table.add_row(e.node, _num(e.rows), _num(e.exceptions), _pct(e.exception_rate))
+    notes = [f"highest {limit} rates of {len(ranked)}"] if len(ranked) > limit else []
+    if bn.rows_without_node:
+        notes.append(f"{_num(bn.rows_without_node)} rollout(s) on no node")
+    table.caption = "; ".join(notes) or None
+    console.print(table)
 
 
 def _groups(console: Console, title: str, groups: dict[str, Slice], limit: int = 20) -> None:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("name", no_wrap=True, max_width=28, overflow="ellipsis")
+    table.add_column("name", no_wrap=True)
     for col in ("rows", "exc", "hold p50", "hold p99", "pass", "decode/s"):
         table.add_column(col, justify="right", no_wrap=True)
     for name, g in list(groups.items())[:limit]:
@@ -230,12 +252,12 @@ def _groups(console: Console, title: str, groups: dict[str, Slice], limit: int =
                       _sec(g.hold_p99_s), _pct(g.pass_rate), _num(g.decode_per_sandbox_s, 2))
     if len(groups) > limit:
         table.caption = f"first {limit} of {len(groups)}"
-    console.print(table)
+    print_table(console, table)
 
 
 def _job_concurrency(console: Console, jobs: dict[str, Slice], limit: int = 20) -> None:
     table = Table(title="Concurrency by job", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("job", no_wrap=True, max_width=28, overflow="ellipsis")
+    table.add_column("job", no_wrap=True)
     for col in ("mean", "peak", "duty", "touches", "at peak s", "cap"):
         table.add_column(col, justify="right", no_wrap=True)
     for name, g in list(jobs.items())[:limit]:
@@ -245,7 +267,7 @@ def _job_concurrency(console: Console, jobs: dict[str, Slice], limit: int = 20) 
                       ("hit" if g.cap_detected else "no") + (f" ({cap})" if cap is not None else ""))
     if len(jobs) > limit:
         table.caption = f"first {limit} of {len(jobs)}"
-    console.print(table)
+    print_table(console, table)
 
 
 def _steps(console: Console, s: MeasureSummary) -> None:
@@ -255,7 +277,7 @@ def _steps(console: Console, s: MeasureSummary) -> None:
         runs = (s.by_job if by == "job" else s.by_model) or {}
         table = Table(title=f"Synchronous steps per run (by {by}, times in s; the runs interleave)", title_justify="left",
                       box=box.SIMPLE_HEAD)
-        table.add_column(by, no_wrap=True, max_width=24, overflow="ellipsis")
+        table.add_column(by, no_wrap=True)
         for col in ("steps", "batch", "burst", "period", "makespan", "tail"):
             table.add_column(col, justify="right", no_wrap=True)
         for name, g in runs.items():
@@ -265,7 +287,7 @@ def _steps(console: Console, s: MeasureSummary) -> None:
                               _sec(r.step_period_s), _sec(r.step_makespan_s), _sec(r.straggler_tail_s))
             else:
                 table.add_row(name, "-", "-", "-", "-", "-", "-")
-        console.print(table)
+        print_table(console, table)
     elif st.detected:
         console.print(_kv("Synchronous steps", [
             ("steps", _num(st.steps)), ("batch size (median)", _num(st.batch_size, 0)),

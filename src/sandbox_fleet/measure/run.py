@@ -26,6 +26,8 @@ from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import SharedJobs
 from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.measure.nodes_health import COLUMNS as NODE_COLUMNS
+from sandbox_fleet.measure.nodes_health import measure_node_health
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
@@ -197,7 +199,9 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         # The time columns as arrays first (every time pass reads them); the Arrow chunks go.
         health_table = table.select(["task_id", "has_exception", "exception_type"])
         usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
-        fr = frame_from_table(table.drop_columns(["task_id"]))
+        # One bincount pass over the node codes (none when no row names a node); nothing else reads them.
+        node_health = measure_node_health(table.select(list(NODE_COLUMNS)))
+        fr = frame_from_table(table.drop_columns(["task_id", "node"]))
         del table
         _ = fr.start_us, fr.finish_us
         fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
@@ -316,6 +320,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         "by_model": models,
         "by_job": jobs,
         "by_task": task_health,
+        "by_node": node_health,
         "tasks": tasks,
         "warnings": warnings,
     })).to_json()

@@ -55,6 +55,24 @@ def _task_codes(task: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return np.asarray(codes.to_numpy(), dtype=np.int64), ids
 
 
+def exception_counts(key: pa.ChunkedArray, flag: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array, np.ndarray,
+                                                                           np.ndarray, np.ndarray]:
+    """(code per row, distinct keys, rollouts, rollouts with a known flag, exceptions) per key.
+
+    The counts run over ``ids`` in order, then one more group for the rows whose key is null
+    when there are any (so ``len(counts) - len(ids)`` is 0 or 1). The per-task and per-node
+    health share it: one definition of "exceptions of a group" (a null flag is neither).
+    """
+    codes, ids = _task_codes(key)
+    n_groups = len(ids) + 1  # the last counts the rows without a key
+    n = np.bincount(codes, minlength=n_groups)
+    flagged = n - np.bincount(codes[~_mask(pc.is_valid(flag))], minlength=n_groups)
+    exc = np.bincount(codes[_mask(flag)], minlength=n_groups)
+    if n[-1] == 0:  # no row without a key: no such group
+        n, flagged, exc = n[:-1], flagged[:-1], exc[:-1]
+    return codes, ids, n, flagged, exc
+
+
 def _holds(table: pa.Table, rows: np.ndarray, times: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Hold in integer microseconds of the rows ``rows`` holds (from ``times`` when given)."""
     if times is not None:
@@ -102,17 +120,10 @@ def measure_task_health(table: pa.Table, *, top: int = TOP, min_rows: int = MIN_
     """
     if min_rows < 1 or top < 0 or not 0 <= broken_rate <= 1:
         raise ValueError("need min_rows >= 1, top >= 0 and 0 <= broken_rate <= 1")
-    codes, ids = _task_codes(table.column("task_id"))
+    codes, ids, n, flagged, exc = exception_counts(table.column("task_id"), table.column("has_exception"))
     if len(ids) == 0:
         return None
-    n_groups = len(ids) + 1  # the last counts the rows without a task_id
-    flag = table.column("has_exception")
-    exc_rows = _mask(flag)
-    n = np.bincount(codes, minlength=n_groups)
-    flagged = n - np.bincount(codes[~_mask(pc.is_valid(flag))], minlength=n_groups)
-    exc = np.bincount(codes[exc_rows], minlength=n_groups)
-    if n[-1] == 0:  # no row without a task: no such group
-        n, flagged, exc = n[:-1], flagged[:-1], exc[:-1]
+    exc_rows = _mask(table.column("has_exception"))
     named = np.arange(n.size) < len(ids)
     task = pa.concat_arrays([ids, pa.nulls(n.size - len(ids), pa.string())])
     judged = named & (flagged >= min_rows)

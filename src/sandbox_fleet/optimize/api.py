@@ -19,6 +19,7 @@ from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
 from sandbox_fleet.optimize.space import gpu_options, node_types, spot_rates
 from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX, t95
 from sandbox_fleet.sweep.backends import BACKENDS
+from sandbox_fleet.textout import progress_bar
 
 SCREEN_HOLDS = 24  # holds per sandbox of a search run (the loop's start-up transient is ~1% by then)
 NEAR = 0.03  # a cheaper point the screen put this close below the target is re-run at confirmation length
@@ -63,7 +64,7 @@ def run_optimize(
     caching_opts = {"both": [True, False], "on": [True], "off": [False]}.get(caching)
     if caching_opts is None:
         raise InputError(f"--caching {caching!r}: expected on, off or both")
-    if progress:  # a bar per batch only on a terminal; piped output stays clean
+    if progress:  # one bar for the whole search, only on a terminal; piped output stays clean
         from rich.console import Console
 
         progress = Console(stderr=True).is_terminal
@@ -91,13 +92,15 @@ def run_optimize(
                        search_reps=search_reps, scale=scale, spot_rates=spot_rates(nodes),
                        screen_holds=screen_holds)
         search = Search(ev, space)
-        found = search.run()
-        if found is None:
-            raise InputError(_infeasible(goal, search, space))
-        best, final, rejected = confirm(search, found, reps)
-        if best is None:
-            raise InputError(_unconfirmed(goal, rejected, reps))
-        best, final, runner_up = challenge(search, best, final, reps)
+        with progress_bar(progress, expected_simulations(space, search_reps, reps), "optimize: simulations") as tick:
+            ev.ticker = tick
+            found = search.run()
+            if found is None:
+                raise InputError(_infeasible(goal, search, space))
+            best, final, rejected = confirm(search, found, reps)
+            if best is None:
+                raise InputError(_unconfirmed(goal, rejected, reps))
+            best, final, runner_up = challenge(search, best, final, reps)
     points = list(search.points.values())
     front = frontier(points, goal.step_mode)
     full_n = base.count if count is None else max(1, round(count / scale))
@@ -141,6 +144,18 @@ def run_optimize(
 
 
 MAX_STEP_UPS = 12  # candidates re-evaluated before giving up on a confident winner
+
+
+def expected_simulations(space: Space, search_reps: int, reps: int) -> int:
+    """The progress bar's total, before the first run: per GPU option, the run at the bounds, a
+    bisection of replicas and, at one replica count, of the cache limit and of the cap (each
+    ceil(log2 n) runs), at the search's replications; then the winner's confirmation. A search
+    that scans past a cache limit runs more, and the bar's total grows when it does."""
+    def log2(n: int) -> int:
+        return max(1, math.ceil(math.log2(max(n, 2))))
+
+    per_option = 1 + log2(space.max_replicas) + 1 + 2 * log2(len(space.caps))
+    return len(space.options) * per_option * search_reps + reps
 
 
 def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, object, list]:

@@ -22,6 +22,7 @@ from sandbox_fleet.optimize.space import Option, rework_hours
 from sandbox_fleet.simulate.model import HoldStats, SimulateSummary, SteadyState
 from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX
 from sandbox_fleet.sweep.backends import run_tasks
+from sandbox_fleet.textout import Ticker
 
 GIB = 1024**3
 #: holds per sandbox of a confirmation run: MSER-5 may delete up to half of it, which still leaves the
@@ -183,6 +184,8 @@ class Evaluator:
         self.search_reps, self.screen_holds = search_reps, screen_holds
         self.base, self.goal, self.count, self.seed, self.scale = base, goal, count, seed, scale
         self.backend, self.workers, self.progress = backend, workers, progress
+        #: advances the command's one progress bar (set by run_optimize; a no-op by default)
+        self.ticker = Ticker()
         self.spot_rates = tuple(sorted(set(spot_rates)))
         self.runs: dict[tuple, CandidateRun] = {}
         self.memo: dict[tuple, Result] = {}
@@ -218,7 +221,7 @@ class Evaluator:
                           self.seed + i, self.spot_rates))
         if tasks:
             out = run_tasks(simulate_candidate, tasks, backend=self.backend, workers=self.workers,
-                            progress=self.progress, label=f"optimize: {len(tasks)} runs")
+                            ticker=self.ticker)
             self.simulations += len(tasks)
             self.runs.update(zip(need, out))
         for k in keys:

@@ -509,6 +509,13 @@ def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optio
     """Plan from a ``measure --json`` summary file or from telemetry measured on the fly
     (``measure_options``: the reader flags, passed to ``measure_paths``). ``backtest``: a
     ``backtest --json`` summary whose verdict the purchase order carries (read before planning)."""
+    return plan_and_input(path, opts, tasks=tasks, measure_options=measure_options, backtest=backtest)[0]
+
+
+def plan_and_input(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
+                   measure_options: dict | None = None, backtest: str | Path | None = None) -> tuple[dict, MeasureSummary]:
+    """:func:`plan_path`'s plan and the measure summary it was made from (read or measured once),
+    so the caller can run ``check`` on the same figures."""
     if backtest is not None:
         from sandbox_fleet.plan.backtest_line import backtest_block
 
@@ -524,7 +531,7 @@ def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optio
         from sandbox_fleet.plan.backtest_line import with_backtest
 
         plan = with_backtest(plan, backtest)
-    return plan
+    return plan, summary
 
 
 def parse_request(text: str) -> Request:

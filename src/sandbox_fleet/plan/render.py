@@ -21,6 +21,7 @@ from sandbox_fleet.plan.model import (
     Resources,
     Storage,
 )
+from sandbox_fleet.textout import wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
     from rich.console import Console
@@ -71,20 +72,26 @@ def _per_h(priced, tier: Optional[str]) -> Optional[float]:
     return {"reserved": priced.reserved_per_h, "on_demand": priced.on_demand_per_h, "spot": priced.spot_per_h}.get(tier or "")
 
 
-def plan_lines(plan: PlanSummary | dict) -> list[str]:
+def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None = None,
+               risks: Optional[list[str]] = None, width: Optional[int] = None,
+               previous_name: str = "the previous plan") -> list[str]:
     """The summary as plain lines (so tests and the README can read exactly what users see).
 
-    ``plan`` is the model or its JSON dict (parsed first, InputError when it is not a plan).
+    ``plan`` is the model or its JSON dict (parsed first, InputError when it is not a plan). The
+    first lines are the decision block (plan/decision.py): ``previous`` (an earlier plan) adds what
+    changed since, ``risks`` the failing ``check`` gates. ``width``: fold long lines to it with a
+    hanging indent (commands to copy stay whole); None leaves every line whole.
     """
+    from sandbox_fleet.plan.decision import buy_gpus_line, buy_nodes_line, decision_lines
+
     p = contract.parse(PlanSummary, plan, "plan summary")
+    old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
     t, nd = p.target, p.nodes
     m, st, ctx = p.measured or Measured(), p.storage or Storage(), p.context or Context()
     ca, inf, co = p.caching or Caching(), p.inference or Inference(), p.cost or Cost()
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
-    if t.censored is not None:
-        L.extend(censored_lines(t.censored, t.tolerance))
-    L.append(f"  target: {t.detail}")
+    L.extend(decision_lines(p, old, risks, previous_name))  # the censored cap/demand lines among them
     if t.hold_fit is not None and t.hold_fit.basis:
         L.append(f"  hold fit: {t.hold_fit.basis}")
     if t.shape_basis:
@@ -94,8 +101,6 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append(f"  the {alt.shape} shape would buy {_n(alt.concurrency, ',')} ({_n(alt.ratio, '.1f')}x apart): "
                  + ("continuous admission (async RL) needs only the queueing headroom" if alt.shape == "smooth"
                     else "keeping the measured burstiness needs the measured peak-to-mean") + f"; pass --shape {alt.shape} to buy it")
-    if t.tier_basis:
-        L.append(f"  pricing tier: {t.tier_basis}")
     if p.backtest is not None:
         L.append(f"  {p.backtest.line} (backtest {p.backtest.path})")
     L.append("")
@@ -121,7 +126,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append(f"  mixed requests packed first-fit-decreasing: {len(nd.mix)} kinds, weighted by {nd.mix_basis or 'n/a'}")
         for x in nd.mix:
             L.append(f"    {_n(x.concurrent, '>7,')} x {_n(x.cpu, 'g')} cpu / {_n(x.memory)} MB / {_n(x.disk)} MB" + (f" / {x.gpu:g} gpu" if x.gpu else ""))
-    L.append(f"  BUY {nd.count} x {nd.type} at peak (lower bound {_n(nd.lower_bound)})")
+    L.append(f"  {buy_nodes_line(nd)}")
     sd = nd.stranded or Resources()
     L.append(f"  stranded across the fleet: {_n(sd.cpu, ',.1f')} cpu, {_n(_gib(sd.memory_mb))} GiB memory, {_n(_gib(sd.disk_mb))} GiB disk")
     if nd.alternatives:
@@ -172,8 +177,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         pg = inf.per_gpu or PerGpu()
         L.append(f"  per GPU: prefill {_n(pg.prefill_tok_s)} tok/s, decode {_n(pg.decode_tok_s)} tok/s ({pg.source}); run at {_n(inf.utilisation_target, '.0%')}")
         L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
-        cached = f"; {inf.gpus_cached} with caching ({inf.bound_by_cached}-bound, {inf.binding_cached} binds compute)" if inf.gpus_cached is not None else ""
-        L.append(f"  BUY {inf.gpus} inference GPUs ({inf.bound_by}-bound, {inf.binding} binds compute){cached}")
+        L.append(f"  {buy_gpus_line(inf)}")
     if ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
         L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (c = {_n(ctx.turn_tokens, 'g')} tok/turn, "
                  f"mean {_n(ctx.turns_mean, ',.2f')} turns, {ctx.turns_basis}): sizes live KV and the roofline")
@@ -239,7 +243,7 @@ def plan_lines(plan: PlanSummary | dict) -> list[str]:
         L.append("")
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
-    return L
+    return wrap_lines(L, width)
 
 
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
@@ -269,6 +273,6 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
 
 
 def render_plan(plan: PlanSummary | dict, console: Console) -> None:
-    """Print the purchase order (no markup interpretation: names may hold brackets)."""
-    for line in plan_lines(plan):
+    """Print the purchase order at the console's width (no markup interpretation: names may hold brackets)."""
+    for line in plan_lines(plan, width=console.width):
         console.print(line, markup=False, highlight=False, soft_wrap=True)

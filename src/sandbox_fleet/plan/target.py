@@ -16,10 +16,10 @@ from sandbox_fleet.plan.censored import censored_target
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
+from sandbox_fleet.textout import progress_bar
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
-    from rich.progress import Progress
 
     from sandbox_fleet.measure.model import MeasureSummary
 
@@ -219,12 +219,17 @@ def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
     return float(holds.sample(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 2))), n).mean())
 
 
-def _progress() -> Progress:
-    """A transient bar on stderr: the cap search runs one simulation per probe."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+def _on_terminal() -> bool:
+    import sys
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    return sys.stderr.isatty()
+
+
+def search_probes(batch: int, replications: int) -> int:
+    """Most simulations the replicated cap search runs: each replication's uncapped run, a pooled
+    bisection over 1..batch and its own refinement (each at most ceil(log2 batch) probes); the
+    bar's total, known before the first probe (the search often stops short of it)."""
+    return replications * (1 + 2 * max(1, math.ceil(math.log2(max(batch, 2)))))
 
 
 StepTime = Callable[[int, int, float, HoldSampler, int], float]
@@ -311,13 +316,14 @@ def rl_schedule_target(
             "note": (f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
                      f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         }
-    uncapped = fn(batch, batch, train_s, holds, seed)
-    fit_mean = _fitted_mean(holds, seed)
-    with _progress() as bar:
-        task = bar.add_task("searching caps", total=None)
+    # one bar from the uncapped run on (on a terminal), its total known up front
+    with progress_bar(_on_terminal(), search_probes(batch, replications),
+                      f"searching caps ({replications} x {RL_STEPS} steps)") as tick:
+        uncapped = fn(batch, batch, train_s, holds, seed)  # counted when the search reads it back
+        fit_mean = _fitted_mean(holds, seed)
         found = replicated_search(
             lambda cap, j: uncapped if (cap, j) == (batch, 0) else fn(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed),
-            batch, replications, tolerance, lambda: bar.advance(task),
+            batch, replications, tolerance, tick,
         )
     cap = found["concurrency"]
     return base | found | {

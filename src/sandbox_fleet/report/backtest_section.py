@@ -8,6 +8,7 @@ from html import escape
 import plotly.graph_objects as go
 
 from sandbox_fleet.backtest.model import BacktestSummary
+from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.tables import fmt, grid_table
 
 TITLES = {"backtest": "Part B: predicted vs actual sandboxes held over time"}
@@ -26,7 +27,7 @@ def concurrency_chart(bt: BacktestSummary) -> go.Figure | None:
         go.Scatter(x=s.t_s, y=s.actual, mode="lines", line={"color": "#d62728", "shape": "hv"}, name="actual"),
     ])
     fig.update_layout(title={"text": TITLES["backtest"], "x": 0.01}, template="plotly_white", height=420,
-                      margin={"l": 70, "r": 20, "t": 60, "b": 60}, xaxis_title="seconds from part B's first start",
+                      margin=MARGIN, legend=LEGEND, xaxis_title="seconds from part B's first start",
                       yaxis_title="sandboxes held")
     return fig
 

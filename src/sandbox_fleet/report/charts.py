@@ -19,13 +19,21 @@ _TEMPLATE = "plotly_white"
 _LINE = {"mean": "#2ca02c", "peak": "#d62728", "cap": "#9467bd", "median": "#2ca02c", "p99": "#d62728"}
 
 
+#: Legends sit under the plot, left-aligned: at a phone's width a legend beside the title covers it.
+LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0.0, "xanchor": "left"}
+MARGIN = {"l": 70, "r": 20, "t": 60, "b": 110}
+#: The turn histogram's x axis ends where this share of the rollouts is covered (its long thin tail
+#: would otherwise stretch the axis over empty bins); the rest is counted in the title.
+TURNS_SHOWN_SHARE = 0.995
+
+
 def _layout(fig: go.Figure, title: str, **axes: object) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0.01},
         template=_TEMPLATE,
         height=420,
-        margin={"l": 70, "r": 20, "t": 60, "b": 60},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1.0, "xanchor": "right"},
+        margin=MARGIN,
+        legend=LEGEND,
         **axes,
     )
     return fig
@@ -110,9 +118,18 @@ def turns(m: MeasureSummary) -> go.Figure | None:
     pairs = turn_keyed((m.tokens or Tokens()).turns_histogram)
     if not pairs:
         return None
-    fig = go.Figure(go.Bar(x=[n for n, _ in pairs], y=[v for _, v in pairs], name="rollouts",
+    total = sum(v for _, v in pairs)
+    shown, seen = [], 0.0
+    for n, v in pairs:
+        shown.append((n, v))
+        seen += v
+        if seen >= TURNS_SHOWN_SHARE * total:
+            break
+    rest = total - seen
+    fig = go.Figure(go.Bar(x=[n for n, _ in shown], y=[v for _, v in shown], name="rollouts",
                            marker={"color": "#1f77b4"}))
-    return _layout(fig, TITLES["turns"], xaxis_title="turns", yaxis_title="rollouts", showlegend=False)
+    title = TITLES["turns"] + (f" ({rest:,.0f} rollouts above {shown[-1][0]} turns not drawn)" if rest > 0 else "")
+    return _layout(fig, title, xaxis_title="turns", yaxis_title="rollouts", showlegend=False)
 
 
 def exception_types(m: MeasureSummary) -> list[tuple[str, float | None, float | None]]:
@@ -125,8 +142,8 @@ def exception_types(m: MeasureSummary) -> list[tuple[str, float | None, float | 
 
 def exceptions(m: MeasureSummary) -> go.Figure | None:
     rows = exception_types(m)
-    if not rows or all(r[1] is None for r in rows):
-        return None
+    if not rows or all(r[1] is None for r in rows) or all(r[0] == "(none)" for r in rows):
+        return None  # "(none)" alone: exceptions were counted but no type was recorded
     names = [r[0] for r in rows][::-1]  # horizontal bars list top-down
     with_hours = any(r[2] is not None for r in rows)
     cols = 2 if with_hours else 1

@@ -32,11 +32,13 @@ def report_files(
     optimize: str | Path | None = None,
     allow_mismatch: bool = False,
     backtest: str | Path | None = None,
+    previous: str | Path | None = None,
 ) -> Path:
     """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
-    ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate).
+    ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate);
+    ``previous``: an earlier ``plan --json`` (the decision block says what changed since).
     A plan or optimize summary made from another measure summary is refused unless ``allow_mismatch``.
     """
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
@@ -51,7 +53,8 @@ def report_files(
         **({f"--optimize {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
     }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
-    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt)
+    old = load_plan(previous) if previous is not None else None
+    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt, old)
 
 
 def check_files(
@@ -103,11 +106,36 @@ def _cell(x: float | None) -> str:
     return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:.4g}"
 
 
+#: Narrower than this, a table's message column is too thin to read: each check becomes a heading
+#: line and its message folded under it.
+CHECK_TABLE_MIN_WIDTH = 120
+
+
+def _check_lines(results: list[CheckResult], console: Console) -> None:
+    from rich.markup import escape
+
+    from sandbox_fleet.textout import wrap_line
+
+    for r in results:
+        figures = ", ".join(x for x in (f"value {_cell(r.value)}" if r.value is not None else "",
+                                        f"threshold {_cell(r.threshold)}" if r.threshold is not None else "") if x)
+        console.print(f"[{_STYLE[r.status]}]{r.status.upper():<4}[/] {escape(r.name)}" + (f" ({figures})" if figures else ""),
+                      highlight=False, soft_wrap=True)
+        for line in wrap_line(f"     {r.message}", console.width):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def render_checks(results: list[CheckResult], console: Console) -> None:
-    """Check results as a terminal table, worst news first in each row's status column."""
+    """Check results as a terminal table, worst news first in each row's status column; on a
+    terminal narrower than ``CHECK_TABLE_MIN_WIDTH``, one heading line per check and its message."""
     from rich.markup import escape
     from rich.table import Table
 
+    if console.width < CHECK_TABLE_MIN_WIDTH:
+        _check_lines(results, console)
+        counts = {s: sum(r.status == s for r in results) for s in ("fail", "warn", "pass", "skip")}
+        console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+        return
     table = Table(show_lines=False)
     for col in ("status", "check", "value", "threshold", "message"):
         table.add_column(col, overflow="fold", no_wrap=col in ("status", "check"))

@@ -1,4 +1,4 @@
-"""Assemble the self-contained HTML report: checks first, then figures, charts and tables.
+"""Assemble the self-contained HTML report: the decision block first, then checks, the plan and the evidence.
 
 plotly.js is inlined once in the page head; each figure is a fragment with a fixed div id,
 so the same summaries always give the same bytes and the page works offline.
@@ -17,7 +17,7 @@ from sandbox_fleet.backtest.model import BacktestSummary
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.report import backtest_section, charts, optimize_section, plan_sections, tables
+from sandbox_fleet.report import backtest_section, charts, decision, optimize_section, plan_sections, tables
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
 from sandbox_fleet.simulate.model import SimulateSummary
@@ -25,19 +25,33 @@ from sandbox_fleet.simulate.model import SimulateSummary
 DEFAULT_TITLE = "Sandbox fleet report"
 
 _CSS = """
+*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1180px;
-padding:1.2em 2em;color:#222;line-height:1.4}
+padding:1.2em 2em;color:#222;line-height:1.4;overflow-wrap:anywhere}
 h1{margin-bottom:.1em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 .sub{color:#666;margin-top:0}
-table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
-th,td{padding:.25em .7em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em;display:block;max-width:100%;overflow-x:auto}
+th,td{padding:.25em .7em;border-bottom:1px solid #eee;text-align:left;vertical-align:top;overflow-wrap:normal}
+td{min-width:4em}
 table.kv th{font-weight:normal;color:#555;min-width:17em}
 table.grid thead th{background:#f5f5f5}
 .badge{display:inline-block;min-width:3.2em;text-align:center;border-radius:3px;padding:0 .4em;
 font-weight:bold;color:#fff;font-size:.85em;text-transform:uppercase}
 .pass{background:#2e7d32}.warn{background:#ef8f00}.fail{background:#c62828}.skip{background:#9e9e9e}
 .na{color:#999;font-style:italic}
-.chart{margin:1em 0}.missing{border:1px dashed #bbb;color:#888;padding:1.5em;margin:1em 0;text-align:center}
+.chart{margin:1em 0;max-width:100%;overflow:hidden}
+.missing{border:1px dashed #bbb;color:#888;padding:1.5em;margin:1em 0;text-align:center}
+#decision{border:2px solid #1f4e79;border-radius:6px;padding:.2em 1.2em 1em;background:#f7fafd}
+#decision h2{margin-top:.6em;border:0}
+#decision .buy{font-size:1.25em;font-weight:bold;margin:.3em 0;font-family:ui-monospace,Menlo,Consolas,monospace}
+#decision ul{margin:.3em 0;padding-left:1.3em}
+nav.toc{font-size:.9em;color:#555}nav.toc a{margin-right:.8em;white-space:nowrap}
+@media (max-width:640px){table.grid{display:block;overflow:visible}table.grid thead{display:none}
+table.grid tbody,table.grid tr{display:block}table.grid tr{border-bottom:1px solid #ddd;padding:.3em 0}
+table.grid td{display:block;border:0;padding:.05em .3em;min-width:0}
+table.grid td::before{content:attr(data-label) ": ";color:#666}table.grid td:empty{display:none}
+body{padding:.6em .8em}table.kv th{min-width:9em}h1{font-size:1.5em}
+#decision{padding:.1em .7em .6em}#decision .buy{font-size:1.05em}th,td{padding:.2em .4em}}
 """
 
 
@@ -49,7 +63,7 @@ def _figure(key: str, fig) -> str:
         return f'<div class="missing" id="fig-{key}"><strong>{escape(title)}</strong>: not measured</div>'
     body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{key}",
                        default_width="100%", default_height=f"{fig.layout.height or 420}px",
-                       config={"displaylogo": False, "responsive": True})
+                       config={"displaylogo": False, "displayModeBar": False, "responsive": True})
     return f'<div class="chart">{body}</div>'
 
 
@@ -71,6 +85,75 @@ def _checks_section(results: list[CheckResult]) -> str:
     return _section("Checks", head, tables.checks_table(results), anchor="checks")
 
 
+
+def _decision_section(p: PlanSummary | None, results: list[CheckResult], old: PlanSummary | None) -> str:
+    """The first screen: what to buy, for how much, what could go wrong (or how to get a plan)."""
+    if p is None:
+        return _section("What to buy", '<p class="na">no plan given: run <code>sandbox-fleet plan SUMMARY -o '
+                        'plan.json</code>, then <code>report --plan plan.json</code></p>', anchor="decision")
+    return _section(f"What to buy: {p.target.concurrency:,} concurrent sandboxes ({p.target.source})",
+                    decision.decision_html(p, results, old), anchor="decision")
+
+
+def _plan_sections(p: PlanSummary | None) -> list[str]:
+    """The purchase order's detail, its rent-vs-buy comparison and its assumptions."""
+    if p is None:
+        return []
+    parts = [_section("Plan: the purchase order in detail", tables.plan_table(p), plan_sections.extra_plan_table(p),
+                      _figure("caching", plan_sections.caching_chart(p)), tables.alternatives_table(p), anchor="plan")]
+    rent = plan_sections.rent_table(p)
+    if rent:
+        parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(p)), rent, anchor="rent"))
+    assumptions = plan_sections.assumptions_table(p)
+    if assumptions:
+        parts.append(_section("Assumptions", assumptions, anchor="assumptions"))
+    return parts
+
+
+def _evidence_sections(m: MeasureSummary, figs: dict) -> list[str]:
+    """The measured figures, in the order a reader asks why: load, holds, failures, models, tokens, data."""
+    parts = [
+        _section("Concurrency", _figure("concurrency", figs["concurrency"]), tables.steps_table(m),
+                 anchor="concurrency"),
+        _section("Hold time", _figure("hold", figs["hold"]), tables.hold_by_outcome_table(m),
+                 tables.phases_table(m), _figure("hold_cdf", plan_sections.hold_cdf_chart(m)), anchor="hold"),
+        _section("Exceptions", _figure("exceptions", figs["exceptions"]),
+                 "<h3>Tasks with the most exceptions</h3>",
+                 _or_missing(tables.task_health_table(m), "exceptions per task"), anchor="exceptions"),
+        _section("Per-model slices", _figure("models", figs["models"]),
+                 _or_missing(tables.slice_table(m.by_model, tables.MODEL_COLS), "per-model slices"),
+                 anchor="models"),
+    ]
+    if m.by_job:
+        parts.append(_section("Per-job slices", tables.slice_table(m.by_job, tables.JOB_COLS), anchor="jobs"))
+    parts += [
+        _section("Context growth and turns", _figure("context", figs["context"]),
+                 tables.context_table(m), _figure("turns", figs["turns"]), anchor="context"),
+        _section("Headline figures", tables.headline_table(m), anchor="headline"),
+        _section("Coverage", _figure("coverage", figs["coverage"]), tables.rejected_table(m), anchor="coverage"),
+    ]
+    warnings = tables.warnings_list(m)
+    if warnings:
+        parts.append(_section("Measurement warnings", warnings, anchor="warnings"))
+    parts.append(_section("Task resource requests", _or_missing(tables.requests_table(m), "task requests"), anchor="tasks"))
+    return parts
+
+
+def _run_sections(sim: SimulateSummary | None, searched: OptimizeSummary | None, bt: BacktestSummary | None) -> list[str]:
+    parts = []
+    if sim is not None:
+        parts.append(_section("Simulation", tables.simulate_table(sim), anchor="simulate"))
+    if searched is not None:
+        parts.append(_section("Optimize: the cheapest configuration meeting the target",
+                              optimize_section.winner_table(searched),
+                              _figure("frontier", optimize_section.frontier_chart(searched)), anchor="optimize"))
+    if bt is not None:
+        parts.append(_section("Backtest: the simulator on this history", backtest_section.verdict_html(bt),
+                              _figure("backtest", backtest_section.concurrency_chart(bt)),
+                              backtest_section.figures_table(bt), "<h3>Drift tests</h3>",
+                              backtest_section.drift_table(bt), anchor="backtest"))
+    return parts
+
 def build_report(
     measure: MeasureSummary | dict,
     plan: PlanSummary | dict | None = None,
@@ -79,10 +162,12 @@ def build_report(
     thresholds: Thresholds | None = None,
     optimize: OptimizeSummary | dict | None = None,
     backtest: BacktestSummary | dict | None = None,
+    previous: PlanSummary | dict | None = None,
 ) -> str:
     """One self-contained HTML document for a measure summary (plus optional plan/simulate).
 
-    Each input is a model or its JSON dict, parsed into the model first (InputError when it is not
+    The decision block comes first (what to buy, for how much, what could go wrong; with
+    ``previous``, an earlier plan, what changed since), then the evidence. Each input is a model or its JSON dict, parsed into the model first (InputError when it is not
     one); a figure it does not carry shows as "not measured"; identical inputs give byte-identical output.
     """
     m = contract.parse(MeasureSummary, measure, "measure summary")
@@ -90,6 +175,7 @@ def build_report(
     sim = contract.parse(SimulateSummary, simulate, "simulate summary") if simulate is not None else None
     searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
     bt = contract.parse(BacktestSummary, backtest, "backtest summary") if backtest is not None else None
+    old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
     t = thresholds if thresholds is not None else Thresholds.default()
     results = run_checks(m, p, t, bt, simulate=sim)
 
@@ -108,53 +194,16 @@ def build_report(
     parts = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="sub">{escape(sub)}</p>' if sub else "",
+        _decision_section(p, results, old),
         _checks_section(results),
-        _section("Headline figures", tables.headline_table(m), anchor="headline"),
-        _section("Concurrency", _figure("concurrency", figs["concurrency"]), tables.steps_table(m),
-                 anchor="concurrency"),
-        _section("Hold time", _figure("hold", figs["hold"]), tables.hold_by_outcome_table(m),
-                 tables.phases_table(m), _figure("hold_cdf", plan_sections.hold_cdf_chart(m)), anchor="hold"),
-        _section("Context growth and turns", _figure("context", figs["context"]),
-                 tables.context_table(m), _figure("turns", figs["turns"]), anchor="context"),
-        _section("Exceptions", _figure("exceptions", figs["exceptions"]),
-                 "<h3>Tasks with the most exceptions</h3>",
-                 _or_missing(tables.task_health_table(m), "exceptions per task"), anchor="exceptions"),
-        _section("Per-model slices", _figure("models", figs["models"]),
-                 _or_missing(tables.slice_table(m.by_model, tables.MODEL_COLS), "per-model slices"),
-                 anchor="models"),
+        *_plan_sections(p),
+        *_evidence_sections(m, figs),
     ]
-    if m.by_job:
-        parts.append(_section("Per-job slices", tables.slice_table(m.by_job, tables.JOB_COLS), anchor="jobs"))
-    parts.append(_section("Coverage", _figure("coverage", figs["coverage"]), tables.rejected_table(m), anchor="coverage"))
-    warnings = tables.warnings_list(m)
-    if warnings:
-        parts.append(_section("Measurement warnings", warnings, anchor="warnings"))
-    parts.append(_section("Task resource requests", _or_missing(tables.requests_table(m), "task requests"), anchor="tasks"))
-    if p is not None:
-        parts.append(_section("Plan: what to buy", tables.plan_table(p), plan_sections.extra_plan_table(p),
-                              _figure("caching", plan_sections.caching_chart(p)),
-                              tables.alternatives_table(p), anchor="plan"))
-        rent = plan_sections.rent_table(p)
-        if rent:
-            parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(p)), rent, anchor="rent"))
-        assumptions = plan_sections.assumptions_table(p)
-        if assumptions:
-            parts.append(_section("Assumptions", assumptions, anchor="assumptions"))
-    if sim is not None:
-        parts.append(_section("Simulation", tables.simulate_table(sim), anchor="simulate"))
-    if searched is not None:
-        parts.append(_section("Optimize: the cheapest configuration meeting the target",
-                              optimize_section.winner_table(searched),
-                              _figure("frontier", optimize_section.frontier_chart(searched)), anchor="optimize"))
-    if bt is not None:
-        parts.append(_section("Backtest: the simulator on this history", backtest_section.verdict_html(bt),
-                              _figure("backtest", backtest_section.concurrency_chart(bt)),
-                              backtest_section.figures_table(bt), "<h3>Drift tests</h3>",
-                              backtest_section.drift_table(bt), anchor="backtest"))
-
+    parts += _run_sections(sim, searched, bt)
     plotly_js = plotly.offline.get_plotlyjs()
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n"
         f'<script type="text/javascript">{plotly_js}</script>\n</head>\n<body>\n'
         + "\n".join(p for p in parts if p)
@@ -171,8 +220,10 @@ def write_report(
     thresholds: Thresholds | None = None,
     optimize: OptimizeSummary | dict | None = None,
     backtest: BacktestSummary | dict | None = None,
+    previous: PlanSummary | dict | None = None,
 ) -> Path:
     """Build the report and write it to ``path`` atomically (parent folders created); returns the path."""
     from sandbox_fleet import atomic
 
-    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds, optimize, backtest))
+    return atomic.write_text(Path(path), build_report(measure, plan, simulate, title, thresholds, optimize, backtest,
+                                                      previous))

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 import plotly.graph_objects as go
 
 from sandbox_fleet.optimize.model import OptimizeSummary, Point
+from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.tables import kv_table
 
 TITLES = {"frontier": "Cheapest configurations: all-in $/h against the target figure"}
@@ -19,6 +20,16 @@ def _axis(summary: OptimizeSummary) -> tuple[Callable[[Point], Optional[float]],
     if summary.target.passing_per_hour is not None:
         return (lambda p: p.passing_per_hour), "passing trajectories per hour"
     return (lambda p: p.step_s), "mean step time (s)"
+
+
+def _target_text(summary: OptimizeSummary) -> str:
+    """The target with its unit (what the search had to meet)."""
+    t = summary.target
+    if t.passing_per_hour is not None:
+        return f"{t.passing_per_hour:,.0f} passing trajectories per hour"
+    if t.max_step_s is None:
+        return "none"
+    return f"mean step at most {t.max_step_s:,.0f} s" + (f" at a batch of {t.batch:,}" if t.batch else "")
 
 
 def frontier_chart(summary: OptimizeSummary) -> go.Figure:
@@ -34,8 +45,12 @@ def frontier_chart(summary: OptimizeSummary) -> go.Figure:
     if figure(best) is not None:
         fig.add_trace(go.Scatter(x=[figure(best)], y=[best.usd_per_h], mode="markers",
                                  marker={"size": 14, "symbol": "star", "color": "#d62728"}, name="winner"))
+    goal = summary.target.passing_per_hour if summary.target.passing_per_hour is not None else summary.target.max_step_s
+    if goal is not None:  # the target as a vertical line: points right of it (or left, for a step time) meet it
+        fig.add_vline(x=goal, line={"color": "#2ca02c", "dash": "dash"}, annotation_text=f"target {_target_text(summary)}",
+                      annotation_position="top left")
     fig.update_layout(title={"text": TITLES["frontier"], "x": 0.01}, template="plotly_white", height=420,
-                      margin={"l": 70, "r": 20, "t": 60, "b": 60}, xaxis_title=label, yaxis_title="all-in $ per hour")
+                      margin=MARGIN, legend=LEGEND, xaxis_title=label, yaxis_title="all-in $ per hour")
     return fig
 
 
@@ -44,8 +59,7 @@ def winner_table(summary: OptimizeSummary) -> str:
     b = summary.best
     lo, hi = b.passing_per_hour_interval
     rows = [
-        ("target", summary.target.passing_per_hour if summary.target.passing_per_hour is not None
-         else summary.target.max_step_s, "num"),
+        ("target", _target_text(summary), "text"),
         ("sandbox cap", b.sandbox_cap, "int"),
         ("nodes", f"{b.nodes} x {b.node_type} ({b.tier})", "text"),
         ("GPUs", f"{b.replicas} x {b.gpus_per_replica} {b.gpu}{' with prefix caching' if b.caching else ''}", "text"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
+from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.report.tables import Row, fmt, grid_table, kv_table
 
@@ -30,8 +31,7 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 
 def _layout(fig: go.Figure, title: str, **axes: object) -> go.Figure:
     fig.update_layout(title={"text": title, "x": 0.01}, template="plotly_white", height=420,
-                      margin={"l": 70, "r": 20, "t": 60, "b": 60},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1.0, "xanchor": "right"}, **axes)
+                      margin=MARGIN, legend=LEGEND, **axes)
     return fig
 
 
@@ -109,7 +109,7 @@ def hold_cdf_chart(m: MeasureSummary) -> go.Figure | None:
     if len(fig.data) <= (1 if len(fleet) >= 2 and models else 0):
         return None  # no model has a curve of its own
     return _layout(fig, TITLES["hold_cdf"], xaxis_type="log", xaxis_title="hold (s, log scale)",
-                   yaxis_title="share of the model's rollouts held at most this long", yaxis_tickformat=".0%",
+                   yaxis_title="share held at most this long", yaxis_tickformat=".0%",
                    yaxis_range=[0, 1.02])
 
 
@@ -171,6 +171,15 @@ def _memory(p: PlanSummary):
     return p.inference.memory if p.inference is not None else None
 
 
+def _all_in_beyond_fleet(p: PlanSummary):
+    """The all-in cost per pass, only when it holds more than the fleet (else it repeats the fleet's)."""
+    co = p.cost
+    parts = co.per_passing_trajectory_parts if co is not None else None
+    if co is None or parts is None or (parts.inference is None and parts.trainer is None):
+        return None
+    return co.per_passing_trajectory_all_in
+
+
 #: Plan lines shown only when the plan carries them; each reads None when its block is absent.
 OPTIONAL_PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("peak start rate (per s)", lambda p: p.starts.peak_per_s if p.starts else None, "f3"),
@@ -180,7 +189,7 @@ OPTIONAL_PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("GPU memory: live KV (GiB)", lambda p: _memory(p).kv_gb_live if _memory(p) else None, "f1"),
     ("GPUs bound by memory", lambda p: _memory(p).gpus_memory_bound if _memory(p) else None, "int"),
     ("GPUs bound by memory, with caching", lambda p: _memory(p).gpus_memory_bound_cached if _memory(p) else None, "int"),
-    ("$ per passing trajectory, all-in", lambda p: p.cost.per_passing_trajectory_all_in if p.cost else None, "f3"),
+    ("$ per passing trajectory, all in", _all_in_beyond_fleet, "f3"),
 )
 
 

@@ -34,7 +34,8 @@ MISSING = '<span class="na">not measured</span>'
 
 
 def fmt(value: Any, kind: str = "num") -> str:
-    """Format one table cell; ``kind``: num, int, f1..f4, pct, s, bool, text or times_by_turns."""
+    """Format one table cell; ``kind``: num, int, f1..f4, pct, s, h (seconds as hours), bool, text or
+    times_by_turns."""
     if value is None:
         return MISSING
     if isinstance(value, BaseModel):  # a block shown whole (a node's stranded resources): its figures in order
@@ -59,6 +60,8 @@ def fmt(value: Any, kind: str = "num") -> str:
         return f"{x:,.0f}"
     if kind == "s":
         return f"{x:,.1f} s"
+    if kind == "h":  # seconds shown in hours, as the CLI does
+        return f"{x / 3600:,.1f} h"
     if kind in ("f1", "f2", "f3", "f4"):
         return f"{x:,.{kind[1]}f}"
     return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:,.4g}"
@@ -80,7 +83,10 @@ def kv_table(rows: Iterable[tuple[str, Any, str]], cls: str = "kv") -> str:
 def grid_table(header: list[str], rows: list[list[str]]) -> str:
     """A table of already formatted cells."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    labels = [escape(h, quote=True) for h in header]
+    # each cell names its column, so a narrow page folds a row into "column: value" lines (html.py's CSS)
+    body = "".join("<tr>" + "".join(f'<td data-label="{labels[i] if i < len(labels) else ""}">{c}</td>'
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
     return f'<table class="grid"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -309,6 +315,22 @@ def _of(block: Any, read: Callable[[Any], Any]) -> Any:
     return read(block) if block is not None else None
 
 
+def _sized(value: Any) -> Any:
+    """A plan figure, or "not sized" (the plan had no input to size it from; nothing was measured missing)."""
+    return "not sized" if value is None else value
+
+
+def _stranded(p: PlanSummary) -> str | None:
+    """Stranded resources in the CLI's units: cores and GiB."""
+    sd = p.nodes.stranded
+    if sd is None:
+        return None
+    parts = [(f"{sd.cpu:,.1f} cpu" if sd.cpu is not None else None),
+             (f"{sd.memory_mb / 1024:,.0f} GiB memory" if sd.memory_mb is not None else None),
+             (f"{sd.disk_mb / 1024:,.0f} GiB disk" if sd.disk_mb is not None else None)]
+    return ", ".join(x for x in parts if x) or None
+
+
 PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("target concurrency", lambda p: p.target.concurrency, "int"),
     ("target from", lambda p: p.target.source, "text"),
@@ -321,15 +343,15 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("binding resource", lambda p: p.nodes.binding, "text"),
     ("slots per node", lambda p: p.nodes.slots_per_node, "num"),
     ("lower bound (nodes)", lambda p: p.nodes.lower_bound, "int"),
-    ("stranded", lambda p: p.nodes.stranded, "num"),
-    ("scratch storage (GB)", lambda p: _of(p.storage, lambda s: s.scratch_gb), "int"),
-    ("storage per node (GB)", lambda p: _of(p.storage, lambda s: s.per_node_gb), "f1"),
+    ("stranded across the fleet", _stranded, "text"),
+    ("scratch storage (GiB)", lambda p: _of(p.storage, lambda s: s.scratch_gb), "int"),
+    ("storage per node (GiB)", lambda p: _of(p.storage, lambda s: s.per_node_gb), "f1"),
     ("prefill tokens/s", lambda p: _of(p.inference, lambda i: i.prefill_tok_s), "int"),
     ("prefill tokens/s with caching", lambda p: _of(p.inference, lambda i: i.prefill_tok_s_cached), "int"),
     ("decode tokens/s", lambda p: _of(p.inference, lambda i: i.decode_tok_s), "int"),
-    ("inference GPUs", lambda p: _of(p.inference, lambda i: i.gpus), "num"),
-    ("inference GPUs with caching", lambda p: _of(p.inference, lambda i: i.gpus_cached), "num"),
-    ("inference binding side", lambda p: _of(p.inference, lambda i: i.binding), "text"),
+    ("inference GPUs", lambda p: _sized(_of(p.inference, lambda i: i.gpus)), "num"),
+    ("inference GPUs with caching", lambda p: _sized(_of(p.inference, lambda i: i.gpus_cached)), "num"),
+    ("inference binding side", lambda p: _sized(_of(p.inference, lambda i: i.binding)), "text"),
     ("caching saving on measured turn mix", lambda p: _of(p.caching, lambda c: c.saving_measured_mix), "f2"),
     ("fleet $/h reserved", lambda p: _of(p.cost, lambda c: c.reserved_per_h), "f2"),
     ("fleet $/h on-demand", lambda p: _of(p.cost, lambda c: c.on_demand_per_h), "f2"),
@@ -343,23 +365,30 @@ def plan_table(plan: PlanSummary) -> str:
     return kv_table((label, read(plan), kind) for label, read, kind in PLAN_ROWS)
 
 
+_TIER_WORDS = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
+
+
 def alternatives_table(plan: PlanSummary) -> str | None:
-    # every scalar figure of the runners-up is a column (in the model's field order)
-    alts = [a.model_dump(mode="json") for a in plan.nodes.alternatives or []]
+    """The runners-up at the plan's tier (each carries only that tier's price)."""
+    alts = plan.nodes.alternatives or []
     if not alts:
         return None
-    keys: list[str] = []
-    for a in alts:
-        keys += [k for k, v in a.items() if k not in keys and not isinstance(v, (dict, list))]
-    keys = [k for k in keys if any(a.get(k) is not None for a in alts)]  # the other tiers' prices are null
-    return grid_table(keys, [[fmt(a.get(k)) for k in keys] for a in alts])
+    tier = plan.cost.tier if plan.cost is not None else None
+    label = f"$/h {_TIER_WORDS.get(tier or '', 'at the tier')}"
+
+    def price(a: Any) -> str:
+        v = {"reserved": a.reserved_per_h, "on_demand": a.on_demand_per_h, "spot": a.spot_per_h}.get(tier or "")
+        return '<span class="na">not priced</span>' if v is None else f"${v:,.2f}"
+
+    rows = [[escape(a.type), fmt(a.count, "int"), fmt(a.binding, "text"), fmt(a.per_node, "int"), price(a)] for a in alts]
+    return "<h3>Runners-up</h3>" + grid_table(["node type", "nodes", "binding", "sandboxes per node", label], rows)
 
 
 SIM_ROWS: tuple[Row[SimulateSummary], ...] = (
     ("rollouts", lambda s: s.rollouts, "int"),
     ("completed", lambda s: s.completed, "int"),
     ("dropped", lambda s: s.dropped, "int"),
-    ("simulated time", lambda s: s.sim_time_s, "s"),
+    ("simulated time", lambda s: s.sim_time_s, "h"),
     ("mean concurrency", lambda s: _of(s.concurrency, lambda c: c.mean), "f1"),
     ("peak concurrency", lambda s: _of(s.concurrency, lambda c: c.peak), "int"),
     ("time at peak", lambda s: _of(s.concurrency, lambda c: c.time_at_peak_s), "s"),

@@ -60,6 +60,14 @@ class SliceRate(Above):
     min_rows: int
 
 
+class NodeRate(SliceRate):
+    """Per-node exception rate above a bound, counted only when the node's exceptions are more
+    than chance at the fleet's own rate (as per task); nodes under ``min_rows`` are not judged."""
+
+    min_rows: int = Field(ge=1)
+    max_chance: float = Field(gt=0, le=1)
+
+
 class TaskRate(Section):
     """Per-task exception rate: warn / fail when a task is AT or above a rate (a task whose
     rollouts all raise sits exactly at 1.0), judged over tasks with at least ``min_rows``."""
@@ -115,6 +123,7 @@ class Thresholds(BaseModel):
     exception_rate_by_model: SliceRate
     exception_rate_by_job: SliceRate
     exception_rate_by_task: TaskRate
+    exception_rate_by_node: NodeRate
     missing_reward: Above
     missing_tokens: Above
     missing_turns: Above

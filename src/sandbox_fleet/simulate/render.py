@@ -135,4 +135,6 @@ def render_calibration(calibration: Calibration | dict, console: Console) -> Non
                       f"decoded per turn, {_fixed(i.command_s, '.2f')} s command per turn (assumed "
                       f"{_fixed(i.reference_decode_tok_s, 'g')} tok/s per sequence), {_fixed(i.replicas, '')} replicas")
     # markup=False: "[fleet]" is text here, not a Rich style tag (which would swallow it)
-    console.print(f"next: edit [fleet] cap or the workload, then `sandbox-fleet simulate {s.scenario}`", markup=False)
+    console.print("next: edit [fleet] cap or the workload, then run:", markup=False)
+    # a command to copy: on its own line, whole (soft_wrap: Rich never breaks it)
+    console.print(f"sandbox-fleet simulate {s.scenario}", markup=False, highlight=False, soft_wrap=True)

@@ -15,10 +15,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.textout import Ticker, progress_bar
 
 BACKENDS = ("local", "ray")
 RAY_HINT = "pip install 'sandbox-fleet[ray]'"
@@ -42,54 +42,50 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-@contextmanager
-def _progress(enabled: bool, total: int, label: str):
-    if not enabled:
-        yield lambda: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
-    with bar:
-        task = bar.add_task(label, total=total)
-        yield lambda: bar.advance(task)
-
-
 def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], *, backend: str = "local", workers: int | None = None,
-              progress: bool = False, label: str = "sweep") -> list[Any]:
-    """``[fn(*t) for t in tasks]``, run by ``backend`` on ``workers`` (default: cores)."""
+              progress: bool = False, label: str = "sweep", ticker: Ticker | None = None) -> list[Any]:
+    """``[fn(*t) for t in tasks]``, run by ``backend`` on ``workers`` (default: cores).
+
+    With ``progress``, one bar counts every task, the first (timed here) included; a caller running
+    several batches passes its own ``ticker`` instead (one bar for the whole command)."""
     if backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     if workers is not None and workers < 1:
         raise InputError(f"--workers {workers}: expected a positive integer")
+    if ticker is not None:
+        ticker.expect(len(tasks))
+        return _dispatch(fn, tasks, backend, workers, ticker)
+    with progress_bar(progress, len(tasks), label) as tick:
+        return _dispatch(fn, tasks, backend, workers, tick)
+
+
+def _dispatch(fn: Callable[..., Any], tasks: Sequence[tuple], backend: str, workers: int | None, tick: Ticker) -> list[Any]:
     n = default_workers() if workers is None else workers
     if backend == "ray":
-        return _ray(fn, tasks, n, progress, label)
+        return _ray(fn, tasks, n, tick)
     n = min(n, len(tasks))
     if n <= 1:
-        return _serial(fn, tasks, progress, label)
+        return _serial(fn, tasks, tick)
     # Time the first task here: when the whole sweep would take less than starting workers
     # costs, the rest runs here too (a tiny sweep is never slower with more workers).
     t0 = time.perf_counter()
     first = fn(*tasks[0])
     task_s = time.perf_counter() - t0
+    tick()
     if task_s * len(tasks) < IN_PROCESS_BELOW_S:
-        return [first, *_serial(fn, tasks[1:], progress, label)]
+        return [first, *_serial(fn, tasks[1:], tick)]
     n = min(n, len(tasks) - 1)
     if n <= 1:
-        return [first, *_serial(fn, tasks[1:], progress, label)]
-    return [first, *_pool(fn, tasks[1:], n, progress, label, chunk_size(len(tasks) - 1, n, task_s))]
+        return [first, *_serial(fn, tasks[1:], tick)]
+    return [first, *_pool(fn, tasks[1:], n, tick, chunk_size(len(tasks) - 1, n, task_s))]
 
 
-def _serial(fn, tasks, progress: bool, label: str) -> list[Any]:
-    with _progress(progress, len(tasks), label) as tick:
-        out = []
-        for t in tasks:
-            out.append(fn(*t))
-            tick()
-        return out
+def _serial(fn, tasks, tick: Ticker) -> list[Any]:
+    out = []
+    for t in tasks:
+        out.append(fn(*t))
+        tick()
+    return out
 
 
 def _context():
@@ -143,7 +139,7 @@ def chunk_size(n_tasks: int, workers: int, task_s: float) -> int:
     return min(by_time, by_balance)
 
 
-def _pool(fn, tasks, n: int, progress: bool, label: str, size: int = 1) -> list[Any]:
+def _pool(fn, tasks, n: int, tick: Ticker, size: int = 1) -> list[Any]:
     """Run ``tasks`` on ``n`` workers, this process being one of them; results in task order.
 
     Tasks go in chunks of ``size``. The ``n - 1`` helper processes take chunks from the front; this
@@ -164,10 +160,9 @@ def _pool(fn, tasks, n: int, progress: bool, label: str, size: int = 1) -> list[
         with ProcessPoolExecutor(max_workers=n - 1, mp_context=_context(), initializer=_one_thread_each) as pool:
             futures = [pool.submit(_run_chunk, fn, list(tasks[i:i + size])) for i in starts]
             try:
-                with _progress(progress, len(tasks), label) as tick:
-                    _take_from_the_back(fn, tasks, starts, size, futures, results, tick)
-                    if not all(f.done() for f in futures):
-                        _stop(pool)  # each unfinished chunk was also run here
+                _take_from_the_back(fn, tasks, starts, size, futures, results, tick)
+                if not all(f.done() for f in futures):
+                    _stop(pool)  # each unfinished chunk was also run here
             except BaseException:
                 _stop(pool)
                 raise
@@ -197,7 +192,7 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ray(fn, tasks, n: int, progress: bool, label: str) -> list[Any]:
+def _ray(fn, tasks, n: int, tick: Ticker) -> list[Any]:
     try:
         import ray
     except ImportError:
@@ -213,12 +208,11 @@ def _ray(fn, tasks, n: int, progress: bool, label: str) -> list[Any]:
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = [remote.remote(*t) for t in tasks]
-        with _progress(progress, len(tasks), label) as tick:
-            pending = list(refs)
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                ray.get(done)  # surface a failed task now, not after the rest
-                tick()
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            ray.get(done)  # surface a failed task now, not after the rest
+            tick()
         return ray.get(refs)  # in task order
     except Exception as exc:
         cause = getattr(exc, "cause", None)

@@ -17,7 +17,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry.jsonfile import dig, load_json, raw_rows_table
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import PHASES, Telemetry
+from sandbox_fleet.telemetry.record import PHASES, ROLLOUT_COLUMNS, Telemetry
 
 #: Reasons a trial folder the reader saw cannot become a row (counted in ``rejected``).
 NO_RESULT = "no result.json"
@@ -256,4 +256,5 @@ def read_harbor(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
         warn_once(tel, f"{path}: {n} trial(s) have a '{key}' that is not a number; read as null")
     if lacking:
         warn_once(tel, f"{path}: {lacking} trial(s) have rewards without key '{opts.reward_key}' (reward left null; see --reward-key)")
-    return raw_rows_table(rows)
+    # Harbor records no host or node for a trial (result.json, config.json): that column stays out.
+    return raw_rows_table(rows, tuple(c for c in ROLLOUT_COLUMNS if c != "node"))

@@ -25,6 +25,9 @@ ROLLOUT_SCHEMA = pa.schema(
         pa.field("task_id", pa.string()),
         pa.field("model", pa.string()),
         pa.field("job", pa.string()),
+        # The host or Kubernetes node the sandbox ran on. No producer we read records it (Harbor,
+        # Inspect, Terminal-Bench): tables map it with ``--map node=COLUMN``.
+        pa.field("node", pa.string()),
         pa.field("started_at", TS, nullable=False),
         pa.field("finished_at", TS, nullable=False),
         *[
@@ -70,7 +73,7 @@ REQUIRED_ROLLOUT_COLUMNS = ("id", "started_at", "finished_at")
 #: (``coded=True``), readers hand them over dictionary-encoded as ``CODED``: Parquet's own
 #: dictionary pages are kept, so the strings are never decoded and then encoded again
 #: (~2 s and ~500 MB at 10M rows). The canonical record itself stays plain strings.
-CODED_COLUMNS = ("task_id", "model", "job", "exception_type")
+CODED_COLUMNS = ("task_id", "model", "job", "node", "exception_type")
 CODED = pa.dictionary(pa.int32(), pa.string())
 
 

@@ -37,6 +37,7 @@ from sandbox_fleet.report.checks.exceptions import (
     exception_rate,
     exception_rate_by_job,
     exception_rate_by_model,
+    exception_rate_by_node,
     exception_rate_by_task,
 )
 from sandbox_fleet.report.checks.result import (
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
     "cap_below_configured", "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
-    "exception_rate_by_model", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
+    "exception_rate_by_model", "exception_rate_by_node", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
     "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
     "rejected_rows", "run_checks", "sandbox_hours_per_pass", "simulation_steady", "small_sample", "sweep_self_check",
     "worst_status",
@@ -70,6 +71,7 @@ CHECKS: tuple[Check, ...] = (
     exception_rate_by_model,
     exception_rate_by_job,
     exception_rate_by_task,
+    exception_rate_by_node,
     missing_reward,
     missing_tokens,
     missing_turns,

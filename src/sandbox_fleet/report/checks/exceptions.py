@@ -1,12 +1,12 @@
-"""Exception-rate checks: fleet-wide, per model, per job and per task (with a chance filter)."""
+"""Exception-rate checks: fleet-wide, per model, per job, per task and per node (the last two
+with a chance filter: a count the fleet's own rate explains by chance does not count)."""
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
 
-from sandbox_fleet.measure.model import ByTask, MeasureSummary, Outcomes, Slice, TaskHealth
-
+from sandbox_fleet.measure.model import ByTask, MeasureSummary, NodeHealth, Outcomes, Slice, TaskHealth
 from sandbox_fleet.report.checks.result import (
     RANK,
     CheckResult,
@@ -17,7 +17,7 @@ from sandbox_fleet.report.checks.result import (
     skipped,
 )
 from sandbox_fleet.report.fields import as_num
-from sandbox_fleet.report.thresholds import SliceRate, TaskRate, Thresholds
+from sandbox_fleet.report.thresholds import NodeRate, SliceRate, TaskRate, Thresholds
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary
@@ -114,6 +114,13 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
 
 
+def beyond_chance(exceptions: int, rows: int, fleet_rate: float, judged: float, max_chance: float) -> bool:
+    """Whether ``exceptions`` of ``rows`` are more than the fleet's rate explains by chance: the
+    binomial tail P(X >= exceptions | rows, fleet_rate) times the ``judged`` groups tested
+    (Bonferroni, family-wise) is below ``max_chance``. One test for tasks and nodes alike."""
+    return binomial_tail(exceptions, rows, fleet_rate) * judged < max_chance
+
+
 def _beyond_chance(listed: list[tuple[float, float, str, TaskHealth]], m: MeasureSummary, cfg: TaskRate) -> list:
     """The listed tasks whose exception count the fleet-wide rate cannot explain."""
     fleet_rate = as_num((m.outcomes or Outcomes()).exception_rate)
@@ -123,7 +130,7 @@ def _beyond_chance(listed: list[tuple[float, float, str, TaskHealth]], m: Measur
     keep = []
     for s in listed:
         rows = _task_rows(s[3])
-        if rows is not None and binomial_tail(int(s[1]), int(rows), fleet_rate) * judged < cfg.max_chance:
+        if rows is not None and beyond_chance(int(s[1]), int(rows), fleet_rate, judged, cfg.max_chance):
             keep.append(s)
     return keep
 
@@ -193,3 +200,62 @@ def tasks_at_or_above(m: MeasureSummary, cfg: TaskRate, rate: float) -> list[str
     selection :func:`exception_rate_by_task` judges.
     """
     return [s[2] for s in _beyond_chance(_listed_tasks(m, cfg), m, cfg) if s[0] >= rate]
+
+
+#: Nodes named in the message at most.
+NODES_NAMED = 5
+
+
+def _judged_nodes(m: MeasureSummary, cfg: NodeRate) -> list[NodeHealth]:
+    """The nodes of ``by_node`` with a rate over at least ``min_rows`` rollouts with a known flag."""
+    out = []
+    for entry in (m.by_node.per_node if m.by_node else None) or []:
+        rows = as_num(entry.exception_rate_rows)
+        if as_num(entry.exception_rate) is not None and rows is not None and rows >= cfg.min_rows \
+                and as_num(entry.exceptions) is not None and entry.node is not None:
+            out.append(entry)
+    return out
+
+
+def node_chance(m: MeasureSummary, cfg: NodeRate) -> dict[str, bool] | None:
+    """Per judged node: whether its exceptions are beyond chance at the fleet's rate (the test the
+    per-node gate and ``sandbox_fleet_node_beyond_chance`` both read); None without a fleet rate."""
+    fleet_rate = as_num((m.outcomes or Outcomes()).exception_rate)
+    if fleet_rate is None:
+        return None
+    judged = _judged_nodes(m, cfg)
+    return {str(e.node): beyond_chance(int(e.exceptions or 0), int(e.exception_rate_rows or 0), fleet_rate,
+                                       len(judged), cfg.max_chance) for e in judged}
+
+
+def _node_text(e: NodeHealth) -> str:
+    return f"{e.node} {pct(as_num(e.exception_rate) or 0.0)} ({e.exceptions:,}/{e.exception_rate_rows:,})"
+
+
+def exception_rate_by_node(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> CheckResult:
+    """A node above the rate band whose exceptions the fleet's own rate does not explain by chance."""
+    name, cfg = "exception_rate_by_node", t.exception_rate_by_node
+    if m.by_node is None:
+        return skipped(name, "no per-node exception rates ('by_node': map a node column with --map node=COLUMN)")
+    judged = sorted(_judged_nodes(m, cfg), key=lambda e: (-(as_num(e.exception_rate) or 0.0), str(e.node)))
+    if not judged:
+        return skipped(name, f"no node with at least {cfg.min_rows} rollouts")
+    chance = node_chance(m, cfg)
+    if chance is None:
+        return skipped(name, "no fleet-wide 'outcomes.exception_rate' to test the nodes against")
+    fleet_rate = as_num((m.outcomes or Outcomes()).exception_rate) or 0.0
+    basis = (f"binomial tail at the fleet's {pct(fleet_rate)} times {len(judged):,} nodes judged "
+             f"({cfg.min_rows}+ rollouts) below {cfg.max_chance:g}")
+    over = [(e, band_above(as_num(e.exception_rate) or 0.0, cfg)) for e in judged if chance[str(e.node)]]
+    over = [(e, band) for e, band in over if band[0] != "pass"]
+    if not over:
+        low = cfg.warn_above if cfg.warn_above is not None else cfg.fail_above
+        above = f" above {pct(low)}" if low is not None else ""
+        return CheckResult(name, "pass", as_num(judged[0].exception_rate), low,
+                           f"no node{above} with exceptions beyond chance (highest: {_node_text(judged[0])}; {basis})")
+    status, bound = max((band for _, band in over), key=lambda b: RANK[b[0]])
+    named = "; ".join(_node_text(e) for e, _ in over[:NODES_NAMED])
+    more = f" and {len(over) - NODES_NAMED:,} more" if len(over) > NODES_NAMED else ""
+    return CheckResult(name, status, as_num(over[0][0].exception_rate), bound,
+                       f"{len(over):,} of {len(judged):,} nodes raise beyond chance: {named}{more} ({basis}); "
+                       "a node that raises whatever it hosts has a bad disk, runtime or image cache: drain it")

@@ -6,9 +6,9 @@ of one summary, and the next summary (another window, another corpus) may hold f
 a counter must never show (``rate()`` would read a drop as a reset). No sample carries a timestamp:
 node-exporter's textfile collector and the Pushgateway both refuse client-side timestamps, so data
 time is a gauge of its own (``sandbox_fleet_last_finished_timestamp_seconds``) and the same summary
-gives the same bytes. Quantiles are separate gauges; slices carry a ``model`` or ``rl_job`` label on
-their own metric names (``sandbox_fleet_model_*``, ``sandbox_fleet_job_*``) so a fleet-wide rule
-never matches a slice. No label this module writes is one Prometheus reserves or sets on a target
+gives the same bytes. Quantiles are separate gauges; slices carry a ``model``, ``rl_job`` or
+``sandbox_node`` label on their own metric names (``sandbox_fleet_model_*``, ``sandbox_fleet_job_*``,
+``sandbox_fleet_node_*``) so a fleet-wide rule never matches a slice. No label this module writes is one Prometheus reserves or sets on a target
 (``job``, ``instance``, ``le``, ``quantile``, ``__*``; see ``RESERVED_LABELS``): a per-RL-job label
 named ``job`` is overwritten by the scrape (or renamed ``exported_job``) and collides on a push.
 A figure the summary does not carry (null, or not a finite number) is left out, never written as 0
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
 from sandbox_fleet.report.checks.capacity import hidden_demand
-from sandbox_fleet.report.checks.exceptions import tasks_at_or_above
+from sandbox_fleet.report.checks.exceptions import node_chance, tasks_at_or_above
 from sandbox_fleet.report.checks.result import CheckResult
 from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 PREFIX = "sandbox_fleet_"
 #: The per-RL-job label: not ``job``, which Prometheus owns as the scrape target's (and a push group's) label.
 JOB_LABEL = "rl_job"
+#: The per-node label: not ``node``, which Kubernetes service discovery and node-exporter relabelling set.
+NODE_LABEL = "sandbox_node"
 #: Labels a scrape, a push, a histogram or an alert sets itself, plus the names a scrape renames them to.
 RESERVED_LABELS = frozenset({"job", "instance", "le", "quantile", "exported_job", "exported_instance",
                              "alertname", "alertstate", "severity", "node"})
@@ -212,9 +214,30 @@ def _slices(reg: Registry, ms: MeasureSummary) -> None:
                 _share(conc.time_at_peak_s, conc.span_s) if conc is not None else None, labels)
 
 
+def _nodes(reg: Registry, m: MeasureSummary) -> None:
+    """Per-node gauges, read from measure's ``by_node``."""
+    for entry in (m.by_node.per_node if m.by_node else None) or []:
+        if entry.node is None:
+            continue
+        labels = {NODE_LABEL: entry.node}
+        reg.add("node_rollouts", "Rollouts per node.", entry.rows, labels)
+        reg.add("node_exception_ratio", "Share of a node's rollouts that raised an exception.",
+                entry.exception_rate, labels)
+
+
+def _node_chance(reg: Registry, m: MeasureSummary, t: Thresholds) -> None:
+    cfg = t.exception_rate_by_node
+    for node, beyond in sorted((node_chance(m, cfg) or {}).items()):
+        reg.add("node_beyond_chance", "1 when a node's exceptions are more than the fleet's rate explains by chance "
+                f"(computed by check: binomial tail times nodes judged below max_chance {cfg.max_chance:g}, "
+                f"min_rows {cfg.min_rows}).", 1.0 if beyond else 0.0, {NODE_LABEL: node})
+
+
 def _from_checks(reg: Registry, m: MeasureSummary, results: list[CheckResult], t: Thresholds) -> None:
-    """Figures only ``check`` can compute: the per-task chance filter and the sweep verdict."""
+    """Figures only ``check`` can compute: the per-task and per-node chance filters and the sweep verdict."""
     status = {r.name: r.status for r in results}
+    if status.get("exception_rate_by_node") in ("pass", "warn", "fail"):
+        _node_chance(reg, m, t)
     if status.get("exception_rate_by_task") in ("pass", "warn", "fail"):
         cfg = t.exception_rate_by_task
         reg.add("tasks_failing", "Tasks whose exception rate is at or above the fail rate and beyond chance "
@@ -236,6 +259,7 @@ def build_registry(m: MeasureSummary, plan: PlanSummary | None, results: list[Ch
     _tokens(reg, m)
     _coverage(reg, m)
     _slices(reg, m)
+    _nodes(reg, m)
     _from_checks(reg, m, results, t)
     if plan is not None:
         reg.add("plan_target_concurrency", "Concurrent sandboxes the plan buys for.", as_num(plan.target.concurrency))

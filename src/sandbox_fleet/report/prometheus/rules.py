@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sandbox_fleet.report.prometheus.metrics import JOB_LABEL, PREFIX
+from sandbox_fleet.report.prometheus.metrics import JOB_LABEL, NODE_LABEL, PREFIX
 from sandbox_fleet.report.thresholds import Above, Below, Section, Thresholds
 from sandbox_fleet.textout import one_line
 
@@ -145,6 +145,27 @@ def _tasks(t: Thresholds) -> list[Rule]:
     ]
 
 
+def _nodes(t: Thresholds) -> list[Rule]:
+    """A node above the rate band whose exceptions check found beyond chance at the fleet's rate.
+
+    ``node_beyond_chance`` is written only for the nodes check judged (``min_rows``), so it is
+    the rows guard too; ``and`` keeps the rate as the alert's value.
+    """
+    cfg = t.exception_rate_by_node
+    rate, beyond = M["node_exception_ratio"], f"{M['node_beyond_chance']} == 1"
+    critical = f"({rate} > {_n(cfg.fail_above)}) and ({beyond})" if cfg.fail_above is not None else None
+    warning = None
+    if cfg.warn_above is not None:
+        warning = f"({rate} > {_n(cfg.warn_above)}) and ({beyond})" + (f" unless ({critical})" if critical else "")
+    what = (f"{{{{ $labels.{NODE_LABEL} }}}}: {{{{ $value | humanizePercentage }}}} of its rollouts raise an "
+            "exception, beyond chance at the fleet's rate")
+    return _pair("exception_rate_by_node", "SandboxFleetNodeExceptionRate", cfg, (warning, critical),
+                 (f"{what} (warn above {cfg.warn_above:.0%})" if cfg.warn_above is not None else what,
+                  f"{what} (fail above {cfg.fail_above:.0%})" if cfg.fail_above is not None else what),
+                 "A node that raises whatever it hosts has a bad disk, container runtime or image cache: drain "
+                 "it and compare with the per-task alerts (sandbox-fleet check names the worst nodes).")
+
+
 _MISSING_WHY = {
     "reward": "completion is not success, so these rollouts cannot count as useful",
     "tokens": "token rates describe the other rows only",
@@ -175,7 +196,7 @@ def _sample_and_exceptions(t: Thresholds) -> list[Rule]:
                  "node, and look at the per-model and per-task alerts for where they come from.")
     out += _slice("exception_rate_by_model", "SandboxFleetModelExceptionRate", t.exception_rate_by_model, "model")
     out += _slice("exception_rate_by_job", "SandboxFleetJobExceptionRate", t.exception_rate_by_job, "job")
-    return out + _tasks(t)
+    return out + _tasks(t) + _nodes(t)
 
 
 def _coverage(t: Thresholds) -> list[Rule]:
@@ -272,6 +293,8 @@ def _plan_and_health(t: Thresholds) -> list[Rule]:
 NOT_EXPRESSED = (
     ("exception_rate_by_task", "needs per-task rates, min_rows and a binomial chance filter (max_chance) over "
      "thousands of tasks: check computes it and exports sandbox_fleet_tasks_failing / sandbox_fleet_tasks_warning"),
+    ("exception_rate_by_node", "the rate band is PromQL, the binomial chance filter (max_chance over the nodes "
+     "judged) is not: check computes it and exports sandbox_fleet_node_beyond_chance"),
     ("sweep_self_check", "compares two figures against rel_tolerance inside one measurement: check computes it "
      "and exports sandbox_fleet_sweep_self_check_ok"),
     ("backtest_drift", "reads a backtest summary (check --backtest), a one-off study of the history rather than "

@@ -20,7 +20,10 @@ def render_synth(summary: dict, console: Console) -> None:
     for r in summary["runs"]:
         table.add_row(r["model"], f"{r['batch']:,}", str(r["steps"]), f"{r['rollouts']:,}", f"{r['train_s']:,.0f}", f"{r['start_s'] / 86400:.1f}")
     console.print(table)
-    console.print(f"trajectories: {summary['trajectories']}")
-    console.print(f"tasks root:   {summary['tasks_root']}")
-    console.print(f"measure it:   sandbox-fleet measure {summary['out']}/trajectories --tasks {summary['tasks_root']}")
+    console.print(f"trajectories: {summary['trajectories']}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"tasks root:   {summary['tasks_root']}", markup=False, highlight=False, soft_wrap=True)
+    console.print("measure it:")
+    # a command to copy: on its own line, whole (soft_wrap: the terminal folds it, Rich never breaks it)
+    console.print(f"sandbox-fleet measure {summary['out']}/trajectories --tasks {summary['tasks_root']}",
+                  markup=False, highlight=False, soft_wrap=True)
     console.print(f"[dim]built in {summary['timing']['total_s']:.1f} s[/dim]")
