@@ -29,8 +29,8 @@ def _blocks() -> list[tuple[str, list[str], list[str]]]:
             if any(line.startswith("$ ") for line in lines):
                 continue  # a session of several commands: not one output
             args = shlex.split(" ".join(c.rstrip("\\") for c in command)[2:])[1:]
-            if not (ROOT / args[1]).is_file():
-                continue  # made by another command first (out/measure.json, ...)
+            if args[1].startswith("out/") or not (ROOT / args[1]).is_file():
+                continue  # made by another command first (./dev demo writes out/): not in a clean clone
             found.append((f"{doc.name}: {' '.join(args[:4])}", args, lines))
     return found
 

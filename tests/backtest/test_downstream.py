@@ -71,7 +71,9 @@ def test_plan_carries_the_backtest_line(run_cli, harbor_backtest):
     assert r.code == 0, r.err
     err = bt["figures"]["makespan_s"]["error"]
     line = f"simulator error on this telemetry: {err:+.1%} (makespan), constants drifted: {'yes' if bt['drift']['detected'] else 'no'}"
-    assert r.out.splitlines()[3].startswith(f"  {line}")
+    # in the order's opening block (before the evidence), folded at the terminal width like every line
+    opening = " ".join(r.out.split("\nMeasured (carried over")[0].split())
+    assert f" {line} (backtest " in opening
     j = json.loads(run_cli("plan", HARBOR, "--backtest", path, "--json").out)
     assert j["backtest"]["makespan_error"] == err and j["backtest"]["drifted"] == bt["drift"]["detected"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -46,12 +47,17 @@ def test_published_campaign_priced_by_hand():
     busy = 3000 * plan["cost"]["duty"]  # 467.59 busy sandboxes on average
     # e2b: 1 vCPU x $0.000014/s + 2 GiB x $0.0000045/s = $0.000023/s = $0.0828 per sandbox-hour
     assert rent["e2b"]["usd_per_sandbox_h"] == pytest.approx(0.0828)
-    assert rent["e2b"]["usd_per_h"] == pytest.approx(0.0828 * busy)
-    assert rent["e2b"]["usd_per_h"] == pytest.approx(38.72, abs=0.01)
+    # each rented hold (mean 2,102.6 s) also carries e2b's substrate: 0.15 s cold start + 0.05 s per turn
+    # over the lognormal turns through median 11 and p90 21 (mean 11 e^(sigma^2 / 2), sigma = ln(21/11) / 1.2816)
+    sigma = math.log(21 / 11) / 1.2816
+    factor = 1 + (0.15 + 0.05 * 11 * math.exp(sigma**2 / 2)) / 2102.631549349153
+    assert rent["e2b"]["hold_factor"] == pytest.approx(factor, rel=1e-6)
+    assert rent["e2b"]["usd_per_h"] == pytest.approx(0.0828 * busy * factor, rel=1e-6)
+    assert rent["e2b"]["usd_per_h"] == pytest.approx(38.73, abs=0.01)
     # daytona also bills 6 GiB of disk at $0.00000003/GiB-s: + $0.000648/h
     assert rent["daytona"]["usd_per_sandbox_h"] == pytest.approx(0.0828 + 0.000648)
     # per pass: 3.06 sandbox-hours per passing trajectory
-    assert rent["e2b"]["usd_per_pass"] == pytest.approx(0.0828 * plan["measured"]["sandbox_hours_per_pass"])
+    assert rent["e2b"]["usd_per_pass"] == pytest.approx(0.0828 * plan["measured"]["sandbox_hours_per_pass"] * factor, rel=1e-6)
     # 3,000 concurrent exceeds every bundled account limit: buy
     assert all(not r["within_limits"] and any("account limit" in h for h in r["limits_hit"]) for r in rent.values())
     assert plan["cost"]["rent_verdict"].startswith("buy: no rental provider fits")

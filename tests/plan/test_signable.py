@@ -177,7 +177,11 @@ def test_a_batch_of_90_on_30000_s_steps_rents_at_5_creates_per_s():
     assert e2b["ramp_s"] == pytest.approx(18.0) and e2b["ramp_step_share"] == pytest.approx(18 / 30_000)
     assert e2b["within_limits"] and e2b["limits_hit"] == []
     busy = 90 * p["cost"]["duty"]
-    assert e2b["usd_per_h"] == pytest.approx(busy * 3600 * (0.000014 + 2 * 0.0000045))
+    # each rented hold (published mean 2,102.6 s) carries e2b's substrate: 0.15 s + 0.05 s per turn over
+    # the lognormal turns through median 11 and p90 21 (mean 11 e^(sigma^2 / 2), sigma = ln(21/11) / 1.2816)
+    turns = 11 * math.exp((math.log(21 / 11) / 1.2816) ** 2 / 2)
+    factor = 1 + (0.15 + 0.05 * turns) / 2102.631549349153
+    assert e2b["usd_per_h"] == pytest.approx(busy * 3600 * (0.000014 + 2 * 0.0000045) * factor, rel=1e-6)
     assert p["cost"]["rent_verdict"].startswith("rent: renting on e2b")
     assert "a step's batch ramps over 18.0 s, up to 0.06% of the step" in "\n".join(plan_lines(p))
 

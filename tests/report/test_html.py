@@ -6,17 +6,15 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import plotly.offline
 import pytest
 
 from producers import measure_doc
-
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report import build_report, write_report
-from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
 from sandbox_fleet.report.charts import TITLES
+from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
 
 PLOTLY_BANNER = "* plotly.js v"
 
@@ -119,7 +117,7 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
     script.write_text(_NODE_SMOKE)
     out = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, check=True).stdout
     calls = json.loads(out)
-    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("caching", "rent", "concurrency", "hold", "hold_cdf", "exceptions", "models", "context", "turns", "coverage")]
+    assert [c[0] for c in calls] == [f"fig-{k}" for k in ("caching", "rent", "mixed", "concurrency", "hold", "hold_cdf", "exceptions", "models", "context", "turns", "coverage")]
     assert [c[2] for c in calls] == [{**TITLES, **PLAN_TITLES}[c[0][4:]] for c in calls]
     assert all(c[1] >= 1 for c in calls)
 

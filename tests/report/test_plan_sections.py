@@ -1,11 +1,14 @@
-"""Report sections for the plan: caching chart, hold-time CDFs per model, rent vs buy, optional lines."""
+"""Report sections for the plan: caching chart, hold-time CDFs per model, rent vs buy, optional lines,
+the mixed purchase and the substrates."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
 from producers import measure_doc
-
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.plan import PlanOptions, make_plan
@@ -16,9 +19,14 @@ from sandbox_fleet.report.plan_sections import (
     cdf_points,
     extra_plan_table,
     hold_cdf_chart,
+    mixed_chart,
+    mixed_table,
     rent_chart,
     rent_table,
+    substrates_table,
 )
+
+MIXED = Path(__file__).resolve().parents[1] / "plan" / "data" / "mixed.json"
 
 def test_cdf_points_through_the_percentiles_by_hand():
     holds = HoldStats(min=4.0, median=1000.0, p90=5000.0, p99=9000.0, max=20000.0)
@@ -84,3 +92,31 @@ def test_optional_plan_lines_only_when_present(real_plan):
     cost = {**real_plan["cost"], "per_passing_trajectory_all_in": None}
     # a plan of schema 2 has no start rate and no all-in cost
     assert extra_plan_table(PlanSummary.model_validate({**real_plan, "starts": None, "cost": cost})) is None
+
+
+def test_mixed_purchase_section_from_the_mixed_corpus():
+    """The mixed corpus on on-demand (tests/plan/test_mixed.py works it by hand): 1 node reserved, 6 bursting."""
+    from sandbox_fleet.plan.model import Mixed
+
+    measured = json.loads(MIXED.read_text(encoding="utf-8"))
+    plan = to_jsonable(make_plan(measured, PlanOptions(price_tier="on_demand")))
+    p = PlanSummary.model_validate(plan)
+    fig = mixed_chart(p)
+    bars = fig.data[0]
+    assert list(bars.x) == list(range(1, 8)) and list(bars.y) == plan["cost"]["mixed"]["node_share"]
+    assert list(bars.marker.color) == ["#1f77b4"] + ["#ff7f0e"] * 6  # reserved, then burst
+    ratio = plan["cost"]["mixed"]["break_even_share"]
+    assert list(fig.data[1].y) == [ratio, ratio]
+    html = mixed_table(p)
+    assert "on-demand" in html and f"{plan['cost']['mixed']['usd_per_h']:,.2f}" in html
+    page = build_report(measured, plan)
+    assert 'id="mixed"' in page and 'id="fig-mixed"' in page and 'id="substrates"' in page
+    assert mixed_chart(PlanSummary.model_validate({**plan, "cost": {**plan["cost"], "mixed": None}})) is None
+    assert Mixed().node_share is None
+
+
+def test_substrates_table_lists_every_substrate_with_its_source(real_plan):
+    html = substrates_table(PlanSummary.model_validate(real_plan))
+    for name, s in real_plan["substrates"]["by_substrate"].items():
+        assert name in html and s["source"].split(" ")[0] in html
+    assert "illustrative" in html and substrates_table(None) is None

@@ -21,6 +21,8 @@ from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.stats import US, arrival_rate_per_s, ratio
 
 SERIES_POINTS = 2000
+#: levels on the time-at-level grid: every level 1..peak up to this peak, else this many evenly spaced
+LEVEL_POINTS = 256
 
 
 class SweepError(RuntimeError):
@@ -166,6 +168,34 @@ def series(sw: Sweep, max_points: int = SERIES_POINTS) -> dict:
     return {"t_s": t_s, "level": np.append(peak, 0), "bucket_s": width / US}
 
 
+def level_grid(peak: int, points: int = LEVEL_POINTS) -> list[int]:
+    """The fixed grid time at level is read on: 1..peak, or level 1 and ``points`` levels ceil(i * peak / points).
+
+    Level 1 is always on it: its share is the time anything runs, the first node's whole case."""
+    if peak <= points:
+        return list(range(1, peak + 1))
+    return sorted({1} | {-(-i * peak // points) for i in range(1, points + 1)})
+
+
+def time_at_level(sw: Sweep, points: int = LEVEL_POINTS) -> dict:
+    """Share of the span the level was at or above each grid level (``share_at_or_above[i]`` for ``levels[i]``).
+
+    This is the curve a reserved purchase is judged on: a slot that is busy whenever the level is at
+    least ``L`` earns its reserved price when that share exceeds the reserved / burst price ratio.
+    Durations are whole microseconds, summed per level before dividing, so the shares are exact
+    ratios of integers (up to float rounding).
+    """
+    if sw.times.size < 2:
+        return {"levels": [], "share_at_or_above": []}
+    seg = sw.level[:-1].astype(np.int64)
+    dur_us = np.diff(sw.times)
+    span_us = int(sw.times[-1] - sw.times[0])
+    by_level = np.bincount(seg, weights=dur_us.astype(np.float64))  # exact below 2**53 us (285 years)
+    at_or_above = np.cumsum(by_level[::-1])[::-1]
+    grid = level_grid(int(seg.max()), points)
+    return {"levels": grid, "share_at_or_above": [float(at_or_above[g]) / span_us for g in grid]}
+
+
 def to_us(seconds: np.ndarray) -> np.ndarray:
     """Seconds (float) as integer microseconds, rounded to nearest: the grid measure sweeps on."""
     us = np.multiply(seconds, US, dtype=np.float64)
@@ -219,6 +249,7 @@ def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_
     }
     if with_series:
         out["series"] = series(sw)
+        out["time_at_level"] = time_at_level(sw)
     return out
 
 

@@ -30,6 +30,14 @@ class Series(Block):
     bucket_s: Num = None
 
 
+class TimeAtLevel(Block):
+    """Share of the span the concurrency was at or above each level, on a fixed grid (every level
+    1..peak up to 256, else 256 evenly spaced): the curve ``plan`` splits reserved from burst on."""
+
+    levels: Optional[list[int]] = None
+    share_at_or_above: Optional[list[float]] = None
+
+
 class Concurrency(Block):
     rows: Count = None
     span_s: Num = None
@@ -59,6 +67,8 @@ class Concurrency(Block):
     cap_basis: Optional[str] = None
     self_check: Optional[SelfCheck] = None
     series: Optional[Series] = None
+    #: the whole input only (null per job and per model)
+    time_at_level: Optional[TimeAtLevel] = None
 
 
 class HoldStats(Block):

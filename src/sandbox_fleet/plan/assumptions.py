@@ -101,4 +101,8 @@ def collect_assumptions(
         a.add("kv_offload_gb", opts.kv_offload_gb, "GiB per GPU", _src(opts.kv_offload_gb, 0.0))
     a.add("spot_interruptions_per_node_h", node.spot_interruptions_per_node_h, "per node-hour", "catalog", node.spot_interruptions_source)
     a.from_input("trajectory_bytes_median", fig.trajectory_bytes_median, "bytes", "median trajectory record")
+    a.add("substrate_overheads", opts.substrates_file or "bundled substrates.toml", "catalog",
+          "flag" if opts.substrates_file else "catalog",
+          "cold start and per-action overhead per substrate (illustrative, each with its source): the rented holds "
+          "and the substrates' worker-hours; replace with your measurements")
     return a.dump()

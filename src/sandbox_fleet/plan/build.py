@@ -18,6 +18,7 @@ from sandbox_fleet.plan.assumptions import Source, collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
+from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
@@ -26,6 +27,7 @@ from sandbox_fleet.plan.rework import spot_rework
 from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
+from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
 from sandbox_fleet.plan.summary import Figures, load_input
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
@@ -73,6 +75,7 @@ class PlanOptions:
     trainer_gpus: Optional[int] = None
     providers_file: Optional[str] = None  # managed-sandbox catalog replacing data/providers.toml
     rent_providers: Optional[list[str]] = None  # price only these providers (default: all)
+    substrates_file: Optional[str] = None  # execution-substrate catalog replacing data/substrates.toml
     #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
     node_providers: Optional[tuple[str, ...]] = None
 
@@ -418,12 +421,23 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
     cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
     cost["spot_rework"] = rework
+    cost["mixed"] = plan_mixed(fig, nodes, opts, share)
     tier_label = (opts.price_tier or "").replace("_", "-")
     cost["per_pass_basis"] = (
         f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
         if rerun is not None else f"{tier_label} price, no re-runs"
     )
     return cost
+
+
+def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float]) -> Optional[dict]:
+    """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
+    node = nodes.node
+    mixed = mixed_purchase(fig.time_at_level, nodes.chosen["count"], burst_tier_for(opts.price_tier),
+                           node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share)
+    if mixed is not None and nodes.pools:
+        mixed["basis"] += f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
+    return mixed
 
 
 def _rework_holds(fig: Figures) -> np.ndarray:
@@ -434,9 +448,10 @@ def _rework_holds(fig: Figures) -> np.ndarray:
 
 
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: dict, starts: dict,
-              providers: list[rentmod.Provider], opts: PlanOptions) -> dict:
+              providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> dict:
     """Renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and ``cost.rent_verdict``);
-    bought spot is compared with its re-runs, which a rented sandbox does not have."""
+    bought spot is compared with its re-runs, which a rented sandbox does not have, and each rented hold
+    carries its substrate's cold start and per-turn overhead (``overhead_s``, provider -> seconds)."""
     counts, reqs = nodes.counts, nodes.reqs
     shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
     buy, label = cost[f"{opts.price_tier}_per_h"], f"{nodes.chosen['count']:,} x {nodes.node.name}"
@@ -447,6 +462,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
         buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
+        overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s,
     )
     return {"rent": rent, "rent_verdict": verdict}
 
@@ -486,7 +502,11 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         inference=inference, caching=caching, request_source=nodes.request_source,
     )
     starts = start_rate(fig, target, duty)
-    cost |= plan_rent(fig, n, duty, nodes, cost, starts, providers, opts)
+    substrates = load_substrates(opts.substrates_file)
+    turns_mean = turns.mean if turns is not None else None
+    cost |= plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
+    substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
+                                turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
         input={"source": source, "rows": int(fig.rows), "fingerprint": contract.fingerprint(fig.summary)},
         target=target,
@@ -500,6 +520,7 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         cost=cost,
         assumptions=assumptions,
         starts=starts,
+        substrates=substrate,
         notes=notes,
     ).to_json()
 

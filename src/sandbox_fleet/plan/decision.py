@@ -59,9 +59,18 @@ def _censored_lines(plan: PlanSummary) -> list[str]:
     return [x.strip() for x in censored_lines(t.censored, t.tolerance)]
 
 
+def buy_mixed_line(p: PlanSummary) -> Optional[str]:
+    """The mixed purchase's BUY line (reserved base, burst for the rest), in the words of Line 4; None without one."""
+    from sandbox_fleet.plan.render import mixed_lines
+
+    found = mixed_lines(p.cost or Cost(), p.nodes.type)
+    return "or " + found[0].strip() if found else None
+
+
 def _buy(p: PlanSummary) -> list[str]:
     inf = p.inference or Inference()
-    lines = [buy_nodes_line(p.nodes), *(_buy_pool_line(pl) for pl in p.node_pools or [])]
+    mixed = buy_mixed_line(p)
+    lines = [buy_nodes_line(p.nodes), *([mixed] if mixed else []), *(_buy_pool_line(pl) for pl in p.node_pools or [])]
     gpus = buy_gpus_line(inf)
     if gpus is not None:
         lines.append(gpus)

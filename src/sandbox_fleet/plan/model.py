@@ -337,6 +337,29 @@ class Rent(Block):
     ramp_step_share: Num = None
     source: Optional[str] = None
     as_of: Optional[str] = None
+    #: the provider's substrate cold start plus per-turn overhead added to each hold, seconds, and
+    #: the factor it multiplies the busy sandbox-hours by; null when the substrate catalog lists none
+    overhead_s_per_rollout: Num = None
+    hold_factor: Num = None
+
+
+class Mixed(Block):
+    """Reserved nodes for the base load and the rest on the cheaper burst tier (plan/mixed.py)."""
+
+    reserved_nodes: Count = None
+    burst_nodes: Count = None
+    #: "on_demand" or "spot"
+    burst_tier: Optional[str] = None
+    usd_per_h: Num = None
+    reserved_usd_per_node_h: Num = None
+    #: per node-hour used; spot's carries its re-runs
+    burst_usd_per_node_h: Num = None
+    #: reserved / burst price: a node is reserved when the load needs it more than this share of the time
+    break_even_share: Num = None
+    #: share of the measured span the load needs node k (k = 1..N), the curve the split is read on;
+    #: null for a fleet of more than 1,024 nodes
+    node_share: Optional[list[float]] = None
+    basis: Optional[str] = None
 
 
 class Cost(Block):
@@ -364,6 +387,38 @@ class Cost(Block):
     #: provider name -> renting instead of buying; and the one-line verdict
     rent: Optional[dict[str, Rent]] = None
     rent_verdict: Optional[str] = None
+    #: reserved for the base load, burst for the rest, from the measured concurrency curve
+    mixed: Optional[Mixed] = None
+
+
+class SubstrateLine(Block):
+    """One execution substrate's overhead on this workload (illustrative figures, plan/substrates.py)."""
+
+    #: container, kubernetes, hosted or vm
+    kind: Optional[str] = None
+    provider: Optional[str] = None
+    cold_start_s: Num = None
+    per_action_s: Num = None
+    #: cold start + mean turns x per-action overhead
+    overhead_s_per_rollout: Num = None
+    added_worker_hours_per_million: Num = None
+    #: (mean hold + overhead) x a million rollouts, hours
+    worker_hours_per_million: Num = None
+    #: at the target's rollout rate
+    added_worker_hours_per_h: Num = None
+    hold_factor: Num = None
+    source: Optional[str] = None
+    as_of: Optional[str] = None
+
+
+class Substrates(Block):
+    """Worker-hours per execution substrate for the measured workload, side by side."""
+
+    rollouts_per_h: Num = None
+    turns_mean: Num = None
+    hold_mean_s: Num = None
+    basis: Optional[str] = None
+    by_substrate: Optional[dict[str, SubstrateLine]] = None
 
 
 class Assumption(Block):
@@ -405,7 +460,7 @@ class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 4
+    VERSION: ClassVar[int] = 5
 
     input: Optional[Input] = None
     target: Target
@@ -420,6 +475,8 @@ class PlanSummary(Summary):
     cost: Optional[Cost] = None
     assumptions: Optional[list[Assumption]] = None
     starts: Optional[Starts] = None
+    #: cold start and per-action overhead per execution substrate, in worker-hours for this workload
+    substrates: Optional[Substrates] = None
     notes: Optional[list[str]] = None
     #: ``plan --backtest FILE``: how far the simulator was off on this telemetry, and drift
     backtest: Optional[BacktestLine] = None

@@ -208,6 +208,7 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         L.append(f"  per passing trajectory: {_money(co.per_passing_trajectory)}{basis}")
         if co.exception_waste_per_h is not None:
             L.append(f"  spent on exception rollouts: {_money(co.exception_waste_per_h)}/h ({_n(co.exception_share, '.1%')})")
+    L.extend(mixed_lines(co, nd.type))
     rw = co.spot_rework
     if rw is not None and co.priced and rw.rework_per_h is not None:
         L.append(
@@ -230,8 +231,11 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
             if r.within_limits and r.ramp_s:
                 share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
                 limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
+            if r.overhead_s_per_rollout is not None:
+                limits += f"; +{r.overhead_s_per_rollout:,.3g} s a hold on its substrate"
             L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
         L.append(f"  verdict: {co.rent_verdict}")
+    L.extend(substrate_lines(p))
     if p.assumptions:
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
@@ -244,6 +248,36 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
     return wrap_lines(L, width)
+
+
+def substrate_lines(p: PlanSummary) -> list[str]:
+    """Worker-hours per execution substrate side by side (nothing when the plan has none)."""
+    sb = p.substrates
+    if sb is None or not sb.by_substrate:
+        return []
+    L = ["", "Substrates: worker-hours their overhead adds (ILLUSTRATIVE figures, data/substrates.toml)",
+         f"  {sb.basis}",
+         f"  {'substrate':<16} {'cold s':>7} {'per turn s':>10} {'+s/rollout':>10} {'+h per 1M':>10} "
+         f"{'h per 1M':>10} {'+h per h':>9}"]
+    for name, s in sb.by_substrate.items():
+        L.append(f"  {name:<16} {_n(s.cold_start_s, '>7,.3g')} {_n(s.per_action_s, '>10,.3g')} "
+                 f"{_n(s.overhead_s_per_rollout, '>10,.3g')} {_n(s.added_worker_hours_per_million, '>10,.0f')} "
+                 f"{_n(s.worker_hours_per_million, '>10,.0f')} {_n(s.added_worker_hours_per_h, '>9,.3g')}")
+    return L
+
+
+def mixed_lines(co: Cost, node_type: str) -> list[str]:
+    """The mixed purchase's BUY line and its basis (nothing when the plan has none)."""
+    mx = co.mixed
+    if mx is None or mx.usd_per_h is None:
+        return []
+    singles = [(_per_h(co, t), _TIER_LABEL[t]) for t in ("reserved", "on_demand", "spot") if _per_h(co, t) is not None]
+    vs = ", ".join(f"{_money(v)}/h all {label}" for v, label in singles)
+    return [
+        f"  BUY mixed: {mx.reserved_nodes:,} x {node_type} reserved + up to {mx.burst_nodes:,} x {node_type} "
+        f"{_tier(mx.burst_tier)} as the load needs them: {_money(mx.usd_per_h)}/h (vs {vs} at peak)",
+        f"    ({mx.basis})",
+    ]
 
 
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:

@@ -17,14 +17,13 @@ rate above ``c`` can never be kept up with, so that one stays a hard limit.
 from __future__ import annotations
 
 import math
-import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.toml_entries import load_entries
 
 MB_PER_GIB = 1024.0
 
@@ -56,33 +55,7 @@ class Provider(BaseModel):
 
 def load_providers(path: str | Path | None = None) -> list[Provider]:
     """The bundled catalog, or ``path``; a bad entry is an InputError naming the file, entry and key."""
-    if path is None:
-        text, source = resources.files("sandbox_fleet").joinpath("data/providers.toml").read_text(encoding="utf-8"), "bundled providers.toml"
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"{p}: provider catalog not found; expected a TOML file of [[provider]] tables")
-        text, source = p.read_text(encoding="utf-8"), str(p)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: not valid TOML ({exc})") from None
-    raw = doc.get("provider")
-    if set(doc) - {"provider"} or not isinstance(raw, list) or not raw:
-        raise InputError(f"{source}: expected only [[provider]] tables, at least one")
-    out: list[Provider] = []
-    for i, entry in enumerate(raw):
-        try:
-            out.append(Provider.model_validate(entry))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            key = ".".join(str(x) for x in err["loc"]) or "?"
-            name = entry.get("name", f"#{i + 1}") if isinstance(entry, dict) else f"#{i + 1}"
-            raise InputError(f"{source}: provider {name!r}, key {key!r}: {err['msg']}") from None
-    names = [p.name for p in out]
-    if len(set(names)) != len(names):
-        raise InputError(f"{source}: a provider name appears twice")
-    return out
+    return load_entries(path, "providers.toml", "provider", Provider)
 
 
 def select(providers: list[Provider], names: Optional[list[str]], source: str = "provider catalog") -> list[Provider]:
@@ -148,10 +121,14 @@ def rent_block(
     tier: str,
     node_label: str,
     ramp_max_share: float = 0.01,
+    overhead_s: Optional[dict[str, float]] = None,
+    hold_mean_s: Optional[float] = None,
 ) -> tuple[dict, str]:
     """``cost.rent`` ({provider: {usd_per_h, usd_per_pass, within_limits, limits_hit, ramp_*}}) and the verdict line.
 
-    ``kinds`` are (request, share of the running sandboxes) pairs; shares sum to 1.
+    ``kinds`` are (request, share of the running sandboxes) pairs; shares sum to 1. ``overhead_s``
+    (provider -> seconds) is the substrate's cold start and per-turn overhead, added to every rented
+    hold of mean ``hold_mean_s``: the busy sandbox-hours, and so the bill, grow by ``1 + overhead / hold``.
     """
     busy = target * duty if duty else None
     out: dict = {}
@@ -159,15 +136,19 @@ def rent_block(
         per_sandbox_h = sum(share * p.usd_per_sandbox_h(req) for req, share in kinds)
         created, ramp = _creation_limit(p, starts, ramp_max_share)
         hit = _hard_limits(p, kinds, target) + created
+        extra_s = (overhead_s or {}).get(p.name)
+        factor = 1.0 + extra_s / hold_mean_s if extra_s is not None and hold_mean_s else 1.0
         out[p.name] = {
-            "usd_per_h": per_sandbox_h * busy if busy is not None else None,
+            "usd_per_h": per_sandbox_h * busy * factor if busy is not None else None,
             "usd_per_sandbox_h": per_sandbox_h,
-            "usd_per_pass": per_sandbox_h * sandbox_hours_per_pass if sandbox_hours_per_pass else None,
+            "usd_per_pass": per_sandbox_h * sandbox_hours_per_pass * factor if sandbox_hours_per_pass else None,
             "within_limits": not hit,
             "limits_hit": hit,
             **ramp,
             "source": p.source,
             "as_of": p.as_of,
+            "overhead_s_per_rollout": extra_s if extra_s is not None and hold_mean_s else None,
+            "hold_factor": factor if extra_s is not None and hold_mean_s else None,
         }
     return out, verdict(out, buy_usd_h, tier, node_label)
 

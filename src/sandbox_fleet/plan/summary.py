@@ -87,6 +87,9 @@ class Figures:
         self.peak = _figure(c.peak if c else None, "concurrency.peak")
         self.cap_detected = c.cap_detected if c else None
         self.touches = c.touches if c else None
+        tal = c.time_at_level if c else None
+        #: (levels, share of the span at or above each) when measure recorded it, else None
+        self.time_at_level = (list(tal.levels), list(tal.share_at_or_above)) if tal and tal.levels and tal.share_at_or_above else None
         self.cut = cut_release(m)
         st = m.steps
         # None when the input never measured steps (a published summary): the shape then stays measured

@@ -96,7 +96,7 @@ def _decision_section(p: PlanSummary | None, results: list[CheckResult], old: Pl
 
 
 def _plan_sections(p: PlanSummary | None) -> list[str]:
-    """The purchase order's detail, its rent-vs-buy comparison and its assumptions."""
+    """The purchase order's detail, its rent-vs-buy comparison, the mixed purchase, the substrates and its assumptions."""
     if p is None:
         return []
     parts = [_section("Plan: the purchase order in detail", tables.plan_table(p), plan_sections.extra_plan_table(p),
@@ -104,6 +104,13 @@ def _plan_sections(p: PlanSummary | None) -> list[str]:
     rent = plan_sections.rent_table(p)
     if rent:
         parts.append(_section("Rent vs buy", _figure("rent", plan_sections.rent_chart(p)), rent, anchor="rent"))
+    mixed = plan_sections.mixed_table(p)
+    if mixed:
+        parts.append(_section("Mixed purchase: reserved base, burst for the rest", mixed,
+                              _figure("mixed", plan_sections.mixed_chart(p)), anchor="mixed"))
+    substrates = plan_sections.substrates_table(p)
+    if substrates:
+        parts.append(_section("Execution substrates: worker-hours of overhead", substrates, anchor="substrates"))
     assumptions = plan_sections.assumptions_table(p)
     if assumptions:
         parts.append(_section("Assumptions", assumptions, anchor="assumptions"))

@@ -1,4 +1,5 @@
-"""Report sections for the purchase order: caching saving by turns, hold-time CDFs per model, rent vs buy.
+"""Report sections for the purchase order: caching saving by turns, hold-time CDFs per model, rent vs buy,
+the mixed purchase's curve and the substrates' worker-hours.
 
 Charts are Plotly figures (None when their inputs are absent); tables are HTML strings (None when
 absent). Hold-time CDFs are drawn through the percentiles measure reports per model (min, median,
@@ -25,6 +26,7 @@ TITLES = {
     "caching": "Prefix-caching saving on prefill by turns",
     "hold_cdf": "Hold time CDF by model",
     "rent": "Rent vs buy: $ per hour at the target",
+    "mixed": "Mixed purchase: share of the time each node is needed",
 }
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
@@ -207,3 +209,53 @@ def assumptions_table(plan: PlanSummary | None) -> str | None:
         return None
     rows = [[escape(a.name), fmt(a.value), escape(a.unit), escape(a.source), escape(a.detail)] for a in items]
     return grid_table(["assumption", "value", "unit", "source", "detail"], rows)
+
+
+def mixed_chart(plan: PlanSummary | None) -> go.Figure | None:
+    """Bars: the share of the measured span node k is needed, reserved ones apart, and the break-even line."""
+    mx = plan.cost.mixed if plan is not None and plan.cost is not None else None
+    shares = mx.node_share if mx is not None else None
+    if mx is None or not shares:
+        return None
+    r = mx.reserved_nodes or 0
+    nodes = list(range(1, len(shares) + 1))
+    burst = (mx.burst_tier or "burst").replace("_", "-")
+    fig = go.Figure(go.Bar(x=nodes, y=shares, name="share of the time node k is needed",
+                           marker={"color": ["#1f77b4" if k <= r else "#ff7f0e" for k in nodes]},
+                           hovertext=["reserved" if k <= r else burst for k in nodes]))
+    ratio = as_num(mx.break_even_share)
+    if ratio is not None and ratio <= 1.0:
+        fig.add_trace(go.Scatter(x=[0.5, len(shares) + 0.5], y=[ratio, ratio], mode="lines",
+                                 name=f"break-even: reserved / {burst} price = {ratio:.1%}",
+                                 line={"color": "#d62728", "dash": "dash"}))
+    return _layout(fig, TITLES["mixed"], xaxis_title=f"node k ({r} reserved in blue, the rest {burst} in orange)",
+                   yaxis_title="share of the measured span", yaxis_range=[0, 1.05])
+
+
+def mixed_table(plan: PlanSummary | None) -> str | None:
+    """The mixed purchase beside the single-tier lines, with its basis."""
+    cost = plan.cost if plan is not None else None
+    mx = cost.mixed if cost is not None else None
+    if cost is None or mx is None:
+        return None
+    rows = [("reserved nodes", mx.reserved_nodes, "int"), ("burst nodes (at most)", mx.burst_nodes, "int"),
+            ("burst tier", (mx.burst_tier or "").replace("_", "-"), "text"), ("mixed $/h", mx.usd_per_h, "f2"),
+            ("all reserved $/h", cost.reserved_per_h, "f2"), ("all on-demand $/h", cost.on_demand_per_h, "f2"),
+            ("all spot $/h", cost.spot_per_h, "f2"), ("break-even share", mx.break_even_share, "pct")]
+    table = kv_table([(label, v, kind) for label, v, kind in rows if v is not None])
+    return table + f'<p class="sub">{escape(mx.basis or "")}</p>'
+
+
+def substrates_table(plan: PlanSummary | None) -> str | None:
+    """Worker-hours each execution substrate's overhead adds to this workload, side by side."""
+    sb = plan.substrates if plan is not None else None
+    if sb is None or not sb.by_substrate:
+        return None
+    rows = [[escape(name), escape(s.kind or ""), fmt(s.cold_start_s, "f2"), fmt(s.per_action_s, "f3"),
+             fmt(s.overhead_s_per_rollout, "f2"), fmt(s.added_worker_hours_per_million, "int"),
+             fmt(s.worker_hours_per_million, "int"), fmt(s.added_worker_hours_per_h, "f3"),
+             escape(f"{s.source} ({s.as_of})")] for name, s in sb.by_substrate.items()]
+    table = grid_table(["substrate", "kind", "cold start s", "per turn s", "+s per rollout", "+worker-h per 1M",
+                        "worker-h per 1M", "+worker-h per h", "figures from"], rows)
+    return table + f'<p class="sub">{escape(sb.basis or "")}. The substrate figures are illustrative: replace them ' \
+        "with your own measurements (<code>plan --substrates FILE</code>).</p>"
