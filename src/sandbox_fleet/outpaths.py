@@ -26,7 +26,7 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _expand(inputs: Iterable[str | Path | None]) -> list[Path]:
-    out = []
+    out: list[Path] = []
     for p in inputs:
         if p is None:
             continue

@@ -223,7 +223,7 @@ def _times(sample: dict) -> tuple[Any, Any]:
     start, end = sample.get("started_at"), sample.get("completed_at")
     if start and end:
         return start, end
-    stamps = [e.get("timestamp") for e in sample.get("events") or [] if isinstance(e, dict) and e.get("timestamp")]
+    stamps: list[Any] = [e.get("timestamp") for e in sample.get("events") or [] if isinstance(e, dict) and e.get("timestamp")]
     if stamps:
         # Event timestamps are ISO-8601 with an offset; compare them as instants.
         from datetime import datetime

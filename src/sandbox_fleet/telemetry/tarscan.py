@@ -39,7 +39,7 @@ def normalize_prefix(prefix: str) -> str:
 
 
 def _escapes(name: str) -> bool:
-    if name.startswith("/") or name.startswith("\\") or (len(name) > 1 and name[1] == ":"):
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
         return True
     return ".." in name.replace("\\", "/").split("/")
 
@@ -68,7 +68,13 @@ def _members_tarfile(path: Path, shown: str, requests: dict, files: list) -> Non
         for member in tf:
             _check_names(member.name, member.issym() or member.islnk(), member.linkname, shown)
             if member.isfile():
-                _take(member.name, member.size, lambda m=member: tf.extractfile(m).read(), shown, requests, files)
+                _take(member.name, member.size, lambda m=member: _file_bytes(tf, m), shown, requests, files)
+
+
+def _file_bytes(tf: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    data = tf.extractfile(member)
+    assert data is not None  # only regular files are read, and those always have data
+    return data.read()
 
 
 def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: list) -> None:
@@ -111,7 +117,7 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
                 sizes[owner] += size
                 break
     prefixes = list(requests)
-    columns = {"member_prefix": prefixes}
+    columns: dict[str, list] = {"member_prefix": prefixes}
     for f in REQUEST_FIELDS:
         columns[f] = [requests[p][f] for p in prefixes]
     columns["bundle_bytes"] = [sizes[p] for p in prefixes]

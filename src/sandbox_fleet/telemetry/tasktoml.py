@@ -25,7 +25,7 @@ def size_to_mb(text: str, where: str, key: str) -> int | None:
     mb = float(m.group(1)) * _MB_PER[m.group(2).upper()]
     if not (0 < mb <= LIMITS["storage_mb"]):
         return None
-    return int(math.ceil(mb - 1e-9))
+    return math.ceil(mb - 1e-9)
 
 
 #: A task.toml larger than this is not a task description (refused, never parsed).
@@ -67,7 +67,7 @@ def _section(doc: dict, name: str, where: str) -> dict:
 def _size(env: dict, new_key: str, legacy_key: str, where: str) -> int | None:
     mb = _number(env, new_key, where, "environment", integer=True)
     if mb is not None:
-        return mb
+        return int(mb)  # integer=True: already an int; int() tells the checker
     legacy = env.get(legacy_key)
     if legacy is None:
         return None
