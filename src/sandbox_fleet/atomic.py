@@ -26,7 +26,9 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from types import FrameType
 
 from sandbox_fleet.errors import InputError
 
@@ -69,7 +71,7 @@ def cleanup() -> None:
         _remove(p)
 
 
-def _on_signal(signum, frame, previous) -> None:
+def _on_signal(signum: int, frame: FrameType | None, previous: object) -> None:
     cleanup()
     if callable(previous):
         previous(signum, frame)  # e.g. SIGINT's KeyboardInterrupt
@@ -88,7 +90,7 @@ def _install_handlers() -> None:
         previous = signal.getsignal(sig)
         if previous is None:  # installed from C; leave it alone
             continue
-        signal.signal(sig, lambda s, f, prev=previous: _on_signal(s, f, prev))
+        signal.signal(sig, partial(_on_signal, previous=previous))
     _installed = True
 
 

@@ -10,14 +10,21 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TypedDict
 
 import typer
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
 
-_APP_SETTINGS = {
+
+class _AppSettings(TypedDict):
+    add_completion: bool
+    no_args_is_help: bool
+    help: str
+
+
+_APP_SETTINGS: _AppSettings = {
     "add_completion": True,
     "no_args_is_help": True,
     "help": "Size the container fleet behind agentic RL: measure, plan, simulate, report.",
@@ -665,7 +672,8 @@ def _app_for(argv: list[str]) -> typer.Typer:
 
     name = argv[0] if argv else None
     for info in app.registered_commands:
-        if (info.name or get_command_name(info.callback.__name__)) == name:
+        named = info.name or (get_command_name(info.callback.__name__) if info.callback is not None else None)
+        if named == name:
             lean = typer.Typer(**_APP_SETTINGS)
             lean.registered_callback = app.registered_callback
             lean.registered_commands = [info]

@@ -391,6 +391,22 @@ def test_exception_rate_by_task_thresholds_are_configurable():
     assert r.status == "skip" and "11 rollouts" in r.message
 
 
+def test_cap_below_configured_without_a_plateau_bound_is_skipped():
+    # A loaded thresholds file always has cap_binding.warn_above (the defaults set it, TOML has no
+    # null); a hand-built Thresholds may leave it unset. Then no plateau can be called: the check
+    # skips and no alert rule is written, where both used to compare with None (TypeError).
+    from sandbox_fleet.report.prometheus import rules_yaml
+
+    t = Thresholds.default()
+    unset = t.model_copy(update={"cap_binding": t.cap_binding.model_copy(update={"warn_above": None})})
+    plateau = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 4, "time_at_peak_s": 92.0}}
+    r = by_name(run(plateau, thresholds=unset))["cap_below_configured"]
+    assert r.status == "skip" and "cap_binding.warn_above" in r.message
+    assert by_name(run(plateau, thresholds=t))["cap_below_configured"].status == "warn"
+    assert "SandboxFleetCapBelowConfigured" not in rules_yaml(unset)
+    assert "SandboxFleetCapBelowConfigured" in rules_yaml(t)
+
+
 def test_cap_below_configured_names_the_effective_cap():
     # peak 4 under a configured 20, at the peak 92 s of a 100 s span: 92% >= 0.5% -> warn
     plateau = {"span_s": 100.0, "concurrency": {"configured_cap": 20, "peak": 4, "time_at_peak_s": 92.0}}

@@ -263,8 +263,10 @@ def overall_cap(job_codes: np.ndarray, job_names: list[str], caps: dict[str, int
         return None
     present = {job_names[c] for c in np.unique(job_codes)}
     values = {caps.get(j) for j in present}
-    if len(values) == 1 and None not in values:
-        return int(values.pop())
+    if len(values) == 1:
+        only = values.pop()
+        if only is not None:
+            return int(only)
     return None
 
 

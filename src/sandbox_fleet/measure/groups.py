@@ -18,7 +18,7 @@ from sandbox_fleet.measure.stats import (
     exception_rate,
     group_counts,
     group_sums,
-    quantile_sorted,
+    quantile_nonempty,
     ratio,
 )
 
@@ -100,8 +100,8 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
             "sandbox_s": sandbox_us / US,
             "exception_rate": exception_rate(exc, flagged),
             "exception_rate_rows": flagged,
-            "hold_median_s": quantile_sorted(part, 0.5) / US,
-            "hold_p99_s": quantile_sorted(part, 0.99) / US,
+            "hold_median_s": quantile_nonempty(part, 0.5) / US,
+            "hold_p99_s": quantile_nonempty(part, 0.99) / US,
             "hold_mean_s": sandbox_us / n / US,
             "rewarded": rewarded,
             "passed": passed,

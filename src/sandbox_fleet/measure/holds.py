@@ -32,7 +32,7 @@ def histogram(us: np.ndarray) -> dict:
     smallest = int(np.min(us, where=positive, initial=np.iinfo(np.int64).max))
     lo = np.floor(math.log10(smallest / US))
     hi = max(np.ceil(math.log10(int(us.max()) / US)), lo + 1)
-    n_bins = int(round((hi - lo) * BINS_PER_DECADE))
+    n_bins = round((hi - lo) * BINS_PER_DECADE)
     edges = exact.logspace(lo, hi, n_bins + 1)
     counts = np.zeros(n_bins, dtype=np.int64)
     for i in range(0, us.size, BLOCK):

@@ -17,8 +17,8 @@ class SharedJobs:
     """Queued jobs run once each, by whichever thread calls ``drain`` first; ``results`` waits."""
 
     def __init__(self, jobs: list[Callable[[], object]]):
-        self._jobs = list(jobs)
-        self._futures = [Future() for _ in self._jobs]
+        self._jobs: list[Callable[[], object] | None] = list(jobs)
+        self._futures: list[Future] = [Future() for _ in self._jobs]
         self._next = 0
         self._lock = threading.Lock()
 
@@ -32,6 +32,7 @@ class SharedJobs:
                     return
                 self._next += 1
             job, self._jobs[i] = self._jobs[i], None  # drop the closure once run (its buffers go)
+            assert job is not None  # each index is taken once, under the lock
             try:
                 self._futures[i].set_result(job())
             except BaseException as exc:  # re-raised in ``results`` on the caller's thread

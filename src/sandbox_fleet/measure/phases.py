@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from sandbox_fleet.measure.columns import Frame
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_sorted, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_nonempty, ratio
 from sandbox_fleet.telemetry.record import PHASES
 
 
@@ -37,8 +37,8 @@ def measure_phases(fr: Frame) -> dict:
             "rows": n,
             "invalid": int((both & (dur < 0)).sum()),
             "small_sample": n < SMALL_SAMPLE_ROWS,
-            "median_s": quantile_sorted(d, 0.5) / US if n else None,
-            "p99_s": quantile_sorted(d, 0.99) / US if n else None,
+            "median_s": quantile_nonempty(d, 0.5) / US if n else None,
+            "p99_s": quantile_nonempty(d, 0.99) / US if n else None,
             "mean_s": int(d.sum()) / n / US if n else None,
             "share_of_hold": ratio(int(d.sum()), hold_sum),
         }

@@ -59,7 +59,7 @@ def _days(span_s) -> str:
     return "-" if span_s is None else f"{span_s / 86400:.2f}"
 
 
-def _kv(title: str, rows: list[tuple[str, str]]) -> Table:
+def _kv(title: str, rows: list[tuple[str, str | None]]) -> Table:
     table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column(justify="right")

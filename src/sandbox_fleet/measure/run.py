@@ -133,6 +133,7 @@ def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future 
 
     def finish() -> tuple[dict, dict]:
         model_steps = models.result() if models is not None else done
+        assert model_steps is not None  # without a future the passes ran here (done)
         runs_by = "job" if len(job_steps) >= 2 else "model"
         return overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by), model_steps
 
@@ -213,7 +214,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         if lanes != 2:
             health = pool.submit(measure_task_health, health_table, times=(fr.start_us, fr.finish_us))
             del health_table
-        task_health = health.result() if lanes == 1 else None
+        task_health = health.result() if health is not None and lanes == 1 else None
         # Time-only measurements first: their large buffers come and go before the
         # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
         # the step passes share nothing but the (read-only) times and mostly run in NumPy
@@ -230,6 +231,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
             if health is None:
                 task_health = measure_task_health(health_table, times=(fr.start_us, fr.finish_us))
                 del health_table
+            assert sweep is not None  # submitted above whenever lanes > 1
             conc = sweep.result()
             task_health = health.result() if health is not None else task_health
         else:

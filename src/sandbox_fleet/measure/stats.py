@@ -40,6 +40,13 @@ def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
     return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
 
 
+def quantile_nonempty(sorted_values: np.ndarray, q: float) -> float:
+    """``quantile_sorted`` of an array that holds at least one value, so a float, never None."""
+    value = quantile_sorted(sorted_values, q)
+    assert value is not None, "quantile of an empty array"
+    return value
+
+
 #: The quantiles ``summary`` reads (and the per-group figures: median and p99).
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
 
@@ -76,10 +83,10 @@ def summary(sorted_values: np.ndarray, scale: float = 1.0) -> dict:
         return out
     total = int(sorted_values.sum(dtype=np.int64)) if sorted_values.dtype.kind in "iu" else float(sorted_values.sum())
     out["min"] = float(sorted_values[0]) * scale
-    out["median"] = quantile_sorted(sorted_values, 0.5) * scale
+    out["median"] = quantile_nonempty(sorted_values, 0.5) * scale
     out["mean"] = total / n * scale
-    out["p90"] = quantile_sorted(sorted_values, 0.9) * scale
-    out["p99"] = quantile_sorted(sorted_values, 0.99) * scale
+    out["p90"] = quantile_nonempty(sorted_values, 0.9) * scale
+    out["p99"] = quantile_nonempty(sorted_values, 0.99) * scale
     out["max"] = float(sorted_values[-1]) * scale
     return out
 

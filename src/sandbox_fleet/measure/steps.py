@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_sorted, quantile_sorted
+from sandbox_fleet.measure.stats import US, group_sorted, quantile_nonempty
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
 _BLOCK = 1 << 20
@@ -162,6 +162,8 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
             "break_ratio": jump,
             "carryover_share": carryover,
         }
+    # found is not empty and each candidate that did not return left its reason
+    assert first_reason is not None
     return _none(n, first_reason)
 
 
@@ -194,7 +196,7 @@ def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.nda
     for g in range(first_us.size):
         part = fin_sorted[offsets[g]:offsets[g + 1]]
         makespans.append(float(part[-1]))
-        tails.append(float(part[-1]) - quantile_sorted(part, TAIL_QUANTILE))
+        tails.append(float(part[-1]) - quantile_nonempty(part, TAIL_QUANTILE))
         if g + 1 < first_us.size:  # finishes are relative to this step's first start, sorted
             carried[g] = part.size - np.searchsorted(part, first_us[g + 1] - first_us[g], side="right")
     return makespans, tails, carried

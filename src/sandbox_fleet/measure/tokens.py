@@ -20,7 +20,7 @@ import numpy as np
 
 from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_sorted, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_nonempty, ratio
 
 
 def triangular(n: np.ndarray) -> np.ndarray:
@@ -40,7 +40,7 @@ def fit_quadratic(turns: np.ndarray, medians: np.ndarray) -> dict:
     y = np.asarray(medians, dtype=np.float64)
     keep = n >= 1
     n, y = n[keep], y[keep]
-    out = {"points": int(n.size), "turn_tokens": None, "r2_quadratic": None, "r2_linear": None,
+    out: dict[str, float | None] = {"points": int(n.size), "turn_tokens": None, "r2_quadratic": None, "r2_linear": None,
            "linear_intercept": None, "linear_slope": None}
     if n.size == 0:
         return out
@@ -150,7 +150,7 @@ def _median(part: np.ndarray) -> float:
     lo = (n - 1) // 2
     hi = min(lo + 1, n - 1) if (n - 1) % 2 else lo
     picked = np.partition(part, [lo, hi]) if hi != lo else np.partition(part, lo)
-    return quantile_sorted(picked[lo:hi + 1], 0.5 if hi != lo else 0.0)
+    return quantile_nonempty(picked[lo:hi + 1], 0.5 if hi != lo else 0.0)
 
 
 def _turn_figures(fr: Frame, min_turn_rows: int) -> dict:
@@ -158,8 +158,9 @@ def _turn_figures(fr: Frame, min_turn_rows: int) -> dict:
     rows = _per_turn(fr)
     values = np.array([r[0] for r in rows], dtype=np.int64)
     counts = np.array([r[1] for r in rows], dtype=np.int64)
-    medians = {int(t): float(m) for t, _, n_in, m in rows if n_in}
-    used = {int(t): float(m) for t, _, n_in, m in rows if n_in and n_in >= min_turn_rows}
+    # a turn count's median is None exactly when it has no row with input tokens (n_in == 0)
+    medians = {int(t): float(m) for t, _, n_in, m in rows if m is not None}
+    used = {int(t): float(m) for t, _, n_in, m in rows if m is not None and n_in >= min_turn_rows}
     fit = fit_quadratic(np.array(list(used), dtype=np.float64), np.array(list(used.values())))
     c = fit["turn_tokens"]
     return {

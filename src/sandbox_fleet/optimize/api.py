@@ -7,6 +7,7 @@ import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_range, check_seed
@@ -175,7 +176,7 @@ def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, ob
     ev, space = search.ev, search.space
     rejected: list[tuple[Priced, object]] = []
     seen: set = set()
-    cand = found
+    cand: Priced | None = found
     while cand is not None and len(rejected) < MAX_STEP_UPS:
         final = ev.run([(cand.option, cand.replicas, cand.cap)], reps=reps, full=True)[0]
         if confident(ev, final, reps):
@@ -233,7 +234,9 @@ def confident(ev: Evaluator, res, reps: int) -> bool:
     if not res.stable:
         return False
     if ev.goal.step_mode:
+        assert ev.goal.max_step_s is not None  # step_mode is max_step_s given
         return bool(res.steps) and _bound(ev, res, reps) <= ev.goal.max_step_s
+    assert ev.goal.passing_per_hour is not None  # a goal without a step bound has a rate (_goal)
     return _bound(ev, res, reps) >= ev.goal.passing_per_hour
 
 
@@ -269,7 +272,7 @@ def _scale_basis(goal: Goal, scale: float, n: int, full: int, count: int | None,
     if scale == 1:
         return [f"{n:,} rollouts per simulation"] if goal.step_mode else []
     lo, hi = slice_cap(caps[0], scale), slice_cap(caps[-1], scale)
-    what = (f"batch {slice_cap(goal.batch, scale):,} of {goal.batch:,}" if goal.step_mode
+    what = (f"batch {slice_cap(goal.batch, scale):,} of {goal.batch:,}" if goal.batch is not None and goal.step_mode
             else f"{n:,} rollouts of {full if count is None else round(count / scale):,} per simulation")
     return [f"--scale {scale:g}: each candidate simulates a slice, round({scale:g} x cap) sandboxes "
             f"({lo:,}..{hi:,}) and {what}, on replicas with f = slice cap / cap of their GPUs' prefill and "
@@ -303,7 +306,7 @@ def _infeasible(goal: Goal, search: Search, space: Space) -> str:
         b = max(pts, key=lambda q: q.result.passing_per_hour)
         want, got = f"--passing-per-hour {goal.passing_per_hour:g}", f"the most was {b.result.passing_per_hour:.1f}/h"
     bounds = f"--max-replicas {space.max_replicas}"
-    if not (goal.step_mode and space.caps[-1] >= goal.batch):
+    if not (goal.step_mode and goal.batch is not None and space.caps[-1] >= goal.batch):  # a step goal has a batch
         bounds += f" and --max-cap {space.caps[-1]}"
     return (f"no searched configuration meets {want}: {got} ({b.option.label}, {b.replicas} replicas, "
             f"cap {b.cap}) at the bounds {bounds}; raise them or lower the target")
@@ -370,7 +373,7 @@ def _session(backend: str, workers: int | None):
 
     owned = not ray.is_initialized()
     if owned:
-        kw = {} if os.environ.get("RAY_ADDRESS") else {"num_cpus": workers or default_workers()}
+        kw: dict[str, Any] = {} if os.environ.get("RAY_ADDRESS") else {"num_cpus": workers or default_workers()}
         ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **kw)
     try:
         yield

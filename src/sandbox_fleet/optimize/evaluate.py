@@ -91,6 +91,7 @@ def scenario_data(base: Base, goal: Goal, opt: Option, replicas: int, cap: int, 
     d["fleet"] = {**d["fleet"], "cap": c}
     wl = d["workload"]
     if goal.step_mode:
+        assert goal.batch is not None  # a step goal has its batch (api._goal)
         wl.update(kind="sync-rl", batch=slice_cap(goal.batch, scale), steps=goal.steps, train_s=goal.train_s)
     else:
         # at least two holds per sandbox, so the throughput is the loop's, not one wave's
@@ -164,6 +165,7 @@ def passing_per_hour(s: SimulateSummary, pass_rate: float, population: int | Non
     if population is not None:
         st = s.steady_state or SteadyState()
         return (st.completed_per_hour or 0.0) * pass_rate
+    assert s.completed is not None  # simulate's summary always counts the completed rollouts
     return s.completed * pass_rate * 3600.0 / s.sim_time_s if s.sim_time_s else 0.0
 
 
@@ -254,5 +256,7 @@ class Evaluator:
         if not r.stable:
             return False
         if self.goal.step_mode:
+            assert self.goal.max_step_s is not None  # step_mode is max_step_s given
             return r.step_s is not None and r.step_s <= self.goal.max_step_s
+        assert self.goal.passing_per_hour is not None  # a goal without a step bound has a rate (api._goal)
         return r.passing_per_hour >= self.goal.passing_per_hour

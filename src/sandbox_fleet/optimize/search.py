@@ -185,7 +185,8 @@ def frontier(points: list[Priced], step_mode: bool) -> list[Priced]:
     for p in sorted(points, key=lambda q: (round(q.usd_per_h, 4), -q.result.passing_per_hour, q.gpus, q.cap)):
         if step_mode:
             s = p.result.step_s
-            if s is not None and (not out or s < out[-1].result.step_s):
+            last = out[-1].result.step_s if out else None  # every point kept has a step
+            if s is not None and (last is None or s < last):
                 out.append(p)
         elif not out or p.result.passing_per_hour > out[-1].result.passing_per_hour:
             out.append(p)

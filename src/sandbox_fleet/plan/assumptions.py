@@ -49,7 +49,7 @@ def _src(value, default, flagged: bool = True) -> Source:
 
 
 def collect_assumptions(
-    fig, opts, input_source: str, *, target: dict, tier_source: Source, node, reserve, reserve_source: str,
+    fig, opts, input_source: str, *, target: dict, tier_source: Source, node, reserve, reserve_source: Source,
     inference: dict, caching: dict, request_source: str,
 ) -> list[dict]:
     """The plan's ``assumptions`` list (see the module docstring for ``source``)."""
@@ -65,10 +65,10 @@ def collect_assumptions(
         a.from_input("duty", fig.duty, "fraction", "mean / peak concurrency, carried over")
     a.add("price_tier", opts.price_tier, "tier", tier_source, target.get("tier_basis", "--price-tier"))
     a.add("node_prices", node.name, "node type", "catalog", "illustrative list prices from the node catalog; replace with quotes")
-    a.add("system_reserve_cpu", reserve.cpu, "cores per node", reserve_source if reserve_source != "input" else "catalog",
-          "kubelet + OS reserve (plan/reserve.py)")
+    a.add("system_reserve_cpu", reserve.cpu, "cores per node", reserve_source, "kubelet + OS reserve (plan/reserve.py)")
     a.add("system_reserve_memory_gb", reserve.memory / 1024.0, "GiB per node", reserve_source, "kubelet + OS reserve + eviction threshold")
-    src: Source = {"flag": "flag", "default": "default"}.get(request_source, a.measured)
+    named: dict[str, Source] = {"flag": "flag", "default": "default"}
+    src = named.get(request_source, a.measured)
     a.add("sandbox_request", "from --request" if src == "flag" else ("1 cpu / 2048 MB / 6144 MB" if src == "default" else "measured task requests"),
           "request", src, "per-sandbox cpu / memory / disk")
     a.from_input("sandbox_hours_per_pass", fig.sandbox_hours_per_pass, "sandbox-h", "sandbox-hours per passing rollout")

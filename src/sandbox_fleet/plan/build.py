@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
@@ -15,7 +15,7 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan import rent as rentmod
-from sandbox_fleet.plan.assumptions import collect_assumptions
+from sandbox_fleet.plan.assumptions import Source, collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
@@ -241,6 +241,12 @@ class _Nodes:
     request_source: str  # flag, default or input: where the sandbox requests came from
 
 
+def _tier(opts: PlanOptions) -> str:
+    """The price tier: ``build_plan`` resolves it (from the duty cycle) before anything is priced."""
+    assert opts.price_tier is not None, "the price tier is resolved before pricing"
+    return opts.price_tier
+
+
 def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[Request], weights: list[float],
                  counts: list[int], opts: PlanOptions, mix_basis: str) -> list[dict]:
     """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
@@ -251,7 +257,7 @@ def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[
         sub_counts = [max(counts[i], 1) for i in idx]
         top = max(range(len(sub)), key=lambda i: (weights[idx[i]], -i))
         s = _size_type(find_type(catalog, name), sub, sub_counts, top, opts)
-        pools.append(_pool_block(s, sub, [weights[i] for i in idx], sub_counts, top, opts.price_tier, mix_basis))
+        pools.append(_pool_block(s, sub, [weights[i] for i in idx], sub_counts, top, _tier(opts), mix_basis))
     return pools
 
 
@@ -277,25 +283,25 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
     request_source = "flag" if opts.request is not None else ("input" if fig.requests else "default")
     all_counts = concurrent_mix(all_weights, n)
     # GPU requests and requests no type holds leave `nodes` (the CPU pool) when the CPU pool has any
-    routing = route(all_reqs, catalog, opts.price_tier, opts.reserve) if opts.node_type is None else None
+    routing = route(all_reqs, catalog, _tier(opts), opts.reserve) if opts.node_type is None else None
     split = routing is not None and bool(routing.cpu) and bool(routing.gpu or routing.unplaced)
-    keep = routing.cpu if split else list(range(len(all_reqs)))
+    keep = routing.cpu if routing is not None and split else list(range(len(all_reqs)))
     reqs, weights, counts = [all_reqs[i] for i in keep], [all_weights[i] for i in keep], [all_counts[i] for i in keep]
     # the CPU pool considers GPU node types only when one of its requests asks for a GPU (or --node-type names one)
     cpu_only = all(q.gpu <= 0 for q in reqs)
     pool_catalog = [t for t in catalog if t.gpus == 0 or t.name == opts.node_type] if cpu_only else catalog
     dominant = max(range(len(reqs)), key=lambda i: (weights[i], -i))
     sized, skipped = [], []
-    for node in pool_catalog:
+    for candidate in pool_catalog:
         try:
-            sized.append(_size_type(node, reqs, counts, dominant, opts))
+            sized.append(_size_type(candidate, reqs, counts, dominant, opts))
         except InputError as exc:
-            if node.name == opts.node_type:
+            if candidate.name == opts.node_type:
                 raise
-            skipped.append({"type": node.name, "reason": str(exc)})
+            skipped.append({"type": candidate.name, "reason": str(exc)})
     if not sized:
         raise InputError("no node type in the catalog fits one sandbox request: " + skipped[0]["reason"])
-    pools = _sized_pools(catalog, routing.gpu, all_reqs, all_weights, all_counts, opts, mix_basis) if split else []
+    pools = _sized_pools(catalog, routing.gpu, all_reqs, all_weights, all_counts, opts, mix_basis) if routing is not None and split else []
     chosen, others = _choose(sized, opts, notes)
     node: NodeType = chosen["node"]
     if not node.priced:
@@ -311,9 +317,9 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         "provider": node.provider,
         "instance_type": node.instance_type,
         "node_capacity": {"cpu": node.vcpus, "memory_gb": node.memory_gb, "disk_gb": node.disk_gb, "gpus": node.gpus},
-        "alternatives": [_alt(s, opts.price_tier) for s in others],
+        "alternatives": [_alt(s, _tier(opts)) for s in others],
         "too_small": skipped,
-        "unplaced": unplaced_block(all_reqs, all_runs, all_hours, routing.unplaced) if split else [],
+        "unplaced": unplaced_block(all_reqs, all_runs, all_hours, routing.unplaced) if routing is not None and split else [],
     }
     return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
@@ -357,7 +363,7 @@ def plan_caching(fig: Figures, opts: PlanOptions, turns: Optional[TurnMoments]) 
     f = opts.prefix_break
     mix = inf.mix_saving(fig.turns_histogram) if fig.turns_histogram else None
     mix_f = inf.mix_saving(fig.turns_histogram, f) if fig.turns_histogram else None
-    caching = {
+    caching: dict[str, Any] = {
         "saving_by_turns": {str(t): inf.cache_saving(t) for t in turn_set},
         "saving_measured_mix": mix,
         "prefix_break": f,
@@ -408,7 +414,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     )
     share = rework["rework_share"] if rework is not None else None
     cost = costmod.fleet_cost(
-        nodes.node, nodes.chosen["count"], tier=opts.price_tier, concurrency=n, duty=duty,
+        nodes.node, nodes.chosen["count"], tier=_tier(opts), concurrency=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
     )
     cost["duty"] = duty
@@ -465,7 +471,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     rent, verdict = rentmod.rent_block(
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
-        buy_usd_h=buy, tier=opts.price_tier, node_label=label, ramp_max_share=opts.rl_tolerance,
+        buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
         overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s,
     )
     return {"rent": rent, "rent_verdict": verdict}
@@ -489,7 +495,7 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     n = target["concurrency"]
     # An RL schedule or a throughput shape runs at its own duty; every other target at the measured one.
     duty = target.get("duty") if target.get("duty") is not None else fig.duty
-    tier_source = "flag"
+    tier_source: Source = "flag"
     if opts.price_tier is None:
         tier, target["tier_basis"] = default_tier(duty, duty_warn_below())
         opts, tier_source = replace(opts, price_tier=tier), "default"
@@ -612,7 +618,10 @@ def make_roofline(
     missing = [k for k, v in given.items() if v is None]
     if missing:
         raise InputError(f"a roofline estimate needs {', '.join(missing)} as well")
-    for k, v in list(given.items()) + [("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param), ("--decode-batch", decode_batch), ("--context-tokens", context_tokens)]:
+    assert gpu_tflops is not None and gpu_hbm_tbs is not None and model_params_b is not None  # none is missing
+    assert kv_bytes_per_token is not None
+    known = {k: v for k, v in given.items() if v is not None}  # all of given: none is missing
+    for k, v in list(known.items()) + [("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param), ("--decode-batch", decode_batch), ("--context-tokens", context_tokens)]:
         if not (v > 0 and math.isfinite(v)):
             raise InputError(f"{k} must be a positive number, got {v!r}")
     if utilisation > 1:

@@ -141,6 +141,7 @@ def size_memory(
             if best is None or max(c, m) < max(best[1], best[2]):
                 best = (size, c, m, f)
             size *= 2
+        assert best is not None  # replica_gpus gives t <= max_tp, so the loop ran
         size, c, m, f = best
         out["replica_gpus_cached"] = size
         out["memory"]["gpus_memory_bound_cached"] = m

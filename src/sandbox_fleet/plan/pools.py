@@ -37,7 +37,8 @@ def route(reqs: list[Request], catalog: list[NodeType], tier: str, reserve: Opti
     """Which pool each request goes to (see the module docstring)."""
     cpu_types = [t for t in catalog if t.gpus == 0]
     gpu_types = [t for t in catalog if t.gpus > 0]
-    cpu, unplaced = [], []
+    cpu: list[int] = []
+    unplaced: list[int] = []
     gpu: dict[str, list[int]] = {}
     for i, q in enumerate(reqs):
         if q.gpu <= 0:
@@ -68,7 +69,8 @@ def unplaced_block(reqs: list[Request], rollouts: list[float], hours: list[Optio
         {
             **reqs[i].as_dict(),
             "rollouts_share": rollouts[i] / total_w if total_w else None,
-            "sandbox_hours_share": hours[i] / total_h if known and total_h else None,
+            # total_h is None unless every request's hours are known
+            "sandbox_hours_share": h / total_h if total_h and (h := hours[i]) is not None else None,
             "reason": "no node type in the catalog holds this request",
         }
         for i in idx

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, overload
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
@@ -35,6 +35,12 @@ def as_measure(summary: Union[MeasureSummary, dict[str, Any]]) -> MeasureSummary
     return contract.parse(MeasureSummary, summary, "measure summary")
 
 
+@overload
+def _figure(value: None, key: str, *, positive: bool = False) -> None: ...
+@overload
+def _figure(value: float, key: str, *, positive: bool = False) -> float: ...
+@overload
+def _figure(value: Optional[float], key: str, *, positive: bool = False) -> Optional[float]: ...
 def _figure(value: Optional[float], key: str, *, positive: bool = False) -> Optional[float]:
     """``value`` as a float, or None; a negative (or, when required, zero) or non-finite one is an InputError."""
     if value is None:
@@ -64,20 +70,21 @@ class Figures:
     def __init__(self, summary: Union[MeasureSummary, dict[str, Any]]):
         m = self.summary = as_measure(summary)
         c, h, o, tk = m.concurrency, m.hold_s, m.outcomes, m.tokens
-        self.rows = _figure(m.rows, "rows")
+        self.rows = _figure(m.rows, "rows") or 0.0  # None and 0 alike are refused just below
         self.span_s = _figure(m.span_s, "span_s")
         self.sandbox_s = _figure(m.sandbox_s, "sandbox_s")
-        self.hold_mean_s = _figure(h and h.mean, "hold_s.mean")
+        self.hold_mean_s = _figure(h.mean if h else None, "hold_s.mean")
         if not self.rows or not (self.sandbox_s or self.hold_mean_s):
             raise InputError("input has no hold times: expected rows > 0 with sandbox_s or hold_s.mean (started_at/finished_at)")
         if self.hold_mean_s is None:
+            assert self.sandbox_s is not None  # refused above when both are missing
             self.hold_mean_s = self.sandbox_s / self.rows
         if self.sandbox_s is None:
             self.sandbox_s = self.hold_mean_s * self.rows
-        self.concurrency_mean = _figure(c and c.mean, "concurrency.mean")
+        self.concurrency_mean = _figure(c.mean if c else None, "concurrency.mean")
         if self.concurrency_mean is None and self.span_s:
             self.concurrency_mean = self.sandbox_s / self.span_s
-        self.peak = _figure(c and c.peak, "concurrency.peak")
+        self.peak = _figure(c.peak if c else None, "concurrency.peak")
         self.cap_detected = c.cap_detected if c else None
         self.touches = c.touches if c else None
         tal = c.time_at_level if c else None
@@ -87,21 +94,21 @@ class Figures:
         st = m.steps
         # None when the input never measured steps (a published summary): the shape then stays measured
         self.steps_detected = None if st is None or st.detected is None else bool(st.detected or st.runs_with_steps)
-        self.duty = _figure(c and c.duty, "concurrency.duty")
+        self.duty = _figure(c.duty if c else None, "concurrency.duty")
         if self.duty is None and self.peak and self.concurrency_mean is not None:
             self.duty = self.concurrency_mean / self.peak
-        self.pass_rate = _figure(o and o.pass_rate, "outcomes.pass_rate")
-        self.passed = _figure(o and o.passed, "outcomes.passed")
-        rewarded = _figure(o and o.rewarded, "outcomes.rewarded")
+        self.pass_rate = _figure(o.pass_rate if o else None, "outcomes.pass_rate")
+        self.passed = _figure(o.passed if o else None, "outcomes.passed")
+        rewarded = _figure(o.rewarded if o else None, "outcomes.rewarded")
         if self.pass_rate is None and self.passed is not None and rewarded:
             self.pass_rate = self.passed / rewarded
         self.sandbox_hours = self.sandbox_s / 3600.0
-        self.sandbox_hours_per_pass = _figure(o and o.sandbox_hours_per_pass, "outcomes.sandbox_hours_per_pass")
+        self.sandbox_hours_per_pass = _figure(o.sandbox_hours_per_pass if o else None, "outcomes.sandbox_hours_per_pass")
         if self.sandbox_hours_per_pass is None and self.passed:
             self.sandbox_hours_per_pass = self.sandbox_hours / self.passed
         self.span_days = self.span_s / 86400.0 if self.span_s else None
-        self.exception_rate = _figure(o and o.exception_rate, "outcomes.exception_rate")
-        self.exception_sandbox_hours = _figure(o and o.exception_sandbox_hours, "outcomes.exception_sandbox_hours")
+        self.exception_rate = _figure(o.exception_rate if o else None, "outcomes.exception_rate")
+        self.exception_sandbox_hours = _figure(o.exception_sandbox_hours if o else None, "outcomes.exception_sandbox_hours")
         self._tokens(tk)
         self.hold_quantiles = {
             q: _figure(getattr(h, k) if h else None, f"hold_s.{k}")
@@ -109,16 +116,16 @@ class Figures:
         }
         t = m.tasks
         self.requests = list(t.requests or []) if t else []
-        self.bundle_median = _figure(t and t.bundle_bytes_median, "tasks.bundle_bytes_median")
-        self.bundle_max = _figure(t and t.bundle_bytes_max, "tasks.bundle_bytes_max")
-        self.task_count = _figure(t and t.count, "tasks.count")
+        self.bundle_median = _figure(t.bundle_bytes_median if t else None, "tasks.bundle_bytes_median")
+        self.bundle_max = _figure(t.bundle_bytes_max if t else None, "tasks.bundle_bytes_max")
+        self.task_count = _figure(t.count if t else None, "tasks.count")
         # A total over every task is measured; over some of them it is not the store's size.
         complete = t is not None and t.bundle_rows is not None and t.bundle_rows == t.count
-        self.bundle_total = _figure(t.bundle_bytes_total, "tasks.bundle_bytes_total") if complete else None
+        self.bundle_total = _figure(t.bundle_bytes_total, "tasks.bundle_bytes_total") if t is not None and complete else None
         tr = m.trajectories
-        self.trajectory_bytes_mean = _figure(tr and tr.bytes_mean, "trajectories.bytes_mean")
-        self.trajectory_bytes_max = _figure(tr and tr.bytes_max, "trajectories.bytes_max")
-        self.trajectory_bytes_median = _figure(tr and tr.bytes_median, "trajectories.bytes_median")
+        self.trajectory_bytes_mean = _figure(tr.bytes_mean if tr else None, "trajectories.bytes_mean")
+        self.trajectory_bytes_max = _figure(tr.bytes_max if tr else None, "trajectories.bytes_max")
+        self.trajectory_bytes_median = _figure(tr.bytes_median if tr else None, "trajectories.bytes_median")
 
     def _tokens(self, tk) -> None:
         g = (lambda k: _figure(getattr(tk, k), f"tokens.{k}")) if tk else (lambda k: None)
@@ -135,8 +142,8 @@ class Figures:
         self.turns_median = g("turns_median")
         self.turns_p90 = g("turns_p90")
         self.cached_fraction = g("cached_fraction")
-        self.median_input_by_turns = _turn_keyed(tk and tk.median_input_by_turns, "tokens.median_input_by_turns")
-        self.turns_histogram = _turn_keyed(tk and tk.turns_histogram, "tokens.turns_histogram")
+        self.median_input_by_turns = _turn_keyed(tk.median_input_by_turns if tk else None, "tokens.median_input_by_turns")
+        self.turns_histogram = _turn_keyed(tk.turns_histogram if tk else None, "tokens.turns_histogram")
 
     def measured_block(self) -> dict:
         """The ``measured`` object of the plan: figures carried over from the input."""

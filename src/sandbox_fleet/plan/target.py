@@ -134,6 +134,7 @@ class HoldSampler:
             n = max(float(rows or 1000), 2.0)
             invented = 0.9 not in known and bool(mean) and 0.99 in known
             if invented:
+                assert mean is not None  # invented only with a mean
                 known[0.9] = _p90_matching_mean(known, mean, n)
             z_lo, z_hi = _Z.inv_cdf(1 / (2 * n)), _Z.inv_cdf(1 - 1 / (2 * n))
             inner = {_Z.inv_cdf(q): v for q, v in known.items() if 0 < q < 1 and z_lo < _Z.inv_cdf(q) < z_hi}

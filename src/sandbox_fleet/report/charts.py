@@ -161,8 +161,8 @@ def exceptions(m: MeasureSummary) -> go.Figure | None:
 
 def models(m: MeasureSummary, budget: float | None = None) -> go.Figure | None:
     """Exception rate per model slice (keyed by model name), with the budget line."""
-    pairs = [(str(k), as_num(v.exception_rate)) for k, v in sorted((m.by_model or {}).items())]
-    pairs = [(k, v) for k, v in pairs if v is not None]
+    rates = [(str(k), as_num(v.exception_rate)) for k, v in sorted((m.by_model or {}).items())]
+    pairs = [(k, v) for k, v in rates if v is not None]
     if not pairs:
         return None
     fig = go.Figure(go.Bar(x=[k for k, _ in pairs], y=[v for _, v in pairs], name="exception rate",
@@ -183,9 +183,9 @@ def models(m: MeasureSummary, budget: float | None = None) -> go.Figure | None:
 def coverage(m: MeasureSummary) -> go.Figure | None:
     rows = as_num(m.rows)
     cov = m.coverage or Coverage()
-    found = [("reward", as_num(cov.missing_reward)), ("tokens", as_num(cov.missing_tokens)),
-             ("turns", as_num(cov.missing_turns)), ("trajectory", as_num(cov.missing_trajectory))]
-    found = [(f, c) for f, c in found if c is not None]
+    missing = [("reward", as_num(cov.missing_reward)), ("tokens", as_num(cov.missing_tokens)),
+               ("turns", as_num(cov.missing_turns)), ("trajectory", as_num(cov.missing_trajectory))]
+    found = [(f, c) for f, c in missing if c is not None]
     if not found or not rows:
         return None
     shares = [c / rows for _, c in found]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
 
 
 def report_files(
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     output: str | Path,
     plan: str | Path | None = None,
     simulate: str | Path | None = None,
@@ -57,7 +58,7 @@ def report_files(
 
 
 def check_files(
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     plan: str | Path | None = None,
     thresholds: str | Path | None = None,
     *,

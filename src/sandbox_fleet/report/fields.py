@@ -24,7 +24,8 @@ def numbers(value: Any) -> list[float] | None:
     if not isinstance(value, list):
         return None
     out = [as_num(v) for v in value]
-    return None if any(v is None for v in out) else out  # type: ignore[misc]
+    known = [v for v in out if v is not None]
+    return known if len(known) == len(out) else None
 
 
 def turn_keyed(value: Any) -> list[tuple[int, float]]:

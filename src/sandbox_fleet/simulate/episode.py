@@ -62,10 +62,12 @@ def _agent_raw(ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: n
             return out, labels
         return ep.agent.sample_labeled(rng, n)
     t = ep.turns
+    assert t is not None  # Episode takes exactly one of agent and turns, and agent is None here
     turns = np.maximum(np.rint(t.turns.sample(rng, n)), 1).astype(np.int64)
     total = int(turns.sum())
     if t.served:
         return _served_turns(t, rng, turns, total), None
+    assert t.model_latency is not None  # not served
     per_turn = t.model_latency.sample(rng, total)
     if t.command is not None:
         per_turn = per_turn + t.command.sample(rng, total)

@@ -25,7 +25,7 @@ import numpy as np
 from sandbox_fleet.simulate.entities import RETRIED, Fleet
 from sandbox_fleet.simulate.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.trainer import RLState
-from sandbox_fleet.simulate.workloads import CLOSED, RL
+from sandbox_fleet.simulate.workloads import CLOSED, RL, AsyncRL
 
 RELEASE, RETRY = 0, 1
 #: The columns of the retry attempts' rows (beside ``finish_s``), as lists appended to in run order.
@@ -90,6 +90,7 @@ def one_pass(prep: Prepared) -> bool:
 def run_one_pass(prep: Prepared) -> dict:
     """``run_fifo`` for a ``one_pass`` run, on NumPy arrays (the C recursion when built)."""
     N, cap, provision_s = prep.n, prep.pools[0].cap, prep.pools[0].provision_delay_s
+    assert cap is not None  # one_pass: a single bounded pool
     order = None if prep.arr_in_order else np.asarray(prep.arr_ids, dtype=np.int64)
     compiled = compiled_place_stream()
     if compiled is not None:
@@ -148,7 +149,8 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     for w, wl in enumerate(prep.workloads):
         if wl.kind != RL:
             continue
-        st = RLState(w, wl.batch, wl.staleness, wl.train_s, int(prep.offsets[w]))
+        assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
+        st = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(prep.offsets[w]))
         st.batch_end_s = [-INF] * len(st.sizes)  # running max until the batch completes
         rl[w] = st
         for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):

@@ -76,7 +76,9 @@ def _check(res, n_expected: int) -> None:
     holds = float(np.sum(d["hold"]))
     waits = float(np.sum(d["waits"]))
     rounding = 0.0
+    checks: tuple[tuple[str, float, float], ...]
     if res.area_busy is not None:
+        assert res.area_wait is not None  # the general loop integrates both or neither
         checks = (("busy", res.area_busy, holds), ("waiting", res.area_wait, waits))
     else:
         sojourn_end, sojourn_start = d["sojourn_end"], d["sojourn_start"]

@@ -120,6 +120,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
                     on_finish(x)
                     busy, waiting, done = st.busy, st.waiting, st.done
             elif kind == POOL:  # the inference pool's own events (replica ends): no counter changes
+                assert pool_event is not None  # only the inference pool pushes POOL events
                 pool_event(t, x)
             else:  # the other handlers, with the counters handed over and back
                 st.now, st.busy, st.waiting, st.done = t, busy, waiting, done

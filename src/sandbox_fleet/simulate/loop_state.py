@@ -32,13 +32,17 @@ from __future__ import annotations
 import math
 from heapq import heappush
 from itertools import count
+from typing import TYPE_CHECKING, Any
 
 from sandbox_fleet.simulate import events as ev
 from sandbox_fleet.simulate.admission import make_queue
 from sandbox_fleet.simulate.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
 from sandbox_fleet.simulate.prepare import PREEMPTIONS, Prepared, stream
 from sandbox_fleet.simulate.trainer import RLState
-from sandbox_fleet.simulate.workloads import CLOSED, RL
+from sandbox_fleet.simulate.workloads import CLOSED, RL, AsyncRL, Closed
+
+if TYPE_CHECKING:
+    from sandbox_fleet.simulate.inference.driver import Driver
 
 PENDING, RUNNING = -2, -1  # attempt states before a terminal one (entities' codes are >= 0)
 S_FREE, S_BUSY, S_PROV, S_DOWN = 0, 1, 2, 3
@@ -89,7 +93,7 @@ class LoopState:
         self.unbounded = [pl.cap is None for pl in pools]
         self.counted = [pl.cap is not None and pl.preempt_rate_per_node_s == 0 and pl.provision_delay_s <= 0
                         for pl in pools]
-        self.nfree = [pl.cap if c else 0 for pl, c in zip(pools, self.counted)]
+        self.nfree = [pl.cap if c and pl.cap is not None else 0 for pl, c in zip(pools, self.counted)]  # counted: capped
         tracked = [0 if c or pl.cap is None else pl.cap for pl, c in zip(pools, self.counted)]
         self.slot_base, self.free = [], []
         nslots = 0
@@ -117,7 +121,7 @@ class LoopState:
         self.rl: dict[int, RLState] = {}
         self.r_batch = [0] * N
         self.pop_next: dict[int, int] = {}  # closed populations: the next rollout id to start
-        self.driver = None
+        self.driver: Driver | None = None
 
     # --- set-up --------------------------------------------------------------------------
     def schedule_start(self) -> None:
@@ -126,7 +130,8 @@ class LoopState:
         for w, wl in enumerate(prep.workloads):
             if wl.kind != RL:
                 continue
-            st = RLState(w, wl.batch, wl.staleness, wl.train_s, int(prep.offsets[w]))
+            assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
+            st = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(prep.offsets[w]))
             self.rl[w] = st
             for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
                 lo = st.base + s0
@@ -134,11 +139,13 @@ class LoopState:
             self.push(float(wl.start_s), ev.RELEASE, w)
         for w, wl in enumerate(prep.workloads):
             if wl.kind == CLOSED:
+                assert isinstance(wl, Closed)  # the CLOSED kind is Closed's
                 self.pop_next[w] = int(prep.offsets[w])
                 self.push(float(wl.start_s), ev.RELEASE, w)
         if prep.inference is not None:
             from sandbox_fleet.simulate.inference.driver import Driver
 
+            assert prep.turn_draws is not None  # prepare draws the turns whenever a pool serves them
             self.driver = Driver(prep.inference, prep.turn_draws, self.push, ev.TURN, ev.POOL, ev.FINISH,
                                  self.a_start, self.a_build, self.a_agent, self.a_verify)
         for p, pl in enumerate(self.pools):
@@ -160,8 +167,9 @@ class LoopState:
         self.r_queued[r] = True
         self.r_epoch[r] += 1
         self.waiting += 1
-        if self.qtimeout[p] is not None:
-            self.push(self.now + self.qtimeout[p], ev.DROP, (r, self.r_epoch[r]))
+        timeout_s = self.qtimeout[p]
+        if timeout_s is not None:
+            self.push(self.now + timeout_s, ev.DROP, (r, self.r_epoch[r]))
 
     def dispatch(self, p: int) -> None:
         """Start queued rollouts of pool ``p`` while slots (and start-cap room) last."""
@@ -294,9 +302,11 @@ class LoopState:
         """A new attempt row for rollout ``r``, queued now."""
         b, a, v, h, s, ph = self.prep.retry_attempt(r, attempt)
         new = len(self.a_roll)
-        for lst, val in ((self.a_roll, r), (self.a_enq, math.nan), (self.a_start, math.nan), (self.a_fin, math.nan),
-                         (self.a_state, PENDING), (self.a_phase, ph), (self.a_build, b), (self.a_agent, a),
-                         (self.a_verify, v), (self.a_hold, h), (self.a_plan, s), (self.a_slot, -1), (self.a_try, attempt)):
+        columns: tuple[tuple[list[Any], Any], ...] = (
+            (self.a_roll, r), (self.a_enq, math.nan), (self.a_start, math.nan), (self.a_fin, math.nan),
+            (self.a_state, PENDING), (self.a_phase, ph), (self.a_build, b), (self.a_agent, a),
+            (self.a_verify, v), (self.a_hold, h), (self.a_plan, s), (self.a_slot, -1), (self.a_try, attempt))
+        for lst, val in columns:
             lst.append(val)
         self.r_row[r] = new
         self.enqueue(r, new)
@@ -328,6 +338,7 @@ class LoopState:
     def on_release(self, w: int) -> None:
         if w in self.pop_next:
             wl = self.prep.workloads[w]
+            assert isinstance(wl, Closed)  # pop_next holds the closed workloads only
             # a population above count starts every rollout at once (and never loops on a huge one)
             for _ in range(min(wl.population, wl.count)):
                 self.release_next(w)
@@ -350,6 +361,7 @@ class LoopState:
         if not self.node_down[p][node]:
             self.preemptions += 1
             self.node_down[p][node] = True
+            assert pl.cap is not None  # Fleet refuses preemption without a finite cap
             lo = self.slot_base[p] + node * pl.slots_per_node
             hi = min(lo + pl.slots_per_node, self.slot_base[p] + pl.cap)
             a_build, a_agent, a_verify = self.a_build, self.a_agent, self.a_verify
@@ -378,6 +390,7 @@ class LoopState:
         p, node = x
         self.node_down[p][node] = False
         pl = self.pools[p]
+        assert pl.cap is not None  # a node came back: the pool preempts, so it has a finite cap
         lo = self.slot_base[p] + node * pl.slots_per_node
         hi = min(lo + pl.slots_per_node, self.slot_base[p] + pl.cap)
         for s in range(hi - 1, lo - 1, -1):  # lowest slot ends on top
@@ -431,7 +444,8 @@ class LoopState:
         for p, fl in enumerate(self.free):
             assert len(set(fl)) == len(fl), f"pool {p}: a slot twice in the free list"
             base = self.slot_base[p]
-            size = 0 if self.counted[p] or self.unbounded[p] else self.pools[p].cap
+            cap = self.pools[p].cap
+            size = 0 if self.counted[p] or cap is None else cap  # cap None: unbounded
             for s in range(base, base + size):
                 assert self.in_list[s] == (s in fl), (p, s)
                 if self.slot_state[s] == S_FREE:

@@ -4,8 +4,10 @@ first attempts drawn in one block, open arrivals merged into one sorted stream."
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +15,10 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.entities import EXCEPTION, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.episode import draw_attempts
 from sandbox_fleet.simulate.workloads import OPEN, RL, Workload
+
+if TYPE_CHECKING:
+    from sandbox_fleet.simulate.inference.config import Inference
+    from sandbox_fleet.simulate.inference.driver import TurnDraws
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
 ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS = 1, 2, 3, 4
@@ -54,8 +60,8 @@ class Prepared:
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
-    inference: object = None  # inference.Inference: model calls served by a pool
-    turn_draws: object = None  # inference.driver.TurnDraws of every rollout, when served
+    inference: Inference | None = None  # model calls served by a pool
+    turn_draws: TurnDraws | None = None  # every rollout's, when served
 
     @cached_property
     def hold(self) -> list[float]:
@@ -117,7 +123,7 @@ class Prepared:
         return float(t)
 
 
-def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, inference=None) -> Prepared:
+def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int, inference=None) -> Prepared:
     pools = [fleet] if isinstance(fleet, Fleet) else list(fleet)
     workloads = list(workloads)
     if not pools or not workloads:
@@ -146,13 +152,13 @@ def prepare(fleet: Fleet | list[Fleet], workloads: list[Workload], seed: int, in
         parts["vr"].append(att.verify_raw)
         parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
-    times, ids = [], []
+    times, id_parts = [], []
     for w, wl in enumerate(workloads):
         if wl.kind != OPEN:
             continue
         times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))  # a fresh array each
-        ids.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
-    arr_t_np, arr_ids = _merge_arrivals(times, ids, offsets)
+        id_parts.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
+    arr_t_np, arr_ids = _merge_arrivals(times, id_parts, offsets)
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
 
     build = _join(parts["b"], float)
@@ -277,7 +283,7 @@ def _merge_arrivals(times: list[np.ndarray], ids: list[np.ndarray], offsets: np.
     return t_all[order], id_all[order]
 
 
-def _served(inference, workloads, episodes, pools, draws) -> object:
+def _served(inference, workloads, episodes, pools, draws) -> TurnDraws | None:
     """Check a pool-served run and merge every workload's per-turn draws (or ``None``)."""
     served = [ep.turns is not None and ep.turns.served for ep in episodes]
     if inference is None:

@@ -29,6 +29,8 @@ from sandbox_fleet.simulate.workloads import Workload
 if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
     import pyarrow as pa
 
+    from sandbox_fleet.simulate.inference.figures import ServedRun
+
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError"}
 TIMEOUT_TYPE = "AgentTimeoutError"
@@ -63,7 +65,7 @@ class SimResult:
     wall_s: float = 0.0
     clock_monotonic: bool = True
     n_rollouts: int = 0
-    inference: object = None  # inference.figures.ServedRun when an inference pool served the model calls
+    inference: ServedRun | None = None  # when an inference pool served the model calls
     _sweeps: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 (_Derived is defined below)
 
@@ -310,7 +312,7 @@ class SimResult:
         if len(parts) and kinds <= {"f", "i", "u", "b"} and len(kinds) == 1:
             vals = np.concatenate(parts)
             mask = np.isnan(vals) if vals.dtype.kind == "f" else None
-            if pa.types.is_integer(typ) and vals.dtype.kind == "f":
+            if mask is not None and pa.types.is_integer(typ):  # mask: the float case
                 vals = np.where(mask, 0, vals).astype(np.int64)
             return pa.array(vals, mask=mask).cast(typ)
         vals = np.concatenate([p.astype(object) for p in parts]) if parts else np.zeros(0, dtype=object)

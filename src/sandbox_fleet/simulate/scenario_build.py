@@ -7,6 +7,7 @@ InputError line naming the scenario file and the key.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 import numpy as np
 
@@ -29,6 +30,25 @@ from sandbox_fleet.simulate.scenario_spec import (
     WorkloadSpec,
 )
 from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+class _Common(TypedDict):
+    """What every workload kind takes from its table besides its own fields."""
+
+    retry: RetryPolicy
+    pool: int
+    name: str
+
+
+class _RLFields(_Common):
+    batch: int | np.ndarray
+    steps: int | None
+    train_s: float
+    start_s: float
+    episode: Episode
 
 
 class Built:
@@ -60,10 +80,12 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
     ctx.max_memory_gb = max_memory_gb
     ctx.times(spec.model_dump(exclude_none=True), "")
     many_fleets = spec.fleets is not None
-    fleet_specs = spec.fleets if many_fleets else [spec.fleet]
+    # load_scenario and the sweep's variants both refuse a file without exactly one of the two
+    fleet_specs = spec.fleets if spec.fleets is not None else [spec.fleet]
     fleets = []
     names: dict[str, int] = {}
     for i, f in enumerate(fleet_specs):
+        assert f is not None  # see fleet_specs
         key = f"fleets.{i}" if many_fleets else "fleet"
         fleets.append(ctx.fleet(f, i, key))
         names[f.name or f"pool{i}"] = i
@@ -76,6 +98,7 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         top: set[str] = set()
     else:
         # The single-workload form may take its episode tables from the top level.
+        assert spec.workload is not None  # checked on loading, as fleet_specs
         update = {}
         for k in EpisodeParts.model_fields:
             if getattr(spec, k) is not None:
@@ -118,9 +141,9 @@ class _Ctx:
         self.base, self.source, self.horizon_s = base_dir, source, horizon_s
         self.max_memory_gb: float | None = None
         self.served = False  # the scenario has [inference]
-        self._tables: dict[tuple[str, ...], object] = {}
+        self._tables: dict[tuple[str, ...], pa.Table] = {}
 
-    def fail(self, key: str, what: str):
+    def fail(self, key: str, what: str) -> NoReturn:
         raise InputError(f"{self.source}: key '{key}': {what}")
 
     def times(self, data, key: str) -> None:
@@ -177,6 +200,7 @@ class _Ctx:
         return table
 
     def dist(self, s, key: str, tokens: bool = False) -> D.Dist:
+        d: D.Dist
         if isinstance(s, ExponentialSpec):
             d = D.Exponential(s.mean_s)
         elif isinstance(s, DeterministicSpec):
@@ -214,6 +238,7 @@ class _Ctx:
             return D.Empirical(np.asarray(s.values, dtype=float))
         import pyarrow.compute as pc
 
+        assert s.telemetry is not None  # exactly one of values and telemetry, and values is None
         table = self.rollouts(s.telemetry, f"{key}.telemetry")
         if s.model is not None:
             table = table.filter(pc.equal(pc.fill_null(table.column("model"), NO_MODEL), s.model))
@@ -250,13 +275,14 @@ class _Ctx:
             turns=turns,
             build=build,
             verifier=self.dist(w.verifier, k("verifier")) if w.verifier is not None else None,
-            exception_rate_per_s=dict(exc.rate_per_s),
-            exception_p=dict(exc.p),
+            exception_rate_per_s=dict(exc.rate_per_s.items()),
+            exception_p=dict(exc.p.items()),
             agent_timeout_s=w.agent_timeout_s,
         )
 
     def turns(self, w: WorkloadSpec, k) -> Turns:
         t, key = w.turns, k("turns")
+        assert t is not None  # episode() asks for turns only when the workload has them
         if self.served:
             if t.model_latency is not None:
                 self.fail(f"{key}.model_latency", "give [turns] model_latency or [inference], not both "
@@ -296,7 +322,7 @@ class _Ctx:
             if not 0 <= pool < n_pools:
                 self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
         retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on), w.retry.redraw) if w.retry else RetryPolicy()
-        common = {"retry": retry, "pool": pool, "name": w.name or f"w{i}"}
+        common = _Common(retry=retry, pool=pool, name=w.name or f"w{i}")
 
         def need(*keys: str) -> None:
             for name in keys:
@@ -312,10 +338,12 @@ class _Ctx:
             forbid("population")
         if w.kind == "closed":
             need("population", "count")
+            assert w.population is not None and w.count is not None  # need() refused them missing
             forbid("rate_per_s", "batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
             return Closed(population=w.population, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
         if w.kind == "poisson":
             need("rate_per_s", "count")
+            assert w.rate_per_s is not None and w.count is not None  # need() refused them missing
             forbid("batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
             span = w.start_s + w.count / w.rate_per_s
             if span > self.horizon_s:
@@ -324,7 +352,9 @@ class _Ctx:
             return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
         if w.kind in ("sync-rl", "async-rl"):
             need("batch")
+            assert w.batch is not None  # need() refused it missing
             forbid("rate_per_s", "count", "telemetry", "arrivals_s")
+            batch: int | np.ndarray
             if isinstance(w.batch, list):
                 if w.steps is not None and w.steps != len(w.batch):
                     self.fail(k("steps"), f"steps = {w.steps} but batch lists {len(w.batch)} sizes; drop steps or make them agree")
@@ -337,7 +367,8 @@ class _Ctx:
                              f"{self.source}: key '{k('steps')}': {w.steps:,} steps of {batch:,} rollouts")
             if w.kind == "sync-rl" and w.staleness not in (None, 0):
                 self.fail(k("staleness"), "sync-rl has staleness 0; use kind = \"async-rl\"")
-            kw = dict(batch=batch, steps=w.steps, train_s=w.train_s, start_s=w.start_s, episode=self.episode(w, k), **common)
+            kw: _RLFields = {"batch": batch, "steps": w.steps, "train_s": w.train_s, "start_s": w.start_s,
+                             "episode": self.episode(w, k), **common}
             if w.kind == "sync-rl":
                 return SyncRL(**kw)
             return AsyncRL(staleness=1 if w.staleness is None else w.staleness, **kw)
@@ -350,6 +381,7 @@ class _Ctx:
             if w.count is not None:
                 arr = arr[: w.count]
             return Replay(arrivals_s=arr, start_s=w.start_s, episode=self.episode(w, k), **common)
+        assert w.telemetry is not None  # exactly one of telemetry and arrivals_s, and arrivals_s is None
         table = self.rollouts(w.telemetry, k("telemetry"))
         if w.count is not None:
             order = np.argsort(table.column("started_at").cast("int64").to_numpy(zero_copy_only=False), kind="stable")

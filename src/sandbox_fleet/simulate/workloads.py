@@ -61,6 +61,10 @@ class Workload:
     def count(self) -> int:
         raise NotImplementedError
 
+    def arrivals(self, rng: np.random.Generator) -> np.ndarray:
+        """Arrival times of an open workload (the OPEN kinds define it)."""
+        raise NotImplementedError
+
     def check_arrays(self) -> None:
         n = self.count
         ep = self.resolved_episode()
@@ -201,7 +205,13 @@ class AsyncRL(Workload):
 
     @property
     def count(self) -> int:
-        return int(self.batch.sum())
+        return int(self.batch_sizes.sum())
+
+    @property
+    def batch_sizes(self) -> np.ndarray:
+        """``batch`` as ``__post_init__`` left it: one size per step."""
+        assert isinstance(self.batch, np.ndarray)
+        return self.batch
 
 
 @dataclass(kw_only=True)

@@ -110,6 +110,7 @@ numeric swept key) is reported,
         "rows": rows,
     }
     if target:
+        assert over is not None  # chosen above whenever there is a target
         out["knee"] = knee.find_knee(rows, keys, over, target, within, goal or knee.default_goal(target), within_abs)
     return SweepSummary.build(**out).to_json()
 

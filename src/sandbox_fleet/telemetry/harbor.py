@@ -197,8 +197,9 @@ def job_cap(config: Any) -> int | None:
     agents = config.get("agents")
     if isinstance(agents, list) and agents:
         per_agent = [_positive(a.get("n_concurrent")) if isinstance(a, dict) else None for a in agents]
-        if all(v is not None for v in per_agent):
-            total = sum(per_agent)
+        counts = [v for v in per_agent if v is not None]
+        if len(counts) == len(per_agent):
+            total = sum(counts)
             cap = total if cap is None else min(cap, total)
     return cap
 
@@ -251,6 +252,7 @@ def read_harbor(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
             tel.reject(reason)
             lost.setdefault(reason, []).append(trial.name)
             continue
+        assert result is not None  # _load_trial gives a result whenever it gives no reason
         row, lacks = trial_row(trial, result, opts.reward_key, bad)
         rows.append(row)
         lacking += lacks

@@ -72,7 +72,7 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashe
 
 
 def load_telemetry(
-    paths: list[str],
+    paths: list[str] | str | Path,
     *,
     tasks: str | None = None,
     fmt: str | None = None,

@@ -9,7 +9,7 @@ import glob as globmod
 import gzip
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -369,6 +369,7 @@ def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], *, streamed
     all-null columns as shared null chunks, never decoded."""
     empty = _all_null(pf, group, sources)
     read = [s for s in sources if s not in empty] if len(empty) < len(sources) else sources
+    parts: Iterable[pa.Table]
     if not streamed:
         parts = [pf.read_row_group(group, columns=read)]
     else:

@@ -70,7 +70,13 @@ def _members_tarfile(path: Path, shown: str, requests: dict, files: list) -> Non
         for member in tf:
             _check_names(member.name, member.issym() or member.islnk(), member.linkname, shown)
             if member.isfile():
-                _take(member.name, member.size, lambda m=member: tf.extractfile(m).read(), shown, requests, files)
+                _take(member.name, member.size, lambda m=member: _file_bytes(tf, m), shown, requests, files)
+
+
+def _file_bytes(tf: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    data = tf.extractfile(member)
+    assert data is not None  # only regular files are read, and those always have data
+    return data.read()
 
 
 def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: list) -> None:

@@ -136,12 +136,13 @@ def _scan_all(paths: list[Path], shards: list[str], cache: Path | None, warnings
         for i in _tracked(todo, len(todo), progress):
             out[i] = rows_to_table(scan_rows(paths[i], shards[i]))
     for i in todo:
-        if entries[i] is None:
+        entry = entries[i]
+        if entry is None:
             continue
-        problem = taskcache.store(entries[i], out[i])
+        problem = taskcache.store(entry, out[i])
         if problem and problem not in warnings:
             warnings.append(problem)
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _mp_context():

@@ -67,7 +67,7 @@ def _section(doc: dict, name: str, where: str) -> dict:
 def _size(env: dict, new_key: str, legacy_key: str, where: str) -> int | None:
     mb = _number(env, new_key, where, "environment", integer=True)
     if mb is not None:
-        return mb
+        return int(mb)  # integer=True: already an int; int() tells the checker
     legacy = env.get(legacy_key)
     if legacy is None:
         return None

@@ -31,6 +31,7 @@ _BLANK = re.compile(rf"[ \t]*{_COMMENT}")
 
 def _value(m: re.Match) -> Any:
     kind = m.lastgroup
+    assert kind is not None  # _KEYVAL matched, so one of its named value groups did
     text = m.group(kind)
     if kind in ("basic", "literal"):
         return text[1:-1]

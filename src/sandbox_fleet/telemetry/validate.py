@@ -9,7 +9,7 @@ Cells other than the interval's are cleaned one by one (``cells``), never costin
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,9 @@ from sandbox_fleet.telemetry.record import (
 )
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.times import to_utc
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 PHASE_TIME_COLUMNS = tuple(f"{p}_{e}" for p in PHASES for e in ("started_at", "finished_at"))
 
@@ -253,7 +256,7 @@ class BatchIdHashes:
     """
 
     def __init__(self) -> None:
-        self._pool = None
+        self._pool: ThreadPoolExecutor | None = None
         self._parts: list = []
 
     def add(self, ids: pa.ChunkedArray) -> None:

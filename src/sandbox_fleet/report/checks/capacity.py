@@ -9,7 +9,6 @@ from sandbox_fleet.measure.model import Concurrency, Holds, MeasureSummary, Outc
 from sandbox_fleet.report.checks.result import (
     RANK,
     CheckResult,
-    Status,
     band_above,
     band_below,
     hours,
@@ -50,7 +49,7 @@ def cap_binding(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> C
             return CheckResult(name, "pass", None, t.cap_binding.warn_above, "no cap detected: the fleet never sat at a ceiling")
         return skipped(name, "cap detected but time at cap or span not measured")
     worst = max(found, key=lambda s: (s[0], s[1]))
-    status: Status = next(k for k, v in RANK.items() if v == worst[0])
+    status = next(k for k, v in RANK.items() if v == worst[0])
     bound = t.cap_binding.fail_above if status == "fail" else t.cap_binding.warn_above
     touches = f", reached {worst[4]:,.0f} separate times" if worst[4] is not None else ""
     msg = f"{worst[2]}: cap of {worst[3]:,.0f} held for {pct(worst[1])} of the span{touches}"
@@ -86,6 +85,9 @@ def cap_below_configured(m: MeasureSummary, plan: PlanSummary | None, t: Thresho
     could never reach it (one trial peaks at 1): it is too few to tell, never a plateau.
     """
     name = "cap_below_configured"
+    bound = t.cap_binding.warn_above
+    if bound is None:  # a loaded file always has it (the defaults set it, TOML has no null); a built Thresholds may not
+        return skipped(name, "no cap_binding.warn_above to call a plateau")
     scopes = _scopes(m)
     recorded = False
     found: list[tuple[float, str, float, float]] = []
@@ -101,7 +103,7 @@ def cap_below_configured(m: MeasureSummary, plan: PlanSummary | None, t: Thresho
         if at_peak is None or not span or peak >= cap:
             continue
         share = at_peak / span
-        if share >= t.cap_binding.warn_above:
+        if share >= bound:
             found.append((share, label, peak, cap))
     if not recorded:
         return skipped(name, "no configured cap recorded")

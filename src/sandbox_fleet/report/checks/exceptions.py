@@ -58,7 +58,7 @@ def _slice_rates(slices: dict[str, Slice] | None, key: str, name: str, cfg: Slic
     if not scored:
         return skipped(name, f"no per-{what} exception rates ('{key}')")
     worst_rank = max(s[0] for s in scored)
-    status: Status = next(k for k, v in RANK.items() if v == worst_rank)
+    status = next(k for k, v in RANK.items() if v == worst_rank)
     worst = max(scored, key=lambda s: (s[0], s[1]))
     if status == "pass":
         return CheckResult(name, "pass", worst[1], cfg.warn_above,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 Status = Literal["pass", "warn", "fail", "skip"]
 #: Severity order of the statuses; the worst one decides a group's status.
-RANK = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
+RANK: dict[Status, int] = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
 
 
 @dataclass(frozen=True)

@@ -223,14 +223,17 @@ def _capacity(t: Thresholds) -> list[Rule]:
                     f"{M['cap_detected']} == 1 unless {M['configured_cap']}", t.cap_recorded.for_s,
                     "the peak behaves like a cap but no configured cap is recorded",
                     "Write the configured cap into the telemetry, or it becomes an unexplained throughput plateau."))
-    share = _n(t.cap_binding.warn_above)
-    out.append(Rule("cap_below_configured", "SandboxFleetCapBelowConfigured", "warning",
-                    f"({M['concurrency_peak']} < {M['configured_cap']} and {M['peak_time_ratio']} >= {share}) "
-                    f"or ({M['job_concurrency_peak']} < {M['job_configured_cap']} and {M['job_peak_time_ratio']} >= {share})",
-                    t.cap_below_configured.for_s,
-                    "concurrency plateaus at {{ $value }}, below the configured cap",
-                    "Another limit binds before the configured cap (per-agent caps, hosts or the inference pool): "
-                    "find it before buying capacity for the configured cap, which would idle."))
+    plateau = t.cap_binding.warn_above
+    # a loaded file always has it (the defaults set it, TOML has no null); a built Thresholds may not
+    if plateau is not None:
+        share = _n(plateau)
+        out.append(Rule("cap_below_configured", "SandboxFleetCapBelowConfigured", "warning",
+                        f"({M['concurrency_peak']} < {M['configured_cap']} and {M['peak_time_ratio']} >= {share}) "
+                        f"or ({M['job_concurrency_peak']} < {M['job_configured_cap']} and {M['job_peak_time_ratio']} >= {share})",
+                        t.cap_below_configured.for_s,
+                        "concurrency plateaus at {{ $value }}, below the configured cap",
+                        "Another limit binds before the configured cap (per-agent caps, hosts or the inference pool): "
+                        "find it before buying capacity for the configured cap, which would idle."))
     dc = t.duty_cycle
     out += _pair("duty_cycle", "SandboxFleetLowDutyCycle", dc, _below(M["duty_cycle_ratio"], dc),
                  ("mean concurrency is {{ $value | humanizePercentage }} of peak",) * 2,

@@ -125,7 +125,9 @@ def run(prep, on_progress=None) -> dict:
     # Workloads; RL batches flat across RL workloads.
     wi = np.zeros((W, K.N_WI), dtype=i64)
     train_s = np.zeros(W)
-    sizes, starts, r_batch = [], [], np.zeros(N, dtype=i64)
+    sizes: list[int] = []
+    starts: list[int] = []
+    r_batch = np.zeros(N, dtype=i64)
     rl: dict[int, RLState] = {}
     for w, wl in enumerate(wls):
         wi[w, K.W_KIND] = {OPEN: K.K_OPEN, RL: K.K_RL, CLOSED: K.K_CLOSED}[wl.kind]
@@ -189,7 +191,7 @@ def run(prep, on_progress=None) -> dict:
 
     limit = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
     while True:
-        status = K.run(
+        status = K.run(  # type: ignore[call-arg]  # numba's Dispatcher stub does not carry the kernel's signature
             si, sf, ht, hi, limit, N, arr_t, arr_r,
             a_enq, a_start, a_fin, a_state, a_phase, a_build, a_agent, a_verify, a_hold, a_plan,
             r_work, r_pool, r_batch, fnext,
@@ -222,7 +224,7 @@ def run(prep, on_progress=None) -> dict:
 
     first = {"arrival_s": a_enq, "start_s": a_start, "finish_s": a_fin, "state": a_state.astype(np.int8),
              "phase": a_phase.astype(np.int8), "build_s": a_build, "agent_s": a_agent, "verify_s": a_verify}
-    extra = {k: [] for k in first}
+    extra: dict[str, list] = {k: [] for k in first}
     extra["rollout"] = []
     extra["attempt"] = []
     evicted = 0

@@ -103,7 +103,7 @@ def unloaded_holds(prep) -> np.ndarray:
 
 
 def _q(v: np.ndarray, keys: tuple[str, ...]) -> dict:
-    out = {}
+    out: dict[str, float | None] = {}
     for k in keys:
         if v.size == 0:
             out[k] = None

@@ -97,7 +97,7 @@ def hold_cdf(prof: cal.ModelProfile, x: np.ndarray) -> np.ndarray:
         for c in comps:
             mu = math.log(c.median_s)
             f_lo, f_hi = ndtr((lo - mu) / c.sigma), ndtr((hi - mu) / c.sigma)
-            f = 0.5 * erfc(-(lx - mu) / (c.sigma * math.sqrt(2))).astype(float)
+            f = 0.5 * np.asarray(erfc(-(lx - mu) / (c.sigma * math.sqrt(2)))).astype(float)
             out += weight * c.weight / total * (f - f_lo) / (f_hi - f_lo)
     return np.clip(out, 0.0, 1.0)
 

@@ -184,9 +184,10 @@ def task_members(pool: TaskPool, i: int) -> list[tuple[str, bytes | int, int]]:
         (f"{p}/tests/test.sh", _TEST, 0o755),
     ]
     rest = int(pool.bundle_bytes[i]) - sum(len(c) for _, c, _ in small)
+    members: list[tuple[str, bytes | int, int]] = list(small)
     if rest > 0:
-        small.append((f"{p}/environment/assets.bin", rest, 0o644))
-    return small
+        members.append((f"{p}/environment/assets.bin", rest, 0o644))
+    return members
 
 
 def write_shard(path: Path, members: list[tuple[str, bytes | int, int]]) -> None:

@@ -12,6 +12,7 @@ row is still random; only the sampling error of the aggregates is removed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def ndtr(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
-def exact_counts(n: int, probs: np.ndarray | list[float]) -> np.ndarray:
+def exact_counts(n: int, probs: np.ndarray | Sequence[float]) -> np.ndarray:
     """Split ``n`` into integer counts proportional to ``probs`` (largest remainder)."""
     p = np.asarray(probs, dtype=float)
     p = p / p.sum()
