@@ -9,9 +9,10 @@ detection); report reads the plan, simulate, optimize and backtest *models* only
 decision block, ``plan.decision``, a pure function of the plan model, so the report's first screen and
 plan's text say the same words), and plan the backtest model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
-outpaths (output-path checks), limits (seeds, memory budget) and gpus (the GPU catalog and memory
-model), exact (float operations with the same bits on every CPU) and textout (plain lines, folded
-to a width) are leaves everyone may use.
+outpaths (output-path checks), limits (seeds, memory budget), safeparse (bounded JSON and TOML
+parsing), textout (plain lines folded to a width; one-line, terminal and HTML escaping), gpus (the GPU
+catalog and memory model) and exact (float operations with the same bits on every CPU) are leaves
+everyone may use.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
-LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "textout", "__version__"}
+LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "safeparse",
+          "textout", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
@@ -31,7 +33,8 @@ ALLOWED = {
     "outpaths": {"errors"},
     "limits": {"errors"},
     "gpus": {"errors"},
-    "contract": {"errors"},
+    "contract": {"errors", "safeparse"},
+    "safeparse": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},

@@ -17,6 +17,7 @@ import typer
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
 
+
 class _AppSettings(TypedDict):
     add_completion: bool
     no_args_is_help: bool
@@ -88,7 +89,10 @@ def _progress(wanted: bool) -> bool:
 def _note(message: str) -> None:
     """One informational line on stderr (``wrote ...``), unless ``--quiet``."""
     if not _STATE["quiet"]:
-        _console(stderr=True).print(message, highlight=False)
+        from sandbox_fleet.textout import printable
+
+        # paths are text: a "[" in a file name is no markup, a newline no second line
+        _console(stderr=True).print(printable(message), highlight=False, markup=False)
 
 
 def _check_outputs(inputs: list, **outputs) -> None:
@@ -119,14 +123,16 @@ def _emit(summary: dict, as_json: bool, output: Optional[Path], render, lines=No
         jsonio.write(summary, output)
     if as_json:
         sys.stdout.write(jsonio.dumps(summary))
-    elif _STATE["quiet"]:
         return
-    elif lines is not None:
-        from sandbox_fleet.textout import print_lines
+    if _STATE["quiet"]:
+        return
+    from sandbox_fleet.textout import print_lines, printable
 
-        print_lines(lines(summary), _console)
+    # text from the input reaches the terminal escaped (and, through Rich, never as markup)
+    if lines is not None:
+        print_lines(lines(printable(summary)), _console)
     else:
-        render(summary, _console())
+        render(printable(summary, markup=True), _console())
 
 
 def _renderer(module: str, name: str):
@@ -737,7 +743,10 @@ def main() -> None:
 def _fail(message: str, code: int) -> None:
     from rich.markup import escape
 
-    _console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    from sandbox_fleet.textout import printable
+
+    # one line, whatever the message quotes (a file name with a newline, an escape sequence)
+    _console(stderr=True).print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise SystemExit(code) from None
 
 

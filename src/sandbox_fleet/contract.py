@@ -96,18 +96,9 @@ def fingerprint(summary: Summary) -> str:
 
 def read_json(path: str | Path, what: str) -> Any:
     """The decoded JSON at ``path``; InputError (one line) when missing, unreadable or not JSON."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: {what} file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read {what} file ({exc.__class__.__name__})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                         f"expected a {what}") from None
+    from sandbox_fleet.safeparse import json_loads, read_text
+
+    return json_loads(read_text(path, f"{what} file"), str(path), f"a {what}")
 
 
 def load(model: type[S], path: str | Path) -> S:

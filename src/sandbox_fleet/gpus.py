@@ -14,12 +14,12 @@ Roofline for a model of ``P`` billion parameters on ``g`` GPUs at utilisation ``
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import read_text, toml_loads
 
 GIB = 1024**3
 _FIELDS = {"memory_gib": float, "bf16_tflops": float, "hbm_tb_s": float, "usd_per_gpu_h": float, "source": str, "date": str}
@@ -46,10 +46,7 @@ class GPU:
 
 def parse_gpus(text: str, where: str) -> dict[str, GPU]:
     """Parse a catalog; a bad entry is one InputError naming the file and key."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{where}: not valid TOML ({exc})") from None
+    data = toml_loads(text, where)
     out: dict[str, GPU] = {}
     for name, row in data.items():
         if not isinstance(row, dict):
@@ -80,12 +77,7 @@ def load_gpus(path: str | Path | None = None) -> dict[str, GPU]:
     if path is None:
         text = resources.files("sandbox_fleet").joinpath("data/gpus.toml").read_text(encoding="utf-8")
         return parse_gpus(text, "bundled gpus.toml")
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: GPU catalog not found") from None
-    return parse_gpus(text, str(p))
+    return parse_gpus(read_text(path, "GPU catalog"), str(path))
 
 
 def get_gpu(name: str, catalog: dict[str, GPU] | None = None) -> GPU:

@@ -25,6 +25,14 @@ def _same(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
+def _inside(dest: Path, folder: Path) -> bool:
+    """Whether ``dest`` (resolved, links followed) lies under the folder ``folder``."""
+    try:
+        return folder.is_dir() and dest.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
+
+
 def _expand(inputs: Iterable[str | Path | None]) -> list[Path]:
     out: list[Path] = []
     for p in inputs:
@@ -79,6 +87,11 @@ def check_output(
     for src in _expand(inputs):
         if _same(dest, src):
             raise OutputError(f"{option} {dest}: is also an input ({src}); refusing to overwrite it")
+        if dest.is_file() and _inside(dest, src):
+            # a folder's readers open files found inside it (a trial's result.json, a run's
+            # metadata): any existing file there may be one this run reads
+            raise OutputError(f"{option} {dest}: is a file inside the input folder {src}, which this run reads; "
+                              "refusing to overwrite it (write the output elsewhere)")
     if suffixes is not None and dest.suffix.lower() not in suffixes:
         raise OutputError(f"{option} {dest}: expected a file ending in {', '.join(suffixes)}")
     _probe_folder(dest)

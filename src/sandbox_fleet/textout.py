@@ -35,6 +35,33 @@ def one_line(text: str) -> str:
                               else f"\\u{ord(m.group()):04x}", text)
 
 
+def printable(value: Any, markup: bool = False) -> Any:
+    """``value`` (text, or dicts and lists of it) with every control character shown as its
+    ``one_line`` escape: names from telemetry reach a terminal as text (an ESC starts an escape
+    sequence, a CR rewrites the line), never as commands to it. ``markup``: also escape what
+    Rich would read as markup (a model named ``[/red]`` is text, not a closing tag)."""
+    if isinstance(value, str):
+        text = one_line(value) if _LINE_BREAKING.search(value) else value
+        if markup and "[" in text:
+            from rich.markup import escape
+
+            text = escape(text)
+        return text
+    if isinstance(value, dict):
+        return {printable(k, markup): printable(v, markup) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable(v, markup) for v in value]
+    return value
+
+
+def html_escape(value: Any, quote: bool = True) -> str:
+    """``html.escape`` of ``value`` with its control characters shown as escapes first (a page
+    must not carry bytes a terminal or a parser acts on when the HTML is viewed as text)."""
+    import html
+
+    return html.escape(printable(str(value)), quote=quote)
+
+
 def plain_safe(line: str) -> bool:
     """Whether Rich would print ``line`` (unstyled, no markup, soft-wrapped) unchanged."""
     return _RICH_WOULD_TOUCH.search(line) is None

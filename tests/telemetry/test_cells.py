@@ -152,7 +152,7 @@ def test_json_lines_error_names_the_right_line(tmp_path):
     good = json.dumps({"id": "a", "started_at": S0, "finished_at": S0 + 1})
     f = tmp_path / "r.jsonl"
     f.write_text("\n".join([good] * 5 + ['{"id": oops'] + [good]) + "\n")
-    with pytest.raises(InputError, match="r.jsonl line 6: invalid JSON"):
+    with pytest.raises(InputError, match="r.jsonl line 6: not valid JSON"):
         _load(f)
 
 

@@ -71,7 +71,12 @@ def test_truncated_tar_is_input_error(tmp_path):
         scan_shard(tar, "s.tar")
 
 
-def test_invalid_task_toml_names_member(tmp_path):
-    tar = _tar(tmp_path / "s.tar", [("t/task.toml", b"[environment\ncpus = 1\n", {})])
-    with pytest.raises(InputError, match=r"s\.tar:t/task\.toml: invalid TOML"):
-        scan_shard(tar, "s.tar")
+def test_invalid_task_toml_costs_only_its_task(tmp_path):
+    """Issue 24: one bad task.toml nulls that task's request and says why, naming the member;
+    the other tasks of the shard are read as usual."""
+    tar = _tar(tmp_path / "s.tar", [("t/task.toml", b"[environment\ncpus = 1\n", {}),
+                                     ("u/task.toml", b"[environment]\ncpus = 2\n", {})])
+    rows = {r["member_prefix"]: r for r in scan_shard(tar, "s.tar").to_pylist()}
+    assert rows["t"]["cpus"] is None and rows["u"]["cpus"] == 2.0
+    assert rows["t"]["problem"].startswith("s.tar:t/task.toml: not valid TOML")
+    assert rows["u"]["problem"] is None

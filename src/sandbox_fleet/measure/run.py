@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -336,8 +337,11 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
     Arguments mirror ``sandbox-fleet measure``; see ``sandbox_fleet.telemetry.load_telemetry``.
     ``progress=False`` draws no bar anywhere (reading, task parsing, measuring).
     """
+    from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
+    check_range("--pass-threshold", pass_threshold, minimum=-math.inf)
+    check_range("--min-turn-rows", min_turn_rows, minimum=1, whole=True)
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
                        assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,

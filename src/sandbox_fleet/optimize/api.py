@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.limits import check_seed
+from sandbox_fleet.limits import check_range, check_seed
 from sandbox_fleet.optimize import tomlout
 from sandbox_fleet.optimize.evaluate import CONFIRM_HOLDS, Evaluator, Goal, scenario_data, slice_cap
 from sandbox_fleet.optimize.inputs import load_input, sandbox_requests
@@ -57,6 +57,12 @@ def run_optimize(
     for name, v in (("--max-replicas", max_replicas), ("--reps", reps), ("--search-reps", search_reps), ("--steps", steps)):
         if v < 1:
             raise InputError(f"{name} {v}: expected a positive integer")
+    check_range("--max-cap", max_cap, minimum=1, whole=True)
+    check_range("--cap-step", cap_step, minimum=1, whole=True)
+    check_range("--train-s", train_s)
+    check_range("--max-step-s", max_step_s, above=True)
+    for v in kv_offload_gb or []:
+        check_range("--kv-offload-gb", v)
     if screen_holds < 0:
         raise InputError(f"--screen-holds {screen_holds}: expected 0 (off) or a positive integer")
     if pass_rate is not None and not 0 < pass_rate <= 1:

@@ -9,7 +9,6 @@ time = hold less decoding at 50 tok/s per sequence, over the turns.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,13 +101,10 @@ def _num(v, key: str, path: Path) -> float:
 
 
 def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, kv_bytes: float | None) -> Base:
-    from sandbox_fleet.contract import fingerprint, parse
+    from sandbox_fleet.contract import fingerprint, parse, read_json
     from sandbox_fleet.measure.model import MeasureSummary
 
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    raw = read_json(path, "measure summary")
     m = parse(MeasureSummary, raw, str(path))
     t = m.tokens
     if t is None:

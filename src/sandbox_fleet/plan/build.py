@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_range
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
@@ -98,7 +99,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     key = "sandbox_hours" if by_hours else ("rollouts" if by_rollouts else "tasks")
     reqs, weights, hours, runs = [], [], [], []
     for i, r in enumerate(fig.requests):
-        def val(key: str, default: float | None = None, r=r, i=i) -> float:
+        def val(key: str, default: float | None = None, r=r, i=i) -> float:  # called in this iteration only
             v = getattr(r, key)
             if v is None:
                 if default is None:
@@ -209,6 +210,15 @@ def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list
 
 
 def _check_options(opts: PlanOptions) -> None:
+    # checked with or without the target that uses them: a bad value is never silently ignored
+    check_range("--tolerance", opts.rl_tolerance)
+    check_range("--trainer-gpus", opts.trainer_gpus, whole=True)
+    check_range("--max-wait-s", opts.max_wait_s)
+    check_range("--kv-offload-gb", opts.kv_offload_gb)
+    check_range("--max-tp", opts.max_tp, minimum=1, whole=True)
+    check_range("--gpu-memory-fraction", opts.gpu_memory_fraction, above=True)
+    if opts.gpu_memory_fraction > 1:
+        raise InputError(f"--gpu-memory-fraction {opts.gpu_memory_fraction}: expected a fraction in (0, 1]")
     if opts.price_tier is not None and opts.price_tier not in TIERS:
         raise InputError(f"--price-tier {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
     if not 0.0 <= opts.prefix_break <= 1.0:
@@ -598,6 +608,11 @@ def make_roofline(
     is an InputError naming the missing ones.
     """
     given = {"--gpu-tflops": gpu_tflops, "--gpu-hbm-tbs": gpu_hbm_tbs, "--model-params-b": model_params_b, "--kv-bytes-per-token": kv_bytes_per_token}
+    # the roofline's own flags are checked even when no roofline is asked for: never silently ignored
+    for name, v in (("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param),
+                    ("--context-tokens", context_tokens)):
+        check_range(name, v, above=True)
+    check_range("--decode-batch", decode_batch, minimum=1, whole=True)
     if all(v is None for v in given.values()):
         return None
     missing = [k for k, v in given.items() if v is None]

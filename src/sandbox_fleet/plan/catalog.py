@@ -6,7 +6,6 @@ illustrative list prices and the source document's ``seed-96c``; ``--nodes FILE`
 
 from __future__ import annotations
 
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Optional
@@ -14,6 +13,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import read_text, toml_loads
 
 MB_PER_GB = 1024  # catalog sizes are GiB; requests are MB (MiB)
 TIERS = ("reserved", "on_demand", "spot")
@@ -91,10 +91,7 @@ def _entry_error(source: str, index: int, raw: dict, exc: ValidationError) -> In
 
 def parse_catalog(text: str, source: str) -> list[NodeType]:
     """Parse catalog TOML text (``[[node]]`` tables); any bad entry is an InputError naming it."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: not valid TOML ({exc})") from None
+    doc = toml_loads(text, source)
     unknown = set(doc) - {"node"}
     if unknown:
         raise InputError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; expected [[node]] tables")
@@ -123,7 +120,7 @@ def load_catalog(path: str | Path | None = None) -> list[NodeType]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: node catalog not found; expected a TOML file of [[node]] tables")
-    return parse_catalog(p.read_text(encoding="utf-8"), str(p))
+    return parse_catalog(read_text(p, "node catalog"), str(p))
 
 
 def find_type(nodes: list[NodeType], name: str, source: str = "node catalog") -> NodeType:

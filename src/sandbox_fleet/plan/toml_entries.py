@@ -5,7 +5,6 @@ Every bad entry is one InputError naming the file, the entry and the key, so the
 
 from __future__ import annotations
 
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import TypeVar
@@ -13,6 +12,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import read_text, toml_loads
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -26,11 +26,8 @@ def load_entries(path: str | Path | None, bundled: str, table: str, model: type[
         p = Path(path)
         if not p.is_file():
             raise InputError(f"{p}: {table} catalog not found; expected a TOML file of [[{table}]] tables")
-        text, source = p.read_text(encoding="utf-8"), str(p)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: not valid TOML ({exc})") from None
+        text, source = read_text(p, f"{table} catalog"), str(p)
+    doc = toml_loads(text, source)
     raw = doc.get(table)
     if set(doc) - {table} or not isinstance(raw, list) or not raw:
         raise InputError(f"{source}: expected only [[{table}]] tables, at least one")

@@ -114,22 +114,27 @@ CHECK_TABLE_MIN_WIDTH = 120
 def _check_lines(results: list[CheckResult], console: Console) -> None:
     from rich.markup import escape
 
-    from sandbox_fleet.textout import wrap_line
+    from sandbox_fleet.textout import printable, wrap_line
 
     for r in results:
         figures = ", ".join(x for x in (f"value {_cell(r.value)}" if r.value is not None else "",
                                         f"threshold {_cell(r.threshold)}" if r.threshold is not None else "") if x)
         console.print(f"[{_STYLE[r.status]}]{r.status.upper():<4}[/] {escape(r.name)}" + (f" ({figures})" if figures else ""),
                       highlight=False, soft_wrap=True)
-        for line in wrap_line(f"     {r.message}", console.width):
+        for line in wrap_line(f"     {printable(r.message)}", console.width):  # names in it: controls shown
             console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def render_checks(results: list[CheckResult], console: Console) -> None:
     """Check results as a terminal table, worst news first in each row's status column; on a
     terminal narrower than ``CHECK_TABLE_MIN_WIDTH``, one heading line per check and its message."""
-    from rich.markup import escape
+    from rich.markup import escape as markup_escape
     from rich.table import Table
+
+    from sandbox_fleet.textout import printable
+
+    def escape(text: str) -> str:  # messages quote model and job names: controls shown, never markup
+        return markup_escape(printable(text))
 
     if console.width < CHECK_TABLE_MIN_WIDTH:
         _check_lines(results, console)

@@ -6,7 +6,6 @@ so the same summaries always give the same bytes and the page works offline.
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 import plotly.io as pio
@@ -21,6 +20,7 @@ from sandbox_fleet.report import backtest_section, charts, decision, optimize_se
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
 from sandbox_fleet.simulate.model import SimulateSummary
+from sandbox_fleet.textout import html_escape as escape
 
 DEFAULT_TITLE = "Sandbox fleet report"
 

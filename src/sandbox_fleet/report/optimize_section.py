@@ -3,14 +3,15 @@ and the winner with its basis, drawn from an ``OptimizeSummary``."""
 
 from __future__ import annotations
 
-from html import escape
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import plotly.graph_objects as go
 
 from sandbox_fleet.optimize.model import OptimizeSummary, Point
 from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.tables import kv_table
+from sandbox_fleet.textout import html_escape as escape
 
 TITLES = {"frontier": "Cheapest configurations: all-in $/h against the target figure"}
 

@@ -9,7 +9,6 @@ is not drawn as if it were a probability-1 point.
 
 from __future__ import annotations
 
-from html import escape
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -18,6 +17,7 @@ from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.report.tables import Row, fmt, grid_table, kv_table
+from sandbox_fleet.textout import html_escape as escape
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary

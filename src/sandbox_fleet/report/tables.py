@@ -7,7 +7,6 @@ Every value passes through :func:`fmt`, which escapes text and shows a missing v
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from html import escape
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -25,6 +24,7 @@ from sandbox_fleet.measure.model import (
 )
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
+from sandbox_fleet.textout import html_escape as escape
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary

@@ -5,6 +5,7 @@ user file only overrides the keys it names. Unknown keys are errors, so a typo c
 leave a gate at its default.
 """
 
+import math
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import load_toml
 
 
 class Section(BaseModel):
@@ -175,6 +177,16 @@ def _describe(exc: ValidationError) -> str:
     return f"key '{where}': {err['msg']}"
 
 
+def _check_finite(table: dict[str, Any], source: str, prefix: str = "") -> None:
+    """TOML's nan and inf are no thresholds: a NaN bound makes a gate that can never fire."""
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _check_finite(value, source, f"{name}.")
+        elif isinstance(value, float) and not math.isfinite(value) and key != "for_s":  # for_s: the model's own check
+            raise InputError(f"{source}: key '{name}': {value} is not a threshold; expected a finite number")
+
+
 def load_thresholds(path: str | Path | None = None) -> Thresholds:
     """Shipped defaults, overridden by the TOML file at ``path`` when given.
 
@@ -185,14 +197,8 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
     source = "sandbox_fleet/data/checks.toml"
     if path is not None:
         source = str(path)
-        try:
-            user = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"{path}: thresholds file not found") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: cannot read thresholds file ({exc})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"{path}: not valid TOML ({exc})") from None
+        user = load_toml(path, "thresholds file")
+        _check_finite(user, str(path))
         table = _merge(table, user)
     try:
         return Thresholds.model_validate(table)

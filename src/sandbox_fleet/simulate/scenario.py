@@ -65,11 +65,16 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
 
     p = Path(path)
     spec = load_scenario(p)
-    built = build(spec, p.parent, str(p))
+    built = build(spec, p.parent, str(p), max_memory_gb)
     if seed is not None:
         check_seed(seed)
         built.seed = seed
     bounds.check_run(built, str(p), max_memory_gb)
+    if telemetry_out is not None and built.reads:
+        from sandbox_fleet.outpaths import check_output
+
+        # the scenario's own telemetry inputs are inputs too (the CLI only knew the scenario file)
+        check_output(telemetry_out, inputs=built.reads, suffixes=(".parquet",), option="--telemetry")
     try:
         epoch = datetime.fromisoformat(built.epoch)
     except ValueError:

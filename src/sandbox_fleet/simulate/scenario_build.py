@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn, TypedDict
 import numpy as np
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_memory
 from sandbox_fleet.simulate import bounds
 from sandbox_fleet.simulate import distributions as D
 from sandbox_fleet.simulate.entities import Build, Episode, Fleet, RetryPolicy, Turns
@@ -58,20 +59,25 @@ class Built:
         self.fleets, self.workloads, self.seed, self.engine, self.epoch = fleets, workloads, seed, engine, epoch
         self.inference = inference  # inference.Inference or None
         self.pass_rate, self.warmup_s = pass_rate, warmup_s  # [run]: for the steady-state block
+        self.reads: list[str] = []  # telemetry files (or globs) the scenario read: replay, empirical
 
     def summary(self, res, **head) -> dict:
         """``res.summary`` with this scenario's pass rate and warm-up (``[run]``)."""
         return res.summary(pass_rate=self.pass_rate, warmup_s=self.warmup_s, **head)
 
 
-def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Built:
+def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
+          max_memory_gb: float | None = None) -> Built:
     """Turn a validated scenario into fleets and workloads.
 
     Everything the engine would refuse is checked here first, so the one-line
     InputError names ``source`` and the key (``key 'workload.steps': ...``); an
     engine-level refusal this misses is still prefixed with the file and the table.
+    An RL schedule's rollouts (steps x batch) are checked against ``max_memory_gb`` (default:
+    the share of memory this process may allocate) before its per-step arrays exist.
     """
     ctx = _Ctx(base_dir, source, bounds.horizon_s(spec.run.epoch))
+    ctx.max_memory_gb = max_memory_gb
     ctx.times(spec.model_dump(exclude_none=True), "")
     many_fleets = spec.fleets is not None
     # load_scenario and the sweep's variants both refuse a file without exactly one of the two
@@ -124,13 +130,16 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>") -> Bui
         if bad:
             ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
                                    f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
-    return Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
-                 pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
+    built = Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
+                  pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
+    built.reads = [path for paths in ctx._tables for path in paths]
+    return built
 
 
 class _Ctx:
     def __init__(self, base_dir: Path, source: str, horizon_s: float = float("inf")):
         self.base, self.source, self.horizon_s = base_dir, source, horizon_s
+        self.max_memory_gb: float | None = None
         self.served = False  # the scenario has [inference]
         self._tables: dict[tuple[str, ...], pa.Table] = {}
 
@@ -354,6 +363,8 @@ class _Ctx:
                 if w.steps is None:
                     self.fail(k("steps"), f"kind {w.kind!r} needs 'steps' when batch is one number")
                 batch = w.batch
+                check_memory(float(w.steps) * (float(batch) * bounds.BYTES_PER_ATTEMPT + 64), self.max_memory_gb,
+                             f"{self.source}: key '{k('steps')}': {w.steps:,} steps of {batch:,} rollouts")
             if w.kind == "sync-rl" and w.staleness not in (None, 0):
                 self.fail(k("staleness"), "sync-rl has staleness 0; use kind = \"async-rl\"")
             kw: _RLFields = {"batch": batch, "steps": w.steps, "train_s": w.train_s, "start_s": w.start_s,

@@ -22,20 +22,29 @@ shown in ``examples/scenarios/``.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import load_toml
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _no_bool(value: object) -> object:
+    # TOML's true/false are no counts: lax validation read `cap = true` as a cap of 1
+    if isinstance(value, bool):
+        raise PydanticCustomError("whole_number", "expected a whole number, got {value}", {"value": str(value).lower()})
+    return value
+
+
+#: A count: a whole number (a whole-valued float is still taken), never a boolean.
+Whole = Annotated[int, BeforeValidator(_no_bool)]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
@@ -113,12 +122,12 @@ ComponentSpec.model_rebuild()
 
 class FleetSpec(Strict):
     name: str | None = None
-    cap: Annotated[int, Field(ge=1)] | None = None
+    cap: Annotated[Whole, Field(ge=1)] | None = None
     unbounded: bool = False
     provision_delay_s: NonNegFloat = 0.0
-    start_cap: Annotated[int, Field(ge=1)] | None = None
+    start_cap: Annotated[Whole, Field(ge=1)] | None = None
     admission: Literal["fifo", "shortest-timeout-first"] = "fifo"
-    slots_per_node: Annotated[int, Field(ge=1)] = 96
+    slots_per_node: Annotated[Whole, Field(ge=1)] = 96
     preempt_rate_per_node_s: NonNegFloat = 0.0
     node_replace_s: NonNegFloat = 0.0
     queue_timeout_s: PosFloat | None = None
@@ -147,9 +156,9 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 class InferenceSpec(Strict):
     """The inference pool (one, shared by every workload); see ``simulate.inference``."""
 
-    replicas: Annotated[int, Field(ge=1)] | None = None
-    gpus: Annotated[int, Field(ge=1)] | None = None
-    gpus_per_replica: Annotated[int, Field(ge=1)] | None = None
+    replicas: Annotated[Whole, Field(ge=1)] | None = None
+    gpus: Annotated[Whole, Field(ge=1)] | None = None
+    gpus_per_replica: Annotated[Whole, Field(ge=1)] | None = None
     prefill_tok_s: PosFloat | None = None
     decode_tok_s: PosFloat | None = None
     gpu: str | None = None
@@ -159,7 +168,7 @@ class InferenceSpec(Strict):
     utilisation: Fraction = 0.4
     memory_fraction: Fraction = 0.9
     iteration_base_ms: NonNegFloat | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
+    max_num_seqs: Annotated[Whole, Field(ge=1)] | None = None
     routing: Literal["sticky", "least-loaded"] = "sticky"
     kv_cache_gb: NonNegFloat | None = None
     kv_bytes_per_token: PosFloat | None = None
@@ -172,7 +181,7 @@ class ExceptionsSpec(Strict):
 
 
 class RetrySpec(Strict):
-    max_retries: Annotated[int, Field(ge=0)] = 0
+    max_retries: Annotated[Whole, Field(ge=0)] = 0
     on: list[Literal["build", "agent", "verifier", "preemption"]] = ["build", "verifier", "preemption"]
     redraw: bool = False
 
@@ -192,16 +201,16 @@ class WorkloadSpec(EpisodeParts):
     name: str | None = None
     pool: str | int = 0
     # closed (with count)
-    population: Annotated[int, Field(ge=1)] | None = None
+    population: Annotated[Whole, Field(ge=1)] | None = None
     # poisson
     rate_per_s: PosFloat | None = None
-    count: Annotated[int, Field(ge=1)] | None = None
+    count: Annotated[Whole, Field(ge=1)] | None = None
     start_s: NonNegFloat = 0.0
     # RL
-    batch: int | list[int] | None = None
-    steps: Annotated[int, Field(ge=1)] | None = None
+    batch: Whole | list[Whole] | None = None
+    steps: Annotated[Whole, Field(ge=1)] | None = None
     train_s: NonNegFloat = 0.0
-    staleness: Annotated[int, Field(ge=0)] | None = None
+    staleness: Annotated[Whole, Field(ge=0)] | None = None
     # replay
     telemetry: list[str] | str | None = None
     arrivals_s: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
@@ -218,7 +227,7 @@ class WorkloadSpec(EpisodeParts):
 
 
 class RunSpec(Strict):
-    seed: Annotated[int, Field(ge=0)] = 1
+    seed: Annotated[Whole, Field(ge=0)] = 1
     engine: Literal["auto", "fifo", "events"] = "auto"
     epoch: str = "2026-01-01T00:00:00+00:00"
     #: share of completed rollouts that pass (the summary's passing_per_hour); none: every completed one
@@ -255,12 +264,7 @@ _DIST_TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical
 def load_scenario(path: str | Path) -> ScenarioSpec:
     """Parse and validate a scenario file; any problem is one InputError line."""
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: scenario file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    data = load_toml(p, "scenario file")
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:

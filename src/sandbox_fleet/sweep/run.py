@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sandbox_fleet.contract import has_path
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.limits import MAX_VARIANTS
+from sandbox_fleet.limits import MAX_VARIANTS, check_memory
 from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
@@ -20,6 +20,10 @@ from sandbox_fleet.sweep.model import SweepSummary
 from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
 from sandbox_fleet.sweep.variants import describe, expand
+
+#: Memory a run holds until the table is built: its task and its summary (a simulate summary is
+#: 2 KB of Python objects for a one-pool scenario, tens of KB with several workloads).
+BYTES_PER_RUN = 32 * 1024
 
 
 def run_sweep(
@@ -48,7 +52,7 @@ numeric swept key) is reported,
     ``goal`` min or max (default by metric). A grid of more than ``max_variants`` variants is
     refused before any variant is built.
     """
-    if seeds < 1:
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise InputError(f"--seeds {seeds}: expected a positive integer")
     if not vary:
         raise InputError("give at least one --vary KEY=VALUES, e.g. --vary fleet.cap=100,200,400")
@@ -60,6 +64,12 @@ numeric swept key) is reported,
         sizes = " x ".join(f"{len(vals):,} {k}" for k, vals in axes)
         raise InputError(f"--vary: the grid has {grid:,} variants ({sizes}), over --max-variants {max_variants:,}; "
                          "narrow the ranges or raise --max-variants")
+    if grid * seeds > max_variants:
+        # every run is a task and a summary held until the table is built: seeds count as runs
+        raise InputError(f"--seeds {seeds:,}: {grid:,} variant(s) x {seeds:,} seeds is {grid * seeds:,} runs, over "
+                         f"--max-variants {max_variants:,} (which bounds variants x seeds); use fewer seeds or raise it")
+    check_memory(grid * seeds * BYTES_PER_RUN, None, f"--vary x --seeds: {grid:,} variant(s) x {seeds:,} seeds",
+                 "use fewer variants or seeds")
     keys = [k for k, _ in axes]
     p = Path(scenario)
     variants = expand(p, axes, progress=progress)

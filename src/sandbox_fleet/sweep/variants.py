@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import load_toml
 from sandbox_fleet.simulate.bounds import check_run
 from sandbox_fleet.simulate.scenario import ScenarioSpec, build
 from sandbox_fleet.sweep import paths
@@ -38,12 +38,7 @@ class Variant:
 def read_scenario(path: str | Path) -> dict:
     """The scenario file's raw TOML data (validated later, per variant)."""
     p = Path(path)
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: scenario file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not valid TOML ({exc})") from None
+    return load_toml(p, "scenario file")
 
 
 def describe(settings: dict[str, Scalar]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import dig, load_json, raw_rows_table
+from sandbox_fleet.telemetry.jsonfile import dig, load_json, plausible_cap, raw_rows_table, warn_bad_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import PHASES, ROLLOUT_COLUMNS, Telemetry
@@ -26,7 +26,9 @@ UNREADABLE = "unreadable"
 
 
 def _is_trial(result: Any) -> bool:
-    return isinstance(result, dict) and ("task_name" in result or "trial_name" in result)
+    """A trial result names its task or itself (a name that is null or not text names nothing)."""
+    return isinstance(result, dict) and any(isinstance(result.get(k), str) and result.get(k)
+                                            for k in ("task_name", "trial_name"))
 
 
 def looks_like_harbor(path: Path) -> bool:
@@ -41,13 +43,15 @@ def _has_files(d: Path) -> bool:
 
 
 def _json_or_none(path: Path) -> Any:
-    """The parsed file, None when absent, ``...`` when it exists but cannot be read."""
+    """The parsed file, None when absent, ``...`` when it exists but cannot be read (or is
+    JSON ``null``: a file that says nothing is unreadable, not missing)."""
     if not path.is_file():
         return None
     try:
-        return load_json(path)
+        data = load_json(path)
     except InputError:
         return ...
+    return ... if data is None else data
 
 
 def _is_job(d: Path) -> bool:
@@ -201,11 +205,16 @@ def job_cap(config: Any) -> int | None:
 
 
 def _positive(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return value if plausible_cap(value) else None
 
 
 def _cap(job_dir: Path, tel: Telemetry) -> None:
-    cap = job_cap(_json_or_none(job_dir / "config.json"))
+    config = _json_or_none(job_dir / "config.json")
+    if config is ... or (config is not None and not isinstance(config, dict)):
+        warn_once(tel, f"{job_dir / 'config.json'}: not a readable job config (expected a JSON object); "
+                       "its configured cap is unknown")
+        return
+    cap = job_cap(config)
     if cap is not None:
         tel.caps[job_dir.name] = cap
 
@@ -256,5 +265,8 @@ def read_harbor(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
         warn_once(tel, f"{path}: {n} trial(s) have a '{key}' that is not a number; read as null")
     if lacking:
         warn_once(tel, f"{path}: {lacking} trial(s) have rewards without key '{opts.reward_key}' (reward left null; see --reward-key)")
+    cells: dict[str, int] = {}
     # Harbor records no host or node for a trial (result.json, config.json): that column stays out.
-    return raw_rows_table(rows, tuple(c for c in ROLLOUT_COLUMNS if c != "node"))
+    table = raw_rows_table(rows, tuple(c for c in ROLLOUT_COLUMNS if c != "node"), cells)
+    warn_bad_cells(tel, path, cells)
+    return table

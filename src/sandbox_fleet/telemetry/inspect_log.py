@@ -8,18 +8,21 @@ The mapping is in ``docs/telemetry.md``.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import struct
 import zipfile
 import zlib
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import raw_rows_table
+from sandbox_fleet.limits import check_inflated_size, inflate_limit_bytes, memory_limit_bytes
+from sandbox_fleet.safeparse import first_line, json_loads
+from sandbox_fleet.telemetry.jsonfile import plausible_cap, raw_rows_table, warn_bad_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import Telemetry
@@ -72,46 +75,72 @@ def looks_like_inspect(path: Path) -> bool:
     return path.is_dir() and any(is_log(p) for p in path.iterdir() if p.is_file())
 
 
-def _entry(raw: Any, info: zipfile.ZipInfo) -> bytes:
-    """One zip entry's bytes; zstd through PyArrow, the rest through zipfile's own codecs."""
+def _entry(raw: Any, info: zipfile.ZipInfo, where: str) -> bytes:
+    """One zip entry's bytes, never more than its declared size or the memory budget;
+    zstd through PyArrow, deflate through zlib."""
     raw.seek(info.header_offset)
     fields = _LOCAL_HEADER.unpack(raw.read(_LOCAL_HEADER.size))
     raw.seek(fields[9] + fields[10], 1)  # file name and extra field
     data = raw.read(info.compress_size)
     if info.compress_type == _ZSTD:
+        # PyArrow writes at most decompressed_size bytes and fails on a member that inflates past it
         return pa.Codec("zstd").decompress(data, decompressed_size=info.file_size).to_pybytes()
     if info.compress_type == zipfile.ZIP_DEFLATED:
-        return zlib.decompress(data, -15)
+        inflater = zlib.decompressobj(-15)
+        out = inflater.decompress(data, info.file_size + 1)
+        if len(out) > info.file_size or inflater.unconsumed_tail:
+            raise ValueError(f"inflates past its declared {info.file_size:,} bytes")
+        return out
     if info.compress_type == zipfile.ZIP_STORED:
         return data
     raise ValueError(f"zip compression method {info.compress_type}")
 
 
-def _read_eval(path: Path) -> tuple[dict, list[tuple[str, Any]]]:
+def _check_declared(path: Path, infos: dict[str, zipfile.ZipInfo]) -> None:
+    """Refuse, before inflating any, an archive whose entries declare more than memory allows:
+    one entry over the per-member limit, or all of them (every sample is held) over the budget."""
+    limit = inflate_limit_bytes()
+    for name, info in infos.items():
+        check_inflated_size(info.file_size, f"{path}:{name}", limit)
+    check_inflated_size(sum(i.file_size for i in infos.values()), f"{path} (all entries)", memory_limit_bytes(None))
+
+
+def _read_eval(path: Path) -> tuple[Any, list[tuple[str, Any]]]:
     """(eval spec, [(entry name, sample or the exception that made it unreadable)])."""
     with zipfile.ZipFile(path) as z, open(path, "rb") as raw:
         infos = {i.filename: i for i in z.infolist()}
+        _check_declared(path, infos)
         head_name = "header.json" if "header.json" in infos else "_journal/start.json"
-        header = json.loads(_entry(raw, infos[head_name]))
+        header = json_loads(_entry(raw, infos[head_name], f"{path}:{head_name}"), f"{path}:{head_name}")
         samples = []
         for name in sorted(n for n in infos if n.startswith("samples/") and n.endswith(".json")):
+            where = f"{path}:{name}"
             try:
-                samples.append((name, json.loads(_entry(raw, infos[name]))))
-            except (ValueError, zlib.error, OSError) as exc:
+                samples.append((name, json_loads(_entry(raw, infos[name], where), where)))
+            except (InputError, ValueError, zlib.error, OSError, pa.ArrowException) as exc:
                 samples.append((name, exc))
-    return header.get("eval") or {}, samples
+    if not isinstance(header, dict):
+        raise InputError(f"{path}:{head_name}: expected a JSON object")
+    return header.get("eval"), samples
 
 
 def _read(path: Path) -> tuple[dict, list[tuple[str, Any]]]:
     try:
         if path.suffix == ".eval":
-            return _read_eval(path)
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, KeyError, OSError, zipfile.BadZipFile, zlib.error) as exc:
-        raise InputError(f"{path}: not a readable Inspect log ({exc.__class__.__name__}: {exc})") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: not an Inspect log (expected a JSON object)")
-    return data.get("eval") or {}, [(f"samples[{i}]", s) for i, s in enumerate(data.get("samples") or [])]
+            spec, samples = _read_eval(path)
+        else:
+            data = json_loads(path.read_bytes(), str(path))
+            if not isinstance(data, dict):
+                raise InputError(f"{path}: not an Inspect log (expected a JSON object)")
+            listed = data.get("samples")
+            if listed is not None and not isinstance(listed, list):
+                raise InputError(f"{path}: 'samples' is {type(listed).__name__}, expected a list of samples")
+            spec, samples = data.get("eval"), [(f"samples[{i}]", s) for i, s in enumerate(listed or [])]
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile, zlib.error, pa.ArrowException, struct.error) as exc:
+        raise InputError(f"{path}: not a readable Inspect log ({exc.__class__.__name__}: {first_line(exc)})") from None
+    if spec is not None and not isinstance(spec, dict):
+        raise InputError(f"{path}: 'eval' is {type(spec).__name__}, expected an object (the eval spec)")
+    return spec or {}, samples
 
 
 def _tokens(usage: Any) -> tuple[int | None, int | None, int | None]:
@@ -120,7 +149,7 @@ def _tokens(usage: Any) -> tuple[int | None, int | None, int | None]:
         return None, None, None
     inp = out = cached = 0
     any_cached = False
-    for u in usage.values():
+    for u in usage.values():  # counts that are not finite whole numbers add nothing
         if not isinstance(u, dict):
             continue
         read = u.get("input_tokens_cache_read")
@@ -132,7 +161,8 @@ def _tokens(usage: Any) -> tuple[int | None, int | None, int | None]:
 
 
 def _int(v: Any) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
+    ok = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v))
+    return int(v) if ok and not isinstance(v, bool) and abs(v) < 2**63 else 0
 
 
 #: Why a sample's reward was left null or read by a default choice (counted, then one warning each).
@@ -153,7 +183,7 @@ def _pick(scores: dict, name: str | None) -> tuple[str, str | None] | None:
 
 def _number(value: Any) -> float | None:
     if isinstance(value, (bool, int, float)):
-        return float(value)
+        return float(value) if not isinstance(value, int) or abs(value) < 2**1023 else None  # 1e400 as an int
     if isinstance(value, str):
         if value in LETTERS:
             return LETTERS[value]
@@ -201,8 +231,8 @@ def _exception(sample: dict) -> tuple[bool, str | None]:
     """A sample ``error`` is an exception (its type from the message); a ``limit`` is not (see ``_limit``)."""
     error = sample.get("error")
     if error:
-        message = error.get("message", "") if isinstance(error, dict) else str(error)
-        m = re.match(r"^\s*([A-Za-z_][\w.]*)\(", message or "")
+        message = error.get("message", "") if isinstance(error, dict) else error
+        m = re.match(r"^\s*([A-Za-z_][\w.]*)\(", message if isinstance(message, str) else "")
         return True, m.group(1) if m else "error"
     return False, None
 
@@ -223,14 +253,27 @@ def _times(sample: dict) -> tuple[Any, Any]:
     start, end = sample.get("started_at"), sample.get("completed_at")
     if start and end:
         return start, end
-    stamps: list[Any] = [e.get("timestamp") for e in sample.get("events") or [] if isinstance(e, dict) and e.get("timestamp")]
-    if stamps:
-        # Event timestamps are ISO-8601 with an offset; compare them as instants.
-        from datetime import datetime
-
-        order = sorted(stamps, key=lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")))
-        return start or order[0], end or order[-1]
+    events = sample.get("events")
+    stamps = [(_instant(e.get("timestamp")), e.get("timestamp")) for e in events if isinstance(e, dict)] \
+        if isinstance(events, list) else []
+    # Event timestamps are ISO-8601 with an offset, compared as instants; others are skipped.
+    order = sorted((t, s) for t, s in stamps if t is not None)
+    if order:
+        return start or order[0][1], end or order[-1][1]
     return None, None
+
+
+def _instant(stamp: Any):
+    """An ISO-8601 event timestamp as an aware datetime, or None for anything else."""
+    from datetime import datetime
+
+    if not isinstance(stamp, str):
+        return None
+    try:
+        t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def job_name(spec: dict) -> str | None:
@@ -253,7 +296,7 @@ def sample_row(sample: dict, spec: dict, score: str | None) -> tuple[dict | None
     row = {
         "id": f"{job}/{sample.get('id')}/{epoch}",
         "task_id": None if sample.get("id") is None else str(sample.get("id")),
-        "model": spec.get("model") or (next(iter(sample.get("model_usage") or {}), None)),
+        "model": spec.get("model") or (next(iter(usage), None) if isinstance(usage := sample.get("model_usage"), dict) else None),
         "job": job,
         "started_at": start,
         "finished_at": end,
@@ -271,9 +314,10 @@ def sample_row(sample: dict, spec: dict, score: str | None) -> tuple[dict | None
 
 
 def _cap(spec: dict) -> int | None:
-    config = spec.get("config") or {}
-    caps = [v for v in (config.get("max_samples"), config.get("max_sandboxes"))
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    config = spec.get("config")
+    if not isinstance(config, dict):
+        return None
+    caps = [v for v in (config.get("max_samples"), config.get("max_sandboxes")) if plausible_cap(v)]
     return min(caps) if caps else None
 
 
@@ -322,7 +366,7 @@ def read_inspect(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
         spec, samples = _read(file)
         cap = _cap(spec)
         job = job_name(spec)
-        if cap is not None and job:
+        if cap is not None and isinstance(job, str) and job:
             tel.caps[job] = cap
         for name, sample in samples:
             if not isinstance(sample, dict):
@@ -336,4 +380,7 @@ def read_inspect(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
             tally.add(sample, note, read)
             rows.append(row)
     tally.warn(path, opts.score, tel)
-    return raw_rows_table(rows, _COLUMNS)
+    bad: dict[str, int] = {}
+    table = raw_rows_table(rows, _COLUMNS, bad)
+    warn_bad_cells(tel, path, bad)
+    return table

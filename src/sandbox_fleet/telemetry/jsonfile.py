@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA
+from sandbox_fleet.safeparse import json_loads
+from sandbox_fleet.telemetry.options import warn_once
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, Telemetry
 
 
 def load_json(path: Path) -> Any:
@@ -21,10 +22,16 @@ def load_json(path: Path) -> Any:
         raise InputError(f"{path}: cannot read ({exc.__class__.__name__})") from exc
     if not text.strip():
         raise InputError(f"{path}: empty file (expected JSON)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})") from exc
+    return json_loads(text, str(path))
+
+
+#: No job runs more trials at once than this: a larger "cap" is a typo or garbage, not a cap.
+MAX_CAP = 10_000_000
+
+
+def plausible_cap(value: Any) -> TypeGuard[int]:
+    """A configured concurrency cap: a whole number in [1, MAX_CAP] (JSON true is no number)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_CAP
 
 
 def dig(obj: Any, *keys: str) -> Any:
@@ -36,14 +43,44 @@ def dig(obj: Any, *keys: str) -> Any:
     return obj
 
 
-def raw_rows_table(rows: list[dict], columns: tuple[str, ...] | None = None) -> pa.Table:
+def raw_rows_table(rows: list[dict], columns: tuple[str, ...] | None = None,
+                   bad: dict[str, int] | None = None) -> pa.Table:
     """Rows collected from JSON files as one table in canonical names.
 
     Times stay text (validation parses them and counts the ones it cannot); every other
     column takes its canonical type. ``columns`` limits the table to what the source reports.
+    A cell of the wrong JSON type (a number where text belongs, text where a count belongs)
+    becomes null and is counted per column in ``bad``: one odd cell never costs the file.
     """
     fields = [f for f in ROLLOUT_SCHEMA if columns is None or f.name in columns]
-    return pa.table({
-        f.name: pa.array([r[f.name] for r in rows], type=pa.string() if pa.types.is_timestamp(f.type) else f.type)
-        for f in fields
-    })
+    arrays = {}
+    for f in fields:
+        kind = pa.string() if pa.types.is_timestamp(f.type) else f.type
+        values = [r[f.name] for r in rows]
+        try:
+            arrays[f.name] = pa.array(values, type=kind)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            kept = [v if _fits(v, kind) else None for v in values]
+            if bad is not None:
+                bad[f.name] = bad.get(f.name, 0) + sum(v is not None and k is None for v, k in zip(values, kept))
+            arrays[f.name] = pa.array(kept, type=kind)
+    return pa.table(arrays)
+
+
+def _fits(value: Any, kind: pa.DataType) -> bool:
+    """Whether one JSON value converts to Arrow type ``kind`` as the whole column would have
+    (asked of PyArrow itself, so the cells kept are exactly those a clean column keeps)."""
+    if value is None:
+        return True
+    try:
+        pa.array([value], type=kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return False
+    return True
+
+
+def warn_bad_cells(tel: Telemetry, where: Path, bad: dict[str, int]) -> None:
+    """One warning per column that had cells of the wrong type (read as null)."""
+    for column, n in sorted(bad.items()):
+        if n:
+            warn_once(tel, f"{where}: {n} '{column}' cell(s) have the wrong JSON type; read as null")

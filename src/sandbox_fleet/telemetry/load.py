@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -125,7 +125,8 @@ def load_telemetry(
     rollouts = drop_duplicates(rollouts, tel, hashed)
     if rollouts.num_rows == 0:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))
-        raise InputError(f"all {total} rows were rejected ({reasons}); nothing to measure")
+        raise InputError(f"{', '.join(str(p) for p in paths)}: all {total} rows were rejected ({reasons}); "
+                         "nothing to measure")
     tel.rollouts = rollouts
     if tasks is not None:
         from sandbox_fleet.telemetry.tasks import read_tasks_with_warnings
@@ -142,7 +143,7 @@ def parse_instant(text: str, option: str) -> datetime:
         value = datetime.fromisoformat(text.strip())
     except ValueError as exc:
         raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def filter_rollouts(

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import glob as globmod
 import gzip
-import json
+import os
+import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,8 +17,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_inflated_size, inflate_limit_bytes
+from sandbox_fleet.safeparse import json_loads
 from sandbox_fleet.telemetry.progress import track
-from sandbox_fleet.telemetry.record import CODED_COLUMNS, ROLLOUT_COLUMNS, ROLLOUT_SCHEMA, Telemetry, is_text, null_column
+from sandbox_fleet.telemetry.record import (
+    CODED_COLUMNS,
+    ROLLOUT_COLUMNS,
+    ROLLOUT_SCHEMA,
+    Telemetry,
+    is_text,
+    null_column,
+)
 
 EXTENSIONS = {
     ".parquet": "parquet",
@@ -44,13 +54,15 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _source_sql(kind: str, typed: bool = False) -> str:
+def _source_sql(kind: str, typed: bool = False, fixed: bool = False) -> str:
     if kind == "parquet":
         return "read_parquet($path)"
     if kind == "csv":
         # Explicit header, delimiter and quote: a malformed row near the top must not steer
         # the sniffer to another dialect; rows that do not parse are collected, not fatal.
         opts = "header=true, delim=$delim, quote='\"', escape='\"', store_rejects=true, encoding=$encoding"
+        if fixed:  # the sniffer gave up (an unclosed quote): the header's columns, all text
+            return f"read_csv($path, {opts}, auto_detect=false, columns=$columns)"
         return f"read_csv($path, {opts}, types=$types)" if typed else f"read_csv($path, {opts})"
     return "read_json($path, format='auto')"
 
@@ -75,7 +87,7 @@ def _head(path: str, size: int = 1 << 16) -> bytes:
     try:
         with opener(files[0], "rb") as f:
             return f.read(size)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return b""
 
 
@@ -111,6 +123,8 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False,
     encoding = guess_encoding(_head(path))
     if kind == "json" and encoding != "utf-8":
         raise InputError(f"{path}: not UTF-8 (looks like {encoding}); JSON must be UTF-8, re-encode the file")
+    if kind == "json":
+        _check_array_ends(path)
     import duckdb  # CSV and JSON only: canonical Parquet is read without it (~0.2 s of import)
 
     con = duckdb.connect()
@@ -118,13 +132,27 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False,
     if kind == "csv":
         params["delim"] = "\t" if path.lower().removesuffix(".gz").endswith(".tsv") else ","
         params["encoding"] = encoding
-        header = _describe(con, _source_sql(kind), params, path, kind, encoding=encoding)
-        wanted = {column_map.get(c, c) for c in ROLLOUT_COLUMNS}
-        params["types"] = {c: "VARCHAR" for c in header if c in wanted} or {header[0]: "VARCHAR"}
-    source = _source_sql(kind, typed="types" in params)
+        try:
+            header = _describe(con, _source_sql(kind), params, path, kind, encoding=encoding)
+        except InputError:
+            header = _header_line(path, encoding, str(params["delim"]))
+            if not header:
+                raise
+            params["columns"] = dict.fromkeys(header, "VARCHAR")
+        else:
+            wanted = {column_map.get(c, c) for c in ROLLOUT_COLUMNS}
+            params["types"] = {c: "VARCHAR" for c in header if c in wanted} or {header[0]: "VARCHAR"}
+    source = _source_sql(kind, typed="types" in params, fixed="columns" in params)
     schema = _describe(con, source, params, path, kind, with_types=True, encoding=encoding)
     select = []
-    for src, canonical in _column_pairs(path, list(schema), column_map):
+    try:
+        pairs = _column_pairs(path, list(schema), column_map)
+    except InputError:
+        fault = _json_fault(path) if kind == "json" else None
+        if fault is None:
+            raise
+        raise InputError(f"{path}: cannot read as JSON lines ({fault})") from None
+    for src, canonical in pairs:
         expr = _quote(src)
         if schema[src] == "JSON":
             # Mixed-type JSON fields come back as JSON text; unwrap to plain strings.
@@ -173,6 +201,17 @@ def _count_rejects(con, path: str, tel: Telemetry, seen: int) -> None:
                                 "were swallowed into it and rejected")
 
 
+def _header_line(path: str, encoding: str, delim: str) -> list[str] | None:
+    """The column names on a CSV file's first line (None when there is none to read)."""
+    import csv
+
+    if any(ch in path for ch in "*?["):
+        return None
+    first = _head(path).decode(encoding, "replace").splitlines()[:1]
+    names = next(csv.reader(first, delimiter=delim), None) if first else None
+    return names if names and len(set(names)) == len(names) and all(names) else None
+
+
 def _data_lines(path: str) -> int:
     """Non-empty lines after the header (gz aware), read in blocks."""
     opener = gzip.open if path.lower().endswith(".gz") else open
@@ -185,23 +224,59 @@ def _data_lines(path: str) -> int:
     return n + (last != b"\n") - blank - 1
 
 
+def _check_array_ends(path: str) -> None:
+    """A file that opens a JSON array must close it: DuckDB reads a truncated one as the rows
+    before the cut, silently. Only the two ends are read (plain files; globs and .gz skip this)."""
+    if any(ch in path for ch in "*?[") or path.lower().endswith(".gz"):
+        return
+    with open(path, "rb") as f:
+        head = f.read(4096).lstrip()
+        if not head.startswith(b"["):
+            return
+        f.seek(max(f.seek(0, os.SEEK_END) - 4096, 0))
+        tail = f.read().rstrip()
+    if not tail.endswith(b"]"):
+        raise InputError(f"{path}: a JSON array that does not end in ']' (the file is cut short); "
+                         "expected a complete JSON array of objects or JSON lines")
+
+
 def _json_fault(path: str) -> str | None:
-    """The first JSON-lines line that is not a JSON object, by its real line number."""
+    """The first JSON-lines line that is not a JSON object, by its real line number.
+
+    A file that is one JSON document (``[...]`` or ``{...}`` over many lines) is judged whole:
+    its fault is where that document stops parsing (a truncated array, say).
+    """
     files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
     for file in files:
         opener = gzip.open if file.lower().endswith(".gz") else open
+        name = Path(file).name
         try:
             with opener(file, "rt", encoding="utf-8") as f:
+                first = f.readline()
+                if first.strip() in ("[", "{") or (first.lstrip().startswith("[") and not _parses(first)):
+                    f.seek(0)
+                    json_loads(f.read(), name, "JSON lines (one object a line) or one JSON array of objects")
+                    continue
+                f.seek(0)
                 for number, line in enumerate(f, 1):
                     if not line.strip():
                         continue
-                    try:
-                        json.loads(line)
-                    except ValueError as exc:
-                        return f"{Path(file).name} line {number}: invalid JSON ({exc.__class__.__name__}: {str(exc).split(':')[0]})"
-        except (OSError, UnicodeDecodeError) as exc:
-            return f"{Path(file).name}: {exc.__class__.__name__}"
+                    value = json_loads(line, f"{name} line {number}")
+                    if not isinstance(value, (dict, list)):
+                        return f"{name} line {number}: not a JSON object (a {type(value).__name__})"
+        except InputError as exc:
+            return str(exc)
+        except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:
+            return f"{name}: {exc.__class__.__name__}"
     return None
+
+
+def _parses(line: str) -> bool:
+    try:
+        json_loads(line, "")
+    except InputError:
+        return False
+    return True
 
 
 def _column_pairs(path: str | Path, names: list[str], column_map: dict[str, str]) -> list[tuple[str, str]]:
@@ -234,8 +309,7 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
     try:
         if path.name.lower().endswith(".gz"):
             # Parquet cannot be read compressed: the whole file is inflated into memory once.
-            with pa.input_stream(str(path), compression="gzip") as stream:
-                source = pa.BufferReader(stream.read())
+            source = pa.BufferReader(_inflate_bounded(path))
         else:
             source = str(path)
         pf = pq.ParquetFile(source)
@@ -243,7 +317,7 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
         text = _text_columns(pf.schema_arrow, pairs) if coded else []
         if text:
             pf = pq.ParquetFile(source, read_dictionary=text)
-    except (pa.ArrowInvalid, OSError, EOFError) as exc:
+    except (pa.ArrowInvalid, OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
     sources = list(dict.fromkeys(src for src, _ in pairs))  # read each source column once
     huge = [pf.metadata.row_group(i).num_rows > 2 * BATCH_ROWS for i in range(pf.num_row_groups)]
@@ -266,6 +340,24 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
                     yield _select(parts.pop(0), pairs)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: cannot read as parquet ({_first_line(exc)})") from exc
+
+
+def _inflate_bounded(path: Path) -> bytes:
+    """A gzip file's content, refused (one line) before it inflates past ``inflate_limit_bytes``:
+    by its declared size (the trailer's, mod 4 GiB) up front, then by the bytes actually inflated."""
+    limit = inflate_limit_bytes()
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() >= 18:  # header + trailer: the last 4 bytes are the size mod 2**32
+            f.seek(-4, os.SEEK_END)
+            check_inflated_size(int.from_bytes(f.read(4), "little"), str(path), limit)
+    parts, total = [], 0
+    with gzip.open(path, "rb") as f:
+        while block := f.read(1 << 24):
+            total += len(block)
+            check_inflated_size(total, str(path), limit)
+            parts.append(block)
+    return b"".join(parts)
 
 
 def _decoded_group(pf: pq.ParquetFile, group: int, sources: list[str]) -> list[pa.Table]:

@@ -27,6 +27,8 @@ SCAN_SCHEMA = pa.schema(
         pa.field("verifier_timeout_s", pa.float64()),
         pa.field("bundle_bytes", pa.int64()),
         pa.field("out_of_range", pa.int64()),
+        # why this task.toml could not be used (its request fields are then null), else null
+        pa.field("problem", pa.string()),
     ]
 )
 
@@ -82,7 +84,10 @@ def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: lis
     files.append((name, size))
     if name == "task.toml" or name.endswith("/task.toml"):
         prefix = name[: -len("task.toml")].rstrip("/")
-        requests[prefix] = parse_task_toml(read(), f"{shown}:{raw_name}")
+        try:
+            requests[prefix] = parse_task_toml(read(), f"{shown}:{raw_name}")
+        except InputError as exc:  # one bad task.toml costs its task's request, not the read
+            requests[prefix] = {**dict.fromkeys(REQUEST_FIELDS), "out_of_range": 0, "problem": str(exc)}
 
 
 def scan_shard(path: Path, shown: str) -> pa.Table:
@@ -106,7 +111,7 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
             requests.clear()
             _members_tarfile(path, shown, requests, files)
     except (fasttar.Corrupt, tarfile.TarError, EOFError, OSError) as exc:
-        raise InputError(f"{shown}: not a readable tar archive ({exc})") from exc
+        raise InputError(f"{shown}: not a readable tar archive ({_one_line(exc)})") from exc
     sizes = dict.fromkeys(requests, 0)
     for name, size in files:
         # Charge each file to the deepest task folder holding it.
@@ -122,4 +127,10 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
         columns[f] = [requests[p][f] for p in prefixes]
     columns["bundle_bytes"] = [sizes[p] for p in prefixes]
     columns["out_of_range"] = [requests[p]["out_of_range"] for p in prefixes]
+    columns["problem"] = [requests[p].get("problem") for p in prefixes]
     return columns
+
+
+def _one_line(exc: BaseException) -> str:
+    """tarfile lists every method it tried on lines of their own: joined into one line."""
+    return "; ".join(part.strip(" -") for part in str(exc).splitlines() if part.strip()) or type(exc).__name__

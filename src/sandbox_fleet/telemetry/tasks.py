@@ -97,7 +97,17 @@ def _release(base: Path, progress: bool, cache_dir: str | None) -> tuple[pa.Tabl
         warnings.append(f"{base}: {lost} task(s) have no task.toml in their shard; their requests are null")
     if "out_of_range" in joined.column_names:
         _range_warning(base, int(pc.sum(joined.column("out_of_range")).as_py() or 0), warnings)
+    if "problem" in joined.column_names:
+        _problem_warning(base, joined.column("problem").drop_null().to_pylist(), warnings)
     return tasks, warnings
+
+
+def _problem_warning(base: Path, problems: list[str], warnings: list[str]) -> None:
+    """One warning for every task.toml that could not be used, with the first reasons."""
+    if problems:
+        shown = "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
+        warnings.append(f"{base}: {len(problems)} task.toml file(s) cannot be used; those tasks' requests are "
+                        f"null ({shown})")
 
 
 def _range_warning(base: Path, n: int, warnings: list[str]) -> None:
@@ -174,7 +184,10 @@ def _plain(base: Path) -> tuple[pa.Table, list[str]]:
     rows = []
     for folder in folders:
         toml = folder / "task.toml"
-        req = parse_task_toml(toml.read_bytes(), str(toml))
+        try:
+            req = parse_task_toml(toml.read_bytes(), str(toml))
+        except InputError as exc:
+            req = {**dict.fromkeys(REQUEST_FIELDS), "out_of_range": 0, "problem": str(exc)}
         rows.append({"task_id": folder.name, **req, "bundle_bytes": _tree_bytes(folder)})
     return _plain_table(base, rows), _plain_warnings(base, rows)
 
@@ -182,9 +195,10 @@ def _plain(base: Path) -> tuple[pa.Table, list[str]]:
 def _plain_warnings(base: Path, rows: list[dict]) -> list[str]:
     warnings: list[str] = []
     _range_warning(base, sum(r.get("out_of_range", 0) for r in rows), warnings)
+    _problem_warning(base, [r["problem"] for r in rows if r.get("problem")], warnings)
     return warnings
 
 
 def _plain_table(base: Path, rows: list[dict]) -> pa.Table:
-    rows = [{k: v for k, v in r.items() if k != "out_of_range"} for r in rows]
+    rows = [{k: v for k, v in r.items() if k not in ("out_of_range", "problem")} for r in rows]
     return conform_tasks(pa.Table.from_pylist(rows, schema=pa.schema([f.with_nullable(True) for f in TASK_SCHEMA if f.name != "task_group_id"])), str(base))

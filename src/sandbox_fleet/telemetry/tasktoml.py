@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from typing import Any
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import toml_loads
 from sandbox_fleet.telemetry.tomlfast import loads_flat
 
 #: Field order of a parsed request (cache files store exactly these).
@@ -90,13 +90,11 @@ def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
         raise InputError(f"{where}: {len(data):,} bytes, larger than a task.toml can be ({MAX_TOML_BYTES:,})")
     try:
         text = data.decode("utf-8")
-        doc = loads_flat(text)
-        if doc is None or any(v is ... for sec in _WANTED for v in _values(doc, sec)):
-            doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where}: invalid TOML ({exc})") from exc
-    except RecursionError:
-        raise InputError(f"{where}: invalid TOML (nested too deeply)") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not valid TOML ({exc})") from None
+    doc = loads_flat(text)
+    if doc is None or any(v is ... for sec in _WANTED for v in _values(doc, sec)):
+        doc = toml_loads(text, where)
     env = _section(doc, "environment", where)
     agent = _section(doc, "agent", where)
     verifier = _section(doc, "verifier", where)

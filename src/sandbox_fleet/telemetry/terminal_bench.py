@@ -6,13 +6,14 @@ and test phases map to the canonical agent_execution and verifier phases.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import load_json, raw_rows_table
+from sandbox_fleet.telemetry.jsonfile import load_json, plausible_cap, raw_rows_table, warn_bad_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import Telemetry
@@ -56,15 +57,26 @@ def _trial_count(file: Path) -> int:
     return max(len(trials), 1) if isinstance(trials, list) else 1
 
 
-def _int(value: Any, key: str, file: Path) -> int | None:
+def _int(value: Any, key: str, bad: dict[str, int]) -> int | None:
+    """A whole number, or None (and one more bad cell for ``key``) for anything else."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise InputError(f"{file}: '{key}' is {value!r}, expected an integer")
+    ok = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value == int(value))
+    if isinstance(value, bool) or not ok or abs(value) >= 2**63:
+        bad[key] = bad.get(key, 0) + 1
+        return None
     return int(value)
 
 
-def _run_rows(run: Path, tel: Telemetry) -> list[dict]:
+def _resolved(value: Any, bad: dict[str, int]) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None if value is None else float(value)
+    bad["is_resolved"] = bad.get("is_resolved", 0) + 1
+    return None
+
+
+def _run_rows(run: Path, tel: Telemetry, bad: dict[str, int]) -> list[dict]:
+    """The rows of one run; trials that are not objects are rejected (counted), odd cells read as null."""
     file = run / "results.json"
     data = load_json(file)
     trials = data.get("results") if isinstance(data, dict) else None
@@ -74,19 +86,22 @@ def _run_rows(run: Path, tel: Telemetry) -> list[dict]:
     meta = load_json(meta_file) if meta_file.is_file() else {}
     if not isinstance(meta, dict):
         raise InputError(f"{meta_file}: expected a JSON object")
-    job = meta.get("run_id") or run.name
+    run_id = meta.get("run_id")
+    job = run_id if isinstance(run_id, str) and run_id else run.name
     cap = meta.get("n_concurrent_trials")
-    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+    if plausible_cap(cap):
         tel.caps[job] = cap
     model = meta.get("model_name") or meta.get("agent_name")
     rows = []
     for i, t in enumerate(trials):
         if not isinstance(t, dict):
-            raise InputError(f"{file}: results[{i}] is not an object")
-        resolved = t.get("is_resolved")
-        if resolved is not None and not isinstance(resolved, bool):
-            raise InputError(f"{file}: results[{i}].is_resolved is {resolved!r}, expected true, false or null")
+            tel.reject(UNREADABLE)
+            warn_once(tel, f"{file}: results[{i}] is not an object; that trial is rejected ({UNREADABLE})")
+            continue
         mode = t.get("failure_mode")
+        if not (mode is None or isinstance(mode, str)):
+            bad["failure_mode"] = bad.get("failure_mode", 0) + 1
+            mode = "unknown"
         rows.append(
             {
                 "id": t.get("id") or t.get("trial_name"),
@@ -99,9 +114,9 @@ def _run_rows(run: Path, tel: Telemetry) -> list[dict]:
                 "agent_execution_finished_at": t.get("agent_ended_at"),
                 "verifier_started_at": t.get("test_started_at"),
                 "verifier_finished_at": t.get("test_ended_at"),
-                "input_tokens": _int(t.get("total_input_tokens"), f"results[{i}].total_input_tokens", file),
-                "output_tokens": _int(t.get("total_output_tokens"), f"results[{i}].total_output_tokens", file),
-                "reward": None if resolved is None else float(resolved),
+                "input_tokens": _int(t.get("total_input_tokens"), "total_input_tokens", bad),
+                "output_tokens": _int(t.get("total_output_tokens"), "total_output_tokens", bad),
+                "reward": _resolved(t.get("is_resolved"), bad),
                 "has_exception": mode not in NO_FAILURE,
                 "exception_type": None if mode in NO_FAILURE else str(mode),
             }
@@ -117,6 +132,7 @@ def read_terminal_bench(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Tab
     rows: list[dict] = []
     many = runs != [path]
     lost: dict[str, list[str]] = {}
+    bad: dict[str, int] = {}
     for run in track(runs, "reading Terminal-Bench runs", opts.progress, min_items=20):
         # In a folder of runs, a run that cannot be used is counted by reason, not fatal.
         if many and not (run / "run_metadata.json").is_file():
@@ -124,7 +140,7 @@ def read_terminal_bench(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Tab
             lost.setdefault(NO_METADATA, []).append(run.name)
             continue
         try:
-            rows.extend(_run_rows(run, tel))
+            rows.extend(_run_rows(run, tel, bad))
         except InputError:
             if not many:
                 raise
@@ -132,4 +148,6 @@ def read_terminal_bench(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Tab
             lost.setdefault(UNREADABLE, []).append(run.name)
     for reason, names in sorted(lost.items()):
         warn_once(tel, f"{path}: {len(names)} run folder(s) rejected ({reason}): {', '.join(names[:5])}")
-    return raw_rows_table(rows, _COLUMNS)
+    table = raw_rows_table(rows, _COLUMNS, bad)
+    warn_bad_cells(tel, path, bad)
+    return table

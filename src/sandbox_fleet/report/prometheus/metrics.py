@@ -28,6 +28,7 @@ from sandbox_fleet.report.checks.exceptions import node_chance, tasks_at_or_abov
 from sandbox_fleet.report.checks.result import CheckResult
 from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
+from sandbox_fleet.textout import printable
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary
@@ -271,11 +272,13 @@ def build_registry(m: MeasureSummary, plan: PlanSummary | None, results: list[Ch
 
 
 def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    # The text format escapes only backslash, quote and newline: other control characters
+    # (a model name's terminal escapes) are shown as text (\x1b) before that escaping.
+    return printable(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    return printable(text).replace("\\", "\\\\")
 
 
 def format_value(x: float) -> str:
