@@ -151,7 +151,6 @@ def numba_figures(caps: list[int], rounds: int) -> None:
 
     sys.path.insert(0, str(HERE))
     import numba_fifo
-
     from sandbox_fleet.simulate.fifo import place_stream
 
     n = 1_000_000

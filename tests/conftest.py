@@ -58,7 +58,6 @@ def produced(tmp_path_factory):
     from types import SimpleNamespace
 
     from producers import healthy_telemetry, mixed_telemetry
-
     from sandbox_fleet.measure import measure_telemetry
     from sandbox_fleet.plan import make_plan
     from sandbox_fleet.simulate.scenario import run_scenario

@@ -137,9 +137,9 @@ def test_measure_json_and_simulate_json_print_without_rich():
 
 
 def test_the_cli_sets_its_environment_defaults_only_where_absent_and_only_while_it_runs(monkeypatch):
-    from sandbox_fleet import cli
-
     import gc
+
+    from sandbox_fleet import cli
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the user's choice: plugins on

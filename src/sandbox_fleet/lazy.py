@@ -7,7 +7,8 @@ PyArrow) while ``from sandbox_fleet.plan import make_plan`` keeps working as wit
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def lazy_exports(package: str, exports: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:

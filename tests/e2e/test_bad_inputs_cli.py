@@ -11,7 +11,7 @@ import io
 import json
 import tarfile
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +20,7 @@ import pytest
 
 from .conftest import PUBLISHED, Run
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 TASK_TOML = b"""[environment]
 cpus = 1
@@ -330,7 +330,7 @@ def test_zero_or_negative_target(cli, args, option):
 def test_input_with_no_hold_times(cli, tmp_path):
     summary = json.loads(PUBLISHED.read_text())
     summary["sandbox_s"] = None
-    summary["hold_s"] = {k: None for k in summary.get("hold_s") or {"mean": None}}
+    summary["hold_s"] = dict.fromkeys(summary.get("hold_s") or {"mean": None})
     summary.get("concurrency", {})["mean"] = None
     summary.get("tokens", {})["hold_mean_s"] = None
     f = tmp_path / "noholds.json"

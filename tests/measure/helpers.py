@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+
 from sandbox_fleet.telemetry import Telemetry, conform_rollouts
 
 T0_US = 1_750_000_000_000_000  # an arbitrary epoch offset, so nothing depends on t = 0

@@ -229,8 +229,9 @@ def test_sum_of_holds_check_does_not_overflow_on_real_epoch_times():
 
 
 def test_summary_reports_the_sweep_self_check_with_both_sums():
-    from sandbox_fleet.measure import measure_telemetry
     from tests.measure.helpers import telemetry
+
+    from sandbox_fleet.measure import measure_telemetry
 
     # Holds 10 + 5 + 7 = 22 s; the area under the level is the same 22 s.
     c = measure_telemetry(telemetry([0, 5, 10], [10, 10, 17]))["concurrency"]

@@ -5,10 +5,10 @@ import os
 
 import numpy as np
 import pytest
+from tests.measure.helpers import telemetry
 
 from sandbox_fleet.measure import measure_paths, measure_telemetry
 from sandbox_fleet.measure.concurrency import effective_cap, shipped_cap_binding_share
-from tests.measure.helpers import telemetry
 
 LAYOUTS = os.path.join(os.path.dirname(__file__), "..", "fixtures", "harbor-layouts")
 

@@ -45,7 +45,7 @@ def test_every_job_runs_once_and_results_keep_queue_order():
     for w in workers:
         w.join()
     assert got == [i * i for i in range(200)]
-    assert ran == Counter({i: 1 for i in range(200)})
+    assert ran == Counter(dict.fromkeys(range(200), 1))
 
 
 def test_a_failing_job_raises_on_the_thread_that_asks_for_results():

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from sandbox_fleet.measure import run as measure_pkg
 from sandbox_fleet.measure import measure_paths, measure_telemetry
+from sandbox_fleet.measure import run as measure_pkg
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry import progress as bars
 

@@ -80,8 +80,8 @@ def test_a_gpu_whose_replica_cannot_hold_the_model(tmp_path):
 def test_a_measure_summary_without_token_telemetry(tmp_path):
     """measure run on the healthy corpus with its token columns emptied (a fleet that logs no tokens)."""
     import pyarrow as pa
-    from producers import healthy_telemetry
 
+    from producers import healthy_telemetry
     from sandbox_fleet import jsonio
     from sandbox_fleet.measure import measure_telemetry
 

@@ -6,7 +6,6 @@ logged an error or tried the network, and keeps a full-page screenshot in the te
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -7,8 +7,8 @@ import statistics
 
 import numpy as np
 import pytest
-from producers import healthy_exception_type, healthy_intervals
 
+from producers import healthy_exception_type, healthy_intervals
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.report import charts
 

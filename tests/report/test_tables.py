@@ -1,7 +1,6 @@
 """Report tables: what a reader sees first."""
 
 from producers import measure_doc
-
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.report.tables import context_table
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -73,8 +73,8 @@ def test_estimate_is_linear_in_rollouts_and_counts_turns_and_retries(tmp_path):
 
 
 def test_horizon_is_the_distance_to_the_end_of_year_9999():
-    end = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
-    assert bounds.horizon_s("2026-01-01T00:00:00+00:00") == (end - datetime(2026, 1, 1, tzinfo=timezone.utc)).total_seconds()
+    end = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    assert bounds.horizon_s("2026-01-01T00:00:00+00:00") == (end - datetime(2026, 1, 1, tzinfo=UTC)).total_seconds()
     assert bounds.horizon_s("9999-12-31T23:59:00+00:00") == 59.0
     assert 2.5e11 < bounds.horizon_s(None) < 2.6e11
 

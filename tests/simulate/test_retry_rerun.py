@@ -6,7 +6,7 @@ import numpy as np
 
 from sandbox_fleet.simulate.distributions import LogNormal
 from sandbox_fleet.simulate.engine import run_workloads
-from sandbox_fleet.simulate.entities import Episode, Fleet, RetryPolicy
+from sandbox_fleet.simulate.entities import Fleet, RetryPolicy
 from sandbox_fleet.simulate.workloads import SyncRL
 
 BATCH, STEPS = 64, 4

@@ -61,8 +61,9 @@ def test_cli_json_is_alone_on_stdout(tmp_path):
 
 
 def test_cli_bad_scale_exits_2(tmp_path):
-    from sandbox_fleet.cli import main
     import sys
+
+    from sandbox_fleet.cli import main
 
     argv = sys.argv
     sys.argv = ["sandbox-fleet", "synth", str(tmp_path / "o"), "--scale", "0"]

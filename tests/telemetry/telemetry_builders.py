@@ -6,7 +6,7 @@ import io
 import json
 import tarfile
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,8 +15,6 @@ import pyarrow.parquet as pq
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HARBOR = FIXTURES / "harbor"
 TBENCH = FIXTURES / "terminal_bench"
-
-UTC = timezone.utc
 
 
 def add_member(tf: tarfile.TarFile, name: str, data: bytes, **kw) -> None:

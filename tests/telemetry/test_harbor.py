@@ -2,12 +2,9 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
-from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry import load_telemetry
-
 from telemetry_builders import HARBOR, utc
+
+from sandbox_fleet.telemetry import load_telemetry
 
 
 def _by_task(tel, job):

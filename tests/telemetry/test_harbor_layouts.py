@@ -6,9 +6,10 @@ Fixtures: tests/fixtures/harbor (real Harbor 0.26 jobs) and tests/fixtures/harbo
 
 import os
 
+from telemetry_builders import FIXTURES, HARBOR
+
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry.harbor import atif_figures, job_cap
-from telemetry_builders import FIXTURES, HARBOR
 
 LAYOUTS = FIXTURES / "harbor-layouts"
 

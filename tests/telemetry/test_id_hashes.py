@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -9,7 +11,6 @@ import pytest
 
 from sandbox_fleet.telemetry.record import Telemetry
 from sandbox_fleet.telemetry.validate import DUPLICATE, BatchIdHashes, _id_hashes, drop_duplicates
-import itertools
 
 
 def test_equal_strings_hash_alike_whatever_the_chunk_type_or_offset():

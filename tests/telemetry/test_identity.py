@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from telemetry_builders import FIXTURES, HARBOR, TBENCH
 
 from sandbox_fleet.telemetry import load_telemetry
-from telemetry_builders import FIXTURES, HARBOR, TBENCH
 
 INSPECT = FIXTURES / "inspect"
 LAYOUTS = FIXTURES / "harbor-layouts"

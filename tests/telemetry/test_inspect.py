@@ -5,11 +5,11 @@ import zipfile
 from datetime import datetime
 
 import pytest
+from telemetry_builders import FIXTURES, inspect_samples
 
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry.inspect_log import sample_row
 from sandbox_fleet.telemetry.sniff import sniff
-from telemetry_builders import FIXTURES, inspect_samples
 
 INSPECT = FIXTURES / "inspect"
 

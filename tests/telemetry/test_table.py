@@ -1,5 +1,5 @@
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,7 +10,7 @@ from sandbox_fleet.telemetry import ROLLOUT_SCHEMA, load_telemetry
 
 
 def _epoch(s: float) -> datetime:
-    return datetime.fromtimestamp(s, timezone.utc)
+    return datetime.fromtimestamp(s, UTC)
 
 
 CSV = """run,begin,end,tok_in,tok_out,llm,score

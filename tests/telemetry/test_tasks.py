@@ -6,8 +6,8 @@ import pytest
 from telemetry_builders import TOML_1CPU, TOML_LEGACY, add_member
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry import TASK_SCHEMA, read_tasks
-from sandbox_fleet.telemetry import tarscan, tasks as tasks_mod
+from sandbox_fleet.telemetry import TASK_SCHEMA, read_tasks, tarscan
+from sandbox_fleet.telemetry import tasks as tasks_mod
 
 
 def test_release_tasks_by_hand(release):

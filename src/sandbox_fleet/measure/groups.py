@@ -11,7 +11,6 @@ import numpy as np
 
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures, effective_cap_figures
-from sandbox_fleet.measure.steps import group_rows
 from sandbox_fleet.measure.stats import (
     SMALL_SAMPLE_ROWS,
     US,
@@ -21,7 +20,7 @@ from sandbox_fleet.measure.stats import (
     quantile_nonempty,
     ratio,
 )
-
+from sandbox_fleet.measure.steps import group_rows
 
 #: Masked group counts and sums go a block of rows at a time: they run beside the token pass,
 #: and a masked copy of every row's codes and holds would add ~100 MB at 10M rows to the peak.

@@ -9,8 +9,8 @@ Each job is a pure function of read-only inputs: which thread ran it never chang
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable
 
 
 class SharedJobs:

@@ -11,8 +11,8 @@ node as fit: the same packing as item-by-item FFD. Nodes packed alike are kept a
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from sandbox_fleet.plan.slots import RESOURCES, Request
 

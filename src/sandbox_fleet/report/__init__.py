@@ -28,8 +28,8 @@ _EXPORTS = {
 
 __all__ = [
     "CHECKS",
-    "CheckResult",
     "DEFAULT_TITLE",
+    "CheckResult",
     "Thresholds",
     "build_report",
     "exit_code",

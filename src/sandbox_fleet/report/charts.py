@@ -7,12 +7,21 @@ on log axes and appear in the legend with their values.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sandbox_fleet.measure.model import Concurrency, Coverage, Exceptions, Histogram, Holds, MeasureSummary, Series, Tokens
+from sandbox_fleet.measure.model import (
+    Concurrency,
+    Coverage,
+    Exceptions,
+    Histogram,
+    Holds,
+    MeasureSummary,
+    Series,
+    Tokens,
+)
 from sandbox_fleet.report.fields import as_num, numbers, turn_keyed
 
 _TEMPLATE = "plotly_white"

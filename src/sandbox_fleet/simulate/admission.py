@@ -14,7 +14,7 @@ from collections.abc import Callable
 class KeyedQueue:
     """Smallest key first; FIFO among equal keys (a sequence number breaks ties)."""
 
-    __slots__ = ("_heap", "_seq", "_key")
+    __slots__ = ("_heap", "_key", "_seq")
 
     def __init__(self, key: Callable[[int], float]):
         self._heap: list[tuple[float, int, int]] = []

@@ -13,7 +13,7 @@ Three refusals, each one line naming the scenario key (exit 2):
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from sandbox_fleet.limits import check_memory
 from sandbox_fleet.simulate import distributions as D
 
 #: The last instant the telemetry (and Python's datetime) can carry.
-YEAR_9999 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
-DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+YEAR_9999 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 # Bytes per unit of work. A 200k-rollout poisson run with telemetry grows the process by
 # ~590 B a rollout (RSS; tracemalloc sees ~390 B); retries and turns are rounded up from a
@@ -50,7 +50,7 @@ def horizon_s(epoch: str | None) -> float:
     except ValueError:
         start = DEFAULT_EPOCH
     if start.tzinfo is None:
-        start = start.replace(tzinfo=timezone.utc)
+        start = start.replace(tzinfo=UTC)
     return (YEAR_9999 - start).total_seconds()
 
 

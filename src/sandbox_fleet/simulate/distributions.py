@@ -160,7 +160,7 @@ class Mixture(Dist):
     def mean(self):
         return float(sum(p * d.mean() for p, d in zip(self.probs, self.components)))
 
-    def clipped(self, lo_s: float = 0.0, hi_s: float = math.inf) -> "Mixture":
+    def clipped(self, lo_s: float = 0.0, hi_s: float = math.inf) -> Mixture:
         """The same mixture with every component clipped: draws equal clipping the
         mixture's draws (clipping is pointwise), and labels and exception flags stay."""
         return Mixture(tuple(Clipped(c, lo_s, hi_s) for c in self.components), self.weights, self.labels, self.exceptions)

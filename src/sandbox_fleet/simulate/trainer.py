@@ -13,8 +13,23 @@ import numpy as np
 
 
 class RLState:
-    __slots__ = ("w", "sizes", "starts", "rem", "version", "next_release", "next_train", "training",
-                 "staleness", "train_s", "release_s", "batch_end_s", "train_start_s", "train_end_s", "base")
+    __slots__ = (
+        "base",
+        "batch_end_s",
+        "next_release",
+        "next_train",
+        "release_s",
+        "rem",
+        "sizes",
+        "staleness",
+        "starts",
+        "train_end_s",
+        "train_s",
+        "train_start_s",
+        "training",
+        "version",
+        "w",
+    )
 
     def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int):
         self.w = w

@@ -132,7 +132,7 @@ class Replay(Workload):
         return self.start_s + self.arrivals_s if self.start_s else self.arrivals_s.copy()
 
     @classmethod
-    def from_table(cls, rollouts: pa.Table, *, use_holds: bool = True, **kw) -> "Replay":
+    def from_table(cls, rollouts: pa.Table, *, use_holds: bool = True, **kw) -> Replay:
         """Replay a canonical rollout table: its start times (the first at ``start_s``) and its holds."""
         if rollouts.num_rows == 0:
             raise InputError("replay: the telemetry has no rollouts")

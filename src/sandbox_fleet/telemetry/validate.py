@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
     CODED,
@@ -27,7 +28,6 @@ from sandbox_fleet.telemetry.record import (
     conform_rollouts,
     is_text,
 )
-from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.times import to_utc
 
 if TYPE_CHECKING:

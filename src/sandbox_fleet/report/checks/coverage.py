@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from sandbox_fleet.measure.model import Coverage, MeasureSummary
 from sandbox_fleet.report.checks.result import (
     Check,
     CheckResult,
@@ -11,7 +13,6 @@ from sandbox_fleet.report.checks.result import (
     pct,
     skipped,
 )
-from sandbox_fleet.measure.model import Coverage, MeasureSummary
 from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
 

@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 
 class PrefixCache:
-    __slots__ = ("cap", "host_cap", "gpu", "host", "gpu_used", "host_used", "evicted_bytes")
+    __slots__ = ("cap", "evicted_bytes", "gpu", "gpu_used", "host", "host_cap", "host_used")
 
     def __init__(self, cap_bytes: float | None, host_bytes: float = 0.0):
         self.cap = cap_bytes  # None: unlimited; 0: no caching

@@ -34,8 +34,20 @@ ROLL, ARR, CTX, PRE, DEC, LAST = range(6)
 
 
 class Replica:
-    __slots__ = ("v", "t", "n", "done", "prefill", "p_end", "waiting", "ver", "area_n", "area_busy",
-                 "area_sys", "cache")
+    __slots__ = (
+        "area_busy",
+        "area_n",
+        "area_sys",
+        "cache",
+        "done",
+        "n",
+        "p_end",
+        "prefill",
+        "t",
+        "v",
+        "ver",
+        "waiting",
+    )
 
     def __init__(self, cache: PrefixCache):
         self.v = 0.0  # decode virtual time

@@ -11,4 +11,4 @@ demo measures, once per (scale, seed, package version).
 from sandbox_fleet.simulate.synth.build import synth
 from sandbox_fleet.simulate.synth.cache import DEFAULT_SCALE, DEFAULT_SEED, default_corpus
 
-__all__ = ["synth", "default_corpus", "DEFAULT_SCALE", "DEFAULT_SEED"]
+__all__ = ["DEFAULT_SCALE", "DEFAULT_SEED", "default_corpus", "synth"]

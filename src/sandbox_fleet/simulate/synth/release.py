@@ -15,7 +15,7 @@ as a filesystem hole (``seek``), so a 2 GB logical tasks root costs ~200 MB of d
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from sandbox_fleet.simulate.synth.population import Population
 from sandbox_fleet.simulate.synth.tasks import TaskPool, task_toml
 
 #: Simulated second 0 (the campaign ends ~17 days later, before the August 2026 release).
-EPOCH = datetime(2026, 7, 10, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 7, 10, tzinfo=UTC)
 EPOCH_US = int(EPOCH.timestamp()) * 1_000_000
 MTIME = int(EPOCH.timestamp())  # every tar member's mtime
 TRAJECTORIES_PER_SHARD = 5_000
