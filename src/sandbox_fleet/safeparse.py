@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,8 @@ def json_loads(data: str | bytes, where: str, expected: str | None = None) -> An
 
 def toml_loads(text: str, where: str) -> dict[str, Any]:
     """``text`` parsed as TOML; ``where`` names the file in the error."""
+    import tomllib  # here, not at import: a measure of Parquet or JSON never parses TOML (tests/test_startup.py)
+
     try:
         return tomllib.loads(text)
     except RecursionError:
