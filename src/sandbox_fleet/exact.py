@@ -6,7 +6,7 @@ OpenBLAS likewise picks its dot-product and least-squares kernels by CPU (``OPEN
 A figure that is committed, compared byte for byte, or that feeds a seeded draw therefore uses
 these functions instead:
 
-- elementwise ``exp``, ``log``, ``log10``, ``expm1`` and ``power`` go through the C library's
+- elementwise ``exp``, ``log``, ``expm1`` and ``power`` go through the C library's
   scalar routines (``math``), which glibc implements once for every x86-64 CPU with FMA (Haswell,
   Zen and every later core); one Python call per element, so only for arrays of up to a few
   million values, which is what the callers hold;
@@ -38,10 +38,6 @@ def exp(x: object) -> np.ndarray:
 
 def log(x: object) -> np.ndarray:
     return _elementwise(math.log, x)
-
-
-def log10(x: object) -> np.ndarray:
-    return _elementwise(math.log10, x)
 
 
 def expm1(x: object) -> np.ndarray:
