@@ -20,7 +20,7 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
-from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.plan.model import BacktestLine, PlanSummary
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
@@ -29,7 +29,7 @@ from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
-from sandbox_fleet.plan.summary import Figures, load_input
+from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
@@ -477,14 +477,23 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     return {"rent": rent, "rent_verdict": verdict}
 
 
-def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None = None) -> dict:
-    """A purchase-order plan for ``summary`` under ``opts``, as a ``PlanSummary``'s JSON dict."""
+def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
+              backtest: BacktestLine | None = None) -> PlanSummary:
+    """A purchase-order plan for the measure summary ``summary`` under ``opts``, as its model.
+
+    ``input_path``: the file ``summary`` came from (the plan names it; a summary without holds, or
+    with a bad figure, is reported against it). ``backtest``: a backtest's verdict
+    (``backtest_line.backtest_block``) the purchase order carries.
+    """
     opts = opts or PlanOptions()
     _check_options(opts)
     providers = rentmod.select(rentmod.load_providers(opts.providers_file), opts.rent_providers,
                                opts.providers_file or "bundled provider catalog")
     notes: list[str] = []
-    fig = summary if isinstance(summary, Figures) else Figures(summary)
+    try:
+        fig = Figures(summary)
+    except InputError as exc:
+        raise InputError(f"{input_path}: {exc}" if input_path is not None else str(exc)) from None
     target = resolve_target(
         fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
@@ -518,7 +527,8 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
-        input={"source": source, "rows": int(fig.rows), "fingerprint": contract.fingerprint(fig.summary)},
+        input={"source": source, "rows": int(fig.rows), "path": str(input_path) if input_path is not None else None,
+               "fingerprint": contract.fingerprint(fig.summary)},
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,
@@ -532,37 +542,8 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         starts=starts,
         substrates=substrate,
         notes=notes,
-    ).to_json()
-
-
-def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
-              measure_options: dict | None = None, backtest: str | Path | None = None) -> dict:
-    """Plan from a ``measure --json`` summary file or from telemetry measured on the fly
-    (``measure_options``: the reader flags, passed to ``measure_paths``). ``backtest``: a
-    ``backtest --json`` summary whose verdict the purchase order carries (read before planning)."""
-    return plan_and_input(path, opts, tasks=tasks, measure_options=measure_options, backtest=backtest)[0]
-
-
-def plan_and_input(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
-                   measure_options: dict | None = None, backtest: str | Path | None = None) -> tuple[dict, MeasureSummary]:
-    """:func:`plan_path`'s plan and the measure summary it was made from (read or measured once),
-    so the caller can run ``check`` on the same figures."""
-    if backtest is not None:
-        from sandbox_fleet.plan.backtest_line import backtest_block
-
-        backtest_block(backtest)  # a bad file is refused before the planning work
-    summary = load_input(path, tasks=tasks, **(measure_options or {}))
-    try:
-        fig = Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    plan = make_plan(fig, opts)
-    plan["input"]["path"] = str(path)
-    if backtest is not None:
-        from sandbox_fleet.plan.backtest_line import with_backtest
-
-        plan = with_backtest(plan, backtest)
-    return plan, summary
+        backtest=backtest,
+    )
 
 
 def parse_request(text: str) -> Request:

@@ -86,6 +86,7 @@ def load_telemetry(
     allow_any_time: bool = False,
     score: str | None = None,
     coded: bool = False,
+    read: ReadOptions | None = None,
 ) -> Telemetry:
     """Read every PATH (format sniffed unless ``fmt`` forces one) into one canonical Telemetry.
 
@@ -93,12 +94,18 @@ def load_telemetry(
     ids across all PATHs keep the first in input order. ``tasks`` adds the task table.
     ``coded``: the CODED_COLUMNS (task_id, model, job, exception_type) come as ``record.CODED``
     dictionaries, one dictionary per column shared by every chunk, instead of strings.
+    ``read``: the reader options already validated (``options.make_options``, as the stages pass
+    them); without it the reader keywords (``fmt`` ... ``score``) are validated here. ``progress``
+    and ``coded`` are the caller's either way.
     """
-    opts = make_options(
-        fmt=fmt, column_map=column_map, time_unit=time_unit, assume_tz=assume_tz,
-        reward_key=reward_key, progress=progress, latest_time=latest_time,
-        allow_any_time=allow_any_time, score=score, coded=coded,
-    )
+    if read is not None:
+        opts = replace(read, progress=progress, coded=coded)
+    else:
+        opts = make_options(
+            fmt=fmt, column_map=column_map, time_unit=time_unit, assume_tz=assume_tz,
+            reward_key=reward_key, progress=progress, latest_time=latest_time,
+            allow_any_time=allow_any_time, score=score, coded=coded,
+        )
     if isinstance(paths, (str, Path)):
         paths = [str(paths)]  # one PATH given bare; iterating a str would read characters
     if not paths:
