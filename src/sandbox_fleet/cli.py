@@ -285,7 +285,7 @@ def plan(
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
     from sandbox_fleet.measure.load import load_measure
-    from sandbox_fleet.plan import PlanOptions, backtest_block, make_plan, make_reserve, make_roofline, parse_request
+    from sandbox_fleet.plan import PlanOptions, make_plan, make_reserve, make_roofline, parse_request
     from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
@@ -332,7 +332,11 @@ def plan(
         from sandbox_fleet.telemetry.taskcache import cache_dir_for
 
         cache = cache_dir_for(cache_dir, output, tasks)
-    verdict = backtest_block(backtest) if backtest is not None else None  # a bad file is refused before the planning work
+    verdict = None
+    if backtest is not None:  # a bad file is refused before the planning work
+        from sandbox_fleet.plan import backtest_block
+
+        verdict = backtest_block(backtest)
     measured = load_measure(path, tasks=tasks, read=reader, min_turn_rows=min_turn_rows, cache_dir=cache)
     planned = make_plan(measured, opts, input_path=path, backtest=verdict)
     result = planned.to_json()

@@ -41,6 +41,8 @@ def load_measure(paths: str | Path | Sequence[str | Path], *, tasks: str | Path 
         raise InputError("no input given: expected a measure --json summary or telemetry paths")
     if len(given) == 1 and is_summary_file(given[0]):
         return contract.load(MeasureSummary, given[0])
+    if len(given) == 1 and not any(c in str(given[0]) for c in "*?[") and not Path(given[0]).exists():
+        raise InputError(f"{given[0]}: input not found; expected a measure summary (.json) or telemetry")
     from sandbox_fleet.measure.run import measure_paths  # PyArrow and DuckDB: only to measure
 
     extra = {} if min_turn_rows is None else {"min_turn_rows": min_turn_rows}
