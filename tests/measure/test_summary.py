@@ -154,3 +154,43 @@ def test_rows_without_a_usable_interval_are_counted_not_measured():
     assert any("missing start or finish: 1" in w and "finished before started: 1" in w for w in s["warnings"])
     clean = measure_json(telemetry([0, 10, 20], [100, 110, 120]))
     assert clean["rows"] == 3 and not any("usable interval" in w for w in clean["warnings"])
+
+
+def test_measure_hands_over_its_model_and_the_loader_reads_a_saved_one_back(tmp_path, ten_rows):
+    # the library API: the stages take MeasureSummary; a saved summary read at the edge is the same model
+    from sandbox_fleet.measure import load_measure, measure_paths, measure_telemetry
+    from sandbox_fleet.measure.model import MeasureSummary
+
+    path = tmp_path / "rollouts.parquet"
+    pq.write_table(ten_rows.rollouts, path)
+    measured = measure_paths([str(path)], progress=False)
+    assert isinstance(measured, MeasureSummary) and isinstance(measure_telemetry(ten_rows), MeasureSummary)
+    assert measured.rows == 10 and measured.outcomes is not None and measured.outcomes.passed == 4  # as the JSON test above
+    saved = tmp_path / "m.json"
+    jsonio.write(measured.to_json(), saved)
+    assert load_measure(saved) == measured  # parsed, not measured: the file's figures
+    assert load_measure([str(path)], progress=False) == measured  # telemetry: measured now
+    with pytest.raises(InputError, match="input not found"):
+        load_measure(tmp_path / "missing.json")
+    with pytest.raises(InputError, match="no input given"):
+        load_measure([])
+
+
+def test_the_reader_options_travel_as_one_read_options(tmp_path, ten_rows):
+    # --time-unit s on epoch seconds reads the same rows as the canonical table; a bad flag is refused
+    # by make_options, once, before any read
+    import pyarrow as pa
+
+    from sandbox_fleet.measure import measure_paths
+    from sandbox_fleet.telemetry.options import make_options
+
+    r = ten_rows.rollouts
+    secs = r.set_column(r.schema.get_field_index("started_at"), "started_at",
+                        pa.array([t.timestamp() for t in r.column("started_at").to_pylist()]))
+    secs = secs.set_column(secs.schema.get_field_index("finished_at"), "finished_at",
+                           pa.array([t.timestamp() for t in r.column("finished_at").to_pylist()]))
+    pq.write_table(secs.select(["id", "task_id", "model", "started_at", "finished_at", "reward"]), tmp_path / "s.parquet")
+    got = measure_paths([str(tmp_path / "s.parquet")], read=make_options(time_unit="s"), progress=False)
+    assert got.rows == 10 and got.hold_s is not None and got.hold_s.median == 550.0
+    with pytest.raises(InputError, match="--time-unit"):
+        make_options(time_unit="fortnights")
