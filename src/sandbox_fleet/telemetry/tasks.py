@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import taskcache
+from sandbox_fleet.telemetry.dockerfile import task_image
 from sandbox_fleet.telemetry.parquet_io import open_parquet
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import TASK_SCHEMA, conform_tasks, is_text
@@ -188,7 +189,7 @@ def _plain(base: Path) -> tuple[pa.Table, list[str]]:
             req = parse_task_toml(toml.read_bytes(), str(toml))
         except InputError as exc:
             req = {**dict.fromkeys(REQUEST_FIELDS), "out_of_range": 0, "problem": str(exc)}
-        rows.append({"task_id": folder.name, **req, "bundle_bytes": _tree_bytes(folder)})
+        rows.append({"task_id": folder.name, **req, "bundle_bytes": _tree_bytes(folder), "image": task_image(folder)})
     return _plain_table(base, rows), _plain_warnings(base, rows)
 
 
