@@ -140,6 +140,7 @@ class ImageRun:
     hit: np.ndarray
     warm_s: np.ndarray  # per reference: the build if warm, and if it misses (before exception cuts)
     miss_s: np.ndarray
+    task_matched: int = 0  # rollouts that built their replayed task's own image (the others drew one by share)
     # pinned, for each what-if K: hits
     whatif: dict[int, np.ndarray] = field(default_factory=dict)
 
@@ -162,6 +163,7 @@ class ImageRun:
             "pull_mb_per_s": cfg.pull_mb_per_s,
             "prepulled": list(cat.names[: cfg.prepull]),
             "references": n,
+            "task_matched": self.task_matched if cat.by_task else None,
             "hits": int(np.count_nonzero(self.hit)),
             "hit_rate": _rate(self.hit),
             "build_hours": build_s / 3600,
@@ -213,12 +215,14 @@ def assign(cfg: ImageCache, pools, workloads, offsets: np.ndarray, arr_ids, rng_
     cat = cfg.catalog
     n = int(offsets[-1])
     image = np.zeros(n, dtype=np.int64)
+    matched = 0  # rollouts naming a task of the catalog
     for w, wl in enumerate(workloads):
         lo, hi = int(offsets[w]), int(offsets[w + 1])
         drawn = rng_for(w).choice(len(cat.names), size=hi - lo, p=cat.shares)
         tasks = wl.attrs.get("task_id") if cat.by_task else None
         if tasks is not None:  # a replayed task builds its own image (unknown tasks keep the draw)
             named = [cat.by_task.get(t) for t in list(tasks)[: hi - lo]]
+            matched += sum(t is not None for t in named)
             drawn = np.array([d if t is None else t for d, t in zip(drawn.tolist(), named)], dtype=np.int64)
         image[lo:hi] = drawn
     order_parts, node_parts = [], []
@@ -239,4 +243,4 @@ def assign(cfg: ImageCache, pools, workloads, offsets: np.ndarray, arr_ids, rng_
     hits_ref = lru_hits(image[order], node, cat.size_mb, cfg.cache_mb, cfg.prepull)
     hits = np.zeros(n, dtype=bool)
     hits[order] = hits_ref
-    return hits, order, image[order], node, node_base
+    return hits, order, image[order], node, node_base, matched

@@ -276,8 +276,8 @@ def _image_run(cache: ImageCache, hits: np.ndarray, ref: list, warm: np.ndarray,
     """The pre-pass with each reference's two build lengths, and the what-if pre-pulls on the same draws."""
     from sandbox_fleet.simulate.images import ImageRun, lru_hits
 
-    order, image, node, nodes = ref
-    run = ImageRun(cache, nodes, order, image, node, hits[order], warm[order], miss[order])
+    order, image, node, nodes, matched = ref
+    run = ImageRun(cache, nodes, order, image, node, hits[order], warm[order], miss[order], matched)
     cat = cache.catalog
     for k in cache.whatif_prepull:
         run.whatif[k] = lru_hits(image, node, cat.size_mb, cache.cache_mb, k)

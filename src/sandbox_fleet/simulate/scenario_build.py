@@ -418,5 +418,18 @@ class _Ctx:
             order = np.argsort(table.column("started_at").cast("int64").to_numpy(zero_copy_only=False), kind="stable")
             table = table.take(order[: w.count])
         if w.hold is None and w.turns is None:
-            return Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
-        return Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)
+            wl = Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
+            if self.images is not None and self.images.pull_mb_per_s is None:
+                self.fail("images.pull_mb_per_s", "a replay of measured holds has no [build] miss: give pull_mb_per_s")
+            if self.images is not None or self.substrate is not None:  # the measured holds, plus builds / overhead
+                wl.episode = Episode(agent=wl.holds, build=Build(images=self.images) if self.images else None,
+                                     substrate=self.substrate)
+                wl.holds = None
+        else:
+            wl = Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)
+        if self.images is not None and self.images.catalog.by_task and "task_id" in table.column_names:
+            # each replayed rollout builds its own task's image (Replay orders rows by start, stably)
+            start = table.column("started_at").cast("int64").to_numpy(zero_copy_only=False)
+            ids = np.asarray(table.column("task_id").cast("string").to_pylist(), dtype=object)
+            wl.attrs["task_id"] = ids[np.argsort(start, kind="stable")]
+        return wl
