@@ -163,7 +163,6 @@ class ImageRun:
             "pull_mb_per_s": cfg.pull_mb_per_s,
             "prepulled": list(cat.names[: cfg.prepull]),
             "references": n,
-            "task_matched": self.task_matched if cat.by_task else None,
             "hits": int(np.count_nonzero(self.hit)),
             "hit_rate": _rate(self.hit),
             "build_hours": build_s / 3600,
@@ -171,7 +170,9 @@ class ImageRun:
             "prepull_whatif": rows or None,
             "basis": (f"LRU cache of {cfg.cache_mb:g} MB per node; the {cfg.prepull} most-shared image(s) pre-pulled "
                       f"(resident, outside the cache); a miss costs {miss}; first attempts only, the k-th build of a pool "
-                      "on node k mod nodes in queue order (retries build warm); build hours before exception cuts"),
+                      "on node k mod nodes in queue order (retries build warm); build hours before exception cuts"
+                      + (f"; {self.task_matched:,} of {n:,} rollouts named a task of the catalog and built its image"
+                         if cat.by_task else "")),
         }
 
 

@@ -164,8 +164,6 @@ class ImageFigures(Block):
     prepulled: Optional[list[str]] = None
     #: first attempts' builds (retries build warm and are not counted)
     references: Count = None
-    #: rollouts that named a task of the ``tasks`` catalog and built its image (null without ``tasks``)
-    task_matched: Count = None
     hits: Count = None
     hit_rate: Num = None
     build_hours: Num = None
