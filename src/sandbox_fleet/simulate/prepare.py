@@ -17,8 +17,8 @@ from sandbox_fleet.simulate.episode import draw_attempts
 from sandbox_fleet.simulate.workloads import OPEN, RL, Workload
 
 if TYPE_CHECKING:
-    from sandbox_fleet.simulate.inference.config import Inference
     from sandbox_fleet.simulate.images import ImageCache, ImageRun
+    from sandbox_fleet.simulate.inference.config import Inference
     from sandbox_fleet.simulate.inference.driver import TurnDraws
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
@@ -155,7 +155,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     arr_t_np, arr_ids = _merge_arrivals(times, id_parts, offsets)
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
     cache = _image_cache(episodes)
-    hits = ref = None
+    hits: np.ndarray | None = None
+    ref: list | None = None
     if cache is not None:
         from sandbox_fleet.simulate.images import assign
 
@@ -164,7 +165,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     turns_total = 0.0
     for w, ep in enumerate(episodes):
         lo, hi = int(offsets[w]), int(offsets[w + 1])
-        img = (None, None) if ref is None else (hits[lo:hi], _images_of(ref, lo, hi))
+        img = (None, None) if hits is None or ref is None else (hits[lo:hi], _images_of(ref, lo, hi))
         att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]), hits=img[0], images=img[1])
         turns_total += att.turns_total
         if cache is not None:
@@ -185,7 +186,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     hold = hold_of(build, agent, verify, all(ep.build is None and ep.substrate is None for ep in episodes),
                    all(ep.verifier is None for ep in episodes))
     images = None
-    if cache is not None and ref is not None:
+    if cache is not None and hits is not None and ref is not None:
         images = _image_run(cache, hits, ref, _join(parts["wm"], float), _join(parts["ms"], float))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)

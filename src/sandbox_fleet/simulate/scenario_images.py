@@ -6,7 +6,9 @@ Each refusal is one line naming the file and the key (through ``fail``).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -15,8 +17,11 @@ from sandbox_fleet.simulate.entities import SubstrateCost
 from sandbox_fleet.simulate.images import SHARE_TOLERANCE, ImageCache, ImageCatalog, zipf_shares
 from sandbox_fleet.simulate.scenario_spec import ImagesSpec, SubstrateSpec
 
+#: ``fail(key, what)``: raise the scenario's one-line error naming the key
+Fail = Callable[[str, str], NoReturn]
 
-def image_cache(spec: ImagesSpec, base: Path, fail) -> ImageCache:
+
+def image_cache(spec: ImagesSpec, base: Path, fail: Fail) -> ImageCache:
     """The scenario's image cache; ``fail(key, what)`` raises the one-line error."""
     cat = _task_catalog(spec, base, fail) if spec.tasks is not None else _drawn_catalog(spec, fail)
     try:
@@ -26,7 +31,7 @@ def image_cache(spec: ImagesSpec, base: Path, fail) -> ImageCache:
         fail(f"images.{key}", str(exc).removeprefix("images "))
 
 
-def _drawn_catalog(spec: ImagesSpec, fail) -> ImageCatalog:
+def _drawn_catalog(spec: ImagesSpec, fail: Fail) -> ImageCatalog:
     if spec.count is None and spec.shares is None:
         fail("images", "give tasks (task bundles), count (a Zipf catalog) or shares")
     if spec.shares is not None:
@@ -56,7 +61,7 @@ def _drawn_catalog(spec: ImagesSpec, fail) -> ImageCatalog:
     return ImageCatalog(tuple(names), shares, np.asarray(sizes, dtype=float), basis)
 
 
-def _task_catalog(spec: ImagesSpec, base: Path, fail) -> ImageCatalog:
+def _task_catalog(spec: ImagesSpec, base: Path, fail: Fail) -> ImageCatalog:
     from sandbox_fleet.telemetry.tasks import read_tasks
 
     for key in ("count", "zipf_s", "shares", "names"):
@@ -98,7 +103,7 @@ def _task_catalog(spec: ImagesSpec, base: Path, fail) -> ImageCatalog:
                         {task: index[image] for task, image in task_image.items()})
 
 
-def substrate_cost(spec: SubstrateSpec, base: Path, fail) -> SubstrateCost:
+def substrate_cost(spec: SubstrateSpec, base: Path, fail: Fail) -> SubstrateCost:
     """The named substrate of the catalog (the bundled ``data/substrates.toml`` or ``catalog``)."""
     from sandbox_fleet.plan.substrates import load_substrates
 
