@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from sandbox_fleet.plan.substrates import MILLION, load_substrates, overhead_s, worker_hours
+from sandbox_fleet.plan.substrates import MILLION, load_substrates, overhead_s, substrate_block, worker_hours
 
 BASE = """
 [fleet]
@@ -48,9 +48,16 @@ def test_substrate_adds_cold_start_and_per_turn_overhead_to_the_holds(tmp_path, 
     assert block["added_sandbox_hours"] == pytest.approx(n * per_rollout_s / 3600, rel=1e-12)
     assert block["turns_mean"] == turns and "own turn count" in block["turns_basis"]
     assert block["source"] == sub.source and "illustrative" in block["basis"]
-    # the plan side's figure for the same workload (cold start + mean turns x per-action, per million)
-    plan_h = worker_hours(MILLION, overhead_s(sub.cold_start_s, sub.per_action_s, float(turns)))
+    # the plan side's figure for the same workload (cold start + mean turns x per-action, per million):
+    # its substrates block for 12 turns a rollout
+    plan_block = substrate_block([sub], target=50, duty=0.5, hold_mean_s=plain["hold_s"]["mean"],
+                                 turns_mean=float(turns), turns_basis="test")
+    plan_h = plan_block["by_substrate"][name]["added_worker_hours_per_million"]
+    assert plan_h == worker_hours(MILLION, overhead_s(sub.cold_start_s, sub.per_action_s, float(turns)))
     assert block["added_worker_hours_per_million"] == pytest.approx(plan_h, rel=1e-12)
+    # and the plan's total worker-hours per million (its hold + the overhead) is the simulated mean hold's
+    assert plan_block["by_substrate"][name]["worker_hours_per_million"] == pytest.approx(
+        got["hold_s"]["mean"] * MILLION / 3600, rel=1e-9)
     assert plan_h == pytest.approx(per_rollout_s * 1e6 / 3600, rel=1e-12)
 
 
