@@ -333,3 +333,22 @@ def test_worked_example_substrate_table(tmp_path):
         # independent: every rollout held c + (its turns) x a longer, the same draws otherwise
         want_h = (20_000 * sub.cold_start_s + block["turns_mean"] * 20_000 * sub.per_action_s) / 3600
         assert s["sandbox_hours"] - plain["sandbox_hours"] == pytest.approx(want_h, rel=1e-9)
+
+
+def test_retries_build_warm_and_are_not_references():
+    """Preempted attempts re-run on the event loop: their builds are the warm draw, and only first
+    attempts are the cache's references."""
+    from sandbox_fleet.simulate.entities import RetryPolicy
+
+    cat = ImageCatalog(tuple("abcdefgh"), np.full(8, 1 / 8), np.full(8, 100.0), "eight")
+    ep = Episode(agent=Exponential(200.0), build=Build(hit=Deterministic(2.0),
+                                                       images=ImageCache(cat, cache_mb=200.0, pull_mb_per_s=10.0)))
+    fleet = Fleet(cap=16, slots_per_node=4, preempt_rate_per_node_s=1 / 2000, node_replace_s=30.0)
+    wl = Poisson(rate_per_s=0.05, n=2000, episode=ep, retry=RetryPolicy(max_retries=3, on=("preemption",)))
+    res = run_workloads(fleet, [wl], seed=8)
+    assert res.engine == "events" and res.preemptions > 0
+    retry_rows = (res.attempt > 0) & res.started
+    assert retry_rows.any()
+    cut = res.phase == 4  # a preempted retry's build may be cut short
+    assert np.all(res.build_s[retry_rows & ~cut] == 2.0)
+    assert res.images.hit.size == 2000 and res.images.nodes == 4
