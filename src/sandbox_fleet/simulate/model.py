@@ -166,6 +166,7 @@ class ImageFigures(Block):
     references: Count = None
     hits: Count = None
     hit_rate: Num = None
+    #: warm draws plus the pulls of the misses, before exception cuts (a substrate's cold start not included)
     build_hours: Num = None
     #: what the misses added over a warm build
     miss_hours: Num = None
