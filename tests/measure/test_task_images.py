@@ -90,3 +90,34 @@ def test_no_image_is_unknown_not_zero():
 
     out = measure_tasks(conform_tasks(pa.table({"task_id": ["a", "b"]})))
     assert (out["image_rows"], out["distinct_images"], out["images"]) == (0, None, None)
+
+
+def test_a_release_shard_is_read_for_images_too(tmp_path):
+    """An RST-style release (metadata/tasks.parquet + tar shards): the images are read in the tar."""
+    import io
+    import tarfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "release"
+    (root / "metadata").mkdir(parents=True)
+    (root / "data").mkdir()
+    members = {"a/task.toml": TOML, "a/Dockerfile": TB_DOCKERFILE,
+               "b/task.toml": TOML, "b/environment/Dockerfile": MULTI_STAGE,
+               "c/task.toml": TOML + 'docker_image = "alexgshaw/code-from-image:20251031"\n',
+               "c/environment/Dockerfile": "FROM ignored:1\n", "d/task.toml": TOML}
+    with tarfile.open(root / "data" / "s0.tar", "w") as tf:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    pq.write_table(pa.table({"task_id": list("abcd"), "shard": ["data/s0.tar"] * 4, "member_prefix": list("abcd")}),
+                   root / "metadata" / "tasks.parquet")
+    t = read_tasks(str(root), progress=False, cache_dir=str(tmp_path / "cache"))
+    want = ["ghcr.io/laude-institute/t-bench/python-3-13:20250620", "python:3.12-slim",
+            "alexgshaw/code-from-image:20251031", None]
+    assert t.column("image").to_pylist() == want
+    again = read_tasks(str(root), progress=False, cache_dir=str(tmp_path / "cache"))  # from the cache
+    assert again.column("image").to_pylist() == want

@@ -367,7 +367,7 @@ class Tasks(Block):
     agent_timeout_s_median: Num = None
     verifier_timeout_s_rows: Count = None
     verifier_timeout_s_median: Num = None
-    #: tasks whose bundle names a base image (plain task folders; a release's shards are not read for it)
+    #: tasks whose bundle names a base image (task.toml's docker_image, else a Dockerfile FROM)
     image_rows: Count = None
     distinct_images: Count = None
     images: Optional[list[TaskImage]] = None

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_fleet.errors import InputError
-from sandbox_fleet.safeparse import toml_loads
-
 #: a Dockerfile larger than this is not one (never read whole)
 MAX_DOCKERFILE_BYTES = 1 << 20
 DOCKERFILES = ("environment/Dockerfile", "Dockerfile")
@@ -52,17 +49,29 @@ def from_image(text: str) -> str | None:
     return last
 
 
-def task_image(folder: Path) -> str | None:
-    """The image of the task in ``folder`` (see the module docstring); None when it names none."""
-    toml = folder / "task.toml"
-    if toml.is_file():
-        try:
-            env = toml_loads(toml.read_text(encoding="utf-8", errors="replace"), str(toml)).get("environment")
-        except InputError:
-            env = None  # the request parser reports a bad task.toml
-        image = env.get("docker_image") if isinstance(env, dict) else None
-        if isinstance(image, str) and image.strip():
-            return image.strip()
+def dockerfile_task(name: str) -> str | None:
+    """The task folder a member path ``<task>/Dockerfile`` or ``<task>/environment/Dockerfile`` belongs
+    to (``""`` for the root), or None when it is no task Dockerfile."""
+    for tail in DOCKERFILES:
+        if name == tail:
+            return ""
+        if name.endswith("/" + tail):
+            return name[: -len(tail) - 1]
+    return None
+
+
+def dockerfile_image(data: bytes) -> str | None:
+    """The base image of Dockerfile bytes (None: too large to be one, or no FROM)."""
+    if len(data) > MAX_DOCKERFILE_BYTES:
+        return None
+    return from_image(data.decode("utf-8", errors="replace"))
+
+
+def task_image(folder: Path, docker_image: str | None) -> str | None:
+    """The image of the task in ``folder``: ``docker_image`` (task.toml's, already parsed) when set,
+    else its Dockerfile's (``environment/Dockerfile`` before ``Dockerfile``); None when it names none."""
+    if docker_image:
+        return docker_image
     for name in DOCKERFILES:
         path = folder / name
         if path.is_file() and path.stat().st_size <= MAX_DOCKERFILE_BYTES:

@@ -64,7 +64,7 @@ TASK_SCHEMA = pa.schema(
         pa.field("verifier_timeout_s", pa.float64()),
         pa.field("bundle_bytes", pa.int64()),
         # The base image the task builds from: [environment] docker_image, else its Dockerfile's FROM
-        # (plain task folders; null when neither is there or the release's shards were scanned).
+        # (environment/Dockerfile, then Dockerfile); null when the task has neither.
         pa.field("image", pa.string()),
     ]
 )
