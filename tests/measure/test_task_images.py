@@ -121,3 +121,16 @@ def test_a_release_shard_is_read_for_images_too(tmp_path):
     assert t.column("image").to_pylist() == want
     again = read_tasks(str(root), progress=False, cache_dir=str(tmp_path / "cache"))  # from the cache
     assert again.column("image").to_pylist() == want
+
+
+def test_measure_text_lists_the_top_images(tmp_path, run_cli):
+    make_tasks(tmp_path / "tasks")
+    (tmp_path / "tasks" / "odd" / "environment").mkdir(parents=True)
+    (tmp_path / "tasks" / "odd" / "task.toml").write_text(TOML)
+    (tmp_path / "tasks" / "odd" / "Dockerfile").write_text("FROM [bold]evil:1\n")  # markup is printed as text
+    r = run_cli("measure", "/work/shared/fixtures/harbor/oracle-n2", "--tasks", tmp_path / "tasks")
+    assert r.code == 0, r.err
+    assert "Base images (4 distinct over 6 tasks)" in r.out
+    assert "ghcr.io/laude-institute/t-bench/python-3-13:20250620" in r.out and "50.0%" in r.out
+    # ties by name: "[bold]evil:1" sorts before "alexgshaw/..." and is shown as written, not as a style
+    assert "[bold]evil:1" in r.out and "others" in r.out and "16.7%" in r.out
