@@ -118,10 +118,11 @@ def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
         print_table(console, tt)
         if s.tasks.images:
             top = s.tasks.images[:3]
-            console.print(_kv(f"Base images ({_num(s.tasks.distinct_images)} distinct over {_num(s.tasks.image_rows)} tasks)",
-                              [(escape(im.image or "-"), _pct(im.share)) for im in top]
-                              + ([("others", _pct(1 - sum(im.share or 0.0 for im in top)))]
-                                 if len(s.tasks.images) > 3 else [])))
+            rows: list[tuple[str, str | None]] = [(escape(im.image or "-"), _pct(im.share)) for im in top]
+            if len(s.tasks.images) > 3:
+                rows.append(("others", _pct(1 - sum(im.share or 0.0 for im in top))))
+            console.print(_kv(f"Base images ({_num(s.tasks.distinct_images)} distinct over "
+                              f"{_num(s.tasks.image_rows)} tasks)", rows))
     for w in s.warnings or []:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
 
