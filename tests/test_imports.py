@@ -2,7 +2,8 @@
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
-sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); sweep drives
+sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``) and
+the execution-substrate catalog (``plan.substrates``); sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
 plan's catalog, reserve, rework and packing helpers), and so does backtest (with measure's sweep line and step
 detection); report reads the plan, simulate, optimize and backtest *models* only (and the plan's
@@ -37,7 +38,8 @@ ALLOWED = {
     "safeparse": {"errors"},
     "telemetry": set(),
     "measure": {"telemetry"},
-    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
+    # ... and the substrate catalog (plan.substrates: one loader and model for both sides of issue 29 item 6)
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens", "plan.substrates"},
     "plan": {"measure", "simulate", "backtest.model"},
     "report": {"measure", "plan.model", "plan.decision", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
