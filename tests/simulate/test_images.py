@@ -311,8 +311,8 @@ def test_worked_example_prepull_table(tmp_path):
 def test_worked_example_substrate_table(tmp_path):
     from pathlib import Path
 
-    from sandbox_fleet.plan.substrates import load_substrates
     from sandbox_fleet.simulate.scenario import run_scenario
+    from sandbox_fleet.substrates import load_substrates
 
     src = (Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "substrate.toml").read_text()
     catalog = {s.name: s for s in load_substrates()}

@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from sandbox_fleet.plan.substrates import MILLION, load_substrates, overhead_s, substrate_block, worker_hours
+from sandbox_fleet.plan.substrates import substrate_block
+from sandbox_fleet.substrates import MILLION, load_substrates, overhead_s, worker_hours
 
 BASE = """
 [fleet]

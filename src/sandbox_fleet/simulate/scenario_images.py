@@ -105,7 +105,7 @@ def _task_catalog(spec: ImagesSpec, base: Path, fail: Fail) -> ImageCatalog:
 
 def substrate_cost(spec: SubstrateSpec, base: Path, fail: Fail) -> SubstrateCost:
     """The named substrate of the catalog (the bundled ``data/substrates.toml`` or ``catalog``)."""
-    from sandbox_fleet.plan.substrates import load_substrates
+    from sandbox_fleet.substrates import load_substrates
 
     path = None if spec.catalog is None else (Path(spec.catalog) if Path(spec.catalog).is_absolute()
                                                else base / spec.catalog)
