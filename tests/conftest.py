@@ -58,9 +58,8 @@ def produced(tmp_path_factory):
     from types import SimpleNamespace
 
     from producers import healthy_telemetry, mixed_telemetry
-    from summaries import measure_json
-    from summaries import plan_json
     from sandbox_fleet.simulate.scenario import run_scenario
+    from summaries import measure_json, plan_json
 
     folder = tmp_path_factory.mktemp("produced")
     fleet = measure_json(healthy_telemetry())

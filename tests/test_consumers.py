@@ -29,9 +29,9 @@ def _all_consumers(measure: MeasureSummary, plan: PlanSummary | None, sim: Simul
     The terminal text holds the purchase order's lines too when there is a plan."""
     from sandbox_fleet.plan.render import plan_lines
     from sandbox_fleet.report import build_report
-    from summaries import checks_of
     from sandbox_fleet.report.prometheus import metrics_text
     from sandbox_fleet.report.thresholds import Thresholds
+    from summaries import checks_of
 
     results = checks_of(measure, plan)
     page = build_report(measure, plan, sim)
@@ -146,9 +146,8 @@ def _broken_task_telemetry():
 
 @pytest.fixture(scope="module")
 def summaries(produced):
-    from summaries import measure_json
     from sandbox_fleet.plan import PlanOptions
-    from summaries import plan_json
+    from summaries import measure_json, plan_json
 
     measured = measure_json(_broken_task_telemetry())
     plan = plan_json(measured, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot", prefix_break=0.1))
@@ -262,8 +261,8 @@ def test_each_plan_and_simulate_block_absent_in_turn(summaries, fast_html):
 def test_plan_text_from_real_plans(produced):
     """The purchase order prints for the plans ``plan`` makes (default options, a GPU pool, rent)."""
     from sandbox_fleet.plan import PlanOptions
-    from summaries import plan_json
     from sandbox_fleet.plan.render import plan_lines
+    from summaries import plan_json
 
     for measured in (produced.fleet, produced.mixed):
         for opts in (PlanOptions(), PlanOptions(price_tier="spot", prefix_break=0.2)):

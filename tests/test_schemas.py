@@ -40,8 +40,8 @@ def _validate(kind: str, doc: dict) -> None:
 
 
 def test_producer_outputs_validate(produced):
-    from summaries import checks_of
     from sandbox_fleet.report.checks.model import checks_summary
+    from summaries import checks_of
 
     _validate("measure", produced.fleet)
     _validate("measure", produced.mixed)

@@ -16,9 +16,9 @@ import pytest
 from rich.console import Console
 
 from sandbox_fleet.measure.render import render_summary
-from summaries import checks_of
 from sandbox_fleet.report.commands import render_checks
 from sandbox_fleet.textout import pack_pairs, print_table
+from summaries import checks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "examples" / "rst-published.json"

@@ -23,11 +23,11 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
     corpus), ``simulate.json`` and ``simulated.parquet`` (its telemetry),
     ``checks.json`` and ``report.html``.
     """
+    from sandbox_fleet import contract
     from sandbox_fleet.measure import measure_paths
     from sandbox_fleet.plan import PlanOptions, make_plan
     from sandbox_fleet.report import run_checks, write_report
     from sandbox_fleet.report.checks.model import checks_summary
-    from sandbox_fleet import contract
     from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
     from sandbox_fleet.simulate.model import SimulateSummary
     from sandbox_fleet.simulate.scenario import run_scenario

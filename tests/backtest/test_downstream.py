@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_fleet.backtest.model import BacktestSummary
-from summaries import checks_of
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import checks_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HARBOR = ROOT / "tests" / "fixtures" / "harbor"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from summaries import measure_json
-from summaries import checks_of
+from summaries import checks_of, measure_json
 
 from .helpers import telemetry
 
@@ -61,8 +60,8 @@ def test_the_sync_rl_example_scenario_is_a_batch(tmp_path):
     # the real producer: simulate examples/scenarios/sync_rl.toml (batch 512, cap 3,000) and measure its telemetry
     from pathlib import Path
 
-    from summaries import paths_json
     from sandbox_fleet.simulate.scenario import run_scenario
+    from summaries import paths_json
 
     scenario = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "sync_rl.toml"
     run_scenario(scenario, telemetry_out=tmp_path / "sync.parquet", progress=False)

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from summaries import measure_json
 from sandbox_fleet.measure.concurrency import (
     cap_detected,
     cap_stats,
@@ -16,6 +15,7 @@ from sandbox_fleet.measure.concurrency import (
     series,
     sweep,
 )
+from summaries import measure_json
 
 from .helpers import telemetry
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from summaries import measure_json
 from sandbox_fleet.measure.holds import histogram
+from summaries import measure_json
 
 
 def test_overall_hold_percentiles(ten_rows):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from tests.measure.helpers import telemetry
 
-from summaries import paths_json, measure_json
 from sandbox_fleet.measure.concurrency import effective_cap, shipped_cap_binding_share
+from summaries import measure_json, paths_json
 
 LAYOUTS = os.path.join(os.path.dirname(__file__), "..", "fixtures", "harbor-layouts")
 

@@ -10,7 +10,7 @@ import pytest
 from tests.measure.helpers import telemetry
 from tests.telemetry.telemetry_builders import FIXTURES, inspect_samples
 
-from summaries import paths_json, measure_json
+from summaries import measure_json, paths_json
 
 INSPECT = FIXTURES / "inspect"
 

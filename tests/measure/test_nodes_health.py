@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from summaries import paths_json, measure_json
+from summaries import measure_json, paths_json
 
 from .helpers import telemetry
 

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from summaries import paths_json, measure_json
 from sandbox_fleet.measure import run as measure_pkg
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry import progress as bars
+from summaries import measure_json, paths_json
 
 from .helpers import rollouts, telemetry
 

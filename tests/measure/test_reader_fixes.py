@@ -10,8 +10,7 @@ import pytest
 from tests.measure.helpers import telemetry
 from tests.telemetry.telemetry_builders import FIXTURES
 
-from summaries import paths_json, measure_json
-from summaries import checks_of
+from summaries import checks_of, measure_json, paths_json
 
 ONE_TRIAL = FIXTURES / "harbor-layouts" / "one-trial"
 TB = FIXTURES / "terminal_bench"

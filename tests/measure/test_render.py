@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from summaries import measure_json
 from sandbox_fleet.measure.render import render_summary
+from summaries import measure_json
 
 from .helpers import telemetry
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from tests.telemetry.telemetry_builders import FIXTURES
 
-from summaries import paths_json
 from sandbox_fleet.measure.steps import MAX_CARRYOVER, measure_steps
+from summaries import paths_json
 
 S = 1_000_000
 

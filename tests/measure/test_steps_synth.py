@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from summaries import paths_json
 from sandbox_fleet.simulate.synth import campaign as cp
 from sandbox_fleet.simulate.synth import synth
+from summaries import paths_json
 
 
 @pytest.fixture(scope="module")

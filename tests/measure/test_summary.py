@@ -10,8 +10,8 @@ import pytest
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
-from summaries import paths_json, measure_json
 from sandbox_fleet.telemetry import Telemetry
+from summaries import measure_json, paths_json
 
 from .helpers import rollouts, telemetry
 
@@ -123,8 +123,8 @@ def test_summary_is_json_native_and_valid(ten_rows):
     import json
 
     from sandbox_fleet.contract import parse
-    from summaries import measure_json
     from sandbox_fleet.measure.model import MeasureSummary
+    from summaries import measure_json
 
     summary = measure_json(ten_rows)
 

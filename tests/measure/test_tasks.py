@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from summaries import measure_json
 from sandbox_fleet.measure.tasks import measure_tasks
 from sandbox_fleet.telemetry import conform_tasks
+from summaries import measure_json
 
 from .helpers import telemetry
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sandbox_fleet import jsonio
-from summaries import measure_json
 from sandbox_fleet.measure.tasks_health import measure_task_health
+from summaries import measure_json
 
 from .helpers import rollouts, telemetry
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from summaries import measure_json
 from sandbox_fleet.measure.tokens import fit_quadratic, model_error
+from summaries import measure_json
 
 from .helpers import telemetry
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from summaries import as_measure
 from sandbox_fleet.optimize.evaluate import Result
 from sandbox_fleet.optimize.search import Priced, frontier
 from sandbox_fleet.optimize.space import Nodes, Option, cheapest_fleet, gpu_options, rework_hours
 from sandbox_fleet.plan.catalog import NodeType
+from summaries import as_measure
 
 
 def _node(name, slots_cpu, reserved, on_demand, spot, rate=None):

@@ -10,14 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from summaries import as_measure, measure_json
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, rep_seed
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import RL_STEPS, HoldSampler
-from summaries import checks_of
+from summaries import as_measure, checks_of, measure_json, plan_json
 
 from .syncrl import mean_step_s, sync_rl_schedule, telemetry
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from sandbox_fleet.plan import PlanOptions
-from summaries import as_measure, as_plan, plan_json
 from sandbox_fleet.plan.decision import _censored_lines, changes, decide
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.decision import plan_risks, risk_lines
 from sandbox_fleet.textout import wrap_line, wrap_lines
+from summaries import as_measure, as_plan, plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"

@@ -17,8 +17,8 @@ from k8s_crd import Invalid, crd_root, validate
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.k8s import FILES, K8sOptions, build_manifests, emit_k8s
+from summaries import plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"

@@ -9,10 +9,10 @@ import pytest
 
 from sandbox_fleet.measure.concurrency import sweep, time_at_level
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.mixed import best_split, mixed_purchase, node_runs, node_shares, split_cost
 from sandbox_fleet.plan.render import plan_lines
+from summaries import plan_json
 
 from .conftest import MIXED
 

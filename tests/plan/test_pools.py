@@ -8,10 +8,10 @@ import json
 import pytest
 
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.catalog import load_catalog
 from sandbox_fleet.plan.pools import route
 from sandbox_fleet.plan.slots import Request
+from summaries import plan_json
 
 
 @functools.lru_cache(maxsize=1)

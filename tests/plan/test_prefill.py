@@ -8,9 +8,9 @@ import json
 import pytest
 
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments
+from summaries import plan_json
 
 from .conftest import PUBLISHED
 

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.reserve import kube_reserved
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+from summaries import plan_json
 
 from .conftest import PUBLISHED
 

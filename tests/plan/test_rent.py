@@ -11,8 +11,8 @@ import pytest
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.rent import Provider, load_providers, verdict
+from summaries import plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from summaries import as_measure
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.shape import mean_busy, measured_shape, smallest_cap, smooth_shape
+from summaries import as_measure
 
 
 def test_measured_shape_divides_the_mean_by_the_duty():

@@ -14,9 +14,9 @@ import pytest
 from sandbox_fleet import contract
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
-from summaries import as_measure, plan_json
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.turns import lognormal_moments
+from summaries import as_measure, plan_json
 
 from .conftest import PUBLISHED
 from .independent import ffd_nodes, restart_interruptions, turn_expectations

@@ -10,10 +10,10 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.rent import load_providers
 from sandbox_fleet.plan.substrates import load_substrates, overhead_s, worker_hours
+from summaries import plan_json
 
 from .conftest import MIXED
 

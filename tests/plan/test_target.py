@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from summaries import as_measure
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target, search_probes
+from summaries import as_measure
 
 from .conftest import PUBLISHED
 

@@ -13,7 +13,7 @@ from cdp import Browser
 
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json, report_file, report_html
+from summaries import plan_json, report_file
 
 HERE = Path(__file__).parent
 

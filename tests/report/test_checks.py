@@ -12,10 +12,9 @@ import pytest
 from producers import measure_doc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json
 from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, worst_status
-from summaries import checks_of
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import checks_of, plan_json
 
 
 def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:

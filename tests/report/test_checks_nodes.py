@@ -13,10 +13,9 @@ import math
 import pyarrow as pa
 import pytest
 
-from summaries import measure_json
-from summaries import checks_of
 from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
 from sandbox_fleet.telemetry import Telemetry, conform_rollouts
+from summaries import checks_of, measure_json
 
 T0_US = 1_750_000_000_000_000
 ROWS_PER_NODE = 200

@@ -11,10 +11,10 @@ import plotly.offline
 import pytest
 
 from producers import measure_doc
-from summaries import report_file, report_html
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report.charts import TITLES
 from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
+from summaries import report_file, report_html
 
 PLOTLY_BANNER = "* plotly.js v"
 
@@ -171,8 +171,8 @@ def test_the_decision_block_says_what_plan_says(fleet):
     """The report's first section carries plan's own BUY line, its failing gates and, with an older
     plan, what changed since; the all-in row is left out when only the fleet is priced."""
     from sandbox_fleet.plan import PlanOptions
-    from summaries import plan_json
     from sandbox_fleet.plan.render import plan_lines
+    from summaries import plan_json
 
     plan = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge"))
     old = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=400))

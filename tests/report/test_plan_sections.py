@@ -12,7 +12,6 @@ from producers import measure_doc
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.plan import PlanOptions
-from summaries import plan_json, report_file, report_html
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.plan_sections import (
     caching_chart,
@@ -25,6 +24,7 @@ from sandbox_fleet.report.plan_sections import (
     rent_table,
     substrates_table,
 )
+from summaries import plan_json, report_html
 
 MIXED = Path(__file__).resolve().parents[1] / "plan" / "data" / "mixed.json"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from summaries import checks_of, metrics_of
 from sandbox_fleet.report.prometheus import rules, rules_yaml
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import checks_of, metrics_of
 
 HERE = Path(__file__).parent
 PUBLISHED = HERE.parents[1] / "examples" / "rst-published.json"

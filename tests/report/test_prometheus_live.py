@@ -24,11 +24,9 @@ import pyarrow as pa
 import pytest
 
 from producers import healthy_telemetry
-from summaries import measure_json, outputs_of
-from summaries import plan_json
-from summaries import checks_of
 from sandbox_fleet.report.prometheus import rules
 from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
+from summaries import checks_of, measure_json, outputs_of, plan_json
 
 BIG, TINY = "rl-big", "rl-tiny"
 #: rows of the small job (under exception_rate_by_job.min_rows = 100) and of the whole corpus

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from summaries import as_plan
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report.prometheus import rules_yaml, serving_basis, serving_rule_list
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import as_plan
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
 """Report tables: what a reader sees first."""
 
 from producers import measure_doc
-from summaries import report_file, report_html
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.report.tables import context_table
+from summaries import report_html
 
 
 def M(**figures) -> MeasureSummary:

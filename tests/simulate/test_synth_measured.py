@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from summaries import paths_json
 from sandbox_fleet.simulate.synth import synth
 from sandbox_fleet.simulate.synth.calibration import PUBLISHED as P
+from summaries import paths_json
 
 SCALE = 0.05
 

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from summaries import paths_json, measure_json
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry.record import CODED, CODED_COLUMNS
+from summaries import measure_json, paths_json
 
 T0_US = 1_780_000_000_000_000
 TS = pa.timestamp("us", tz="UTC")

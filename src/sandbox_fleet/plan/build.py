@@ -144,13 +144,13 @@ class _Sized:
     stranded: Resources
     scratch_per_node_mb: float
     reserve: Reserve
-    reserve_source: Source
+    reserve_source: Source  # flag, catalog or default (plan/reserve.py)
 
     @property
     def type(self) -> str:
         return self.node.name
 
-    def price(self, tier: Optional[str]) -> Optional[float]:
+    def price(self, tier: str) -> Optional[float]:
         """The pool's $/h on ``tier`` (None when the type has no price there)."""
         p = self.node.price(tier)
         return p * self.count if p is not None else None
@@ -186,7 +186,7 @@ def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant:
 
 def _choose(sized: list[_Sized], opts: PlanOptions, notes: list[str]) -> tuple[_Sized, list[_Sized]]:
     def key(s: _Sized) -> tuple:
-        price = s.price(opts.price_tier)
+        price = s.price(_tier(opts))
         return price is None, price or 0.0, s.count, s.type
 
     ranked = sorted(sized, key=key)
@@ -194,7 +194,7 @@ def _choose(sized: list[_Sized], opts: PlanOptions, notes: list[str]) -> tuple[_
         chosen = next(s for s in sized if s.type == opts.node_type)
     else:
         chosen = ranked[0]
-        if chosen.price(opts.price_tier) is None:
+        if chosen.price(_tier(opts)) is None:
             notes.append(f"no node type has a {opts.price_tier} price: chose the type needing fewest nodes")
             chosen = min(sized, key=lambda s: (s.count, s.type))
     others = [s for s in ranked if s is not chosen]

@@ -69,8 +69,8 @@ def test_the_turn_curve_is_measures_on_the_same_telemetry(run_cli, tmp_path):
 
     import pyarrow.parquet as pq
 
-    from summaries import paths_json
     from sandbox_fleet.simulate import LogNormal
+    from summaries import paths_json
 
     turns = Turns(LogNormal(6, 0.6), None, Exponential(3.0), Exponential(120), Exponential(60))
     res = run_workloads(Fleet(cap=16), [Closed(population=16, n=1500, episode=Episode(turns=turns))], 4,
