@@ -35,7 +35,18 @@ INF = math.inf
 
 def pool_eligible(pl: Fleet) -> bool:
     """Whether the first-come-first-served recursion can run this pool."""
-    return pl.admission == "fifo" and pl.start_cap is None and pl.preempt_rate_per_node_s == 0 and pl.queue_timeout_s is None
+    return pool_refusal(pl) is None
+
+
+def pool_refusal(pl: Fleet) -> str | None:
+    """Why the first-come-first-served recursion cannot run this pool, in one line (``None``: it can)."""
+    if pl.admission != "fifo":
+        return f"pool {pl.name} admits by {pl.admission!r}, not first come first served"
+    for what, has in (("a start_cap", pl.start_cap is not None), ("preemption", pl.preempt_rate_per_node_s > 0),
+                      ("a queue_timeout_s", pl.queue_timeout_s is not None)):
+        if has:
+            return f"pool {pl.name} has {what}"
+    return None
 
 
 def eligible(prep: Prepared) -> bool:
