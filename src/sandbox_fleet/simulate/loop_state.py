@@ -498,3 +498,16 @@ class LoopState:
             s = self.a_slot[row]
             if s >= 0:
                 assert self.slot_state[s] == S_BUSY and self.slot_row[s] == row, (row, s)
+        for p, base in enumerate(self.slot_base):
+            cap = self.pools[p].cap
+            size = 0 if self.counted[p] or cap is None else cap
+            prov = sum(1 for s in range(base, base + size) if self.slot_state[s] == S_PROV)
+            assert self.provisioning[p] == prov, (p, self.provisioning[p], prov)
+            pol = self.policies[p]
+            if pol is not None:
+                for w in pol.works:
+                    held = sum(1 for row in running if self.r_work[self.a_roll[row]] == w)
+                    assert pol.used[w] == held, (p, w, pol.used[w], held)
+                live = sum(1 for w in pol.works for seq, r in pol.lists[w][pol.heads[w]:]
+                           if self.r_queued[r] and pol.r_seq.get(r) == seq)
+                assert live == sum(1 for r, q in enumerate(self.r_queued) if q and self.r_pool[r] == p), p

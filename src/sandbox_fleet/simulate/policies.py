@@ -5,19 +5,21 @@ the best head that the policy admits; a head it refuses does not block the other
 
 ``priority`` (Kueue-like classes and quotas in one shared pool):
 
-- **Order.** Higher ``priority`` first (a workload without one has 0); among equal
-  priorities, the order the rollouts entered the queue.
 - **Quota.** A workload holds at most ``nominal + borrow_limit`` slots (no
   ``borrow_limit``: up to the cap; no ``nominal``: 0). Holding more than ``nominal`` is
   *borrowing*.
+- **Order.** A rollout its workload's nominal quota covers starts before any that would
+  borrow (nominal slots are guaranteed; borrowing takes what is left); within each group,
+  higher ``priority`` first (a workload without one has 0), then the order the rollouts
+  entered the queue. Without quotas every rollout borrows: plain priority order.
 - **Preemption** (``preempt = true``). A rollout that its quota admits but that finds no
   slot evicts a running rollout of a workload that is borrowing, and either has a lower
   priority or (when the waiting rollout is within its own nominal quota) any priority:
   the lowest priority first, then the latest started (the least work lost). A rollout
-  within its nominal quota is never evicted, so two workloads cannot evict each other in
-  turn. The evicted attempt ends as a ``preemption`` (its sandbox time is lost, as a spot
-  reclaim's is) and its rollout re-runs from the back of the queue; evictions do not use
-  the retry budget. With a provisioning delay, a waiting rollout evicts only when the
+  within its nominal quota is never evicted, and an evicted rollout ranks behind the one
+  that evicted it, so no two rollouts evict each other in turn. The evicted attempt ends
+  as a ``preemption`` (its sandbox time is lost, as a spot reclaim's is) and its rollout
+  re-runs from the back of the queue; evictions do not use the retry budget. With a provisioning delay, a waiting rollout evicts only when the
   slots already being provisioned would not reach it.
 
 ``timeout-ceiling`` (the source's "admit against the timeout ceiling and reclaim early"):
@@ -177,9 +179,9 @@ class WorkloadQueues:
         return r
 
     # what a policy decides
-    def rank(self, w: int) -> int:
-        """Sort key of workload ``w``'s head before its queue order (smaller first)."""
-        return 0
+    def rank(self, w: int, used: int) -> tuple[int, int]:
+        """Sort key of workload ``w``'s head (holding ``used`` slots) before its queue order (smaller first)."""
+        return 0, 0
 
     def admits(self, w: int, r: int, used: int) -> bool:
         return True
@@ -202,7 +204,7 @@ class WorkloadQueues:
                 seq, r = self.lists[w][i]
                 if not self.admits(w, r, used[w]):
                     continue
-                key = (self.rank(w), seq)
+                key = (*self.rank(w, used[w]), seq)
                 if best is None or key < best[0]:
                     best = (key, w, r)
             if best is None:
@@ -268,8 +270,8 @@ class PriorityQueues(WorkloadQueues):
 
         self.running_code = RUNNING
 
-    def rank(self, w: int) -> int:
-        return -self.prio[w]
+    def rank(self, w: int, used: int) -> tuple[int, int]:
+        return int(used >= self.nominal[w]), -self.prio[w]
 
     def admits(self, w: int, r: int, used: int) -> bool:
         return used < self.limit[w]
@@ -329,8 +331,8 @@ class CeilingQueues(WorkloadQueues):
         self.rl = [w for w in self.works if prep.workloads[w].kind == RL]
         self.ceilings: dict[int, list[float]] = {w: [] for w in self.works}  # running attempts' ceilings, sorted
 
-    def rank(self, w: int) -> int:
-        return 0 if w in self.rl else 1
+    def rank(self, w: int, used: int) -> tuple[int, int]:
+        return (0 if w in self.rl else 1), 0
 
     def next_release(self, v: int) -> tuple[float, int] | None:
         """When RL workload ``v``'s next batch is released at the earliest, and its size."""
