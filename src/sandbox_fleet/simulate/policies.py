@@ -167,16 +167,15 @@ class WorkloadQueues:
             i += 1
         return i
 
-    def pop_head(self, w: int) -> int:
+    def pop_head(self, w: int) -> None:
+        """Take workload ``w``'s head (live: ``heads_now`` moved it there)."""
         lst = self.lists[w]
-        i = self.live(w, self.heads[w])
-        r = lst[i][1]
-        self.entries -= i + 1 - self.heads[w]
+        i = self.heads[w]
+        self.entries -= 1
         self.heads[w] = i + 1
         if i + 1 > 1024 and 2 * (i + 1) > len(lst):  # drop the consumed prefix now and then
             del lst[: i + 1]
             self.heads[w] = 0
-        return r
 
     # what a policy decides
     def rank(self, w: int, used: int) -> tuple[int, int]:
@@ -186,31 +185,45 @@ class WorkloadQueues:
     def admits(self, w: int, r: int, used: int) -> bool:
         return True
 
+    evicts = False  # whether make_room may free a slot
+
     def make_room(self) -> bool:
         """No slot is free: free one for a waiting rollout if the policy may (evicting)."""
         return False
 
+    def best(self, at: dict[int, int], used: dict[int, int]) -> tuple[int, int] | None:
+        """The waiting rollout the policy starts first, ``(workload, rollout)``, with workload
+        ``w``'s next entry at ``at[w]`` (live) and ``used[w]`` slots held; ``None``: none admitted."""
+        best = None
+        lists = self.lists
+        for w in self.works:
+            i = at[w]
+            if i >= len(lists[w]):
+                continue
+            seq, r = lists[w][i]
+            if not self.admits(w, r, used[w]):
+                continue
+            key = (*self.rank(w, used[w]), seq)
+            if best is None or key < best[0]:
+                best = (key, w, r)
+        return None if best is None else (best[1], best[2])
+
+    def heads_now(self) -> dict[int, int]:
+        """Each workload's first live entry, the dead ones before it dropped for good."""
+        heads = self.heads
+        for w in self.works:
+            i = self.live(w, heads[w])
+            self.entries -= i - heads[w]
+            heads[w] = i
+        return heads
+
     def ranked(self) -> Iterator[tuple[int, int]]:
-        """Waiting rollouts in the order the policy would start them, as ``(workload, rollout)``,
-        each admitted given the ones before it."""
-        at = {w: self.live(w, self.heads[w]) for w in self.works}
-        used = dict(self.used)
-        while True:
-            best = None
-            for w in self.works:
-                i = at[w]
-                if i >= len(self.lists[w]):
-                    continue
-                seq, r = self.lists[w][i]
-                if not self.admits(w, r, used[w]):
-                    continue
-                key = (*self.rank(w, used[w]), seq)
-                if best is None or key < best[0]:
-                    best = (key, w, r)
-            if best is None:
-                return
-            _, w, r = best
-            yield w, r
+        """Waiting rollouts in the order the policy would start them, each admitted given the
+        ones before it."""
+        at, used = dict(self.heads_now()), dict(self.used)
+        while (pick := self.best(at, used)) is not None:
+            yield pick
+            w = pick[0]
             used[w] += 1
             at[w] = self.live(w, at[w] + 1)
 
@@ -225,10 +238,12 @@ class WorkloadQueues:
             while True:
                 if sc is not None and st.building[p] >= sc:
                     return
-                pick = next(self.ranked(), None)
-                if pick is None:
-                    return
                 slot = st.take_slot(p)
+                pick = self.best(self.heads_now(), self.used) if slot is not None or self.evicts else None
+                if pick is None:
+                    if slot is not None:
+                        st.untake_slot(p, slot)
+                    return
                 if slot is None:
                     if self.make_room():
                         continue
@@ -264,7 +279,7 @@ class PriorityQueues(WorkloadQueues):
                       for w in self.works}
         if cap is not None:
             self.limit = {w: min(lim, cap) for w, lim in self.limit.items()}
-        self.preempt = st.pools[p].preempt
+        self.preempt = self.evicts = st.pools[p].preempt
         self.running: dict[int, list[int]] = {w: [] for w in self.works}  # rows in start order (lazy)
         from sandbox_fleet.simulate.loop_state import RUNNING  # (loop_state imports this module's users)
 
