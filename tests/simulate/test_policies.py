@@ -9,6 +9,9 @@ holds whose schedule is worked out by hand in each test.
 from __future__ import annotations
 
 import math
+import re
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +31,9 @@ from sandbox_fleet.simulate import (
 )
 from sandbox_fleet.simulate.entities import COMPLETED, PREEMPTION, RETRIED, TIMEOUT
 from sandbox_fleet.simulate.fifo import eligible
+from sandbox_fleet.simulate import scenario_spec as SPEC
 from sandbox_fleet.simulate.prepare import prepare
+from sandbox_fleet.simulate.scenario import build, load_scenario
 
 T_995_19 = 2.8609  # Student t, 0.995 quantile, 19 degrees of freedom (20 batch means)
 
@@ -193,3 +198,130 @@ def test_the_fifo_recursion_refuses_policy_pools():
     with pytest.raises(InputError, match="engine 'fifo'"):
         run_workloads(Fleet(cap=4, admission="priority"), [Poisson(rate_per_s=1, n=5, holds=Exponential(1.0))],
                       seed=1, engine="fifo")
+
+
+# --- the worked examples of docs/simulate.md ---------------------------------------------------
+SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
+
+def _run(path: Path, **edits: str):
+    """Build and run a scenario file, with ``key = value`` lines of [fleet] replaced (``edits``)."""
+    spec = load_scenario(path)
+    if edits:
+        text = path.read_text()
+        for key, value in edits.items():
+            text = re.sub(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
+        spec = SPEC.ScenarioSpec.model_validate(tomllib.loads(text))
+    built = build(spec, path.parent)
+    res = run_workloads(built.fleets, built.workloads, built.seed)
+    return res, built.summary(res)
+
+
+@pytest.fixture(scope="module")
+def shared_runs():
+    return {name: _run(SCENARIOS / f"{name}.toml") for name in ("shared_pool_priority", "shared_pool", "two_pools")}
+
+
+def test_priority_example_reproduces_the_doc(shared_runs):
+    res, s = shared_runs["shared_pool_priority"]
+    w = s["workloads"]
+    figures = (round(w["rl"]["queue_wait_s"]["mean"], 2), w["rl"]["queue_wait_s"]["p99"],
+               round(w["synth"]["queue_wait_s"]["mean"], 1), round(w["synth"]["queue_wait_s"]["p99"], 1),
+               w["synth"]["preempted_attempts"], round(s["lost_sandbox_hours"]["preemption"], 2),
+               round(s["step_s"]["mean"], 1))
+    assert figures == (0.04, 2.0, 27.3, 598.8, 198, 30.86, 30607.6)  # docs/simulate.md, "Priority in the shared pool"
+
+
+def test_priority_example_against_independent_truths(shared_runs):
+    res, s = shared_runs["shared_pool_priority"]
+    fifo_res, fifo = shared_runs["shared_pool"]
+    sep = shared_runs["two_pools"][1]
+    rl = res.workload == 0
+    # An RL rollout starts at once or evicts; the evicted slot is re-provisioned in provision_delay_s.
+    assert float(np.max(res.start_s[rl] - res.arrival_s[rl])) <= 2.0
+    # The step is the separate pools' (the two_pools run is the FIFO recursion on other pools).
+    assert s["step_s"] == sep["step_s"]
+    # An evicted rollout re-runs the same task: the synthesis work done is FIFO's plus exactly the
+    # time the evicted attempts ran (same draws), and nothing else is lost.
+    extra_h = s["workloads"]["synth"]["sandbox_hours"] - fifo["workloads"]["synth"]["sandbox_hours"]
+    evicted = (res.phase == PREEMPTION) & res.started
+    assert extra_h == pytest.approx(float(np.sum(res.hold_s[evicted])) / 3600, rel=1e-9)
+    assert s["workloads"]["synth"]["completed"] == fifo["workloads"]["synth"]["completed"] == 8000
+
+
+def test_priority_without_preemption_is_fifo_here(shared_runs):
+    # At each release no synthesis rollout waits (RL's slots are taken by running synthesis, not by a
+    # queue ahead of it), and synthesis arriving later queues behind the batch under FIFO too.
+    res, _ = _run(SCENARIOS / "shared_pool_priority.toml", preempt="false")
+    fifo_res = shared_runs["shared_pool"][0]
+    assert np.array_equal(res.start_s, fifo_res.start_s)
+
+
+@pytest.fixture(scope="module")
+def ceiling_runs():
+    path = SCENARIOS / "timeout_ceiling.toml"
+    return {"ceiling": _run(path), "fifo": _run(path, admission='"fifo"')}
+
+
+def test_ceiling_example_reproduces_the_doc(ceiling_runs):
+    out = {}
+    for name, (_, s) in ceiling_runs.items():
+        w = s["workloads"]
+        out[name] = (round(s["step_s"]["mean"], 1), round(s["step_s"]["p99"], 1),
+                     round(w["rl"]["queue_wait_s"]["mean"], 1), round(w["rl"]["queue_wait_s"]["p99"], 1),
+                     round(w["synth"]["queue_wait_s"]["mean"], 1), round(s["sim_time_s"]))
+    assert out == {"ceiling": (7500.0, 7500.0, 0.0, 0.0, 1854.5, 94863),  # docs/simulate.md, "Admitting against
+                   "fifo": (7875.5, 8484.0, 106.5, 945.4, 70.5, 78755)}   # the timeout ceiling"
+
+
+def test_ceiling_example_against_independent_truths(ceiling_runs):
+    res, s = ceiling_runs["ceiling"]
+    cap, batch, train_s, timeout_s = 640, 512, 300.0, {0: 7200.0, 1: 14400.0}
+    # Every sandbox is reclaimed by its ceiling.
+    for w, t in timeout_s.items():
+        sel = (res.workload == w) & res.started
+        assert float(np.max(res.hold_s[sel])) <= t * (1 + 1e-12)  # finish - start, rounded
+    # At each release the synthesis rollouts still running leave room for the whole batch.
+    synth = (res.workload == 1) & res.started
+    for t in res.steps[0]["release_s"]:
+        running = int(np.count_nonzero(synth & (res.start_s <= t) & (res.finish_s > t)))
+        assert running <= cap - batch, (t, running)
+    # P(an RL hold passes 7,200 s) = P(Z > ln(7200/1332)) ~ 4.6%: every batch of 512 has one
+    # (1 - 0.954^512 ~ 1), so an undelayed step is exactly the timeout plus training.
+    p_over = 0.5 * math.erfc(math.log(7200 / 1332) / math.sqrt(2))
+    assert 1 - (1 - p_over) ** batch > 1 - 1e-9
+    assert s["step_s"]["mean"] == pytest.approx(7200 + train_s, abs=1e-6)
+    assert ceiling_runs["fifo"][1]["step_s"]["mean"] > 7200 + train_s + 100
+    # The same draws: the same work is done either way, only its order differs.
+    assert s["sandbox_hours"] == pytest.approx(ceiling_runs["fifo"][1]["sandbox_hours"], rel=1e-12)
+
+
+# --- bad scenario input: one line, exit 2 --------------------------------------------------
+BASE = """
+[fleet]
+cap = 4
+{fleet}
+[[workloads]]
+name = "a"
+kind = "poisson"
+rate_per_s = 1.0
+count = 10
+hold = {{ dist = "exponential", mean_s = 1.0 }}
+{wl}
+"""
+
+
+@pytest.mark.parametrize("fleet,wl,says", [
+    ("", "priority = 1", "key 'workloads.0.priority': 'priority' needs its pool's admission = \"priority\""),
+    ('admission = "priority"', "nominal = 5",
+     "key 'workloads.0.nominal': the nominal quotas on pool pool0 sum to 5 slots, over its cap of 4"),
+    ('admission = "lifo"', "", "key 'fleet.admission': Input should be"),
+    ("preempt = true", "", "key 'fleet.preempt': preempt = true needs admission = \"priority\""),
+    ('admission = "timeout-ceiling"', "", "key 'fleet.admission': 'timeout-ceiling' keeps room for an RL"),
+])
+def test_cli_refuses_bad_policy_input_in_one_line(tmp_path, run_cli, fleet, wl, says):
+    scen = tmp_path / "bad.toml"
+    scen.write_text(BASE.format(fleet=fleet, wl=wl))
+    r = run_cli("simulate", scen)
+    assert r.code == 2 and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1 and says in r.err, r.err
