@@ -19,6 +19,7 @@ from tests.simulate.test_theory import erlang_c_wait
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import (
+    Build,
     Deterministic,
     Episode,
     Exponential,
