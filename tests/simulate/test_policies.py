@@ -30,9 +30,9 @@ from sandbox_fleet.simulate import (
     SyncRL,
     run_workloads,
 )
+from sandbox_fleet.simulate import scenario_spec as SPEC
 from sandbox_fleet.simulate.entities import COMPLETED, PREEMPTION, RETRIED, TIMEOUT
 from sandbox_fleet.simulate.fifo import eligible
-from sandbox_fleet.simulate import scenario_spec as SPEC
 from sandbox_fleet.simulate.prepare import prepare
 from sandbox_fleet.simulate.scenario import build, load_scenario
 
@@ -172,11 +172,11 @@ def test_timeout_ceiling_keeps_room_for_the_next_batch():
 
 
 @pytest.mark.parametrize("fleet,wl,match", [
-    (Fleet(cap=4), dict(priority=1), "priority.*needs its pool's admission"),
-    (Fleet(cap=4), dict(nominal=2), "nominal.*needs its pool's admission"),
-    (Fleet(cap=4, admission="priority"), dict(nominal=5), "sum to 5 slots, over its cap of 4"),
-    (Fleet(cap=4, admission="priority"), dict(nominal=2, borrow_limit=3), "exceeds the cap"),
-    (Fleet(cap=4, admission="priority"), dict(borrow_limit=3), "needs a nominal quota"),
+    (Fleet(cap=4), {"priority": 1}, "priority.*needs its pool's admission"),
+    (Fleet(cap=4), {"nominal": 2}, "nominal.*needs its pool's admission"),
+    (Fleet(cap=4, admission="priority"), {"nominal": 5}, "sum to 5 slots, over its cap of 4"),
+    (Fleet(cap=4, admission="priority"), {"nominal": 2, "borrow_limit": 3}, "exceeds the cap"),
+    (Fleet(cap=4, admission="priority"), {"borrow_limit": 3}, "needs a nominal quota"),
     (Fleet(cap=4, admission="timeout-ceiling"), {}, "no RL workload"),
 ])
 def test_bad_policy_input_is_one_error(fleet, wl, match):
@@ -185,8 +185,8 @@ def test_bad_policy_input_is_one_error(fleet, wl, match):
 
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(admission="lifo"), "admission must be one of"),
-    (dict(preempt=True), "preempt needs admission = 'priority'"),
+    ({"admission": "lifo"}, "admission must be one of"),
+    ({"preempt": True}, "preempt needs admission = 'priority'"),
 ])
 def test_bad_fleet_is_one_error(kw, match):
     with pytest.raises(InputError, match=match):
@@ -224,7 +224,7 @@ def shared_runs():
 
 
 def test_priority_example_reproduces_the_doc(shared_runs):
-    res, s = shared_runs["shared_pool_priority"]
+    _, s = shared_runs["shared_pool_priority"]
     w = s["workloads"]
     figures = (round(w["rl"]["queue_wait_s"]["mean"], 2), w["rl"]["queue_wait_s"]["p99"],
                round(w["synth"]["queue_wait_s"]["mean"], 1), round(w["synth"]["queue_wait_s"]["p99"], 1),
@@ -235,7 +235,7 @@ def test_priority_example_reproduces_the_doc(shared_runs):
 
 def test_priority_example_against_independent_truths(shared_runs):
     res, s = shared_runs["shared_pool_priority"]
-    fifo_res, fifo = shared_runs["shared_pool"]
+    fifo = shared_runs["shared_pool"][1]
     sep = shared_runs["two_pools"][1]
     rl = res.workload == 0
     # An RL rollout starts at once or evicts; the evicted slot is re-provisioned in provision_delay_s.

@@ -124,10 +124,10 @@ def cut_one(attempt: tuple[float, float, float, float, int, int], ceiling_s: flo
     """``cut_at_ceiling`` of one attempt ``(build, agent, verify, hold, state, phase)``."""
     if not attempt[3] > ceiling_s:
         return attempt
-    arrays = [np.array([x], dtype=float) for x in attempt[:4]] + [np.array([x], dtype=np.int8) for x in attempt[4:]]
-    cut_at_ceiling(*arrays, ceiling_s=ceiling_s)
-    b, a, v, h, s, p = (x[0].item() for x in arrays)
-    return b, a, v, h, int(s), int(p)
+    b, a, v, h = (np.array([x], dtype=float) for x in attempt[:4])
+    s, p = (np.array([x], dtype=np.int8) for x in attempt[4:])
+    cut_at_ceiling(b, a, v, h, s, p, ceiling_s)
+    return float(b[0]), float(a[0]), float(v[0]), float(h[0]), int(s[0]), int(p[0])
 
 
 # --- queues --------------------------------------------------------------------------------

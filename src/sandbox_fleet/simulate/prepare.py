@@ -147,8 +147,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"workload name {dup!r} is used twice (names key the telemetry ids)")
-    for table, i, key, msg in problems(pools, workloads, inference is not None):
-        what = f"fleet {pools[i].name}" if table == "fleet" else f"workload {workloads[i].name}"
+    for where, i, key, msg in problems(pools, workloads, inference is not None):
+        what = f"fleet {pools[i].name}" if where == "fleet" else f"workload {workloads[i].name}"
         raise InputError(f"{what}: {key}: {msg}")
     counts = [wl.count for wl in workloads]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)

@@ -125,8 +125,8 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
 
         inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
     workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
-    for table, i, key, msg in problems(fleets, workloads, inference is not None):
-        if table == "fleet":
+    for where, i, key, msg in problems(fleets, workloads, inference is not None):
+        if where == "fleet":
             ctx.fail(f"fleets.{i}.{key}" if many_fleets else f"fleet.{key}", msg)
         ctx.fail(f"{keys[i]}.{key}", msg)
     if spec.run.engine == "fifo" and (inference is not None or any(w.kind == "closed" for w in wspecs)):
