@@ -52,9 +52,16 @@ def pool_refusal(pl: Fleet) -> str | None:
 def eligible(prep: Prepared) -> bool:
     """Also needs fixed holds (no inference pool) and no closed population (its
     arrivals wait on finishes, which this path never materialises as events)."""
-    if prep.inference is not None or any(wl.kind == CLOSED for wl in prep.workloads):
-        return False
-    return all(pool_eligible(pl) for pl in prep.pools)
+    return refusal(prep) is None
+
+
+def refusal(prep: Prepared) -> str | None:
+    """Why this path cannot run ``prep``, in one line (``None``: it can)."""
+    if prep.inference is not None:
+        return "the scenario has an inference pool"
+    if any(wl.kind == CLOSED for wl in prep.workloads):
+        return "the scenario has a closed population"
+    return next((why for why in map(pool_refusal, prep.pools) if why is not None), None)
 
 
 def place_stream(free: list[float], arr_t: list[float], hold: list[float], provision_s: float) -> list[float]:
