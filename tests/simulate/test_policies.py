@@ -326,3 +326,24 @@ def test_cli_refuses_bad_policy_input_in_one_line(tmp_path, run_cli, fleet, wl, 
     r = run_cli("simulate", scen)
     assert r.code == 2 and "Traceback" not in r.err
     assert len(r.err.strip().splitlines()) == 1 and says in r.err, r.err
+
+
+def test_invariants_catch_a_broken_quota_or_ceiling():
+    from sandbox_fleet.simulate.invariants import InvariantError, check_invariants
+
+    res = run_workloads(Fleet(cap=4, admission="priority"),
+                        [_replay([0] * 6, 10, "x", nominal=1, borrow_limit=1), _replay([1, 1], 10, "y")], seed=1)
+    res.start_s = res.start_s.copy()
+    res.start_s[2] = 5.0  # x's third rollout now overlaps the first two: 3 slots over a quota of 2
+    res.finish_s = res.finish_s.copy()
+    res.finish_s[2] = 15.0
+    with pytest.raises(InvariantError, match="quota_respected"):
+        check_invariants(res, n_expected=8)
+    job = Episode(agent=Deterministic(100), agent_timeout_s=100.0)
+    rl = SyncRL(batch=2, steps=2, train_s=5, holds=Deterministic(10), name="rl")
+    res = run_workloads(Fleet(cap=3, admission="timeout-ceiling"),
+                        [rl, Replay(arrivals_s=np.array([1.0]), episode=job, name="job")], seed=1)
+    res.finish_s = res.finish_s.copy()
+    res.finish_s[res.workload == 1] += 1.0
+    with pytest.raises(InvariantError, match="ceiling_respected"):
+        check_invariants(res, n_expected=5)
