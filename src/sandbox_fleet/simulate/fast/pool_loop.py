@@ -11,12 +11,13 @@ provisioning delay. Everything else runs on the pure path: fleets with a start c
 another admission policy or a queue timeout (preemption and retries are refused with a
 pool anyway), and runs whose per-replica arrays would be too large (``MAX_CELLS``).
 
-Numba is imported only here (and by the kernel module), when a run first needs it;
-the kernel is cached on disk (``cache=True``), so only a fresh install pays its compile
-(~15-25 s). Every process still pays ~1-2 s on its first use (importing numba, loading
-the cached machine code), which the pure loop spends on ~100,000 model calls, so
-``worth_it`` sends smaller runs to the pure loop until the kernel is loaded in the
-process (``load()`` loads it up front, e.g. before a search that runs many small loops).
+Numba is imported only here (and by the kernel module), when a run first needs it. The
+kernel is cached on disk (``cache=True``, in ``_jit.cache_dir()``: ``numba/`` under
+``$SANDBOX_FLEET_CACHE_DIR``, else ``~/.cache/sandbox-fleet``), so only the first process after an
+install or an upgrade pays its compile (~15-25 s). Every process still pays ~1-2 s on its first
+use (importing numba, loading the cached machine code), which the pure loop spends on ~100,000
+model calls, so ``worth_it`` sends smaller runs to the pure loop until the kernel is loaded in
+the process (``load()`` loads it up front, e.g. before a search that runs many small loops).
 """
 
 from __future__ import annotations
