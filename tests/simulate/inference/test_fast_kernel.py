@@ -30,7 +30,6 @@ from sandbox_fleet.simulate.inference import Inference
 from sandbox_fleet.simulate.scenario import run_scenario
 from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, SyncRL
 
-
 ROOT = Path(__file__).resolve().parents[3]
 
 

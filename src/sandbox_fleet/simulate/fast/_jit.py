@@ -60,7 +60,7 @@ def _numba_njit() -> Any:
 def _compiles() -> bool:
     from numba.core import config
 
-    return not config.DISABLE_JIT
+    return not config.DISABLE_JIT  # type: ignore[attr-defined]  # set by numba from the environment
 
 
 _real = _numba_njit()

@@ -489,7 +489,7 @@ def signature():
     fields = []
     for name in Args._fields:
         ann = Args.__annotations__[name]  # a string, or NamedTuple's ForwardRef of one
-        scalar, ndim = NUMBA_TYPES[getattr(ann, "__forward_arg__", ann)]
+        scalar, ndim = NUMBA_TYPES[str(getattr(ann, "__forward_arg__", ann))]
         t = getattr(types, scalar)
         fields.append(types.Array(t, ndim, "C") if ndim else t)
     return types.int64(*fields)
