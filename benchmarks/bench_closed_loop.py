@@ -178,7 +178,7 @@ def _with_env(var: str, value: str | None, fn):
 
 
 FRESH = """
-import json, os, sys, time
+import json, sys, time
 if {shim}:
     sys.modules["numba"] = None  # as on a machine without numba: the kernel runs through _jit's shim
 sys.path.insert(0, {bench!r})
@@ -188,14 +188,14 @@ from sandbox_fleet.simulate.fast import pool_loop
 if {force}:
     pool_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
 out = []
+available = fast.available
 for _ in range({runs}):
     if {shim}:
         fast.available = lambda: True  # the kernel, uncompiled
         wall, hold, events, cpu = ours(scaled({scale}))
         out.append(["shim", wall, cpu, events, hold])
-        os.environ["SANDBOX_FLEET_PURE_PYTHON"] = "1"
+        fast.available = available  # False: numba is blocked, so loop.py runs
         wall, hold, events, cpu = ours(scaled({scale}))
-        del os.environ["SANDBOX_FLEET_PURE_PYTHON"]
         out.append(["loop", wall, cpu, events, hold])
     else:
         wall, hold, events, cpu = ours(scaled({scale}))
@@ -240,14 +240,15 @@ def default_path() -> str:
     return "default install: numba unavailable (or switched off), so runs with an inference pool take loop.py"
 
 
-def kernel_costs(scale: float = 0.002) -> tuple[float, float, float]:
-    """(compile into an empty cache, load from the cache, warm run) in seconds, from fresh
-    processes running a tiny scenario twice: first run minus second run."""
+def kernel_costs(scale: float = 0.002) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) seconds of: compiling into an empty cache, loading from the cache, a warm tiny
+    run; from fresh processes running a tiny scenario twice (first run minus second run)."""
     with tempfile.TemporaryDirectory() as cache:
         env = {"NUMBA_CACHE_DIR": cache}
         cold = fresh(scale, 2, env, force=True)
         warm = fresh(scale, 2, env, force=True)
-    return cold[0][0] - cold[1][0], warm[0][0] - warm[1][0], warm[1][0]
+    return {"compile": (cold[0][0] - cold[1][0], cold[0][1] - cold[1][1]),
+            "load": (warm[0][0] - warm[1][0], warm[0][1] - warm[1][1]), "tiny": (warm[1][0], warm[1][1])}
 
 
 def main() -> None:
@@ -264,7 +265,7 @@ def main() -> None:
     built = scaled(a.scale)
     compiled = fast.available()
     if compiled:
-        compile_s, load_s, tiny_s = kernel_costs()
+        costs = kernel_costs()
         ours(scaled(a.scale))  # this process loads the kernel once, outside the rounds
     rounds: dict[str, list] = {"fast": [], "pure": [], "simpy": []}
     for _ in range(a.runs):
@@ -287,15 +288,17 @@ def main() -> None:
         print(f"  {names[k]:<24} {w:6.2f} s wall, {c:6.2f} s CPU, {events / w:>12,.0f} events/s, "
               f"mean hold {hold:.2f} s{ratio}")
     if compiled:
-        print(f"  compiled kernel: compile into an empty cache {compile_s:.1f} s (once per install), "
-              f"load from the cache {load_s:.2f} s (first run of each process); a tiny run warm {tiny_s:.3f} s")
+        (cw, cc), (lw, lc), (tw, tc) = costs["compile"], costs["load"], costs["tiny"]
+        print(f"  compiled kernel: compile into an empty cache {cw:.1f} s wall, {cc:.1f} s CPU (once per install); "
+              f"load from the cache {lw:.2f} s wall, {lc:.2f} s CPU (first run of each process); "
+              f"a tiny run warm {tw:.3f} s wall, {tc:.3f} s CPU")
     else:
         print("  numba is unavailable: the compiled kernel was not measured (it is a core dependency)")
     print("  target: >= 10x SimPy events/s")
     shim_s, loop_s, shim_events = shim_vs_loop(a.shim_scale, a.runs)
     print(f"kernel source as plain Python (CPython, numba blocked) vs loop.py at scale {a.shim_scale} "
           f"({shim_events:,} events), CPU medians of {a.runs} alternating rounds: {shim_s:.2f} s vs {loop_s:.2f} s, "
-          f"loop.py {shim_s / loop_s:.1f}x faster (why loop.py, not the shim, runs without numba)")
+          f"loop.py {shim_s / loop_s:.1f}x faster (so without numba loop.py runs, not the shim)")
     if not a.no_full:
         for label, env in (("compiled", {}), ("pure", {"SANDBOX_FLEET_PURE_PYTHON": "1"})):
             if (label == "compiled" and not compiled) or (label == "pure" and not (a.full_pure or not compiled)):
