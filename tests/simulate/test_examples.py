@@ -82,7 +82,7 @@ def test_example_is_small_enough_to_run_here(path):
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs_and_its_telemetry_adds_up(runs, path):
     if path.name in BENCHMARK_SIZED:
-        pytest.skip("benchmark-sized without the fast extra: run by benchmarks/bench_closed_loop.py")
+        pytest.skip("benchmark-sized and numba unavailable: run by benchmarks/bench_closed_loop.py")
     s, tel = runs[path.stem]
     o = s["outcomes"]
     assert o["completed"] + o["exceptions"] + o["timeouts"] + o["dropped"] == s["rollouts"]
