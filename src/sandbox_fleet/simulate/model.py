@@ -67,6 +67,12 @@ class WorkloadFigures(Block):
     completed: Count = None
     queue_wait_s: Optional[Quantiles] = None
     sandbox_hours: Num = None
+    #: its class on a pool with ``admission = "priority"`` (null elsewhere)
+    priority: Count = None
+    #: attempts ended by a preemption: a spot node reclaimed, or evicted by a higher class
+    preempted_attempts: Count = None
+    #: an RL workload's trainer steps (null for the other kinds)
+    step_s: Optional[Quantiles] = None
 
 
 class MeanP99(Block):
@@ -200,7 +206,7 @@ class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 5  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate
+    VERSION: ClassVar[int] = 5  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate, per-workload priority, preemptions, step_s
 
     scenario: Optional[str] = None
     seed: Count = None

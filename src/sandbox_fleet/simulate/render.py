@@ -94,8 +94,10 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
         console.print(f"substrate figures: {s.substrate.source} (as of {s.substrate.as_of}; illustrative)", markup=False)
     for name, w in (s.workloads or {}).items():
         wait = w.queue_wait_s or Quantiles()
+        policy = ("" if w.priority is None else f", priority {w.priority}") + (
+            f", {_f(w.preempted_attempts)} preempted attempts" if w.preempted_attempts else "")
         console.print(f"  {name} (pool {w.pool}): {_f(w.completed)}/{_f(w.rollouts)} completed, "
-                      f"mean wait {_f(wait.mean)} s, {_f(w.sandbox_hours)} sandbox-h")
+                      f"mean wait {_f(wait.mean)} s, {_f(w.sandbox_hours)} sandbox-h{policy}")
     if s.telemetry is not None:
         console.print(f"telemetry: {s.telemetry}")
 
