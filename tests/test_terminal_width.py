@@ -101,8 +101,6 @@ def test_check_and_measure_piped_are_the_same_under_no_color(width):
 
 
 def _gates(extra: list | None = None) -> list:
-    from sandbox_fleet.report.checks.result import CheckResult
-
     return run_checks(json.loads(PUBLISHED.read_text())) + (extra or [])
 
 
@@ -160,5 +158,5 @@ def test_plain_stdout_width_is_rich_consoles_when_rich_prints_no_colour(env, mon
         assert width is None
     else:
         assert width == console.width
-    assert (width is None) == (env.get("FORCE_COLOR") == "1" and env.get("TTY_COMPATIBLE") != "0"
+    assert (width is None) == ((env.get("FORCE_COLOR") == "1" and env.get("TTY_COMPATIBLE") != "0")
                                or env.get("TTY_COMPATIBLE") == "1")
