@@ -167,3 +167,17 @@ def test_the_published_p90_bisection_takes_both_paths_and_matches(monkeypatch):
     got = target._p90_matching_mean(known, 2102.631549349153, 327189)
     assert 0 < len(exact_calls) < 40  # the close final steps took the exact path, the rest NumPy's
     assert got == _p90_all_exact(known, 2102.631549349153, 327189)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fixed_grid_interpolation_is_numpys_bit_for_bit(seed):
+    from sandbox_fleet.plan.target import _Interp
+
+    rng = np.random.default_rng(seed)
+    knots = np.sort(rng.normal(size=int(rng.integers(2, 9))) * 2.0)
+    x = np.concatenate([rng.normal(size=20_000) * 3.0, knots, [knots[0] - 1, knots[-1] + 1]])  # on and past the knots
+    grid = _Interp(knots, x)
+    for _ in range(5):
+        values = np.maximum.accumulate(rng.normal(size=len(knots)) * 4.0)
+        want = np.interp(np.clip(x, knots[0], knots[-1]), knots, values)
+        assert grid.at(values).tobytes() == want.tobytes()
