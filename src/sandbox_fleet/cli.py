@@ -417,7 +417,7 @@ def check(
     --metrics-out, --prometheus-rules and -o are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
-    from sandbox_fleet.report.commands import check_files, render_checks
+    from sandbox_fleet.report.commands import check_files, print_checks
 
     _check_outputs([*paths, plan, simulate, thresholds, backtest], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
@@ -436,7 +436,7 @@ def check(
         if as_json:
             sys.stdout.write(jsonio.dumps(summary))
     if not as_json and not _STATE["quiet"]:
-        render_checks(results, _console())
+        print_checks(results, _console)
     raise typer.Exit(code=exit_code(results, strict))
 
 

@@ -85,6 +85,48 @@ def print_lines(lines: Iterable[str], console: Callable[[], Any]) -> None:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def plain_stdout_width() -> int | None:
+    """The width ``rich.console.Console()`` on stdout would lay text out in, when it would print no
+    colour and no style at all (stdout not a terminal, nor forced to be one); None when it would, or
+    when only Rich can tell (Windows, Jupyter, IDLE). Mirrors Rich 13-15's ``is_terminal`` and
+    ``size``: ``TTY_COMPATIBLE``, ``FORCE_COLOR``, ``isatty``; ``COLUMNS``, else the first of stdin,
+    stdout and stderr that is a terminal, else 80 (tests/test_textout.py holds it to Rich's own)."""
+    import builtins
+    import os
+
+    if sys.platform == "win32" or hasattr(builtins, "get_ipython") or \
+            getattr(sys.stdin, "__module__", "").startswith("idlelib"):
+        return None
+    env = os.environ
+    compatible, force = env.get("TTY_COMPATIBLE", ""), env.get("FORCE_COLOR")
+    if compatible == "1" or (compatible != "0" and force is not None and force != ""):
+        return None
+    if compatible != "0" and force is None:
+        try:
+            if sys.stdout is not None and sys.stdout.isatty():
+                return None
+        except ValueError:  # a closed stream: Rich treats it as no terminal too
+            pass
+    columns = env.get("COLUMNS")
+    if columns is not None and columns.isdigit():
+        return int(columns)
+    width = None
+    for fd in (_fileno(sys.__stdin__, 0), _fileno(sys.__stdout__, 1), _fileno(sys.__stderr__, 2)):
+        try:
+            width = os.get_terminal_size(fd)[0]
+            break
+        except (AttributeError, ValueError, OSError):  # not a terminal
+            continue
+    return width or 80
+
+
+def _fileno(stream: Any, default: int) -> int:
+    try:
+        return stream.fileno()
+    except Exception:  # None, or a stream without a descriptor: Rich falls back to the standard one
+        return default
+
+
 #: A line the user is asked to copy and paste (a command): printed whole, never wrapped.
 _COMMAND = re.compile(r"^\s*(\$ )?sandbox-fleet \S")
 #: How far a wrapped line's continuation is indented past the line's own indent.
