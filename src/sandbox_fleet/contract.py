@@ -137,10 +137,38 @@ def has_path(model: type[BaseModel], dotted: str) -> bool:
 
 def json_schema(model: type[Summary]) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``model``'s output, with its kind and version pinned."""
-    schema = model.model_json_schema(mode="serialization")
+    schema = _named_by_title(model.model_json_schema(mode="serialization"))
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://sandbox-fleet/schemas/{model.KIND}.schema.json"
     props = schema["properties"]
     props["kind"] = {"const": model.KIND, "title": "Kind", "type": "string"}
     props["schema_version"] = {"const": model.VERSION, "title": "Schema Version", "type": "integer"}
     return dict(sorted(schema.items(), key=lambda kv: (not kv[0].startswith("$"), kv[0])))
+
+
+def _named_by_title(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each definition keyed by its title, not its Python class name.
+
+    A block whose class name would be ambiguous in the code (``SimulatedConcurrency`` beside
+    measure's ``Concurrency``) keeps its published name through ``model_config["title"]``; without
+    a title the two are the same and nothing moves.
+    """
+    defs = schema.get("$defs", {})
+    renamed = {key: body.get("title", key) for key, body in defs.items()}
+    if all(key == title for key, title in renamed.items()):
+        return schema
+    if len(set(renamed.values())) != len(renamed):
+        raise ValueError(f"two schema definitions share a title: {sorted(renamed.values())}")
+    refs = {f"#/$defs/{key}": f"#/$defs/{title}" for key, title in renamed.items()}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: refs.get(v, v) if k == "$ref" else walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out = walk(schema)
+    # Pydantic sorts definitions by key; so do we, by the new keys
+    out["$defs"] = dict(sorted((renamed[key], body) for key, body in out["$defs"].items()))
+    return out

@@ -25,7 +25,7 @@ from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
-from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
+from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary m
 
 REWORK_SEED = 20_261_201  # fixed: the rework share is an expectation over the fitted holds, not a draw
 #: the source document's request, used only when the input lists none (and the plan says so)
-DEFAULT_REQUEST = Request(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
+DEFAULT_REQUEST = ResourceRequest(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 
 
 @dataclass
@@ -55,7 +55,7 @@ class PlanOptions:
     nodes_file: Optional[str] = None
     node_type: Optional[str] = None
     reserve: Optional[Reserve] = None  # None: each node type's own (catalog, else plan/reserve.py's formula)
-    request: Optional[Request] = None  # overrides the input's task requests
+    request: Optional[ResourceRequest] = None  # overrides the input's task requests
     price_tier: Optional[str] = None  # None: from the duty cycle (plan/tier.py)
     prefix_break: float = 0.0
     gpu_prefill_tok_s: Optional[float] = None
@@ -81,7 +81,7 @@ class PlanOptions:
     node_providers: Optional[tuple[str, ...]] = None
 
 
-def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]], list[float], str]:
+def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
     """The task requests, each kind's weight in the concurrent mix, its sandbox-hours (None where not
     measured), its rollouts (tasks when no rollout names its task) and what the weights are.
 
@@ -109,7 +109,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
                 raise InputError(f"summary key tasks.requests[{i}].{key}: expected a non-negative number, got {v!r}")
             return float(v)
 
-        q = Request(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
+        q = ResourceRequest(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
         if q.cpu <= 0 and q.memory <= 0:
             raise InputError(f"summary key tasks.requests[{i}]: a request needs cpus or memory_mb above zero")
         w = val(key if key != "rollouts" or r.rollouts is not None else "tasks", 1.0)
@@ -130,7 +130,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     return reqs, weights, hours, runs, basis
 
 
-def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
+def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
     """Size one node type (after its system reserve); raises InputError if a request does not fit it."""
     reserve, reserve_src = node_reserve(node, opts.reserve)
     sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), reserve)
@@ -194,7 +194,7 @@ def _reserve_block(s: dict) -> dict:
     return {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": s["reserve_source"]}
 
 
-def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list[int], top: int, tier: str,
+def _pool_block(s: dict, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
                 mix_basis: str) -> dict:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
     p = s["node"].price(tier)
@@ -235,7 +235,7 @@ class _Nodes:
     block: dict
     chosen: dict
     node: NodeType
-    reqs: list[Request]
+    reqs: list[ResourceRequest]
     counts: list[int]
     pools: list[dict]
     request_source: str  # flag, default or input: where the sandbox requests came from
@@ -247,7 +247,7 @@ def _tier(opts: PlanOptions) -> str:
     return opts.price_tier
 
 
-def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[Request], weights: list[float],
+def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[ResourceRequest], weights: list[float],
                  counts: list[int], opts: PlanOptions, mix_basis: str) -> list[dict]:
     """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
     pools = []
@@ -565,8 +565,8 @@ def plan_and_input(path: str | Path, opts: PlanOptions | None = None, *, tasks: 
     return plan, summary
 
 
-def parse_request(text: str) -> Request:
-    """``"CPUS,MEMORY_MB,STORAGE_MB[,GPUS]"`` -> Request (the ``--request`` option)."""
+def parse_request(text: str) -> ResourceRequest:
+    """``"CPUS,MEMORY_MB,STORAGE_MB[,GPUS]"`` -> ResourceRequest (the ``--request`` option)."""
     parts = [p.strip() for p in text.split(",")]
     if len(parts) not in (3, 4):
         raise InputError(f"--request {text!r}: expected CPUS,MEMORY_MB,STORAGE_MB[,GPUS]")
@@ -576,7 +576,7 @@ def parse_request(text: str) -> Request:
         raise InputError(f"--request {text!r}: expected numbers CPUS,MEMORY_MB,STORAGE_MB[,GPUS]") from None
     if any(v < 0 or not math.isfinite(v) for v in vals) or vals[0] <= 0:
         raise InputError(f"--request {text!r}: cpus must be positive and the rest non-negative")
-    return Request(cpu=vals[0], memory=vals[1], disk=vals[2], gpu=vals[3] if len(vals) == 4 else 0.0)
+    return ResourceRequest(cpu=vals[0], memory=vals[1], disk=vals[2], gpu=vals[3] if len(vals) == 4 else 0.0)
 
 
 def make_reserve(cpu: Optional[float] = None, memory_gb: Optional[float] = None, disk_gb: Optional[float] = None) -> Optional[Reserve]:

@@ -12,10 +12,10 @@ from sandbox_fleet.plan.model import (
     Context,
     Cost,
     CostParts,
-    Inference,
     Measured,
     NodeReserve,
     PerGpu,
+    PlanInference,
     PlanSummary,
     Request,
     Resources,
@@ -88,7 +88,7 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
     old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
     t, nd = p.target, p.nodes
     m, st, ctx = p.measured or Measured(), p.storage or Storage(), p.context or Context()
-    ca, inf, co = p.caching or Caching(), p.inference or Inference(), p.cost or Cost()
+    ca, inf, co = p.caching or Caching(), p.inference or PlanInference(), p.cost or Cost()
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
     L.extend(decision_lines(p, old, risks, previous_name))  # the censored cap/demand lines among them

@@ -8,13 +8,17 @@ fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.j
 
 from typing import ClassVar, Optional
 
+from pydantic import ConfigDict
+
 from sandbox_fleet.contract import Block, Summary
 
 Num = Optional[float]
 Count = Optional[int]
 
 
-class Concurrency(Block):
+class SimulatedConcurrency(Block):
+    model_config = ConfigDict(title="Concurrency")  # the published schema name, as measure's
+
     mean: Num = None
     peak: Count = None
     touches: Count = None
@@ -22,7 +26,9 @@ class Concurrency(Block):
     span_s: Num = None
 
 
-class HoldStats(Block):
+class SimulatedHoldStats(Block):
+    model_config = ConfigDict(title="HoldStats")  # the published schema name, as measure's
+
     rows: Count = None
     min: Num = None
     median: Num = None
@@ -32,7 +38,9 @@ class HoldStats(Block):
     max: Num = None
 
 
-class Outcomes(Block):
+class SimulatedOutcomes(Block):
+    model_config = ConfigDict(title="Outcomes")  # the published schema name, as measure's
+
     rows: Count = None
     completed: Count = None
     exceptions: Count = None
@@ -154,9 +162,9 @@ class SimulateSummary(Summary):
     completed: Count = None
     dropped: Count = None
     sim_time_s: Num = None
-    concurrency: Optional[Concurrency] = None
-    hold_s: Optional[HoldStats] = None
-    outcomes: Optional[Outcomes] = None
+    concurrency: Optional[SimulatedConcurrency] = None
+    hold_s: Optional[SimulatedHoldStats] = None
+    outcomes: Optional[SimulatedOutcomes] = None
     queue_wait_s: Optional[Quantiles] = None
     utilisation: Num = None
     sandbox_hours: Num = None

@@ -13,14 +13,14 @@ from sandbox_fleet import contract
 from sandbox_fleet.simulate.model import (
     P50P99,
     Calibration,
-    Concurrency,
-    HoldStats,
     InferenceCalibration,
     InferenceFigures,
     LostHours,
     MeanP99,
-    Outcomes,
     Quantiles,
+    SimulatedConcurrency,
+    SimulatedHoldStats,
+    SimulatedOutcomes,
     SimulateSummary,
     SteadyState,
 )
@@ -51,8 +51,8 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     t = Table(title=f"simulate: {s.scenario or ''} (seed {'-' if s.seed is None else s.seed})", show_header=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
-    c, h = s.concurrency or Concurrency(), s.hold_s or HoldStats()
-    q, o = s.queue_wait_s or Quantiles(), s.outcomes or Outcomes()
+    c, h = s.concurrency or SimulatedConcurrency(), s.hold_s or SimulatedHoldStats()
+    q, o = s.queue_wait_s or Quantiles(), s.outcomes or SimulatedOutcomes()
     lost = s.lost_sandbox_hours or LostHours()
     rows = [
         ("rollouts / completed / dropped", f"{_f(s.rollouts)} / {_f(s.completed)} / {_f(s.dropped)}"),
