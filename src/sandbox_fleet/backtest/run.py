@@ -12,6 +12,7 @@ from sandbox_fleet.backtest.predict import LEVEL, SERIES_POINTS, actual_figures,
 from sandbox_fleet.backtest.split import MIN_ROWS, split_table
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
+from sandbox_fleet.textout import number
 
 DEFAULT_SEEDS = 40
 MAX_SEEDS = 1000
@@ -106,4 +107,4 @@ def _moved(t: dict) -> str:
 
 def signed_pct(x: float | None, none: str = "n/a") -> str:
     """A relative error as a signed percentage; ``none`` when there is none."""
-    return none if x is None else f"{x:+.1%}"
+    return number(x, "+.1%", none=none)

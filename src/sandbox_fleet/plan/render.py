@@ -21,7 +21,7 @@ from sandbox_fleet.plan.model import (
     Resources,
     Storage,
 )
-from sandbox_fleet.textout import wrap_lines
+from sandbox_fleet.textout import number, wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
     from rich.console import Console
@@ -30,7 +30,7 @@ _TIER_LABEL = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
 
 
 def _n(v: Optional[float], fmt: str = ",.0f", none: str = "n/a") -> str:
-    return none if v is None else format(v, fmt)
+    return number(v, fmt, none=none)
 
 
 def _gib(mb: Optional[float]) -> Optional[float]:
@@ -49,11 +49,7 @@ def _money(v: Optional[float]) -> str:
 
 def _fixed(v: Optional[float], places: int) -> str:
     """``places`` decimals, but significant digits for small values so they do not print as 0."""
-    if v is None:
-        return "n/a"
-    if v == 0 or abs(v) >= 10 ** (1 - places):
-        return f"{v:,.{places}f}"
-    return f"{v:.2g}"
+    return number(v, f",.{places}f", none="n/a", small=".2g", below=10 ** (1 - places))
 
 
 def _pick(keys: list[str], preferred: tuple[int, ...], most: int = 8) -> list[str]:

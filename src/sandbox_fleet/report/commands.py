@@ -16,6 +16,7 @@ from sandbox_fleet.report.inputs import (
     load_simulate,
 )
 from sandbox_fleet.report.thresholds import load_thresholds
+from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
     from rich.console import Console
@@ -101,9 +102,7 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
 def _cell(x: float | None) -> str:
-    if x is None:
-        return ""
-    return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:.4g}"
+    return number(x, ".4g", none="", whole=",.0f")
 
 
 #: Narrower than this, a table's message column is too thin to read: each check becomes a heading

@@ -24,18 +24,15 @@ from sandbox_fleet.simulate.model import (
     SimulateSummary,
     SteadyState,
 )
+from sandbox_fleet.textout import number
 
 
 def _f(v, nd: int = 1) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return f"{v:,.{nd}f}"
+    return number(v, "," if isinstance(v, int) else f",.{nd}f")
 
 
 def _pct(v) -> str:
-    return "-" if v is None else f"{v:.1%}"
+    return number(v, ".1%")
 
 
 def _hours(seconds) -> str:
@@ -119,7 +116,7 @@ def _inference_rows(i: InferenceFigures) -> list[tuple[str, str]]:
 
 
 def _fixed(v, fmt: str) -> str:
-    return "-" if v is None else format(v, fmt)
+    return number(v, fmt)
 
 
 def render_calibration(calibration: Calibration | dict, console: Console) -> None:
