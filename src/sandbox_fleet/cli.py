@@ -720,7 +720,7 @@ def main() -> None:
             sys.argv[1:] = _take_quiet(sys.argv[1:])
             _app_for(sys.argv[1:])()
     except InputError as exc:
-        _fail(str(exc), exc.exit_code)
+        _fail(_in_flags(exc, sys.argv[1:]), exc.exit_code)
     except OSError as exc:  # a file the command could not read or write: name it, no traceback
         from sandbox_fleet.atomic import cleanup, reason
 
@@ -733,6 +733,30 @@ def main() -> None:
         cleanup()
         _fail("out of memory: the run needs more memory than this machine has; make it smaller "
               "(fewer rollouts, a smaller grid) or run it on a larger machine", 2)
+
+
+#: Library parameters whose CLI option has another name than the command's parameter.
+_LIBRARY_PARAMS = {"models": "model"}
+
+
+def _in_flags(exc: InputError, argv: list[str]) -> str:
+    """``exc``'s message with each parameter it names (``exc.params``) shown as the flag that sets
+    it in the command ``argv`` runs (``column_map`` -> ``--map``)."""
+    message = str(exc)
+    if not exc.params:
+        return message
+    import re
+
+    from typer.main import get_command
+
+    command = get_command(_app_for(argv))
+    command = getattr(command, "commands", {}).get(argv[0] if argv else "", command)  # the group's one command
+    flags = {p.name: max(p.opts, key=len) for p in command.params if p.param_type_name == "option" and p.opts}
+    for param in exc.params:
+        flag = flags.get(_LIBRARY_PARAMS.get(param, param))
+        if flag is not None:
+            message = re.sub(rf"(?<![\w-]){re.escape(param)}(?![\w-])", flag, message)
+    return message
 
 
 def _fail(message: str, code: int) -> None:
