@@ -73,3 +73,21 @@ def test_a_bad_reader_option_is_named_by_its_flag(run_cli, tmp_path):
     table.write_text("id,started_at,finished_at\na,1,2\n")
     r = run_cli("measure", table, "--map", "bogus=x")
     assert r.code == 2 and "error: --map: unknown canonical name 'bogus'" in " ".join(r.err.split())
+
+
+@pytest.mark.parametrize("shared, measured, simulated", [
+    ("ConcurrencyFigures", "Concurrency", "SimulatedConcurrency"),
+    ("HoldFigures", "HoldStats", "SimulatedHoldStats"),
+    ("OutcomeFigures", "Outcomes", "SimulatedOutcomes"),
+])
+def test_measure_and_simulate_declare_the_shared_figures_alike(shared, measured, simulated):
+    import typing
+
+    from sandbox_fleet import contract
+    from sandbox_fleet.measure import model as measure_model
+    from sandbox_fleet.simulate import model as simulate_model
+
+    figures = typing.get_type_hints(getattr(contract, shared))
+    assert figures
+    for model in (getattr(measure_model, measured), getattr(simulate_model, simulated)):
+        assert {name: model.model_fields[name].annotation for name in figures if name in model.model_fields} == figures

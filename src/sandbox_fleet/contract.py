@@ -4,7 +4,9 @@ Each output kind is a Pydantic model next to its producer (``measure.model``, ``
 ``simulate.model``, ``sweep.model``, ``report.checks.model``); each subclasses ``Summary`` and
 names its ``KIND`` and ``VERSION``. A reader accepts ``schema_version`` 1 up to the model's own
 (keys an older version lacks read as null) and refuses a newer version or another kind in one
-line naming what was given and what was expected. This module imports nothing from the stages.
+line naming what was given and what was expected. The figure blocks measure and simulate both
+write (concurrency, holds, outcomes) declare their shared figures here, once, as protocols.
+This module imports nothing from the stages.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, Optional, Protocol, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -49,6 +51,45 @@ class Summary(Block):
 
 
 S = TypeVar("S", bound=Summary)
+
+
+# --- the blocks measure and simulate share ---------------------------------------------------
+# measure writes what a fleet did and simulate what a modelled fleet would do, under the same keys
+# for the same figures (docs/simulate.md). The figures both blocks carry are declared once here;
+# code that reads either kind takes these types. They are protocols, not a Pydantic base: a base's
+# fields come first in a subclass, and each block keeps its own published key order
+# (tests/test_one_of_each.py checks both models declare every figure below with its type).
+
+
+class ConcurrencyFigures(Protocol):
+    """Concurrent sandboxes over the run's span (sweep line over [start, finish))."""
+
+    mean: Optional[float]
+    peak: Optional[int]
+    #: separate times the peak was reached
+    touches: Optional[int]
+    time_at_peak_s: Optional[float]
+    span_s: Optional[float]
+
+
+class HoldFigures(Protocol):
+    """Sandbox hold time (finish - start), seconds: its order statistics over ``rows`` rollouts."""
+
+    rows: Optional[int]
+    min: Optional[float]
+    median: Optional[float]
+    mean: Optional[float]
+    p90: Optional[float]
+    p99: Optional[float]
+    max: Optional[float]
+
+
+class OutcomeFigures(Protocol):
+    """How the rollouts ended: those that raised an exception, of ``rows``."""
+
+    rows: Optional[int]
+    exceptions: Optional[int]
+    exception_rate: Optional[float]
 
 
 def parse(model: type[S], data: Any, where: str = "input") -> S:

@@ -16,6 +16,7 @@ Num = Optional[float]
 Count = Optional[int]
 
 
+# shares contract.ConcurrencyFigures with measure's Concurrency (a docstring here would enter the schema)
 class SimulatedConcurrency(Block):
     model_config = ConfigDict(title="Concurrency")  # the published schema name, as measure's
 
@@ -26,6 +27,7 @@ class SimulatedConcurrency(Block):
     span_s: Num = None
 
 
+# shares contract.HoldFigures with measure's HoldStats (a docstring here would enter the schema)
 class SimulatedHoldStats(Block):
     model_config = ConfigDict(title="HoldStats")  # the published schema name, as measure's
 
@@ -38,6 +40,7 @@ class SimulatedHoldStats(Block):
     max: Num = None
 
 
+# shares contract.OutcomeFigures with measure's Outcomes (a docstring here would enter the schema)
 class SimulatedOutcomes(Block):
     model_config = ConfigDict(title="Outcomes")  # the published schema name, as measure's
 
