@@ -4,7 +4,6 @@ for the CLI, and library errors name parameters that the CLI shows as its flags.
 from __future__ import annotations
 
 import ast
-import pickle
 from collections import Counter
 from pathlib import Path
 
@@ -55,17 +54,14 @@ def test_every_command_reading_telemetry_takes_the_same_reader_options():
 
 def test_the_cli_shows_a_library_parameter_as_its_flag():
     from sandbox_fleet.cli import _in_flags
-    from sandbox_fleet.errors import InputError
 
-    exc = InputError("column_map: 'x' is not canonical=source; fmt, not fmts", params=("column_map", "fmt"))
-    assert _in_flags(exc, ["measure", "f.csv"]) == "--map: 'x' is not canonical=source; --format, not fmts"
-    none_match = InputError("no rollouts match models/since/until", params=("models", "since", "until"))
-    assert _in_flags(none_match, ["measure", "f.csv"]) == "no rollouts match --model/--since/--until"
-    # a command without the option leaves the parameter's name
-    assert _in_flags(InputError("seed -1: bad", params=("seed",)), ["measure", "f.csv"]) == "seed -1: bad"
-    assert _in_flags(InputError("seed -1: bad", params=("seed",)), ["plan", "m.json"]) == "--seed -1: bad"
-    # a worker's error keeps its parameters across the process boundary
-    assert pickle.loads(pickle.dumps(exc)).params == ("column_map", "fmt")
+    message = "`column_map`: 'x' is not canonical=source; use `fmt`, not fmt or `fmts`"
+    assert _in_flags(message, ["measure", "f.csv"]) == "--map: 'x' is not canonical=source; use --format, not fmt or `fmts`"
+    assert _in_flags("no rollouts match `models`/`since`/`until`", ["measure", "f.csv"]) == \
+        "no rollouts match --model/--since/--until"
+    # a command without the option leaves the parameter's name; a seed of 5 seeds stays prose
+    assert _in_flags("`seed` -1: bad", ["measure", "f.csv"]) == "`seed` -1: bad"
+    assert _in_flags("`seeds` 5: 5 seeds", ["sweep", "s.toml"]) == "--seeds 5: 5 seeds"
 
 
 def test_a_bad_reader_option_is_named_by_its_flag(run_cli, tmp_path):

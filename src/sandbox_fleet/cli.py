@@ -720,7 +720,7 @@ def main() -> None:
             sys.argv[1:] = _take_quiet(sys.argv[1:])
             _app_for(sys.argv[1:])()
     except InputError as exc:
-        _fail(_in_flags(exc, sys.argv[1:]), exc.exit_code)
+        _fail(_in_flags(str(exc), sys.argv[1:]), exc.exit_code)
     except OSError as exc:  # a file the command could not read or write: name it, no traceback
         from sandbox_fleet.atomic import cleanup, reason
 
@@ -739,11 +739,11 @@ def main() -> None:
 _LIBRARY_PARAMS = {"models": "model"}
 
 
-def _in_flags(exc: InputError, argv: list[str]) -> str:
-    """``exc``'s message with each parameter it names (``exc.params``) shown as the flag that sets
-    it in the command ``argv`` runs (``column_map`` -> ``--map``)."""
-    message = str(exc)
-    if not exc.params:
+def _in_flags(message: str, argv: list[str]) -> str:
+    """``message`` with each parameter it names in backticks (a library error's convention) shown as
+    the flag that sets it in the command ``argv`` runs: `column_map` -> --map. A name the command
+    has no flag for stays as it is."""
+    if "`" not in message:
         return message
     import re
 
@@ -752,11 +752,11 @@ def _in_flags(exc: InputError, argv: list[str]) -> str:
     command = get_command(_app_for(argv))
     command = getattr(command, "commands", {}).get(argv[0] if argv else "", command)  # the group's one command
     flags = {p.name: max(p.opts, key=len) for p in command.params if p.param_type_name == "option" and p.opts}
-    for param in exc.params:
-        flag = flags.get(_LIBRARY_PARAMS.get(param, param))
-        if flag is not None:
-            message = re.sub(rf"(?<![\w-]){re.escape(param)}(?![\w-])", flag, message)
-    return message
+
+    def flag(match: re.Match) -> str:
+        return flags.get(_LIBRARY_PARAMS.get(match[1], match[1]), match[0])
+
+    return re.sub(r"`([A-Za-z_]\w*)`", flag, message)
 
 
 def _fail(message: str, code: int) -> None:

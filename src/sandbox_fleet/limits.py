@@ -23,7 +23,7 @@ def check_seed(seed, option: str = "seed") -> None:
     if seed is None:
         return
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"{option} {seed}: expected a whole number >= 0", params=(option,))
+        raise InputError(f"`{option}` {seed}: expected a whole number >= 0")
 
 
 def available_memory_bytes() -> int | None:
@@ -118,21 +118,21 @@ def memory_limit_bytes(max_memory_gb: float | None) -> float:
     """``max_memory_gb`` in bytes, or the default share of available memory (inf if unknown)."""
     if max_memory_gb is not None:
         if not (max_memory_gb > 0 and max_memory_gb != float("inf")):
-            raise InputError(f"max_memory_gb {max_memory_gb}: expected a positive number of GiB", params=("max_memory_gb",))
+            raise InputError(f"`max_memory_gb` {max_memory_gb}: expected a positive number of GiB")
         return float(max_memory_gb) * GIB
     avail = available_memory_bytes()
     return MEMORY_SHARE * avail if avail else float("inf")
 
 
 def check_memory(estimate_bytes: float, max_memory_gb: float | None, what: str,
-                 advice: str = "make it smaller or raise max_memory_gb") -> None:
+                 advice: str = "make it smaller or raise `max_memory_gb`") -> None:
     """Refuse ``what`` when its estimated memory exceeds the budget (``advice`` ends the line)."""
     limit = memory_limit_bytes(max_memory_gb)
     if estimate_bytes > limit:
-        how = f"max_memory_gb {max_memory_gb:g}" if max_memory_gb is not None else \
+        how = f"`max_memory_gb` {max_memory_gb:g}" if max_memory_gb is not None else \
             f"{MEMORY_SHARE:.0%} of the {limit / MEMORY_SHARE / GIB:.1f} GiB available to this process"
         raise InputError(f"{what} need an estimated {estimate_bytes / GIB:,.1f} GiB of memory, over the limit of "
-                         f"{limit / GIB:,.1f} GiB ({how}); {advice}", params=("max_memory_gb",))
+                         f"{limit / GIB:,.1f} GiB ({how}); {advice}")
 
 
 #: One decompressed member may use this share of the memory budget: its text is parsed into

@@ -77,7 +77,7 @@ BASIS = ("calibrated on part A as `simulate --from` does (holds bootstrapped by 
 def _check_args(seeds: int, seed: int) -> None:
     check_seed(seed)
     if not 2 <= seeds <= MAX_SEEDS:
-        raise InputError(f"--seeds must be between 2 and {MAX_SEEDS} (an interval needs several runs), got {seeds}")
+        raise InputError(f"`seeds` must be between 2 and {MAX_SEEDS} (an interval needs several runs), got {seeds}")
 
 
 def verdict(figures: dict, oracle: dict, drift: dict) -> str:

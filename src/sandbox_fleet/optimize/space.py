@@ -52,12 +52,12 @@ def gpu_options(inference: dict, gpu_names: list[str] | None, gpus_per_replica: 
     out = []
     for name in names:
         if name not in cat:
-            raise InputError(f"--gpu {name!r}: not in the GPU catalog; expected one of {', '.join(sorted(cat))}")
+            raise InputError(f"`gpu` {name!r}: not in the GPU catalog; expected one of {', '.join(sorted(cat))}")
         g = _replica_size(cat[name], params, bpp, frac, gpus_per_replica)
         if g is None:
             if gpu_names:  # asked for by name: say why it cannot be used
                 sizes = str(gpus_per_replica) if gpus_per_replica else "1-8"
-                raise InputError(f"--gpu {name}: a replica of {sizes} GPU(s) cannot hold the model "
+                raise InputError(f"`gpu` {name}: a replica of {sizes} GPU(s) cannot hold the model "
                                  f"(inference.model_params_b = {params:g}, {bpp:g} bytes per parameter, "
                                  f"{cat[name].memory_gib:g} GiB per GPU at memory_fraction {frac:g})")
             pruned["gpu_cannot_hold_model"] = pruned.get("gpu_cannot_hold_model", 0) + 1
@@ -118,7 +118,7 @@ def node_types(requests: list[ResourceRequest], weights: list[float], names: lis
             continue
         out.append(PricedNodes(n, slots, tuple(requests), tuple(weights), tuple(sorted(usable(n, res).items()))))
     if not out:
-        raise InputError("--node-type: no priced node type holds a sandbox of this size")
+        raise InputError("`node_type`: no priced node type holds a sandbox of this size")
     return out
 
 

@@ -73,4 +73,4 @@ def check_same_source(measure: MeasureSummary, made_from: dict[str, Optional[str
     for what, theirs in made_from.items():
         if theirs is not None and theirs != here:
             raise InputError(f"{what}: made from another measure summary ({theirs}) than the input given here ({here}); "
-                             "remake it from this input, or pass --allow-mismatch to put them side by side")
+                             "remake it from this input, or pass `allow_mismatch` to put them side by side")

@@ -142,8 +142,7 @@ def parse_instant(text: str, option: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError as exc:
-        raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)",
-                         params=(option,)) from exc
+        raise InputError(f"`{option}`: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -170,8 +169,7 @@ def filter_rollouts(
         mask = pc.and_(mask, c)
     kept = rollouts.filter(pc.fill_null(mask, False))
     if kept.num_rows == 0:
-        raise InputError(f"no rollouts match models/since/until (of {rollouts.num_rows} rows read)",
-                         params=("models", "since", "until"))
+        raise InputError(f"no rollouts match `models`/`since`/`until` (of {rollouts.num_rows} rows read)")
     jobs = set(kept.column("job").drop_null().unique().to_pylist())
     caps = {job: cap for job, cap in t.caps.items() if job in jobs}
     return replace(t, rollouts=kept, caps=caps, sources=list(t.sources), warnings=list(t.warnings), rejected=dict(t.rejected))
