@@ -50,8 +50,8 @@ def report_files(
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
     check_same_source(measure, {
-        **({f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
-        **({f"--optimize {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
+        **({f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
+        **({f"`optimize` {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
     }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
     old = load_plan(previous) if previous is not None else None
@@ -86,7 +86,7 @@ def check_files(
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
     if plan_s is not None:
-        check_same_source(measure, {f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
+        check_same_source(measure, {f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
     sim_s = load_simulate(simulate) if simulate is not None else None
     results = run_checks(measure, plan_s, t, bt, simulate=sim_s)
     if metrics_out is not None or rules_out is not None or serving_rules:

@@ -142,7 +142,7 @@ def check_out_dir(out_dir: str | Path, inputs: list | tuple = (), force: bool = 
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(f"`emit_k8s` {out}: folder is not empty; pass `force` to overwrite the manifests in it")
     for name in FILES:
-        outpaths.check_output(out / name, inputs=inputs, suffixes=(".yaml",), option="--emit-k8s")
+        outpaths.check_output(out / name, inputs=inputs, suffixes=(".yaml",), option="`emit_k8s`")
     return out
 
 
