@@ -42,9 +42,7 @@ def _tier(tier: Optional[str]) -> str:
 
 
 def _money(v: Optional[float]) -> str:
-    if v is None:
-        return "not costed"
-    return f"${v:,.2f}" if v == 0 or abs(v) >= 0.01 else f"${v:.2g}"
+    return "not costed" if v is None else "$" + number(v, ",.2f", small=".2g", below=0.01)
 
 
 def _fixed(v: Optional[float], places: int) -> str:
