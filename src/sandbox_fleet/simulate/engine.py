@@ -103,6 +103,7 @@ def run_workloads(
         engine="fifo" if use_fifo else "events",
     )
     res.clock_monotonic = raw["clock_monotonic"]
+    res.images, res.turns_total = prep.images, prep.turns_total
     if raw.get("served") is not None:
         res.inference = raw["served"]
     elif raw.get("inference") is not None:
