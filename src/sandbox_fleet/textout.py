@@ -6,9 +6,10 @@ line only through emoji codes (``:name:``), tab expansion, stripped control code
 whitespace cut at the console width; a line that could meet any of these goes through Rich, so
 the bytes never depend on which path printed them (tests/test_textout.py compares both).
 
-Also the terminal helpers every command shares: lines folded to a width with a hanging indent
-(commands to copy never folded), tables folded to ``column: value`` rows when wider than the
-console, and the one progress bar a long command shows (Rich is imported only inside them).
+Also the helpers every renderer shares: one figure as text (``number``, the one null-aware number
+format), lines folded to a width with a hanging indent (commands to copy never folded), tables
+folded to ``column: value`` rows when wider than the console, and the one progress bar a long
+command shows (Rich is imported only inside them).
 """
 
 from __future__ import annotations
@@ -52,6 +53,21 @@ def printable(value: Any, markup: bool = False) -> Any:
     if isinstance(value, (list, tuple)):
         return [printable(v, markup) for v in value]
     return value
+
+
+def number(value: float | None, spec: str = ",.1f", *, none: str = "-", whole: str | None = None,
+           small: str | None = None, below: float = 0.0) -> str:
+    """One figure as text, the way every renderer prints figures: ``none`` when it is missing
+    (None), else ``format(value, spec)``; but an integer-valued figure of magnitude >= 1 in
+    ``whole`` (a count carried as a float), and a non-zero one of magnitude below ``below`` in
+    ``small`` (one ``spec`` would round to zero or to too few digits)."""
+    if value is None:
+        return none
+    if whole is not None and float(value).is_integer() and abs(value) >= 1:
+        return format(value, whole)
+    if small is not None and value != 0 and abs(value) < below:
+        return format(value, small)
+    return format(value, spec)
 
 
 def html_escape(value: Any, quote: bool = True) -> str:

@@ -45,16 +45,16 @@ def resolve_target(
     max_wait_s: float = 60.0,
 ) -> dict:
     """The ``target`` object: concurrency (an int), which source set it, and how."""
-    _positive("--concurrency", concurrency)
-    _positive("--batch", batch)
-    _positive("--passing-per-hour", passing_per_hour)
+    _positive("`concurrency`", concurrency)
+    _positive("`batch`", batch)
+    _positive("`passing_per_hour`", passing_per_hour)
     if train_s is not None and not (train_s >= 0 and math.isfinite(train_s)):
-        raise InputError(f"--train-s must be zero or positive, got {train_s!r}")
-    chosen = [n for n, v in (("--concurrency", concurrency), ("--batch", batch), ("--passing-per-hour", passing_per_hour)) if v is not None]
+        raise InputError(f"`train_s` must be zero or positive, got {train_s!r}")
+    chosen = [n for n, v in (("`concurrency`", concurrency), ("`batch`", batch), ("`passing_per_hour`", passing_per_hour)) if v is not None]
     if len(chosen) > 1:
         raise InputError(f"choose one target, got {' and '.join(chosen)}")
     if train_s is not None and batch is None:
-        raise InputError("--train-s needs --batch (an RL schedule is a batch size and a trainer time)")
+        raise InputError("`train_s` needs `batch` (an RL schedule is a batch size and a trainer time)")
 
     if concurrency is not None:
         return {"concurrency": int(concurrency), "source": "concurrency", "detail": f"--concurrency {int(concurrency)}"}
@@ -62,9 +62,9 @@ def resolve_target(
         return rl_schedule_target(fig, int(batch), float(train_s or 0.0), tolerance=tolerance, seed=seed)
     if passing_per_hour is not None:
         if not fig.sandbox_hours_per_pass:
-            raise InputError("--passing-per-hour needs sandbox-hours per passing rollout; the input has no passed rollouts")
+            raise InputError("`passing_per_hour` needs sandbox-hours per passing rollout; the input has no passed rollouts")
         if shape not in SHAPES + ("auto",):
-            raise InputError(f"--shape {shape!r}: expected one of auto, {', '.join(SHAPES)}")
+            raise InputError(f"`shape` {shape!r}: expected one of auto, {', '.join(SHAPES)}")
         mean = mean_busy(passing_per_hour, fig.sandbox_hours_per_pass)
         shaped = _shaped(fig, mean, shape, max_wait_s=max_wait_s, seed=seed)
         return shaped | {
@@ -78,7 +78,7 @@ def resolve_target(
             "passing_per_hour": passing_per_hour,
         }
     if not fig.peak:
-        raise InputError("input has no measured peak concurrency (concurrency.peak); pass --concurrency N")
+        raise InputError("input has no measured peak concurrency (concurrency.peak); pass `concurrency` N")
     censored = censored_target(fig, tolerance=tolerance, seed=seed)
     if censored is not None:
         return censored
@@ -350,7 +350,7 @@ def rl_schedule_target(
     Past ``RL_MAX_SIMULATED`` rollouts per probe the closed-form bound (the batch) is the answer.
     """
     if batch < 1:
-        raise InputError(f"--batch must be a positive integer, got {batch!r}")
+        raise InputError(f"`batch` must be a positive integer, got {batch!r}")
     if holds is None:
         fig = summary if isinstance(summary, Figures) else Figures(summary)
         holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)

@@ -16,6 +16,7 @@ from sandbox_fleet.report.inputs import (
     load_simulate,
 )
 from sandbox_fleet.report.thresholds import load_thresholds
+from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
     from rich.console import Console
@@ -49,8 +50,8 @@ def report_files(
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
     check_same_source(measure, {
-        **({f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
-        **({f"--optimize {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
+        **({f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
+        **({f"`optimize` {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
     }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
     old = load_plan(previous) if previous is not None else None
@@ -85,7 +86,7 @@ def check_files(
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
     if plan_s is not None:
-        check_same_source(measure, {f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
+        check_same_source(measure, {f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
     sim_s = load_simulate(simulate) if simulate is not None else None
     results = run_checks(measure, plan_s, t, bt, simulate=sim_s)
     if metrics_out is not None or rules_out is not None or serving_rules:
@@ -101,9 +102,7 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
 def _cell(x: float | None) -> str:
-    if x is None:
-        return ""
-    return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:.4g}"
+    return number(x, ".4g", none="", whole=",.0f")
 
 
 #: Narrower than this, a table's message column is too thin to read: each check becomes a heading

@@ -94,7 +94,7 @@ class SmallSample(Section):
     min_rows: int
 
 
-class PrefixCache(Section):
+class PrefixCacheOff(Section):
     unreported: Literal["pass", "warn", "fail"]
     warn_below_cached_fraction: float
 
@@ -122,7 +122,7 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     small_sample: SmallSample
-    prefix_cache_off: PrefixCache
+    prefix_cache_off: PrefixCacheOff
     exception_rate: Above
     exception_rate_by_model: SliceRate
     exception_rate_by_job: SliceRate
