@@ -342,8 +342,8 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
     from sandbox_fleet.telemetry.options import make_options
 
-    check_range("--pass-threshold", pass_threshold, minimum=-math.inf)
-    check_range("--min-turn-rows", min_turn_rows, minimum=1, whole=True)
+    check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
+    check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, read=read if read is not None else make_options(), progress=progress,
                        cache_dir=cache_dir, coded=True)
