@@ -192,5 +192,5 @@ def test_the_reader_options_travel_as_one_read_options(tmp_path, ten_rows):
     pq.write_table(secs.select(["id", "task_id", "model", "started_at", "finished_at", "reward"]), tmp_path / "s.parquet")
     got = measure_paths([str(tmp_path / "s.parquet")], read=make_options(time_unit="s"), progress=False)
     assert got.rows == 10 and got.hold_s is not None and got.hold_s.median == 550.0
-    with pytest.raises(InputError, match="--time-unit"):
+    with pytest.raises(InputError, match="time_unit"):
         make_options(time_unit="fortnights")
