@@ -66,8 +66,8 @@ def bench_size(path: Path, rows: int, runs: int, *, ratio_target: float = RATIO_
                rss_target_mib: float | None = None, absolute: bool = True, peer: str = PEER) -> str:
     """One size: ``runs`` alternating pairs of fresh processes, medians, ratios and verdicts.
 
-    Defaults to this benchmark's own targets for ``rows`` (``absolute``: issue 2's wall and RSS
-    targets too); other benchmarks pass theirs."""
+    Defaults to this benchmark's own targets for ``rows`` (``absolute``: issue 2's and 12's wall
+    and RSS targets too); other benchmarks pass theirs."""
     measure_cmd = [CLI, "measure", str(path), "--json"]
     peer_cmd = [sys.executable, peer, str(path)]
     got: dict[str, list[tuple[float, float, float]]] = {"measure": [], "peer": []}
@@ -82,7 +82,7 @@ def bench_size(path: Path, rows: int, runs: int, *, ratio_target: float = RATIO_
     walls = [x[0] for x in got["measure"]]
     rss = [x[2] for x in got["measure"]]
     verdicts = [f"ratio <= {ratio_target:g}: " + ("met" if ratio <= ratio_target else "MISSED")]
-    rss_target = rss_target_mib if rss_target_mib is not None else RSS_TARGET_MIB.get(rows)
+    rss_target = rss_target_mib if rss_target_mib is not None else RSS_TARGET_MIB.get(rows) if absolute else None
     if rss_target is not None:
         verdicts.append(f"RSS <= {rss_target:,.0f} MiB: " + ("met" if max(rss) <= rss_target else "MISSED"))
     target = TARGETS.get(rows) if absolute else None
