@@ -26,7 +26,7 @@ import numpy as np
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.entities import RETRIED, Fleet
-from sandbox_fleet.simulate.fifo import eligible, run_fifo
+from sandbox_fleet.simulate.fifo import eligible, refusal, run_fifo
 from sandbox_fleet.simulate.invariants import check_invariants
 from sandbox_fleet.simulate.loop import run_events
 from sandbox_fleet.simulate.prepare import prepare
@@ -62,7 +62,7 @@ def run_workloads(
     use_fifo = engine == "fifo" or (engine == "auto" and eligible(prep))
     if engine == "fifo" and not eligible(prep):
         raise InputError("engine 'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s, "
-                         "no closed population and no inference pool")
+                         f"no closed population and no inference pool ({refusal(prep)})")
     if use_fifo:
         raw = run_fifo(prep, on_progress)
     elif _compiled(prep):
@@ -103,6 +103,7 @@ def run_workloads(
         engine="fifo" if use_fifo else "events",
     )
     res.clock_monotonic = raw["clock_monotonic"]
+    res.images, res.turns_total = prep.images, prep.turns_total
     if raw.get("served") is not None:
         res.inference = raw["served"]
     elif raw.get("inference") is not None:

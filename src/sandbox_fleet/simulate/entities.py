@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.distributions import Dist
+
+if TYPE_CHECKING:
+    from sandbox_fleet.simulate.images import ImageCache
 
 # Attempt states. The first four are terminal; RETRIED means the attempt ended early
 # and the rollout went back to the queue for another attempt.
@@ -23,6 +27,9 @@ STATE_NAMES = ("completed", "exception", "timeout", "dropped", "retried")
 NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION = 0, 1, 2, 3, 4
 PHASE_NAMES = ("", "build", "agent", "verifier", "preemption")
 PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
+
+#: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
+ADMISSIONS = ("fifo", "shortest-timeout-first", "priority", "timeout-ceiling")
 
 
 @dataclass
@@ -35,8 +42,12 @@ class Fleet:
     - ``start_cap``: at most this many sandboxes may be in their build phase at once
       (``None``: no separate limit). A rollout is admitted only when both a slot and
       a start slot are free.
-    - ``admission``: ``"fifo"`` (default) or ``"shortest-timeout-first"`` (smallest
-      agent timeout first, FIFO among equals).
+    - ``admission``: ``"fifo"`` (default), ``"shortest-timeout-first"`` (smallest
+      agent timeout first, FIFO among equals), ``"priority"`` (workload priorities and
+      quotas, see ``policies``) or ``"timeout-ceiling"`` (no admission whose timeout
+      ceiling would keep the next RL batch from fitting; holds reclaimed at the ceiling).
+    - ``preempt`` (``"priority"`` only): a waiting rollout may evict a running rollout
+      of a lower priority, or one borrowing beyond its quota; the evicted rollout re-runs.
     - preemption: nodes of ``slots_per_node`` slots are reclaimed at
       ``preempt_rate_per_node_s`` each (a Poisson process); the attempts running on a
       reclaimed node end as retried (when the retry policy allows) and its slots come
@@ -53,6 +64,7 @@ class Fleet:
     node_replace_s: float = 0.0
     queue_timeout_s: float | None = None
     name: str = "pool"
+    preempt: bool = False
 
     def __post_init__(self) -> None:
         if self.cap is not None and (int(self.cap) != self.cap or self.cap < 1):
@@ -61,8 +73,12 @@ class Fleet:
             raise InputError(f"fleet start_cap must be a positive integer, got {self.start_cap}")
         if not self.provision_delay_s >= 0:
             raise InputError(f"fleet provision_delay_s must be >= 0, got {self.provision_delay_s}")
-        if self.admission not in ("fifo", "shortest-timeout-first"):
-            raise InputError(f"fleet admission must be 'fifo' or 'shortest-timeout-first', got {self.admission!r}")
+        if self.admission not in ADMISSIONS:
+            raise InputError(f"fleet admission must be one of {', '.join(ADMISSIONS)}, got {self.admission!r}")
+        if self.preempt and self.admission != "priority":
+            raise InputError(f"fleet preempt needs admission = 'priority' (this pool admits by {self.admission!r})")
+        if self.preempt and self.cap is None:
+            raise InputError("fleet preempt needs a finite cap (an unbounded pool has a slot for everyone)")
         if self.slots_per_node < 1:
             raise InputError(f"fleet slots_per_node must be >= 1, got {self.slots_per_node}")
         if not self.preempt_rate_per_node_s >= 0 or not self.node_replace_s >= 0:
@@ -75,15 +91,32 @@ class Fleet:
 
 @dataclass
 class Build:
-    """Image build at the start of a hold: a cache hit with probability ``hit_p``."""
+    """Image build at the start of a hold: a cache hit with probability ``hit_p``, or, with
+    ``images`` (an ``images.ImageCache``), a hit when the task's image is in its node's cache."""
 
     hit_p: float = 1.0
     hit: Dist | None = None
     miss: Dist | None = None
+    images: ImageCache | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hit_p <= 1.0:
             raise InputError(f"build hit_p must be in [0, 1], got {self.hit_p}")
+
+
+@dataclass(frozen=True)
+class SubstrateCost:
+    """An execution substrate's overhead (``data/substrates.toml``): ``cold_start_s`` once per attempt
+    (a new sandbox, added to the build) and ``per_action_s`` once per agent turn (added to the agent
+    phase). ``turns_mean``: the turns a rollout of a ``[hold]`` workload takes (None: cold start only)."""
+
+    name: str
+    cold_start_s: float
+    per_action_s: float
+    source: str
+    as_of: str
+    kind: str = ""
+    turns_mean: float | None = None
 
 
 @dataclass
@@ -129,6 +162,7 @@ class Episode:
     exception_p: dict[str, float] = field(default_factory=dict)
     agent_timeout_s: float | np.ndarray | None = None
     exception: np.ndarray | None = None
+    substrate: SubstrateCost | None = None
 
     def __post_init__(self) -> None:
         if (self.agent is None) == (self.turns is None):

@@ -35,15 +35,33 @@ INF = math.inf
 
 def pool_eligible(pl: Fleet) -> bool:
     """Whether the first-come-first-served recursion can run this pool."""
-    return pl.admission == "fifo" and pl.start_cap is None and pl.preempt_rate_per_node_s == 0 and pl.queue_timeout_s is None
+    return pool_refusal(pl) is None
+
+
+def pool_refusal(pl: Fleet) -> str | None:
+    """Why the first-come-first-served recursion cannot run this pool, in one line (``None``: it can)."""
+    if pl.admission != "fifo":
+        return f"pool {pl.name} admits by {pl.admission!r}, not first come first served"
+    for what, has in (("a start_cap", pl.start_cap is not None), ("preemption", pl.preempt_rate_per_node_s > 0),
+                      ("a queue_timeout_s", pl.queue_timeout_s is not None)):
+        if has:
+            return f"pool {pl.name} has {what}"
+    return None
 
 
 def eligible(prep: Prepared) -> bool:
     """Also needs fixed holds (no inference pool) and no closed population (its
     arrivals wait on finishes, which this path never materialises as events)."""
-    if prep.inference is not None or any(wl.kind == CLOSED for wl in prep.workloads):
-        return False
-    return all(pool_eligible(pl) for pl in prep.pools)
+    return refusal(prep) is None
+
+
+def refusal(prep: Prepared) -> str | None:
+    """Why this path cannot run ``prep``, in one line (``None``: it can)."""
+    if prep.inference is not None:
+        return "the scenario has an inference pool"
+    if any(wl.kind == CLOSED for wl in prep.workloads):
+        return "the scenario has a closed population"
+    return next((why for why in map(pool_refusal, prep.pools) if why is not None), None)
 
 
 def place_stream(free: list[float], arr_t: list[float], hold: list[float], provision_s: float) -> list[float]:

@@ -33,10 +33,11 @@ FIRST_AS_DRAWN = {"phase": "phase", "build_s": "build", "agent_s": "agent", "ver
 
 def inline_pools(st: LoopState) -> list[bool]:
     """Per pool: whether the loop handles its arrivals and attempt ends inline (counted
-    pools without a start cap or queue timeout, and no inference pool)."""
+    pools with a plain queue, without a start cap or queue timeout, and no inference pool)."""
     if st.driver is not None:
         return [False] * len(st.pools)
-    return [c and pl.start_cap is None and pl.queue_timeout_s is None for pl, c in zip(st.pools, st.counted)]
+    return [c and pl.start_cap is None and pl.queue_timeout_s is None and pol is None
+            for pl, c, pol in zip(st.pools, st.counted, st.policies)]
 
 
 def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: int = PROGRESS_EVERY) -> dict:
@@ -177,9 +178,9 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
         driver.pool.close(now)
     cols = {"arrival_s": st.a_enq, "start_s": a_start, "finish_s": a_fin, "state": a_state, "phase": st.a_phase,
             "build_s": st.a_build, "agent_s": st.a_agent, "verify_s": st.a_verify}
-    # Only preemption, queue timeouts and the inference pool rewrite a first attempt's phases.
+    # Only preemption (spot or priority), queue timeouts and the inference pool rewrite a first attempt's phases.
     rewritten = st.phases_kept and (driver is not None or any(
-        pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in st.pools))
+        pl.preempt_rate_per_node_s > 0 or pl.preempt or pl.queue_timeout_s is not None for pl in st.pools))
     first = {}
     for k, v in cols.items():
         if not rewritten and k in FIRST_AS_DRAWN:

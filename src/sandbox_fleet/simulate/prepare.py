@@ -14,14 +14,16 @@ import numpy as np
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.entities import EXCEPTION, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.episode import draw_attempts
+from sandbox_fleet.simulate.policies import CEILING, cut_at_ceiling, cut_one, problems
 from sandbox_fleet.simulate.workloads import OPEN, RL, Workload
 
 if TYPE_CHECKING:
+    from sandbox_fleet.simulate.images import ImageCache, ImageRun
     from sandbox_fleet.simulate.inference.config import Inference
     from sandbox_fleet.simulate.inference.driver import TurnDraws
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
-ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS = 1, 2, 3, 4
+ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS, IMAGES = 1, 2, 3, 4, 5
 
 
 def stream(seed: int, subsystem: int, index: int) -> np.random.Generator:
@@ -59,9 +61,12 @@ class Prepared:
     max_retries: list[int]
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
+    at_ceiling: list[bool]  # per workload: on a timeout-ceiling pool (holds reclaimed at the timeout)
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
     inference: Inference | None = None  # model calls served by a pool
     turn_draws: TurnDraws | None = None  # every rollout's, when served
+    images: ImageRun | None = None  # the image cache's pre-pass, with ``[images]``
+    turns_total: float = 0.0  # turns drawn for the first attempts (0 without turns or a substrate's turns_mean)
 
     @cached_property
     def hold(self) -> list[float]:
@@ -96,12 +101,19 @@ class Prepared:
         cache hit and exception draws), or with ``retry.redraw`` a fresh attempt. The
         draw depends only on (seed, r, k), never on the order the loop asks, so both loops agree:
         rollouts whose first attempt may retry have all their retries drawn in one
-        block up front; any other retry (after a preemption) gets its own stream.
+        block up front; any other retry (after a preemption, or past the budget after
+        evictions by a priority pool) gets its own stream. On a timeout-ceiling pool the
+        attempt is reclaimed at its ceiling.
         """
+        w = self.r_work[r]
         pos = self.retry_pos.get(r)
-        if pos is not None:
-            i = pos + k - 1
-            return self.retry_block[i]
+        if pos is not None and k <= self.max_retries[w]:
+            return self.retry_block[pos + k - 1]  # (cut at the ceiling when the block was drawn)
+        if self.at_ceiling[w]:
+            return cut_one(self._redraw(r, k), self.timeout_of(r))
+        return self._redraw(r, k)
+
+    def _redraw(self, r: int, k: int) -> tuple[float, float, float, float, int, int]:
         w = self.r_work[r]
         lab = None if self.r_label[r] < 0 else self.r_label[r : r + 1]
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(RETRIES, w, r, k)))
@@ -138,20 +150,16 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"workload name {dup!r} is used twice (names key the telemetry ids)")
+    for where, i, key, msg in problems(pools, workloads, inference is not None):
+        what = f"fleet {pools[i].name}" if where == "fleet" else f"workload {workloads[i].name}"
+        raise InputError(f"{what}: {key}: {msg}")
     counts = [wl.count for wl in workloads]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     episodes = [wl.resolved_episode() for wl in workloads]
+    at_ceiling = [pools[wl.pool].admission == CEILING and ep.agent_timeout_s is not None
+                  for wl, ep in zip(workloads, episodes)]
 
-    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr")}
-    for w, ep in enumerate(episodes):
-        att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]))
-        parts["d"].append(att.turn_draws)
-        for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
-            parts[k].append(v)
-        parts["ar"].append(att.agent_raw)
-        parts["vr"].append(att.verify_raw)
-        parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
-
+    # Arrivals first (their own streams): the image cache's pre-pass reads the queue order.
     times, id_parts = [], []
     for w, wl in enumerate(workloads):
         if wl.kind != OPEN:
@@ -160,14 +168,45 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         id_parts.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
     arr_t_np, arr_ids = _merge_arrivals(times, id_parts, offsets)
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
+    cache = _image_cache(episodes)
+    hits: np.ndarray | None = None
+    ref: list | None = None
+    if cache is not None:
+        from sandbox_fleet.simulate.images import assign
+
+        hits, *ref = assign(cache, pools, workloads, offsets, arr_ids, lambda w: stream(seed, IMAGES, w), OPEN)
+    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr", "wm", "ms")}
+    turns_total = 0.0
+    for w, ep in enumerate(episodes):
+        lo, hi = int(offsets[w]), int(offsets[w + 1])
+        img = (None, None) if hits is None or ref is None else (hits[lo:hi], _images_of(ref, lo, hi))
+        att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]), hits=img[0], images=img[1])
+        turns_total += att.turns_total
+        if cache is not None:
+            parts["wm"].append(att.warm_s)
+            parts["ms"].append(att.miss_s)
+        parts["d"].append(att.turn_draws)
+        if at_ceiling[w]:
+            assert ep.agent_timeout_s is not None  # at_ceiling: the workload has a timeout
+            h = att.build_s + att.agent_s + att.verify_s
+            cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase,
+                           _per_rollout(ep.agent_timeout_s, counts[w]))
+        for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
+            parts[k].append(v)
+        parts["ar"].append(att.agent_raw)
+        parts["vr"].append(att.verify_raw)
+        parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
     build = _join(parts["b"], float)
     agent = _join(parts["a"], float)
     verify = _join(parts["v"], float)
     plan = _join(parts["s"], np.int8)
     phase = _join(parts["p"], np.int8)
-    hold = hold_of(build, agent, verify, all(ep.build is None for ep in episodes),
+    hold = hold_of(build, agent, verify, all(ep.build is None and ep.substrate is None for ep in episodes),
                    all(ep.verifier is None for ep in episodes))
+    images = None
+    if cache is not None and hits is not None and ref is not None:
+        images = _image_run(cache, hits, ref, _join(parts["wm"], float), _join(parts["ms"], float))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
@@ -197,6 +236,11 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         fixed = None if workloads[w].retry.redraw else (agent_raw[rows], verify_raw[rows])
         att, _ = draw_attempts(ep, stream(seed, RETRIES, w), idx, lab if np.all(lab >= 0) else None, fixed)
         h = att.hold_s
+        if at_ceiling[w]:
+            assert ep.agent_timeout_s is not None  # at_ceiling: the workload has a timeout
+            timeout_s = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
+            h = h.copy()
+            cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase, timeout_s)
         base = len(retry_block)
         retry_block.extend(zip(att.build_s.tolist(), att.agent_s.tolist(), att.verify_s.tolist(), h.tolist(),
                                att.state.astype(int).tolist(), att.phase.astype(int).tolist()))
@@ -228,9 +272,42 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         max_retries=[wl.retry.max_retries for wl in workloads],
         retry_on=[wl.retry.phase_codes for wl in workloads],
         rl_driven=[wl.kind == RL for wl in workloads],
+        at_ceiling=at_ceiling,
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
+        images=images,
+        turns_total=turns_total,
     )
+
+
+def _image_cache(episodes: list[Episode]) -> ImageCache | None:
+    """The one image cache the run's builds share, or None (a different one per workload is refused)."""
+    found = [ep.build.images if ep.build is not None else None for ep in episodes]
+    caches = {id(c): c for c in found if c is not None}
+    if caches and (len(caches) > 1 or any(c is None for c in found)):
+        raise InputError("[images]: every workload must share one image cache (one [images] table per scenario)")
+    return next(iter(caches.values()), None)
+
+
+def _images_of(ref: list, lo: int, hi: int) -> np.ndarray:
+    """Rollouts ``lo .. hi-1``'s images, from the pre-pass's reference order."""
+    order, image = ref[0], ref[1]
+    out = np.zeros(hi - lo, dtype=np.int64)
+    sel = (order >= lo) & (order < hi)
+    out[order[sel] - lo] = image[sel]
+    return out
+
+
+def _image_run(cache: ImageCache, hits: np.ndarray, ref: list, warm: np.ndarray, miss: np.ndarray) -> ImageRun:
+    """The pre-pass with each reference's two build lengths, and the what-if pre-pulls on the same draws."""
+    from sandbox_fleet.simulate.images import ImageRun, lru_hits
+
+    order, image, node, nodes, matched = ref
+    run = ImageRun(cache, nodes, order, image, node, hits[order], warm[order], miss[order], matched)
+    cat = cache.catalog
+    for k in cache.whatif_prepull:
+        run.whatif[k] = lru_hits(image, node, cat.size_mb, cache.cache_mb, k)
+    return run
 
 
 def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build: bool, zero_verify: bool) -> np.ndarray:
@@ -246,6 +323,11 @@ def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build
     elif not zero_build:
         hold += 0.0  # (a + 0.0) + 0.0 is a + 0.0: only needed once
     return hold
+
+
+def _per_rollout(timeout_s: float | np.ndarray, n: int) -> float | np.ndarray:
+    """A workload's agent timeout for its first ``n`` rollouts (a number, or an array cut to ``n``)."""
+    return timeout_s[:n] if isinstance(timeout_s, np.ndarray) else float(timeout_s)
 
 
 def _join(arrays: list[np.ndarray], dtype) -> np.ndarray:
