@@ -15,15 +15,12 @@ time and peak RSS as in ``bench_measure.py``. Bytecode is compiled first, as a w
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_measure import bench_size  # noqa: E402
+from bench_measure import bench_size, each_size  # noqa: E402
 from bytecode import compile_package  # noqa: E402
 from gen_foreign import generate  # noqa: E402
 
@@ -40,23 +37,10 @@ def main() -> None:
     ap.add_argument("--time-unit", choices=["us", "ns"], default="us", help="timestamp unit of the generated files")
     a = ap.parse_args()
     compile_package()
-    sizes = [int(s) for s in a.sizes.split(",")]
-    runs = [int(r) for r in a.runs.split(",")]
-    folder = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-foreign-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        for i, rows in enumerate(sizes):
-            path = folder / f"foreign-{rows}-{a.time_unit}.parquet"
-            if not path.exists():
-                t = time.perf_counter()
-                generate(str(path), rows, seed=0, time_unit=a.time_unit)
-                print(f"generated {rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB) "
-                      f"in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-            print(bench_size(path, rows, runs[min(i, len(runs) - 1)], ratio_target=RATIO_TARGET,
-                             rss_target_mib=RSS_TARGET_MIB.get(rows), absolute=False), flush=True)
-    finally:
-        if not a.keep:
-            shutil.rmtree(folder, ignore_errors=True)
+    make = lambda path, rows: generate(str(path), rows, seed=0, time_unit=a.time_unit)  # noqa: E731
+    for path, rows, n_runs in each_size(a, f"foreign-{a.time_unit}", make):
+        print(bench_size(path, rows, n_runs, ratio_target=RATIO_TARGET, rss_target_mib=RSS_TARGET_MIB.get(rows),
+                         absolute=False), flush=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -104,19 +105,26 @@ def main() -> None:
     ap.add_argument("--keep", help="keep generated files in this folder (reused if present)")
     a = ap.parse_args()
     compile_package()
+    for path, rows, n_runs in each_size(a, "rollouts", lambda path, rows: generate(str(path), rows, seed=0)):
+        print(bench_size(path, rows, n_runs), flush=True)
+
+
+def each_size(a: argparse.Namespace, name: str, make) -> Iterator[tuple[Path, int, int]]:
+    """``(file, rows, runs)`` for each of ``a.sizes``: the file ``make(path, rows)`` wrote (reused
+    from ``a.keep`` if there; a temporary folder otherwise, removed after)."""
     sizes = [int(s) for s in a.sizes.split(",")]
     runs = [int(r) for r in a.runs.split(",")]
-    folder = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-measure-"))
+    folder = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
         for i, rows in enumerate(sizes):
-            path = folder / f"rollouts-{rows}.parquet"
+            path = folder / f"{name}-{rows}.parquet"
             if not path.exists():
                 t = time.perf_counter()
-                generate(str(path), rows, seed=0)
+                make(path, rows)
                 print(f"generated {rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB) "
                       f"in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-            print(bench_size(path, rows, runs[min(i, len(runs) - 1)]), flush=True)
+            yield path, rows, runs[min(i, len(runs) - 1)]
     finally:
         if not a.keep:
             shutil.rmtree(folder, ignore_errors=True)

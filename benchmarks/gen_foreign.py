@@ -27,7 +27,8 @@ import argparse
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from gen_rollouts import write_chunks
 
 CHUNK = 1_000_000
 T0_US = 1_765_000_000_000_000
@@ -131,17 +132,8 @@ def generate(path: str, rows: int, seed: int = 0, time_unit: str = "us") -> None
     tasks = _task_names(rng)
     job, model, start = _schedule(rng, rows)
     time_type = pa.timestamp(time_unit, tz="UTC")
-    writer = None
-    try:
-        for first in range(0, rows, CHUNK):
-            end = min(rows, first + CHUNK)
-            t = _chunk(rng, tasks, job[first:end], model[first:end], start[first:end], first, time_type)
-            if writer is None:
-                writer = pq.ParquetWriter(path, t.schema)
-            writer.write_table(t)
-    finally:
-        if writer is not None:
-            writer.close()
+    write_chunks(path, (_chunk(rng, tasks, job[first:first + CHUNK], model[first:first + CHUNK],
+                               start[first:first + CHUNK], first, time_type) for first in range(0, rows, CHUNK)))
 
 
 def main() -> None:

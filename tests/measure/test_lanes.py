@@ -186,7 +186,7 @@ def test_run_plan_same_values_on_any_lane_with_fanout_in_queue_order(lane):
 def test_run_plan_after_orders_passes_across_lanes():
     import time
 
-    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+    from sandbox_fleet.measure.lanes import Pass, run_plan
 
     order = []
 

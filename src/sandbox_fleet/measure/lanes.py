@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 HERE = 0
 ANY = -1
@@ -167,7 +168,7 @@ class _Schedule:
                         self.done[name].result()  # a failure here stops the walk
                 elif lane == ANY:
                     self._await(p.after + p.needs, drain=True)  # queued ready: a queued job never waits on this lane
-                    self.shared.add([lambda p=p: self._run(p, drain=False)])
+                    self.shared.add([partial(self._run, p, False)])
                 else:
                     lanes[lane].submit(self._run, p, False)
                     if last[lane] == i:  # its last pass: the lane then helps with the shared queue

@@ -150,7 +150,8 @@ def _model_steps(times: tuple, model_codes: tuple, starts: tuple) -> dict[str, d
     # The row grouping is built when the pass starts, not held while others run (8 bytes a row).
     codes, names = model_codes
     s_all, parts = starts
-    return measure_grouped_steps(*times, group_rows(codes, len(names)), names, (s_all, parts[0]))
+    start_us, finish_us = times
+    return measure_grouped_steps(start_us, finish_us, group_rows(codes, len(names)), names, (s_all, parts[0]))
 
 
 def _all_starts_steps(times: tuple, starts: tuple) -> dict:
@@ -163,7 +164,8 @@ def _job_rows(fr: Frame):
 
 def _job_steps(fr: Frame, times: tuple, job_rows, starts: tuple) -> dict[str, dict]:
     s_all, parts = starts
-    return measure_grouped_steps(*times, job_rows, fr.job.names, (s_all, parts[1])) if job_rows else {}
+    start_us, finish_us = times
+    return measure_grouped_steps(start_us, finish_us, job_rows, fr.job.names, (s_all, parts[1])) if job_rows else {}
 
 
 def _concurrency(sweep: dict) -> dict:
