@@ -8,13 +8,18 @@ fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.j
 
 from typing import ClassVar, Optional
 
+from pydantic import ConfigDict
+
 from sandbox_fleet.contract import Block, Summary
 
 Num = Optional[float]
 Count = Optional[int]
 
 
-class Concurrency(Block):
+# shares contract.ConcurrencyFigures with measure's Concurrency (a docstring here would enter the schema)
+class SimulatedConcurrency(Block):
+    model_config = ConfigDict(title="Concurrency")  # the published schema name, as measure's
+
     mean: Num = None
     peak: Count = None
     touches: Count = None
@@ -22,7 +27,10 @@ class Concurrency(Block):
     span_s: Num = None
 
 
-class HoldStats(Block):
+# shares contract.HoldFigures with measure's HoldStats (a docstring here would enter the schema)
+class SimulatedHoldStats(Block):
+    model_config = ConfigDict(title="HoldStats")  # the published schema name, as measure's
+
     rows: Count = None
     min: Num = None
     median: Num = None
@@ -32,7 +40,10 @@ class HoldStats(Block):
     max: Num = None
 
 
-class Outcomes(Block):
+# shares contract.OutcomeFigures with measure's Outcomes (a docstring here would enter the schema)
+class SimulatedOutcomes(Block):
+    model_config = ConfigDict(title="Outcomes")  # the published schema name, as measure's
+
     rows: Count = None
     completed: Count = None
     exceptions: Count = None
@@ -215,9 +226,9 @@ class SimulateSummary(Summary):
     completed: Count = None
     dropped: Count = None
     sim_time_s: Num = None
-    concurrency: Optional[Concurrency] = None
-    hold_s: Optional[HoldStats] = None
-    outcomes: Optional[Outcomes] = None
+    concurrency: Optional[SimulatedConcurrency] = None
+    hold_s: Optional[SimulatedHoldStats] = None
+    outcomes: Optional[SimulatedOutcomes] = None
     queue_wait_s: Optional[Quantiles] = None
     utilisation: Num = None
     sandbox_hours: Num = None
