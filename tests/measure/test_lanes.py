@@ -227,3 +227,18 @@ def test_every_measure_pass_is_placed_once_in_every_plan(lanes):
     placed = [name for name, _ in run._plan(lanes)]
     assert sorted(placed) == sorted(names) and len(set(names)) == len(names)
     assert set(run.SUMMARY_VALUES) <= set(names)
+
+
+def test_run_plan_frees_an_input_after_its_last_reader():
+    import weakref
+
+    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+
+    rows = _Buf()
+    ref = weakref.ref(rows)
+    inputs = {"rows": rows}
+    del rows
+    seen = []
+    passes = [Pass("read", lambda r: 1, ("rows",)), Pass("later", lambda: seen.append(ref() is None), after=("read",))]
+    run_plan(passes, [("read", HERE), ("later", HERE)], inputs, [])
+    assert seen == [True] and "rows" not in inputs

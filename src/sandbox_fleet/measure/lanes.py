@@ -89,7 +89,7 @@ class _Schedule:
                  keep: Sequence[str], advance: Callable[[str], None]):
         self.passes = {p.name: p for p in passes}
         self.plan = list(plan)
-        self.values = dict(inputs)
+        self.values = inputs  # taken over, not copied: a copy would keep every input alive to the end
         self.done: dict[str, Future] = {}
         for name in inputs:
             self.done[name] = _finished()
@@ -194,6 +194,9 @@ def _finished() -> Future:
 def run_plan(passes: Sequence[Pass], plan: Sequence[tuple[str, int]], inputs: dict, keep: Sequence[str],
              advance: Callable[[str], None] = lambda label: None) -> dict:
     """Run every pass of ``plan`` (``(name, lane)`` in order) on ``inputs``; the ``keep`` values.
+
+    ``inputs`` is taken over: its entries are dropped as their last reader is done (so the
+    caller must hold no other reference for their memory to be freed).
 
     Raises the first failure of a pass the walk waited on (a pass's own exception, unchanged).
     """
