@@ -2,6 +2,14 @@
 
 Each queue offers ``append(rollout)``, ``popleft() -> rollout`` and ``len()`` so the
 engine treats every policy alike (FIFO is a plain ``deque``, the fastest path).
+
+This is the event loop's admission seam: ``LoopState.dispatch`` hands a pool's free slot
+to ``queue.popleft()`` (``make_queue`` builds the queue of a pool's ``admission`` policy).
+A new policy adds its queue to ``make_queue``; one that only reorders the queue (the
+rollout it names always takes the free slot) also joins ``ORDERS_ONLY``, so the loop may
+hand slots over inline; one that can hold a rollout back while a slot is free (a quota)
+stays out of it and runs through ``dispatch`` alone. Only ``"fifo"`` runs on the FIFO
+recursion (``executors.pool_refusal``).
 """
 
 from __future__ import annotations
@@ -30,6 +38,15 @@ class KeyedQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+#: Policies whose queue only orders the waiting rollouts (see the module docstring).
+ORDERS_ONLY = frozenset({"fifo", "shortest-timeout-first"})
+
+
+def orders_only(policy: str) -> bool:
+    """Whether ``policy``'s first in line always takes a free slot (the loop may inline it)."""
+    return policy in ORDERS_ONLY
 
 
 def make_queue(policy: str, timeout_of: Callable[[int], float]):

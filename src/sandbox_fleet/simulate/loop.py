@@ -23,9 +23,11 @@ from heapq import heappop, heappush
 import numpy as np
 
 from sandbox_fleet.simulate import events as ev
+from sandbox_fleet.simulate.admission import orders_only
 from sandbox_fleet.simulate.entities import EXCEPTION
 from sandbox_fleet.simulate.loop_state import RUNNING, LoopState
 from sandbox_fleet.simulate.prepare import Prepared, ids_index
+from sandbox_fleet.simulate.result import ExecutorOutput
 
 PROGRESS_EVERY = 1 << 16
 FIRST_AS_DRAWN = {"phase": "phase", "build_s": "build", "agent_s": "agent", "verify_s": "verify"}
@@ -33,13 +35,15 @@ FIRST_AS_DRAWN = {"phase": "phase", "build_s": "build", "agent_s": "agent", "ver
 
 def inline_pools(st: LoopState) -> list[bool]:
     """Per pool: whether the loop handles its arrivals and attempt ends inline (counted
-    pools without a start cap or queue timeout, and no inference pool)."""
+    pools without a start cap or queue timeout whose admission only orders the queue, and
+    no inference pool)."""
     if st.driver is not None:
         return [False] * len(st.pools)
-    return [c and pl.start_cap is None and pl.queue_timeout_s is None for pl, c in zip(st.pools, st.counted)]
+    return [c and pl.start_cap is None and pl.queue_timeout_s is None and orders_only(pl.admission)
+            for pl, c in zip(st.pools, st.counted)]
 
 
-def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: int = PROGRESS_EVERY) -> dict:
+def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: int = PROGRESS_EVERY) -> ExecutorOutput:
     """Run the general loop; ``audit(state)`` (tests) is called with ``on_progress``."""
     st = LoopState(prep)
     st.schedule_start()
@@ -196,5 +200,10 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     st.busy, st.waiting, st.done = busy, waiting, done
     if audit is not None:
         audit(st)
-    return {"first": first, "extra": extra, "rl": st.rl, "preemptions": st.preemptions, "area_busy": area_busy,
-            "area_wait": area_wait, "clock_monotonic": clock_ok, "inference": driver}
+    served = None
+    if driver is not None:
+        from sandbox_fleet.simulate.inference.figures import served_run
+
+        served = served_run(driver, prep)
+    return ExecutorOutput(first=first, extra=extra, rl=st.rl, preemptions=st.preemptions, area_busy=area_busy,
+                          area_wait=area_wait, clock_monotonic=clock_ok, served=served)

@@ -121,15 +121,12 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
 
         inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
     workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
-    if spec.run.engine == "fifo" and (inference is not None or any(w.kind == "closed" for w in wspecs)):
-        ctx.fail("run.engine", "'fifo' cannot run a closed population or an inference pool; use \"auto\" or \"events\"")
     if spec.run.engine == "fifo":
-        from sandbox_fleet.simulate.fifo import pool_eligible
+        from sandbox_fleet.simulate.executors import fifo_refusal, forced_refusal
 
-        bad = [i for i, f in enumerate(fleets) if not pool_eligible(f)]
-        if bad:
-            ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
-                                   f"(pool {fleets[bad[0]].name} has one); use \"auto\" or \"events\"")
+        why = fifo_refusal(fleets, workloads, inference)
+        if why is not None:
+            ctx.fail("run.engine", forced_refusal("fifo", why))
     built = Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
                   pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
     built.reads = [path for paths in ctx._tables for path in paths]
