@@ -142,8 +142,8 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
 
     r_batch = [0] * N
     rl = rl_states(prep.workloads, prep.offsets, r_batch)
-    for w in rl:
-        heappush(heap, (float(prep.workloads[w].start_s), seq, RELEASE, (w, 0)))
+    for w, st in rl.items():
+        heappush(heap, (st.start_s, seq, RELEASE, (w, 0)))
         seq += 1
 
     def finish_rl(r: int, t: float) -> None:

@@ -128,8 +128,8 @@ class LoopState:
         """Push the first events: RL and closed releases, the inference driver, preemptions."""
         prep = self.prep
         self.rl = rl_states(prep.workloads, prep.offsets, self.r_batch)
-        for w in self.rl:
-            self.push(float(prep.workloads[w].start_s), ev.RELEASE, w)
+        for w, st in self.rl.items():
+            self.push(st.start_s, ev.RELEASE, w)
         for w, wl in enumerate(prep.workloads):
             if wl.kind == CLOSED:
                 assert isinstance(wl, Closed)  # the CLOSED kind is Closed's

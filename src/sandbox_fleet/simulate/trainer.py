@@ -28,6 +28,7 @@ class RLState:
         "rem",
         "sizes",
         "staleness",
+        "start_s",
         "starts",
         "train_end_s",
         "train_s",
@@ -37,8 +38,9 @@ class RLState:
         "w",
     )
 
-    def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int):
+    def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int, start_s: float = 0.0):
         self.w = w
+        self.start_s = float(start_s)  # when the workload releases its first batch
         self.sizes = [int(b) for b in batch]
         self.starts = np.concatenate(([0], np.cumsum(batch)[:-1])).astype(np.int64).tolist()
         self.rem = list(self.sizes)
@@ -114,7 +116,7 @@ def rl_states(workloads: list[Workload], offsets: np.ndarray, r_batch: list[int]
         if wl.kind != RL:
             continue
         assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
-        st = out[w] = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(offsets[w]))
+        st = out[w] = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(offsets[w]), wl.start_s)
         for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
             lo = st.base + s0
             r_batch[lo : lo + sz] = [j] * sz
