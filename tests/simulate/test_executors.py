@@ -184,7 +184,7 @@ def test_placer_is_the_fifo_step_by_hand():
     # cap 2, provision 0.5: arrivals at 0, 0, 0.2, 5 holding 1, 2, 3, 1.
     # Slots free at 0, 0. #0 starts 0 (slot next free 1.5); #1 starts 0 (2.5);
     # #2 at 0.2 waits for the 1.5 slot: starts 1.5 (5.0); #3 at 5 finds the 2.5 slot: starts 5.
-    place = placer(2, 0.5)
+    place = placer([0.0, 0.0], 0.5)
     assert [place(t, h) for t, h in ((0.0, 1.0), (0.0, 2.0), (0.2, 3.0), (5.0, 1.0))] == [0.0, 0.0, 1.5, 5.0]
     unbounded = placer(None, 0.5)
     assert [unbounded(t, 9.0) for t in (0.0, 0.0, 3.0)] == [0.0, 0.0, 3.0]
@@ -227,3 +227,35 @@ def test_deterministic_sync_rl_steps_by_hand(engine):
     assert st["batch_end_s"].tolist() == [6.0, 22.0, 38.0]
     assert st["train_start_s"].tolist() == [6.0, 22.0, 38.0]
     assert st["train_end_s"].tolist() == [16.0, 32.0, 48.0]
+
+
+RETRYING = Episode(agent=Exponential(1.0), verifier=Exponential(0.1), exception_rate_per_s={"verifier": 3.0})
+
+
+@pytest.mark.parametrize("case", ["retries", "retries_and_rl", "open_and_rl", "two_pools"])
+def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
+    # The recursion places open arrivals as streams cut at each arrival that may retry (its
+    # retry can come before later arrivals); the event loop places them one event at a time.
+    from sandbox_fleet.simulate import RetryPolicy
+
+    rl = SyncRL(batch=20, steps=30, train_s=5.0, episode=RETRYING, retry=RetryPolicy(max_retries=1), name="b")
+    fleet, wls = {
+        "retries": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=3))]),
+        "retries_and_rl": (Fleet(cap=5, provision_delay_s=0.3),
+                           [Poisson(rate_per_s=3, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"), rl]),
+        "open_and_rl": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, holds=Exponential(1.0), name="a"),
+                                       SyncRL(batch=20, steps=30, train_s=5.0, holds=Exponential(1.0), name="b")]),
+        "two_pools": ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
+                      [Poisson(rate_per_s=2, n=3000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"),
+                       Poisson(rate_per_s=2, n=3000, holds=Exponential(1.0), pool=1, name="c")]),
+    }[case]
+    a = run_workloads(fleet, wls, seed=3, engine="fifo")
+    b = run_workloads(fleet, wls, seed=3, engine="events")
+    assert a.engine in ("fifo", "fifo-c") and b.engine == "events"
+    if case.startswith("retries"):
+        assert a.state.size > a.n_rollouts  # retries happened
+    for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):
+        assert np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True), k
+    for w in a.steps:
+        for k, v in a.steps[w].items():
+            assert np.array_equal(v, b.steps[w][k], equal_nan=True), (w, k)

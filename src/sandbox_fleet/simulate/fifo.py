@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from bisect import bisect_left
 from heapq import heappop, heappush, heapreplace
 
 import numpy as np
@@ -37,14 +38,14 @@ RETRY_COLUMNS = ("rollout", "attempt", "arrival_s", "start_s", "state", "phase",
 INF = math.inf
 
 
-def placer(cap: int | None, provision_s: float) -> Callable[[float, float], float]:
+def placer(free: list[float] | None, provision_s: float) -> Callable[[float, float], float]:
     """The recursion's step on one pool, one attempt per call: ``place(t, hold_s)`` is the start
     of an attempt entering the queue at ``t`` (entries in time order), ``max(t, the earliest
     time a slot is free)``; that slot is next free ``hold_s + provision_s`` after the start.
-    An unbounded pool starts every attempt when it enters."""
-    if cap is None:
+    ``free``: the heap of the pool's slot-free times (updated in place), ``None`` for an
+    unbounded pool, which starts every attempt when it enters."""
+    if free is None:
         return _at_entry
-    free = [0.0] * cap
 
     def place(t: float, hold_s: float) -> float:
         f0 = free[0]
@@ -136,7 +137,20 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     x_roll, x_try, x_enq, x_start = x["rollout"], x["attempt"], x["arrival_s"], x["start_s"]
     x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
 
-    place_in = [placer(pl.cap, pl.provision_delay_s) for pl in prep.pools]  # per pool
+    slots = [[0.0] * pl.cap if pl.cap is not None else None for pl in prep.pools]  # per pool: slot-free heap
+    prov = [pl.provision_delay_s for pl in prep.pools]
+    place_in = [placer(hp, pv) for hp, pv in zip(slots, prov)]
+    # One capped pool: the open arrivals before the next heap entry are one sorted stream on one
+    # heap, placed by ``place_stream`` at once (no per-arrival call), up to and including the next
+    # arrival that may retry (its retry may come before the later arrivals).
+    stream_heap = slots[0] if len(slots) == 1 else None
+    stream_prov = prov[0]
+    if stream_heap is not None and prep.any_retry:
+        retry_at = np.flatnonzero(prep.may_retry_np[ids_index(prep.arr_ids)]).tolist()  # arrival positions
+    else:
+        retry_at = []
+    retry_at.append(len(prep.arr_t_np))  # a sentinel past the last arrival
+    ri = 0
     heap: list = []
     seq = 0
 
@@ -180,20 +194,39 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     while True:
         top = heap[0][0] if heap else INF
         # Open arrivals strictly before the next heap entry (heap entries first at equal times).
-        while ai < na:
-            t = arr_t[ai]
-            if t >= top:
-                break
-            if t < last_t:
-                clock_ok = False
-            last_t = t
-            r = arr_r[ai]
-            ai += 1
-            s = a_start[r] = place_in[r_pool[r]](t, hold[r])
-            if may_retry[r]:
-                retried_first.append(r)
-                retry(r, 1, s + hold[r])
-                top = heap[0][0]
+        if stream_heap is not None:
+            aj = bisect_left(arr_t, top, ai, na)
+            while ai < aj:
+                stop = min(aj, retry_at[ri] + 1)
+                if arr_t[ai] < last_t:
+                    clock_ok = False
+                last_t = arr_t[stop - 1]
+                ids = arr_r[ai:stop]
+                starts = place_stream(stream_heap, arr_t[ai:stop], [hold[r] for r in ids], stream_prov)
+                for r, s in zip(ids, starts):
+                    a_start[r] = s
+                ai = stop
+                if stop - 1 == retry_at[ri]:
+                    ri += 1
+                    r = arr_r[stop - 1]
+                    retried_first.append(r)
+                    retry(r, 1, a_start[r] + hold[r])
+                    aj = bisect_left(arr_t, heap[0][0], ai, na)
+        else:
+            while ai < na:
+                t = arr_t[ai]
+                if t >= top:
+                    break
+                if t < last_t:
+                    clock_ok = False
+                last_t = t
+                r = arr_r[ai]
+                ai += 1
+                s = a_start[r] = place_in[r_pool[r]](t, hold[r])
+                if may_retry[r]:
+                    retried_first.append(r)
+                    retry(r, 1, s + hold[r])
+                    top = heap[0][0]
         if not heap:
             if ai >= na:
                 break
@@ -204,17 +237,22 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
         last_t = t
         if kind == RELEASE:
             w, version = item
-            place = place_in[prep.workloads[w].pool]
+            p = prep.workloads[w].pool
             for rng_ in rl[w].take_releasable(t, version):
-                placed += len(rng_)
-                for r in rng_:
-                    s = a_start[r] = place(t, hold[r])
-                    a_enq[r] = t
+                n_r = len(rng_)
+                placed += n_r
+                # A released batch enters at t together: one stream of equal times.
+                lo, hi = rng_.start, rng_.stop
+                hs = hold[lo:hi]
+                starts = [t] * n_r if slots[p] is None else place_stream(slots[p], [t] * n_r, hs, prov[p])
+                a_start[lo:hi] = starts
+                a_enq[lo:hi] = [t] * n_r
+                for r, s, h in zip(rng_, starts, hs):
                     if may_retry[r]:
                         retried_first.append(r)
-                        retry(r, 1, s + hold[r])
+                        retry(r, 1, s + h)
                     else:
-                        finish_rl(r, s + hold[r])
+                        finish_rl(r, s + h)
         else:
             r, k = item
             s = x_start[k] = place_in[r_pool[r]](t, x_hold[k])
