@@ -21,8 +21,8 @@ same bits). The RL trainer's rules are ``trainer.RLState``'s, shared with the ev
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from bisect import bisect_left
+from collections.abc import Callable
 from heapq import heappop, heappush, heapreplace
 
 import numpy as np
