@@ -9,15 +9,18 @@ routing and LRU prefix cache. Prints wall and CPU times, events per second (the 
 count for every engine: the model's events) and the ratios, and the mean holds (they agree
 to rounding).
 
-Ours runs twice per round: the compiled kernel (``simulate/fast``, numba; when installed)
-and the pure-Python loop (``SANDBOX_FLEET_PURE_PYTHON=1``); rounds alternate fast, pure,
-SimPy, and medians are reported. The kernel's one-off costs are measured in fresh
-processes: compiling it into an empty cache (what a fresh install pays once), and loading
-it from the cache (what every later process pays on its first run). The full scenario then
-runs once in a fresh process (cache warm, so its first-run cost is included) on the kernel;
+It first prints the path the default install takes (numba is a core dependency: the compiled
+kernel, ``simulate/fast``; the pure loop only where numba is missing). Ours runs twice per
+round: the compiled kernel and the pure-Python loop (``SANDBOX_FLEET_PURE_PYTHON=1``); rounds
+alternate compiled, pure, SimPy, and medians are reported. The kernel's source run as plain
+Python (``_jit``'s shim, numba blocked, in a fresh CPython process) is timed against ``loop.py``
+in that process, alternating, at ``--shim-scale``. The kernel's one-off costs are measured in
+fresh processes: compiling it into an empty cache (what a fresh install pays once), and loading
+it from the cache (what every later process pays on its first run). The full scenario then runs
+once in a fresh process (cache warm, so its first-run cost is included) on the kernel;
 ``--full-pure`` adds the pure loop on it too (about 2.5 minutes).
 
-Usage: python benchmarks/bench_closed_loop.py [--scale 0.05] [--runs 3] [--no-full] [--full-pure]
+Usage: python benchmarks/bench_closed_loop.py [--scale 0.05] [--runs 3] [--shim-scale 0.01] [--no-full] [--full-pure]
 """
 
 from __future__ import annotations
@@ -176,36 +179,76 @@ def _with_env(var: str, value: str | None, fn):
 
 FRESH = """
 import json, sys, time
+if {shim}:
+    sys.modules["numba"] = None  # as on a machine without numba: the kernel runs through _jit's shim
 sys.path.insert(0, {bench!r})
 from bench_closed_loop import ours, scaled
+from sandbox_fleet.simulate import fast
+from sandbox_fleet.simulate.fast import pool_loop
 if {force}:
-    from sandbox_fleet.simulate.fast import pool_loop
     pool_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
 out = []
+available = fast.available
 for _ in range({runs}):
-    wall, hold, events, cpu = ours(scaled({scale}))
-    out.append([wall, cpu, events, hold])
+    if {shim}:
+        fast.available = lambda: True  # the kernel, uncompiled
+        wall, hold, events, cpu = ours(scaled({scale}))
+        out.append(["shim", wall, cpu, events, hold])
+        fast.available = available  # False: numba is blocked, so loop.py runs
+        wall, hold, events, cpu = ours(scaled({scale}))
+        out.append(["loop", wall, cpu, events, hold])
+    else:
+        wall, hold, events, cpu = ours(scaled({scale}))
+        out.append([wall, cpu, events, hold])
 print(json.dumps(out))
 """
 
 
-def fresh(scale: float, runs: int = 1, env: dict | None = None, force: bool = False) -> list[list[float]]:
+def fresh(scale: float, runs: int = 1, env: dict | None = None, force: bool = False, shim: bool = False) -> list:
     """``runs`` runs of ``ours`` in a fresh process: [wall, cpu, events, mean hold] each
-    (``force``: the kernel however small the run)."""
-    code = FRESH.format(bench=str(Path(__file__).resolve().parent), runs=runs, scale=scale, force=force)
+    (``force``: the kernel however small the run; ``shim``: numba blocked, and each run is the
+    kernel as plain Python then ``loop.py``, labelled)."""
+    code = FRESH.format(bench=str(Path(__file__).resolve().parent), runs=runs, scale=scale, force=force or shim,
+                        shim=shim)
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **(env or {})}, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def kernel_costs(scale: float = 0.002) -> tuple[float, float, float]:
-    """(compile into an empty cache, load from the cache, warm run) in seconds, from fresh
-    processes running a tiny scenario twice: first run minus second run."""
+def shim_vs_loop(scale: float, runs: int) -> tuple[float, float, int]:
+    """Medians of (kernel as plain Python, loop.py) CPU seconds in one CPython process without
+    numba, alternating; and the events of one run."""
+    rows = fresh(scale, runs, shim=True)
+    shim = statistics.median(r[2] for r in rows if r[0] == "shim")
+    loop = statistics.median(r[2] for r in rows if r[0] == "loop")
+    holds = {r[4] for r in rows}
+    assert len(holds) == 1, holds  # the same mean hold, to the bit, both ways
+    return shim, loop, rows[0][3]
+
+
+def default_path() -> str:
+    """Which closed-loop path this install takes by default, and why."""
+    import importlib.metadata
+
+    from sandbox_fleet.simulate import fast
+    from sandbox_fleet.simulate.fast import _jit, pool_loop
+
+    if fast.available():
+        return (f"default install: numba {importlib.metadata.version('numba')} installed, so runs with an "
+                f"inference pool (from {pool_loop.MIN_CALLS:,} model calls) take the compiled kernel; "
+                f"its cache: {_jit.cache_dir()}")
+    return "default install: numba unavailable (or switched off), so runs with an inference pool take loop.py"
+
+
+def kernel_costs(scale: float = 0.002) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) seconds of: compiling into an empty cache, loading from the cache, a warm tiny
+    run; from fresh processes running a tiny scenario twice (first run minus second run)."""
     with tempfile.TemporaryDirectory() as cache:
         env = {"NUMBA_CACHE_DIR": cache}
         cold = fresh(scale, 2, env, force=True)
         warm = fresh(scale, 2, env, force=True)
-    return cold[0][0] - cold[1][0], warm[0][0] - warm[1][0], warm[1][0]
+    return {"compile": (cold[0][0] - cold[1][0], cold[0][1] - cold[1][1]),
+            "load": (warm[0][0] - warm[1][0], warm[0][1] - warm[1][1]), "tiny": (warm[1][0], warm[1][1])}
 
 
 def main() -> None:
@@ -214,13 +257,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=0.05)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shim-scale", type=float, default=0.01)
     ap.add_argument("--no-full", action="store_true")
     ap.add_argument("--full-pure", action="store_true")
     a = ap.parse_args()
+    print(default_path())
     built = scaled(a.scale)
     compiled = fast.available()
     if compiled:
-        compile_s, load_s, tiny_s = kernel_costs()
+        costs = kernel_costs()
         ours(scaled(a.scale))  # this process loads the kernel once, outside the rounds
     rounds: dict[str, list] = {"fast": [], "pure": [], "simpy": []}
     for _ in range(a.runs):
@@ -243,11 +288,17 @@ def main() -> None:
         print(f"  {names[k]:<24} {w:6.2f} s wall, {c:6.2f} s CPU, {events / w:>12,.0f} events/s, "
               f"mean hold {hold:.2f} s{ratio}")
     if compiled:
-        print(f"  compiled kernel: compile into an empty cache {compile_s:.1f} s (once per install), "
-              f"load from the cache {load_s:.2f} s (first run of each process); a tiny run warm {tiny_s:.3f} s")
+        (cw, cc), (lw, lc), (tw, tc) = costs["compile"], costs["load"], costs["tiny"]
+        print(f"  compiled kernel: compile into an empty cache {cw:.1f} s wall, {cc:.1f} s CPU (once per install); "
+              f"load from the cache {lw:.2f} s wall, {lc:.2f} s CPU (first run of each process); "
+              f"a tiny run warm {tw:.3f} s wall, {tc:.3f} s CPU")
     else:
-        print("  numba is not installed: the compiled kernel was not measured (pip install -e '.[fast]')")
+        print("  numba is unavailable: the compiled kernel was not measured (it is a core dependency)")
     print("  target: >= 10x SimPy events/s")
+    shim_s, loop_s, shim_events = shim_vs_loop(a.shim_scale, a.runs)
+    print(f"kernel source as plain Python (CPython, numba blocked) vs loop.py at scale {a.shim_scale} "
+          f"({shim_events:,} events), CPU medians of {a.runs} alternating rounds: {shim_s:.2f} s vs {loop_s:.2f} s, "
+          f"loop.py {shim_s / loop_s:.1f}x faster (so without numba loop.py runs, not the shim)")
     if not a.no_full:
         for label, env in (("compiled", {}), ("pure", {"SANDBOX_FLEET_PURE_PYTHON": "1"})):
             if (label == "compiled" and not compiled) or (label == "pure" and not (a.full_pure or not compiled)):

@@ -144,7 +144,7 @@ def numba_figures(caps: list[int], rounds: int) -> None:
     import importlib.util
 
     if importlib.util.find_spec("numba") is None:
-        print("numba not installed (pip install -e '.[fast]'): compiled-kernel figures skipped")
+        print("numba not installed (a core dependency: pip install -e .): compiled-kernel figures skipped")
         return
     import time
 

@@ -35,7 +35,7 @@ def _tasks(rows: list[tuple]) -> pa.Table:
         "task_id": [r[0] for r in rows], "task_group_id": [None] * n,
         "cpus": [float(r[1]) for r in rows], "memory_mb": [r[2] for r in rows], "storage_mb": [r[3] for r in rows],
         "gpus": [r[5] if len(r) > 5 else 0 for r in rows], "build_timeout_s": [600.0] * n, "agent_timeout_s": [7200.0] * n,
-        "verifier_timeout_s": [900.0] * n, "bundle_bytes": [r[4] for r in rows],
+        "verifier_timeout_s": [900.0] * n, "bundle_bytes": [r[4] for r in rows], "image": [None] * n,
     }, schema=TASK_SCHEMA)
 
 

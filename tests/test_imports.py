@@ -2,7 +2,8 @@
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
-sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); sweep drives
+sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); the substrate
+catalog is a leaf (``substrates``) both plan and simulate read; sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
 plan's catalog, reserve, rework and packing helpers), and so does backtest (with measure's sweep line and step
 detection); report reads the plan, simulate, optimize and backtest *models* only (and the plan's
@@ -11,7 +12,8 @@ plan's text say the same words), and plan the backtest model (``plan --backtest`
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget), safeparse (bounded JSON and TOML
 parsing), textout (plain lines folded to a width; one-line, terminal and HTML escaping), gpus (the GPU
-catalog and memory model) and exact (float operations with the same bits on every CPU) are leaves
+catalog and memory model), exact (float operations with the same bits on every CPU), toml_entries (a
+[[TABLE]] catalog reader) and substrates (the execution-substrate catalog) are leaves
 everyone may use.
 """
 
@@ -23,7 +25,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
 LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "safeparse",
-          "textout", "__version__"}
+          "textout", "toml_entries", "substrates", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
@@ -35,6 +37,8 @@ ALLOWED = {
     "gpus": {"errors"},
     "contract": {"errors", "safeparse"},
     "safeparse": {"errors"},
+    "toml_entries": {"errors", "safeparse"},
+    "substrates": {"toml_entries"},
     "telemetry": set(),
     "measure": {"telemetry"},
     "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},

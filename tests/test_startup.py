@@ -74,7 +74,7 @@ def test_a_simulation_without_replay_loads_neither_duckdb_nor_arrow():
 
 
 def test_a_small_pool_served_simulation_does_not_load_numba():
-    # the compiled closed loop (the fast extra) loads numba only for runs that repay it
+    # the compiled closed loop loads numba only for runs that repay it
     scenario = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop.toml"
     assert "numba" not in _loaded("simulate", str(scenario))
 

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.toml"))
 DOC = ROOT / "docs" / "simulate.md"
 MAX_EXAMPLE_ROLLOUTS = 400_000  # keeps this file fast; a bigger example belongs in benchmarks/
-# Examples sized for benchmarks/ (millions of model calls): run here only on the compiled closed
-# loop (the fast extra, ~10 s; CI installs it), else checked for their keys and run in benchmarks/.
+# Examples sized for benchmarks/ (millions of model calls): run here on the compiled closed loop
+# (numba, a core dependency: ~10 s); where numba is unavailable, checked for their keys only.
 BENCHMARK_SIZED = set() if fast.available() else {"closed_loop_rst.toml"}
 
 
@@ -82,7 +82,7 @@ def test_example_is_small_enough_to_run_here(path):
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs_and_its_telemetry_adds_up(runs, path):
     if path.name in BENCHMARK_SIZED:
-        pytest.skip("benchmark-sized without the fast extra: run by benchmarks/bench_closed_loop.py")
+        pytest.skip("benchmark-sized and numba unavailable: run by benchmarks/bench_closed_loop.py")
     s, tel = runs[path.stem]
     o = s["outcomes"]
     assert o["completed"] + o["exceptions"] + o["timeouts"] + o["dropped"] == s["rollouts"]

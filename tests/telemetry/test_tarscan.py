@@ -44,15 +44,21 @@ def test_gnu_and_pax_archives_read_the_same(tmp_path):
 def test_fast_reader_agrees_with_tarfile(tmp_path):
     members = [(f"t{i}/task.toml", TOML_1CPU if i % 2 else TOML_LEGACY, {}) for i in range(5)]
     members += [(f"t{i}/blob", b"z" * (i * 300), {}) for i in range(5)]
+    members += [("t1/Dockerfile", b"FROM ubuntu:24.04\n", {}), ("t2/environment/Dockerfile", b"FROM python:3.12\n", {})]
     tar = _tar(tmp_path / "s.tar", members, fmt=tarfile.USTAR_FORMAT)
     buf = fasttar.open_map(tar)
     names = [m.name for m in fasttar.iter_members(buf)]  # no Unsupported: plain ustar
     assert names == [m[0] for m in members]
-    req, files = {}, []
-    _members_tarfile(tar, "s.tar", req, files)
+    req, files, images = {}, [], {}
+    _members_tarfile(tar, "s.tar", req, files, images)
     fast = scan_shard(tar, "s.tar").to_pylist()
     assert {r["member_prefix"] for r in fast} == set(req)
-    assert {r["member_prefix"]: r["bundle_bytes"] for r in fast} == {f"t{i}": (len(TOML_1CPU if i % 2 else TOML_LEGACY) + i * 300) for i in range(5)}
+    docker = {1: len(b"FROM ubuntu:24.04\n"), 2: len(b"FROM python:3.12\n")}
+    assert {r["member_prefix"]: r["bundle_bytes"] for r in fast} == {
+        f"t{i}": (len(TOML_1CPU if i % 2 else TOML_LEGACY) + i * 300 + docker.get(i, 0)) for i in range(5)}
+    assert images == {"t1/Dockerfile": "ubuntu:24.04", "t2/environment/Dockerfile": "python:3.12"}
+    assert {r["member_prefix"]: r["image"] for r in fast} == {"t0": None, "t1": "ubuntu:24.04", "t2": "python:3.12",
+                                                            "t3": None, "t4": None}
 
 
 def test_corrupt_tar_is_input_error(tmp_path):

@@ -17,7 +17,7 @@ def test_release_tasks_by_hand(release):
     assert a == {
         "task_id": "task-a", "task_group_id": "tg-a", "cpus": 1.0, "memory_mb": 2048, "storage_mb": 6144,
         "gpus": None, "build_timeout_s": 900.0, "agent_timeout_s": 1800.0, "verifier_timeout_s": 600.0,
-        "bundle_bytes": len(TOML_1CPU) + 100 + 23,
+        "bundle_bytes": len(TOML_1CPU) + 100 + 23, "image": None,  # no Dockerfile in its folder
     }
     # legacy strings: binary units, 4G = 4096 MB, 10G = 10240 MB
     assert (b["cpus"], b["memory_mb"], b["storage_mb"], b["gpus"]) == (2.0, 4096, 10240, 1)
@@ -26,6 +26,7 @@ def test_release_tasks_by_hand(release):
     # './'-prefixed tar names and a trailing '/' on member_prefix still match
     assert c["task_id"] == "task-c" and c["memory_mb"] == 2048
     assert c["bundle_bytes"] == len(TOML_1CPU) + len(b"FROM ubuntu\n")
+    assert c["image"] == "ubuntu"  # its environment/Dockerfile, read in the tar
 
 
 def test_cache_is_written_outside_the_input_and_hit_on_second_read(release, cache_dir, monkeypatch):

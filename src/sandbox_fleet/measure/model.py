@@ -342,6 +342,15 @@ class TaskRequest(Block):
     sandbox_hours: Num = None
 
 
+class TaskImage(Block):
+    """One base image (a Dockerfile FROM, or task.toml's docker_image) and the tasks that build from it."""
+
+    image: Optional[str] = None
+    tasks: Count = None
+    #: of the tasks that name an image
+    share: Num = None
+
+
 class Tasks(Block):
     count: Count = None
     distinct_task_ids: Count = None
@@ -358,6 +367,10 @@ class Tasks(Block):
     agent_timeout_s_median: Num = None
     verifier_timeout_s_rows: Count = None
     verifier_timeout_s_median: Num = None
+    #: tasks whose bundle names a base image (task.toml's docker_image, else a Dockerfile FROM)
+    image_rows: Count = None
+    distinct_images: Count = None
+    images: Optional[list[TaskImage]] = None
 
 
 class Trajectories(Block):
@@ -379,7 +392,7 @@ class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 5
+    VERSION: ClassVar[int] = 6  # 6: tasks.image_rows, distinct_images, images
 
     source: Optional[list[str]] = None
     rows: Count = None

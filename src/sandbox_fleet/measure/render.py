@@ -116,6 +116,13 @@ def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
             tt.add_row(*(_num(v, 2) if isinstance(v, float) else _num(v)
                          for v in (r.cpus, r.memory_mb, r.storage_mb, r.gpus, r.tasks)))
         print_table(console, tt)
+        if s.tasks.images:
+            top = s.tasks.images[:3]
+            rows: list[tuple[str, str | None]] = [(escape(im.image or "-"), _pct(im.share)) for im in top]
+            if len(s.tasks.images) > 3:
+                rows.append(("others", _pct(1 - sum(im.share or 0.0 for im in top))))
+            console.print(_kv(f"Base images ({_num(s.tasks.distinct_images)} distinct over "
+                              f"{_num(s.tasks.image_rows)} tasks)", rows))
     for w in s.warnings or []:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
 

@@ -7,6 +7,8 @@ the odd ones are what a node plan must still fit.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -70,4 +72,17 @@ def measure_tasks(tasks: pa.Table | None, usage: pa.Table | None = None) -> dict
         vals = _sorted_valid(tasks.column(name))
         out[f"{name}_rows"] = int(vals.size)
         out[f"{name}_median"] = quantile_sorted(vals, 0.5)
+    out.update(task_images(tasks))
     return out
+
+
+def task_images(tasks: pa.Table) -> dict:
+    """Distinct base images over the tasks that name one, most tasks first (ties by name), with their
+    shares of those tasks; null figures when no task names an image (unknown, not none)."""
+    names = [v for v in tasks.column("image").to_pylist() if v is not None] if "image" in tasks.column_names else []
+    if not names:
+        return {"image_rows": 0, "distinct_images": None, "images": None}
+    counts = Counter(names)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"image_rows": len(names), "distinct_images": len(counts),
+            "images": [{"image": k, "tasks": c, "share": c / len(names)} for k, c in ranked]}

@@ -23,7 +23,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan.toml_entries import load_entries
+from sandbox_fleet.toml_entries import load_entries
 
 MB_PER_GIB = 1024.0
 

@@ -89,6 +89,7 @@ def run_workloads(
         engine=executor.name,
     )
     res.clock_monotonic = out.clock_monotonic
+    res.images, res.turns_total = prep.images, prep.turns_total
     res.inference = out.served
     res.wall_s = time.perf_counter() - wall0
     if check:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.distributions import Dist
+
+if TYPE_CHECKING:
+    from sandbox_fleet.simulate.images import ImageCache
 
 # Attempt states. The first four are terminal; RETRIED means the attempt ended early
 # and the rollout went back to the queue for another attempt.
@@ -75,15 +79,32 @@ class Fleet:
 
 @dataclass
 class Build:
-    """Image build at the start of a hold: a cache hit with probability ``hit_p``."""
+    """Image build at the start of a hold: a cache hit with probability ``hit_p``, or, with
+    ``images`` (an ``images.ImageCache``), a hit when the task's image is in its node's cache."""
 
     hit_p: float = 1.0
     hit: Dist | None = None
     miss: Dist | None = None
+    images: ImageCache | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.hit_p <= 1.0:
             raise InputError(f"build hit_p must be in [0, 1], got {self.hit_p}")
+
+
+@dataclass(frozen=True)
+class SubstrateCost:
+    """An execution substrate's overhead (``data/substrates.toml``): ``cold_start_s`` once per attempt
+    (a new sandbox, added to the build) and ``per_action_s`` once per agent turn (added to the agent
+    phase). ``turns_mean``: the turns a rollout of a ``[hold]`` workload takes (None: cold start only)."""
+
+    name: str
+    cold_start_s: float
+    per_action_s: float
+    source: str
+    as_of: str
+    kind: str = ""
+    turns_mean: float | None = None
 
 
 @dataclass
@@ -129,6 +150,7 @@ class Episode:
     exception_p: dict[str, float] = field(default_factory=dict)
     agent_timeout_s: float | np.ndarray | None = None
     exception: np.ndarray | None = None
+    substrate: SubstrateCost | None = None
 
     def __post_init__(self) -> None:
         if (self.agent is None) == (self.turns is None):

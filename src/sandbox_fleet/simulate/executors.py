@@ -13,7 +13,7 @@ name                   what                                         runs
                        (``fifo.py``)                                or queue timeout; no closed population, no
                                                                     inference pool
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
-                                                                    set, numba installed, run large enough
+                                                                    set, numba on, run large enough
 ``events``             the general event loop (``loop.py``)         everything
 ====================== ============================================ ==========================================
 
@@ -139,7 +139,7 @@ class ClosedLoopKernel(Executor):
         if fast.pure_python_forced():
             return "SANDBOX_FLEET_PURE_PYTHON is set"
         if not fast.available():
-            return "numba is not installed (the fast extra)"
+            return "numba is not installed or NUMBA_DISABLE_JIT is set"
         from sandbox_fleet.simulate.fast import pool_loop
 
         if not pool_loop.supported(prep):

@@ -152,6 +152,9 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         from sandbox_fleet.simulate.inference.figures import inference_figures
 
         out.update(inference_figures(res.inference, sim_time, hold, res.rollout[started]))
+    if res.images is not None:
+        out["images"] = res.images.figures()
+    out["substrate"] = substrate_figures(res, started)
     from sandbox_fleet.simulate.steady import analyse
 
     out["steady_state"] = analyse(res, pass_rate=pass_rate, warmup_s=warmup_s)
@@ -161,3 +164,31 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
         out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
     return SimulateSummary.build(**out).to_json()
+
+
+def substrate_figures(res, started: np.ndarray) -> dict | None:
+    """The ``substrate`` block: the overhead the holds include (one substrate per scenario)."""
+    subs = [ep.substrate for ep in (wl.resolved_episode() for wl in res.workloads) if ep.substrate is not None]
+    if not subs:
+        return None
+    sub = subs[0]
+    has_turns = any(wl.resolved_episode().turns is not None for wl in res.workloads)
+    attempts = int(np.count_nonzero(started))
+    first = res.n_rollouts
+    turns_mean = res.turns_total / first if first else None
+    if has_turns:
+        basis = "each rollout's own turn count ([turns])"
+    elif sub.turns_mean is not None:
+        basis = f"turns_per_rollout = {sub.turns_mean:g}"
+    else:
+        basis = "no turn count: cold start only"
+    per_rollout = sub.cold_start_s + (turns_mean or 0.0) * sub.per_action_s
+    return {
+        "name": sub.name, "kind": sub.kind, "cold_start_s": sub.cold_start_s, "per_action_s": sub.per_action_s,
+        "attempts": attempts, "turns_mean": turns_mean, "turns_basis": basis,
+        "added_sandbox_hours": (sub.cold_start_s * attempts + sub.per_action_s * res.turns_total) / 3600,
+        "added_worker_hours_per_million": per_rollout * 1_000_000 / 3600,
+        "source": sub.source, "as_of": sub.as_of,
+        "basis": ("cold start once per attempt (added to the build) + per-action overhead x turns (added to the agent "
+                  "phase); illustrative substrate figures (data/substrates.toml), not measured"),
+    }

@@ -141,11 +141,66 @@ class SteadyState(Block):
     warnings: Optional[list[str]] = None
 
 
+class PrepullWhatIf(Block):
+    """The same run's builds had the ``prepull`` most-shared images been pre-pulled (same draws, same order)."""
+
+    prepull: Count = None
+    prepulled: Optional[list[str]] = None
+    hit_rate: Num = None
+    build_hours: Num = None
+    #: the configured run's build hours less these (negative: this pre-pull costs build time)
+    build_hours_saved: Num = None
+
+
+class ImageFigures(Block):
+    """The image layer cache (``[images]``; ``simulate.images``): how often a build found its image."""
+
+    catalog: Optional[str] = None
+    distinct: Count = None
+    nodes: Count = None
+    cache_mb: Num = None
+    pull_mb_per_s: Num = None
+    #: images resident on every node from t = 0 (never evicted, outside cache_mb)
+    prepulled: Optional[list[str]] = None
+    #: first attempts' builds (retries build warm and are not counted)
+    references: Count = None
+    hits: Count = None
+    hit_rate: Num = None
+    #: warm draws plus the pulls of the misses, before exception cuts (a substrate's cold start not included)
+    build_hours: Num = None
+    #: what the misses added over a warm build
+    miss_hours: Num = None
+    prepull_whatif: Optional[list[PrepullWhatIf]] = None
+    basis: Optional[str] = None
+
+
+class SubstrateFigures(Block):
+    """The execution substrate whose overhead the holds include (``[substrate]``; data/substrates.toml)."""
+
+    name: Optional[str] = None
+    kind: Optional[str] = None
+    cold_start_s: Num = None
+    per_action_s: Num = None
+    #: attempts that held a sandbox (each pays the cold start)
+    attempts: Count = None
+    #: actions (turns) per first attempt the per-action overhead was charged on
+    turns_mean: Num = None
+    turns_basis: Optional[str] = None
+    #: cold starts of every attempt that held a sandbox + per-action overhead of the first attempts' turns,
+    #: before timeout and exception cuts
+    added_sandbox_hours: Num = None
+    #: the same per rollout, over a million rollouts (the plan's worker-hours line)
+    added_worker_hours_per_million: Num = None
+    source: Optional[str] = None
+    as_of: Optional[str] = None
+    basis: Optional[str] = None
+
+
 class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 4  # 3: inference, hold_stretch; 4: steady_state
+    VERSION: ClassVar[int] = 5  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate
 
     scenario: Optional[str] = None
     seed: Count = None
@@ -174,6 +229,10 @@ class SimulateSummary(Summary):
     hold_stretch: Num = None
     #: stability, warm-up, the steady window's figures with their intervals (``simulate.steady``)
     steady_state: Optional[SteadyState] = None
+    #: the per-node image cache, when the scenario has ``[images]``
+    images: Optional[ImageFigures] = None
+    #: the execution substrate added to the holds, when the scenario has ``[substrate]``
+    substrate: Optional[SubstrateFigures] = None
     #: wall-clock figures, only with ``--timing`` (they vary run to run)
     wall_s: Num = None
     engine: Optional[str] = None

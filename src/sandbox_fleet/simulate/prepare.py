@@ -17,11 +17,12 @@ from sandbox_fleet.simulate.episode import draw_attempts
 from sandbox_fleet.simulate.workloads import OPEN, RL, Workload
 
 if TYPE_CHECKING:
+    from sandbox_fleet.simulate.images import ImageCache, ImageRun
     from sandbox_fleet.simulate.inference.config import Inference
     from sandbox_fleet.simulate.inference.driver import TurnDraws
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
-ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS = 1, 2, 3, 4
+ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS, IMAGES = 1, 2, 3, 4, 5
 
 
 def stream(seed: int, subsystem: int, index: int) -> np.random.Generator:
@@ -62,6 +63,8 @@ class Prepared:
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
     inference: Inference | None = None  # model calls served by a pool
     turn_draws: TurnDraws | None = None  # every rollout's, when served
+    images: ImageRun | None = None  # the image cache's pre-pass, with ``[images]``
+    turns_total: float = 0.0  # turns drawn for the first attempts (0 without turns or a substrate's turns_mean)
 
     @cached_property
     def hold(self) -> list[float]:
@@ -142,16 +145,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     episodes = [wl.resolved_episode() for wl in workloads]
 
-    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr")}
-    for w, ep in enumerate(episodes):
-        att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]))
-        parts["d"].append(att.turn_draws)
-        for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
-            parts[k].append(v)
-        parts["ar"].append(att.agent_raw)
-        parts["vr"].append(att.verify_raw)
-        parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
-
+    # Arrivals first (their own streams): the image cache's pre-pass reads the queue order.
     times, id_parts = [], []
     for w, wl in enumerate(workloads):
         if wl.kind != OPEN:
@@ -160,14 +154,40 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         id_parts.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
     arr_t_np, arr_ids = _merge_arrivals(times, id_parts, offsets)
     arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
+    cache = _image_cache(episodes)
+    hits: np.ndarray | None = None
+    ref: list | None = None
+    if cache is not None:
+        from sandbox_fleet.simulate.images import assign
+
+        hits, *ref = assign(cache, pools, workloads, offsets, arr_ids, lambda w: stream(seed, IMAGES, w), OPEN)
+    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr", "wm", "ms")}
+    turns_total = 0.0
+    for w, ep in enumerate(episodes):
+        lo, hi = int(offsets[w]), int(offsets[w + 1])
+        img = (None, None) if hits is None or ref is None else (hits[lo:hi], _images_of(ref, lo, hi))
+        att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]), hits=img[0], images=img[1])
+        turns_total += att.turns_total
+        if cache is not None:
+            parts["wm"].append(att.warm_s)
+            parts["ms"].append(att.miss_s)
+        parts["d"].append(att.turn_draws)
+        for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
+            parts[k].append(v)
+        parts["ar"].append(att.agent_raw)
+        parts["vr"].append(att.verify_raw)
+        parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
     build = _join(parts["b"], float)
     agent = _join(parts["a"], float)
     verify = _join(parts["v"], float)
     plan = _join(parts["s"], np.int8)
     phase = _join(parts["p"], np.int8)
-    hold = hold_of(build, agent, verify, all(ep.build is None for ep in episodes),
+    hold = hold_of(build, agent, verify, all(ep.build is None and ep.substrate is None for ep in episodes),
                    all(ep.verifier is None for ep in episodes))
+    images = None
+    if cache is not None and hits is not None and ref is not None:
+        images = _image_run(cache, hits, ref, _join(parts["wm"], float), _join(parts["ms"], float))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
@@ -230,7 +250,39 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         rl_driven=[wl.kind == RL for wl in workloads],
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
+        images=images,
+        turns_total=turns_total,
     )
+
+
+def _image_cache(episodes: list[Episode]) -> ImageCache | None:
+    """The one image cache the run's builds share, or None (a different one per workload is refused)."""
+    found = [ep.build.images if ep.build is not None else None for ep in episodes]
+    caches = {id(c): c for c in found if c is not None}
+    if caches and (len(caches) > 1 or any(c is None for c in found)):
+        raise InputError("[images]: every workload must share one image cache (one [images] table per scenario)")
+    return next(iter(caches.values()), None)
+
+
+def _images_of(ref: list, lo: int, hi: int) -> np.ndarray:
+    """Rollouts ``lo .. hi-1``'s images, from the pre-pass's reference order."""
+    order, image = ref[0], ref[1]
+    out = np.zeros(hi - lo, dtype=np.int64)
+    sel = (order >= lo) & (order < hi)
+    out[order[sel] - lo] = image[sel]
+    return out
+
+
+def _image_run(cache: ImageCache, hits: np.ndarray, ref: list, warm: np.ndarray, miss: np.ndarray) -> ImageRun:
+    """The pre-pass with each reference's two build lengths, and the what-if pre-pulls on the same draws."""
+    from sandbox_fleet.simulate.images import ImageRun, lru_hits
+
+    order, image, node, nodes, matched = ref
+    run = ImageRun(cache, nodes, order, image, node, hits[order], warm[order], miss[order], matched)
+    cat = cache.catalog
+    for k in cache.whatif_prepull:
+        run.whatif[k] = lru_hits(image, node, cat.size_mb, cache.cache_mb, k)
+    return run
 
 
 def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build: bool, zero_verify: bool) -> np.ndarray:

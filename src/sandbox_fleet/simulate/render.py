@@ -15,6 +15,7 @@ from sandbox_fleet.simulate.model import (
     Calibration,
     Concurrency,
     HoldStats,
+    ImageFigures,
     InferenceCalibration,
     InferenceFigures,
     LostHours,
@@ -73,6 +74,12 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     if s.inference is not None:
         rows += _inference_rows(s.inference)
         rows.append(("hold stretch (vs unloaded)", _f(s.hold_stretch, 3)))
+    if s.images is not None:
+        rows += _image_rows(s.images)
+    if s.substrate is not None:
+        sub = s.substrate
+        rows.append((f"substrate {sub.name}: cold start / per action (s)",
+                     f"{_f(sub.cold_start_s, 2)} / {_f(sub.per_action_s, 3)} (+{_f(sub.added_sandbox_hours, 2)} sandbox-h)"))
     if ss is not None:
         rows += _steady_rows(ss)
     rows.append(("events", _f(s.events)))
@@ -83,6 +90,8 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     console.print(t)
     for line in (ss.warnings or []) if ss is not None else []:
         console.print(f"warning: {line}", markup=False)
+    if s.substrate is not None:
+        console.print(f"substrate figures: {s.substrate.source} (as of {s.substrate.as_of}; illustrative)", markup=False)
     for name, w in (s.workloads or {}).items():
         wait = w.queue_wait_s or Quantiles()
         console.print(f"  {name} (pool {w.pool}): {_f(w.completed)}/{_f(w.rollouts)} completed, "
@@ -104,6 +113,18 @@ def _steady_rows(st: SteadyState) -> list[tuple[str, str]]:
                   f"{_ci(st.completed_per_hour, st.completed_per_hour_ci)} / {_ci(st.passing_per_hour, st.passing_per_hour_ci)}"),
                  ("window: hold mean (s, 95%) / holds per sandbox",
                   f"{_ci(st.hold_s_mean, st.hold_s_ci)} / {_f(st.holds_per_sandbox)}")]
+    return rows
+
+
+def _image_rows(im: ImageFigures) -> list[tuple[str, str]]:
+    """The cache's hit rate, and what pre-pulling the top K would save on the same draws."""
+    pre = f", {len(im.prepulled)} pre-pulled" if im.prepulled else ""
+    rows = [(f"image cache: hit rate ({_f(im.distinct)} images, {_f(im.nodes)} nodes{pre})",
+             f"{_pct(im.hit_rate)} of {_f(im.references)} builds"),
+            ("image cache: build / miss hours", f"{_f(im.build_hours, 2)} / {_f(im.miss_hours, 2)}")]
+    for w in im.prepull_whatif or []:
+        rows.append((f"what if the top {w.prepull} were pre-pulled", f"hit rate {_pct(w.hit_rate)}, "
+                     f"saves {_f(w.build_hours_saved, 2)} build-h"))
     return rows
 
 

@@ -29,6 +29,7 @@ from sandbox_fleet.simulate.workloads import Workload
 if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
     import pyarrow as pa
 
+    from sandbox_fleet.simulate.images import ImageRun
     from sandbox_fleet.simulate.inference.figures import ServedRun
     from sandbox_fleet.simulate.trainer import RLState
 
@@ -90,6 +91,8 @@ class SimResult:
     clock_monotonic: bool = True
     n_rollouts: int = 0
     inference: ServedRun | None = None  # when an inference pool served the model calls
+    images: ImageRun | None = None  # the image cache's pre-pass (``[images]``)
+    turns_total: float = 0.0  # turns drawn for the first attempts (a substrate's per-action overhead counts them)
     _sweeps: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 (_Derived is defined below)
 
@@ -275,7 +278,8 @@ class SimResult:
         state, phase = self.state[idx], self.phase[idx]
         names = [wl.name for wl in self.workloads]
         n = idx.size
-        has_build = np.array([wl.resolved_episode().build is not None for wl in self.workloads])[wk] if n else np.zeros(0, bool)
+        has_build = np.array([(ep := wl.resolved_episode()).build is not None or ep.substrate is not None
+                              for wl in self.workloads])[wk] if n else np.zeros(0, bool)
         has_verifier = np.array([wl.resolved_episode().verifier is not None for wl in self.workloads])[wk] if n else np.zeros(0, bool)
         reached_agent = phase != BUILD
         reached_verifier = reached_agent & (phase != AGENT) & ~((phase == PREEMPTION) & (self.verify_s[idx] == 0))

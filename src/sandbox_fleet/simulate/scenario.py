@@ -23,6 +23,7 @@ from sandbox_fleet.simulate.scenario_spec import (
     ExceptionsSpec,
     ExponentialSpec,
     FleetSpec,
+    ImagesSpec,
     InferenceSpec,
     LogNormalSpec,
     MixtureSpec,
@@ -32,6 +33,7 @@ from sandbox_fleet.simulate.scenario_spec import (
     RunSpec,
     ScenarioSpec,
     Strict,
+    SubstrateSpec,
     TurnsSpec,
     WeibullSpec,
     WorkloadSpec,
@@ -40,8 +42,8 @@ from sandbox_fleet.simulate.scenario_spec import (
 
 __all__ = [
     "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "EmpiricalSpec", "EpisodeParts",
-    "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
-    "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
+    "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
+    "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
     "load_scenario", "run_scenario",
 ]
 

@@ -15,7 +15,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_memory
 from sandbox_fleet.simulate import bounds
 from sandbox_fleet.simulate import distributions as D
-from sandbox_fleet.simulate.entities import Build, Episode, Fleet, RetryPolicy, Turns
+from sandbox_fleet.simulate.entities import Build, Episode, Fleet, RetryPolicy, SubstrateCost, Turns
 from sandbox_fleet.simulate.scenario_spec import (
     DeterministicSpec,
     EmpiricalSpec,
@@ -33,6 +33,8 @@ from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, Replay, S
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from sandbox_fleet.simulate.images import ImageCache
 
 
 class _Common(TypedDict):
@@ -115,6 +117,14 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
             ctx.fail(f"{keys[i]}.name", f"workload name {name!r} is used twice (names key the telemetry ids)")
         seen[name] = i
     ctx.served = spec.inference is not None
+    if spec.images is not None:
+        from sandbox_fleet.simulate.scenario_images import image_cache
+
+        ctx.images = image_cache(spec.images, base_dir, ctx.fail)
+    if spec.substrate is not None:
+        from sandbox_fleet.simulate.scenario_images import substrate_cost
+
+        ctx.substrate = substrate_cost(spec.substrate, base_dir, ctx.fail)
     inference = None
     if spec.inference is not None:
         from sandbox_fleet.simulate.inference.scenario import build_inference
@@ -127,6 +137,15 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         why = fifo_refusal(fleets, workloads, inference)
         if why is not None:
             ctx.fail("run.engine", forced_refusal("fifo", why))
+    if ctx.images is not None:
+        from sandbox_fleet.simulate.images import check_pool
+        from sandbox_fleet.simulate.workloads import OPEN
+
+        kinds = [wl.kind for wl in workloads]
+        for p, fl in enumerate(fleets):
+            mine = [i for i, wl in enumerate(workloads) if wl.pool == p]
+            if mine:
+                ctx.guard("images", lambda: check_pool(fl, mine, kinds, OPEN))  # noqa: B023 (called at once)
     built = Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
                   pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
     built.reads = [path for paths in ctx._tables for path in paths]
@@ -138,6 +157,8 @@ class _Ctx:
         self.base, self.source, self.horizon_s = base_dir, source, horizon_s
         self.max_memory_gb: float | None = None
         self.served = False  # the scenario has [inference]
+        self.images: ImageCache | None = None  # [images]: every workload's builds share it
+        self.substrate: SubstrateCost | None = None  # [substrate]: added to every workload's holds
         self._tables: dict[tuple[str, ...], pa.Table] = {}
 
     def fail(self, key: str, what: str) -> NoReturn:
@@ -260,7 +281,16 @@ class _Ctx:
         if w.build is not None:
             build = Build(w.build.hit_p,
                           self.dist(w.build.hit, f"{k('build')}.hit") if w.build.hit else None,
-                          self.dist(w.build.miss, f"{k('build')}.miss") if w.build.miss else None)
+                          self.dist(w.build.miss, f"{k('build')}.miss") if w.build.miss else None,
+                          self.images)
+            if self.images is not None and "hit_p" in w.build.model_fields_set:
+                self.fail(f"{k('build')}.hit_p", "with [images] the cache decides each hit; drop hit_p")
+        elif self.images is not None:
+            build = Build(images=self.images)  # warm builds take 0 s; a miss pays the pull
+        if self.images is not None and self.images.pull_mb_per_s is None and (w.build is None or w.build.miss is None):
+            self.fail("images.pull_mb_per_s", "give pull_mb_per_s, or a [build] miss distribution, for what a miss costs")
+        if self.substrate is not None and self.substrate.turns_mean is not None and w.turns is not None:
+            self.fail("substrate.turns_per_rollout", "a [turns] workload counts its own turns; drop turns_per_rollout")
         turns = None
         if w.turns is not None:
             turns = self.turns(w, k)
@@ -275,6 +305,7 @@ class _Ctx:
             exception_rate_per_s=dict(exc.rate_per_s.items()),
             exception_p=dict(exc.p.items()),
             agent_timeout_s=w.agent_timeout_s,
+            substrate=self.substrate,
         )
 
     def turns(self, w: WorkloadSpec, k) -> Turns:
@@ -384,5 +415,18 @@ class _Ctx:
             order = np.argsort(table.column("started_at").cast("int64").to_numpy(zero_copy_only=False), kind="stable")
             table = table.take(order[: w.count])
         if w.hold is None and w.turns is None:
-            return Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
-        return Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)
+            wl = Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
+            if self.images is not None and self.images.pull_mb_per_s is None:
+                self.fail("images.pull_mb_per_s", "a replay of measured holds has no [build] miss: give pull_mb_per_s")
+            if self.images is not None or self.substrate is not None:  # the measured holds, plus builds / overhead
+                wl.episode = Episode(agent=wl.holds, build=Build(images=self.images) if self.images else None,
+                                     substrate=self.substrate)
+                wl.holds = None
+        else:
+            wl = Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)
+        if self.images is not None and self.images.catalog.by_task and "task_id" in table.column_names:
+            # each replayed rollout builds its own task's image (Replay orders rows by start, stably)
+            start = table.column("started_at").cast("int64").to_numpy(zero_copy_only=False)
+            ids = np.asarray(table.column("task_id").cast("string").to_pylist(), dtype=object)
+            wl.attrs["task_id"] = ids[np.argsort(start, kind="stable")]
+        return wl

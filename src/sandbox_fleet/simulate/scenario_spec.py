@@ -226,6 +226,36 @@ class WorkloadSpec(EpisodeParts):
         return v
 
 
+class ImagesSpec(Strict):
+    """``[images]``: the images the tasks build and each node's layer cache (``simulate.images``).
+
+    The catalog: ``tasks`` (task bundles: each task's Dockerfile FROM / image, shares as counted),
+    or ``count`` images with a Zipf law of exponent ``zipf_s`` (default 1; 0 is uniform), or explicit
+    ``shares`` (one per image, summing to 1).
+    """
+
+    tasks: list[str] | str | None = None
+    count: Annotated[Whole, Field(ge=1)] | None = None
+    zipf_s: NonNegFloat | None = None
+    shares: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
+    names: Annotated[list[str], Field(min_length=1)] | None = None
+    size_mb: PosFloat | Annotated[list[PosFloat], Field(min_length=1)] | dict[str, PosFloat]
+    cache_mb: PosFloat
+    pull_mb_per_s: PosFloat | None = None
+    prepull: Annotated[Whole, Field(ge=0)] = 0
+    whatif_prepull: list[Annotated[Whole, Field(ge=0)]] = []
+
+
+class SubstrateSpec(Strict):
+    """``[substrate]``: an execution substrate of ``data/substrates.toml`` (or ``catalog``) whose cold
+    start and per-action overhead are added to every hold; ``turns_per_rollout`` counts the actions of a
+    ``[hold]`` workload (a ``[turns]`` workload uses each rollout's own turns)."""
+
+    name: str
+    catalog: str | None = None
+    turns_per_rollout: PosFloat | None = None
+
+
 class RunSpec(Strict):
     seed: Annotated[Whole, Field(ge=0)] = 1
     engine: Literal["auto", "fifo", "events"] = "auto"
@@ -242,6 +272,8 @@ class ScenarioSpec(EpisodeParts):
     workload: WorkloadSpec | None = None
     workloads: list[WorkloadSpec] | None = None
     inference: InferenceSpec | None = None
+    images: ImagesSpec | None = None
+    substrate: SubstrateSpec | None = None
     run: RunSpec = RunSpec()
 
 

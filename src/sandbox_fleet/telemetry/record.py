@@ -63,6 +63,9 @@ TASK_SCHEMA = pa.schema(
         pa.field("agent_timeout_s", pa.float64()),
         pa.field("verifier_timeout_s", pa.float64()),
         pa.field("bundle_bytes", pa.int64()),
+        # The base image the task builds from: [environment] docker_image, else its Dockerfile's FROM
+        # (environment/Dockerfile, then Dockerfile); null when the task has neither.
+        pa.field("image", pa.string()),
     ]
 )
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import fasttar
+from sandbox_fleet.telemetry.dockerfile import DOCKERFILES, MAX_DOCKERFILE_BYTES, dockerfile_image, dockerfile_task
 from sandbox_fleet.telemetry.tasktoml import REQUEST_FIELDS, parse_task_toml
 
 SCAN_SCHEMA = pa.schema(
@@ -26,6 +27,8 @@ SCAN_SCHEMA = pa.schema(
         pa.field("agent_timeout_s", pa.float64()),
         pa.field("verifier_timeout_s", pa.float64()),
         pa.field("bundle_bytes", pa.int64()),
+        # the base image: task.toml's docker_image, else the FROM of its (environment/)Dockerfile
+        pa.field("image", pa.string()),
         pa.field("out_of_range", pa.int64()),
         # why this task.toml could not be used (its request fields are then null), else null
         pa.field("problem", pa.string()),
@@ -53,24 +56,25 @@ def _check_names(name: str, is_link: bool, linkname: str, tar_name: str) -> None
         raise InputError(f"{tar_name}: link '{name}' -> '{linkname}' escapes its folder; refusing this archive")
 
 
-def _members_fast(path: Path, shown: str, requests: dict, files: list) -> None:
+def _members_fast(path: Path, shown: str, requests: dict, files: list, images: dict) -> None:
     buf = fasttar.open_map(path)
     try:
         for m in fasttar.iter_members(buf):
             _check_names(m.name, m.is_link, m.linkname, shown)
             if m.is_file:
-                _take(m.name, m.size, lambda m=m: bytes(buf[m.offset : m.offset + m.size]), shown, requests, files)
+                _take(m.name, m.size, lambda m=m: bytes(buf[m.offset : m.offset + m.size]), shown, requests, files,
+                      images)
     finally:
         if not isinstance(buf, bytes):
             buf.close()
 
 
-def _members_tarfile(path: Path, shown: str, requests: dict, files: list) -> None:
+def _members_tarfile(path: Path, shown: str, requests: dict, files: list, images: dict) -> None:
     with tarfile.open(path, "r:*") as tf:
         for member in tf:
             _check_names(member.name, member.issym() or member.islnk(), member.linkname, shown)
             if member.isfile():
-                _take(member.name, member.size, lambda m=member: _file_bytes(tf, m), shown, requests, files)
+                _take(member.name, member.size, lambda m=member: _file_bytes(tf, m), shown, requests, files, images)
 
 
 def _file_bytes(tf: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
@@ -79,9 +83,11 @@ def _file_bytes(tf: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
     return data.read()
 
 
-def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: list) -> None:
+def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: list, images: dict) -> None:
     name = normalize_prefix(raw_name)
     files.append((name, size))
+    if size <= MAX_DOCKERFILE_BYTES and dockerfile_task(name) is not None:
+        images[name] = dockerfile_image(read())
     if name == "task.toml" or name.endswith("/task.toml"):
         prefix = name[: -len("task.toml")].rstrip("/")
         try:
@@ -103,13 +109,15 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
     """``scan_shard`` as plain Python lists: safe to run in a forked worker (no Arrow there)."""
     files: list[tuple[str, int]] = []
     requests: dict[str, dict] = {}
+    images: dict[str, str | None] = {}  # Dockerfile member -> its base image
     try:
         try:
-            _members_fast(path, shown, requests, files)
+            _members_fast(path, shown, requests, files, images)
         except fasttar.Unsupported:
             files.clear()
             requests.clear()
-            _members_tarfile(path, shown, requests, files)
+            images.clear()
+            _members_tarfile(path, shown, requests, files, images)
     except (fasttar.Corrupt, tarfile.TarError, EOFError, OSError) as exc:
         raise InputError(f"{shown}: not a readable tar archive ({_one_line(exc)})") from exc
     sizes = dict.fromkeys(requests, 0)
@@ -126,9 +134,23 @@ def scan_rows(path: Path, shown: str) -> dict[str, list]:
     for f in REQUEST_FIELDS:
         columns[f] = [requests[p][f] for p in prefixes]
     columns["bundle_bytes"] = [sizes[p] for p in prefixes]
+    columns["image"] = [_image_of(p, requests[p].get("docker_image"), images) for p in prefixes]
     columns["out_of_range"] = [requests[p]["out_of_range"] for p in prefixes]
     columns["problem"] = [requests[p].get("problem") for p in prefixes]
     return columns
+
+
+def _image_of(prefix: str, docker_image: str | None, images: dict[str, str | None]) -> str | None:
+    """Task ``prefix``'s image: its task.toml's docker_image, else its Dockerfile's FROM (Harbor's
+    ``environment/Dockerfile`` first, then Terminal-Bench's ``Dockerfile``)."""
+    if docker_image:
+        return docker_image
+    base = f"{prefix}/" if prefix else ""
+    for tail in DOCKERFILES:
+        image = images.get(base + tail)
+        if image:
+            return image
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from sandbox_fleet.errors import InputError
 
 #: Bump when the parser's output changes, so old entries stop matching.
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"  # 4: the image column
 
 
 #: the cache folder a command writes beside its output file (``-o``) when none is given

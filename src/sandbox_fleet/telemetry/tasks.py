@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import taskcache
+from sandbox_fleet.telemetry.dockerfile import task_image
 from sandbox_fleet.telemetry.parquet_io import open_parquet
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import TASK_SCHEMA, conform_tasks, is_text
@@ -88,7 +89,7 @@ def _release(base: Path, progress: bool, cache_dir: str | None) -> tuple[pa.Tabl
     out = {"task_id": meta.column("task_id")}
     if "task_group_id" in names:
         out["task_group_id"] = meta.column("task_group_id")
-    for f in (*REQUEST_FIELDS, "bundle_bytes"):
+    for f in (*REQUEST_FIELDS, "bundle_bytes", "image"):
         if f in joined.column_names:
             out[f] = joined.column(f)
     tasks = conform_tasks(pa.table(out), str(meta_file))
@@ -188,7 +189,8 @@ def _plain(base: Path) -> tuple[pa.Table, list[str]]:
             req = parse_task_toml(toml.read_bytes(), str(toml))
         except InputError as exc:
             req = {**dict.fromkeys(REQUEST_FIELDS), "out_of_range": 0, "problem": str(exc)}
-        rows.append({"task_id": folder.name, **req, "bundle_bytes": _tree_bytes(folder)})
+        image = task_image(folder, req.pop("docker_image", None))
+        rows.append({"task_id": folder.name, **req, "bundle_bytes": _tree_bytes(folder), "image": image})
     return _plain_table(base, rows), _plain_warnings(base, rows)
 
 

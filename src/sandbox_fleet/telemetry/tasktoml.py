@@ -98,7 +98,7 @@ def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
     env = _section(doc, "environment", where)
     agent = _section(doc, "agent", where)
     verifier = _section(doc, "verifier", where)
-    out = {
+    out: dict[str, Any] = {
         "cpus": _number(env, "cpus", where, "environment"),
         "memory_mb": _size(env, "memory_mb", "memory", where),
         "storage_mb": _size(env, "storage_mb", "storage", where),
@@ -108,6 +108,8 @@ def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
         "verifier_timeout_s": _number(verifier, "timeout_sec", where, "verifier"),
     }
     out["out_of_range"] = _out_of_range(env, agent, verifier, out)
+    image = env.get("docker_image")  # Harbor's prebuilt image; a Dockerfile's FROM is read beside it
+    out["docker_image"] = image.strip() if isinstance(image, str) and image.strip() else None
     return out
 
 

@@ -1,19 +1,23 @@
-"""The compiled closed loop (``simulate/fast``, numba) gives the same bytes as the pure loop.
+"""The closed-loop kernel (``simulate/fast``) gives the same bytes as the pure loop.
 
 Every case runs twice in this process, ``SANDBOX_FLEET_PURE_PYTHON=1`` (``loop.py``) and
-default (the kernel), and compares the summary JSON, the ``--telemetry`` Parquet file and
-the pool's raw records bit for bit. The kernel's runs assert they did not fall back
-(``MIN_CALLS`` is lifted: these runs are smaller than the size the kernel starts at). Skips
-without numba on a developer machine; under ``CI=true`` (``.ci/run`` installs the ``fast``
-extra) a missing numba fails instead.
+default (the kernel, compiled by numba, a core dependency), and compares the summary JSON, the
+``--telemetry`` Parquet file and the pool's raw records bit for bit. The kernel's runs assert
+they did not fall back (``MIN_CALLS`` is lifted: these runs are smaller than the size the
+kernel starts at). The same kernel source run as plain Python (without numba, and under
+``NUMBA_DISABLE_JIT=1``) is compared on small cases in fresh processes.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
+import inspect
 import json
 import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,12 +30,16 @@ from sandbox_fleet.simulate.inference import Inference
 from sandbox_fleet.simulate.scenario import run_scenario
 from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, SyncRL
 
+ROOT = Path(__file__).resolve().parents[3]
+
 
 def require_numba() -> None:
-    if importlib.util.find_spec("numba") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but numba is not installed: .ci/run must install the fast extra")
-        pytest.skip("numba is not installed (pip install -e '.[fast]')")
+    """numba is a core dependency: its absence (or ``NUMBA_DISABLE_JIT``) is a broken install here."""
+    from sandbox_fleet.simulate import fast
+
+    if not fast.available():
+        pytest.fail("the compiled kernel is unavailable: numba is a core dependency (pip install -e .), "
+                    "and neither SANDBOX_FLEET_PURE_PYTHON nor NUMBA_DISABLE_JIT may be set for these tests")
 
 
 @pytest.fixture
@@ -346,3 +354,61 @@ def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeyp
     pure, fast = paths(go)
     assert fast == pure
     assert len(seen) > 100 and seen[-1] == (120, 120)
+
+
+# --- the kernel's source run as plain Python --------------------------------------------
+PLAIN_CASES = ("sticky_seats_cache", "least_loaded_cache", "no_cache_rl")
+
+
+def _plain_python_child() -> None:
+    """In a fresh process whose numba is absent (``sys.modules["numba"] = None``) or switched off
+    (``NUMBA_DISABLE_JIT=1``): each of ``PLAIN_CASES`` on the pure loop, then on the kernel run
+    as plain Python; prints {case: [digest pure, digest kernel]} as JSON."""
+    import tempfile
+
+    from sandbox_fleet.simulate import fast
+    from sandbox_fleet.simulate.fast import _jit, pool_loop
+    from sandbox_fleet.simulate.fast import _pool_loop_kernel as K
+
+    assert not _jit.COMPILED and inspect.isfunction(K.run) and inspect.isfunction(K.hpush)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in PLAIN_CASES:
+            go = _scenario(Path(tmp), CASES[name], name)
+            os.environ["SANDBOX_FLEET_PURE_PYTHON"] = "1"
+            pure = go()
+            del os.environ["SANDBOX_FLEET_PURE_PYTHON"]
+            real_available, real_min, real_events = fast.available, pool_loop.MIN_CALLS, engine_mod.run_events
+            fast.available = lambda: True  # type: ignore[assignment]  # the kernel although it is not compiled
+            pool_loop.MIN_CALLS = 0
+
+            def no_fallback(*a, **k):
+                raise AssertionError("the run fell back to the pure loop")
+
+            engine_mod.run_events = no_fallback  # type: ignore[assignment]
+            try:
+                kernel = go()
+            finally:
+                fast.available, pool_loop.MIN_CALLS, engine_mod.run_events = real_available, real_min, real_events
+            out[name] = [hashlib.sha256(repr(r).encode()).hexdigest() for r in (pure, kernel)]
+    print(json.dumps(out))
+
+
+@pytest.mark.parametrize("mode", ["without_numba", "numba_disable_jit"])
+def test_kernel_source_as_plain_python_matches_the_pure_loop(mode):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SANDBOX_FLEET_PURE_PYTHON", None)
+    block = ""
+    if mode == "without_numba":
+        block = "sys.modules['numba'] = None; "  # what a machine without numba sees: ImportError
+    else:
+        env["NUMBA_DISABLE_JIT"] = "1"
+    code = (f"import sys; {block}from tests.simulate.inference.test_fast_kernel import _plain_python_child; "
+            "_plain_python_child()")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    digests = json.loads(run.stdout.strip().splitlines()[-1])
+    assert sorted(digests) == sorted(PLAIN_CASES)
+    for name, (pure, kernel) in digests.items():
+        assert kernel == pure, name
+    assert len({pure for pure, _ in digests.values()}) == len(PLAIN_CASES)  # the cases differ

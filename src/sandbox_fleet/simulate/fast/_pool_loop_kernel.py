@@ -1,5 +1,8 @@
-"""The compiled twin of ``loop.run_events`` + ``inference.driver`` + ``inference.pool`` +
-``inference.cache`` for the subset ``pool_loop.supported`` accepts (numba, ``cache=True``).
+"""``loop.run_events`` + ``inference.driver`` + ``inference.pool`` + ``inference.cache`` over flat
+arrays, for the subset ``pool_loop.supported`` accepts: one source, compiled by numba
+(``cache=True``, into ``_jit.cache_dir()``) or run as plain Python (``_jit``'s shim without
+numba, or ``NUMBA_DISABLE_JIT=1``), the same bits either way. ``run``'s arguments are declared
+once, in ``Args``.
 
 It is the same algorithm written over flat arrays, operation for operation, so that
 the floating-point results and the event order are the same bits as the pure path:
@@ -23,12 +26,29 @@ Why ``run`` holds the pool's event and submit handlers inline rather than in hel
 grouped tuples of arrays: that split was measured at twice the CPU time (every call copies
 and reference-counts the tuples' arrays), even with ``inline="always"``. Its sections
 mirror the pure code: ``Pool.event`` then ``Driver.done`` (POOL), ``Driver.call`` +
-``Pool.submit`` (TURN), ``end_attempt`` (FINISH).
+``Pool.submit`` (TURN), ``end_attempt`` (FINISH). Likewise ``run`` takes ``Args``'s fields as
+separate parameters (``run(*args)``), not the tuple: a body reading ``args.field`` measured
+1.6x the kernel's CPU time (numba counts a reference for every field read).
 """
 
 from __future__ import annotations
 
-from numba import njit
+import inspect
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from sandbox_fleet.simulate.fast import _jit
+from sandbox_fleet.simulate.fast._jit import njit
+
+# Array kinds of ``Args`` (C-ordered; ``_2``: two-dimensional)
+I64 = npt.NDArray[np.int64]
+I64_2 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+F64 = npt.NDArray[np.float64]
+F64_2 = npt.NDArray[np.float64]
+B1 = npt.NDArray[np.bool_]
 
 # Event kinds (the values of ``simulate.events``) and the open-arrival pseudo kind.
 FINISH, SLOT_READY, RELEASE, TRAIN_DONE, TURN, POOL, ARRIVAL = 0, 1, 3, 4, 8, 9, -1
@@ -359,18 +379,127 @@ def _argmin(counts, col):
     return best
 
 
-@njit(cache=True)
-def run(si, sf, ht, hi, ev_limit, N, arr_t, arr_r,
-        # per rollout
+class Args(NamedTuple):
+    """``run``'s arguments, declared once, with their types: ``pool_loop`` builds them by name and
+    calls ``run(*args)``; ``run``'s compiled signature is made from these annotations
+    (``signature()``) and its parameter names are checked against these fields when the module
+    loads. So no argument can be passed in the wrong place, and one of the wrong type is refused
+    (numba finds no matching signature) instead of compiling a second copy. Arrays are C-ordered
+    (``_2``: two-dimensional)."""
+
+    si: I64  # int scalars (the ``SI`` indices above)
+    sf: F64  # float scalars
+    ht: F64  # event heap: times
+    hi: I64_2  # event heap: seq, kind, payload, version
+    ev_limit: int  # events after which ``run`` pauses
+    N: int  # rollouts
+    arr_t: F64  # open arrivals, sorted: times
+    arr_r: I64  # open arrivals: rollouts
+    # per rollout
+    a_enq: F64
+    a_start: F64
+    a_fin: F64
+    a_state: I64
+    a_phase: I64
+    a_build: F64
+    a_agent: F64
+    a_verify: F64
+    a_hold: F64
+    a_plan: I64  # the terminal state drawn up front
+    r_work: I64  # workload of each rollout
+    r_pool: I64  # fleet pool of each rollout
+    r_batch: I64  # RL batch within its workload
+    fnext: I64  # next in its fleet pool's admission line
+    # fleet pools
+    fq: I64_2  # admission line head, tail
+    free_n: I64
+    unb: B1  # unbounded
+    prov: F64  # provisioning delay
+    # workloads (RL batches flat across RL workloads)
+    wi: I64_2  # the ``W_*`` columns
+    train_s: F64
+    b_start: I64
+    b_size: I64
+    b_rem: I64
+    release_s: F64
+    batch_end_s: F64
+    train_start_s: F64
+    train_end_s: F64
+    # driver: each rollout's turns
+    served: bool  # rollouts hold model calls (always, for this kernel)
+    off: I64  # first turn of each rollout in the flat turn arrays
+    nt: I64  # turns
+    new: I64  # new prompt tokens per turn
+    dec: I64  # decode tokens per turn
+    cmd: F64  # command seconds after each turn
+    cur: I64  # the turn each rollout is at
+    ctx: I64  # its context tokens so far
+    # pool
+    ri: I64_2  # the replicas' int columns (``R_N`` ...)
+    rf: F64_2  # their float columns (``R_V`` ...)
+    dv: F64_2  # decode-finish heap per replica: virtual finish
+    ds: I64_2  # ... seq
+    dr: I64_2  # ... rollout
+    qnext: I64  # next in a replica's line (seat wait or prefill)
+    assign: I64  # sticky routing: each rollout's replica
+    req_arr: F64  # the current call: arrival
+    req_ctx: I64  # context after it
+    req_pre: F64  # prefill seconds
+    req_dec: F64  # decode work
+    req_last: B1  # the rollout's last call
+    r_in: I64  # tokens per rollout: input
+    r_cached: I64
+    r_out: I64
+    wait_s: F64  # per call, in the order recorded
+    ttft_s: F64
+    sojourn_s: F64
+    sticky: bool
+    b: float  # iteration base, in units of one sequence's decode
+    inv_p: float  # seconds per prefill token
+    inv_d: float  # seconds per decode token
+    seats: int  # max_num_seqs
+    kvb: float  # KV bytes per token
+    caching: bool
+    cap_bytes: float  # GPU cache tier per replica
+    cap_unlimited: bool
+    host_cap: float  # host cache tier per replica
+    stride: int  # least-loaded cache keys: replica * stride + rollout
+    # LRU tiers (key = rollout, or replica x rollout): GPU prev, next, size, present; then host
+    gp: I32
+    gn: I32
+    gs: F64
+    gin: B1
+    hp: I32
+    hn: I32
+    hs: F64
+    hin: B1
+    margin: int  # pushes one event can make, at most
+
+
+# What each annotation of ``Args`` is compiled as.
+NUMBA_TYPES = {"I64": ("int64", 1), "I64_2": ("int64", 2), "I32": ("int32", 1), "F64": ("float64", 1),
+               "F64_2": ("float64", 2), "B1": ("boolean", 1), "int": ("int64", 0), "float": ("float64", 0),
+               "bool": ("boolean", 0)}
+
+
+def signature():
+    """``run``'s numba signature, from ``Args``'s annotations."""
+    from numba import types
+
+    fields = []
+    for name in Args._fields:
+        ann = Args.__annotations__[name]  # a string, or NamedTuple's ForwardRef of one
+        scalar, ndim = NUMBA_TYPES[str(getattr(ann, "__forward_arg__", ann))]
+        t = getattr(types, scalar)
+        fields.append(types.Array(t, ndim, "C") if ndim else t)
+    return types.int64(*fields)
+
+
+def run(si, sf, ht, hi, ev_limit, N, arr_t, arr_r,  # Args's fields in order (checked below): see Args
         a_enq, a_start, a_fin, a_state, a_phase, a_build, a_agent, a_verify, a_hold, a_plan,
-        r_work, r_pool, r_batch, fnext,
-        # fleet pools
-        fq, free_n, unb, prov,
-        # workloads
+        r_work, r_pool, r_batch, fnext, fq, free_n, unb, prov,
         wi, train_s, b_start, b_size, b_rem, release_s, batch_end_s, train_start_s, train_end_s,
-        # driver
         served, off, nt, new, dec, cmd, cur, ctx,
-        # pool
         ri, rf, dv, ds, dr, qnext, assign, req_arr, req_ctx, req_pre, req_dec, req_last,
         r_in, r_cached, r_out, wait_s, ttft_s, sojourn_s,
         sticky, b, inv_p, inv_d, seats, kvb, caching, cap_bytes, cap_unlimited, host_cap, stride,
@@ -616,3 +745,9 @@ def run(si, sf, ht, hi, ev_limit, N, arr_t, arr_r,
     for i in range(ri.shape[0]):
         advance(ri, rf, i, sf[NOW], b)
     return ST_DONE
+
+
+if tuple(inspect.signature(run).parameters) != Args._fields:  # the one declaration is Args
+    raise ImportError("_pool_loop_kernel.run's parameters are not Args's fields in order")
+if _jit.COMPILED:
+    run = njit(signature(), cache=True)(run)

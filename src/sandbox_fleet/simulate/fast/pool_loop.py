@@ -11,12 +11,13 @@ provisioning delay. Everything else runs on the pure path: fleets with a start c
 another admission policy or a queue timeout (preemption and retries are refused with a
 pool anyway), and runs whose per-replica arrays would be too large (``MAX_CELLS``).
 
-Numba is imported only here (and by the kernel module), when a run first needs it;
-the kernel is cached on disk (``cache=True``), so only a fresh install pays its compile
-(~15-25 s). Every process still pays ~1-2 s on its first use (importing numba, loading
-the cached machine code), which the pure loop spends on ~100,000 model calls, so
-``worth_it`` sends smaller runs to the pure loop until the kernel is loaded in the
-process (``load()`` loads it up front, e.g. before a search that runs many small loops).
+Numba is imported only here (and by the kernel module), when a run first needs it. The
+kernel is cached on disk (``cache=True``, in ``_jit.cache_dir()``: ``numba/`` under
+``$SANDBOX_FLEET_CACHE_DIR``, else ``~/.cache/sandbox-fleet``), so only the first process after an
+install or an upgrade pays its compile (~15-25 s). Every process still pays ~1-2 s on its first
+use (importing numba, loading the cached machine code), which the pure loop spends on ~100,000
+model calls, so ``worth_it`` sends smaller runs to the pure loop until the kernel is loaded in
+the process (``load()`` loads it up front, e.g. before a search that runs many small loops).
 """
 
 from __future__ import annotations
@@ -190,28 +191,33 @@ def run(prep, on_progress=None) -> ExecutorOutput:
         cache_arrays += [np.full(keys, -1, dtype=np.int32), np.full(keys, -1, dtype=np.int32), np.zeros(keys),
                          np.zeros(keys, dtype=np.bool_)]
 
-    limit = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
+    gp, gn, gs, gin, hp, hn, hs, hin = cache_arrays
+    a = K.Args(
+        si=si, sf=sf, ht=ht, hi=hi, ev_limit=PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max,
+        N=N, arr_t=arr_t, arr_r=arr_r,
+        a_enq=a_enq, a_start=a_start, a_fin=a_fin, a_state=a_state, a_phase=a_phase, a_build=a_build,
+        a_agent=a_agent, a_verify=a_verify, a_hold=a_hold, a_plan=a_plan,
+        r_work=r_work, r_pool=r_pool, r_batch=r_batch, fnext=fnext,
+        fq=fq, free_n=free_n, unb=unb, prov=prov,
+        wi=wi, train_s=train_s, b_start=b_start, b_size=b_size, b_rem=b_rem, release_s=release_s,
+        batch_end_s=batch_end_s, train_start_s=train_start_s, train_end_s=train_end_s,
+        served=True, off=off, nt=nt, new=new, dec=dec, cmd=cmd, cur=cur, ctx=ctx,
+        ri=ri, rf=rf, dv=dv, ds=ds, dr=dr, qnext=qnext, assign=assign, req_arr=req_arr, req_ctx=req_ctx,
+        req_pre=req_pre, req_dec=req_dec, req_last=req_last,
+        r_in=r_in, r_cached=r_cached, r_out=r_out, wait_s=wait_s, ttft_s=ttft_s, sojourn_s=sojourn_s,
+        sticky=sticky, b=float(cfg.base_units), inv_p=1.0 / cfg.prefill_tok_s, inv_d=1.0 / cfg.decode_tok_s,
+        seats=seats, kvb=float(cfg.kv_bytes_per_token), caching=bool(cfg.caching), cap_bytes=cap_bytes,
+        cap_unlimited=unlimited, host_cap=float(cfg.kv_offload_bytes), stride=N,
+        gp=gp, gn=gn, gs=gs, gin=gin, hp=hp, hn=hn, hs=hs, hin=hin, margin=margin)
     while True:
-        status = K.run(  # type: ignore[call-arg]  # numba's Dispatcher stub does not carry the kernel's signature
-            si, sf, ht, hi, limit, N, arr_t, arr_r,
-            a_enq, a_start, a_fin, a_state, a_phase, a_build, a_agent, a_verify, a_hold, a_plan,
-            r_work, r_pool, r_batch, fnext,
-            fq, free_n, unb, prov,
-            wi, train_s, b_start, b_size, b_rem, release_s, batch_end_s, train_start_s, train_end_s,
-            True, off, nt, new, dec, cmd, cur, ctx,
-            ri, rf, dv, ds, dr, qnext, assign, req_arr, req_ctx, req_pre, req_dec, req_last,
-            r_in, r_cached, r_out, wait_s, ttft_s, sojourn_s,
-            sticky, float(cfg.base_units), 1.0 / cfg.prefill_tok_s, 1.0 / cfg.decode_tok_s, seats,
-            float(cfg.kv_bytes_per_token), bool(cfg.caching), cap_bytes, unlimited, float(cfg.kv_offload_bytes), N,
-            *cache_arrays, margin)
+        status = K.run(*a)
         if status == K.ST_DONE:
             break
         if status == K.ST_GROW:
-            ht = np.concatenate((ht, np.zeros(ht.size)))
-            hi = np.concatenate((hi, np.zeros_like(hi)))
+            a = a._replace(ht=np.concatenate((a.ht, np.zeros(a.ht.size))), hi=np.concatenate((a.hi, np.zeros_like(a.hi))))
         else:
             on_progress(int(si[K.DONE]), N)
-            limit += PROGRESS_EVERY
+            a = a._replace(ev_limit=a.ev_limit + PROGRESS_EVERY)
 
     for w, st in rl.items():
         lo, hi_ = int(wi[w, K.B_LO]), int(wi[w, K.B_LO] + wi[w, K.B_N])
