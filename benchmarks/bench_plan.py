@@ -17,7 +17,7 @@ import numpy as np
 
 from sandbox_fleet.plan import PlanOptions, make_plan, rl_schedule_target
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
-from sandbox_fleet.plan.slots import Request
+from sandbox_fleet.plan.slots import ResourceRequest
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "examples" / "rst-published.json"
 
@@ -37,7 +37,7 @@ def main() -> None:
     print(f"plan, published summary, whole catalog: {t * 1e3:.1f} ms")
 
     rng = np.random.default_rng(3)
-    reqs = [Request(float(c), float(m), float(d)) for c, m, d in zip(rng.integers(1, 9, 50), rng.integers(1, 33, 50) * 1024, rng.integers(1, 41, 50) * 2048)]
+    reqs = [ResourceRequest(float(c), float(m), float(d)) for c, m, d in zip(rng.integers(1, 9, 50), rng.integers(1, 33, 50) * 1024, rng.integers(1, 41, 50) * 2048)]
     counts = concurrent_mix(rng.integers(1, 1000, 50).tolist(), 100_000)
     node = {"cpu": 96.0, "memory": 393_216.0, "disk": 4_194_304.0, "gpu": 0.0}
     box = {}

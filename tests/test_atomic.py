@@ -98,7 +98,7 @@ def test_atomic_dir_replaces_only_with_force_and_only_what_is_ours(tmp_path):
     dest = tmp_path / "rel"
     dest.mkdir()
     (dest / "old").write_text("old")
-    with pytest.raises(OutputError, match="--force"):
+    with pytest.raises(OutputError, match="pass `force` to replace it"):
         with atomic.atomic_dir(dest):
             pass
     with pytest.raises(OutputError, match="not ours"):

@@ -30,10 +30,11 @@ sys.stderr.write("\\nLOADED " + json.dumps(sorted(sys.modules)) + "\\n")
 """
 
 
-def _modules(*argv: str) -> set[str]:
-    """Every module a fresh interpreter holds after ``sandbox-fleet ARGV``."""
+def _modules(*argv: str, env: dict[str, str] | None = None) -> set[str]:
+    """Every module a fresh interpreter holds after ``sandbox-fleet ARGV`` (stdout a pipe; ``env``: its whole environment)."""
     proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(argv))],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env=env)
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
     assert line, proc.stderr
     return set(json.loads(line[-1].removeprefix("LOADED ")))
@@ -120,6 +121,20 @@ def test_output_models_build_their_validators_on_first_use():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True).stdout
     assert json.loads(out) == [[], ["measure"]]
+
+
+@pytest.mark.parametrize("extra", [[], ["--metrics-out", "{tmp}/fleet.prom", "--prometheus-rules", "{tmp}/rules.yml"]])
+def test_check_into_a_pipe_prints_without_rich_or_numpy(extra, tmp_path):
+    # stdout not a terminal and narrower than the table: the uncoloured lines Rich would print,
+    # written without it (tests/test_terminal_width.py compares the bytes); the operate.md
+    # example's metrics and rules files need neither
+    argv = ["check", str(EXAMPLE), *(a.replace("{tmp}", str(tmp_path)) for a in extra)]
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    modules = _modules(*argv, env={**env, "COLUMNS": "100"})
+    assert "sandbox_fleet.report.checks" in modules  # it ran its gates
+    assert _under(modules, "rich", "numpy") == []
+    if extra:
+        assert (tmp_path / "fleet.prom").stat().st_size > 0 and (tmp_path / "rules.yml").stat().st_size > 0
 
 
 def test_check_json_prints_without_rich():

@@ -98,3 +98,65 @@ def test_check_and_measure_piped_are_the_same_under_no_color(width):
         assert plain and plain == no_color, args
         assert "\x1b[" not in plain and "…" not in plain
         assert max(len(x) for x in plain.splitlines()) <= width, args
+
+
+def _gates(extra: list | None = None) -> list:
+    return run_checks(json.loads(PUBLISHED.read_text())) + (extra or [])
+
+
+def _no_rich():
+    raise AssertionError("the plain path asked for a Rich console")
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "119"])
+def test_check_piped_without_rich_is_what_rich_prints(columns, monkeypatch, capsys):
+    # the CLI's check into a pipe: print_checks writes the lines itself; Rich's own console on the
+    # same stdout and environment is the reference, byte for byte
+    from sandbox_fleet.report.commands import print_checks
+
+    monkeypatch.setenv("COLUMNS", columns)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    results = _gates()
+    print_checks(results, _no_rich)
+    plain = capsys.readouterr().out
+    render_checks(results, Console())
+    assert plain == capsys.readouterr().out and plain.count("\n") > len(results)
+
+
+@pytest.mark.parametrize("name, message", [("odd[/red]gate", "plain message"), ("gate", "see :smile: here"),
+                                           ("gate", "ends in a space ")])
+def test_check_lines_rich_could_change_go_through_rich(name, message, monkeypatch, capsys):
+    from sandbox_fleet.report.checks.result import CheckResult
+    from sandbox_fleet.report.commands import print_checks
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    results = _gates([CheckResult(name=name, status="warn", value=1.0, threshold=None, message=message)])
+    asked = []
+    print_checks(results, lambda: asked.append(1) or Console())
+    via = capsys.readouterr().out
+    render_checks(results, Console())
+    assert asked and via == capsys.readouterr().out
+
+
+@pytest.mark.parametrize("env", [{}, {"COLUMNS": "97"}, {"COLUMNS": "0"}, {"COLUMNS": "wide"}, {"FORCE_COLOR": ""},
+                                 {"FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}, {"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"},
+                                 {"NO_COLOR": "1", "COLUMNS": "60"}])
+def test_plain_stdout_width_is_rich_consoles_when_rich_prints_no_colour(env, monkeypatch):
+    from sandbox_fleet.textout import plain_stdout_width
+
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # a pipe: no terminal
+    console = Console()
+    width = plain_stdout_width()
+    if console.is_terminal or console.color_system is not None:
+        assert width is None
+    else:
+        assert width == console.width
+    assert (width is None) == ((env.get("FORCE_COLOR") == "1" and env.get("TTY_COMPATIBLE") != "0")
+                               or env.get("TTY_COMPATIBLE") == "1")

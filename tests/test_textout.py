@@ -43,3 +43,19 @@ def test_only_lines_rich_would_print_unchanged_skip_rich(capsys):
         assert not plain_safe(line), line
     print_lines(["plain"], lambda: (_ for _ in ()).throw(AssertionError("Rich was asked for")))
     assert capsys.readouterr().out == "plain\n"
+
+
+def test_number_formats_a_figure_or_marks_it_missing():
+    from sandbox_fleet.textout import number
+
+    assert number(None) == "-" and number(None, none="n/a") == "n/a" and number(None, none="") == ""
+    assert number(1234.56) == "1,234.6" and number(1234, ",") == "1,234" and number(0.1234, ".1%") == "12.3%"
+    # a count carried as a float prints whole; a fraction or a figure below 1 keeps its digits
+    assert number(3000.0, ".4g", whole=",.0f") == "3,000" and number(2.5, ".4g", whole=",.0f") == "2.5"
+    assert number(0.0, ".4g", whole=",.0f") == "0" and number(12345.6, ".4g", whole=",.0f") == "1.235e+04"
+    # a small non-zero figure in significant digits; zero stays in the main format
+    assert number(0.0004, ",.1f", small=".3g", below=0.05) == "0.0004"
+    assert number(0.0, ",.1f", small=".3g", below=0.05) == "0.0"
+    assert number(-0.012, ",.2f", small=".2g", below=0.1) == "-0.012" and number(0.5, ",.2f", small=".2g", below=0.1) == "0.50"
+    assert number(42.123, ",.0f", small=".3g", below=100) == "42.1" and number(1234.5, ",.0f", small=".3g", below=100) == "1,234"
+    assert number(float("nan"), ",.0f", small=".3g", below=100) == "nan"

@@ -13,7 +13,7 @@ The import graph (enforced by tests/test_imports.py):
 - report reads the plan, simulate, optimize and backtest models, nothing else of them; plan reads
   the backtest model (``plan --backtest``).
 - errors, jsonio, contract, atomic (every output write), outpaths (output checks), textout (plain
-  lines; one-line escaping of values in comments), limits (seeds,
+  lines; one-line escaping of values in comments; the one null-aware figure format), limits (seeds,
   memory budget), gpus (the GPU catalog) and lazy (lazy package exports) are leaves any stage may use.
 - cli -> everything: it only parses arguments and calls these documented functions.
 

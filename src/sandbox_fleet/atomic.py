@@ -224,7 +224,7 @@ def check_dir_target(dest: Path, *, force: bool = False, replaceable=None) -> No
     if replaceable is not None and not replaceable(dest):
         raise OutputError(f"{dest}: folder is not empty and is not ours to replace; choose an empty or new folder")
     if not force:
-        raise OutputError(f"{dest}: already exists; pass --force to replace it")
+        raise OutputError(f"{dest}: already exists; pass `force` to replace it")
 
 
 def _swap_in(tmp: Path, dest: Path) -> None:

@@ -161,25 +161,54 @@ _CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed 
 _MIN_TURN_ROWS = typer.Option(20, "--min-turn-rows", help="Fit the turn curve on turn counts with at least this many rows.")
 
 
-def _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time) -> dict:
-    return {"fmt": fmt, "column_map": column_map, "time_unit": time_unit, "assume_tz": assume_tz,
-            "reward_key": reward_key, "score": score, "latest_time": latest_time, "allow_any_time": allow_any_time}
+#: The reader options, declared once: (parameter, type, option). A command takes them all by
+#: declaring ``reader: dict = READER_OPTIONS`` where they belong in its ``--help`` and decorating
+#: itself with ``@_reads_telemetry``; it then gets them as one dict of these parameter names.
+_READER_OPTIONS = (
+    ("fmt", Optional[str], _FORMAT),
+    ("column_map", Optional[str], _MAP),
+    ("time_unit", Optional[str], _TIME_UNIT),
+    ("assume_tz", str, _ASSUME_TZ),
+    ("reward_key", str, _REWARD_KEY),
+    ("score", Optional[str], _SCORE),
+    ("latest_time", str, _LATEST),
+    ("allow_any_time", bool, _ANY_TIME),
+)
+#: Marks the parameter ``_reads_telemetry`` replaces by the reader options.
+READER_OPTIONS: dict = {}
+
+
+def _reads_telemetry(command):
+    """``command`` as Typer sees it: its ``reader = READER_OPTIONS`` parameter replaced, in place, by
+    the eight reader options, which reach ``command`` as one dict (``reader``)."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(command)
+    params = list(signature.parameters.values())
+    at = next(i for i, p in enumerate(params) if p.default is READER_OPTIONS)
+    options = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option, annotation=kind)
+               for name, kind, option in _READER_OPTIONS]
+
+    @functools.wraps(command)
+    def run(**kwargs):
+        reader = {name: kwargs.pop(name) for name, _, _ in _READER_OPTIONS}
+        return command(**kwargs, **{params[at].name: reader})
+
+    run.__signature__ = signature.replace(parameters=[*params[:at], *options, *params[at + 1:]])  # type: ignore[attr-defined]
+    hints = {k: v for k, v in command.__annotations__.items() if k != params[at].name}
+    run.__annotations__ = {**hints, **{name: kind for name, kind, _ in _READER_OPTIONS}}
+    return run
 
 
 # --- measure ---------------------------------------------------------------------------
 @app.command()
+@_reads_telemetry
 def measure(
     paths: list[Path] = typer.Argument(..., help="Telemetry: RST release, Harbor jobs, Terminal-Bench runs, or Parquet/CSV/JSONL files or globs."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar)."),
     cache_dir: Optional[Path] = _CACHE_DIR,
-    fmt: Optional[str] = _FORMAT,
-    column_map: Optional[str] = _MAP,
-    time_unit: Optional[str] = _TIME_UNIT,
-    assume_tz: str = _ASSUME_TZ,
-    reward_key: str = _REWARD_KEY,
-    score: Optional[str] = _SCORE,
-    latest_time: str = _LATEST,
-    allow_any_time: bool = _ANY_TIME,
+    reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
     model: Optional[list[str]] = typer.Option(None, "--model", help="Keep only these models (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Keep rollouts started at or after this ISO time."),
@@ -196,7 +225,7 @@ def measure(
     summary = measure_paths(
         [str(p) for p in paths],
         tasks=str(tasks) if tasks else None,
-        **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time),
+        **reader,
         min_turn_rows=min_turn_rows,
         models=model,
         since=since,
@@ -213,6 +242,7 @@ def measure(
 
 # --- plan ------------------------------------------------------------------------------
 @app.command()
+@_reads_telemetry
 def plan(
     path: Path = typer.Argument(..., help="A measure --json summary, or telemetry to measure first."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root, when PATH is telemetry."),
@@ -269,14 +299,7 @@ def plan(
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
-    fmt: Optional[str] = _FORMAT,
-    column_map: Optional[str] = _MAP,
-    time_unit: Optional[str] = _TIME_UNIT,
-    assume_tz: str = _ASSUME_TZ,
-    reward_key: str = _REWARD_KEY,
-    score: Optional[str] = _SCORE,
-    latest_time: str = _LATEST,
-    allow_any_time: bool = _ANY_TIME,
+    reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
@@ -322,7 +345,6 @@ def plan(
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
         node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None,
     )
-    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     cache = None
     if tasks:  # telemetry measured with its tasks (a .json input never reads the tasks root)
         from sandbox_fleet.telemetry.taskcache import cache_dir_for
@@ -352,6 +374,7 @@ _ALLOW_MISMATCH = typer.Option(False, "--allow-mismatch", help="Accept a plan or
 
 
 @app.command()
+@_reads_telemetry
 def report(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
@@ -363,21 +386,13 @@ def report(
     title: str = typer.Option("Sandbox fleet report", "--title", help="Page title."),
     output: Path = typer.Option(..., "-o", "--output", help="HTML file to write."),
     allow_mismatch: bool = _ALLOW_MISMATCH,
-    fmt: Optional[str] = _FORMAT,
-    column_map: Optional[str] = _MAP,
-    time_unit: Optional[str] = _TIME_UNIT,
-    assume_tz: str = _ASSUME_TZ,
-    reward_key: str = _REWARD_KEY,
-    score: Optional[str] = _SCORE,
-    latest_time: str = _LATEST,
-    allow_any_time: bool = _ANY_TIME,
+    reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
     from sandbox_fleet.report.commands import report_files
 
     _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest, previous], o=(output, (".html", ".htm")))
-    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
                         measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest,
                         allow_mismatch=allow_mismatch, previous=previous)
@@ -386,6 +401,7 @@ def report(
 
 # --- check -----------------------------------------------------------------------------
 @app.command()
+@_reads_telemetry
 def check(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary (enables plan_covers_peak)."),
@@ -399,14 +415,7 @@ def check(
     allow_mismatch: bool = _ALLOW_MISMATCH,
     serving_rules: bool = typer.Option(False, "--serving-rules", help="With --plan and --prometheus-rules: add rules over the serving pool's vLLM / SGLang metrics (prefix-cache hits, KV usage, queue time), the plan's assumptions as thresholds."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the results as JSON ({schema_version, kind, results}, as --json prints) to FILE."),
-    fmt: Optional[str] = _FORMAT,
-    column_map: Optional[str] = _MAP,
-    time_unit: Optional[str] = _TIME_UNIT,
-    assume_tz: str = _ASSUME_TZ,
-    reward_key: str = _REWARD_KEY,
-    score: Optional[str] = _SCORE,
-    latest_time: str = _LATEST,
-    allow_any_time: bool = _ANY_TIME,
+    reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Gate a fleet on the failure modes of agentic rollout fleets (CI-friendly).
@@ -417,13 +426,12 @@ def check(
     --metrics-out, --prometheus-rules and -o are written before the exit status is returned.
     """
     from sandbox_fleet.report.checks import exit_code
-    from sandbox_fleet.report.commands import check_files, render_checks
+    from sandbox_fleet.report.commands import check_files, print_checks
 
     _check_outputs([*paths, plan, simulate, thresholds, backtest], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
     if serving_rules and (plan is None or prometheus_rules is None):
         raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file to write)")
-    reader = _reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time)
     results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
                           measure_options={**reader, "min_turn_rows": min_turn_rows}, serving_rules=serving_rules,
                           backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate)
@@ -436,12 +444,13 @@ def check(
         if as_json:
             sys.stdout.write(jsonio.dumps(summary))
     if not as_json and not _STATE["quiet"]:
-        render_checks(results, _console())
+        print_checks(results, _console)
     raise typer.Exit(code=exit_code(results, strict))
 
 
 # --- simulate --------------------------------------------------------------------------
 @app.command()
+@_reads_telemetry
 def simulate(
     scenario: Path = typer.Argument(..., help="Scenario TOML to run (with --from: the scenario file to write)."),
     from_: Optional[list[Path]] = typer.Option(None, "--from", help="Measured telemetry: write SCENARIO calibrated from it (repeatable)."),
@@ -456,14 +465,7 @@ def simulate(
     reference_decode_tok_s: float = typer.Option(50.0, "--reference-decode-tok-s", help="With --inference: per-sequence decode rate assumed for the measured fleet."),
     replica_decode_tok_s: float = typer.Option(3000.0, "--replica-decode-tok-s", help="With --inference: decode tok/s per replica written into the inference table."),
     replica_prefill_tok_s: float = typer.Option(30000.0, "--replica-prefill-tok-s", help="With --inference: prefill tok/s per replica written into the inference table."),
-    fmt: Optional[str] = _FORMAT,
-    column_map: Optional[str] = _MAP,
-    time_unit: Optional[str] = _TIME_UNIT,
-    assume_tz: str = _ASSUME_TZ,
-    reward_key: str = _REWARD_KEY,
-    score: Optional[str] = _SCORE,
-    latest_time: str = _LATEST,
-    allow_any_time: bool = _ANY_TIME,
+    reader: dict = READER_OPTIONS,
 ) -> None:
     """Simulate a sandbox fleet from a scenario file, or calibrate one with --from."""
     from sandbox_fleet.limits import check_seed
@@ -483,8 +485,7 @@ def simulate(
                    "replica_prefill_tok_s": replica_prefill_tok_s}
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
-                                          **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score,
-                                                    latest_time, allow_any_time))
+                                          **reader)
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
@@ -608,6 +609,7 @@ def optimize(
 
 # --- backtest --------------------------------------------------------------------------
 @app.command()
+@_reads_telemetry
 def backtest(
     paths: list[Path] = typer.Argument(..., help="Telemetry with start and finish times (any reader's format)."),
     split_at: Optional[float] = typer.Option(None, "--split-at", help="Calibrate on the first F of the rollouts in start order, predict the rest (default 0.5; moved to an RL step boundary when steps are detected)."),
@@ -617,14 +619,7 @@ def backtest(
     min_rows: int = typer.Option(5, "--min-rows", help="Refuse a split leaving fewer rollouts than this on either side."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
-    fmt: Optional[str] = _FORMAT,
-    column_map: Optional[str] = _MAP,
-    time_unit: Optional[str] = _TIME_UNIT,
-    assume_tz: str = _ASSUME_TZ,
-    reward_key: str = _REWARD_KEY,
-    score: Optional[str] = _SCORE,
-    latest_time: str = _LATEST,
-    allow_any_time: bool = _ANY_TIME,
+    reader: dict = READER_OPTIONS,
 ) -> None:
     """How far the simulator is off on your own history, and whether your constants drifted."""
     from sandbox_fleet.backtest import backtest_paths
@@ -633,7 +628,7 @@ def backtest(
     _check_outputs(list(paths), o=(output, (".json",)))
     summary = backtest_paths([str(p) for p in paths], split_at=split_at, split_by=split_by, seeds=seeds, seed=seed,
                              min_rows=min_rows, progress=not as_json,
-                             **_reader(fmt, column_map, time_unit, assume_tz, reward_key, score, latest_time, allow_any_time))
+                             **reader)
     _emit(summary, as_json, output, None, lines=backtest_lines)
 
 
@@ -725,7 +720,7 @@ def main() -> None:
             sys.argv[1:] = _take_quiet(sys.argv[1:])
             _app_for(sys.argv[1:])()
     except InputError as exc:
-        _fail(str(exc), exc.exit_code)
+        _fail(_in_flags(str(exc), sys.argv[1:]), exc.exit_code)
     except OSError as exc:  # a file the command could not read or write: name it, no traceback
         from sandbox_fleet.atomic import cleanup, reason
 
@@ -738,6 +733,30 @@ def main() -> None:
         cleanup()
         _fail("out of memory: the run needs more memory than this machine has; make it smaller "
               "(fewer rollouts, a smaller grid) or run it on a larger machine", 2)
+
+
+#: Library parameters whose CLI option has another name than the command's parameter.
+_LIBRARY_PARAMS = {"models": "model"}
+
+
+def _in_flags(message: str, argv: list[str]) -> str:
+    """``message`` with each parameter it names in backticks (a library error's convention) shown as
+    the flag that sets it in the command ``argv`` runs: `column_map` -> --map. A name the command
+    has no flag for stays as it is."""
+    if "`" not in message:
+        return message
+    import re
+
+    from typer.main import get_command
+
+    command = get_command(_app_for(argv))
+    command = getattr(command, "commands", {}).get(argv[0] if argv else "", command)  # the group's one command
+    flags = {p.name: max(p.opts, key=len) for p in command.params if p.param_type_name == "option" and p.opts}
+
+    def flag(match: re.Match) -> str:
+        return flags.get(_LIBRARY_PARAMS.get(match[1], match[1]), match[0])
+
+    return re.sub(r"`([A-Za-z_]\w*)`", flag, message)
 
 
 def _fail(message: str, code: int) -> None:

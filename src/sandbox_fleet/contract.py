@@ -4,7 +4,9 @@ Each output kind is a Pydantic model next to its producer (``measure.model``, ``
 ``simulate.model``, ``sweep.model``, ``report.checks.model``); each subclasses ``Summary`` and
 names its ``KIND`` and ``VERSION``. A reader accepts ``schema_version`` 1 up to the model's own
 (keys an older version lacks read as null) and refuses a newer version or another kind in one
-line naming what was given and what was expected. This module imports nothing from the stages.
+line naming what was given and what was expected. The figure blocks measure and simulate both
+write (concurrency, holds, outcomes) declare their shared figures here, once, as protocols.
+This module imports nothing from the stages.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, Optional, Protocol, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -49,6 +51,45 @@ class Summary(Block):
 
 
 S = TypeVar("S", bound=Summary)
+
+
+# --- the blocks measure and simulate share ---------------------------------------------------
+# measure writes what a fleet did and simulate what a modelled fleet would do, under the same keys
+# for the same figures (docs/simulate.md). The figures both blocks carry are declared once here;
+# code that reads either kind takes these types. They are protocols, not a Pydantic base: a base's
+# fields come first in a subclass, and each block keeps its own published key order
+# (tests/test_one_of_each.py checks both models declare every figure below with its type).
+
+
+class ConcurrencyFigures(Protocol):
+    """Concurrent sandboxes over the run's span (sweep line over [start, finish))."""
+
+    mean: Optional[float]
+    peak: Optional[int]
+    #: separate times the peak was reached
+    touches: Optional[int]
+    time_at_peak_s: Optional[float]
+    span_s: Optional[float]
+
+
+class HoldFigures(Protocol):
+    """Sandbox hold time (finish - start), seconds: its order statistics over ``rows`` rollouts."""
+
+    rows: Optional[int]
+    min: Optional[float]
+    median: Optional[float]
+    mean: Optional[float]
+    p90: Optional[float]
+    p99: Optional[float]
+    max: Optional[float]
+
+
+class OutcomeFigures(Protocol):
+    """How the rollouts ended: those that raised an exception, of ``rows``."""
+
+    rows: Optional[int]
+    exceptions: Optional[int]
+    exception_rate: Optional[float]
 
 
 def parse(model: type[S], data: Any, where: str = "input") -> S:
@@ -137,10 +178,38 @@ def has_path(model: type[BaseModel], dotted: str) -> bool:
 
 def json_schema(model: type[Summary]) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``model``'s output, with its kind and version pinned."""
-    schema = model.model_json_schema(mode="serialization")
+    schema = _named_by_title(model.model_json_schema(mode="serialization"))
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://sandbox-fleet/schemas/{model.KIND}.schema.json"
     props = schema["properties"]
     props["kind"] = {"const": model.KIND, "title": "Kind", "type": "string"}
     props["schema_version"] = {"const": model.VERSION, "title": "Schema Version", "type": "integer"}
     return dict(sorted(schema.items(), key=lambda kv: (not kv[0].startswith("$"), kv[0])))
+
+
+def _named_by_title(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each definition keyed by its title, not its Python class name.
+
+    A block whose class name would be ambiguous in the code (``SimulatedConcurrency`` beside
+    measure's ``Concurrency``) keeps its published name through ``model_config["title"]``; without
+    a title the two are the same and nothing moves.
+    """
+    defs = schema.get("$defs", {})
+    renamed = {key: body.get("title", key) for key, body in defs.items()}
+    if all(key == title for key, title in renamed.items()):
+        return schema
+    if len(set(renamed.values())) != len(renamed):
+        raise ValueError(f"two schema definitions share a title: {sorted(renamed.values())}")
+    refs = {f"#/$defs/{key}": f"#/$defs/{title}" for key, title in renamed.items()}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: refs.get(v, v) if k == "$ref" else walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out = walk(schema)
+    # Pydantic sorts definitions by key; so do we, by the new keys
+    out["$defs"] = dict(sorted((renamed[key], body) for key, body in out["$defs"].items()))
+    return out

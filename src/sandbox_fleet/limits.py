@@ -18,12 +18,12 @@ MAX_VARIANTS = 10_000
 GIB = 1024**3
 
 
-def check_seed(seed, option: str = "--seed") -> None:
+def check_seed(seed, option: str = "seed") -> None:
     """Any whole number >= 0 is a seed; anything else is one line, exit 2."""
     if seed is None:
         return
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"{option} {seed}: expected a whole number >= 0")
+        raise InputError(f"`{option}` {seed}: expected a whole number >= 0")
 
 
 def available_memory_bytes() -> int | None:
@@ -115,21 +115,21 @@ def _rlimit_room() -> int | None:
 
 
 def memory_limit_bytes(max_memory_gb: float | None) -> float:
-    """``--max-memory-gb`` in bytes, or the default share of available memory (inf if unknown)."""
+    """``max_memory_gb`` in bytes, or the default share of available memory (inf if unknown)."""
     if max_memory_gb is not None:
         if not (max_memory_gb > 0 and max_memory_gb != float("inf")):
-            raise InputError(f"--max-memory-gb {max_memory_gb}: expected a positive number of GiB")
+            raise InputError(f"`max_memory_gb` {max_memory_gb}: expected a positive number of GiB")
         return float(max_memory_gb) * GIB
     avail = available_memory_bytes()
     return MEMORY_SHARE * avail if avail else float("inf")
 
 
 def check_memory(estimate_bytes: float, max_memory_gb: float | None, what: str,
-                 advice: str = "make it smaller or raise --max-memory-gb") -> None:
+                 advice: str = "make it smaller or raise `max_memory_gb`") -> None:
     """Refuse ``what`` when its estimated memory exceeds the budget (``advice`` ends the line)."""
     limit = memory_limit_bytes(max_memory_gb)
     if estimate_bytes > limit:
-        how = f"--max-memory-gb {max_memory_gb:g}" if max_memory_gb is not None else \
+        how = f"`max_memory_gb` {max_memory_gb:g}" if max_memory_gb is not None else \
             f"{MEMORY_SHARE:.0%} of the {limit / MEMORY_SHARE / GIB:.1f} GiB available to this process"
         raise InputError(f"{what} need an estimated {estimate_bytes / GIB:,.1f} GiB of memory, over the limit of "
                          f"{limit / GIB:,.1f} GiB ({how}); {advice}")

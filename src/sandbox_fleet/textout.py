@@ -6,9 +6,10 @@ line only through emoji codes (``:name:``), tab expansion, stripped control code
 whitespace cut at the console width; a line that could meet any of these goes through Rich, so
 the bytes never depend on which path printed them (tests/test_textout.py compares both).
 
-Also the terminal helpers every command shares: lines folded to a width with a hanging indent
-(commands to copy never folded), tables folded to ``column: value`` rows when wider than the
-console, and the one progress bar a long command shows (Rich is imported only inside them).
+Also the helpers every renderer shares: one figure as text (``number``, the one null-aware number
+format), lines folded to a width with a hanging indent (commands to copy never folded), tables
+folded to ``column: value`` rows when wider than the console, and the one progress bar a long
+command shows (Rich is imported only inside them).
 """
 
 from __future__ import annotations
@@ -54,6 +55,21 @@ def printable(value: Any, markup: bool = False) -> Any:
     return value
 
 
+def number(value: float | None, spec: str = ",.1f", *, none: str = "-", whole: str | None = None,
+           small: str | None = None, below: float = 0.0) -> str:
+    """One figure as text, the way every renderer prints figures: ``none`` when it is missing
+    (None), else ``format(value, spec)``; but an integer-valued figure of magnitude >= 1 in
+    ``whole`` (a count carried as a float), and a non-zero one of magnitude below ``below`` in
+    ``small`` (one ``spec`` would round to zero or to too few digits)."""
+    if value is None:
+        return none
+    if whole is not None and float(value).is_integer() and abs(value) >= 1:
+        return format(value, whole)
+    if small is not None and value != 0 and abs(value) < below:
+        return format(value, small)
+    return format(value, spec)
+
+
 def html_escape(value: Any, quote: bool = True) -> str:
     """``html.escape`` of ``value`` with its control characters shown as escapes first (a page
     must not carry bytes a terminal or a parser acts on when the HTML is viewed as text)."""
@@ -83,6 +99,48 @@ def print_lines(lines: Iterable[str], console: Callable[[], Any]) -> None:
     out = console()
     for line in lines:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def plain_stdout_width() -> int | None:
+    """The width ``rich.console.Console()`` on stdout would lay text out in, when it would print no
+    colour and no style at all (stdout not a terminal, nor forced to be one); None when it would, or
+    when only Rich can tell (Windows, Jupyter, IDLE). Mirrors Rich 13-15's ``is_terminal`` and
+    ``size``: ``TTY_COMPATIBLE``, ``FORCE_COLOR``, ``isatty``; ``COLUMNS``, else the first of stdin,
+    stdout and stderr that is a terminal, else 80 (tests/test_textout.py holds it to Rich's own)."""
+    import builtins
+    import os
+
+    if sys.platform == "win32" or hasattr(builtins, "get_ipython") or \
+            getattr(sys.stdin, "__module__", "").startswith("idlelib"):
+        return None
+    env = os.environ
+    compatible, force = env.get("TTY_COMPATIBLE", ""), env.get("FORCE_COLOR")
+    if compatible == "1" or (compatible != "0" and force is not None and force != ""):
+        return None
+    if compatible != "0" and force is None:
+        try:
+            if sys.stdout is not None and sys.stdout.isatty():
+                return None
+        except ValueError:  # a closed stream: Rich treats it as no terminal too
+            pass
+    columns = env.get("COLUMNS")
+    if columns is not None and columns.isdigit():
+        return int(columns)
+    width = None
+    for fd in (_fileno(sys.__stdin__, 0), _fileno(sys.__stdout__, 1), _fileno(sys.__stderr__, 2)):
+        try:
+            width = os.get_terminal_size(fd)[0]
+            break
+        except (AttributeError, ValueError, OSError):  # not a terminal
+            continue
+    return width or 80
+
+
+def _fileno(stream: Any, default: int) -> int:
+    try:
+        return stream.fileno()
+    except Exception:  # None, or a stream without a descriptor: Rich falls back to the standard one
+        return default
 
 
 #: A line the user is asked to copy and paste (a command): printed whole, never wrapped.

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_fleet.optimize.evaluate import Result
+from sandbox_fleet.optimize.evaluate import Evaluation
 from sandbox_fleet.optimize.search import Priced, frontier
-from sandbox_fleet.optimize.space import Nodes, Option, cheapest_fleet, gpu_options, rework_hours
+from sandbox_fleet.optimize.space import Option, PricedNodes, cheapest_fleet, gpu_options, rework_hours
 from sandbox_fleet.plan.catalog import NodeType
 
 
 def _node(name, slots_cpu, reserved, on_demand, spot, rate=None):
-    return Nodes(NodeType(name=name, vcpus=slots_cpu, memory_gb=1024, disk_gb=0, reserved_usd_h=reserved,
+    return PricedNodes(NodeType(name=name, vcpus=slots_cpu, memory_gb=1024, disk_gb=0, reserved_usd_h=reserved,
                           on_demand_usd_h=on_demand, spot_usd_h=spot, spot_interruptions_per_node_h=rate), slots_cpu)
 
 
@@ -28,12 +28,12 @@ def test_spot_rework_is_summed_over_the_holds_not_the_mean():
     1 h: (e^0.5 - 1)/0.5 - 1 = 0.2974425; 3 h: (e^1.5 - 1)/0.5 - 3 = 3.9633781; share 4.2608206 / 4 h = 1.0652052.
     On the mean hold (2 h) it would be ((e^1 - 1)/0.5 - 2) / 2 = 0.7182818: the tail costs more."""
     assert rework_hours([3600.0, 10800.0], 0.5) == pytest.approx(0.2974425 + 3.9633781, abs=1e-6)
-    res = Result(1.0, None, 0.0, 7200.0, (1.0,), (), rework=((0.5, 4.2608206 / 4),))
+    res = Evaluation(1.0, None, 0.0, 7200.0, (1.0,), (), rework=((0.5, 4.2608206 / 4),))
     n = _node("s", 10, 1.0, 2.0, 0.5, rate=0.5)
     # spot $0.50 x (1 + 1.0652) = $1.033 > reserved $1.00; on the mean hold it would be $0.859 (spot)
     usd, _, _, tier, rework = cheapest_fleet(10, res.rework_share, [n])
     assert (tier, usd) == ("reserved", pytest.approx(1.0)) and rework == 0.0
-    on_mean = Result(1.0, None, 0.0, 7200.0, (1.0,), (), rework=((0.5, 0.7182818),))
+    on_mean = Evaluation(1.0, None, 0.0, 7200.0, (1.0,), (), rework=((0.5, 0.7182818),))
     usd, _, _, tier, rework = cheapest_fleet(10, on_mean.rework_share, [n])
     assert tier == "spot" and usd == pytest.approx(0.5 * 1.7182818) and rework == pytest.approx(0.5 * 0.7182818)
     # before simulating (the lower bound) spot is priced without re-runs
@@ -64,7 +64,7 @@ def test_the_fewest_gpus_per_replica_that_hold_the_model():
 
 def _p(usd, pph):
     o = Option("g", 1, True, 0.0, 1.0)
-    return Priced(o, 1, 1, Result(pph, None, 0.0, 1.0, (pph,), ()), usd, (0.0, "n", 1, "spot", 0.0), True)
+    return Priced(o, 1, 1, Evaluation(pph, None, 0.0, 1.0, (pph,), ()), usd, (0.0, "n", 1, "spot", 0.0), True)
 
 
 def test_the_frontier_keeps_only_points_no_cheaper_point_beats():
@@ -97,11 +97,11 @@ def test_mixed_requests_are_weighted_by_sandbox_time():
     assert concurrent_mix(weights, 1000) == [474, 526]
     node = NT(name="c96", vcpus=96, memory_gb=100000, disk_gb=1000, reserve_cpu=0.0, reserve_memory_gb=0.0,
               reserve_disk_gb=0.0, on_demand_usd_h=1.0)
-    from sandbox_fleet.optimize.space import Nodes
+    from sandbox_fleet.optimize.space import PricedNodes
     from sandbox_fleet.plan.reserve import node_reserve
     from sandbox_fleet.plan.slots import usable
 
-    n = Nodes(node, 12, tuple(reqs), tuple(weights), tuple(sorted(usable(node, node_reserve(node)[0]).items())))
+    n = PricedNodes(node, 12, tuple(reqs), tuple(weights), tuple(sorted(usable(node, node_reserve(node)[0]).items())))
     assert n.count(1000) >= 49
 
 

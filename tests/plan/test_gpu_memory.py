@@ -62,7 +62,7 @@ def test_a_larger_replica_is_chosen_when_it_needs_fewer_gpus_with_caching():
 
 
 def test_a_model_that_fits_no_replica_is_an_input_error():
-    with pytest.raises(InputError, match="--max-tp 8"):
+    with pytest.raises(InputError, match="`max_tp` 8"):
         size_memory(MemoryModel(memory_gb=80, params=405e9, kv_bytes_per_token=65536), context_tokens=4944,
                     live_rollouts=1, load_gpus=1, load_gpus_cached=1, utilisation_target=0.7)
 
@@ -76,7 +76,7 @@ def test_bad_memory_settings_are_input_errors(kw):
 
 @pytest.mark.parametrize("u", [0.0, -0.1, 1.5])
 def test_utilisation_outside_zero_one_is_an_input_error(u):
-    with pytest.raises(InputError, match="--gpu-utilisation"):
+    with pytest.raises(InputError, match="`gpu_utilisation`"):
         size_memory(MemoryModel(memory_gb=80, params=1e9, kv_bytes_per_token=1000), context_tokens=100,
                     live_rollouts=1, load_gpus=1, load_gpus_cached=1, utilisation_target=u)
 

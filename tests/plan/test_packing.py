@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sandbox_fleet.plan.packing import concurrent_mix, ffd, lower_bound
-from sandbox_fleet.plan.slots import RESOURCES, Request
+from sandbox_fleet.plan.slots import RESOURCES, ResourceRequest
 
 CAP = {"cpu": 8.0, "memory": 32.0, "disk": 100.0, "gpu": 0.0}
 
 
-def _vec(q: Request) -> tuple:
+def _vec(q: ResourceRequest) -> tuple:
     return tuple(getattr(q, r) for r in RESOURCES)
 
 
@@ -76,7 +76,7 @@ def _assignment_valid(pack, reqs, counts, cap) -> None:
 
 
 request_st = st.builds(
-    Request,
+    ResourceRequest,
     cpu=st.sampled_from([1.0, 2.0, 3.0, 4.0, 5.0]),
     memory=st.sampled_from([2.0, 4.0, 8.0, 16.0, 20.0]),
     disk=st.sampled_from([0.0, 10.0, 30.0, 60.0]),
@@ -101,7 +101,7 @@ def test_small_mixes_against_brute_force(mix):
 
 def test_hand_case_where_ffd_is_optimal():
     # two big (5 cpu, 8 GB) and two small (3 cpu, 24 GB): each node takes one big + one small.
-    reqs = [Request(5, 8, 0), Request(3, 24, 0)]
+    reqs = [ResourceRequest(5, 8, 0), ResourceRequest(3, 24, 0)]
     pack = ffd(reqs, [2, 2], CAP)
     assert pack.nodes == 2 == brute_force_min_nodes([_vec(reqs[0])] * 2 + [_vec(reqs[1])] * 2, CAP)
     assert pack.stranded["cpu"] == 0 and pack.stranded["memory"] == 0
@@ -109,7 +109,7 @@ def test_hand_case_where_ffd_is_optimal():
 
 def test_stranded_hand_computed():
     # 3 x (3 cpu, 16 GB): memory fits 2 per node, so 2 nodes; cpu left 16 - 9 = 7, memory 64 - 48 = 16.
-    pack = ffd([Request(3, 16, 10)], [3], CAP)
+    pack = ffd([ResourceRequest(3, 16, 10)], [3], CAP)
     assert pack.nodes == 2
     assert pack.stranded == {"cpu": 7.0, "memory": 16.0, "disk": 170.0, "gpu": 0.0}
     assert pack.lower_bound_by_resource == {"cpu": 2, "memory": 2, "disk": 1, "gpu": 0}
@@ -117,7 +117,7 @@ def test_stranded_hand_computed():
 
 def test_large_uniform_mix_meets_the_lower_bound():
     node = {"cpu": 96.0, "memory": 393_216.0, "disk": 4_194_304.0, "gpu": 0.0}
-    pack = ffd([Request(1, 2048, 6144)], [3000], node)
+    pack = ffd([ResourceRequest(1, 2048, 6144)], [3000], node)
     assert pack.nodes == 32 == pack.lower_bound  # ceil(3000 / 96)
 
 
@@ -125,7 +125,7 @@ def test_large_cpu_bound_mix_meets_the_lower_bound():
     # Every item asks 1 cpu and at most memory/cpu of the node, so any first fit fills each node's
     # 96 cores before its memory: nodes == ceil(items / 96), the cpu lower bound.
     node = {"cpu": 96.0, "memory": 393_216.0, "disk": 4_194_304.0, "gpu": 0.0}
-    reqs = [Request(1, 2048, 6144), Request(1, 4096, 10240), Request(1, 1024, 2048)]
+    reqs = [ResourceRequest(1, 2048, 6144), ResourceRequest(1, 4096, 10240), ResourceRequest(1, 1024, 2048)]
     counts = [7000, 2500, 500]
     pack = ffd(reqs, counts, node)
     assert pack.nodes == math.ceil(10_000 / 96) == pack.lower_bound
@@ -137,7 +137,7 @@ def test_large_random_mixes_within_proven_bounds(spec):
     # Items are at most 1/ε of a node on every resource (ε = 1/8 here). Any-fit opens a node only when
     # every open node is past 1 - ε on some resource, so nodes <= D * LB / (1 - ε) + 1 with D = 3.
     node = {"cpu": 32.0, "memory": 128.0, "disk": 320.0, "gpu": 0.0}
-    reqs = [Request(c, m, d) for c, m, d, _ in spec]
+    reqs = [ResourceRequest(c, m, d) for c, m, d, _ in spec]
     counts = [n for *_, n in spec]
     pack = ffd(reqs, counts, node)
     _assignment_valid(pack, reqs, counts, node)
@@ -165,7 +165,7 @@ def test_grouped_packing_equals_item_by_item_ffd_on_large_counts(mix):
 
 
 def test_a_billion_sandboxes_pack_as_groups():
-    reqs = [Request(1.0, 2.0, 6.0, 0.0), Request(2.0, 8.0, 20.0, 0.0), Request(4.0, 16.0, 50.0, 0.0)]
+    reqs = [ResourceRequest(1.0, 2.0, 6.0, 0.0), ResourceRequest(2.0, 8.0, 20.0, 0.0), ResourceRequest(4.0, 16.0, 50.0, 0.0)]
     counts = concurrent_mix([240, 120, 32], 10**9)
     pack = ffd(reqs, counts, CAP)
     assert sum(g.count for g in pack.groups) == pack.nodes

@@ -10,7 +10,7 @@ import pytest
 from sandbox_fleet.plan import PlanOptions, make_plan
 from sandbox_fleet.plan.catalog import load_catalog
 from sandbox_fleet.plan.pools import route
-from sandbox_fleet.plan.slots import Request
+from sandbox_fleet.plan.slots import ResourceRequest
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,7 +32,7 @@ def test_measure_counts_each_kinds_rollouts_and_sandbox_hours():
 
 
 def test_routing_sends_gpu_requests_to_the_gpu_type_and_lists_what_nothing_holds():
-    reqs = [Request(1, 2048, 6144), Request(4, 16384, 20480, 1), Request(200, 4096, 6144)]
+    reqs = [ResourceRequest(1, 2048, 6144), ResourceRequest(4, 16384, 20480, 1), ResourceRequest(200, 4096, 6144)]
     r = route(reqs, load_catalog(), "spot")
     assert (r.cpu, r.gpu, r.unplaced) == ([0], {"aws-g6.12xlarge": [1]}, [2])
 

@@ -21,7 +21,7 @@ def test_measured_shape_divides_the_mean_by_the_duty():
 
 
 def test_measured_shape_without_a_duty_is_an_input_error():
-    with pytest.raises(InputError, match="--shape smooth"):
+    with pytest.raises(InputError, match="`shape` smooth"):
         measured_shape(10.0, None)
 
 
@@ -54,7 +54,7 @@ def test_smooth_shape_matches_erlang_c_on_exponential_holds():
 
 
 def test_smooth_shape_out_of_reach_is_an_input_error():
-    with pytest.raises(InputError, match="--max-wait-s"):
+    with pytest.raises(InputError, match="`max_wait_s`"):
         smooth_shape(5.0, lambda rng, n: np.full(n, 10.0), max_wait_s=-1.0, seed=0)
 
 

@@ -6,10 +6,10 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import NodeType
-from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, slots_per_node
+from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, slots_per_node
 
 SEED = NodeType(name="seed-96c", vcpus=96, memory_gb=384, disk_gb=4096)
-DOC_REQUEST = Request(cpu=1, memory=2048, disk=6144)
+DOC_REQUEST = ResourceRequest(cpu=1, memory=2048, disk=6144)
 
 
 def test_gib_tib_are_binary():
@@ -32,12 +32,12 @@ def test_reserve_moves_the_binding_resource():
 
 def test_gpu_request_binds_on_gpu_nodes():
     node = NodeType(name="g", vcpus=64, memory_gb=512, disk_gb=2000, gpus=8)
-    s = size_uniform(node, Request(cpu=4, memory=16_384, disk=10_240, gpu=1), 20)
+    s = size_uniform(node, ResourceRequest(cpu=4, memory=16_384, disk=10_240, gpu=1), 20)
     assert s.slots["gpu"] == 8 and s.binding == "gpu" and s.nodes == 3
 
 
 def test_fractional_cpu_does_not_lose_a_slot_to_float_rounding():
-    assert slots_per_node(SEED, Request(cpu=0.1, memory=1, disk=0))["cpu"] == 960
+    assert slots_per_node(SEED, ResourceRequest(cpu=0.1, memory=1, disk=0))["cpu"] == 960
 
 
 def test_node_smaller_than_one_request_is_an_input_error():

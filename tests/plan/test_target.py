@@ -118,3 +118,66 @@ def test_the_search_bar_total_bounds_its_simulations(batch, reps):
         res = rl_schedule_target(SUMMARY, batch, 10.0, tolerance=0.0, step_time=step_time, replications=reps)
         assert res["concurrency"] == knee
         assert len(calls) <= search_probes(batch, reps), (batch, reps, knee, len(calls))
+
+
+def _p90_all_exact(known: dict[float, float], mean: float, rows: float) -> float:
+    """The p90 bisection with the exact exp at every step (the method before NumPy's exp decided
+    the clear steps): the reference the quick one must match bit for bit."""
+    from sandbox_fleet import exact
+
+    z = np.random.default_rng(12345).standard_normal(50_000)
+    lo, hi = math.log(known[0.5]), math.log(known[0.99])
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        s = HoldSampler({**known, 0.9: math.exp(mid)}, None, rows)
+        if float(exact.exp(np.interp(np.clip(z, s._z[0], s._z[-1]), s._z, s._logv)).mean()) < mean:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp((lo + hi) / 2)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_the_p90_bisection_matches_the_all_exact_one_bit_for_bit(case, monkeypatch):
+    from sandbox_fleet import exact
+    from sandbox_fleet.plan import target
+
+    rng = np.random.default_rng(case)
+    median = float(rng.uniform(50, 2000))
+    p99 = median * float(rng.uniform(2, 30))
+    known = {0.0: median * float(rng.uniform(0.001, 0.5)), 0.5: median, 0.99: p99, 1.0: p99 * float(rng.uniform(1.1, 5))}
+    if case == 5:
+        known[0.25] = median * 0.6  # another inner knot below the median
+    # means inside the reachable range, and (case 4) one past its top, clipped to the p99 end
+    mean = median * (float(rng.uniform(1.05, 2.0)) if case != 4 else 1e6)
+    rows = float(rng.choice([200, 5_000, 327_189]))
+    exact_calls = []
+    monkeypatch.setattr(exact, "exp", lambda x, _exp=exact.exp: exact_calls.append(1) or _exp(x))
+    assert target._p90_matching_mean(known, mean, rows) == _p90_all_exact(known, mean, rows)
+    assert 40 <= len(exact_calls) < 80  # the reference calls it at each of its 40 steps, the quick one at few
+
+
+def test_the_published_p90_bisection_takes_both_paths_and_matches(monkeypatch):
+    from sandbox_fleet import exact
+    from sandbox_fleet.plan import target
+
+    known = {0.0: 3.8, 0.5: 1332.0, 0.99: 8845.0, 1.0: 26571.0}  # examples/rst-published.json: no p90
+    exact_calls = []
+    monkeypatch.setattr(exact, "exp", lambda x, _exp=exact.exp: exact_calls.append(1) or _exp(x))
+    got = target._p90_matching_mean(known, 2102.631549349153, 327189)
+    assert 0 < len(exact_calls) < 40  # the close final steps took the exact path, the rest NumPy's
+    assert got == _p90_all_exact(known, 2102.631549349153, 327189)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fixed_grid_interpolation_is_numpys_bit_for_bit(seed):
+    from sandbox_fleet.plan.target import _Interp
+
+    rng = np.random.default_rng(seed)
+    knots = np.sort(rng.normal(size=int(rng.integers(2, 9))) * 2.0)
+    x = np.concatenate([rng.normal(size=20_000) * 3.0, knots, [knots[0] - 1, knots[-1] + 1]])  # on and past the knots
+    grid = _Interp(knots, x)
+    for _ in range(5):
+        values = np.maximum.accumulate(rng.normal(size=len(knots)) * 4.0)
+        want = np.interp(np.clip(x, knots[0], knots[-1]), knots, values)
+        assert grid.at(values).tobytes() == want.tobytes()

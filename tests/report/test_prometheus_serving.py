@@ -34,7 +34,7 @@ def test_thresholds_are_the_plans_assumptions(plan):
 
 def test_a_plan_without_inference_figures_is_refused(plan):
     plan["inference"]["prefill_tok_s"] = None
-    with pytest.raises(InputError, match="--serving-rules"):
+    with pytest.raises(InputError, match="`serving_rules`"):
         serving_basis(plan)
 
 

@@ -33,6 +33,25 @@ def test_default_values_match_the_shipped_file():
     assert t.prefix_cache_off.unreported == "fail"
 
 
+def _typed(model) -> object:
+    """A model's values with their types (1 and 1.0 differ), nested models by class name."""
+    from pydantic import BaseModel
+
+    return {name: (type(model).__name__, _typed(v)) if isinstance(v, BaseModel) else (type(v).__name__, v)
+            for name, v in model} | {"__set__": sorted(model.model_fields_set)}
+
+
+def test_the_unvalidated_defaults_are_what_validating_the_shipped_file_gives():
+    # load_thresholds(None) skips the validator for the shipped file: it must equal a full validation
+    # of that file, value for value and type for type (the file's 900 becomes 900.0 either way)
+    table = tomllib.loads(resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text())
+    validated = Thresholds.model_validate(table)
+    constructed = load_thresholds(None)
+    assert _typed(constructed) == _typed(validated)
+    assert repr(constructed) == repr(validated)
+    assert constructed.telemetry_stale.warn_above_s == 3600.0 and type(constructed.small_sample.for_s) is float
+
+
 def test_override_one_key_keeps_the_rest(tmp_path):
     f = tmp_path / "t.toml"
     f.write_text("[exception_rate]\nfail_above = 0.4\n\n[duty_cycle]\nenabled = false\n")

@@ -69,7 +69,7 @@ def test_pools_the_recursion_cannot_run_go_to_the_event_loop(fleet, reason):
     assert executors.refusals(prepare(f, wls, 1))["fifo"] == reason
     with pytest.raises(InputError) as err:  # forcing the recursion: the table's reason, in words
         run_workloads(f, wls, seed=1, engine="fifo")
-    assert str(err.value) == f"engine 'fifo' cannot run this scenario: {reason}; use \"auto\" or \"events\""
+    assert str(err.value) == f"engine 'fifo' cannot run this scenario ({reason}); use \"auto\" or \"events\""
 
 
 def test_a_closed_population_and_a_named_pool_are_named_in_the_reason():
@@ -106,7 +106,7 @@ def test_the_scenario_refusal_is_the_tables_text(tmp_path):
     with pytest.raises(InputError) as err:
         run_scenario(path)
     assert str(err.value).startswith(f"{path}: key 'run.engine': ")
-    assert "engine 'fifo' cannot run this scenario: the fleet has a start_cap; use \"auto\" or \"events\"" in str(err.value)
+    assert "engine 'fifo' cannot run this scenario (the fleet has a start_cap); use \"auto\" or \"events\"" in str(err.value)
 
 
 @pytest.mark.parametrize("engine", ["fifo", "events"])

@@ -52,6 +52,21 @@ CASES = {
     "rl": lambda: (Fleet(cap=50, provision_delay_s=1.0), [SyncRL(batch=64, steps=10, train_s=100, episode=_episode(),
                                                                  retry=RetryPolicy(max_retries=1))]),
     "async_plain": lambda: (Fleet(cap=50), [AsyncRL(batch=64, steps=10, train_s=100, staleness=2, holds=LogNormal(60, 1.0))]),
+    "priority_preempt": lambda: (
+        Fleet(cap=24, provision_delay_s=1.5, start_cap=6, admission="priority", preempt=True, slots_per_node=8,
+              preempt_rate_per_node_s=1e-4, node_replace_s=30, queue_timeout_s=400.0),
+        [Poisson(rate_per_s=0.2, n=800, episode=_episode(), retry=RetryPolicy(max_retries=1), priority=2, name="hi"),
+         Poisson(rate_per_s=0.2, n=800, episode=_episode(), priority=1, nominal=4, borrow_limit=10, name="mid"),
+         Closed(population=10, n=400, holds=LogNormal(80, 0.7), name="lo")]),
+    "priority_quotas": lambda: (
+        Fleet(cap=12, admission="priority", preempt=True),
+        [Poisson(rate_per_s=0.1, n=800, episode=_episode(), nominal=6, borrow_limit=2, name="x"),
+         Poisson(rate_per_s=0.1, n=800, episode=_episode(), nominal=4, name="y"),
+         SyncRL(batch=16, steps=6, train_s=50, holds=LogNormal(40, 0.5), priority=1, name="z")]),
+    "timeout_ceiling": lambda: (
+        Fleet(cap=40, provision_delay_s=1.0, admission="timeout-ceiling"),
+        [SyncRL(batch=32, steps=8, train_s=60, episode=_episode(), name="rl"),
+         Closed(population=30, n=800, episode=_episode(), retry=RetryPolicy(max_retries=1), name="synth")]),
     "two_pools": lambda: ([Fleet(cap=20), Fleet(cap=10, start_cap=2)],
                           [Poisson(rate_per_s=0.3, n=1000, episode=_episode(), name="a"),
                            SyncRL(batch=30, steps=5, train_s=50, holds=LogNormal(40, 0.5), pool=1, name="b"),

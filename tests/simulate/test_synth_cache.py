@@ -39,7 +39,7 @@ def test_refuses_to_write_over_foreign_data(tmp_path):
 
 def test_rebuild_over_own_release_needs_force_and_drops_stale_shards(tmp_path):
     synth(tmp_path, scale=0.03, seed=1, progress=False)  # 1,125 tasks: 2 shards
-    with pytest.raises(InputError, match="--force"):
+    with pytest.raises(InputError, match="pass `force` to replace it"):
         synth(tmp_path, scale=0.01, seed=1, progress=False)
     assert len(list((tmp_path / "tasks" / "data").iterdir())) == 2  # the refused run changed nothing
     synth(tmp_path, scale=0.01, seed=1, progress=False, force=True)  # 375 tasks: 1 shard

@@ -61,9 +61,9 @@ def test_errors():
         find_knee(r, ["kind"], "kind", "t", 0.01, "min")
     with pytest.raises(InputError, match="not a swept key"):
         find_knee(rows([(1, 1.0)]), ["cap"], "batch", "t", 0.01, "min")
-    with pytest.raises(InputError, match="--within"):
+    with pytest.raises(InputError, match="`within`"):
         find_knee(rows([(1, 1.0)]), ["cap"], "cap", "t", -0.1, "min")
-    with pytest.raises(InputError, match="--goal"):
+    with pytest.raises(InputError, match="`goal`"):
         find_knee(rows([(1, 1.0)]), ["cap"], "cap", "t", 0.1, "best")
 
 
@@ -79,5 +79,5 @@ def test_absolute_tolerance_for_a_target_whose_best_is_zero():
 def test_relative_and_absolute_together_is_an_error():
     with pytest.raises(InputError, match="not both"):
         find_knee(rows([(1, 0.0)]), ["cap"], "cap", "t", 0.01, "min", within_abs=1.0)
-    with pytest.raises(InputError, match="--within-abs"):
+    with pytest.raises(InputError, match="`within_abs`"):
         find_knee(rows([(1, 0.0)]), ["cap"], "cap", "t", None, "min", within_abs=-1.0)

@@ -61,7 +61,7 @@ def test_unknown_key_names_it_and_lists_valid_keys():
         resolve(data(), "fleets.0.capp", "s.toml")
     msg = str(exc.value)
     assert "\n" not in msg
-    assert msg.startswith("--vary fleets.0.capp: unknown key in s.toml; valid keys:")
+    assert msg.startswith("`vary` fleets.0.capp: unknown key in s.toml; valid keys:")
     assert "fleets.0.{name, cap, unbounded," in msg
     assert "workloads.0.hold.{min_s, max_s, dist, median_s, sigma}" in msg
 

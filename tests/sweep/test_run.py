@@ -88,15 +88,15 @@ def test_target_needs_a_numeric_swept_key(mmc):
         run_sweep(mmc, ["fleet.admission=fifo,shortest-timeout-first"], target="queue_wait_s.mean", workers=1)
 
 
-@pytest.mark.parametrize("kw, fragment", [({"seeds": 0}, "--seeds"), ({"workers": 0}, "--workers"),
-                                          ({"backend": "slurm"}, "--backend")])
+@pytest.mark.parametrize("kw, fragment", [({"seeds": 0}, "`seeds`"), ({"workers": 0}, "`workers`"),
+                                          ({"backend": "slurm"}, "`backend`")])
 def test_bad_options(mmc, kw, fragment):
     with pytest.raises(InputError, match=fragment):
         run_sweep(mmc, ["fleet.cap=4"], **kw)
 
 
 def test_no_vary(mmc):
-    with pytest.raises(InputError, match="at least one --vary"):
+    with pytest.raises(InputError, match="at least one `vary`"):
         run_sweep(mmc, [])
 
 

@@ -71,4 +71,4 @@ def test_errors_are_one_line_and_name_the_key(text, fragment):
         parse_vary(text)
     msg = str(exc.value)
     assert fragment in msg and "\n" not in msg
-    assert msg.startswith("--vary")
+    assert msg.startswith("`vary`")

@@ -42,7 +42,7 @@ def test_builder_rules_apply_too(sync_det):
 
 
 def test_unknown_key_fails_before_any_variant(sync_det):
-    with pytest.raises(InputError, match=r"--vary fleet\.size: unknown key"):
+    with pytest.raises(InputError, match=r"`vary` fleet\.size: unknown key"):
         expand(sync_det(), [("fleet.cap", [1]), ("fleet.size", [2])])
 
 

@@ -93,15 +93,15 @@ def test_tar_member_escaping_its_folder(release):
 
 
 def test_unknown_map_name(tmp_path):
-    msg = _raises(r"--map: unknown canonical name 'tokens'", [str(tmp_path)], column_map="tokens=x")
+    msg = _raises(r"`column_map`: unknown canonical name 'tokens'", [str(tmp_path)], column_map="tokens=x")
     assert "valid: id, task_id" in msg
-    _raises(r"--map: 'justone' is not canonical=source", [str(tmp_path)], column_map="justone")
+    _raises(r"`column_map`: 'justone' is not canonical=source", [str(tmp_path)], column_map="justone")
 
 
 def test_unknown_format_time_unit_and_zone(tmp_path):
-    _raises(r"--format: unknown format 'csvish' \(valid: rst, harbor, terminal-bench, inspect, table\)", [str(tmp_path)], fmt="csvish")
-    _raises(r"--time-unit: unknown unit 'min'", [str(tmp_path)], time_unit="min")
-    _raises(r"--assume-tz: unknown time zone 'Mars/Olympus'", [str(tmp_path)], assume_tz="Mars/Olympus")
+    _raises(r"`fmt`: unknown format 'csvish' \(valid: rst, harbor, terminal-bench, inspect, table\)", [str(tmp_path)], fmt="csvish")
+    _raises(r"`time_unit`: unknown unit 'min'", [str(tmp_path)], time_unit="min")
+    _raises(r"`assume_tz`: unknown time zone 'Mars/Olympus'", [str(tmp_path)], assume_tz="Mars/Olympus")
 
 
 def test_every_row_rejected(tmp_path):

@@ -89,7 +89,7 @@ def test_latest_time_option(tmp_path):
     assert _load(f).rollouts.num_rows == 2
     tel = _load(f, latest_time="2030-01-01")
     assert tel.rollouts.column("id").to_pylist() == ["a"] and tel.rejected == {"implausible time": 1}
-    with pytest.raises(InputError, match="--latest-time: 'soon' is not an ISO-8601"):
+    with pytest.raises(InputError, match="`latest_time`: 'soon' is not an ISO-8601"):
         _load(f, latest_time="soon")
 
 

@@ -52,7 +52,7 @@ def test_filter_by_model_and_time_window():
 
 def test_filter_errors():
     tel = load_telemetry([str(HARBOR)], progress=False)
-    with pytest.raises(InputError, match="--since: 'last week' is not an ISO-8601"):
+    with pytest.raises(InputError, match="`since`: 'last week' is not an ISO-8601"):
         filter_rollouts(tel, since="last week")
     with pytest.raises(InputError, match="no rollouts match"):
         filter_rollouts(tel, models=["gpt-9"])

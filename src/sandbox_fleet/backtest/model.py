@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Optional
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from sandbox_fleet.contract import Block, Summary
 
@@ -71,8 +71,10 @@ class Drift(Block):
     b_only_share: Optional[float] = None
 
 
-class Series(Block):
+class PredictedSeries(Block):
     """Concurrency of part B over time (seconds from B's first start): actual and predicted runs."""
+
+    model_config = ConfigDict(title="Series")  # the published schema name
 
     t_s: list[float]
     actual: list[float]
@@ -98,7 +100,7 @@ class BacktestSummary(Summary):
     #: the same prediction calibrated on B itself: what is left is model error, not drift
     oracle: dict[str, Figure]
     drift: Drift
-    series: Optional[Series] = None
+    series: Optional[PredictedSeries] = None
     #: one line: how far off the prediction was, and whether the constants moved
     verdict: str
     basis: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sandbox_fleet import contract
 from sandbox_fleet.backtest.model import BacktestSummary, Figure
 from sandbox_fleet.backtest.run import signed_pct
+from sandbox_fleet.textout import number
 
 
 def backtest_lines(summary: BacktestSummary | dict) -> list[str]:
@@ -40,6 +41,4 @@ def backtest_lines(summary: BacktestSummary | dict) -> list[str]:
 
 
 def _n(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    return number(x, ",.0f", small=".3g", below=100)

@@ -12,6 +12,7 @@ from sandbox_fleet.backtest.predict import LEVEL, SERIES_POINTS, actual_figures,
 from sandbox_fleet.backtest.split import MIN_ROWS, split_table
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
+from sandbox_fleet.textout import number
 
 DEFAULT_SEEDS = 40
 MAX_SEEDS = 1000
@@ -76,7 +77,7 @@ BASIS = ("calibrated on part A as `simulate --from` does (holds bootstrapped by 
 def _check_args(seeds: int, seed: int) -> None:
     check_seed(seed)
     if not 2 <= seeds <= MAX_SEEDS:
-        raise InputError(f"--seeds must be between 2 and {MAX_SEEDS} (an interval needs several runs), got {seeds}")
+        raise InputError(f"`seeds` must be between 2 and {MAX_SEEDS} (an interval needs several runs), got {seeds}")
 
 
 def verdict(figures: dict, oracle: dict, drift: dict) -> str:
@@ -106,4 +107,4 @@ def _moved(t: dict) -> str:
 
 def signed_pct(x: float | None, none: str = "n/a") -> str:
     """A relative error as a signed percentage; ``none`` when there is none."""
-    return none if x is None else f"{x:+.1%}"
+    return number(x, "+.1%", none=none)

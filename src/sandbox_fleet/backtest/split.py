@@ -46,9 +46,9 @@ def split_table(rollouts: pa.Table, *, split_at: float | None = None, split_by: 
                 min_rows: int = MIN_ROWS) -> Split:
     """A and B of ``rollouts``; InputError (one line) when a side is empty or under ``min_rows``."""
     if min_rows < 1:
-        raise InputError(f"--min-rows must be >= 1, got {min_rows}")
+        raise InputError(f"`min_rows` must be >= 1, got {min_rows}")
     if split_at is not None and split_by is not None:
-        raise InputError("give --split-at or --split-by, not both")
+        raise InputError("give `split_at` or `split_by`, not both")
     if rollouts.num_rows == 0:
         raise InputError("telemetry has no rollouts with start and finish times to backtest")
     if split_by is not None:
@@ -57,14 +57,14 @@ def split_table(rollouts: pa.Table, *, split_at: float | None = None, split_by: 
         sp = _at_fraction(rollouts, 0.5 if split_at is None else split_at)
     for side, t in (("A (calibration)", sp.a), ("B (prediction)", sp.b)):
         if t.num_rows < min_rows:
-            raise InputError(f"the split leaves part {side} {t.num_rows} rollouts; need at least --min-rows "
-                             f"{min_rows} on each side ({rollouts.num_rows} in all); move --split-at or lower --min-rows")
+            raise InputError(f"the split leaves part {side} {t.num_rows} rollouts; need at least `min_rows` "
+                             f"{min_rows} on each side ({rollouts.num_rows} in all); move `split_at` or lower `min_rows`")
     return sp
 
 
 def _at_fraction(rollouts: pa.Table, fraction: float) -> Split:
     if not 0.0 < fraction < 1.0:
-        raise InputError(f"--split-at must be a fraction strictly between 0 and 1, got {fraction}")
+        raise InputError(f"`split_at` must be a fraction strictly between 0 and 1, got {fraction}")
     s, f = start_us(rollouts), finish_us(rollouts)
     order = np.argsort(s, kind="stable")
     k = round(fraction * rollouts.num_rows)
@@ -105,15 +105,15 @@ def step_firsts(sorted_start_us: np.ndarray, finish_us_in_start_order: np.ndarra
 
 def _by_group(rollouts: pa.Table, column: str) -> Split:
     if column not in SPLIT_BY:
-        raise InputError(f"--split-by must be one of {', '.join(SPLIT_BY)}, got {column!r}")
+        raise InputError(f"`split_by` must be one of {', '.join(SPLIT_BY)}, got {column!r}")
     col = rollouts.column(column)
     if col.null_count == len(col):
-        raise InputError(f"--split-by {column}: the telemetry records no {column} for any rollout")
+        raise InputError(f"`split_by` {column}: the telemetry records no {column} for any rollout")
     names = pc.fill_null(col.cast(pa.string()), f"(no {column})").to_numpy(zero_copy_only=False).astype(str)
     s = start_us(rollouts)
     groups = sorted(set(names.tolist()), key=lambda g: (int(s[names == g].min()), g))
     if len(groups) < 2:
-        raise InputError(f"--split-by {column}: the telemetry has one {column} ({groups[0]!r}); "
+        raise InputError(f"`split_by` {column}: the telemetry has one {column} ({groups[0]!r}); "
                          f"need two or more to calibrate on one and predict another")
     last = groups[-1]
     in_b = names == last

@@ -38,6 +38,7 @@ class TimeAtLevel(Block):
     share_at_or_above: Optional[list[float]] = None
 
 
+# shares contract.ConcurrencyFigures with simulate's SimulatedConcurrency (a docstring here would enter the schema)
 class Concurrency(Block):
     rows: Count = None
     span_s: Num = None
@@ -71,6 +72,7 @@ class Concurrency(Block):
     time_at_level: Optional[TimeAtLevel] = None
 
 
+# shares contract.HoldFigures with simulate's SimulatedHoldStats (a docstring here would enter the schema)
 class HoldStats(Block):
     rows: Count = None
     small_sample: Optional[bool] = None
@@ -183,6 +185,7 @@ class Tokens(Block):
     model_error_by_turns: Optional[dict[str, float]] = None
 
 
+# shares contract.OutcomeFigures with simulate's SimulatedOutcomes (a docstring here would enter the schema)
 class Outcomes(Block):
     rows: Count = None
     threshold: Num = None

@@ -27,19 +27,14 @@ from sandbox_fleet.measure.model import (
     Tokens,
     Trajectories,
 )
-from sandbox_fleet.textout import print_table
+from sandbox_fleet.textout import number, print_table
 
 
 def _num(v, digits: int = 1) -> str:
-    if v is None:
-        return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if v and abs(v) < 0.5 * 10.0**-digits:
-        return f"{v:.3g}"  # a small non-zero figure should not print as 0.0
-    return f"{v:,.{digits}f}"
+    # a small non-zero figure should not print as 0.0
+    return number(v, "," if isinstance(v, int) else f",.{digits}f", small=".3g", below=0.5 * 10.0**-digits)
 
 
 def _sec(v) -> str:
@@ -48,7 +43,7 @@ def _sec(v) -> str:
 
 
 def _pct(v, digits: int = 1) -> str:
-    return "-" if v is None else f"{v:.{digits}%}"
+    return number(v, f".{digits}%")
 
 
 def _ci(v) -> str:
@@ -56,7 +51,7 @@ def _ci(v) -> str:
 
 
 def _days(span_s) -> str:
-    return "-" if span_s is None else f"{span_s / 86400:.2f}"
+    return number(None if span_s is None else span_s / 86400, ".2f")
 
 
 def _kv(title: str, rows: list[tuple[str, str | None]]) -> Table:

@@ -340,8 +340,8 @@ def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=Non
     from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
-    check_range("--pass-threshold", pass_threshold, minimum=-math.inf)
-    check_range("--min-turn-rows", min_turn_rows, minimum=1, whole=True)
+    check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
+    check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     prefer_returning_pool()
     t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
                        assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,

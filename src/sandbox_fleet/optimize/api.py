@@ -47,29 +47,29 @@ def run_optimize(
     """Search sandbox cap, node type and tier, GPU type and count, caching and offload; see docs/optimize.md."""
     goal = _goal(passing_per_hour, batch, train_s, max_step_s, steps)
     if backend not in BACKENDS:
-        raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
-    for name, v in (("--scale", scale), ("--sandbox-cpu", sandbox_cpu), ("--sandbox-memory-gb", sandbox_memory_gb),
-                    ("--sandbox-disk-gb", sandbox_disk_gb)):
+        raise InputError(f"`backend` {backend!r}: expected one of {', '.join(BACKENDS)}")
+    for name, v in (("`scale`", scale), ("`sandbox_cpu`", sandbox_cpu), ("`sandbox_memory_gb`", sandbox_memory_gb),
+                    ("`sandbox_disk_gb`", sandbox_disk_gb)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"{name} {v}: expected a positive number")
     if scale > 1:
-        raise InputError(f"--scale {scale}: expected a fraction in (0, 1]")
-    for name, v in (("--max-replicas", max_replicas), ("--reps", reps), ("--search-reps", search_reps), ("--steps", steps)):
+        raise InputError(f"`scale` {scale}: expected a fraction in (0, 1]")
+    for name, v in (("`max_replicas`", max_replicas), ("`reps`", reps), ("`search_reps`", search_reps), ("`steps`", steps)):
         if v < 1:
             raise InputError(f"{name} {v}: expected a positive integer")
-    check_range("--max-cap", max_cap, minimum=1, whole=True)
-    check_range("--cap-step", cap_step, minimum=1, whole=True)
-    check_range("--train-s", train_s)
-    check_range("--max-step-s", max_step_s, above=True)
+    check_range("`max_cap`", max_cap, minimum=1, whole=True)
+    check_range("`cap_step`", cap_step, minimum=1, whole=True)
+    check_range("`train_s`", train_s)
+    check_range("`max_step_s`", max_step_s, above=True)
     for v in kv_offload_gb or []:
-        check_range("--kv-offload-gb", v)
+        check_range("`kv_offload_gb`", v)
     if screen_holds < 0:
-        raise InputError(f"--screen-holds {screen_holds}: expected 0 (off) or a positive integer")
+        raise InputError(f"`screen_holds` {screen_holds}: expected 0 (off) or a positive integer")
     if pass_rate is not None and not 0 < pass_rate <= 1:
-        raise InputError(f"--pass-rate {pass_rate}: expected a fraction in (0, 1]")
+        raise InputError(f"`pass_rate` {pass_rate}: expected a fraction in (0, 1]")
     caching_opts = {"both": [True, False], "on": [True], "off": [False]}.get(caching)
     if caching_opts is None:
-        raise InputError(f"--caching {caching!r}: expected on, off or both")
+        raise InputError(f"`caching` {caching!r}: expected on, off or both")
     if progress:  # one bar for the whole search, only on a terminal; piped output stays clean
         from rich.console import Console
 
@@ -79,11 +79,11 @@ def run_optimize(
     seed = int(base.data.get("run", {}).get("seed", 1)) if seed is None else seed
     check_seed(seed)
     if count is not None and count < 1:
-        raise InputError(f"--count {count}: expected a positive integer")
+        raise InputError(f"`count` {count}: expected a positive integer")
     n = count if count is not None else max(1, round(base.count * scale))
     top = max_cap or (goal.batch if goal.step_mode else (2 * base.cap if base.cap else None))
     if top is None:
-        raise InputError(f"{p}: no cap to start from; give --max-cap")
+        raise InputError(f"{p}: no cap to start from; give `max_cap`")
     step = cap_step or _default_step(top, scale)
     caps = list(range(step, top + 1, step)) or [top]
     pruned: dict[str, int] = {}
@@ -285,15 +285,15 @@ def _scale_basis(goal: Goal, scale: float, n: int, full: int, count: int | None,
 def _goal(pph, batch, train_s, max_step_s, steps) -> Goal:
     step_args = (batch, max_step_s)
     if pph is not None and any(a is not None for a in step_args):
-        raise InputError("give --passing-per-hour, or --batch with --max-step-s, not both")
+        raise InputError("give `passing_per_hour`, or `batch` with `max_step_s`, not both")
     if pph is not None:
         if not (pph > 0 and math.isfinite(pph)):
-            raise InputError(f"--passing-per-hour {pph}: expected a positive number")
+            raise InputError(f"`passing_per_hour` {pph}: expected a positive number")
         return Goal(passing_per_hour=pph)
     if batch is None or max_step_s is None:
-        raise InputError("give a target: --passing-per-hour X, or --batch B --max-step-s S [--train-s T]")
+        raise InputError("give a target: `passing_per_hour` X, or `batch` B `max_step_s` S [`train_s` T]")
     if batch < 1 or not max_step_s > 0 or train_s < 0:
-        raise InputError("--batch must be >= 1, --max-step-s > 0 and --train-s >= 0")
+        raise InputError("`batch` must be >= 1, `max_step_s` > 0 and `train_s` >= 0")
     return Goal(batch=batch, train_s=train_s, max_step_s=max_step_s, steps=steps)
 
 
@@ -301,13 +301,13 @@ def _infeasible(goal: Goal, search: Search, space: Space) -> str:
     pts = list(search.points.values())
     if goal.step_mode:
         b = min(pts, key=lambda q: q.result.step_s or math.inf)
-        want, got = f"--max-step-s {goal.max_step_s:g}", f"the shortest step was {b.result.step_s:.1f} s"
+        want, got = f"`max_step_s` {goal.max_step_s:g}", f"the shortest step was {b.result.step_s:.1f} s"
     else:
         b = max(pts, key=lambda q: q.result.passing_per_hour)
-        want, got = f"--passing-per-hour {goal.passing_per_hour:g}", f"the most was {b.result.passing_per_hour:.1f}/h"
-    bounds = f"--max-replicas {space.max_replicas}"
+        want, got = f"`passing_per_hour` {goal.passing_per_hour:g}", f"the most was {b.result.passing_per_hour:.1f}/h"
+    bounds = f"`max_replicas` {space.max_replicas}"
     if not (goal.step_mode and goal.batch is not None and space.caps[-1] >= goal.batch):  # a step goal has a batch
-        bounds += f" and --max-cap {space.caps[-1]}"
+        bounds += f" and `max_cap` {space.caps[-1]}"
     return (f"no searched configuration meets {want}: {got} ({b.option.label}, {b.replicas} replicas, "
             f"cap {b.cap}) at the bounds {bounds}; raise them or lower the target")
 
@@ -348,10 +348,10 @@ def _winner(res, reps: int, ev: Evaluator, rejected: list) -> dict:
 
 def _unconfirmed(goal: Goal, rejected: list, reps: int) -> str:
     q, _ = rejected[-1]
-    what = f"--max-step-s {goal.max_step_s:g}" if goal.step_mode else f"--passing-per-hour {goal.passing_per_hour:g}"
+    what = f"`max_step_s` {goal.max_step_s:g}" if goal.step_mode else f"`passing_per_hour` {goal.passing_per_hour:g}"
     return (f"no searched configuration meets {what} with 95% confidence over {reps} replications after "
             f"{len(rejected)} candidate(s) (last: {q.option.label}, {q.replicas} replicas, cap {q.cap}); "
-            "raise --max-replicas / --max-cap or --search-reps")
+            "raise `max_replicas` / `max_cap` or `search_reps`")
 
 
 @contextmanager
@@ -365,7 +365,7 @@ def _session(backend: str, workers: int | None):
     except ImportError:
         from sandbox_fleet.sweep.backends import RAY_HINT
 
-        raise InputError(f"--backend ray needs Ray, which is not installed: {RAY_HINT}") from None
+        raise InputError(f"`backend` ray needs Ray, which is not installed: {RAY_HINT}") from None
     import logging
     import os
 

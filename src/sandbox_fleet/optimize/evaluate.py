@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sandbox_fleet.optimize.inputs import Base
 from sandbox_fleet.optimize.space import Option, rework_hours
-from sandbox_fleet.simulate.model import HoldStats, SimulateSummary, SteadyState
+from sandbox_fleet.simulate.model import SimulatedHoldStats, SimulateSummary, SteadyState
 from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX
 from sandbox_fleet.sweep.backends import run_tasks
 from sandbox_fleet.textout import Ticker
@@ -46,7 +46,7 @@ class Goal:
 
 
 @dataclass(frozen=True)
-class Result:
+class Evaluation:
     passing_per_hour: float  # at full scale
     step_s: float | None
     evicted_gb: float
@@ -183,7 +183,7 @@ class Evaluator:
         self.ticker = Ticker()
         self.spot_rates = tuple(sorted(set(spot_rates)))
         self.runs: dict[tuple, CandidateRun] = {}
-        self.memo: dict[tuple, Result] = {}
+        self.memo: dict[tuple, Evaluation] = {}
         self.simulations = 0
 
     def rollouts(self, cap: int, full: bool) -> int:
@@ -200,11 +200,11 @@ class Evaluator:
             return max(self.count, CONFIRM_HOLDS * c)
         return max(2, self.screen_holds) * c
 
-    def searched(self, p: tuple[Option, int, int]) -> Result:
+    def searched(self, p: tuple[Option, int, int]) -> Evaluation:
         """The search's result for ``p`` (already run)."""
         return self.memo[(p, self.search_reps, self.rollouts(p[2], False))]
 
-    def run(self, points: list[tuple[Option, int, int]], reps: int | None = None, full: bool = False) -> list[Result]:
+    def run(self, points: list[tuple[Option, int, int]], reps: int | None = None, full: bool = False) -> list[Evaluation]:
         """Results of ``points`` (``reps`` replications, default the search's; screens unless ``full``), simulating only new runs."""
         reps = reps or self.search_reps
         keys = [(p, reps, self.rollouts(p[2], full)) for p in points]
@@ -225,7 +225,7 @@ class Evaluator:
                 self.memo[k] = self._result([self.runs[(p, i, n)] for i in range(reps_k)], p[2])
         return [self.memo[k] for k in keys]
 
-    def _result(self, runs: list[CandidateRun], cap: int) -> Result:
+    def _result(self, runs: list[CandidateRun], cap: int) -> Evaluation:
         pr = self.base.pass_rate
         f = slice_cap(cap, self.scale) / cap  # the slice's share of the full loop
         sums = [r.summary for r in runs]
@@ -238,15 +238,15 @@ class Evaluator:
         hold_h = sum(r.hold_h for r in runs)
         rework = tuple((rate, sum(r.rework_h[i] for r in runs) / hold_h if hold_h else 0.0)
                        for i, rate in enumerate(self.spot_rates))
-        return Result(
+        return Evaluation(
             passing_per_hour=sum(vals) / n,
             step_s=sum(steps) / len(steps) if steps else None,
             evicted_gb=sum((s.inference.evicted_gb if s.inference else None) or 0.0 for s in sums) / n,
-            hold_mean_s=sum((s.hold_s or HoldStats()).mean or 0.0 for s in sums) / n,
+            hold_mean_s=sum((s.hold_s or SimulatedHoldStats()).mean or 0.0 for s in sums) / n,
             values=vals, steps=steps, rework=rework, stable=all(st.stable is not False for st in steady),
             holds_per_sandbox=min(hps) if hps else None, rollouts=sums[0].rollouts or 0)
 
-    def meets(self, r: Result) -> bool:
+    def meets(self, r: Evaluation) -> bool:
         """The target is met, by a point with a steady state (an unstable one meets nothing)."""
         if not r.stable:
             return False

@@ -155,7 +155,7 @@ def _measured_requests(m) -> tuple[list | None, list[float] | None]:
     weighs them (``plan.build._requests``): by Little's law a kind's share of the sandboxes held at
     once is its share of sandbox-time, so the kinds' sandbox-hours when every kind has them, else their
     rollouts (tasks where a kind names none), else tasks. Kinds of zero weight are left out."""
-    from sandbox_fleet.plan.slots import Request
+    from sandbox_fleet.plan.slots import ResourceRequest
 
     given = (m.tasks.requests if m.tasks is not None else None) or []
     if not given:
@@ -167,7 +167,7 @@ def _measured_requests(m) -> tuple[list | None, list[float] | None]:
         w = r.sandbox_hours if by_hours else (r.rollouts if by_rollouts and r.rollouts is not None else r.tasks)
         w = 1.0 if w is None else float(w)
         if w > 0 and ((r.cpus or 0) > 0 or (r.memory_mb or 0) > 0):
-            reqs.append(Request(cpu=float(r.cpus or 0.0), memory=float(r.memory_mb or 0.0),
+            reqs.append(ResourceRequest(cpu=float(r.cpus or 0.0), memory=float(r.memory_mb or 0.0),
                                 disk=float(r.storage_mb or 0.0), gpu=float(r.gpus or 0.0)))
             weights.append(w)
     return (reqs, weights) if reqs else (None, None)
@@ -176,15 +176,15 @@ def _measured_requests(m) -> tuple[list | None, list[float] | None]:
 def sandbox_requests(base: Base, cpu: float | None, memory_gb: float | None, disk_gb: float | None
                      ) -> tuple[list, list[float], str]:
     """The requests to pack (measured, else plan's default), flags overriding; and the basis line."""
-    from sandbox_fleet.plan.slots import Request
+    from sandbox_fleet.plan.slots import ResourceRequest
 
-    default = Request(cpu=DEFAULT_REQUEST_CPU, memory=DEFAULT_REQUEST_MEMORY_MB, disk=DEFAULT_REQUEST_DISK_MB)
+    default = ResourceRequest(cpu=DEFAULT_REQUEST_CPU, memory=DEFAULT_REQUEST_MEMORY_MB, disk=DEFAULT_REQUEST_DISK_MB)
     reqs: list = base.requests or [default]
     weights: list[float] = base.weights if base.requests and base.weights else [1.0]
     src = "measured (tasks.requests)" if base.requests else "plan's default request (the input lists none; assumed)"
     if cpu is not None or memory_gb is not None or disk_gb is not None:
         top = reqs[max(range(len(reqs)), key=lambda i: (weights[i], -i))]
-        q = Request(cpu=top.cpu if cpu is None else cpu, memory=top.memory if memory_gb is None else memory_gb * 1024.0,
+        q = ResourceRequest(cpu=top.cpu if cpu is None else cpu, memory=top.memory if memory_gb is None else memory_gb * 1024.0,
                     disk=top.disk if disk_gb is None else disk_gb * 1024.0, gpu=top.gpu)
         reqs, weights, src = [q], [1.0], "--sandbox-cpu/--sandbox-memory-gb/--sandbox-disk-gb over " + src
     shown = "; ".join(f"{q.cpu:g} CPU, {q.memory / 1024:g} GiB, {q.disk / 1024:g} GiB disk" for q in reqs)

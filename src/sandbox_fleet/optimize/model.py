@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import ClassVar, Optional
 
+from pydantic import ConfigDict
+
 from sandbox_fleet.contract import Block, Summary
 
 
-class Target(Block):
+class OptimizeTarget(Block):
     """The target: passing trajectories per hour, or an RL step time at a batch."""
+
+    model_config = ConfigDict(title="Target")  # the published schema name
 
     passing_per_hour: Optional[float] = None
     batch: Optional[int] = None
@@ -92,7 +96,7 @@ class OptimizeSummary(Summary):
     input: str
     #: ``contract.fingerprint`` of the measure summary searched from; null for a scenario input
     input_fingerprint: Optional[str] = None
-    target: Target
+    target: OptimizeTarget
     best: Winner
     # The search's cheapest feasible point (its own replications), before confirmation; absent in version 1.
     search_best: Optional[Point] = None

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sandbox_fleet import contract
 from sandbox_fleet.optimize.model import OptimizeSummary, Point
+from sandbox_fleet.textout import number
 
 
 def _gpus(p: Point) -> str:
@@ -55,6 +56,6 @@ def render_optimize(summary: OptimizeSummary | dict, console: Console) -> None:
         tab.add_column(col, justify="right" if col not in ("nodes", "GPUs") else "left")
     for p in s.frontier:
         tab.add_row(f"{p.usd_per_h:.2f}", f"{p.passing_per_hour:,.1f}",
-                    "" if p.step_s is None else f"{p.step_s:.1f}", f"{p.sandbox_cap:,}",
+                    number(p.step_s, ".1f", none=""), f"{p.sandbox_cap:,}",
                     f"{p.nodes} x {p.node_type} ({p.tier})", _gpus(p), "yes" if p.meets else "no")
     console.print(tab)

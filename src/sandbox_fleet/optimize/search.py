@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from sandbox_fleet.optimize.evaluate import Evaluator, Result
-from sandbox_fleet.optimize.space import Nodes, Option, cheapest_fleet
+from sandbox_fleet.optimize.evaluate import Evaluation, Evaluator
+from sandbox_fleet.optimize.space import Option, PricedNodes, cheapest_fleet
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Priced:
     option: Option
     replicas: int
     cap: int
-    result: Result
+    result: Evaluation
     usd_per_h: float
     fleet: tuple  # cheapest_fleet(...) output
     meets: bool
@@ -49,12 +49,12 @@ class Priced:
 class Space:
     caps: list[int]
     max_replicas: int
-    nodes: list[Nodes]
+    nodes: list[PricedNodes]
     options: list[Option]
     pruned: dict[str, int] = field(default_factory=dict)
 
 
-def price(ev: Evaluator, space: Space, opt: Option, r: int, cap: int, res: Result) -> Priced:
+def price(ev: Evaluator, space: Space, opt: Option, r: int, cap: int, res: Evaluation) -> Priced:
     fleet = cheapest_fleet(cap, res.rework_share, space.nodes)
     usd = fleet[0] + r * opt.gpus_per_replica * opt.usd_per_gpu_h
     return Priced(opt, r, cap, res, usd, fleet, ev.meets(res))

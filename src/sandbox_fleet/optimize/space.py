@@ -19,7 +19,7 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, load_catalog
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import rework_h
-from sandbox_fleet.plan.slots import Request, size_uniform, usable
+from sandbox_fleet.plan.slots import ResourceRequest, size_uniform, usable
 
 TP_SIZES = (1, 2, 4, 8)
 
@@ -52,12 +52,12 @@ def gpu_options(inference: dict, gpu_names: list[str] | None, gpus_per_replica: 
     out = []
     for name in names:
         if name not in cat:
-            raise InputError(f"--gpu {name!r}: not in the GPU catalog; expected one of {', '.join(sorted(cat))}")
+            raise InputError(f"`gpu` {name!r}: not in the GPU catalog; expected one of {', '.join(sorted(cat))}")
         g = _replica_size(cat[name], params, bpp, frac, gpus_per_replica)
         if g is None:
             if gpu_names:  # asked for by name: say why it cannot be used
                 sizes = str(gpus_per_replica) if gpus_per_replica else "1-8"
-                raise InputError(f"--gpu {name}: a replica of {sizes} GPU(s) cannot hold the model "
+                raise InputError(f"`gpu` {name}: a replica of {sizes} GPU(s) cannot hold the model "
                                  f"(inference.model_params_b = {params:g}, {bpp:g} bytes per parameter, "
                                  f"{cat[name].memory_gib:g} GiB per GPU at memory_fraction {frac:g})")
             pruned["gpu_cannot_hold_model"] = pruned.get("gpu_cannot_hold_model", 0) + 1
@@ -80,7 +80,7 @@ def _replica_size(gpu: GPU, params: float, bpp: float, frac: float, fixed: int |
 
 
 @dataclass(frozen=True)
-class Nodes:
+class PricedNodes:
     """A priced node type and how plan packs sandboxes onto it (``plan.packing``, after ``plan.reserve``).
 
     ``slots`` is the sandboxes of one request per node after the reserve; with several requests
@@ -89,7 +89,7 @@ class Nodes:
 
     node: NodeType
     slots: int
-    requests: tuple[Request, ...] = ()
+    requests: tuple[ResourceRequest, ...] = ()
     weights: tuple[float, ...] = ()
     usable: tuple[tuple[str, float], ...] = ()
 
@@ -101,11 +101,11 @@ class Nodes:
 
 
 @lru_cache(maxsize=4096)
-def _packed(nodes: Nodes, cap: int) -> int:
+def _packed(nodes: PricedNodes, cap: int) -> int:
     return ffd(list(nodes.requests), concurrent_mix(list(nodes.weights), cap), dict(nodes.usable)).nodes
 
 
-def node_types(requests: list[Request], weights: list[float], names: list[str] | None = None) -> list[Nodes]:
+def node_types(requests: list[ResourceRequest], weights: list[float], names: list[str] | None = None) -> list[PricedNodes]:
     """Priced catalog node types that hold every request, each with plan's reserve and packing."""
     out = []
     for n in load_catalog():
@@ -116,13 +116,13 @@ def node_types(requests: list[Request], weights: list[float], names: list[str] |
             slots = min(size_uniform(n, q, 1, res).per_node for q in requests)
         except InputError:  # a request this type cannot hold once
             continue
-        out.append(Nodes(n, slots, tuple(requests), tuple(weights), tuple(sorted(usable(n, res).items()))))
+        out.append(PricedNodes(n, slots, tuple(requests), tuple(weights), tuple(sorted(usable(n, res).items()))))
     if not out:
-        raise InputError("--node-type: no priced node type holds a sandbox of this size")
+        raise InputError("`node_type`: no priced node type holds a sandbox of this size")
     return out
 
 
-def spot_rates(nodes: list[Nodes]) -> tuple[float, ...]:
+def spot_rates(nodes: list[PricedNodes]) -> tuple[float, ...]:
     """The distinct reclaim rates of the spot-priced node types (each candidate run prices its holds at these)."""
     return tuple(sorted({n.node.spot_interruptions_per_node_h for n in nodes
                          if n.node.price("spot") is not None and n.node.spot_interruptions_per_node_h}))
@@ -135,7 +135,7 @@ def rework_hours(hold_s, rate_per_node_h: float) -> float:
     return float(rework_h(np.asarray(hold_s, dtype=float) / 3600.0, rate_per_node_h).sum())
 
 
-def cheapest_fleet(cap: int, rework_share, nodes: list[Nodes]) -> tuple[float, str, int, str, float]:
+def cheapest_fleet(cap: int, rework_share, nodes: list[PricedNodes]) -> tuple[float, str, int, str, float]:
     """(usd_per_h, node type, nodes, tier, rework usd_per_h) of the cheapest way to run ``cap`` sandboxes.
 
     ``rework_share(rate)``: re-run sandbox-hours per sandbox-hour of the simulated holds at ``rate``

@@ -7,21 +7,11 @@ it), ``catalog`` (the node or GPU catalog).
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict
+from sandbox_fleet.plan.model import Assumption
 
 Source = Literal["default", "measured", "published", "flag", "catalog"]
-
-
-class Assumption(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    value: Union[float, int, str, None]
-    unit: str
-    source: Source
-    detail: str = ""
 
 
 class Assumptions:

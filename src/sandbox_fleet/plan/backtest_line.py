@@ -11,6 +11,7 @@ from pathlib import Path
 from sandbox_fleet import contract
 from sandbox_fleet.backtest.model import BacktestSummary
 from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.textout import number
 
 
 def backtest_block(path: str | Path) -> dict:
@@ -19,7 +20,7 @@ def backtest_block(path: str | Path) -> dict:
     mk = bt.figures.get("makespan_s")
     error = mk.error if mk is not None else None
     moved = [t.quantity + (f" of {t.model}" if t.model else "") for t in bt.drift.tests if t.drifted]
-    err_txt = "n/a" if error is None else f"{error:+.1%}"
+    err_txt = number(error, "+.1%", none="n/a")
     drift_txt = f"yes ({', '.join(moved)})" if moved else "no"
     return {
         "path": str(path),

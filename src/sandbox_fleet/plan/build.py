@@ -25,7 +25,7 @@ from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
-from sandbox_fleet.plan.slots import Request, Reserve, size_uniform, usable
+from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary m
 
 REWORK_SEED = 20_261_201  # fixed: the rework share is an expectation over the fitted holds, not a draw
 #: the source document's request, used only when the input lists none (and the plan says so)
-DEFAULT_REQUEST = Request(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
+DEFAULT_REQUEST = ResourceRequest(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 
 
 @dataclass
@@ -55,7 +55,7 @@ class PlanOptions:
     nodes_file: Optional[str] = None
     node_type: Optional[str] = None
     reserve: Optional[Reserve] = None  # None: each node type's own (catalog, else plan/reserve.py's formula)
-    request: Optional[Request] = None  # overrides the input's task requests
+    request: Optional[ResourceRequest] = None  # overrides the input's task requests
     price_tier: Optional[str] = None  # None: from the duty cycle (plan/tier.py)
     prefix_break: float = 0.0
     gpu_prefill_tok_s: Optional[float] = None
@@ -81,7 +81,7 @@ class PlanOptions:
     node_providers: Optional[tuple[str, ...]] = None
 
 
-def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[Request], list[float], list[Optional[float]], list[float], str]:
+def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
     """The task requests, each kind's weight in the concurrent mix, its sandbox-hours (None where not
     measured), its rollouts (tasks when no rollout names its task) and what the weights are.
 
@@ -109,7 +109,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
                 raise InputError(f"summary key tasks.requests[{i}].{key}: expected a non-negative number, got {v!r}")
             return float(v)
 
-        q = Request(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
+        q = ResourceRequest(cpu=val("cpus"), memory=val("memory_mb"), disk=val("storage_mb", 0.0), gpu=val("gpus", 0.0))
         if q.cpu <= 0 and q.memory <= 0:
             raise InputError(f"summary key tasks.requests[{i}]: a request needs cpus or memory_mb above zero")
         w = val(key if key != "rollouts" or r.rollouts is not None else "tasks", 1.0)
@@ -130,7 +130,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     return reqs, weights, hours, runs, basis
 
 
-def _size_type(node: NodeType, reqs: list[Request], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
+def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
     """Size one node type (after its system reserve); raises InputError if a request does not fit it."""
     reserve, reserve_src = node_reserve(node, opts.reserve)
     sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), reserve)
@@ -194,7 +194,7 @@ def _reserve_block(s: dict) -> dict:
     return {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": s["reserve_source"]}
 
 
-def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list[int], top: int, tier: str,
+def _pool_block(s: dict, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
                 mix_basis: str) -> dict:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
     p = s["node"].price(tier)
@@ -211,19 +211,19 @@ def _pool_block(s: dict, reqs: list[Request], weights: list[float], counts: list
 
 def _check_options(opts: PlanOptions) -> None:
     # checked with or without the target that uses them: a bad value is never silently ignored
-    check_range("--tolerance", opts.rl_tolerance)
-    check_range("--trainer-gpus", opts.trainer_gpus, whole=True)
-    check_range("--max-wait-s", opts.max_wait_s)
-    check_range("--kv-offload-gb", opts.kv_offload_gb)
-    check_range("--max-tp", opts.max_tp, minimum=1, whole=True)
-    check_range("--gpu-memory-fraction", opts.gpu_memory_fraction, above=True)
+    check_range("`tolerance`", opts.rl_tolerance)
+    check_range("`trainer_gpus`", opts.trainer_gpus, whole=True)
+    check_range("`max_wait_s`", opts.max_wait_s)
+    check_range("`kv_offload_gb`", opts.kv_offload_gb)
+    check_range("`max_tp`", opts.max_tp, minimum=1, whole=True)
+    check_range("`gpu_memory_fraction`", opts.gpu_memory_fraction, above=True)
     if opts.gpu_memory_fraction > 1:
-        raise InputError(f"--gpu-memory-fraction {opts.gpu_memory_fraction}: expected a fraction in (0, 1]")
+        raise InputError(f"`gpu_memory_fraction` {opts.gpu_memory_fraction}: expected a fraction in (0, 1]")
     if opts.price_tier is not None and opts.price_tier not in TIERS:
-        raise InputError(f"--price-tier {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
+        raise InputError(f"`price_tier` {opts.price_tier!r}: expected one of {', '.join(TIERS)}")
     if not 0.0 <= opts.prefix_break <= 1.0:
-        raise InputError(f"--prefix-break must be a fraction in [0, 1], got {opts.prefix_break!r}")
-    for name, v in (("--gpu-prefill-tok-s", opts.gpu_prefill_tok_s), ("--gpu-decode-tok-s", opts.gpu_decode_tok_s), ("--gpu-usd-h", opts.gpu_usd_h), ("--turns", opts.turns)):
+        raise InputError(f"`prefix_break` must be a fraction in [0, 1], got {opts.prefix_break!r}")
+    for name, v in (("`gpu_prefill_tok_s`", opts.gpu_prefill_tok_s), ("`gpu_decode_tok_s`", opts.gpu_decode_tok_s), ("`gpu_usd_h`", opts.gpu_usd_h), ("`turns`", opts.turns)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"{name} must be a positive number, got {v!r}")
 
@@ -235,7 +235,7 @@ class _Nodes:
     block: dict
     chosen: dict
     node: NodeType
-    reqs: list[Request]
+    reqs: list[ResourceRequest]
     counts: list[int]
     pools: list[dict]
     request_source: str  # flag, default or input: where the sandbox requests came from
@@ -247,7 +247,7 @@ def _tier(opts: PlanOptions) -> str:
     return opts.price_tier
 
 
-def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[Request], weights: list[float],
+def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[ResourceRequest], weights: list[float],
                  counts: list[int], opts: PlanOptions, mix_basis: str) -> list[dict]:
     """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
     pools = []
@@ -264,8 +264,8 @@ def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[
 def _of_providers(catalog: list[NodeType], providers: tuple[str, ...], notes: list[str]) -> list[NodeType]:
     kept = [t for t in catalog if t.provider in providers]
     if not kept:
-        raise InputError(f"--emit-k8s: no node type in the catalog is on {', '.join(providers)}; "
-                         "add one or name it with --node-type")
+        raise InputError(f"`emit_k8s`: no node type in the catalog is on {', '.join(providers)}; "
+                         "add one or name it with `node_type`")
     notes.append(f"node types limited to {', '.join(providers)} (--emit-k8s writes Karpenter manifests for these "
                  "clouds only): the cheapest of them was chosen")
     return kept
@@ -565,18 +565,18 @@ def plan_and_input(path: str | Path, opts: PlanOptions | None = None, *, tasks: 
     return plan, summary
 
 
-def parse_request(text: str) -> Request:
-    """``"CPUS,MEMORY_MB,STORAGE_MB[,GPUS]"`` -> Request (the ``--request`` option)."""
+def parse_request(text: str) -> ResourceRequest:
+    """``"CPUS,MEMORY_MB,STORAGE_MB[,GPUS]"`` -> ResourceRequest (the ``--request`` option)."""
     parts = [p.strip() for p in text.split(",")]
     if len(parts) not in (3, 4):
-        raise InputError(f"--request {text!r}: expected CPUS,MEMORY_MB,STORAGE_MB[,GPUS]")
+        raise InputError(f"`request` {text!r}: expected CPUS,MEMORY_MB,STORAGE_MB[,GPUS]")
     try:
         vals = [float(p) for p in parts]
     except ValueError:
-        raise InputError(f"--request {text!r}: expected numbers CPUS,MEMORY_MB,STORAGE_MB[,GPUS]") from None
+        raise InputError(f"`request` {text!r}: expected numbers CPUS,MEMORY_MB,STORAGE_MB[,GPUS]") from None
     if any(v < 0 or not math.isfinite(v) for v in vals) or vals[0] <= 0:
-        raise InputError(f"--request {text!r}: cpus must be positive and the rest non-negative")
-    return Request(cpu=vals[0], memory=vals[1], disk=vals[2], gpu=vals[3] if len(vals) == 4 else 0.0)
+        raise InputError(f"`request` {text!r}: cpus must be positive and the rest non-negative")
+    return ResourceRequest(cpu=vals[0], memory=vals[1], disk=vals[2], gpu=vals[3] if len(vals) == 4 else 0.0)
 
 
 def make_reserve(cpu: Optional[float] = None, memory_gb: Optional[float] = None, disk_gb: Optional[float] = None) -> Optional[Reserve]:
@@ -585,7 +585,7 @@ def make_reserve(cpu: Optional[float] = None, memory_gb: Optional[float] = None,
     if cpu is None and memory_gb is None and disk_gb is None:
         return None
     cpu, memory_gb, disk_gb = cpu or 0.0, memory_gb or 0.0, disk_gb or 0.0
-    for name, v in (("--reserve-cpu", cpu), ("--reserve-memory-gb", memory_gb), ("--reserve-disk-gb", disk_gb)):
+    for name, v in (("`reserve_cpu`", cpu), ("`reserve_memory_gb`", memory_gb), ("`reserve_disk_gb`", disk_gb)):
         if not (v >= 0 and math.isfinite(v)):
             raise InputError(f"{name} must be zero or positive, got {v!r}")
     return Reserve(cpu=cpu, memory=memory_gb * 1024.0, disk=disk_gb * 1024.0)
@@ -607,12 +607,12 @@ def make_roofline(
     All four of FLOPs, bandwidth, parameters and KV bytes per token are needed; some but not all
     is an InputError naming the missing ones.
     """
-    given = {"--gpu-tflops": gpu_tflops, "--gpu-hbm-tbs": gpu_hbm_tbs, "--model-params-b": model_params_b, "--kv-bytes-per-token": kv_bytes_per_token}
+    given = {"`gpu_tflops`": gpu_tflops, "`gpu_hbm_tbs`": gpu_hbm_tbs, "`model_params_b`": model_params_b, "`kv_bytes_per_token`": kv_bytes_per_token}
     # the roofline's own flags are checked even when no roofline is asked for: never silently ignored
-    for name, v in (("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param),
-                    ("--context-tokens", context_tokens)):
+    for name, v in (("`utilisation`", utilisation), ("`bytes_per_param`", bytes_per_param),
+                    ("`context_tokens`", context_tokens)):
         check_range(name, v, above=True)
-    check_range("--decode-batch", decode_batch, minimum=1, whole=True)
+    check_range("`decode_batch`", decode_batch, minimum=1, whole=True)
     if all(v is None for v in given.values()):
         return None
     missing = [k for k, v in given.items() if v is None]
@@ -621,11 +621,11 @@ def make_roofline(
     assert gpu_tflops is not None and gpu_hbm_tbs is not None and model_params_b is not None  # none is missing
     assert kv_bytes_per_token is not None
     known = {k: v for k, v in given.items() if v is not None}  # all of given: none is missing
-    for k, v in list(known.items()) + [("--utilisation", utilisation), ("--bytes-per-param", bytes_per_param), ("--decode-batch", decode_batch), ("--context-tokens", context_tokens)]:
+    for k, v in list(known.items()) + [("`utilisation`", utilisation), ("`bytes_per_param`", bytes_per_param), ("`decode_batch`", decode_batch), ("`context_tokens`", context_tokens)]:
         if not (v > 0 and math.isfinite(v)):
             raise InputError(f"{k} must be a positive number, got {v!r}")
     if utilisation > 1:
-        raise InputError(f"--utilisation is a fraction of peak in (0, 1], got {utilisation!r}")
+        raise InputError(f"`utilisation` is a fraction of peak in (0, 1], got {utilisation!r}")
     return inf.Roofline(
         flops=gpu_tflops * 1e12, hbm_bytes_s=gpu_hbm_tbs * 1e12, params=model_params_b * 1e9,
         kv_bytes_per_token=kv_bytes_per_token, utilisation=utilisation, bytes_per_param=bytes_per_param,

@@ -128,4 +128,4 @@ def find_type(nodes: list[NodeType], name: str, source: str = "node catalog") ->
         if node.name == name:
             return node
     names = ", ".join(n.name for n in nodes)
-    raise InputError(f"--node-type {name!r} is not in the {source}; expected one of: {names}")
+    raise InputError(f"`node_type` {name!r} is not in the {source}; expected one of: {names}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from sandbox_fleet.plan.model import Cost, CostParts, Inference, NodePool, Nodes, PlanSummary
+from sandbox_fleet.plan.model import Cost, CostParts, NodePool, Nodes, PlanInference, PlanSummary
 from sandbox_fleet.plan.render import _fixed, _money, _n, _per_h, _tier
 
 #: Assumption sources that are not this fleet's own measurement: the order leans on them.
@@ -35,7 +35,7 @@ def buy_nodes_line(nd: Nodes) -> str:
     return f"BUY {nd.count} x {nd.type} at peak (lower bound {_n(nd.lower_bound)})"
 
 
-def buy_gpus_line(inf: Inference) -> Optional[str]:
+def buy_gpus_line(inf: PlanInference) -> Optional[str]:
     """The inference GPU line, in the words of the plan's Line 3; None when GPUs were not sized."""
     if inf.gpus is None:
         return None
@@ -68,7 +68,7 @@ def buy_mixed_line(p: PlanSummary) -> Optional[str]:
 
 
 def _buy(p: PlanSummary) -> list[str]:
-    inf = p.inference or Inference()
+    inf = p.inference or PlanInference()
     mixed = buy_mixed_line(p)
     lines = [buy_nodes_line(p.nodes), *([mixed] if mixed else []), *(_buy_pool_line(pl) for pl in p.node_pools or [])]
     gpus = buy_gpus_line(inf)
@@ -145,7 +145,7 @@ def changes(old: PlanSummary, new: PlanSummary) -> list[str]:
     out = []
     if (old.nodes.count, old.nodes.type) != (new.nodes.count, new.nodes.type):
         out.append(f"nodes: {old.nodes.count} x {old.nodes.type} -> {new.nodes.count} x {new.nodes.type}")
-    g_old, g_new = (old.inference or Inference()).gpus, (new.inference or Inference()).gpus
+    g_old, g_new = (old.inference or PlanInference()).gpus, (new.inference or PlanInference()).gpus
     if g_old != g_new:
         out.append(f"inference GPUs: {_n(g_old, ',', 'not sized')} -> {_n(g_new, ',', 'not sized')}")
     c_old, c_new = all_in_per_h(old.cost or Cost())[0], all_in_per_h(new.cost or Cost())[0]

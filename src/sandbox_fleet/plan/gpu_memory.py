@@ -62,9 +62,9 @@ def replica_gpus(weights: float, inflight_kv: float, usable_per_gpu: float, max_
             return t
         t *= 2
     raise InputError(
-        f"the model does not fit a replica of up to --max-tp {max_tp} GPUs: weights {weights:,.1f} GiB + "
+        f"the model does not fit a replica of up to `max_tp` {max_tp} GPUs: weights {weights:,.1f} GiB + "
         f"in-flight KV {inflight_kv:,.1f} GiB > {max_tp} x {usable_per_gpu:,.1f} GiB usable; "
-        "raise --max-tp, pick a larger --gpu or lower --decode-batch"
+        "raise `max_tp`, pick a larger `gpu` or lower `decode_batch`"
     )
 
 
@@ -99,12 +99,12 @@ def size_memory(
     utilisation_target: float,
 ) -> dict:
     """The ``inference`` memory fields and the combined counts (None where a load is unknown)."""
-    check_fraction("--gpu-memory-fraction", mm.memory_fraction)
-    check_fraction("--gpu-utilisation", utilisation_target)
+    check_fraction("`gpu_memory_fraction`", mm.memory_fraction)
+    check_fraction("`gpu_utilisation`", utilisation_target)
     if mm.max_tp < 1 or mm.max_tp & (mm.max_tp - 1):
-        raise InputError(f"--max-tp must be a power of two >= 1, got {mm.max_tp!r}")
+        raise InputError(f"`max_tp` must be a power of two >= 1, got {mm.max_tp!r}")
     if not (mm.kv_offload_gb >= 0 and math.isfinite(mm.kv_offload_gb)):
-        raise InputError(f"--kv-offload-gb must be zero or positive, got {mm.kv_offload_gb!r}")
+        raise InputError(f"`kv_offload_gb` must be zero or positive, got {mm.kv_offload_gb!r}")
     usable = mm.memory_gb * mm.memory_fraction
     w = weights_gb(mm.params, mm.bytes_per_param)
     inflight = kv_gb(mm.decode_batch, context_tokens, mm.kv_bytes_per_token)

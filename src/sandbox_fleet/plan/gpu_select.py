@@ -39,7 +39,7 @@ def gpu_figures(
     try:
         gpu = get_gpu(name, load_gpus(catalog_file))
     except InputError as exc:
-        raise InputError(f"--gpu {name!r}: {exc}") from None
+        raise InputError(f"`gpu` {name!r}: {exc}") from None
     if not model_given:
         note = f"--gpu {name}: no model given (--model-params-b, --kv-bytes-per-token), so no inference GPUs are sized or priced"
         return GpuFigures(name, tflops, hbm_tbs, memory_gb, usd_h, note)

@@ -35,7 +35,7 @@ def size_inference(
     turns: Optional[TurnMoments] = None,
 ) -> dict:
     """The plan's ``inference`` object at ``n`` concurrent sandboxes."""
-    check_fraction("--gpu-utilisation", opts.gpu_utilisation)
+    check_fraction("`gpu_utilisation`", opts.gpu_utilisation)
     prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
     decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
     computed = computed_prefill(prefill, cached_fraction) if prefill is not None else None

@@ -7,7 +7,7 @@ regenerate ``docs/schemas/plan.schema.json`` (``sandbox-fleet schema plan``).
 
 from typing import ClassVar, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from sandbox_fleet.contract import Block, Summary
 
@@ -266,7 +266,9 @@ class GpuMemory(Block):
     gpus_memory_bound_cached: Count = None
 
 
-class Inference(Block):
+class PlanInference(Block):
+    model_config = ConfigDict(title="Inference")  # the published schema name (simulate's Inference is the pool)
+
     prefill_tok_s: Num = None
     decode_tok_s: Num = None
     #: prefill the GPUs compute: input less measured cache hits
@@ -471,7 +473,7 @@ class PlanSummary(Summary):
     storage: Optional[Storage] = None
     context: Optional[Context] = None
     caching: Optional[Caching] = None
-    inference: Optional[Inference] = None
+    inference: Optional[PlanInference] = None
     cost: Optional[Cost] = None
     assumptions: Optional[list[Assumption]] = None
     starts: Optional[Starts] = None

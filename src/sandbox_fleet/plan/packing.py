@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from sandbox_fleet.plan.slots import RESOURCES, Request
+from sandbox_fleet.plan.slots import RESOURCES, ResourceRequest
 
 _EPS = 1e-9
 
@@ -72,7 +72,7 @@ def _fits_count(free: dict[str, float], req: dict[str, float]) -> int:
     return int(k) if k != math.inf else 1 << 62
 
 
-def lower_bound(requests: list[Request], counts: list[int], capacity: dict[str, float]) -> dict[str, int]:
+def lower_bound(requests: list[ResourceRequest], counts: list[int], capacity: dict[str, float]) -> dict[str, int]:
     """Per resource, the fewest nodes whose summed capacity covers the summed demand."""
     out = {}
     for r in RESOURCES:
@@ -84,7 +84,7 @@ def lower_bound(requests: list[Request], counts: list[int], capacity: dict[str, 
     return out
 
 
-def sort_key(req: Request, capacity: dict[str, float]) -> tuple:
+def sort_key(req: ResourceRequest, capacity: dict[str, float]) -> tuple:
     shares = [getattr(req, r) / capacity[r] if capacity[r] > 0 else (math.inf if getattr(req, r) > 0 else 0.0) for r in RESOURCES]
     return (-max(shares), -sum(shares), tuple(-getattr(req, r) for r in RESOURCES))
 
@@ -94,7 +94,7 @@ def _take(count: int, free: dict[str, float], load: dict[int, int], i: int, req:
     return NodeGroup(count, {**load, i: load.get(i, 0) + k}, {r: free[r] - k * req[r] for r in RESOURCES})
 
 
-def ffd(requests: list[Request], counts: list[int], capacity: dict[str, float]) -> Packing:
+def ffd(requests: list[ResourceRequest], counts: list[int], capacity: dict[str, float]) -> Packing:
     """Pack ``counts[i]`` copies of ``requests[i]`` into nodes of ``capacity``.
 
     Works on counts: a run of nodes packed alike is one group, so time and memory grow with

@@ -15,7 +15,7 @@ from typing import Optional
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import NodeType
 from sandbox_fleet.plan.reserve import node_reserve
-from sandbox_fleet.plan.slots import Request, Reserve, size_uniform
+from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Routing:
     unplaced: list[int]
 
 
-def slots_for(node: NodeType, q: Request, reserve: Optional[Reserve]) -> Optional[int]:
+def slots_for(node: NodeType, q: ResourceRequest, reserve: Optional[Reserve]) -> Optional[int]:
     """Slots of ``q`` on an empty ``node`` after its reserve, or None when not even one fits."""
     try:
         return size_uniform(node, q, 1, node_reserve(node, reserve)[0]).per_node
@@ -33,7 +33,7 @@ def slots_for(node: NodeType, q: Request, reserve: Optional[Reserve]) -> Optiona
         return None
 
 
-def route(reqs: list[Request], catalog: list[NodeType], tier: str, reserve: Optional[Reserve] = None) -> Routing:
+def route(reqs: list[ResourceRequest], catalog: list[NodeType], tier: str, reserve: Optional[Reserve] = None) -> Routing:
     """Which pool each request goes to (see the module docstring)."""
     cpu_types = [t for t in catalog if t.gpus == 0]
     gpu_types = [t for t in catalog if t.gpus > 0]
@@ -60,7 +60,7 @@ def route(reqs: list[Request], catalog: list[NodeType], tier: str, reserve: Opti
     return Routing(cpu=cpu, gpu=gpu, unplaced=unplaced)
 
 
-def unplaced_block(reqs: list[Request], rollouts: list[float], hours: list[Optional[float]], idx: list[int]) -> list[dict]:
+def unplaced_block(reqs: list[ResourceRequest], rollouts: list[float], hours: list[Optional[float]], idx: list[int]) -> list[dict]:
     """The requests no type holds, with their shares of rollouts and of sandbox-hours."""
     total_w = sum(rollouts)
     known = all(h is not None for h in hours)

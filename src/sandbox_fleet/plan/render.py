@@ -12,16 +12,16 @@ from sandbox_fleet.plan.model import (
     Context,
     Cost,
     CostParts,
-    Inference,
     Measured,
     NodeReserve,
     PerGpu,
+    PlanInference,
     PlanSummary,
     Request,
     Resources,
     Storage,
 )
-from sandbox_fleet.textout import wrap_lines
+from sandbox_fleet.textout import number, wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
     from rich.console import Console
@@ -30,7 +30,7 @@ _TIER_LABEL = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
 
 
 def _n(v: Optional[float], fmt: str = ",.0f", none: str = "n/a") -> str:
-    return none if v is None else format(v, fmt)
+    return number(v, fmt, none=none)
 
 
 def _gib(mb: Optional[float]) -> Optional[float]:
@@ -42,18 +42,12 @@ def _tier(tier: Optional[str]) -> str:
 
 
 def _money(v: Optional[float]) -> str:
-    if v is None:
-        return "not costed"
-    return f"${v:,.2f}" if v == 0 or abs(v) >= 0.01 else f"${v:.2g}"
+    return "not costed" if v is None else "$" + number(v, ",.2f", small=".2g", below=0.01)
 
 
 def _fixed(v: Optional[float], places: int) -> str:
     """``places`` decimals, but significant digits for small values so they do not print as 0."""
-    if v is None:
-        return "n/a"
-    if v == 0 or abs(v) >= 10 ** (1 - places):
-        return f"{v:,.{places}f}"
-    return f"{v:.2g}"
+    return number(v, f",.{places}f", none="n/a", small=".2g", below=10 ** (1 - places))
 
 
 def _pick(keys: list[str], preferred: tuple[int, ...], most: int = 8) -> list[str]:
@@ -88,7 +82,7 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
     old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
     t, nd = p.target, p.nodes
     m, st, ctx = p.measured or Measured(), p.storage or Storage(), p.context or Context()
-    ca, inf, co = p.caching or Caching(), p.inference or Inference(), p.cost or Cost()
+    ca, inf, co = p.caching or Caching(), p.inference or PlanInference(), p.cost or Cost()
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
     L.extend(decision_lines(p, old, risks, previous_name))  # the censored cap/demand lines among them

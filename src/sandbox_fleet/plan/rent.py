@@ -65,7 +65,7 @@ def select(providers: list[Provider], names: Optional[list[str]], source: str = 
     known = {p.name: p for p in providers}
     for name in names:
         if name not in known:
-            raise InputError(f"--rent-provider {name!r} is not in the {source}; expected one of: {', '.join(known)}")
+            raise InputError(f"`rent_provider` {name!r} is not in the {source}; expected one of: {', '.join(known)}")
     return [known[n] for n in dict.fromkeys(names)]
 
 

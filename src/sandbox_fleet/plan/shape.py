@@ -68,7 +68,7 @@ def auto_shape(steps_detected: Optional[bool], duty: Optional[float]) -> tuple[s
 def measured_shape(mean: float, duty: Optional[float]) -> dict:
     """Capacity for ``mean`` busy sandboxes at the measured duty: ceil(mean / duty)."""
     if not duty:
-        raise InputError("--shape measured needs the measured duty cycle (concurrency.duty or mean/peak); pass --shape smooth")
+        raise InputError("`shape` measured needs the measured duty cycle (concurrency.duty or mean/peak); pass `shape` smooth")
     cap = max(math.ceil(mean / duty - 1e-9), 1)
     return {
         "concurrency": cap,
@@ -86,8 +86,8 @@ def smallest_cap(mean_wait: MeanWait, lo: int, hi: int, max_wait_s: float) -> tu
     top = mean_wait(hi)
     if top > max_wait_s:
         raise InputError(
-            f"--shape smooth: even {hi:,} slots leave a mean queue wait of {top:,.0f} s > --max-wait-s {max_wait_s:g}; "
-            "raise --max-wait-s or use --shape measured"
+            f"`shape` smooth: even {hi:,} slots leave a mean queue wait of {top:,.0f} s > `max_wait_s` {max_wait_s:g}; "
+            "raise `max_wait_s` or use `shape` measured"
         )
     seen = {hi: top}
     while lo < hi:
@@ -133,7 +133,7 @@ def smooth_shape(
     """Smallest cap whose simulated mean queue wait is within ``max_wait_s`` at ``mean`` busy sandboxes."""
     import numpy as np
     if not (max_wait_s >= 0 and math.isfinite(max_wait_s)):
-        raise InputError(f"--max-wait-s must be zero or positive, got {max_wait_s!r}")
+        raise InputError(f"`max_wait_s` must be zero or positive, got {max_wait_s!r}")
     if rollouts is None:
         rollouts = int(min(max(ROLLOUTS_PER_BUSY * math.ceil(mean), ROLLOUTS_MIN), ROLLOUTS_MAX))
     holds = np.asarray(sample_holds(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, 1))), rollouts), dtype=float)

@@ -17,7 +17,7 @@ _EPS = 1e-9  # so 96 / 0.1-style float quotients do not lose a slot to rounding
 
 
 @dataclass(frozen=True)
-class Request:
+class ResourceRequest:
     """One sandbox's request: cpu cores, memory MB, disk MB, gpus."""
 
     cpu: float
@@ -54,7 +54,7 @@ def usable(node: NodeType, reserve: Reserve) -> dict[str, float]:
     return out
 
 
-def slots_per_node(node: NodeType, request: Request, reserve: Reserve = Reserve()) -> dict[str, int | None]:
+def slots_per_node(node: NodeType, request: ResourceRequest, reserve: Reserve = Reserve()) -> dict[str, int | None]:
     """Slots along each resource; None where the request asks for none of it (unbounded)."""
     left = usable(node, reserve)
     req = request.as_dict()
@@ -70,7 +70,7 @@ class Sizing:
     nodes: int
 
 
-def size_uniform(node: NodeType, request: Request, concurrency: int, reserve: Reserve = Reserve()) -> Sizing:
+def size_uniform(node: NodeType, request: ResourceRequest, concurrency: int, reserve: Reserve = Reserve()) -> Sizing:
     """Nodes for ``concurrency`` identical sandboxes; InputError when not even one fits."""
     slots = slots_per_node(node, request, reserve)
     bounded = {r: s for r, s in slots.items() if s is not None}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from sandbox_fleet.report.inputs import (
     load_simulate,
 )
 from sandbox_fleet.report.thresholds import load_thresholds
+from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
     from rich.console import Console
@@ -49,8 +50,8 @@ def report_files(
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
     check_same_source(measure, {
-        **({f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
-        **({f"--optimize {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
+        **({f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None} if plan_s is not None else {}),
+        **({f"`optimize` {optimize}": opt_s.input_fingerprint} if opt_s is not None else {}),
     }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
     old = load_plan(previous) if previous is not None else None
@@ -85,7 +86,7 @@ def check_files(
     measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
     if plan_s is not None:
-        check_same_source(measure, {f"--plan {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
+        check_same_source(measure, {f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
     sim_s = load_simulate(simulate) if simulate is not None else None
     results = run_checks(measure, plan_s, t, bt, simulate=sim_s)
     if metrics_out is not None or rules_out is not None or serving_rules:
@@ -101,9 +102,7 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
 def _cell(x: float | None) -> str:
-    if x is None:
-        return ""
-    return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:.4g}"
+    return number(x, ".4g", none="", whole=",.0f")
 
 
 #: Narrower than this, a table's message column is too thin to read: each check becomes a heading
@@ -111,18 +110,51 @@ def _cell(x: float | None) -> str:
 CHECK_TABLE_MIN_WIDTH = 120
 
 
-def _check_lines(results: list[CheckResult], console: Console) -> None:
-    from rich.markup import escape
-
+def _check_rows(results: list[CheckResult], width: int) -> list[tuple[CheckResult | None, str]]:
+    """The narrow layout's lines: ``(result, heading)`` for a check's heading line (as it shows
+    uncoloured) and ``(None, line)`` for each line of its message, folded to ``width``."""
     from sandbox_fleet.textout import printable, wrap_line
 
+    rows: list[tuple[CheckResult | None, str]] = []
     for r in results:
         figures = ", ".join(x for x in (f"value {_cell(r.value)}" if r.value is not None else "",
                                         f"threshold {_cell(r.threshold)}" if r.threshold is not None else "") if x)
-        console.print(f"[{_STYLE[r.status]}]{r.status.upper():<4}[/] {escape(r.name)}" + (f" ({figures})" if figures else ""),
-                      highlight=False, soft_wrap=True)
-        for line in wrap_line(f"     {printable(r.message)}", console.width):  # names in it: controls shown
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        rows.append((r, f"{r.status.upper():<4} {r.name}" + (f" ({figures})" if figures else "")))
+        rows += [(None, line) for line in wrap_line(f"     {printable(r.message)}", width)]  # names in it: controls shown
+    return rows
+
+
+def _counts_line(results: list[CheckResult]) -> str:
+    counts = {s: sum(r.status == s for r in results) for s in ("fail", "warn", "pass", "skip")}
+    return ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def _check_lines(results: list[CheckResult], console: Console) -> None:
+    from rich.markup import escape
+
+    for r, text in _check_rows(results, console.width):
+        if r is None:
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:  # the status word in its colour, the rest as text
+            status, rest = text[:4], text[5 + len(r.name):]
+            console.print(f"[{_STYLE[r.status]}]{status}[/] {escape(r.name)}{rest}", highlight=False, soft_wrap=True)
+
+
+def print_checks(results: list[CheckResult], console: Callable[[], Console]) -> None:
+    """``render_checks`` on the console ``console()`` makes, or, where Rich would print the narrow
+    layout without colour (stdout not a terminal: CI, a pipe, a file), the same bytes without
+    importing Rich (~0.1 CPU-s of ``check``'s start-up); tests/test_terminal_width.py compares both."""
+    from sandbox_fleet.textout import plain_safe, plain_stdout_width, print_lines
+
+    width = plain_stdout_width()
+    if width is not None and width < CHECK_TABLE_MIN_WIDTH:
+        rows = _check_rows(results, width)
+        counts = _counts_line(results)  # printed without soft wrap: Rich would fold it past the width
+        # uncoloured, a heading shows its text unless it holds what Rich reads as markup
+        if len(counts) <= width and all(plain_safe(text) and (r is None or "[" not in text) for r, text in rows):
+            print_lines([text for _, text in rows] + [counts], console)
+            return
+    render_checks(results, console())
 
 
 def render_checks(results: list[CheckResult], console: Console) -> None:
@@ -138,8 +170,7 @@ def render_checks(results: list[CheckResult], console: Console) -> None:
 
     if console.width < CHECK_TABLE_MIN_WIDTH:
         _check_lines(results, console)
-        counts = {s: sum(r.status == s for r in results) for s in ("fail", "warn", "pass", "skip")}
-        console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+        console.print(_counts_line(results))
         return
     table = Table(show_lines=False)
     for col in ("status", "check", "value", "threshold", "message"):
@@ -148,5 +179,4 @@ def render_checks(results: list[CheckResult], console: Console) -> None:
         table.add_row(f"[{_STYLE[r.status]}]{r.status}[/]", escape(r.name), _cell(r.value), _cell(r.threshold),
                       escape(r.message))
     console.print(table)
-    counts = {s: sum(r.status == s for r in results) for s in ("fail", "warn", "pass", "skip")}
-    console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    console.print(_counts_line(results))

@@ -64,7 +64,7 @@ def load_backtest(path: str | Path) -> BacktestSummary:
 def check_same_source(measure: MeasureSummary, made_from: dict[str, Optional[str]], allow_mismatch: bool = False) -> None:
     """Refuse (InputError) an output made from another measure summary than ``measure``.
 
-    ``made_from`` maps each output (``"--plan p.json"``) to the fingerprint it carries; an output
+    ``made_from`` maps each output (``"`plan` p.json"``) to the fingerprint it carries; an output
     without one (older versions, a scenario-based optimize) cannot be compared and is accepted.
     """
     if allow_mismatch:
@@ -73,4 +73,4 @@ def check_same_source(measure: MeasureSummary, made_from: dict[str, Optional[str
     for what, theirs in made_from.items():
         if theirs is not None and theirs != here:
             raise InputError(f"{what}: made from another measure summary ({theirs}) than the input given here ({here}); "
-                             "remake it from this input, or pass --allow-mismatch to put them side by side")
+                             "remake it from this input, or pass `allow_mismatch` to put them side by side")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from sandbox_fleet.contract import HoldFigures
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
 from sandbox_fleet.report.charts import LEGEND, MARGIN
 from sandbox_fleet.report.fields import as_num, turn_keyed
@@ -61,7 +62,7 @@ def caching_chart(plan: PlanSummary | None) -> go.Figure | None:
                    yaxis_title="prefill without caching / with caching (x)")
 
 
-def cdf_points(holds: HoldStats, rows: float | None) -> list[tuple[float, float]]:
+def cdf_points(holds: HoldFigures, rows: float | None) -> list[tuple[float, float]]:
     """(hold s, cumulative share) through the known percentiles, in order of hold."""
     n = rows if rows and rows > 0 else None
     pts = []

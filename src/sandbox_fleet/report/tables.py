@@ -25,6 +25,7 @@ from sandbox_fleet.measure.model import (
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.textout import html_escape as escape
+from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.model import PlanSummary
@@ -64,14 +65,14 @@ def fmt(value: Any, kind: str = "num") -> str:
         return f"{x / 3600:,.1f} h"
     if kind in ("f1", "f2", "f3", "f4"):
         return f"{x:,.{kind[1]}f}"
-    return f"{x:,.0f}" if float(x).is_integer() and abs(x) >= 1 else f"{x:,.4g}"
+    return number(x, ",.4g", whole=",.0f")
 
 
 def _plain(v: Any) -> str:
     x = as_num(v)
     if x is None:
         return "n/a" if v is None else str(v)
-    return f"{x:,.0f}" if x.is_integer() else f"{x:,.4g}"
+    return number(x, ",.4g", whole=",.0f")  # below 1, ,.4g prints a whole number (0) as ,.0f would
 
 
 def kv_table(rows: Iterable[tuple[str, Any, str]], cls: str = "kv") -> str:
@@ -184,7 +185,7 @@ def headline_table(m: MeasureSummary) -> str:
 
 
 def _r2(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.4f}"
+    return number(x, ".4f", none="n/a")
 
 
 def requests_table(m: MeasureSummary) -> str | None:

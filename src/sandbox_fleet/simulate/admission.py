@@ -1,15 +1,9 @@
 """Admission queues: which waiting rollout takes the next free slot.
 
 Each queue offers ``append(rollout)``, ``popleft() -> rollout`` and ``len()`` so the
-engine treats every policy alike (FIFO is a plain ``deque``, the fastest path).
-
-This is the event loop's admission seam: ``LoopState.dispatch`` hands a pool's free slot
-to ``queue.popleft()`` (``make_queue`` builds the queue of a pool's ``admission`` policy).
-A new policy adds its queue to ``make_queue``; one that only reorders the queue (the
-rollout it names always takes the free slot) also joins ``ORDERS_ONLY``, so the loop may
-hand slots over inline; one that can hold a rollout back while a slot is free (a quota)
-stays out of it and runs through ``dispatch`` alone. Only ``"fifo"`` runs on the FIFO
-recursion (``executors.pool_refusal``).
+engine treats every policy alike (FIFO is a plain ``deque``, the fastest path). The
+policies of ``policies.py`` (``"priority"``, ``"timeout-ceiling"``) also decide when a
+head may start, so they run the pool's dispatch themselves (``make_policy``).
 """
 
 from __future__ import annotations
@@ -40,15 +34,6 @@ class KeyedQueue:
         return len(self._heap)
 
 
-#: Policies whose queue only orders the waiting rollouts (see the module docstring).
-ORDERS_ONLY = frozenset({"fifo", "shortest-timeout-first"})
-
-
-def orders_only(policy: str) -> bool:
-    """Whether ``policy``'s first in line always takes a free slot (the loop may inline it)."""
-    return policy in ORDERS_ONLY
-
-
 def make_queue(policy: str, timeout_of: Callable[[int], float]):
     """``"fifo"`` or ``"shortest-timeout-first"`` (smallest agent timeout first)."""
     if policy == "fifo":
@@ -56,3 +41,10 @@ def make_queue(policy: str, timeout_of: Callable[[int], float]):
     if policy == "shortest-timeout-first":
         return KeyedQueue(timeout_of)
     raise ValueError(policy)
+
+
+def make_policy(policy: str, st, p: int):
+    """The dispatching queue of a ``policies.POLICIES`` pool, or ``None`` for a plain queue."""
+    from sandbox_fleet.simulate import policies
+
+    return policies.make(policy, st, p) if policy in policies.POLICIES else None

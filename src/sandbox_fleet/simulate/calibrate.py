@@ -19,6 +19,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.concurrency import interval_stats
 from sandbox_fleet.measure.stats import arrival_rate_per_s, exception_rate
 from sandbox_fleet.simulate.distributions import Empirical, Mixture
+from sandbox_fleet.textout import number
 
 NO_MODEL = "(none)"
 
@@ -118,7 +119,7 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
 
 
 def _rate(x: float | None) -> str:
-    return "not recorded" if x is None else f"{x:.4f}"
+    return number(x, ".4f", none="not recorded")
 
 
 def _hold_or_turns(rollouts: pa.Table, src: list[str], inference: dict | None, fig: dict) -> list[str]:

@@ -28,6 +28,9 @@ NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION = 0, 1, 2, 3, 4
 PHASE_NAMES = ("", "build", "agent", "verifier", "preemption")
 PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
 
+#: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
+ADMISSIONS = ("fifo", "shortest-timeout-first", "priority", "timeout-ceiling")
+
 
 @dataclass
 class Fleet:
@@ -39,8 +42,12 @@ class Fleet:
     - ``start_cap``: at most this many sandboxes may be in their build phase at once
       (``None``: no separate limit). A rollout is admitted only when both a slot and
       a start slot are free.
-    - ``admission``: ``"fifo"`` (default) or ``"shortest-timeout-first"`` (smallest
-      agent timeout first, FIFO among equals).
+    - ``admission``: ``"fifo"`` (default), ``"shortest-timeout-first"`` (smallest
+      agent timeout first, FIFO among equals), ``"priority"`` (workload priorities and
+      quotas, see ``policies``) or ``"timeout-ceiling"`` (no admission whose timeout
+      ceiling would keep the next RL batch from fitting; holds reclaimed at the ceiling).
+    - ``preempt`` (``"priority"`` only): a waiting rollout may evict a running rollout
+      of a lower priority, or one borrowing beyond its quota; the evicted rollout re-runs.
     - preemption: nodes of ``slots_per_node`` slots are reclaimed at
       ``preempt_rate_per_node_s`` each (a Poisson process); the attempts running on a
       reclaimed node end as retried (when the retry policy allows) and its slots come
@@ -57,6 +64,7 @@ class Fleet:
     node_replace_s: float = 0.0
     queue_timeout_s: float | None = None
     name: str = "pool"
+    preempt: bool = False
 
     def __post_init__(self) -> None:
         if self.cap is not None and (int(self.cap) != self.cap or self.cap < 1):
@@ -65,8 +73,12 @@ class Fleet:
             raise InputError(f"fleet start_cap must be a positive integer, got {self.start_cap}")
         if not self.provision_delay_s >= 0:
             raise InputError(f"fleet provision_delay_s must be >= 0, got {self.provision_delay_s}")
-        if self.admission not in ("fifo", "shortest-timeout-first"):
-            raise InputError(f"fleet admission must be 'fifo' or 'shortest-timeout-first', got {self.admission!r}")
+        if self.admission not in ADMISSIONS:
+            raise InputError(f"fleet admission must be one of {', '.join(ADMISSIONS)}, got {self.admission!r}")
+        if self.preempt and self.admission != "priority":
+            raise InputError(f"fleet preempt needs admission = 'priority' (this pool admits by {self.admission!r})")
+        if self.preempt and self.cap is None:
+            raise InputError("fleet preempt needs a finite cap (an unbounded pool has a slot for everyone)")
         if self.slots_per_node < 1:
             raise InputError(f"fleet slots_per_node must be >= 1, got {self.slots_per_node}")
         if not self.preempt_rate_per_node_s >= 0 or not self.node_replace_s >= 0:

@@ -192,7 +192,7 @@ def choose(prep: Prepared, engine: str = "auto") -> Executor:
 
 def forced_refusal(engine: str, why: str) -> str:
     """The error text for a forced ``engine`` that cannot run the scenario."""
-    return f"engine {engine!r} cannot run this scenario: {why}; use \"auto\" or \"events\""
+    return f"engine {engine!r} cannot run this scenario ({why}); use \"auto\" or \"events\""
 
 
 def preload_kernel() -> None:

@@ -12,6 +12,8 @@
   equal the sum of the calls' times in the pool.
 - ``rl_staleness``: batch ``j`` of an RL workload is released only after trainer step
   ``j - staleness - 1`` ended.
+- ``quota_respected`` (priority pools): no workload holds more than ``nominal + borrow_limit``.
+- ``ceiling_respected`` (timeout-ceiling pools): no hold passes its rollout's timeout.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def _check(res, n_expected: int) -> None:
     for p, fleet in enumerate(res.fleets):
         if fleet.cap is not None and res.concurrency_stats(p)["peak"] > fleet.cap:
             fail("cap_respected", f"pool {p} ran {res.concurrency_stats(p)['peak']} sandboxes over a cap of {fleet.cap}")
+    _check_policies(res, fail)
 
     # Little's law on the run: the time-integral of sandboxes in use and of rollouts
     # waiting, accumulated by the event loop, must equal the sums of holds and of
@@ -140,3 +143,25 @@ def _abs_max(x: np.ndarray) -> float:
     if x.size == 0:
         return 0.0
     return float(max(np.fmax.reduce(x, initial=0.0), -np.fmin.reduce(x, initial=0.0)))
+
+
+def _check_policies(res, fail) -> None:
+    """``quota_respected`` and ``ceiling_respected`` on the pools whose admission policy sets them."""
+    from sandbox_fleet.simulate.metrics import concurrency
+
+    started = res.derived()["started"]
+    for w, wl in enumerate(res.workloads):
+        pl = res.fleets[wl.pool]
+        sel = started & (res.workload == w)
+        if pl.admission == "priority" and wl.nominal is not None and wl.borrow_limit is not None:
+            limit = wl.nominal + wl.borrow_limit
+            peak = concurrency(res.start_s[sel], res.finish_s[sel])["peak"] if sel.any() else 0
+            if peak > limit:
+                fail("quota_respected", f"workload {wl.name} held {peak} slots over its quota of {limit}")
+        timeout_s = wl.resolved_episode().agent_timeout_s
+        if pl.admission == "timeout-ceiling" and timeout_s is not None and sel.any():
+            t = timeout_s[res.index[sel]] if isinstance(timeout_s, np.ndarray) else timeout_s
+            hold = res.finish_s[sel] - res.start_s[sel]
+            # finish - start carries one rounding of the start's magnitude
+            if np.any(hold > t + 4 * np.finfo(float).eps * np.abs(res.finish_s[sel])):
+                fail("ceiling_respected", f"workload {wl.name} held a sandbox past its timeout ceiling")

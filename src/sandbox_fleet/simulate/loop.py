@@ -7,7 +7,7 @@ invariants compare with the sums of holds and waits (Little's law on the run).
 
 The two events of almost every rollout, an open arrival and an attempt's end, are
 handled inline for *counted* pools (see ``loop_state``) without a start cap or queue
-timeout whose admission only orders the queue (``admission.orders_only``), when no
+timeout with a plain queue (no ``policies.py`` policy), when no
 inference pool runs: an arrival that finds the queue empty and a slot free starts at once,
 one that finds no slot free joins the queue, and an ending attempt that cannot retry hands
 its slot straight to the next queued rollout. That is exactly what ``enqueue`` + ``dispatch``
@@ -26,7 +26,6 @@ from heapq import heappop, heappush
 import numpy as np
 
 from sandbox_fleet.simulate import events as ev
-from sandbox_fleet.simulate.admission import orders_only
 from sandbox_fleet.simulate.entities import EXCEPTION
 from sandbox_fleet.simulate.loop_state import RUNNING, LoopState
 from sandbox_fleet.simulate.prepare import Prepared, ids_index
@@ -38,12 +37,11 @@ FIRST_AS_DRAWN = {"phase": "phase", "build_s": "build", "agent_s": "agent", "ver
 
 def inline_pools(st: LoopState) -> list[bool]:
     """Per pool: whether the loop handles its arrivals and attempt ends inline (counted
-    pools without a start cap or queue timeout whose admission only orders the queue, and
-    no inference pool)."""
+    pools with a plain queue, without a start cap or queue timeout, and no inference pool)."""
     if st.driver is not None:
         return [False] * len(st.pools)
-    return [c and pl.start_cap is None and pl.queue_timeout_s is None and orders_only(pl.admission)
-            for pl, c in zip(st.pools, st.counted)]
+    return [c and pl.start_cap is None and pl.queue_timeout_s is None and pol is None
+            for pl, c, pol in zip(st.pools, st.counted, st.policies)]
 
 
 def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: int = PROGRESS_EVERY) -> ExecutorOutput:
@@ -184,9 +182,9 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
         driver.pool.close(now)
     cols = {"arrival_s": st.a_enq, "start_s": a_start, "finish_s": a_fin, "state": a_state, "phase": st.a_phase,
             "build_s": st.a_build, "agent_s": st.a_agent, "verify_s": st.a_verify}
-    # Only preemption, queue timeouts and the inference pool rewrite a first attempt's phases.
+    # Only preemption (spot or priority), queue timeouts and the inference pool rewrite a first attempt's phases.
     rewritten = st.phases_kept and (driver is not None or any(
-        pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in st.pools))
+        pl.preempt_rate_per_node_s > 0 or pl.preempt or pl.queue_timeout_s is not None for pl in st.pools))
     first = {}
     for k, v in cols.items():
         if not rewritten and k in FIRST_AS_DRAWN:

@@ -35,7 +35,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from sandbox_fleet.simulate import events as ev
-from sandbox_fleet.simulate.admission import make_queue
+from sandbox_fleet.simulate.admission import make_policy, make_queue
 from sandbox_fleet.simulate.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
 from sandbox_fleet.simulate.prepare import PREEMPTIONS, Prepared, stream
 from sandbox_fleet.simulate.trainer import RLState, rl_states
@@ -64,7 +64,8 @@ class LoopState:
         self.r_pool, self.r_work = prep.r_pool, prep.r_work
 
         ids = list(range(N))
-        retries = any(m > 0 for m in prep.max_retries)
+        # evictions by a priority pool re-run their rollout as retries do
+        retries = any(m > 0 for m in prep.max_retries) or any(pl.preempt for pl in pools)
         self.a_roll = ids
         self.a_enq = [math.nan] * N
         self.a_start = [math.nan] * N
@@ -74,7 +75,8 @@ class LoopState:
         # Phase durations are read or rewritten only by start caps, retries, preemption, queue
         # timeouts and the inference pool; without them the drawn arrays are the result (None here).
         self.phases_kept = prep.inference is not None or any(m > 0 for m in prep.max_retries) or any(
-            pl.start_cap is not None or pl.preempt_rate_per_node_s > 0 or pl.queue_timeout_s is not None for pl in pools)
+            pl.start_cap is not None or pl.preempt_rate_per_node_s > 0 or pl.preempt or pl.queue_timeout_s is not None
+            for pl in pools)
         if self.phases_kept:
             self.a_build, self.a_agent, self.a_verify = prep.build.tolist(), prep.agent.tolist(), prep.verify.tolist()
         else:
@@ -89,7 +91,12 @@ class LoopState:
         self.r_epoch = [0] * N
         self.r_queued = [False] * N
 
-        self.queues = [make_queue(pl.admission, prep.timeout_of) for pl in pools]
+        # A policy pool (priority, timeout-ceiling) dispatches through its own queue object.
+        self.policies = [make_policy(pl.admission, self, p) for p, pl in enumerate(pools)]
+        self.queues = [pol if pol is not None else make_queue(pl.admission, prep.timeout_of)
+                       for pol, pl in zip(self.policies, pools)]
+        self.provisioning = [0] * P  # slots being provisioned (S_PROV), per pool
+        self.r_evicted: dict[int, int] = {}  # rollout -> evictions by a priority pool (spare the retry budget)
         self.unbounded = [pl.cap is None for pl in pools]
         self.counted = [pl.cap is not None and pl.preempt_rate_per_node_s == 0 and pl.provision_delay_s <= 0
                         for pl in pools]
@@ -117,6 +124,7 @@ class LoopState:
         self.seq = count()
         self.now = 0.0
         self.busy = self.waiting = self.done = self.preemptions = self.training = 0
+        self.preempted_by_policy = 0  # evictions by priority pools (``preemptions`` counts node reclaims)
 
         self.rl: dict[int, RLState] = {}
         self.r_batch = [0] * N
@@ -166,38 +174,51 @@ class LoopState:
 
     def dispatch(self, p: int) -> None:
         """Start queued rollouts of pool ``p`` while slots (and start-cap room) last."""
+        pol = self.policies[p]
+        if pol is not None:
+            pol.dispatch()
+            return
         q = self.queues[p]
-        fl = self.free[p]
         sc = self.start_cap[p]
-        counted = self.counted[p]
-        tracked = not (counted or self.unbounded[p])
-        in_list, slot_state, r_queued = self.in_list, self.slot_state, self.r_queued
+        r_queued = self.r_queued
         while q:
             if sc is not None and self.building[p] >= sc:
                 return
-            if counted and not self.nfree[p]:
+            slot = self.take_slot(p)
+            if slot is None:
                 return
-            slot = -1
-            if tracked:
-                while fl:
-                    s = fl.pop()
-                    in_list[s] = False
-                    if slot_state[s] == S_FREE:
-                        slot = s
-                        break
-                if slot < 0:
-                    return
             r = q.popleft()
             if not r_queued[r]:  # dropped while waiting: lazy removal
-                if slot >= 0:
-                    fl.append(slot)
-                    in_list[slot] = True
+                self.untake_slot(p, slot)
                 continue
             r_queued[r] = False
             self.waiting -= 1
-            if counted:
-                self.nfree[p] -= 1
             self.place(p, self.r_row[r], slot)
+
+    def take_slot(self, p: int) -> int | None:
+        """A free slot of pool ``p``, taken (-1: an unbounded or counted pool's), or ``None``."""
+        if self.counted[p]:
+            if not self.nfree[p]:
+                return None
+            self.nfree[p] -= 1
+            return -1
+        if self.unbounded[p]:
+            return -1
+        fl, in_list, slot_state = self.free[p], self.in_list, self.slot_state
+        while fl:
+            s = fl.pop()
+            in_list[s] = False
+            if slot_state[s] == S_FREE:
+                return s
+        return None
+
+    def untake_slot(self, p: int, slot: int) -> None:
+        """Give back a slot ``take_slot`` returned, unused."""
+        if self.counted[p]:
+            self.nfree[p] += 1
+        elif slot >= 0:
+            self.free[p].append(slot)
+            self.in_list[slot] = True
 
     def place(self, p: int, row: int, slot: int) -> None:
         """Start attempt ``row`` now on ``slot`` (-1: an unbounded or counted pool) of pool ``p``.
@@ -230,6 +251,7 @@ class LoopState:
         self.slot_row[slot] = -1
         if self.prov[p] > 0:
             self.slot_state[slot] = S_PROV
+            self.provisioning[p] += 1
             self.push(self.now + self.prov[p], ev.SLOT_READY, slot)
         else:
             self.relist(p, slot)
@@ -276,14 +298,18 @@ class LoopState:
             self.pop_next[w] = r + 1
             self.enqueue(r, r)
 
-    def end_attempt(self, row: int, state: int, phase: int) -> None:
-        """Close a running attempt now; retry its rollout or end it."""
+    def end_attempt(self, row: int, state: int, phase: int, requeue: bool = False) -> None:
+        """Close a running attempt now; retry its rollout (always when ``requeue``) or end it."""
         r = self.a_roll[row]
         p = self.r_pool[r]
         self.busy -= 1
         self.a_fin[row] = self.now
         self.a_phase[row] = phase
-        if self.prep.retryable(r, state, phase, self.a_try[row]):
+        pol = self.policies[p]
+        if pol is not None:
+            pol.ended(self.r_work[r], row)
+        tries = self.a_try[row] - self.r_evicted.get(r, 0) if self.r_evicted else self.a_try[row]
+        if requeue or self.prep.retryable(r, state, phase, tries):
             self.a_state[row] = RETRIED
             self.append_retry(r, self.a_try[row] + 1)
         else:
@@ -317,6 +343,7 @@ class LoopState:
     def on_slot_ready(self, slot: int) -> None:
         if self.slot_state[slot] == S_PROV:
             p = self.slot_pool[slot]
+            self.provisioning[p] -= 1
             self.relist(p, slot)
             self.dispatch(p)
 
@@ -355,27 +382,44 @@ class LoopState:
             assert pl.cap is not None  # Fleet refuses preemption without a finite cap
             lo = self.slot_base[p] + node * pl.slots_per_node
             hi = min(lo + pl.slots_per_node, self.slot_base[p] + pl.cap)
-            a_build, a_agent, a_verify = self.a_build, self.a_agent, self.a_verify
             for s in range(lo, hi):
                 row = self.slot_row[s]
+                if self.slot_state[s] == S_PROV:  # its SLOT_READY will find it down
+                    self.provisioning[p] -= 1
                 self.slot_state[s] = S_DOWN
                 self.slot_row[s] = -1
                 if row >= 0 and self.a_state[row] == RUNNING:
-                    elapsed = now - self.a_start[row]
-                    b, a = a_build[row], a_agent[row]
-                    if elapsed < b:
-                        if self.start_cap[p] is not None:
-                            self.building[p] -= 1
-                        a_build[row], a_agent[row], a_verify[row] = elapsed, 0.0, 0.0
-                    elif elapsed < b + a:
-                        a_agent[row], a_verify[row] = elapsed - b, 0.0
-                    else:
-                        a_verify[row] = elapsed - b - a
+                    self.cut_short(row)
                     self.a_slot[row] = -1
                     self.end_attempt(row, EXCEPTION, PREEMPTION)
             self.push(now + pl.node_replace_s, ev.NODE_BACK, (p, node))
         if self.done < self.n:
             self.push(self.next_preemption(p, now), ev.PREEMPT, p)
+
+    def cut_short(self, row: int) -> None:
+        """Running attempt ``row`` stops now: its phases end where it is (it leaves the build
+        phase, and its start slot, if it was building)."""
+        elapsed = self.now - self.a_start[row]
+        a_build, a_agent, a_verify = self.a_build, self.a_agent, self.a_verify
+        b, a = a_build[row], a_agent[row]
+        if elapsed < b:
+            p = self.r_pool[self.a_roll[row]]
+            if self.start_cap[p] is not None:
+                self.building[p] -= 1
+            a_build[row], a_agent[row], a_verify[row] = elapsed, 0.0, 0.0
+        elif elapsed < b + a:
+            a_agent[row], a_verify[row] = elapsed - b, 0.0
+        else:
+            a_verify[row] = elapsed - b - a
+
+    def evict(self, row: int) -> None:
+        """A priority pool takes running attempt ``row``'s slot: it ends as a preemption and its
+        rollout re-runs (without using its retry budget)."""
+        r = self.a_roll[row]
+        self.preempted_by_policy += 1
+        self.r_evicted[r] = self.r_evicted.get(r, 0) + 1
+        self.cut_short(row)
+        self.end_attempt(row, EXCEPTION, PREEMPTION, requeue=True)
 
     def on_node_back(self, x: tuple[int, int]) -> None:
         p, node = x
@@ -442,3 +486,16 @@ class LoopState:
             s = self.a_slot[row]
             if s >= 0:
                 assert self.slot_state[s] == S_BUSY and self.slot_row[s] == row, (row, s)
+        for p, base in enumerate(self.slot_base):
+            cap = self.pools[p].cap
+            size = 0 if self.counted[p] or cap is None else cap
+            prov = sum(1 for s in range(base, base + size) if self.slot_state[s] == S_PROV)
+            assert self.provisioning[p] == prov, (p, self.provisioning[p], prov)
+            pol = self.policies[p]
+            if pol is not None:
+                for w in pol.works:
+                    held = sum(1 for row in running if self.r_work[self.a_roll[row]] == w)
+                    assert pol.used[w] == held, (p, w, pol.used[w], held)
+                live = sum(1 for w in pol.works for seq, r in pol.lists[w][pol.heads[w]:]
+                           if self.r_queued[r] and pol.r_seq.get(r) == seq)
+                assert live == sum(1 for r, q in enumerate(self.r_queued) if q and self.r_pool[r] == p), p

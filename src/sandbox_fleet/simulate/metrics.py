@@ -126,10 +126,11 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         },
         "events": res.events,
     }
+    steps_of = {w: st["train_end_s"] - st["release_s"] for w, st in res.steps.items()}
     if res.steps:
         step, idle_num, idle_den = [], 0.0, 0.0
-        for st in res.steps.values():
-            step.extend((st["train_end_s"] - st["release_s"]).tolist())
+        for w, st in res.steps.items():
+            step.extend(steps_of[w].tolist())
             span = float(st["train_end_s"][-1] - st["release_s"][0])
             idle_num += span - float(np.sum(st["train_end_s"] - st["train_start_s"]))
             idle_den += span
@@ -147,6 +148,9 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
                 "completed": int(np.count_nonzero(sel & term & (res.state == COMPLETED))),
                 "queue_wait_s": _quantiles(waits[sel]),
                 "sandbox_hours": float(np.sum(res.finish_s[st_sel] - res.start_s[st_sel])) / 3600,
+                "priority": (wl.priority or 0) if res.fleets[wl.pool].admission == "priority" else None,
+                "preempted_attempts": int(np.count_nonzero(st_sel & (res.phase == PREEMPTION))),
+                "step_s": _quantiles(steps_of[w]) if w in steps_of else None,
             }
     if res.inference is not None:
         from sandbox_fleet.simulate.inference.figures import inference_figures

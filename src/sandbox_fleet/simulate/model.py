@@ -8,13 +8,18 @@ fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.j
 
 from typing import ClassVar, Optional
 
+from pydantic import ConfigDict
+
 from sandbox_fleet.contract import Block, Summary
 
 Num = Optional[float]
 Count = Optional[int]
 
 
-class Concurrency(Block):
+# shares contract.ConcurrencyFigures with measure's Concurrency (a docstring here would enter the schema)
+class SimulatedConcurrency(Block):
+    model_config = ConfigDict(title="Concurrency")  # the published schema name, as measure's
+
     mean: Num = None
     peak: Count = None
     touches: Count = None
@@ -22,7 +27,10 @@ class Concurrency(Block):
     span_s: Num = None
 
 
-class HoldStats(Block):
+# shares contract.HoldFigures with measure's HoldStats (a docstring here would enter the schema)
+class SimulatedHoldStats(Block):
+    model_config = ConfigDict(title="HoldStats")  # the published schema name, as measure's
+
     rows: Count = None
     min: Num = None
     median: Num = None
@@ -32,7 +40,10 @@ class HoldStats(Block):
     max: Num = None
 
 
-class Outcomes(Block):
+# shares contract.OutcomeFigures with measure's Outcomes (a docstring here would enter the schema)
+class SimulatedOutcomes(Block):
+    model_config = ConfigDict(title="Outcomes")  # the published schema name, as measure's
+
     rows: Count = None
     completed: Count = None
     exceptions: Count = None
@@ -67,6 +78,12 @@ class WorkloadFigures(Block):
     completed: Count = None
     queue_wait_s: Optional[Quantiles] = None
     sandbox_hours: Num = None
+    #: its class on a pool with ``admission = "priority"`` (null elsewhere)
+    priority: Count = None
+    #: attempts ended by a preemption: a spot node reclaimed, or evicted by a higher class
+    preempted_attempts: Count = None
+    #: an RL workload's trainer steps (null for the other kinds)
+    step_s: Optional[Quantiles] = None
 
 
 class MeanP99(Block):
@@ -200,7 +217,7 @@ class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 5  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate
+    VERSION: ClassVar[int] = 5  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate, per-workload priority, preemptions, step_s
 
     scenario: Optional[str] = None
     seed: Count = None
@@ -209,9 +226,9 @@ class SimulateSummary(Summary):
     completed: Count = None
     dropped: Count = None
     sim_time_s: Num = None
-    concurrency: Optional[Concurrency] = None
-    hold_s: Optional[HoldStats] = None
-    outcomes: Optional[Outcomes] = None
+    concurrency: Optional[SimulatedConcurrency] = None
+    hold_s: Optional[SimulatedHoldStats] = None
+    outcomes: Optional[SimulatedOutcomes] = None
     queue_wait_s: Optional[Quantiles] = None
     utilisation: Num = None
     sandbox_hours: Num = None

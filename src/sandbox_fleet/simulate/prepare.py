@@ -14,6 +14,7 @@ import numpy as np
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.entities import EXCEPTION, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.episode import draw_attempts
+from sandbox_fleet.simulate.policies import CEILING, cut_at_ceiling, cut_one, problems
 from sandbox_fleet.simulate.workloads import OPEN, RL, Workload
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class Prepared:
     max_retries: list[int]
     retry_on: list[frozenset[int]]
     rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
+    at_ceiling: list[bool]  # per workload: on a timeout-ceiling pool (holds reclaimed at the timeout)
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
     inference: Inference | None = None  # model calls served by a pool
     turn_draws: TurnDraws | None = None  # every rollout's, when served
@@ -99,12 +101,19 @@ class Prepared:
         cache hit and exception draws), or with ``retry.redraw`` a fresh attempt. The
         draw depends only on (seed, r, k), never on the order the loop asks, so both loops agree:
         rollouts whose first attempt may retry have all their retries drawn in one
-        block up front; any other retry (after a preemption) gets its own stream.
+        block up front; any other retry (after a preemption, or past the budget after
+        evictions by a priority pool) gets its own stream. On a timeout-ceiling pool the
+        attempt is reclaimed at its ceiling.
         """
+        w = self.r_work[r]
         pos = self.retry_pos.get(r)
-        if pos is not None:
-            i = pos + k - 1
-            return self.retry_block[i]
+        if pos is not None and k <= self.max_retries[w]:
+            return self.retry_block[pos + k - 1]  # (cut at the ceiling when the block was drawn)
+        if self.at_ceiling[w]:
+            return cut_one(self._redraw(r, k), self.timeout_of(r))
+        return self._redraw(r, k)
+
+    def _redraw(self, r: int, k: int) -> tuple[float, float, float, float, int, int]:
         w = self.r_work[r]
         lab = None if self.r_label[r] < 0 else self.r_label[r : r + 1]
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(RETRIES, w, r, k)))
@@ -141,9 +150,14 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"workload name {dup!r} is used twice (names key the telemetry ids)")
+    for where, i, key, msg in problems(pools, workloads, inference is not None):
+        what = f"fleet {pools[i].name}" if where == "fleet" else f"workload {workloads[i].name}"
+        raise InputError(f"{what}: {key}: {msg}")
     counts = [wl.count for wl in workloads]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     episodes = [wl.resolved_episode() for wl in workloads]
+    at_ceiling = [pools[wl.pool].admission == CEILING and ep.agent_timeout_s is not None
+                  for wl, ep in zip(workloads, episodes)]
 
     # Arrivals first (their own streams): the image cache's pre-pass reads the queue order.
     times, id_parts = [], []
@@ -172,6 +186,11 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             parts["wm"].append(att.warm_s)
             parts["ms"].append(att.miss_s)
         parts["d"].append(att.turn_draws)
+        if at_ceiling[w]:
+            assert ep.agent_timeout_s is not None  # at_ceiling: the workload has a timeout
+            h = att.build_s + att.agent_s + att.verify_s
+            cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase,
+                           _per_rollout(ep.agent_timeout_s, counts[w]))
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
         parts["ar"].append(att.agent_raw)
@@ -217,6 +236,11 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         fixed = None if workloads[w].retry.redraw else (agent_raw[rows], verify_raw[rows])
         att, _ = draw_attempts(ep, stream(seed, RETRIES, w), idx, lab if np.all(lab >= 0) else None, fixed)
         h = att.hold_s
+        if at_ceiling[w]:
+            assert ep.agent_timeout_s is not None  # at_ceiling: the workload has a timeout
+            timeout_s = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
+            h = h.copy()
+            cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase, timeout_s)
         base = len(retry_block)
         retry_block.extend(zip(att.build_s.tolist(), att.agent_s.tolist(), att.verify_s.tolist(), h.tolist(),
                                att.state.astype(int).tolist(), att.phase.astype(int).tolist()))
@@ -248,6 +272,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         max_retries=[wl.retry.max_retries for wl in workloads],
         retry_on=[wl.retry.phase_codes for wl in workloads],
         rl_driven=[wl.kind == RL for wl in workloads],
+        at_ceiling=at_ceiling,
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
         images=images,
@@ -298,6 +323,11 @@ def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build
     elif not zero_build:
         hold += 0.0  # (a + 0.0) + 0.0 is a + 0.0: only needed once
     return hold
+
+
+def _per_rollout(timeout_s: float | np.ndarray, n: int) -> float | np.ndarray:
+    """A workload's agent timeout for its first ``n`` rollouts (a number, or an array cut to ``n``)."""
+    return timeout_s[:n] if isinstance(timeout_s, np.ndarray) else float(timeout_s)
 
 
 def _join(arrays: list[np.ndarray], dtype) -> np.ndarray:

@@ -13,30 +13,27 @@ from sandbox_fleet import contract
 from sandbox_fleet.simulate.model import (
     P50P99,
     Calibration,
-    Concurrency,
-    HoldStats,
     ImageFigures,
     InferenceCalibration,
     InferenceFigures,
     LostHours,
     MeanP99,
-    Outcomes,
     Quantiles,
+    SimulatedConcurrency,
+    SimulatedHoldStats,
+    SimulatedOutcomes,
     SimulateSummary,
     SteadyState,
 )
+from sandbox_fleet.textout import number
 
 
 def _f(v, nd: int = 1) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return f"{v:,.{nd}f}"
+    return number(v, "," if isinstance(v, int) else f",.{nd}f")
 
 
 def _pct(v) -> str:
-    return "-" if v is None else f"{v:.1%}"
+    return number(v, ".1%")
 
 
 def _hours(seconds) -> str:
@@ -52,8 +49,8 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
     t = Table(title=f"simulate: {s.scenario or ''} (seed {'-' if s.seed is None else s.seed})", show_header=False)
     t.add_column("figure")
     t.add_column("value", justify="right")
-    c, h = s.concurrency or Concurrency(), s.hold_s or HoldStats()
-    q, o = s.queue_wait_s or Quantiles(), s.outcomes or Outcomes()
+    c, h = s.concurrency or SimulatedConcurrency(), s.hold_s or SimulatedHoldStats()
+    q, o = s.queue_wait_s or Quantiles(), s.outcomes or SimulatedOutcomes()
     lost = s.lost_sandbox_hours or LostHours()
     rows = [
         ("rollouts / completed / dropped", f"{_f(s.rollouts)} / {_f(s.completed)} / {_f(s.dropped)}"),
@@ -94,8 +91,10 @@ def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
         console.print(f"substrate figures: {s.substrate.source} (as of {s.substrate.as_of}; illustrative)", markup=False)
     for name, w in (s.workloads or {}).items():
         wait = w.queue_wait_s or Quantiles()
+        policy = ("" if w.priority is None else f", priority {w.priority}") + (
+            f", {_f(w.preempted_attempts)} preempted attempts" if w.preempted_attempts else "")
         console.print(f"  {name} (pool {w.pool}): {_f(w.completed)}/{_f(w.rollouts)} completed, "
-                      f"mean wait {_f(wait.mean)} s, {_f(w.sandbox_hours)} sandbox-h")
+                      f"mean wait {_f(wait.mean)} s, {_f(w.sandbox_hours)} sandbox-h{policy}")
     if s.telemetry is not None:
         console.print(f"telemetry: {s.telemetry}")
 
@@ -140,7 +139,7 @@ def _inference_rows(i: InferenceFigures) -> list[tuple[str, str]]:
 
 
 def _fixed(v, fmt: str) -> str:
-    return "-" if v is None else format(v, fmt)
+    return number(v, fmt)
 
 
 def render_calibration(calibration: Calibration | dict, console: Console) -> None:

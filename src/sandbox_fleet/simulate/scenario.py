@@ -76,7 +76,7 @@ def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, t
         from sandbox_fleet.outpaths import check_output
 
         # the scenario's own telemetry inputs are inputs too (the CLI only knew the scenario file)
-        check_output(telemetry_out, inputs=built.reads, suffixes=(".parquet",), option="--telemetry")
+        check_output(telemetry_out, inputs=built.reads, suffixes=(".parquet",), option="`telemetry`")
     try:
         epoch = datetime.fromisoformat(built.epoch)
     except ValueError:

@@ -16,6 +16,7 @@ from sandbox_fleet.limits import check_memory
 from sandbox_fleet.simulate import bounds
 from sandbox_fleet.simulate import distributions as D
 from sandbox_fleet.simulate.entities import Build, Episode, Fleet, RetryPolicy, SubstrateCost, Turns
+from sandbox_fleet.simulate.policies import problems
 from sandbox_fleet.simulate.scenario_spec import (
     DeterministicSpec,
     EmpiricalSpec,
@@ -43,6 +44,9 @@ class _Common(TypedDict):
     retry: RetryPolicy
     pool: int
     name: str
+    priority: int | None
+    nominal: int | None
+    borrow_limit: int | None
 
 
 class _RLFields(_Common):
@@ -131,6 +135,10 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
 
         inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
     workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
+    for where, i, key, msg in problems(fleets, workloads, inference is not None):
+        if where == "fleet":
+            ctx.fail(f"fleets.{i}.{key}" if many_fleets else f"fleet.{key}", msg)
+        ctx.fail(f"{keys[i]}.{key}", msg)
     if spec.run.engine == "fifo":
         from sandbox_fleet.simulate.executors import fifo_refusal, forced_refusal
 
@@ -200,10 +208,15 @@ class _Ctx:
             self.fail(f"{key}.unbounded", "cap and unbounded = true contradict")
         if f.preempt_rate_per_node_s > 0 and f.cap is None:
             self.fail(f"{key}.preempt_rate_per_node_s", "preemption needs a finite cap (nodes are cap / slots_per_node)")
+        if f.preempt and f.admission != "priority":
+            self.fail(f"{key}.preempt", f"preempt = true needs admission = \"priority\" (this pool admits by {f.admission!r})")
+        if f.preempt and f.cap is None:
+            self.fail(f"{key}.preempt", "preempt = true needs a finite cap (an unbounded pool has a slot for everyone)")
         return self.guard(key, lambda: Fleet(
             cap=f.cap, provision_delay_s=f.provision_delay_s, start_cap=f.start_cap, admission=f.admission,
             slots_per_node=f.slots_per_node, preempt_rate_per_node_s=f.preempt_rate_per_node_s,
-            node_replace_s=f.node_replace_s, queue_timeout_s=f.queue_timeout_s, name=f.name or f"pool{i}"))
+            node_replace_s=f.node_replace_s, queue_timeout_s=f.queue_timeout_s, name=f.name or f"pool{i}",
+            preempt=f.preempt))
 
     def rollouts(self, paths: list[str] | str, key: str):
         from sandbox_fleet.telemetry import load_telemetry
@@ -350,7 +363,8 @@ class _Ctx:
             if not 0 <= pool < n_pools:
                 self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
         retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on), w.retry.redraw) if w.retry else RetryPolicy()
-        common = _Common(retry=retry, pool=pool, name=w.name or f"w{i}")
+        common = _Common(retry=retry, pool=pool, name=w.name or f"w{i}", priority=w.priority, nominal=w.nominal,
+                         borrow_limit=w.borrow_limit)
 
         def need(*keys: str) -> None:
             for name in keys:

@@ -126,7 +126,9 @@ class FleetSpec(Strict):
     unbounded: bool = False
     provision_delay_s: NonNegFloat = 0.0
     start_cap: Annotated[Whole, Field(ge=1)] | None = None
-    admission: Literal["fifo", "shortest-timeout-first"] = "fifo"
+    admission: Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"] = "fifo"
+    #: priority admission: a waiting rollout may evict a lower class (or a borrower beyond its quota)
+    preempt: bool = False
     slots_per_node: Annotated[Whole, Field(ge=1)] = 96
     preempt_rate_per_node_s: NonNegFloat = 0.0
     node_replace_s: NonNegFloat = 0.0
@@ -200,6 +202,10 @@ class WorkloadSpec(EpisodeParts):
     kind: Literal["poisson", "sync-rl", "async-rl", "replay", "closed"]
     name: str | None = None
     pool: str | int = 0
+    # a pool with admission = "priority"
+    priority: Whole | None = None
+    nominal: Annotated[Whole, Field(ge=0)] | None = None
+    borrow_limit: Annotated[Whole, Field(ge=0)] | None = None
     # closed (with count)
     population: Annotated[Whole, Field(ge=1)] | None = None
     # poisson

@@ -36,6 +36,9 @@ class Workload:
     - ``attrs``: per-rollout arrays copied into telemetry (any ROLLOUT_SCHEMA column,
       e.g. ``model``, ``task_id``, ``reward``, ``input_tokens``).
     - ``pool``: index of the fleet (pool) this workload draws slots from.
+    - ``priority``, ``nominal``, ``borrow_limit``: for a pool with ``admission = "priority"``
+      only (``policies``): higher priority is served first; ``nominal`` slots are the
+      workload's quota, ``borrow_limit`` how many more it may hold (``None``: up to the cap).
     """
 
     holds: Dist | np.ndarray | None = None
@@ -45,6 +48,9 @@ class Workload:
     attrs: dict[str, np.ndarray] = field(default_factory=dict)
     pool: int = 0
     name: str | None = None
+    priority: int | None = None
+    nominal: int | None = None
+    borrow_limit: int | None = None
 
     kind = OPEN
 

@@ -49,9 +49,9 @@ def run_tasks(fn: Callable[..., Any], tasks: Sequence[tuple], *, backend: str = 
     With ``progress``, one bar counts every task, the first (timed here) included; a caller running
     several batches passes its own ``ticker`` instead (one bar for the whole command)."""
     if backend not in BACKENDS:
-        raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+        raise InputError(f"`backend` {backend!r}: expected one of {', '.join(BACKENDS)}")
     if workers is not None and workers < 1:
-        raise InputError(f"--workers {workers}: expected a positive integer")
+        raise InputError(f"`workers` {workers}: expected a positive integer")
     if ticker is not None:
         ticker.expect(len(tasks))
         return _dispatch(fn, tasks, backend, workers, ticker)
@@ -196,7 +196,7 @@ def _ray(fn, tasks, n: int, tick: Ticker) -> list[Any]:
     try:
         import ray
     except ImportError:
-        raise InputError(f"--backend ray needs Ray, which is not installed: {RAY_HINT}") from None
+        raise InputError(f"`backend` ray needs Ray, which is not installed: {RAY_HINT}") from None
     import logging
 
     owned = not ray.is_initialized()

@@ -37,19 +37,19 @@ def find_knee(rows: list[dict], keys: list[str], over: str, target: str, within:
               within_abs: float | None = None) -> dict:
     """Knee of ``target`` over swept key ``over``; ``rows`` carry the ``keys`` settings and mean metrics."""
     if within is not None and within_abs is not None:
-        raise InputError("give --within (relative) or --within-abs (absolute), not both")
+        raise InputError("give `within` (relative) or `within_abs` (absolute), not both")
     if within_abs is not None:
         if within_abs < 0 or not math.isfinite(within_abs):
-            raise InputError(f"--within-abs {within_abs}: expected a non-negative number in the target's units")
+            raise InputError(f"`within_abs` {within_abs}: expected a non-negative number in the target's units")
     elif within is None or within < 0 or not math.isfinite(within):
-        raise InputError(f"--within {within}: expected a non-negative fraction such as 0.01")
+        raise InputError(f"`within` {within}: expected a non-negative fraction such as 0.01")
     if goal not in ("min", "max"):
-        raise InputError(f"--goal {goal!r}: expected min or max")
+        raise InputError(f"`goal` {goal!r}: expected min or max")
     if over not in keys:
-        raise InputError(f"--knee-over {over}: not a swept key ({', '.join(keys)})")
+        raise InputError(f"`knee_over` {over}: not a swept key ({', '.join(keys)})")
     for r in rows:
         if not is_numeric(r[over]):
-            raise InputError(f"--knee-over {over}: value {r[over]!r} is not a number; the knee needs a numeric key")
+            raise InputError(f"`knee_over` {over}: value {r[over]!r} is not a number; the knee needs a numeric key")
     others = [k for k in keys if k != over]
     groups: dict[tuple, list[dict]] = {}
     for r in rows:

@@ -109,7 +109,7 @@ def resolve(data: dict, key: str, source: str = "scenario") -> list[str]:
     want = key.split(".")
     hits = [k for k in valid if _match(want, k.split("."))]
     if not hits:
-        raise InputError(f"--vary {key}: unknown key in {source}; valid keys: {_grouped(list(valid))}")
+        raise InputError(f"`vary` {key}: unknown key in {source}; valid keys: {_grouped(list(valid))}")
     return hits
 
 

@@ -10,18 +10,15 @@ from rich.console import Console
 from rich.table import Table
 
 from sandbox_fleet.sweep.aggregate import DEFAULT_METRICS, SD
+from sandbox_fleet.textout import number
 
 SHOWN = ("step_s.mean", "queue_wait_s.mean", "utilisation", "concurrency.mean", "completed", "dropped")
 ONLY_IF_VARYING = ("completed", "dropped")  # a constant count says nothing about the variants
 
 
 def _num(v) -> str:
-    if v is None:
-        return "-"
-    a = abs(v)
-    if a >= 100 or float(v).is_integer():
-        return f"{v:,.0f}"
-    return f"{v:.3g}"
+    # below 100, .3g prints a whole number as ,.0f would
+    return number(v, ",.0f", small=".3g", below=100)
 
 
 def _cell(r: dict, m: str) -> str:

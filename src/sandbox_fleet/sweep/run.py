@@ -53,21 +53,21 @@ numeric swept key) is reported,
     refused before any variant is built.
     """
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise InputError(f"--seeds {seeds}: expected a positive integer")
+        raise InputError(f"`seeds` {seeds}: expected a positive integer")
     if not vary:
-        raise InputError("give at least one --vary KEY=VALUES, e.g. --vary fleet.cap=100,200,400")
+        raise InputError("give at least one `vary` KEY=VALUES, e.g. `vary` fleet.cap=100,200,400")
     if max_variants < 1:
-        raise InputError(f"--max-variants {max_variants}: expected a positive integer")
+        raise InputError(f"`max_variants` {max_variants}: expected a positive integer")
     axes = [parse_vary(v) for v in vary]
     grid = math.prod(len(vals) for _, vals in axes)
     if grid > max_variants:
         sizes = " x ".join(f"{len(vals):,} {k}" for k, vals in axes)
-        raise InputError(f"--vary: the grid has {grid:,} variants ({sizes}), over --max-variants {max_variants:,}; "
-                         "narrow the ranges or raise --max-variants")
+        raise InputError(f"`vary`: the grid has {grid:,} variants ({sizes}), over `max_variants` {max_variants:,}; "
+                         "narrow the ranges or raise `max_variants`")
     if grid * seeds > max_variants:
         # every run is a task and a summary held until the table is built: seeds count as runs
-        raise InputError(f"--seeds {seeds:,}: {grid:,} variant(s) x {seeds:,} seeds is {grid * seeds:,} runs, over "
-                         f"--max-variants {max_variants:,} (which bounds variants x seeds); use fewer seeds or raise it")
+        raise InputError(f"`seeds` {seeds:,}: {grid:,} variant(s) x {seeds:,} seeds is {grid * seeds:,} runs, over "
+                         f"`max_variants` {max_variants:,} (which bounds variants x seeds); use fewer seeds or raise it")
     check_memory(grid * seeds * BYTES_PER_RUN, None, f"--vary x --seeds: {grid:,} variant(s) x {seeds:,} seeds",
                  "use fewer variants or seeds")
     keys = [k for k, _ in axes]
@@ -89,7 +89,7 @@ numeric swept key) is reported,
         # the usual question is "the smallest fleet", so a cap wins over other numeric keys
         over = next((k for k in numeric if k.endswith(".cap")), numeric[0] if numeric else None)
         if over is None:
-            raise InputError(f"--target {target}: no swept key is numeric; vary one such as fleet.cap")
+            raise InputError(f"`target` {target}: no swept key is numeric; vary one such as fleet.cap")
     tasks = [(v.data, str(p.parent), f"{p} with {describe(v.settings)}", v.seed + r)
              for v in variants for r in range(seeds)]
     summaries = run_tasks(simulate_variant, tasks, backend=backend, workers=workers, progress=progress,

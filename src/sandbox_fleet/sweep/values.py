@@ -40,20 +40,20 @@ def parse_scalar(text: str) -> Scalar:
 def _parse_range(key: str, text: str) -> list[Scalar]:
     parts = text.split(":")
     if len(parts) != 3:
-        raise InputError(f"--vary {key}: range {text!r} must be START:STOP:STEP, e.g. 100:1000:100")
+        raise InputError(f"`vary` {key}: range {text!r} must be START:STOP:STEP, e.g. 100:1000:100")
     try:
         start, stop, step = (Decimal(p.strip()) for p in parts)
     except InvalidOperation:
-        raise InputError(f"--vary {key}: range {text!r} needs three numbers START:STOP:STEP") from None
+        raise InputError(f"`vary` {key}: range {text!r} needs three numbers START:STOP:STEP") from None
     if not all(x.is_finite() for x in (start, stop, step)):
-        raise InputError(f"--vary {key}: range {text!r} needs finite numbers")
+        raise InputError(f"`vary` {key}: range {text!r} needs finite numbers")
     if step <= 0:
-        raise InputError(f"--vary {key}: range {text!r} needs a positive STEP")
+        raise InputError(f"`vary` {key}: range {text!r} needs a positive STEP")
     if stop < start:
-        raise InputError(f"--vary {key}: range {text!r} has STOP below START")
+        raise InputError(f"`vary` {key}: range {text!r} has STOP below START")
     n = int((stop - start) / step) + 1
     if n > MAX_RANGE:
-        raise InputError(f"--vary {key}: range {text!r} has {n:,} values (at most {MAX_RANGE:,})")
+        raise InputError(f"`vary` {key}: range {text!r} has {n:,} values (at most {MAX_RANGE:,})")
     integral = all(_INT.fullmatch(p.strip()) for p in parts)
     vals = [start + i * step for i in range(n)]
     return [int(v) for v in vals] if integral else [float(v) for v in vals]
@@ -64,13 +64,13 @@ def parse_vary(text: str) -> tuple[str, list[Scalar]]:
     key, sep, rhs = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise InputError(f"--vary {text!r}: expected KEY=VALUES, e.g. fleet.cap=100,200,400")
+        raise InputError(f"`vary` {text!r}: expected KEY=VALUES, e.g. fleet.cap=100,200,400")
     if not _KEY.fullmatch(key):
-        raise InputError(f"--vary {text!r}: key {key!r} must be a dotted path such as fleet.cap or workloads.0.batch")
+        raise InputError(f"`vary` {text!r}: key {key!r} must be a dotted path such as fleet.cap or workloads.0.batch")
     values: list[Scalar] = []
     for item in rhs.split(","):
         if not item.strip():
-            raise InputError(f"--vary {key}: empty value in {rhs!r}")
+            raise InputError(f"`vary` {key}: empty value in {rhs!r}")
         if ":" in item and not item.strip().startswith(("\"", "'")):
             values.extend(_parse_range(key, item.strip()))
         else:
@@ -79,6 +79,6 @@ def parse_vary(text: str) -> tuple[str, list[Scalar]]:
     for v in values:
         tag = (type(v).__name__, v)
         if tag in seen:
-            raise InputError(f"--vary {key}: value {v!r} given twice")
+            raise InputError(f"`vary` {key}: value {v!r} given twice")
         seen.add(tag)
     return key, values

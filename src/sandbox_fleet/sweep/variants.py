@@ -77,7 +77,7 @@ def expand(scenario: str | Path, vary: list[tuple[str, list[Scalar]]], progress:
     keys = [k for k, _ in vary]
     dup = {k for k in keys if keys.count(k) > 1}
     if dup:
-        raise InputError(f"--vary {sorted(dup)[0]}: key given twice; put all its values in one --vary")
+        raise InputError(f"`vary` {sorted(dup)[0]}: key given twice; put all its values in one `vary`")
     for k in keys:
         paths.resolve(base, k, str(p))  # unknown key -> error naming it, before any product
     out = []

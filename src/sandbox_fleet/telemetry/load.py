@@ -142,7 +142,7 @@ def parse_instant(text: str, option: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError as exc:
-        raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
+        raise InputError(f"`{option}`: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -159,9 +159,9 @@ def filter_rollouts(
     if models:
         conds.append(pc.is_in(rollouts.column("model"), value_set=pa.array(models, pa.string())))
     if since is not None:
-        conds.append(pc.greater_equal(rollouts.column("started_at"), pa.scalar(parse_instant(since, "--since"), TS)))
+        conds.append(pc.greater_equal(rollouts.column("started_at"), pa.scalar(parse_instant(since, "since"), TS)))
     if until is not None:
-        conds.append(pc.less(rollouts.column("started_at"), pa.scalar(parse_instant(until, "--until"), TS)))
+        conds.append(pc.less(rollouts.column("started_at"), pa.scalar(parse_instant(until, "until"), TS)))
     if not conds:
         return t
     mask = conds[0]
@@ -169,7 +169,7 @@ def filter_rollouts(
         mask = pc.and_(mask, c)
     kept = rollouts.filter(pc.fill_null(mask, False))
     if kept.num_rows == 0:
-        raise InputError(f"no rollouts match --model/--since/--until (of {rollouts.num_rows} rows read)")
+        raise InputError(f"no rollouts match `models`/`since`/`until` (of {rollouts.num_rows} rows read)")
     jobs = set(kept.column("job").drop_null().unique().to_pylist())
     caps = {job: cap for job, cap in t.caps.items() if job in jobs}
     return replace(t, rollouts=kept, caps=caps, sources=list(t.sources), warnings=list(t.warnings), rejected=dict(t.rejected))

@@ -51,17 +51,17 @@ def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
             if not item:
                 continue
             if "=" not in item:
-                raise InputError(f"--map: '{item}' is not canonical=source")
+                raise InputError(f"`column_map`: '{item}' is not canonical=source")
             canonical, source = item.split("=", 1)
             pairs.append((canonical.strip(), source.strip()))
     out: dict[str, str] = {}
     for canonical, source in pairs:
         if canonical not in ROLLOUT_COLUMNS:
             raise InputError(
-                f"--map: unknown canonical name '{canonical}' (valid: {', '.join(ROLLOUT_COLUMNS)})"
+                f"`column_map`: unknown canonical name '{canonical}' (valid: {', '.join(ROLLOUT_COLUMNS)})"
             )
         if not source:
-            raise InputError(f"--map: empty source column for '{canonical}'")
+            raise InputError(f"`column_map`: empty source column for '{canonical}'")
         out[canonical] = source
     return out
 
@@ -81,13 +81,13 @@ def make_options(
 ) -> ReadOptions:
     """Validate user options, failing with one line on the first bad one."""
     if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"--format: unknown format '{fmt}' (valid: {', '.join(FORMATS)})")
+        raise InputError(f"`fmt`: unknown format '{fmt}' (valid: {', '.join(FORMATS)})")
     if time_unit is not None and time_unit not in TIME_UNITS:
-        raise InputError(f"--time-unit: unknown unit '{time_unit}' (valid: {', '.join(TIME_UNITS)})")
+        raise InputError(f"`time_unit`: unknown unit '{time_unit}' (valid: {', '.join(TIME_UNITS)})")
     try:
         ZoneInfo(assume_tz)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InputError(f"--assume-tz: unknown time zone '{assume_tz}' (expected an IANA name such as UTC or Europe/Paris)") from exc
+        raise InputError(f"`assume_tz`: unknown time zone '{assume_tz}' (expected an IANA name such as UTC or Europe/Paris)") from exc
     return ReadOptions(
         fmt=fmt,
         column_map=parse_column_map(column_map),
@@ -95,9 +95,9 @@ def make_options(
         assume_tz=assume_tz,
         reward_key=reward_key,
         progress=progress,
-        earliest_us=None if allow_any_time else _instant_us(EARLIEST_TIME, "earliest time"),
+        earliest_us=None if allow_any_time else _instant_us(EARLIEST_TIME, "earliest_time"),
         latest_us=YEAR_10000_US if allow_any_time or latest_time is None
-        else min(_instant_us(latest_time, "--latest-time"), YEAR_10000_US),
+        else min(_instant_us(latest_time, "latest_time"), YEAR_10000_US),
         score=score,
         coded=coded,
     )
@@ -110,7 +110,7 @@ def _instant_us(text: str, option: str) -> int:
     try:
         value = datetime.fromisoformat(str(text).strip())
     except ValueError as exc:
-        raise InputError(f"{option}: '{text}' is not an ISO-8601 date or time (e.g. 2100-01-01)") from exc
+        raise InputError(f"`{option}`: '{text}' is not an ISO-8601 date or time (e.g. 2100-01-01)") from exc
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     delta = value - datetime(1970, 1, 1, tzinfo=UTC)

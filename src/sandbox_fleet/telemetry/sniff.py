@@ -38,7 +38,7 @@ def sniff(path: str) -> str:
             return "rst" if "trajectory_id" in names else "table"
         if kind is not None:
             return "table"
-        raise InputError(f"{path}: unknown file type (expected .parquet, .csv, .jsonl, an Inspect .eval or .json log, result.json or results.json; or use --format)")
+        raise InputError(f"{path}: unknown file type (expected .parquet, .csv, .jsonl, an Inspect .eval or .json log, result.json or results.json; or use `fmt`)")
     if rst.is_release(p):
         return "rst"
     if terminal_bench.looks_like_runs(p):
@@ -49,5 +49,5 @@ def sniff(path: str) -> str:
         return "inspect"
     raise InputError(
         f"{path}: cannot tell the telemetry format (expected metadata/trajectories.parquet, Harbor result.json "
-        "or Terminal-Bench results.json; or use --format)"
+        "or Terminal-Bench results.json; or use `fmt`)"
     )

@@ -293,7 +293,8 @@ def _column_pairs(path: str | Path, names: list[str], column_map: dict[str, str]
             continue
         pairs.append((src, canonical))
     if not pairs:
-        raise InputError(f"{path}: no canonical columns found (columns are: {', '.join(names)}); use --map canonical=source")
+        raise InputError(f"{path}: no canonical columns found (columns are: {', '.join(names)}); use `column_map` "
+                         "canonical=source")
     return pairs
 
 

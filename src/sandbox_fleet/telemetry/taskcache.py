@@ -50,7 +50,8 @@ def cache_root(cache_dir: str | None, input_root: Path) -> Path | None:
         return None
     root = Path(base).expanduser().resolve() / "tasks"
     if root.is_relative_to(input_root.resolve()):
-        raise InputError(f"cache dir {root} is inside the input folder {input_root}; choose another (--cache-dir or SANDBOX_FLEET_CACHE_DIR)")
+        raise InputError(f"cache dir {root} is inside the input folder {input_root}; choose another (`cache_dir` or "
+                         "SANDBOX_FLEET_CACHE_DIR)")
     return root
 
 

@@ -97,7 +97,8 @@ def clean_batch(
     missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c not in table.column_names]
     if missing:
         raise InputError(
-            f"{source}: missing column(s) {', '.join(missing)} (a rollout needs id, started_at, finished_at; use --map canonical=source)"
+            f"{source}: missing column(s) {', '.join(missing)} (a rollout needs id, started_at, finished_at; use `column_map` "
+            "canonical=source)"
         )
     cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name), opts.coded and name in CODED_COLUMNS)
                                  for name in table.column_names}

@@ -113,7 +113,7 @@ def build_manifests(plan: PlanSummary | dict, opts: K8sOptions | None = None) ->
     try:
         node = find_type(catalog, plan.nodes.type, opts.nodes_file or "bundled node catalog")
     except InputError:
-        raise InputError(f"--emit-k8s: node type {plan.nodes.type!r} is not in the node catalog; pass the --nodes "
+        raise InputError(f"`emit_k8s`: node type {plan.nodes.type!r} is not in the node catalog; pass the `nodes` "
                          "file the plan was made with") from None
     parts = kinds(plan)
     total, basis = warm_replicas(plan, opts.provision_s)
@@ -138,11 +138,11 @@ def check_out_dir(out_dir: str | Path, inputs: list | tuple = (), force: bool = 
     non-empty without ``force``, or a manifest path in it is an input, a folder or unwritable."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise InputError(f"--emit-k8s {out}: exists and is not a folder")
+        raise InputError(f"`emit_k8s` {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(f"--emit-k8s {out}: folder is not empty; pass --force to overwrite the manifests in it")
+        raise InputError(f"`emit_k8s` {out}: folder is not empty; pass `force` to overwrite the manifests in it")
     for name in FILES:
-        outpaths.check_output(out / name, inputs=inputs, suffixes=(".yaml",), option="--emit-k8s")
+        outpaths.check_output(out / name, inputs=inputs, suffixes=(".yaml",), option="`emit_k8s`")
     return out
 
 

@@ -92,20 +92,20 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     """The options with plan-derived defaults filled in, every name checked (InputError, one line)."""
     name = opts.name if opts.name is not None else default_name(plan)
     # leave room for the longest suffix written onto it ("-on-demand", a request kind)
-    _check_name("--k8s-name", name, limit=40)
+    _check_name("`k8s_name`", name, limit=40)
     namespace = opts.namespace if opts.namespace is not None else name
     node_class = opts.node_class if opts.node_class is not None else name
-    _check_name("--k8s-namespace", namespace)
-    _check_name("--k8s-node-class", node_class)
-    _check_name("--k8s-runtime-class", opts.runtime_class)
+    _check_name("`k8s_namespace`", namespace)
+    _check_name("`k8s_node_class`", node_class)
+    _check_name("`k8s_runtime_class`", opts.runtime_class)
     if not _CLUSTER.fullmatch(opts.cluster or ""):
-        raise InputError(f"--k8s-cluster {opts.cluster!r}: expected a cluster name (letters, digits, '-' and '_', "
+        raise InputError(f"`k8s_cluster` {opts.cluster!r}: expected a cluster name (letters, digits, '-' and '_', "
                          "starting with a letter or digit, at most 100 characters)")
     if not _IMAGE.fullmatch(opts.image or "") or len(opts.image) > 1024:
-        raise InputError(f"--k8s-image {opts.image!r}: expected an image reference (registry/name:tag or "
+        raise InputError(f"`k8s_image` {opts.image!r}: expected an image reference (registry/name:tag or "
                          "name@sha256:...): no spaces, quotes or control characters")
     if not (opts.provision_s > 0) or math.isinf(opts.provision_s):
-        raise InputError(f"--k8s-provision-s must be a positive number of seconds, got {opts.provision_s!r}")
+        raise InputError(f"`k8s_provision_s` must be a positive number of seconds, got {opts.provision_s!r}")
     return K8sOptions(name=name, namespace=namespace, node_class=node_class, provision_s=opts.provision_s,
                       image=opts.image, runtime_class=opts.runtime_class, cluster=opts.cluster,
                       consolidate_after=opts.consolidate_after, nodes_file=opts.nodes_file)
@@ -143,7 +143,7 @@ def kinds(plan: PlanSummary) -> list[tuple[Request, int]]:
     n = int(plan.target.concurrency)
     if not plan.nodes.mix:
         if plan.nodes.request is None:
-            raise InputError("--emit-k8s: the plan has no sandbox request (nodes.request)")
+            raise InputError("`emit_k8s`: the plan has no sandbox request (nodes.request)")
         return [(plan.nodes.request, n)]
     return sorted(((m, int(m.concurrent or 0)) for m in plan.nodes.mix), key=lambda x: (-x[1], request_name(x[0])))
 
@@ -197,14 +197,14 @@ def check_supported(plan: PlanSummary) -> Pinned:
     nodes = plan.nodes
     provider, itype, cap = nodes.provider, nodes.instance_type, nodes.node_capacity
     if provider is None or itype is None or cap is None or cap.cpu is None or cap.memory_gb is None:
-        raise InputError(f"--emit-k8s: node type {nodes.type!r} has no provider/instance_type in the node catalog; "
+        raise InputError(f"`emit_k8s`: node type {nodes.type!r} has no provider/instance_type in the node catalog; "
                          f"expected one of: {', '.join(sorted(NODE_CLASS))}")
     if provider not in NODE_CLASS:
-        raise InputError(f"--emit-k8s: provider {provider!r} of node type {nodes.type!r} is not supported; "
+        raise InputError(f"`emit_k8s`: provider {provider!r} of node type {nodes.type!r} is not supported; "
                          f"expected one of: {', '.join(sorted(NODE_CLASS))}")
     tier = plan.cost.tier if plan.cost is not None else None
     if tier not in CAPACITY_TYPE:
-        raise InputError(f"--emit-k8s: the plan's price tier {tier!r} is not one of {', '.join(CAPACITY_TYPE)}")
+        raise InputError(f"`emit_k8s`: the plan's price tier {tier!r} is not one of {', '.join(CAPACITY_TYPE)}")
     return Pinned(provider, itype, float(cap.cpu), float(cap.memory_gb), str(tier))
 
 
@@ -264,13 +264,13 @@ def aks_node_class(plan: PlanSummary, opts: K8sOptions) -> dict:
     """AKSNodeClass with an OS disk sized to slots x disk + reserve + OS (the kubelet's ephemeral storage)."""
     size = root_disk_gb(plan)
     if size > AKS_MAX_OS_DISK_GB:
-        raise InputError(f"--emit-k8s: a full node needs a {size:,} GiB OS disk for its sandboxes' scratch, over "
+        raise InputError(f"`emit_k8s`: a full node needs a {size:,} GiB OS disk for its sandboxes' scratch, over "
                          f"AKSNodeClass's most ({AKS_MAX_OS_DISK_GB:,} GiB): plan a smaller disk request or node type")
     spec: dict = {"imageFamily": "AzureLinux", "osDiskSizeGB": size}
     pods = _max_pods(plan)
     if pods is not None:
         if pods > AKS_MAX_PODS:
-            raise InputError(f"--emit-k8s: {pods} pods per node ({plan.nodes.per_node} sandboxes + {SYSTEM_PODS} system "
+            raise InputError(f"`emit_k8s`: {pods} pods per node ({plan.nodes.per_node} sandboxes + {SYSTEM_PODS} system "
                              f"pods) is over AKS's most ({AKS_MAX_PODS}): plan a smaller node type")
         spec["maxPods"] = pods
     kind = NODE_CLASS["azure"]

@@ -53,7 +53,7 @@ def write_outputs(
     serving = None
     if serving_rules:
         if plan is None or rules_out is None:
-            raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file)")
+            raise InputError("`serving_rules` needs `plan` (its thresholds) and `prometheus_rules` (the file)")
         serving = (SERVING_GROUP, serving_rule_list(plan), serving_basis(plan).basis)
     written = []
     if metrics_out is not None:

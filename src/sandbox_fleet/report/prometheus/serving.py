@@ -60,7 +60,7 @@ def serving_basis(plan: PlanSummary | dict) -> ServingBasis:
     cached = inf.prefill_tok_s_cached if inf else None
     u = inf.utilisation_target if inf else None
     if not prefill or cached is None or not u:
-        raise InputError("--serving-rules: the plan has no inference figures (prefill_tok_s, prefill_tok_s_cached, "
+        raise InputError("`serving_rules`: the plan has no inference figures (prefill_tok_s, prefill_tok_s_cached, "
                          "utilisation_target); plan from a summary with token telemetry")
     h = 1.0 - cached / prefill
     floor = max(1.0 - (1.0 - h) / u, 0.0)

@@ -62,11 +62,10 @@ def supported(prep) -> bool:
     cfg = prep.inference
     if cfg is None or prep.turn_draws is None:
         return False
-    for pl in prep.pools:
-        if pl.admission != "fifo" or pl.start_cap is not None or pl.queue_timeout_s is not None:
-            return False
-        if pl.preempt_rate_per_node_s > 0:
-            return False
+    from sandbox_fleet.simulate.executors import pool_refusal
+
+    if any(pool_refusal(pl) is not None for pl in prep.pools):  # FIFO pools only, as the recursion
+        return False
     for wl in prep.workloads:
         if wl.kind not in (OPEN, RL, CLOSED) or wl.retry.max_retries > 0:
             return False

@@ -57,7 +57,7 @@ def inference_calibration(rollouts: pa.Table, *, reference_decode_tok_s: float =
     inp, out, turns = _col(rollouts, "input_tokens"), _col(rollouts, "output_tokens"), _col(rollouts, "turns")
     ok = np.isfinite(inp) & np.isfinite(out) & np.isfinite(turns) & (turns >= 1)
     if not ok.any():
-        raise InputError("--inference needs telemetry rows with input_tokens, output_tokens and turns (none have all three)")
+        raise InputError("`inference` needs telemetry rows with input_tokens, output_tokens and turns (none have all three)")
     start, finish = _us(rollouts, "started_at"), _us(rollouts, "finished_at")
     a0, a1 = _us(rollouts, "agent_execution_started_at"), _us(rollouts, "agent_execution_finished_at")
     agent_s = np.where(np.isfinite(a0) & np.isfinite(a1), a1 - a0, finish - start) / 1e6

@@ -40,11 +40,11 @@ def _stream(seed: int, tag: int, index: int = 0) -> np.random.Generator:
 
 def check_args(preset: str, scale: float, seed: int) -> None:
     if preset not in PRESETS:
-        raise InputError(f"--preset {preset!r}: expected one of {', '.join(PRESETS)}")
+        raise InputError(f"`preset` {preset!r}: expected one of {', '.join(PRESETS)}")
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale <= MAX_SCALE):
-        raise InputError(f"--scale {scale}: expected a number in (0, {MAX_SCALE:g}]")
+        raise InputError(f"`scale` {scale}: expected a number in (0, {MAX_SCALE:g}]")
     if not isinstance(seed, int) or seed < 0:
-        raise InputError(f"--seed {seed}: expected a whole number >= 0")
+        raise InputError(f"`seed` {seed}: expected a whole number >= 0")
 
 
 def _is_release(folder: Path) -> bool:
