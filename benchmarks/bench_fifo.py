@@ -102,7 +102,8 @@ def compiled_figures(caps: list[int], rounds: int) -> None:
     """The recursion alone, 1M rollouts in-process: pure ``place_stream`` vs the C one."""
     import numpy as np
 
-    from sandbox_fleet.simulate.fifo import compiled_place_stream, place_stream
+    from sandbox_fleet.simulate.executors import compiled_place_stream
+    from sandbox_fleet.simulate.fifo import place_stream
 
     place_c = compiled_place_stream()
     if place_c is None:

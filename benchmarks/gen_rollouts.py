@@ -13,6 +13,7 @@ present and all null (the case the reader must not pay 8 bytes a row for). Writt
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -68,10 +69,14 @@ def _chunk(rng: np.random.Generator, first: int, n: int) -> pa.Table:
 
 def generate(path: str, rows: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
+    write_chunks(path, (_chunk(rng, first, min(CHUNK, rows - first)) for first in range(0, rows, CHUNK)))
+
+
+def write_chunks(path: str, tables: Iterable[pa.Table]) -> None:
+    """``tables`` (one schema) into one Parquet file with pyarrow's default writer settings."""
     writer = None
     try:
-        for first in range(0, rows, CHUNK):
-            t = _chunk(rng, first, min(CHUNK, rows - first))
+        for t in tables:
             if writer is None:
                 writer = pq.ParquetWriter(path, t.schema)
             writer.write_table(t)

@@ -136,3 +136,109 @@ def test_the_summary_does_not_depend_on_how_many_lanes_ran_it(monkeypatch):
         summaries.append(run.measure_telemetry(t, seed=3).to_json())
     assert summaries[0]["by_task"] is not None and summaries[0]["by_job"]
     assert summaries[0] == summaries[1] == summaries[2]
+
+
+class _Buf:
+    """A value whose lifetime the tests watch (weakref)."""
+
+
+def test_run_plan_frees_each_value_after_its_last_reader_and_keeps_what_is_asked():
+    import weakref
+
+    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+
+    alive = {}
+    seen = []
+
+    def make():
+        b = _Buf()
+        alive["buf"] = weakref.ref(b)
+        return b
+
+    def read(b):
+        return 1
+
+    def after_last_reader():
+        seen.append(alive["buf"]() is None)  # the only reader finished before: freed already
+        return 2
+
+    passes = [Pass("buf", make), Pass("one", read, ("buf",)), Pass("later", after_last_reader, after=("one",))]
+    got = run_plan(passes, [("buf", HERE), ("one", HERE), ("later", HERE)], {}, ["one", "later"])
+    assert got == {"one": 1, "later": 2} and seen == [True]
+
+
+@pytest.mark.parametrize("lane", [0, 1, -1])
+def test_run_plan_same_values_on_any_lane_with_fanout_in_queue_order(lane):
+    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+
+    passes = [
+        Pass("x", lambda: 7),
+        Pass("square", lambda x: x * x, ("x",)),
+        Pass("parts", lambda x: [lambda i=i: i * x for i in range(25)], ("x",), fanout=True),
+        Pass("total", lambda square, parts: square + sum(parts), ("square", "parts")),
+    ]
+    plan = [("x", HERE), ("square", lane), ("parts", HERE), ("total", HERE)]
+    got = run_plan(passes, plan, {}, ["parts", "total"])
+    assert got["parts"] == [i * 7 for i in range(25)]
+    assert got["total"] == 49 + 7 * sum(range(25))
+
+
+def test_run_plan_after_orders_passes_across_lanes():
+    import time
+
+    from sandbox_fleet.measure.lanes import Pass, run_plan
+
+    order = []
+
+    def slow():
+        time.sleep(0.05)
+        order.append("slow")
+
+    passes = [Pass("slow", slow), Pass("next", lambda: order.append("next"), after=("slow",))]
+    run_plan(passes, [("slow", 1), ("next", 2)], {}, [])
+    assert order == ["slow", "next"]
+
+
+def test_run_plan_raises_a_pass_failure_unchanged_and_stops_the_lanes():
+    from sandbox_fleet.errors import InputError
+    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+
+    def bad():
+        raise InputError("rows: no usable interval")
+
+    passes = [Pass("bad", bad), Pass("waits", lambda v: v, ("bad",)), Pass("end", lambda: 1)]
+    with pytest.raises(InputError, match="no usable interval"):
+        run_plan(passes, [("bad", 1), ("waits", 2), ("end", HERE)], {}, ["waits"])
+
+
+def test_run_plan_refuses_a_pass_placed_before_what_it_reads():
+    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+
+    passes = [Pass("a", lambda b: b, ("b",)), Pass("b", lambda: 1)]
+    with pytest.raises(ValueError, match="'a' placed twice or before"):
+        run_plan(passes, [("a", HERE), ("b", HERE)], {}, ["a"])
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 3])
+def test_every_measure_pass_is_placed_once_in_every_plan(lanes):
+    from sandbox_fleet.measure import run
+
+    names = [p.name for p in run._passes(1.0, 0, 3)]
+    placed = [name for name, _ in run._plan(lanes)]
+    assert sorted(placed) == sorted(names) and len(set(names)) == len(names)
+    assert set(run.SUMMARY_VALUES) <= set(names)
+
+
+def test_run_plan_frees_an_input_after_its_last_reader():
+    import weakref
+
+    from sandbox_fleet.measure.lanes import HERE, Pass, run_plan
+
+    rows = _Buf()
+    ref = weakref.ref(rows)
+    inputs = {"rows": rows}
+    del rows
+    seen = []
+    passes = [Pass("read", lambda r: 1, ("rows",)), Pass("later", lambda: seen.append(ref() is None), after=("read",))]
+    run_plan(passes, [("read", HERE), ("later", HERE)], inputs, [])
+    assert seen == [True] and "rows" not in inputs

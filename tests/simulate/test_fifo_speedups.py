@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox_fleet.simulate import Exponential, Fleet, Poisson, fifo
+from sandbox_fleet.simulate import Exponential, Fleet, Poisson, executors, fifo
 from sandbox_fleet.simulate.fifo import place_stream
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,12 +189,12 @@ def test_a_large_stream_matches(C):
 # --- whole runs --------------------------------------------------------------------------
 def test_the_switch_and_a_missing_module_choose_the_pure_loop(C, monkeypatch):
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-    assert fifo.compiled_place_stream() is C.place_stream
+    assert executors.compiled_place_stream() is C.place_stream
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    assert fifo.compiled_place_stream() is None
+    assert executors.compiled_place_stream() is None
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON")
     monkeypatch.setitem(__import__("sys").modules, "sandbox_fleet.simulate._fifo_speedups", None)  # not built
-    assert fifo.compiled_place_stream() is None
+    assert executors.compiled_place_stream() is None
 
 
 TWO_OPEN = """
@@ -280,4 +280,4 @@ def test_one_pass_runs_take_the_compiled_path(C, monkeypatch):
 
     monkeypatch.setattr(fifo, "place_stream", no_pure)
     res = run_workloads(Fleet(cap=4), [Poisson(rate_per_s=3.0, n=2000, holds=Exponential(1.0))], seed=1)
-    assert res.engine == "fifo" and np.all(res.start_s >= res.arrival_s)
+    assert res.engine == "fifo-c" and np.all(res.start_s >= res.arrival_s)

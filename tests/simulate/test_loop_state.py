@@ -95,10 +95,10 @@ def test_inline_paths_equal_the_handlers(name, monkeypatch):
     fleet, wls = CASES[name]()
     monkeypatch.setattr(loop_mod, "inline_pools", lambda st: [False] * len(st.pools))
     slow = run_events(prepare(fleet, wls, seed=9))
-    for k in fast["first"]:
-        assert np.array_equal(fast["first"][k], slow["first"][k], equal_nan=True), k
-        assert fast["extra"][k] == slow["extra"][k] or np.array_equal(fast["extra"][k], slow["extra"][k], equal_nan=True), k
-    assert (fast["area_busy"], fast["area_wait"], fast["preemptions"]) == (slow["area_busy"], slow["area_wait"], slow["preemptions"])
+    for k in fast.first:
+        assert np.array_equal(fast.first[k], slow.first[k], equal_nan=True), k
+        assert fast.extra[k] == slow.extra[k] or np.array_equal(fast.extra[k], slow.extra[k], equal_nan=True), k
+    assert (fast.area_busy, fast.area_wait, fast.preemptions) == (slow.area_busy, slow.area_wait, slow.preemptions)
 
 
 def test_audit_catches_a_corrupted_state():

@@ -32,7 +32,7 @@ from sandbox_fleet.simulate import (
 )
 from sandbox_fleet.simulate import scenario_spec as SPEC
 from sandbox_fleet.simulate.entities import COMPLETED, PREEMPTION, RETRIED, TIMEOUT
-from sandbox_fleet.simulate.fifo import eligible
+from sandbox_fleet.simulate.executors import fifo_refusal
 from sandbox_fleet.simulate.prepare import prepare
 from sandbox_fleet.simulate.scenario import build, load_scenario
 
@@ -195,7 +195,7 @@ def test_bad_fleet_is_one_error(kw, match):
 
 def test_the_fifo_recursion_refuses_policy_pools():
     prep = prepare(Fleet(cap=4, admission="priority"), [Poisson(rate_per_s=1, n=5, holds=Exponential(1.0))], seed=1)
-    assert not eligible(prep)
+    assert fifo_refusal(prep.pools, prep.workloads, prep.inference) is not None
     with pytest.raises(InputError, match=r"engine 'fifo'.*\(.*'priority'.*\)"):  # the refusal's reason
         run_workloads(Fleet(cap=4, admission="priority"), [Poisson(rate_per_s=1, n=5, holds=Exponential(1.0))],
                       seed=1, engine="fifo")

@@ -77,3 +77,42 @@ def test_release_without_task_groups_uses_task_id(tmp_path):
     pq.write_table(pa.table({"trajectory_id": ["a"], "task_id": ["t-1"], "started_at": ["2025-01-01T00:00:00Z"],
                              "finished_at": ["2025-01-01T00:00:01Z"]}), tmp_path / "metadata" / "trajectories.parquet")
     assert load_telemetry([str(tmp_path)], progress=False).rollouts.column("task_id").to_pylist() == ["t-1"]
+
+
+def _foreign_release(tmp_path):
+    """An RST file as a foreign PyArrow job writes it: plain strings, path columns, a canonical
+    name ('node') that is not a release column, several row groups, nullable tokens."""
+    n, T0 = 5_000, 1_750_000_000_000_000
+    ids = [f"{i * 2654435761 % 2**32:08x}{i:024x}" for i in range(n)]
+    table = pa.table({
+        "trajectory_id": ids,
+        "task_group_id": [f"swe-gym/repo__{i % 97:04d}" for i in range(n)],
+        "model_name": [["m-a", "m-b", ""][i % 3] for i in range(n)],
+        "job": [f"job-{i % 2}" for i in range(n)],
+        "started_at": pa.array([T0 + 1_000_000 * (i % 701) for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "finished_at": pa.array([T0 + 1_000_000 * (i % 701 + 1 + i % 13) for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "input_tokens": pa.array([None if i % 7 == 0 else 100 * i for i in range(n)], pa.int64()),
+        "exception_type": [None if i % 5 else "AgentTimeoutError" for i in range(n)],
+        "has_exception": [i % 5 == 0 for i in range(n)],
+        "node": [f"node-{i % 3}" for i in range(n)],
+        "shard": [f"data/trajectories-{i // 1000:05d}.tar" for i in range(n)],
+        "member": [f"trajectories-{i // 1000:05d}/{ids[i]}.json" for i in range(n)],
+    })
+    (tmp_path / "metadata").mkdir()
+    pq.write_table(table, tmp_path / "metadata" / "trajectories.parquet", row_group_size=1_200)
+    return tmp_path, table
+
+
+@pytest.mark.parametrize("coded", [False, True])
+def test_foreign_release_reads_only_release_columns(tmp_path, coded):
+    root, table = _foreign_release(tmp_path)
+    tel = load_telemetry([str(root)], progress=False, coded=coded)
+    got = tel.rollouts
+    assert got.column("id").to_pylist() == table.column("trajectory_id").to_pylist()
+    for canonical, src in (("task_id", "task_group_id"), ("job", "job"), ("exception_type", "exception_type")):
+        assert got.column(canonical).cast(pa.string()).to_pylist() == table.column(src).to_pylist()
+    # blanks are null, as every reader has them
+    assert got.column("model").cast(pa.string()).to_pylist() == [["m-a", "m-b", None][i % 3] for i in range(5_000)]
+    assert got.column("input_tokens").to_pylist() == table.column("input_tokens").to_pylist()
+    # 'node' is a canonical name but not a release column: the RST reader never maps it
+    assert got.column("node").null_count == got.num_rows

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -25,7 +24,7 @@ from sandbox_fleet.measure.concurrency import (
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
-from sandbox_fleet.measure.lanes import SharedJobs
+from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.nodes_health import COLUMNS as NODE_COLUMNS
 from sandbox_fleet.measure.nodes_health import measure_node_health
@@ -49,7 +48,7 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
 #: Up to this many rows three lanes: the per-task pass and the sweep on two workers, the overall
-#: step pass here, the per-model step passes on a worker once the sweep is done (see ``_measure``).
+#: step pass here, the per-model step passes on a worker once the sweep is done (see ``_plan``).
 THREE_LANES_ROWS = 4_000_000
 #: Up to this many rows two lanes: the sweep and then the per-model step passes on one worker,
 #: the overall step pass and then the per-task pass here; later the counts beside the hold sorts.
@@ -104,65 +103,227 @@ def _steps(enabled: bool, total: int):
         yield advance
 
 
-def _all_steps(fr: Frame, pool: ThreadPoolExecutor | None = None, after: Future | None = None):
-    """Steps over all starts, per model and per job; the top level notes a mix of runs.
+def _health_table(table: pa.Table) -> pa.Table:
+    return table.select(["task_id", "has_exception", "exception_type"])
 
-    Runs are jobs when the input has two or more, else models (one synchronous run per
-    model, as in a release that only names models). Returns the job row grouping too,
-    so ``by_job`` does not sort the rows again. With ``pool`` the per-model passes run
-    there, beside the overall and per-job ones (they share only read-only arrays), once
-    ``after`` is done: the sweep's buffers and theirs never coexist (peak memory).
 
-    Returns ``(job_steps, job_rows, pending, finish)``: ``pending`` is the per-model passes'
-    future (None when they ran here already) and ``finish()`` gives ``(steps, model_steps)``
-    once they are done, so the caller works on meanwhile instead of waiting.
-    """
-    model_codes, model_names = fr.model.labelled()
-    has_jobs = bool(fr.job.names)
+def _usage(table: pa.Table, t: Telemetry) -> pa.Table | None:
+    return task_usage(decoded(table, "task_id")) if t.tasks is not None else None
+
+
+def _by_node(table: pa.Table) -> dict | None:
+    # One bincount pass over the node codes (none when no row names a node); nothing else reads them.
+    return measure_node_health(table.select(list(NODE_COLUMNS)))
+
+
+def _frame(table: pa.Table) -> Frame:
+    return frame_from_table(table.drop_columns(["task_id", "node"]))
+
+
+def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
+    """The time columns as arrays (every time pass reads them); the Arrow chunks go (160 MB at 10M rows)."""
+    times = fr.start_us, fr.finish_us
+    fr.drop_columns("started_at", "finished_at")
+    return times
+
+
+def _cap(fr: Frame, t: Telemetry) -> int | None:
+    return overall_cap(fr.job.codes, fr.job.names, t.caps)
+
+
+def _sweep(times: tuple[np.ndarray, np.ndarray], cap: int | None) -> dict:
+    return concurrency_figures(*times, cap, with_series=True)
+
+
+def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
+    """Group codes once; the model and job strings are read by nothing else."""
+    labelled = fr.model.labelled()
+    fr.drop_columns("model", "job")
+    return labelled
+
+
+def _starts(fr: Frame, times: tuple, model_codes: tuple) -> tuple:
     # One sort of all starts serves the overall pass and, partitioned, every per-run pass.
-    s_all, parts = sorted_starts(fr.start_us, [model_codes] + ([fr.job.codes] if has_jobs else []))
-    # The times bound now: the caller releases them from ``fr`` while this may still wait to run.
-    by_model = partial(_grouped_steps, fr.start_us, fr.finish_us, model_codes, model_names, (s_all, parts[0]))
-    del model_codes
-    models = pool.submit(_once_done, after, by_model) if pool is not None else None
-    overall = measure_steps(fr.start_us, fr.finish_us, starts_sorted=s_all)
-    job_rows = group_rows(fr.job.codes, len(fr.job.names)) if has_jobs else None
-    job_steps = (measure_grouped_steps(fr.start_us, fr.finish_us, job_rows, fr.job.names, (s_all, parts[1]))
-                 if job_rows else {})
-    done = by_model() if models is None else None
-    del s_all, parts, by_model
-
-    def finish() -> tuple[dict, dict]:
-        model_steps = models.result() if models is not None else done
-        assert model_steps is not None  # without a future the passes ran here (done)
-        runs_by = "job" if len(job_steps) >= 2 else "model"
-        return overall_steps(overall, job_steps if runs_by == "job" else model_steps, runs_by), model_steps
-
-    return job_steps, job_rows, models, finish
+    return sorted_starts(times[0], [model_codes[0]] + ([fr.job.codes] if fr.job.names else []))
 
 
-def _grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, names: list[str],
-                   starts: tuple) -> dict[str, dict]:
+def _model_steps(times: tuple, model_codes: tuple, starts: tuple) -> dict[str, dict]:
     # The row grouping is built when the pass starts, not held while others run (8 bytes a row).
-    return measure_grouped_steps(start_us, finish_us, group_rows(codes, len(names)), names, starts)
+    codes, names = model_codes
+    s_all, parts = starts
+    start_us, finish_us = times
+    return measure_grouped_steps(start_us, finish_us, group_rows(codes, len(names)), names, (s_all, parts[0]))
 
 
-def _once_done(after: Future | None, work):
-    if after is not None:
-        after.result()
-    return work()
+def _all_starts_steps(times: tuple, starts: tuple) -> dict:
+    return measure_steps(*times, starts_sorted=starts[0])
 
 
-def _counts_lane(fr: Frame, pass_threshold: float, seed: int, min_turn_rows: int, rejected: dict) -> tuple:
-    """Passes that read no sorted holds: phases, tokens, outcomes, coverage, trajectories."""
-    return (measure_phases(fr), measure_tokens(fr, min_turn_rows), measure_outcomes(fr, pass_threshold, seed),
-            measure_coverage(fr, rejected), measure_trajectories(fr.table))
+def _job_rows(fr: Frame):
+    return group_rows(fr.job.codes, len(fr.job.names)) if fr.job.names else None
 
 
-def _then_drain(lane, shared: SharedJobs):
-    result = lane()
-    shared.drain()
-    return result
+def _job_steps(fr: Frame, times: tuple, job_rows, starts: tuple) -> dict[str, dict]:
+    s_all, parts = starts
+    start_us, finish_us = times
+    return measure_grouped_steps(start_us, finish_us, job_rows, fr.job.names, (s_all, parts[1])) if job_rows else {}
+
+
+def _concurrency(sweep: dict) -> dict:
+    sweep.update(effective_cap_figures(sweep))
+    return sweep
+
+
+def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, pass_threshold: float) -> dict:
+    jobs = by_job(fr, pass_threshold, t.caps, job_rows)
+    for name, st in job_steps.items():
+        jobs[name]["steps"] = st
+    for job in jobs.values():
+        if job.get("concurrency") is not None:
+            job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
+            job["cap_detected"] = job["concurrency"]["cap_detected"]
+    return jobs
+
+
+def _span(times: tuple) -> tuple[int, int]:
+    return int(times[0].min()), int(times[1].max())
+
+
+def _holds_only(fr: Frame) -> None:
+    """Keep the holds, drop the raw times from the frame: no later pass reads them there (the
+    time passes still running hold their own references, freed when the last is done)."""
+    _ = fr.hold_us
+    fr.release("start_us", "finish_us")
+
+
+def _masks(fr: Frame, pass_threshold: float) -> None:
+    """The masks the last passes share, built once before any of them starts."""
+    _ = (fr.has_exception.values, fr.has_exception.valid, fr.exception, fr.hit_limit, fr.rewarded,
+         fr.passed(pass_threshold), fr.zero_tokens, fr.has_tokens)
+
+
+def _model_columns(fr: Frame, pass_threshold: float) -> list:
+    # The per-model counts and sums, one job a column (blockwise: small buffers), for any lane.
+    jobs, _ = model_columns(fr, pass_threshold)
+    return jobs
+
+
+def _holds(fr: Frame, pass_threshold: float) -> dict:
+    return measure_holds(fr, outcome_codes(fr, pass_threshold))
+
+
+def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold: float) -> dict:
+    return by_model(fr, pass_threshold, table=group_rows_of(model_columns, len(model_codes[1])))
+
+
+def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict) -> dict:
+    """The top level notes a mix of runs: runs are jobs when the input has two or more, else
+    models (one synchronous run per model, as in a release that only names models)."""
+    runs_by = "job" if len(job_steps) >= 2 else "model"
+    return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by)
+
+
+def _models(by_model: dict, model_steps: dict) -> dict:
+    for name, st in model_steps.items():
+        by_model[name]["steps"] = st
+    return by_model
+
+
+def _peak(concurrency: dict, steps: dict, job_steps: dict, model_steps: dict) -> dict:
+    return classify_peak(concurrency, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
+
+
+def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
+    """Every pass of ``measure``: what each computes and reads. Adding a figure is adding one here
+    (and placing it in ``_plan``); the summary reads the values named in ``SUMMARY_VALUES``."""
+    pt = pass_threshold
+    return [
+        Pass("health_table", _health_table, ("table",)),
+        Pass("usage", _usage, ("table", "t")),
+        Pass("by_node", _by_node, ("table",), label="nodes"),
+        Pass("frame", _frame, ("table",)),
+        Pass("times", _times, ("frame",)),
+        Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
+        Pass("cap", _cap, ("frame", "t")),
+        Pass("sweep", _sweep, ("times", "cap")),
+        Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
+        Pass("starts", _starts, ("frame", "times", "model_codes")),
+        # After the sweep: its buffers and the per-model step passes' never coexist (peak memory).
+        Pass("model_steps", _model_steps, ("times", "model_codes", "starts"), after=("sweep",)),
+        Pass("all_starts_steps", _all_starts_steps, ("times", "starts")),
+        Pass("job_rows", _job_rows, ("frame",)),
+        Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
+        Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
+        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps"), label="jobs"),
+        Pass("span", _span, ("times",)),
+        Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
+        Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
+        Pass("model_columns", partial(_model_columns, pass_threshold=pt), ("frame",), after=("masks",), fanout=True),
+        Pass("exceptions", measure_exceptions, ("frame",), after=("masks",)),
+        Pass("phases", measure_phases, ("frame",), after=("masks",), label="phases"),
+        Pass("tokens", partial(measure_tokens, min_turn_rows=min_turn_rows), ("frame",), after=("masks",), label="tokens"),
+        Pass("outcomes", partial(measure_outcomes, threshold=pt, seed=seed), ("frame",), after=("masks",), label="outcomes"),
+        Pass("coverage", measure_coverage, ("frame", "rejected"), after=("masks",), label="coverage"),
+        Pass("trajectories", measure_trajectories_of, ("frame",), after=("masks",)),
+        # After the per-model step passes: the hold sorts' buffers and theirs never coexist.
+        Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
+        Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
+        Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps"), label="steps"),
+        Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
+        Pass("peak", _peak, ("concurrency", "steps", "job_steps", "model_steps")),
+        Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
+    ]
+
+
+def measure_task_health_of(health_table: pa.Table, times: tuple) -> dict | None:
+    return measure_task_health(health_table, times=times)
+
+
+def measure_trajectories_of(fr: Frame) -> dict:
+    return measure_trajectories(fr.table)
+
+
+def measure_tasks_of(t: Telemetry, usage: pa.Table | None) -> dict | None:
+    return measure_tasks(t.tasks, usage)
+
+
+#: The passes that read the rollout table, each on this thread before the frame takes it.
+_PREPARE = ["health_table", "usage", "by_node", "frame", "times"]
+#: The passes that read no sorted holds (Arrow and NumPy counts that mostly release the GIL).
+_COUNTS = ["phases", "tokens", "outcomes", "coverage", "trajectories"]
+#: The end: holds (after the per-model step passes), per model, the figures that combine others.
+_FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks"]
+#: The values the summary reads.
+SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "trajectories", "outcomes",
+                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks")
+
+
+def _plan(lanes: int) -> list[tuple[str, int]]:
+    """Where each pass runs, in order, for ``lanes`` threads (see THREE_LANES_ROWS, TWO_LANES_ROWS).
+
+    Three: per-task pass and then the counts on lane 2, the sweep and then the per-model step
+    passes on lane 1, the overall and per-job step passes here. Two: the sweep, the per-model
+    step passes and then the counts on lane 1, the per-task pass here after the step passes. One:
+    everything here, one pass at a time. In every plan the per-model counts and sums and the
+    exception types are queued for any lane (each lane takes them when it would wait or idle).
+    """
+    prepare = [(name, HERE) for name in _PREPARE]
+    shared = [("holds_only", HERE), ("masks", HERE), ("model_columns", HERE), ("exceptions", ANY)]
+    finish = [(name, HERE) for name in _FINISH]
+    if lanes >= 3:
+        return (prepare + [("by_task", 2), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
+                           ("model_steps", 1), ("all_starts_steps", HERE), ("job_rows", HERE), ("job_steps", HERE),
+                           ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
+                + shared + [(name, 2) for name in _COUNTS] + finish)
+    if lanes == 2:
+        return (prepare + [("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE), ("model_steps", 1),
+                           ("all_starts_steps", HERE), ("job_rows", HERE), ("job_steps", HERE), ("by_task", HERE),
+                           ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
+                + shared + [(name, 1) for name in _COUNTS] + finish)
+    return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
+                                                 "all_starts_steps", "job_rows", "job_steps", "model_steps",
+                                                 "concurrency", "jobs", "span")]
+            + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
@@ -192,105 +353,24 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     table = _usable(table.unify_dictionaries(), rejected)
     if owned:  # the caller handed ``t`` over: ``table`` alone holds the rows now, so what it drops is freed
         t.rollouts = t.rollouts.schema.empty_table()
-    if table.num_rows == 0:
+    rows = table.num_rows
+    if rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    lanes = 3 if table.num_rows <= THREE_LANES_ROWS else 2 if table.num_rows <= TWO_LANES_ROWS else 1
-    with _steps(progress and table.num_rows >= BAR_ROWS, 11) as advance, \
-            ThreadPoolExecutor(max_workers=max(lanes - 1, 1)) as pool:
-        # The time columns as arrays first (every time pass reads them); the Arrow chunks go.
-        health_table = table.select(["task_id", "has_exception", "exception_type"])
-        usage = task_usage(decoded(table, "task_id")) if t.tasks is not None else None
-        # One bincount pass over the node codes (none when no row names a node); nothing else reads them.
-        node_health = measure_node_health(table.select(list(NODE_COLUMNS)))
-        fr = frame_from_table(table.drop_columns(["task_id", "node"]))
-        del table
-        _ = fr.start_us, fr.finish_us
-        fr.drop_columns("started_at", "finished_at")  # copied out whole: the Arrow chunks can go (160 MB at 10M rows)
-        # The per-task pass (NumPy bincounts of the task codes, mostly outside the GIL; no other
-        # figure reads the task ids): with three lanes on a worker beside the passes below; with
-        # two here, after the step passes, while the worker has the sweep and then the per-model
-        # step passes (on the worker it came first and held the sweep back); with one, first and alone.
-        health = None
-        if lanes != 2:
-            health = pool.submit(measure_task_health, health_table, times=(fr.start_us, fr.finish_us))
-            del health_table
-        task_health = health.result() if health is not None and lanes == 1 else None
-        # Time-only measurements first: their large buffers come and go before the
-        # other columns are pulled out of Arrow, which keeps peak memory down. The sweep and
-        # the step passes share nothing but the (read-only) times and mostly run in NumPy
-        # sorts that release the GIL, so they run side by side (see THREE_LANES_ROWS). The
-        # sweep needs only the job codes (for the cap): it starts before the model codes are built.
-        cap = overall_cap(fr.job.codes, fr.job.names, t.caps)
-        sweep = pool.submit(concurrency_figures, fr.start_us, fr.finish_us, cap, with_series=True) if lanes > 1 else None
-        # Group codes once; the model and job strings are read by nothing else.
-        _ = fr.model
-        fr.drop_columns("model", "job")
-        advance("exceptions per task")
-        if lanes > 1:
-            job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr, pool, after=sweep)
-            if health is None:
-                task_health = measure_task_health(health_table, times=(fr.start_us, fr.finish_us))
-                del health_table
-            assert sweep is not None  # submitted above whenever lanes > 1
-            conc = sweep.result()
-            task_health = health.result() if health is not None else task_health
-        else:
-            conc = concurrency_figures(fr.start_us, fr.finish_us, cap, with_series=True)
-            job_steps, job_rows, model_steps_pending, finish_steps = _all_steps(fr)
-        conc.update(effective_cap_figures(conc))
-        advance("concurrency")
-        advance("steps")
-        jobs = by_job(fr, pass_threshold, t.caps, job_rows)
-        del job_rows
-        for name, st in job_steps.items():
-            jobs[name]["steps"] = st
-        advance("jobs")
-        first_start, last_finish = int(fr.start_us.min()), int(fr.finish_us.max())
-        _ = fr.hold_us  # keep the holds, drop the raw times: nothing below needs them
-        fr.release("start_us", "finish_us")  # (freed once the per-model step passes are done too)
-        # Two lanes that share only read-only columns: the hold sorts (holds, per model) here,
-        # the token, outcome and coverage passes on the other core, after the per-model step
-        # passes (NumPy and Arrow kernels that mostly release the GIL). Then both lanes take
-        # from the same queue the per-model counts and sums (one job a column) and the
-        # exception types, so neither waits for the other at the end. Each figure is computed
-        # alone as before, so no result depends on which lane ran it or when.
-        # The masks both lanes read are built once, before either starts.
-        _ = (fr.has_exception.values, fr.has_exception.valid, fr.exception, fr.hit_limit, fr.rewarded,
-             fr.passed(pass_threshold), fr.zero_tokens, fr.has_tokens)
-        counts = partial(_counts_lane, fr, pass_threshold, seed, min_turn_rows, rejected)
-        model_jobs, n_models = model_columns(fr, pass_threshold)
-        shared = SharedJobs(model_jobs + [partial(measure_exceptions, fr)])
-        del model_jobs
-        rest = pool.submit(_then_drain, counts, shared) if lanes > 1 else None
-        # Shared jobs (blockwise: small buffers) until the per-model step passes are done; the hold
-        # sorts only then, so their buffers and those passes' never coexist (peak memory at 10M).
-        if model_steps_pending is not None:
-            shared.drain(until=model_steps_pending)
-            wait([model_steps_pending])
-        outcome = outcome_codes(fr, pass_threshold)
-        holds = measure_holds(fr, outcome)
-        del outcome
-        advance("holds")
-        *model_cols, exceptions = shared.results()
-        models = by_model(fr, pass_threshold, table=group_rows_of(model_cols, n_models))
-        del model_cols
-        phases, tokens, outcomes, coverage, trajectories = rest.result() if rest else counts()
-        steps, model_steps = finish_steps()
-        advance("phases")
-        advance("tokens")
-        advance("outcomes")
-        advance("coverage")
-        for name, st in model_steps.items():
-            models[name]["steps"] = st
-        conc = classify_peak(conc, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
-        for job in jobs.values():
-            if job.get("concurrency") is not None:
-                job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
-                job["cap_detected"] = job["concurrency"]["cap_detected"]
-        advance("models")
-        tasks = measure_tasks(t.tasks, usage)
-        advance("tasks")
+    lanes = 3 if rows <= THREE_LANES_ROWS else 2 if rows <= TWO_LANES_ROWS else 1
+    passes = _passes(pass_threshold, seed, min_turn_rows)
+    inputs = {"table": table, "t": t, "rejected": rejected}
+    del table  # the plan holds the rows now: each value goes once its last pass is done
+    with _steps(progress and rows >= BAR_ROWS, sum(p.label is not None for p in passes)) as advance:
+        got = run_plan(passes, _plan(lanes), inputs, SUMMARY_VALUES, advance)
+    del inputs
+    return _summary(t, got, rows, rejected, pass_threshold, seed)
+
+
+def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_threshold: float, seed: int) -> dict:
+    """The summary's JSON-native dict from the passes' values, with every warning."""
+    tokens, conc = got["tokens"], got["peak"]
+    first_start, last_finish = got["span"]
     warnings = list(t.warnings)
     added = {k: v - t.rejected.get(k, 0) for k, v in rejected.items() if v != t.rejected.get(k, 0)}
     if added:
@@ -302,7 +382,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
                         "does not count them): left out of the token figures as not measured")
     return MeasureSummary.build(**to_jsonable({
         "source": list(t.sources),
-        "rows": fr.n,
+        "rows": rows,
         "first_started_at": _iso(first_start),
         "last_finished_at": _iso(last_finish),
         "span_s": conc["span_s"],
@@ -311,19 +391,19 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         "pass_threshold": pass_threshold,
         "seed": seed,
         "concurrency": conc,
-        "hold_s": holds,
-        "phases": phases,
-        "steps": steps,
+        "hold_s": got["holds"],
+        "phases": got["phases"],
+        "steps": got["steps"],
         "tokens": tokens,
-        "trajectories": trajectories,
-        "outcomes": outcomes,
-        "exceptions": exceptions,
-        "coverage": coverage,
-        "by_model": models,
-        "by_job": jobs,
-        "by_task": task_health,
-        "by_node": node_health,
-        "tasks": tasks,
+        "trajectories": got["trajectories"],
+        "outcomes": got["outcomes"],
+        "exceptions": got["exceptions"],
+        "coverage": got["coverage"],
+        "by_model": got["models"],
+        "by_job": got["jobs"],
+        "by_task": got["by_task"],
+        "by_node": got["by_node"],
+        "tasks": got["tasks"],
         "warnings": warnings,
     }))
 

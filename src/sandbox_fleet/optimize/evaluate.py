@@ -137,16 +137,11 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
     The re-run is priced on every hold, not the mean (``(e^{rh} - 1)/r - h`` is convex in ``h``):
     ``rework`` holds the sums of hold hours and of re-run hours at each catalog reclaim rate.
     """
-    from sandbox_fleet.simulate import fast
     from sandbox_fleet.simulate.engine import run_workloads
+    from sandbox_fleet.simulate.executors import preload_kernel
     from sandbox_fleet.sweep.variants import check
 
-    if fast.available():
-        # A search runs many small loops in each worker: paying the kernel's load once per
-        # process lets every one of them run compiled (same bytes as the pure loop).
-        from sandbox_fleet.simulate.fast.pool_loop import load
-
-        load()
+    preload_kernel()  # many small loops per worker: all of them compiled (same bytes as the pure loop)
     _, built = check(data, Path(base_dir), source)
     res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
     holds = res.hold_s[res.started]

@@ -1,4 +1,4 @@
-"""Fast path for FIFO pools without start caps, preemption or queue timeouts.
+"""The first-come-first-served recursion: FIFO pools without start caps, preemption or queue timeouts.
 
 Under first-come-first-served, an attempt starts at ``max(its arrival, the earliest
 time a slot is free)`` and that slot is next free at ``finish + provision_delay``
@@ -9,23 +9,29 @@ run (RL batch releases, retries) go on a small heap in time order: each lies at 
 after the finish that caused it. Same model and tie rule as ``loop.py`` (heap
 entries before open arrivals at equal times); tests check the two agree.
 
-A run that is one pass of the recursion (one capped pool, open arrivals only, nothing
-retries) goes to ``run_one_pass`` on NumPy arrays, and there to the C twin of
-``place_stream`` (``_fifo_speedups.c``) when it was built at install; ``place_stream``
-stays the reference, and tests check the two give the same bits.
+The rule is written once per form: ``placer`` places one attempt (retries, and open
+arrivals on several pools or an unbounded one), ``place_stream`` a sorted stream at once (a
+released batch; the open arrivals between two heap entries on one capped pool). One copy
+stays inline, for one capped pool with retries, where the per-arrival call cost 8-24%. A run that is one pass of the recursion (one capped pool, open arrivals only,
+nothing retries) goes to ``run_one_pass`` on NumPy arrays, with ``place_stream`` or its C
+twin (``_fifo_speedups.c``, which mirrors it; ``executors.py`` picks one, tests check the
+same bits). The RL trainer's rules are ``trainer.RLState``'s, shared with the event loop.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from collections.abc import Callable
 from heapq import heappop, heappush, heapreplace
 
 import numpy as np
 
-from sandbox_fleet.simulate.entities import RETRIED, Fleet
+from sandbox_fleet.simulate.entities import RETRIED
 from sandbox_fleet.simulate.prepare import Prepared, ids_index
-from sandbox_fleet.simulate.trainer import RLState
-from sandbox_fleet.simulate.workloads import CLOSED, RL, AsyncRL
+from sandbox_fleet.simulate.result import ExecutorOutput
+from sandbox_fleet.simulate.trainer import rl_states
+from sandbox_fleet.simulate.workloads import RL
 
 RELEASE, RETRY = 0, 1
 #: The columns of the retry attempts' rows (beside ``finish_s``), as lists appended to in run order.
@@ -33,35 +39,26 @@ RETRY_COLUMNS = ("rollout", "attempt", "arrival_s", "start_s", "state", "phase",
 INF = math.inf
 
 
-def pool_eligible(pl: Fleet) -> bool:
-    """Whether the first-come-first-served recursion can run this pool."""
-    return pool_refusal(pl) is None
+def placer(free: list[float] | None, provision_s: float) -> Callable[[float, float], float]:
+    """The recursion's step on one pool, one attempt per call: ``place(t, hold_s)`` is the start
+    of an attempt entering the queue at ``t`` (entries in time order), ``max(t, the earliest
+    time a slot is free)``; that slot is next free ``hold_s + provision_s`` after the start.
+    ``free``: the heap of the pool's slot-free times (updated in place), ``None`` for an
+    unbounded pool, which starts every attempt when it enters."""
+    if free is None:
+        return _at_entry
+
+    def place(t: float, hold_s: float) -> float:
+        f0 = free[0]
+        s = f0 if f0 > t else t
+        heapreplace(free, s + hold_s + provision_s)
+        return s
+
+    return place
 
 
-def pool_refusal(pl: Fleet) -> str | None:
-    """Why the first-come-first-served recursion cannot run this pool, in one line (``None``: it can)."""
-    if pl.admission != "fifo":
-        return f"pool {pl.name} admits by {pl.admission!r}, not first come first served"
-    for what, has in (("a start_cap", pl.start_cap is not None), ("preemption", pl.preempt_rate_per_node_s > 0),
-                      ("a queue_timeout_s", pl.queue_timeout_s is not None)):
-        if has:
-            return f"pool {pl.name} has {what}"
-    return None
-
-
-def eligible(prep: Prepared) -> bool:
-    """Also needs fixed holds (no inference pool) and no closed population (its
-    arrivals wait on finishes, which this path never materialises as events)."""
-    return refusal(prep) is None
-
-
-def refusal(prep: Prepared) -> str | None:
-    """Why this path cannot run ``prep``, in one line (``None``: it can)."""
-    if prep.inference is not None:
-        return "the scenario has an inference pool"
-    if any(wl.kind == CLOSED for wl in prep.workloads):
-        return "the scenario has a closed population"
-    return next((why for why in map(pool_refusal, prep.pools) if why is not None), None)
+def _at_entry(t: float, hold_s: float) -> float:
+    return t
 
 
 def place_stream(free: list[float], arr_t: list[float], hold: list[float], provision_s: float) -> list[float]:
@@ -84,20 +81,6 @@ def place_stream(free: list[float], arr_t: list[float], hold: list[float], provi
     return starts
 
 
-def compiled_place_stream():
-    """The C twin of ``place_stream`` (``_fifo_speedups``), or ``None`` when it was not built
-    at install (no compiler) or ``SANDBOX_FLEET_PURE_PYTHON`` is set."""
-    from sandbox_fleet.simulate.fast import pure_python_forced
-
-    if pure_python_forced():
-        return None
-    try:
-        from sandbox_fleet.simulate._fifo_speedups import place_stream as compiled
-    except ImportError:
-        return None
-    return compiled
-
-
 def one_pass(prep: Prepared) -> bool:
     """Whether the whole run is one pass of ``place_stream``: one capped pool, open arrivals
     only (no RL releases on the run's heap), and no first attempt that can retry."""
@@ -105,12 +88,12 @@ def one_pass(prep: Prepared) -> bool:
             and prep.arr_t_np.size > 0 and all(wl.kind != RL for wl in prep.workloads))
 
 
-def run_one_pass(prep: Prepared) -> dict:
-    """``run_fifo`` for a ``one_pass`` run, on NumPy arrays (the C recursion when built)."""
+def run_one_pass(prep: Prepared, compiled=None) -> ExecutorOutput:
+    """``run_fifo`` for a ``one_pass`` run, on NumPy arrays: with ``compiled`` (the C twin of
+    ``place_stream``, ``executors.compiled_place_stream``) or else the pure recursion."""
     N, cap, provision_s = prep.n, prep.pools[0].cap, prep.pools[0].provision_delay_s
     assert cap is not None  # one_pass: a single bounded pool
     order = None if prep.arr_in_order else np.asarray(prep.arr_ids, dtype=np.int64)
-    compiled = compiled_place_stream()
     if compiled is not None:
         start = np.empty(N) if order is None else np.full(N, math.nan)
         compiled(np.zeros(cap), np.ascontiguousarray(prep.arr_t_np), np.ascontiguousarray(prep.hold_np),
@@ -126,8 +109,7 @@ def run_one_pass(prep: Prepared) -> dict:
         arrival = np.full(N, math.nan)
         arrival[order] = prep.arr_t_np
     extra: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "finish_s")}
-    return {"first": _first_rows(prep, arrival, start, prep.plan.copy()), "extra": extra, "rl": {}, "preemptions": 0,
-            "area_busy": None, "area_wait": None, "clock_monotonic": True}
+    return ExecutorOutput(first=_first_rows(prep, arrival, start, prep.plan.copy()), extra=extra)
 
 
 def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: np.ndarray) -> dict:
@@ -143,9 +125,8 @@ def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: n
     }
 
 
-def run_fifo(prep: Prepared, on_progress=None) -> dict:
-    if one_pass(prep):
-        return run_one_pass(prep)
+def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
+    """The recursion over open arrivals merged with a heap of RL releases and retries."""
     N = prep.n
     r_pool, r_work, rl_driven = prep.r_pool, prep.r_work, prep.rl_driven
     hold, may_retry = prep.hold, prep.may_retry
@@ -157,41 +138,36 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     x_roll, x_try, x_enq, x_start = x["rollout"], x["attempt"], x["arrival_s"], x["start_s"]
     x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
 
-    slots = [[0.0] * pl.cap if pl.cap is not None else None for pl in prep.pools]
+    slots = [[0.0] * pl.cap if pl.cap is not None else None for pl in prep.pools]  # per pool: slot-free heap
     prov = [pl.provision_delay_s for pl in prep.pools]
+    place_in = [placer(hp, pv) for hp, pv in zip(slots, prov)]
+    # One capped pool and nothing can retry: the open arrivals before the next heap entry are one
+    # sorted stream on one heap, placed by ``place_stream`` at once (no per-arrival call). With
+    # retries, arrivals go one at a time: a retry may come before the next arrival (streams cut
+    # at each arrival that may retry cost more than they save when retries are common).
+    stream_heap = slots[0] if len(slots) == 1 and not prep.any_retry else None
+    stream_prov = prov[0]
+    # One capped pool with retries: ``placer``'s step inline (the per-arrival call cost this path
+    # 8-24% of its loop time in benchmarks; a test compares it with the event loop).
+    retry_heap = slots[0] if len(slots) == 1 and prep.any_retry else None
     heap: list = []
     seq = 0
 
-    rl: dict[int, RLState] = {}
     r_batch = [0] * N
-    for w, wl in enumerate(prep.workloads):
-        if wl.kind != RL:
-            continue
-        assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
-        st = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(prep.offsets[w]))
-        st.batch_end_s = [-INF] * len(st.sizes)  # running max until the batch completes
-        rl[w] = st
-        for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
-            lo = st.base + s0
-            r_batch[lo : lo + sz] = [j] * sz
-        heappush(heap, (float(wl.start_s), seq, RELEASE, (w, 0)))
+    rl = rl_states(prep.workloads, prep.offsets, r_batch)
+    for w, st in rl.items():
+        heappush(heap, (st.start_s, seq, RELEASE, (w, 0)))
         seq += 1
 
     def finish_rl(r: int, t: float) -> None:
         """Rollout ``r`` ended at ``t``: settle its batch and any trainer steps now due."""
         nonlocal seq
         st = rl[r_work[r]]
-        j = r_batch[r]
-        if t > st.batch_end_s[j]:
-            st.batch_end_s[j] = t
-        st.rem[j] -= 1
-        if st.rem[j]:
+        if not st.rollout_ended(r_batch[r], t):
             return
         # Train every step whose batch is complete, in order (batches may end out of order).
-        while st.next_train < st.next_release and st.rem[st.next_train] == 0:
-            k = st.next_train
-            prev = st.train_end_s[k - 1] if k else -INF
-            t1 = st.begin_train(max(st.batch_end_s[k], prev))
+        while st.can_train():
+            t1 = st.start_step()
             st.end_train(t1)
             heappush(heap, (t1, seq, RELEASE, (st.w, st.version)))
             seq += 1
@@ -214,14 +190,21 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     placed = 0  # RL rollouts placed (for progress)
     progress_every = 1 << 16
     next_progress = progress_every
-    # One capped pool (the common case): the hot loop below needs no per-rollout pool lookup.
-    single = slots[0] if len(slots) == 1 and slots[0] is not None else None
-    pv0 = prov[0]
-    any_retry = prep.any_retry  # nothing can retry: the hot loop skips the bookkeeping
     while True:
         top = heap[0][0] if heap else INF
-        if single is not None and not any_retry:
-            # The hot path: open arrivals strictly before the next heap entry, none can retry.
+        # Open arrivals strictly before the next heap entry (heap entries first at equal times).
+        if stream_heap is not None:
+            aj = bisect_left(arr_t, top, ai, na)
+            if ai < aj:
+                if arr_t[ai] < last_t:
+                    clock_ok = False
+                last_t = arr_t[aj - 1]
+                ids = arr_r[ai:aj]
+                starts = place_stream(stream_heap, arr_t[ai:aj], [hold[r] for r in ids], stream_prov)
+                for r, s in zip(ids, starts):
+                    a_start[r] = s
+                ai = aj
+        elif retry_heap is not None:
             while ai < na:
                 t = arr_t[ai]
                 if t >= top:
@@ -231,51 +214,28 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
                 last_t = t
                 r = arr_r[ai]
                 ai += 1
-                f0 = single[0]
-                s = f0 if f0 > t else t
-                heapreplace(single, s + hold[r] + pv0)
-                a_start[r] = s
-        elif single is not None:
-            # The same with retry bookkeeping.
-            while ai < na:
-                t = arr_t[ai]
-                if t >= top:
-                    break
-                if t < last_t:
-                    clock_ok = False
-                last_t = t
-                r = arr_r[ai]
-                ai += 1
-                f0 = single[0]
-                s = f0 if f0 > t else t
-                heapreplace(single, s + hold[r] + pv0)
-                a_start[r] = s
+                f0 = retry_heap[0]
+                s = a_start[r] = f0 if f0 > t else t
+                heapreplace(retry_heap, s + hold[r] + stream_prov)
                 if may_retry[r]:
                     retried_first.append(r)
                     retry(r, 1, s + hold[r])
                     top = heap[0][0]
-        while ai < na:
-            t = arr_t[ai]
-            if t >= top:
-                break
-            if t < last_t:
-                clock_ok = False
-            last_t = t
-            r = arr_r[ai]
-            ai += 1
-            p = r_pool[r]
-            hp = slots[p]
-            if hp is None:
-                s = t
-            else:
-                f0 = hp[0]
-                s = f0 if f0 > t else t
-                heapreplace(hp, s + hold[r] + prov[p])
-            a_start[r] = s
-            if may_retry[r]:
-                retried_first.append(r)
-                retry(r, 1, s + hold[r])
-                top = heap[0][0]
+        else:
+            while ai < na:
+                t = arr_t[ai]
+                if t >= top:
+                    break
+                if t < last_t:
+                    clock_ok = False
+                last_t = t
+                r = arr_r[ai]
+                ai += 1
+                s = a_start[r] = place_in[r_pool[r]](t, hold[r])
+                if may_retry[r]:
+                    retried_first.append(r)
+                    retry(r, 1, s + hold[r])
+                    top = heap[0][0]
         if not heap:
             if ai >= na:
                 break
@@ -286,37 +246,25 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
         last_t = t
         if kind == RELEASE:
             w, version = item
-            st = rl[w]
-            for rng_ in st.take_releasable(t, version):
-                placed += len(rng_)
-                p = prep.workloads[w].pool
-                hp = slots[p]
-                pv = prov[p]
-                for r in rng_:
-                    if hp is None:
-                        s = t
-                    else:
-                        f0 = hp[0]
-                        s = f0 if f0 > t else t
-                        heapreplace(hp, s + hold[r] + pv)
-                    a_enq[r] = t
-                    a_start[r] = s
+            p = prep.workloads[w].pool
+            for rng_ in rl[w].take_releasable(t, version):
+                n_r = len(rng_)
+                placed += n_r
+                # A released batch enters at t together: one stream of equal times.
+                lo, hi = rng_.start, rng_.stop
+                hs = hold[lo:hi]
+                starts = [t] * n_r if slots[p] is None else place_stream(slots[p], [t] * n_r, hs, prov[p])
+                a_start[lo:hi] = starts
+                a_enq[lo:hi] = [t] * n_r
+                for r, s, h in zip(rng_, starts, hs):
                     if may_retry[r]:
                         retried_first.append(r)
-                        retry(r, 1, s + hold[r])
+                        retry(r, 1, s + h)
                     else:
-                        finish_rl(r, s + hold[r])
+                        finish_rl(r, s + h)
         else:
             r, k = item
-            p = r_pool[r]
-            hp = slots[p]
-            if hp is None:
-                s = t
-            else:
-                f0 = hp[0]
-                s = f0 if f0 > t else t
-                heapreplace(hp, s + x_hold[k] + prov[p])
-            x_start[k] = s
+            s = x_start[k] = place_in[r_pool[r]](t, x_hold[k])
             fin = s + x_hold[k]
             if prep.retryable(r, x_state[k], x_phase[k], x_try[k]):
                 x_state[k] = RETRIED
@@ -336,8 +284,4 @@ def run_fifo(prep: Prepared, on_progress=None) -> dict:
     first = _first_rows(prep, arrival, start, state)
     x["finish_s"] = [s + h for s, h in zip(x_start, x_hold)]
     del x["hold"]
-    for st in rl.values():
-        # Batches that never completed cannot exist here (FIFO serves everyone).
-        st.batch_end_s = [b if b > -INF else math.nan for b in st.batch_end_s]
-    return {"first": first, "extra": x, "rl": rl, "preemptions": 0, "area_busy": None, "area_wait": None,
-            "clock_monotonic": clock_ok}
+    return ExecutorOutput(first=first, extra=x, rl=rl, clock_monotonic=clock_ok)

@@ -38,8 +38,8 @@ from sandbox_fleet.simulate import events as ev
 from sandbox_fleet.simulate.admission import make_policy, make_queue
 from sandbox_fleet.simulate.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
 from sandbox_fleet.simulate.prepare import PREEMPTIONS, Prepared, stream
-from sandbox_fleet.simulate.trainer import RLState
-from sandbox_fleet.simulate.workloads import CLOSED, RL, AsyncRL, Closed
+from sandbox_fleet.simulate.trainer import RLState, rl_states
+from sandbox_fleet.simulate.workloads import CLOSED, Closed
 
 if TYPE_CHECKING:
     from sandbox_fleet.simulate.inference.driver import Driver
@@ -135,16 +135,9 @@ class LoopState:
     def schedule_start(self) -> None:
         """Push the first events: RL and closed releases, the inference driver, preemptions."""
         prep = self.prep
-        for w, wl in enumerate(prep.workloads):
-            if wl.kind != RL:
-                continue
-            assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
-            st = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(prep.offsets[w]))
-            self.rl[w] = st
-            for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
-                lo = st.base + s0
-                self.r_batch[lo : lo + sz] = [j] * sz
-            self.push(float(wl.start_s), ev.RELEASE, w)
+        self.rl = rl_states(prep.workloads, prep.offsets, self.r_batch)
+        for w, st in self.rl.items():
+            self.push(st.start_s, ev.RELEASE, w)
         for w, wl in enumerate(prep.workloads):
             if wl.kind == CLOSED:
                 assert isinstance(wl, Closed)  # the CLOSED kind is Closed's
@@ -261,10 +254,14 @@ class LoopState:
             self.provisioning[p] += 1
             self.push(self.now + self.prov[p], ev.SLOT_READY, slot)
         else:
-            self.slot_state[slot] = S_FREE
-            if not self.in_list[slot]:
-                self.free[p].append(slot)
-                self.in_list[slot] = True
+            self.relist(p, slot)
+
+    def relist(self, p: int, slot: int) -> None:
+        """``slot`` of tracked pool ``p`` is free now: back on its pool's free list (once)."""
+        self.slot_state[slot] = S_FREE
+        if not self.in_list[slot]:
+            self.free[p].append(slot)
+            self.in_list[slot] = True
 
     # --- rollouts ending -------------------------------------------------------------------
     def terminal(self, r: int) -> None:
@@ -275,18 +272,15 @@ class LoopState:
             self.release_next(w)
             return
         st = self.rl.get(w)
-        if st is None:
-            return
-        j = self.r_batch[r]
-        st.rem[j] -= 1
-        if st.rem[j] == 0:
-            st.batch_end_s[j] = self.now
+        if st is not None and st.rollout_ended(self.r_batch[r], self.now):
             self.maybe_train(st)
 
     def maybe_train(self, st: RLState) -> None:
+        """Start the trainer's next step if it is due (it starts now: its batch ended now or the
+        step before it did)."""
         if st.can_train():
             self.training += 1
-            self.push(st.begin_train(self.now), ev.TRAIN_DONE, st.w)
+            self.push(st.start_step(), ev.TRAIN_DONE, st.w)
 
     def release(self, st: RLState) -> None:
         p = self.prep.workloads[st.w].pool
@@ -348,12 +342,9 @@ class LoopState:
 
     def on_slot_ready(self, slot: int) -> None:
         if self.slot_state[slot] == S_PROV:
-            self.slot_state[slot] = S_FREE
             p = self.slot_pool[slot]
             self.provisioning[p] -= 1
-            if not self.in_list[slot]:
-                self.free[p].append(slot)
-                self.in_list[slot] = True
+            self.relist(p, slot)
             self.dispatch(p)
 
     def on_build_done(self, row: int) -> None:
@@ -438,10 +429,7 @@ class LoopState:
         lo = self.slot_base[p] + node * pl.slots_per_node
         hi = min(lo + pl.slots_per_node, self.slot_base[p] + pl.cap)
         for s in range(hi - 1, lo - 1, -1):  # lowest slot ends on top
-            self.slot_state[s] = S_FREE
-            if not self.in_list[s]:
-                self.free[p].append(s)
-                self.in_list[s] = True
+            self.relist(p, s)
         self.dispatch(p)
 
     def on_drop(self, x: tuple[int, int]) -> None:

@@ -31,10 +31,34 @@ if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
 
     from sandbox_fleet.simulate.images import ImageRun
     from sandbox_fleet.simulate.inference.figures import ServedRun
+    from sandbox_fleet.simulate.trainer import RLState
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError"}
 TIMEOUT_TYPE = "AgentTimeoutError"
+
+
+@dataclass(frozen=True)
+class ExecutorOutput:
+    """What every executor (``executors.py``) returns: the placed attempts and the run's counters.
+
+    ``first``: per rollout, its first attempt's columns (``arrival_s``, ``start_s``, ``finish_s``,
+    ``state``, ``phase``, ``build_s``, ``agent_s``, ``verify_s``), NumPy arrays of length ``n``.
+    ``extra``: the retry attempts, in run order: the same columns plus ``rollout`` and
+    ``attempt``, as lists (empty lists when nothing retried). ``rl``: each RL workload's trainer
+    state. ``area_busy`` / ``area_wait``: the event loop's integrals of running sandboxes and
+    waiting rollouts over time (``None`` on the FIFO path, which has no clock to integrate on).
+    ``served``: the inference pool's records, when a pool served the model calls.
+    """
+
+    first: dict[str, np.ndarray]
+    extra: dict[str, list]
+    rl: dict[int, RLState] = field(default_factory=dict)
+    preemptions: int = 0
+    area_busy: float | None = None
+    area_wait: float | None = None
+    clock_monotonic: bool = True
+    served: ServedRun | None = None
 
 
 @dataclass
@@ -62,7 +86,7 @@ class SimResult:
     area_busy: float | None  # integral of running sandboxes over time, from the event loop (None: fifo path)
     area_wait: float | None  # integral of queued rollouts over time
     end_s: float  # last terminal event or last trainer step, whichever is later
-    engine: str = "events"
+    engine: str = "events"  # the executor that ran (``executors.NAMES``); only ``--timing`` shows it
     wall_s: float = 0.0
     clock_monotonic: bool = True
     n_rollouts: int = 0

@@ -139,15 +139,12 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         if where == "fleet":
             ctx.fail(f"fleets.{i}.{key}" if many_fleets else f"fleet.{key}", msg)
         ctx.fail(f"{keys[i]}.{key}", msg)
-    if spec.run.engine == "fifo" and (inference is not None or any(w.kind == "closed" for w in wspecs)):
-        ctx.fail("run.engine", "'fifo' cannot run a closed population or an inference pool; use \"auto\" or \"events\"")
     if spec.run.engine == "fifo":
-        from sandbox_fleet.simulate.fifo import pool_eligible, pool_refusal
+        from sandbox_fleet.simulate.executors import fifo_refusal, forced_refusal
 
-        bad = [i for i, f in enumerate(fleets) if not pool_eligible(f)]
-        if bad:
-            ctx.fail("run.engine", f"'fifo' needs FIFO pools without start_cap, preemption or queue_timeout_s "
-                                   f"({pool_refusal(fleets[bad[0]])}); use \"auto\" or \"events\"")
+        why = fifo_refusal(fleets, workloads, inference)
+        if why is not None:
+            ctx.fail("run.engine", forced_refusal("fifo", why))
     if ctx.images is not None:
         from sandbox_fleet.simulate.images import check_pool
         from sandbox_fleet.simulate.workloads import OPEN

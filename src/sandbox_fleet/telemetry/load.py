@@ -23,7 +23,7 @@ def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
     if fmt == "rst":
         from sandbox_fleet.telemetry.rst import read_rst
 
-        yield from read_rst(Path(path), opts.progress)
+        yield from read_rst(Path(path), opts.progress, opts.coded)
     elif fmt == "table":
         yield from read_table(path, opts.column_map, opts.progress, tel, coded=opts.coded)
     elif fmt == "inspect":

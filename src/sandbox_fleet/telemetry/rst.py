@@ -1,6 +1,6 @@
 """Reader for an RST-style release: ``<root>/metadata/trajectories.parquet``.
 
-Columnar end to end (Parquet row groups -> Arrow batches); no per-row Python.
+Columnar end to end (Parquet row groups -> Arrow batches, through the table reader); no per-row Python.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.parquet_io import iter_parquet, open_parquet
+from sandbox_fleet.telemetry.parquet_io import open_parquet
+from sandbox_fleet.telemetry.table import read_parquet_columns
 
 TRAJECTORIES = Path("metadata") / "trajectories.parquet"
 
@@ -44,8 +45,13 @@ def is_release(path: Path) -> bool:
     return path.is_dir() and (path / TRAJECTORIES).is_file()
 
 
-def read_rst(path: Path, progress: bool = True) -> Iterator[pa.Table]:
-    """Yield canonical-named batches (times still raw) from a release or its parquet file."""
+def read_rst(path: Path, progress: bool = True, coded: bool = False) -> Iterator[pa.Table]:
+    """Yield canonical-named batches (times still raw) from a release or its parquet file.
+
+    Read as any Parquet table is (``table.read_parquet_columns``: the next row group decoded
+    on a thread, all-null chunks never decoded, ``coded`` text read as dictionaries), with
+    the release's names mapped; its other columns (shard and member paths, ...) are never read.
+    """
     file = trajectories_file(path)
     pf = open_parquet(file)
     names = pf.schema_arrow.names
@@ -57,6 +63,5 @@ def read_rst(path: Path, progress: bool = True) -> Iterator[pa.Table]:
     rename = dict(RENAME)
     if "task_group_id" not in names and "task_id" in names:
         rename["task_id"] = "task_id"  # releases without task groups key rollouts by task
-    columns = [c for c in rename if c in names]
-    for table in iter_parquet(pf, file, columns, progress):
-        yield table.rename_columns([rename[c] for c in table.column_names])
+    column_map = {canonical: src for src, canonical in rename.items() if src in names}
+    yield from read_parquet_columns(file, column_map, progress, coded)

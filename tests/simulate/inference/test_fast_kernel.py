@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandbox_fleet.simulate import Deterministic, Episode, Exponential, Fleet, LogNormal, Turns, run_workloads
-from sandbox_fleet.simulate import engine as engine_mod
+from sandbox_fleet.simulate import executors as engine_mod
 from sandbox_fleet.simulate.inference import Inference
 from sandbox_fleet.simulate.scenario import run_scenario
 from sandbox_fleet.simulate.workloads import AsyncRL, Closed, Poisson, SyncRL

@@ -26,6 +26,7 @@ import sys
 
 import numpy as np
 
+from sandbox_fleet.simulate.result import ExecutorOutput
 from sandbox_fleet.simulate.workloads import CLOSED, OPEN, RL
 
 _KERNEL = "sandbox_fleet.simulate.fast._pool_loop_kernel"
@@ -61,7 +62,7 @@ def supported(prep) -> bool:
     cfg = prep.inference
     if cfg is None or prep.turn_draws is None:
         return False
-    from sandbox_fleet.simulate.fifo import pool_refusal
+    from sandbox_fleet.simulate.executors import pool_refusal
 
     if any(pool_refusal(pl) is not None for pl in prep.pools):  # FIFO pools only, as the recursion
         return False
@@ -74,7 +75,7 @@ def supported(prep) -> bool:
     return cells <= MAX_CELLS
 
 
-def run(prep, on_progress=None) -> dict:
+def run(prep, on_progress=None) -> ExecutorOutput:
     from sandbox_fleet.simulate.fast import _pool_loop_kernel as K
     from sandbox_fleet.simulate.inference.figures import ServedRun, unloaded_holds
     from sandbox_fleet.simulate.trainer import RLState
@@ -256,6 +257,5 @@ def run(prep, on_progress=None) -> dict:
         prefill_tok_s=cfg.prefill_tok_s,
         decode_tok_s=cfg.decode_tok_s,
     )
-    return {"first": first, "extra": extra, "rl": rl, "preemptions": 0, "area_busy": float(sf[K.AREA_BUSY]),
-            "area_wait": float(sf[K.AREA_WAIT]), "clock_monotonic": bool(si[K.CLOCK_OK]), "inference": None,
-            "served": served}
+    return ExecutorOutput(first=first, extra=extra, rl=rl, area_busy=float(sf[K.AREA_BUSY]),
+                          area_wait=float(sf[K.AREA_WAIT]), clock_monotonic=bool(si[K.CLOCK_OK]), served=served)
