@@ -367,8 +367,8 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     return _summary(t, got, rows, rejected, pass_threshold, seed)
 
 
-def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_threshold: float, seed: int) -> dict:
-    """The summary's JSON-native dict from the passes' values, with every warning."""
+def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_threshold: float, seed: int) -> MeasureSummary:
+    """The summary (its model) from the passes' values, with every warning."""
     tokens, conc = got["tokens"], got["peak"]
     first_start, last_finish = got["span"]
     warnings = list(t.warnings)
