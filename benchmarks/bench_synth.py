@@ -41,6 +41,7 @@ def check(out: Path, scale: float) -> None:
     m = measure_paths([str(out / "trajectories")], tasks=str(out / "tasks"), progress=False) if _takes_progress() else measure_paths(
         [str(out / "trajectories")], tasks=str(out / "tasks")
     )
+    m = m.to_json() if hasattr(m, "to_json") else m  # a MeasureSummary since the stages hand models
     c, h, t, o, cov, n = m["concurrency"], m["hold_s"], m["tokens"], m["outcomes"], m["coverage"], m["rows"]
     rows = [
         ("rollouts", P["rollouts"] * scale, n),

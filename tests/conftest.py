@@ -58,14 +58,13 @@ def produced(tmp_path_factory):
     from types import SimpleNamespace
 
     from producers import healthy_telemetry, mixed_telemetry
-    from sandbox_fleet.measure import measure_telemetry
-    from sandbox_fleet.plan import make_plan
     from sandbox_fleet.simulate.scenario import run_scenario
+    from summaries import measure_json, plan_json
 
     folder = tmp_path_factory.mktemp("produced")
-    fleet = measure_telemetry(healthy_telemetry())
-    mixed = measure_telemetry(mixed_telemetry())
-    plan = make_plan(fleet)
+    fleet = measure_json(healthy_telemetry())
+    mixed = measure_json(mixed_telemetry())
+    plan = plan_json(fleet)
     simulate = run_scenario(Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "mmc.toml")
     return SimpleNamespace(
         fleet=fleet, mixed=mixed, plan=plan, simulate=simulate,

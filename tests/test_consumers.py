@@ -28,11 +28,12 @@ def _all_consumers(measure: MeasureSummary, plan: PlanSummary | None, sim: Simul
 
     The terminal text holds the purchase order's lines too when there is a plan."""
     from sandbox_fleet.plan.render import plan_lines
-    from sandbox_fleet.report import build_report, run_checks
+    from sandbox_fleet.report import build_report
     from sandbox_fleet.report.prometheus import metrics_text
     from sandbox_fleet.report.thresholds import Thresholds
+    from summaries import checks_of
 
-    results = run_checks(measure, plan)
+    results = checks_of(measure, plan)
     page = build_report(measure, plan, sim)
     text = _terminal_text(measure, sim) + ("" if plan is None else "\n".join(plan_lines(plan)))
     return results, page, metrics_text(measure, plan, results, Thresholds.default()), text
@@ -145,11 +146,11 @@ def _broken_task_telemetry():
 
 @pytest.fixture(scope="module")
 def summaries(produced):
-    from sandbox_fleet.measure import measure_telemetry
-    from sandbox_fleet.plan import PlanOptions, make_plan
+    from sandbox_fleet.plan import PlanOptions
+    from summaries import measure_json, plan_json
 
-    measured = measure_telemetry(_broken_task_telemetry())
-    plan = make_plan(measured, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot", prefix_break=0.1))
+    measured = measure_json(_broken_task_telemetry())
+    plan = plan_json(measured, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot", prefix_break=0.1))
     # what plan --backtest adds (plan.backtest_line), so the purchase order's backtest line is read too
     plan["backtest"] = {"path": "bt.json", "makespan_error": -0.05, "within_interval": True, "drifted": False,
                         "drifted_quantities": [], "line": "simulator error on this telemetry: -5.0% (makespan), "
@@ -259,12 +260,13 @@ def test_each_plan_and_simulate_block_absent_in_turn(summaries, fast_html):
 
 def test_plan_text_from_real_plans(produced):
     """The purchase order prints for the plans ``plan`` makes (default options, a GPU pool, rent)."""
-    from sandbox_fleet.plan import PlanOptions, make_plan
+    from sandbox_fleet.plan import PlanOptions
     from sandbox_fleet.plan.render import plan_lines
+    from summaries import plan_json
 
     for measured in (produced.fleet, produced.mixed):
         for opts in (PlanOptions(), PlanOptions(price_tier="spot", prefix_break=0.2)):
-            lines = plan_lines(make_plan(measured, opts))
+            lines = plan_lines(plan_json(measured, opts))
             assert lines[0].startswith("PURCHASE ORDER") and any(x.startswith("Line 4: cost") for x in lines)
 
 

@@ -46,8 +46,9 @@ ALLOWED = {
     "report": {"measure", "plan.model", "plan.decision", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
-    # catalogs, cost helpers and turn fit, packing sandboxes as plan does; it reads measure's model, never the plan builder
-    "optimize": {"simulate", "sweep", "measure.model", "plan.catalog", "plan.reserve", "plan.rework",
+    # catalogs, cost helpers and turn fit, packing sandboxes as plan does; it reads measure's model (through
+    # measure's one loader), never the plan builder
+    "optimize": {"simulate", "sweep", "measure.model", "measure.load", "plan.catalog", "plan.reserve", "plan.rework",
                  "plan.cost_parts", "plan.tier", "plan.gpu_memory", "plan.turns", "plan.packing", "plan.slots"},
     # backtest drives simulate from outside (replays with the --from calibration) and reads
     # measure's sweep line, step detection and quantiles, and telemetry's reader

@@ -40,14 +40,14 @@ def _validate(kind: str, doc: dict) -> None:
 
 
 def test_producer_outputs_validate(produced):
-    from sandbox_fleet.report import run_checks
     from sandbox_fleet.report.checks.model import checks_summary
+    from summaries import checks_of
 
     _validate("measure", produced.fleet)
     _validate("measure", produced.mixed)
     _validate("plan", produced.plan)
     _validate("simulate", produced.simulate)
-    _validate("checks", checks_summary(run_checks(produced.fleet, produced.plan)))
+    _validate("checks", checks_summary(checks_of(produced.fleet, produced.plan)))
 
 
 def test_published_example_validates():

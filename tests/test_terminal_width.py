@@ -16,9 +16,9 @@ import pytest
 from rich.console import Console
 
 from sandbox_fleet.measure.render import render_summary
-from sandbox_fleet.report.checks import run_checks
 from sandbox_fleet.report.commands import render_checks
 from sandbox_fleet.textout import pack_pairs, print_table
+from summaries import checks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
@@ -63,7 +63,7 @@ def test_a_folded_row_keeps_each_pair_whole():
 
 @pytest.mark.parametrize("width", [80, 100])
 def test_check_at_narrow_widths_is_one_heading_per_gate(width):
-    results = run_checks(json.loads(PUBLISHED.read_text()))
+    results = checks_of(json.loads(PUBLISHED.read_text()))
     buf = io.StringIO()
     render_checks(results, Console(file=buf, width=width, color_system=None))
     lines = buf.getvalue().splitlines()
@@ -101,7 +101,7 @@ def test_check_and_measure_piped_are_the_same_under_no_color(width):
 
 
 def _gates(extra: list | None = None) -> list:
-    return run_checks(json.loads(PUBLISHED.read_text())) + (extra or [])
+    return checks_of(json.loads(PUBLISHED.read_text())) + (extra or [])
 
 
 def _no_rich():

@@ -201,6 +201,14 @@ def _reads_telemetry(command):
     return run
 
 
+def _read_options(reader: dict):
+    """The reader options as the one validated ``ReadOptions`` the stages take (a bad flag is refused
+    here, before any input is read)."""
+    from sandbox_fleet.telemetry.options import make_options
+
+    return make_options(**reader)
+
+
 # --- measure ---------------------------------------------------------------------------
 @app.command()
 @_reads_telemetry
@@ -225,7 +233,7 @@ def measure(
     summary = measure_paths(
         [str(p) for p in paths],
         tasks=str(tasks) if tasks else None,
-        **reader,
+        read=_read_options(reader),
         min_turn_rows=min_turn_rows,
         models=model,
         since=since,
@@ -237,7 +245,7 @@ def measure(
     from sandbox_fleet.measure.notices import warn_on_stderr
 
     warn_on_stderr(summary)
-    _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
+    _emit(summary.to_json(), as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
 
 
 # --- plan ------------------------------------------------------------------------------
@@ -304,7 +312,8 @@ def plan(
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
-    from sandbox_fleet.plan import PlanOptions, make_reserve, make_roofline, parse_request, plan_and_input
+    from sandbox_fleet.measure.load import load_measure
+    from sandbox_fleet.plan import PlanOptions, make_plan, make_reserve, make_roofline, parse_request
     from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
@@ -350,13 +359,18 @@ def plan(
         from sandbox_fleet.telemetry.taskcache import cache_dir_for
 
         cache = cache_dir_for(cache_dir, output, tasks)
-    result, measured = plan_and_input(path, opts, tasks=str(tasks) if tasks else None,
-                                      measure_options={**reader, "min_turn_rows": min_turn_rows, "cache_dir": cache},
-                                      backtest=backtest)
+    verdict = None
+    if backtest is not None:  # a bad file is refused before the planning work
+        from sandbox_fleet.plan import backtest_block
+
+        verdict = backtest_block(backtest)
+    measured = load_measure(path, tasks=tasks, read=_read_options(reader), min_turn_rows=min_turn_rows, cache_dir=cache)
+    planned = make_plan(measured, opts, input_path=path, backtest=verdict)
+    result = planned.to_json()
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
 
-        written = write_manifests(result, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
+        written = write_manifests(planned, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
         _note(f"wrote {', '.join(str(p) for p in written)}")
     if as_json:
         _emit(result, as_json, output, render_plan, lines=plan_lines)
@@ -364,7 +378,7 @@ def plan(
     from sandbox_fleet.report.decision import plan_risks
     from sandbox_fleet.textout import terminal_width
 
-    risks = plan_risks(measured, result)
+    risks = plan_risks(measured, planned)
     _emit(result, as_json, output, render_plan, lines=lambda p: plan_lines(
         p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)))
 
@@ -390,12 +404,13 @@ def report(
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
+    from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.report.commands import report_files
 
     _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest, previous], o=(output, (".html", ".htm")))
-    path = report_files(paths, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        measure_options={**reader, "min_turn_rows": min_turn_rows}, optimize=optimize, backtest=backtest,
-                        allow_mismatch=allow_mismatch, previous=previous)
+    measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows)
+    path = report_files(measured, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
+                        optimize=optimize, backtest=backtest, allow_mismatch=allow_mismatch, previous=previous)
     _note(f"wrote {path}")
 
 
@@ -425,6 +440,7 @@ def check(
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
     --metrics-out, --prometheus-rules and -o are written before the exit status is returned.
     """
+    from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, print_checks
 
@@ -432,9 +448,9 @@ def check(
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
     if serving_rules and (plan is None or prometheus_rules is None):
         raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file to write)")
-    results = check_files(paths, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          measure_options={**reader, "min_turn_rows": min_turn_rows}, serving_rules=serving_rules,
-                          backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate)
+    measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows)
+    results = check_files(measured, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
+                          serving_rules=serving_rules, backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate)
     if as_json or output is not None:
         from sandbox_fleet.report.checks.model import checks_summary
 
@@ -485,7 +501,7 @@ def simulate(
                    "replica_prefill_tok_s": replica_prefill_tok_s}
         summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
-                                          **reader)
+                                          read=_read_options(reader))
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
@@ -628,7 +644,7 @@ def backtest(
     _check_outputs(list(paths), o=(output, (".json",)))
     summary = backtest_paths([str(p) for p in paths], split_at=split_at, split_by=split_by, seeds=seeds, seed=seed,
                              min_rows=min_rows, progress=not as_json,
-                             **reader)
+                             read=_read_options(reader))
     _emit(summary, as_json, output, None, lines=backtest_lines)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_fleet.backtest.model import BacktestSummary
-from sandbox_fleet.report.checks import run_checks
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import checks_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HARBOR = ROOT / "tests" / "fixtures" / "harbor"
@@ -35,7 +35,7 @@ def _summary(error: float, drifted: bool) -> dict:
     (0.05, False, "pass"), (-0.15, False, "warn"), (0.30, False, "fail"), (0.02, True, "fail"), (-0.15, True, "fail"),
 ])
 def test_drift_gate_statuses(produced, error, drifted, status):
-    results = run_checks(produced.fleet, None, Thresholds.default(), _summary(error, drifted))
+    results = checks_of(produced.fleet, None, Thresholds.default(), _summary(error, drifted))
     gate = results[-1]
     assert gate.name == "backtest_drift" and gate.status == status
     assert gate.value == pytest.approx(abs(error))
@@ -43,7 +43,7 @@ def test_drift_gate_statuses(produced, error, drifted, status):
 
 
 def test_drift_gate_is_absent_without_a_backtest(produced):
-    assert "backtest_drift" not in {r.name for r in run_checks(produced.fleet)}
+    assert "backtest_drift" not in {r.name for r in checks_of(produced.fleet)}
 
 
 def test_drift_gate_can_warn_instead(produced, tmp_path):
@@ -51,7 +51,7 @@ def test_drift_gate_can_warn_instead(produced, tmp_path):
 
     f = tmp_path / "t.toml"
     f.write_text('[backtest_drift]\ndrifted = "warn"\n')
-    assert run_checks(produced.fleet, None, load_thresholds(f), _summary(0.0, True))[-1].status == "warn"
+    assert checks_of(produced.fleet, None, load_thresholds(f), _summary(0.0, True))[-1].status == "warn"
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure import measure_telemetry
-from sandbox_fleet.report.checks import run_checks
+from summaries import checks_of, measure_json
 
 from .helpers import telemetry
 
 
 def _by_name(summary: dict, plan: dict | None = None) -> dict:
-    return {r.name: r for r in run_checks(summary, plan)}
+    return {r.name: r for r in checks_of(summary, plan)}
 
 
 def test_a_batch_of_512_under_a_cap_that_never_binds():
@@ -25,7 +24,7 @@ def test_a_batch_of_512_under_a_cap_that_never_binds():
         starts += [release] * 512
         finishes += (release + holds).tolist()
         release += float(holds.max()) + 300.0
-    out = measure_telemetry(telemetry(starts, finishes))
+    out = measure_json(telemetry(starts, finishes))
     c = out["concurrency"]
     assert (c["peak"], c["touches"]) == (512, 20)  # the touches rule alone would call it a cap
     assert (c["cap_detected"], c["peak_is_batch"]) == (False, True)
@@ -49,7 +48,7 @@ def test_a_cap_of_150_that_binds_on_176_rollout_steps():
             free[i] += float(h)
             finishes.append(free[i])
         release = max(free) + 300.0
-    out = measure_telemetry(telemetry(starts, finishes))
+    out = measure_json(telemetry(starts, finishes))
     c = out["concurrency"]
     assert (c["peak"], c["cap_detected"], c["peak_is_batch"]) == (150, True, False)
     assert "released 176 rollouts" in c["cap_basis"] and "more than the peak of 150" in c["cap_basis"]
@@ -61,12 +60,12 @@ def test_the_sync_rl_example_scenario_is_a_batch(tmp_path):
     # the real producer: simulate examples/scenarios/sync_rl.toml (batch 512, cap 3,000) and measure its telemetry
     from pathlib import Path
 
-    from sandbox_fleet.measure import measure_paths
     from sandbox_fleet.simulate.scenario import run_scenario
+    from summaries import paths_json
 
     scenario = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "sync_rl.toml"
     run_scenario(scenario, telemetry_out=tmp_path / "sync.parquet", progress=False)
-    out = measure_paths([str(tmp_path / "sync.parquet")], progress=False)
+    out = paths_json([str(tmp_path / "sync.parquet")], progress=False)
     c = out["concurrency"]
     assert (c["peak"], c["cap_detected"], c["peak_is_batch"]) == (512, False, True)
     assert c["touches"] >= 10  # what made the old rule say "cap"

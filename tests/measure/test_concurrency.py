@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.concurrency import (
     cap_detected,
     cap_stats,
@@ -16,6 +15,7 @@ from sandbox_fleet.measure.concurrency import (
     series,
     sweep,
 )
+from summaries import measure_json
 
 from .helpers import telemetry
 
@@ -96,7 +96,7 @@ def test_per_job_caps():
     f2 = [x for k in range(10) for x in (10 * k + 3, 10 * k + 4)]
     s3, f3 = [0, 1, 20, 21], [3, 4, 23, 24]
     t = telemetry(s1 + s2 + s3, f1 + f2 + f3, job=["j1"] * 2 + ["j2"] * 20 + ["j3"] * 4, caps={"j1": 2})
-    out = measure_telemetry(t)
+    out = measure_json(t)
     jobs = out["by_job"]
     assert list(jobs) == ["j1", "j2", "j3"]
     assert (jobs["j1"]["peak"], jobs["j1"]["configured_cap"], jobs["j1"]["cap_detected"]) == (2, 2, True)
@@ -231,8 +231,8 @@ def test_sum_of_holds_check_does_not_overflow_on_real_epoch_times():
 def test_summary_reports_the_sweep_self_check_with_both_sums():
     from tests.measure.helpers import telemetry
 
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     # Holds 10 + 5 + 7 = 22 s; the area under the level is the same 22 s.
-    c = measure_telemetry(telemetry([0, 5, 10], [10, 10, 17]))["concurrency"]
+    c = measure_json(telemetry([0, 5, 10], [10, 10, 17]))["concurrency"]
     assert c["self_check"] == {"ok": True, "area_s": 22.0, "sum_of_holds_s": 22.0}

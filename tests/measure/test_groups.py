@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
+from summaries import measure_json
 
 
 def test_by_model(ten_rows):
-    by = measure_telemetry(ten_rows)["by_model"]
+    by = measure_json(ten_rows)["by_model"]
     a, b = by["A"], by["B"]
     assert (a["rows"], b["rows"]) == (5, 5)
     assert a["exception_rate"] == pytest.approx(1 / 5)  # row 5
@@ -26,14 +26,14 @@ def test_by_model(ten_rows):
 def test_null_model_gets_its_own_slice():
     from .helpers import telemetry
 
-    by = measure_telemetry(telemetry([0, 0, 0], [1, 2, 3], model=["m", None, None]))["by_model"]
+    by = measure_json(telemetry([0, 0, 0], [1, 2, 3], model=["m", None, None]))["by_model"]
     assert {k: v["rows"] for k, v in by.items()} == {"m": 1, "(none)": 2}
 
 
 def test_rows_without_a_job_are_left_out_of_by_job():
     from .helpers import telemetry
 
-    out = measure_telemetry(telemetry([0, 0, 0], [1, 2, 3], job=["j", None, "j"]))
+    out = measure_json(telemetry([0, 0, 0], [1, 2, 3], job=["j", None, "j"]))
     assert list(out["by_job"]) == ["j"]
     assert out["by_job"]["j"]["rows"] == 2
     assert out["by_job"]["j"]["peak"] == 2

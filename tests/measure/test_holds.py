@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.holds import histogram
+from summaries import measure_json
 
 
 def test_overall_hold_percentiles(ten_rows):
-    h = measure_telemetry(ten_rows)["hold_s"]
+    h = measure_json(ten_rows)["hold_s"]
     assert (h["rows"], h["min"], h["max"]) == (10, 100.0, 1000.0)
     assert h["median"] == 550.0
     assert h["mean"] == 550.0
@@ -20,14 +20,14 @@ def test_overall_hold_percentiles(ten_rows):
 
 
 def test_mean_over_rows_with_tokens_is_reported_apart(ten_rows):
-    h = measure_telemetry(ten_rows)["hold_s"]
+    h = measure_json(ten_rows)["hold_s"]
     # Rows 1-6 report tokens: (100 + ... + 600) / 6 = 350; rows 7-10: 3400 / 4 = 850.
     assert (h["rows_with_tokens"], h["mean_with_tokens"]) == (6, 350.0)
     assert (h["rows_without_tokens"], h["mean_without_tokens"]) == (4, 850.0)
 
 
 def test_hold_by_outcome_exception_first(ten_rows):
-    by = measure_telemetry(ten_rows)["hold_s"]["by_outcome"]
+    by = measure_json(ten_rows)["hold_s"]["by_outcome"]
     assert list(by) == ["exception", "limit", "passed", "failed", "no_reward"]
     assert by["limit"] is None  # no row records a limit
     # exception: rows 5,6,7,9; passed: 1,4,10; failed: 2 (reward 0), 8 (0.5); no reward: 3.
@@ -38,12 +38,12 @@ def test_hold_by_outcome_exception_first(ten_rows):
 
 
 def test_pass_threshold_moves_rows_between_passed_and_failed(ten_rows):
-    by = measure_telemetry(ten_rows, pass_threshold=0.5)["hold_s"]["by_outcome"]
+    by = measure_json(ten_rows, pass_threshold=0.5)["hold_s"]["by_outcome"]
     assert (by["passed"]["rows"], by["failed"]["rows"]) == (4, 1)
 
 
 def test_hold_by_model(ten_rows):
-    by = measure_telemetry(ten_rows)["hold_s"]["by_model"]
+    by = measure_json(ten_rows)["hold_s"]["by_model"]
     assert list(by) == ["A", "B"]
     assert (by["A"]["median"], by["B"]["median"]) == (300.0, 800.0)
 

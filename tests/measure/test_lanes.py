@@ -133,7 +133,7 @@ def test_the_summary_does_not_depend_on_how_many_lanes_ran_it(monkeypatch):
     for three, two in ((10**9, 10**9), (0, 10**9), (0, 0)):  # three lanes, two, one
         monkeypatch.setattr(run, "THREE_LANES_ROWS", three)
         monkeypatch.setattr(run, "TWO_LANES_ROWS", two)
-        summaries.append(run.measure_telemetry(t, seed=3))
+        summaries.append(run.measure_telemetry(t, seed=3).to_json())
     assert summaries[0]["by_task"] is not None and summaries[0]["by_job"]
     assert summaries[0] == summaries[1] == summaries[2]
 

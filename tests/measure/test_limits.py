@@ -10,7 +10,7 @@ import pytest
 from tests.measure.helpers import telemetry
 from tests.telemetry.telemetry_builders import FIXTURES, inspect_samples
 
-from sandbox_fleet.measure import measure_paths, measure_telemetry
+from summaries import measure_json, paths_json
 
 INSPECT = FIXTURES / "inspect"
 
@@ -26,7 +26,7 @@ def _six():
 
 
 def test_limit_outcome_by_hand():
-    m = measure_telemetry(_six())
+    m = measure_json(_six())
     o = m["outcomes"]
     assert (o["exceptions"], o["limits"], o["clean"]) == (2, 2, 2)
     assert o["exception_rate"] == pytest.approx(2 / 6)
@@ -47,7 +47,7 @@ def test_limit_outcome_by_hand():
 
 def test_no_limit_recorded_leaves_the_figures_null():
     t = telemetry([0, 0], [10, 20], has_exception=[False, True], reward=[1.0, 0.0])
-    m = measure_telemetry(t)
+    m = measure_json(t)
     assert m["outcomes"]["limits"] is None and m["outcomes"]["pass_rate_limit"] is None
     assert m["hold_s"]["by_outcome"]["limit"] is None
 
@@ -55,7 +55,7 @@ def test_no_limit_recorded_leaves_the_figures_null():
 @pytest.mark.parametrize("name", ["dict-limit.eval", "faulty.eval"])
 def test_real_inspect_limits_are_not_exceptions(name):
     truth = inspect_samples(INSPECT / name)
-    o = measure_paths([str(INSPECT / name)], progress=False)["outcomes"]
+    o = paths_json([str(INSPECT / name)], progress=False)["outcomes"]
     errors = [k for k, s in truth.items() if s.get("error")]
     limits = [k for k, s in truth.items() if s.get("limit") and not s.get("error")]
     assert limits, "the fixture hits a limit"
@@ -69,7 +69,7 @@ def test_real_inspect_limits_are_not_exceptions(name):
 def test_real_limit_hits_scored_like_any_other():
     """dict-limit.eval: d3 (message) and d5 (token) are scored and pass; no 'exception passing'."""
     truth = inspect_samples(INSPECT / "dict-limit.eval")
-    o = measure_paths([str(INSPECT / "dict-limit.eval")], progress=False, score="rubric/Problem Correctness")["outcomes"]
+    o = paths_json([str(INSPECT / "dict-limit.eval")], progress=False, score="rubric/Problem Correctness")["outcomes"]
     right = {k: s["scores"]["rubric"]["value"]["Problem Correctness"] == 1 for k, s in truth.items()}
     limited = [k for k, s in truth.items() if s.get("limit")]
     clean = [k for k in truth if k not in limited]

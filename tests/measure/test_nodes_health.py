@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sandbox_fleet.measure import measure_paths, measure_telemetry
+from summaries import measure_json, paths_json
 
 from .helpers import telemetry
 
@@ -62,18 +62,18 @@ def test_parquet_node_column_read_coded_gives_the_same_counts(tmp_path):
         "hostname": hosts, "raised": flags,
     })
     pq.write_table(table, tmp_path / "r.parquet", use_dictionary=True)
-    doc = measure_paths([tmp_path / "r.parquet"], column_map=MAP, time_unit="s", progress=False)
+    doc = paths_json([tmp_path / "r.parquet"], column_map=MAP, time_unit="s", progress=False)
     assert doc["by_node"] == EXPECTED
 
 
 def test_no_node_column_means_no_by_node():
-    doc = measure_telemetry(telemetry([0, 1, 2], [5, 6, 7], has_exception=[True, False, False]))
+    doc = measure_json(telemetry([0, 1, 2], [5, 6, 7], has_exception=[True, False, False]))
     assert doc["by_node"] is None
 
 
 def test_harbor_records_no_node():
     """Harbor's result.json / config.json carry no host or node (docs/telemetry.md says so)."""
-    doc = measure_paths([FIXTURES / "harbor" / "terminus2-n3"], progress=False)
+    doc = paths_json([FIXTURES / "harbor" / "terminus2-n3"], progress=False)
     assert doc["by_node"] is None
 
 
@@ -82,5 +82,5 @@ def test_row_order_does_not_change_by_node(order):
     hosts = [h or None for h, _ in ROWS][::order]
     flags = [{"true": True, "false": False, "": None}[r] for _, r in ROWS][::order]
     n = len(ROWS)
-    doc = measure_telemetry(telemetry(list(range(n)), [i + 60 for i in range(n)], node=hosts, has_exception=flags))
+    doc = measure_json(telemetry(list(range(n)), [i + 60 for i in range(n)], node=hosts, has_exception=flags))
     assert doc["by_node"] == EXPECTED

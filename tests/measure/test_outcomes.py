@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
+from summaries import measure_json
 
 
 def test_outcome_counts_and_rates(ten_rows):
-    o = measure_telemetry(ten_rows)["outcomes"]
+    o = measure_json(ten_rows)["outcomes"]
     assert (o["exceptions"], o["clean"]) == (4, 6)
     assert o["exception_rate"] == pytest.approx(0.4)
     assert (o["rewarded"], o["passed"], o["failed"], o["no_reward"]) == (7, 4, 3, 3)
@@ -21,20 +21,20 @@ def test_outcome_counts_and_rates(ten_rows):
 
 
 def test_sandbox_hours(ten_rows):
-    o = measure_telemetry(ten_rows)["outcomes"]
+    o = measure_json(ten_rows)["outcomes"]
     assert o["sandbox_hours"] == pytest.approx(5500 / 3600)
     assert o["sandbox_hours_per_pass"] == pytest.approx(5500 / 3600 / 4)
     assert o["exception_sandbox_hours"] == pytest.approx((500 + 600 + 700 + 900) / 3600)
 
 
 def test_threshold(ten_rows):
-    o = measure_telemetry(ten_rows, pass_threshold=0.5)["outcomes"]
+    o = measure_json(ten_rows, pass_threshold=0.5)["outcomes"]
     assert (o["passed"], o["pass_rate"]) == (5, pytest.approx(5 / 7))
 
 
 def test_headline_rates_carry_seeded_intervals_and_small_sample_flags(ten_rows):
-    a = measure_telemetry(ten_rows, seed=3)["outcomes"]
-    b = measure_telemetry(ten_rows, seed=3)["outcomes"]
+    a = measure_json(ten_rows, seed=3)["outcomes"]
+    b = measure_json(ten_rows, seed=3)["outcomes"]
     for name in ("exception_rate", "pass_rate", "pass_rate_clean", "pass_rate_exception"):
         lo, hi = a[f"{name}_ci95"]
         assert lo <= a[name] <= hi
@@ -43,7 +43,7 @@ def test_headline_rates_carry_seeded_intervals_and_small_sample_flags(ten_rows):
 
 
 def test_exceptions_by_type_with_hours(ten_rows):
-    e = measure_telemetry(ten_rows)["exceptions"]
+    e = measure_json(ten_rows)["exceptions"]
     assert e["rows"] == 4
     assert e["by_type"] == {"Timeout": 2, "(none)": 1, "OOM": 1}
     assert list(e["by_type"]) == ["Timeout", "(none)", "OOM"]  # by count, then name
@@ -57,7 +57,7 @@ def test_clean_and_exception_pass_rates_are_unknown_without_any_reward():
     from tests.measure.helpers import telemetry
 
     t = telemetry([0, 0, 0], [10, 20, 30], has_exception=[True, False, False])
-    o = measure_telemetry(t)["outcomes"]
+    o = measure_json(t)["outcomes"]
     assert o["rewarded"] == 0
     assert o["pass_rate"] is None
     assert o["pass_rate_clean"] is None and o["pass_rate_exception"] is None

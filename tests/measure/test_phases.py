@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
+from summaries import measure_json
 
 from .helpers import telemetry
 
@@ -18,7 +18,7 @@ def test_environment_setup_figures():
         verifier_started_at=[90, None, None, None, None],
         verifier_finished_at=[100, None, None, None, None],
     )
-    ph = measure_telemetry(t)["phases"]
+    ph = measure_json(t)["phases"]
     assert list(ph) == ["environment_setup", "verifier"]  # phases nobody reports are left out
     env = ph["environment_setup"]
     assert (env["rows"], env["invalid"]) == (3, 1)

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from sandbox_fleet.measure import measure_paths, measure_telemetry
 from sandbox_fleet.measure import run as measure_pkg
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry import progress as bars
+from summaries import measure_json, paths_json
 
 from .helpers import rollouts, telemetry
 
@@ -60,18 +60,18 @@ def test_reading_draws_a_bar_only_when_asked(screen, inputs):
 def test_measure_paths_progress_false_draws_nothing(screen, inputs, monkeypatch):
     monkeypatch.setattr(measure_pkg, "BAR_ROWS", 1)
     for path in inputs:
-        measure_paths([path], progress=False)
+        paths_json([path], progress=False)
     assert screen.getvalue() == ""
-    measure_paths([inputs[1]], progress=True)
+    paths_json([inputs[1]], progress=True)
     assert screen.getvalue() != ""
 
 
 def test_measuring_bar_follows_the_flag(screen, monkeypatch):
     monkeypatch.setattr(measure_pkg, "BAR_ROWS", 1)
     t = telemetry([0, 1, 2], [5, 6, 7])
-    measure_telemetry(t, progress=False)
+    measure_json(t, progress=False)
     assert screen.getvalue() == ""
-    measure_telemetry(t, progress=True)
+    measure_json(t, progress=True)
     assert "measuring" in screen.getvalue()
 
 

@@ -10,22 +10,21 @@ import pytest
 from tests.measure.helpers import telemetry
 from tests.telemetry.telemetry_builders import FIXTURES
 
-from sandbox_fleet.measure import measure_paths, measure_telemetry
-from sandbox_fleet.report.checks import run_checks
+from summaries import checks_of, measure_json, paths_json
 
 ONE_TRIAL = FIXTURES / "harbor-layouts" / "one-trial"
 TB = FIXTURES / "terminal_bench"
 
 
 def _check(summary, name):
-    return next(r for r in run_checks(summary) if r.name == name)
+    return next(r for r in checks_of(summary) if r.name == name)
 
 
 def test_one_trial_under_cap_four_is_too_few_to_tell():
     config = json.loads((ONE_TRIAL / "config.json").read_text())
     trials = [p for p in ONE_TRIAL.iterdir() if (p / "result.json").exists()]
     assert (config["n_concurrent_trials"], len(trials)) == (4, 1)
-    m = measure_paths([str(ONE_TRIAL)], progress=False)
+    m = paths_json([str(ONE_TRIAL)], progress=False)
     c = m["concurrency"]
     assert (c["configured_cap"], c["peak"], c["time_at_peak_share"]) == (4, 1, 1.0)
     assert c["effective_cap"] is None
@@ -38,23 +37,23 @@ def test_one_trial_under_cap_four_is_too_few_to_tell():
 
 def test_effective_cap_both_sides_of_too_few():
     # 3 rollouts at once under a cap of 4: nothing waited, they could not reach 4 -> no effective cap, a note.
-    few = measure_telemetry(telemetry([0, 0, 0], [100, 100, 100], job=["j"] * 3, caps={"j": 4}))["concurrency"]
+    few = measure_json(telemetry([0, 0, 0], [100, 100, 100], job=["j"] * 3, caps={"j": 4}))["concurrency"]
     assert (few["peak"], few["effective_cap"]) == (3, None) and few["effective_cap_note"].startswith("too few")
     # 6 rollouts, never more than 3 at once, under a cap of 4: 3 waited, so 3 is a plateau.
     starts, ends = [0, 0, 0, 100, 100, 100], [100, 100, 100, 200, 200, 200]
-    enough = measure_telemetry(telemetry(starts, ends, job=["j"] * 6, caps={"j": 4}))
+    enough = measure_json(telemetry(starts, ends, job=["j"] * 6, caps={"j": 4}))
     c = enough["concurrency"]
     assert (c["peak"], c["effective_cap"], c["effective_cap_note"]) == (3, 3, None)
     assert _check(enough, "cap_below_configured").status == "warn"
     # 3 rollouts, one after another, under a cap of 4: 2 waited although a slot was free -> plateau at 1.
-    serial = measure_telemetry(telemetry([0, 100, 200], [100, 200, 300], job=["j"] * 3, caps={"j": 4}))
+    serial = measure_json(telemetry([0, 100, 200], [100, 200, 300], job=["j"] * 3, caps={"j": 4}))
     assert (serial["concurrency"]["effective_cap"], serial["concurrency"]["effective_cap_note"]) == (1, None)
 
 
 def test_harbor_agent_reporting_zero_tokens_gives_null_rates():
     result = json.loads((ONE_TRIAL / "hello-pass__hKWP3f9" / "result.json").read_text())
     assert (result["agent_result"]["n_input_tokens"], result["agent_result"]["n_output_tokens"]) == (0, 0)
-    m = measure_paths([str(ONE_TRIAL)], progress=False)
+    m = paths_json([str(ONE_TRIAL)], progress=False)
     t = m["tokens"]
     assert (t["rows"], t["zero_token_rows"]) == (0, 1)
     assert t["prefill_per_sandbox_s"] is None and t["decode_per_sandbox_s"] is None
@@ -75,7 +74,7 @@ def test_terminal_bench_installed_agents_left_out_of_rates():
     counted = [tr for tr in trials if tr["total_input_tokens"] or tr["total_output_tokens"]]
     zero = [tr for tr in trials if tr["total_input_tokens"] == 0 and tr["total_output_tokens"] == 0]
     assert counted and zero
-    t = measure_paths([str(TB)], progress=False)["tokens"]
+    t = paths_json([str(TB)], progress=False)["tokens"]
     assert (t["rows"], t["zero_token_rows"]) == (len(counted), len(zero))
     assert t["prefill_per_sandbox_s"] == pytest.approx(
         sum(tr["total_input_tokens"] for tr in counted) / sum(hold(tr) for tr in counted), rel=1e-9)
@@ -84,6 +83,6 @@ def test_terminal_bench_installed_agents_left_out_of_rates():
 
 
 def test_zero_on_one_side_is_still_a_report():
-    t = measure_telemetry(telemetry([0, 0], [10, 10], input_tokens=[0, 100], output_tokens=[5, 0]))["tokens"]
+    t = measure_json(telemetry([0, 0], [10, 10], input_tokens=[0, 100], output_tokens=[5, 0]))["tokens"]
     assert (t["rows"], t["zero_token_rows"]) == (2, 0)
     assert t["prefill_per_sandbox_s"] == pytest.approx(100 / 20)

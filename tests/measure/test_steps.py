@@ -137,7 +137,7 @@ def test_zero_gaps_next_to_queue_driven_gaps_pick_the_step_break():
 
 
 def test_two_runs_sharing_a_pool_are_found_per_model_and_marked_mixed():
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     from .helpers import telemetry
 
@@ -145,7 +145,7 @@ def test_two_runs_sharing_a_pool_are_found_per_model_and_marked_mixed():
     starts = np.concatenate([sa, sb]) / S
     finishes = np.concatenate([fa, fb]) / S
     t = telemetry(starts.tolist(), finishes.tolist(), model=["a"] * sa.size + ["b"] * sb.size)
-    out = measure_telemetry(t)
+    out = measure_json(t)
     a, b = out["by_model"]["a"]["steps"], out["by_model"]["b"]["steps"]
     assert (a["detected"], a["steps"], a["batch_size"]) == (True, 12, 40)
     assert (b["detected"], b["steps"], b["batch_size"]) == (True, 8, 30)
@@ -157,7 +157,7 @@ def test_two_runs_sharing_a_pool_are_found_per_model_and_marked_mixed():
 
 
 def test_jobs_are_the_runs_when_there_are_several():
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     from .helpers import telemetry
 
@@ -165,7 +165,7 @@ def test_jobs_are_the_runs_when_there_are_several():
     starts = (np.concatenate([sa, sb]) / S).tolist()
     finishes = (np.concatenate([fa, fb]) / S).tolist()
     t = telemetry(starts, finishes, model=["m"] * len(starts), job=["j1"] * sa.size + ["j2"] * sb.size)
-    out = measure_telemetry(t)
+    out = measure_json(t)
     assert out["steps"]["runs_by"] == "job" and out["steps"]["mixed"] is True
     for job in ("j1", "j2"):
         st = out["by_job"][job]["steps"]
@@ -175,24 +175,24 @@ def test_jobs_are_the_runs_when_there_are_several():
 
 
 def test_one_run_is_not_a_mix():
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     from .helpers import telemetry
 
     s, f = batch_schedule(steps=5, batch=30)
-    out = measure_telemetry(telemetry((s / S).tolist(), (f / S).tolist(), model=["m"] * s.size))
+    out = measure_json(telemetry((s / S).tolist(), (f / S).tolist(), model=["m"] * s.size))
     assert out["steps"]["mixed"] is False and out["steps"]["note"] is None
     assert out["steps"]["detected"] is True and out["by_model"]["m"]["steps"]["batch_size"] == 30
 
 
 def test_models_sharing_every_batch_step_together_not_a_mix():
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     from .helpers import telemetry
 
     s, f = batch_schedule(steps=6, batch=40)
     models = np.random.default_rng(1).choice(["a", "b"], s.size).tolist()
-    out = measure_telemetry(telemetry((s / S).tolist(), (f / S).tolist(), model=models))
+    out = measure_json(telemetry((s / S).tolist(), (f / S).tolist(), model=models))
     top = out["steps"]
     assert (top["detected"], top["steps"], top["batch_size"]) == (True, 6, 40)
     assert top["mixed"] is False and "step together" in top["note"]

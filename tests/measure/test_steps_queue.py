@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from tests.telemetry.telemetry_builders import FIXTURES
 
-from sandbox_fleet.measure import measure_paths
 from sandbox_fleet.measure.steps import MAX_CARRYOVER, measure_steps
+from summaries import paths_json
 
 S = 1_000_000
 
@@ -88,6 +88,6 @@ def test_carryover_threshold_by_hand(carried, detected):
 
 def test_real_inspect_queue_is_not_steps():
     """queue4.eval: inspect_ai's own 4-slot queue (24 samples, max_samples 4)."""
-    m = measure_paths([str(FIXTURES / "inspect" / "queue4.eval")], progress=False)
+    m = paths_json([str(FIXTURES / "inspect" / "queue4.eval")], progress=False)
     assert (m["concurrency"]["configured_cap"], m["concurrency"]["peak"], m["rows"]) == (4, 4, 24)
     assert m["steps"]["detected"] is False

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_fleet.measure import measure_paths
 from sandbox_fleet.simulate.synth import campaign as cp
 from sandbox_fleet.simulate.synth import synth
+from summaries import paths_json
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth") / "out"
     summary = synth(out, scale=0.05, seed=1, progress=False)
-    return summary, measure_paths([str(out / "trajectories")], progress=False)
+    return summary, paths_json([str(out / "trajectories")], progress=False)
 
 
 def test_each_runs_batch_size_steps_and_period(built):

@@ -73,7 +73,7 @@ def test_measure_counts_distinct_images_and_shares(tmp_path):
 
     if not pathlib.Path(harbor).is_dir():
         pytest.skip("the Harbor fixture is not on this machine")
-    tasks = measure_paths([harbor], tasks=str(tmp_path / "tasks"), progress=False)["tasks"]
+    tasks = measure_paths([harbor], tasks=str(tmp_path / "tasks"), progress=False).to_json()["tasks"]
     assert tasks["count"] == 6 and tasks["image_rows"] == 5 and tasks["distinct_images"] == 3
     assert tasks["images"] == [
         {"image": "ghcr.io/laude-institute/t-bench/python-3-13:20250620", "tasks": 3, "share": 0.6},

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.tasks import measure_tasks
 from sandbox_fleet.telemetry import conform_tasks
+from summaries import measure_json
 
 from .helpers import telemetry
 
@@ -37,8 +37,8 @@ def test_requests_sorted_by_count():
 
 
 def test_tasks_absent_is_null_and_present_flows_through():
-    assert measure_telemetry(telemetry([0], [1]))["tasks"] is None
-    out = measure_telemetry(telemetry([0], [1], tasks=tasks_table()))["tasks"]
+    assert measure_json(telemetry([0], [1]))["tasks"] is None
+    out = measure_json(telemetry([0], [1], tasks=tasks_table()))["tasks"]
     assert out["count"] == 6
     assert out["bundle_bytes_median"] == pytest.approx(300.0)
 
@@ -47,5 +47,5 @@ def test_each_request_kind_counts_its_rollouts_and_sandbox_hours():
     # rollouts: a (0-3600 s), a (0-1800 s), d (0-7200 s), zz (no task row): kind (1, 2048) has 2 rollouts
     # and 1.5 sandbox-hours; kind (2, 4096) has d: 1 rollout, 2 h; kind gpus=None (task e) none
     t = telemetry([0, 0, 0, 0], [3600, 1800, 7200, 100], tasks=tasks_table(), task_id=["a", "a", "d", "zz"])
-    req = measure_telemetry(t)["tasks"]["requests"]
+    req = measure_json(t)["tasks"]["requests"]
     assert [(r["tasks"], r["rollouts"], r["sandbox_hours"]) for r in req] == [(3, 2, 1.5), (2, 1, 2.0), (1, 0, 0.0)]

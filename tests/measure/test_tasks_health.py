@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sandbox_fleet import jsonio
-from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.tasks_health import measure_task_health
+from summaries import measure_json
 
 from .helpers import rollouts, telemetry
 
@@ -101,7 +101,7 @@ def test_broken_rate_zero_lists_tasks_without_exceptions_too():
 
 def test_no_task_id_anywhere_is_not_measured():
     assert measure_task_health(table([(None, True, "T", 5)] * 4)) is None
-    assert measure_telemetry(telemetry([0, 1], [2, 3]))["by_task"] is None  # column absent
+    assert measure_json(telemetry([0, 1], [2, 3]))["by_task"] is None  # column absent
 
 
 def test_bad_settings_are_rejected():
@@ -119,7 +119,7 @@ def test_in_the_summary_and_independent_of_row_order():
         starts = [float(i) for i in range(len(rs))]
         t = telemetry(starts, [s + r[3] for s, r in zip(starts, rs)], task_id=[r[0] for r in rs],
                       has_exception=[r[1] for r in rs], exception_type=[r[2] for r in rs])
-        return measure_telemetry(t)["by_task"]
+        return measure_json(t)["by_task"]
 
     a, b = summary(rows), summary(shuffled)
     assert [w["task_id"] for w in a["worst"]] == ["a", "b", "f", "e"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.tokens import fit_quadratic, model_error
+from summaries import measure_json
 
 from .helpers import telemetry
 
@@ -14,7 +14,7 @@ DOC_MEDIANS = {2: 3207, 5: 11760, 11: 52474, 20: 168366, 50: 1044116}
 
 
 def test_rates_over_rows_with_tokens(ten_rows):
-    t = measure_telemetry(ten_rows)["tokens"]
+    t = measure_json(ten_rows)["tokens"]
     assert t["rows"] == 6
     assert t["sandbox_s"] == 2100.0  # 100 + ... + 600
     assert (t["input"], t["output"]) == (21000, 210)
@@ -28,14 +28,14 @@ def test_rates_over_rows_with_tokens(ten_rows):
 
 
 def test_cached_fraction_is_null_when_no_row_reports_it():
-    t = measure_telemetry(telemetry([0, 0], [1, 2], input_tokens=[10, 20], output_tokens=[1, 2]))["tokens"]
+    t = measure_json(telemetry([0, 0], [1, 2], input_tokens=[10, 20], output_tokens=[1, 2]))["tokens"]
     assert t["cached"] is None and t["cached_fraction"] is None
-    z = measure_telemetry(telemetry([0], [1], input_tokens=[10], output_tokens=[1], cached_tokens=[0]))["tokens"]
+    z = measure_json(telemetry([0], [1], input_tokens=[10], output_tokens=[1], cached_tokens=[0]))["tokens"]
     assert z["cached_fraction"] == 0.0  # reported zero is a real zero
 
 
 def test_turn_histogram_and_percentiles(ten_rows):
-    t = measure_telemetry(ten_rows)["tokens"]
+    t = measure_json(ten_rows)["tokens"]
     assert t["turns_histogram"] == {str(n): 1 for n in range(1, 9)}
     assert t["turns_rows"] == 8
     assert t["turns_median"] == 4.5
@@ -49,7 +49,7 @@ def test_fit_recovers_c_on_exact_quadratic_data():
         exact = c * n * (n + 1) // 2
         turns += [n] * 3
         inputs += [exact - 100, exact, exact + 100]  # median is the exact value
-    out = measure_telemetry(telemetry([0] * len(turns), [1] * len(turns), turns=turns, input_tokens=inputs,
+    out = measure_json(telemetry([0] * len(turns), [1] * len(turns), turns=turns, input_tokens=inputs,
                                       output_tokens=[1] * len(turns)), min_turn_rows=3)["tokens"]
     assert out["median_input_by_turns"]["7"] == c * 28
     assert out["turn_tokens"] == pytest.approx(c)
@@ -66,10 +66,10 @@ def test_fit_uses_only_turn_counts_with_enough_rows():
     turns = [10] * 20 + [45]
     inputs = [44_000] * 20 + [500_000]
     tel = telemetry([0] * 21, [1] * 21, turns=turns, input_tokens=inputs, output_tokens=[1] * 21)
-    robust = measure_telemetry(tel)["tokens"]
+    robust = measure_json(tel)["tokens"]
     assert robust["turn_tokens"] == pytest.approx(800.0)
     assert (robust["fit_points"], robust["fit_rows"], robust["min_turn_rows"]) == (1, 20, 20)
-    loose = measure_telemetry(tel, min_turn_rows=1)["tokens"]
+    loose = measure_json(tel, min_turn_rows=1)["tokens"]
     assert loose["turn_tokens"] == pytest.approx((55 * 44_000 + 1035 * 500_000) / (55**2 + 1035**2))
     assert (loose["fit_points"], loose["fit_rows"]) == (2, 21)
     assert loose["median_input_by_turns"] == robust["median_input_by_turns"]  # all points still reported
@@ -103,6 +103,6 @@ def test_documents_model_errors_at_c_824():
 
 
 def test_fit_without_turns_is_null():
-    out = measure_telemetry(telemetry([0], [1], input_tokens=[5], output_tokens=[1]))["tokens"]
+    out = measure_json(telemetry([0], [1], input_tokens=[5], output_tokens=[1]))["tokens"]
     assert out["turn_tokens"] is None and out["r2_quadratic"] is None
     assert out["median_input_by_turns"] == {} and out["model_error_by_turns"] == {}

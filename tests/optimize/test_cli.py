@@ -83,7 +83,7 @@ def test_a_measure_summary_without_token_telemetry(tmp_path):
 
     from producers import healthy_telemetry
     from sandbox_fleet import jsonio
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     tel = healthy_telemetry()
     t = tel.rollouts
@@ -92,7 +92,7 @@ def test_a_measure_summary_without_token_telemetry(tmp_path):
         t = t.set_column(i, t.schema.field(i), pa.nulls(len(t), t.schema.field(i).type))
     tel.rollouts = t
     path = tmp_path / "no_tokens.json"
-    jsonio.write(measure_telemetry(tel), path)
+    jsonio.write(measure_json(tel), path)
     p = _run(str(path), "--passing-per-hour", "100")
     _one_line_exit_2(p, str(path), "no token telemetry")
 

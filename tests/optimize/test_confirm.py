@@ -119,14 +119,15 @@ def test_optimize_buys_the_nodes_plan_buys_for_the_same_cap():
     nodes, as plan buys (the old 1 CPU / 4 GiB default needed 13)."""
     from sandbox_fleet.optimize.inputs import load_input, sandbox_requests
     from sandbox_fleet.optimize.space import node_types
-    from sandbox_fleet.plan import PlanOptions, make_plan
+    from sandbox_fleet.plan import PlanOptions
+    from summaries import plan_json
 
     published = Path(__file__).resolve().parents[2] / "examples" / "rst-published.json"
     base = load_input(published, pass_rate=None, model_params_b=None, kv_bytes_per_token=None)
     reqs, weights, basis = sandbox_requests(base, None, None, None)
     assert "measured (tasks.requests)" in basis
     (n2d,) = [n for n in node_types(reqs, weights) if n.node.name == "gcp-n2d-standard-96-lssd"]
-    plan = make_plan(json.loads(published.read_text()), PlanOptions(concurrency=1140, node_type=n2d.node.name))
+    plan = plan_json(json.loads(published.read_text()), PlanOptions(concurrency=1140, node_type=n2d.node.name))
     plan = plan if isinstance(plan, dict) else plan.to_json()
     assert n2d.count(1140) == 12 == plan["nodes"]["count"]
     for cap in (95, 96, 190, 191, 5890):

@@ -8,6 +8,7 @@ from sandbox_fleet.optimize.evaluate import Evaluation
 from sandbox_fleet.optimize.search import Priced, frontier
 from sandbox_fleet.optimize.space import Option, PricedNodes, cheapest_fleet, gpu_options, rework_hours
 from sandbox_fleet.plan.catalog import NodeType
+from summaries import as_measure
 
 
 def _node(name, slots_cpu, reserved, on_demand, spot, rate=None):
@@ -118,5 +119,5 @@ def test_the_mix_is_plans(tmp_path):
     for reqs in (kinds, [{k: v for k, v in q.items() if k != "sandbox_hours"} for q in kinds]):
         m = MeasureSummary.build(rows=1000, sandbox_s=3.6e6, hold_s={"mean": 3600.0}, tasks={"requests": reqs})
         ours = _measured_requests(m)
-        theirs = _requests(Figures(m), PlanOptions(), [])
+        theirs = _requests(Figures(as_measure(m)), PlanOptions(), [])
         assert ours == (theirs[0], theirs[1])

@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, rep_seed
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import RL_STEPS, HoldSampler
-from sandbox_fleet.report.checks import run_checks
+from summaries import as_measure, checks_of, measure_json, plan_json
 
 from .syncrl import mean_step_s, sync_rl_schedule, telemetry
 
@@ -28,18 +27,18 @@ def capped():
     """24 steps of 176 rollouts on 150 slots, lognormal holds around 1,000 s: the cap binds every step."""
     holds = np.random.default_rng(7).lognormal(np.log(1000.0), 0.6, (STEPS, BATCH))
     starts, finishes, makespans = sync_rl_schedule(holds, CAP, TRAIN_S)
-    summary = measure_telemetry(telemetry(starts, finishes))
+    summary = measure_json(telemetry(starts, finishes))
     return summary, makespans
 
 
 @pytest.fixture(scope="module")
 def plan(capped):
-    return make_plan(capped[0], PlanOptions())
+    return plan_json(capped[0], PlanOptions())
 
 
 def _draws(summary: dict, seed_j: int) -> np.ndarray:
     """The hold draws of one replication, as the search draws them from the fit (the fit is input, not checked here)."""
-    fig = Figures(summary)
+    fig = Figures(as_measure(summary))
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     rng = np.random.default_rng(np.random.SeedSequence(seed_j, spawn_key=(4, 1)))
     return holds.sample(rng, BATCH * RL_STEPS).reshape(RL_STEPS, BATCH)
@@ -94,10 +93,10 @@ def test_the_text_leads_with_both_lines(plan):
 
 def test_check_compares_the_plan_with_the_demand(capped, plan):
     summary, _ = capped
-    got = {r.name: r for r in run_checks(summary, plan)}["plan_covers_peak"]
+    got = {r.name: r for r in checks_of(summary, plan)}["plan_covers_peak"]
     assert got.status == "pass" and got.threshold == plan["target"]["censored"]["demand"]
-    at_cap = make_plan(summary, PlanOptions(concurrency=CAP))  # explicit: no censored block, the release is the bar
-    got = {r.name: r for r in run_checks(summary, at_cap)}["plan_covers_peak"]
+    at_cap = plan_json(summary, PlanOptions(concurrency=CAP))  # explicit: no censored block, the release is the bar
+    got = {r.name: r for r in checks_of(summary, at_cap)}["plan_covers_peak"]
     assert got.status == "warn" and got.threshold == BATCH
     assert "covers the peak" not in got.message and "the cap 150 cut" in got.message
 
@@ -116,16 +115,16 @@ def test_a_stream_behind_a_cap_buys_the_cap_with_the_lower_bound():
         free[i] = s + h
         starts.append(float(s))
         finishes.append(float(s + h))
-    summary = measure_telemetry(telemetry(starts, finishes))
+    summary = measure_json(telemetry(starts, finishes))
     assert summary["concurrency"]["cap_detected"] is True and summary["steps"]["detected"] is False
-    plan = make_plan(summary, PlanOptions())
+    plan = plan_json(summary, PlanOptions())
     t, c = plan["target"], plan["target"]["censored"]
     assert (t["concurrency"], t["source"]) == (20, "measured-peak")
     assert (c["cap"], c["demand"], c["demand_is_lower_bound"], c["chosen"]) == (20, 21, True, "cap")
     lines = plan_lines(plan)
     assert lines[2] == "    buy the cap:    20 slots  <- chosen"
     assert lines[3] == "    the demand:     at least 21 (lower bound), not estimated"
-    got = {r.name: r for r in run_checks(summary, plan)}["plan_covers_peak"]
+    got = {r.name: r for r in checks_of(summary, plan)}["plan_covers_peak"]
     assert got.status == "warn" and "at least 21" in got.message
 
 
@@ -138,7 +137,7 @@ def test_a_release_too_large_to_search_is_bought_whole():
     s = json.loads(PUBLISHED.read_text())
     s["steps"] = {"detected": True, "mixed": False, "batch_size": 150_000, "burst_size": 3_000,
                   "step_period_s": 30_000.0, "step_makespan_s": 29_000.0}
-    plan = make_plan(s, PlanOptions())
+    plan = plan_json(s, PlanOptions())
     t, c = plan["target"], plan["target"]["censored"]
     assert (t["concurrency"], t["source"], t["method"]) == (150_000, "censored-demand", "closed-form")
     assert (c["cap"], c["demand"], c["release"], c["train_s"], c["chosen"]) == (3000, 150_000, 150_000, 1000.0, "demand")
@@ -162,8 +161,8 @@ def test_a_cap_already_within_tolerance_is_kept():
     # of 176 cost under 1% of step time; the search's fewest slots sit below the cap and the cap is bought
     holds = np.random.default_rng(8).lognormal(np.log(1000.0), 1.5, (STEPS, BATCH))
     starts, finishes, _ = sync_rl_schedule(holds, 170, TRAIN_S)
-    summary = measure_telemetry(telemetry(starts, finishes))
-    plan = make_plan(summary, PlanOptions())
+    summary = measure_json(telemetry(starts, finishes))
+    plan = plan_json(summary, PlanOptions())
     t, c = plan["target"], plan["target"]["censored"]
     assert (t["concurrency"], t["source"], c["chosen"], c["cap"]) == (170, "measured-peak", "cap", 170)
     train = c["train_s"]
@@ -172,4 +171,4 @@ def test_a_cap_already_within_tolerance_is_kept():
     assert c["step_s_at_cap"] <= uncapped * 1.01  # the own scan agrees the cap is within tolerance
     assert c["demand"] < 170 and _pooled_step_s(summary, c["demand"], train) <= uncapped * 1.01
     assert plan_lines(plan)[2].endswith("<- chosen")
-    assert {r.name: r for r in run_checks(summary, plan)}["plan_covers_peak"].status == "pass"
+    assert {r.name: r for r in checks_of(summary, plan)}["plan_covers_peak"].status == "pass"

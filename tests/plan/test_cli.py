@@ -165,3 +165,10 @@ def test_gpu_from_the_catalog_sizes_by_memory(run_cli):
     m1, m2 = turn_expectations(11, 21, upto=2000)
     assert inf["gpu"] == "h100-80gb" and inf["memory"]["kv_gb_live"] == pytest.approx(374 * 824 * m2 / m1 / 16384, rel=1e-9)
     assert inf["gpus_cached"] >= inf["memory"]["gpus_memory_bound_cached"] == 4
+
+
+def test_the_reader_flags_are_checked_once_even_for_a_summary_input(run_cli):
+    # the flags travel as one ReadOptions built before the input is read: a bad one is refused
+    # whatever PATH is, not only when it turns out to be telemetry
+    assert "--time-unit" in _one_line_exit_2(run_cli("plan", PUBLISHED, "--time-unit", "fortnights"))
+    assert "--assume-tz" in _one_line_exit_2(run_cli("check", PUBLISHED, "--assume-tz", "Mars/Olympus"))

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.decision import _censored_lines, changes, decide
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.decision import plan_risks, risk_lines
 from sandbox_fleet.textout import wrap_line, wrap_lines
+from summaries import as_measure, as_plan, plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
@@ -43,7 +44,7 @@ def gpu_plan() -> PlanSummary:
                        gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, trainer_gpus=8,
                        roofline=make_roofline(gpu_tflops=g.tflops, gpu_hbm_tbs=g.hbm_tbs, model_params_b=27,
                                               kv_bytes_per_token=65536))
-    return PlanSummary.model_validate(make_plan(json.loads(PUBLISHED.read_text()), opts))
+    return PlanSummary.model_validate(plan_json(json.loads(PUBLISHED.read_text()), opts))
 
 
 def test_all_in_dollars_per_hour_and_per_pass_by_hand(gpu_plan):
@@ -77,7 +78,7 @@ def test_buy_lines_are_the_purchase_orders_own_words(gpu_plan):
 
 
 def test_fleet_only_cost_says_so(produced):
-    p = PlanSummary.model_validate(make_plan(produced.fleet, PlanOptions(price_tier="spot")))
+    p = PlanSummary.model_validate(plan_json(produced.fleet, PlanOptions(price_tier="spot")))
     d = decide(p)
     assert "the fleet only (no inference GPUs or trainer priced)" in d.cost[0]
     assert d.cost[1].endswith("per passing trajectory, the fleet only")
@@ -116,8 +117,8 @@ def test_risks_are_the_failing_gates_first_three():
 
 def test_risks_on_the_published_campaign_name_its_known_failures():
     m = json.loads(PUBLISHED.read_text())
-    p = make_plan(m, PlanOptions(node_type=NODE))
-    risks = plan_risks(m, p)
+    p = plan_json(m, PlanOptions(node_type=NODE))
+    risks = plan_risks(as_measure(m), as_plan(p))
     # the document's own findings: prefix caching off, 29.4% exceptions
     assert risks[0].startswith("prefix_cache_off: ")
     assert risks[1].startswith("exception_rate: 29.4% of rollouts")
@@ -194,7 +195,7 @@ def test_cli_plan_text_at_80_columns_piped_and_without_colour(tmp_path):
         assert f"  BUY 32 x {NODE} at peak (lower bound 32)" in lines[:12]  # after the cap/demand lines
     assert _words(outs[80, ""].splitlines()) == _words(outs[120, ""].splitlines())
     # every number of the plan's own text is printed whole
-    numbers = set(re.findall(r"\d[\d,]*\.?\d*", "\n".join(plan_lines(make_plan(json.loads(PUBLISHED.read_text()),
+    numbers = set(re.findall(r"\d[\d,]*\.?\d*", "\n".join(plan_lines(plan_json(json.loads(PUBLISHED.read_text()),
                                                                                PlanOptions(node_type=NODE))))))
     printed = set(re.findall(r"\d[\d,]*\.?\d*", outs[80, ""]))
     assert numbers <= printed, sorted(numbers - printed)[:10]

@@ -11,6 +11,7 @@ from sandbox_fleet.plan import target as tgt
 from sandbox_fleet.plan.interval import list_schedule_step_s, replicated_search
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, rl_schedule_target
+from summaries import as_measure
 
 from .conftest import PUBLISHED
 
@@ -27,7 +28,7 @@ def test_list_scheduling_by_hand():
 def test_list_scheduling_matches_the_simulator(cap):
     sim = tgt._simulator_step_time()
     fast = tgt._list_schedule_step_time()
-    fig = Figures(SUMMARY)
+    fig = Figures(as_measure(SUMMARY))
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     assert fast(cap, 128, 60.0, holds, 3) == pytest.approx(sim(cap, 128, 60.0, holds, 3), rel=1e-12)
 
@@ -44,7 +45,7 @@ def test_replicated_search_against_brute_force():
 
 
 def test_the_interval_holds_every_seeds_answer_at_b512():
-    runs = [rl_schedule_target(SUMMARY, 512, 300.0, seed=s) for s in range(5)]
+    runs = [rl_schedule_target(as_measure(SUMMARY), 512, 300.0, seed=s) for s in range(5)]
     answers = [r["concurrency"] for r in runs]
     for r in runs:
         lo, hi = r["interval"]
@@ -85,9 +86,9 @@ def test_published_b128_cap_is_tighter_than_single_runs_and_their_low_end_is_out
 
     from .syncrl import mean_step_s
 
-    fig = Figures(SUMMARY)
+    fig = Figures(as_measure(SUMMARY))
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
-    out = rl_schedule_target(SUMMARY, 128, 300.0)
+    out = rl_schedule_target(as_measure(SUMMARY), 128, 300.0)
     seeds = [0] + [rep_seed(0, j) for j in range(1, out["replications"])]
     draws = [holds.sample(np.random.default_rng(np.random.SeedSequence(s, spawn_key=(4, 1))), 128 * tgt.RL_STEPS)
              .reshape(tgt.RL_STEPS, 128) for s in seeds]

@@ -16,8 +16,9 @@ import yaml
 from k8s_crd import Invalid, crd_root, validate
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.k8s import FILES, K8sOptions, build_manifests, emit_k8s
+from summaries import plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
@@ -44,7 +45,7 @@ def _summary(path: Path) -> dict:
 
 
 def _plan(path: Path, **kw) -> dict:
-    return to_jsonable(make_plan(_summary(path), PlanOptions(**kw)))
+    return to_jsonable(plan_json(_summary(path), PlanOptions(**kw)))
 
 
 def _docs(plan: dict, opts: K8sOptions | None = None) -> dict[str, list[dict]]:
@@ -345,9 +346,10 @@ def test_without_node_type_emit_k8s_picks_the_cheapest_supported_type(run_cli, t
 def test_a_summary_path_with_a_newline_stays_in_the_comment(tmp_path):
     odd = tmp_path / "we\nird: yes\n---\nkind: Secret.json"
     odd.write_text(PUBLISHED.read_text())
-    from sandbox_fleet.plan import plan_path
+    from sandbox_fleet.measure import load_measure
+    from sandbox_fleet.plan import make_plan
 
-    plan = plan_path(odd, PlanOptions(node_type="aws-m6id.24xlarge"))
+    plan = make_plan(load_measure(odd), PlanOptions(node_type="aws-m6id.24xlarge"), input_path=odd)
     for text in build_manifests(plan).values():
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
         assert all(d["kind"] != "Secret" for d in docs) and "we\\x0aird" in text

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.measure.concurrency import sweep, time_at_level
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.mixed import best_split, mixed_purchase, node_runs, node_shares, split_cost
 from sandbox_fleet.plan.render import plan_lines
+from summaries import plan_json
 
 from .conftest import MIXED
 
@@ -99,7 +100,7 @@ def test_mixed_corpus_by_hand():
     """tests/producers.py's mixed corpus: 400 at once for 3,000 s, a gap to 4,000 s, then one start every
     30 s holding 1,500 s (50 at once) until 23,470 s. On 7 nodes node 1 runs whenever anything runs
     (22,470 s of 23,470) and nodes 2-7 (level above 57) only during the 400 (3,000 s)."""
-    plan = make_plan(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
+    plan = plan_json(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
     node = find_type(load_catalog(), plan["nodes"]["type"])
     n = plan["nodes"]["count"]
     assert n == 7
@@ -118,7 +119,7 @@ def test_mixed_corpus_by_hand():
 def test_mixed_corpus_on_spot_bursts_on_spot_with_its_reruns():
     """The default tier here is spot (duty 22.4%): spot with re-runs is below the reserved price even
     busy all the time, so nothing is reserved and all 7 nodes burst on spot (docs/plan.md)."""
-    plan = make_plan(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions())
+    plan = plan_json(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions())
     node = find_type(load_catalog(), plan["nodes"]["type"])
     m, rework = plan["cost"]["mixed"], plan["cost"]["spot_rework"]["rework_share"]
     per_node = node.spot_usd_h * (1 + rework)
@@ -128,7 +129,7 @@ def test_mixed_corpus_on_spot_bursts_on_spot_with_its_reruns():
 
 
 def test_the_decision_block_offers_the_mixed_purchase_beside_the_single_tier_buy():
-    plan = make_plan(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
+    plan = plan_json(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
     lines = plan_lines(plan)
     at = lines.index(f"  BUY 7 x {plan['nodes']['type']} at peak (lower bound 7)")
     assert lines[at + 1].startswith(f"  or BUY mixed: 1 x {plan['nodes']['type']} reserved + up to 6 x")

@@ -7,19 +7,20 @@ import json
 
 import pytest
 
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.catalog import load_catalog
 from sandbox_fleet.plan.pools import route
 from sandbox_fleet.plan.slots import ResourceRequest
+from summaries import plan_json
 
 
 @functools.lru_cache(maxsize=1)
 def _measured() -> str:
     """measure's summary of the pools corpus (tests/producers.py), as JSON text."""
     from producers import pools_telemetry
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
-    return json.dumps(measure_telemetry(pools_telemetry()))
+    return json.dumps(measure_json(pools_telemetry()))
 
 
 def _summary():
@@ -38,7 +39,7 @@ def test_routing_sends_gpu_requests_to_the_gpu_type_and_lists_what_nothing_holds
 
 
 def test_gpu_pool_and_unplaced_by_hand():
-    p = make_plan(_summary(), PlanOptions(concurrency=1000, price_tier="on_demand"))
+    p = plan_json(_summary(), PlanOptions(concurrency=1000, price_tier="on_demand"))
     # Little's law: shares of the concurrent sandboxes are shares of sandbox-TIME, 900 : 300 : 100 hours
     # (not of rollouts, 9,000 : 600 : 400): 1,000 x 9/13, 3/13, 1/13 = 692.3 / 230.8 / 76.9, largest
     # remainders to the last two -> 692 / 231 / 77

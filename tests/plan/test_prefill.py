@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments
+from summaries import plan_json
 
 from .conftest import PUBLISHED
 
@@ -36,7 +37,7 @@ def test_a_summary_with_80_percent_cached_plans_fewer_gpus_than_one_with_none():
     hit = copy.deepcopy(base)
     hit["tokens"]["cached_fraction"] = 0.8
     opts = PlanOptions(concurrency=3000, gpu_prefill_tok_s=20_000, gpu_decode_tok_s=2_000)
-    cold, warm = make_plan(base, opts)["inference"], make_plan(hit, opts)["inference"]
+    cold, warm = plan_json(base, opts)["inference"], plan_json(hit, opts)["inference"]
     # prefill 48.062 x 3,000 = 144,186 tok/s; decode 1.717 x 3,000 = 5,151 tok/s
     assert cold["prefill_tok_s_computed"] == pytest.approx(144_186, abs=1)
     assert warm["prefill_tok_s_computed"] == pytest.approx(0.2 * 144_186, abs=1)

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.reserve import kube_reserved
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+from summaries import plan_json
 
 from .conftest import PUBLISHED
 
@@ -19,7 +20,7 @@ SUMMARY = json.loads(PUBLISHED.read_text())
 
 @pytest.mark.parametrize("shape", ["measured", "smooth"])
 def test_fleet_cost_over_cost_per_pass_is_the_throughput_asked_for(shape):
-    p = make_plan(SUMMARY, PlanOptions(passing_per_hour=100, shape=shape, price_tier="on_demand"))
+    p = plan_json(SUMMARY, PlanOptions(passing_per_hour=100, shape=shape, price_tier="on_demand"))
     co = p["cost"]
     # $/h / ($/h / (cap x duty) x sandbox-h per pass) = cap x duty / sandbox-h per pass = 100
     assert co["on_demand_per_h"] / co["per_passing_trajectory"] == pytest.approx(100, rel=1e-9)
@@ -28,7 +29,7 @@ def test_fleet_cost_over_cost_per_pass_is_the_throughput_asked_for(shape):
 
 
 def test_measured_shape_buys_the_peak_not_the_mean():
-    t = make_plan(SUMMARY, PlanOptions(passing_per_hour=400))["target"]
+    t = plan_json(SUMMARY, PlanOptions(passing_per_hour=400))["target"]
     # 400 x 3.0570527 = 1,222.82 busy; / 0.1558639 = 7,845.4 -> 7,846 (the mean alone would be 1,223)
     assert t["concurrency"] == 7846 and t["mean_busy"] == pytest.approx(1222.82, abs=0.01)
 
@@ -38,10 +39,10 @@ def test_default_tier_follows_the_duty():
     assert default_tier(0.156, 0.5)[0] == "spot"
     assert default_tier(0.5, 0.5)[0] == "reserved"
     assert default_tier(None, 0.5)[0] == "on_demand"
-    assert make_plan(SUMMARY, PlanOptions())["cost"]["tier"] == "spot"  # published duty 15.6%
+    assert plan_json(SUMMARY, PlanOptions())["cost"]["tier"] == "spot"  # published duty 15.6%
     busy = copy.deepcopy(SUMMARY)
     busy["concurrency"]["duty"] = 0.8
-    assert make_plan(busy, PlanOptions())["cost"]["tier"] == "reserved"
+    assert plan_json(busy, PlanOptions())["cost"]["tier"] == "reserved"
 
 
 def test_kube_reserved_by_hand():
@@ -53,9 +54,9 @@ def test_kube_reserved_by_hand():
 
 
 def test_seed_type_keeps_no_reserve_and_priced_types_get_one():
-    p = make_plan(SUMMARY, PlanOptions(node_type="seed-96c"))
+    p = plan_json(SUMMARY, PlanOptions(node_type="seed-96c"))
     assert p["nodes"]["reserve"] == {"cpu": 0.0, "memory_mb": 0.0, "disk_mb": 0.0, "source": "catalog"}
-    q = make_plan(SUMMARY, PlanOptions(node_type="aws-m6id.24xlarge"))
+    q = plan_json(SUMMARY, PlanOptions(node_type="aws-m6id.24xlarge"))
     assert q["nodes"]["reserve"]["source"] == "default" and q["nodes"]["per_node"] == 95
 
 
@@ -70,7 +71,7 @@ def test_all_in_parts_by_hand():
 
 
 def test_every_assumption_names_a_known_source():
-    p = make_plan(SUMMARY, PlanOptions(gpu_prefill_tok_s=9000, gpu_decode_tok_s=1000))
+    p = plan_json(SUMMARY, PlanOptions(gpu_prefill_tok_s=9000, gpu_decode_tok_s=1000))
     names = {a["name"]: a for a in p["assumptions"]}
     assert {a["source"] for a in p["assumptions"]} <= {"default", "measured", "published", "flag", "catalog"}
     assert names["price_tier"]["source"] == "default" and names["price_tier"]["value"] == "spot"
@@ -80,9 +81,9 @@ def test_every_assumption_names_a_known_source():
 
 
 def test_trajectory_storage_uses_the_median_record_and_is_omitted_otherwise():
-    assert make_plan(SUMMARY, PlanOptions())["storage"]["trajectory_gb_per_day"] is None
-    assert make_plan(SUMMARY, PlanOptions())["storage"]["trajectory_gb_per_day_upper"] is None
+    assert plan_json(SUMMARY, PlanOptions())["storage"]["trajectory_gb_per_day"] is None
+    assert plan_json(SUMMARY, PlanOptions())["storage"]["trajectory_gb_per_day_upper"] is None
     s = copy.deepcopy(SUMMARY)
     s["trajectories"]["bytes_median"] = 2_000_000
-    st = make_plan(s, PlanOptions(concurrency=1000))["storage"]
+    st = plan_json(s, PlanOptions(concurrency=1000))["storage"]
     assert st["trajectory_gb_per_day"] == pytest.approx(st["rollouts_per_day"] * 2e6 / 1e9)

@@ -10,8 +10,9 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.rent import Provider, load_providers, verdict
+from summaries import plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
@@ -32,7 +33,7 @@ max_creates_per_s = 2
 
 
 def _plan(path: Path = PUBLISHED, **kw) -> dict:
-    return to_jsonable(make_plan(json.loads(path.read_text()), PlanOptions(**kw)))
+    return to_jsonable(plan_json(json.loads(path.read_text()), PlanOptions(**kw)))
 
 
 def test_bundled_catalog_has_e2b_daytona_modal_with_source_and_date():
@@ -84,7 +85,7 @@ def test_each_limit_is_named(tmp_path):
     summary = json.loads(PUBLISHED.read_text())
     # 8 starts/s; at 2 creates/s the batch ramps over 512 / 2 = 256 s, 42.67% of a 600-s step (> the 1% tolerance)
     summary["steps"] = {"detected": True, "batch_size": 512, "release_spread_s": 64.0, "step_period_s": 600.0}
-    plan = to_jsonable(make_plan(summary, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=2000,
+    plan = to_jsonable(plan_json(summary, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=2000,
                                                        request=None, providers_file=str(f))))
     hit = plan["cost"]["rent"]["cheap"]["limits_hit"]
     assert "target 2,000 concurrent > account limit 1,000" in hit

@@ -9,6 +9,7 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.shape import mean_busy, measured_shape, smallest_cap, smooth_shape
+from summaries import as_measure
 
 
 def test_measured_shape_divides_the_mean_by_the_duty():
@@ -88,7 +89,7 @@ def test_auto_on_a_summary_without_steps_keeps_the_measured_shape_and_shows_smoo
     from sandbox_fleet.plan.target import resolve_target
 
     s = _published()
-    fig = Figures(s)
+    fig = Figures(as_measure(s))
     got = resolve_target(fig, passing_per_hour=50)
     # by hand: 50 passing/h x sandbox-h per pass / measured duty, rounded up
     shph = s["outcomes"]["sandbox_hours_per_pass"]
@@ -105,11 +106,11 @@ def test_auto_without_steps_in_telemetry_is_smooth_and_close_answers_show_one():
     from sandbox_fleet.plan.target import resolve_target
 
     no_steps = {"detected": False, "reason": "no break", "runs_with_steps": []}
-    got = resolve_target(Figures(_published(steps=no_steps)), passing_per_hour=50)
+    got = resolve_target(Figures(as_measure(_published(steps=no_steps))), passing_per_hour=50)
     assert got["shape"] == "smooth" and "no synchronous steps" in got["shape_basis"]
     assert got["shape_alternative"]["shape"] == "measured"
     # at a duty of 0.9 the measured answer is within 1.5x of the smooth one: one answer
-    close = resolve_target(Figures(_published(steps=no_steps, duty=0.9, mean=2700.0)), passing_per_hour=50)
+    close = resolve_target(Figures(as_measure(_published(steps=no_steps, duty=0.9, mean=2700.0))), passing_per_hour=50)
     measured = math.ceil(50 * _published()["outcomes"]["sandbox_hours_per_pass"] / 0.9)
     assert measured / close["concurrency"] <= 1.5
     assert close.get("shape_alternative") is None

@@ -13,9 +13,10 @@ import pytest
 
 from sandbox_fleet import contract
 from sandbox_fleet.jsonio import to_jsonable
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.turns import lognormal_moments
+from summaries import as_measure, plan_json
 
 from .conftest import PUBLISHED
 from .independent import ffd_nodes, restart_interruptions, turn_expectations
@@ -28,7 +29,7 @@ def _published() -> dict:
 
 
 def _plan(summary: dict, **kw) -> dict:
-    return to_jsonable(make_plan(summary, PlanOptions(**kw)))
+    return to_jsonable(plan_json(summary, PlanOptions(**kw)))
 
 
 # --- item 2: a kind's share of concurrent sandboxes is its share of sandbox-time ------------------
@@ -263,7 +264,7 @@ def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_r
     s = _published()
     p = _plan(s, concurrency=960, nodes_file=str(nodes), price_tier="spot")
     rw, cost = p["cost"]["spot_rework"], p["cost"]
-    holds_h = _rework_holds(Figures(s)) / 3600  # the fitted holds (an input here, not under test)
+    holds_h = _rework_holds(Figures(as_measure(s))) / 3600  # the fitted holds (an input here, not under test)
     mc_reclaims, mc_share = restart_interruptions(holds_h, 0.5)
     assert rw["mean_interruptions_per_hold"] == pytest.approx(mc_reclaims, rel=0.02)
     assert rw["rework_share"] == pytest.approx(mc_share, rel=0.02)

@@ -39,36 +39,36 @@ def test_committed_mixed_summary_is_what_measure_makes():
     import json
 
     from producers import mixed_telemetry
-    from sandbox_fleet.measure import measure_telemetry
+    from summaries import measure_json
 
     from .conftest import MIXED
 
-    assert json.loads(MIXED.read_text(encoding="utf-8")) == measure_telemetry(mixed_telemetry())
+    assert json.loads(MIXED.read_text(encoding="utf-8")) == measure_json(mixed_telemetry())
 
 
 def test_bundle_storage_appears_in_a_plan_from_a_measured_corpus(produced):
     """measure writes tasks.bundle_bytes_*; the plan reads those keys (it once read others and left this null)."""
-    from sandbox_fleet.plan import make_plan
+    from summaries import plan_json
 
     tasks = produced.mixed["tasks"]
     assert (tasks["bundle_rows"], tasks["count"], tasks["bundle_bytes_total"]) == (1000, 1000, 999 * 50_000 + 5_000_000)
-    s = make_plan(produced.mixed)["storage"]
+    s = plan_json(produced.mixed)["storage"]
     assert s["bundle_store_gb"] == (999 * 50_000 + 5_000_000) / 1e9 and s["bundle_store_basis"] == "measured total"
     assert s["bundle_max_mb"] == 5.0
     # some bundle sizes unknown: the total is not the store's size; tasks x median estimates it
     partial = {**produced.mixed, "tasks": {**tasks, "bundle_rows": 999}}
-    s = make_plan(partial)["storage"]
+    s = plan_json(partial)["storage"]
     assert s["bundle_store_gb"] == 1000 * 50_000 / 1e9 and s["bundle_store_basis"] == "tasks x median bundle (estimate)"
 
 
 def test_turns_median_is_read_when_there_is_no_histogram(produced):
     """measure writes tokens.turns_median (the plan once read turns.median, which nothing writes)."""
-    from sandbox_fleet.plan import make_plan
+    from summaries import plan_json
 
     # the mixed corpus: 100 x 1, 300 x 5, 400 x 11, 150 x 21, 50 x 50 turns: median 11
     tokens = {**produced.mixed["tokens"], "turns_histogram": None}
     assert tokens["turns_median"] == 11
-    c = make_plan({**produced.mixed, "tokens": tokens})["caching"]
+    c = plan_json({**produced.mixed, "tokens": tokens})["caching"]
     # not the median's (11 + 1) / 2: the lognormal through median 11 and p90 (tests/plan/test_turns.py)
     assert c["saving_applied"] > (11 + 1) / 2 and "lognormal turns (median 11, p90" in c["saving_basis"]
 
@@ -78,10 +78,10 @@ def test_trajectory_sizes_are_read_from_the_trajectories_block():
     record times every rollout (issue 9: growth uses the median record, tests/plan/test_purchase_order.py)."""
     import json
 
-    from sandbox_fleet.plan import make_plan
+    from summaries import plan_json
 
     from .conftest import PUBLISHED
 
-    s = make_plan(json.loads(PUBLISHED.read_text()))["storage"]
+    s = plan_json(json.loads(PUBLISHED.read_text()))["storage"]
     assert s["trajectory_gb_per_day"] is None
     assert s["trajectory_gb_per_day_upper"] is None and s["rollouts_per_day"] > 0

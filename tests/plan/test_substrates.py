@@ -9,10 +9,11 @@ from importlib import resources
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.rent import load_providers
 from sandbox_fleet.plan.substrates import load_substrates, overhead_s, worker_hours
+from summaries import plan_json
 
 from .conftest import MIXED
 
@@ -40,7 +41,7 @@ def test_bundled_catalog_covers_every_substrate_class_with_sources():
 def test_mixed_corpus_by_hand():
     """1,000 rollouts over 23,470 s (holds 400 x 3,000 s + 600 x 1,500 s: mean 2,100 s); turns
     1 x 100, 5 x 300, 11 x 400, 21 x 150, 50 x 50: mean 11,650 / 1,000 = 11.65."""
-    plan = make_plan(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions())
+    plan = plan_json(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions())
     sb = plan["substrates"]
     rate = 1_000 / 23_470 * 3600  # Little: target x duty / mean hold is the measured rollout rate at the peak
     assert sb["rollouts_per_h"] == pytest.approx(rate) and sb["turns_mean"] == pytest.approx(11.65)
@@ -64,7 +65,7 @@ def test_no_turns_measured_counts_the_cold_start_only():
     m = json.loads(MIXED.read_text(encoding="utf-8"))
     for key in ("turns_histogram", "turns_median", "turns_p90"):
         m["tokens"][key] = None
-    sb = make_plan(m, PlanOptions())["substrates"]
+    sb = plan_json(m, PlanOptions())["substrates"]
     assert sb["turns_mean"] is None and "cold start only" in sb["basis"]
     assert sb["by_substrate"]["cloud-vm"]["overhead_s_per_rollout"] == 55.0
 
@@ -83,12 +84,12 @@ def test_bad_catalog_is_one_line(tmp_path, run_cli):
 
 def test_the_substrate_catalog_is_an_assumption_of_the_order(tmp_path):
     m = json.loads(MIXED.read_text(encoding="utf-8"))
-    found = {a["name"]: a for a in make_plan(m, PlanOptions())["assumptions"]}["substrate_overheads"]
+    found = {a["name"]: a for a in plan_json(m, PlanOptions())["assumptions"]}["substrate_overheads"]
     assert (found["value"], found["source"]) == ("bundled substrates.toml", "catalog") and "illustrative" in found["detail"]
     own = tmp_path / "mine.toml"
     own.write_text('[[substrate]]\nname = "pod"\nkind = "kubernetes"\ncold_start_s = 2\nper_action_s = 0.1\n'
                    'source = "our benchmark"\nas_of = "2026-11"\n', encoding="utf-8")
-    plan = make_plan(m, PlanOptions(substrates_file=str(own)))
+    plan = plan_json(m, PlanOptions(substrates_file=str(own)))
     found = {a["name"]: a for a in plan["assumptions"]}["substrate_overheads"]
     assert (found["value"], found["source"]) == (str(own), "flag")
     assert list(plan["substrates"]["by_substrate"]) == ["pod"]

@@ -12,8 +12,8 @@ import pytest
 from cdp import Browser
 
 from sandbox_fleet.jsonio import to_jsonable
-from sandbox_fleet.plan import PlanOptions, make_plan
-from sandbox_fleet.report.html import write_report
+from sandbox_fleet.plan import PlanOptions
+from summaries import plan_json, report_file
 
 HERE = Path(__file__).parent
 
@@ -48,8 +48,8 @@ def _chart_ids(html: str) -> set[str]:
 
 def test_report_charts_draw_offline_without_errors(browser, tmp_path, fleet, simulate):
     # a real plan of the producer-made fleet, so the plan charts (caching, rent vs buy) are in the page too
-    plan = to_jsonable(make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1)))
-    page = write_report(tmp_path / "report.html", fleet, plan, simulate)
+    plan = to_jsonable(plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1)))
+    page = report_file(tmp_path / "report.html", fleet, plan, simulate)
     expected = _chart_ids(page.read_text())
     assert {"fig-concurrency", "fig-hold", "fig-hold_cdf", "fig-caching", "fig-rent", "fig-models"} <= expected
     browser.open(page.as_uri())
@@ -113,8 +113,8 @@ FIRST_SCREEN = """
 def test_first_screen_says_what_to_buy_and_fits_the_width(browser, tmp_path, fleet, simulate, width, height, mobile):
     """At a desktop and a phone width: the first BUY line is on the first screen, nothing overflows
     the page sideways (tables scroll in their own box), every chart draws, no mode bar over titles."""
-    plan = make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1))
-    page = write_report(tmp_path / "report.html", fleet, to_jsonable(plan), simulate)
+    plan = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", prefix_break=0.1))
+    page = report_file(tmp_path / "report.html", fleet, to_jsonable(plan), simulate)
     expected = _chart_ids(page.read_text())
     browser.viewport(width, height, mobile=mobile)
     browser.open(page.as_uri())

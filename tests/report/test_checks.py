@@ -11,9 +11,10 @@ import pytest
 
 from producers import measure_doc
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.plan import PlanOptions, make_plan
-from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, run_checks, worst_status
+from sandbox_fleet.plan import PlanOptions
+from sandbox_fleet.report.checks import CHECKS, CheckResult, exit_code, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import checks_of, plan_json
 
 
 def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:
@@ -22,7 +23,7 @@ def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:
 
 def run(summary: dict, plan: dict | None = None, thresholds: Thresholds | None = None) -> list[CheckResult]:
     """``run_checks`` on a partial measure summary (``summary`` holds its figures only)."""
-    return run_checks(measure_doc(**summary), plan, thresholds)
+    return checks_of(measure_doc(**summary), plan, thresholds)
 
 
 def status(summary: dict, name: str, plan: dict | None = None) -> str:
@@ -56,12 +57,12 @@ EXPECTED_PUBLISHED = {
 
 
 def test_published_figures_give_expected_statuses(published):
-    results = by_name(run_checks(published))
+    results = by_name(checks_of(published))
     assert {n: r.status for n, r in results.items()} == EXPECTED_PUBLISHED
 
 
 def test_published_values_are_the_documents(published):
-    r = by_name(run_checks(published))
+    r = by_name(checks_of(published))
     assert r["prefix_cache_off"].value == 0.0
     assert r["exception_rate"].value == pytest.approx(0.294, abs=0.0005)
     assert r["duty_cycle"].value == pytest.approx(0.156, abs=0.0005)
@@ -75,7 +76,7 @@ def test_published_values_are_the_documents(published):
 
 
 def test_published_exit_codes(published):
-    results = run_checks(published)
+    results = checks_of(published)
     assert exit_code(results) == 1
     assert worst_status(results) == "fail"
 
@@ -83,7 +84,7 @@ def test_published_exit_codes(published):
 def test_healthy_fleet_passes_everything_but_its_plateau(fleet, plan):
     # 100 always-busy slots under a configured 150: the fleet sits at 100 for most of its span,
     # which cap_below_configured names (issue 10); every other check passes.
-    results = by_name(run_checks(fleet, plan))
+    results = by_name(checks_of(fleet, plan))
     below = results.pop("cap_below_configured")
     assert {r.status for r in results.values()} == {"pass"}
     assert below.status == "warn" and "fleet: effective cap 100 below the configured 150" in below.message
@@ -244,7 +245,7 @@ def test_build_share():
 
 def test_plan_covers_peak(published):
     m = {"concurrency": {"mean": 100.0, "peak": 600}}
-    plans = {n: make_plan(published, PlanOptions(concurrency=n)) for n in (600, 599, 99)}
+    plans = {n: plan_json(published, PlanOptions(concurrency=n)) for n in (600, 599, 99)}
     assert status(m, "plan_covers_peak", plans[600]) == "pass"
     assert status(m, "plan_covers_peak", plans[599]) == "warn"
     assert status(m, "plan_covers_peak", plans[99]) == "fail"

@@ -13,10 +13,9 @@ import math
 import pyarrow as pa
 import pytest
 
-from sandbox_fleet.measure import measure_telemetry
-from sandbox_fleet.report.checks import run_checks
 from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
 from sandbox_fleet.telemetry import Telemetry, conform_rollouts
+from summaries import checks_of, measure_json
 
 T0_US = 1_750_000_000_000_000
 ROWS_PER_NODE = 200
@@ -48,7 +47,7 @@ def node_table(exceptions: list[int], rows: int = ROWS_PER_NODE) -> Telemetry:
 
 
 def by_node_check(m: dict, t: Thresholds | None = None):
-    return next(r for r in run_checks(m, None, t) if r.name == "exception_rate_by_node")
+    return next(r for r in checks_of(m, None, t) if r.name == "exception_rate_by_node")
 
 
 def flagged_by_oracle(exceptions: list[int], rows: int, max_chance: float = 0.01) -> set[str]:
@@ -59,7 +58,7 @@ def flagged_by_oracle(exceptions: list[int], rows: int, max_chance: float = 0.01
 def test_one_node_at_30_percent_among_nodes_at_5_fails_and_is_named():
     exceptions = [10] * 10
     exceptions[7] = 60  # 30% of 200 among nodes at 5%: the fleet is at 150 / 2,000 = 7.5%
-    m = measure_telemetry(node_table(exceptions))
+    m = measure_json(node_table(exceptions))
     assert m["outcomes"]["exception_rate"] == 150 / 2000
     assert flagged_by_oracle(exceptions, ROWS_PER_NODE) == {"n7"}
     r = by_node_check(m)
@@ -72,7 +71,7 @@ def test_one_node_at_30_percent_among_nodes_at_5_fails_and_is_named():
 def test_a_node_between_warn_and_fail_beyond_chance_warns():
     exceptions = [10] * 10
     exceptions[2] = 36  # 18%: above 10%, not above 25%
-    m = measure_telemetry(node_table(exceptions))
+    m = measure_json(node_table(exceptions))
     assert flagged_by_oracle(exceptions, ROWS_PER_NODE) == {"n2"}
     r = by_node_check(m)
     assert (r.status, r.value, r.threshold) == ("warn", 0.18, 0.10)
@@ -82,7 +81,7 @@ def test_a_stationary_fleet_is_not_flagged_even_with_a_node_above_the_warn_rate(
     # Binomial scatter around 8%; n9 at 22/200 = 11% is above warn_above (10%) but P(X >= 22 |
     # 200, 8%) is 0.080, times 10 nodes 0.80: chance explains it.
     exceptions = [14, 16, 15, 17, 13, 18, 16, 15, 14, 22]
-    m = measure_telemetry(node_table(exceptions))
+    m = measure_json(node_table(exceptions))
     assert m["outcomes"]["exception_rate"] == 0.08
     assert flagged_by_oracle(exceptions, ROWS_PER_NODE) == set()
     assert p_at_least(22, 200, 0.08) == pytest.approx(0.0804, abs=5e-4)
@@ -97,7 +96,7 @@ def test_without_the_chance_filter_the_same_node_would_warn(tmp_path):
     exceptions = [14, 16, 15, 17, 13, 18, 16, 15, 14, 22]
     f = tmp_path / "t.toml"
     f.write_text("[exception_rate_by_node]\nmax_chance = 1.0\n")
-    m = measure_telemetry(node_table(exceptions))
+    m = measure_json(node_table(exceptions))
     assert "n9" in flagged_by_oracle(exceptions, ROWS_PER_NODE, max_chance=1.0)
     r = by_node_check(m, load_thresholds(f))
     assert r.status == "warn" and "n9 11.0% (22/200)" in r.message
@@ -105,7 +104,7 @@ def test_without_the_chance_filter_the_same_node_would_warn(tmp_path):
 
 def test_nodes_under_min_rows_are_not_judged_nor_counted_in_the_bonferroni_factor():
     # 29 rollouts per node, all of n0's raising: under min_rows 30, nothing is judged.
-    m = measure_telemetry(node_table([29, 0, 0], rows=29))
+    m = measure_json(node_table([29, 0, 0], rows=29))
     r = by_node_check(m)
     assert r.status == "skip" and r.message == "not measured: no node with at least 30 rollouts"
 
@@ -113,7 +112,7 @@ def test_nodes_under_min_rows_are_not_judged_nor_counted_in_the_bonferroni_facto
 def test_no_node_column_skips_naming_the_map():
     t = node_table([1, 2])
     t.rollouts = t.rollouts.drop_columns(["node"])
-    m = measure_telemetry(t)
+    m = measure_json(t)
     r = by_node_check(m)
     assert r.status == "skip" and "--map node=COLUMN" in r.message
 

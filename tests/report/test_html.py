@@ -12,9 +12,9 @@ import pytest
 
 from producers import measure_doc
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.report import build_report, write_report
 from sandbox_fleet.report.charts import TITLES
 from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
+from summaries import report_file, report_html
 
 PLOTLY_BANNER = "* plotly.js v"
 
@@ -26,7 +26,7 @@ def _plain_cells(html: str) -> str:
 
 @pytest.fixture(scope="module")
 def full_html(produced) -> str:
-    return build_report(produced.fleet, produced.plan, produced.simulate, title="Fleet A")
+    return report_html(produced.fleet, produced.plan, produced.simulate, title="Fleet A")
 
 
 def test_every_chart_is_drawn(full_html):
@@ -57,11 +57,11 @@ def test_the_decision_comes_first_then_checks_plan_and_evidence(full_html):
 
 
 def test_byte_identical_across_builds(fleet, plan, simulate, full_html):
-    assert build_report(fleet, plan, simulate, title="Fleet A") == full_html
+    assert report_html(fleet, plan, simulate, title="Fleet A") == full_html
 
 
 def test_missing_inputs_show_not_measured():
-    html = build_report(measure_doc())
+    html = report_html(measure_doc())
     for key, title in TITLES.items():
         assert f'<div class="missing" id="fig-{key}"><strong>{title}</strong>: not measured</div>' in html
     assert 'class="plotly-graph-div"' not in html
@@ -70,7 +70,7 @@ def test_missing_inputs_show_not_measured():
 
 
 def test_published_figures_report(published):
-    html = build_report(published)
+    html = report_html(published)
     body = _plain_cells(html[html.index("<body>"):])
     # no series or histogram published: those two charts are not measured, the rest are drawn
     assert 'id="fig-concurrency"><strong>' in body and 'id="fig-hold"><strong>' in body
@@ -83,7 +83,7 @@ def test_published_figures_report(published):
 def test_hostile_names_are_escaped():
     m = measure_doc(rows=500, by_model={"<script>alert(1)</script>": {"rows": 500, "exception_rate": 0.5}},
                     source=["<b>x</b>"])
-    html = build_report(m, title="<i>t</i>")
+    html = report_html(m, title="<i>t</i>")
     body = html[html.index("<body>"):]
     assert "<script>alert(1)" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
@@ -91,8 +91,8 @@ def test_hostile_names_are_escaped():
 
 
 def test_write_report_creates_parent(tmp_path, fleet):
-    out = write_report(tmp_path / "a" / "r.html", fleet)
-    assert out.read_text(encoding="utf-8") == build_report(fleet)
+    out = report_file(tmp_path / "a" / "r.html", fleet)
+    assert out.read_text(encoding="utf-8") == report_html(fleet)
 
 
 _NODE_SMOKE = r"""
@@ -125,20 +125,21 @@ def test_figure_scripts_run_in_node(tmp_path, full_html):
 def test_other_kinds_are_refused(fleet, plan, simulate):
     """Each input is parsed into its stage's model: another kind is one line naming both."""
     with pytest.raises(InputError, match="kind 'plan'; expected a measure summary"):
-        build_report(plan)
+        report_html(plan)
     with pytest.raises(InputError, match="kind 'measure'; expected a plan summary"):
-        build_report(fleet, fleet)
+        report_html(fleet, fleet)
     with pytest.raises(InputError, match="kind 'plan'; expected a simulate summary"):
-        build_report(fleet, plan, plan)
+        report_html(fleet, plan, plan)
 
 
 def test_plan_section_draws_the_caching_saving_by_turns(fleet):
     import json as _json
 
-    from sandbox_fleet.plan import PlanOptions, make_plan
+    from sandbox_fleet.plan import PlanOptions
+    from summaries import plan_json
 
-    plan = make_plan(fleet, PlanOptions(node_type="seed-96c", price_tier="on_demand"))
-    html = build_report(fleet, plan)
+    plan = plan_json(fleet, PlanOptions(node_type="seed-96c", price_tier="on_demand"))
+    html = report_html(fleet, plan)
     assert "1 turns 1x, 2 turns 1.5x, 5 turns 3x" not in html  # a chart now, not a wall of text
     turns = sorted(int(k) for k in plan["caching"]["saving_by_turns"])
     assert turns[:3] == [1, 2, 5]
@@ -159,7 +160,7 @@ def test_phases_outcomes_steps_and_warnings_tables():
         steps={"detected": True, "steps": 50, "batch_size": 512, "step_period_s": 1800.0},
         warnings=["naive timestamps taken as UTC"],
     )
-    body = _plain_cells(build_report(m))
+    body = _plain_cells(report_html(m))
     assert "<td>environment_setup</td><td>200</td><td>60.0 s</td><td>600.0 s</td><td>30.0%</td>" in body
     assert "<td>exception</td><td>20</td><td>139.0 s</td>" in body
     assert "<th>batch size (median)</th><td>512</td>" in body
@@ -169,12 +170,13 @@ def test_phases_outcomes_steps_and_warnings_tables():
 def test_the_decision_block_says_what_plan_says(fleet):
     """The report's first section carries plan's own BUY line, its failing gates and, with an older
     plan, what changed since; the all-in row is left out when only the fleet is priced."""
-    from sandbox_fleet.plan import PlanOptions, make_plan
+    from sandbox_fleet.plan import PlanOptions
     from sandbox_fleet.plan.render import plan_lines
+    from summaries import plan_json
 
-    plan = make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge"))
-    old = make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=400))
-    html = build_report(fleet, plan, previous=old)
+    plan = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge"))
+    old = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=400))
+    html = report_html(fleet, plan, previous=old)
     decision = html[html.index('<section id="decision">'):html.index('<section id="checks">')]
     buy = next(x.strip() for x in plan_lines(plan) if x.strip().startswith("BUY"))
     assert f'<p class="buy">{buy}</p>' in decision

@@ -44,6 +44,7 @@ def test_telemetry_is_measured_on_the_fly():
     trials = list(HARBOR.glob("*/*/result.json"))
     summary = load_measure([HARBOR])
     assert summary.rows == len(trials)
-    from sandbox_fleet.report import build_report, run_checks
+    from sandbox_fleet.report import build_report
+    from summaries import checks_of
 
-    assert {r.name for r in run_checks(summary)} and "<section id=\"checks\">" in build_report(summary)
+    assert {r.name for r in checks_of(summary)} and "<section id=\"checks\">" in build_report(summary)

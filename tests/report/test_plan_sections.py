@@ -11,9 +11,8 @@ import pytest
 from producers import measure_doc
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.model import HoldStats, MeasureSummary
-from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.report import build_report
 from sandbox_fleet.report.plan_sections import (
     caching_chart,
     cdf_points,
@@ -25,6 +24,7 @@ from sandbox_fleet.report.plan_sections import (
     rent_table,
     substrates_table,
 )
+from summaries import plan_json, report_html
 
 MIXED = Path(__file__).resolve().parents[1] / "plan" / "data" / "mixed.json"
 
@@ -59,7 +59,7 @@ def test_hold_cdf_one_line_per_model():
 
 
 def test_caching_chart_from_the_plan(produced):
-    plan = make_plan(produced.mixed, PlanOptions(prefix_break=0.1))
+    plan = plan_json(produced.mixed, PlanOptions(prefix_break=0.1))
     fig = caching_chart(PlanSummary.model_validate(to_jsonable(plan)))
     turns = sorted(int(k) for k in plan["caching"]["saving_by_turns"])
     assert list(fig.data[0].x) == turns and list(fig.data[0].y) == [(n + 1) / 2 for n in turns]  # (n+1)/2 by hand
@@ -72,7 +72,7 @@ def test_caching_chart_from_the_plan(produced):
 
 @pytest.fixture
 def real_plan(fleet) -> dict:
-    return to_jsonable(make_plan(fleet, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot")))
+    return to_jsonable(plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", price_tier="spot")))
 
 
 def test_rent_section_from_a_real_plan(real_plan, fleet):
@@ -82,7 +82,7 @@ def test_rent_section_from_a_real_plan(real_plan, fleet):
     bars = dict(zip(fig.data[0].x, fig.data[0].y))
     assert bars["buy spot"] == real_plan["cost"]["spot_per_h"]
     assert bars["rent e2b"] == real_plan["cost"]["rent"]["e2b"]["usd_per_h"]
-    page = build_report(fleet, real_plan)
+    page = report_html(fleet, real_plan)
     assert 'id="rent"' in page and 'id="fig-rent"' in page and 'id="fig-caching"' in page
 
 
@@ -99,7 +99,7 @@ def test_mixed_purchase_section_from_the_mixed_corpus():
     from sandbox_fleet.plan.model import Mixed
 
     measured = json.loads(MIXED.read_text(encoding="utf-8"))
-    plan = to_jsonable(make_plan(measured, PlanOptions(price_tier="on_demand")))
+    plan = to_jsonable(plan_json(measured, PlanOptions(price_tier="on_demand")))
     p = PlanSummary.model_validate(plan)
     fig = mixed_chart(p)
     bars = fig.data[0]
@@ -109,7 +109,7 @@ def test_mixed_purchase_section_from_the_mixed_corpus():
     assert list(fig.data[1].y) == [ratio, ratio]
     html = mixed_table(p)
     assert "on-demand" in html and f"{plan['cost']['mixed']['usd_per_h']:,.2f}" in html
-    page = build_report(measured, plan)
+    page = report_html(measured, plan)
     assert 'id="mixed"' in page and 'id="fig-mixed"' in page and 'id="substrates"' in page
     assert mixed_chart(PlanSummary.model_validate({**plan, "cost": {**plan["cost"], "mixed": None}})) is None
     assert Mixed().node_share is None

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_fleet.report.checks import run_checks
-from sandbox_fleet.report.prometheus import metrics_text, rules, rules_yaml
+from sandbox_fleet.report.prometheus import rules, rules_yaml
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import checks_of, metrics_of
 
 HERE = Path(__file__).parent
 PUBLISHED = HERE.parents[1] / "examples" / "rst-published.json"
@@ -43,7 +43,7 @@ NAME = re.compile(r"\bsandbox_fleet_[a-z0-9_]+")
 
 def _metrics(m: dict, plan: dict | None = None, t: Thresholds | None = None) -> str:
     t = t or Thresholds.default()
-    return metrics_text(m, plan, run_checks(m, plan, t), t)
+    return metrics_of(m, plan, checks_of(m, plan, t), t)
 
 
 def _samples(text: str) -> list[tuple[str, float]]:
@@ -174,7 +174,7 @@ def test_label_values_are_escaped_so_promtool_parses_them(promtool):
 def test_tasks_failing_is_the_count_check_judges():
     m = load("published.json")
     t = Thresholds.default()
-    results = {r.name: r for r in run_checks(m, None, t)}
+    results = {r.name: r for r in checks_of(m, None, t)}
     values = dict(_samples(_metrics(m)))
     # the per-task check fails on the published data exactly when at least one task is counted failing
     assert (values.get("sandbox_fleet_tasks_failing", 0) > 0) == (results["exception_rate_by_task"].status == "fail")
@@ -318,13 +318,13 @@ def test_the_variants_are_the_ones_listed():
 def test_alerts_firing_on_the_exported_metrics_are_the_check_verdicts(promtool, tmp_path, name):
     _, m, plan = next(v for v in _variants() if v[0] == name)
     t = Thresholds.default()
-    results = run_checks(m, plan, t)
+    results = checks_of(m, plan, t)
     alert_of = {r.gate: r.alert for r in rules(t)}
     critical = {alert_of[r.name] for r in results if r.status == "fail"}
     warning = {alert_of[r.name] for r in results if r.status == "warn"}
     assert critical or warning or name == "fleet"  # each variant but the healthy one moves some gate
     (tmp_path / "rules.yml").write_text(rules_yaml(t))
-    series = _samples(metrics_text(m, plan, results, t))
+    series = _samples(metrics_of(m, plan, results, t))
     eval_s = int(max(r.for_s for r in rules(t))) + 120
     (tmp_path / "test.yml").write_text(_unit_file(series, eval_s, critical, warning))
     res = promtool("test", "rules", "test.yml", cwd=tmp_path)

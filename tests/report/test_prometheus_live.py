@@ -24,11 +24,9 @@ import pyarrow as pa
 import pytest
 
 from producers import healthy_telemetry
-from sandbox_fleet.measure import measure_telemetry
-from sandbox_fleet.plan import make_plan
-from sandbox_fleet.report.checks import run_checks
-from sandbox_fleet.report.prometheus import rules, write_outputs
+from sandbox_fleet.report.prometheus import rules
 from sandbox_fleet.report.thresholds import Thresholds, load_thresholds
+from summaries import checks_of, measure_json, outputs_of, plan_json
 
 BIG, TINY = "rl-big", "rl-tiny"
 #: rows of the small job (under exception_rate_by_job.min_rows = 100) and of the whole corpus
@@ -60,7 +58,7 @@ def _two_jobs():
 
 
 def _summary() -> dict:
-    m = measure_telemetry(_two_jobs())
+    m = measure_json(_two_jobs())
     # data time two hours ago: telemetry_stale warns (above 1 h, under 6 h) in Prometheus
     m["last_finished_at"] = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return m
@@ -188,10 +186,10 @@ def test_alerts_in_a_live_prometheus_are_checks_verdicts_for_every_way_in(server
     tmp, ports = servers["tmp"], servers["ports"]
     t = _fast_thresholds(tmp)
     m = _summary()
-    plan = make_plan(m)
+    plan = plan_json(m)
     jobs = m["by_job"]
     assert jobs[TINY]["rows"] == TINY_ROWS < t.exception_rate_by_job.min_rows <= jobs[BIG]["rows"]
-    results = run_checks(m, plan, t)
+    results = checks_of(m, plan, t)
     status = {r.name: r.status for r in results}
     # hand-counted: rl-big raises on 9 of every 20 (45% > fail 25%), so the job gate fails; the
     # fleet rate is (1160 x 9/20 + 36) / 1200 = 46.5%, also a fail
@@ -203,7 +201,7 @@ def test_alerts_in_a_live_prometheus_are_checks_verdicts_for_every_way_in(server
     critical, warning = _expected(results, t)
 
     prom_file, rules_file = servers["textdir"] / "fleet.prom", tmp / "rules.yml"
-    write_outputs(m, plan, results, t, metrics_out=prom_file, rules_out=rules_file)
+    outputs_of(m, plan, results, t, metrics_out=prom_file, rules_out=rules_file)
     assert _push(ports["prometheus-pushgateway"], prom_file.read_text()) == 200
     servers["start_prometheus"](rules_file)
 

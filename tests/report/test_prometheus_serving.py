@@ -14,6 +14,7 @@ import pytest
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report.prometheus import rules_yaml, serving_basis, serving_rule_list
 from sandbox_fleet.report.thresholds import Thresholds
+from summaries import as_plan
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def plan(produced) -> dict:
 
 
 def test_thresholds_are_the_plans_assumptions(plan):
-    b = serving_basis(plan)
+    b = serving_basis(as_plan(plan))
     # by hand: h = 1 - 200/1000 = 0.8; floor = 1 - (1 - 0.8) / 0.8 = 0.75
     assert b.hit_ratio == pytest.approx(0.8) and b.hit_ratio_floor == pytest.approx(0.75) and b.utilisation == 0.8
     assert "0.8000" in b.basis and "0.7500" in b.basis
@@ -35,7 +36,7 @@ def test_thresholds_are_the_plans_assumptions(plan):
 def test_a_plan_without_inference_figures_is_refused(plan):
     plan["inference"]["prefill_tok_s"] = None
     with pytest.raises(InputError, match="`serving_rules`"):
-        serving_basis(plan)
+        serving_basis(as_plan(plan))
 
 
 def _series(plan_rules_dir, series: list[tuple[str, str]], expected: list[dict]) -> str:
@@ -57,7 +58,7 @@ def _alert(name: str, gate: str, severity: str, model: str) -> dict:
 
 def test_engine_series_fire_exactly_the_predicted_alerts(promtool, tmp_path, plan):
     (tmp_path / "rules.yml").write_text(rules_yaml(Thresholds.default(), serving=(
-        "sandbox-fleet-serving", serving_rule_list(plan), serving_basis(plan).basis)))
+        "sandbox-fleet-serving", serving_rule_list(as_plan(plan)), serving_basis(as_plan(plan)).basis)))
     res = promtool("check", "rules", "rules.yml", cwd=tmp_path)
     assert res.returncode == 0 and "SUCCESS: 45 rules found" in res.stdout, res.stdout + res.stderr
     series = [

@@ -3,6 +3,7 @@
 from producers import measure_doc
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.report.tables import context_table
+from summaries import report_html
 
 
 def M(**figures) -> MeasureSummary:
@@ -49,7 +50,6 @@ def test_task_health_table_lists_the_worst_tasks_in_order():
 
 
 def test_task_health_table_absent_or_empty():
-    from sandbox_fleet.report import build_report
     from sandbox_fleet.report.tables import task_health_table
 
     assert task_health_table(M()) is None and task_health_table(M(by_task=None)) is None
@@ -57,7 +57,7 @@ def test_task_health_table_absent_or_empty():
     assert "no task looks broken" in html and "<tbody>" not in html
     from producers import measure_doc
 
-    body = build_report(measure_doc())
+    body = report_html(measure_doc())
     exceptions = body[body.index('<section id="exceptions">'):]
     exceptions = exceptions[:exceptions.index("</section>")]
     assert "exceptions per task: not measured" in exceptions

@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from sandbox_fleet.measure import measure_paths
 from sandbox_fleet.simulate.synth import synth
 from sandbox_fleet.simulate.synth.calibration import PUBLISHED as P
+from summaries import paths_json
 
 SCALE = 0.05
 
@@ -27,7 +27,7 @@ def release(tmp_path_factory):
 @pytest.fixture(scope="module")
 def m(release):
     out, _ = release
-    return measure_paths([str(out / "trajectories")], tasks=str(out / "tasks"))
+    return paths_json([str(out / "trajectories")], tasks=str(out / "tasks"))
 
 
 def test_rows_span_and_concurrency(m):
@@ -132,7 +132,7 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
 
 
 def test_scale_keeps_rates(tmp_path, m):
-    small = measure_paths([str(synth(tmp_path / "s", scale=0.02, seed=2, progress=False)["out"]) + "/trajectories"])
+    small = paths_json([str(synth(tmp_path / "s", scale=0.02, seed=2, progress=False)["out"]) + "/trajectories"])
     assert small["rows"] == round(P["rollouts"] * 0.02)
     assert small["concurrency"]["peak"] == 60
     assert small["span_s"] == pytest.approx(m["span_s"], rel=0.03)

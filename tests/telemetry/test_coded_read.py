@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sandbox_fleet.measure import measure_paths, measure_telemetry
 from sandbox_fleet.telemetry import load_telemetry
 from sandbox_fleet.telemetry.record import CODED, CODED_COLUMNS
+from summaries import measure_json, paths_json
 
 T0_US = 1_780_000_000_000_000
 TS = pa.timestamp("us", tz="UTC")
@@ -75,7 +75,7 @@ def test_coded_read_means_what_the_plain_read_gives(tmp_path, seed):
 def test_measure_of_a_parquet_file_equals_measure_of_its_plain_telemetry(tmp_path, seed):
     path = str(_file(tmp_path, seed))
     plain = load_telemetry([path], column_map="task_id=task", progress=False)
-    assert measure_paths([path], column_map="task_id=task", progress=False) == measure_telemetry(plain)
+    assert paths_json([path], column_map="task_id=task", progress=False) == measure_json(plain)
 
 
 def test_all_null_column_chunks_read_as_pyarrow_reads_them(tmp_path):

@@ -12,6 +12,7 @@ from sandbox_fleet.backtest.predict import LEVEL, SERIES_POINTS, actual_figures,
 from sandbox_fleet.backtest.split import MIN_ROWS, split_table
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
+from sandbox_fleet.telemetry.options import ReadOptions
 from sandbox_fleet.textout import number
 
 DEFAULT_SEEDS = 40
@@ -20,12 +21,13 @@ MAX_SEEDS = 1000
 
 def backtest_paths(paths: list[str], *, split_at: float | None = None, split_by: str | None = None,
                    seeds: int = DEFAULT_SEEDS, seed: int = 0, min_rows: int = MIN_ROWS, progress: bool = False,
-                   **load_kw) -> dict:
-    """Read telemetry (reader keyword arguments as ``load_telemetry``) and backtest it; the JSON summary."""
+                   read: ReadOptions | None = None) -> dict:
+    """Read telemetry (``read``: the reader options, ``telemetry.options.make_options``; default: sniffed
+    format, UTC) and backtest it; the JSON summary."""
     from sandbox_fleet.telemetry import load_telemetry
 
     _check_args(seeds, seed)
-    tel = load_telemetry([str(p) for p in paths], progress=progress, **load_kw)
+    tel = load_telemetry([str(p) for p in paths], progress=progress, read=read)
     if tel.rollouts.num_rows == 0:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items())) or "no rows"
         raise InputError(f"{', '.join(map(str, paths))}: no rollout with a start and a finish time to backtest ({why})")

@@ -42,6 +42,7 @@ from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
 from sandbox_fleet.measure.tokens import MIN_TURN_ROWS, measure_tokens
 from sandbox_fleet.measure.trajectories import measure_trajectories
+from sandbox_fleet.telemetry.options import ReadOptions
 from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_rollouts
 
 #: Below this many rows measuring takes well under a second: no bar.
@@ -326,8 +327,8 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
-                      progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
-    """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary``'s JSON-native dict.
+                      progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
+    """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary`` (``.to_json()``: its JSON).
 
     ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
     Raises InputError when no usable rollout is left.
@@ -343,7 +344,7 @@ def rejected_warnings(rejected: dict[str, int]) -> list[str]:
 
 
 def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool,
-             min_turn_rows: int = MIN_TURN_ROWS) -> dict:
+             min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
     """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its columns are freed as they are used."""
     rejected = dict(t.rejected)
     # Task ids, models, jobs and exception types as one dictionary each (a reader asked for
@@ -366,8 +367,8 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     return _summary(t, got, rows, rejected, pass_threshold, seed)
 
 
-def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_threshold: float, seed: int) -> dict:
-    """The summary's JSON-native dict from the passes' values, with every warning."""
+def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_threshold: float, seed: int) -> MeasureSummary:
+    """The summary (its model) from the passes' values, with every warning."""
     tokens, conc = got["tokens"], got["peak"]
     first_start, last_finish = got["span"]
     warnings = list(t.warnings)
@@ -404,28 +405,28 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         "by_node": got["by_node"],
         "tasks": got["tasks"],
         "warnings": warnings,
-    })).to_json()
+    }))
 
 
-def measure_paths(paths, *, tasks=None, fmt=None, column_map=None, time_unit=None, assume_tz="UTC",
-                  reward_key="reward", models=None, since=None, until=None,
+def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=None, since=None, until=None,
                   pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
-                  latest_time: str | None = "2100-01-01", allow_any_time: bool = False,
-                  score: str | None = None, min_turn_rows: int = MIN_TURN_ROWS) -> dict:
+                  min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
-    Arguments mirror ``sandbox-fleet measure``; see ``sandbox_fleet.telemetry.load_telemetry``.
-    ``progress=False`` draws no bar anywhere (reading, task parsing, measuring).
+    Arguments mirror ``sandbox-fleet measure``; ``read``: the reader flags (``ReadOptions``, made by
+    ``sandbox_fleet.telemetry.options.make_options``; default: sniff the format, UTC, ``reward``),
+    see ``sandbox_fleet.telemetry.load_telemetry``. ``progress=False`` draws no bar anywhere
+    (reading, task parsing, measuring).
     """
     from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
+    from sandbox_fleet.telemetry.options import make_options
 
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     prefer_returning_pool()
-    t = load_telemetry(paths, tasks=tasks, fmt=fmt, column_map=column_map, time_unit=time_unit,
-                       assume_tz=assume_tz, reward_key=reward_key, progress=progress, cache_dir=cache_dir,
-                       latest_time=latest_time, allow_any_time=allow_any_time, score=score, coded=True)
+    t = load_telemetry(paths, tasks=tasks, read=read if read is not None else make_options(), progress=progress,
+                       cache_dir=cache_dir, coded=True)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)
     # Nothing else holds this table: dropping the columns measure never reads frees them

@@ -12,10 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.turns import lognormal_sigma
 from sandbox_fleet.sweep.variants import read_scenario
+
+if TYPE_CHECKING:
+    from sandbox_fleet.measure.model import MeasureSummary
 
 REFERENCE_DECODE_TOK_S = 50.0  # per-sequence decode rate assumed of the measured fleet
 _WORKLOAD_SIZE = ("rate_per_s", "count", "start_s", "batch", "steps", "train_s", "staleness", "telemetry",
@@ -50,7 +54,9 @@ def load_input(path: Path, *, pass_rate: float | None, model_params_b: float | N
     if path.suffix == ".toml":
         return _from_scenario(path, pass_rate)
     if path.suffix == ".json":
-        return _from_measure(path, pass_rate, model_params_b, kv_bytes_per_token)
+        from sandbox_fleet.measure.load import load_measure
+
+        return from_measure(load_measure(path), path, pass_rate, model_params_b, kv_bytes_per_token)
     raise InputError(f"{path}: expected a scenario (.toml) or a measure summary (.json)")
 
 
@@ -100,12 +106,11 @@ def _num(v, key: str, path: Path) -> float:
     return float(v)
 
 
-def _from_measure(path: Path, pass_rate: float | None, params_b: float | None, kv_bytes: float | None) -> Base:
-    from sandbox_fleet.contract import fingerprint, parse, read_json
-    from sandbox_fleet.measure.model import MeasureSummary
+def from_measure(m: MeasureSummary, path: Path, pass_rate: float | None, params_b: float | None,
+                 kv_bytes: float | None) -> Base:
+    """The base loop of a measure summary ``m`` (read from ``path``, which names it): turn draws from its tokens."""
+    from sandbox_fleet.contract import fingerprint
 
-    raw = read_json(path, "measure summary")
-    m = parse(MeasureSummary, raw, str(path))
     t = m.tokens
     if t is None:
         raise InputError(f"{path}: no token telemetry (tokens is null); the closed loop needs per-turn tokens: "

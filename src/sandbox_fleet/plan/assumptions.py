@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from sandbox_fleet.plan.model import Assumption
+from sandbox_fleet.plan.model import Assumption, Target
 
 Source = Literal["default", "measured", "published", "flag", "catalog"]
 
@@ -39,21 +39,21 @@ def _src(value, default, flagged: bool = True) -> Source:
 
 
 def collect_assumptions(
-    fig, opts, input_source: str, *, target: dict, tier_source: Source, node, reserve, reserve_source: Source,
+    fig, opts, input_source: str, *, target: Target, tier_source: Source, node, reserve, reserve_source: Source,
     inference: dict, caching: dict, request_source: str,
 ) -> list[dict]:
     """The plan's ``assumptions`` list (see the module docstring for ``source``)."""
     a = Assumptions(input_source)
-    n = target["concurrency"]
-    measured = target["source"] in ("measured-peak", "censored-demand")
-    a.add("target_concurrency", n, "sandboxes", "measured" if measured else "flag", target["detail"])
-    if target.get("censored") is not None and target.get("duty") is not None:
-        a.add("duty", target["duty"], "fraction", "measured", "measured mean concurrency / target (the measured work on the target's slots)")
-    elif target.get("duty") is not None:
-        a.add("duty", target["duty"], "fraction", "default", f"the {target['source']} target's own duty (busy / cap)")
+    n = target.concurrency
+    measured = target.source in ("measured-peak", "censored-demand")
+    a.add("target_concurrency", n, "sandboxes", "measured" if measured else "flag", target.detail or "")
+    if target.censored is not None and target.duty is not None:
+        a.add("duty", target.duty, "fraction", "measured", "measured mean concurrency / target (the measured work on the target's slots)")
+    elif target.duty is not None:
+        a.add("duty", target.duty, "fraction", "default", f"the {target.source} target's own duty (busy / cap)")
     else:
         a.from_input("duty", fig.duty, "fraction", "mean / peak concurrency, carried over")
-    a.add("price_tier", opts.price_tier, "tier", tier_source, target.get("tier_basis", "--price-tier"))
+    a.add("price_tier", opts.price_tier, "tier", tier_source, target.tier_basis if target.tier_basis is not None else "--price-tier")
     a.add("node_prices", node.name, "node type", "catalog", "illustrative list prices from the node catalog; replace with quotes")
     a.add("system_reserve_cpu", reserve.cpu, "cores per node", reserve_source, "kubelet + OS reserve (plan/reserve.py)")
     a.add("system_reserve_memory_gb", reserve.memory / 1024.0, "GiB per node", reserve_source, "kubelet + OS reserve + eviction threshold")

@@ -10,28 +10,24 @@ from pathlib import Path
 
 from sandbox_fleet import contract
 from sandbox_fleet.backtest.model import BacktestSummary
-from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.plan.model import BacktestLine
 from sandbox_fleet.textout import number
 
 
-def backtest_block(path: str | Path) -> dict:
-    """The plan's ``backtest`` block from a backtest summary file (InputError when it is not one)."""
+def backtest_block(path: str | Path) -> BacktestLine:
+    """The plan's ``backtest`` block from a backtest summary file (InputError when it is not one):
+    read before any planning work, then handed to ``make_plan``."""
     bt = contract.load(BacktestSummary, path)
     mk = bt.figures.get("makespan_s")
     error = mk.error if mk is not None else None
     moved = [t.quantity + (f" of {t.model}" if t.model else "") for t in bt.drift.tests if t.drifted]
     err_txt = number(error, "+.1%", none="n/a")
     drift_txt = f"yes ({', '.join(moved)})" if moved else "no"
-    return {
-        "path": str(path),
-        "makespan_error": error,
-        "within_interval": mk.within_interval if mk is not None else None,
-        "drifted": bt.drift.detected,
-        "drifted_quantities": moved,
-        "line": f"simulator error on this telemetry: {err_txt} (makespan), constants drifted: {drift_txt}",
-    }
-
-
-def with_backtest(plan: dict, path: str | Path) -> dict:
-    """``plan`` (a PlanSummary's JSON dict) with its ``backtest`` block filled from ``path``."""
-    return PlanSummary.model_validate({**plan, "backtest": backtest_block(path)}).to_json()
+    return BacktestLine(
+        path=str(path),
+        makespan_error=error,
+        within_interval=mk.within_interval if mk is not None else None,
+        drifted=bt.drift.detected,
+        drifted_quantities=moved,
+        line=f"simulator error on this telemetry: {err_txt} (makespan), constants drifted: {drift_txt}",
+    )

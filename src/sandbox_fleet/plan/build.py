@@ -20,7 +20,7 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
-from sandbox_fleet.plan.model import PlanSummary
+from sandbox_fleet.plan.model import Alternative, BacktestLine, NodeReserve, Nodes, PlanSummary, Resources, Target
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
@@ -29,7 +29,7 @@ from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usa
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
-from sandbox_fleet.plan.summary import Figures, load_input
+from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
@@ -130,7 +130,41 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
     return reqs, weights, hours, runs, basis
 
 
-def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], dominant: int, opts: PlanOptions) -> dict:
+@dataclass
+class _Sized:
+    """One node type sized for the pool: the figures of its ``nodes`` block and what later blocks need."""
+
+    node: NodeType
+    count: int
+    binding: str
+    slots_per_node: dict[str, Optional[int]]
+    per_node: int
+    lower_bound: int
+    lower_bound_by_resource: dict[str, int]
+    stranded: Resources
+    scratch_per_node_mb: float
+    reserve: Reserve
+    reserve_source: Source  # flag, catalog or default (plan/reserve.py)
+
+    @property
+    def type(self) -> str:
+        return self.node.name
+
+    def price(self, tier: str) -> Optional[float]:
+        """The pool's $/h on ``tier`` (None when the type has no price there)."""
+        p = self.node.price(tier)
+        return p * self.count if p is not None else None
+
+    def figures(self) -> dict[str, Any]:
+        """The fields a ``nodes`` (or ``node_pools``) entry shares with every sized type."""
+        return {"type": self.type, "count": self.count, "binding": self.binding, "slots_per_node": self.slots_per_node,
+                "per_node": self.per_node, "lower_bound": self.lower_bound,
+                "lower_bound_by_resource": self.lower_bound_by_resource, "stranded": self.stranded,
+                "reserve": NodeReserve(cpu=self.reserve.cpu, memory_mb=self.reserve.memory, disk_mb=self.reserve.disk,
+                                       source=self.reserve_source)}
+
+
+def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], dominant: int, opts: PlanOptions) -> _Sized:
     """Size one node type (after its system reserve); raises InputError if a request does not fit it."""
     reserve, reserve_src = node_reserve(node, opts.reserve)
     sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), reserve)
@@ -138,73 +172,49 @@ def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], d
         size_uniform(node, q, 1, reserve)  # every request must fit an empty node
     cap = usable(node, reserve)
     pack = ffd(reqs, counts, cap)
-    return {
-        "type": node.name,
-        "count": pack.nodes,
-        "binding": sizing.binding,
-        "slots_per_node": sizing.slots,
-        "per_node": sizing.per_node,
-        "lower_bound": pack.lower_bound,
-        "lower_bound_by_resource": pack.lower_bound_by_resource,
-        "stranded": {"cpu": pack.stranded["cpu"], "memory_mb": pack.stranded["memory"], "disk_mb": pack.stranded["disk"]},
-        "scratch_per_node_mb": (
+    return _Sized(
+        node=node, count=pack.nodes, binding=sizing.binding, slots_per_node=sizing.slots, per_node=sizing.per_node,
+        lower_bound=pack.lower_bound, lower_bound_by_resource=pack.lower_bound_by_resource,
+        stranded=Resources(cpu=pack.stranded["cpu"], memory_mb=pack.stranded["memory"], disk_mb=pack.stranded["disk"]),
+        scratch_per_node_mb=(
             max(sum(reqs[i].disk * k for i, k in g.load.items()) for g in pack.groups) if len(reqs) > 1 and pack.groups
             else sizing.per_node * reqs[dominant].disk
         ),
-        "node": node,
-        "reserve": reserve,
-        "reserve_source": reserve_src,
-    }
+        reserve=reserve, reserve_source=reserve_src,
+    )
 
 
-def _choose(sized: list[dict], opts: PlanOptions, notes: list[str]) -> tuple[dict, list[dict]]:
-    def price(s: dict) -> Optional[float]:
-        p = s["node"].price(opts.price_tier)
-        return p * s["count"] if p is not None else None
+def _choose(sized: list[_Sized], opts: PlanOptions, notes: list[str]) -> tuple[_Sized, list[_Sized]]:
+    def key(s: _Sized) -> tuple:
+        price = s.price(_tier(opts))
+        return price is None, price or 0.0, s.count, s.type
 
-    ranked = sorted(sized, key=lambda s: (price(s) is None, price(s) or 0.0, s["count"], s["type"]))
+    ranked = sorted(sized, key=key)
     if opts.node_type is not None:
-        chosen = next(s for s in sized if s["type"] == opts.node_type)
+        chosen = next(s for s in sized if s.type == opts.node_type)
     else:
         chosen = ranked[0]
-        if price(chosen) is None:
+        if chosen.price(_tier(opts)) is None:
             notes.append(f"no node type has a {opts.price_tier} price: chose the type needing fewest nodes")
-            chosen = min(sized, key=lambda s: (s["count"], s["type"]))
+            chosen = min(sized, key=lambda s: (s.count, s.type))
     others = [s for s in ranked if s is not chosen]
     return chosen, others
 
 
-def _alt(s: dict, tier: str) -> dict:
-    p = s["node"].price(tier)
-    return {
-        "type": s["type"],
-        "count": s["count"],
-        "binding": s["binding"],
-        "per_node": s["per_node"],
-        f"{tier}_per_h": p * s["count"] if p is not None else None,
-        "priced": s["node"].priced,
-    }
+def _alt(s: _Sized, tier: str) -> Alternative:
+    return Alternative.model_validate({"type": s.type, "count": s.count, "binding": s.binding, "per_node": s.per_node,
+                                       f"{tier}_per_h": s.price(tier), "priced": s.node.priced})
 
 
-_INTERNAL = ("node", "scratch_per_node_mb", "reserve", "reserve_source")
-
-
-def _reserve_block(s: dict) -> dict:
-    rsv: Reserve = s["reserve"]
-    return {"cpu": rsv.cpu, "memory_mb": rsv.memory, "disk_mb": rsv.disk, "source": s["reserve_source"]}
-
-
-def _pool_block(s: dict, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
+def _pool_block(s: _Sized, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
                 mix_basis: str) -> dict:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
-    p = s["node"].price(tier)
-    return {k: v for k, v in s.items() if k not in _INTERNAL} | {
-        "reserve": _reserve_block(s),
+    return s.figures() | {
         "request": reqs[top].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if len(reqs) > 1 else None,
         "packing": "first-fit-decreasing" if len(reqs) > 1 else "uniform",
         "mix_basis": mix_basis if len(reqs) > 1 else None,
-        f"{tier}_per_h": p * s["count"] if p is not None else None,
+        f"{tier}_per_h": s.price(tier),
         "concurrent": sum(counts),
     }
 
@@ -232,8 +242,8 @@ def _check_options(opts: PlanOptions) -> None:
 class _Nodes:
     """What sizing the nodes decides, for the blocks after it."""
 
-    block: dict
-    chosen: dict
+    block: Nodes
+    chosen: _Sized
     node: NodeType
     reqs: list[ResourceRequest]
     counts: list[int]
@@ -303,13 +313,11 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         raise InputError("no node type in the catalog fits one sandbox request: " + skipped[0]["reason"])
     pools = _sized_pools(catalog, routing.gpu, all_reqs, all_weights, all_counts, opts, mix_basis) if routing is not None and split else []
     chosen, others = _choose(sized, opts, notes)
-    node: NodeType = chosen["node"]
+    node = chosen.node
     if not node.priced:
         notes.append(f"node type {node.name!r} has no prices: sized but not costed")
     mixed = len(reqs) > 1
-    block = {k: v for k, v in chosen.items() if k not in _INTERNAL}
-    block |= {
-        "reserve": _reserve_block(chosen),
+    block = Nodes.model_validate(chosen.figures() | {
         "request": reqs[dominant].as_dict(),
         "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         "packing": "first-fit-decreasing" if mixed else "uniform",
@@ -320,7 +328,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
         "alternatives": [_alt(s, _tier(opts)) for s in others],
         "too_small": skipped,
         "unplaced": unplaced_block(all_reqs, all_runs, all_hours, routing.unplaced) if routing is not None and split else [],
-    }
+    })
     return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
 
@@ -328,9 +336,9 @@ def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opt
     """Scratch, image cache and record growth for the chosen nodes (the ``storage`` block)."""
     rollouts_per_day = (n * (duty if duty else 1.0) / fig.hold_mean_s * 86400.0) if fig.hold_mean_s else None
     return storage_plan(
-        nodes=nodes.chosen["count"], per_node_mb=nodes.chosen["scratch_per_node_mb"],
+        nodes=nodes.chosen.count, per_node_mb=nodes.chosen.scratch_per_node_mb,
         at_target_mb=sum(q.disk * k for q, k in zip(nodes.reqs, nodes.counts)),
-        node_disk_mb=nodes.node.capacity["disk"], reserve_disk_mb=nodes.chosen["reserve"].disk,
+        node_disk_mb=nodes.node.capacity["disk"], reserve_disk_mb=nodes.chosen.reserve.disk,
         # the median record when measured; never the largest record times every rollout
         rollouts_per_day=rollouts_per_day, trajectory_bytes_mean=fig.trajectory_bytes_median,
         trajectory_bytes_max=None, bundle_median=fig.bundle_median,
@@ -409,12 +417,12 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     spot_price = nodes.node.price("spot")
     rework = spot_rework(
         _rework_holds(fig) if rate is not None else None,
-        rate, n * duty if duty else None, spot_price * nodes.chosen["count"] if spot_price is not None else None,
+        rate, n * duty if duty else None, spot_price * nodes.chosen.count if spot_price is not None else None,
         nodes.node.spot_interruptions_source,
     )
     share = rework["rework_share"] if rework is not None else None
     cost = costmod.fleet_cost(
-        nodes.node, nodes.chosen["count"], tier=_tier(opts), concurrency=n, duty=duty,
+        nodes.node, nodes.chosen.count, tier=_tier(opts), concurrency=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
     )
     cost["duty"] = duty
@@ -443,7 +451,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
 def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float]) -> Optional[dict]:
     """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
     node = nodes.node
-    mixed = mixed_purchase(fig.time_at_level, nodes.chosen["count"], burst_tier_for(opts.price_tier),
+    mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share)
     if mixed is not None and nodes.pools:
         mixed["basis"] += f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
@@ -464,7 +472,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     carries its substrate's cold start and per-turn overhead (``overhead_s``, provider -> seconds)."""
     counts, reqs = nodes.counts, nodes.reqs
     shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
-    buy, label = cost[f"{opts.price_tier}_per_h"], f"{nodes.chosen['count']:,} x {nodes.node.name}"
+    buy, label = cost[f"{opts.price_tier}_per_h"], f"{nodes.chosen.count:,} x {nodes.node.name}"
     rw = cost.get("spot_rework")
     if opts.price_tier == "spot" and rw is not None and rw["spot_per_h_with_rework"] is not None:
         buy, label = rw["spot_per_h_with_rework"], label + f" with spot re-runs (+{rw['rework_share'] * 100:.3g}% sandbox-hours)"
@@ -477,27 +485,36 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     return {"rent": rent, "rent_verdict": verdict}
 
 
-def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None = None) -> dict:
-    """A purchase-order plan for ``summary`` under ``opts``, as a ``PlanSummary``'s JSON dict."""
+def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
+              backtest: BacktestLine | None = None) -> PlanSummary:
+    """A purchase-order plan for the measure summary ``summary`` under ``opts``, as its model.
+
+    ``input_path``: the file ``summary`` came from (the plan names it; a summary without holds, or
+    with a bad figure, is reported against it). ``backtest``: a backtest's verdict
+    (``backtest_line.backtest_block``) the purchase order carries.
+    """
     opts = opts or PlanOptions()
     _check_options(opts)
     providers = rentmod.select(rentmod.load_providers(opts.providers_file), opts.rent_providers,
                                opts.providers_file or "bundled provider catalog")
     notes: list[str] = []
-    fig = summary if isinstance(summary, Figures) else Figures(summary)
-    target = resolve_target(
+    try:
+        fig = Figures(summary)
+    except InputError as exc:
+        raise InputError(f"{input_path}: {exc}" if input_path is not None else str(exc)) from None
+    target = Target.model_validate(resolve_target(
         fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
         shape=opts.shape, max_wait_s=opts.max_wait_s,
-    )
-    if target.get("note"):
-        notes.append(target["note"])
-    n = target["concurrency"]
+    ))
+    if target.note:
+        notes.append(target.note)
+    n = target.concurrency
     # An RL schedule or a throughput shape runs at its own duty; every other target at the measured one.
-    duty = target.get("duty") if target.get("duty") is not None else fig.duty
+    duty = target.duty if target.duty is not None else fig.duty
     tier_source: Source = "flag"
     if opts.price_tier is None:
-        tier, target["tier_basis"] = default_tier(duty, duty_warn_below())
+        tier, target.tier_basis = default_tier(duty, duty_warn_below())
         opts, tier_source = replace(opts, price_tier=tier), "default"
     nodes = plan_nodes(fig, n, opts, notes)
     storage = plan_storage(fig, n, duty, nodes, opts)
@@ -508,7 +525,7 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,
-        node=nodes.node, reserve=nodes.chosen["reserve"], reserve_source=nodes.chosen["reserve_source"],
+        node=nodes.node, reserve=nodes.chosen.reserve, reserve_source=nodes.chosen.reserve_source,
         inference=inference, caching=caching, request_source=nodes.request_source,
     )
     starts = start_rate(fig, target, duty)
@@ -518,7 +535,8 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
-        input={"source": source, "rows": int(fig.rows), "fingerprint": contract.fingerprint(fig.summary)},
+        input={"source": source, "rows": int(fig.rows), "path": str(input_path) if input_path is not None else None,
+               "fingerprint": contract.fingerprint(fig.summary)},
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,
@@ -532,37 +550,8 @@ def make_plan(summary: MeasureSummary | dict | Figures, opts: PlanOptions | None
         starts=starts,
         substrates=substrate,
         notes=notes,
-    ).to_json()
-
-
-def plan_path(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
-              measure_options: dict | None = None, backtest: str | Path | None = None) -> dict:
-    """Plan from a ``measure --json`` summary file or from telemetry measured on the fly
-    (``measure_options``: the reader flags, passed to ``measure_paths``). ``backtest``: a
-    ``backtest --json`` summary whose verdict the purchase order carries (read before planning)."""
-    return plan_and_input(path, opts, tasks=tasks, measure_options=measure_options, backtest=backtest)[0]
-
-
-def plan_and_input(path: str | Path, opts: PlanOptions | None = None, *, tasks: Optional[str] = None,
-                   measure_options: dict | None = None, backtest: str | Path | None = None) -> tuple[dict, MeasureSummary]:
-    """:func:`plan_path`'s plan and the measure summary it was made from (read or measured once),
-    so the caller can run ``check`` on the same figures."""
-    if backtest is not None:
-        from sandbox_fleet.plan.backtest_line import backtest_block
-
-        backtest_block(backtest)  # a bad file is refused before the planning work
-    summary = load_input(path, tasks=tasks, **(measure_options or {}))
-    try:
-        fig = Figures(summary)  # a summary without holds, or with a bad figure, is reported against its file
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    plan = make_plan(fig, opts)
-    plan["input"]["path"] = str(path)
-    if backtest is not None:
-        from sandbox_fleet.plan.backtest_line import with_backtest
-
-        plan = with_backtest(plan, backtest)
-    return plan, summary
+        backtest=backtest,
+    )
 
 
 def parse_request(text: str) -> ResourceRequest:

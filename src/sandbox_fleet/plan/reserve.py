@@ -14,6 +14,8 @@ An entry that gives none gets the tiered kube-reserved formula GKE documents ("N
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sandbox_fleet.plan.catalog import NodeType
 from sandbox_fleet.plan.slots import Reserve
 
@@ -38,7 +40,7 @@ def kube_reserved(vcpus: float, memory_gb: float) -> tuple[float, float]:
     return _tiered(vcpus, _CPU_TIERS), _tiered(memory_gb, _MEM_TIERS_GB) + EVICTION_GB
 
 
-def node_reserve(node: NodeType, override: Reserve | None = None) -> tuple[Reserve, str]:
+def node_reserve(node: NodeType, override: Reserve | None = None) -> tuple[Reserve, Literal["flag", "catalog", "default"]]:
     """The reserve to size ``node`` with and where it came from: flag, catalog or default."""
     if override is not None:
         return override, "flag"

@@ -17,6 +17,7 @@ import math
 from typing import Optional
 
 from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan.model import Target
 from sandbox_fleet.plan.summary import Figures
 
 
@@ -35,23 +36,23 @@ def _measured_steps(m: MeasureSummary) -> Optional[tuple[float, float, str, Opti
     return max(usable, key=lambda x: math.inf if x[1] == 0 else x[0] / x[1])
 
 
-def _step_s(target: dict, measured: Optional[tuple]) -> tuple[Optional[float], Optional[str]]:
+def _step_s(target: Target, measured: Optional[tuple]) -> tuple[Optional[float], Optional[str]]:
     """The step time a creation ramp is compared with, and where it came from."""
-    if target.get("source") == "rl-schedule" and target.get("step_s_at_cap"):
-        return float(target["step_s_at_cap"]), "the RL schedule's simulated mean step at the cap"
+    if target.source == "rl-schedule" and target.step_s_at_cap:
+        return float(target.step_s_at_cap), "the RL schedule's simulated mean step at the cap"
     if measured is not None and measured[3]:
         return measured[3], f"measured step period ({measured[2]})"
     return None, None
 
 
-def start_rate(fig: Figures, target: dict, duty: Optional[float]) -> dict:
+def start_rate(fig: Figures, target: Target, duty: Optional[float]) -> dict:
     """The ``starts`` block: ``{"peak_per_s", "batch", "release_spread_s", "step_s", "step_basis", "basis"}``.
 
     ``peak_per_s`` is null for a batch released at once (no finite rate: the whole batch starts together).
     """
-    n = target["concurrency"]
+    n = target.concurrency
     measured = _measured_steps(fig.summary)
-    batch = target.get("batch") if target.get("source") == "rl-schedule" else None
+    batch = target.batch if target.source == "rl-schedule" else None
     if batch is not None or measured is not None:
         spread = measured[1] if measured is not None else None
         b = float(batch if batch is not None else measured[0])  # type: ignore[index]

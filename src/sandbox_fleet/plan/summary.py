@@ -1,38 +1,18 @@
-"""Read the planner's input: a saved ``measure --json`` summary, or telemetry measured on the fly.
+"""The planner's view of its input, a ``MeasureSummary`` (read or measured once, by ``measure.load``).
 
-The input is parsed into ``MeasureSummary`` (measure's model) once; ``Figures`` takes from it the
-figures the planner uses, deriving one from base figures where the derivation is exact (mean
-concurrency = sandbox time / span, and so on) and leaving it None where it is not measured.
+``Figures`` takes from it the figures the planner uses, deriving one from base figures where the
+derivation is exact (mean concurrency = sandbox time / span, and so on) and leaving it None where it
+is not measured.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any, Optional, Union, overload
+from typing import Optional, overload
 
-from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.batchcap import cut_release
 from sandbox_fleet.measure.model import MeasureSummary
-
-
-def load_input(path: str | Path, *, tasks: Optional[str] = None, **measure_options: Any) -> MeasureSummary:
-    """The measure summary in a ``.json`` file, else the telemetry at ``path`` measured now
-    (``measure_options``: the reader flags, passed to ``measure_paths``)."""
-    p = Path(path)
-    if p.is_file() and p.suffix.lower() == ".json":
-        return contract.load(MeasureSummary, p)
-    if not p.exists():
-        raise InputError(f"{p}: input not found; expected a measure summary (.json) or telemetry")
-    from sandbox_fleet.measure import measure_paths  # measured on the fly
-
-    return contract.parse(MeasureSummary, measure_paths([str(p)], tasks=tasks, **measure_options), str(p))
-
-
-def as_measure(summary: Union[MeasureSummary, dict[str, Any]]) -> MeasureSummary:
-    """A ``MeasureSummary`` from itself or from its JSON dict (InputError when it is not one)."""
-    return contract.parse(MeasureSummary, summary, "measure summary")
 
 
 @overload
@@ -67,8 +47,8 @@ def _turn_keyed(raw: Optional[dict[str, float]], key: str) -> dict[int, float]:
 class Figures:
     """The measured figures the planner uses, derived where exact and None otherwise."""
 
-    def __init__(self, summary: Union[MeasureSummary, dict[str, Any]]):
-        m = self.summary = as_measure(summary)
+    def __init__(self, summary: MeasureSummary):
+        m = self.summary = summary
         c, h, o, tk = m.concurrency, m.hold_s, m.outcomes, m.tokens
         self.rows = _figure(m.rows, "rows") or 0.0  # None and 0 alike are refused just below
         self.span_s = _figure(m.span_s, "span_s")

@@ -328,7 +328,7 @@ def _list_schedule_step_time() -> StepTime:
 
 
 def rl_schedule_target(
-    summary: Figures | MeasureSummary | dict,
+    summary: Figures | MeasureSummary,
     batch: int,
     train_s: float,
     *,

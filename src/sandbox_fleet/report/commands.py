@@ -2,40 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.report.checks import CheckResult, run_checks
-from sandbox_fleet.report.inputs import (
-    check_same_source,
-    load_backtest,
-    load_measure,
-    load_optimize,
-    load_plan,
-    load_simulate,
-)
+from sandbox_fleet.report.inputs import check_same_source, load_backtest, load_optimize, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
 from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
     from rich.console import Console
 
+    from sandbox_fleet.measure.model import MeasureSummary
+
 
 def report_files(
-    paths: Sequence[str | Path],
+    measure: MeasureSummary,
     output: str | Path,
     plan: str | Path | None = None,
     simulate: str | Path | None = None,
     thresholds: str | Path | None = None,
     title: str | None = None,
-    measure_options: dict | None = None,
     optimize: str | Path | None = None,
     allow_mismatch: bool = False,
     backtest: str | Path | None = None,
     previous: str | Path | None = None,
 ) -> Path:
-    """Read the summaries (or measure telemetry), write the HTML report to ``output``, return its path.
+    """Read the other stages' summaries, write the HTML report of ``measure`` (the model, e.g. from
+    ``measure.load.load_measure``) to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
     ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate);
@@ -45,7 +40,6 @@ def report_files(
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
 
     t = load_thresholds(thresholds)
-    measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
     sim_s = load_simulate(simulate) if simulate is not None else None
     opt_s = load_optimize(optimize) if optimize is not None else None
@@ -59,22 +53,21 @@ def report_files(
 
 
 def check_files(
-    paths: Sequence[str | Path],
+    measure: MeasureSummary,
     plan: str | Path | None = None,
     thresholds: str | Path | None = None,
     *,
     metrics_out: str | Path | None = None,
     rules_out: str | Path | None = None,
-    measure_options: dict | None = None,
     allow_mismatch: bool = False,
     backtest: str | Path | None = None,
     serving_rules: bool = False,
     simulate: str | Path | None = None,
 ) -> list[CheckResult]:
-    """Run every check on a measure summary (or telemetry) read from files; with ``simulate``, also
-    ``simulation_steady`` on a ``simulate --json`` summary (an unstable run fails).
+    """Run every check on ``measure`` (the model, e.g. from ``measure.load.load_measure``) and the
+    other stages' summaries read from files; with ``simulate``, also ``simulation_steady`` on a
+    ``simulate --json`` summary (an unstable run fails).
 
-    ``measure_options`` go to ``measure_paths`` when the input is telemetry (the reader flags).
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
     gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning;
     ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds).
@@ -83,7 +76,6 @@ def check_files(
     """
     t = load_thresholds(thresholds)
     bt = load_backtest(backtest) if backtest is not None else None
-    measure = load_measure(list(paths), **(measure_options or {}))
     plan_s = load_plan(plan) if plan is not None else None
     if plan_s is not None:
         check_same_source(measure, {f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)

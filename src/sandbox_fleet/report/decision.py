@@ -28,7 +28,7 @@ def risk_lines(results: list[CheckResult], most: int = TOP_RISKS) -> list[str]:
     return lines
 
 
-def plan_risks(measure: MeasureSummary | dict, plan: PlanSummary | dict, thresholds: Optional[Thresholds] = None) -> list[str]:
+def plan_risks(measure: MeasureSummary, plan: PlanSummary, thresholds: Optional[Thresholds] = None) -> list[str]:
     """``check``'s failing gates on the measure summary a plan was made from, with that plan."""
     return risk_lines(run_checks(measure, plan, thresholds))
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import plotly.io as pio
 import plotly.offline
 
-from sandbox_fleet import contract
 from sandbox_fleet.backtest.model import BacktestSummary
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.optimize.model import OptimizeSummary
@@ -162,27 +161,23 @@ def _run_sections(sim: SimulateSummary | None, searched: OptimizeSummary | None,
     return parts
 
 def build_report(
-    measure: MeasureSummary | dict,
-    plan: PlanSummary | dict | None = None,
-    simulate: SimulateSummary | dict | None = None,
+    measure: MeasureSummary,
+    plan: PlanSummary | None = None,
+    simulate: SimulateSummary | None = None,
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
-    optimize: OptimizeSummary | dict | None = None,
-    backtest: BacktestSummary | dict | None = None,
-    previous: PlanSummary | dict | None = None,
+    optimize: OptimizeSummary | None = None,
+    backtest: BacktestSummary | None = None,
+    previous: PlanSummary | None = None,
 ) -> str:
     """One self-contained HTML document for a measure summary (plus optional plan/simulate).
 
     The decision block comes first (what to buy, for how much, what could go wrong; with
-    ``previous``, an earlier plan, what changed since), then the evidence. Each input is a model or its JSON dict, parsed into the model first (InputError when it is not
-    one); a figure it does not carry shows as "not measured"; identical inputs give byte-identical output.
+    ``previous``, an earlier plan, what changed since), then the evidence. Each input is its stage's
+    model (``contract.load`` reads one from its file); a figure it does not carry shows as "not
+    measured"; identical inputs give byte-identical output.
     """
-    m = contract.parse(MeasureSummary, measure, "measure summary")
-    p = contract.parse(PlanSummary, plan, "plan summary") if plan is not None else None
-    sim = contract.parse(SimulateSummary, simulate, "simulate summary") if simulate is not None else None
-    searched = contract.parse(OptimizeSummary, optimize, "optimize summary") if optimize is not None else None
-    bt = contract.parse(BacktestSummary, backtest, "backtest summary") if backtest is not None else None
-    old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
+    m, p, sim, searched, bt, old = measure, plan, simulate, optimize, backtest, previous
     t = thresholds if thresholds is not None else Thresholds.default()
     results = run_checks(m, p, t, bt, simulate=sim)
 
@@ -220,14 +215,14 @@ def build_report(
 
 def write_report(
     path: str | Path,
-    measure: MeasureSummary | dict,
-    plan: PlanSummary | dict | None = None,
-    simulate: SimulateSummary | dict | None = None,
+    measure: MeasureSummary,
+    plan: PlanSummary | None = None,
+    simulate: SimulateSummary | None = None,
     title: str = DEFAULT_TITLE,
     thresholds: Thresholds | None = None,
-    optimize: OptimizeSummary | dict | None = None,
-    backtest: BacktestSummary | dict | None = None,
-    previous: PlanSummary | dict | None = None,
+    optimize: OptimizeSummary | None = None,
+    backtest: BacktestSummary | None = None,
+    previous: PlanSummary | None = None,
 ) -> Path:
     """Build the report and write it to ``path`` atomically (parent folders created); returns the path."""
     from sandbox_fleet import atomic

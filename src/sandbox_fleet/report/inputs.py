@@ -1,36 +1,23 @@
-"""Load the report's inputs: stage summaries parsed into their models, or telemetry measured on the fly."""
+"""Load the report's inputs: stage summaries parsed into their models (the measure summary through
+``measure.load.load_measure``, the one loader of measure input)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.measure.load import load_measure
 from sandbox_fleet.measure.model import MeasureSummary
+
+__all__ = ["check_same_source", "load_backtest", "load_measure", "load_optimize", "load_plan", "load_simulate"]
 
 if TYPE_CHECKING:
     from sandbox_fleet.backtest.model import BacktestSummary
     from sandbox_fleet.optimize.model import OptimizeSummary
     from sandbox_fleet.plan.model import PlanSummary
     from sandbox_fleet.simulate.model import SimulateSummary
-
-
-def load_measure(paths: list[str | Path], **measure_options: Any) -> MeasureSummary:
-    """A measure summary (its model): one ``.json`` file parsed, anything else measured.
-
-    A ``.json`` file must be a measure summary (another kind, or a newer version, is an InputError);
-    telemetry (Harbor folders, Parquet, a Harbor ``result.json`` inside a job...) goes through
-    ``sandbox_fleet.measure.measure_paths`` with ``measure_options``.
-    """
-    if not paths:
-        raise InputError("no input given: expected a measure --json summary or telemetry paths")
-    if len(paths) == 1 and Path(paths[0]).suffix.lower() == ".json" and Path(paths[0]).is_file() \
-            and Path(paths[0]).name not in ("result.json", "results.json"):
-        return contract.load(MeasureSummary, paths[0])
-    from sandbox_fleet.measure import measure_paths
-
-    return contract.parse(MeasureSummary, measure_paths([str(p) for p in paths], **measure_options), "measure summary")
 
 
 def load_plan(path: str | Path) -> PlanSummary:

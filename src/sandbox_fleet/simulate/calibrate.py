@@ -9,6 +9,7 @@ concurrency; arrivals replay the measured start times.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,9 @@ from sandbox_fleet.measure.concurrency import interval_stats
 from sandbox_fleet.measure.stats import arrival_rate_per_s, exception_rate
 from sandbox_fleet.simulate.distributions import Empirical, Mixture
 from sandbox_fleet.textout import number
+
+if TYPE_CHECKING:
+    from sandbox_fleet.telemetry.options import ReadOptions
 
 NO_MODEL = "(none)"
 
@@ -76,18 +80,19 @@ def calibration(rollouts: pa.Table) -> dict:
 
 
 def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, progress: bool = False,
-                            inference: dict | None = None, **load_kw) -> dict:
+                            inference: dict | None = None, read: ReadOptions | None = None) -> dict:
     """Write a scenario TOML calibrated from measured telemetry; returns its figures.
 
     cap = measured peak; holds bootstrapped by model and outcome (which carries the
     exception rate); arrivals replay the measured start times. ``inference`` (keyword
     arguments of ``inference.calibrate.inference_calibration``): write ``[turns]`` and
     ``[inference]`` calibrated from the turn curve instead of ``[hold]``. The file is
-    written atomically; ``progress`` shows the telemetry read on a terminal.
+    written atomically; ``progress`` shows the telemetry read on a terminal; ``read``: the reader
+    options (``telemetry.options.make_options``; default: sniffed format, UTC).
     """
     from sandbox_fleet.telemetry import load_telemetry
 
-    tel = load_telemetry([str(p) for p in paths], progress=progress, **load_kw)
+    tel = load_telemetry([str(p) for p in paths], progress=progress, read=read)
     fig = calibration(tel.rollouts)
     out = Path(out)
     src = [str(Path(p).resolve()) for p in paths]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -75,30 +76,26 @@ def load_telemetry(
     paths: list[str] | str | Path,
     *,
     tasks: str | None = None,
-    fmt: str | None = None,
-    column_map: str | dict[str, str] | None = None,
-    time_unit: str | None = None,
-    assume_tz: str = "UTC",
-    reward_key: str = "reward",
+    read: ReadOptions | None = None,
     progress: bool = True,
     cache_dir: str | None = None,
-    latest_time: str | None = "2100-01-01",
-    allow_any_time: bool = False,
-    score: str | None = None,
     coded: bool = False,
+    **flags: Any,
 ) -> Telemetry:
-    """Read every PATH (format sniffed unless ``fmt`` forces one) into one canonical Telemetry.
+    """Read every PATH (format sniffed unless the reader options force one) into one canonical Telemetry.
 
     Rows are validated and unusable ones counted by reason in ``rejected``; duplicate
     ids across all PATHs keep the first in input order. ``tasks`` adds the task table.
     ``coded``: the CODED_COLUMNS (task_id, model, job, exception_type) come as ``record.CODED``
     dictionaries, one dictionary per column shared by every chunk, instead of strings.
+    ``read``: the reader options already validated (``options.make_options``, as the stages pass
+    them); without it ``flags`` (``fmt``, ``column_map``, ``time_unit``, ``assume_tz``, ``reward_key``,
+    ``latest_time``, ``allow_any_time``, ``score``) are validated here by ``make_options``.
+    ``progress`` and ``coded`` are the caller's either way.
     """
-    opts = make_options(
-        fmt=fmt, column_map=column_map, time_unit=time_unit, assume_tz=assume_tz,
-        reward_key=reward_key, progress=progress, latest_time=latest_time,
-        allow_any_time=allow_any_time, score=score, coded=coded,
-    )
+    if read is not None and flags:
+        raise TypeError(f"load_telemetry: give the reader options as read= or as keywords, not both ({', '.join(flags)})")
+    opts = replace(read if read is not None else make_options(**flags), progress=progress, coded=coded)
     if isinstance(paths, (str, Path)):
         paths = [str(paths)]  # one PATH given bare; iterating a str would read characters
     if not paths:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry
+
+if TYPE_CHECKING:  # PyArrow: the CLI builds ReadOptions for inputs that may be summaries, never read as rows
+    from sandbox_fleet.telemetry.record import Telemetry
 
 FORMATS = ("rst", "harbor", "terminal-bench", "inspect", "table")
 #: Telemetry of agentic RL cannot predate this; earlier times are durations or defaults.
@@ -42,6 +45,8 @@ def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
     """Parse ``"canonical=source,..."`` (or a dict) and check every canonical name."""
     if spec is None or spec == "":
         return {}
+    from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS
+
     if isinstance(spec, dict):
         pairs = list(spec.items())
     else:
@@ -68,18 +73,22 @@ def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
 
 def make_options(
     *,
-    fmt: str | None,
-    column_map: str | dict[str, str] | None,
-    time_unit: str | None,
-    assume_tz: str,
-    reward_key: str,
-    progress: bool,
+    fmt: str | None = None,
+    column_map: str | dict[str, str] | None = None,
+    time_unit: str | None = None,
+    assume_tz: str = "UTC",
+    reward_key: str = "reward",
+    progress: bool = True,
     latest_time: str | None = DEFAULT_LATEST_TIME,
     allow_any_time: bool = False,
     score: str | None = None,
     coded: bool = False,
 ) -> ReadOptions:
-    """Validate user options, failing with one line on the first bad one."""
+    """Validate user options, failing with one line on the first bad one.
+
+    The reader flags' one typed form: ``sandbox-fleet`` builds it once per command and it travels
+    to ``load_telemetry`` through ``measure_paths``, ``backtest_paths`` and ``scenario_from_telemetry``.
+    """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"`fmt`: unknown format '{fmt}' (valid: {', '.join(FORMATS)})")
     if time_unit is not None and time_unit not in TIME_UNITS:

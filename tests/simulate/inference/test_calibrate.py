@@ -69,15 +69,15 @@ def test_the_turn_curve_is_measures_on_the_same_telemetry(run_cli, tmp_path):
 
     import pyarrow.parquet as pq
 
-    from sandbox_fleet.measure import measure_paths
     from sandbox_fleet.simulate import LogNormal
+    from summaries import paths_json
 
     turns = Turns(LogNormal(6, 0.6), None, Exponential(3.0), Exponential(120), Exponential(60))
     res = run_workloads(Fleet(cap=16), [Closed(population=16, n=1500, episode=Episode(turns=turns))], 4,
                         inference=Inference(replicas=2, prefill_tok_s=20_000, decode_tok_s=2_000))
     path = tmp_path / "tel.parquet"
     pq.write_table(res.to_telemetry(), path)
-    measured = measure_paths([str(path)])["tokens"]
+    measured = paths_json([str(path)])["tokens"]
     assert any(n < 20 for n in measured["median_input_rows_by_turns"].values())  # the case that differed
     r = run_cli("simulate", tmp_path / "cal.toml", "--from", path, "--inference", "--json")
     assert r.code == 0, r.err

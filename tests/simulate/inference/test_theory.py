@@ -150,7 +150,7 @@ def test_measure_reads_the_simulated_tokens_like_real_telemetry(tmp_path):
     # pool's cache_hit_rate, and its output per rollout the decoded tokens per rollout.
     import pyarrow.parquet as pq
 
-    from sandbox_fleet.measure import measure_paths
+    from summaries import paths_json
 
     turns = Turns(Deterministic(6), None, Exponential(2.0), Exponential(200), Exponential(100))
     pool = Inference(replicas=3, prefill_tok_s=5_000, decode_tok_s=800, routing="least-loaded",
@@ -159,6 +159,6 @@ def test_measure_reads_the_simulated_tokens_like_real_telemetry(tmp_path):
     s = res.summary()["inference"]
     assert 0 < s["cache_hit_rate"] < 1 and s["evicted_gb"] > 0
     pq.write_table(res.to_telemetry(), tmp_path / "t.parquet")
-    m = measure_paths([str(tmp_path / "t.parquet")], progress=False)
+    m = paths_json([str(tmp_path / "t.parquet")], progress=False)
     assert m["tokens"]["cached_fraction"] == pytest.approx(s["cache_hit_rate"], rel=1e-12)
     assert m["tokens"]["output_per_rollout"] == pytest.approx(s["decode_tokens"] / 400, rel=1e-12)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sandbox_fleet import contract
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.report.checks.cache import prefix_cache_off
 from sandbox_fleet.report.checks.capacity import (
@@ -51,6 +50,7 @@ from sandbox_fleet.report.checks.simulation import simulation_steady
 from sandbox_fleet.report.thresholds import Section, Thresholds
 
 if TYPE_CHECKING:
+    from sandbox_fleet.backtest.model import BacktestSummary
     from sandbox_fleet.plan.model import PlanSummary
     from sandbox_fleet.simulate.model import SimulateSummary
 
@@ -89,37 +89,27 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(measure: MeasureSummary | dict, plan: PlanSummary | dict | None = None,
-               thresholds: Thresholds | None = None, backtest=None,
-               simulate: SimulateSummary | dict | None = None) -> list[CheckResult]:
-    """Run every check on a measure summary (and a plan if given), models or their JSON dicts.
+def run_checks(measure: MeasureSummary, plan: PlanSummary | None = None,
+               thresholds: Thresholds | None = None, backtest: BacktestSummary | None = None,
+               simulate: SimulateSummary | None = None) -> list[CheckResult]:
+    """Run every check on a measure summary (and a plan if given), as their models.
 
-    Each is parsed into its model first (InputError when it is not one); a figure it does not
-    carry gives ``skip``, never an exception; a check disabled in the thresholds also skips.
-    ``backtest`` (a backtest summary, model or JSON dict) adds the drift gate last.
+    A figure a summary does not carry gives ``skip``, never an exception; a check disabled in the
+    thresholds also skips. ``backtest`` (a backtest summary) adds the drift gate last.
     With a simulate summary, ``simulation_steady`` follows: an unstable run fails.
     """
     t = thresholds if thresholds is not None else Thresholds.default()
-    m = contract.parse(MeasureSummary, measure, "measure summary")
-    p = None
-    if plan is not None:
-        from sandbox_fleet.plan.model import PlanSummary  # built only when a plan is given
-
-        p = contract.parse(PlanSummary, plan, "plan summary")
     results = []
     for check in CHECKS:
         section: Section = getattr(t, check.__name__)
         if not section.enabled:
             results.append(CheckResult(check.__name__, "skip", None, None, "disabled in thresholds"))
         else:
-            results.append(check(m, p, t))
+            results.append(check(measure, plan, t))
     if backtest is not None:
-        from sandbox_fleet.backtest.model import BacktestSummary
         from sandbox_fleet.report.checks.backtest import backtest_drift
 
-        results.append(backtest_drift(contract.parse(BacktestSummary, backtest, "backtest summary"), t))
+        results.append(backtest_drift(backtest, t))
     if simulate is not None:
-        from sandbox_fleet.simulate.model import SimulateSummary
-
-        results.append(simulation_steady(contract.parse(SimulateSummary, simulate, "simulate summary")))
+        results.append(simulation_steady(simulate))
     return results

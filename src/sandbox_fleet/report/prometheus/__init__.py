@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_fleet import atomic, contract
+from sandbox_fleet import atomic
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
@@ -24,20 +24,15 @@ from sandbox_fleet.report.thresholds import Thresholds
 __all__ = ["Rule", "metrics_text", "rules", "rules_yaml", "serving_basis", "serving_rule_list", "write_outputs"]
 
 
-def metrics_text(measure: MeasureSummary | dict, plan: PlanSummary | dict | None, results: list[CheckResult],
+def metrics_text(measure: MeasureSummary, plan: PlanSummary | None, results: list[CheckResult],
                  thresholds: Thresholds) -> str:
-    """The summary's figures (and the check-computed ones) as Prometheus text exposition.
-
-    Each input is parsed into its model first (InputError when it is not one), as ``run_checks`` does.
-    """
-    m = contract.parse(MeasureSummary, measure, "measure summary")
-    p = contract.parse(PlanSummary, plan, "plan summary") if plan is not None else None
-    return exposition(build_registry(m, p, results, thresholds))
+    """The summary's figures (and the check-computed ones) as Prometheus text exposition."""
+    return exposition(build_registry(measure, plan, results, thresholds))
 
 
 def write_outputs(
-    measure: MeasureSummary | dict,
-    plan: PlanSummary | dict | None,
+    measure: MeasureSummary,
+    plan: PlanSummary | None,
     results: list[CheckResult],
     thresholds: Thresholds,
     *,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.report.prometheus.rules import Rule, _n
@@ -52,10 +51,9 @@ class ServingBasis:
     basis: str
 
 
-def serving_basis(plan: PlanSummary | dict) -> ServingBasis:
+def serving_basis(plan: PlanSummary) -> ServingBasis:
     """Thresholds from a plan's inference block; InputError when the plan has no prefill figures."""
-    p = contract.parse(PlanSummary, plan, "plan")
-    inf = p.inference
+    inf = plan.inference
     prefill = inf.prefill_tok_s if inf else None
     cached = inf.prefill_tok_s_cached if inf else None
     u = inf.utilisation_target if inf else None
@@ -94,7 +92,7 @@ def _band(alert: str, gate: str, exprs: tuple[str, str], warn: tuple[str, str], 
             Rule(gate, alert, "critical", _either(vllm, sglang, crit), FOR_S, texts[1], description)]
 
 
-def serving_rules(plan: PlanSummary | dict) -> list[Rule]:
+def serving_rules(plan: PlanSummary) -> list[Rule]:
     """The serving-pool alerting rules for a plan, warning then critical per figure."""
     b = serving_basis(plan)
     h, floor, u = _n(round(b.hit_ratio, 6)), _n(round(b.hit_ratio_floor, 6)), _n(b.utilisation)
