@@ -505,11 +505,11 @@ def simulate(
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
-        from sandbox_fleet.simulate.scenario import run_scenario
+        from sandbox_fleet.simulate.scenario import simulate_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
-        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json), seed=seed,
-                               max_memory_gb=max_memory_gb)
+        summary = simulate_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json),
+                                    seed=seed, max_memory_gb=max_memory_gb).to_json()
     _emit(summary, as_json, output,
           _renderer("sandbox_fleet.simulate.render", "render_calibration" if from_ else "render_summary"))
 
