@@ -130,8 +130,8 @@ def test_a_measure_model_handed_over_searches_as_its_file(produced):
     from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.optimize import run_optimize
 
-    kw = dict(passing_per_hour=100, count=150, max_cap=128, cap_step=32, max_replicas=2, gpus=["h100-80gb"],
-              caching="on", reps=5, workers=1)
+    kw: dict = {"passing_per_hour": 100, "count": 150, "max_cap": 128, "cap_step": 32, "max_replicas": 2,
+                "gpus": ["h100-80gb"], "caching": "on", "reps": 5, "workers": 1}
     by_path = run_optimize(produced.fleet_path, **kw)
     by_model = run_optimize(load_measure(produced.fleet_path), name=str(produced.fleet_path), **kw)
     assert jsonio.dumps(by_model.summary) == jsonio.dumps(by_path.summary)
