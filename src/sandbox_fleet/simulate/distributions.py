@@ -147,12 +147,17 @@ class Mixture(Dist):
 
     def sample_labeled(self, rng, n):
         comp = rng.choice(len(self.components), size=n, p=self.probs)
-        out = np.empty(n)
+        return self.sample_given(rng, comp), comp
+
+    def sample_given(self, rng, comp: np.ndarray) -> np.ndarray:
+        """One draw per entry of ``comp`` from the component it names (in component order, so a
+        retry that keeps its rollout's component draws the same stream as a first sample would)."""
+        out = np.empty(len(comp))
         for k, dist in enumerate(self.components):
             idx = np.flatnonzero(comp == k)
             if idx.size:
                 out[idx] = dist.sample(rng, idx.size)
-        return out, comp
+        return out
 
     def sample(self, rng, n):
         return self.sample_labeled(rng, n)[0]

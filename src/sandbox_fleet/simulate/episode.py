@@ -83,12 +83,7 @@ def _hold_raw(ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: np
     mix = mixture_of(ep.agent)
     if labels is not None and mix is not None:
         # Keep each rollout's component (its model) on a retry.
-        out = np.empty(n)
-        for k, comp in enumerate(mix.components):
-            sel = np.flatnonzero(labels == k)
-            if sel.size:
-                out[sel] = comp.sample(rng, sel.size)
-        return out, labels
+        return mix.sample_given(rng, labels), labels
     return ep.agent.sample_labeled(rng, n)
 
 
