@@ -131,7 +131,7 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
 
 
 @dataclass
-class _Sized:
+class _SizedNodeType:
     """One node type sized for the pool: the figures of its ``nodes`` block and what later blocks need."""
 
     node: NodeType
@@ -164,7 +164,7 @@ class _Sized:
                                        source=self.reserve_source)}
 
 
-def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], dominant: int, opts: PlanOptions) -> _Sized:
+def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], dominant: int, opts: PlanOptions) -> _SizedNodeType:
     """Size one node type (after its system reserve); raises InputError if a request does not fit it."""
     reserve, reserve_src = node_reserve(node, opts.reserve)
     sizing = size_uniform(node, reqs[dominant], max(counts[dominant], 1), reserve)
@@ -172,7 +172,7 @@ def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], d
         size_uniform(node, q, 1, reserve)  # every request must fit an empty node
     cap = usable(node, reserve)
     pack = ffd(reqs, counts, cap)
-    return _Sized(
+    return _SizedNodeType(
         node=node, count=pack.nodes, binding=sizing.binding, slots_per_node=sizing.slots, per_node=sizing.per_node,
         lower_bound=pack.lower_bound, lower_bound_by_resource=pack.lower_bound_by_resource,
         stranded=Resources(cpu=pack.stranded["cpu"], memory_mb=pack.stranded["memory"], disk_mb=pack.stranded["disk"]),
@@ -184,8 +184,8 @@ def _size_type(node: NodeType, reqs: list[ResourceRequest], counts: list[int], d
     )
 
 
-def _choose(sized: list[_Sized], opts: PlanOptions, notes: list[str]) -> tuple[_Sized, list[_Sized]]:
-    def key(s: _Sized) -> tuple:
+def _choose(sized: list[_SizedNodeType], opts: PlanOptions, notes: list[str]) -> tuple[_SizedNodeType, list[_SizedNodeType]]:
+    def key(s: _SizedNodeType) -> tuple:
         price = s.price(_tier(opts))
         return price is None, price or 0.0, s.count, s.type
 
@@ -201,12 +201,12 @@ def _choose(sized: list[_Sized], opts: PlanOptions, notes: list[str]) -> tuple[_
     return chosen, others
 
 
-def _alt(s: _Sized, tier: str) -> Alternative:
+def _alt(s: _SizedNodeType, tier: str) -> Alternative:
     return Alternative.model_validate({"type": s.type, "count": s.count, "binding": s.binding, "per_node": s.per_node,
                                        f"{tier}_per_h": s.price(tier), "priced": s.node.priced})
 
 
-def _pool_block(s: _Sized, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
+def _pool_block(s: _SizedNodeType, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
                 mix_basis: str) -> dict:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
     return s.figures() | {
@@ -243,7 +243,7 @@ class _Nodes:
     """What sizing the nodes decides, for the blocks after it."""
 
     block: Nodes
-    chosen: _Sized
+    chosen: _SizedNodeType
     node: NodeType
     reqs: list[ResourceRequest]
     counts: list[int]

@@ -154,10 +154,10 @@ def _mp_context():
 
 
 def _tracked(items, total: int, progress: bool):
-    return track(_Sized(items, total), "parsing task shards", progress, min_items=2)
+    return track(_KnownLength(items, total), "parsing task shards", progress, min_items=2)
 
 
-class _Sized:
+class _KnownLength:
     """An iterator with a known length, so the progress bar can show a total."""
 
     def __init__(self, items, total: int) -> None:
