@@ -505,11 +505,11 @@ def simulate(
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
-        from sandbox_fleet.simulate.scenario import run_scenario
+        from sandbox_fleet.simulate.scenario import simulate_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
-        summary = run_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json), seed=seed,
-                               max_memory_gb=max_memory_gb)
+        summary = simulate_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json),
+                                    seed=seed, max_memory_gb=max_memory_gb).to_json()
     _emit(summary, as_json, output,
           _renderer("sandbox_fleet.simulate.render", "render_calibration" if from_ else "render_summary"))
 
@@ -608,11 +608,14 @@ def optimize(
 ) -> None:
     """The cheapest sandbox fleet + GPU pool whose simulated closed loop meets a target."""
     from sandbox_fleet import atomic
+    from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.optimize import run_optimize
 
     _check_outputs([input_path], o=(output, (".json",)), write_scenario=(write_scenario, (".toml",)))
+    measured = input_path.suffix == ".json" and input_path.is_file()  # else a scenario, or refused by optimize
     out = run_optimize(
-        input_path, passing_per_hour=passing_per_hour, batch=batch, train_s=train_s, max_step_s=max_step_s,
+        load_measure(input_path) if measured else input_path, name=str(input_path) if measured else None,
+        passing_per_hour=passing_per_hour, batch=batch, train_s=train_s, max_step_s=max_step_s,
         steps=steps, scale=scale, count=count, seed=seed, backend=backend, workers=workers, gpus=gpu,
         gpus_per_replica=gpus_per_replica, caching=caching, kv_offload_gb=kv_offload_gb, max_replicas=max_replicas,
         max_cap=max_cap, cap_step=cap_step, reps=reps, search_reps=search_reps, screen_holds=screen_holds, pass_rate=pass_rate,

@@ -121,3 +121,26 @@ def test_a_scenario_without_token_draws():
 ])
 def test_bad_flags(args, words):
     _one_line_exit_2(_run(str(SMALL), *args), *words)
+
+
+def test_a_measure_model_handed_over_searches_as_its_file(produced):
+    """``run_optimize`` takes the ``MeasureSummary`` (as the CLI hands it over, read once by
+    ``load_measure``) and gives the same bytes as the path convenience on the file it came from."""
+    from sandbox_fleet import jsonio
+    from sandbox_fleet.measure.load import load_measure
+    from sandbox_fleet.optimize import run_optimize
+
+    kw: dict = {"passing_per_hour": 100, "count": 150, "max_cap": 128, "cap_step": 32, "max_replicas": 2,
+                "gpus": ["h100-80gb"], "caching": "on", "reps": 5, "workers": 1}
+    by_path = run_optimize(produced.fleet_path, **kw)
+    by_model = run_optimize(load_measure(produced.fleet_path), name=str(produced.fleet_path), **kw)
+    assert jsonio.dumps(by_model.summary) == jsonio.dumps(by_path.summary)
+    assert by_model.scenario_toml == by_path.scenario_toml
+    assert by_model.summary["input"] == Path(produced.fleet_path).name
+
+    from sandbox_fleet.errors import InputError
+    from sandbox_fleet.measure.model import MeasureSummary
+
+    no_tokens = MeasureSummary.model_validate({**produced.fleet, "tokens": None})  # a model with no file behind it
+    with pytest.raises(InputError, match=r"^measure summary: no token telemetry \(tokens is null\)"):
+        run_optimize(no_tokens, **kw)

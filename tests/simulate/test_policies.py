@@ -215,7 +215,7 @@ def _run(path: Path, **edits: str):
         spec = SPEC.ScenarioSpec.model_validate(tomllib.loads(text))
     built = build(spec, path.parent)
     res = run_workloads(built.fleets, built.workloads, built.seed)
-    return res, built.summary(res)
+    return res, built.summary(res).to_json()
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from sandbox_fleet import contract
 from sandbox_fleet.measure.model import MeasureSummary
 
 
-def warn_on_stderr(summary: MeasureSummary | dict) -> None:
+def warn_on_stderr(summary: MeasureSummary) -> None:
     """Every warning of a measure summary (one per rejected-row reason among them) as one line on
     stderr, where it is seen even when stdout is JSON, piped or a long table."""
-    s = contract.parse(MeasureSummary, summary, "measure summary")
-    for w in s.warnings or []:
+    for w in summary.warnings or []:
         sys.stderr.write(f"warning: {w}\n")
     sys.stderr.flush()

@@ -7,19 +7,22 @@ import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_range, check_seed
 from sandbox_fleet.optimize import tomlout
 from sandbox_fleet.optimize.evaluate import CONFIRM_HOLDS, Evaluator, Goal, scenario_data, slice_cap
-from sandbox_fleet.optimize.inputs import load_input, sandbox_requests
+from sandbox_fleet.optimize.inputs import base_of, sandbox_requests
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
 from sandbox_fleet.optimize.space import gpu_options, node_types, spot_rates
 from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX, t95
 from sandbox_fleet.sweep.backends import BACKENDS
 from sandbox_fleet.textout import progress_bar
+
+if TYPE_CHECKING:
+    from sandbox_fleet.measure.model import MeasureSummary
 
 SCREEN_HOLDS = 24  # holds per sandbox of a search run (the loop's start-up transient is ~1% by then)
 NEAR = 0.03  # a cheaper point the screen put this close below the target is re-run at confirmation length
@@ -33,7 +36,7 @@ class Outcome:
 
 
 def run_optimize(
-    input_path: str | Path, *, passing_per_hour: float | None = None, batch: int | None = None,
+    source: MeasureSummary | str | Path, *, name: str | None = None, passing_per_hour: float | None = None, batch: int | None = None,
     train_s: float = 0.0, max_step_s: float | None = None, steps: int = 2, scale: float = 1.0,
     count: int | None = None, seed: int | None = None, backend: str = "local", workers: int | None = None,
     gpus: list[str] | None = None, gpus_per_replica: int | None = None, caching: str = "both",
@@ -44,19 +47,26 @@ def run_optimize(
     node_type: list[str] | None = None,
     progress: bool = False,
 ) -> Outcome:
-    """Search sandbox cap, node type and tier, GPU type and count, caching and offload; see docs/optimize.md."""
+    """Search sandbox cap, node type and tier, GPU type and count, caching and offload; see docs/optimize.md.
+
+    ``source`` is the loop to resize: a ``MeasureSummary`` (``measure.load.load_measure`` reads one;
+    ``name``, the file it came from, names it in messages and its file name is the output's ``input``),
+    or, for convenience, a path: a
+    scenario ``.toml`` or a measure summary ``.json`` (read here through ``load_measure``).
+    """
     goal = _goal(passing_per_hour, batch, train_s, max_step_s, steps)
     if backend not in BACKENDS:
         raise InputError(f"`backend` {backend!r}: expected one of {', '.join(BACKENDS)}")
-    for name, v in (("`scale`", scale), ("`sandbox_cpu`", sandbox_cpu), ("`sandbox_memory_gb`", sandbox_memory_gb),
-                    ("`sandbox_disk_gb`", sandbox_disk_gb)):
+    for param, v in (("`scale`", scale), ("`sandbox_cpu`", sandbox_cpu), ("`sandbox_memory_gb`", sandbox_memory_gb),
+                     ("`sandbox_disk_gb`", sandbox_disk_gb)):
         if v is not None and not (v > 0 and math.isfinite(v)):
-            raise InputError(f"{name} {v}: expected a positive number")
+            raise InputError(f"{param} {v}: expected a positive number")
     if scale > 1:
         raise InputError(f"`scale` {scale}: expected a fraction in (0, 1]")
-    for name, v in (("`max_replicas`", max_replicas), ("`reps`", reps), ("`search_reps`", search_reps), ("`steps`", steps)):
-        if v < 1:
-            raise InputError(f"{name} {v}: expected a positive integer")
+    for param, n_given in (("`max_replicas`", max_replicas), ("`reps`", reps), ("`search_reps`", search_reps),
+                           ("`steps`", steps)):
+        if n_given < 1:
+            raise InputError(f"{param} {n_given}: expected a positive integer")
     check_range("`max_cap`", max_cap, minimum=1, whole=True)
     check_range("`cap_step`", cap_step, minimum=1, whole=True)
     check_range("`train_s`", train_s)
@@ -74,8 +84,9 @@ def run_optimize(
         from rich.console import Console
 
         progress = Console(stderr=True).is_terminal
-    p = Path(input_path)
-    base = load_input(p, pass_rate=pass_rate, model_params_b=model_params_b, kv_bytes_per_token=kv_bytes_per_token)
+    base = base_of(source, name, pass_rate=pass_rate, model_params_b=model_params_b,
+                   kv_bytes_per_token=kv_bytes_per_token)
+    where = str(source) if isinstance(source, (str, Path)) else (name or base.name)  # how messages name the input
     seed = int(base.data.get("run", {}).get("seed", 1)) if seed is None else seed
     check_seed(seed)
     if count is not None and count < 1:
@@ -83,7 +94,7 @@ def run_optimize(
     n = count if count is not None else max(1, round(base.count * scale))
     top = max_cap or (goal.batch if goal.step_mode else (2 * base.cap if base.cap else None))
     if top is None:
-        raise InputError(f"{p}: no cap to start from; give `max_cap`")
+        raise InputError(f"{where}: no cap to start from; give `max_cap`")
     step = cap_step or _default_step(top, scale)
     caps = list(range(step, top + 1, step)) or [top]
     pruned: dict[str, int] = {}
@@ -113,7 +124,7 @@ def run_optimize(
     if not goal.step_mode:  # the written scenario runs as long as the confirmation did, so it reproduces it
         full_n = max(full_n, CONFIRM_HOLDS * best.cap)
     model = OptimizeSummary.build(
-        input=p.name, input_fingerprint=base.fingerprint,
+        input=base.name, input_fingerprint=base.fingerprint,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
                 "pass_rate": base.pass_rate, "scale": scale},
@@ -141,7 +152,7 @@ def run_optimize(
     data = scenario_data(base, goal, best.option, best.replicas, best.cap, full_n, seed)
     won = model.best
     lo, hi = won.passing_per_hour_interval
-    head = [f"written by sandbox-fleet optimize from {p.name}: the cheapest configuration found",
+    head = [f"written by sandbox-fleet optimize from {base.name}: the cheapest configuration found",
             f"${won.usd_per_h:.2f}/h; {won.nodes} x {won.node_type} "
             f"({won.tier}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
     if scale != 1:

@@ -145,7 +145,7 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
     _, built = check(data, Path(base_dir), source)
     res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
     holds = res.hold_s[res.started]
-    return CandidateRun(summary=SimulateSummary.model_validate(built.summary(res, seed=seed)),
+    return CandidateRun(summary=built.summary(res, seed=seed),
                         hold_h=float(holds.sum() / 3600.0),
                         rework_h=tuple(float(rework_hours(holds, r)) for r in spot_rates))
 

@@ -46,6 +46,22 @@ class Base:
     fingerprint: str | None = None  # of the measure summary read; None for a scenario
 
 
+#: what a measure summary handed over as a model is called in the output when no ``name`` is given
+UNNAMED_MEASURE = "measure summary"
+
+
+def base_of(source: MeasureSummary | str | Path, name: str | None, *, pass_rate: float | None,
+            model_params_b: float | None, kv_bytes_per_token: float | None) -> Base:
+    """The base loop of ``source``: a ``MeasureSummary`` (called ``name`` in the output and in
+    messages), or a path read by ``load_input``."""
+    from sandbox_fleet.measure.model import MeasureSummary
+
+    if isinstance(source, MeasureSummary):
+        return from_measure(source, Path(name or UNNAMED_MEASURE), pass_rate, model_params_b, kv_bytes_per_token)
+    return load_input(Path(source), pass_rate=pass_rate, model_params_b=model_params_b,
+                      kv_bytes_per_token=kv_bytes_per_token)
+
+
 def load_input(path: Path, *, pass_rate: float | None, model_params_b: float | None,
                kv_bytes_per_token: float | None) -> Base:
     """Read INPUT (``.toml`` scenario or ``.json`` measure summary) into a ``Base``."""
@@ -108,7 +124,8 @@ def _num(v, key: str, path: Path) -> float:
 
 def from_measure(m: MeasureSummary, path: Path, pass_rate: float | None, params_b: float | None,
                  kv_bytes: float | None) -> Base:
-    """The base loop of a measure summary ``m`` (read from ``path``, which names it): turn draws from its tokens."""
+    """The base loop of a measure summary ``m`` (``path`` names it: read from there, or only its name
+    when the model was handed over): turn draws from its tokens."""
     from sandbox_fleet.contract import fingerprint
 
     t = m.tokens

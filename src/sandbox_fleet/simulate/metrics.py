@@ -70,8 +70,8 @@ def concurrency(start: np.ndarray, finish: np.ndarray) -> dict:
 
 
 def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warmup_s: float | None = None,
-              **head) -> dict:
-    """The run's ``SimulateSummary`` as its JSON dict; ``head`` (scenario, seed, telemetry) is carried in.
+              **head) -> SimulateSummary:
+    """The run's ``SimulateSummary``; ``head`` (scenario, seed, telemetry) is carried in.
 
     ``pass_rate`` and ``warmup_s`` (``[run]``) go to the steady-state analysis (``simulate.steady``).
     """
@@ -167,7 +167,7 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         out["engine"] = res.engine
         out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
         out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
-    return SimulateSummary.build(**out).to_json()
+    return SimulateSummary.build(**out)
 
 
 def substrate_figures(res, started: np.ndarray) -> dict | None:

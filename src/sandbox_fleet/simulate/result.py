@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
 
     from sandbox_fleet.simulate.images import ImageRun
     from sandbox_fleet.simulate.inference.figures import ServedRun
+    from sandbox_fleet.simulate.model import SimulateSummary
     from sandbox_fleet.simulate.trainer import RLState
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -244,13 +245,18 @@ class SimResult:
     def state_names(self) -> np.ndarray:
         return np.asarray(STATE_NAMES, dtype=object)[self.state]
 
-    def summary(self, *, timing: bool = False, pass_rate: float | None = None, warmup_s: float | None = None,
-                **head) -> dict:
-        """The run's summary (see ``metrics.summarise``); ``timing`` adds wall-clock figures, ``pass_rate``
-        and ``warmup_s`` feed the steady-state block."""
+    def summary_model(self, *, timing: bool = False, pass_rate: float | None = None,
+                      warmup_s: float | None = None, **head) -> SimulateSummary:
+        """The run's ``SimulateSummary`` (see ``metrics.summarise``); ``timing`` adds wall-clock
+        figures, ``pass_rate`` and ``warmup_s`` feed the steady-state block."""
         from sandbox_fleet.simulate.metrics import summarise
 
         return summarise(self, timing=timing, pass_rate=pass_rate, warmup_s=warmup_s, **head)
+
+    def summary(self, *, timing: bool = False, pass_rate: float | None = None, warmup_s: float | None = None,
+                **head) -> dict:
+        """``summary_model`` as its JSON dict (the convenience docs/simulate.md shows)."""
+        return self.summary_model(timing=timing, pass_rate=pass_rate, warmup_s=warmup_s, **head).to_json()
 
     # --- telemetry ---------------------------------------------------------------------
     def to_telemetry(self, epoch: datetime = DEFAULT_EPOCH, *, include_retried: bool = True) -> pa.Table:

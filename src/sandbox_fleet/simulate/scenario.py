@@ -1,4 +1,4 @@
-"""Scenario files: load, build and simulate one (``run_scenario``).
+"""Scenario files: load, build and simulate one (``simulate_scenario``: the model; ``run_scenario``: its JSON).
 
 The TOML schema and ``load_scenario`` live in ``scenario_spec``; turning a spec into
 engine objects (``build``) in ``scenario_build``. Both are re-exported here, so
@@ -12,6 +12,7 @@ from pathlib import Path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
 from sandbox_fleet.simulate import bounds
+from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.simulate.scenario_build import Built, build
 from sandbox_fleet.simulate.scenario_spec import (
     BuildSpec,
@@ -44,13 +45,21 @@ __all__ = [
     "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "EmpiricalSpec", "EpisodeParts",
     "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
     "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
-    "load_scenario", "run_scenario",
+    "load_scenario", "run_scenario", "simulate_scenario",
 ]
 
 
 def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, timing: bool = False,
                  progress: bool = False, seed: int | None = None, max_memory_gb: float | None = None) -> dict:
-    """Load, build and simulate a scenario file; returns the summary dict.
+    """``simulate_scenario`` as its JSON dict (what ``simulate --json`` prints; docs/simulate.md)."""
+    return simulate_scenario(path, telemetry_out=telemetry_out, timing=timing, progress=progress, seed=seed,
+                             max_memory_gb=max_memory_gb).to_json()
+
+
+def simulate_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, timing: bool = False,
+                      progress: bool = False, seed: int | None = None,
+                      max_memory_gb: float | None = None) -> SimulateSummary:
+    """Load, build and simulate a scenario file; returns its ``SimulateSummary``.
 
     ``seed`` overrides the file's ``[run] seed`` (the summary's ``seed`` is the one used).
     Before it runs, a scenario whose estimated memory exceeds ``max_memory_gb`` (default: 75%

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from sandbox_fleet.simulate.images import ImageCache
+    from sandbox_fleet.simulate.model import SimulateSummary
 
 
 class _Common(TypedDict):
@@ -67,9 +68,9 @@ class Built:
         self.pass_rate, self.warmup_s = pass_rate, warmup_s  # [run]: for the steady-state block
         self.reads: list[str] = []  # telemetry files (or globs) the scenario read: replay, empirical
 
-    def summary(self, res, **head) -> dict:
-        """``res.summary`` with this scenario's pass rate and warm-up (``[run]``)."""
-        return res.summary(pass_rate=self.pass_rate, warmup_s=self.warmup_s, **head)
+    def summary(self, res, **head) -> SimulateSummary:
+        """``res.summary_model`` with this scenario's pass rate and warm-up (``[run]``)."""
+        return res.summary_model(pass_rate=self.pass_rate, warmup_s=self.warmup_s, **head)
 
 
 def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",

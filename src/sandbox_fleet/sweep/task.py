@@ -18,4 +18,4 @@ def simulate_variant(data: dict, base_dir: str, source: str, seed: int) -> dict:
 
     _, built = check(data, Path(base_dir), source)
     res = run_workloads(built.fleets, built.workloads, seed, engine=built.engine, inference=built.inference)
-    return built.summary(res, seed=seed)
+    return built.summary(res, seed=seed).to_json()  # plain data: it crosses a process or Ray boundary
