@@ -43,6 +43,16 @@ def test_quiet_prints_nothing_but_keeps_outputs_and_exit_status(run_cli, tmp_pat
     assert (res.code, res.out, res.err) == (0, "", "") and (tmp_path / "p.json").exists()
 
 
+def test_quiet_holds_for_one_run_only(run_cli):
+    # a process that runs the app again after main() (a notebook, a test run) must not stay silent
+    from typer.testing import CliRunner
+
+    from sandbox_fleet.cli import app
+
+    assert run_cli("check", PUBLISHED, "--quiet").out == ""
+    assert CliRunner().invoke(app, ["check", str(PUBLISHED)]).output.startswith(("PASS", "FAIL", "WARN"))
+
+
 def test_quiet_still_prints_errors(run_cli, tmp_path):
     res = run_cli("--quiet", "check", tmp_path / "missing.json")
     assert res.code == 2 and res.out == "" and "missing.json" in res.err

@@ -752,6 +752,8 @@ def main() -> None:
         cleanup()
         _fail("out of memory: the run needs more memory than this machine has; make it smaller "
               "(fewer rollouts, a smaller grid) or run it on a larger machine", 2)
+    finally:  # --quiet holds for this run only: a process that calls main() again starts loud
+        _STATE["quiet"] = False
 
 
 #: Library parameters whose CLI option has another name than the command's parameter.
