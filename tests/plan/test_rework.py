@@ -23,9 +23,9 @@ def test_rework_by_hand():
 
 def test_spot_rework_line():
     out = spot_rework(np.array([3600.0]), 0.5, busy_sandboxes=100, spot_per_h=10.0, source="x")
-    assert out["rework_share"] == pytest.approx(0.29744, abs=1e-5)
-    assert out["rework_sandbox_hours_per_h"] == pytest.approx(29.744, abs=1e-3)
-    assert out["spot_per_h_with_rework"] == pytest.approx(12.9744, abs=1e-4)
+    assert out.rework_share == pytest.approx(0.29744, abs=1e-5)
+    assert out.rework_sandbox_hours_per_h == pytest.approx(29.744, abs=1e-3)
+    assert out.spot_per_h_with_rework == pytest.approx(12.9744, abs=1e-4)
     assert spot_rework(None, 0.5, 1, 1) is None and spot_rework(np.array([1.0]), None, 1, 1) is None
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Optional
 
+from sandbox_fleet.plan.model import SpotRework
+
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
 
@@ -50,17 +52,17 @@ def interruptions_per_hold(hold_s: np.ndarray, rate_per_node_h: float) -> float:
 def spot_rework(
     hold_s: Optional[np.ndarray], rate_per_node_h: Optional[float], busy_sandboxes: Optional[float],
     spot_per_h: Optional[float], source: str = "",
-) -> Optional[dict]:
+) -> Optional[SpotRework]:
     """The spot line's rework figures, or None when the rate or the holds are unknown."""
     if rate_per_node_h is None or hold_s is None or not len(hold_s):
         return None
     share = rework_share(hold_s, rate_per_node_h)
-    return {
-        "interruptions_per_node_h": rate_per_node_h,
-        "source": source,
-        "rework_share": share,
-        "rework_sandbox_hours_per_h": busy_sandboxes * share if busy_sandboxes is not None else None,
-        "rework_per_h": spot_per_h * share if spot_per_h is not None else None,
-        "spot_per_h_with_rework": spot_per_h * (1.0 + share) if spot_per_h is not None else None,
-        "mean_interruptions_per_hold": interruptions_per_hold(hold_s, rate_per_node_h) if not math.isnan(share) else None,
-    }
+    return SpotRework(
+        interruptions_per_node_h=rate_per_node_h,
+        source=source,
+        rework_share=share,
+        rework_sandbox_hours_per_h=busy_sandboxes * share if busy_sandboxes is not None else None,
+        rework_per_h=spot_per_h * share if spot_per_h is not None else None,
+        spot_per_h_with_rework=spot_per_h * (1.0 + share) if spot_per_h is not None else None,
+        mean_interruptions_per_hold=interruptions_per_hold(hold_s, rate_per_node_h) if not math.isnan(share) else None,
+    )
