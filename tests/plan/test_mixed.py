@@ -12,7 +12,7 @@ from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.mixed import best_split, mixed_purchase, node_runs, node_shares, split_cost
 from sandbox_fleet.plan.render import plan_lines
-from summaries import plan_json
+from summaries import as_plan, plan_json
 
 from .conftest import MIXED
 
@@ -111,7 +111,7 @@ def test_mixed_corpus_by_hand():
     assert (m["reserved_nodes"], m["burst_nodes"], m["burst_tier"]) == (1, 6, "on_demand")
     assert m["usd_per_h"] == pytest.approx(node.reserved_usd_h + 6 * 3_000 / 23_470 * node.on_demand_usd_h)
     assert m["usd_per_h"] < min(node.reserved_usd_h, node.on_demand_usd_h) * n
-    line = next(x for x in plan_lines(plan) if "BUY mixed" in x)
+    line = next(x for x in plan_lines(as_plan(plan)) if "BUY mixed" in x)
     assert f"1 x {node.name} reserved + up to 6 x {node.name} on-demand" in line
     assert f"${m['usd_per_h']:,.2f}/h" in line
 
@@ -130,7 +130,7 @@ def test_mixed_corpus_on_spot_bursts_on_spot_with_its_reruns():
 
 def test_the_decision_block_offers_the_mixed_purchase_beside_the_single_tier_buy():
     plan = plan_json(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
-    lines = plan_lines(plan)
+    lines = plan_lines(as_plan(plan))
     at = lines.index(f"  BUY 7 x {plan['nodes']['type']} at peak (lower bound 7)")
     assert lines[at + 1].startswith(f"  or BUY mixed: 1 x {plan['nodes']['type']} reserved + up to 6 x")
     assert lines[at + 1].strip()[3:] in [x.strip() for x in lines[at + 2:]]  # the same line in Line 4

@@ -36,6 +36,7 @@ from sandbox_fleet.plan.model import (
     Request,
     Resources,
     Starts,
+    Storage,
     Target,
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
@@ -351,7 +352,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
     return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
 
-def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opts: PlanOptions) -> dict:
+def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opts: PlanOptions) -> Storage:
     """Scratch, image cache and record growth for the chosen nodes (the ``storage`` block)."""
     rollouts_per_day = (n * (duty if duty else 1.0) / fig.hold_mean_s * 86400.0) if fig.hold_mean_s else None
     return storage_plan(
