@@ -506,7 +506,7 @@ def simulate(
         if inference:
             inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
                    "replica_prefill_tok_s": replica_prefill_tok_s}
-        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
+        summary: Summary | dict = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
                                           read=_read_options(reader))
     else:

@@ -228,13 +228,16 @@ def _pool_block(s: _SizedNodeType, reqs: list[ResourceRequest], weights: list[fl
                 mix_basis: str) -> NodePool:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
     mixed = len(reqs) > 1
+    price = s.price(tier)  # the pool is priced at the plan's tier only
     return NodePool(
         **s.figures(),
         request=Request(**reqs[top].as_dict()),
         mix=[MixEntry(**q.as_dict(), weight=w, concurrent=c) for q, w, c in zip(reqs, weights, counts)] if mixed else None,
         packing="first-fit-decreasing" if mixed else "uniform",
         mix_basis=mix_basis if mixed else None,
-        **{f"{tier}_per_h": s.price(tier)},
+        reserved_per_h=price if tier == "reserved" else None,
+        on_demand_per_h=price if tier == "on_demand" else None,
+        spot_per_h=price if tier == "spot" else None,
         concurrent=sum(counts),
     )
 
@@ -278,7 +281,7 @@ def _tier(opts: PlanOptions) -> str:
 
 
 def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[ResourceRequest], weights: list[float],
-                 counts: list[int], opts: PlanOptions, mix_basis: str) -> list[dict]:
+                 counts: list[int], opts: PlanOptions, mix_basis: str) -> list[NodePool]:
     """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
     pools = []
     for name, idx in gpu.items():
@@ -460,7 +463,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
         inference_per_h=inference_per_h,
         inference_per_h_cached=costmod.inference_cost(opts.gpu_usd_h, inference.gpus_cached),
-        node_pools_per_h=sum(pool_prices) if pool_prices and None not in pool_prices else None,  # type: ignore[arg-type]
+        node_pools_per_h=sum(p for p in pool_prices if p is not None) if pool_prices and None not in pool_prices else None,
         passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
         spot_rework=rework,
         mixed=plan_mixed(fig, nodes, opts, share),
