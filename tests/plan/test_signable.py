@@ -268,7 +268,7 @@ def test_exponential_holds_past_one_reclaim_per_mean_hold_are_unbounded_and_said
     assert rw["rework_share"] is None and rw["mean_interruptions_per_hold"] is None and rw["spot_per_h_with_rework"] is None
     assert rw["basis"].startswith("unbounded: under the exponential hold fit (mean 7,200 s) r x mean = 1 >= 1")
     assert cost["per_pass_basis"] == "spot price, no re-runs"
-    assert f"  spot re-runs: {rw['basis']}" in plan_lines(p)
+    assert f"  spot re-runs: {rw['basis']}" in plan_lines(as_plan(p))
 
 
 def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_runs(tmp_path):

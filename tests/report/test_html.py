@@ -176,7 +176,7 @@ def test_the_decision_block_says_what_plan_says(fleet):
 
     plan = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge"))
     old = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=400))
-    html = report_html(fleet, plan, previous=as_plan(old))
+    html = report_html(fleet, plan, previous=old)
     decision = html[html.index('<section id="decision">'):html.index('<section id="checks">')]
     buy = next(x.strip() for x in plan_lines(as_plan(plan)) if x.strip().startswith("BUY"))
     assert f'<p class="buy">{buy}</p>' in decision
