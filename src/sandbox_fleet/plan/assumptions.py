@@ -29,8 +29,6 @@ class Assumptions:
     def from_input(self, name: str, value: Optional[float], unit: str, detail: str = "") -> None:
         self.add(name, value, unit, self.measured, detail)
 
-    def dump(self) -> list[dict]:
-        return [a.model_dump() for a in self.items]
 
 
 def _src(value, default, flagged: bool = True) -> Source:
@@ -41,7 +39,7 @@ def _src(value, default, flagged: bool = True) -> Source:
 def collect_assumptions(
     fig, opts, input_source: str, *, target: Target, tier_source: Source, node, reserve, reserve_source: Source,
     inference: PlanInference, caching: Caching, request_source: str,
-) -> list[dict]:
+) -> list[Assumption]:
     """The plan's ``assumptions`` list (see the module docstring for ``source``)."""
     a = Assumptions(input_source)
     n = target.concurrency
@@ -95,4 +93,4 @@ def collect_assumptions(
           "flag" if opts.substrates_file else "catalog",
           "cold start and per-action overhead per substrate (illustrative, each with its source): the rented holds "
           "and the substrates' worker-hours; replace with your measurements")
-    return a.dump()
+    return a.items

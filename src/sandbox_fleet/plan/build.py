@@ -26,6 +26,7 @@ from sandbox_fleet.plan.model import (
     Caching,
     Context,
     Cost,
+    Input,
     Mixed,
     MixEntry,
     NodePool,
@@ -558,8 +559,8 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
-        input={"source": source, "rows": int(fig.rows), "path": str(input_path) if input_path is not None else None,
-               "fingerprint": contract.fingerprint(fig.summary)},
+        input=Input(source=source, rows=int(fig.rows), path=str(input_path) if input_path is not None else None,
+                    fingerprint=contract.fingerprint(fig.summary)),
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,
