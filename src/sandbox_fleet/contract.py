@@ -9,8 +9,6 @@ write (concurrency, holds, outcomes) declare their shared figures here, once, as
 This module imports nothing from the stages.
 """
 
-from __future__ import annotations
-
 import json
 import types
 import typing
