@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.plan.rework import rework_h, rework_share, spot_rework
-from sandbox_fleet.simulate.engine import run_workloads
-from sandbox_fleet.simulate.entities import Fleet, RetryPolicy
-from sandbox_fleet.simulate.workloads import Poisson
+from sandbox_fleet.simulate.engine.entities import Fleet, RetryPolicy
+from sandbox_fleet.simulate.engine.run import run_workloads
+from sandbox_fleet.simulate.engine.workloads import Poisson
 
 
 def test_rework_by_hand():

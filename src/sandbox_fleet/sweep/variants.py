@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import load_toml
-from sandbox_fleet.simulate.bounds import check_run
-from sandbox_fleet.simulate.scenario import ScenarioSpec, build
+from sandbox_fleet.simulate.scenario.bounds import check_run
+from sandbox_fleet.simulate.scenario.run import ScenarioSpec, build
 from sandbox_fleet.sweep import paths
 from sandbox_fleet.sweep.values import Scalar
 
