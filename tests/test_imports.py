@@ -2,7 +2,10 @@
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
-sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); the substrate
+sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``);
+inside simulate the engine (``simulate/engine/``) imports only itself and the output model, never the
+scenario tooling (``simulate/scenario/``) nor the package's public face; synth drives simulate from
+outside, through its public API, and only cli and demo import synth; the substrate
 catalog is a leaf (``substrates``) both plan and simulate read; sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
 plan's catalog, reserve, rework and packing helpers), and so does backtest (with measure's sweep line and step
@@ -174,4 +177,4 @@ def test_the_readme_and_package_docstring_state_it():
     readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
     for text in (readme, sandbox_fleet.__doc__):
         assert "telemetry <- measure <- plan and report" in text
-        assert "plan -> simulate" in text and "sweep -> simulate" in text
+        assert "plan -> simulate" in text and "sweep -> simulate" in text and "synth -> simulate" in text

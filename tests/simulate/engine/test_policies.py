@@ -184,13 +184,39 @@ def test_bad_policy_input_is_one_error(fleet, wl, match):
         prepare(fleet, [Poisson(rate_per_s=1, n=5, holds=Exponential(1.0), **wl)], seed=1)
 
 
-@pytest.mark.parametrize("kw,match", [
-    ({"admission": "lifo"}, "admission must be one of"),
-    ({"preempt": True}, "preempt needs admission = 'priority'"),
+@pytest.mark.parametrize("kw,line", [
+    ({"admission": "lifo"},
+     "fleet: key 'admission': Input should be 'fifo', 'shortest-timeout-first', 'priority' or 'timeout-ceiling'"),
+    ({"preempt": True}, "fleet: key 'preempt': preempt = true needs admission = \"priority\" (this pool admits by 'fifo')"),
+    ({"cap": None, "preempt_rate_per_node_s": 0.1},
+     "fleet: key 'preempt_rate_per_node_s': preemption needs a finite cap (nodes are cap / slots_per_node)"),
+    ({"cap": 0}, "fleet: key 'cap': Input should be greater than or equal to 1"),
+    ({"cap": True}, "fleet: key 'cap': expected a whole number, got true"),
 ])
-def test_bad_fleet_is_one_error(kw, match):
-    with pytest.raises(InputError, match=match):
-        Fleet(cap=4, **kw)
+def test_bad_fleet_is_one_error(kw, line):
+    """Made in Python, the fleet model refuses in one InputError line naming the key, with the words a
+    scenario file's [fleet] gets (one model, one set of rules)."""
+    with pytest.raises(InputError) as info:
+        Fleet(**{"cap": 4, **kw})
+    assert str(info.value) == line
+
+
+def test_a_fleet_is_validated_once_and_used_as_it_is(tmp_path):
+    """The [fleet] table's model is the engine's fleet: the builder hands it over without building
+    another (an unnamed pool gets its index as a name, the rest is the same object's data)."""
+    from sandbox_fleet.simulate.scenario import build, load_scenario
+
+    scen = tmp_path / "s.toml"
+    scen.write_text(BASE.format(fleet="provision_delay_s = 2.5", wl=""))
+    spec = load_scenario(scen)
+    built = build(spec, tmp_path, str(scen))
+    [pool] = built.fleets
+    assert isinstance(pool, Fleet) and pool.name == "pool0"
+    assert pool.model_dump(exclude={"name"}) == spec.fleet.model_dump(exclude={"name"})
+    named = BASE.format(fleet='name = "gpu-pool"', wl="")
+    scen.write_text(named)
+    spec = load_scenario(scen)
+    assert build(spec, tmp_path, str(scen)).fleets[0] is spec.fleet
 
 
 def test_the_fifo_recursion_refuses_policy_pools():

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NoReturn, get_args
 
 import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.distributions import Dist
@@ -29,13 +31,33 @@ PHASE_NAMES = ("", "build", "agent", "verifier", "preemption")
 PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
 
 #: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
-ADMISSIONS = ("fifo", "shortest-timeout-first", "priority", "timeout-ceiling")
+Admission = Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"]
+ADMISSIONS: tuple[str, ...] = get_args(Admission)
 
 
-@dataclass
-class Fleet:
+def _no_bool(value: object) -> object:
+    # TOML's true/false are no counts: lax validation read `cap = true` as a cap of 1
+    if isinstance(value, bool):
+        raise PydanticCustomError("whole_number", "expected a whole number, got {value}", {"value": str(value).lower()})
+    return value
+
+
+#: A count: a whole number (a whole-valued float is still taken), never a boolean.
+Whole = Annotated[int, BeforeValidator(_no_bool)]
+PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[Whole, Field(ge=1)]
+
+
+class Fleet(BaseModel):
     """One pool of ``cap`` sandbox slots, shared by every workload assigned to it.
 
+    One model for the scenario file's ``[fleet]`` / ``[[fleets]]`` tables (``scenario.spec.FleetSpec``
+    is this model with one rule of the file format added) and for the engine, validated once, when
+    it is made: the engine and the scenario builder use the instance as it is.
+
+    - ``cap``: slots; ``None`` means unbounded (an M/G/inf pool). ``unbounded = true`` says so
+      explicitly (a scenario file must give one of the two).
     - ``provision_delay_s``: a freed slot takes its next rollout only after this delay
       (a saturated pool then leaves and re-touches its cap many times, as a real
       fleet refilling slots does).
@@ -52,41 +74,58 @@ class Fleet:
       ``preempt_rate_per_node_s`` each (a Poisson process); the attempts running on a
       reclaimed node end as retried (when the retry policy allows) and its slots come
       back after ``node_replace_s``.
-    - ``start_cap`` -- ``None`` disables; ``cap=None`` means unbounded (an M/G/inf pool).
+    - ``queue_timeout_s``: a rollout that waited this long for a slot is dropped.
+
+    Made in Python (``Fleet(cap=...)``), a bad value is one ``InputError`` line naming the key.
     """
 
-    cap: int | None
-    provision_delay_s: float = 0.0
-    start_cap: int | None = None
-    admission: str = "fifo"
-    slots_per_node: int = 96
-    preempt_rate_per_node_s: float = 0.0
-    node_replace_s: float = 0.0
-    queue_timeout_s: float | None = None
-    name: str = "pool"
-    preempt: bool = False
+    model_config = ConfigDict(extra="forbid")  # an unknown key is an error naming it (a typo in a file)
 
-    def __post_init__(self) -> None:
-        if self.cap is not None and (int(self.cap) != self.cap or self.cap < 1):
-            raise InputError(f"fleet cap must be a positive integer, got {self.cap}")
-        if self.start_cap is not None and (int(self.start_cap) != self.start_cap or self.start_cap < 1):
-            raise InputError(f"fleet start_cap must be a positive integer, got {self.start_cap}")
-        if not self.provision_delay_s >= 0:
-            raise InputError(f"fleet provision_delay_s must be >= 0, got {self.provision_delay_s}")
-        if self.admission not in ADMISSIONS:
-            raise InputError(f"fleet admission must be one of {', '.join(ADMISSIONS)}, got {self.admission!r}")
-        if self.preempt and self.admission != "priority":
-            raise InputError(f"fleet preempt needs admission = 'priority' (this pool admits by {self.admission!r})")
-        if self.preempt and self.cap is None:
-            raise InputError("fleet preempt needs a finite cap (an unbounded pool has a slot for everyone)")
-        if self.slots_per_node < 1:
-            raise InputError(f"fleet slots_per_node must be >= 1, got {self.slots_per_node}")
-        if not self.preempt_rate_per_node_s >= 0 or not self.node_replace_s >= 0:
-            raise InputError("fleet preempt_rate_per_node_s and node_replace_s must be >= 0")
+    name: str = "pool"
+    cap: Count | None = None
+    unbounded: bool = False
+    provision_delay_s: NonNegFloat = 0.0
+    start_cap: Count | None = None
+    admission: Admission = "fifo"
+    #: priority admission: a waiting rollout may evict a lower class (or a borrower beyond its quota)
+    preempt: bool = False
+    slots_per_node: Count = 96
+    preempt_rate_per_node_s: NonNegFloat = 0.0
+    node_replace_s: NonNegFloat = 0.0
+    queue_timeout_s: PosFloat | None = None
+
+    #: whether a missing cap is an error (a scenario file must say ``unbounded = true``)
+    cap_required: ClassVar[bool] = False
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise InputError(f"fleet: key '{'.'.join(str(p) for p in e['loc'])}': {e['msg']}") from None
+
+    @model_validator(mode="after")
+    def _rules(self) -> Fleet:
+        """The rules between keys; each error is located at the key it names."""
+        if self.cap_required and self.cap is None and not self.unbounded:
+            _refuse("cap", self.cap, "give cap = N, or unbounded = true")
+        if self.cap is not None and self.unbounded:
+            _refuse("unbounded", self.unbounded, "cap and unbounded = true contradict")
         if self.preempt_rate_per_node_s > 0 and self.cap is None:
-            raise InputError("fleet preemption needs a finite cap (nodes are cap / slots_per_node)")
-        if self.queue_timeout_s is not None and not self.queue_timeout_s > 0:
-            raise InputError(f"fleet queue_timeout_s must be > 0, got {self.queue_timeout_s}")
+            _refuse("preempt_rate_per_node_s", self.preempt_rate_per_node_s,
+                    "preemption needs a finite cap (nodes are cap / slots_per_node)")
+        if self.preempt and self.admission != "priority":
+            _refuse("preempt", self.preempt,
+                    f"preempt = true needs admission = \"priority\" (this pool admits by {self.admission!r})")
+        if self.preempt and self.cap is None:
+            _refuse("preempt", self.preempt, "preempt = true needs a finite cap (an unbounded pool has a slot for everyone)")
+        return self
+
+
+def _refuse(key: str, value: object, message: str) -> NoReturn:
+    # a ValidationError located at the key: nested in a scenario it reads 'fleets.1.preempt'
+    raise ValidationError.from_exception_data("Fleet", [InitErrorDetails(
+        type=PydanticCustomError("fleet_rule", message), loc=(key,), input=value)])
 
 
 @dataclass

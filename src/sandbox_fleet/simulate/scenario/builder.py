@@ -93,9 +93,8 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
     names: dict[str, int] = {}
     for i, f in enumerate(fleet_specs):
         assert f is not None  # see fleet_specs
-        key = f"fleets.{i}" if many_fleets else "fleet"
-        fleets.append(ctx.fleet(f, i, key))
-        names[f.name or f"pool{i}"] = i
+        fleets.append(ctx.fleet(f, i))
+        names[fleets[-1].name] = i
     if spec.workloads is not None:
         shared = [k for k in EpisodeParts.model_fields if getattr(spec, k) is not None]
         if shared:
@@ -202,22 +201,10 @@ class _Ctx:
                 raise
             raise InputError(f"{self.source}: key '{key}': {exc}") from None
 
-    def fleet(self, f: FleetSpec, i: int, key: str) -> Fleet:
-        if f.cap is None and not f.unbounded:
-            self.fail(f"{key}.cap", "give cap = N, or unbounded = true")
-        if f.cap is not None and f.unbounded:
-            self.fail(f"{key}.unbounded", "cap and unbounded = true contradict")
-        if f.preempt_rate_per_node_s > 0 and f.cap is None:
-            self.fail(f"{key}.preempt_rate_per_node_s", "preemption needs a finite cap (nodes are cap / slots_per_node)")
-        if f.preempt and f.admission != "priority":
-            self.fail(f"{key}.preempt", f"preempt = true needs admission = \"priority\" (this pool admits by {f.admission!r})")
-        if f.preempt and f.cap is None:
-            self.fail(f"{key}.preempt", "preempt = true needs a finite cap (an unbounded pool has a slot for everyone)")
-        return self.guard(key, lambda: Fleet(
-            cap=f.cap, provision_delay_s=f.provision_delay_s, start_cap=f.start_cap, admission=f.admission,
-            slots_per_node=f.slots_per_node, preempt_rate_per_node_s=f.preempt_rate_per_node_s,
-            node_replace_s=f.node_replace_s, queue_timeout_s=f.queue_timeout_s, name=f.name or f"pool{i}",
-            preempt=f.preempt))
+    def fleet(self, f: FleetSpec, i: int) -> Fleet:
+        """The validated table is the engine's fleet (``FleetSpec`` is a ``Fleet``); only a pool the
+        file leaves unnamed gets its index as a name (``model_copy``: no second validation)."""
+        return f if "name" in f.model_fields_set else f.model_copy(update={"name": f"pool{i}"})
 
     def rollouts(self, paths: list[str] | str, key: str):
         from sandbox_fleet.telemetry import load_telemetry

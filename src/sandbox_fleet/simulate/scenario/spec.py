@@ -23,30 +23,18 @@ shown in ``examples/scenarios/``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import load_toml
+from sandbox_fleet.simulate.engine.entities import Fleet, NonNegFloat, PosFloat, Whole
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _no_bool(value: object) -> object:
-    # TOML's true/false are no counts: lax validation read `cap = true` as a cap of 1
-    if isinstance(value, bool):
-        raise PydanticCustomError("whole_number", "expected a whole number, got {value}", {"value": str(value).lower()})
-    return value
-
-
-#: A count: a whole number (a whole-valued float is still taken), never a boolean.
-Whole = Annotated[int, BeforeValidator(_no_bool)]
-PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Clip(Strict):
@@ -120,19 +108,14 @@ DistSpec = Annotated[
 ComponentSpec.model_rebuild()
 
 
-class FleetSpec(Strict):
-    name: str | None = None
-    cap: Annotated[Whole, Field(ge=1)] | None = None
-    unbounded: bool = False
-    provision_delay_s: NonNegFloat = 0.0
-    start_cap: Annotated[Whole, Field(ge=1)] | None = None
-    admission: Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"] = "fifo"
-    #: priority admission: a waiting rollout may evict a lower class (or a borrower beyond its quota)
-    preempt: bool = False
-    slots_per_node: Annotated[Whole, Field(ge=1)] = 96
-    preempt_rate_per_node_s: NonNegFloat = 0.0
-    node_replace_s: NonNegFloat = 0.0
-    queue_timeout_s: PosFloat | None = None
+class FleetSpec(Fleet):
+    """``[fleet]`` / ``[[fleets]]``: the engine's own ``Fleet`` model, validated here once; a file
+    must give ``cap = N`` or ``unbounded = true``. Without a ``name``, the builder names it ``pool{i}``."""
+
+    cap_required: ClassVar[bool] = True
+    # pydantic's own __init__: with Fleet's (errors as one InputError line) nested validation would call
+    # it and lose the file and the key path ('fleets.1.preempt') that load_scenario words
+    __init__ = BaseModel.__init__
 
 
 class BuildSpec(Strict):
@@ -302,13 +285,18 @@ _DIST_TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical
 def load_scenario(path: str | Path) -> ScenarioSpec:
     """Parse and validate a scenario file; any problem is one InputError line."""
     p = Path(path)
-    data = load_toml(p, "scenario file")
+    return validate_scenario(load_toml(p, "scenario file"), str(p))
+
+
+def validate_scenario(data: dict, source: str) -> ScenarioSpec:
+    """Validate a scenario's parsed tables (a file's, or a sweep variant's): the one place a scenario,
+    its fleets included, is validated; any problem is one InputError line starting with ``source``."""
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise InputError(_error_line(str(p), exc)) from None
+        raise InputError(_error_line(source, exc)) from None
     if (spec.fleet is None) == (spec.fleets is None):
-        raise InputError(f"{p}: give exactly one of [fleet] or [[fleets]]")
+        raise InputError(f"{source}: give exactly one of [fleet] or [[fleets]]")
     if (spec.workload is None) == (spec.workloads is None):
-        raise InputError(f"{p}: give exactly one of [workload] or [[workloads]]")
+        raise InputError(f"{source}: give exactly one of [workload] or [[workloads]]")
     return spec
