@@ -260,7 +260,7 @@ class SimulateSummary(Summary):
 
 
 class InferenceCalibration(Block):
-    """The turn curve and inference pool ``simulate --from --inference`` wrote (``inference.calibrate``)."""
+    """The turn curve and inference pool ``simulate --from --inference`` wrote (``scenario.calibrate_inference``)."""
 
     rows: Count = None
     skipped_rows: Count = None
