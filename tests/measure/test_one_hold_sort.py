@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sandbox_fleet.measure.columns import frame_from_table
+from sandbox_fleet.measure.concurrency import MAX_SWEPT_GROUPS, grouped_sweeps, sweep
 from sandbox_fleet.measure.holds import BLOCK, histogram
 from sandbox_fleet.measure.stats import groups_sorted
 from sandbox_fleet.telemetry.record import TS
@@ -101,3 +102,35 @@ def test_frame_sorts_model_and_job_holds_once_with_the_same_result():
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert np.array_equal(fr.take_sorted_holds(), np.sort(hold))
     assert fr.take_sorted_holds() is None  # handed over once
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 5), st.integers(0, 10**4), st.integers(0, 2**31), st.booleans())
+def test_grouped_sweeps_equal_one_sweep_per_group(n, n_groups, span, seed, with_none):
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, span + 1, n) + 10**15  # epoch-sized times, ties when span is small
+    finish = start + rng.integers(0, span // 2 + 1, n)
+    codes = rng.integers(-1 if with_none else 0, n_groups, n)
+    seen = {}
+    overall = grouped_sweeps(start, finish, codes, n_groups, lambda g, sw, rows: seen.setdefault(g, (sw, rows)))
+    want = sweep(start, finish)
+    assert np.array_equal(overall.times, want.times) and np.array_equal(overall.level, want.level)
+    assert overall.holds_us == want.holds_us
+    for g in range(n_groups):
+        rows = codes == g
+        if not rows.any():
+            assert g not in seen
+            continue
+        sw, count = seen[g]
+        alone = sweep(start[rows], finish[rows])
+        assert count == int(rows.sum())
+        assert np.array_equal(sw.times, alone.times) and np.array_equal(sw.level, alone.level)
+        assert sw.level.dtype == alone.level.dtype and sw.holds_us == alone.holds_us
+
+
+def test_grouped_sweeps_decline_what_they_cannot_pack():
+    start = np.array([0, 5], dtype=np.int64)
+    far = np.array([2**61, 7], dtype=np.int64)
+    assert grouped_sweeps(start, far, np.array([0, 1]), 2, lambda *a: None) is None
+    many = MAX_SWEPT_GROUPS + 1
+    assert grouped_sweeps(start, start + 1, np.array([0, 1]), many, lambda *a: None) is None
