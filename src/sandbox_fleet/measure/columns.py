@@ -304,7 +304,7 @@ class Frame:
 
         ``key`` "model" and "job" name the frame's own groupings (``codes`` is then
         ``self.model.labelled()`` / ``self.job.labelled()``'s): the first of them asked for sorts
-        the holds once for both and for ``sorted_holds`` (``stats.groups_sorted``).
+        the holds once for both and for ``take_sorted_holds`` (``stats.groups_sorted``).
         """
         if key not in self._sorted and key in _OWN_GROUPINGS and not self._holds_sorted:
             self._holds_sorted = True
