@@ -159,7 +159,8 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     base = int(start_us.min())
     if (int(finish_us.max()) - base) >= 1 << (62 - bits):
         return None
-    group = np.where(codes < 0, n_groups, codes).astype(np.uint8 if bits <= 8 else np.int32)  # not 8 bytes a row
+    small = np.uint8 if bits <= 8 else np.int32  # not 8 bytes a row
+    group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(small)
     key = np.empty(2 * n, dtype=np.int64)
     for half, times in ((key[:n], start_us), (key[n:], finish_us)):
         np.subtract(times, base, out=half)
