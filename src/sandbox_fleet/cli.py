@@ -19,6 +19,8 @@ from sandbox_fleet.errors import InputError
 
 if TYPE_CHECKING:
     from sandbox_fleet.contract import Summary
+    from sandbox_fleet.simulate.model import Calibration
+    from sandbox_fleet.synth.model import SynthSummary
 
 
 class _AppSettings(TypedDict):
@@ -116,18 +118,17 @@ def _check_outputs(inputs: list, **outputs) -> None:
     check_outputs(paths, inputs=inputs, suffixes=suffixes)
 
 
-def _emit(summary: "Summary | dict", as_json: bool, output: Optional[Path], render, lines=None) -> None:
+def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output: Optional[Path], render,
+          lines=None) -> None:
     """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary.
 
-    ``summary`` is the stage's model (a stage without one hands its dict); the JSON writer dumps it
-    once. ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
+    ``summary`` is the command's model (a stage's summary, or what ``simulate --from`` and ``synth``
+    made); the JSON writer dumps it once (``to_json``). ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
     ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged. Both get
     the same model, its text escaped.
     """
-    from sandbox_fleet.contract import Summary
-
     if output is not None or as_json:  # a readable summary alone dumps nothing
-        doc = summary.to_json() if isinstance(summary, Summary) else summary
+        doc = summary.to_json()
         if output is not None:
             jsonio.write(doc, output)
         if as_json:
@@ -496,7 +497,7 @@ def simulate(
 
     check_seed(seed)
     if from_:
-        from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
+        from sandbox_fleet.simulate.scenario.calibrate import scenario_from_telemetry
 
         if telemetry is not None:
             raise InputError("--telemetry: with --from, simulate writes a scenario, not telemetry; run the scenario to get telemetry")
@@ -507,13 +508,13 @@ def simulate(
         if inference:
             inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
                    "replica_prefill_tok_s": replica_prefill_tok_s}
-        summary: Summary | dict = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
+        summary: Summary | Calibration = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
                                           read=_read_options(reader))
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
-        from sandbox_fleet.simulate.scenario import simulate_scenario
+        from sandbox_fleet.simulate.scenario.run import simulate_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
         summary = simulate_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json),
@@ -534,14 +535,14 @@ def synth(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
 ) -> None:
     """Simulate a published campaign and write it as an RST-style release (trajectories + tasks)."""
-    from sandbox_fleet.simulate.synth import synth as build_release
-    from sandbox_fleet.simulate.synth.build import check_args, check_out
+    from sandbox_fleet.synth import synth as build_release
+    from sandbox_fleet.synth.build import check_args, check_out
 
     check_args(preset, scale, seed)
     check_out(out, force)
     _check_outputs([out], o=output)
     summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=_progress(not as_json), force=force)
-    _emit(summary, as_json, output, _renderer("sandbox_fleet.simulate.synth.render", "render_synth"))
+    _emit(summary, as_json, output, _renderer("sandbox_fleet.synth.render", "render_synth"))
 
 
 # --- sweep -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from sandbox_fleet.backtest.figures import concurrency_at, run_figures
 from sandbox_fleet.backtest.split import finish_us, start_us, step_firsts
 from sandbox_fleet.measure.stats import US
 from sandbox_fleet.simulate import Fleet, Replay, run_workloads
-from sandbox_fleet.simulate.calibrate import NO_MODEL, calibration, holds_s
+from sandbox_fleet.simulate.scenario.calibrate import NO_MODEL, calibration, holds_s
 
 #: two-sided coverage of the prediction intervals
 LEVEL = 0.95
@@ -62,7 +62,7 @@ def rows_of(table: pa.Table) -> Rows:
         exception=_floats(pc.cast(t.column("has_exception"), pa.float64())),
         tokens=_floats(pc.add(t.column("input_tokens"), t.column("output_tokens"))),
         turns=_floats(t.column("turns")),
-        cap=max(int(calibration(t)["peak"]), 1),
+        cap=max(int(calibration(t).peak or 0), 1),
     )
 
 
