@@ -274,9 +274,7 @@ def _window_figures(out: dict, r: _Run, a: float, b: float, pass_rate: float | N
     length = b - a
     done = res.state == COMPLETED  # a completed row is terminal (a retried one's state is RETRIED)
     done_at = res.finish_s if done.all() else res.finish_s[done]
-    # Completions per equal bin over [a, b]: NumPy's uniform path keeps exactly the values in [a, b]
-    # (NaN dropped) and counts each in one bin, so no window mask or copy is needed, nor a sort.
-    per_bin = np.histogram(done_at, bins=BATCHES, range=(a, b))[0] if length > 0 else None
+    per_bin = _bin_counts(done_at, np.linspace(a, b, BATCHES + 1)) if length > 0 else None
     completed = 0 if per_bin is None else int(per_bin.sum())
     if completed == 0:
         if fixed:
@@ -288,7 +286,8 @@ def _window_figures(out: dict, r: _Run, a: float, b: float, pass_rate: float | N
     hold = r.hold
     busy = _busy_s(r.s0, r.s1, a, b)
     conc = busy / length
-    ends = np.count_nonzero((r.s1 >= a) & (r.s1 <= b))
+    # finishes in [a, b]: the completions counted above when every row completed
+    ends = completed if done_at is r.s1 else np.count_nonzero((r.s1 >= a) & (r.s1 <= b))
     per_batch = per_bin * 3600.0 / (length / BATCHES)
     rate, rate_ci = _mean_ci(per_batch)
     hold_mean, hold_means = _holds_by_start(r.s0, hold, a, b)
@@ -308,6 +307,16 @@ def _window_figures(out: dict, r: _Run, a: float, b: float, pass_rate: float | N
     if out["short_run"]:
         out["warnings"].append(f"short run: {0 if hps is None else hps:.1f} holds per sandbox in the window, fewer than "
                                f"{MIN_HOLDS_PER_SANDBOX}; the intervals are not yet reliable: simulate more rollouts")
+
+
+def _bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(x, bins=edges)[0]`` for ascending ``edges``: bin k counts ``edges[k] <= x <
+    edges[k + 1]``, the last bin also its right edge, NaN nowhere. One count per edge of the values
+    below it (a compare and a count, no per-value bin index, gather or copy)."""
+    if not _ascending(edges):  # NaN or infinite bounds: NumPy's own refusal
+        return np.histogram(x, bins=edges.size - 1, range=(float(edges[0]), float(edges[-1])))[0]
+    below = [np.count_nonzero(x < e) for e in edges[:-1].tolist()]
+    return np.diff(np.array(below + [np.count_nonzero(x <= edges[-1])], dtype=np.int64))
 
 
 def _busy_s(s0: np.ndarray, s1: np.ndarray, a: float, b: float) -> float:
