@@ -81,10 +81,14 @@ def test_holds_by_start_a_negative_zero_at_a_bin_head_is_added_as_bincount_adds(
 def test_busy_seconds_match_the_clipped_overlap_sum():
     rng = np.random.default_rng(5)
     s0 = rng.uniform(0.0, 100.0, 3000)
+    s0[:5] = 10.0  # starts exactly at the window's start
     s1 = s0 + rng.exponential(3.0, s0.size)
-    for a, b in ((10.0, 90.0), (0.0, 200.0), (50.0, 50.5)):
-        want = float((np.minimum(s1, b) - np.maximum(s0, a)).clip(min=0).sum())
-        assert same(_busy_s(s0, s1, a, b), want)
+    order = np.argsort(s0)
+    assert np.all(np.diff(s0[order]) >= 0)
+    for x0, x1 in ((s0, s1), (s0[order], s1[order])):  # out of order, and in order (the slice path)
+        for a, b in ((10.0, 90.0), (0.0, 200.0), (50.0, 50.5), (-5.0, -1.0)):
+            want = float((np.minimum(x1, b) - np.maximum(x0, a)).clip(min=0).sum())
+            assert same(_busy_s(x0, x1, a, b), want)
 
 
 def test_windows_over_sorted_times_are_the_masks():

@@ -320,11 +320,15 @@ def _bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def _busy_s(s0: np.ndarray, s1: np.ndarray, a: float, b: float) -> float:
-    """Sandbox-seconds inside [a, b]: ``sum(clip(min(s1, b) - max(s0, a), 0))``, in one scratch array."""
+    """Sandbox-seconds inside [a, b]: ``sum(clip(min(s1, b) - max(s0, a), 0))``, in one scratch array
+    (starts in order: ``max(s0, a)`` is ``a`` on the starts before ``a`` and ``s0`` after, no second array)."""
     part = np.minimum(s1, b)
-    lo = np.maximum(s0, a)
-    np.subtract(part, lo, out=part)
-    del lo
+    if _ascending(s0):
+        lo = _since(s0, a)
+        part[:lo] -= a
+        part[lo:] -= s0[lo:]
+    else:
+        np.subtract(part, np.maximum(s0, a), out=part)
     np.maximum(part, 0, out=part)  # = part.clip(min=0)
     return float(part.sum())
 
