@@ -21,9 +21,7 @@ KERNEL_DEPENDENT = {
     "arctanh", "cbrt", "dot", "vdot", "inner", "matmul", "einsum", "polyfit", "lstsq", "tensordot",
 }
 #: (module, function) pairs checked by hand: an integer dot product (no BLAS: int64 has no BLAS kernel)
-#: and plan/target.py's exp, which only decides bisection steps whose margin is over 1,000 times
-#: the kernels' difference (closer steps, and every figure, go through exact.exp)
-ALLOWED = {("measure/concurrency.py", "dot"), ("plan/target.py", "exp")}
+ALLOWED = {("measure/concurrency.py", "dot")}
 
 
 def _numpy_aliases(tree: ast.AST) -> set[str]:

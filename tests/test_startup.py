@@ -63,8 +63,16 @@ def test_plan_on_a_summary_loads_no_heavy_library():
     assert _loaded("plan", str(EXAMPLE), "--node-type", "seed-96c") == []
 
 
-def test_plan_with_a_spot_rate_loads_numpy_but_neither_plotly_nor_duckdb():
-    loaded = _loaded("plan", str(EXAMPLE))  # the default type has a spot rate: holds are sampled
+def test_plan_with_a_spot_rate_loads_no_heavy_library_nor_rich():
+    # every node type priced, rent vs buy (the benchmarked command): the default type has a spot
+    # rate, and its re-runs are an expectation over the fitted holds in pure Python (plan/holdfit.py)
+    modules = _modules("plan", str(EXAMPLE))
+    assert "sandbox_fleet.plan.holdfit" in modules  # it priced the spot re-runs
+    assert _under(modules, *HEAVY, "scipy", "rich") == []
+
+
+def test_a_smooth_shaped_target_samples_holds_with_numpy_but_loads_neither_plotly_nor_duckdb():
+    loaded = _loaded("plan", str(EXAMPLE), "--passing-per-hour", "400")  # the smooth shape simulates sampled holds
     assert "numpy" in loaded and "plotly" not in loaded and "duckdb" not in loaded
 
 
@@ -204,9 +212,10 @@ sys.stderr.write("\\nTHREADS " + str(len(os.listdir("/proc/self/task"))) + "\\n"
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through Linux /proc")
 def test_a_numpy_command_starts_no_blas_threads():
     # OpenBLAS starts a spinning thread per extra core at NumPy's import unless told one thread;
-    # plan with a spot rate loads NumPy and starts no thread of its own.
+    # plan with a smooth-shaped target samples holds with NumPy and starts no thread of its own.
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    proc = subprocess.run([sys.executable, "-c", THREADS_PROBE, json.dumps(["plan", str(EXAMPLE)])],
+    proc = subprocess.run([sys.executable, "-c", THREADS_PROBE,
+                           json.dumps(["plan", str(EXAMPLE), "--passing-per-hour", "400"])],
                           capture_output=True, text=True, timeout=120, env=env)
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("THREADS ")]
     assert line, proc.stderr

@@ -1,4 +1,4 @@
-"""JSON and TOML parsing that raises nothing but InputError, however deep or odd the input.
+"""JSON, TOML and ISO-8601 parsing that raises nothing but InputError, however deep or odd the input.
 
 Python's ``json`` and ``tomllib`` recurse once per nesting level; a file of a million ``[``
 raised ``RecursionError`` (a traceback) in whichever reader met it first. Every JSON and
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,30 @@ def read_text(path: str | Path, what: str) -> str:
 def load_toml(path: str | Path, what: str) -> dict[str, Any]:
     """``read_text`` then ``toml_loads``: a TOML file, or one line naming it."""
     return toml_loads(read_text(path, what), str(path))
+
+
+def iso_instant(value: object, *, naive_is_utc: bool = True) -> datetime | None:
+    """An ISO-8601 date or time (``Z`` allowed) as an aware datetime in UTC, else None.
+
+    A time without an offset is UTC when ``naive_is_utc`` (telemetry and the options that filter it:
+    producers write UTC), and None otherwise: where a stamp is one this tool wrote with its offset,
+    a naive one is not its own and a guessed zone would move the instant by hours."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        if not naive_is_utc:
+            return None
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def option_instant(text: object, option: str, example: str) -> datetime:
+    """The ISO-8601 date or time an option gives (naive = UTC), in UTC; one line naming the option otherwise."""
+    parsed = iso_instant(str(text).strip())
+    if parsed is None:
+        raise InputError(f"`{option}`: '{text}' is not an ISO-8601 date or time (e.g. {example})")
+    return parsed

@@ -238,8 +238,9 @@ def test_exponential_holds_closed_form_rework_and_interruptions(tmp_path):
     rw, cost = p["cost"]["spot_rework"], p["cost"]
     rm = 0.5 * 2102.631549349153 / 3600
     closed = rm / (1 - rm)
-    assert rw["mean_interruptions_per_hold"] == pytest.approx(closed, rel=0.02)
-    assert rw["rework_share"] == pytest.approx(closed, rel=0.02)
+    assert rw["mean_interruptions_per_hold"] == pytest.approx(closed, rel=1e-12)  # closed form now, no sample
+    assert rw["rework_share"] == pytest.approx(closed, rel=1e-12)
+    assert rw["basis"] == "expectation over the exponential hold fit, closed form (r m / (1 - r m))"
     assert rw["mean_interruptions_per_hold"] > rm * 1.3  # not rate x mean hold
     # the cost per pass carries the re-runs: 10 nodes x $1 x (1 + share) / (960 x duty) x sandbox-h per pass
     busy, shpp, share = 960 * cost["duty"], p["measured"]["sandbox_hours_per_pass"], rw["rework_share"]
@@ -255,6 +256,21 @@ def test_exponential_holds_closed_form_rework_and_interruptions(tmp_path):
     assert "spot re-runs included" in cost["per_pass_basis"]
 
 
+def test_exponential_holds_past_one_reclaim_per_mean_hold_are_unbounded_and_said_so(tmp_path):
+    """r x mean >= 1 (0.5 reclaims per node-h, a 2 h mean hold): E[e^(r h)] = 1 / (1 - r m) diverges, so no
+    re-run share exists; the plan states it and prices spot without re-runs, saying that too."""
+    nodes = tmp_path / "n.toml"
+    nodes.write_text(SPOTTY)
+    s = _published()
+    s["hold_s"] = {"mean": 7200.0}
+    p = _plan(s, concurrency=960, nodes_file=str(nodes), price_tier="spot")
+    rw, cost = p["cost"]["spot_rework"], p["cost"]
+    assert rw["rework_share"] is None and rw["mean_interruptions_per_hold"] is None and rw["spot_per_h_with_rework"] is None
+    assert rw["basis"].startswith("unbounded: under the exponential hold fit (mean 7,200 s) r x mean = 1 >= 1")
+    assert cost["per_pass_basis"] == "spot price, no re-runs"
+    assert f"  spot re-runs: {rw['basis']}" in plan_lines(p)
+
+
 def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_runs(tmp_path):
     from sandbox_fleet.plan.build import _rework_holds
     from sandbox_fleet.plan.summary import Figures
@@ -264,7 +280,8 @@ def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_r
     s = _published()
     p = _plan(s, concurrency=960, nodes_file=str(nodes), price_tier="spot")
     rw, cost = p["cost"]["spot_rework"], p["cost"]
-    holds_h = _rework_holds(Figures(as_measure(s))) / 3600  # the fitted holds (an input here, not under test)
+    # 100,000 holds drawn from the fitted distribution (the fit is an input here, its expectation under test)
+    holds_h = _rework_holds(Figures(as_measure(s))).sample(np.random.default_rng(20_261_201), 100_000) / 3600
     mc_reclaims, mc_share = restart_interruptions(holds_h, 0.5)
     assert rw["mean_interruptions_per_hold"] == pytest.approx(mc_reclaims, rel=0.02)
     assert rw["rework_share"] == pytest.approx(mc_share, rel=0.02)

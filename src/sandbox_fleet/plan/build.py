@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
@@ -34,10 +34,6 @@ from sandbox_fleet.plan.target import HoldSampler, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
-    import numpy as np
-
-REWORK_SEED = 20_261_201  # fixed: the rework share is an expectation over the fitted holds, not a draw
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = ResourceRequest(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
 
@@ -458,11 +454,9 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     return mixed
 
 
-def _rework_holds(fig: Figures) -> np.ndarray:
-    """The fitted holds the spot rework share averages over (NumPy loaded only when a spot rate needs it)."""
-    import numpy as np
-
-    return HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows).sample(np.random.default_rng(REWORK_SEED), 100_000)
+def _rework_holds(fig: Figures) -> HoldSampler:
+    """The fitted hold distribution the spot rework share is an expectation over (no draws)."""
+    return HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
 
 
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: dict, starts: dict,

@@ -324,6 +324,8 @@ class SpotRework(Block):
     spot_per_h_with_rework: Num = None
     #: expected reclaims per hold under the same restart model, E[e^{r h} - 1] over the fitted holds
     mean_interruptions_per_hold: Num = None
+    #: how the expectations were taken (quadrature over the fit, a closed form), or why they are unbounded
+    basis: Optional[str] = None
 
 
 class Rent(Block):
@@ -462,7 +464,7 @@ class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 5
+    VERSION: ClassVar[int] = 6
 
     input: Optional[Input] = None
     target: Target

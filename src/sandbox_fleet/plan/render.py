@@ -208,8 +208,10 @@ def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None 
         L.append(
             f"  spot re-runs: {_n(rw.interruptions_per_node_h, '.2g')} reclaims per node-h re-run {_n(rw.rework_share, '.3%')} of sandbox-hours "
             f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs; "
-            f"{_fixed(rw.mean_interruptions_per_hold, 3)} reclaims per hold (E[e^(r h) - 1] over the fitted holds)"
+            f"{_fixed(rw.mean_interruptions_per_hold, 3)} reclaims per hold (E[e^(r h) - 1]); {rw.basis}"
         )
+    elif rw is not None and co.priced and rw.rework_share is None and rw.basis:
+        L.append(f"  spot re-runs: {rw.basis}")
     if co.inference_per_h is not None:
         L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")
     pp = co.per_passing_trajectory_parts or CostParts()

@@ -6,13 +6,16 @@ simulator, and the one place to rewire if the simulator's interface changes.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan import holdfit
 from sandbox_fleet.plan.censored import censored_target
+from sandbox_fleet.plan.holdfit import ClippedFit, clipped_fit
 from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
 from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
@@ -125,23 +128,24 @@ class HoldSampler:
     """
 
     def __init__(self, quantiles: dict[float, Optional[float]], mean: Optional[float], rows: Optional[float] = None):
-        import numpy as np
-
-        from sandbox_fleet import exact
         known = {q: v for q, v in quantiles.items() if v is not None and v > 0}
         self.kind: str
+        self.knots_z: list[float] = []  # the knots in z and log seconds (none for the exponential)
+        self.knots_log_s: list[float] = []
+        # the fit's ends: the min and max of ``rows`` holds sit at the 1/(2 rows) quantiles
+        n = max(float(rows or 1000), 2.0)
+        self.clip_rows = n
+        z_lo, z_hi = _Z.inv_cdf(1 / (2 * n)), _Z.inv_cdf(1 - 1 / (2 * n))
         if {0.0, 0.5, 1.0} <= set(known):
-            n = max(float(rows or 1000), 2.0)
             invented = 0.9 not in known and bool(mean) and 0.99 in known
             if invented:
                 assert mean is not None  # invented only with a mean
                 known[0.9] = _p90_matching_mean(known, mean, n)
-            z_lo, z_hi = _Z.inv_cdf(1 / (2 * n)), _Z.inv_cdf(1 - 1 / (2 * n))
             inner = {_Z.inv_cdf(q): v for q, v in known.items() if 0 < q < 1 and z_lo < _Z.inv_cdf(q) < z_hi}
             knots = sorted({z_lo: known[0.0], **inner, z_hi: known[1.0]}.items())
             self.kind = "empirical"
-            self._z = np.array([z for z, _ in knots])
-            self._logv = exact.log(np.maximum.accumulate(np.array([v for _, v in knots])))
+            self.knots_z = [z for z, _ in knots]
+            self.knots_log_s = [math.log(v) for v in itertools.accumulate((v for _, v in knots), max)]
             self.spec = {
                 "dist": "piecewise-lognormal",
                 "quantiles": {str(q): float(v) for q, v in sorted(known.items())},
@@ -153,6 +157,9 @@ class HoldSampler:
             self.kind = "lognormal"
             self.median = known[0.5]
             self.sigma = max(math.log(known[q] / known[0.5]) / _Z.inv_cdf(q), 1e-9)
+            # expectations clip it where the empirical fit is clipped (its MGF diverges unclipped)
+            self.knots_z = [z_lo, z_hi]
+            self.knots_log_s = [math.log(self.median) + self.sigma * z_lo, math.log(self.median) + self.sigma * z_hi]
             self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma,
                          "basis": f"lognormal through the median {self.median:,.0f} s and p{q * 100:g} {known[q]:,.0f} s (sigma {self.sigma:.3f})"}
         elif mean:
@@ -163,13 +170,30 @@ class HoldSampler:
         else:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
+    @property
+    def _z(self) -> np.ndarray:
+        import numpy as np
+
+        return np.array(self.knots_z)
+
+    @property
+    def _logv(self) -> np.ndarray:
+        import numpy as np
+
+        return np.array(self.knots_log_s)
+
+    def clipped(self) -> Optional[ClippedFit]:
+        """The piecewise or (clipped) lognormal fit as segments for exact expectations; None for the exponential."""
+        return clipped_fit(self.knots_z, self.knots_log_s) if self.kind != "exponential" else None
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         import numpy as np
 
         from sandbox_fleet import exact
         if self.kind == "empirical":
-            z = np.clip(rng.standard_normal(n), self._z[0], self._z[-1])
-            return exact.exp(np.interp(z, self._z, self._logv))
+            z_knots = self._z
+            z = np.clip(rng.standard_normal(n), z_knots[0], z_knots[-1])
+            return exact.exp(np.interp(z, z_knots, self._logv))
         if self.kind == "lognormal":
             return self.median * exact.exp(self.sigma * rng.standard_normal(n))
         return rng.exponential(self.mean, n)
@@ -190,79 +214,31 @@ def _p90_matching_mean(known: dict[float, float], mean: float, rows: float) -> f
     """A p90 knot, between median and p99, that gives the piecewise fit the measured mean.
 
     Summaries without p90 (the published one) otherwise leave the fit's body too light: its mean
-    falls short of the measured one. Bisection on log p90 with one fixed sample (monotone in p90);
-    an unreachable mean is clipped to the nearer end.
+    falls short of the measured one. Bisection on log p90 over the fit's exact mean
+    (``holdfit.mean_s``, closed form; monotone in p90) until the bracket stops shrinking; an
+    unreachable mean is clipped to the nearer end.
     """
-    import numpy as np
-
-    from sandbox_fleet import exact
-    z = np.random.default_rng(12345).standard_normal(50_000)
     lo, hi = math.log(known[0.5]), math.log(known[0.99])
-    grid = None  # where each draw sits among the knots: fixed while only the knots' values move
-    last = None  # the last exactly taken step's (logs, exps): an unchanged log keeps its exp
-    for _ in range(40):
+    for _ in range(P90_STEPS):
         mid = (lo + hi) / 2
-        s = HoldSampler({**known, 0.9: math.exp(mid)}, None, rows)
-        if grid is None or not np.array_equal(grid.knots, s._z):
-            grid = _Interp(s._z, z)
-        logs = grid.at(s._logv)
-        # NumPy's exp kernels and the C library's differ by a few units in the last place, so a
-        # mean further than DECIDED from the target falls on the same side with either; only
-        # the last few steps, closer than that, pay for the exact exp (~6x slower)
-        quick = float(np.exp(logs).mean())
-        if abs(quick - mean) > DECIDED * mean:
-            below = quick < mean
-        else:
-            exps = exact.exp(logs) if last is None else _exp_changed(logs, *last)
-            last = (logs, exps)
-            below = float(exps.mean()) < mean
-        if below:
+        if mid in (lo, hi):
+            break
+        fit = HoldSampler({**known, 0.9: math.exp(mid)}, None, rows).clipped()
+        assert fit is not None  # a piecewise fit
+        if holdfit.mean_s(fit) < mean:
             lo = mid
         else:
             hi = mid
     return math.exp((lo + hi) / 2)
 
 
-class _Interp:
-    """``np.interp(np.clip(x, knots[0], knots[-1]), knots, values)`` for one ``x`` and many
-    ``values``, bit for bit: each point's segment and offset in it are found once, and every
-    call does NumPy's own arithmetic, ``slope * (x - knot) + value`` (a point on the last knot
-    takes its value)."""
-
-    def __init__(self, knots: np.ndarray, x: np.ndarray):
-        import numpy as np
-
-        self.knots = knots
-        clipped = np.clip(x, knots[0], knots[-1])
-        seg = np.searchsorted(knots, clipped, side="right") - 1
-        self.at_end = seg == len(knots) - 1
-        self.seg = np.minimum(seg, len(knots) - 2)
-        self.offset = clipped - knots[self.seg]
-
-    def at(self, values: np.ndarray) -> np.ndarray:
-        slopes = (values[1:] - values[:-1]) / (self.knots[1:] - self.knots[:-1])
-        out = slopes[self.seg] * self.offset + values[self.seg]
-        out[self.at_end] = values[-1]
-        return out
-
-
-def _exp_changed(logs: np.ndarray, old_logs: np.ndarray, old_exps: np.ndarray) -> np.ndarray:
-    """``exact.exp(logs)``, computing only the elements that differ from ``old_logs``."""
-    from sandbox_fleet import exact
-
-    changed = logs != old_logs
-    out = old_exps.copy()
-    out[changed] = exact.exp(logs[changed])
-    return out
-
-
-#: Relative distance of NumPy's mean of 50,000 exps from the exact one's beyond which a bisection
-#: step is decided by NumPy's (a bound over 1,000 times the few-ulp kernel and summation error).
-DECIDED = 1e-11
+#: Bisection steps for the invented p90: enough to close the bracket to adjacent floats.
+P90_STEPS = 64
 
 
 def _fitted_mean(holds: HoldSampler, seed: int, n: int = 200_000) -> float:
-    """Mean of the fitted hold distribution (sampled: the piecewise fit has no closed form)."""
+    """Mean of the fitted hold distribution, sampled as the schedule's holds are (the lognormal
+    unclipped); ``holdfit.mean_s`` is the clipped fit's exact one."""
     import numpy as np
     return float(holds.sample(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(4, 2))), n).mean())
 

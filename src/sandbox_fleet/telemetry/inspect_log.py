@@ -13,7 +13,6 @@ import re
 import struct
 import zipfile
 import zlib
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_inflated_size, inflate_limit_bytes, memory_limit_bytes
-from sandbox_fleet.safeparse import first_line, json_loads
+from sandbox_fleet.safeparse import first_line, iso_instant, json_loads
 from sandbox_fleet.telemetry.jsonfile import plausible_cap, raw_rows_table, warn_bad_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
@@ -254,26 +253,13 @@ def _times(sample: dict) -> tuple[Any, Any]:
     if start and end:
         return start, end
     events = sample.get("events")
-    stamps = [(_instant(e.get("timestamp")), e.get("timestamp")) for e in events if isinstance(e, dict)] \
+    stamps = [(iso_instant(e.get("timestamp")), e.get("timestamp")) for e in events if isinstance(e, dict)] \
         if isinstance(events, list) else []
     # Event timestamps are ISO-8601 with an offset, compared as instants; others are skipped.
     order = sorted((t, s) for t, s in stamps if t is not None)
     if order:
         return start or order[0][1], end or order[-1][1]
     return None, None
-
-
-def _instant(stamp: Any):
-    """An ISO-8601 event timestamp as an aware datetime, or None for anything else."""
-    from datetime import datetime
-
-    if not isinstance(stamp, str):
-        return None
-    try:
-        t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def job_name(spec: dict) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import option_instant
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema, is_text
 from sandbox_fleet.telemetry.sniff import sniff
@@ -136,11 +137,7 @@ def load_telemetry(
 
 def parse_instant(text: str, option: str) -> datetime:
     """An ISO-8601 date or time; naive means UTC."""
-    try:
-        value = datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise InputError(f"`{option}`: '{text}' is not an ISO-8601 date or time (e.g. 2026-11-29T08:00:00Z)") from exc
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return option_instant(text, option, "2026-11-29T08:00:00Z")
 
 
 def filter_rollouts(

@@ -116,13 +116,9 @@ def _instant_us(text: str, option: str) -> int:
     """An ISO-8601 date or time (naive = UTC) as epoch microseconds."""
     from datetime import datetime
 
-    try:
-        value = datetime.fromisoformat(str(text).strip())
-    except ValueError as exc:
-        raise InputError(f"`{option}`: '{text}' is not an ISO-8601 date or time (e.g. 2100-01-01)") from exc
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    from sandbox_fleet.safeparse import option_instant
+
+    delta = option_instant(text, option, "2100-01-01") - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

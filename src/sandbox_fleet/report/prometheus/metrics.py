@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
@@ -28,6 +27,7 @@ from sandbox_fleet.report.checks.exceptions import node_chance, tasks_at_or_abov
 from sandbox_fleet.report.checks.result import CheckResult
 from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
+from sandbox_fleet.safeparse import iso_instant
 from sandbox_fleet.textout import printable
 
 if TYPE_CHECKING:
@@ -77,14 +77,9 @@ class Registry:
 
 
 def _timestamp_s(value: object) -> float | None:
-    """An ISO-8601 time (``...Z`` allowed) as Unix seconds, else None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
+    """A summary's ISO-8601 time as Unix seconds; None when absent or without its offset."""
+    parsed = iso_instant(value, naive_is_utc=False)
+    return parsed.timestamp() if parsed is not None else None
 
 
 def _fleet(reg: Registry, m: MeasureSummary) -> None:
