@@ -21,6 +21,7 @@ from sandbox_fleet.contract import has_path
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.simulate.model import SimulateSummary
+from summaries import as_measure, as_plan, as_simulate
 
 
 def _all_consumers(measure: MeasureSummary, plan: PlanSummary | None, sim: SimulateSummary | None) -> tuple:
@@ -35,7 +36,7 @@ def _all_consumers(measure: MeasureSummary, plan: PlanSummary | None, sim: Simul
 
     results = checks_of(measure, plan)
     page = build_report(measure, plan, sim)
-    text = _terminal_text(measure, sim) + ("" if plan is None else "\n".join(plan_lines(plan)))
+    text = _terminal_text(measure, sim) + ("" if plan is None else "\n".join(plan_lines(as_plan(plan))))
     return results, page, metrics_text(measure, plan, results, Thresholds.default()), text
 
 
@@ -47,9 +48,9 @@ def _terminal_text(measure: MeasureSummary | dict, sim: SimulateSummary | dict |
     from sandbox_fleet.simulate.render import render_summary as render_sim
 
     console = Console(record=True, width=120, file=io.StringIO())
-    render_measure(measure, console)
+    render_measure(as_measure(measure), console)
     if sim is not None:
-        render_sim(sim, console)
+        render_sim(as_simulate(sim), console)
     return console.export_text()
 
 
@@ -179,12 +180,12 @@ def test_every_consumer_runs_on_full_summaries(summaries):
     assert 'id="jobs"' in page and 'id="rent"' in page and 'id="simulate"' in page
     assert 'class="missing"' not in page  # every chart drawn
     assert "sandbox_fleet_plan_target_concurrency" in metrics and 'sandbox_fleet_job_rollouts{rl_job=' in metrics
-    assert plan_lines(plan) == plan_lines(plan.to_json())  # the model and its JSON read the same
+    assert plan_lines(as_plan(plan)) == plan_lines(as_plan(plan.to_json()))  # the model and its JSON read the same
     # the terminal summaries: every block printed, and the model and its JSON print the same
     assert "Tasks with the most exceptions" in text and "Concurrency by job" in text and "rejected: " in text
     assert "queue wait mean / p50 / p99 (s)" in text
     assert text.startswith(_terminal_text(m.to_json(), sim.to_json()))
-    assert text.endswith("\n".join(plan_lines(plan.to_json())))
+    assert text.endswith("\n".join(plan_lines(as_plan(plan.to_json()))))
 
 
 def test_nothing_measured_skips_every_check_and_writes_no_metric():
@@ -266,7 +267,7 @@ def test_plan_text_from_real_plans(produced):
 
     for measured in (produced.fleet, produced.mixed):
         for opts in (PlanOptions(), PlanOptions(price_tier="spot", prefix_break=0.2)):
-            lines = plan_lines(plan_json(measured, opts))
+            lines = plan_lines(as_plan(plan_json(measured, opts)))
             assert lines[0].startswith("PURCHASE ORDER") and any(x.startswith("Line 4: cost") for x in lines)
 
 

@@ -142,6 +142,23 @@ def test_printable_escapes_controls_only():
     assert printable({"k\x1b": ["\r", 1]}) == {"k\\x1b": ["\\x0d", 1]}
 
 
+def test_printable_escapes_a_model_on_a_copy_of_the_same_model():
+    """The CLI hands renderers the stage's model: its text (nested blocks, map keys, lists) is escaped
+    on a copy of the same type, the figures untouched, and the producer's model is left as it was."""
+    from sandbox_fleet.plan.model import Cost, PlanSummary, Rent
+
+    plan = PlanSummary.build(target={"concurrency": 3, "source": "x\x1b[2J"}, nodes={"type": "[/red]n", "count": 1},
+                             cost=Cost(rent={"e\r2b": Rent(limits_hit=["a\x07"], usd_per_h=1.5)}), notes=["\n"])
+    shown = printable(plan, markup=True)
+    assert type(shown) is PlanSummary and shown is not plan
+    assert shown.target.source == "x\\x1b[2J" and shown.target.concurrency == 3
+    assert shown.nodes.type == "\\[/red]n"  # Rich reads it as text, not a closing tag
+    rent = shown.cost.rent["e\\x0d2b"]
+    assert rent.limits_hit == ["a\\x07"] and rent.usd_per_h == 1.5
+    assert shown.notes == ["\\x0a"]
+    assert plan.target.source == "x\x1b[2J" and plan.nodes.type == "[/red]n"
+
+
 def test_html_escape_after_printable():
     assert html_escape('<b a="1">\x1b</b>') == "&lt;b a=&quot;1&quot;&gt;\\x1b&lt;/b&gt;"
 

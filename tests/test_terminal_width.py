@@ -18,7 +18,7 @@ from rich.console import Console
 from sandbox_fleet.measure.render import render_summary
 from sandbox_fleet.report.commands import render_checks
 from sandbox_fleet.textout import pack_pairs, print_table
-from summaries import checks_of
+from summaries import as_measure, checks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
@@ -37,7 +37,7 @@ def _cells(text: str) -> list[str]:
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_measure_tables_fold_and_keep_every_number(width):
-    summary = json.loads(PUBLISHED.read_text())
+    summary = as_measure(json.loads(PUBLISHED.read_text()))
     text = _render(render_summary, summary, width)
     wide = _render(render_summary, summary, 400)  # every table fits: the reference numbers
     assert "…" not in text

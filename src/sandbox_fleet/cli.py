@@ -10,12 +10,15 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, TypedDict
+from typing import TYPE_CHECKING, Optional, TypedDict
 
 import typer
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
+
+if TYPE_CHECKING:
+    from sandbox_fleet.contract import Summary
 
 
 class _AppSettings(TypedDict):
@@ -113,16 +116,21 @@ def _check_outputs(inputs: list, **outputs) -> None:
     check_outputs(paths, inputs=inputs, suffixes=suffixes)
 
 
-def _emit(summary: dict, as_json: bool, output: Optional[Path], render, lines=None) -> None:
+def _emit(summary: Summary | dict, as_json: bool, output: Optional[Path], render, lines=None) -> None:
     """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary.
 
-    ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
-    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged.
+    ``summary`` is the stage's model (a stage without one hands its dict); the JSON writer dumps it
+    once. ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
+    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged. Both get
+    the same model, its text escaped.
     """
+    from sandbox_fleet.contract import Summary
+
+    doc = summary.to_json() if isinstance(summary, Summary) else summary
     if output is not None:
-        jsonio.write(summary, output)
+        jsonio.write(doc, output)
     if as_json:
-        sys.stdout.write(jsonio.dumps(summary))
+        sys.stdout.write(jsonio.dumps(doc))
         return
     if _STATE["quiet"]:
         return
@@ -245,7 +253,7 @@ def measure(
     from sandbox_fleet.measure.notices import warn_on_stderr
 
     warn_on_stderr(summary)
-    _emit(summary.to_json(), as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
+    _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
 
 
 # --- plan ------------------------------------------------------------------------------
@@ -366,20 +374,19 @@ def plan(
         verdict = backtest_block(backtest)
     measured = load_measure(path, tasks=tasks, read=_read_options(reader), min_turn_rows=min_turn_rows, cache_dir=cache)
     planned = make_plan(measured, opts, input_path=path, backtest=verdict)
-    result = planned.to_json()
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
 
         written = write_manifests(planned, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
         _note(f"wrote {', '.join(str(p) for p in written)}")
     if as_json:
-        _emit(result, as_json, output, render_plan, lines=plan_lines)
+        _emit(planned, as_json, output, render_plan, lines=plan_lines)
         return
     from sandbox_fleet.report.decision import plan_risks
     from sandbox_fleet.textout import terminal_width
 
     risks = plan_risks(measured, planned)
-    _emit(result, as_json, output, render_plan, lines=lambda p: plan_lines(
+    _emit(planned, as_json, output, render_plan, lines=lambda p: plan_lines(
         p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)))
 
 
@@ -499,7 +506,7 @@ def simulate(
         if inference:
             inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
                    "replica_prefill_tok_s": replica_prefill_tok_s}
-        summary = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
+        summary: Summary | dict = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
                                           read=_read_options(reader))
     else:
@@ -509,7 +516,7 @@ def simulate(
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
         summary = simulate_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json),
-                                    seed=seed, max_memory_gb=max_memory_gb).to_json()
+                                    seed=seed, max_memory_gb=max_memory_gb)
     _emit(summary, as_json, output,
           _renderer("sandbox_fleet.simulate.render", "render_calibration" if from_ else "render_summary"))
 
@@ -623,7 +630,7 @@ def optimize(
         sandbox_memory_gb=sandbox_memory_gb, sandbox_disk_gb=sandbox_disk_gb, node_type=node_type, progress=_progress(not as_json))
     if write_scenario is not None:
         atomic.write_text(write_scenario, out.scenario_toml)
-    _emit(out.summary, as_json, output, _renderer("sandbox_fleet.optimize.render", "render_optimize"))
+    _emit(out.model, as_json, output, _renderer("sandbox_fleet.optimize.render", "render_optimize"))
 
 
 # --- backtest --------------------------------------------------------------------------

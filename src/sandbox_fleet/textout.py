@@ -37,7 +37,7 @@ def one_line(text: str) -> str:
 
 
 def printable(value: Any, markup: bool = False) -> Any:
-    """``value`` (text, or dicts and lists of it) with every control character shown as its
+    """``value`` (text, or dicts, lists and Pydantic models of it) with every control character shown as its
     ``one_line`` escape: names from telemetry reach a terminal as text (an ESC starts an escape
     sequence, a CR rewrites the line), never as commands to it. ``markup``: also escape what
     Rich would read as markup (a model named ``[/red]`` is text, not a closing tag)."""
@@ -52,6 +52,9 @@ def printable(value: Any, markup: bool = False) -> Any:
         return {printable(k, markup): printable(v, markup) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [printable(v, markup) for v in value]
+    fields = getattr(type(value), "model_fields", None)  # a stage's model: the same model, its text escaped
+    if fields is not None:
+        return value.model_copy(update={name: printable(getattr(value, name), markup) for name in fields})
     return value
 
 

@@ -14,7 +14,7 @@ COMPARED = ("mean_concurrency", "makespan_s", "hold_mean_s", "hold_p99_s", "toke
 
 
 def _run(table, **kw):
-    return backtest_rollouts(table, sources=["synthetic"], seeds=SEEDS, **kw)
+    return backtest_rollouts(table, sources=["synthetic"], seeds=SEEDS, **kw).to_json()
 
 
 def test_stationary_history_errors_within_intervals_and_no_drift(history):

@@ -59,7 +59,7 @@ def harbor_backtest(tmp_path_factory):
     from sandbox_fleet import jsonio
     from sandbox_fleet.backtest import backtest_paths
 
-    out = backtest_paths([str(HARBOR)], split_by="job", seeds=10)
+    out = backtest_paths([str(HARBOR)], split_by="job", seeds=10).to_json()
     path = tmp_path_factory.mktemp("bt") / "bt.json"
     jsonio.write(out, path)
     return path, out

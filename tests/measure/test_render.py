@@ -5,14 +5,14 @@ from __future__ import annotations
 from rich.console import Console
 
 from sandbox_fleet.measure.render import render_summary
-from summaries import measure_json
+from summaries import as_measure, measure_json
 
 from .helpers import telemetry
 
 
 def _render(summary) -> str:
     console = Console(record=True, width=160)
-    render_summary(summary, console)
+    render_summary(as_measure(summary), console)
     return console.export_text()
 
 

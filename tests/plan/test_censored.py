@@ -15,7 +15,7 @@ from sandbox_fleet.plan.interval import RL_REPLICATIONS, rep_seed
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import RL_STEPS, HoldSampler
-from summaries import as_measure, checks_of, measure_json, plan_json
+from summaries import as_measure, as_plan, checks_of, measure_json, plan_json
 
 from .syncrl import mean_step_s, sync_rl_schedule, telemetry
 
@@ -83,7 +83,7 @@ def test_the_censored_block_against_an_own_scheduler(capped, plan):
 
 def test_the_text_leads_with_both_lines(plan):
     c = plan["target"]["censored"]
-    lines = plan_lines(plan)
+    lines = plan_lines(as_plan(plan))
     assert lines[1].startswith("  the measured peak 150 is a cap")
     assert lines[2].startswith(f"    buy the cap:    150 slots: mean step {c['step_s_at_cap']:,.0f} s")
     assert lines[3].startswith(f"    buy the demand: {c['demand']:,} slots: mean step {c['step_s_at_demand']:,.0f} s")
@@ -121,7 +121,7 @@ def test_a_stream_behind_a_cap_buys_the_cap_with_the_lower_bound():
     t, c = plan["target"], plan["target"]["censored"]
     assert (t["concurrency"], t["source"]) == (20, "measured-peak")
     assert (c["cap"], c["demand"], c["demand_is_lower_bound"], c["chosen"]) == (20, 21, True, "cap")
-    lines = plan_lines(plan)
+    lines = plan_lines(as_plan(plan))
     assert lines[2] == "    buy the cap:    20 slots  <- chosen"
     assert lines[3] == "    the demand:     at least 21 (lower bound), not estimated"
     got = {r.name: r for r in checks_of(summary, plan)}["plan_covers_peak"]
@@ -141,7 +141,7 @@ def test_a_release_too_large_to_search_is_bought_whole():
     t, c = plan["target"], plan["target"]["censored"]
     assert (t["concurrency"], t["source"], t["method"]) == (150_000, "censored-demand", "closed-form")
     assert (c["cap"], c["demand"], c["release"], c["train_s"], c["chosen"]) == (3000, 150_000, 150_000, 1000.0, "demand")
-    assert plan_lines(plan)[3].startswith("    buy the demand: 150,000 slots (the release itself")
+    assert plan_lines(as_plan(plan))[3].startswith("    buy the demand: 150,000 slots (the release itself")
 
 
 def test_the_report_table_shows_the_cap_and_the_demand(plan):
@@ -170,5 +170,5 @@ def test_a_cap_already_within_tolerance_is_kept():
     assert c["step_s_at_cap"] == pytest.approx(_pooled_step_s(summary, 170, train), rel=1e-9)
     assert c["step_s_at_cap"] <= uncapped * 1.01  # the own scan agrees the cap is within tolerance
     assert c["demand"] < 170 and _pooled_step_s(summary, c["demand"], train) <= uncapped * 1.01
-    assert plan_lines(plan)[2].endswith("<- chosen")
+    assert plan_lines(as_plan(plan))[2].endswith("<- chosen")
     assert {r.name: r for r in checks_of(summary, plan)}["plan_covers_peak"].status == "pass"

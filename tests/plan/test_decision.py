@@ -65,7 +65,7 @@ def test_all_in_dollars_per_hour_and_per_pass_by_hand(gpu_plan):
 
 
 def test_buy_lines_are_the_purchase_orders_own_words(gpu_plan):
-    lines = plan_lines(gpu_plan)
+    lines = plan_lines(as_plan(gpu_plan))
     block = lines[1:lines.index("")]
     body = lines[lines.index(""):]
     buys = [x.strip() for x in block if x.strip().startswith("BUY")]
@@ -103,7 +103,7 @@ def test_changed_since_names_the_order_and_the_figures_that_moved(gpu_plan):
     assert got[1].startswith("$/h all in: $") and got[1].count("$") == 3
     assert got[2] == "moved by: target concurrency 3,800 -> 3,000; duty 20.0% -> 15.6%"
     assert changes(gpu_plan, gpu_plan) == ["nothing: the same nodes, GPUs and $/h on the same figures"]
-    text = plan_lines(gpu_plan, previous=old, previous_name="old.json")
+    text = plan_lines(as_plan(gpu_plan), previous=as_plan(old), previous_name="old.json")
     assert "  changed since old.json:" in text
 
 
@@ -122,7 +122,7 @@ def test_risks_on_the_published_campaign_name_its_known_failures():
     # the document's own findings: prefix caching off, 29.4% exceptions
     assert risks[0].startswith("prefix_cache_off: ")
     assert risks[1].startswith("exception_rate: 29.4% of rollouts")
-    lines = plan_lines(p, risks=risks)
+    lines = plan_lines(as_plan(p), risks=risks)
     assert "  top risks (failing check gates):" in lines and f"    - {risks[0]}" in lines
 
 
@@ -139,7 +139,7 @@ def test_censored_demand_adds_its_two_lines(gpu_plan):
     got = _censored_lines(p)
     assert got[1].startswith("buy the cap:    3,000 slots: mean step 1,300 s (+30.0% over the uncapped 1,000 s)")
     assert got[2].startswith("buy the demand: 3,400 slots: mean step 1,010 s (+1.0%;") and got[2].endswith("<- chosen")
-    lines = plan_lines(p)
+    lines = plan_lines(as_plan(p))
     assert lines[2] == f"    {got[1]}" and lines[3] == f"    {got[2]}"
     assert lines[5] == f"  BUY 32 x {NODE} at peak (lower bound 32)"
     html = decision_html(p, [])
@@ -155,8 +155,8 @@ def _words(lines: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_folded_text_keeps_every_word_and_fits(gpu_plan, width):
-    whole = plan_lines(gpu_plan, risks=["exception_rate: " + "x " * 80])
-    folded = plan_lines(gpu_plan, risks=["exception_rate: " + "x " * 80], width=width)
+    whole = plan_lines(as_plan(gpu_plan), risks=["exception_rate: " + "x " * 80])
+    folded = plan_lines(as_plan(gpu_plan), risks=["exception_rate: " + "x " * 80], width=width)
     assert _words(folded) == _words(whole)  # only whitespace moved: no number cut, nothing dropped
     assert "…" not in "".join(folded)
     for line in folded:
@@ -195,7 +195,7 @@ def test_cli_plan_text_at_80_columns_piped_and_without_colour(tmp_path):
         assert f"  BUY 32 x {NODE} at peak (lower bound 32)" in lines[:12]  # after the cap/demand lines
     assert _words(outs[80, ""].splitlines()) == _words(outs[120, ""].splitlines())
     # every number of the plan's own text is printed whole
-    numbers = set(re.findall(r"\d[\d,]*\.?\d*", "\n".join(plan_lines(plan_json(json.loads(PUBLISHED.read_text()),
-                                                                               PlanOptions(node_type=NODE))))))
+    numbers = set(re.findall(r"\d[\d,]*\.?\d*", "\n".join(plan_lines(as_plan(plan_json(json.loads(PUBLISHED.read_text()),
+                                                                               PlanOptions(node_type=NODE)))))))
     printed = set(re.findall(r"\d[\d,]*\.?\d*", outs[80, ""]))
     assert numbers <= printed, sorted(numbers - printed)[:10]

@@ -21,16 +21,16 @@ def test_the_issue_example_needs_six_gpus_with_caching_not_one():
     # replicas 237.7 GiB -> 1 replica = 4 GPUs (a tie: the smaller replica is kept).
     mm = MemoryModel(memory_gb=80, params=27e9, kv_bytes_per_token=65536)
     out = size_memory(mm, context_tokens=4944, live_rollouts=374, load_gpus=3.01, load_gpus_cached=0.97, utilisation_target=0.7)
-    mem = out["memory"]
-    assert mem["weights_gb"] == pytest.approx(54e9 / GIB)
-    assert mem["kv_gb_inflight"] == pytest.approx(19.3125)
-    assert mem["kv_gb_live"] == pytest.approx(374 * 4944 / 16384)
-    assert mem["free_gb_per_gpu"] == pytest.approx(72 - 54e9 / GIB)
-    assert out["replica_gpus"] == 1 and mem["gpus_memory_bound"] == 1
+    mem = out.memory
+    assert mem.weights_gb == pytest.approx(54e9 / GIB)
+    assert mem.kv_gb_inflight == pytest.approx(19.3125)
+    assert mem.kv_gb_live == pytest.approx(374 * 4944 / 16384)
+    assert mem.free_gb_per_gpu == pytest.approx(72 - 54e9 / GIB)
+    assert out.replica_gpus == 1 and mem.gpus_memory_bound == 1
     # compute: ceil(3.01 / 0.7 = 4.3) = 5 GPUs; cached: 2 x ceil(0.97 / 0.7 / 2) = 2, memory 4
-    assert (out["gpus_compute_bound"], out["gpus"], out["bound_by"]) == (5, 5, "compute")
-    assert (out["gpus_compute_bound_cached"], mem["gpus_memory_bound_cached"], out["gpus_cached"]) == (2, 4, 4)
-    assert out["bound_by_cached"] == "memory" and out["replica_gpus_cached"] == 2
+    assert (out.gpus_compute_bound, out.gpus, out.bound_by) == (5, 5, "compute")
+    assert (out.gpus_compute_bound_cached, mem.gpus_memory_bound_cached, out.gpus_cached) == (2, 4, 4)
+    assert out.bound_by_cached == "memory" and out.replica_gpus_cached == 2
 
 
 def test_host_offload_adds_room_per_gpu():
@@ -38,7 +38,7 @@ def test_host_offload_adds_room_per_gpu():
     # 93.709 + 2 x 20 = 133.709 GiB holds all 112.857 -> one replica, 2 GPUs
     mm = MemoryModel(memory_gb=80, params=27e9, kv_bytes_per_token=65536, kv_offload_gb=20)
     out = size_memory(mm, context_tokens=4944, live_rollouts=374, load_gpus=None, load_gpus_cached=0.5, utilisation_target=0.7)
-    assert out["memory"]["gpus_memory_bound_cached"] == 2 and out["gpus_cached"] == 2 and out["replica_gpus_cached"] == 2
+    assert out.memory.gpus_memory_bound_cached == 2 and out.gpus_cached == 2 and out.replica_gpus_cached == 2
 
 
 def test_a_70b_model_needs_a_four_gpu_replica_on_80gb():
@@ -48,7 +48,7 @@ def test_a_70b_model_needs_a_four_gpu_replica_on_80gb():
     mm = MemoryModel(memory_gb=80, params=70e9, kv_bytes_per_token=65536)
     out = size_memory(mm, context_tokens=4944, live_rollouts=10, load_gpus=1.0, load_gpus_cached=None, utilisation_target=0.7)
     # compute: ceil(1 / 0.7) = 2 GPU-equivalents -> one replica of 4
-    assert out["replica_gpus"] == 4 and out["gpus"] == 4 and out["memory"]["free_gb_per_gpu"] == pytest.approx(72 - 130.385 / 4, abs=1e-3)
+    assert out.replica_gpus == 4 and out.gpus == 4 and out.memory.free_gb_per_gpu == pytest.approx(72 - 130.385 / 4, abs=1e-3)
 
 
 def test_a_larger_replica_is_chosen_when_it_needs_fewer_gpus_with_caching():
@@ -57,8 +57,8 @@ def test_a_larger_replica_is_chosen_when_it_needs_fewer_gpus_with_caching():
     mm = MemoryModel(memory_gb=80, params=27e9, kv_bytes_per_token=65536, decode_batch=1)
     live = 100 * GIB / 65536 / 1000  # rollouts at 1,000 tokens each holding 100 GiB in all
     out = size_memory(mm, context_tokens=1000, live_rollouts=live, load_gpus=None, load_gpus_cached=0.1, utilisation_target=0.7)
-    assert out["memory"]["kv_gb_live"] == pytest.approx(100)
-    assert out["replica_gpus_cached"] == 2 and out["gpus_cached"] == 4
+    assert out.memory.kv_gb_live == pytest.approx(100)
+    assert out.replica_gpus_cached == 2 and out.gpus_cached == 4
 
 
 def test_a_model_that_fits_no_replica_is_an_input_error():
@@ -88,7 +88,7 @@ def _counts(ctx: float, kv: float, live: float) -> tuple[int, int]:
     load = 48 * live / p + 1.7 * live / d
     out = size_memory(MemoryModel(memory_gb=80, params=27e9, kv_bytes_per_token=kv, decode_batch=16), context_tokens=ctx,
                       live_rollouts=live, load_gpus=load, load_gpus_cached=load / 6, utilisation_target=0.7)
-    return out["gpus"], out["gpus_cached"]
+    return out.gpus, out.gpus_cached
 
 
 @settings(max_examples=200, deadline=None)

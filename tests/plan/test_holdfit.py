@@ -108,8 +108,8 @@ def test_a_deterministic_hold_reworks_exactly_by_hand():
     assert share == pytest.approx(0.2974425414002563, rel=1e-13)
     assert per_hold == pytest.approx(math.e**0.5 - 1, rel=1e-13)
     out = spot_rework(fit, 0.5, busy_sandboxes=100, spot_per_h=10.0, source="x")
-    assert out["rework_sandbox_hours_per_h"] == pytest.approx(29.74425414, rel=1e-9)
-    assert out["spot_per_h_with_rework"] == pytest.approx(12.974425414, rel=1e-10)
+    assert out.rework_sandbox_hours_per_h == pytest.approx(29.74425414, rel=1e-9)
+    assert out.spot_per_h_with_rework == pytest.approx(12.974425414, rel=1e-10)
     assert spot_rework(None, 0.5, 1, 1) is None and spot_rework(fit, None, 1, 1) is None
     assert expected_rework(fit, 0.0)[:2] == (0.0, 0.0)
 
@@ -121,7 +121,7 @@ def test_exponential_holds_in_closed_form_and_unbounded_past_one_reclaim_per_mea
     share, per_hold, basis = expected_rework(fit, 1.0)
     assert share is None and per_hold is None and basis.startswith("unbounded")
     out = spot_rework(fit, 1.0, 100, 10.0)
-    assert out["rework_share"] is None and out["spot_per_h_with_rework"] is None and out["basis"].startswith("unbounded")
+    assert out.rework_share is None and out.spot_per_h_with_rework is None and out.basis.startswith("unbounded")
     # against a Monte Carlo of the exponential at r m = 0.2 (E[e^(2rh)] finite, so the sample's error is)
     h = np.random.default_rng(5).exponential(1.0, 2_000_000)
     reclaims = np.expm1(0.2 * h)

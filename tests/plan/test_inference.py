@@ -54,6 +54,6 @@ def test_roofline_hand_computed():
 
 def test_gpus_shared_between_prefill_and_decode():
     g = gpus_needed(100_000, 5_000, 25_000, 5_000)
-    assert (g["gpus"], g["binding"]) == (5, "prefill")  # 4 + 1
+    assert (g.gpus, g.binding) == (5, "prefill")  # 4 + 1
     g = gpus_needed(10_000, 9_000, 25_000, 5_000)
-    assert (g["gpus"], g["binding"]) == (3, "decode")  # ceil(0.4 + 1.8)
+    assert (g.gpus, g.binding) == (3, "decode")  # ceil(0.4 + 1.8)

@@ -18,7 +18,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.k8s import FILES, K8sOptions, build_manifests, emit_k8s
-from summaries import plan_json
+from summaries import as_plan, plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
@@ -50,7 +50,7 @@ def _plan(path: Path, **kw) -> dict:
 
 def _docs(plan: dict, opts: K8sOptions | None = None) -> dict[str, list[dict]]:
     return {name: [d for d in yaml.safe_load_all(text) if d is not None]
-            for name, text in build_manifests(plan, opts).items()}
+            for name, text in build_manifests(as_plan(plan), opts).items()}
 
 
 def _validate_all(docs: dict[str, list[dict]], provider: str) -> dict[str, list]:
@@ -104,7 +104,7 @@ def test_nodepool_limit_is_buy_and_the_warm_pool_lives_in_it():
     # BUY 32: the limit is exactly 32 x 96 cpu and 32 x 384 GiB; 32 x 95 - 3,000 = 40 spare slots hold the 14
     (pool,) = docs["nodepool.yaml"]
     assert pool["spec"]["limits"] == {"cpu": str(32 * 96), "memory": f"{32 * 384}Gi"}
-    assert "held in the 40 slots the 32 nodes have beyond the target" in build_manifests(plan)["nodepool.yaml"]
+    assert "held in the 40 slots the 32 nodes have beyond the target" in build_manifests(as_plan(plan))["nodepool.yaml"]
     req = {r["key"]: r["values"] for r in pool["spec"]["template"]["spec"]["requirements"]}
     assert req == {"node.kubernetes.io/instance-type": ["m6id.24xlarge"], "karpenter.sh/capacity-type": ["on-demand"]}
     assert "weight" not in pool["spec"]
@@ -220,7 +220,7 @@ def test_mixed_request_plan_on_azure():
 
 def test_every_file_opens_with_the_plans_basis():
     plan = _plan(MIXED, node_type="aws-m6id.8xlarge", price_tier="on_demand")
-    texts = build_manifests(plan)
+    texts = build_manifests(as_plan(plan))
     assert tuple(texts) == FILES
     for text in texts.values():
         head = text.split("---", 1)[0]
@@ -286,11 +286,11 @@ def test_the_validator_refuses_deprecated_versions_and_bad_node_classes(crds):
 
 def test_emit_writes_every_file_and_refuses_a_non_empty_folder(tmp_path):
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge")
-    written = emit_k8s(plan, tmp_path / "k8s")
+    written = emit_k8s(as_plan(plan), tmp_path / "k8s")
     assert sorted(p.name for p in written) == sorted(FILES) == sorted(p.name for p in (tmp_path / "k8s").iterdir())
     with pytest.raises(InputError, match="not empty"):
-        emit_k8s(plan, tmp_path / "k8s")
-    assert len(emit_k8s(plan, tmp_path / "k8s", force=True)) == len(FILES)
+        emit_k8s(as_plan(plan), tmp_path / "k8s")
+    assert len(emit_k8s(as_plan(plan), tmp_path / "k8s", force=True)) == len(FILES)
 
 
 @pytest.mark.parametrize("flag,value,needle", [
@@ -350,7 +350,7 @@ def test_a_summary_path_with_a_newline_stays_in_the_comment(tmp_path):
     from sandbox_fleet.plan import make_plan
 
     plan = make_plan(load_measure(odd), PlanOptions(node_type="aws-m6id.24xlarge"), input_path=odd)
-    for text in build_manifests(plan).values():
+    for text in build_manifests(as_plan(plan)).values():
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
         assert all(d["kind"] != "Secret" for d in docs) and "we\\x0aird" in text
 

@@ -12,7 +12,7 @@ from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.mixed import best_split, mixed_purchase, node_runs, node_shares, split_cost
 from sandbox_fleet.plan.render import plan_lines
-from summaries import plan_json
+from summaries import as_plan, plan_json
 
 from .conftest import MIXED
 
@@ -28,14 +28,14 @@ def test_hand_case_reserves_the_nodes_busy_more_than_the_price_ratio():
     assert [split_cost(runs, r, 0.5, 1.0) for r in range(5)] == pytest.approx([2.0, 1.5, 1.4, 1.6, 2.0])
     curve = ([1, 2, 3, 4], shares)  # peak 4 on 4 nodes: node k is needed at level >= k
     m = mixed_purchase(curve, 4, "on_demand", 0.5, 1.0, None)
-    assert (m["reserved_nodes"], m["burst_nodes"], m["burst_tier"]) == (2, 2, "on_demand")
-    assert m["usd_per_h"] == pytest.approx(1.4) and m["break_even_share"] == 0.5
+    assert (m.reserved_nodes, m.burst_nodes, m.burst_tier) == (2, 2, "on_demand")
+    assert m.usd_per_h == pytest.approx(1.4) and m.break_even_share == 0.5
 
 
 def test_a_reserved_node_dearer_than_a_busy_burst_node_reserves_nothing():
     m = mixed_purchase(([1, 2], [1.0, 0.5]), 2, "spot", 3.0, 5.0, 1.0, rework_share=0.5)
-    assert m["reserved_nodes"] == 0 and m["burst_usd_per_node_h"] == 1.5  # spot carries its re-runs
-    assert m["usd_per_h"] == pytest.approx(1.5 * 1.5) and "nothing reserved" in m["basis"]
+    assert m.reserved_nodes == 0 and m.burst_usd_per_node_h == 1.5  # spot carries its re-runs
+    assert m.usd_per_h == pytest.approx(1.5 * 1.5) and "nothing reserved" in m.basis
 
 
 def test_missing_price_or_curve_gives_no_mixed_line():
@@ -65,9 +65,9 @@ def test_every_split_priced_by_brute_force_has_the_same_minimum(seed, nodes):
     truth = [_needed_share_by_seconds(starts, finishes, peak, nodes, k) for k in range(1, nodes + 1)]
     brute = min(p_r * r + p_od * sum(truth[r:]) for r in range(nodes + 1))
     m = mixed_purchase((tal["levels"], tal["share_at_or_above"]), nodes, "on_demand", p_r, p_od, None)
-    assert m["node_share"] == pytest.approx(truth, abs=1e-12)
-    assert m["usd_per_h"] == pytest.approx(brute, abs=1e-12)
-    assert p_r * m["reserved_nodes"] + p_od * sum(truth[m["reserved_nodes"]:]) == pytest.approx(brute, abs=1e-12)
+    assert m.node_share == pytest.approx(truth, abs=1e-12)
+    assert m.usd_per_h == pytest.approx(brute, abs=1e-12)
+    assert p_r * m.reserved_nodes + p_od * sum(truth[m.reserved_nodes:]) == pytest.approx(brute, abs=1e-12)
 
 
 def test_runs_are_the_per_node_shares_for_any_fleet_and_a_huge_fleet_takes_one_pass():
@@ -84,9 +84,9 @@ def test_runs_are_the_per_node_shares_for_any_fleet_and_a_huge_fleet_takes_one_p
         for r in (0, nodes // 3, nodes):
             assert split_cost(runs, r, 0.4, 1.0) == pytest.approx(0.4 * r + sum(per_node[r:]))
     big = mixed_purchase((levels, shares), 10**7, "on_demand", 0.4, 1.0, None)
-    assert big["node_share"] is None and big["reserved_nodes"] + big["burst_nodes"] == 10**7
+    assert big.node_share is None and big.reserved_nodes + big.burst_nodes == 10**7
     runs = node_runs(levels, shares, 400, 10**7)
-    assert sum(c for c, _ in runs) == 10**7 and big["reserved_nodes"] == sum(c for c, s in runs if s > 0.4)
+    assert sum(c for c, _ in runs) == 10**7 and big.reserved_nodes == sum(c for c, s in runs if s > 0.4)
 
 
 def test_node_shares_read_the_grid_at_the_first_level_each_node_needs():
@@ -111,7 +111,7 @@ def test_mixed_corpus_by_hand():
     assert (m["reserved_nodes"], m["burst_nodes"], m["burst_tier"]) == (1, 6, "on_demand")
     assert m["usd_per_h"] == pytest.approx(node.reserved_usd_h + 6 * 3_000 / 23_470 * node.on_demand_usd_h)
     assert m["usd_per_h"] < min(node.reserved_usd_h, node.on_demand_usd_h) * n
-    line = next(x for x in plan_lines(plan) if "BUY mixed" in x)
+    line = next(x for x in plan_lines(as_plan(plan)) if "BUY mixed" in x)
     assert f"1 x {node.name} reserved + up to 6 x {node.name} on-demand" in line
     assert f"${m['usd_per_h']:,.2f}/h" in line
 
@@ -130,7 +130,7 @@ def test_mixed_corpus_on_spot_bursts_on_spot_with_its_reruns():
 
 def test_the_decision_block_offers_the_mixed_purchase_beside_the_single_tier_buy():
     plan = plan_json(json.loads(MIXED.read_text(encoding="utf-8")), PlanOptions(price_tier="on_demand"))
-    lines = plan_lines(plan)
+    lines = plan_lines(as_plan(plan))
     at = lines.index(f"  BUY 7 x {plan['nodes']['type']} at peak (lower bound 7)")
     assert lines[at + 1].startswith(f"  or BUY mixed: 1 x {plan['nodes']['type']} reserved + up to 6 x")
     assert lines[at + 1].strip()[3:] in [x.strip() for x in lines[at + 2:]]  # the same line in Line 4

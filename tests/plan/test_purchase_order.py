@@ -63,11 +63,11 @@ def test_seed_type_keeps_no_reserve_and_priced_types_get_one():
 def test_all_in_parts_by_hand():
     # 374 x 0.2 / 3.0 = 24.93 passes/h; fleet $3.40, inference $10.00, trainer 8 x $2.50 = $20.00 an hour
     passes = passes_per_h(374, 0.2, 3.0)
-    out = all_in(passes, 3.4, 10.0, 20.0)
+    total, parts = all_in(passes, 3.4, 10.0, 20.0)
     assert passes == pytest.approx(24.9333, abs=1e-4)
-    assert out["per_passing_trajectory_parts"] == pytest.approx({"fleet": 3.4 / passes, "inference": 10 / passes, "trainer": 20 / passes})
-    assert out["per_passing_trajectory_all_in"] == pytest.approx(33.4 / passes)
-    assert all_in(None, 1.0, 1.0, None)["per_passing_trajectory_all_in"] is None
+    assert (parts.fleet, parts.inference, parts.trainer) == pytest.approx((3.4 / passes, 10 / passes, 20 / passes))
+    assert total == pytest.approx(33.4 / passes)
+    assert all_in(None, 1.0, 1.0, None)[0] is None
 
 
 def test_every_assumption_names_a_known_source():

@@ -11,6 +11,7 @@ import pytest
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
+from sandbox_fleet.plan.model import Rent
 from sandbox_fleet.plan.rent import Provider, load_providers, verdict
 from summaries import plan_json
 
@@ -108,7 +109,7 @@ def test_mixed_requests_priced_by_concurrent_share():
 
 
 def test_verdict_buy_when_the_fleet_is_cheaper():
-    rent = {"x": {"usd_per_h": 10.0, "within_limits": True}}
+    rent = {"x": Rent(usd_per_h=10.0, within_limits=True)}
     assert verdict(rent, 4.0, "spot", "2 x n").startswith("buy: renting on x costs $10.00/h")
     assert "2.5x cheaper to buy" in verdict(rent, 4.0, "spot", "2 x n")
 

@@ -16,7 +16,7 @@ from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.turns import lognormal_moments
-from summaries import as_measure, plan_json
+from summaries import as_measure, as_plan, plan_json
 
 from .conftest import PUBLISHED
 from .independent import ffd_nodes, restart_interruptions, turn_expectations
@@ -56,7 +56,7 @@ def test_mix_is_weighted_by_sandbox_time_not_rollouts():
     # weighted by rollouts (900 / 100) it would be 900 + 800 = 1,700 cores: 18 nodes, a third of the need
     assert ffd_nodes([(kinds[0][0], 900), (kinds[1][0], 100)], SEED_96C) == 18
     assert n["mix_basis"].startswith("sandbox-hours per kind")
-    assert "weighted by sandbox-hours per kind" in "\n".join(plan_lines(p))
+    assert "weighted by sandbox-hours per kind" in "\n".join(plan_lines(as_plan(p)))
 
 
 def test_storage_and_rent_follow_the_time_weighted_mix():
@@ -78,7 +78,7 @@ def test_k8s_warm_pools_split_by_the_time_weighted_mix():
     s["steps"] = {"detected": True, "batch_size": 100, "release_spread_s": 0.0, "step_period_s": 6000.0}
     p = _plan(s, concurrency=1000, node_type="aws-m6id.24xlarge")
     pools = {d["metadata"]["name"].rsplit("-", 2)[-2]: d["spec"]["replicas"]
-             for d in yaml.safe_load_all(build_manifests(p)["sandboxwarmpool.yaml"])}
+             for d in yaml.safe_load_all(build_manifests(as_plan(p))["sandboxwarmpool.yaml"])}
     # a batch of 100 released at once is warmed whole, shared 526 : 474 -> 52.6 / 47.4 -> 53 / 47
     assert pools == {"8cpu": 53, "1cpu": 47}
 
@@ -126,7 +126,7 @@ def test_published_context_kv_and_caching_over_the_distribution_not_the_median()
     # caching: E[n(n+1)/2] / E[n] (no breaks), not (11 + 1) / 2 = 6
     assert p["caching"]["saving_applied"] == pytest.approx(m2 / m1, rel=1e-9)
     assert "lognormal turns (median 11, p90 21" in p["caching"]["saving_basis"]
-    text = "\n".join(plan_lines(p))
+    text = "\n".join(plan_lines(as_plan(p)))
     assert "mean context per turn 7,054 tokens" in text
 
 
@@ -184,7 +184,7 @@ def test_a_batch_of_90_on_30000_s_steps_rents_at_5_creates_per_s():
     factor = 1 + (0.15 + 0.05 * turns) / 2102.631549349153
     assert e2b["usd_per_h"] == pytest.approx(busy * 3600 * (0.000014 + 2 * 0.0000045) * factor, rel=1e-6)
     assert p["cost"]["rent_verdict"].startswith("rent: renting on e2b")
-    assert "a step's batch ramps over 18.0 s, up to 0.06% of the step" in "\n".join(plan_lines(p))
+    assert "a step's batch ramps over 18.0 s, up to 0.06% of the step" in "\n".join(plan_lines(as_plan(p)))
 
 
 def test_a_ramp_past_the_stated_share_of_the_step_is_a_limit():
@@ -268,7 +268,7 @@ def test_exponential_holds_past_one_reclaim_per_mean_hold_are_unbounded_and_said
     assert rw["rework_share"] is None and rw["mean_interruptions_per_hold"] is None and rw["spot_per_h_with_rework"] is None
     assert rw["basis"].startswith("unbounded: under the exponential hold fit (mean 7,200 s) r x mean = 1 >= 1")
     assert cost["per_pass_basis"] == "spot price, no re-runs"
-    assert f"  spot re-runs: {rw['basis']}" in plan_lines(p)
+    assert f"  spot re-runs: {rw['basis']}" in plan_lines(as_plan(p))
 
 
 def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_runs(tmp_path):
@@ -294,7 +294,7 @@ def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_r
     assert cost["rent_verdict"] == (
         f"buy: renting on modal costs ${modal:,.2f}/h for the busy sandbox-hours vs ${rw['spot_per_h_with_rework']:,.2f}/h for "
         f"10 x spotty with spot re-runs (+{rw['rework_share'] * 100:.3g}% sandbox-hours) on spot ({modal / rw['spot_per_h_with_rework']:.1f}x cheaper to buy)")
-    assert f"{rw['mean_interruptions_per_hold']:.3f} reclaims per hold (E[e^(r h) - 1]" in "\n".join(plan_lines(p))
+    assert f"{rw['mean_interruptions_per_hold']:.3f} reclaims per hold (E[e^(r h) - 1]" in "\n".join(plan_lines(as_plan(p)))
 
 
 # --- item 9: the hold fit in the text; outputs carry their summary's fingerprint ------------------
@@ -303,7 +303,7 @@ def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_r
 def test_rl_plan_states_its_hold_fit_and_the_p90_it_chose():
     p = _plan(_published(), batch=64, train_s=300.0)
     fit = p["target"]["hold_fit"]
-    text = "\n".join(plan_lines(p))
+    text = "\n".join(plan_lines(as_plan(p)))
     assert f"hold fit: {fit['basis']}" in text
     assert "piecewise lognormal through min 3.8 s, median 1,332 s, p90" in fit["basis"]
     assert "p90 not measured: chosen so the fit's mean is the measured 2,103 s" in fit["basis"]

@@ -13,14 +13,14 @@ def test_scratch_cache_and_growth():
         reserve_disk_mb=102_400, rollouts_per_day=20_000, trajectory_bytes_mean=2e6, trajectory_bytes_max=498e6,
         bundle_median=39_900, bundle_max=16.7e6, bundle_total=None, task_count=37_484,
     )
-    assert s["per_node_gb"] == 576  # 96 x 6 GiB
-    assert s["scratch_gb"] == 32 * 576
-    assert s["scratch_at_target_gb"] == 18_000
-    assert s["cache_gb_per_node"] == 4096 - 100 - 576
-    assert s["trajectory_gb_per_day"] == pytest.approx(40.0)  # 20,000 x 2 MB
-    assert s["trajectory_gb_per_day_upper"] == pytest.approx(9960.0)
-    assert s["bundle_store_gb"] == pytest.approx(37_484 * 39_900 / 1e9)
-    assert s["bundle_max_mb"] == pytest.approx(16.7)
+    assert s.per_node_gb == 576  # 96 x 6 GiB
+    assert s.scratch_gb == 32 * 576
+    assert s.scratch_at_target_gb == 18_000
+    assert s.cache_gb_per_node == 4096 - 100 - 576
+    assert s.trajectory_gb_per_day == pytest.approx(40.0)  # 20,000 x 2 MB
+    assert s.trajectory_gb_per_day_upper == pytest.approx(9960.0)
+    assert s.bundle_store_gb == pytest.approx(37_484 * 39_900 / 1e9)
+    assert s.bundle_max_mb == pytest.approx(16.7)
 
 
 def test_unknown_sizes_stay_null():
@@ -29,8 +29,8 @@ def test_unknown_sizes_stay_null():
         rollouts_per_day=None, trajectory_bytes_mean=None, trajectory_bytes_max=None, bundle_median=None,
         bundle_max=None, bundle_total=None, task_count=None,
     )
-    assert s["cache_gb_per_node"] == 0.0  # scratch over-commits the disk: nothing left, never negative
-    assert s["trajectory_gb_per_day"] is None and s["bundle_store_gb"] is None
+    assert s.cache_gb_per_node == 0.0  # scratch over-commits the disk: nothing left, never negative
+    assert s.trajectory_gb_per_day is None and s.bundle_store_gb is None
 
 
 # --- the drifted keys, end to end: a measured corpus with task bundles -----------------------

@@ -13,7 +13,7 @@ from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.render import plan_lines
 from sandbox_fleet.plan.rent import load_providers
 from sandbox_fleet.plan.substrates import load_substrates, overhead_s, worker_hours
-from summaries import plan_json
+from summaries import as_plan, plan_json
 
 from .conftest import MIXED
 
@@ -56,7 +56,7 @@ def test_mixed_corpus_by_hand():
     e2b = plan["cost"]["rent"]["e2b"]
     assert e2b["overhead_s_per_rollout"] == pytest.approx(0.7325)
     assert e2b["hold_factor"] == pytest.approx(1 + 0.7325 / 2100)
-    lines = plan_lines(plan)
+    lines = plan_lines(as_plan(plan))
     row = next(x for x in lines if x.strip().startswith("kubernetes-pod"))
     assert row.split() == ["kubernetes-pod", "5", "0.05", "5.58", "1,551", "584,884", "0.238"]
 

@@ -14,7 +14,7 @@ from producers import measure_doc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.report.charts import TITLES
 from sandbox_fleet.report.plan_sections import TITLES as PLAN_TITLES
-from summaries import report_file, report_html
+from summaries import as_plan, report_file, report_html
 
 PLOTLY_BANNER = "* plotly.js v"
 
@@ -178,7 +178,7 @@ def test_the_decision_block_says_what_plan_says(fleet):
     old = plan_json(fleet, PlanOptions(node_type="aws-m6id.24xlarge", concurrency=400))
     html = report_html(fleet, plan, previous=old)
     decision = html[html.index('<section id="decision">'):html.index('<section id="checks">')]
-    buy = next(x.strip() for x in plan_lines(plan) if x.strip().startswith("BUY"))
+    buy = next(x.strip() for x in plan_lines(as_plan(plan)) if x.strip().startswith("BUY"))
     assert f'<p class="buy">{buy}</p>' in decision
     assert "No check gate fails." in decision or "<h3>Top risks (failing check gates)</h3><ul" in decision
     assert "Changed since the previous plan" in decision and "target concurrency 400 -&gt; " in decision

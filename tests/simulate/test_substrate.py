@@ -53,11 +53,11 @@ def test_substrate_adds_cold_start_and_per_turn_overhead_to_the_holds(tmp_path, 
     # its substrates block for 12 turns a rollout
     plan_block = substrate_block([sub], target=50, duty=0.5, hold_mean_s=plain["hold_s"]["mean"],
                                  turns_mean=float(turns), turns_basis="test")
-    plan_h = plan_block["by_substrate"][name]["added_worker_hours_per_million"]
+    plan_h = plan_block.by_substrate[name].added_worker_hours_per_million
     assert plan_h == worker_hours(MILLION, overhead_s(sub.cold_start_s, sub.per_action_s, float(turns)))
     assert block["added_worker_hours_per_million"] == pytest.approx(plan_h, rel=1e-12)
     # and the plan's total worker-hours per million (its hold + the overhead) is the simulated mean hold's
-    assert plan_block["by_substrate"][name]["worker_hours_per_million"] == pytest.approx(
+    assert plan_block.by_substrate[name].worker_hours_per_million == pytest.approx(
         got["hold_s"]["mean"] * MILLION / 3600, rel=1e-9)
     assert plan_h == pytest.approx(per_rollout_s * 1e6 / 3600, rel=1e-12)
 

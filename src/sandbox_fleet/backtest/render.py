@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from sandbox_fleet import contract
 from sandbox_fleet.backtest.model import BacktestSummary, Figure
 from sandbox_fleet.backtest.run import signed_pct
 from sandbox_fleet.textout import number
 
 
-def backtest_lines(summary: BacktestSummary | dict) -> list[str]:
-    s = contract.parse(BacktestSummary, summary, "backtest summary")
+def backtest_lines(s: BacktestSummary) -> list[str]:
     sp = s.split
     how = (f"first {sp.fraction:.0%} of the rollouts in start order" + (" (moved to an RL step boundary)" if sp.moved_to_step else "")
            if sp.by == "fraction" else f"by {sp.by}: A = {', '.join(sp.a_groups)}; B = {', '.join(sp.b_groups)}")

@@ -21,9 +21,9 @@ MAX_SEEDS = 1000
 
 def backtest_paths(paths: list[str], *, split_at: float | None = None, split_by: str | None = None,
                    seeds: int = DEFAULT_SEEDS, seed: int = 0, min_rows: int = MIN_ROWS, progress: bool = False,
-                   read: ReadOptions | None = None) -> dict:
+                   read: ReadOptions | None = None) -> BacktestSummary:
     """Read telemetry (``read``: the reader options, ``telemetry.options.make_options``; default: sniffed
-    format, UTC) and backtest it; the JSON summary."""
+    format, UTC) and backtest it; the summary (``.to_json()`` is what ``backtest --json`` prints)."""
     from sandbox_fleet.telemetry import load_telemetry
 
     _check_args(seeds, seed)
@@ -37,7 +37,7 @@ def backtest_paths(paths: list[str], *, split_at: float | None = None, split_by:
 
 def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[str, int] | None = None,
                       split_at: float | None = None, split_by: str | None = None, seeds: int = DEFAULT_SEEDS,
-                      seed: int = 0, min_rows: int = MIN_ROWS) -> dict:
+                      seed: int = 0, min_rows: int = MIN_ROWS) -> BacktestSummary:
     """Backtest a canonical rollout table: calibrate on A, predict B, calibrate on B (oracle), test drift."""
     _check_args(seeds, seed)
     sp = split_table(rollouts, split_at=split_at, split_by=split_by, min_rows=min_rows)
@@ -65,7 +65,7 @@ def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[
                 "high": np.quantile(series, hi_q, axis=0).tolist()},
         verdict=verdict(figures, oracle, drift), basis=BASIS,
     )
-    return summary.to_json()
+    return summary
 
 
 BASIS = ("calibrated on part A as `simulate --from` does (holds bootstrapped by model and outcome, cap = measured "

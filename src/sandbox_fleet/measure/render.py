@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sandbox_fleet import contract
 from sandbox_fleet.measure.model import (
     ByNode,
     ByOutcome,
@@ -63,9 +62,8 @@ def _kv(title: str, rows: list[tuple[str, str | None]]) -> Table:
     return table
 
 
-def render_summary(summary: MeasureSummary | dict, console: Console) -> None:
-    """Print the headline figures of ``summary`` (a measure result, or its JSON dict) as Rich tables."""
-    s = contract.parse(MeasureSummary, summary, "measure summary")
+def render_summary(s: MeasureSummary, console: Console) -> None:
+    """Print the headline figures of a measure result as Rich tables."""
     console.print(_kv("Fleet", [
         ("rollouts", _num(s.rows)),
         ("span", f"{_num(s.span_s)} s ({_days(s.span_s)} d)"),

@@ -7,7 +7,8 @@ backends (``sweep.task.simulate_variant``), and prices results with plan's catal
     from sandbox_fleet.optimize import run_optimize
     out = run_optimize(load_measure("measure.json"), name="measure.json", passing_per_hour=400)
     out = run_optimize("loop.toml", passing_per_hour=400, max_cap=256)  # a scenario (or a .json) by path
-    out.summary["best"]      # cap, node type and tier, GPU type and count, caching, $/h
+    out.model.best           # an OptimizeSummary: cap, node type and tier, GPU type and count, caching, $/h
+    out.summary["best"]      # the same, as the JSON optimize --json prints
     out.scenario_toml        # the winner as a scenario `sandbox-fleet simulate` reproduces
 
 Modules: ``inputs`` (INPUT to a base loop), ``space`` (GPU options, node prices), ``evaluate``

@@ -31,8 +31,13 @@ RUNNER_UPS = 2  # at most this many such points
 
 @dataclass
 class Outcome:
-    summary: dict
+    model: OptimizeSummary
     scenario_toml: str  # the winner as a scenario `sandbox-fleet simulate` runs
+
+    @property
+    def summary(self) -> dict:
+        """The summary's JSON (what ``optimize --json`` prints)."""
+        return self.model.to_json()
 
 
 def run_optimize(
@@ -148,7 +153,6 @@ def run_optimize(
         ],
         pruned=dict(sorted(pruned.items())),
     )
-    summary = model.to_json()
     data = scenario_data(base, goal, best.option, best.replicas, best.cap, full_n, seed)
     won = model.best
     lo, hi = won.passing_per_hour_interval
@@ -157,7 +161,7 @@ def run_optimize(
             f"({won.tier}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
     if scale != 1:
         head.append(f"full scale: the search simulated a {scale:g} slice of this loop (docs/optimize.md, --scale)")
-    return Outcome(summary, tomlout.dumps(data, head))
+    return Outcome(model, tomlout.dumps(data, head))
 
 
 MAX_STEP_UPS = 12  # candidates re-evaluated before giving up on a confident winner

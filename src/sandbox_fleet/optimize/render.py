@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sandbox_fleet import contract
 from sandbox_fleet.optimize.model import OptimizeSummary, Point
 from sandbox_fleet.textout import number
 
@@ -15,9 +14,8 @@ def _gpus(p: Point) -> str:
     return f"{p.replicas} x {p.gpus_per_replica} {p.gpu} ({cache})"
 
 
-def render_optimize(summary: OptimizeSummary | dict, console: Console) -> None:
-    """Print an optimize summary (the model or its JSON dict)."""
-    s = contract.parse(OptimizeSummary, summary, "optimize summary")
+def render_optimize(s: OptimizeSummary, console: Console) -> None:
+    """Print an optimize summary."""
     b, t = s.best, s.target
     want = (f"{t.passing_per_hour:g} passing/h" if t.passing_per_hour is not None
             else f"batch {t.batch} step <= {t.max_step_s:g} s (train {t.train_s:g} s)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from sandbox_fleet.plan.model import Assumption, Target
+from sandbox_fleet.plan.model import Assumption, Caching, PerGpu, PlanInference, Target
 
 Source = Literal["default", "measured", "published", "flag", "catalog"]
 
@@ -29,8 +29,6 @@ class Assumptions:
     def from_input(self, name: str, value: Optional[float], unit: str, detail: str = "") -> None:
         self.add(name, value, unit, self.measured, detail)
 
-    def dump(self) -> list[dict]:
-        return [a.model_dump() for a in self.items]
 
 
 def _src(value, default, flagged: bool = True) -> Source:
@@ -40,8 +38,8 @@ def _src(value, default, flagged: bool = True) -> Source:
 
 def collect_assumptions(
     fig, opts, input_source: str, *, target: Target, tier_source: Source, node, reserve, reserve_source: Source,
-    inference: dict, caching: dict, request_source: str,
-) -> list[dict]:
+    inference: PlanInference, caching: Caching, request_source: str,
+) -> list[Assumption]:
     """The plan's ``assumptions`` list (see the module docstring for ``source``)."""
     a = Assumptions(input_source)
     n = target.concurrency
@@ -66,26 +64,26 @@ def collect_assumptions(
     a.from_input("prefill_per_sandbox_s", fig.prefill_per_s, "tokens/sandbox-s")
     a.from_input("decode_per_sandbox_s", fig.decode_per_s, "tokens/sandbox-s")
     a.from_input("turn_tokens", fig.turn_tokens, "tokens/turn", "the quadratic context model's c")
-    a.add("caching_saving", caching.get("saving_applied"), "x", "flag" if opts.turns else a.measured, caching.get("saving_basis", ""))
-    a.from_input("cached_fraction", caching.get("cached_fraction_measured"), "fraction", "measured prefix-cache hits")
+    a.add("caching_saving", caching.saving_applied, "x", "flag" if opts.turns else a.measured, caching.saving_basis or "")
+    a.from_input("cached_fraction", caching.cached_fraction_measured, "fraction", "measured prefix-cache hits")
     a.add("prefix_break", opts.prefix_break, "fraction", _src(opts.prefix_break, 0.0), "turns that break the cached prefix")
-    a.add("context_tokens_mean", inference.get("context_tokens_mean"), "tokens", "default", "turn-weighted mean context from the turn curve: " + (inference.get("context_basis") or ""))
+    a.add("context_tokens_mean", inference.context_tokens_mean, "tokens", "default", "turn-weighted mean context from the turn curve: " + (inference.context_basis or ""))
     if opts.gpu_name:
         a.add("gpu", opts.gpu_name, "GPU type", "catalog", "memory, TFLOP/s, TB/s and $/h from the GPU catalog unless a flag overrides")
     cat = opts.gpu_from_catalog
     a.add("gpu_memory_gb", opts.gpu_memory_gb, "GiB", "catalog" if "memory_gb" in cat else "flag")
     a.add("gpu_usd_h", opts.gpu_usd_h, "USD per GPU-h", "catalog" if "usd_h" in cat else "flag", "illustrative" if "usd_h" in cat else "")
-    pg = inference.get("per_gpu") or {}
-    a.add("gpu_prefill_tok_s", pg.get("prefill_tok_s"), "tokens/s", "flag" if opts.gpu_prefill_tok_s else "default", pg.get("source") or "")
-    a.add("gpu_decode_tok_s", pg.get("decode_tok_s"), "tokens/s", "flag" if opts.gpu_decode_tok_s else "default", pg.get("source") or "")
+    pg = inference.per_gpu or PerGpu()
+    a.add("gpu_prefill_tok_s", pg.prefill_tok_s, "tokens/s", "flag" if opts.gpu_prefill_tok_s else "default", pg.source or "")
+    a.add("gpu_decode_tok_s", pg.decode_tok_s, "tokens/s", "flag" if opts.gpu_decode_tok_s else "default", pg.source or "")
     if opts.roofline is not None:
         rl = opts.roofline
         a.add("roofline_utilisation", rl.utilisation, "fraction of peak", _src(rl.utilisation, 0.4))
         a.add("bytes_per_param", rl.bytes_per_param, "bytes", _src(rl.bytes_per_param, 2.0))
         a.add("decode_batch", rl.decode_batch, "sequences per replica", _src(rl.decode_batch, 64))
-    if pg.get("prefill_tok_s"):
+    if pg.prefill_tok_s:
         a.add("gpu_utilisation", opts.gpu_utilisation, "fraction", _src(opts.gpu_utilisation, 0.7), "headroom on top of the per-GPU rates")
-    if inference.get("memory"):
+    if inference.memory is not None:
         a.add("gpu_memory_fraction", opts.gpu_memory_fraction, "fraction", _src(opts.gpu_memory_fraction, 0.9))
         a.add("max_tp", opts.max_tp, "GPUs per replica", _src(opts.max_tp, 8))
         a.add("kv_offload_gb", opts.kv_offload_gb, "GiB per GPU", _src(opts.kv_offload_gb, 0.0))
@@ -95,4 +93,4 @@ def collect_assumptions(
           "flag" if opts.substrates_file else "catalog",
           "cold start and per-action overhead per substrate (illustrative, each with its source): the rented holds "
           "and the substrates' worker-hours; replace with your measurements")
-    return a.dump()
+    return a.items

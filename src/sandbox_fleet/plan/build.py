@@ -20,7 +20,26 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
-from sandbox_fleet.plan.model import Alternative, BacktestLine, NodeReserve, Nodes, PlanSummary, Resources, Target
+from sandbox_fleet.plan.model import (
+    Alternative,
+    BacktestLine,
+    Caching,
+    Context,
+    Cost,
+    Input,
+    Mixed,
+    MixEntry,
+    NodePool,
+    NodeReserve,
+    Nodes,
+    PlanInference,
+    PlanSummary,
+    Request,
+    Resources,
+    Starts,
+    Storage,
+    Target,
+)
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
@@ -203,16 +222,21 @@ def _alt(s: _SizedNodeType, tier: str) -> Alternative:
 
 
 def _pool_block(s: _SizedNodeType, reqs: list[ResourceRequest], weights: list[float], counts: list[int], top: int, tier: str,
-                mix_basis: str) -> dict:
+                mix_basis: str) -> NodePool:
     """One ``node_pools`` entry: the ``nodes`` shape for a pool packed on its own."""
-    return s.figures() | {
-        "request": reqs[top].as_dict(),
-        "mix": [{**q.as_dict(), "weight": w, "concurrent": c} for q, w, c in zip(reqs, weights, counts)] if len(reqs) > 1 else None,
-        "packing": "first-fit-decreasing" if len(reqs) > 1 else "uniform",
-        "mix_basis": mix_basis if len(reqs) > 1 else None,
-        f"{tier}_per_h": s.price(tier),
-        "concurrent": sum(counts),
-    }
+    mixed = len(reqs) > 1
+    price = s.price(tier)  # the pool is priced at the plan's tier only
+    return NodePool(
+        **s.figures(),
+        request=Request(**reqs[top].as_dict()),
+        mix=[MixEntry(**q.as_dict(), weight=w, concurrent=c) for q, w, c in zip(reqs, weights, counts)] if mixed else None,
+        packing="first-fit-decreasing" if mixed else "uniform",
+        mix_basis=mix_basis if mixed else None,
+        reserved_per_h=price if tier == "reserved" else None,
+        on_demand_per_h=price if tier == "on_demand" else None,
+        spot_per_h=price if tier == "spot" else None,
+        concurrent=sum(counts),
+    )
 
 
 def _check_options(opts: PlanOptions) -> None:
@@ -243,7 +267,7 @@ class _Nodes:
     node: NodeType
     reqs: list[ResourceRequest]
     counts: list[int]
-    pools: list[dict]
+    pools: list[NodePool]
     request_source: str  # flag, default or input: where the sandbox requests came from
 
 
@@ -254,7 +278,7 @@ def _tier(opts: PlanOptions) -> str:
 
 
 def _sized_pools(catalog: list[NodeType], gpu: dict[str, list[int]], reqs: list[ResourceRequest], weights: list[float],
-                 counts: list[int], opts: PlanOptions, mix_basis: str) -> list[dict]:
+                 counts: list[int], opts: PlanOptions, mix_basis: str) -> list[NodePool]:
     """One ``node_pools`` entry per GPU node type, each packed on its own (counts, like ``nodes``)."""
     pools = []
     for name, idx in gpu.items():
@@ -328,7 +352,7 @@ def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _No
     return _Nodes(block, chosen, node, reqs, counts, pools, request_source)
 
 
-def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opts: PlanOptions) -> dict:
+def plan_storage(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, opts: PlanOptions) -> Storage:
     """Scratch, image cache and record growth for the chosen nodes (the ``storage`` block)."""
     rollouts_per_day = (n * (duty if duty else 1.0) / fig.hold_mean_s * 86400.0) if fig.hold_mean_s else None
     return storage_plan(
@@ -354,39 +378,41 @@ def plan_turns(fig: Figures, opts: PlanOptions) -> Optional[TurnMoments]:
     return turn_moments({}, fig.turns_median, fig.turns_p90)
 
 
-def plan_caching(fig: Figures, opts: PlanOptions, turns: Optional[TurnMoments]) -> tuple[dict, dict]:
+def plan_caching(fig: Figures, opts: PlanOptions, turns: Optional[TurnMoments]) -> tuple[Context, Caching]:
     """The context model's fit and the prefix-caching saving (the ``context`` and ``caching`` blocks)."""
     c = fig.turn_tokens
-    context = {
-        "turn_tokens": c,
-        "model_error_by_turns": {str(k): v for k, v in inf.model_error(fig.median_input_by_turns, c).items()} if c else {},
-        "turns_mean": turns.mean if turns is not None else None,
-        "turns_basis": turns.basis if turns is not None else None,
-    }
+    context = Context(
+        turn_tokens=c,
+        model_error_by_turns={str(k): v for k, v in inf.model_error(fig.median_input_by_turns, c).items()} if c else {},
+        turns_mean=turns.mean if turns is not None else None,
+        turns_basis=turns.basis if turns is not None else None,
+    )
     turn_set = sorted(set(inf.DOC_SAVING_TURNS) | {int(t) for t in fig.turns_histogram})
     f = opts.prefix_break
     mix = inf.mix_saving(fig.turns_histogram) if fig.turns_histogram else None
     mix_f = inf.mix_saving(fig.turns_histogram, f) if fig.turns_histogram else None
-    caching: dict[str, Any] = {
-        "saving_by_turns": {str(t): inf.cache_saving(t) for t in turn_set},
-        "saving_measured_mix": mix,
-        "prefix_break": f,
-        "saving_by_turns_with_breaks": {str(t): inf.cache_saving(t, f) for t in turn_set},
-        "saving_measured_mix_with_breaks": mix_f,
-        "cached_fraction_measured": fig.cached_fraction,
-    }
+    applied: Optional[float]
     if mix_f is not None:
         applied, basis = mix_f, "measured turn histogram"
     elif turns is not None:
         applied, basis = turns.saving(f), turns.basis
     else:
         applied, basis = None, "no turn histogram or median: pass --turns"
-    caching["saving_applied"], caching["saving_basis"] = applied, basis
+    caching = Caching(
+        saving_by_turns={str(t): inf.cache_saving(t) for t in turn_set},
+        saving_measured_mix=mix,
+        prefix_break=f,
+        saving_by_turns_with_breaks={str(t): inf.cache_saving(t, f) for t in turn_set},
+        saving_measured_mix_with_breaks=mix_f,
+        cached_fraction_measured=fig.cached_fraction,
+        saving_applied=applied,
+        saving_basis=basis,
+    )
     return context, caching
 
 
 def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOptions, notes: list[str],
-                   turns: Optional[TurnMoments] = None) -> dict:
+                   turns: Optional[TurnMoments] = None) -> PlanInference:
     """Token rates at the target and the GPUs they need by compute and memory, with and without
     caching (the ``inference`` block, ``inference_sizing.size_inference``)."""
     if opts.gpu_note:
@@ -394,8 +420,8 @@ def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOpti
     return size_inference(fig, n, saving, fig.cached_fraction, opts, notes, turns)
 
 
-def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: dict, opts: PlanOptions,
-              notes: list[str]) -> dict:
+def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: PlanInference, opts: PlanOptions,
+              notes: list[str]) -> Cost:
     """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
     GPUs, the GPU pools and spot re-runs (the ``cost`` block).
 
@@ -416,41 +442,42 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         rate, n * duty if duty else None, spot_price * nodes.chosen.count if spot_price is not None else None,
         nodes.node.spot_interruptions_source,
     )
-    share = rework["rework_share"] if rework is not None else None
-    cost = costmod.fleet_cost(
-        nodes.node, nodes.chosen.count, tier=_tier(opts), concurrency=n, duty=duty,
-        sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
-    )
-    cost["duty"] = duty
-    cost["exception_share"] = exc_share
-    cost |= costmod.inference_cost(opts.gpu_usd_h, inference["gpus"], inference["gpus_cached"])
-    pool_prices = [pl[f"{opts.price_tier}_per_h"] for pl in nodes.pools]
-    cost["node_pools_per_h"] = sum(pool_prices) if pool_prices and None not in pool_prices else None
+    share = rework.rework_share if rework is not None else None
+    tier = _tier(opts)
+    prices = costmod.tier_prices(nodes.node, nodes.chosen.count)
+    inference_per_h = costmod.inference_cost(opts.gpu_usd_h, inference.gpus)
+    pool_prices = [getattr(pl, f"{tier}_per_h") for pl in nodes.pools]
     passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
-    rerun = share if opts.price_tier == "spot" and share is not None else None
+    rerun = share if tier == "spot" and share is not None else None
     if rerun is not None and passes is not None:
         passes /= 1.0 + rerun
     trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
     if opts.trainer_gpus and not opts.gpu_usd_h:
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
-    cost |= all_in(passes, cost[f"{opts.price_tier}_per_h"], cost["inference_per_h"], trainer_per_h)
-    cost["spot_rework"] = rework
-    cost["mixed"] = plan_mixed(fig, nodes, opts, share)
-    tier_label = (opts.price_tier or "").replace("_", "-")
-    cost["per_pass_basis"] = (
-        f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
-        if rerun is not None else f"{tier_label} price, no re-runs"
+    total, parts = all_in(passes, getattr(prices, tier), inference_per_h, trainer_per_h)
+    return costmod.fleet_cost(
+        nodes.node, nodes.chosen.count, tier=tier, concurrency=n, duty=duty,
+        sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
+        inference_per_h=inference_per_h,
+        inference_per_h_cached=costmod.inference_cost(opts.gpu_usd_h, inference.gpus_cached),
+        node_pools_per_h=sum(p for p in pool_prices if p is not None) if pool_prices and None not in pool_prices else None,
+        passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
+        spot_rework=rework,
+        mixed=plan_mixed(fig, nodes, opts, share),
+        per_pass_basis=(
+            f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
+            if rerun is not None else f"{tier.replace('_', '-')} price, no re-runs"
+        ),
     )
-    return cost
 
 
-def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float]) -> Optional[dict]:
+def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float]) -> Optional[Mixed]:
     """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
     node = nodes.node
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share)
     if mixed is not None and nodes.pools:
-        mixed["basis"] += f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
+        mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
 
 
@@ -459,24 +486,27 @@ def _rework_holds(fig: Figures) -> HoldSampler:
     return HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
 
 
-def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: dict, starts: dict,
-              providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> dict:
-    """Renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and ``cost.rent_verdict``);
-    bought spot is compared with its re-runs, which a rented sandbox does not have, and each rented hold
-    carries its substrate's cold start and per-turn overhead (``overhead_s``, provider -> seconds)."""
+def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: Cost, starts: Starts,
+              providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> Cost:
+    """``cost`` with renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and
+    ``cost.rent_verdict``); bought spot is compared with its re-runs, which a rented sandbox does not have,
+    and each rented hold carries its substrate's cold start and per-turn overhead (``overhead_s``,
+    provider -> seconds)."""
     counts, reqs = nodes.counts, nodes.reqs
     shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
-    buy, label = cost[f"{opts.price_tier}_per_h"], f"{nodes.chosen.count:,} x {nodes.node.name}"
-    rw = cost.get("spot_rework")
-    if opts.price_tier == "spot" and rw is not None and rw["spot_per_h_with_rework"] is not None:
-        buy, label = rw["spot_per_h_with_rework"], label + f" with spot re-runs (+{rw['rework_share'] * 100:.3g}% sandbox-hours)"
+    buy, label = getattr(cost, f"{opts.price_tier}_per_h"), f"{nodes.chosen.count:,} x {nodes.node.name}"
+    rw = cost.spot_rework
+    if opts.price_tier == "spot" and rw is not None and rw.spot_per_h_with_rework is not None:
+        assert rw.rework_share is not None  # set with the price it raises
+        buy, label = rw.spot_per_h_with_rework, label + f" with spot re-runs (+{rw.rework_share * 100:.3g}% sandbox-hours)"
     rent, verdict = rentmod.rent_block(
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
         buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
         overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s,
     )
-    return {"rent": rent, "rent_verdict": verdict}
+    # both are built and typed: a copy that sets them needs no second validation
+    return cost.model_copy(update={"rent": rent, "rent_verdict": verdict})
 
 
 def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
@@ -514,7 +544,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     storage = plan_storage(fig, n, duty, nodes, opts)
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)
-    inference = plan_inference(fig, n, caching["saving_applied"], opts, notes, turns)
+    inference = plan_inference(fig, n, caching.saving_applied, opts, notes, turns)
     cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
@@ -525,12 +555,12 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     starts = start_rate(fig, target, duty)
     substrates = load_substrates(opts.substrates_file)
     turns_mean = turns.mean if turns is not None else None
-    cost |= plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
+    cost = plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
-        input={"source": source, "rows": int(fig.rows), "path": str(input_path) if input_path is not None else None,
-               "fingerprint": contract.fingerprint(fig.summary)},
+        input=Input(source=source, rows=int(fig.rows), path=str(input_path) if input_path is not None else None,
+                    fingerprint=contract.fingerprint(fig.summary)),
         target=target,
         measured=fig.measured_block(),
         nodes=nodes.block,

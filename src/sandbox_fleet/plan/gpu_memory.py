@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.model import GpuMemory, PlanInference
 
 GIB = float(2**30)
 
@@ -97,7 +98,7 @@ def size_memory(
     load_gpus: Optional[float],
     load_gpus_cached: Optional[float],
     utilisation_target: float,
-) -> dict:
+) -> PlanInference:
     """The ``inference`` memory fields and the combined counts (None where a load is unknown)."""
     check_fraction("`gpu_memory_fraction`", mm.memory_fraction)
     check_fraction("`gpu_utilisation`", utilisation_target)
@@ -111,26 +112,12 @@ def size_memory(
     t = replica_gpus(w, inflight, usable, mm.max_tp)
     free = usable - w / t
     live = kv_gb(live_rollouts, context_tokens, mm.kv_bytes_per_token)
-    out: dict = {
-        "replica_gpus": t,
-        "replica_gpus_cached": t,
-        "kv_offload_gb": mm.kv_offload_gb,
-        "utilisation_target": utilisation_target,
-        "memory": {
-            "weights_gb": w,
-            "kv_gb_inflight": inflight,
-            "kv_gb_live": live,
-            "free_gb_per_gpu": free,
-            "gpus_memory_bound": t,
-            "gpus_memory_bound_cached": memory_bound_cached(live, free, mm.kv_offload_gb, t),
-        },
-        "gpus_compute_bound": None, "gpus_compute_bound_cached": None,
-        "gpus": None, "gpus_cached": None, "bound_by": None, "bound_by_cached": None,
-    }
+    counts: dict[str, Any] = {}
     if load_gpus is not None:
         # uncached: compute and memory both only grow with the replica, so the smallest is best
         c = compute_bound(load_gpus, t, utilisation_target)
-        out |= {"gpus_compute_bound": c, "gpus": max(c, t), "bound_by": "compute" if c >= t else "memory"}
+        counts |= {"gpus_compute_bound": c, "gpus": max(c, t), "bound_by": "compute" if c >= t else "memory"}
+    size, m_cached = t, memory_bound_cached(live, free, mm.kv_offload_gb, t)
     if load_gpus_cached is not None:
         best = None
         size = t
@@ -142,8 +129,10 @@ def size_memory(
                 best = (size, c, m, f)
             size *= 2
         assert best is not None  # replica_gpus gives t <= max_tp, so the loop ran
-        size, c, m, f = best
-        out["replica_gpus_cached"] = size
-        out["memory"]["gpus_memory_bound_cached"] = m
-        out |= {"gpus_compute_bound_cached": c, "gpus_cached": max(c, m), "bound_by_cached": "compute" if c >= m else "memory"}
-    return out
+        size, c, m_cached, f = best
+        counts |= {"gpus_compute_bound_cached": c, "gpus_cached": max(c, m_cached),
+                   "bound_by_cached": "compute" if c >= m_cached else "memory"}
+    memory = GpuMemory(weights_gb=w, kv_gb_inflight=inflight, kv_gb_live=live, free_gb_per_gpu=free,
+                       gpus_memory_bound=t, gpus_memory_bound_cached=m_cached)
+    return PlanInference(replica_gpus=t, replica_gpus_cached=size, kv_offload_gb=mm.kv_offload_gb,
+                         utilisation_target=utilisation_target, memory=memory, **counts)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 #: the turn counts the source document reports caching savings for
 DOC_SAVING_TURNS = (1, 5, 11, 21, 50)
@@ -76,13 +76,17 @@ class Roofline:
         return self.utilisation * self.hbm_bytes_s / per_token_bytes
 
 
-def gpus_needed(prefill: float, decode: float, gpu_prefill: float, gpu_decode: float) -> dict:
+class GpuShares(NamedTuple):
+    """A shared pool's load: GPUs' worth of prefill and of decode, their sum rounded up, and which binds."""
+
+    gpus: int
+    prefill_gpu_share: float
+    decode_gpu_share: float
+    binding: str
+
+
+def gpus_needed(prefill: float, decode: float, gpu_prefill: float, gpu_decode: float) -> GpuShares:
     """GPUs for a shared pool: ceil(prefill share + decode share); the larger share binds."""
     p_share = prefill / gpu_prefill
     d_share = decode / gpu_decode
-    return {
-        "gpus": math.ceil(p_share + d_share - 1e-9),
-        "prefill_gpu_share": p_share,
-        "decode_gpu_share": d_share,
-        "binding": "prefill" if p_share >= d_share else "decode",
-    }
+    return GpuShares(math.ceil(p_share + d_share - 1e-9), p_share, d_share, "prefill" if p_share >= d_share else "decode")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan.gpu_memory import MemoryModel, check_fraction, compute_bound, size_memory
+from sandbox_fleet.plan.model import PerGpu, PlanInference
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.turns import TurnMoments
@@ -33,8 +34,8 @@ def _rates(fig: Figures, opts: PlanOptions, ctx: float) -> tuple[Optional[float]
 def size_inference(
     fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: PlanOptions, notes: list[str],
     turns: Optional[TurnMoments] = None,
-) -> dict:
-    """The plan's ``inference`` object at ``n`` concurrent sandboxes."""
+) -> PlanInference:
+    """The plan's ``inference`` block at ``n`` concurrent sandboxes."""
     check_fraction("`gpu_utilisation`", opts.gpu_utilisation)
     prefill = fig.prefill_per_s * n if fig.prefill_per_s is not None else None
     decode = fig.decode_per_s * n if fig.decode_per_s is not None else None
@@ -43,48 +44,57 @@ def size_inference(
     fallback = opts.roofline.context_tokens if opts.roofline is not None else 32_768.0
     ctx = mean_context(fig.turn_tokens, turns, fallback)
     gpu_p, gpu_d, src = _rates(fig, opts, ctx)
-    out: dict = {
-        "prefill_tok_s": prefill,
-        "decode_tok_s": decode,
-        "prefill_tok_s_computed": computed,
-        "prefill_tok_s_cached": cached,
-        "prefill_decode_ratio": prefill / decode if prefill is not None and decode else None,
-        "per_gpu": {"prefill_tok_s": gpu_p, "decode_tok_s": gpu_d, "source": src if gpu_p and gpu_d else None},
-        "gpu": opts.gpu_name,
-        "context_tokens_mean": ctx,
-        "context_basis": turns.basis if fig.turn_tokens and turns is not None else "no turn curve or turn counts: the roofline's context",
-        "utilisation_target": opts.gpu_utilisation,
-        "gpus": None, "gpus_cached": None, "binding": None, "binding_cached": None,
-        "gpus_compute_bound": None, "gpus_compute_bound_cached": None,
-        "bound_by": None, "bound_by_cached": None, "memory": None, "replica_gpus": None, "kv_offload_gb": None,
-    }
-    load = load_cached = None
+    g = gc = None
     if gpu_p and gpu_d and computed is not None and decode is not None:
         g = inf.gpus_needed(computed, decode, gpu_p, gpu_d)
-        load = g["prefill_gpu_share"] + g["decode_gpu_share"]
-        out |= {"binding": g["binding"], "prefill_gpu_share": g["prefill_gpu_share"], "decode_gpu_share": g["decode_gpu_share"]}
-        if cached is not None:
-            gc = inf.gpus_needed(cached, decode, gpu_p, gpu_d)
-            load_cached = gc["prefill_gpu_share"] + gc["decode_gpu_share"]
-            out["binding_cached"] = gc["binding"]
+        gc = inf.gpus_needed(cached, decode, gpu_p, gpu_d) if cached is not None else None
     elif prefill is not None:
         notes.append("no per-GPU throughput given (--gpu-prefill-tok-s/--gpu-decode-tok-s or a roofline): GPUs not sized")
+    counts = _gpu_counts(g, gc, ctx, n, opts, notes)
+    return PlanInference(
+        prefill_tok_s=prefill,
+        decode_tok_s=decode,
+        prefill_tok_s_computed=computed,
+        prefill_tok_s_cached=cached,
+        prefill_decode_ratio=prefill / decode if prefill is not None and decode else None,
+        per_gpu=PerGpu(prefill_tok_s=gpu_p, decode_tok_s=gpu_d, source=src if gpu_p and gpu_d else None),
+        gpu=opts.gpu_name,
+        context_tokens_mean=ctx,
+        context_basis=turns.basis if fig.turn_tokens and turns is not None else "no turn curve or turn counts: the roofline's context",
+        utilisation_target=opts.gpu_utilisation,
+        gpus=counts.gpus, gpus_cached=counts.gpus_cached,
+        binding=g.binding if g is not None else None, binding_cached=gc.binding if gc is not None else None,
+        prefill_gpu_share=g.prefill_gpu_share if g is not None else None,
+        decode_gpu_share=g.decode_gpu_share if g is not None else None,
+        gpus_compute_bound=counts.gpus_compute_bound, gpus_compute_bound_cached=counts.gpus_compute_bound_cached,
+        bound_by=counts.bound_by, bound_by_cached=counts.bound_by_cached,
+        memory=counts.memory, replica_gpus=counts.replica_gpus, replica_gpus_cached=counts.replica_gpus_cached,
+        kv_offload_gb=counts.kv_offload_gb,
+    )
+
+
+def _gpu_counts(g: Optional[inf.GpuShares], gc: Optional[inf.GpuShares], ctx: float, n: int, opts: PlanOptions,
+                notes: list[str]) -> PlanInference:
+    """The GPU counts (and, when the GPU's memory is known, the memory model's fields) for the loads ``g``
+    (uncached) and ``gc`` (cached); None where a load is unknown."""
+    load = g.prefill_gpu_share + g.decode_gpu_share if g is not None else None
+    load_cached = gc.prefill_gpu_share + gc.decode_gpu_share if gc is not None else None
     mm = memory_model(opts)
     if mm is not None and (load is not None or opts.gpu_name):
-        out |= size_memory(
+        return size_memory(
             mm, context_tokens=ctx, live_rollouts=n, load_gpus=load, load_gpus_cached=load_cached,
             utilisation_target=opts.gpu_utilisation,
         )
-    elif load is not None:
-        for suffix, ld in (("", load), ("_cached", load_cached)):
-            if ld is not None:
-                c = compute_bound(ld, 1, opts.gpu_utilisation)
-                out |= {f"gpus_compute_bound{suffix}": c, f"gpus{suffix}": c, f"bound_by{suffix}": "compute"}
-        notes.append(
-            "GPU memory not modelled (needs --gpu or --gpu-memory-gb with a roofline's --model-params-b and --kv-bytes-per-token): "
-            "GPU counts are compute-bound only"
-        )
-    return out
+    if load is None:
+        return PlanInference()
+    c = compute_bound(load, 1, opts.gpu_utilisation)
+    c_cached = compute_bound(load_cached, 1, opts.gpu_utilisation) if load_cached is not None else None
+    notes.append(
+        "GPU memory not modelled (needs --gpu or --gpu-memory-gb with a roofline's --model-params-b and --kv-bytes-per-token): "
+        "GPU counts are compute-bound only"
+    )
+    return PlanInference(gpus_compute_bound=c, gpus=c, bound_by="compute", gpus_compute_bound_cached=c_cached,
+                         gpus_cached=c_cached, bound_by_cached="compute" if c_cached is not None else None)
 
 
 def memory_model(opts: PlanOptions) -> Optional[MemoryModel]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
+from sandbox_fleet.plan.model import Mixed
+
 #: ``node_share`` lists one share a node up to this many nodes (null beyond: the split is still exact)
 NODE_SHARE_MAX = 1024
 
@@ -80,7 +82,7 @@ def burst_tier_for(headline_tier: Optional[str]) -> str:
 
 def mixed_purchase(curve: Optional[tuple[Sequence[int], Sequence[float]]], nodes: int, tier: str,
                    reserved_usd_h: Optional[float], on_demand_usd_h: Optional[float], spot_usd_h: Optional[float],
-                   rework_share: Optional[float] = None) -> Optional[dict]:
+                   rework_share: Optional[float] = None) -> Optional[Mixed]:
     """``cost.mixed`` for ``nodes`` of one type at its per-node prices, bursting on ``tier``; None when
     the curve or a price is missing."""
     burst_usd_h = burst_price(tier, on_demand_usd_h, spot_usd_h, rework_share)
@@ -92,10 +94,11 @@ def mixed_purchase(curve: Optional[tuple[Sequence[int], Sequence[float]]], nodes
     shares = [share for count, share in runs for _ in range(count)] if nodes <= NODE_SHARE_MAX else None
     ratio = reserved_usd_h / burst_usd_h if burst_usd_h > 0 else None
     rerun = f" (with re-runs, +{rework_share * 100:.3g}% sandbox-hours)" if tier == "spot" and rework_share else ""
-    return {
-        **_figures(r, nodes, tier, usd_h, reserved_usd_h, burst_usd_h, ratio, shares),
-        "basis": _basis(ratio, nodes, reserved_usd_h, burst_usd_h, tier.replace("_", "-"), rerun),
-    }
+    return Mixed(
+        reserved_nodes=r, burst_nodes=nodes - r, burst_tier=tier, usd_per_h=usd_h,
+        reserved_usd_per_node_h=reserved_usd_h, burst_usd_per_node_h=burst_usd_h, break_even_share=ratio,
+        node_share=shares, basis=_basis(ratio, nodes, reserved_usd_h, burst_usd_h, tier.replace("_", "-"), rerun),
+    )
 
 
 def _basis(ratio: Optional[float], nodes: int, reserved_usd_h: float, burst_usd_h: float, burst_label: str,
@@ -111,16 +114,3 @@ def _basis(ratio: Optional[float], nodes: int, reserved_usd_h: float, burst_usd_
     return (f"{head}; the rest on {burst_label}{rerun}, billed only while the curve needs it (autoscaled, "
             "no start-up lag); spot bursts only a spot plan")
 
-
-def _figures(r: int, nodes: int, tier: str, usd_h: float, reserved_usd_h: float, burst_usd_h: float,
-             ratio: Optional[float], shares: Optional[list[float]]) -> dict:
-    return {
-        "reserved_nodes": r,
-        "burst_nodes": nodes - r,
-        "burst_tier": tier,
-        "usd_per_h": usd_h,
-        "reserved_usd_per_node_h": reserved_usd_h,
-        "burst_usd_per_node_h": burst_usd_h,
-        "break_even_share": ratio,
-        "node_share": shares,
-    }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from sandbox_fleet import contract
 from sandbox_fleet.plan.censored import times
 from sandbox_fleet.plan.model import (
     Caching,
@@ -66,26 +65,23 @@ def _per_h(priced, tier: Optional[str]) -> Optional[float]:
     return {"reserved": priced.reserved_per_h, "on_demand": priced.on_demand_per_h, "spot": priced.spot_per_h}.get(tier or "")
 
 
-def plan_lines(plan: PlanSummary | dict, *, previous: PlanSummary | dict | None = None,
+def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
                risks: Optional[list[str]] = None, width: Optional[int] = None,
                previous_name: str = "the previous plan") -> list[str]:
     """The summary as plain lines (so tests and the README can read exactly what users see).
 
-    ``plan`` is the model or its JSON dict (parsed first, InputError when it is not a plan). The
-    first lines are the decision block (plan/decision.py): ``previous`` (an earlier plan) adds what
+    The first lines are the decision block (plan/decision.py): ``previous`` (an earlier plan) adds what
     changed since, ``risks`` the failing ``check`` gates. ``width``: fold long lines to it with a
     hanging indent (commands to copy stay whole); None leaves every line whole.
     """
     from sandbox_fleet.plan.decision import buy_gpus_line, buy_nodes_line, decision_lines
 
-    p = contract.parse(PlanSummary, plan, "plan summary")
-    old = contract.parse(PlanSummary, previous, "previous plan") if previous is not None else None
     t, nd = p.target, p.nodes
     m, st, ctx = p.measured or Measured(), p.storage or Storage(), p.context or Context()
     ca, inf, co = p.caching or Caching(), p.inference or PlanInference(), p.cost or Cost()
     L: list[str] = []
     L.append(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})")
-    L.extend(decision_lines(p, old, risks, previous_name))  # the censored cap/demand lines among them
+    L.extend(decision_lines(p, previous, risks, previous_name))  # the censored cap/demand lines among them
     if t.hold_fit is not None and t.hold_fit.basis:
         L.append(f"  hold fit: {t.hold_fit.basis}")
     if t.shape_basis:
@@ -302,7 +298,7 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
             f"    basis: {c.basis}"]
 
 
-def render_plan(plan: PlanSummary | dict, console: Console) -> None:
+def render_plan(plan: PlanSummary, console: Console) -> None:
     """Print the purchase order at the console's width (no markup interpretation: names may hold brackets)."""
     for line in plan_lines(plan, width=console.width):
         console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -23,6 +23,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.model import Rent, Starts
 from sandbox_fleet.toml_entries import load_entries
 
 MB_PER_GIB = 1024.0
@@ -83,30 +84,29 @@ def _hard_limits(p: Provider, kinds: list[tuple[dict, float]], target: int) -> l
     return hit
 
 
-def creation_ramp(batch: float, step_s: Optional[float], creates_per_s: float) -> dict:
-    """The ramp one step's batch takes at ``creates_per_s`` (the most step time it adds) and its share of the step."""
+def creation_ramp(batch: float, step_s: Optional[float], creates_per_s: float) -> tuple[float, Optional[float]]:
+    """The ramp one step's batch takes at ``creates_per_s`` (the most step time it adds, s) and its share of the step."""
     ramp_s = batch / creates_per_s
-    return {"ramp_s": ramp_s, "ramp_step_share": ramp_s / step_s if step_s else None}
+    return ramp_s, (ramp_s / step_s if step_s else None)
 
 
-def _creation_limit(p: Provider, starts: dict, ramp_max_share: float) -> tuple[list[str], dict]:
-    """(limits hit, ramp figures) for the provider's creation rate at the target's starts."""
-    none = {"ramp_s": None, "ramp_step_share": None}
+def _creation_limit(p: Provider, starts: Starts, ramp_max_share: float) -> tuple[list[str], Optional[float], Optional[float]]:
+    """(limits hit, ramp s, ramp share of the step) for the provider's creation rate at the target's starts."""
     c = p.max_creates_per_s
     if c is None:
-        return [], none
-    batch, rate = starts.get("batch"), starts.get("peak_per_s")
+        return [], None, None
+    batch, rate = starts.batch, starts.peak_per_s
     if not batch:  # an open workload: its start rate is sustained, so a slower provider falls behind for good
         if rate is not None and math.isfinite(rate) and rate > c:
-            return [f"sustained start rate {rate:.3g}/s > {c:g} creates/s"], none
-        return [], none
-    ramp = creation_ramp(batch, starts.get("step_s"), c)
-    if ramp["ramp_step_share"] is None:
-        return [f"a batch of {batch:,.0f} ramps over {ramp['ramp_s']:,.1f} s at {c:g} creates/s; no step time to judge it by"], ramp
-    if ramp["ramp_step_share"] > ramp_max_share:
-        return [f"a batch of {batch:,.0f} ramps over {ramp['ramp_s']:,.1f} s at {c:g} creates/s, up to "
-                f"{ramp['ramp_step_share']:.2%} of the {starts['step_s']:,.0f}-s step > {ramp_max_share:.2%}"], ramp
-    return [], ramp
+            return [f"sustained start rate {rate:.3g}/s > {c:g} creates/s"], None, None
+        return [], None, None
+    ramp_s, share = creation_ramp(batch, starts.step_s, c)
+    if share is None:
+        return [f"a batch of {batch:,.0f} ramps over {ramp_s:,.1f} s at {c:g} creates/s; no step time to judge it by"], ramp_s, share
+    if share > ramp_max_share:
+        return [f"a batch of {batch:,.0f} ramps over {ramp_s:,.1f} s at {c:g} creates/s, up to "
+                f"{share:.2%} of the {starts.step_s:,.0f}-s step > {ramp_max_share:.2%}"], ramp_s, share
+    return [], ramp_s, share
 
 
 def rent_block(
@@ -116,50 +116,51 @@ def rent_block(
     target: int,
     duty: Optional[float],
     sandbox_hours_per_pass: Optional[float],
-    starts: dict,
+    starts: Starts,
     buy_usd_h: Optional[float],
     tier: str,
     node_label: str,
     ramp_max_share: float = 0.01,
     overhead_s: Optional[dict[str, float]] = None,
     hold_mean_s: Optional[float] = None,
-) -> tuple[dict, str]:
-    """``cost.rent`` ({provider: {usd_per_h, usd_per_pass, within_limits, limits_hit, ramp_*}}) and the verdict line.
+) -> tuple[dict[str, Rent], str]:
+    """``cost.rent`` ({provider: Rent(usd_per_h, usd_per_pass, within_limits, limits_hit, ramp_*}}) and the verdict line.
 
     ``kinds`` are (request, share of the running sandboxes) pairs; shares sum to 1. ``overhead_s``
     (provider -> seconds) is the substrate's cold start and per-turn overhead, added to every rented
     hold of mean ``hold_mean_s``: the busy sandbox-hours, and so the bill, grow by ``1 + overhead / hold``.
     """
     busy = target * duty if duty else None
-    out: dict = {}
+    out: dict[str, Rent] = {}
     for p in providers:
         per_sandbox_h = sum(share * p.usd_per_sandbox_h(req) for req, share in kinds)
-        created, ramp = _creation_limit(p, starts, ramp_max_share)
+        created, ramp_s, ramp_share = _creation_limit(p, starts, ramp_max_share)
         hit = _hard_limits(p, kinds, target) + created
         extra_s = (overhead_s or {}).get(p.name)
         factor = 1.0 + extra_s / hold_mean_s if extra_s is not None and hold_mean_s else 1.0
-        out[p.name] = {
-            "usd_per_h": per_sandbox_h * busy * factor if busy is not None else None,
-            "usd_per_sandbox_h": per_sandbox_h,
-            "usd_per_pass": per_sandbox_h * sandbox_hours_per_pass * factor if sandbox_hours_per_pass else None,
-            "within_limits": not hit,
-            "limits_hit": hit,
-            **ramp,
-            "source": p.source,
-            "as_of": p.as_of,
-            "overhead_s_per_rollout": extra_s if extra_s is not None and hold_mean_s else None,
-            "hold_factor": factor if extra_s is not None and hold_mean_s else None,
-        }
+        out[p.name] = Rent(
+            usd_per_h=per_sandbox_h * busy * factor if busy is not None else None,
+            usd_per_sandbox_h=per_sandbox_h,
+            usd_per_pass=per_sandbox_h * sandbox_hours_per_pass * factor if sandbox_hours_per_pass else None,
+            within_limits=not hit,
+            limits_hit=hit,
+            ramp_s=ramp_s,
+            ramp_step_share=ramp_share,
+            source=p.source,
+            as_of=p.as_of,
+            overhead_s_per_rollout=extra_s if extra_s is not None and hold_mean_s else None,
+            hold_factor=factor if extra_s is not None and hold_mean_s else None,
+        )
     return out, verdict(out, buy_usd_h, tier, node_label)
 
 
-def verdict(rent: dict, buy_usd_h: Optional[float], tier: str, node_label: str) -> str:
+def verdict(rent: dict[str, Rent], buy_usd_h: Optional[float], tier: str, node_label: str) -> str:
     """One line: the cheapest provider within its limits against buying at the tier."""
-    usable = sorted(((v["usd_per_h"], k) for k, v in rent.items() if v["within_limits"] and v["usd_per_h"] is not None))
+    usable = sorted(((v.usd_per_h, k) for k, v in rent.items() if v.within_limits and v.usd_per_h is not None))
     if not rent:
         return "no rental provider given"
     if not usable:
-        priced = sorted((v["usd_per_h"], k) for k, v in rent.items() if v["usd_per_h"] is not None)
+        priced = sorted((v.usd_per_h, k) for k, v in rent.items() if v.usd_per_h is not None)
         cheapest = f"; the cheapest, {priced[0][1]} at ${priced[0][0]:,.2f}/h, hits its limits" if priced else ""
         fleet = f"; {node_label} cost ${buy_usd_h:,.2f}/h on {tier.replace('_', '-')}" if buy_usd_h is not None else ""
         return f"buy: no rental provider fits the target within its limits{cheapest}{fleet}"

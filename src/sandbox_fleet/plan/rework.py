@@ -21,6 +21,7 @@ import math
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan import holdfit
+from sandbox_fleet.plan.model import SpotRework
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary does not need it
     import numpy as np
@@ -68,18 +69,18 @@ def expected_rework(fit: HoldSampler, rate_per_node_h: float) -> tuple[Optional[
 def spot_rework(
     fit: Optional[HoldSampler], rate_per_node_h: Optional[float], busy_sandboxes: Optional[float],
     spot_per_h: Optional[float], source: str = "",
-) -> Optional[dict]:
+) -> Optional[SpotRework]:
     """The spot line's rework figures, or None when the rate or the holds are unknown."""
     if rate_per_node_h is None or fit is None:
         return None
     share, per_hold, basis = expected_rework(fit, rate_per_node_h)
-    return {
-        "interruptions_per_node_h": rate_per_node_h,
-        "source": source,
-        "rework_share": share,
-        "rework_sandbox_hours_per_h": busy_sandboxes * share if busy_sandboxes is not None and share is not None else None,
-        "rework_per_h": spot_per_h * share if spot_per_h is not None and share is not None else None,
-        "spot_per_h_with_rework": spot_per_h * (1.0 + share) if spot_per_h is not None and share is not None else None,
-        "mean_interruptions_per_hold": per_hold,
-        "basis": basis,
-    }
+    return SpotRework(
+        interruptions_per_node_h=rate_per_node_h,
+        source=source,
+        rework_share=share,
+        rework_sandbox_hours_per_h=busy_sandboxes * share if busy_sandboxes is not None and share is not None else None,
+        rework_per_h=spot_per_h * share if spot_per_h is not None and share is not None else None,
+        spot_per_h_with_rework=spot_per_h * (1.0 + share) if spot_per_h is not None and share is not None else None,
+        mean_interruptions_per_hold=per_hold,
+        basis=basis,
+    )

@@ -17,7 +17,7 @@ import math
 from typing import Optional
 
 from sandbox_fleet.measure.model import MeasureSummary
-from sandbox_fleet.plan.model import Target
+from sandbox_fleet.plan.model import Starts, Target
 from sandbox_fleet.plan.summary import Figures
 
 
@@ -45,8 +45,8 @@ def _step_s(target: Target, measured: Optional[tuple]) -> tuple[Optional[float],
     return None, None
 
 
-def start_rate(fig: Figures, target: Target, duty: Optional[float]) -> dict:
-    """The ``starts`` block: ``{"peak_per_s", "batch", "release_spread_s", "step_s", "step_basis", "basis"}``.
+def start_rate(fig: Figures, target: Target, duty: Optional[float]) -> Starts:
+    """The ``starts`` block: the peak creation rate at the target and what it rests on.
 
     ``peak_per_s`` is null for a batch released at once (no finite rate: the whole batch starts together).
     """
@@ -58,14 +58,13 @@ def start_rate(fig: Figures, target: Target, duty: Optional[float]) -> dict:
         b = float(batch if batch is not None else measured[0])  # type: ignore[index]
         where = f"measured release spread ({measured[2]})" if measured is not None else "no measured release spread"
         step_s, step_basis = _step_s(target, measured)
-        step = {"step_s": step_s, "step_basis": step_basis}
         if not spread:
-            return {"peak_per_s": None, "batch": b, "release_spread_s": spread, **step,
-                    "basis": f"RL step: a batch of {b:,.0f} released at once ({where})"}
-        return {"peak_per_s": b / spread, "batch": b, "release_spread_s": spread, **step,
-                "basis": f"RL step: batch {b:,.0f} / release spread {spread:,.1f} s ({where})"}
+            return Starts(peak_per_s=None, batch=b, release_spread_s=spread, step_s=step_s, step_basis=step_basis,
+                          basis=f"RL step: a batch of {b:,.0f} released at once ({where})")
+        return Starts(peak_per_s=b / spread, batch=b, release_spread_s=spread, step_s=step_s, step_basis=step_basis,
+                      basis=f"RL step: batch {b:,.0f} / release spread {spread:,.1f} s ({where})")
     if fig.hold_mean_s and duty:
         rate = n * duty / fig.hold_mean_s
-        return {"peak_per_s": rate, "batch": None, "release_spread_s": None,
-                "basis": f"open workload: arrival rate by Little's law, {n:,} x duty {duty:.3f} / mean hold {fig.hold_mean_s:,.0f} s"}
-    return {"peak_per_s": None, "batch": None, "release_spread_s": None, "basis": "no duty or mean hold measured"}
+        return Starts(peak_per_s=rate, basis=f"open workload: arrival rate by Little's law, {n:,} x duty {duty:.3f} / "
+                                             f"mean hold {fig.hold_mean_s:,.0f} s")
+    return Starts(basis="no duty or mean hold measured")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from sandbox_fleet import contract
 from sandbox_fleet.simulate.model import (
     P50P99,
     Calibration,
@@ -40,9 +39,8 @@ def _hours(seconds) -> str:
     return _f(None if seconds is None else seconds / 3600, 2)
 
 
-def render_summary(summary: SimulateSummary | dict, console: Console) -> None:
-    """Print a simulate run's summary (the model or its JSON dict) as one table, then its workloads."""
-    s = contract.parse(SimulateSummary, summary, "simulate summary")
+def render_summary(s: SimulateSummary, console: Console) -> None:
+    """Print a simulate run's summary as one table, then its workloads."""
     ss = s.steady_state
     if ss is not None and ss.stable is False:  # before any figure: they grow with the run's length
         console.print(f"unstable: {ss.reason}", markup=False, style="bold red")

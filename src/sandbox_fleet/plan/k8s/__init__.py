@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from sandbox_fleet import atomic, contract, outpaths
+from sandbox_fleet import atomic, outpaths
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.k8s.manifests import (
@@ -104,9 +104,8 @@ def _dump(objs: list[dict]) -> str:
                               allow_unicode=True, width=1 << 16)
 
 
-def build_manifests(plan: PlanSummary | dict, opts: K8sOptions | None = None) -> dict[str, str]:
-    """File name -> YAML text for a plan (a ``PlanSummary`` or its JSON); InputError if unsupported."""
-    plan = contract.parse(PlanSummary, plan, "plan")
+def build_manifests(plan: PlanSummary, opts: K8sOptions | None = None) -> dict[str, str]:
+    """File name -> YAML text for a plan; InputError if unsupported."""
     check_supported(plan)
     opts = resolve(plan, opts or K8sOptions())
     catalog = load_catalog(opts.nodes_file)
@@ -146,7 +145,7 @@ def check_out_dir(out_dir: str | Path, inputs: list | tuple = (), force: bool = 
     return out
 
 
-def emit_k8s(plan: PlanSummary | dict, out_dir: str | Path, opts: K8sOptions | None = None, *,
+def emit_k8s(plan: PlanSummary, out_dir: str | Path, opts: K8sOptions | None = None, *,
              force: bool = False, inputs: list | tuple = ()) -> list[Path]:
     """Write the manifests into ``out_dir`` (created if missing); returns the paths written.
 
