@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "sandbox_fleet.simulate._fifo_speedups",
-            ["src/sandbox_fleet/simulate/_fifo_speedups.c"],
+            "sandbox_fleet.simulate.engine._fifo_speedups",
+            ["src/sandbox_fleet/simulate/engine/_fifo_speedups.c"],
             # Same bytes as the Python loop: no fused multiply-add, no fast-math reassociation.
             extra_compile_args=["-ffp-contract=off", "-fno-fast-math"],
             optional=True,

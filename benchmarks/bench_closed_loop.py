@@ -40,10 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sandbox_fleet.simulate.engine import run_workloads
-from sandbox_fleet.simulate.inference.cache import PrefixCache
-from sandbox_fleet.simulate.prepare import prepare
-from sandbox_fleet.simulate.scenario import build, load_scenario
+from sandbox_fleet.simulate.engine.inference.cache import PrefixCache
+from sandbox_fleet.simulate.engine.prepare import prepare
+from sandbox_fleet.simulate.engine.run import run_workloads
+from sandbox_fleet.simulate.scenario.run import build, load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop_rst.toml"
 
@@ -183,8 +183,8 @@ if {shim}:
     sys.modules["numba"] = None  # as on a machine without numba: the kernel runs through _jit's shim
 sys.path.insert(0, {bench!r})
 from bench_closed_loop import ours, scaled
-from sandbox_fleet.simulate import fast
-from sandbox_fleet.simulate.fast import pool_loop
+from sandbox_fleet.simulate.engine import fast
+from sandbox_fleet.simulate.engine.fast import pool_loop
 if {force}:
     pool_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
 out = []
@@ -230,8 +230,8 @@ def default_path() -> str:
     """Which closed-loop path this install takes by default, and why."""
     import importlib.metadata
 
-    from sandbox_fleet.simulate import fast
-    from sandbox_fleet.simulate.fast import _jit, pool_loop
+    from sandbox_fleet.simulate.engine import fast
+    from sandbox_fleet.simulate.engine.fast import _jit, pool_loop
 
     if fast.available():
         return (f"default install: numba {importlib.metadata.version('numba')} installed, so runs with an "
@@ -252,7 +252,7 @@ def kernel_costs(scale: float = 0.002) -> dict[str, tuple[float, float]]:
 
 
 def main() -> None:
-    from sandbox_fleet.simulate import fast
+    from sandbox_fleet.simulate.engine import fast
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=0.05)

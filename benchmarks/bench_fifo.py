@@ -4,7 +4,7 @@ For c = 10 and c = 3,000 (M/M/c at utilisation 0.7, mu = 1/s) each side runs 0.2
 1.2M rollouts in fresh processes, alternating side by side; the marginal rate is
 ``1M / (t(1.2M) - t(0.2M))``, which cancels start-up and fixed costs. Our side is
 ``run_workloads`` (invariant checks included) plus ``summary()``, on the C speed-up of the
-recursion (``simulate/_fifo_speedups.c``) and, as an extra line, on the pure-Python path
+recursion (``simulate/engine/_fifo_speedups.c``) and, as an extra line, on the pure-Python path
 (``SANDBOX_FLEET_PURE_PYTHON=1``); the peer draws with NumPy and runs the heapreplace
 recursion. Times are taken inside each process around the work (wall and CPU). Prints
 medians over the rounds and the ratio ours/peer (target >= 0.9), then the fixed cost: the
@@ -102,8 +102,8 @@ def compiled_figures(caps: list[int], rounds: int) -> None:
     """The recursion alone, 1M rollouts in-process: pure ``place_stream`` vs the C one."""
     import numpy as np
 
-    from sandbox_fleet.simulate.executors import compiled_place_stream
-    from sandbox_fleet.simulate.fifo import place_stream
+    from sandbox_fleet.simulate.engine.executors import compiled_place_stream
+    from sandbox_fleet.simulate.engine.fifo import place_stream
 
     place_c = compiled_place_stream()
     if place_c is None:
@@ -152,7 +152,7 @@ def numba_figures(caps: list[int], rounds: int) -> None:
 
     sys.path.insert(0, str(HERE))
     import numba_fifo
-    from sandbox_fleet.simulate.fifo import place_stream
+    from sandbox_fleet.simulate.engine.fifo import place_stream
 
     n = 1_000_000
     numba_fifo.place_stream([0.0] * 3, [1.0, 2.0], [1.0, 1.0], 0.0)  # compile (or load the cache)

@@ -36,7 +36,7 @@ def run_once(out: Path, scale: float, seed: int) -> tuple[float, dict]:
 
 def check(out: Path, scale: float) -> None:
     from sandbox_fleet.measure import measure_paths
-    from sandbox_fleet.simulate.synth.calibration import PUBLISHED as P
+    from sandbox_fleet.synth.calibration import PUBLISHED as P
 
     m = measure_paths([str(out / "trajectories")], tasks=str(out / "tasks"), progress=False) if _takes_progress() else measure_paths(
         [str(out / "trajectories")], tasks=str(out / "tasks")

@@ -1,4 +1,4 @@
-"""A numba twin of ``simulate.fifo.place_stream``: the prototype behind the decision not to
+"""A numba twin of ``simulate.engine.fifo.place_stream``: the prototype behind the decision not to
 ship a compiled FIFO kernel (``bench_fifo.py`` times it; BENCHMARKS.md, issue 12).
 
 The recursion only ever reads the smallest slot-free time, so any correct min-heap

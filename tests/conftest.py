@@ -58,7 +58,7 @@ def produced(tmp_path_factory):
     from types import SimpleNamespace
 
     from producers import healthy_telemetry, mixed_telemetry
-    from sandbox_fleet.simulate.scenario import run_scenario
+    from sandbox_fleet.simulate.scenario.run import run_scenario
     from summaries import measure_json, plan_json
 
     folder = tmp_path_factory.mktemp("produced")

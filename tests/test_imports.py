@@ -2,7 +2,10 @@
 
 telemetry <- measure <- plan and report; plan -> simulate only for target searches
 (plan/target.py); simulate reads and writes the canonical telemetry record and uses measure's
-sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``); the substrate
+sweep line, rate and turn-curve definitions (``measure.concurrency``, ``measure.stats``, ``measure.tokens``);
+inside simulate the engine (``simulate/engine/``) imports only itself and the output model, never the
+scenario tooling (``simulate/scenario/``) nor the package's public face; synth drives simulate from
+outside, through its public API, and only cli and demo import synth; the substrate
 catalog is a leaf (``substrates``) both plan and simulate read; sweep drives
 simulate from outside, and so does optimize (through sweep's task and backends, pricing with
 plan's catalog, reserve, rework and packing helpers), and so does backtest (with measure's sweep line and step
@@ -45,6 +48,9 @@ ALLOWED = {
     "plan": {"measure", "simulate", "backtest.model"},
     "report": {"measure", "plan.model", "plan.decision", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},
+    # synth (the bundled synthetic corpus) drives simulate from outside, through its public API, as
+    # sweep does; only the CLI and the demo import synth
+    "synth": {"simulate"},
     # optimize drives simulate from outside (through sweep's task and backends) and prices with plan's
     # catalogs, cost helpers and turn fit, packing sandboxes as plan does; it reads measure's model (through
     # measure's one loader), never the plan builder
@@ -59,6 +65,17 @@ ALLOWED = {
 ANYTHING = {"cli", "demo", "__main__"}
 #: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)
 PLAN_TO_SIMULATE = {"plan/target.py", "plan/shape.py"}
+#: inside simulate, by role (first path part under simulate/ -> what of simulate it may import): the
+#: engine runs built scenarios and imports neither the scenario tooling nor the package's public face
+#: (``from sandbox_fleet.simulate import ...``, which would hide a cycle); its one import outside
+#: itself is the output model. The tooling builds engine objects; the model imports no simulate module.
+SIMULATE_ROLES = {
+    "engine": {"simulate.engine", "simulate.model"},
+    "scenario": {"simulate.scenario", "simulate.engine", "simulate.model"},
+    "model.py": set(),
+    "render.py": {"simulate.model"},
+    "__init__.py": set(),
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -86,6 +103,9 @@ def violations() -> list[str]:
             continue
         for target in sorted(_imports(f)):
             top = target.split(".")[0]
+            if own == "simulate" and top == "simulate":
+                bad.extend(_simulate_role(rel, target))
+                continue
             if top == own or top in LEAVES:
                 continue
             if top in ANYTHING or not _allowed(target, ALLOWED.get(own, set())):
@@ -93,6 +113,16 @@ def violations() -> list[str]:
             elif own == "plan" and top == "simulate" and rel not in PLAN_TO_SIMULATE:
                 bad.append(f"{rel} imports sandbox_fleet.{target} (only plan/target.py may)")
     return bad
+
+
+def _simulate_role(rel: str, target: str) -> list[str]:
+    role = rel.split("/")[1]
+    if role not in SIMULATE_ROLES:
+        return [f"{rel} is in no role of SIMULATE_ROLES (engine/, scenario/, model.py, render.py)"]
+    if _allowed(target, SIMULATE_ROLES[role]):
+        return []
+    return [f"{rel} imports sandbox_fleet.{target} (simulate/{role} may import only "
+            f"{', '.join(sorted(SIMULATE_ROLES[role])) or 'leaves'} of simulate)"]
 
 
 def test_the_import_graph_is_the_documented_one():
@@ -111,10 +141,40 @@ def test_the_check_catches_a_backward_import(tmp_path, monkeypatch):
                             "plan/build.py imports sandbox_fleet.simulate (only plan/target.py may)"]
 
 
+def test_the_check_catches_the_engine_importing_scenario_tooling(tmp_path, monkeypatch):
+    """The engine may not import the scenario tooling nor the public face; the tooling may import the
+    engine; the model imports nothing of simulate; only cli and demo import synth."""
+    fake = tmp_path / "sandbox_fleet"
+    for folder in ("simulate/engine", "simulate/scenario", "synth", "sweep"):
+        (fake / folder).mkdir(parents=True)
+    (fake / "simulate" / "engine" / "loop.py").write_text(
+        "from sandbox_fleet.simulate.scenario.spec import FleetSpec\n"
+        "from sandbox_fleet.simulate import Fleet\n"
+        "from sandbox_fleet.simulate.engine.entities import Fleet\n"
+        "from sandbox_fleet.simulate.model import SimulateSummary\n")
+    (fake / "simulate" / "scenario" / "builder.py").write_text("from sandbox_fleet.simulate.engine.entities import Fleet\n")
+    (fake / "simulate" / "model.py").write_text("from sandbox_fleet.simulate.engine.steady import t95\n")
+    (fake / "simulate" / "extra.py").write_text("import sandbox_fleet.simulate.model\n")
+    (fake / "synth" / "build.py").write_text("from sandbox_fleet.simulate import run_workloads\nimport sandbox_fleet.plan\n")
+    (fake / "sweep" / "run.py").write_text("from sandbox_fleet.synth import synth\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert violations() == [
+        "simulate/engine/loop.py imports sandbox_fleet.simulate (simulate/engine may import only "
+        "simulate.engine, simulate.model of simulate)",
+        "simulate/engine/loop.py imports sandbox_fleet.simulate.scenario.spec (simulate/engine may import only "
+        "simulate.engine, simulate.model of simulate)",
+        "simulate/extra.py is in no role of SIMULATE_ROLES (engine/, scenario/, model.py, render.py)",
+        "simulate/model.py imports sandbox_fleet.simulate.engine.steady (simulate/model.py may import only "
+        "leaves of simulate)",
+        "sweep/run.py imports sandbox_fleet.synth",
+        "synth/build.py imports sandbox_fleet.plan",
+    ]
+
+
 def test_the_readme_and_package_docstring_state_it():
     import sandbox_fleet
 
     readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
     for text in (readme, sandbox_fleet.__doc__):
         assert "telemetry <- measure <- plan and report" in text
-        assert "plan -> simulate" in text and "sweep -> simulate" in text
+        assert "plan -> simulate" in text and "sweep -> simulate" in text and "synth -> simulate" in text

@@ -158,7 +158,7 @@ def test_measure_json_and_simulate_json_print_without_rich():
     measured = _modules("measure", str(root / "tests" / "fixtures" / "harbor"), "--json")
     assert "sandbox_fleet.measure.run" in measured and _under(measured, "rich") == []
     simulated = _modules("simulate", str(root / "examples" / "scenarios" / "mmc.toml"), "--json")
-    assert "sandbox_fleet.simulate.engine" in simulated and _under(simulated, "rich") == []
+    assert "sandbox_fleet.simulate.engine.run" in simulated and _under(simulated, "rich") == []
 
 
 def test_the_cli_sets_its_environment_defaults_only_where_absent_and_only_while_it_runs(monkeypatch):

@@ -495,7 +495,7 @@ def simulate(
 
     check_seed(seed)
     if from_:
-        from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
+        from sandbox_fleet.simulate.scenario.calibrate import scenario_from_telemetry
 
         if telemetry is not None:
             raise InputError("--telemetry: with --from, simulate writes a scenario, not telemetry; run the scenario to get telemetry")
@@ -512,7 +512,7 @@ def simulate(
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
-        from sandbox_fleet.simulate.scenario import simulate_scenario
+        from sandbox_fleet.simulate.scenario.run import simulate_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
         summary = simulate_scenario(scenario, telemetry_out=telemetry, timing=timing, progress=_progress(not as_json),
@@ -533,14 +533,14 @@ def synth(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
 ) -> None:
     """Simulate a published campaign and write it as an RST-style release (trajectories + tasks)."""
-    from sandbox_fleet.simulate.synth import synth as build_release
-    from sandbox_fleet.simulate.synth.build import check_args, check_out
+    from sandbox_fleet.synth import synth as build_release
+    from sandbox_fleet.synth.build import check_args, check_out
 
     check_args(preset, scale, seed)
     check_out(out, force)
     _check_outputs([out], o=output)
     summary = build_release(out, preset=preset, scale=scale, seed=seed, progress=_progress(not as_json), force=force)
-    _emit(summary, as_json, output, _renderer("sandbox_fleet.simulate.synth.render", "render_synth"))
+    _emit(summary, as_json, output, _renderer("sandbox_fleet.synth.render", "render_synth"))
 
 
 # --- sweep -----------------------------------------------------------------------------

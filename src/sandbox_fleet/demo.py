@@ -27,9 +27,9 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
     from sandbox_fleet.plan import PlanOptions, make_plan
     from sandbox_fleet.report import run_checks, write_report
     from sandbox_fleet.report.checks.model import checks_summary
-    from sandbox_fleet.simulate.calibrate import scenario_from_telemetry
-    from sandbox_fleet.simulate.scenario import simulate_scenario
-    from sandbox_fleet.simulate.synth.cache import default_corpus
+    from sandbox_fleet.simulate.scenario.calibrate import scenario_from_telemetry
+    from sandbox_fleet.simulate.scenario.run import simulate_scenario
+    from sandbox_fleet.synth.cache import default_corpus
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

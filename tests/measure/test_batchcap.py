@@ -60,7 +60,7 @@ def test_the_sync_rl_example_scenario_is_a_batch(tmp_path):
     # the real producer: simulate examples/scenarios/sync_rl.toml (batch 512, cap 3,000) and measure its telemetry
     from pathlib import Path
 
-    from sandbox_fleet.simulate.scenario import run_scenario
+    from sandbox_fleet.simulate.scenario.run import run_scenario
     from summaries import paths_json
 
     scenario = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "sync_rl.toml"

@@ -1,6 +1,6 @@
 """Step detection on the synthetic campaign: four synchronous RL runs sharing one capped pool.
 
-The truth comes from the campaign's own plan (``simulate/synth/campaign.py``): each run
+The truth comes from the campaign's own plan (``synth/campaign.py``): each run
 releases ``batch`` rollouts a step, ``steps`` times, and a step lasts the expected longest
 hold of its batch plus the trainer's ``train_s``. The bigger runs' batches exceed the pool,
 so part of each of their batches waits for slots.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_fleet.simulate.synth import campaign as cp
-from sandbox_fleet.simulate.synth import synth
+from sandbox_fleet.synth import campaign as cp
+from sandbox_fleet.synth import synth
 from summaries import paths_json
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.optimize import run_optimize
-from sandbox_fleet.simulate.scenario import run_scenario
+from sandbox_fleet.simulate.scenario.run import run_scenario
 
 SMALL = Path(__file__).with_name("small.toml")
 GRID = {"max_cap": 256, "cap_step": 32, "max_replicas": 4, "gpus": ["h100-80gb", "l40s-48gb"], "workers": 1}
@@ -80,9 +80,9 @@ def test_the_lower_bound_holds_on_long_runs(tmp_path):
     4x its length (240 holds per sandbox) deliver at least its 95% lower bound. Throughput is read
     here from the run's own completion times (completions between a quarter of the way and the last
     start, per hour), not from simulate's steady-state window."""
-    from sandbox_fleet.simulate.engine import run_workloads
-    from sandbox_fleet.simulate.entities import COMPLETED
-    from sandbox_fleet.simulate.scenario import build, load_scenario
+    from sandbox_fleet.simulate.engine.entities import COMPLETED
+    from sandbox_fleet.simulate.engine.run import run_workloads
+    from sandbox_fleet.simulate.scenario.run import build, load_scenario
 
     out = run_optimize(SMALL, passing_per_hour=4000, reps=5, **GRID)
     best = out.summary["best"]

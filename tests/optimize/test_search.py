@@ -15,7 +15,7 @@ from sandbox_fleet.optimize.inputs import load_input
 from sandbox_fleet.optimize.search import price
 from sandbox_fleet.optimize.space import gpu_options, node_types
 from sandbox_fleet.plan.build import DEFAULT_REQUEST
-from sandbox_fleet.simulate.scenario import run_scenario
+from sandbox_fleet.simulate.scenario.run import run_scenario
 
 SMALL = Path(__file__).with_name("small.toml")
 GRID = {"max_cap": 256, "cap_step": 32, "max_replicas": 4, "gpus": ["h100-80gb", "l40s-48gb"], "workers": 1}

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.plan.rework import rework_h
-from sandbox_fleet.simulate.engine import run_workloads
-from sandbox_fleet.simulate.entities import Fleet, RetryPolicy
-from sandbox_fleet.simulate.workloads import Poisson
+from sandbox_fleet.simulate.engine.entities import Fleet, RetryPolicy
+from sandbox_fleet.simulate.engine.run import run_workloads
+from sandbox_fleet.simulate.engine.workloads import Poisson
 
 
 def _share(hold_s: np.ndarray, rate_h: float) -> float:

@@ -107,7 +107,7 @@ def test_lognormal_turn_moments_match_numerical_integration():
 
 
 def test_lognormal_moments_are_what_the_simulator_draws():
-    """Monte Carlo of simulate's own draw, max(rint(lognormal), 1) (simulate/episode.py)."""
+    """Monte Carlo of simulate's own draw, max(rint(lognormal), 1) (simulate/engine/episode.py)."""
     sigma = math.log(21 / 11) / 1.2816
     x = np.random.default_rng(3).lognormal(math.log(11), sigma, 2_000_000)
     n = np.maximum(np.rint(x), 1)

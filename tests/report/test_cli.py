@@ -143,7 +143,7 @@ def test_report_shows_gpu_memory_all_in_cost_and_assumptions(tmp_path):
 
 def test_check_fails_an_unstable_simulation(tmp_path, produced):
     """M/M/1 at rho 1.2 has no steady state: check --simulate fails it (exit 1); at rho 0.5 it passes."""
-    from sandbox_fleet.simulate.scenario import run_scenario
+    from sandbox_fleet.simulate.scenario.run import run_scenario
 
     out = {}
     for rate in (1.2, 0.5):

@@ -8,7 +8,7 @@ import pytest
 
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.scenario import run_scenario
+from sandbox_fleet.simulate.scenario.run import run_scenario
 from sandbox_fleet.sweep import run_sweep
 
 B, H, T = 8, 10.0, 5.0

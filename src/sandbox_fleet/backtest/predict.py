@@ -21,7 +21,7 @@ from sandbox_fleet.backtest.figures import concurrency_at, run_figures
 from sandbox_fleet.backtest.split import finish_us, start_us, step_firsts
 from sandbox_fleet.measure.stats import US
 from sandbox_fleet.simulate import Fleet, Replay, run_workloads
-from sandbox_fleet.simulate.calibrate import NO_MODEL, calibration, holds_s
+from sandbox_fleet.simulate.scenario.calibrate import NO_MODEL, calibration, holds_s
 
 #: two-sided coverage of the prediction intervals
 LEVEL = 0.95

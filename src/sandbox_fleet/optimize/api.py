@@ -17,7 +17,7 @@ from sandbox_fleet.optimize.inputs import base_of, sandbox_requests
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.optimize.search import Priced, Search, Space, frontier
 from sandbox_fleet.optimize.space import gpu_options, node_types, spot_rates
-from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX, t95
+from sandbox_fleet.simulate.engine.steady import MIN_HOLDS_PER_SANDBOX, t95
 from sandbox_fleet.sweep.backends import BACKENDS
 from sandbox_fleet.textout import progress_bar
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from sandbox_fleet.optimize.inputs import Base
 from sandbox_fleet.optimize.space import Option, rework_hours
+from sandbox_fleet.simulate.engine.steady import MIN_HOLDS_PER_SANDBOX
 from sandbox_fleet.simulate.model import SimulatedHoldStats, SimulateSummary, SteadyState
-from sandbox_fleet.simulate.steady import MIN_HOLDS_PER_SANDBOX
 from sandbox_fleet.sweep.backends import run_tasks
 from sandbox_fleet.textout import Ticker
 
@@ -137,8 +137,8 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
     The re-run is priced on every hold, not the mean (``(e^{rh} - 1)/r - h`` is convex in ``h``):
     ``rework`` holds the sums of hold hours and of re-run hours at each catalog reclaim rate.
     """
-    from sandbox_fleet.simulate.engine import run_workloads
-    from sandbox_fleet.simulate.executors import preload_kernel
+    from sandbox_fleet.simulate.engine.executors import preload_kernel
+    from sandbox_fleet.simulate.engine.run import run_workloads
     from sandbox_fleet.sweep.variants import check
 
     preload_kernel()  # many small loops per worker: all of them compiled (same bytes as the pure loop)

@@ -104,9 +104,9 @@ def simulated_mean_wait(holds: np.ndarray, rate_per_s: float, seed: int) -> Mean
     """Mean wait at a cap from the simulator's FIFO engine, Poisson arrivals, fixed holds (CRN)."""
     import numpy as np
 
-    from sandbox_fleet.simulate.engine import run_workloads
-    from sandbox_fleet.simulate.entities import Fleet
-    from sandbox_fleet.simulate.workloads import Poisson
+    from sandbox_fleet.simulate.engine.entities import Fleet
+    from sandbox_fleet.simulate.engine.run import run_workloads
+    from sandbox_fleet.simulate.engine.workloads import Poisson
 
     skip = int(holds.size * WARMUP_SHARE)
 

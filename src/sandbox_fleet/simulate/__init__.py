@@ -8,12 +8,11 @@ Low-level API (stable; scenario files and ``synth`` build on it)::
     res.to_telemetry(epoch=...)                   # canonical ROLLOUT_SCHEMA table
     res.summary()                                 # deterministic dict
 
-Modules by role: ``distributions`` (durations), ``entities`` (fleet, episode, retry
-policy, state codes), ``episode`` (vectorised attempt draws), ``workloads``,
-``admission`` (queues), ``events`` (event kinds, tie rule), ``engine`` (the loop),
-``inference/`` (the model-serving pool: config, cache, routing, pool, driver, figures),
-``result``, ``metrics`` (summary), ``invariants``, ``scenario`` (TOML files: run;
-re-exports ``scenario_spec``, the schema and loading, and ``scenario_build``, spec to engine).
+Layout: ``engine/`` runs a scenario once it is built (entities, rules, the executors and their
+compiled twins, ``prepare``, ``result``, ``metrics``, ``steady``, ``invariants``, ``inference/``; see
+``engine/__init__.py``); ``scenario/`` is the tooling around TOML scenario files (``spec``,
+``builder``, ``images``, ``inference``, ``bounds``, ``calibrate``, ``run``); ``model.py`` is the
+stage's output model and ``render.py`` its terminal view. The engine never imports the tooling.
 """
 
 from __future__ import annotations
@@ -22,35 +21,35 @@ from sandbox_fleet.lazy import lazy_exports
 
 #: public name -> the module defining it, imported on first use (start-up stays cheap)
 _EXPORTS = {
-    "Clipped": "sandbox_fleet.simulate.distributions",
-    "Deterministic": "sandbox_fleet.simulate.distributions",
-    "Dist": "sandbox_fleet.simulate.distributions",
-    "Empirical": "sandbox_fleet.simulate.distributions",
-    "Exponential": "sandbox_fleet.simulate.distributions",
-    "LogNormal": "sandbox_fleet.simulate.distributions",
-    "Mixture": "sandbox_fleet.simulate.distributions",
-    "Weibull": "sandbox_fleet.simulate.distributions",
-    "run_workloads": "sandbox_fleet.simulate.engine",
-    "COMPLETED": "sandbox_fleet.simulate.entities",
-    "DROPPED": "sandbox_fleet.simulate.entities",
-    "EXCEPTION": "sandbox_fleet.simulate.entities",
-    "RETRIED": "sandbox_fleet.simulate.entities",
-    "STATE_NAMES": "sandbox_fleet.simulate.entities",
-    "TIMEOUT": "sandbox_fleet.simulate.entities",
-    "Build": "sandbox_fleet.simulate.entities",
-    "Episode": "sandbox_fleet.simulate.entities",
-    "Fleet": "sandbox_fleet.simulate.entities",
-    "RetryPolicy": "sandbox_fleet.simulate.entities",
-    "Turns": "sandbox_fleet.simulate.entities",
-    "InvariantError": "sandbox_fleet.simulate.invariants",
-    "SimResult": "sandbox_fleet.simulate.result",
-    "Inference": "sandbox_fleet.simulate.inference",
-    "AsyncRL": "sandbox_fleet.simulate.workloads",
-    "Closed": "sandbox_fleet.simulate.workloads",
-    "Poisson": "sandbox_fleet.simulate.workloads",
-    "Replay": "sandbox_fleet.simulate.workloads",
-    "SyncRL": "sandbox_fleet.simulate.workloads",
-    "Workload": "sandbox_fleet.simulate.workloads",
+    "Clipped": "sandbox_fleet.simulate.engine.distributions",
+    "Deterministic": "sandbox_fleet.simulate.engine.distributions",
+    "Dist": "sandbox_fleet.simulate.engine.distributions",
+    "Empirical": "sandbox_fleet.simulate.engine.distributions",
+    "Exponential": "sandbox_fleet.simulate.engine.distributions",
+    "LogNormal": "sandbox_fleet.simulate.engine.distributions",
+    "Mixture": "sandbox_fleet.simulate.engine.distributions",
+    "Weibull": "sandbox_fleet.simulate.engine.distributions",
+    "run_workloads": "sandbox_fleet.simulate.engine.run",
+    "COMPLETED": "sandbox_fleet.simulate.engine.entities",
+    "DROPPED": "sandbox_fleet.simulate.engine.entities",
+    "EXCEPTION": "sandbox_fleet.simulate.engine.entities",
+    "RETRIED": "sandbox_fleet.simulate.engine.entities",
+    "STATE_NAMES": "sandbox_fleet.simulate.engine.entities",
+    "TIMEOUT": "sandbox_fleet.simulate.engine.entities",
+    "Build": "sandbox_fleet.simulate.engine.entities",
+    "Episode": "sandbox_fleet.simulate.engine.entities",
+    "Fleet": "sandbox_fleet.simulate.engine.entities",
+    "RetryPolicy": "sandbox_fleet.simulate.engine.entities",
+    "Turns": "sandbox_fleet.simulate.engine.entities",
+    "InvariantError": "sandbox_fleet.simulate.engine.invariants",
+    "SimResult": "sandbox_fleet.simulate.engine.result",
+    "Inference": "sandbox_fleet.simulate.engine.inference",
+    "AsyncRL": "sandbox_fleet.simulate.engine.workloads",
+    "Closed": "sandbox_fleet.simulate.engine.workloads",
+    "Poisson": "sandbox_fleet.simulate.engine.workloads",
+    "Replay": "sandbox_fleet.simulate.engine.workloads",
+    "SyncRL": "sandbox_fleet.simulate.engine.workloads",
+    "Workload": "sandbox_fleet.simulate.engine.workloads",
 }
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The simulator's run summary as a typed model: what ``simulate`` writes and ``report``/``sweep`` read.
 
 Keys reuse ``measure``'s names where the figure is the same; definitions are in
-``simulate.metrics`` and docs/simulate.md. Every figure is nullable: null means the run has no
+``simulate.engine.metrics`` and docs/simulate.md. Every figure is nullable: null means the run has no
 such figure (``step_s`` without an RL workload), never zero. To add a figure, add a field here,
 fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.json``.
 """
@@ -106,7 +106,7 @@ class PoolLittlesLaw(Block):
 
 class InferenceFigures(Block):
     """The inference pool that served the model calls (``[inference]``); definitions in
-    ``simulate.inference.figures``."""
+    ``simulate.engine.inference.figures``."""
 
     replicas: Count = None
     gpus: Count = None
@@ -124,7 +124,7 @@ class InferenceFigures(Block):
 
 
 class SteadyState(Block):
-    """Whether the run reached a steady state, and its figures over the steady window (``simulate.steady``)."""
+    """Whether the run reached a steady state, and its figures over the steady window (``simulate.engine.steady``)."""
 
     #: false: the offered work exceeds a resource's capacity or the time in system trends upward
     stable: Optional[bool] = None
@@ -170,7 +170,7 @@ class PrepullWhatIf(Block):
 
 
 class ImageFigures(Block):
-    """The image layer cache (``[images]``; ``simulate.images``): how often a build found its image."""
+    """The image layer cache (``[images]``; ``simulate.engine.images``): how often a build found its image."""
 
     catalog: Optional[str] = None
     distinct: Count = None
@@ -244,7 +244,7 @@ class SimulateSummary(Summary):
     inference: Optional[InferenceFigures] = None
     #: mean hold over the mean hold of the same draws served unloaded (``[inference]`` only)
     hold_stretch: Num = None
-    #: stability, warm-up, the steady window's figures with their intervals (``simulate.steady``)
+    #: stability, warm-up, the steady window's figures with their intervals (``simulate.engine.steady``)
     steady_state: Optional[SteadyState] = None
     #: the per-node image cache, when the scenario has ``[images]``
     images: Optional[ImageFigures] = None
@@ -260,7 +260,7 @@ class SimulateSummary(Summary):
 
 
 class InferenceCalibration(Block):
-    """The turn curve and inference pool ``simulate --from --inference`` wrote (``inference.calibrate``)."""
+    """The turn curve and inference pool ``simulate --from --inference`` wrote (``scenario.calibrate_inference``)."""
 
     rows: Count = None
     skipped_rows: Count = None

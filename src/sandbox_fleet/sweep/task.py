@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox_fleet.simulate.engine import run_workloads
+from sandbox_fleet.simulate.engine.run import run_workloads
 
 
 def simulate_variant(data: dict, base_dir: str, source: str, seed: int) -> dict:

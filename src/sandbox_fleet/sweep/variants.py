@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import load_toml
-from sandbox_fleet.simulate.bounds import check_run
-from sandbox_fleet.simulate.scenario import ScenarioSpec, build
+from sandbox_fleet.simulate.scenario.bounds import check_run
+from sandbox_fleet.simulate.scenario.builder import build
+from sandbox_fleet.simulate.scenario.spec import validate_scenario
 from sandbox_fleet.sweep import paths
 from sandbox_fleet.sweep.values import Scalar
 
@@ -47,24 +46,10 @@ def describe(settings: dict[str, Scalar]) -> str:
 
 def check(data: dict, base_dir: Path, source: str):
     """Validate scenario data exactly as the simulator would; returns ``(spec, built)``."""
-    try:
-        spec = ScenarioSpec.model_validate(data)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = ".".join(str(p) for p in e["loc"] if p not in _TAGS)  # drop union tags such as 'lognormal'
-        if e["type"] == "extra_forbidden":
-            raise InputError(f"{source}: unknown key '{loc}'") from None
-        raise InputError(f"{source}: key '{loc}': {e['msg']}") from None
-    if (spec.fleet is None) == (spec.fleets is None):
-        raise InputError(f"{source}: give exactly one of [fleet] or [[fleets]]")
-    if (spec.workload is None) == (spec.workloads is None):
-        raise InputError(f"{source}: give exactly one of [workload] or [[workloads]]")
+    spec = validate_scenario(data, source)
     built = build(spec, base_dir, source)
     check_run(built, source, None)  # memory and preemption bounds, before any variant runs
     return spec, built
-
-
-_TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical", "mixture"}
 
 
 def expand(scenario: str | Path, vary: list[tuple[str, list[Scalar]]], progress: bool = False) -> list[Variant]:

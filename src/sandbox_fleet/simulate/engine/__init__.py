@@ -1,0 +1,17 @@
+"""The simulation engine: everything that runs a scenario once it is built into engine objects.
+
+Entities (what is simulated): ``distributions`` (durations), ``entities`` (fleet, episode, retry
+policy, state codes), ``workloads`` (arrivals and the RL trainers' batches), ``images`` (the
+per-node layer cache), ``inference/`` (the model-serving pool). Rules: ``admission`` (queues and
+the start cap), ``policies`` (priority, quotas, preemption, the timeout ceiling), ``trainer`` (the
+RL step rule), ``events`` (event kinds, the tie rule). Executors: ``executors`` (the one table
+that chooses), ``fifo`` with its C twin ``_fifo_speedups.c``, ``loop`` + ``loop_state`` (the event
+loop), ``fast/`` (the compiled closed-loop kernel). Around them: ``prepare`` (every random draw,
+before any executor runs), ``run`` (``run_workloads``: prepare, choose, run, check), ``result``
+(``SimResult``, ``ExecutorOutput``), ``metrics`` and ``steady`` (the summary figures),
+``invariants`` (checked on every run).
+
+The engine imports nothing from the scenario tooling (``simulate.scenario``) nor the package's
+public face (``sandbox_fleet.simulate``); ``tests/test_imports.py`` enforces it. Its one
+outward dependency inside the stage is the output model, ``simulate.model``.
+"""

@@ -1,0 +1,242 @@
+"""What the engine simulates: the fleet (a pool of slots) and a rollout's episode.
+
+Terminal states and exception phases are small integers so the hot loop and the
+result arrays stay NumPy-friendly; ``STATE_NAMES`` / ``PHASE_NAMES`` give the words.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NoReturn, get_args
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.engine.distributions import Dist
+
+if TYPE_CHECKING:
+    from sandbox_fleet.simulate.engine.images import ImageCache
+
+# Attempt states. The first four are terminal; RETRIED means the attempt ended early
+# and the rollout went back to the queue for another attempt.
+COMPLETED, EXCEPTION, TIMEOUT, DROPPED, RETRIED = 0, 1, 2, 3, 4
+STATE_NAMES = ("completed", "exception", "timeout", "dropped", "retried")
+
+# Where an attempt's exception happened (0: none).
+NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION = 0, 1, 2, 3, 4
+PHASE_NAMES = ("", "build", "agent", "verifier", "preemption")
+PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
+
+#: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
+Admission = Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"]
+ADMISSIONS: tuple[str, ...] = get_args(Admission)
+
+
+def _no_bool(value: object) -> object:
+    # TOML's true/false are no counts: lax validation read `cap = true` as a cap of 1
+    if isinstance(value, bool):
+        raise PydanticCustomError("whole_number", "expected a whole number, got {value}", {"value": str(value).lower()})
+    return value
+
+
+#: A count: a whole number (a whole-valued float is still taken), never a boolean.
+Whole = Annotated[int, BeforeValidator(_no_bool)]
+PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[Whole, Field(ge=1)]
+
+
+class Fleet(BaseModel):
+    """One pool of ``cap`` sandbox slots, shared by every workload assigned to it.
+
+    One model for the scenario file's ``[fleet]`` / ``[[fleets]]`` tables (``scenario.spec.FleetSpec``
+    is this model with one rule of the file format added) and for the engine, validated once, when
+    it is made: the engine and the scenario builder use the instance as it is.
+
+    - ``cap``: slots; ``None`` means unbounded (an M/G/inf pool). ``unbounded = true`` says so
+      explicitly (a scenario file must give one of the two).
+    - ``provision_delay_s``: a freed slot takes its next rollout only after this delay
+      (a saturated pool then leaves and re-touches its cap many times, as a real
+      fleet refilling slots does).
+    - ``start_cap``: at most this many sandboxes may be in their build phase at once
+      (``None``: no separate limit). A rollout is admitted only when both a slot and
+      a start slot are free.
+    - ``admission``: ``"fifo"`` (default), ``"shortest-timeout-first"`` (smallest
+      agent timeout first, FIFO among equals), ``"priority"`` (workload priorities and
+      quotas, see ``policies``) or ``"timeout-ceiling"`` (no admission whose timeout
+      ceiling would keep the next RL batch from fitting; holds reclaimed at the ceiling).
+    - ``preempt`` (``"priority"`` only): a waiting rollout may evict a running rollout
+      of a lower priority, or one borrowing beyond its quota; the evicted rollout re-runs.
+    - preemption: nodes of ``slots_per_node`` slots are reclaimed at
+      ``preempt_rate_per_node_s`` each (a Poisson process); the attempts running on a
+      reclaimed node end as retried (when the retry policy allows) and its slots come
+      back after ``node_replace_s``.
+    - ``queue_timeout_s``: a rollout that waited this long for a slot is dropped.
+
+    Made in Python (``Fleet(cap=...)``), a bad value is one ``InputError`` line naming the key.
+    """
+
+    model_config = ConfigDict(extra="forbid")  # an unknown key is an error naming it (a typo in a file)
+
+    name: str = "pool"
+    cap: Count | None = None
+    unbounded: bool = False
+    provision_delay_s: NonNegFloat = 0.0
+    start_cap: Count | None = None
+    admission: Admission = "fifo"
+    #: priority admission: a waiting rollout may evict a lower class (or a borrower beyond its quota)
+    preempt: bool = False
+    slots_per_node: Count = 96
+    preempt_rate_per_node_s: NonNegFloat = 0.0
+    node_replace_s: NonNegFloat = 0.0
+    queue_timeout_s: PosFloat | None = None
+
+    #: whether a missing cap is an error (a scenario file must say ``unbounded = true``)
+    cap_required: ClassVar[bool] = False
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise InputError(f"fleet: key '{'.'.join(str(p) for p in e['loc'])}': {e['msg']}") from None
+
+    @model_validator(mode="after")
+    def _rules(self) -> Fleet:
+        """The rules between keys; each error is located at the key it names."""
+        if self.cap_required and self.cap is None and not self.unbounded:
+            _refuse("cap", self.cap, "give cap = N, or unbounded = true")
+        if self.cap is not None and self.unbounded:
+            _refuse("unbounded", self.unbounded, "cap and unbounded = true contradict")
+        if self.preempt_rate_per_node_s > 0 and self.cap is None:
+            _refuse("preempt_rate_per_node_s", self.preempt_rate_per_node_s,
+                    "preemption needs a finite cap (nodes are cap / slots_per_node)")
+        if self.preempt and self.admission != "priority":
+            _refuse("preempt", self.preempt,
+                    f"preempt = true needs admission = \"priority\" (this pool admits by {self.admission!r})")
+        if self.preempt and self.cap is None:
+            _refuse("preempt", self.preempt, "preempt = true needs a finite cap (an unbounded pool has a slot for everyone)")
+        return self
+
+
+def _refuse(key: str, value: object, message: str) -> NoReturn:
+    # a ValidationError located at the key: nested in a scenario it reads 'fleets.1.preempt'
+    raise ValidationError.from_exception_data("Fleet", [InitErrorDetails(
+        type=PydanticCustomError("fleet_rule", message), loc=(key,), input=value)])
+
+
+@dataclass
+class Build:
+    """Image build at the start of a hold: a cache hit with probability ``hit_p``, or, with
+    ``images`` (an ``images.ImageCache``), a hit when the task's image is in its node's cache."""
+
+    hit_p: float = 1.0
+    hit: Dist | None = None
+    miss: Dist | None = None
+    images: ImageCache | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.hit_p <= 1.0:
+            raise InputError(f"build hit_p must be in [0, 1], got {self.hit_p}")
+
+
+@dataclass(frozen=True)
+class SubstrateCost:
+    """An execution substrate's overhead (``data/substrates.toml``): ``cold_start_s`` once per attempt
+    (a new sandbox, added to the build) and ``per_action_s`` once per agent turn (added to the agent
+    phase). ``turns_mean``: the turns a rollout of a ``[hold]`` workload takes (None: cold start only)."""
+
+    name: str
+    cold_start_s: float
+    per_action_s: float
+    source: str
+    as_of: str
+    kind: str = ""
+    turns_mean: float | None = None
+
+
+@dataclass
+class Turns:
+    """Agent phase as ``turns x (model latency + command time)``.
+
+    With an inference pool, ``model_latency`` is ``None`` and each turn's model call is
+    served by the pool instead: ``prefill_tokens`` (new prompt tokens per turn) and
+    ``decode_tokens`` are drawn per turn and rounded to integers >= 0.
+    """
+
+    turns: Dist
+    model_latency: Dist | None
+    command: Dist | None = None
+    prefill_tokens: Dist | None = None
+    decode_tokens: Dist | None = None
+
+    @property
+    def served(self) -> bool:
+        """Whether the model calls go to an inference pool (no fixed latency)."""
+        return self.model_latency is None
+
+
+@dataclass
+class Episode:
+    """How long one attempt holds its slot, phase by phase.
+
+    The agent phase is ``agent`` (a distribution, or an explicit per-rollout array
+    consumed in release order) or ``turns``. Exceptions strike each phase as a
+    Poisson process at ``exception_rate_per_s[phase]`` and end the hold there;
+    ``exception_p[phase]`` instead fails that phase with a fixed probability, at a
+    uniform point inside it. ``agent_timeout_s`` cuts the agent phase (a timeout,
+    never retried); the verifier still runs after a timeout, as Harbor does.
+    ``exception``: explicit per-rollout flags (the caller decided: the hold is the
+    given one and the rollout ends as an agent-phase exception).
+    """
+
+    agent: Dist | np.ndarray | None = None
+    turns: Turns | None = None
+    build: Build | None = None
+    verifier: Dist | None = None
+    exception_rate_per_s: dict[str, float] = field(default_factory=dict)
+    exception_p: dict[str, float] = field(default_factory=dict)
+    agent_timeout_s: float | np.ndarray | None = None
+    exception: np.ndarray | None = None
+    substrate: SubstrateCost | None = None
+
+    def __post_init__(self) -> None:
+        if (self.agent is None) == (self.turns is None):
+            raise InputError("an episode needs exactly one of a hold (agent) distribution or a turns model")
+        for table in (self.exception_rate_per_s, self.exception_p):
+            for phase, value in table.items():
+                if phase not in ("build", "agent", "verifier"):
+                    raise InputError(f"exception phase must be build, agent or verifier, got {phase!r}")
+                if not (value >= 0 and math.isfinite(value)):
+                    raise InputError(f"exception {phase} must be a finite number >= 0, got {value}")
+        for phase, p in self.exception_p.items():
+            if p > 1:
+                raise InputError(f"exception_p.{phase} must be <= 1, got {p}")
+
+
+@dataclass
+class RetryPolicy:
+    """Retry infrastructure errors up to ``max_retries`` times; never agent timeouts.
+
+    ``on``: the exception phases that count as infrastructure errors. A retry re-runs
+    the task (same model, agent and verifier durations; fresh build cache hit and
+    exception draws); ``redraw=True`` draws every phase afresh instead (the old model).
+    """
+
+    max_retries: int = 0
+    on: tuple[str, ...] = ("build", "verifier", "preemption")
+    redraw: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise InputError(f"retry max_retries must be >= 0, got {self.max_retries}")
+        bad = [p for p in self.on if p not in PHASE_CODES]
+        if bad:
+            raise InputError(f"retry on: unknown phase(s) {bad}; expected build, agent, verifier, preemption")
+
+    @property
+    def phase_codes(self) -> frozenset[int]:
+        return frozenset(PHASE_CODES[p] for p in self.on)

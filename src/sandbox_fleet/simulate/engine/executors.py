@@ -1,0 +1,205 @@
+"""Which executor runs a prepared scenario: the one place in the simulator that chooses.
+
+Four executors place a run's attempts in time, behind one contract
+(``run(prep, on_progress) -> result.ExecutorOutput``); wherever two of them can run the same
+scenario they give the same bytes (tests compare every pair):
+
+====================== ============================================ ==========================================
+name                   what                                         runs
+====================== ============================================ ==========================================
+``fifo-c``             the C twin of the FIFO recursion             one pass of the recursion (below), when
+                       (``_fifo_speedups.c``)                       built at install
+``fifo``               the first-come-first-served recursion        FIFO pools without a start cap, preemption
+                       (``fifo.py``)                                or queue timeout; no closed population, no
+                                                                    inference pool
+``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
+                                                                    set, numba on, run large enough
+``events``             the general event loop (``loop.py``)         everything
+====================== ============================================ ==========================================
+
+``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
+a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
+the FIFO family (``fifo-c``, ``fifo``), ``engine="events"`` the event-loop family (the kernel is
+the loop's compiled twin); a forced family that cannot run the scenario is an ``InputError``
+naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` refuses both compiled executors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.engine import fast
+from sandbox_fleet.simulate.engine.entities import Fleet
+from sandbox_fleet.simulate.engine.fifo import one_pass, run_fifo, run_one_pass
+from sandbox_fleet.simulate.engine.loop import run_events
+from sandbox_fleet.simulate.engine.prepare import Prepared
+from sandbox_fleet.simulate.engine.result import ExecutorOutput
+from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
+
+ENGINES = ("auto", "fifo", "events")  # the values of ``run.engine`` / ``run_workloads(engine=...)``
+Progress = Callable[[int, int], None] | None
+
+
+def pool_refusal(pl: Fleet) -> str | None:
+    """Why the FIFO recursion cannot run this pool (``None``: it can)."""
+    if pl.admission != "fifo":
+        return f"admission {pl.admission!r}"
+    if pl.start_cap is not None:
+        return "a start_cap"
+    if pl.preempt_rate_per_node_s != 0:
+        return "preemption"
+    if pl.queue_timeout_s is not None:
+        return "a queue_timeout_s"
+    return None
+
+
+def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inference) -> str | None:
+    """Why the FIFO recursion cannot run these pools and workloads (``None``: it can).
+
+    It places every attempt at ``max(arrival, earliest free slot)`` with holds fixed in advance,
+    so it needs fixed holds (no inference pool), arrivals that do not wait on finishes (no
+    closed population) and pools where the first in line always takes the next free slot."""
+    if inference is not None:
+        return "an inference pool serves the model calls (holds follow the GPU load)"
+    for w, wl in enumerate(workloads):
+        if wl.kind == CLOSED:
+            return f"workload {wl.name or f'w{w}'} is a closed population (its arrivals wait on finishes)"
+    for pl in pools:
+        why = pool_refusal(pl)
+        if why is not None:
+            return f"{f'pool {pl.name}' if len(pools) > 1 else 'the fleet'} has {why}"
+    return None
+
+
+def compiled_place_stream():
+    """The C twin of ``fifo.place_stream`` (``_fifo_speedups``), or ``None`` when it was not
+    built at install (no compiler) or ``SANDBOX_FLEET_PURE_PYTHON`` is set."""
+    if fast.pure_python_forced():
+        return None
+    try:
+        from sandbox_fleet.simulate.engine._fifo_speedups import place_stream as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+class Executor:
+    """One way to run a prepared scenario (subclasses: the rows of the module's table)."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]  # the ``engine`` value that forces this family
+
+    def why_not(self, prep: Prepared) -> str | None:
+        """Why this executor cannot run ``prep`` (``None``: it can)."""
+        raise NotImplementedError
+
+    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        raise NotImplementedError
+
+
+class FifoC(Executor):
+    name, family = "fifo-c", "fifo"
+
+    def why_not(self, prep: Prepared) -> str | None:
+        why = fifo_refusal(prep.pools, prep.workloads, prep.inference)
+        if why is not None:
+            return why
+        if not one_pass(prep):
+            return "not one pass of the recursion (that needs one capped pool, open arrivals only, no retries)"
+        if fast.pure_python_forced():
+            return "SANDBOX_FLEET_PURE_PYTHON is set"
+        if compiled_place_stream() is None:
+            return "the C speed-up (_fifo_speedups) was not built at install"
+        return None
+
+    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        return run_one_pass(prep, compiled_place_stream())
+
+
+class Fifo(Executor):
+    name, family = "fifo", "fifo"
+
+    def why_not(self, prep: Prepared) -> str | None:
+        return fifo_refusal(prep.pools, prep.workloads, prep.inference)
+
+    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        # One pass of the recursion runs on NumPy arrays; anything else merges a heap of
+        # run-dependent entries (RL releases, retries) with the arrivals.
+        return run_one_pass(prep, None) if one_pass(prep) else run_fifo(prep, on_progress)
+
+
+class ClosedLoopKernel(Executor):
+    name, family = "closed-loop-kernel", "events"
+
+    def why_not(self, prep: Prepared) -> str | None:
+        if prep.inference is None:
+            return "no inference pool (the kernel runs pool-served runs only)"
+        if fast.pure_python_forced():
+            return "SANDBOX_FLEET_PURE_PYTHON is set"
+        if not fast.available():
+            return "numba is not installed or NUMBA_DISABLE_JIT is set"
+        from sandbox_fleet.simulate.engine.fast import pool_loop
+
+        if not pool_loop.supported(prep):
+            return ("outside the kernel's feature set (a start cap, another admission policy, a queue timeout, "
+                    "preemption, retries, or too many replica x rollout cells)")
+        if not pool_loop.worth_it(prep):
+            return (f"fewer than {pool_loop.MIN_CALLS:,} model calls while the kernel is not loaded in this "
+                    "process (loading it costs more than the pure loop spends)")
+        return None
+
+    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        from sandbox_fleet.simulate.engine.fast import pool_loop
+
+        return pool_loop.run(prep, on_progress)
+
+
+class Events(Executor):
+    name, family = "events", "events"
+
+    def why_not(self, prep: Prepared) -> str | None:
+        return None  # the general loop runs every scenario the model accepts
+
+    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        return run_events(prep, on_progress)
+
+
+EXECUTORS: tuple[Executor, ...] = (FifoC(), Fifo(), ClosedLoopKernel(), Events())
+NAMES = tuple(ex.name for ex in EXECUTORS)
+
+
+def refusals(prep: Prepared) -> dict[str, str | None]:
+    """Every executor's answer for ``prep``: ``None`` where it can run it, else why not."""
+    return {ex.name: ex.why_not(prep) for ex in EXECUTORS}
+
+
+def choose(prep: Prepared, engine: str = "auto") -> Executor:
+    """The first executor of ``EXECUTORS`` (of the forced family, unless ``engine`` is
+    ``"auto"``) that can run ``prep``; a forced family that cannot is an ``InputError``."""
+    if engine not in ENGINES:
+        raise InputError(f"engine must be auto, fifo or events, got {engine!r}")
+    last = None
+    for ex in EXECUTORS:
+        if engine != "auto" and ex.family != engine:
+            continue
+        last = ex.why_not(prep)
+        if last is None:
+            return ex
+    raise InputError(forced_refusal(engine, last or "no executor of that family"))
+
+
+def forced_refusal(engine: str, why: str) -> str:
+    """The error text for a forced ``engine`` that cannot run the scenario."""
+    return f"engine {engine!r} cannot run this scenario ({why}); use \"auto\" or \"events\""
+
+
+def preload_kernel() -> None:
+    """Load the closed-loop kernel now when it may run at all: a search runs many small loops
+    in each worker, and paying the load once per process lets every one of them run compiled
+    (``ClosedLoopKernel.why_not`` then no longer refuses small runs)."""
+    if fast.available():
+        from sandbox_fleet.simulate.engine.fast.pool_loop import load
+
+        load()

@@ -1,0 +1,34 @@
+"""Compiled kernels (numba, a core dependency).
+
+The closed-loop kernel (``_pool_loop_kernel.py``) is one source that numba compiles and that
+also runs as plain Python (``_jit.py``'s no-op ``njit`` without numba, or numba's own with
+``NUMBA_DISABLE_JIT=1``; tests run it both ways). The pure-Python event loop (``loop.py``)
+stays the reference and the path of every run the kernel does not cover: the results are
+the same bytes, and it runs whenever numba is not installed, ``NUMBA_DISABLE_JIT`` is set or
+``SANDBOX_FLEET_PURE_PYTHON`` is set (tests use it to compare the two). Run as plain Python the
+kernel is ~10x slower than ``loop.py`` (BENCHMARKS.md), so it is never the fallback. numba is
+imported only by the kernel modules, and only when a kernel is first used; its compiled code
+is cached under the user's cache (``_jit.cache_dir()``). ``SANDBOX_FLEET_PURE_PYTHON`` also
+switches off the C speed-up of the FIFO recursion (``simulate/engine/_fifo_speedups.c``, built at
+install when a C compiler is present).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+
+def pure_python_forced() -> bool:
+    """Whether ``SANDBOX_FLEET_PURE_PYTHON`` asks for the pure-Python paths only."""
+    return os.environ.get("SANDBOX_FLEET_PURE_PYTHON", "") not in ("", "0")
+
+
+def available() -> bool:
+    """Whether compiled kernels may be used in this process (numba is installed, and neither
+    ``SANDBOX_FLEET_PURE_PYTHON`` nor ``NUMBA_DISABLE_JIT`` switches them off)."""
+    if pure_python_forced():
+        return False
+    if os.environ.get("NUMBA_DISABLE_JIT", "") not in ("", "0"):
+        return False
+    return importlib.util.find_spec("numba") is not None

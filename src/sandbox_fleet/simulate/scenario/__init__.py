@@ -1,0 +1,53 @@
+"""Scenario tooling: TOML scenario files in, engine objects out, and the checks and calibration around them.
+
+``spec`` (the TOML schema as Pydantic models, ``load_scenario``), ``builder`` (a spec into engine
+objects), ``images`` (the ``[images]`` table: task bundles, catalogs, shares), ``inference`` (the
+``[inference]`` table), ``bounds`` (what a scenario will cost before it runs: finite times,
+memory, whether it can finish), ``calibrate`` and ``calibrate_inference`` (``simulate --from``:
+a scenario written from measured telemetry), ``run`` (``run_scenario``, ``simulate_scenario``:
+load, build, run the engine, summarise).
+
+``from sandbox_fleet.simulate.scenario import run_scenario, simulate_scenario, load_scenario, build``
+is the documented import; the names are imported on first use.
+"""
+
+from __future__ import annotations
+
+from sandbox_fleet.lazy import lazy_exports
+
+#: public name -> the module defining it, imported on first use
+_EXPORTS = {
+    "build": "sandbox_fleet.simulate.scenario.run",
+    "BuildSpec": "sandbox_fleet.simulate.scenario.run",
+    "Built": "sandbox_fleet.simulate.scenario.run",
+    "ComponentSpec": "sandbox_fleet.simulate.scenario.run",
+    "DeterministicSpec": "sandbox_fleet.simulate.scenario.run",
+    "DistSpec": "sandbox_fleet.simulate.scenario.run",
+    "EmpiricalSpec": "sandbox_fleet.simulate.scenario.run",
+    "EpisodeParts": "sandbox_fleet.simulate.scenario.run",
+    "ExceptionsSpec": "sandbox_fleet.simulate.scenario.run",
+    "ExponentialSpec": "sandbox_fleet.simulate.scenario.run",
+    "FleetSpec": "sandbox_fleet.simulate.scenario.run",
+    "ImagesSpec": "sandbox_fleet.simulate.scenario.run",
+    "InferenceSpec": "sandbox_fleet.simulate.scenario.run",
+    "load_scenario": "sandbox_fleet.simulate.scenario.run",
+    "LogNormalSpec": "sandbox_fleet.simulate.scenario.run",
+    "MixtureSpec": "sandbox_fleet.simulate.scenario.run",
+    "NonNegFloat": "sandbox_fleet.simulate.scenario.run",
+    "PosFloat": "sandbox_fleet.simulate.scenario.run",
+    "RetrySpec": "sandbox_fleet.simulate.scenario.run",
+    "run_scenario": "sandbox_fleet.simulate.scenario.run",
+    "RunSpec": "sandbox_fleet.simulate.scenario.run",
+    "scenario_from_telemetry": "sandbox_fleet.simulate.scenario.calibrate",
+    "ScenarioSpec": "sandbox_fleet.simulate.scenario.run",
+    "simulate_scenario": "sandbox_fleet.simulate.scenario.run",
+    "Strict": "sandbox_fleet.simulate.scenario.run",
+    "SubstrateSpec": "sandbox_fleet.simulate.scenario.run",
+    "TurnsSpec": "sandbox_fleet.simulate.scenario.run",
+    "WeibullSpec": "sandbox_fleet.simulate.scenario.run",
+    "WorkloadSpec": "sandbox_fleet.simulate.scenario.run",
+}
+
+__all__ = ["BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "EmpiricalSpec", "EpisodeParts", "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat", "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build", "load_scenario", "run_scenario", "scenario_from_telemetry", "simulate_scenario"]
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

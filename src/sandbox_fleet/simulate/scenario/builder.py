@@ -1,0 +1,434 @@
+"""A validated scenario turned into engine objects (fleets and workloads).
+
+Every check the engine would make is made here first, so a refusal is one
+InputError line naming the scenario file and the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypedDict
+
+import numpy as np
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.limits import check_memory
+from sandbox_fleet.simulate.engine import distributions as D
+from sandbox_fleet.simulate.engine.entities import Build, Episode, Fleet, RetryPolicy, SubstrateCost, Turns
+from sandbox_fleet.simulate.engine.policies import problems
+from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
+from sandbox_fleet.simulate.scenario import bounds
+from sandbox_fleet.simulate.scenario.spec import (
+    DeterministicSpec,
+    EmpiricalSpec,
+    EpisodeParts,
+    ExceptionsSpec,
+    ExponentialSpec,
+    FleetSpec,
+    LogNormalSpec,
+    MixtureSpec,
+    ScenarioSpec,
+    WeibullSpec,
+    WorkloadSpec,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from sandbox_fleet.simulate.engine.images import ImageCache
+    from sandbox_fleet.simulate.model import SimulateSummary
+
+
+class _Common(TypedDict):
+    """What every workload kind takes from its table besides its own fields."""
+
+    retry: RetryPolicy
+    pool: int
+    name: str
+    priority: int | None
+    nominal: int | None
+    borrow_limit: int | None
+
+
+class _RLFields(_Common):
+    batch: int | np.ndarray
+    steps: int | None
+    train_s: float
+    start_s: float
+    episode: Episode
+
+
+class Built:
+    """A scenario turned into engine objects."""
+
+    def __init__(self, fleets: list[Fleet], workloads: list[Workload], seed: int, engine: str, epoch: str,
+                 inference=None, pass_rate: float | None = None, warmup_s: float | None = None):
+        self.fleets, self.workloads, self.seed, self.engine, self.epoch = fleets, workloads, seed, engine, epoch
+        self.inference = inference  # inference.Inference or None
+        self.pass_rate, self.warmup_s = pass_rate, warmup_s  # [run]: for the steady-state block
+        self.reads: list[str] = []  # telemetry files (or globs) the scenario read: replay, empirical
+
+    def summary(self, res, **head) -> SimulateSummary:
+        """``res.summary_model`` with this scenario's pass rate and warm-up (``[run]``)."""
+        return res.summary_model(pass_rate=self.pass_rate, warmup_s=self.warmup_s, **head)
+
+
+def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
+          max_memory_gb: float | None = None) -> Built:
+    """Turn a validated scenario into fleets and workloads.
+
+    Everything the engine would refuse is checked here first, so the one-line
+    InputError names ``source`` and the key (``key 'workload.steps': ...``); an
+    engine-level refusal this misses is still prefixed with the file and the table.
+    An RL schedule's rollouts (steps x batch) are checked against ``max_memory_gb`` (default:
+    the share of memory this process may allocate) before its per-step arrays exist.
+    """
+    ctx = _Ctx(base_dir, source, bounds.horizon_s(spec.run.epoch))
+    ctx.max_memory_gb = max_memory_gb
+    ctx.times(spec.model_dump(exclude_none=True), "")
+    many_fleets = spec.fleets is not None
+    # load_scenario and the sweep's variants both refuse a file without exactly one of the two
+    fleet_specs = spec.fleets if spec.fleets is not None else [spec.fleet]
+    fleets = []
+    names: dict[str, int] = {}
+    for i, f in enumerate(fleet_specs):
+        assert f is not None  # see fleet_specs
+        fleets.append(ctx.fleet(f, i))
+        names[fleets[-1].name] = i
+    if spec.workloads is not None:
+        shared = [k for k in EpisodeParts.model_fields if getattr(spec, k) is not None]
+        if shared:
+            ctx.fail(shared[0], "with [[workloads]], put this table inside each workload")
+        wspecs = spec.workloads
+        keys = [f"workloads.{i}" for i in range(len(wspecs))]
+        top: set[str] = set()
+    else:
+        # The single-workload form may take its episode tables from the top level.
+        assert spec.workload is not None  # checked on loading, as fleet_specs
+        update = {}
+        for k in EpisodeParts.model_fields:
+            if getattr(spec, k) is not None:
+                if getattr(spec.workload, k) is not None:
+                    ctx.fail(f"workload.{k}", f"'{k}' given both at top level and in [workload]")
+                update[k] = getattr(spec, k)
+        wspecs = [spec.workload.model_copy(update=update)]
+        keys = ["workload"]
+        top = set(update)
+    seen: dict[str, int] = {}
+    for i, w in enumerate(wspecs):
+        name = w.name or f"w{i}"
+        if name in seen:
+            ctx.fail(f"{keys[i]}.name", f"workload name {name!r} is used twice (names key the telemetry ids)")
+        seen[name] = i
+    ctx.served = spec.inference is not None
+    if spec.images is not None:
+        from sandbox_fleet.simulate.scenario.images import image_cache
+
+        ctx.images = image_cache(spec.images, base_dir, ctx.fail)
+    if spec.substrate is not None:
+        from sandbox_fleet.simulate.scenario.images import substrate_cost
+
+        ctx.substrate = substrate_cost(spec.substrate, base_dir, ctx.fail)
+    inference = None
+    if spec.inference is not None:
+        from sandbox_fleet.simulate.scenario.inference import build_inference
+
+        inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
+    workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
+    for where, i, key, msg in problems(fleets, workloads, inference is not None):
+        if where == "fleet":
+            ctx.fail(f"fleets.{i}.{key}" if many_fleets else f"fleet.{key}", msg)
+        ctx.fail(f"{keys[i]}.{key}", msg)
+    if spec.run.engine == "fifo":
+        from sandbox_fleet.simulate.engine.executors import fifo_refusal, forced_refusal
+
+        why = fifo_refusal(fleets, workloads, inference)
+        if why is not None:
+            ctx.fail("run.engine", forced_refusal("fifo", why))
+    if ctx.images is not None:
+        from sandbox_fleet.simulate.engine.images import check_pool
+        from sandbox_fleet.simulate.engine.workloads import OPEN
+
+        kinds = [wl.kind for wl in workloads]
+        for p, fl in enumerate(fleets):
+            mine = [i for i, wl in enumerate(workloads) if wl.pool == p]
+            if mine:
+                ctx.guard("images", lambda: check_pool(fl, mine, kinds, OPEN))  # noqa: B023 (called at once)
+    built = Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
+                  pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
+    built.reads = [path for paths in ctx._tables for path in paths]
+    return built
+
+
+class _Ctx:
+    def __init__(self, base_dir: Path, source: str, horizon_s: float = float("inf")):
+        self.base, self.source, self.horizon_s = base_dir, source, horizon_s
+        self.max_memory_gb: float | None = None
+        self.served = False  # the scenario has [inference]
+        self.images: ImageCache | None = None  # [images]: every workload's builds share it
+        self.substrate: SubstrateCost | None = None  # [substrate]: added to every workload's holds
+        self._tables: dict[tuple[str, ...], pa.Table] = {}
+
+    def fail(self, key: str, what: str) -> NoReturn:
+        raise InputError(f"{self.source}: key '{key}': {what}")
+
+    def times(self, data, key: str) -> None:
+        """Every duration or time in the file (a key ending in ``_s``) is finite and before year 9999.
+
+        Timeouts are exempt: a timeout past the end of the run simply never fires.
+        """
+        if isinstance(data, dict):
+            for k, v in data.items():
+                sub = f"{key}.{k}" if key else str(k)
+                if str(k).endswith("timeout_s") or str(k).endswith("_tokens"):
+                    continue  # token draws are counts, checked as such in turns()
+                if str(k).endswith("_s") and not str(k).endswith("_per_s"):
+                    for x in v if isinstance(v, list) else [v]:
+                        if isinstance(x, (int, float)) and not isinstance(x, bool):
+                            bounds.check_time(float(x), sub, self.horizon_s, self.fail)
+                else:
+                    self.times(v, sub)
+        elif isinstance(data, list):
+            for i, v in enumerate(data):
+                self.times(v, f"{key}.{i}")
+
+    def guard(self, key: str, make):
+        """Call ``make()``; an engine-level InputError gets the file and key in front."""
+        try:
+            return make()
+        except InputError as exc:
+            if str(exc).startswith(f"{self.source}:"):
+                raise
+            raise InputError(f"{self.source}: key '{key}': {exc}") from None
+
+    def fleet(self, f: FleetSpec, i: int) -> Fleet:
+        """The validated table is the engine's fleet (``FleetSpec`` is a ``Fleet``); only a pool the
+        file leaves unnamed gets its index as a name (``model_copy``: no second validation)."""
+        return f if "name" in f.model_fields_set else f.model_copy(update={"name": f"pool{i}"})
+
+    def rollouts(self, paths: list[str] | str, key: str):
+        from sandbox_fleet.telemetry import load_telemetry
+
+        items = [paths] if isinstance(paths, str) else list(paths)
+        resolved = tuple(str((self.base / p) if not Path(p).is_absolute() else Path(p)) for p in items)
+        if resolved not in self._tables:
+            self._tables[resolved] = load_telemetry(list(resolved), progress=False).rollouts
+        table = self._tables[resolved]
+        if table.num_rows == 0:
+            self.fail(key, f"the telemetry {', '.join(items)} has no rollouts")
+        return table
+
+    def dist(self, s, key: str, tokens: bool = False) -> D.Dist:
+        d: D.Dist
+        if isinstance(s, ExponentialSpec):
+            d = D.Exponential(s.mean_s)
+        elif isinstance(s, DeterministicSpec):
+            d = D.Deterministic(s.value_s)
+        elif isinstance(s, LogNormalSpec):
+            d = D.LogNormal(s.median_s, s.sigma)
+        elif isinstance(s, WeibullSpec):
+            d = D.Weibull(s.shape, s.scale_s)
+        elif isinstance(s, MixtureSpec):
+            d = D.Mixture(
+                tuple(self.dist(c.hold, f"{key}.components.{i}.hold") for i, c in enumerate(s.components)),
+                tuple(c.weight for c in s.components),
+                tuple(c.label or f"c{i}" for i, c in enumerate(s.components)) if any(c.label for c in s.components) else (),
+                tuple(c.exception for c in s.components) if any(c.exception for c in s.components) else (),
+            )
+        else:
+            d = self.empirical(s, key)
+        if s.min_s is not None or s.max_s is not None:
+            # D.clip keeps a mixture a mixture, so its labels and exception flags survive.
+            d = D.clip(d, s.min_s or 0.0, s.max_s if s.max_s is not None else float("inf"))
+        if tokens:
+            bounds.check_tokens(d, key, self.fail)
+        else:
+            bounds.check_dist(d, key, self.horizon_s, self.fail)
+        return d
+
+    def empirical(self, s: EmpiricalSpec, key: str) -> D.Dist:
+        from sandbox_fleet.simulate.scenario.calibrate import NO_MODEL, empirical_by_model_outcome, holds_s
+
+        if (s.values is None) == (s.telemetry is None):
+            self.fail(key, "empirical needs exactly one of values or telemetry")
+        if s.values is not None:
+            if s.by or s.model:
+                self.fail(f"{key}.by" if s.by else f"{key}.model", "'by' and 'model' need telemetry, not values")
+            return D.Empirical(np.asarray(s.values, dtype=float))
+        import pyarrow.compute as pc
+
+        assert s.telemetry is not None  # exactly one of values and telemetry, and values is None
+        table = self.rollouts(s.telemetry, f"{key}.telemetry")
+        if s.model is not None:
+            table = table.filter(pc.equal(pc.fill_null(table.column("model"), NO_MODEL), s.model))
+            if table.num_rows == 0:
+                self.fail(f"{key}.model", f"no rollouts of model {s.model!r} in the telemetry")
+        if not s.by:
+            return D.Empirical(holds_s(table))
+        mix = empirical_by_model_outcome(table)
+        if "model" not in s.by:
+            mix = D.Mixture(mix.components, mix.weights, (), mix.exceptions)
+        if "outcome" not in s.by:
+            mix = D.Mixture(mix.components, mix.weights, mix.labels, ())
+        return mix
+
+    def episode(self, w: WorkloadSpec, k) -> Episode:
+        """``k(name)`` is the key of the episode table ``name`` (top level or in the workload)."""
+        if w.hold is None and w.turns is None:
+            self.fail(k("hold"), "give [hold] or [turns]")
+        if w.hold is not None and w.turns is not None:
+            self.fail(k("turns"), "give [hold] or [turns], not both")
+        build = None
+        if w.build is not None:
+            build = Build(w.build.hit_p,
+                          self.dist(w.build.hit, f"{k('build')}.hit") if w.build.hit else None,
+                          self.dist(w.build.miss, f"{k('build')}.miss") if w.build.miss else None,
+                          self.images)
+            if self.images is not None and "hit_p" in w.build.model_fields_set:
+                self.fail(f"{k('build')}.hit_p", "with [images] the cache decides each hit; drop hit_p")
+        elif self.images is not None:
+            build = Build(images=self.images)  # warm builds take 0 s; a miss pays the pull
+        if self.images is not None and self.images.pull_mb_per_s is None and (w.build is None or w.build.miss is None):
+            self.fail("images.pull_mb_per_s", "give pull_mb_per_s, or a [build] miss distribution, for what a miss costs")
+        if self.substrate is not None and self.substrate.turns_mean is not None and w.turns is not None:
+            self.fail("substrate.turns_per_rollout", "a [turns] workload counts its own turns; drop turns_per_rollout")
+        turns = None
+        if w.turns is not None:
+            turns = self.turns(w, k)
+        elif self.served:
+            self.fail(k("turns"), "with [inference] a workload needs [turns] with prefill_tokens and decode_tokens")
+        exc = w.exceptions or ExceptionsSpec()
+        return Episode(
+            agent=self.dist(w.hold, k("hold")) if w.hold is not None else None,
+            turns=turns,
+            build=build,
+            verifier=self.dist(w.verifier, k("verifier")) if w.verifier is not None else None,
+            exception_rate_per_s=dict(exc.rate_per_s.items()),
+            exception_p=dict(exc.p.items()),
+            agent_timeout_s=w.agent_timeout_s,
+            substrate=self.substrate,
+        )
+
+    def turns(self, w: WorkloadSpec, k) -> Turns:
+        t, key = w.turns, k("turns")
+        assert t is not None  # episode() asks for turns only when the workload has them
+        if self.served:
+            if t.model_latency is not None:
+                self.fail(f"{key}.model_latency", "give [turns] model_latency or [inference], not both "
+                                                  "(with [inference] the pool serves each call)")
+            for name in ("prefill_tokens", "decode_tokens"):
+                if getattr(t, name) is None:
+                    self.fail(f"{key}.{name}", "[inference] needs the tokens per turn")
+        else:
+            if t.model_latency is None:
+                self.fail(f"{key}.model_latency", "needed unless the scenario has [inference]")
+            for name in ("prefill_tokens", "decode_tokens"):
+                if getattr(t, name) is not None:
+                    self.fail(f"{key}.{name}", "token draws need an [inference] pool")
+
+        def opt(name: str):
+            d = getattr(t, name)
+            return self.dist(d, f"{key}.{name}", tokens=name.endswith("_tokens")) if d is not None else None
+
+        return Turns(self.dist(t.turns, f"{key}.turns"), opt("model_latency"), opt("command"),
+                     opt("prefill_tokens"), opt("decode_tokens"))
+
+    def workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
+        """``key``: the workload's table (``workload`` or ``workloads.N``); ``top``: the
+        episode tables that came from the top level of the file."""
+        return self.guard(key, lambda: self._workload(w, i, key, top, pools, n_pools))
+
+    def _workload(self, w: WorkloadSpec, i: int, key: str, top: set[str], pools: dict[str, int], n_pools: int) -> Workload:
+        def k(name: str) -> str:
+            return name if name in top else f"{key}.{name}"
+
+        if isinstance(w.pool, str):
+            if w.pool not in pools:
+                self.fail(k("pool"), f"pool {w.pool!r} is not a fleet name ({', '.join(pools)})")
+            pool = pools[w.pool]
+        else:
+            pool = w.pool
+            if not 0 <= pool < n_pools:
+                self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
+        retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on), w.retry.redraw) if w.retry else RetryPolicy()
+        common = _Common(retry=retry, pool=pool, name=w.name or f"w{i}", priority=w.priority, nominal=w.nominal,
+                         borrow_limit=w.borrow_limit)
+
+        def need(*keys: str) -> None:
+            for name in keys:
+                if getattr(w, name) is None:
+                    self.fail(k(name), f"kind {w.kind!r} needs '{name}'")
+
+        def forbid(*keys: str) -> None:
+            for name in keys:
+                if name in w.model_fields_set:
+                    self.fail(k(name), f"'{name}' does not apply to kind {w.kind!r}")
+
+        if w.kind != "closed":
+            forbid("population")
+        if w.kind == "closed":
+            need("population", "count")
+            assert w.population is not None and w.count is not None  # need() refused them missing
+            forbid("rate_per_s", "batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
+            return Closed(population=w.population, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
+        if w.kind == "poisson":
+            need("rate_per_s", "count")
+            assert w.rate_per_s is not None and w.count is not None  # need() refused them missing
+            forbid("batch", "steps", "train_s", "staleness", "telemetry", "arrivals_s")
+            span = w.start_s + w.count / w.rate_per_s
+            if span > self.horizon_s:
+                self.fail(k("rate_per_s"), f"{w.count:,} arrivals at {w.rate_per_s:g}/s last {span:.4g} s, past year 9999 "
+                                           f"from run.epoch (at most {self.horizon_s:.4g} s)")
+            return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
+        if w.kind in ("sync-rl", "async-rl"):
+            need("batch")
+            assert w.batch is not None  # need() refused it missing
+            forbid("rate_per_s", "count", "telemetry", "arrivals_s")
+            batch: int | np.ndarray
+            if isinstance(w.batch, list):
+                if w.steps is not None and w.steps != len(w.batch):
+                    self.fail(k("steps"), f"steps = {w.steps} but batch lists {len(w.batch)} sizes; drop steps or make them agree")
+                batch = np.asarray(w.batch, dtype=np.int64)
+            else:
+                if w.steps is None:
+                    self.fail(k("steps"), f"kind {w.kind!r} needs 'steps' when batch is one number")
+                batch = w.batch
+                check_memory(float(w.steps) * (float(batch) * bounds.BYTES_PER_ATTEMPT + 64), self.max_memory_gb,
+                             f"{self.source}: key '{k('steps')}': {w.steps:,} steps of {batch:,} rollouts")
+            if w.kind == "sync-rl" and w.staleness not in (None, 0):
+                self.fail(k("staleness"), "sync-rl has staleness 0; use kind = \"async-rl\"")
+            kw: _RLFields = {"batch": batch, "steps": w.steps, "train_s": w.train_s, "start_s": w.start_s,
+                             "episode": self.episode(w, k), **common}
+            if w.kind == "sync-rl":
+                return SyncRL(**kw)
+            return AsyncRL(staleness=1 if w.staleness is None else w.staleness, **kw)
+        # replay: start_s shifts the replayed arrival times
+        forbid("rate_per_s", "batch", "steps", "train_s", "staleness")
+        if (w.telemetry is None) == (w.arrivals_s is None):
+            self.fail(key, "replay needs exactly one of telemetry or arrivals_s")
+        if w.arrivals_s is not None:
+            arr = np.asarray(w.arrivals_s, dtype=float)
+            if w.count is not None:
+                arr = arr[: w.count]
+            return Replay(arrivals_s=arr, start_s=w.start_s, episode=self.episode(w, k), **common)
+        assert w.telemetry is not None  # exactly one of telemetry and arrivals_s, and arrivals_s is None
+        table = self.rollouts(w.telemetry, k("telemetry"))
+        if w.count is not None:
+            order = np.argsort(table.column("started_at").cast("int64").to_numpy(zero_copy_only=False), kind="stable")
+            table = table.take(order[: w.count])
+        if w.hold is None and w.turns is None:
+            wl = Replay.from_table(table, start_s=w.start_s, **common)  # measured holds, in start order
+            if self.images is not None and self.images.pull_mb_per_s is None:
+                self.fail("images.pull_mb_per_s", "a replay of measured holds has no [build] miss: give pull_mb_per_s")
+            if self.images is not None or self.substrate is not None:  # the measured holds, plus builds / overhead
+                wl.episode = Episode(agent=wl.holds, build=Build(images=self.images) if self.images else None,
+                                     substrate=self.substrate)
+                wl.holds = None
+        else:
+            wl = Replay.from_table(table, use_holds=False, start_s=w.start_s, episode=self.episode(w, k), **common)
+        if self.images is not None and self.images.catalog.by_task and "task_id" in table.column_names:
+            # each replayed rollout builds its own task's image (Replay orders rows by start, stably)
+            start = table.column("started_at").cast("int64").to_numpy(zero_copy_only=False)
+            ids = np.asarray(table.column("task_id").cast("string").to_pylist(), dtype=object)
+            wl.attrs["task_id"] = ids[np.argsort(start, kind="stable")]
+        return wl

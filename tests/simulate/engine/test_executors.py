@@ -1,0 +1,262 @@
+"""The executor table (``simulate/engine/executors.py``): which executor runs a scenario, why the others
+do not, the typed result every executor returns, and the rules the Python executors share.
+
+Expected executors and reasons are read off the table's documented conditions for each
+hand-built scenario; placement and trainer cases are computed by hand in the comments."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate import Closed, Deterministic, Episode, Exponential, Fleet, Poisson, SyncRL
+from sandbox_fleet.simulate.engine import executors
+from sandbox_fleet.simulate.engine.fifo import placer
+from sandbox_fleet.simulate.engine.prepare import prepare
+from sandbox_fleet.simulate.engine.result import ExecutorOutput
+from sandbox_fleet.simulate.engine.run import run_workloads
+from sandbox_fleet.simulate.engine.trainer import RLState
+
+C_BUILT = importlib.util.find_spec("sandbox_fleet.simulate.engine._fifo_speedups") is not None
+NUMBA = importlib.util.find_spec("numba") is not None
+
+
+def _open(**fleet) -> tuple[Fleet, list]:
+    return Fleet(cap=3, **fleet), [Poisson(rate_per_s=2.0, n=200, holds=Exponential(1.0))]
+
+
+def _chosen(fleet, wls, engine="auto", inference=None) -> str:
+    return executors.choose(prepare(fleet, wls, 1, inference), engine).name
+
+
+def test_the_table_lists_the_documented_names_in_the_auto_order():
+    assert executors.NAMES == ("fifo-c", "fifo", "closed-loop-kernel", "events")
+    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "fifo", "events", "events"]
+
+
+@pytest.mark.skipif(not C_BUILT, reason="the C speed-up was not built")
+def test_one_pass_goes_to_the_c_twin_unless_pure_python_is_forced(monkeypatch):
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    assert _chosen(*_open()) == "fifo-c"
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    assert _chosen(*_open()) == "fifo"
+    assert executors.refusals(prepare(*_open(), 1))["fifo-c"] == "SANDBOX_FLEET_PURE_PYTHON is set"
+
+
+def test_rl_runs_on_the_python_recursion_and_says_why_not_c():
+    fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]
+    assert _chosen(fleet, wls) == "fifo"
+    why = executors.refusals(prepare(fleet, wls, 1))
+    assert why["fifo-c"].startswith("not one pass of the recursion")
+    assert why["fifo"] is None and why["events"] is None
+    assert why["closed-loop-kernel"].startswith("no inference pool")
+
+
+@pytest.mark.parametrize(("fleet", "reason"), [
+    ({"start_cap": 1}, "the fleet has a start_cap"),
+    ({"queue_timeout_s": 5.0}, "the fleet has a queue_timeout_s"),
+    ({"admission": "shortest-timeout-first"}, "the fleet has admission 'shortest-timeout-first'"),
+    ({"slots_per_node": 3, "preempt_rate_per_node_s": 1e-3, "node_replace_s": 1.0}, "the fleet has preemption"),
+])
+def test_pools_the_recursion_cannot_run_go_to_the_event_loop(fleet, reason):
+    f, wls = _open(**fleet)
+    assert _chosen(f, wls) == "events"
+    assert executors.refusals(prepare(f, wls, 1))["fifo"] == reason
+    with pytest.raises(InputError) as err:  # forcing the recursion: the table's reason, in words
+        run_workloads(f, wls, seed=1, engine="fifo")
+    assert str(err.value) == f"engine 'fifo' cannot run this scenario ({reason}); use \"auto\" or \"events\""
+
+
+def test_a_closed_population_and_a_named_pool_are_named_in_the_reason():
+    wls = [Closed(population=2, n=20, holds=Exponential(1.0), name="pop")]
+    assert executors.refusals(prepare(Fleet(cap=2), wls, 1))["fifo"] == (
+        "workload pop is a closed population (its arrivals wait on finishes)")
+    pools = [Fleet(cap=2, name="a"), Fleet(cap=2, start_cap=1, name="b")]
+    assert executors.fifo_refusal(pools, [], None) == "pool b has a start_cap"
+
+
+def test_an_unknown_engine_is_refused():
+    with pytest.raises(InputError, match="engine must be auto, fifo or events, got 'fast'"):
+        run_workloads(*_open(), seed=1, engine="fast")
+
+
+def test_the_scenario_refusal_is_the_tables_text(tmp_path):
+    from sandbox_fleet.simulate.scenario.run import run_scenario
+
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent("""
+        [fleet]
+        cap = 2
+        start_cap = 1
+        [workload]
+        kind = "poisson"
+        rate_per_s = 1.0
+        count = 10
+        [hold]
+        dist = "exponential"
+        mean_s = 1.0
+        [run]
+        engine = "fifo"
+    """))
+    with pytest.raises(InputError) as err:
+        run_scenario(path)
+    assert str(err.value).startswith(f"{path}: key 'run.engine': ")
+    assert "engine 'fifo' cannot run this scenario (the fleet has a start_cap); use \"auto\" or \"events\"" in str(err.value)
+
+
+@pytest.mark.parametrize("engine", ["fifo", "events"])
+def test_every_executor_returns_the_typed_result(engine, monkeypatch):
+    seen = []
+    real = executors.choose
+
+    def spy(prep, eng="auto"):
+        ex = real(prep, eng)
+        run = ex.run
+
+        class Spy(type(ex)):
+            def run(self, prep, on_progress=None):
+                out = run(prep, on_progress)
+                seen.append(out)
+                return out
+
+        return Spy()
+
+    monkeypatch.setattr("sandbox_fleet.simulate.engine.run.choose", spy)
+    for fleet, wls in (_open(), (Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))])):
+        res = run_workloads(fleet, wls, seed=1, engine=engine)
+        assert res.engine in executors.NAMES
+    assert len(seen) == 2 and all(isinstance(out, ExecutorOutput) for out in seen)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seen[0].preemptions = 1  # type: ignore[misc]
+
+
+def test_the_run_names_the_executor_that_ran(monkeypatch):
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    assert run_workloads(*_open(), seed=1).engine == "fifo"
+    assert run_workloads(*_open(start_cap=1), seed=1).engine == "events"
+    assert run_workloads(*_open(), seed=1, engine="events").engine == "events"
+
+
+def _served_run():
+    from sandbox_fleet.simulate import LogNormal, Turns
+    from sandbox_fleet.simulate.engine.inference import Inference
+
+    ep = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential(30), Exponential(20)))
+    return Fleet(cap=4), [Closed(population=4, n=40, episode=ep)], Inference(replicas=1, prefill_tok_s=400, decode_tok_s=60)
+
+
+@pytest.mark.skipif(not NUMBA, reason="numba is not installed")
+def test_the_kernel_is_named_when_it_ran_and_the_reason_when_it_did_not(monkeypatch):
+    from sandbox_fleet.simulate.engine.fast import pool_loop
+
+    fleet, wls, inf = _served_run()
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)
+    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "closed-loop-kernel"
+    monkeypatch.setattr(pool_loop, "MIN_CALLS", 10**9)
+    monkeypatch.setattr(pool_loop, "_KERNEL", "not.loaded.yet")
+    why = executors.refusals(prepare(fleet, wls, 1, inf))["closed-loop-kernel"]
+    assert why.startswith("fewer than 1,000,000,000 model calls")
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "events"
+    assert executors.refusals(prepare(fleet, wls, 1, inf))["closed-loop-kernel"] == "SANDBOX_FLEET_PURE_PYTHON is set"
+
+
+def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monkeypatch):
+    from sandbox_fleet.simulate.scenario.run import run_scenario
+
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    path = tmp_path / "s.toml"
+    path.write_text('[fleet]\ncap = 2\nstart_cap = 1\n[workload]\nkind = "poisson"\nrate_per_s = 1.0\ncount = 30\n'
+                    '[hold]\ndist = "exponential"\nmean_s = 1.0\n')
+    plain = run_scenario(path)
+    assert plain["engine"] is None  # the nullable field stays empty: the same bytes whichever executor ran
+    assert run_scenario(path, timing=True)["engine"] == "events"
+
+
+# --- the shared rules ----------------------------------------------------------------------
+def test_placer_is_the_fifo_step_by_hand():
+    # cap 2, provision 0.5: arrivals at 0, 0, 0.2, 5 holding 1, 2, 3, 1.
+    # Slots free at 0, 0. #0 starts 0 (slot next free 1.5); #1 starts 0 (2.5);
+    # #2 at 0.2 waits for the 1.5 slot: starts 1.5 (5.0); #3 at 5 finds the 2.5 slot: starts 5.
+    place = placer([0.0, 0.0], 0.5)
+    assert [place(t, h) for t, h in ((0.0, 1.0), (0.0, 2.0), (0.2, 3.0), (5.0, 1.0))] == [0.0, 0.0, 1.5, 5.0]
+    unbounded = placer(None, 0.5)
+    assert [unbounded(t, 9.0) for t in (0.0, 0.0, 3.0)] == [0.0, 0.0, 3.0]
+
+
+def test_trainer_steps_by_hand():
+    # Two batches of 2, staleness 0, train 10 s. Batch 0's rollouts end at 4 then 3 (out of
+    # order, as the FIFO path reports them): batch end 4, step 0 trains 4 -> 14.
+    st = RLState(0, np.array([2, 2]), 0, 10.0, 0)
+    assert [list(r) for r in st.take_releasable(0.0)] == [[0, 1]]  # staleness 0: batch 1 waits for step 0
+    assert st.rollout_ended(0, 4.0) is False
+    assert st.rollout_ended(0, 3.0) is True
+    assert st.batch_end_s[0] == 4.0 and st.can_train()
+    assert st.start_step() == 14.0
+    st.end_train(14.0)
+    assert [list(r) for r in st.take_releasable(14.0)] == [[2, 3]]
+    # Batch 1 ends at 20, after step 0: step 1 starts at 20 (its batch, not the step before).
+    st.rollout_ended(1, 20.0)
+    assert st.rollout_ended(1, 19.0) and st.start_step() == 30.0
+    assert st.train_start_s == [4.0, 20.0] and math.isnan(st.train_end_s[1])
+
+
+def test_a_step_waits_for_the_step_before():
+    # Batch 1 ends (at 5) while step 0 still trains (4 -> 14): step 1 starts at 14.
+    st = RLState(0, np.array([1, 1]), 1, 10.0, 0)
+    st.take_releasable(0.0)
+    st.rollout_ended(0, 4.0)
+    st.start_step()
+    st.end_train(14.0)
+    st.rollout_ended(1, 5.0)
+    assert st.start_step() == 24.0 and st.train_start_s[1] == 14.0
+
+
+@pytest.mark.parametrize("engine", ["fifo", "events"])
+def test_deterministic_sync_rl_steps_by_hand(engine):
+    # Batch 2 on cap 1, holds 3 s, train 10 s: step j's batch runs 0-6 + 16j, trains 6-16 + 16j.
+    res = run_workloads(Fleet(cap=1), [SyncRL(batch=2, steps=3, train_s=10.0, holds=Deterministic(3.0))],
+                        seed=1, engine=engine)
+    st = res.steps[0]
+    assert st["batch_end_s"].tolist() == [6.0, 22.0, 38.0]
+    assert st["train_start_s"].tolist() == [6.0, 22.0, 38.0]
+    assert st["train_end_s"].tolist() == [16.0, 32.0, 48.0]
+
+
+RETRYING = Episode(agent=Exponential(1.0), verifier=Exponential(0.1), exception_rate_per_s={"verifier": 3.0})
+
+
+@pytest.mark.parametrize("case", ["retries", "retries_and_rl", "open_and_rl", "two_pools"])
+def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
+    # The recursion places open arrivals as streams cut at each arrival that may retry (its
+    # retry can come before later arrivals); the event loop places them one event at a time.
+    from sandbox_fleet.simulate import RetryPolicy
+
+    rl = SyncRL(batch=20, steps=30, train_s=5.0, episode=RETRYING, retry=RetryPolicy(max_retries=1), name="b")
+    fleet, wls = {
+        "retries": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=3))]),
+        "retries_and_rl": (Fleet(cap=5, provision_delay_s=0.3),
+                           [Poisson(rate_per_s=3, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"), rl]),
+        "open_and_rl": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, holds=Exponential(1.0), name="a"),
+                                       SyncRL(batch=20, steps=30, train_s=5.0, holds=Exponential(1.0), name="b")]),
+        "two_pools": ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
+                      [Poisson(rate_per_s=2, n=3000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"),
+                       Poisson(rate_per_s=2, n=3000, holds=Exponential(1.0), pool=1, name="c")]),
+    }[case]
+    a = run_workloads(fleet, wls, seed=3, engine="fifo")
+    b = run_workloads(fleet, wls, seed=3, engine="events")
+    assert a.engine in ("fifo", "fifo-c") and b.engine == "events"
+    if case.startswith("retries"):
+        assert a.state.size > a.n_rollouts  # retries happened
+    for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):
+        assert np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True), k
+    for w in a.steps:
+        for k, v in a.steps[w].items():
+            assert np.array_equal(v, b.steps[w][k], equal_nan=True), (w, k)
