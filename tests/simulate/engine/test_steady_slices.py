@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.simulate import Exponential, Fleet, Poisson, run_workloads
-from sandbox_fleet.simulate.steady import BATCHES, _bin_counts, _busy_s, _by_time, _holds_by_start, _since, _upto
+from sandbox_fleet.simulate.engine.steady import BATCHES, _bin_counts, _busy_s, _by_time, _holds_by_start, _since, _upto
 
 
 def brute_holds_by_start(s0, hold, a, b):
