@@ -25,6 +25,21 @@ def test_equal_strings_hash_alike_whatever_the_chunk_type_or_offset():
     assert len(set(_id_hashes(pa.chunked_array([pa.array(["a", "a\0", "a\0\0"])])).tolist())) == 3
 
 
+@pytest.mark.parametrize("width", [1, 5, 7, 8, 9, 16, 31, 32, 33, 36])
+def test_ids_of_one_width_hash_as_in_a_chunk_of_mixed_widths(width):
+    # A chunk whose strings all have one width takes the strided pass; the same ids in a chunk
+    # with one longer id take the general one: every id must hash alike (duplicates are found
+    # across chunks), sliced at the start, the middle and the very end of the buffer too.
+    rng = np.random.default_rng(width)
+    ids = ["".join(chr(c) for c in rng.integers(33, 127, width)) for _ in range(777)]
+    fixed = pa.array(ids)
+    for part in (fixed, fixed.slice(5, 300), fixed.slice(776, 1), pa.array(ids, pa.large_string())):
+        alone = _id_hashes(pa.chunked_array([part]))
+        mixed = _id_hashes(pa.chunked_array([pa.concat_arrays([part, pa.array(["~" * (width + 3)], part.type)])]))
+        assert alone.tolist() == mixed[:-1].tolist()
+    assert len(set(_id_hashes(pa.chunked_array([fixed])).tolist())) == len(set(ids))
+
+
 def test_no_collision_on_a_million_numeric_ids():
     ids = pa.chunked_array([pa.array([str(i) for i in range(500_000)]),
                             pa.array([f"{i:032x}" for i in range(500_000)])])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
-from sandbox_fleet.measure.stats import US, arrival_rate_per_s, ratio
+from sandbox_fleet.measure.stats import US, arrival_rate_per_s, group_sums, ratio
 
 SERIES_POINTS = 2000
 #: levels on the time-at-level grid: every level 1..peak up to this peak, else this many evenly spaced
@@ -83,8 +83,31 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
         key.sort(kind="stable")
     else:
         key.sort()
+    return _checked(_compact(key, base, 0), _holds_sum(start_us, finish_us))
+
+
+def _holds_sum(start_us: np.ndarray, finish_us: np.ndarray) -> int:
+    """Sum of holds in int64, a block at a time: summing raw epoch times would overflow."""
+    expected = 0
+    for i in range(0, start_us.size, BLOCK):
+        expected += int(np.subtract(finish_us[i:i + BLOCK], start_us[i:i + BLOCK]).sum(dtype=np.int64))
+    return expected
+
+
+def _checked(result: Sweep, holds_us: int) -> Sweep:
+    result.holds_us = holds_us
+    area = result.area_us()
+    if area != holds_us or result.level[-1] != 0:
+        raise SweepError(f"sweep self-check failed: area {area} us != sum of holds {holds_us} us")
+    return result
+
+
+def _compact(key: np.ndarray, base: int, code_bits: int) -> Sweep:
+    """The sorted events ``key`` (time - base above ``code_bits`` bits of codes and the start bit)
+    as a Sweep, compacted into the key's own prefix a block at a time (``key`` is consumed)."""
     size = key.size
-    level = np.empty(size, dtype=np.int32 if n < 2**31 else np.int64)
+    shift = 1 + code_bits
+    level = np.empty(size, dtype=np.int32 if size < 2**32 else np.int64)
     m, carry = 0, 0
     for i in range(0, size, BLOCK):
         j = min(i + BLOCK, size)
@@ -97,7 +120,7 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
         carry = int(run[-1])
         # The level is read after the last event of each timestamp (ties netted first);
         # the event after this block is still unread in key[j], so a tie across blocks works.
-        stamp = key[i:j + 1] >> 1  # drop the start/finish bit: ties are equal times
+        stamp = key[i:j + 1] >> shift  # drop the codes and the start/finish bit: ties are equal times
         last = np.ones(j - i, dtype=bool)
         np.not_equal(stamp[:-1], stamp[1:], out=last[:stamp.size - 1])
         times = stamp[:j - i][last]
@@ -110,17 +133,62 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
     # Keep views when most events are distinct times; copy when ties shrank them a lot.
     times_out = key[:m] if 2 * m > size else key[:m].copy()
     level_out = level[:m] if 2 * m > size else level[:m].copy()
-    del key, level
-    result = Sweep(times_out, level_out)
-    # Sum of holds in int64, a block at a time: summing raw epoch times would overflow.
-    expected = 0
-    for i in range(0, n, BLOCK):
-        expected += int(np.subtract(finish_us[i:i + BLOCK], start_us[i:i + BLOCK]).sum(dtype=np.int64))
-    result.holds_us = expected
-    area = result.area_us()
-    if area != expected or result.level[-1] != 0:
-        raise SweepError(f"sweep self-check failed: area {area} us != sum of holds {expected} us")
-    return result
+    return Sweep(times_out, level_out)
+
+
+#: Groups swept from one sort at most (each group is one pass over the sorted events).
+MAX_SWEPT_GROUPS = 16
+
+
+def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int,
+                   each) -> Sweep | None:
+    """``sweep`` of every interval and ``each(g, sweep of group g's intervals, rows)`` for every
+    group with rows, from ONE sort of the events (the group code packed under the time); None
+    (nothing called) when the packed key would not fit or the groups are more than
+    MAX_SWEPT_GROUPS, then callers sweep each group alone.
+
+    ``codes``: 0..n_groups-1 per interval, -1 for one in no group (swept overall only). A
+    group's events are a stable partition of the sorted events, so they are sorted too: the
+    same Sweep as ``sweep`` of the group alone (a sorted multiset has one order). Memory: the
+    key (16 bytes an interval) and one group's events at a time.
+    """
+    n = start_us.size
+    bits = n_groups.bit_length()  # codes 0..n_groups, the last for "no group"
+    if n == 0 or n_groups > MAX_SWEPT_GROUPS:
+        return None
+    base = int(start_us.min())
+    if (int(finish_us.max()) - base) >= 1 << (62 - bits):
+        return None
+    small = np.uint8 if bits <= 8 else np.int32  # not 8 bytes a row
+    group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(small)
+    key = np.empty(2 * n, dtype=np.int64)
+    for half, times in ((key[:n], start_us), (key[n:], finish_us)):
+        np.subtract(times, base, out=half)
+        half <<= bits
+        half |= group
+        half <<= 1
+    key[:n] |= 1
+    key.sort()
+    rows = np.bincount(group, minlength=n_groups + 1)
+    sums = _group_hold_sums(start_us, finish_us, group, n_groups)
+    del group
+    label = np.empty(key.size, dtype=np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.int64)
+    for i in range(0, key.size, BLOCK):
+        label[i:i + BLOCK] = (key[i:i + BLOCK] >> 1) & ((1 << bits) - 1)
+    for g in range(n_groups):
+        if rows[g]:
+            each(g, _checked(_compact(key[label == g], base, bits), sums[g]), int(rows[g]))
+    del label
+    return _checked(_compact(key, base, bits), _holds_sum(start_us, finish_us))
+
+
+def _group_hold_sums(start_us: np.ndarray, finish_us: np.ndarray, group: np.ndarray, n_groups: int) -> list[int]:
+    """Exact sum of holds per group (``group`` 0..n_groups), a block at a time."""
+    sums = [0] * (n_groups + 1)
+    for i in range(0, start_us.size, BLOCK):
+        part = group_sums(group[i:i + BLOCK], n_groups + 1, np.subtract(finish_us[i:i + BLOCK], start_us[i:i + BLOCK]))
+        sums = [a + b for a, b in zip(sums, part)]
+    return sums
 
 
 def cap_stats(sw: Sweep) -> dict:
@@ -220,8 +288,11 @@ def interval_stats(start_us: np.ndarray, finish_us: np.ndarray) -> dict:
 def concurrency_figures(start_us: np.ndarray, finish_us: np.ndarray, configured_cap: int | None,
                         *, with_series: bool = False) -> dict:
     """Every concurrency figure for one set of intervals (a whole input, or one job)."""
-    n = int(start_us.size)
-    sw = sweep(start_us, finish_us)
+    return sweep_figures(sweep(start_us, finish_us), int(start_us.size), configured_cap, with_series=with_series)
+
+
+def sweep_figures(sw: Sweep, n: int, configured_cap: int | None, *, with_series: bool = False) -> dict:
+    """``concurrency_figures`` of ``n`` intervals already swept into ``sw``."""
     area = sw.area_us()
     span_us = int(sw.times[-1] - sw.times[0]) if sw.times.size else 0
     caps = cap_stats(sw)

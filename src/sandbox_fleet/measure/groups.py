@@ -140,31 +140,44 @@ def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dic
     for i, name in enumerate(names):
         part = sorted_us[offsets[i]:offsets[i + 1]]
         if part.size:
-            out[name] = histogram(part)
+            out[name] = histogram(part, presorted=True)
     return out
 
 
 def by_job(fr: Frame, threshold: float, caps: dict[str, int],
-           rows: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+           rows: tuple[np.ndarray, np.ndarray] | None = None, concurrency: dict[str, dict] | None = None) -> dict:
     """Per job (rows without a job are left out): group figures plus concurrency.
 
-    ``rows`` is ``steps.group_rows(fr.job.codes, ...)`` when the caller already has it.
+    ``rows`` is ``steps.group_rows(fr.job.codes, ...)`` when the caller already has it;
+    ``concurrency``: each job's ``concurrency_figures`` (with its cap), if swept already
+    (``concurrency.grouped_sweeps``).
     """
     if not fr.job.names:
         return {}
     codes, names = fr.job.labelled()
     out = group_figures(fr, codes, names, threshold, groups=len(fr.job.names), key="job")
     del codes
-    order, bounds = rows if rows is not None else group_rows(fr.job.codes, len(fr.job.names))
-    for i, name in enumerate(fr.job.names):
-        idx = order[bounds[i]:bounds[i + 1]]
-        if idx.size == 0:
+    if concurrency is None:
+        concurrency = _job_sweeps(fr, caps, rows)
+    for name in fr.job.names:
+        if name not in concurrency:
             continue
-        conc = concurrency_figures(fr.start_us[idx], fr.finish_us[idx], caps.get(name))
+        conc = concurrency[name]
         conc.update(effective_cap_figures(conc))
         conc.pop("rows")
         out[name]["concurrency"] = conc
         # Flat copies of the figures plan/report read most, next to the group figures.
         for key in ("peak", "mean", "duty", "touches", "time_at_peak_s", "cap_detected", "configured_cap"):
             out[name][key] = conc[key]
+    return out
+
+
+def _job_sweeps(fr: Frame, caps: dict[str, int], rows: tuple[np.ndarray, np.ndarray] | None) -> dict[str, dict]:
+    """Each job's ``concurrency_figures``, one sweep per job."""
+    order, bounds = rows if rows is not None else group_rows(fr.job.codes, len(fr.job.names))
+    out = {}
+    for i, name in enumerate(fr.job.names):
+        idx = order[bounds[i]:bounds[i + 1]]
+        if idx.size:
+            out[name] = concurrency_figures(fr.start_us[idx], fr.finish_us[idx], caps.get(name))
     return out

@@ -19,7 +19,9 @@ from sandbox_fleet.measure.columns import Frame, decoded, frame_from_table
 from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
     effective_cap_figures,
+    grouped_sweeps,
     overall_cap,
+    sweep_figures,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
@@ -131,8 +133,21 @@ def _cap(fr: Frame, t: Telemetry) -> int | None:
     return overall_cap(fr.job.codes, fr.job.names, t.caps)
 
 
-def _sweep(times: tuple[np.ndarray, np.ndarray], cap: int | None) -> dict:
-    return concurrency_figures(*times, cap, with_series=True)
+def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray], cap: int | None) -> tuple[dict, dict | None]:
+    """The overall concurrency figures and, from the same sort of the events, each job's
+    (``by_job``'s; None when that sort cannot serve them: ``by_job`` then sweeps each job)."""
+    names = fr.job.names  # coded by the cap pass before this one starts
+    if len(names) < 2:
+        return concurrency_figures(*times, cap, with_series=True), None
+    per_job: dict[str, dict] = {}
+
+    def each(g: int, sw, rows: int) -> None:
+        per_job[names[g]] = sweep_figures(sw, rows, t.caps.get(names[g]))
+
+    overall = grouped_sweeps(*times, fr.job.codes, len(names), each)
+    if overall is None:
+        return concurrency_figures(*times, cap, with_series=True), None
+    return sweep_figures(overall, times[0].size, cap, with_series=True), per_job
 
 
 def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
@@ -169,13 +184,14 @@ def _job_steps(fr: Frame, times: tuple, job_rows, starts: tuple) -> dict[str, di
     return measure_grouped_steps(start_us, finish_us, job_rows, fr.job.names, (s_all, parts[1])) if job_rows else {}
 
 
-def _concurrency(sweep: dict) -> dict:
-    sweep.update(effective_cap_figures(sweep))
-    return sweep
+def _concurrency(sweep: tuple) -> dict:
+    overall = sweep[0]
+    overall.update(effective_cap_figures(overall))
+    return overall
 
 
-def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, pass_threshold: float) -> dict:
-    jobs = by_job(fr, pass_threshold, t.caps, job_rows)
+def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, pass_threshold: float) -> dict:
+    jobs = by_job(fr, pass_threshold, t.caps, job_rows, concurrency=sweep[1])
     for name, st in job_steps.items():
         jobs[name]["steps"] = st
     for job in jobs.values():
@@ -245,7 +261,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("times", _times, ("frame",)),
         Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
         Pass("cap", _cap, ("frame", "t")),
-        Pass("sweep", _sweep, ("times", "cap")),
+        Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
         Pass("starts", _starts, ("frame", "times", "model_codes")),
         # After the sweep: its buffers and the per-model step passes' never coexist (peak memory).
@@ -254,7 +270,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("job_rows", _job_rows, ("frame",)),
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
-        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps"), label="jobs"),
+        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),

@@ -121,6 +121,60 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
     return values[order], offsets
 
 
+def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
+                  ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None:
+    """``values`` sorted, and ``group_sorted(codes, values, n_groups)`` for every grouping, from ONE sort.
+
+    The codes of every grouping ride in the low bits of one packed key (value above them), so
+    after the sort each group's values are already in order: a stable partition by a
+    grouping's codes (an O(n) radix argsort of small integers) gives ``group_sorted``'s result
+    (a sorted multiset has one order). None when the key does not fit in 62 bits (callers then
+    sort per grouping). Memory: the key (8 bytes a row, becomes the sorted values), the
+    partition's order (8 bytes a row, transient) and each grouping's result.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if values.size == 0:
+        return None
+    vmin = int(values.min())
+    vbits = max((int(values.max()) - vmin).bit_length(), 1)
+    widths = [max(n_groups - 1, 0).bit_length() for _, n_groups in groupings]
+    if vbits + sum(widths) > 62:
+        return None
+    total = sum(widths)
+    key = np.subtract(values, vmin)
+    key <<= total
+    shifts = []
+    shift = 0
+    for (codes, _), width in zip(groupings, widths):
+        shifts.append(shift)
+        if width:
+            for i in range(0, key.size, _BLOCK):
+                key[i:i + _BLOCK] |= np.asarray(codes[i:i + _BLOCK]).astype(np.int64) << shift
+        shift += width
+    key.sort()
+    small = [_bit_field(key, s, w) if w else None for s, w in zip(shifts, widths)]
+    key >>= total
+    key += vmin
+    out = []
+    for (codes, n_groups), g in zip(groupings, small):
+        counts = np.bincount(codes, minlength=n_groups) if key.size else np.zeros(n_groups, dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        # One group: already in order; else a stable partition (radix sort) of the sorted values.
+        out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
+    return key, out
+
+
+def _bit_field(key: np.ndarray, shift: int, width: int) -> np.ndarray:
+    """``(key >> shift) & (2**width - 1)`` in the smallest unsigned type, a block at a time
+    (no 8-byte-a-row temporary)."""
+    out = np.empty(key.size, dtype=np.uint8 if width <= 8 else np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64)
+    for i in range(0, key.size, _BLOCK):
+        part = key[i:i + _BLOCK] >> shift
+        part &= (1 << width) - 1
+        out[i:i + _BLOCK] = part
+    return out
+
+
 def quantile_counts(values: np.ndarray, counts: np.ndarray, q: float) -> float | None:
     """Quantile of the multiset ``values`` (ascending) repeated ``counts`` times, as if sorted.
 

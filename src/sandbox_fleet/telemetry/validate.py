@@ -193,6 +193,8 @@ def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
     data = chunk.buffers()[2]
     raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
     lo, longest, shortest = int(offsets[0]), int(lengths.max()), int(lengths.min())
+    if longest == shortest and longest > 0:
+        return _fixed_width_hashes(raw, lo, n, longest)
     # Padding past the last string's end by its own length keeps every read in bounds.
     padded = np.zeros(int(offsets[-1]) - lo + longest + 8, dtype=np.uint8)
     padded[:padded.size - longest - 8] = raw[lo:lo + padded.size - longest - 8]
@@ -213,6 +215,25 @@ def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
         step ^= step >> np.uint64(32)
         if rows is not None:
             h[rows] = step
+    return _mix(h)
+
+
+def _fixed_width_hashes(raw: np.ndarray, lo: int, n: int, width: int) -> np.ndarray:
+    """``_chunk_hashes`` of ``n`` strings of ``width`` bytes each, back to back from ``raw[lo]``
+    (hex ids, uuids): word k of every string is one strided view, no gather of offsets and no
+    copy of the buffer unless the last word would read past its end. The same words, masks and
+    steps as the general pass, so the same hashes."""
+    end = lo + n * width
+    last = (width - 1) // 8 * 8  # the offset of each string's last word
+    buf = raw if raw.size >= end - width + last + 8 else np.concatenate((raw[lo:end], np.zeros(8, np.uint8)))
+    base = lo if buf is raw else 0
+    h = np.full(n, width, dtype=np.uint64)
+    h *= _MUL  # wraps, as the general pass's product does
+    for k in range(0, width, 8):
+        word = np.ndarray((n,), dtype="<u8", buffer=buf, offset=base + k, strides=(width,))
+        h ^= word if width - k >= 8 else word & _KEEP[width - k]
+        h *= _MUL
+        h ^= h >> np.uint64(32)
     return _mix(h)
 
 
