@@ -19,6 +19,8 @@ from sandbox_fleet.errors import InputError
 
 if TYPE_CHECKING:
     from sandbox_fleet.contract import Summary
+    from sandbox_fleet.simulate.model import Calibration
+    from sandbox_fleet.synth.model import SynthSummary
 
 
 class _AppSettings(TypedDict):
@@ -116,17 +118,16 @@ def _check_outputs(inputs: list, **outputs) -> None:
     check_outputs(paths, inputs=inputs, suffixes=suffixes)
 
 
-def _emit(summary: Summary | dict, as_json: bool, output: Optional[Path], render, lines=None) -> None:
+def _emit(summary: Summary | Calibration | SynthSummary, as_json: bool, output: Optional[Path], render,
+          lines=None) -> None:
     """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary.
 
-    ``summary`` is the stage's model (a stage without one hands its dict); the JSON writer dumps it
-    once. ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
+    ``summary`` is the command's model (a stage's summary, or what ``simulate --from`` and ``synth``
+    made); the JSON writer dumps it once (``to_json``). ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
     ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged. Both get
     the same model, its text escaped.
     """
-    from sandbox_fleet.contract import Summary
-
-    doc = summary.to_json() if isinstance(summary, Summary) else summary
+    doc = summary.to_json()
     if output is not None:
         jsonio.write(doc, output)
     if as_json:
@@ -506,7 +507,7 @@ def simulate(
         if inference:
             inf = {"reference_decode_tok_s": reference_decode_tok_s, "replica_decode_tok_s": replica_decode_tok_s,
                    "replica_prefill_tok_s": replica_prefill_tok_s}
-        summary: Summary | dict = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
+        summary: Summary | Calibration = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
                                           read=_read_options(reader))
     else:

@@ -24,23 +24,23 @@ def built(tmp_path_factory):
 
 def test_each_runs_batch_size_steps_and_period(built):
     summary, m = built
-    assert len(summary["runs"]) == 4
-    for run in summary["runs"]:
-        st = m["by_model"][run["model"]]["steps"]
-        assert st["detected"] is True, (run["model"], st["reason"])
-        assert st["batch_size"] == run["batch"]
-        assert st["steps"] == run["steps"]
-        planned = cp.expected_max_hold(cp.profile(run["model"]), run["batch"]) + run["train_s"]
+    assert len(summary.runs) == 4
+    for run in summary.runs:
+        st = m["by_model"][run.model]["steps"]
+        assert st["detected"] is True, (run.model, st["reason"])
+        assert st["batch_size"] == run.batch
+        assert st["steps"] == run.steps
+        planned = cp.expected_max_hold(cp.profile(run.model), run.batch) + run.train_s
         assert st["step_period_s"] == pytest.approx(planned, rel=0.05)
 
 
 def test_batches_above_the_cap_open_with_a_partial_burst(built):
     summary, m = built
-    for run in summary["runs"]:
-        st = m["by_model"][run["model"]]["steps"]
-        if run["batch"] > summary["cap"]:
+    for run in summary.runs:
+        st = m["by_model"][run.model]["steps"]
+        if run.batch > summary.cap:
             # The cap's worth start at the release; the rest trickle in as slots free.
-            assert st["burst_size"] < run["batch"] and st["burst_share"] < 1.0
+            assert st["burst_size"] < run.batch and st["burst_share"] < 1.0
             assert st["release_spread_s"] > 0
 
 
@@ -48,4 +48,4 @@ def test_top_level_says_the_workload_is_a_mix_of_runs(built):
     summary, m = built
     top = m["steps"]
     assert top["mixed"] is True and top["runs_by"] == "model" and top["runs"] == 4
-    assert top["runs_with_steps"] == sorted(r["model"] for r in summary["runs"])
+    assert top["runs_with_steps"] == sorted(r.model for r in summary.runs)

@@ -17,8 +17,8 @@ def test_measured_shape_divides_the_mean_by_the_duty():
     m = mean_busy(400, 3.0570526876158683)
     assert m == pytest.approx(1222.821, abs=1e-3)
     out = measured_shape(m, 0.1558639041815157)
-    assert out["concurrency"] == 7846 and out["shape"] == "measured"
-    assert out["duty"] == pytest.approx(1222.821 / 7846, rel=1e-6)
+    assert out.concurrency == 7846 and out.shape == "measured"
+    assert out.duty == pytest.approx(1222.821 / 7846, rel=1e-6)
 
 
 def test_measured_shape_without_a_duty_is_an_input_error():
@@ -50,8 +50,8 @@ def test_smooth_shape_matches_erlang_c_on_exponential_holds():
     exact = min(c for c in range(9, 40) if erlang_c_wait(c, a, mean_s) <= limit)
     assert exact == 12  # Erlang C: W(11) = 8.17 s, W(12) = 3.50 s
     out = smooth_shape(a, lambda rng, n: rng.exponential(mean_s, n), max_wait_s=limit, seed=3)
-    assert out["concurrency"] == exact
-    assert out["duty"] == pytest.approx(a / exact)
+    assert out.concurrency == exact
+    assert out.duty == pytest.approx(a / exact)
 
 
 def test_smooth_shape_out_of_reach_is_an_input_error():
@@ -93,12 +93,12 @@ def test_auto_on_a_summary_without_steps_keeps_the_measured_shape_and_shows_smoo
     got = resolve_target(fig, passing_per_hour=50)
     # by hand: 50 passing/h x sandbox-h per pass / measured duty, rounded up
     shph = s["outcomes"]["sandbox_hours_per_pass"]
-    assert got["concurrency"] == math.ceil(50 * shph / s["concurrency"]["duty"])
-    assert got["shape"] == "measured" and "does not say whether rollouts come in steps" in got["shape_basis"]
+    assert got.concurrency == math.ceil(50 * shph / s["concurrency"]["duty"])
+    assert got.shape == "measured" and "does not say whether rollouts come in steps" in got.shape_basis
     smooth = resolve_target(fig, passing_per_hour=50, shape="smooth")
-    alt = got["shape_alternative"]
-    assert (alt["shape"], alt["concurrency"]) == ("smooth", smooth["concurrency"])
-    assert alt["ratio"] == pytest.approx(got["concurrency"] / smooth["concurrency"]) and alt["ratio"] > 1.5
+    alt = got.shape_alternative
+    assert (alt.shape, alt.concurrency) == ("smooth", smooth.concurrency)
+    assert alt.ratio == pytest.approx(got.concurrency / smooth.concurrency) and alt.ratio > 1.5
 
 
 def test_auto_without_steps_in_telemetry_is_smooth_and_close_answers_show_one():
@@ -107,10 +107,10 @@ def test_auto_without_steps_in_telemetry_is_smooth_and_close_answers_show_one():
 
     no_steps = {"detected": False, "reason": "no break", "runs_with_steps": []}
     got = resolve_target(Figures(as_measure(_published(steps=no_steps))), passing_per_hour=50)
-    assert got["shape"] == "smooth" and "no synchronous steps" in got["shape_basis"]
-    assert got["shape_alternative"]["shape"] == "measured"
+    assert got.shape == "smooth" and "no synchronous steps" in got.shape_basis
+    assert got.shape_alternative.shape == "measured"
     # at a duty of 0.9 the measured answer is within 1.5x of the smooth one: one answer
     close = resolve_target(Figures(as_measure(_published(steps=no_steps, duty=0.9, mean=2700.0))), passing_per_hour=50)
     measured = math.ceil(50 * _published()["outcomes"]["sandbox_hours_per_pass"] / 0.9)
-    assert measured / close["concurrency"] <= 1.5
-    assert close.get("shape_alternative") is None
+    assert measured / close.concurrency <= 1.5
+    assert close.shape_alternative is None

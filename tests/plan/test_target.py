@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.model import Target
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, resolve_target, rl_schedule_target, search_probes
 from summaries import as_measure
@@ -24,22 +25,22 @@ def test_default_is_measured_peak_and_explicit_number():
     # the published peak of 3,000 is a cap (reached 5,000 times) and the summary has no steps: the cap
     # is bought, with the lower bound cap + 1 beside it
     got = resolve_target(fig)
-    assert (got["concurrency"], got["source"]) == (3000, "measured-peak")
-    assert got["concurrency"] == SUMMARY["concurrency"]["peak"]
-    c = got["censored"]
-    assert (c["cap"], c["touches"], c["demand"], c["demand_is_lower_bound"], c["chosen"]) == (3000, 5000, 3001, True, "cap")
+    assert (got.concurrency, got.source) == (3000, "measured-peak")
+    assert got.concurrency == SUMMARY["concurrency"]["peak"]
+    c = got.censored
+    assert (c.cap, c.touches, c.demand, c.demand_is_lower_bound, c.chosen) == (3000, 5000, 3001, True, "cap")
     uncapped = {**SUMMARY, "concurrency": {**SUMMARY["concurrency"], "cap_detected": False}}
-    assert resolve_target(Figures(as_measure(uncapped))) == {"concurrency": 3000, "source": "measured-peak", "detail": "the measured peak concurrency"}
-    assert resolve_target(fig, concurrency=700)["concurrency"] == 700
+    assert resolve_target(Figures(as_measure(uncapped))) == Target(concurrency=3000, source="measured-peak", detail="the measured peak concurrency")
+    assert resolve_target(fig, concurrency=700).concurrency == 700
 
 
 def test_passing_per_hour_by_littles_law_at_the_measured_duty():
     # 100 passing/h x (687,957,914 / 3600 / 62,511 = 3.0571 sandbox-h per pass) = 305.7 busy on average;
     # at the measured duty 0.155864 the peak that carries it is 305.7 / 0.155864 = 1,961.4 -> 1,962
     t = resolve_target(Figures(as_measure(SUMMARY)), passing_per_hour=100)
-    assert t["source"] == "passing-per-hour" and t["shape"] == "measured" and t["concurrency"] == 1962
-    assert t["exact"] == pytest.approx(687_957_914 / 3600 / 62_511 * 100)
-    assert t["duty"] == pytest.approx(t["exact"] / 1962)
+    assert t.source == "passing-per-hour" and t.shape == "measured" and t.concurrency == 1962
+    assert t.exact == pytest.approx(687_957_914 / 3600 / 62_511 * 100)
+    assert t.duty == pytest.approx(t.exact / 1962)
 
 
 @pytest.mark.parametrize("kw", [{"concurrency": 0}, {"concurrency": -3}, {"batch": 0}, {"passing_per_hour": -1.0}])
@@ -70,8 +71,8 @@ def fifo_step_time(cap: int, batch: int, train_s: float, holds: HoldSampler, see
 
 def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
     res = rl_schedule_target(as_measure(SUMMARY), 64, 100.0, tolerance=0.01, step_time=fifo_step_time, replications=1)
-    assert res["method"] == "simulated" and res["source"] == "rl-schedule"
-    cap = res["concurrency"]
+    assert res.method == "simulated" and res.source == "rl-schedule"
+    cap = res.concurrency
     fig = Figures(as_measure(SUMMARY))
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)  # the same fit the search uses
     base = fifo_step_time(64, 64, 100.0, holds, 0)
@@ -83,8 +84,8 @@ def test_rl_schedule_search_finds_the_smallest_cap_within_tolerance():
 def test_rl_schedule_with_the_simulator():
     """No fallback: the search always runs the simulator (plan -> simulate)."""
     res = rl_schedule_target(as_measure(SUMMARY), 64, 100.0)
-    assert res["method"] == "simulated"
-    assert 1 <= res["concurrency"] <= 64
+    assert res.method == "simulated"
+    assert 1 <= res.concurrency <= 64
 
 
 def test_hold_fit_kinds():
@@ -117,7 +118,7 @@ def test_the_search_bar_total_bounds_its_simulations(batch, reps):
             return 100.0 + max(0, knee - cap) * 10.0 + (seed % 7) * 0.001 * max(0, knee - cap)
 
         res = rl_schedule_target(as_measure(SUMMARY), batch, 10.0, tolerance=0.0, step_time=step_time, replications=reps)
-        assert res["concurrency"] == knee
+        assert res.concurrency == knee
         assert len(calls) <= search_probes(batch, reps), (batch, reps, knee, len(calls))
 
 

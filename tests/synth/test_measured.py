@@ -128,11 +128,11 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
     synth(tmp_path / "c", scale=0.01, seed=4, progress=False)
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
     assert digest(tmp_path / "a") != digest(tmp_path / "c")
-    assert a["rollouts"] == round(327_189 * 0.01)
+    assert a.rollouts == round(327_189 * 0.01)
 
 
 def test_scale_keeps_rates(tmp_path, m):
-    small = paths_json([str(synth(tmp_path / "s", scale=0.02, seed=2, progress=False)["out"]) + "/trajectories"])
+    small = paths_json([str(synth(tmp_path / "s", scale=0.02, seed=2, progress=False).out) + "/trajectories"])
     assert small["rows"] == round(P["rollouts"] * 0.02)
     assert small["concurrency"]["peak"] == 60
     assert small["span_s"] == pytest.approx(m["span_s"], rel=0.03)

@@ -62,7 +62,7 @@ def rows_of(table: pa.Table) -> Rows:
         exception=_floats(pc.cast(t.column("has_exception"), pa.float64())),
         tokens=_floats(pc.add(t.column("input_tokens"), t.column("output_tokens"))),
         turns=_floats(t.column("turns")),
-        cap=max(int(calibration(t)["peak"]), 1),
+        cap=max(int(calibration(t).peak or 0), 1),
     )
 
 

@@ -38,7 +38,6 @@ from sandbox_fleet.plan.model import (
     Resources,
     Starts,
     Storage,
-    Target,
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
@@ -526,11 +525,11 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
         fig = Figures(summary)
     except InputError as exc:
         raise InputError(f"{input_path}: {exc}" if input_path is not None else str(exc)) from None
-    target = Target.model_validate(resolve_target(
+    target = resolve_target(
         fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
         shape=opts.shape, max_wait_s=opts.max_wait_s,
-    ))
+    )
     if target.note:
         notes.append(target.note)
     n = target.concurrency

@@ -18,14 +18,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.interval import rep_seed
+from sandbox_fleet.plan.model import Censored, Target
 
 if TYPE_CHECKING:
     from sandbox_fleet.measure.batchcap import CutRelease
     from sandbox_fleet.plan.summary import Figures
+    from sandbox_fleet.plan.target import HoldSampler
 
 
-def censored_target(fig: Figures, *, tolerance: float, seed: int) -> Optional[dict]:
-    """The default target on capped telemetry (``target`` dict with ``censored``), or None without a binding cap."""
+def censored_target(fig: Figures, *, tolerance: float, seed: int) -> Optional[Target]:
+    """The default target on capped telemetry (a ``Target`` with its ``censored`` block), or None without a binding cap."""
     if not fig.cap_detected or not fig.peak:
         return None
     cap, touches = round(fig.peak), int(fig.touches or 0)
@@ -34,7 +36,7 @@ def censored_target(fig: Figures, *, tolerance: float, seed: int) -> Optional[di
     return _from_steps(cap, touches, fig.cut, fig, tolerance=tolerance, seed=seed)
 
 
-def _lower_bound(cap: int, touches: int, fig: Figures) -> dict:
+def _lower_bound(cap: int, touches: int, fig: Figures) -> Target:
     from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 
     why = {None: "the input has no step figures", False: "no synchronous steps were detected"}.get(
@@ -45,15 +47,15 @@ def _lower_bound(cap: int, touches: int, fig: Figures) -> dict:
     seen = (f"the fleet sat at the cap {times(touches)}, so demand exceeded {cap:,} then: at least {demand:,}"
             if exceeded else f"the fleet reached the cap {times(touches)}: demand at least {demand:,}, excess not shown")
     basis = f"{seen} (a lower bound; by how much is not observed: {why}, and no telemetry field records queue waits)"
-    return {
-        "concurrency": cap,
-        "source": "measured-peak",
-        "detail": f"the measured peak concurrency, which is a cap: demand at least {demand:,} (lower bound)",
-        "censored": {
-            "cap": cap, "touches": touches, "demand": demand, "demand_is_lower_bound": True,
-            "chosen": "cap", "basis": basis + f"; the cap is bought because {why} to estimate the demand from",
-        },
-    }
+    return Target(
+        concurrency=cap,
+        source="measured-peak",
+        detail=f"the measured peak concurrency, which is a cap: demand at least {demand:,} (lower bound)",
+        censored=Censored(
+            cap=cap, touches=touches, demand=demand, demand_is_lower_bound=True,
+            chosen="cap", basis=basis + f"; the cap is bought because {why} to estimate the demand from",
+        ),
+    )
 
 
 def times(n: int) -> str:
@@ -65,7 +67,7 @@ def pooled_step_s(step_time, cap: int, batch: int, train_s: float, holds, seed: 
     return sum(step_time(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed) for j in range(reps)) / reps
 
 
-def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolerance: float, seed: int) -> dict:
+def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolerance: float, seed: int) -> Target:
     from sandbox_fleet.plan.target import (
         RL_MAX_SIMULATED,
         RL_STEPS,
@@ -80,54 +82,56 @@ def _from_steps(cap: int, touches: int, cut: CutRelease, fig: Figures, *, tolera
     step_time = _list_schedule_step_time()
     found = rl_schedule_target(fig, cut.batch, cut.train_s, tolerance=tolerance, seed=seed,
                                step_time=step_time, holds=holds)
-    at_cap = pooled_step_s(step_time, cap, cut.batch, cut.train_s, holds, seed, found["replications"])
-    demand, uncapped = int(found["concurrency"]), found["step_s_uncapped"]
+    reps = found.replications or 0
+    at_demand, uncapped = found.step_s_at_cap, found.step_s_uncapped
+    assert at_demand is not None and uncapped is not None  # a simulated search prices both
+    at_cap = pooled_step_s(step_time, cap, cut.batch, cut.train_s, holds, seed, reps)
+    demand = found.concurrency
     chosen = "demand" if demand > cap else "cap"
     n = max(demand, cap)
-    at_n = found["step_s_at_cap"] if chosen == "demand" else at_cap
+    at_n = at_demand if chosen == "demand" else at_cap
     who = f"run {cut.run}" if cut.run else "the run"
     basis = (f"{who} releases {cut.batch:,} rollouts a step (median; {cut.burst:,.0f} start at once, the rest queue), "
              f"then waits {cut.train_s:,.0f} s (median period less makespan); its holds: {_hold_text(holds)}; "
-             f"steps list-scheduled over {found['replications']} x {RL_STEPS} draws")
+             f"steps list-scheduled over {reps} x {RL_STEPS} draws")
     why = (f"steps detected: buying the demand shortens the mean step by {at_cap - at_n:,.0f} s ({at_cap / at_n - 1:.1%})"
            if chosen == "demand" else f"the cap already keeps the step within {tolerance:.1%} of uncapped")
-    duty = fig.concurrency_mean / n if fig.concurrency_mean else None
-    return found | {
-        "concurrency": n,
-        "source": "censored-demand" if chosen == "demand" else "measured-peak",
-        "detail": (f"the demand the cap {cap:,} hid: {found['detail']}" if chosen == "demand"
-                   else f"the measured peak concurrency, a cap that keeps the step within {tolerance:.1%} of uncapped"),
-        # the measured work spread over the target's slots (shorter steps raise it by at most the step ratio)
-        "duty": duty,
-        "censored": {
-            "cap": cap, "touches": touches, "demand": demand, "demand_is_lower_bound": False,
-            "run": cut.run, "release": cut.batch, "train_s": cut.train_s,
-            "step_s_at_cap": at_cap, "step_s_at_demand": found["step_s_at_cap"], "step_s_uncapped": uncapped,
-            "chosen": chosen, "basis": f"{basis}; {chosen} chosen: {why}",
-        },
-    }
+    # the search's figures stay; what it bought, and the block saying why, are the cap's
+    found.source = "censored-demand" if chosen == "demand" else "measured-peak"
+    found.detail = (f"the demand the cap {cap:,} hid: {found.detail}" if chosen == "demand"
+                    else f"the measured peak concurrency, a cap that keeps the step within {tolerance:.1%} of uncapped")
+    found.concurrency = n
+    # the measured work spread over the target's slots (shorter steps raise it by at most the step ratio)
+    found.duty = fig.concurrency_mean / n if fig.concurrency_mean else None
+    found.censored = Censored(
+        cap=cap, touches=touches, demand=demand, demand_is_lower_bound=False,
+        run=cut.run, release=cut.batch, train_s=cut.train_s,
+        step_s_at_cap=at_cap, step_s_at_demand=at_demand, step_s_uncapped=uncapped,
+        chosen=chosen, basis=f"{basis}; {chosen} chosen: {why}",
+    )
+    return found
 
 
-def _release_bound(cap: int, touches: int, cut: CutRelease, fig: Figures) -> dict:
+def _release_bound(cap: int, touches: int, cut: CutRelease, fig: Figures) -> Target:
     who = f"run {cut.run}" if cut.run else "the run"
-    return {
-        "concurrency": cut.batch, "source": "censored-demand", "batch": cut.batch, "train_s": cut.train_s,
-        "method": "closed-form",
-        "detail": f"the demand the cap {cap:,} hid: closed-form bound, concurrency = release = {cut.batch:,} (too large to search)",
-        "duty": fig.concurrency_mean / cut.batch if fig.concurrency_mean else None,
-        "censored": {
-            "cap": cap, "touches": touches, "demand": cut.batch, "demand_is_lower_bound": False,
-            "run": cut.run, "release": cut.batch, "train_s": cut.train_s, "chosen": "demand",
-            "basis": (f"{who} releases {cut.batch:,} rollouts a step (median), over the simulated search limit: "
-                      "sized by the release itself (never short of sandboxes); demand chosen: steps detected"),
-        },
-    }
+    return Target(
+        concurrency=cut.batch, source="censored-demand", batch=cut.batch, train_s=cut.train_s,
+        method="closed-form",
+        detail=f"the demand the cap {cap:,} hid: closed-form bound, concurrency = release = {cut.batch:,} (too large to search)",
+        duty=fig.concurrency_mean / cut.batch if fig.concurrency_mean else None,
+        censored=Censored(
+            cap=cap, touches=touches, demand=cut.batch, demand_is_lower_bound=False,
+            run=cut.run, release=cut.batch, train_s=cut.train_s, chosen="demand",
+            basis=(f"{who} releases {cut.batch:,} rollouts a step (median), over the simulated search limit: "
+                   "sized by the release itself (never short of sandboxes); demand chosen: steps detected"),
+        ),
+    )
 
 
-def _hold_text(holds) -> str:
+def _hold_text(holds: HoldSampler) -> str:
     spec = holds.spec
-    if spec["dist"] == "lognormal":
-        return f"lognormal, median {spec['median_s']:,.0f} s, sigma {spec['sigma']:.2f}"
-    if spec["dist"] == "exponential":
-        return f"exponential, mean {spec['mean_s']:,.0f} s"
-    return f"piecewise lognormal through {len(spec['quantiles'])} quantiles"
+    if spec.dist == "lognormal":
+        return f"lognormal, median {spec.median_s:,.0f} s, sigma {spec.sigma:.2f}"
+    if spec.dist == "exponential":
+        return f"exponential, mean {spec.mean_s:,.0f} s"
+    return f"piecewise lognormal through {len(spec.quantiles or {})} quantiles"

@@ -23,7 +23,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
@@ -40,6 +41,22 @@ BOOTSTRAP_SEED = 20_261_122
 
 StepAt = Callable[[int, int], float]
 """``step_at(cap, replication)`` -> mean step seconds of that replication at that cap."""
+
+
+@dataclass(frozen=True)
+class CapSearch:
+    """What the replicated search found; the fields are the ``Target`` fields of the same names."""
+
+    concurrency: int
+    cap_interval: list[float]
+    bootstrap: int
+    interval: list[float]
+    step_excess_at_interval_low: Optional[float]
+    per_replication: list[int]
+    replications: int
+    step_s_uncapped: float
+    step_s_at_cap: float
+    evaluations: int
 
 
 def list_schedule_step_s(holds: np.ndarray, cap: int) -> float:
@@ -81,7 +98,7 @@ def _bisect(ok: Callable[[int], bool], lo: int, hi: int) -> int:
     return hi
 
 
-def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, advance: Callable[[], None] = lambda: None) -> dict:
+def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, advance: Callable[[], None] = lambda: None) -> CapSearch:
     """Pooled answer, per-replication answers and their 5th-95th percentile interval."""
     import numpy as np
     cache: dict[tuple[int, int], float] = {}
@@ -108,18 +125,18 @@ def replicated_search(step_at: StepAt, batch: int, reps: int, tolerance: float, 
     lo_q, hi_q = np.percentile(per_rep, [5, 95], method="linear")
     boot = _bootstrap(at, base, per_rep, tolerance)
     low = math.floor(lo_q)
-    return {
-        "concurrency": answer,
-        "cap_interval": [float(q) for q in boot],
-        "bootstrap": BOOTSTRAP,
-        "interval": [float(lo_q), float(hi_q)],
-        "step_excess_at_interval_low": pooled(low) / float(np.mean(base)) - 1.0 if low >= 1 else None,
-        "per_replication": per_rep,
-        "replications": reps,
-        "step_s_uncapped": float(np.mean(base)),
-        "step_s_at_cap": pooled(answer),
-        "evaluations": len(cache),
-    }
+    return CapSearch(
+        concurrency=answer,
+        cap_interval=[float(q) for q in boot],
+        bootstrap=BOOTSTRAP,
+        interval=[float(lo_q), float(hi_q)],
+        step_excess_at_interval_low=pooled(low) / float(np.mean(base)) - 1.0 if low >= 1 else None,
+        per_replication=per_rep,
+        replications=reps,
+        step_s_uncapped=float(np.mean(base)),
+        step_s_at_cap=pooled(answer),
+        evaluations=len(cache),
+    )
 
 
 def _within(at: Callable[[int, int], float], j: int, limit: float) -> Callable[[int], bool]:

@@ -55,7 +55,7 @@ def expected_rework(fit: HoldSampler, rate_per_node_h: float) -> tuple[Optional[
     assert clipped is not None  # every other fit has segments
     if r <= 0:
         return 0.0, 0.0, "no reclaims"
-    basis = (f"expectation over the fitted {fit.spec['dist']} holds (clipped at the 1/(2 x {fit.clip_rows:,.0f} rows) "
+    basis = (f"expectation over the fitted {fit.spec.dist} holds (clipped at the 1/(2 x {fit.clip_rows:,.0f} rows) "
              f"quantiles), Gauss-Legendre quadrature, no sample")
     try:
         extra_h = holdfit.expectation(clipped, lambda hold_s: holdfit.exp_excess(r * hold_s / 3600.0) / r)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.plan.model import Target
 
 if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
     import numpy as np
@@ -65,20 +66,25 @@ def auto_shape(steps_detected: Optional[bool], duty: Optional[float]) -> tuple[s
     return "measured", "the input does not say whether rollouts come in steps: the measured burstiness is kept (measured)"
 
 
-def measured_shape(mean: float, duty: Optional[float]) -> dict:
+#: the source of a shaped target (``resolve_target`` adds the Little's-law figures)
+SHAPED_SOURCE = "passing-per-hour"
+
+
+def measured_shape(mean: float, duty: Optional[float]) -> Target:
     """Capacity for ``mean`` busy sandboxes at the measured duty: ceil(mean / duty)."""
     if not duty:
         raise InputError("`shape` measured needs the measured duty cycle (concurrency.duty or mean/peak); pass `shape` smooth")
     cap = max(math.ceil(mean / duty - 1e-9), 1)
-    return {
-        "concurrency": cap,
-        "shape": "measured",
-        "detail": (
+    return Target(
+        concurrency=cap,
+        source=SHAPED_SOURCE,
+        shape="measured",
+        detail=(
             f"keeps the measured burstiness: {mean:,.1f} busy sandboxes on average / measured duty {duty:.1%} "
             f"= {mean / duty:,.1f} at peak"
         ),
-        "duty": mean / cap,
-    }
+        duty=mean / cap,
+    )
 
 
 def smallest_cap(mean_wait: MeanWait, lo: int, hi: int, max_wait_s: float) -> tuple[int, float]:
@@ -129,7 +135,7 @@ def smooth_shape(
     seed: int,
     rollouts: Optional[int] = None,
     mean_wait: Optional[MeanWait] = None,
-) -> dict:
+) -> Target:
     """Smallest cap whose simulated mean queue wait is within ``max_wait_s`` at ``mean`` busy sandboxes."""
     import numpy as np
     if not (max_wait_s >= 0 and math.isfinite(max_wait_s)):
@@ -143,14 +149,15 @@ def smooth_shape(
     lo = max(math.ceil(mean - 1e-9), 1)  # fewer slots than busy sandboxes can never keep up
     hi = SEARCH_FACTOR * lo + 10
     cap, wait = smallest_cap(fn, lo, hi, max_wait_s)
-    return {
-        "concurrency": cap,
-        "shape": "smooth",
-        "detail": (
+    return Target(
+        concurrency=cap,
+        source=SHAPED_SOURCE,
+        shape="smooth",
+        detail=(
             f"continuous admission: smallest cap with simulated mean queue wait <= {max_wait_s:g} s "
             f"({wait:,.1f} s at {cap:,} slots; Poisson arrivals at {rate * 3600:,.1f}/h on the fitted holds, mean {hold_mean:,.0f} s)"
         ),
-        "duty": mean / cap,
-        "mean_wait_s": wait,
-        "max_wait_s": max_wait_s,
-    }
+        duty=mean / cap,
+        mean_wait_s=wait,
+        max_wait_s=max_wait_s,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import asdict
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Optional
 
@@ -16,7 +17,8 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import holdfit
 from sandbox_fleet.plan.censored import censored_target
 from sandbox_fleet.plan.holdfit import ClippedFit, clipped_fit
-from sandbox_fleet.plan.interval import RL_REPLICATIONS, list_schedule_step_s, rep_seed, replicated_search
+from sandbox_fleet.plan.interval import RL_REPLICATIONS, CapSearch, list_schedule_step_s, rep_seed, replicated_search
+from sandbox_fleet.plan.model import HoldFit, ShapeAlternative, Target
 from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.textout import progress_bar
@@ -46,8 +48,8 @@ def resolve_target(
     seed: int = 0,
     shape: str = "auto",
     max_wait_s: float = 60.0,
-) -> dict:
-    """The ``target`` object: concurrency (an int), which source set it, and how."""
+) -> Target:
+    """The plan's ``target`` block: concurrency (an int), which source set it, and how."""
     _positive("`concurrency`", concurrency)
     _positive("`batch`", batch)
     _positive("`passing_per_hour`", passing_per_hour)
@@ -60,7 +62,7 @@ def resolve_target(
         raise InputError("`train_s` needs `batch` (an RL schedule is a batch size and a trainer time)")
 
     if concurrency is not None:
-        return {"concurrency": int(concurrency), "source": "concurrency", "detail": f"--concurrency {int(concurrency)}"}
+        return Target(concurrency=int(concurrency), source="concurrency", detail=f"--concurrency {int(concurrency)}")
     if batch is not None:
         return rl_schedule_target(fig, int(batch), float(train_s or 0.0), tolerance=tolerance, seed=seed)
     if passing_per_hour is not None:
@@ -70,48 +72,45 @@ def resolve_target(
             raise InputError(f"`shape` {shape!r}: expected one of auto, {', '.join(SHAPES)}")
         mean = mean_busy(passing_per_hour, fig.sandbox_hours_per_pass)
         shaped = _shaped(fig, mean, shape, max_wait_s=max_wait_s, seed=seed)
-        return shaped | {
-            "source": "passing-per-hour",
-            "detail": (
-                f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass "
-                f"= {mean:,.1f} busy on average; {shaped['detail']}"
-            ),
-            "exact": mean,
-            "mean_busy": mean,
-            "passing_per_hour": passing_per_hour,
-        }
+        shaped.detail = (f"Little's law: {passing_per_hour:g} passing/h x {fig.sandbox_hours_per_pass:.3f} sandbox-h per pass "
+                         f"= {mean:,.1f} busy on average; {shaped.detail}")
+        shaped.exact = shaped.mean_busy = mean
+        shaped.passing_per_hour = float(passing_per_hour)
+        return shaped
     if not fig.peak:
         raise InputError("input has no measured peak concurrency (concurrency.peak); pass `concurrency` N")
     censored = censored_target(fig, tolerance=tolerance, seed=seed)
     if censored is not None:
         return censored
-    return {"concurrency": round(fig.peak), "source": "measured-peak", "detail": "the measured peak concurrency"}
+    return Target(concurrency=round(fig.peak), source="measured-peak", detail="the measured peak concurrency")
 
 
-def _one_shape(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> dict:
+def _one_shape(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> Target:
     if shape == "measured":
         return measured_shape(mean, fig.duty)
     holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
     return smooth_shape(mean, holds.sample, max_wait_s=max_wait_s, seed=seed)
 
 
-def _shaped(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> dict:
+def _shaped(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> Target:
     """The named shape, or under ``auto`` the one the measured step structure implies, with the
     other shape's answer beside it when the two differ by more than ``SHAPE_SWING``."""
     if shape != "auto":
-        return _one_shape(fig, mean, shape, max_wait_s=max_wait_s, seed=seed) | {"shape_basis": f"--shape {shape}"}
+        named = _one_shape(fig, mean, shape, max_wait_s=max_wait_s, seed=seed)
+        named.shape_basis = f"--shape {shape}"
+        return named
     chosen, basis = auto_shape(fig.steps_detected, fig.duty)
     shaped = _one_shape(fig, mean, chosen, max_wait_s=max_wait_s, seed=seed)
+    shaped.shape_basis = basis
     other_name = "smooth" if chosen == "measured" else "measured"
     try:
         other = _one_shape(fig, mean, other_name, max_wait_s=max_wait_s, seed=seed)
     except InputError:  # the other shape cannot be sized from this input: nothing to compare
-        return shaped | {"shape_basis": basis}
-    ratio = max(shaped["concurrency"], other["concurrency"]) / min(shaped["concurrency"], other["concurrency"])
-    out = shaped | {"shape_basis": basis}
+        return shaped
+    ratio = max(shaped.concurrency, other.concurrency) / min(shaped.concurrency, other.concurrency)
     if ratio > SHAPE_SWING:
-        out["shape_alternative"] = {"shape": other_name, "concurrency": other["concurrency"], "ratio": ratio}
-    return out
+        shaped.shape_alternative = ShapeAlternative(shape=other_name, concurrency=other.concurrency, ratio=ratio)
+    return shaped
 
 
 # --- RL schedule ------------------------------------------------------------------------
@@ -146,12 +145,12 @@ class HoldSampler:
             self.kind = "empirical"
             self.knots_z = [z for z, _ in knots]
             self.knots_log_s = [math.log(v) for v in itertools.accumulate((v for _, v in knots), max)]
-            self.spec = {
-                "dist": "piecewise-lognormal",
-                "quantiles": {str(q): float(v) for q, v in sorted(known.items())},
-                "rows": n,
-                "basis": _empirical_basis(known, n, mean if invented else None),
-            }
+            self.spec = HoldFit(
+                dist="piecewise-lognormal",
+                quantiles={str(q): float(v) for q, v in sorted(known.items())},
+                rows=n,
+                basis=_empirical_basis(known, n, mean if invented else None),
+            )
         elif 0.5 in known and (0.99 in known or 0.9 in known):
             q = 0.99 if 0.99 in known else 0.9
             self.kind = "lognormal"
@@ -160,13 +159,13 @@ class HoldSampler:
             # expectations clip it where the empirical fit is clipped (its MGF diverges unclipped)
             self.knots_z = [z_lo, z_hi]
             self.knots_log_s = [math.log(self.median) + self.sigma * z_lo, math.log(self.median) + self.sigma * z_hi]
-            self.spec = {"dist": "lognormal", "median_s": self.median, "sigma": self.sigma,
-                         "basis": f"lognormal through the median {self.median:,.0f} s and p{q * 100:g} {known[q]:,.0f} s (sigma {self.sigma:.3f})"}
+            self.spec = HoldFit(dist="lognormal", median_s=self.median, sigma=self.sigma,
+                                basis=f"lognormal through the median {self.median:,.0f} s and p{q * 100:g} {known[q]:,.0f} s (sigma {self.sigma:.3f})")
         elif mean:
             self.kind = "exponential"
             self.mean = mean
-            self.spec = {"dist": "exponential", "mean_s": mean,
-                         "basis": f"exponential with the mean {mean:,.0f} s (no hold percentiles measured)"}
+            self.spec = HoldFit(dist="exponential", mean_s=mean,
+                                basis=f"exponential with the mean {mean:,.0f} s (no hold percentiles measured)")
         else:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
@@ -313,7 +312,7 @@ def rl_schedule_target(
     step_time: Optional[StepTime] = None,
     replications: int = RL_REPLICATIONS,
     holds: Optional[HoldSampler] = None,
-) -> dict:
+) -> Target:
     """Smallest sandbox cap whose mean synchronous step is within ``tolerance`` of the uncapped one.
 
     A synchronous step releases ``batch`` rollouts at once, so a cap of ``batch`` never holds a step
@@ -330,16 +329,15 @@ def rl_schedule_target(
     if holds is None:
         fig = summary if isinstance(summary, Figures) else Figures(summary)
         holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
-    base = {"source": "rl-schedule", "batch": batch, "train_s": train_s, "hold_fit": holds.spec}
     fn = step_time or _list_schedule_step_time()
     if step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
-        return base | {
-            "concurrency": batch,
-            "method": "closed-form",
-            "detail": f"closed-form bound: concurrency = batch = {batch}",
-            "note": (f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
-                     f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
-        }
+        return Target(
+            concurrency=batch, source="rl-schedule", batch=batch, train_s=train_s, hold_fit=holds.spec,
+            method="closed-form",
+            detail=f"closed-form bound: concurrency = batch = {batch}",
+            note=(f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
+                  f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
+        )
     # one bar from the uncapped run on (on a terminal), its total known up front
     with progress_bar(_on_terminal(), search_probes(batch, replications),
                       f"searching caps ({replications} x {RL_STEPS} steps)") as tick:
@@ -349,25 +347,25 @@ def rl_schedule_target(
             lambda cap, j: uncapped if (cap, j) == (batch, 0) else fn(cap, batch, train_s, holds, rep_seed(seed, j) if j else seed),
             batch, replications, tolerance, tick,
         )
-    cap = found["concurrency"]
-    return base | found | {
-        "method": "simulated",
-        "detail": (
+    return Target(
+        source="rl-schedule", batch=batch, train_s=train_s, hold_fit=holds.spec, **asdict(found),
+        method="simulated",
+        detail=(
             f"simulated: smallest cap with mean step within {tolerance:.1%} of uncapped over {replications} x {RL_STEPS} steps "
-            f"({found['step_s_at_cap']:,.0f} s vs {found['step_s_uncapped']:,.0f} s); {interval_text(found)}"
+            f"({found.step_s_at_cap:,.0f} s vs {found.step_s_uncapped:,.0f} s); {interval_text(found)}"
         ),
         # busy sandboxes per step-second over the cap: the schedule's own duty cycle
-        "duty": batch * fit_mean / found["step_s_at_cap"] / cap,
-        "tolerance": tolerance,
-    }
+        duty=batch * fit_mean / found.step_s_at_cap / found.concurrency,
+        tolerance=tolerance,
+    )
 
 
-def interval_text(found: dict) -> str:
+def interval_text(found: CapSearch) -> str:
     """The chosen cap's uncertainty, then the single runs' spread named as such (not a range of good caps)."""
-    lo, hi = found["cap_interval"]
-    single = found["interval"]
-    excess = found.get("step_excess_at_interval_low")
+    lo, hi = found.cap_interval
+    single = found.interval
+    excess = found.step_excess_at_interval_low
     at_low = f"; at {math.floor(single[0]):,} the pooled mean step is {excess:+.2%}" if excess is not None else ""
-    return (f"cap {lo:,.0f}-{hi:,.0f} (5th-95th percentile over {found['bootstrap']} bootstrap resamples of the "
-            f"{found['replications']} replications); single {RL_STEPS}-step runs alone would say "
+    return (f"cap {lo:,.0f}-{hi:,.0f} (5th-95th percentile over {found.bootstrap} bootstrap resamples of the "
+            f"{found.replications} replications); single {RL_STEPS}-step runs alone would say "
             f"{single[0]:,.0f}-{single[1]:,.0f}, not a range of equally good caps{at_low}")

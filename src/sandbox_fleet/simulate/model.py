@@ -6,7 +6,7 @@ such figure (``step_s`` without an RL workload), never zero. To add a figure, ad
 fill it in ``metrics.summarise`` and regenerate ``docs/schemas/simulate.schema.json``.
 """
 
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
 from pydantic import ConfigDict
 
@@ -288,4 +288,9 @@ class Calibration(Block):
     exception_rate: Num = None
     arrival_rate_per_s: Num = None
     hold_mean_s: Num = None
+    #: only with ``--inference``: the JSON leaves the block out otherwise (not null)
     inference: Optional[InferenceCalibration] = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-native values in field order, without ``inference`` when it was not calibrated."""
+        return self.model_dump(mode="json", exclude={"inference"} if self.inference is None else None)

@@ -140,9 +140,8 @@ def _fixed(v, fmt: str) -> str:
     return number(v, fmt)
 
 
-def render_calibration(calibration: Calibration | dict, console: Console) -> None:
+def render_calibration(s: Calibration, console: Console) -> None:
     """Print what ``simulate --from`` wrote (``calibrate.scenario_from_telemetry``'s figures)."""
-    s = calibration if isinstance(calibration, Calibration) else Calibration.model_validate(calibration)
     rate = "not recorded" if s.exception_rate is None else format(s.exception_rate, ".1%")
     console.print(f"wrote {s.scenario}: cap {_fixed(s.peak, ',')} (measured peak, {_fixed(s.touches, ',')} touches), "
                   f"{_fixed(s.rollouts, ',')} rollouts, exception rate {rate}, "

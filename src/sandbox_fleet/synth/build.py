@@ -22,6 +22,7 @@ from sandbox_fleet import __version__, atomic
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import DROPPED, RETRIED, run_workloads
 from sandbox_fleet.synth import campaign as cp
+from sandbox_fleet.synth.model import MANIFEST_FIELDS, SynthRun, SynthSummary, SynthTiming
 from sandbox_fleet.synth.population import draw_population
 from sandbox_fleet.synth.release import EPOCH, trajectory_table, write_tasks, write_trajectories
 from sandbox_fleet.synth.tasks import draw_tasks
@@ -72,7 +73,7 @@ def _bar(enabled: bool):
 
 
 def synth(out: str | Path, preset: str = "rst", scale: float = 1.0, seed: int = 1, progress: bool = True,
-          force: bool = False) -> dict:
+          force: bool = False) -> SynthSummary:
     """Simulate the RST campaign at ``scale`` and write its release under ``out``.
 
     The release is built in a temporary folder beside ``out`` and renamed into place, so an
@@ -85,14 +86,13 @@ def synth(out: str | Path, preset: str = "rst", scale: float = 1.0, seed: int = 
     check_out(out, force)
     with atomic.atomic_dir(out, force=force, replaceable=_is_release) as tmp:
         summary = _build(tmp, preset, scale, seed, progress)
-    return summary | {
-        "out": str(out),
-        "trajectories": str(out / Path(summary["trajectories"]).relative_to(tmp)),
-        "tasks_root": str(out / "tasks"),
-    }
+    # the paths the release has once renamed into place
+    summary.trajectories = str(out / Path(summary.trajectories).relative_to(tmp))
+    summary.out, summary.tasks_root = str(out), str(out / "tasks")
+    return summary
 
 
-def _build(out: Path, preset: str, scale: float, seed: int, progress: bool) -> dict:
+def _build(out: Path, preset: str, scale: float, seed: int, progress: bool) -> SynthSummary:
     """Simulate and write the release into the (new, empty) folder ``out``."""
     times = {}
     t0 = time.perf_counter()
@@ -139,37 +139,27 @@ def _build(out: Path, preset: str, scale: float, seed: int, progress: bool) -> d
     times["total_s"] = time.perf_counter() - t0
 
     fleet = cp.fleet(scale)
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "generator": f"sandbox-fleet {__version__}",
-        "preset": preset,
-        "scale": scale,
-        "seed": seed,
-        "epoch": EPOCH.isoformat(),
-        "rollouts": int(table.num_rows),
-        "tasks": len(pool),
-        "cap": fleet.cap,
-        "provision_delay_s": fleet.provision_delay_s,
-        "runs": [
-            {
-                "model": r.plan.model,
-                "batch": int(r.batch[0]),
-                "steps": int(r.batch.size),
-                "rollouts": len(r.population),
-                "train_s": r.train_s,
-                "start_s": r.start_s,
-            }
-            for r in runs
-        ],
-    }
+    summary = SynthSummary(
+        schema_version=SCHEMA_VERSION,
+        generator=f"sandbox-fleet {__version__}",
+        preset=preset,
+        scale=scale,
+        seed=seed,
+        epoch=EPOCH.isoformat(),
+        rollouts=int(table.num_rows),
+        tasks=len(pool),
+        cap=fleet.cap,
+        provision_delay_s=fleet.provision_delay_s,
+        runs=[SynthRun(model=r.plan.model, batch=int(r.batch[0]), steps=int(r.batch.size), rollouts=len(r.population),
+                       train_s=r.train_s, start_s=r.start_s) for r in runs],
+        out=str(out),
+        trajectories=str(traj_path),
+        tasks_root=str(out / "tasks"),
+        shards=len(shards),
+        simulated_span_s=float(np.max(res.finish_s) - np.min(res.start_s)),
+        events=int(res.events),
+        timing=SynthTiming(**times),
+    )
+    manifest = summary.model_dump(include=set(MANIFEST_FIELDS))
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")  # inside the temporary folder
-    return {
-        **manifest,
-        "out": str(out),
-        "trajectories": str(traj_path),
-        "tasks_root": str(out / "tasks"),
-        "shards": len(shards),
-        "simulated_span_s": float(np.max(res.finish_s) - np.min(res.start_s)),
-        "events": int(res.events),
-        "timing": times,
-    }
+    return summary

@@ -242,7 +242,7 @@ def test_calibrate_change_cap_rerun_remeasure(tmp_path, runs):
     pq.write_table(runs["model_mix"][1], measured)
     scen = tmp_path / "calibrated.toml"
     fig = scenario_from_telemetry([str(measured)], scen)
-    assert fig["peak"] == 64 and fig["rollouts"] == runs["model_mix"][1].num_rows
+    assert fig.peak == 64 and fig.rollouts == runs["model_mix"][1].num_rows
     same = run_scenario(scen, telemetry_out=tmp_path / "sim.parquet")
     assert same["concurrency"]["peak"] <= 64
     # Holds are bootstrapped by model and outcome: the exception share carries over.

@@ -20,6 +20,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.concurrency import interval_stats
 from sandbox_fleet.measure.stats import arrival_rate_per_s, exception_rate
 from sandbox_fleet.simulate.engine.distributions import Empirical, Mixture
+from sandbox_fleet.simulate.model import Calibration, InferenceCalibration
 from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:
@@ -57,8 +58,8 @@ def empirical_by_model_outcome(rollouts: pa.Table) -> Mixture:
     return Mixture(tuple(comps), tuple(weights), tuple(labels), tuple(flags))
 
 
-def calibration(rollouts: pa.Table) -> dict:
-    """Figures a calibrated scenario is built from."""
+def calibration(rollouts: pa.Table) -> Calibration:
+    """Figures a calibrated scenario is built from (``scenario`` and ``inference`` not yet set)."""
     hold = holds_s(rollouts)
     start_us = rollouts.column("started_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
     finish_us = rollouts.column("finished_at").cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -68,20 +69,21 @@ def calibration(rollouts: pa.Table) -> dict:
     flag = rollouts.column("has_exception")
     flagged = len(flag) - flag.null_count
     exceptions = int(pc.sum(pc.cast(pc.fill_null(flag, False), pa.int64())).as_py() or 0)
-    return {
-        "rollouts": int(rollouts.num_rows),
-        "peak": int(conc["peak"]),
-        "touches": int(conc["touches"]),
-        "mean_concurrency": conc["mean"],
-        "exception_rate": exception_rate(exceptions, flagged),
-        "arrival_rate_per_s": arrival_rate_per_s(rollouts.num_rows, conc["span_s"]),
-        "hold_mean_s": float(hold.mean()),
-    }
+    return Calibration(
+        rollouts=int(rollouts.num_rows),
+        peak=int(conc["peak"]),
+        touches=int(conc["touches"]),
+        mean_concurrency=conc["mean"],
+        exception_rate=exception_rate(exceptions, flagged),
+        arrival_rate_per_s=arrival_rate_per_s(rollouts.num_rows, conc["span_s"]),
+        hold_mean_s=float(hold.mean()),
+    )
 
 
 def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, progress: bool = False,
-                            inference: dict | None = None, read: ReadOptions | None = None) -> dict:
-    """Write a scenario TOML calibrated from measured telemetry; returns its figures.
+                            inference: dict | None = None, read: ReadOptions | None = None) -> Calibration:
+    """Write a scenario TOML calibrated from measured telemetry; returns its figures (``inference``
+    set only with ``inference``: the JSON leaves the block out otherwise).
 
     cap = measured peak; holds bootstrapped by model and outcome (which carries the
     exception rate); arrivals replay the measured start times. ``inference`` (keyword
@@ -96,38 +98,45 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
     fig = calibration(tel.rollouts)
     out = Path(out)
     src = [str(Path(p).resolve()) for p in paths]
+    model_lines, inference_fig = _hold_or_turns(tel.rollouts, src, inference)
+    if inference_fig is not None:
+        fig.inference = inference_fig
+    peak, rollouts = fig.peak or 0, fig.rollouts or 0  # set by ``calibration``
     lines = [
         "# Calibrated by `sandbox-fleet simulate --from` from measured telemetry:",
         *[f"#   {p}" for p in src],
-        f"# {fig['rollouts']} rollouts; measured peak {fig['peak']} reached {fig['touches']} times;",
-        f"# mean concurrency {fig['mean_concurrency']:.1f}; exception rate {_rate(fig['exception_rate'])};",
-        f"# mean arrival rate {fig['arrival_rate_per_s'] or 0:.6g}/s; mean hold {fig['hold_mean_s']:.1f} s.",
+        f"# {rollouts} rollouts; measured peak {peak} reached {fig.touches} times;",
+        f"# mean concurrency {fig.mean_concurrency:.1f}; exception rate {_rate(fig.exception_rate)};",
+        f"# mean arrival rate {fig.arrival_rate_per_s or 0:.6g}/s; mean hold {fig.hold_mean_s:.1f} s.",
         "# Change [fleet] cap (or the workload) and run `sandbox-fleet simulate` on this file.",
         "",
         "[fleet]",
-        f"cap = {max(fig['peak'], 1)}  # measured peak concurrency",
+        f"cap = {max(peak, 1)}  # measured peak concurrency",
         "provision_delay_s = 0.0",
         "",
         "[workload]",
         'kind = "replay"  # the measured start times; or kind = "poisson" with rate_per_s and count:',
-        f"# rate_per_s = {fig['arrival_rate_per_s'] or 1.0:.6g}",
-        f"# count = {fig['rollouts']}",
+        f"# rate_per_s = {fig.arrival_rate_per_s or 1.0:.6g}",
+        f"# count = {rollouts}",
         f"telemetry = {_toml_list(src)}",
         "",
-        *(_hold_or_turns(tel.rollouts, src, inference, fig)),
+        *model_lines,
         "[run]",
         f"seed = {int(seed)}",
         "",
     ]
     atomic.write_text(out, "\n".join(lines))
-    return {"scenario": str(out), **fig}
+    fig.scenario = str(out)
+    return fig
 
 
 def _rate(x: float | None) -> str:
     return number(x, ".4f", none="not recorded")
 
 
-def _hold_or_turns(rollouts: pa.Table, src: list[str], inference: dict | None, fig: dict) -> list[str]:
+def _hold_or_turns(rollouts: pa.Table, src: list[str],
+                   inference: dict | None) -> tuple[list[str], InferenceCalibration | None]:
+    """The scenario's hold tables, and the inference calibration behind them (None: the measured holds)."""
     if inference is None:
         return [
             "[hold]",
@@ -135,12 +144,13 @@ def _hold_or_turns(rollouts: pa.Table, src: list[str], inference: dict | None, f
             f"telemetry = {_toml_list(src)}",
             'by = ["model", "outcome"]',
             "",
-        ]
+        ], None
     from sandbox_fleet.simulate.scenario.calibrate_inference import inference_calibration, toml_lines
 
     cal = inference_calibration(rollouts, **inference)
-    fig["inference"] = {k: v for k, v in cal.items() if k not in ("turns", "turn_fit_all_counts")}
-    return toml_lines(cal)
+    # the per-row turns and the fit's flag go into the TOML only
+    figures = InferenceCalibration(**{k: v for k, v in cal.items() if k not in ("turns", "turn_fit_all_counts")})
+    return toml_lines(cal), figures
 
 
 def _toml_list(items: list[str]) -> str:
