@@ -152,6 +152,8 @@ def _check_policies(res, fail) -> None:
     started = res.derived()["started"]
     for w, wl in enumerate(res.workloads):
         pl = res.fleets[wl.pool]
+        if pl.admission not in ("priority", "timeout-ceiling"):
+            continue  # neither check applies: no per-row work for a pool without these policies
         sel = started & (res.workload == w)
         if pl.admission == "priority" and wl.nominal is not None and wl.borrow_limit is not None:
             limit = wl.nominal + wl.borrow_limit

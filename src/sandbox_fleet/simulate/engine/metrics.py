@@ -85,13 +85,12 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
     sim_time = float(res.end_s)
     caps = [f.cap for f in res.fleets]
     capped = all(c is not None for c in caps)
-    exc_rows = started & ((res.state == EXCEPTION) | (res.state == RETRIED)) & (res.phase != PREEMPTION)
-    pre_rows = started & (res.phase == PREEMPTION)
     retried = int(by_state[RETRIED])
+    lost_h = _lost_hours(res, started, int(by_state[EXCEPTION]) + retried)
 
     # Little's law over the whole run: L = area under rollouts-in-system / time,
     # lambda = rollouts / time, W = mean time in system (first arrival to terminal end).
-    sojourn = d["sojourn_end"] - d["sojourn_start"]
+    sojourn = d["sojourn"]
     t0 = float(np.nanmin(res.rollout_arrival_s)) if n else 0.0
     horizon = sim_time - t0
     hold_figures, spare = _hold_summary(hold)
@@ -115,10 +114,7 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         "queue_wait_s": _quantiles(waits, spare),
         "utilisation": sandbox_s / (sum(caps) * sim_time) if capped and sim_time > 0 else None,
         "sandbox_hours": sandbox_s / 3600,
-        "lost_sandbox_hours": {
-            "exception": float(np.sum(res.finish_s[exc_rows] - res.start_s[exc_rows])) / 3600,
-            "preemption": float(np.sum(res.finish_s[pre_rows] - res.start_s[pre_rows])) / 3600,
-        },
+        "lost_sandbox_hours": lost_h,
         "littles_law": {
             "mean_in_system": float((sandbox_s + float(waits.sum())) / horizon) if horizon > 0 else None,
             "arrival_rate_per_s": arrival_rate_per_s(n, horizon) if horizon > 0 else None,
@@ -168,6 +164,17 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
         out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
     return SimulateSummary.build(**out)
+
+
+def _lost_hours(res, started: np.ndarray, failed_rows: int) -> dict:
+    """Sandbox hours of attempts that ended in an exception (or were retried), and of those reclaimed
+    by preemption (an exception too). A run where no attempt failed lost nothing: no row passes."""
+    if failed_rows == 0:
+        return {"exception": 0.0, "preemption": 0.0}  # = the sums below over no rows: 0.0 / 3600
+    exc_rows = started & ((res.state == EXCEPTION) | (res.state == RETRIED)) & (res.phase != PREEMPTION)
+    pre_rows = started & (res.phase == PREEMPTION)
+    return {"exception": float(np.sum(res.finish_s[exc_rows] - res.start_s[exc_rows])) / 3600,
+            "preemption": float(np.sum(res.finish_s[pre_rows] - res.start_s[pre_rows])) / 3600}
 
 
 def substrate_figures(res, started: np.ndarray) -> dict | None:

@@ -159,22 +159,18 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     at_ceiling = [pools[wl.pool].admission == CEILING and ep.agent_timeout_s is not None
                   for wl, ep in zip(workloads, episodes)]
 
-    # Arrivals first (their own streams): the image cache's pre-pass reads the queue order.
-    times, id_parts = [], []
-    for w, wl in enumerate(workloads):
-        if wl.kind != OPEN:
-            continue
-        times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))  # a fresh array each
-        id_parts.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
-    arr_t_np, arr_ids = _merge_arrivals(times, id_parts, offsets)
-    arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
     cache = _image_cache(episodes)
+    # Arrivals have their own streams, so when they are drawn changes no value. The image cache's
+    # pre-pass reads the queue order: with one they come first; without, after the attempts, so the
+    # attempts' zero arrays get untouched pages rather than the arrival draw's freed (dirty) ones.
+    arrivals = _arrivals(workloads, offsets, seed) if cache is not None else None
     hits: np.ndarray | None = None
     ref: list | None = None
     if cache is not None:
         from sandbox_fleet.simulate.engine.images import assign
 
-        hits, *ref = assign(cache, pools, workloads, offsets, arr_ids, lambda w: stream(seed, IMAGES, w), OPEN)
+        assert arrivals is not None  # drawn above when there is a cache
+        hits, *ref = assign(cache, pools, workloads, offsets, arrivals[1], lambda w: stream(seed, IMAGES, w), OPEN)
     parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr", "wm", "ms")}
     turns_total = 0.0
     for w, ep in enumerate(episodes):
@@ -197,6 +193,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         parts["vr"].append(att.verify_raw)
         parts["l"].append(lab if lab is not None else np.full(counts[w], -1, dtype=np.int64))
 
+    arr_t_np, arr_ids = arrivals if arrivals is not None else _arrivals(workloads, offsets, seed)
+    arr_in_order = len(workloads) == 1 and isinstance(arr_ids, range)
     build = _join(parts["b"], float)
     agent = _join(parts["a"], float)
     verify = _join(parts["v"], float)
@@ -278,6 +276,17 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         images=images,
         turns_total=turns_total,
     )
+
+
+def _arrivals(workloads: list[Workload], offsets: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray | range]:
+    """Every open workload's arrivals merged into one sorted stream, and the rollout id of each."""
+    times, id_parts = [], []
+    for w, wl in enumerate(workloads):
+        if wl.kind != OPEN:
+            continue
+        times.append(np.asarray(wl.arrivals(stream(seed, ARRIVALS, w)), dtype=float))  # a fresh array each
+        id_parts.append(np.arange(offsets[w], offsets[w + 1], dtype=np.int64))
+    return _merge_arrivals(times, id_parts, offsets)
 
 
 def _image_cache(episodes: list[Episode]) -> ImageCache | None:

@@ -164,7 +164,8 @@ class SimResult:
         ``started``: rows that held a sandbox; ``s0``/``s1``/``hold``: their start, finish and
         hold; ``waits``: per row, queue entry to start (or to the drop); ``term``: terminal
         rows; ``sojourn_start``/``sojourn_end``: per terminal row, the rollout's first arrival
-        and its end. Masks that select every row are skipped (no copies).
+        and its end, and ``sojourn`` their difference (the summary's and the steady-state
+        analysis's time in system). Masks that select every row are skipped (no copies).
         """
         # Keyed on the arrays it reads, so replacing one (as tests do) recomputes it.
         key = (self.start_s, self.finish_s, self.arrival_s, self.state, self.rollout, self.rollout_arrival_s)
@@ -186,7 +187,8 @@ class SimResult:
                 sojourn_start = self.rollout_arrival_s[self.rollout[term]]
             arrival = self.arrival_s
             d.update(started=started, term=term, s0=s0, s1=s1, sojourn_start=sojourn_start, sojourn_end=sojourn_end,
-                     lazy={"hold": lambda: s1 - s0, "waits": lambda: ends - arrival})
+                     lazy={"hold": lambda: s1 - s0, "waits": lambda: ends - arrival,
+                           "sojourn": lambda: sojourn_end - sojourn_start})
         return d
 
     def micros(self, seconds: np.ndarray) -> np.ndarray:

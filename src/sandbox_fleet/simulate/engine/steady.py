@@ -28,6 +28,7 @@ sandbox is flagged short: its interval is not yet worth its width.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -96,7 +97,7 @@ def _trend(series: np.ndarray) -> tuple[float | None, float | None]:
 
 
 class _Run:
-    """The arrays of one result the analysis reads."""
+    """The arrays of one result the analysis reads (the result's derived arrays, shared, not copied)."""
 
     def __init__(self, res):
         d = res.derived()
@@ -106,24 +107,63 @@ class _Run:
         self.s0, self.s1 = d["s0"], d["s1"]
         self.term = d["term"]
         self.sojourn_start, self.sojourn_end = d["sojourn_start"], d["sojourn_end"]
-        self.pools = np.array([wl.pool for wl in res.workloads])[res.workload]
+        self._d = d
+
+    @property
+    def hold(self) -> np.ndarray:
+        """``s1 - s0``, the result's own cached array."""
+        return self._d["hold"]
+
+    @property
+    def sojourn(self) -> np.ndarray:
+        """``sojourn_end - sojourn_start``, the result's own cached array."""
+        return self._d["sojourn"]
+
+    @cached_property
+    def pools(self) -> np.ndarray:
+        """Each row's pool (read only with several pools or a closed population)."""
+        return np.array([wl.pool for wl in self.res.workloads])[self.res.workload]
+
+
+def _ascending(x: np.ndarray) -> bool:
+    """Whether ``x`` is in ascending order without NaN: then a stable sort leaves it as it is
+    (open arrivals and FIFO starts usually are), and windows over it are slices."""
+    return x.size < 2 or bool(np.all(x[:-1] <= x[1:]))
+
+
+def _upto(times: np.ndarray, t: float) -> int:
+    """How many of ``times`` (ascending, NaN last) are ``<= t``: they are its first ones."""
+    return int(np.searchsorted(times, t, side="right")) if t == t else 0
+
+
+def _since(times: np.ndarray, t: float) -> int:
+    """Where the ``times >= t`` of ``times`` (ascending, NaN last) begin (NaN ``t``: none do)."""
+    return int(np.searchsorted(times, t, side="left")) if t == t else times.size
 
 
 def _series(r: _Run) -> tuple[np.ndarray, np.ndarray, float, str]:
     """(observation times, values, window end, what the series is) for the warm-up deletion."""
     res = r.res
     if CLOSED in r.kinds:
-        order = np.argsort(r.s0, kind="stable")
         end = float(r.s0.max()) if r.s0.size else 0.0
         if OPEN in r.kinds:
             end = min(end, float(np.max(res.rollout_arrival_s[_open_rollouts(res)])))
-        return r.s0[order], (r.s1 - r.s0)[order], end, "holds by start"
-    order = np.argsort(r.sojourn_start, kind="stable")
-    times = r.sojourn_start[order]
+        times, values = _by_time(r.s0, r.hold)
+        return times, values, end, "holds by start"
+    times, values = _by_time(r.sojourn_start, r.sojourn)
     end = float(times[-1]) if times.size else 0.0
     if RL in r.kinds:
         end = float(res.end_s)
-    return times, (r.sojourn_end - r.sojourn_start)[order], end, "time in system by arrival"
+    return times, values, end, "time in system by arrival"
+
+
+def _by_time(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``times`` in ascending order (stable) and ``values`` in the same order; the arrays
+    themselves when ``times`` already is (no sort, no copies)."""
+    if _ascending(times):
+        return times, values
+    order = np.argsort(times, kind="stable")
+    return times[order], values[order]
 
 
 def _first_wave_end(r: _Run) -> float | None:
@@ -150,11 +190,12 @@ def _offered(r: _Run) -> dict[str, float]:
         ws = [w for w, wl in enumerate(res.workloads) if wl.pool == p]
         if not ws or any(r.kinds[w] != OPEN for w in ws) or fleet.cap is None:
             continue
-        rate = _rate(np.concatenate([res.rollout_arrival_s[offs[w]:offs[w + 1]] for w in ws]))
+        parts = [res.rollout_arrival_s[offs[w]:offs[w + 1]] for w in ws]
+        rate = _rate(parts[0] if len(parts) == 1 else np.concatenate(parts))
         if rate is None:
             continue
-        on_pool = r.pools[r.started] == p
-        slot_s = float((r.s1 - r.s0)[on_pool].sum()) + fleet.provision_delay_s * int(np.count_nonzero(on_pool))
+        held = r.hold if len(res.fleets) == 1 else r.hold[r.pools[r.started] == p]  # one pool: every row
+        slot_s = float(held.sum()) + fleet.provision_delay_s * held.size
         n = sum(res.workloads[w].count for w in ws)
         out[f"pool {p}"] = rate * slot_s / n / fleet.cap
     sr = res.inference
@@ -209,11 +250,10 @@ def analyse(res, *, pass_rate: float | None = None, warmup_s: float | None = Non
                              f"({end:g} s, {'the last start' if CLOSED in r.kinds else 'the last arrival'}); "
                              "give a shorter warm-up or a longer run")
         a, method = max(warmup_s, t_first), "run.warmup_s"
-        keep = times >= a
     elif rl_only:
-        a, method, keep = t_first, "none: RL steps are the unit (release to training end)", np.ones(times.size, bool)
+        a, method = t_first, "none: RL steps are the unit (release to training end)"
     else:
-        cut = mser(values[times <= end])
+        cut = mser(values[: _upto(times, end)])
         a = float(times[cut]) if times.size else 0.0
         method = f"MSER-5 on {what}"
         wave = _first_wave_end(r)
@@ -221,43 +261,40 @@ def analyse(res, *, pass_rate: float | None = None, warmup_s: float | None = Non
             # a closed population starts all at once: nothing completes during its first holds, a
             # deficit MSER on the holds cannot see in the completion rate; the window starts after them
             a, method = wave, method + ", and the closed population's first wave"
-        keep = times >= a
     b = end
     out.update(warmup_s=a, window_end_s=b, window_s=b - a, warmup_method=method)
     _window_figures(out, r, a, b, pass_rate, warmup_s is not None)
-    _stability(out, r, values[keep & (times <= b)], a, b, rl_only)
+    # times are in order: the observations in [a, b] are one slice (RL: from the first)
+    _stability(out, r, values[0 if rl_only else _since(times, a): _upto(times, b)], a, b, rl_only)
     return out
 
 
 def _window_figures(out: dict, r: _Run, a: float, b: float, pass_rate: float | None, fixed: bool) -> None:
     res = r.res
     length = b - a
-    done_at = res.finish_s[r.term & (res.state == COMPLETED)]
-    in_win = (done_at >= a) & (done_at <= b)
-    if length <= 0 or not np.any(in_win):
+    done = res.state == COMPLETED  # a completed row is terminal (a retried one's state is RETRIED)
+    done_at = res.finish_s if done.all() else res.finish_s[done]
+    per_bin = _bin_counts(done_at, np.linspace(a, b, BATCHES + 1)) if length > 0 else None
+    completed = 0 if per_bin is None else int(per_bin.sum())
+    if completed == 0:
         if fixed:
             raise InputError(f"key 'run.warmup_s': the window {a:g}..{b:g} s has no completed rollouts; "
                              "give a shorter warm-up or a longer run")
         out["warnings"].append("the steady window holds no completed rollout: no window figures")
         return
-    hold = r.s1 - r.s0
-    busy = float((np.minimum(r.s1, b) - np.maximum(r.s0, a)).clip(min=0).sum())
+    assert per_bin is not None  # completed > 0
+    hold = r.hold
+    busy = _busy_s(r.s0, r.s1, a, b)
     conc = busy / length
-    ends = np.count_nonzero((r.s1 >= a) & (r.s1 <= b))
-    edges = np.linspace(a, b, BATCHES + 1)
-    # equal bins over [a, b]: NumPy's uniform path counts them without sorting the completions
-    per_batch = np.histogram(done_at[in_win], bins=BATCHES, range=(a, b))[0] * 3600.0 / (length / BATCHES)
+    # finishes in [a, b]: the completions counted above when every row completed
+    ends = completed if done_at is r.s1 else np.count_nonzero((r.s1 >= a) & (r.s1 <= b))
+    per_batch = per_bin * 3600.0 / (length / BATCHES)
     rate, rate_ci = _mean_ci(per_batch)
-    starts = (r.s0 >= a) & (r.s0 <= b)
-    idx = np.clip(np.searchsorted(edges, r.s0[starts], side="right") - 1, 0, BATCHES - 1)
-    counts = np.bincount(idx, minlength=BATCHES)
-    hold_mean = float(hold[starts].mean()) if np.any(starts) else None
-    hold_ci = None
-    if np.all(counts > 0):
-        _, hold_ci = _mean_ci(np.bincount(idx, weights=hold[starts], minlength=BATCHES) / counts)
+    hold_mean, hold_means = _holds_by_start(r.s0, hold, a, b)
+    hold_ci = None if hold_means is None else _mean_ci(hold_means)[1]
     pr = 1.0 if pass_rate is None else pass_rate
     out.update(
-        completed=int(np.count_nonzero(in_win)), completed_per_hour=rate, completed_per_hour_ci=rate_ci,
+        completed=completed, completed_per_hour=rate, completed_per_hour_ci=rate_ci,
         passing_per_hour=rate * pr, passing_per_hour_ci=None if rate_ci is None else [v * pr for v in rate_ci],
         hold_s_mean=hold_mean, hold_s_ci=hold_ci, concurrency_mean=conc,
         holds_per_sandbox=ends / conc if conc > 0 else None,
@@ -270,6 +307,63 @@ def _window_figures(out: dict, r: _Run, a: float, b: float, pass_rate: float | N
     if out["short_run"]:
         out["warnings"].append(f"short run: {0 if hps is None else hps:.1f} holds per sandbox in the window, fewer than "
                                f"{MIN_HOLDS_PER_SANDBOX}; the intervals are not yet reliable: simulate more rollouts")
+
+
+def _bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(x, bins=edges)[0]`` for ascending ``edges``: bin k counts ``edges[k] <= x <
+    edges[k + 1]``, the last bin also its right edge, NaN nowhere. One count per edge of the values
+    below it (a compare and a count, no per-value bin index, gather or copy)."""
+    if not _ascending(edges):  # NaN or infinite bounds: NumPy's own refusal
+        return np.histogram(x, bins=edges.size - 1, range=(float(edges[0]), float(edges[-1])))[0]
+    below = [np.count_nonzero(x < e) for e in edges[:-1].tolist()]
+    return np.diff(np.array(below + [np.count_nonzero(x <= edges[-1])], dtype=np.int64))
+
+
+def _busy_s(s0: np.ndarray, s1: np.ndarray, a: float, b: float) -> float:
+    """Sandbox-seconds inside [a, b]: ``sum(clip(min(s1, b) - max(s0, a), 0))``, in one scratch array
+    (starts in order: ``max(s0, a)`` is ``a`` on the starts before ``a`` and ``s0`` after, no second array)."""
+    part = np.minimum(s1, b)
+    if _ascending(s0):
+        lo = _since(s0, a)
+        part[:lo] -= a
+        part[lo:] -= s0[lo:]
+    else:
+        np.subtract(part, np.maximum(s0, a), out=part)
+    np.maximum(part, 0, out=part)  # = part.clip(min=0)
+    return float(part.sum())
+
+
+def _holds_by_start(s0: np.ndarray, hold: np.ndarray, a: float, b: float) -> tuple[float | None, np.ndarray | None]:
+    """The mean hold of the attempts started in [a, b], and per equal bin of start time (``BATCHES``
+    bins) its mean hold (None unless every bin has one).
+
+    Bin ``k`` holds the starts ``s`` with ``edges[k] <= s < edges[k + 1]`` (the last bin also its right
+    edge); each bin's sum is added left to right from 0.0, as ``np.bincount(weights=...)`` adds. When
+    the starts are in order (the FIFO path's are) the window and every bin are slices: no mask, copy or
+    per-start search.
+    """
+    edges = np.linspace(a, b, BATCHES + 1)
+    if _ascending(s0) and _ascending(edges):
+        lo, hi = _since(s0, a), _upto(s0, b)
+        x, w = s0[lo:hi], hold[lo:hi]
+        if x.size == 0:
+            return None, None
+        # bin k starts at the first start >= edges[k] (k = 1 .. BATCHES - 1)
+        cut = np.concatenate(([0], np.searchsorted(x, edges[1:-1], side="left"), [x.size]))
+        counts = np.diff(cut)
+        if np.any(counts == 0):
+            return float(w.mean()), None
+        heads = w[cut[:-1]]
+        if not np.any((heads == 0) & np.signbit(heads)):  # 0.0 + -0.0 is +0.0: bincount's start matters
+            sums = np.array([np.cumsum(w[i:j])[-1] for i, j in zip(cut[:-1].tolist(), cut[1:].tolist())])
+            return float(w.mean()), sums / counts
+    starts = (s0 >= a) & (s0 <= b)
+    idx = np.clip(np.searchsorted(edges, s0[starts], side="right") - 1, 0, BATCHES - 1)
+    counts = np.bincount(idx, minlength=BATCHES)
+    hold_mean = float(hold[starts].mean()) if np.any(starts) else None
+    if not np.all(counts > 0):
+        return hold_mean, None
+    return hold_mean, np.bincount(idx, weights=hold[starts], minlength=BATCHES) / counts
 
 
 def _stability(out: dict, r: _Run, series: np.ndarray, a: float, b: float, rl_only: bool) -> None:
