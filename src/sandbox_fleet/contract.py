@@ -9,8 +9,6 @@ write (concurrency, holds, outcomes) declare their shared figures here, once, as
 This module imports nothing from the stages.
 """
 
-from __future__ import annotations
-
 import json
 import types
 import typing
@@ -28,7 +26,10 @@ KINDS = ("measure", "plan", "simulate", "sweep", "checks", "optimize", "backtest
 class Block(BaseModel):
     """A nested object of a summary: closed (an unknown key is a producer bug), every figure nullable."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # protected_namespaces off: Pydantic checks every field name of every class against its
+    # namespaces at class creation (~300 fields per stage model, paid by every command that
+    # imports one); a field that shadowed a BaseModel method would break the model's own tests.
+    model_config = ConfigDict(extra="forbid", defer_build=True, protected_namespaces=())
 
 
 class Summary(Block):

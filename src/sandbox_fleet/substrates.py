@@ -8,8 +8,6 @@ table of arXiv 2607.01415 is this formula: 1 s per rollout over a million rollou
 action over a million 150-action rollouts 417 h, 100 ms 4,167 h.)
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Literal, Optional
 

@@ -4,8 +4,6 @@ The bundled catalog (``sandbox_fleet/data/nodes.toml``) holds a few common CPU t
 illustrative list prices and the source document's ``seed-96c``; ``--nodes FILE`` replaces it.
 """
 
-from __future__ import annotations
-
 from importlib import resources
 from pathlib import Path
 from typing import Optional

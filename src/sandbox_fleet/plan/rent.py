@@ -14,8 +14,6 @@ provider is unusable only when that bound exceeds ``ramp_max_share`` of the step
 rate above ``c`` can never be kept up with, so that one stays a hard limit.
 """
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
 from typing import Optional

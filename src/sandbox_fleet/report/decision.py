@@ -6,7 +6,6 @@ what only report can: the gates, run on the same measure summary and plan.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Optional
 
 from sandbox_fleet.measure.model import MeasureSummary
@@ -34,6 +33,8 @@ def plan_risks(measure: MeasureSummary, plan: PlanSummary, thresholds: Optional[
 
 
 def _items(lines: list[str], cls: str = "") -> str:
+    from html import escape  # the HTML only: plan imports this module for plan_risks
+
     attr = f' class="{cls}"' if cls else ""
     return f"<ul{attr}>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
 
@@ -41,6 +42,8 @@ def _items(lines: list[str], cls: str = "") -> str:
 def decision_html(plan: PlanSummary, results: list[CheckResult], previous: Optional[PlanSummary] = None) -> str:
     """The decision block as the report's first section: BUY lines, cost, what binds, risks, basis."""
     d = decide(plan, previous, risk_lines(results))
+    from html import escape
+
     buy = "".join(f'<p class="{"buy" if x.startswith("BUY") else "unsized"}">{escape(x)}</p>' for x in d.buy)
     censored = "".join(f'<p class="censored">{escape(x)}</p>' for x in d.censored)
     parts = [buy, censored, _items([*d.cost, d.binds], "cost")]
