@@ -239,6 +239,42 @@ def test_measuring_canonical_parquet_loads_neither_duckdb_nor_toml(tmp_path):
     assert "duckdb" not in modules and "tomllib" not in modules
 
 
+TEARDOWN_PROBE = """
+import atexit, os, runpy, sys
+class Witness:  # freed only by the interpreter's teardown
+    def __del__(self):
+        os.write(2, b"\\nTEARDOWN\\n")
+sys.modules["__main__"].witness = Witness()
+if sys.argv[1] == "with-handler":
+    atexit.register(lambda: os.write(2, b"\\nHANDLER\\n"))
+sys.argv = ["sandbox-fleet", *sys.argv[2:]]
+runpy.run_module("sandbox_fleet.cli", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("argv, code", [(["check", str(EXAMPLE)], 1), (["plan", str(EXAMPLE), "--node-type", "seed-96c"], 0),
+                                        (["plan", str(EXAMPLE) + ".missing"], 2)])
+def test_the_process_ends_without_teardown_unless_an_exit_handler_waits(argv, code):
+    # python -m sandbox_fleet.cli (and the console script) exits at once after flushing: same bytes,
+    # same status as Python's own exit, which still runs when anything is registered to run at exit
+    fast = subprocess.run([sys.executable, "-c", TEARDOWN_PROBE, "plain", *argv], capture_output=True, timeout=120)
+    slow = subprocess.run([sys.executable, "-c", TEARDOWN_PROBE, "with-handler", *argv], capture_output=True, timeout=120)
+    assert fast.returncode == slow.returncode == code
+    assert fast.stdout == slow.stdout and (fast.stdout if code != 2 else fast.stderr)
+    assert b"TEARDOWN" not in fast.stderr and b"HANDLER" not in fast.stderr
+    assert b"HANDLER" in slow.stderr and b"TEARDOWN" in slow.stderr
+    assert fast.stderr == slow.stderr.replace(b"\nHANDLER\n", b"").replace(b"\nTEARDOWN\n", b"")
+
+
+def test_the_entry_points_are_the_exiting_one():
+    import tomllib
+
+    from sandbox_fleet import cli
+
+    scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["sandbox-fleet"] == "sandbox_fleet.cli:console_main" and callable(cli.console_main)
+
+
 def test_plan_compiles_no_annotation_nor_tokenizer_pattern():
     # Typer reads each command's hints and Pydantic each model's: evaluated annotations, not strings
     # compiled on every read; a builtin default factory would make Pydantic tokenize its signature

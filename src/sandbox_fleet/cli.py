@@ -799,5 +799,35 @@ def _fail(message: str, code: int) -> None:
     raise SystemExit(code) from None
 
 
+def console_main() -> None:
+    """The process entry point (the ``sandbox-fleet`` script, ``python -m sandbox_fleet.cli``):
+    ``main``, then the process ends at once when nothing is left for Python to do at exit."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    _end_process(code)
+
+
+def _end_process(code: object) -> None:
+    """Exit with ``code`` skipping the interpreter's teardown, which frees every module, class and
+    Pydantic schema one object at a time (~70M instructions, 6% of a ``plan``; the OS reclaims the
+    memory anyway). Only when the streams flush cleanly and no exit handler or other thread is
+    registered (a logging handler, a worker pool): otherwise Python's own exit runs them."""
+    import atexit
+
+    threads = sys.modules.get("threading")
+    if not isinstance(code, int) or atexit._ncallbacks() or (threads is not None and threads.active_count() > 1):
+        raise SystemExit(code)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: Python's exit reports it as usual
+        raise SystemExit(code) from None
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    console_main()
