@@ -134,3 +134,12 @@ def test_the_decision_block_offers_the_mixed_purchase_beside_the_single_tier_buy
     at = lines.index(f"  BUY 7 x {plan['nodes']['type']} at peak (lower bound 7)")
     assert lines[at + 1].startswith(f"  or BUY mixed: 1 x {plan['nodes']['type']} reserved + up to 6 x")
     assert lines[at + 1].strip()[3:] in [x.strip() for x in lines[at + 2:]]  # the same line in Line 4
+
+
+def test_spot_bursts_carry_their_re_runs_and_are_unpriced_when_those_are_unbounded():
+    from sandbox_fleet.plan.mixed import burst_price
+
+    assert burst_price("spot", 3.0, 1.0, 0.25) == 1.25  # 1.0 x (1 + 0.25): the re-runs are part of the price
+    assert burst_price("spot", 3.0, 1.0, None) == 1.0  # no reclaim rate known: the bare price, as stated
+    assert burst_price("spot", 3.0, 1.0, None, reruns_unbounded=True) is None
+    assert burst_price("on_demand", 3.0, 1.0, None, reruns_unbounded=True) == 3.0

@@ -258,7 +258,8 @@ def test_exponential_holds_closed_form_rework_and_interruptions(tmp_path):
 
 def test_exponential_holds_past_one_reclaim_per_mean_hold_are_unbounded_and_said_so(tmp_path):
     """r x mean >= 1 (0.5 reclaims per node-h, a 2 h mean hold): E[e^(r h)] = 1 / (1 - r m) diverges, so no
-    re-run share exists; the plan states it and prices spot without re-runs, saying that too."""
+    re-run share exists; the plan states it and leaves every spot figure per pass unpriced (the bare spot
+    price would make more reclaims look cheaper), in the cost line, the mixed purchase and the rent verdict."""
     nodes = tmp_path / "n.toml"
     nodes.write_text(SPOTTY)
     s = _published()
@@ -267,8 +268,36 @@ def test_exponential_holds_past_one_reclaim_per_mean_hold_are_unbounded_and_said
     rw, cost = p["cost"]["spot_rework"], p["cost"]
     assert rw["rework_share"] is None and rw["mean_interruptions_per_hold"] is None and rw["spot_per_h_with_rework"] is None
     assert rw["basis"].startswith("unbounded: under the exponential hold fit (mean 7,200 s) r x mean = 1 >= 1")
-    assert cost["per_pass_basis"] == "spot price, no re-runs"
-    assert f"  spot re-runs: {rw['basis']}" in plan_lines(as_plan(p))
+    assert cost["per_pass_basis"].startswith("spot not priced per pass: at 0.5 reclaims per node-h the re-runs")
+    assert cost["per_passing_trajectory"] is None and cost["per_passing_trajectory_all_in"] is None
+    assert cost["passing_per_h"] is None and cost["per_passing_trajectory_by_tier"]["spot"] is None
+    assert cost["per_passing_trajectory_by_tier"]["on_demand"] is not None  # the other tiers stay priced
+    assert cost["mixed"] is None  # bursting on spot has no price either
+    assert "has no spot price to compare" in cost["rent_verdict"] or cost["rent_verdict"].startswith("buy: no rental provider")
+    text = plan_lines(as_plan(p))
+    assert f"  spot re-runs: {rw['basis']}" in text
+    assert any("not costed (spot re-runs unbounded" in line for line in text)
+
+
+def test_spot_never_gets_cheaper_per_pass_as_reclaims_rise(tmp_path):
+    """Across the unbounded boundary (r x mean = 1 at 0.5 per node-h for a 2 h mean) the spot cost per
+    pass rises with the rate and then is not priced: never a bare spot price below the bounded one."""
+    s = _published()
+    s["hold_s"] = {"mean": 7200.0}
+    bounded = []
+    for rate in (0.1, 0.3, 0.45, 0.49, 0.5, 0.8):
+        nodes = tmp_path / f"n{rate}.toml"
+        nodes.write_text(SPOTTY.replace("spot_interruptions_per_node_h = 0.5", f"spot_interruptions_per_node_h = {rate}"))
+        per_pass = _plan(s, concurrency=960, nodes_file=str(nodes), price_tier="spot")["cost"]["per_passing_trajectory_by_tier"]["spot"]
+        x = rate * 7200.0 / 3600.0
+        if x < 1:
+            bounded.append((per_pass, x))
+        else:
+            assert per_pass is None
+    # closed form for exponential holds: 1 + share = 1 / (1 - x), so per pass x (1 - x) is the bare price per pass
+    assert [p for p, _ in bounded] == sorted(p for p, _ in bounded)
+    bare = [p * (1 - x) for p, x in bounded]
+    assert bare == pytest.approx([bare[0]] * len(bare), rel=1e-12)
 
 
 def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_runs(tmp_path):

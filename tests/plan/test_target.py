@@ -122,3 +122,29 @@ def test_the_search_bar_total_bounds_its_simulations(batch, reps):
         assert len(calls) <= search_probes(batch, reps), (batch, reps, knee, len(calls))
 
 
+
+
+def test_the_fit_says_which_quantiles_are_knots_and_whether_the_invented_p90_reaches_the_mean():
+    """Review finding: an unreachable mean was clipped silently and quantiles too close to the ends for
+    few rows were listed as knots. Checked against a Monte Carlo of the fit and the normal quantiles."""
+    import re
+    from statistics import NormalDist
+
+    import numpy as np
+
+    from sandbox_fleet.plan.target import HoldSampler
+
+    base = {0.0: 3.8, 0.5: 1332.0, 0.99: 8845.0, 1.0: 26571.0}
+    # p99's normal score 2.326 lies beyond the max's at 30 rows, 1 - 1/60 -> 2.128: not a knot
+    assert NormalDist().inv_cdf(0.99) > NormalDist().inv_cdf(1 - 1 / 60)
+    few = HoldSampler(dict(base), 2102.63, 30)
+    assert "0.99" not in few.spec.quantiles and "p99 not a knot" in few.spec.basis
+    # a mean of 9,000 s is out of reach: even with p90 at p99 the fit's mean is far below it
+    high = HoldSampler(dict(base), 9000.0, 327_189)
+    draws = high.sample(np.random.default_rng(7), 400_000)
+    stated = float(re.search(r"the fit's mean is ([\d,]+) s", high.spec.basis).group(1).replace(",", ""))
+    assert draws.mean() < 9000.0 * 0.5
+    assert stated == pytest.approx(draws.mean(), rel=0.02)
+    assert "no p90 between the median and p99 gives the measured mean 9,000 s" in high.spec.basis
+    # a reachable mean is still said to be matched
+    assert "chosen so the fit's mean is the measured 2,103 s" in HoldSampler(dict(base), 2102.63, 327_189).spec.basis

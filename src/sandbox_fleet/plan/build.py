@@ -442,6 +442,8 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         nodes.node.spot_interruptions_source,
     )
     share = rework.rework_share if rework is not None else None
+    # a known reclaim rate whose restarts have no finite expected work: spot is not priced per pass
+    unbounded = rework is not None and share is None
     tier = _tier(opts)
     prices = costmod.tier_prices(nodes.node, nodes.chosen.count)
     inference_per_h = costmod.inference_cost(opts.gpu_usd_h, inference.gpus)
@@ -450,6 +452,8 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     rerun = share if tier == "spot" and share is not None else None
     if rerun is not None and passes is not None:
         passes /= 1.0 + rerun
+    if tier == "spot" and unbounded:
+        passes = None  # no finite rate of passes: every figure per pass on spot stays unpriced
     trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
     if opts.trainer_gpus and not opts.gpu_usd_h:
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
@@ -457,24 +461,32 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     return costmod.fleet_cost(
         nodes.node, nodes.chosen.count, tier=tier, concurrency=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
-        inference_per_h=inference_per_h,
+        spot_reruns_unbounded=unbounded, inference_per_h=inference_per_h,
         inference_per_h_cached=costmod.inference_cost(opts.gpu_usd_h, inference.gpus_cached),
         node_pools_per_h=sum(p for p in pool_prices if p is not None) if pool_prices and None not in pool_prices else None,
         passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
         spot_rework=rework,
-        mixed=plan_mixed(fig, nodes, opts, share),
-        per_pass_basis=(
-            f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
-            if rerun is not None else f"{tier.replace('_', '-')} price, no re-runs"
-        ),
+        mixed=plan_mixed(fig, nodes, opts, share, unbounded),
+        per_pass_basis=_per_pass_basis(tier, rerun, rate, unbounded),
     )
 
 
-def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float]) -> Optional[Mixed]:
+def _per_pass_basis(tier: str, rerun: Optional[float], rate: Optional[float], unbounded: bool) -> str:
+    if tier == "spot" and unbounded:
+        return (f"spot not priced per pass: at {rate:.2g} reclaims per node-h the re-runs from scratch are unbounded "
+                "(see the spot re-runs line); the other tiers are")
+    if rerun is not None:
+        return f"spot re-runs included: +{rerun * 100:.3g}% sandbox-hours per pass ({rate:.2g} reclaims per node-h, restart from scratch)"
+    return f"{tier.replace('_', '-')} price, no re-runs"
+
+
+def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float],
+               reruns_unbounded: bool = False) -> Optional[Mixed]:
     """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
     node = nodes.node
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
-                           node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share)
+                           node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
+                           reruns_unbounded)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
@@ -495,7 +507,9 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
     buy, label = getattr(cost, f"{opts.price_tier}_per_h"), f"{nodes.chosen.count:,} x {nodes.node.name}"
     rw = cost.spot_rework
-    if opts.price_tier == "spot" and rw is not None and rw.spot_per_h_with_rework is not None:
+    if opts.price_tier == "spot" and rw is not None and rw.rework_share is None:
+        buy = None  # unbounded re-runs: the bare spot price is not what the bought fleet's work costs
+    elif opts.price_tier == "spot" and rw is not None and rw.spot_per_h_with_rework is not None:
         assert rw.rework_share is not None  # set with the price it raises
         buy, label = rw.spot_per_h_with_rework, label + f" with spot re-runs (+{rw.rework_share * 100:.3g}% sandbox-hours)"
     rent, verdict = rentmod.rent_block(

@@ -33,17 +33,20 @@ def fleet_cost(
     sandbox_hours_per_pass: Optional[float],
     exception_share: Optional[float],
     spot_rework_share: Optional[float] = None,
+    spot_reruns_unbounded: bool = False,
     **rest: Any,
 ) -> Cost:
     """The ``cost`` block: ``nodes`` of ``node`` at each tier's price, and ``rest``, the figures the
-    planner adds beside them (GPUs, re-runs, the mixed purchase)."""
+    planner adds beside them (GPUs, re-runs, the mixed purchase). With ``spot_reruns_unbounded`` (a
+    reclaim rate whose restarts have no finite expected work) spot has no price per pass at all: its
+    bare price would make more reclaims look cheaper."""
     prices = tier_prices(node, nodes)
     headline = getattr(prices, tier)
     busy = concurrency * duty if duty else None
 
     def per_pass(t: str) -> Optional[float]:
         price = getattr(prices, t)
-        if price is None or not busy or not sandbox_hours_per_pass:
+        if price is None or not busy or not sandbox_hours_per_pass or (t == "spot" and spot_reruns_unbounded):
             return None
         rerun = 1.0 + (spot_rework_share or 0.0) if t == "spot" else 1.0
         return price / busy * sandbox_hours_per_pass * rerun

@@ -68,10 +68,13 @@ def best_split(runs: Sequence[tuple[int, float]], reserved_usd_h: float, burst_u
 
 
 def burst_price(tier: str, on_demand_usd_h: Optional[float], spot_usd_h: Optional[float],
-                rework_share: Optional[float]) -> Optional[float]:
-    """$ per node-hour used on the burst ``tier``; spot's price carries its re-runs."""
+                rework_share: Optional[float], reruns_unbounded: bool = False) -> Optional[float]:
+    """$ per node-hour used on the burst ``tier``; spot's price carries its re-runs (none when they
+    are unbounded: the bare price is not what the work costs)."""
     if tier == "spot":
-        return spot_usd_h * (1.0 + (rework_share or 0.0)) if spot_usd_h is not None else None
+        if spot_usd_h is None or reruns_unbounded:
+            return None
+        return spot_usd_h * (1.0 + (rework_share or 0.0))
     return on_demand_usd_h
 
 
@@ -82,10 +85,10 @@ def burst_tier_for(headline_tier: Optional[str]) -> str:
 
 def mixed_purchase(curve: Optional[tuple[Sequence[int], Sequence[float]]], nodes: int, tier: str,
                    reserved_usd_h: Optional[float], on_demand_usd_h: Optional[float], spot_usd_h: Optional[float],
-                   rework_share: Optional[float] = None) -> Optional[Mixed]:
+                   rework_share: Optional[float] = None, reruns_unbounded: bool = False) -> Optional[Mixed]:
     """``cost.mixed`` for ``nodes`` of one type at its per-node prices, bursting on ``tier``; None when
-    the curve or a price is missing."""
-    burst_usd_h = burst_price(tier, on_demand_usd_h, spot_usd_h, rework_share)
+    the curve or a price is missing (spot's too when its re-runs are unbounded)."""
+    burst_usd_h = burst_price(tier, on_demand_usd_h, spot_usd_h, rework_share, reruns_unbounded)
     if curve is None or not curve[0] or nodes <= 0 or reserved_usd_h is None or burst_usd_h is None:
         return None
     runs = node_runs(curve[0], curve[1], int(curve[0][-1]), nodes)  # the grid ends at the measured peak

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Optional
@@ -140,16 +140,20 @@ class HoldSampler:
             if invented:
                 assert mean is not None  # invented only with a mean
                 known[0.9] = _p90_matching_mean(known, mean, n)
-            inner = {_Z.inv_cdf(q): v for q, v in known.items() if 0 < q < 1 and z_lo < _Z.inv_cdf(q) < z_hi}
+            # a quantile at or beyond the min's or max's own (few rows) is not a knot: say so, not "through" it
+            used = {q: v for q, v in known.items() if q in (0.0, 1.0) or z_lo < _Z.inv_cdf(q) < z_hi}
+            inner = {_Z.inv_cdf(q): v for q, v in used.items() if 0 < q < 1}
             knots = sorted({z_lo: known[0.0], **inner, z_hi: known[1.0]}.items())
             self.kind = "empirical"
             self.knots_z = [z for z, _ in knots]
             self.knots_log_s = [math.log(v) for v in itertools.accumulate((v for _, v in knots), max)]
+            fit_mean = holdfit.mean_s(clipped_fit(self.knots_z, self.knots_log_s)) if invented else None
             self.spec = HoldFit(
                 dist="piecewise-lognormal",
-                quantiles={str(q): float(v) for q, v in sorted(known.items())},
+                quantiles={str(q): float(v) for q, v in sorted(used.items())},
                 rows=n,
-                basis=_empirical_basis(known, n, mean if invented else None),
+                basis=_empirical_basis(used, n, (mean, fit_mean) if mean is not None and fit_mean is not None else None,
+                                       sorted(set(known) - set(used))),
             )
         elif 0.5 in known and (0.99 in known or 0.9 in known):
             q = 0.99 if 0.99 in known else 0.9
@@ -198,14 +202,26 @@ class HoldSampler:
         return rng.exponential(self.mean, n)
 
 
-def _empirical_basis(known: dict[float, float], rows: float, matched_mean: Optional[float]) -> str:
-    """The piecewise-lognormal fit in words: its knots, and a p90 chosen to match the mean when invented."""
-    names = {0.0: "min", 0.5: "median", 0.9: "p90", 0.99: "p99", 1.0: "max"}
-    knots = ", ".join(f"{names.get(q, f'q{q:g}')} {v:,.1f} s" if v < 10 else f"{names.get(q, f'q{q:g}')} {v:,.0f} s"
-                      for q, v in sorted(known.items()))
+_QUANTILE_NAMES = {0.0: "min", 0.5: "median", 0.9: "p90", 0.99: "p99", 1.0: "max"}
+
+
+def _empirical_basis(known: dict[float, float], rows: float, means: Optional[tuple[float, float]],
+                     dropped: Sequence[float] = ()) -> str:
+    """The piecewise-lognormal fit in words: its knots, the quantiles too close to the ends for ``rows``
+    to be knots, and, when p90 was invented, whether the fit's mean (``means`` = measured, fitted) matches."""
+    name = lambda q: _QUANTILE_NAMES.get(q, f"q{q:g}")  # noqa: E731
+    knots = ", ".join(f"{name(q)} {v:,.1f} s" if v < 10 else f"{name(q)} {v:,.0f} s" for q, v in sorted(known.items()))
     text = f"piecewise lognormal through {knots} (min and max at the 1/(2 x {rows:,.0f} rows) quantiles)"
-    if matched_mean is not None:
-        text += f"; p90 not measured: chosen so the fit's mean is the measured {matched_mean:,.0f} s"
+    if dropped:
+        text += (f"; {', '.join(name(q) for q in dropped)} {'not a knot' if len(dropped) == 1 else 'not knots'}: "
+                 f"beyond the min's or max's quantile at {rows:,.0f} rows")
+    if means is not None and 0.9 in known:
+        measured, fitted = means
+        if abs(fitted - measured) <= 1e-6 * measured:
+            text += f"; p90 not measured: chosen so the fit's mean is the measured {measured:,.0f} s"
+        else:
+            text += (f"; p90 not measured and no p90 between the median and p99 gives the measured mean {measured:,.0f} s: "
+                     f"set to {known[0.9]:,.0f} s, the fit's mean is {fitted:,.0f} s")
     return text
 
 
