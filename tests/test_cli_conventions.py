@@ -64,3 +64,19 @@ def test_check_o_refuses_an_input_as_output(run_cli, tmp_path):
     res = run_cli("check", summary, "-o", summary)
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1
     assert json.loads(summary.read_text()) == json.loads(PUBLISHED.read_text())
+
+
+def test_a_closed_stdout_is_one_line_and_exit_2_unless_nothing_is_printed(tmp_path):
+    # `>&-` closes fd 1 before Python starts: sys.stdout is None (a Rich traceback before)
+    import shlex
+
+    example = ROOT / "examples" / "rst-published.json"
+    cli = f"{shlex.quote(sys.executable)} -m sandbox_fleet.cli"
+    loud = subprocess.run(["bash", "-c", f"{cli} plan {shlex.quote(str(example))} >&-"], capture_output=True, text=True, timeout=120)
+    assert loud.returncode == 2
+    assert loud.stderr == ("error: standard output is closed: the command prints its result there (redirect it to a "
+                           "file or /dev/null, or pass --quiet with -o)\n")
+    out = tmp_path / "plan.json"
+    quiet = subprocess.run(["bash", "-c", f"{cli} plan {shlex.quote(str(example))} -q -o {shlex.quote(str(out))} >&-"],
+                           capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0 and quiet.stderr == "" and out.read_text().startswith("{")

@@ -746,6 +746,7 @@ def main() -> None:
     try:
         with _cli_environment():
             sys.argv[1:] = _take_quiet(sys.argv[1:])
+            _closed_streams()
             _app_for(sys.argv[1:])()
     except InputError as exc:
         _fail(_in_flags(str(exc), sys.argv[1:]), exc.exit_code)
@@ -763,6 +764,19 @@ def main() -> None:
               "(fewer rollouts, a smaller grid) or run it on a larger machine", 2)
     finally:  # --quiet holds for this run only: a process that calls main() again starts loud
         _STATE["quiet"] = False
+
+
+def _closed_streams() -> None:
+    """A closed stdout (``>&-``: Python then has no ``sys.stdout``) is one line and exit 2, as ``ls``
+    says "write error"; under ``--quiet`` nothing is printed, so it may stay closed. A closed stderr
+    leaves errors nowhere to go: they are dropped, the status still says."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # lives as long as the process
+    if sys.stdout is None:
+        if not _STATE["quiet"]:
+            raise InputError("standard output is closed: the command prints its result there "
+                             "(redirect it to a file or /dev/null, or pass --quiet with -o)")
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
 
 
 #: Library parameters whose CLI option has another name than the command's parameter.
