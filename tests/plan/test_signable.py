@@ -301,8 +301,8 @@ def test_spot_never_gets_cheaper_per_pass_as_reclaims_rise(tmp_path):
 
 
 def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_runs(tmp_path):
-    from sandbox_fleet.plan.build import _rework_holds
     from sandbox_fleet.plan.summary import Figures
+    from sandbox_fleet.plan.target import fitted_holds
 
     nodes = tmp_path / "n.toml"
     nodes.write_text(SPOTTY)
@@ -310,7 +310,7 @@ def test_published_holds_interruptions_by_monte_carlo_and_rent_verdict_with_re_r
     p = _plan(s, concurrency=960, nodes_file=str(nodes), price_tier="spot")
     rw, cost = p["cost"]["spot_rework"], p["cost"]
     # 100,000 holds drawn from the fitted distribution (the fit is an input here, its expectation under test)
-    holds_h = _rework_holds(Figures(as_measure(s))).sample(np.random.default_rng(20_261_201), 100_000) / 3600
+    holds_h = fitted_holds(Figures(as_measure(s))).sample(np.random.default_rng(20_261_201), 100_000) / 3600
     mc_reclaims, mc_share = restart_interruptions(holds_h, 0.5)
     assert rw["mean_interruptions_per_hold"] == pytest.approx(mc_reclaims, rel=0.02)
     assert rw["rework_share"] == pytest.approx(mc_share, rel=0.02)

@@ -314,13 +314,14 @@ class Frame:
         return self._sorted[key]
 
     def _sort_holds_once(self) -> None:
-        names = [name for name in _OWN_GROUPINGS if name == "model" or self.job.names]
-        groupings = [self.model.labelled() if name == "model" else self.job.labelled() for name in names]
-        got = groups_sorted(self.hold_us, [(codes, len(labels)) for codes, labels in groupings])
+        groupings = {"model": self.model.labelled()}  # in _OWN_GROUPINGS' order
+        if self.job.names:
+            groupings["job"] = self.job.labelled()
+        got = groups_sorted(self.hold_us, [(codes, len(labels)) for codes, labels in groupings.values()])
         if got is None:
             return
         self._sorted["all"], parts = got
-        self._sorted.update(zip(names, parts))
+        self._sorted.update(zip(groupings, parts))
 
     def take_sorted_holds(self) -> np.ndarray | None:
         """Every hold in ascending order, if the grouped sort made them (handed over: not kept)."""

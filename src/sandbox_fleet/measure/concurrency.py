@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
-from sandbox_fleet.measure.stats import US, arrival_rate_per_s, group_sums, ratio
+from sandbox_fleet.measure.stats import US, arrival_rate_per_s, bit_field, group_sums, ratio
 
 SERIES_POINTS = 2000
 #: levels on the time-at-level grid: every level 1..peak up to this peak, else this many evenly spaced
@@ -159,8 +159,7 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     base = int(start_us.min())
     if (int(finish_us.max()) - base) >= 1 << (62 - bits):
         return None
-    small = np.uint8 if bits <= 8 else np.int32  # not 8 bytes a row
-    group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(small)
+    group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(np.uint8)  # MAX_SWEPT_GROUPS < 256
     key = np.empty(2 * n, dtype=np.int64)
     for half, times in ((key[:n], start_us), (key[n:], finish_us)):
         np.subtract(times, base, out=half)
@@ -172,14 +171,12 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     rows = np.bincount(group, minlength=n_groups + 1)
     sums = _group_hold_sums(start_us, finish_us, group, n_groups)
     del group
-    label = np.empty(key.size, dtype=np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.int64)
-    for i in range(0, key.size, BLOCK):
-        label[i:i + BLOCK] = (key[i:i + BLOCK] >> 1) & ((1 << bits) - 1)
+    label = bit_field(key, 1, bits)
     for g in range(n_groups):
         if rows[g]:
             each(g, _checked(_compact(key[label == g], base, bits), sums[g]), int(rows[g]))
     del label
-    return _checked(_compact(key, base, bits), _holds_sum(start_us, finish_us))
+    return _checked(_compact(key, base, bits), sum(sums))  # every interval's hold, the no-group slot too
 
 
 def _group_hold_sums(start_us: np.ndarray, finish_us: np.ndarray, group: np.ndarray, n_groups: int) -> list[int]:

@@ -281,7 +281,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("outcomes", partial(measure_outcomes, threshold=pt, seed=seed), ("frame",), after=("masks",), label="outcomes"),
         Pass("coverage", measure_coverage, ("frame", "rejected"), after=("masks",), label="coverage"),
         Pass("trajectories", measure_trajectories_of, ("frame",), after=("masks",)),
-        # After the per-model step passes: the hold sorts' buffers and theirs never coexist.
+        # After the per-model step passes: the hold sorts' buffers and theirs never coexist. With a
+        # job column the one shared sort (Frame.grouped_holds) is made earlier, by the jobs pass.
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps"), label="steps"),
@@ -436,12 +437,11 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
     """
     from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
-    from sandbox_fleet.telemetry.options import make_options
 
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     prefer_returning_pool()
-    t = load_telemetry(paths, tasks=tasks, read=read if read is not None else make_options(), progress=progress,
+    t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
                        cache_dir=cache_dir, coded=True)
     if models or since or until:
         t = filter_rollouts(t, models=models, since=since, until=until)

@@ -152,19 +152,19 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
                 key[i:i + _BLOCK] |= np.asarray(codes[i:i + _BLOCK]).astype(np.int64) << shift
         shift += width
     key.sort()
-    small = [_bit_field(key, s, w) if w else None for s, w in zip(shifts, widths)]
+    small = [bit_field(key, s, w) if w else None for s, w in zip(shifts, widths)]
     key >>= total
     key += vmin
     out = []
     for (codes, n_groups), g in zip(groupings, small):
-        counts = np.bincount(codes, minlength=n_groups) if key.size else np.zeros(n_groups, dtype=np.int64)
+        counts = np.bincount(codes, minlength=n_groups)  # key.size > 0: an empty input returned None
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         # One group: already in order; else a stable partition (radix sort) of the sorted values.
         out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
     return key, out
 
 
-def _bit_field(key: np.ndarray, shift: int, width: int) -> np.ndarray:
+def bit_field(key: np.ndarray, shift: int, width: int) -> np.ndarray:
     """``(key >> shift) & (2**width - 1)`` in the smallest unsigned type, a block at a time
     (no 8-byte-a-row temporary)."""
     out = np.empty(key.size, dtype=np.uint8 if width <= 8 else np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64)

@@ -7,11 +7,9 @@ it), ``catalog`` (the node or GPU catalog).
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Optional
 
-from sandbox_fleet.plan.model import Assumption, Caching, PerGpu, PlanInference, Target
-
-Source = Literal["default", "measured", "published", "flag", "catalog"]
+from sandbox_fleet.plan.model import Assumption, Caching, PerGpu, PlanInference, Source, Target
 
 
 class Assumptions:

@@ -48,7 +48,7 @@ from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.target import HoldSampler, resolve_target
+from sandbox_fleet.plan.target import fitted_holds, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
@@ -435,17 +435,14 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         exc_share = fig.exception_rate
         notes.append("exception waste uses the exception share of rows: the input has no exception sandbox-hours")
     rate = nodes.node.spot_interruptions_per_node_h
-    spot_price = nodes.node.price("spot")
     rework = spot_rework(
-        _rework_holds(fig) if rate is not None else None,
-        rate, n * duty if duty else None, spot_price * nodes.chosen.count if spot_price is not None else None,
-        nodes.node.spot_interruptions_source,
+        fitted_holds(fig) if rate is not None else None,
+        rate, n * duty if duty else None, nodes.chosen.price("spot"), nodes.node.spot_interruptions_source,
     )
     share = rework.rework_share if rework is not None else None
     # a known reclaim rate whose restarts have no finite expected work: spot is not priced per pass
-    unbounded = rework is not None and share is None
+    unbounded = rework is not None and rework.unbounded
     tier = _tier(opts)
-    prices = costmod.tier_prices(nodes.node, nodes.chosen.count)
     inference_per_h = costmod.inference_cost(opts.gpu_usd_h, inference.gpus)
     pool_prices = [getattr(pl, f"{tier}_per_h") for pl in nodes.pools]
     passes = passes_per_h(n, duty, fig.sandbox_hours_per_pass)
@@ -457,7 +454,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
     trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else None
     if opts.trainer_gpus and not opts.gpu_usd_h:
         notes.append("--trainer-gpus needs a GPU price (--gpu or --gpu-usd-h): trainer not costed")
-    total, parts = all_in(passes, getattr(prices, tier), inference_per_h, trainer_per_h)
+    total, parts = all_in(passes, nodes.chosen.price(tier), inference_per_h, trainer_per_h)
     return costmod.fleet_cost(
         nodes.node, nodes.chosen.count, tier=tier, concurrency=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, exception_share=exc_share, spot_rework_share=share,
@@ -492,11 +489,6 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     return mixed
 
 
-def _rework_holds(fig: Figures) -> HoldSampler:
-    """The fitted hold distribution the spot rework share is an expectation over (no draws)."""
-    return HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
-
-
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: Cost, starts: Starts,
               providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> Cost:
     """``cost`` with renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and
@@ -507,7 +499,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
     buy, label = getattr(cost, f"{opts.price_tier}_per_h"), f"{nodes.chosen.count:,} x {nodes.node.name}"
     rw = cost.spot_rework
-    if opts.price_tier == "spot" and rw is not None and rw.rework_share is None:
+    if opts.price_tier == "spot" and rw is not None and rw.unbounded:
         buy = None  # unbounded re-runs: the bare spot price is not what the bought fleet's work costs
     elif opts.price_tier == "spot" and rw is not None and rw.spot_per_h_with_rework is not None:
         assert rw.rework_share is not None  # set with the price it raises

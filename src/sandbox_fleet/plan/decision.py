@@ -105,7 +105,7 @@ def _cost(p: PlanSummary) -> list[str]:
     else:
         lines = [f"{_money(total)}/h all in on {_tier(co.tier)} ({' + '.join(parts)}), {month}"]
     per_pass = co.per_passing_trajectory_all_in
-    if per_pass is None and co.tier == "spot" and co.spot_rework is not None and co.spot_rework.rework_share is None:
+    if per_pass is None and co.tier == "spot" and co.spot_rework is not None and co.spot_rework.unbounded:
         lines.append("$ per passing trajectory: not costed (spot re-runs unbounded at this reclaim rate: "
                      "price another tier with --price-tier)")
     elif per_pass is None:

@@ -327,6 +327,11 @@ class SpotRework(Block):
     #: how the expectations were taken (quadrature over the fit, a closed form), or why they are unbounded
     basis: Optional[str] = None
 
+    @property
+    def unbounded(self) -> bool:
+        """A reclaim rate is known but its restarts have no finite expected work (no share)."""
+        return self.rework_share is None
+
 
 class Rent(Block):
     """Renting the busy sandbox-hours on one managed-sandbox provider (illustrative list prices)."""
@@ -425,13 +430,17 @@ class Substrates(Block):
     by_substrate: Optional[dict[str, SubstrateLine]] = None
 
 
+#: where an assumption's value comes from (plan/assumptions.py says what each means)
+Source = Literal["default", "measured", "published", "flag", "catalog"]
+
+
 class Assumption(Block):
     """One default or carried-over figure the purchase order rests on."""
 
     name: str
     value: Union[float, int, str, None] = None
     unit: str
-    source: Literal["default", "measured", "published", "flag", "catalog"]
+    source: Source
     detail: str = ""
 
 

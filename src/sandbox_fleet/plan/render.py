@@ -206,7 +206,7 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
             f"({_n(rw.rework_sandbox_hours_per_h, ',.2f')} sandbox-h/h): spot {_money(rw.spot_per_h_with_rework)}/h with re-runs; "
             f"{_fixed(rw.mean_interruptions_per_hold, 3)} reclaims per hold (E[e^(r h) - 1]); {rw.basis}"
         )
-    elif rw is not None and co.priced and rw.rework_share is None and rw.basis:
+    elif rw is not None and co.priced and rw.unbounded and rw.basis:
         L.append(f"  spot re-runs: {rw.basis}")
     if co.inference_per_h is not None:
         L.append(f"  inference: {_money(co.inference_per_h)}/h, {_money(co.inference_per_h_cached)}/h with caching")

@@ -88,8 +88,7 @@ def resolve_target(
 def _one_shape(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> Target:
     if shape == "measured":
         return measured_shape(mean, fig.duty)
-    holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
-    return smooth_shape(mean, holds.sample, max_wait_s=max_wait_s, seed=seed)
+    return smooth_shape(mean, fitted_holds(fig).sample, max_wait_s=max_wait_s, seed=seed)
 
 
 def _shaped(fig: Figures, mean: float, shape: str, *, max_wait_s: float, seed: int) -> Target:
@@ -173,18 +172,6 @@ class HoldSampler:
         else:
             raise InputError("input has no hold times (hold_s percentiles or mean) to fit an RL schedule to")
 
-    @property
-    def _z(self) -> np.ndarray:
-        import numpy as np
-
-        return np.array(self.knots_z)
-
-    @property
-    def _logv(self) -> np.ndarray:
-        import numpy as np
-
-        return np.array(self.knots_log_s)
-
     def clipped(self) -> Optional[ClippedFit]:
         """The piecewise or (clipped) lognormal fit as segments for exact expectations; None for the exponential."""
         return clipped_fit(self.knots_z, self.knots_log_s) if self.kind != "exponential" else None
@@ -194,15 +181,21 @@ class HoldSampler:
 
         from sandbox_fleet import exact
         if self.kind == "empirical":
-            z_knots = self._z
+            z_knots = np.array(self.knots_z)
             z = np.clip(rng.standard_normal(n), z_knots[0], z_knots[-1])
-            return exact.exp(np.interp(z, z_knots, self._logv))
+            return exact.exp(np.interp(z, z_knots, np.array(self.knots_log_s)))
         if self.kind == "lognormal":
             return self.median * exact.exp(self.sigma * rng.standard_normal(n))
         return rng.exponential(self.mean, n)
 
 
 _QUANTILE_NAMES = {0.0: "min", 0.5: "median", 0.9: "p90", 0.99: "p99", 1.0: "max"}
+
+
+def fitted_holds(fig: Figures) -> HoldSampler:
+    """The hold distribution fitted to a summary's figures (what the schedule samples and the spot
+    rework takes its expectation over)."""
+    return HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
 
 
 def _empirical_basis(known: dict[float, float], rows: float, means: Optional[tuple[float, float]],
@@ -343,8 +336,7 @@ def rl_schedule_target(
     if batch < 1:
         raise InputError(f"`batch` must be a positive integer, got {batch!r}")
     if holds is None:
-        fig = summary if isinstance(summary, Figures) else Figures(summary)
-        holds = HoldSampler(fig.hold_quantiles, fig.hold_mean_s, fig.rows)
+        holds = fitted_holds(summary if isinstance(summary, Figures) else Figures(summary))
     fn = step_time or _list_schedule_step_time()
     if step_time is None and batch * RL_STEPS > RL_MAX_SIMULATED:
         return Target(

@@ -136,21 +136,17 @@ def _inference_rows(i: InferenceFigures) -> list[tuple[str, str]]:
     ]
 
 
-def _fixed(v, fmt: str) -> str:
-    return number(v, fmt)
-
-
 def render_calibration(s: Calibration, console: Console) -> None:
     """Print what ``simulate --from`` wrote (``calibrate.scenario_from_telemetry``'s figures)."""
-    rate = "not recorded" if s.exception_rate is None else format(s.exception_rate, ".1%")
-    console.print(f"wrote {s.scenario}: cap {_fixed(s.peak, ',')} (measured peak, {_fixed(s.touches, ',')} touches), "
-                  f"{_fixed(s.rollouts, ',')} rollouts, exception rate {rate}, "
-                  f"mean concurrency {_fixed(s.mean_concurrency, '.1f')}")
+    rate = number(s.exception_rate, ".1%", none="not recorded")
+    console.print(f"wrote {s.scenario}: cap {number(s.peak, ',')} (measured peak, {number(s.touches, ',')} touches), "
+                  f"{number(s.rollouts, ',')} rollouts, exception rate {rate}, "
+                  f"mean concurrency {number(s.mean_concurrency, '.1f')}")
     if s.inference is not None:
         i: InferenceCalibration = s.inference
-        console.print(f"--inference: {_fixed(i.turn_tokens, '.1f')} tokens/turn, {_fixed(i.decode_per_turn, '.1f')} "
-                      f"decoded per turn, {_fixed(i.command_s, '.2f')} s command per turn (assumed "
-                      f"{_fixed(i.reference_decode_tok_s, 'g')} tok/s per sequence), {_fixed(i.replicas, '')} replicas")
+        console.print(f"--inference: {number(i.turn_tokens, '.1f')} tokens/turn, {number(i.decode_per_turn, '.1f')} "
+                      f"decoded per turn, {number(i.command_s, '.2f')} s command per turn (assumed "
+                      f"{number(i.reference_decode_tok_s, 'g')} tok/s per sequence), {number(i.replicas, '')} replicas")
     # markup=False: "[fleet]" is text here, not a Rich style tag (which would swallow it)
     console.print("next: edit [fleet] cap or the workload, then run:", markup=False)
     # a command to copy: on its own line, whole (soft_wrap: Rich never breaks it)

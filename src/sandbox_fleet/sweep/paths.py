@@ -18,7 +18,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.scenario.run import FleetSpec, ScenarioSpec
+from sandbox_fleet.simulate.scenario.spec import FleetSpec, ScenarioSpec
 
 UNBOUNDED = "unbounded"  # on a fleet's cap: drop the cap and set unbounded = true
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import option_instant
 
 if TYPE_CHECKING:  # PyArrow: the CLI builds ReadOptions for inputs that may be summaries, never read as rows
     from sandbox_fleet.telemetry.record import Telemetry
@@ -114,10 +115,6 @@ def make_options(
 
 def _instant_us(text: str, option: str) -> int:
     """An ISO-8601 date or time (naive = UTC) as epoch microseconds."""
-    from datetime import datetime
-
-    from sandbox_fleet.safeparse import option_instant
-
     delta = option_instant(text, option, "2100-01-01") - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NoReturn, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NoReturn
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -32,7 +32,8 @@ PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
 
 #: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
 Admission = Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"]
-ADMISSIONS: tuple[str, ...] = get_args(Admission)
+#: which executor family a run may take (``run.engine``, ``run_workloads(engine=...)``; executors.py chooses)
+Engine = Literal["auto", "fifo", "events"]
 
 
 def _no_bool(value: object) -> object:

@@ -27,18 +27,18 @@ naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` refuses both compiled executo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
-from sandbox_fleet.simulate.engine.entities import Fleet
+from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import one_pass, run_fifo, run_one_pass
 from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
 
-ENGINES = ("auto", "fifo", "events")  # the values of ``run.engine`` / ``run_workloads(engine=...)``
+ENGINES: tuple[str, ...] = get_args(Engine)  # the values of ``run.engine`` / ``run_workloads(engine=...)``
 Progress = Callable[[int, int], None] | None
 
 

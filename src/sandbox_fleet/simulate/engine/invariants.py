@@ -22,6 +22,7 @@ import numpy as np
 
 from sandbox_fleet.measure.concurrency import to_us
 from sandbox_fleet.simulate.engine.entities import DROPPED, RETRIED
+from sandbox_fleet.simulate.engine.policies import POLICIES
 
 
 class InvariantError(AssertionError):
@@ -152,7 +153,7 @@ def _check_policies(res, fail) -> None:
     started = res.derived()["started"]
     for w, wl in enumerate(res.workloads):
         pl = res.fleets[wl.pool]
-        if pl.admission not in ("priority", "timeout-ceiling"):
+        if pl.admission not in POLICIES:
             continue  # neither check applies: no per-row work for a pool without these policies
         sel = started & (res.workload == w)
         if pl.admission == "priority" and wl.nominal is not None and wl.borrow_limit is not None:

@@ -108,7 +108,7 @@ class RLState:
         return {k: np.asarray(getattr(self, k), dtype=float) for k in ("release_s", "batch_end_s", "train_start_s", "train_end_s")}
 
 
-def rl_states(workloads: list[Workload], offsets: np.ndarray, r_batch: list[int]) -> dict[int, RLState]:
+def rl_states(workloads: list[Workload], offsets: np.ndarray, r_batch: list[int] | np.ndarray) -> dict[int, RLState]:
     """A fresh trainer state per RL workload (keyed by workload index); fills ``r_batch``
     (per global rollout id: its batch within its workload)."""
     out: dict[int, RLState] = {}

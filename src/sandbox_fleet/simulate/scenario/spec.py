@@ -30,7 +30,7 @@ from pydantic_core import PydanticCustomError
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import load_toml
-from sandbox_fleet.simulate.engine.entities import Fleet, NonNegFloat, PosFloat, Whole
+from sandbox_fleet.simulate.engine.entities import Engine, Fleet, NonNegFloat, PosFloat, Whole
 
 
 class Strict(BaseModel):
@@ -247,7 +247,7 @@ class SubstrateSpec(Strict):
 
 class RunSpec(Strict):
     seed: Annotated[Whole, Field(ge=0)] = 1
-    engine: Literal["auto", "fifo", "events"] = "auto"
+    engine: Engine = "auto"
     epoch: str = "2026-01-01T00:00:00+00:00"
     #: share of completed rollouts that pass (the summary's passing_per_hour); none: every completed one
     pass_rate: Annotated[float, Field(gt=0, le=1)] | None = None

@@ -78,7 +78,7 @@ def supported(prep) -> bool:
 def run(prep, on_progress=None) -> ExecutorOutput:
     from sandbox_fleet.simulate.engine.fast import _pool_loop_kernel as K
     from sandbox_fleet.simulate.engine.inference.figures import ServedRun, unloaded_holds
-    from sandbox_fleet.simulate.engine.trainer import RLState
+    from sandbox_fleet.simulate.engine.trainer import rl_states
 
     N = prep.n
     cfg = prep.inference
@@ -129,7 +129,7 @@ def run(prep, on_progress=None) -> ExecutorOutput:
     sizes: list[int] = []
     starts: list[int] = []
     r_batch = np.zeros(N, dtype=i64)
-    rl: dict[int, RLState] = {}
+    rl = rl_states(wls, prep.offsets, r_batch)  # the trainer's state, as the Python executors set it up
     for w, wl in enumerate(wls):
         wi[w, K.W_KIND] = {OPEN: K.K_OPEN, RL: K.K_RL, CLOSED: K.K_CLOSED}[wl.kind]
         wi[w, K.W_POOL] = wl.pool
@@ -138,17 +138,13 @@ def run(prep, on_progress=None) -> ExecutorOutput:
         if wl.kind == CLOSED:
             wi[w, K.W_POP] = min(wl.population, wl.count)
         if wl.kind == RL:
-            st = RLState(w, wl.batch, wl.staleness, wl.train_s, int(prep.offsets[w]))
-            rl[w] = st
+            st = rl[w]
             wi[w, K.B_LO] = len(sizes)
             wi[w, K.B_N] = len(st.sizes)
             wi[w, K.STALENESS] = st.staleness
             train_s[w] = st.train_s
-            for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
-                lo = st.base + s0
-                r_batch[lo : lo + sz] = j
-                sizes.append(sz)
-                starts.append(lo)
+            sizes += [int(sz) for sz in st.sizes]
+            starts += [st.base + int(s0) for s0 in st.starts]
     nb = len(sizes)
     b_size = np.array(sizes, dtype=i64)
     b_start = np.array(starts, dtype=i64)
