@@ -1,8 +1,8 @@
 """Scenario files: load, build and simulate one (``simulate_scenario``: the model; ``run_scenario``: its JSON).
 
 The TOML schema and ``load_scenario`` live in ``scenario.spec``; turning a spec into
-engine objects (``build``) in ``scenario.builder``; ``sandbox_fleet.simulate.scenario`` exports
-all of them, the one import for scenario files.
+engine objects (``build``) in ``scenario.builder``. Both are re-exported here, so
+``sandbox_fleet.simulate.scenario`` stays the one import for scenario files.
 """
 
 from __future__ import annotations
@@ -13,8 +13,40 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
 from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.simulate.scenario import bounds
-from sandbox_fleet.simulate.scenario.builder import build
-from sandbox_fleet.simulate.scenario.spec import load_scenario
+from sandbox_fleet.simulate.scenario.builder import Built, build
+from sandbox_fleet.simulate.scenario.spec import (
+    BuildSpec,
+    ComponentSpec,
+    DeterministicSpec,
+    DistSpec,
+    EmpiricalSpec,
+    EpisodeParts,
+    ExceptionsSpec,
+    ExponentialSpec,
+    FleetSpec,
+    ImagesSpec,
+    InferenceSpec,
+    LogNormalSpec,
+    MixtureSpec,
+    NonNegFloat,
+    PosFloat,
+    RetrySpec,
+    RunSpec,
+    ScenarioSpec,
+    Strict,
+    SubstrateSpec,
+    TurnsSpec,
+    WeibullSpec,
+    WorkloadSpec,
+    load_scenario,
+)
+
+__all__ = [
+    "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "EmpiricalSpec", "EpisodeParts",
+    "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
+    "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
+    "load_scenario", "run_scenario", "simulate_scenario",
+]
 
 
 def run_scenario(path: str | Path, *, telemetry_out: str | Path | None = None, timing: bool = False,
