@@ -15,7 +15,8 @@ plan's text say the same words), and plan the backtest model (``plan --backtest`
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget), safeparse (bounded JSON and TOML
 parsing), textout (plain lines folded to a width; one-line, terminal and HTML escaping), gpus (the GPU
-catalog and memory model), exact (float operations with the same bits on every CPU), toml_entries (a
+catalog and memory model), exact (float operations with the same bits on every CPU), speedups (which
+optional C speed-ups are used), toml_entries (a
 [[TABLE]] catalog reader) and substrates (the execution-substrate catalog) are leaves
 everyone may use.
 """
@@ -28,12 +29,13 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
 LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "safeparse",
-          "textout", "toml_entries", "substrates", "__version__"}
+          "textout", "toml_entries", "substrates", "speedups", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
     "exact": set(),
     "textout": set(),
+    "speedups": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},
     "limits": {"errors"},

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar, get_args
 
+from sandbox_fleet import speedups
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
@@ -76,13 +77,8 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
 def compiled_place_stream():
     """The C twin of ``fifo.place_stream`` (``_fifo_speedups``), or ``None`` when it was not
     built at install (no compiler) or ``SANDBOX_FLEET_PURE_PYTHON`` is set."""
-    if fast.pure_python_forced():
-        return None
-    try:
-        from sandbox_fleet.simulate.engine._fifo_speedups import place_stream as compiled
-    except ImportError:
-        return None
-    return compiled
+    module = speedups.compiled("simulate.engine._fifo_speedups")
+    return None if module is None else module.place_stream
 
 
 class Executor:

@@ -18,10 +18,9 @@ from __future__ import annotations
 import importlib.util
 import os
 
+from sandbox_fleet.speedups import pure_python_forced
 
-def pure_python_forced() -> bool:
-    """Whether ``SANDBOX_FLEET_PURE_PYTHON`` asks for the pure-Python paths only."""
-    return os.environ.get("SANDBOX_FLEET_PURE_PYTHON", "") not in ("", "0")
+__all__ = ["available", "pure_python_forced"]
 
 
 def available() -> bool:
