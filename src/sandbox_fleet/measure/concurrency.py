@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet import speedups
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.stats import US, arrival_rate_per_s, bit_field, group_sums, ratio
 
@@ -83,7 +84,9 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
         key.sort(kind="stable")
     else:
         key.sort()
-    return _checked(_compact(key, base, 0), _holds_sum(start_us, finish_us))
+    fast = speedups.compiled("measure._groups")
+    swept = _compact(key, base, 0) if fast is None else _compiled_compact(fast, key, base, 0, [])[0]
+    return _checked(swept, _holds_sum(start_us, finish_us))
 
 
 def _holds_sum(start_us: np.ndarray, finish_us: np.ndarray) -> int:
@@ -169,14 +172,46 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     key[:n] |= 1
     key.sort()
     rows = np.bincount(group, minlength=n_groups + 1)
-    sums = _group_hold_sums(start_us, finish_us, group, n_groups)
+    fast = speedups.compiled("measure._groups")
+    sums = _group_hold_sums(start_us, finish_us, group, n_groups) if fast is None else \
+        fast.group_hold_sums(start_us, finish_us, group, n_groups + 1)
     del group
+    if fast is not None:
+        overall, per_group = _compiled_compact(fast, key, base, bits, [int(r) for r in rows[:n_groups]])
+        for g, swept in enumerate(per_group):
+            if swept is not None:
+                each(g, _checked(swept, sums[g]), int(rows[g]))
+        return _checked(overall, sum(sums))
     label = bit_field(key, 1, bits)
     for g in range(n_groups):
         if rows[g]:
             each(g, _checked(_compact(key[label == g], base, bits), sums[g]), int(rows[g]))
     del label
     return _checked(_compact(key, base, bits), sum(sums))  # every interval's hold, the no-group slot too
+
+
+def _compiled_compact(fast, key: np.ndarray, base: int, code_bits: int, rows: list[int]
+                      ) -> tuple[Sweep, list[Sweep | None]]:
+    """``_compact`` of the sorted events ``key`` (consumed) and of each group g's events (``rows[g]``
+    intervals; None for a group without), from one pass of ``_groups.compact``: the same arrays,
+    dtypes and views as ``_compact`` of ``key`` and of ``key[label == g]``."""
+    level: np.ndarray = np.empty(key.size, dtype=_level_dtype(key.size))
+    times = [np.empty(2 * r, dtype=np.int64) if r else None for r in rows]
+    levels: list[np.ndarray | None] = [np.empty(2 * r, dtype=_level_dtype(2 * r)) if r else None for r in rows]
+    m, points = fast.compact(key, base, code_bits, level, times, levels)
+    per_group = [None if t is None or lv is None else _trimmed(t, lv, p) for t, lv, p in zip(times, levels, points)]
+    return _trimmed(key, level, m), per_group
+
+
+def _level_dtype(events: int) -> type:
+    return np.int32 if events < 2**32 else np.int64
+
+
+def _trimmed(times: np.ndarray, level: np.ndarray, m: int) -> Sweep:
+    """The first ``m`` points as a Sweep, by ``_compact``'s rule: views when most events are distinct
+    times, copies when ties shrank them a lot (so the event-sized arrays can go)."""
+    keep = 2 * m > times.size
+    return Sweep(times[:m] if keep else times[:m].copy(), level[:m] if keep else level[:m].copy())
 
 
 def _group_hold_sums(start_us: np.ndarray, finish_us: np.ndarray, group: np.ndarray, n_groups: int) -> list[int]:

@@ -1,0 +1,204 @@
+"""The C twins in ``measure/_groups.c`` against their NumPy references and exact Python sums:
+``group_totals`` (``groups.reference_group_columns``), ``group_hold_sums``
+(``concurrency._group_hold_sums``) and ``compact`` (``concurrency._compact``, also per group as
+``grouped_sweeps``' reference loop makes it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sandbox_fleet import speedups
+from sandbox_fleet.measure import concurrency, groups
+from sandbox_fleet.measure.columns import frame_from_table
+
+from .test_group_scan import random_table
+
+fast = speedups.compiled("measure._groups")
+pytestmark = pytest.mark.skipif(fast is None, reason="the C twin was not built (or SANDBOX_FLEET_PURE_PYTHON is set)")
+
+
+def _rechunked(table: pa.Table, name: str, sizes: list[int]) -> pa.Table:
+    """``table`` with column ``name`` cut into chunks of ``sizes`` (the rest in one more)."""
+    col = table.column(name).combine_chunks()
+    parts, at = [], 0
+    for size in sizes:
+        parts.append(col.slice(at, size))
+        at += size
+    parts.append(col.slice(at))
+    return table.set_column(table.column_names.index(name), name, pa.chunked_array(parts, type=col.type))
+
+
+def _columns(fr, codes, n_groups, threshold, pure: bool, monkeypatch) -> list:
+    if pure:
+        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    try:
+        return groups.group_rows_of([job() for job in groups.group_columns(fr, codes, n_groups, threshold)], n_groups)
+    finally:
+        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.booleans(), st.sampled_from([0.5, 1.0]),
+       st.lists(st.integers(0, 60), max_size=4), st.lists(st.integers(0, 60), max_size=4))
+def test_group_totals_equal_the_reference_on_frames(seed, n, huge, threshold, in_chunks, out_chunks):
+    # Token columns cut at different rows: each call of the twin must lie in one chunk of both.
+    table = random_table(seed, n, huge)
+    table = _rechunked(_rechunked(table, "input_tokens", in_chunks), "output_tokens", out_chunks)
+    fr = frame_from_table(table)
+    with pytest.MonkeyPatch.context() as mp:
+        for codes, names in (fr.model.labelled(), fr.job.labelled()):
+            assert _columns(fr, codes, len(names), threshold, False, mp) == _columns(fr, codes, len(names), threshold, True, mp)
+
+
+def _exact(codes, n_groups, values, mask) -> list[int]:
+    return [sum(int(v) for v, c, m in zip(values, codes, mask) if m and c == g) for g in range(n_groups)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 200), st.integers(1, 5),
+       st.sampled_from([np.int32, np.int64, np.uint8]),
+       st.sampled_from([(0, 10), (0, 2**62), (-(2**62), 2**62), (2**63 - 2**20, 2**63 - 1), (-(2**63), -(2**63) + 5)]))
+def test_group_totals_are_exact_sums_and_counts(seed, n, n_groups, dtype, bounds):
+    # Values near int64's ends: only a wide accumulator sums them exactly (NumPy's int64 sum wraps).
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, n_groups, n).astype(dtype)
+    lo, hi = bounds
+    hold, tok_in, tok_out = (rng.integers(lo, hi, n, dtype=np.int64, endpoint=True) for _ in range(3))
+    masks = [rng.random(n) < p for p in (0.9, 0.5, 0.5, 0.3, 0.6)]
+    flag_valid, flag_value, rewarded, passed, tok = masks
+    got = fast.group_totals(codes, n_groups, hold, flag_valid, flag_value, rewarded, passed, tok, tok_in, tok_out)
+    every = np.ones(n, dtype=bool)
+    counts = [every, flag_valid, flag_valid & flag_value, rewarded, passed, tok]
+    expect = [[int(((codes == g) & m).sum()) for g in range(n_groups)] for m in counts]
+    expect.insert(1, _exact(codes, n_groups, hold, every))
+    expect += [_exact(codes, n_groups, v, tok) for v in (hold, tok_in, tok_out)]
+    assert got == expect
+    assert all(type(v) is int for col in got for v in col)
+
+
+def test_group_totals_of_no_rows_and_one_group():
+    empty_i, empty_b = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    assert fast.group_totals(empty_i.astype(np.int32), 3, empty_i, *[empty_b] * 5, empty_i, empty_i) == [[0] * 3] * 10
+    one = np.array([7], dtype=np.int64)
+    yes = np.ones(1, dtype=bool)
+    assert fast.group_totals(np.zeros(1, dtype=np.int32), 1, one, *[yes] * 5, one, one) == [[1], [7]] + [[1]] * 5 + [[7]] * 3
+
+
+def test_group_totals_refuse_codes_out_of_range_and_mismatched_lengths():
+    n = 3
+    ints, bools = np.arange(n, dtype=np.int64), np.ones(n, dtype=bool)
+    with pytest.raises(ValueError, match="not in 0..1"):
+        fast.group_totals(np.array([0, 2, 1], dtype=np.int32), 2, ints, *[bools] * 5, ints, ints)
+    with pytest.raises(ValueError, match="not in"):
+        fast.group_totals(np.array([0, -1, 1], dtype=np.int64), 2, ints, *[bools] * 5, ints, ints)
+    with pytest.raises(ValueError, match="rows"):
+        fast.group_totals(np.zeros(n, dtype=np.int32), 1, ints[:2], *[bools] * 5, ints, ints)
+    with pytest.raises(TypeError):
+        fast.group_totals(np.zeros(n, dtype=np.int32), 1, ints.astype(np.float64), *[bools] * 5, ints, ints)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 6),
+       st.sampled_from([10**6, 2**40, 2**60]), st.booleans())
+def test_group_hold_sums_equal_the_reference(seed, n, n_groups, span, backwards):
+    rng = np.random.default_rng(seed)
+    start = 1_780_000_000_000_000 + rng.integers(0, 10**12, n)
+    finish = start + rng.integers(-span if backwards else 0, span, n)
+    group = rng.integers(0, n_groups, n).astype(np.uint8)
+    got = fast.group_hold_sums(start, finish, group, n_groups)
+    assert got == _exact(group, n_groups, finish - start, np.ones(n, dtype=bool))
+    if not backwards and span < 2**50:  # where the reference's float bincount is exact
+        assert got == concurrency._group_hold_sums(start, finish, group, n_groups - 1)
+
+
+def test_group_hold_sums_of_epochs_further_apart_than_int64():
+    start = np.array([-(2**63)], dtype=np.int64)
+    finish = np.array([2**63 - 1], dtype=np.int64)
+    assert fast.group_hold_sums(start, finish, np.zeros(1, dtype=np.uint8), 1) == [2**64 - 1]
+
+
+def _sorted_key(start, finish, codes, n_groups):
+    """``grouped_sweeps``' sorted packed events (time - base, group, start bit) and its base."""
+    bits = n_groups.bit_length()
+    base = int(start.min())
+    group = np.where(codes < 0, n_groups, codes).astype(np.int64)
+    key = np.concatenate([(((start - base) << bits | group) << 1) | 1, ((finish - base) << bits | group) << 1])
+    key.sort()
+    return key, base, bits
+
+
+def _sweep_tuple(sw: concurrency.Sweep):
+    return sw.times.tolist(), sw.level.tolist(), sw.times.dtype, sw.level.dtype, sw.times.base is not None
+
+
+intervals = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12), st.integers(-1, 4)), min_size=1, max_size=60)
+
+
+def _intervals(rows, n_groups: int, far: bool, offset: int = 0):
+    """(start, finish, codes) of ``rows``; ``far`` adds one interval reaching the last time the
+    packed key holds (62 bits less the group and start bits)."""
+    start = np.array([offset + a for a, _, _ in rows], dtype=np.int64)
+    finish = start + np.array([d for _, d, _ in rows], dtype=np.int64)
+    codes = np.array([min(c, n_groups - 1) for _, _, c in rows], dtype=np.int64)
+    if far:
+        first = int(start.min())
+        start, finish = np.append(start, first), np.append(finish, first + (1 << (62 - n_groups.bit_length())) - 1)
+        codes = np.append(codes, n_groups - 1)
+    return start, finish, codes
+
+
+@settings(max_examples=200, deadline=None)
+@given(intervals, st.integers(1, 5), st.integers(1, 7), st.booleans())
+def test_compact_equals_the_reference_overall_and_per_group(rows, n_groups, block, far):
+    # Small reference blocks put ties across block edges.
+    start, finish, codes = _intervals(rows, n_groups, far)
+    key, base, bits = _sorted_key(start, finish, codes, n_groups)
+    counts = [int((codes == g).sum()) for g in range(n_groups)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(concurrency, "BLOCK", block)
+        label = (key >> 1) & ((1 << bits) - 1)
+        expect_groups = [concurrency._compact(key[label == g], base, bits) if counts[g] else None for g in range(n_groups)]
+        got_all, got_groups = concurrency._compiled_compact(fast, key.copy(), base, bits, counts)
+        expect_all = concurrency._compact(key, base, bits)
+    assert _sweep_tuple(got_all) == _sweep_tuple(expect_all)
+    assert [g and _sweep_tuple(g) for g in got_groups] == [e and _sweep_tuple(e) for e in expect_groups]
+
+
+@settings(max_examples=100, deadline=None)
+@given(intervals, st.integers(1, 5), st.sampled_from([0, 1, 1_780_000_000_000_000]), st.booleans())
+def test_grouped_sweeps_and_sweep_equal_the_pure_ones(rows, n_groups, offset, far):
+    start, finish, codes = _intervals(rows, n_groups, far, offset)
+    codes = codes.astype(np.int32)  # Codes' dtype
+
+    def run():
+        seen = {}
+        overall = concurrency.grouped_sweeps(start, finish, codes, n_groups,
+                                             lambda g, sw, r: seen.setdefault(g, (_sweep_tuple(sw), sw.holds_us, r)))
+        one = concurrency.sweep(start, finish)
+        return _sweep_tuple(overall), overall.holds_us, seen, _sweep_tuple(one), one.holds_us
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+        got = run()
+        mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+        assert got == run()
+
+
+def test_compiled_sweep_keeps_the_self_check(monkeypatch):
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(concurrency, "_area", lambda times, level: 1)
+    with pytest.raises(concurrency.SweepError):
+        concurrency.grouped_sweeps(np.array([0, 2]), np.array([5, 3]), np.array([0, 1]), 2, lambda *a: None)
+
+
+def test_compact_refuses_a_group_with_more_events_than_its_arrays():
+    key = np.array([0b011, 0b110], dtype=np.int64)  # group 1 starts at 0 and finishes at 1
+    level = np.empty(2, dtype=np.int32)
+    with pytest.raises(ValueError, match="group 1"):
+        fast.compact(key, 0, 1, level, [None, np.empty(1, dtype=np.int64)], [None, np.empty(1, dtype=np.int32)])
