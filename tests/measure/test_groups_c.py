@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -202,3 +205,36 @@ def test_compact_refuses_a_group_with_more_events_than_its_arrays():
     level = np.empty(2, dtype=np.int32)
     with pytest.raises(ValueError, match="group 1"):
         fast.compact(key, 0, 1, level, [None, np.empty(1, dtype=np.int64)], [None, np.empty(1, dtype=np.int32)])
+
+
+# --- whole runs --------------------------------------------------------------------------
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+WHOLE_INPUTS = [*sorted(p for p in (FIXTURES / "harbor").iterdir() if p.is_dir()),
+                *sorted(p for p in (FIXTURES / "harbor-layouts").iterdir() if p.is_dir()),
+                *sorted((FIXTURES / "terminal_bench").iterdir()),
+                *sorted((FIXTURES / "inspect").glob("*.eval"))]
+
+
+def _both(run_cli, monkeypatch, path) -> tuple:
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    compiled = run_cli("measure", path, "--json")
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    pure = run_cli("measure", path, "--json")
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON")
+    return compiled, pure
+
+
+@pytest.mark.parametrize("path", WHOLE_INPUTS, ids=lambda p: p.name)
+def test_measure_json_is_the_same_bytes_with_and_without_the_twins(run_cli, monkeypatch, path):
+    compiled, pure = _both(run_cli, monkeypatch, path)
+    assert (compiled.code, compiled.out) == (pure.code, pure.out)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_measure_json_of_a_many_job_many_model_table_is_the_same_bytes(run_cli, monkeypatch, tmp_path, seed):
+    # Several jobs and models, nulls in both: the grouped sweep and every group column run.
+    path = tmp_path / "rollouts.parquet"
+    pq.write_table(random_table(seed, 3000), path, row_group_size=700)
+    compiled, pure = _both(run_cli, monkeypatch, path)
+    assert compiled.code == 0 and '"by_job"' in compiled.out
+    assert compiled.out == pure.out
