@@ -1,7 +1,8 @@
 """The C twins in ``measure/_groups.c`` against their NumPy references and exact Python sums:
 ``group_totals`` (``groups.reference_group_columns``), ``group_hold_sums``
-(``concurrency._group_hold_sums``) and ``compact`` (``concurrency._compact``, also per group as
-``grouped_sweeps``' reference loop makes it)."""
+(``concurrency._group_hold_sums``), ``compact`` (``concurrency._compact``, also per group as
+``grouped_sweeps``' reference loop makes it), ``area`` (``concurrency._reference_area``) and
+``level_durations`` (``time_at_level``'s bincount); then whole ``measure --json`` runs."""
 
 from __future__ import annotations
 
@@ -205,6 +206,45 @@ def test_compact_refuses_a_group_with_more_events_than_its_arrays():
     level = np.empty(2, dtype=np.int32)
     with pytest.raises(ValueError, match="group 1"):
         fast.compact(key, 0, 1, level, [None, np.empty(1, dtype=np.int64)], [None, np.empty(1, dtype=np.int32)])
+
+
+
+steps = st.lists(st.tuples(st.integers(1, 2**20), st.integers(0, 300)), min_size=1, max_size=80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps, st.sampled_from([np.int32, np.int64]), st.integers(1, 9), st.sampled_from([0, 2**40]))
+def test_area_equals_the_reference(segments, dtype, block, scale):
+    # scale: products past 2**63, where both wrap the same way inside a block.
+    times = np.cumsum([0] + [d * (1 + scale) for d, _ in segments]).astype(np.int64)
+    level = np.array([lv << (20 if scale and dtype == np.int64 else 0) for _, lv in segments] + [0], dtype=dtype)
+    assert fast.area(times, level, block) == concurrency._reference_area(times, level, block)
+    if not scale:
+        assert fast.area(times, level, block) == sum(int(lv) * (int(b) - int(a)) for lv, a, b in zip(level, times, times[1:]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps, st.sampled_from([np.int32, np.int64]), st.sampled_from([1, 3, 2**40 + 1]))
+def test_level_durations_equal_the_bincount(segments, dtype, scale):
+    # Large durations make the float additions round: the same order gives the same bits.
+    times = np.cumsum([0] + [d * scale for d, _ in segments]).astype(np.int64)
+    level = np.array([lv for _, lv in segments] + [0], dtype=dtype)
+    sw = concurrency.Sweep(times, level)
+    peak = int(level[:-1].max())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+        got = concurrency._level_durations(sw, peak)
+        mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+        expect = concurrency._level_durations(sw, peak)
+    assert got.dtype == expect.dtype and got.tobytes() == expect.tobytes()
+
+
+def test_level_durations_refuse_a_level_out_of_range():
+    times, level = np.array([0, 5, 9], dtype=np.int64), np.array([2, -1, 0], dtype=np.int32)
+    with pytest.raises(ValueError, match="level"):
+        fast.level_durations(times, level, np.zeros(3))
+    with pytest.raises(ValueError, match="level"):
+        fast.level_durations(times, np.array([3, 0, 0], dtype=np.int32), np.zeros(3))
 
 
 # --- whole runs --------------------------------------------------------------------------

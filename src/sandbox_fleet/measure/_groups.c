@@ -1,9 +1,11 @@
-/* Optional C twins of measure's grouped counts and sums and of the sweep's compaction.
+/* Optional C twins of measure's grouped counts and sums and of the sweep's compaction, area
+   and time at level.
 
    Built at install when a C compiler is present (setup.py, optional=True); without it the
    NumPy functions run instead, and they stay the reference (groups.group_columns,
    concurrency._group_hold_sums, concurrency._compact and the per-group loop of
-   concurrency.grouped_sweeps). Each twin is one pass over the rows (or the sorted events)
+   concurrency.grouped_sweeps, concurrency._reference_area, the bincount of
+   concurrency.time_at_level). Each twin is one pass over the rows (or the sorted events)
    where the reference makes one NumPy pass per figure, each with row-sized temporaries.
 
    Sums are exact: every partial sum is an __int128 (no row count or int64 value can carry
@@ -451,10 +453,134 @@ done:
     return result;
 }
 
+/* Level i of a sweep (int32 or int64). */
+static inline int64_t
+level_at(const void *level, Py_ssize_t itemsize, Py_ssize_t i)
+{
+    return itemsize == 4 ? ((const int32_t *)level)[i] : ((const int64_t *)level)[i];
+}
+
+/* Both arrays of a Sweep, as long as each other; 0 or -1 with an exception set. */
+static int
+sweep_buffers(PyObject *o_times, PyObject *o_level, Py_buffer *times_b, Py_buffer *level_b, const char *fn)
+{
+    if (get_buffer(o_times, times_b, 0, INT64_ONLY, fn, "times") < 0)
+        return -1;
+    if (get_buffer(o_level, level_b, 0, LEVEL_INT, fn, "level") < 0) {
+        PyBuffer_Release(times_b);
+        return -1;
+    }
+    if (times_b->len / 8 != level_b->len / level_b->itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: times and level differ in length", fn);
+        PyBuffer_Release(times_b);
+        PyBuffer_Release(level_b);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(area_doc,
+"area(times, level, block)\n"
+"\n"
+"sum(level[i] * (times[i+1] - times[i])) as ``concurrency._area`` computes it: each block of\n"
+"``block`` segments in int64 arithmetic (wrapping as NumPy's int64 dot does), the blocks\n"
+"summed exactly, as a Python int.");
+
+static PyObject *
+area(PyObject *self, PyObject *args)
+{
+    PyObject *o_times, *o_level;
+    Py_ssize_t block;
+    Py_buffer times_b, level_b;
+    if (!PyArg_ParseTuple(args, "OOn:area", &o_times, &o_level, &block))
+        return NULL;
+    if (block <= 0) {
+        PyErr_SetString(PyExc_ValueError, "area: block must be positive");
+        return NULL;
+    }
+    if (sweep_buffers(o_times, o_level, &times_b, &level_b, "area") < 0)
+        return NULL;
+    wide total = 0;
+    {
+        const int64_t *times = times_b.buf;
+        const void *level = level_b.buf;
+        Py_ssize_t itemsize = level_b.itemsize, segments = times_b.len / 8 - 1;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < segments; i += block) {
+            Py_ssize_t j = i + block < segments ? i + block : segments;
+            uint64_t part = 0;  /* unsigned: the int64 wrap without undefined behaviour */
+            for (Py_ssize_t k = i; k < j; k++)
+                part += (uint64_t)level_at(level, itemsize, k) * ((uint64_t)times[k + 1] - (uint64_t)times[k]);
+            total += (int64_t)part;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&times_b);
+    PyBuffer_Release(&level_b);
+    return wide_to_long(total);
+}
+
+PyDoc_STRVAR(level_durations_doc,
+"level_durations(times, level, out)\n"
+"\n"
+"Into ``out`` (float64, zeroed, at least max(level[:-1]) + 1 long): the time spent at each\n"
+"level, as ``np.bincount(level[:-1], weights=np.diff(times).astype(float))`` sums it (the\n"
+"same float additions in the same order). A negative or too large level is a ValueError.");
+
+static PyObject *
+level_durations(PyObject *self, PyObject *args)
+{
+    PyObject *o_times, *o_level, *o_out;
+    Py_buffer times_b, level_b, out_b;
+    if (!PyArg_ParseTuple(args, "OOO:level_durations", &o_times, &o_level, &o_out))
+        return NULL;
+    if (sweep_buffers(o_times, o_level, &times_b, &level_b, "level_durations") < 0)
+        return NULL;
+    if (PyObject_GetBuffer(o_out, &out_b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&times_b);
+        PyBuffer_Release(&level_b);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (out_b.itemsize != 8 || !out_b.format || strcmp(out_b.format, "d") != 0 || out_b.ndim > 1) {
+        PyErr_SetString(PyExc_TypeError, "level_durations: out must be a one-dimensional float64 array");
+        goto done;
+    }
+    Py_ssize_t bad = -1;
+    {
+        const int64_t *times = times_b.buf;
+        const void *level = level_b.buf;
+        double *out = out_b.buf;
+        Py_ssize_t itemsize = level_b.itemsize, segments = times_b.len / 8 - 1, bins = out_b.len / 8;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < segments; i++) {
+            int64_t v = level_at(level, itemsize, i);
+            if (v < 0 || v >= bins) {
+                bad = i;
+                break;
+            }
+            out[v] += (double)(int64_t)((uint64_t)times[i + 1] - (uint64_t)times[i]);  /* np.diff's wrap */
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "level_durations: level[%zd] is not in 0..%zd", bad, out_b.len / 8 - 1);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&out_b);
+    PyBuffer_Release(&times_b);
+    PyBuffer_Release(&level_b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_totals", group_totals, METH_VARARGS, group_totals_doc},
     {"group_hold_sums", group_hold_sums, METH_VARARGS, group_hold_sums_doc},
     {"compact", compact, METH_VARARGS, compact_doc},
+    {"area", area, METH_VARARGS, area_doc},
+    {"level_durations", level_durations, METH_VARARGS, level_durations_doc},
     {NULL, NULL, 0, NULL},
 };
 
