@@ -159,7 +159,9 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     ``codes``: 0..n_groups-1 per interval, -1 for one in no group (swept overall only). A
     group's events are a stable partition of the sorted events, so they are sorted too: the
     same Sweep as ``sweep`` of the group alone (a sorted multiset has one order). Memory: the
-    key (16 bytes an interval) and one group's events at a time.
+    key (16 bytes an interval) and one group's events at a time; with the C twin
+    (``_groups.compact``, one pass for the overall sweep and every group's) every group's
+    points at once instead (up to 24 bytes an interval).
     """
     n = start_us.size
     bits = n_groups.bit_length()  # codes 0..n_groups, the last for "no group"

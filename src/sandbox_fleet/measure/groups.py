@@ -7,6 +7,7 @@ also measured alone. Jobs carry their own concurrency figures, since each has it
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from itertools import pairwise
 
 import numpy as np
@@ -95,10 +96,9 @@ def _compiled_totals(fast, fr: Frame, codes: np.ndarray, n_groups: int, threshol
 
 def _rows_of(views: list, lo: int, hi: int) -> np.ndarray:
     """Rows lo..hi of a column given as ``Column._views`` (they lie in one view)."""
-    for first, view in views:
-        if first <= lo and hi <= first + view.size:
-            return view[lo - first:hi - first]
-    raise AssertionError(f"rows {lo}..{hi} span two chunks")
+    first, view = views[bisect_right([f for f, _ in views], lo) - 1]
+    assert hi <= first + view.size, f"rows {lo}..{hi} span two chunks"
+    return view[lo - first:hi - first]
 
 
 def group_rows_of(cols: list, n_groups: int) -> list[tuple[int, ...]]:
