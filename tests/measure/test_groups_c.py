@@ -1,6 +1,7 @@
 """The C twins in ``measure/_groups.c`` against their NumPy references and exact Python sums:
-``group_totals`` (``groups.reference_group_columns``), ``group_hold_sums``
-(``concurrency._group_hold_sums``), ``compact`` (``concurrency._compact``, also per group as
+``group_totals`` (``groups.reference_group_columns``),
+``pack_events`` (``concurrency._packed_events``, the groups' counts and
+``_group_hold_sums``), ``compact`` (``concurrency._compact``, also per group as
 ``grouped_sweeps``' reference loop makes it), ``area`` (``concurrency._reference_area``) and
 ``level_durations`` (``time_at_level``'s bincount); then whole ``measure --json`` runs."""
 
@@ -109,22 +110,33 @@ def test_group_totals_refuse_codes_out_of_range_and_mismatched_lengths():
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(1, 6),
-       st.sampled_from([10**6, 2**40, 2**60]), st.booleans())
-def test_group_hold_sums_equal_the_reference(seed, n, n_groups, span, backwards):
+       st.sampled_from([10**6, 2**40, 2**56]), st.booleans(), st.sampled_from([np.int32, np.int64]))
+def test_pack_events_equal_the_reference(seed, n, n_groups, span, backwards, dtype):
+    # backwards: finishes before starts (negative holds and keys) pack the same bits too.
     rng = np.random.default_rng(seed)
     start = 1_780_000_000_000_000 + rng.integers(0, 10**12, n)
     finish = start + rng.integers(-span if backwards else 0, span, n)
-    group = rng.integers(0, n_groups, n).astype(np.uint8)
-    got = fast.group_hold_sums(start, finish, group, n_groups)
-    assert got == _exact(group, n_groups, finish - start, np.ones(n, dtype=bool))
-    if not backwards and span < 2**50:  # where the reference's float bincount is exact
-        assert got == concurrency._group_hold_sums(start, finish, group, n_groups - 1)
+    codes = rng.integers(-1, n_groups, n).astype(dtype)
+    base = int(start.min()) if n else 0
+    key = np.empty(2 * n, dtype=np.int64)
+    rows, sums = fast.pack_events(start, finish, codes, n_groups, base, n_groups.bit_length(), key)
+    expect_key, group = concurrency._packed_events(start, finish, codes, n_groups, base)
+    assert key.tobytes() == expect_key.tobytes()
+    assert rows == np.bincount(group, minlength=n_groups + 1).tolist()
+    assert sums == _exact(group, n_groups + 1, finish - start, np.ones(n, dtype=bool))
+    assert sums == concurrency._group_hold_sums(start, finish, group, n_groups)
 
 
-def test_group_hold_sums_of_epochs_further_apart_than_int64():
-    start = np.array([-(2**63)], dtype=np.int64)
-    finish = np.array([2**63 - 1], dtype=np.int64)
-    assert fast.group_hold_sums(start, finish, np.zeros(1, dtype=np.uint8), 1) == [2**64 - 1]
+def test_pack_events_sum_holds_of_epochs_further_apart_than_int64():
+    start, finish = np.array([-(2**63)], dtype=np.int64), np.array([2**63 - 1], dtype=np.int64)
+    key = np.empty(2, dtype=np.int64)
+    assert fast.pack_events(start, finish, np.zeros(1, dtype=np.int32), 1, 0, 1, key)[1] == [2**64 - 1, 0]
+
+
+def test_pack_events_refuse_a_code_past_the_groups():
+    one = np.zeros(1, dtype=np.int64)
+    with pytest.raises(ValueError, match="not below 2"):
+        fast.pack_events(one, one, np.array([2], dtype=np.int32), 2, 0, 2, np.empty(2, dtype=np.int64))
 
 
 def _sorted_key(start, finish, codes, n_groups):

@@ -1,12 +1,12 @@
-/* Optional C twins of measure's grouped counts and sums and of the sweep's compaction, area
-   and time at level.
+/* Optional C twins of measure's grouped counts and sums and of the grouped sweep.
 
    Built at install when a C compiler is present (setup.py, optional=True); without it the
-   NumPy functions run instead, and they stay the reference (groups.group_columns,
-   concurrency._group_hold_sums, concurrency._compact and the per-group loop of
-   concurrency.grouped_sweeps, concurrency._reference_area, the bincount of
-   concurrency.time_at_level). Each twin is one pass over the rows (or the sorted events)
-   where the reference makes one NumPy pass per figure, each with row-sized temporaries.
+   NumPy functions run instead, and they stay the reference: groups.reference_group_columns
+   (group_totals); concurrency._packed_events with the bincount and _group_hold_sums of
+   grouped_sweeps (pack_events); concurrency._compact, overall and per group as grouped_sweeps'
+   loop makes it (compact); concurrency._reference_area (area); time_at_level's bincount
+   (level_durations). Each twin is one pass where the reference makes one NumPy pass per
+   figure or per group, each with row-sized temporaries.
 
    Sums are exact: every partial sum is an __int128 (no row count or int64 value can carry
    it past 2**127), returned as a Python int. Inputs and outputs are caller-owned buffers
@@ -229,76 +229,6 @@ group_totals(PyObject *self, PyObject *args)
     }
 done:
     PyMem_Free(counts);
-    PyMem_Free(sums);
-    while (nbuf > 0)
-        PyBuffer_Release(&b[--nbuf]);
-    return result;
-}
-
-PyDoc_STRVAR(group_hold_sums_doc,
-"group_hold_sums(start_us, finish_us, codes, n_groups)\n"
-"\n"
-"Exact sum of finish_us - start_us per group (codes 0..n_groups-1), as a list of ints.");
-
-static PyObject *
-group_hold_sums(PyObject *self, PyObject *args)
-{
-    PyObject *o_start, *o_finish, *o_codes;
-    Py_ssize_t n_groups;
-    Py_buffer b[3];
-    int nbuf = 0;
-    PyObject *result = NULL;
-    wide *sums = NULL;
-
-    if (!PyArg_ParseTuple(args, "OOOn:group_hold_sums", &o_start, &o_finish, &o_codes, &n_groups))
-        return NULL;
-    if (n_groups < 0) {
-        PyErr_SetString(PyExc_ValueError, "group_hold_sums: n_groups must be >= 0");
-        return NULL;
-    }
-    if (get_buffer(o_start, &b[0], 0, INT64_ONLY, "group_hold_sums", "start_us") < 0)
-        goto done;
-    nbuf++;
-    if (get_buffer(o_finish, &b[1], 0, INT64_ONLY, "group_hold_sums", "finish_us") < 0)
-        goto done;
-    nbuf++;
-    if (get_buffer(o_codes, &b[2], 0, ANY_INT, "group_hold_sums", "codes") < 0)
-        goto done;
-    nbuf++;
-    Py_ssize_t n = b[0].len / 8;
-    if (b[1].len / 8 != n || b[2].len / b[2].itemsize != n) {
-        PyErr_SetString(PyExc_ValueError, "group_hold_sums: start_us, finish_us and codes differ in length");
-        goto done;
-    }
-    sums = PyMem_Calloc((size_t)(n_groups ? n_groups : 1), sizeof(wide));
-    if (!sums) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t bad = -1;
-    {
-        const int64_t *start = b[0].buf, *finish = b[1].buf;
-        const void *codes = b[2].buf;
-        Py_ssize_t code_size = b[2].itemsize;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t g = code_at(codes, code_size, i);
-            if (g < 0 || g >= n_groups) {
-                bad = i;
-                break;
-            }
-            /* Each difference in 128 bits: two int64 epochs may differ by more than 2**63. */
-            sums[g] += (wide)finish[i] - (wide)start[i];
-        }
-        Py_END_ALLOW_THREADS
-    }
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "group_hold_sums: codes[%zd] = %lld is not in 0..%zd", bad,
-                     (long long)code_at(b[2].buf, b[2].itemsize, bad), n_groups - 1);
-        goto done;
-    }
-    result = int_list(NULL, sums, n_groups);
-done:
     PyMem_Free(sums);
     while (nbuf > 0)
         PyBuffer_Release(&b[--nbuf]);
@@ -575,9 +505,98 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(pack_events_doc,
+"pack_events(start_us, finish_us, codes, n_groups, base, code_bits, key)\n"
+"\n"
+"``grouped_sweeps``' packed events, unsorted, into ``key`` (int64, 2 x rows): interval i's\n"
+"start ``((start_us[i] - base) << code_bits | group) << 1 | 1`` at i and its finish (start bit\n"
+"0) at rows + i, where group is codes[i], or n_groups for a negative code (no group). Returns\n"
+"(intervals per group 0..n_groups, exact sum of holds per group 0..n_groups) as two lists.\n"
+"A code past n_groups - 1 is a ValueError.");
+
+static PyObject *
+pack_events(PyObject *self, PyObject *args)
+{
+    PyObject *o_start, *o_finish, *o_codes, *o_key;
+    Py_ssize_t n_groups;
+    long long base;
+    int code_bits;
+    Py_buffer b[4];
+    int nbuf = 0;
+    PyObject *result = NULL, *rows_list = NULL, *sums_list = NULL;
+    int64_t *rows = NULL;
+    wide *sums = NULL;
+
+    if (!PyArg_ParseTuple(args, "OOOnLiO:pack_events", &o_start, &o_finish, &o_codes, &n_groups, &base,
+                          &code_bits, &o_key))
+        return NULL;
+    if (n_groups < 0 || code_bits < 0 || code_bits > 16 || n_groups >= ((Py_ssize_t)1 << code_bits)) {
+        PyErr_SetString(PyExc_ValueError, "pack_events: need 0 <= n_groups < 2**code_bits, code_bits <= 16");
+        return NULL;
+    }
+    static const char *what[4] = {"start_us", "finish_us", "codes", "key"};
+    static const enum kind kinds[4] = {INT64_ONLY, INT64_ONLY, ANY_INT, INT64_ONLY};
+    PyObject *objs[4] = {o_start, o_finish, o_codes, o_key};
+    for (int k = 0; k < 4; k++) {
+        if (get_buffer(objs[k], &b[k], k == 3, kinds[k], "pack_events", what[k]) < 0)
+            goto done;
+        nbuf++;
+    }
+    Py_ssize_t n = b[0].len / 8;
+    if (b[1].len / 8 != n || b[2].len / b[2].itemsize != n || b[3].len / 8 != 2 * n) {
+        PyErr_SetString(PyExc_ValueError, "pack_events: start_us, finish_us and codes must be as long, key twice that");
+        goto done;
+    }
+    rows = PyMem_Calloc((size_t)n_groups + 1, sizeof(int64_t));
+    sums = PyMem_Calloc((size_t)n_groups + 1, sizeof(wide));
+    if (!rows || !sums) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t bad = -1;
+    {
+        const int64_t *start = b[0].buf, *finish = b[1].buf;
+        const void *codes = b[2].buf;
+        Py_ssize_t code_size = b[2].itemsize;
+        uint64_t *key = b[3].buf;
+        uint64_t ubase = (uint64_t)base;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = code_at(codes, code_size, i);
+            if (g < 0)
+                g = n_groups;
+            else if (g >= n_groups) {
+                bad = i;
+                break;
+            }
+            /* Unsigned: NumPy's int64 subtract and shifts, bit for bit, without undefined behaviour. */
+            key[i] = ((((uint64_t)start[i] - ubase) << code_bits | (uint64_t)g) << 1) | 1u;
+            key[n + i] = (((uint64_t)finish[i] - ubase) << code_bits | (uint64_t)g) << 1;
+            rows[g] += 1;
+            sums[g] += (wide)finish[i] - (wide)start[i];
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "pack_events: codes[%zd] = %lld is not below %zd", bad,
+                     (long long)code_at(b[2].buf, b[2].itemsize, bad), n_groups);
+        goto done;
+    }
+    if ((rows_list = int_list(rows, NULL, n_groups + 1)) && (sums_list = int_list(NULL, sums, n_groups + 1)))
+        result = PyTuple_Pack(2, rows_list, sums_list);
+done:
+    Py_XDECREF(rows_list);
+    Py_XDECREF(sums_list);
+    PyMem_Free(rows);
+    PyMem_Free(sums);
+    while (nbuf > 0)
+        PyBuffer_Release(&b[--nbuf]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_totals", group_totals, METH_VARARGS, group_totals_doc},
-    {"group_hold_sums", group_hold_sums, METH_VARARGS, group_hold_sums_doc},
+    {"pack_events", pack_events, METH_VARARGS, pack_events_doc},
     {"compact", compact, METH_VARARGS, compact_doc},
     {"area", area, METH_VARARGS, area_doc},
     {"level_durations", level_durations, METH_VARARGS, level_durations_doc},
@@ -596,7 +615,7 @@ static struct PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_groups",
-    "C twins of measure's grouped counts, sums and sweep compaction (optional; NumPy is the reference).",
+    "C twins of measure's grouped counts, sums and grouped sweep (optional; NumPy is the reference).",
     0, methods, slots, NULL, NULL, NULL,
 };
 

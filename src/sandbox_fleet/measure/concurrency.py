@@ -159,9 +159,9 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     ``codes``: 0..n_groups-1 per interval, -1 for one in no group (swept overall only). A
     group's events are a stable partition of the sorted events, so they are sorted too: the
     same Sweep as ``sweep`` of the group alone (a sorted multiset has one order). Memory: the
-    key (16 bytes an interval) and one group's events at a time; with the C twin
-    (``_groups.compact``, one pass for the overall sweep and every group's) every group's
-    points at once instead (up to 24 bytes an interval).
+    key (16 bytes an interval) and one group's events at a time; with the C twins
+    (``_compiled_grouped_sweeps``: one pass over the sorted events for the overall sweep and
+    every group's) every group's points at once instead (up to 24 bytes an interval).
     """
     n = start_us.size
     bits = n_groups.bit_length()  # codes 0..n_groups, the last for "no group"
@@ -170,6 +170,28 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     base = int(start_us.min())
     if (int(finish_us.max()) - base) >= 1 << (62 - bits):
         return None
+    fast = speedups.compiled("measure._groups")
+    if fast is not None:
+        return _compiled_grouped_sweeps(fast, start_us, finish_us, codes, n_groups, base, each)
+    key, group = _packed_events(start_us, finish_us, codes, n_groups, base)
+    key.sort()
+    rows = np.bincount(group, minlength=n_groups + 1)
+    sums = _group_hold_sums(start_us, finish_us, group, n_groups)
+    del group
+    label = bit_field(key, 1, bits)
+    for g in range(n_groups):
+        if rows[g]:
+            each(g, _checked(_compact(key[label == g], base, bits), sums[g]), int(rows[g]))
+    del label
+    return _checked(_compact(key, base, bits), sum(sums))  # every interval's hold, the no-group slot too
+
+
+def _packed_events(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int,
+                   base: int) -> tuple[np.ndarray, np.ndarray]:
+    """The events, unsorted: (time - base, group, start bit) packed in one int64 each, starts
+    then finishes; and each interval's group (0..n_groups, the last for "no group")."""
+    n = start_us.size
+    bits = n_groups.bit_length()
     group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(np.uint8)  # MAX_SWEPT_GROUPS < 256
     key = np.empty(2 * n, dtype=np.int64)
     for half, times in ((key[:n], start_us), (key[n:], finish_us)):
@@ -178,24 +200,23 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
         half |= group
         half <<= 1
     key[:n] |= 1
+    return key, group
+
+
+def _compiled_grouped_sweeps(fast, start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray,
+                             n_groups: int, base: int, each) -> Sweep:
+    """The rest of ``grouped_sweeps`` by the C twins: one pass packs the events and counts and
+    sums each group's holds (``_groups.pack_events``), one compacts every sweep after the sort."""
+    bits = n_groups.bit_length()
+    key = np.empty(2 * start_us.size, dtype=np.int64)
+    rows, sums = fast.pack_events(np.ascontiguousarray(start_us), np.ascontiguousarray(finish_us),
+                                  np.ascontiguousarray(codes), n_groups, base, bits, key)
     key.sort()
-    rows = np.bincount(group, minlength=n_groups + 1)
-    fast = speedups.compiled("measure._groups")
-    sums = _group_hold_sums(start_us, finish_us, group, n_groups) if fast is None else \
-        fast.group_hold_sums(start_us, finish_us, group, n_groups + 1)
-    del group
-    if fast is not None:
-        overall, per_group = _compiled_compact(fast, key, base, bits, [int(r) for r in rows[:n_groups]])
-        for g, swept in enumerate(per_group):
-            if swept is not None:
-                each(g, _checked(swept, sums[g]), int(rows[g]))
-        return _checked(overall, sum(sums))
-    label = bit_field(key, 1, bits)
-    for g in range(n_groups):
-        if rows[g]:
-            each(g, _checked(_compact(key[label == g], base, bits), sums[g]), int(rows[g]))
-    del label
-    return _checked(_compact(key, base, bits), sum(sums))  # every interval's hold, the no-group slot too
+    overall, per_group = _compiled_compact(fast, key, base, bits, rows[:n_groups])
+    for g, swept in enumerate(per_group):
+        if swept is not None:
+            each(g, _checked(swept, sums[g]), rows[g])
+    return _checked(overall, sum(sums))  # every interval's hold, the no-group slot too
 
 
 def _compiled_compact(fast, key: np.ndarray, base: int, code_bits: int, rows: list[int]
