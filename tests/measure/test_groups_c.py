@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import importlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +24,21 @@ from sandbox_fleet.measure.columns import frame_from_table
 
 from .test_group_scan import random_table
 
-fast = speedups.compiled("measure._groups")
-pytestmark = pytest.mark.skipif(fast is None, reason="the C twin was not built (or SANDBOX_FLEET_PURE_PYTHON is set)")
+try:  # the module itself, whatever SANDBOX_FLEET_PURE_PYTHON says (the tests flip it per call)
+    fast = importlib.import_module("sandbox_fleet.measure._groups")
+except ImportError:
+    fast = None
+# Under CI=true a missing module fails (test_the_twins_are_built_under_ci_and_the_switch_turns_them_off) instead of skipping.
+pytestmark = pytest.mark.skipif(fast is None and os.environ.get("CI") != "true",
+                                reason="the C twin was not built (no C compiler at install)")
+
+
+def test_the_twins_are_built_under_ci_and_the_switch_turns_them_off(monkeypatch):
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    if speedups.compiled("measure._groups") is None:
+        pytest.fail("sandbox_fleet.measure._groups was not built: .ci/run must install with a C compiler")
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    assert speedups.compiled("measure._groups") is None
 
 
 def _rechunked(table: pa.Table, name: str, sizes: list[int]) -> pa.Table:
