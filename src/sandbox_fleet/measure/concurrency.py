@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet import speedups
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.stats import US, arrival_rate_per_s, bit_field, group_sums, ratio
 
@@ -45,7 +46,13 @@ class Sweep:
 
 
 def _area(times: np.ndarray, level: np.ndarray, block: int = 1 << 20) -> int:
-    """sum(level[i] * (times[i+1] - times[i])) in int64, a block at a time to bound memory."""
+    """sum(level[i] * (times[i+1] - times[i])) in int64, a block at a time to bound memory
+    (``_groups.area`` when built: one pass, no temporaries)."""
+    fast = speedups.compiled("measure._groups")
+    return _reference_area(times, level, block) if fast is None else fast.area(times, level, block)
+
+
+def _reference_area(times: np.ndarray, level: np.ndarray, block: int) -> int:
     total = 0
     for i in range(0, max(times.size - 1, 0), block):
         j = min(i + block, times.size - 1)
@@ -83,7 +90,9 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
         key.sort(kind="stable")
     else:
         key.sort()
-    return _checked(_compact(key, base, 0), _holds_sum(start_us, finish_us))
+    fast = speedups.compiled("measure._groups")
+    swept = _compact(key, base, 0) if fast is None else _compiled_compact(fast, key, base, 0, [])[0]
+    return _checked(swept, _holds_sum(start_us, finish_us))
 
 
 def _holds_sum(start_us: np.ndarray, finish_us: np.ndarray) -> int:
@@ -150,7 +159,9 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     ``codes``: 0..n_groups-1 per interval, -1 for one in no group (swept overall only). A
     group's events are a stable partition of the sorted events, so they are sorted too: the
     same Sweep as ``sweep`` of the group alone (a sorted multiset has one order). Memory: the
-    key (16 bytes an interval) and one group's events at a time.
+    key (16 bytes an interval) and one group's events at a time; with the C twins
+    (``_compiled_grouped_sweeps``: one pass over the sorted events for the overall sweep and
+    every group's) every group's points at once instead (up to 24 bytes an interval).
     """
     n = start_us.size
     bits = n_groups.bit_length()  # codes 0..n_groups, the last for "no group"
@@ -159,14 +170,10 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     base = int(start_us.min())
     if (int(finish_us.max()) - base) >= 1 << (62 - bits):
         return None
-    group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(np.uint8)  # MAX_SWEPT_GROUPS < 256
-    key = np.empty(2 * n, dtype=np.int64)
-    for half, times in ((key[:n], start_us), (key[n:], finish_us)):
-        np.subtract(times, base, out=half)
-        half <<= bits
-        half |= group
-        half <<= 1
-    key[:n] |= 1
+    fast = speedups.compiled("measure._groups")
+    if fast is not None:
+        return _compiled_grouped_sweeps(fast, start_us, finish_us, codes, n_groups, base, each)
+    key, group = _packed_events(start_us, finish_us, codes, n_groups, base)
     key.sort()
     rows = np.bincount(group, minlength=n_groups + 1)
     sums = _group_hold_sums(start_us, finish_us, group, n_groups)
@@ -177,6 +184,63 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
             each(g, _checked(_compact(key[label == g], base, bits), sums[g]), int(rows[g]))
     del label
     return _checked(_compact(key, base, bits), sum(sums))  # every interval's hold, the no-group slot too
+
+
+def _packed_events(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int,
+                   base: int) -> tuple[np.ndarray, np.ndarray]:
+    """The events, unsorted: (time - base, group, start bit) packed in one int64 each, starts
+    then finishes; and each interval's group (0..n_groups, the last for "no group")."""
+    n = start_us.size
+    bits = n_groups.bit_length()
+    group: np.ndarray = np.where(codes < 0, n_groups, codes).astype(np.uint8)  # MAX_SWEPT_GROUPS < 256
+    key = np.empty(2 * n, dtype=np.int64)
+    for half, times in ((key[:n], start_us), (key[n:], finish_us)):
+        np.subtract(times, base, out=half)
+        half <<= bits
+        half |= group
+        half <<= 1
+    key[:n] |= 1
+    return key, group
+
+
+def _compiled_grouped_sweeps(fast, start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray,
+                             n_groups: int, base: int, each) -> Sweep:
+    """The rest of ``grouped_sweeps`` by the C twins: one pass packs the events and counts and
+    sums each group's holds (``_groups.pack_events``), one compacts every sweep after the sort."""
+    bits = n_groups.bit_length()
+    key = np.empty(2 * start_us.size, dtype=np.int64)
+    rows, sums = fast.pack_events(np.ascontiguousarray(start_us), np.ascontiguousarray(finish_us),
+                                  np.ascontiguousarray(codes), n_groups, base, bits, key)
+    key.sort()
+    overall, per_group = _compiled_compact(fast, key, base, bits, rows[:n_groups])
+    for g, swept in enumerate(per_group):
+        if swept is not None:
+            each(g, _checked(swept, sums[g]), rows[g])
+    return _checked(overall, sum(sums))  # every interval's hold, the no-group slot too
+
+
+def _compiled_compact(fast, key: np.ndarray, base: int, code_bits: int, rows: list[int]
+                      ) -> tuple[Sweep, list[Sweep | None]]:
+    """``_compact`` of the sorted events ``key`` (consumed) and of each group g's events (``rows[g]``
+    intervals; None for a group without), from one pass of ``_groups.compact``: the same arrays,
+    dtypes and views as ``_compact`` of ``key`` and of ``key[label == g]``."""
+    level: np.ndarray = np.empty(key.size, dtype=_level_dtype(key.size))
+    times = [np.empty(2 * r, dtype=np.int64) if r else None for r in rows]
+    levels: list[np.ndarray | None] = [np.empty(2 * r, dtype=_level_dtype(2 * r)) if r else None for r in rows]
+    m, points = fast.compact(key, base, code_bits, level, times, levels)
+    per_group = [None if t is None or lv is None else _trimmed(t, lv, p) for t, lv, p in zip(times, levels, points)]
+    return _trimmed(key, level, m), per_group
+
+
+def _level_dtype(events: int) -> type:
+    return np.int32 if events < 2**32 else np.int64
+
+
+def _trimmed(times: np.ndarray, level: np.ndarray, m: int) -> Sweep:
+    """The first ``m`` points as a Sweep, by ``_compact``'s rule: views when most events are distinct
+    times, copies when ties shrank them a lot (so the event-sized arrays can go)."""
+    keep = 2 * m > times.size
+    return Sweep(times[:m] if keep else times[:m].copy(), level[:m] if keep else level[:m].copy())
 
 
 def _group_hold_sums(start_us: np.ndarray, finish_us: np.ndarray, group: np.ndarray, n_groups: int) -> list[int]:
@@ -252,13 +316,23 @@ def time_at_level(sw: Sweep, points: int = LEVEL_POINTS) -> dict:
     """
     if sw.times.size < 2:
         return {"levels": [], "share_at_or_above": []}
-    seg = sw.level[:-1].astype(np.int64)
-    dur_us = np.diff(sw.times)
     span_us = int(sw.times[-1] - sw.times[0])
-    by_level = np.bincount(seg, weights=dur_us.astype(np.float64))  # exact below 2**53 us (285 years)
+    peak = int(sw.level[:-1].max())
+    by_level = _level_durations(sw, peak)
     at_or_above = np.cumsum(by_level[::-1])[::-1]
-    grid = level_grid(int(seg.max()), points)
+    grid = level_grid(peak, points)
     return {"levels": grid, "share_at_or_above": [float(at_or_above[g]) / span_us for g in grid]}
+
+
+def _level_durations(sw: Sweep, peak: int) -> np.ndarray:
+    """Microseconds spent at each level 0..peak (float64: exact below 2**53 us, 285 years), by
+    ``_groups.level_durations`` when built (the same additions in the same order, no temporaries)."""
+    fast = speedups.compiled("measure._groups")
+    if fast is None:
+        return np.bincount(sw.level[:-1].astype(np.int64), weights=np.diff(sw.times).astype(np.float64))
+    out = np.zeros(peak + 1, dtype=np.float64)
+    fast.level_durations(sw.times, sw.level, out)
+    return out
 
 
 def to_us(seconds: np.ndarray) -> np.ndarray:

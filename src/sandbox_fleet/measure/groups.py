@@ -7,8 +7,12 @@ also measured alone. Jobs carry their own concurrency figures, since each has it
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import pairwise
+
 import numpy as np
 
+from sandbox_fleet import speedups
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures, effective_cap_figures
 from sandbox_fleet.measure.stats import (
@@ -43,9 +47,19 @@ def _blockwise_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: 
 
 
 def group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
-    """The columns of ``_group_table`` as separate jobs (no arguments, independent of each other):
-    rows, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in, tok_out; counts
-    by bincount and sums exact in integers (``stats.group_sums``)."""
+    """The columns of ``_group_table`` as independent jobs (no arguments), each returning a list
+    of columns (``group_rows_of`` joins them): rows, sandbox_us, flagged, exc, rewarded, passed,
+    tok_rows, tok_us, tok_in, tok_out. With the C twin built, one job makes all ten in one pass
+    over the rows; else one job a column (``reference_group_columns``)."""
+    fast = speedups.compiled("measure._groups")
+    if fast is None:
+        return [lambda job=job: [job()] for job in reference_group_columns(fr, codes, n_groups, threshold)]
+    return [lambda: _compiled_totals(fast, fr, codes, n_groups, threshold)]
+
+
+def reference_group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
+    """The ten columns as ten jobs, each returning its column: counts by bincount and sums
+    exact in integers (``stats.group_sums``); the reference of ``_groups.group_totals``."""
     exc_col = fr.has_exception
     tok = fr.has_tokens
     hold, rewarded, passed = fr.hold_us, fr.rewarded, fr.passed(threshold)
@@ -64,9 +78,33 @@ def group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float)
     ]
 
 
+def _compiled_totals(fast, fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[list[int]]:
+    """The ten columns from ``_groups.group_totals``, one call per stretch of rows that lies in one
+    Arrow chunk of both token columns (their values are read in place, never copied out)."""
+    exc_col = fr.has_exception
+    rows = [np.ascontiguousarray(a) for a in (codes, fr.hold_us, exc_col.valid, exc_col.values,
+                                               fr.rewarded, fr.passed(threshold), fr.has_tokens)]
+    ins, outs = list(fr.input_tokens._views()), list(fr.output_tokens._views())
+    cuts = sorted({first for first, _ in ins} | {first for first, _ in outs} | {codes.size})
+    total = [[0] * n_groups for _ in range(10)]
+    for lo, hi in pairwise(cuts):
+        args = [a[lo:hi] for a in rows] + [_rows_of(ins, lo, hi), _rows_of(outs, lo, hi)]
+        part = fast.group_totals(args[0], n_groups, *args[1:])
+        total = [[a + b for a, b in zip(t, p)] for t, p in zip(total, part)]
+    return total
+
+
+def _rows_of(views: list, lo: int, hi: int) -> np.ndarray:
+    """Rows lo..hi of a column given as ``Column._views`` (they lie in one view)."""
+    first, view = views[bisect_right([f for f, _ in views], lo) - 1]
+    assert hi <= first + view.size, f"rows {lo}..{hi} span two chunks"
+    return view[lo - first:hi - first]
+
+
 def group_rows_of(cols: list, n_groups: int) -> list[tuple[int, ...]]:
-    """``group_columns``' results as one tuple of ints per group."""
-    return [tuple(int(c[g]) for c in cols) for g in range(n_groups)]
+    """``group_columns``' results (each a list of columns) as one tuple of ints per group."""
+    flat = [c for part in cols for c in part]
+    return [tuple(int(c[g]) for c in flat) for g in range(n_groups)]
 
 
 def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[tuple[int, ...]]:
