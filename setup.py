@@ -1,19 +1,30 @@
-"""The optional C speed-up of the FIFO recursion; everything else is in pyproject.toml.
+"""The optional C speed-ups; everything else is in pyproject.toml.
 
 ``optional=True``: without a C compiler or Python headers the install still succeeds
-and the pure-Python ``simulate.fifo.place_stream`` runs instead (same results).
+and the pure-Python references run instead (``simulate.fifo.place_stream``; Arrow's own
+dictionary reading for the task-name column), with the same results.
 """
 
+import numpy
 from setuptools import Extension, setup
+
+# Same bytes as the Python loop: no fused multiply-add, no fast-math reassociation.
+_FLAGS = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
 
 setup(
     ext_modules=[
         Extension(
             "sandbox_fleet.simulate.engine._fifo_speedups",
             ["src/sandbox_fleet/simulate/engine/_fifo_speedups.c"],
-            # Same bytes as the Python loop: no fused multiply-add, no fast-math reassociation.
             extra_compile_args=["-ffp-contract=off", "-fno-fast-math"],
             optional=True,
-        )
+        ),
+        Extension(
+            "sandbox_fleet.telemetry._strings",
+            ["src/sandbox_fleet/telemetry/_strings.c"],
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=_FLAGS,
+            optional=True,
+        ),
     ]
 )

@@ -1,0 +1,376 @@
+/* A string -> dense int32 code encoder that keeps one dictionary across many chunks.
+ *
+ * Why: a Parquet text column whose dictionary page overflowed the writer's page limit is
+ * mostly PLAIN pages, and Arrow's read_dictionary then builds the dictionary row by row
+ * through its generic memo table (~3-4 CPU-s at 10M rows). Reading plain strings and
+ * encoding them here, with one table for the whole column, costs a fraction of that and
+ * leaves one dictionary for every chunk (nothing to unify after).
+ *
+ * The reference is pyarrow.compute.dictionary_encode of the concatenated chunks: codes in
+ * first-seen order, nulls stay null. Equality is exact (hash, then length, then bytes).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t hash;
+    int32_t code; /* -1: empty slot */
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    Slot *slots;
+    uint64_t mask;        /* capacity - 1; capacity is a power of two */
+    uint64_t hash_mask;   /* all ones; tests narrow it to force equal hashes */
+    int64_t count;        /* distinct strings so far */
+    int64_t *offsets;     /* count + 1 entries into data */
+    int64_t offsets_cap;
+    char *data;
+    int64_t data_len, data_cap;
+    int busy;             /* an encode is running without the GIL: refuse re-entry */
+} Encoder;
+
+static const uint64_t K0 = 0x9E3779B97F4A7C15ULL, K1 = 0xBF58476D1CE4E5B9ULL, K2 = 0x94D049BB133111EBULL;
+
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint64_t mum(uint64_t a, uint64_t b) {
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* Eight bytes a step through a 64x64->128 multiply-fold, then splitmix64's finaliser. */
+static inline uint64_t hash_bytes(const unsigned char *p, int64_t n) {
+    uint64_t h = K0 ^ ((uint64_t)n * K1);
+    while (n >= 8) {
+        h = mum(h ^ load64(p), K1) + K2;
+        p += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        uint64_t w = 0;
+        memcpy(&w, p, (size_t)n);
+        h = mum(h ^ w ^ K2, K1);
+    }
+    h ^= h >> 30;
+    h *= K1;
+    h ^= h >> 27;
+    h *= K2;
+    h ^= h >> 31;
+    return h;
+}
+
+static int grow_slots(Encoder *e) {
+    uint64_t cap = (e->mask + 1) * 2;
+    Slot *slots = malloc(cap * sizeof(Slot));
+    if (slots == NULL)
+        return -1;
+    for (uint64_t i = 0; i < cap; i++)
+        slots[i].code = -1;
+    for (uint64_t i = 0; i <= e->mask; i++) {
+        if (e->slots[i].code < 0)
+            continue;
+        uint64_t j = e->slots[i].hash & (cap - 1);
+        while (slots[j].code >= 0)
+            j = (j + 1) & (cap - 1);
+        slots[j] = e->slots[i];
+    }
+    free(e->slots);
+    e->slots = slots;
+    e->mask = cap - 1;
+    return 0;
+}
+
+static int reserve(void **buf, int64_t *cap, int64_t need, size_t item) {
+    if (need <= *cap)
+        return 0;
+    int64_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*buf, (size_t)c * item);
+    if (p == NULL)
+        return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+/* The code of bytes [p, p+n), added in first-seen order when new; -1 on out of memory,
+ * -2 when the dictionary would pass what int32 codes and string offsets can hold. */
+static int32_t code_of(Encoder *e, const unsigned char *p, int64_t n) {
+    uint64_t h = hash_bytes(p, n) & e->hash_mask;
+    uint64_t j = h & e->mask;
+    for (;;) {
+        Slot *s = &e->slots[j];
+        if (s->code < 0)
+            break;
+        if (s->hash == h) {
+            int64_t at = e->offsets[s->code], len = e->offsets[s->code + 1] - at;
+            if (len == n && (n == 0 || memcmp(e->data + at, p, (size_t)n) == 0))
+                return s->code;
+        }
+        j = (j + 1) & e->mask;
+    }
+    if (e->count >= INT32_MAX - 1 || e->data_len + n > INT32_MAX)
+        return -2;
+    if (reserve((void **)&e->offsets, &e->offsets_cap, e->count + 2, sizeof(int64_t)) < 0
+        || reserve((void **)&e->data, &e->data_cap, e->data_len + n, 1) < 0)
+        return -1;
+    if (n)
+        memcpy(e->data + e->data_len, p, (size_t)n);
+    e->data_len += n;
+    int32_t code = (int32_t)e->count++;
+    e->offsets[code + 1] = e->data_len;
+    e->slots[j].hash = h;
+    e->slots[j].code = code;
+    if ((uint64_t)e->count * 2 > e->mask + 1 && grow_slots(e) < 0)
+        return -1; /* the table stays valid (the old slots kept), only too full */
+    return code;
+}
+
+static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"initial_capacity", "hash_mask", NULL};
+    Py_ssize_t initial = 1024;
+    unsigned long long hash_mask = ~0ULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nK", kwlist, &initial, &hash_mask))
+        return -1;
+    if (self->slots != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Encoder already initialised");
+        return -1;
+    }
+    uint64_t cap = 2;
+    while ((Py_ssize_t)cap < initial && cap < ((uint64_t)1 << 40))
+        cap *= 2;
+    self->slots = malloc(cap * sizeof(Slot));
+    self->offsets = malloc(64 * sizeof(int64_t));
+    if (self->slots == NULL || self->offsets == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint64_t i = 0; i < cap; i++)
+        self->slots[i].code = -1;
+    self->mask = cap - 1;
+    self->hash_mask = (uint64_t)hash_mask;
+    self->offsets_cap = 64;
+    self->offsets[0] = 0;
+    return 0;
+}
+
+static void Encoder_dealloc(Encoder *self) {
+    free(self->slots);
+    free(self->offsets);
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a buffer", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* encode(offsets, data, validity, offset, length, wide) -> (codes, validity or None, nulls)
+ *
+ * The buffers of one Arrow string (wide=False: int32 offsets) or large_string (wide=True:
+ * int64) array, with its offset and length (a slice reads from its own offset). validity
+ * may be None (no nulls). Returns int32 codes (0 at null rows), a fresh validity bitmap of
+ * the codes starting at bit 0 (None when no row is null), and the null count.
+ */
+static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
+    PyObject *off_obj, *data_obj, *valid_obj;
+    Py_ssize_t offset, length;
+    int wide;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &off_obj, &data_obj, &valid_obj, &offset, &length, &wide))
+        return NULL;
+    if (offset < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and length must be >= 0");
+        return NULL;
+    }
+    if (self->slots == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Encoder not initialised");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Encoder.encode is already running (one thread at a time)");
+        return NULL;
+    }
+    Py_buffer off = {0}, data = {0}, valid = {0};
+    int have_data = 0, have_valid = 0;
+    PyArrayObject *codes = NULL, *bitmap = NULL;
+    PyObject *result = NULL;
+    if (get_buffer(off_obj, &off, "offsets") < 0)
+        return NULL;
+    size_t width = wide ? 8 : 4;
+    if ((size_t)off.len < (size_t)(offset + length + 1) * width) {
+        PyErr_SetString(PyExc_ValueError, "offsets buffer shorter than offset + length + 1 entries");
+        goto done;
+    }
+    if (data_obj != Py_None) {
+        if (get_buffer(data_obj, &data, "data") < 0)
+            goto done;
+        have_data = 1;
+    }
+    if (valid_obj != Py_None) {
+        if (get_buffer(valid_obj, &valid, "validity") < 0)
+            goto done;
+        have_valid = 1;
+        if ((size_t)valid.len * 8 < (size_t)(offset + length)) {
+            PyErr_SetString(PyExc_ValueError, "validity buffer shorter than offset + length bits");
+            goto done;
+        }
+    }
+    npy_intp n = (npy_intp)length, nbytes = (npy_intp)((length + 7) / 8);
+    codes = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_INT32);
+    if (codes == NULL)
+        goto done;
+    if (have_valid) {
+        bitmap = (PyArrayObject *)PyArray_ZEROS(1, &nbytes, NPY_UINT8, 0);
+        if (bitmap == NULL)
+            goto done;
+    }
+    const unsigned char *bytes = have_data ? (const unsigned char *)data.buf : (const unsigned char *)"";
+    int64_t data_len = have_data ? (int64_t)data.len : 0;
+    const unsigned char *vbits = have_valid ? (const unsigned char *)valid.buf : NULL;
+    const int32_t *off32 = (const int32_t *)off.buf;
+    const int64_t *off64 = (const int64_t *)off.buf;
+    int32_t *out = (int32_t *)PyArray_DATA(codes);
+    unsigned char *obits = bitmap ? (unsigned char *)PyArray_DATA(bitmap) : NULL;
+    Py_ssize_t nulls = 0;
+    int fault = 0; /* 1: no memory, 2: too big, 3: offsets out of the data buffer */
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_ssize_t row = offset + i;
+        if (vbits && !((vbits[row >> 3] >> (row & 7)) & 1)) {
+            out[i] = 0;
+            nulls++;
+            continue;
+        }
+        if (obits)
+            obits[i >> 3] |= (unsigned char)(1u << (i & 7));
+        int64_t lo = wide ? off64[row] : off32[row], hi = wide ? off64[row + 1] : off32[row + 1];
+        if (lo < 0 || hi < lo || hi > data_len) {
+            fault = 3;
+            break;
+        }
+        int32_t c = code_of(self, bytes + lo, hi - lo);
+        if (c < 0) {
+            fault = c == -1 ? 1 : 2;
+            break;
+        }
+        out[i] = c;
+    }
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (fault == 1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (fault == 2) {
+        PyErr_SetString(PyExc_OverflowError, "dictionary past 2**31 - 1 entries or bytes");
+        goto done;
+    }
+    if (fault == 3) {
+        PyErr_SetString(PyExc_ValueError, "string offsets outside the data buffer");
+        goto done;
+    }
+    result = Py_BuildValue("OOn", codes, (nulls && bitmap) ? (PyObject *)bitmap : Py_None, nulls);
+done:
+    Py_XDECREF(codes);
+    Py_XDECREF(bitmap);
+    PyBuffer_Release(&off);
+    if (have_data)
+        PyBuffer_Release(&data);
+    if (have_valid)
+        PyBuffer_Release(&valid);
+    return result;
+}
+
+/* dictionary() -> (int32 offsets, uint8 data): a copy of the distinct strings in code order. */
+static PyObject *Encoder_dictionary(Encoder *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->offsets == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Encoder not initialised");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Encoder.encode is running (one thread at a time)");
+        return NULL;
+    }
+    npy_intp n_off = (npy_intp)(self->count + 1), n_data = (npy_intp)self->data_len;
+    PyArrayObject *offs = (PyArrayObject *)PyArray_SimpleNew(1, &n_off, NPY_INT32);
+    PyArrayObject *data = (PyArrayObject *)PyArray_SimpleNew(1, &n_data, NPY_UINT8);
+    if (offs == NULL || data == NULL) {
+        Py_XDECREF(offs);
+        Py_XDECREF(data);
+        return NULL;
+    }
+    int32_t *o = (int32_t *)PyArray_DATA(offs);
+    for (int64_t i = 0; i <= self->count; i++)
+        o[i] = (int32_t)self->offsets[i]; /* data_len <= INT32_MAX, held by code_of */
+    if (n_data)
+        memcpy(PyArray_DATA(data), self->data, (size_t)n_data);
+    PyObject *out = PyTuple_Pack(2, (PyObject *)offs, (PyObject *)data);
+    Py_DECREF(offs);
+    Py_DECREF(data);
+    return out;
+}
+
+static Py_ssize_t Encoder_len(Encoder *self) {
+    return (Py_ssize_t)self->count;
+}
+
+static PyMethodDef Encoder_methods[] = {
+    {"encode", (PyCFunction)Encoder_encode, METH_VARARGS,
+     "encode(offsets, data, validity, offset, length, wide) -> (int32 codes, validity bitmap or None, null count)"},
+    {"dictionary", (PyCFunction)Encoder_dictionary, METH_NOARGS,
+     "dictionary() -> (int32 offsets, uint8 data) of the distinct strings, in code order"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods Encoder_as_sequence = {
+    .sq_length = (lenfunc)Encoder_len,
+};
+
+static PyTypeObject EncoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sandbox_fleet.telemetry._strings.Encoder",
+    .tp_doc = "Encoder(initial_capacity=1024, hash_mask=2**64-1): strings -> int32 codes in first-seen order",
+    .tp_basicsize = sizeof(Encoder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Encoder_init,
+    .tp_dealloc = (destructor)Encoder_dealloc,
+    .tp_methods = Encoder_methods,
+    .tp_as_sequence = &Encoder_as_sequence,
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_strings", "String dictionary encoder (twin of pyarrow.compute.dictionary_encode).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__strings(void) {
+    import_array();
+    if (PyType_Ready(&EncoderType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&EncoderType);
+    if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0) {
+        Py_DECREF(&EncoderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
