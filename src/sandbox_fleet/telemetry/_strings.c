@@ -17,9 +17,12 @@
 #include <stdint.h>
 #include <string.h>
 
+/* 16 bytes: a probe reads the slot and then the string's bytes, no third array between. */
 typedef struct {
-    uint64_t hash;
-    int32_t code; /* -1: empty slot */
+    uint32_t tag;  /* the hash's high half (the low bits chose the slot) */
+    int32_t code;  /* -1: empty slot */
+    uint32_t at;   /* the string's bytes in data: [at, at + len) */
+    uint32_t len;
 } Slot;
 
 typedef struct {
@@ -28,7 +31,7 @@ typedef struct {
     uint64_t mask;        /* capacity - 1; capacity is a power of two */
     uint64_t hash_mask;   /* all ones; tests narrow it to force equal hashes */
     int64_t count;        /* distinct strings so far */
-    int64_t *offsets;     /* count + 1 entries into data */
+    int64_t *offsets;     /* count + 1 entries into data, for dictionary() */
     int64_t offsets_cap;
     char *data;
     int64_t data_len, data_cap;
@@ -69,6 +72,8 @@ static inline uint64_t hash_bytes(const unsigned char *p, int64_t n) {
     return h;
 }
 
+/* Double the table, each string's hash recomputed from its bytes (slots keep only the high
+ * half; a rehash is rare, ~log2 of the distinct count times, and costs one hash a string). */
 static int grow_slots(Encoder *e) {
     uint64_t cap = (e->mask + 1) * 2;
     Slot *slots = malloc(cap * sizeof(Slot));
@@ -77,12 +82,13 @@ static int grow_slots(Encoder *e) {
     for (uint64_t i = 0; i < cap; i++)
         slots[i].code = -1;
     for (uint64_t i = 0; i <= e->mask; i++) {
-        if (e->slots[i].code < 0)
+        Slot s = e->slots[i];
+        if (s.code < 0)
             continue;
-        uint64_t j = e->slots[i].hash & (cap - 1);
+        uint64_t j = (hash_bytes((const unsigned char *)e->data + s.at, s.len) & e->hash_mask) & (cap - 1);
         while (slots[j].code >= 0)
             j = (j + 1) & (cap - 1);
-        slots[j] = e->slots[i];
+        slots[j] = s;
     }
     free(e->slots);
     e->slots = slots;
@@ -104,20 +110,18 @@ static int reserve(void **buf, int64_t *cap, int64_t need, size_t item) {
     return 0;
 }
 
-/* The code of bytes [p, p+n), added in first-seen order when new; -1 on out of memory,
- * -2 when the dictionary would pass what int32 codes and string offsets can hold. */
-static int32_t code_of(Encoder *e, const unsigned char *p, int64_t n) {
-    uint64_t h = hash_bytes(p, n) & e->hash_mask;
+/* The code of bytes [p, p+n) whose (masked) hash is h, added in first-seen order when new;
+ * -1 on out of memory, -2 when the dictionary would pass what int32 codes and string
+ * offsets can hold. */
+static int32_t code_of(Encoder *e, const unsigned char *p, int64_t n, uint64_t h) {
+    uint32_t tag = (uint32_t)(h >> 32);
     uint64_t j = h & e->mask;
     for (;;) {
         Slot *s = &e->slots[j];
         if (s->code < 0)
             break;
-        if (s->hash == h) {
-            int64_t at = e->offsets[s->code], len = e->offsets[s->code + 1] - at;
-            if (len == n && (n == 0 || memcmp(e->data + at, p, (size_t)n) == 0))
-                return s->code;
-        }
+        if (s->tag == tag && s->len == (uint64_t)n && (n == 0 || memcmp(e->data + s->at, p, (size_t)n) == 0))
+            return s->code;
         j = (j + 1) & e->mask;
     }
     if (e->count >= INT32_MAX - 1 || e->data_len + n > INT32_MAX)
@@ -125,16 +129,92 @@ static int32_t code_of(Encoder *e, const unsigned char *p, int64_t n) {
     if (reserve((void **)&e->offsets, &e->offsets_cap, e->count + 2, sizeof(int64_t)) < 0
         || reserve((void **)&e->data, &e->data_cap, e->data_len + n, 1) < 0)
         return -1;
+    Slot *s = &e->slots[j];
+    s->tag = tag;
+    s->at = (uint32_t)e->data_len;
+    s->len = (uint32_t)n;
     if (n)
         memcpy(e->data + e->data_len, p, (size_t)n);
     e->data_len += n;
     int32_t code = (int32_t)e->count++;
     e->offsets[code + 1] = e->data_len;
-    e->slots[j].hash = h;
-    e->slots[j].code = code;
+    s->code = code;
     if ((uint64_t)e->count * 2 > e->mask + 1 && grow_slots(e) < 0)
         return -1; /* the table stays valid (the old slots kept), only too full */
     return code;
+}
+
+/* How far ahead a row's slot, then its string, is fetched: the table and the dictionary's
+ * bytes (a few MB at 50k tasks) miss the caches on nearly every row, in random order, and
+ * a probe waits on two such loads one after the other. Hashing rows ahead and prefetching
+ * keeps several misses in flight. Hints only: a slot index is recomputed at use. */
+#define AHEAD 16
+#define RING 32 /* a power of two above AHEAD */
+
+typedef struct {
+    const void *offsets;  /* int32 or int64 (wide) string offsets, offset + length + 1 */
+    int wide;
+    const unsigned char *bytes;
+    int64_t data_len;
+    const unsigned char *vbits;  /* NULL: no nulls */
+    int64_t offset, length;
+} Rows;
+
+static inline int row_valid(const Rows *r, int64_t row) {
+    return r->vbits == NULL || ((r->vbits[row >> 3] >> (row & 7)) & 1);
+}
+
+static inline int row_span(const Rows *r, int64_t row, int64_t *lo, int64_t *hi) {
+    if (r->wide) {
+        *lo = ((const int64_t *)r->offsets)[row];
+        *hi = ((const int64_t *)r->offsets)[row + 1];
+    } else {
+        *lo = ((const int32_t *)r->offsets)[row];
+        *hi = ((const int32_t *)r->offsets)[row + 1];
+    }
+    return *lo >= 0 && *hi >= *lo && *hi <= r->data_len;
+}
+
+/* Codes of every row (0 at nulls, their bit set in obits when given) -> 0, or a fault:
+ * 1 no memory, 2 too big, 3 offsets outside the data. Runs without the GIL. */
+static int encode_rows(Encoder *e, const Rows *r, int32_t *out, unsigned char *obits, Py_ssize_t *nulls) {
+    uint64_t ring[RING];
+    int64_t n = r->length;
+    for (int64_t k = 0; k < n + AHEAD; k++) {
+        int64_t ahead = k, i = k - AHEAD, lo, hi;
+        if (ahead < n) {
+            int64_t row = r->offset + ahead;
+            uint64_t h = 0;
+            if (row_valid(r, row) && row_span(r, row, &lo, &hi)) {
+                h = hash_bytes(r->bytes + lo, hi - lo) & e->hash_mask;
+                __builtin_prefetch(&e->slots[h & e->mask]);
+            }
+            ring[ahead & (RING - 1)] = h;
+        }
+        int64_t mid = k - AHEAD / 2;
+        if (mid >= 0 && mid < n) {
+            const Slot *s = &e->slots[ring[mid & (RING - 1)] & e->mask];
+            if (s->code >= 0)
+                __builtin_prefetch(e->data + s->at);
+        }
+        if (i < 0)
+            continue;
+        int64_t row = r->offset + i;
+        if (!row_valid(r, row)) {
+            out[i] = 0;
+            (*nulls)++;
+            continue;
+        }
+        if (obits)
+            obits[i >> 3] |= (unsigned char)(1u << (i & 7));
+        if (!row_span(r, row, &lo, &hi))
+            return 3;
+        int32_t c = code_of(e, r->bytes + lo, hi - lo, ring[i & (RING - 1)]);
+        if (c < 0)
+            return c == -1 ? 1 : 2;
+        out[i] = c;
+    }
+    return 0;
 }
 
 static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
@@ -242,35 +322,14 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
     const unsigned char *bytes = have_data ? (const unsigned char *)data.buf : (const unsigned char *)"";
     int64_t data_len = have_data ? (int64_t)data.len : 0;
     const unsigned char *vbits = have_valid ? (const unsigned char *)valid.buf : NULL;
-    const int32_t *off32 = (const int32_t *)off.buf;
-    const int64_t *off64 = (const int64_t *)off.buf;
     int32_t *out = (int32_t *)PyArray_DATA(codes);
     unsigned char *obits = bitmap ? (unsigned char *)PyArray_DATA(bitmap) : NULL;
     Py_ssize_t nulls = 0;
-    int fault = 0; /* 1: no memory, 2: too big, 3: offsets out of the data buffer */
+    Rows rows = {off.buf, wide, bytes, data_len, vbits, offset, length};
     self->busy = 1;
+    int fault;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < length; i++) {
-        Py_ssize_t row = offset + i;
-        if (vbits && !((vbits[row >> 3] >> (row & 7)) & 1)) {
-            out[i] = 0;
-            nulls++;
-            continue;
-        }
-        if (obits)
-            obits[i >> 3] |= (unsigned char)(1u << (i & 7));
-        int64_t lo = wide ? off64[row] : off32[row], hi = wide ? off64[row + 1] : off32[row + 1];
-        if (lo < 0 || hi < lo || hi > data_len) {
-            fault = 3;
-            break;
-        }
-        int32_t c = code_of(self, bytes + lo, hi - lo);
-        if (c < 0) {
-            fault = c == -1 ? 1 : 2;
-            break;
-        }
-        out[i] = c;
-    }
+    fault = encode_rows(self, &rows, out, obits, &nulls);
     Py_END_ALLOW_THREADS
     self->busy = 0;
     if (fault == 1) {
