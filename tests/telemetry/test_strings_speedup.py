@@ -28,7 +28,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sandbox_fleet.telemetry import load_telemetry
-from sandbox_fleet.telemetry.load import _share_grown_dictionaries
 from sandbox_fleet.telemetry.record import CODED
 from sandbox_fleet.telemetry.textcodes import ColumnEncoder
 from summaries import paths_json
@@ -140,25 +139,6 @@ def test_encoder_refuses_what_is_not_a_string_array(C):
     with pytest.raises(ValueError):
         raw.encode(np.array([0, 1], dtype=np.int64), b"a", b"", 0, 1, True)  # no validity bits
     assert len(raw) == 1 and raw.dictionary()[0].tolist() == [0, 2]  # the row before the fault stays
-
-
-def test_share_grown_dictionaries_is_unify_where_it_applies():
-    grown = pa.array(["a", "b", "c"])
-    prefix = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, None], pa.int32()), grown.slice(0, 1)),
-                               pa.DictionaryArray.from_arrays(pa.array([2, 1, 0], pa.int32()), grown)])
-    other = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, 0], pa.int32()), pa.array(["b"])),
-                              pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()), pa.array(["a", "b"]))])
-    repeated = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, None], pa.int32()), pa.array(["a"])),
-                                 pa.DictionaryArray.from_arrays(pa.array([1, 0, 0], pa.int32()), pa.array(["a", "a"]))])
-    table = pa.table({"p": prefix, "o": other, "r": repeated})
-    shared = _share_grown_dictionaries(table)
-    assert [c.dictionary.to_pylist() for c in shared.column("p").chunks] == [["a", "b", "c"]] * 2
-    assert shared.column("o").equals(other) and shared.column("r").equals(repeated)  # not prefixes / not distinct
-    for name in ("p", "o", "r"):
-        unified = table.unify_dictionaries().column(name)
-        again = shared.unify_dictionaries().column(name)
-        assert [c.dictionary.to_pylist() for c in again.chunks] == [c.dictionary.to_pylist() for c in unified.chunks]
-        assert again.to_pylist() == unified.to_pylist()
 
 
 def _overflowing_file(tmp_path, seed: int, n: int = 6000, *, large: bool = False, null_group: bool = False):

