@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox_fleet.telemetry import load_telemetry
+from sandbox_fleet.telemetry import load_telemetry, table
 from sandbox_fleet.telemetry.record import CODED
 from sandbox_fleet.telemetry.textcodes import ColumnEncoder
 from summaries import paths_json
@@ -141,7 +141,8 @@ def test_encoder_refuses_what_is_not_a_string_array(C):
     assert len(raw) == 1 and raw.dictionary()[0].tolist() == [0, 2]  # the row before the fault stays
 
 
-def _overflowing_file(tmp_path, seed: int, n: int = 6000, *, large: bool = False, null_group: bool = False):
+def _overflowing_file(tmp_path, seed: int, n: int = 6000, *, large: bool = False, null_group: bool = False,
+                      groups: tuple[int, ...] = ()):
     """Rollouts whose 'task' dictionary passes a 2 KiB page limit within the first row group,
     so most of its pages are PLAIN: what the foreign 10M-row file does at 1 MiB."""
     rng = np.random.default_rng(seed)
@@ -160,16 +161,30 @@ def _overflowing_file(tmp_path, seed: int, n: int = 6000, *, large: bool = False
         "reward": [float(rng.random() < 0.5) for _ in range(n)],
     })
     path = tmp_path / f"overflow-{seed}.parquet"
-    pq.write_table(table, path, row_group_size=n // 3, dictionary_pagesize_limit=2048, data_page_size=2048)
+    pages = {"dictionary_pagesize_limit": 2048, "data_page_size": 2048}
+    if not groups:
+        pq.write_table(table, path, row_group_size=n // 3, **pages)
+        return str(path)
+    with pq.ParquetWriter(path, table.schema, **pages) as writer:  # row groups of the sizes given
+        at = 0
+        for size in groups:
+            writer.write_table(table.slice(at, size), row_group_size=size)
+            at += size
     return str(path)
 
 
 def _both(monkeypatch, paths):
+    """(reference read, encoder read, their measure JSONs); each read checked to take its path."""
+    encoded = []
+    real = ColumnEncoder.encode
+    monkeypatch.setattr(ColumnEncoder, "encode", lambda self, col: encoded.append(len(col)) or real(self, col))
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     ref = load_telemetry(paths, column_map="task_id=task", progress=False, coded=True)
     ref_json = paths_json(paths, column_map="task_id=task", progress=False)
+    assert not encoded
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON")
     got = load_telemetry(paths, column_map="task_id=task", progress=False, coded=True)
+    assert encoded  # the task column went through the C encoder
     got_json = paths_json(paths, column_map="task_id=task", progress=False)
     return ref, got, ref_json, got_json
 
@@ -194,6 +209,19 @@ def test_overflowing_dictionary_reads_the_same_with_and_without_the_encoder(C, t
     ref, got, ref_json, got_json = _both(monkeypatch, [path])
     assert_same_read(ref, got)
     assert len(got.rollouts.column("task_id").chunk(0).dictionary) > 500  # past the 2 KiB page
+    assert got_json == ref_json
+
+
+def test_streamed_row_groups_encode_in_order(C, tmp_path, monkeypatch):
+    """Row groups past 2 * BATCH_ROWS are streamed in batches on the caller's thread, between
+    groups decoded ahead on the pool's: the encoder still sees every row in file order."""
+    monkeypatch.setattr(table, "BATCH_ROWS", 300)
+    groups = (2000, 500, 500, 2000, 500, 2500)  # past 600 rows: streamed in batches of 300
+    path = _overflowing_file(tmp_path, 5, n=sum(groups), groups=groups)
+    assert [g.num_rows for g in (pq.ParquetFile(path).metadata.row_group(i) for i in range(6))] == list(groups)
+    ref, got, ref_json, got_json = _both(monkeypatch, [path])
+    assert got.rollouts.column("task_id").num_chunks > len(groups)
+    assert_same_read(ref, got)
     assert got_json == ref_json
 
 
