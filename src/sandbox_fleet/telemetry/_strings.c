@@ -416,6 +416,7 @@ static PyTypeObject EncoderType = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_strings", "String dictionary encoder (twin of pyarrow.compute.dictionary_encode).", -1, NULL,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__strings(void) {
