@@ -5,7 +5,6 @@ and the pure-Python references run instead (``simulate.fifo.place_stream``; Arro
 dictionary reading for the task-name column), with the same results.
 """
 
-import numpy
 from setuptools import Extension, setup
 
 # Same bytes as the Python loop: no fused multiply-add, no fast-math reassociation.
@@ -22,7 +21,6 @@ setup(
         Extension(
             "sandbox_fleet.telemetry._strings",
             ["src/sandbox_fleet/telemetry/_strings.c"],
-            include_dirs=[numpy.get_include()],
             extra_compile_args=_FLAGS,
             optional=True,
         ),

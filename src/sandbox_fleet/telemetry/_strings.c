@@ -11,8 +11,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -265,7 +263,8 @@ static int get_buffer(PyObject *obj, Py_buffer *view, const char *what) {
  * The buffers of one Arrow string (wide=False: int32 offsets) or large_string (wide=True:
  * int64) array, with its offset and length (a slice reads from its own offset). validity
  * may be None (no nulls). Returns int32 codes (0 at null rows), a fresh validity bitmap of
- * the codes starting at bit 0 (None when no row is null), and the null count.
+ * the codes starting at bit 0 (None when no row is null), both as bytearrays (no NumPy at
+ * build time), and the null count.
  */
 static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
     PyObject *off_obj, *data_obj, *valid_obj;
@@ -287,7 +286,7 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
     }
     Py_buffer off = {0}, data = {0}, valid = {0};
     int have_data = 0, have_valid = 0;
-    PyArrayObject *codes = NULL, *bitmap = NULL;
+    PyObject *codes = NULL, *bitmap = NULL; /* bytearrays: pa.py_buffer wraps them, no copy */
     PyObject *result = NULL;
     if (get_buffer(off_obj, &off, "offsets") < 0)
         return NULL;
@@ -310,20 +309,21 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
             goto done;
         }
     }
-    npy_intp n = (npy_intp)length, nbytes = (npy_intp)((length + 7) / 8);
-    codes = (PyArrayObject *)PyArray_SimpleNew(1, &n, NPY_INT32);
+    Py_ssize_t nbytes = (length + 7) / 8;
+    codes = PyByteArray_FromStringAndSize(NULL, length * (Py_ssize_t)sizeof(int32_t));
     if (codes == NULL)
         goto done;
     if (have_valid) {
-        bitmap = (PyArrayObject *)PyArray_ZEROS(1, &nbytes, NPY_UINT8, 0);
+        bitmap = PyByteArray_FromStringAndSize(NULL, nbytes);
         if (bitmap == NULL)
             goto done;
+        memset(PyByteArray_AS_STRING(bitmap), 0, (size_t)nbytes);
     }
     const unsigned char *bytes = have_data ? (const unsigned char *)data.buf : (const unsigned char *)"";
     int64_t data_len = have_data ? (int64_t)data.len : 0;
     const unsigned char *vbits = have_valid ? (const unsigned char *)valid.buf : NULL;
-    int32_t *out = (int32_t *)PyArray_DATA(codes);
-    unsigned char *obits = bitmap ? (unsigned char *)PyArray_DATA(bitmap) : NULL;
+    int32_t *out = (int32_t *)PyByteArray_AS_STRING(codes);
+    unsigned char *obits = bitmap ? (unsigned char *)PyByteArray_AS_STRING(bitmap) : NULL;
     Py_ssize_t nulls = 0;
     Rows rows = {off.buf, wide, bytes, data_len, vbits, offset, length};
     self->busy = 1;
@@ -344,7 +344,7 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "string offsets outside the data buffer");
         goto done;
     }
-    result = Py_BuildValue("OOn", codes, (nulls && bitmap) ? (PyObject *)bitmap : Py_None, nulls);
+    result = Py_BuildValue("OOn", codes, (nulls && bitmap) ? bitmap : Py_None, nulls);
 done:
     Py_XDECREF(codes);
     Py_XDECREF(bitmap);
@@ -356,7 +356,7 @@ done:
     return result;
 }
 
-/* dictionary() -> (int32 offsets, uint8 data): a copy of the distinct strings in code order. */
+/* dictionary() -> (int32 offsets, data) as bytearrays: a copy of the distinct strings in code order. */
 static PyObject *Encoder_dictionary(Encoder *self, PyObject *Py_UNUSED(ignored)) {
     if (self->offsets == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Encoder not initialised");
@@ -366,19 +366,19 @@ static PyObject *Encoder_dictionary(Encoder *self, PyObject *Py_UNUSED(ignored))
         PyErr_SetString(PyExc_RuntimeError, "Encoder.encode is running (one thread at a time)");
         return NULL;
     }
-    npy_intp n_off = (npy_intp)(self->count + 1), n_data = (npy_intp)self->data_len;
-    PyArrayObject *offs = (PyArrayObject *)PyArray_SimpleNew(1, &n_off, NPY_INT32);
-    PyArrayObject *data = (PyArrayObject *)PyArray_SimpleNew(1, &n_data, NPY_UINT8);
+    Py_ssize_t n_off = (Py_ssize_t)(self->count + 1), n_data = (Py_ssize_t)self->data_len;
+    PyObject *offs = PyByteArray_FromStringAndSize(NULL, n_off * (Py_ssize_t)sizeof(int32_t));
+    PyObject *data = PyByteArray_FromStringAndSize(NULL, n_data);
     if (offs == NULL || data == NULL) {
         Py_XDECREF(offs);
         Py_XDECREF(data);
         return NULL;
     }
-    int32_t *o = (int32_t *)PyArray_DATA(offs);
+    int32_t *o = (int32_t *)PyByteArray_AS_STRING(offs);
     for (int64_t i = 0; i <= self->count; i++)
         o[i] = (int32_t)self->offsets[i]; /* data_len <= INT32_MAX, held by code_of */
     if (n_data)
-        memcpy(PyArray_DATA(data), self->data, (size_t)n_data);
+        memcpy(PyByteArray_AS_STRING(data), self->data, (size_t)n_data);
     PyObject *out = PyTuple_Pack(2, (PyObject *)offs, (PyObject *)data);
     Py_DECREF(offs);
     Py_DECREF(data);
@@ -420,7 +420,6 @@ static struct PyModuleDef moduledef = {
 };
 
 PyMODINIT_FUNC PyInit__strings(void) {
-    import_array();
     if (PyType_Ready(&EncoderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);

@@ -50,7 +50,8 @@ class ColumnEncoder:
     def dictionary(self) -> pa.Array:
         """The distinct strings so far, in code (first-seen) order."""
         offsets, data = self._enc.dictionary()
-        return pa.Array.from_buffers(pa.string(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        count = len(offsets) // 4 - 1  # int32 offsets, one past the last string
+        return pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def column_encoder() -> ColumnEncoder | None:
