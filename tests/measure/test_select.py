@@ -141,6 +141,18 @@ def test_step_finishes_large_steps_in_hard_orders(C):
             assert got_m[g] == float(s[-1]) and got_t[g] == float(s[-1]) - quantile_sorted(s, steps.TAIL_QUANTILE)
 
 
+def test_step_finishes_with_crowded_steps(C):
+    """Steps packed together beside one far away (most share one bucket of the C step finder)."""
+    rng = np.random.default_rng(5)
+    first = np.concatenate((np.arange(200, dtype=np.int64), [10**15, 10**15 + 7]))
+    start = np.concatenate((first, first[rng.integers(0, first.size, 5000)]))
+    finish = start + rng.integers(0, 10**3, start.size)
+    order = rng.permutation(start.size)
+    (want_m, want_t, want_c), (got_m, got_t, got_c) = both(steps._step_finishes, start[order], finish[order], first)
+    assert bits(got_m) == bits(want_m) and bits(got_t) == bits(want_t)
+    assert got_c.tolist() == want_c.tolist()
+
+
 def test_step_finishes_refuses_what_the_callers_never_pass(C):
     one = np.array([5], dtype=np.int64)
     with pytest.raises(ValueError, match="before the first step"):

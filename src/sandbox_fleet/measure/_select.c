@@ -184,19 +184,72 @@ step_of(const int64_t *first, Py_ssize_t n_steps, int64_t x)
     return base + (first[base] <= x) - 1;
 }
 
+/* Finds a row's step in O(1) on the whole: the span of first starts cut into about 4 buckets
+   a step (a power-of-two width), each bucket knowing the steps of its start and of the next
+   bucket's, and a binary search between those two (one or two steps, unless steps crowd). */
+typedef struct {
+    const int64_t *first;
+    Py_ssize_t n_steps;
+    int shift;
+    size_t n_buckets;
+    uint32_t *table;  /* n_buckets + 1 */
+} StepFinder;
+
+static int
+finder_init(StepFinder *f, const int64_t *first, Py_ssize_t n_steps)
+{
+    uint64_t span = (uint64_t)first[n_steps - 1] - (uint64_t)first[0];
+    f->first = first;
+    f->n_steps = n_steps;
+    f->shift = 0;
+    while ((span >> f->shift) >= 4 * (uint64_t)n_steps)
+        f->shift++;
+    f->n_buckets = (size_t)(span >> f->shift) + 1;
+    f->table = malloc((f->n_buckets + 1) * sizeof(uint32_t));
+    if (f->table == NULL)
+        return -1;
+    Py_ssize_t g = 0;
+    for (size_t b = 0; b < f->n_buckets; b++) {
+        int64_t at = (int64_t)((uint64_t)first[0] + ((uint64_t)b << f->shift));  /* <= first[-1] */
+        while (g + 1 < n_steps && first[g + 1] <= at)
+            g++;
+        f->table[b] = (uint32_t)g;
+    }
+    f->table[f->n_buckets] = (uint32_t)(n_steps - 1);
+    return 0;
+}
+
+static inline Py_ssize_t
+finder_step(const StepFinder *f, int64_t x)
+{
+    if (x < f->first[0])
+        return -1;
+    size_t b = (size_t)(((uint64_t)x - (uint64_t)f->first[0]) >> f->shift);
+    if (b >= f->n_buckets)
+        b = f->n_buckets - 1;
+    Py_ssize_t lo = f->table[b], hi = f->table[b + 1];  /* first[lo] <= x; the answer is in lo..hi */
+    return lo + step_of(f->first + lo, hi - lo + 1, x);
+}
+
 /* Counts and stable scatter of finish - first[step] by step; offsets[n_steps + 1]. Returns
-   0, or -1 when a row starts before first[0] (no step). */
+   0, -1 when a row starts before first[0] (no step), -2 out of memory. */
 static int
 scatter_by_step(const int64_t *start, const int64_t *finish, Py_ssize_t n, const int64_t *first,
                 Py_ssize_t n_steps, uint32_t *label, int64_t *offsets, int64_t *rel)
 {
+    StepFinder finder;
+    if (finder_init(&finder, first, n_steps) < 0)
+        return -2;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t g = step_of(first, n_steps, start[i]);
-        if (g < 0)
+        Py_ssize_t g = finder_step(&finder, start[i]);
+        if (g < 0) {
+            free(finder.table);
             return -1;
+        }
         label[i] = (uint32_t)g;
         offsets[g + 1]++;
     }
+    free(finder.table);
     for (Py_ssize_t g = 0; g < n_steps; g++)
         offsets[g + 1] += offsets[g];
     int64_t *at = malloc((size_t)n_steps * sizeof(int64_t));
