@@ -135,25 +135,38 @@ code_array(PyObject *obj, const char *what)
     return arr;
 }
 
-/* Code i of an integer array as int64 (unsigned 64-bit codes past INT64_MAX read as -1: no group). */
-static inline int64_t
-code_at(const char *data, int itemsize, int is_signed, Py_ssize_t i)
-{
-    switch (itemsize) {
-    case 1:
-        return is_signed ? (int64_t)((const int8_t *)data)[i] : (int64_t)((const uint8_t *)data)[i];
-    case 2:
-        return is_signed ? (int64_t)((const int16_t *)data)[i] : (int64_t)((const uint16_t *)data)[i];
-    case 4:
-        return is_signed ? (int64_t)((const int32_t *)data)[i] : (int64_t)((const uint32_t *)data)[i];
-    default: {
-        if (is_signed)
-            return ((const int64_t *)data)[i];
-        uint64_t u = ((const uint64_t *)data)[i];
-        return u > (uint64_t)INT64_MAX ? -1 : (int64_t)u;
+/* Runs the statements after `c` for each code of an integer array, as int64 `c` (unsigned 64-bit
+   codes past INT64_MAX turn negative: no group). One loop a type, so the type is chosen once. */
+#define CODE_LOOP(T, data, n, c, ...)                                                      \
+    {                                                                                      \
+        const T *codes_ = (const T *)(data);                                               \
+        for (Py_ssize_t i_ = 0; i_ < (n); i_++) {                                          \
+            int64_t c = (int64_t)codes_[i_];                                               \
+            __VA_ARGS__                                                                    \
+        }                                                                                  \
     }
-    }
-}
+#define FOR_EACH_CODE(arr, n, c, ...)                                                      \
+    do {                                                                                   \
+        const void *data_ = PyArray_DATA(arr);                                             \
+        int signed_ = PyArray_ISSIGNED(arr);                                               \
+        switch (PyArray_ITEMSIZE(arr)) {                                                   \
+        case 1:                                                                            \
+            if (signed_) CODE_LOOP(int8_t, data_, n, c, __VA_ARGS__)                       \
+            else CODE_LOOP(uint8_t, data_, n, c, __VA_ARGS__)                              \
+            break;                                                                         \
+        case 2:                                                                            \
+            if (signed_) CODE_LOOP(int16_t, data_, n, c, __VA_ARGS__)                      \
+            else CODE_LOOP(uint16_t, data_, n, c, __VA_ARGS__)                             \
+            break;                                                                         \
+        case 4:                                                                            \
+            if (signed_) CODE_LOOP(int32_t, data_, n, c, __VA_ARGS__)                      \
+            else CODE_LOOP(uint32_t, data_, n, c, __VA_ARGS__)                             \
+            break;                                                                         \
+        default:                                                                           \
+            if (signed_) CODE_LOOP(int64_t, data_, n, c, __VA_ARGS__)                      \
+            else CODE_LOOP(uint64_t, data_, n, c, __VA_ARGS__)                             \
+        }                                                                                  \
+    } while (0)
 
 static PyArrayObject *
 new_int64(Py_ssize_t n)
@@ -380,16 +393,11 @@ group_starts(PyObject *self, PyObject *args)
     offsets_a = new_int64(n_groups + 1);
     if (offsets_a == NULL)
         goto done;
-    const char *part = PyArray_DATA(part_a);
-    int itemsize = (int)PyArray_ITEMSIZE(part_a), is_signed = PyArray_ISSIGNED(part_a);
     const int64_t *values = PyArray_DATA(values_a);
     int64_t *offsets = PyArray_DATA(offsets_a);
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {  /* part g + 1 is group g; 0 and past n_groups: none */
-        int64_t c = code_at(part, itemsize, is_signed, i);
-        if (c >= 1 && c <= n_groups)
-            offsets[c]++;
-    }
+    /* part g + 1 is group g; 0 and past n_groups: none */
+    FOR_EACH_CODE(part_a, n, c, if (c >= 1 && c <= n_groups) offsets[c]++;);
     for (Py_ssize_t g = 0; g < n_groups; g++)
         offsets[g + 1] += offsets[g];
     Py_END_ALLOW_THREADS
@@ -404,11 +412,8 @@ group_starts(PyObject *self, PyObject *args)
     int64_t *grouped = PyArray_DATA(grouped_a);
     Py_BEGIN_ALLOW_THREADS
     memcpy(at, offsets, (size_t)n_groups * sizeof(int64_t));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t c = code_at(part, itemsize, is_signed, i);
-        if (c >= 1 && c <= n_groups)
-            grouped[at[c - 1]++] = values[i];
-    }
+    const int64_t *value = values;
+    FOR_EACH_CODE(part_a, n, c, if (c >= 1 && c <= n_groups) grouped[at[c - 1]++] = *value; value++;);
     free(at);
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("OO", grouped_a, offsets_a);
@@ -455,25 +460,17 @@ group_medians(PyObject *self, PyObject *args)
             PyErr_NoMemory();
         goto done;
     }
-    const char *codes = PyArray_DATA(codes_a);
-    int itemsize = (int)PyArray_ITEMSIZE(codes_a), is_signed = PyArray_ISSIGNED(codes_a);
     const int64_t *values = PyArray_DATA(values_a);
     int64_t *offsets = PyArray_DATA(offsets_a), *lo_v = PyArray_DATA(lows), *hi_v = PyArray_DATA(highs);
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && !bad; i++) {
-        int64_t c = code_at(codes, itemsize, is_signed, i);
-        if (c < 0 || c >= n_groups)
-            bad = 1;
-        else
-            offsets[c + 1]++;
-    }
+    FOR_EACH_CODE(codes_a, n, c, if (c < 0 || c >= n_groups) { bad = 1; break; } offsets[c + 1]++;);
     if (!bad) {
         for (Py_ssize_t g = 0; g < n_groups; g++)
             offsets[g + 1] += offsets[g];
         memcpy(at, offsets, (size_t)n_groups * sizeof(int64_t));
-        for (Py_ssize_t i = 0; i < n; i++)
-            buf[at[code_at(codes, itemsize, is_signed, i)]++] = values[i];
+        const int64_t *value = values;
+        FOR_EACH_CODE(codes_a, n, c, buf[at[c]++] = *value++;);
         for (Py_ssize_t g = 0; g < n_groups; g++) {
             Py_ssize_t size = (Py_ssize_t)(offsets[g + 1] - offsets[g]);
             if (size == 0)
