@@ -294,7 +294,7 @@ _MASK_GROUPS = 32
 def group_starts(s_all: np.ndarray, part: np.ndarray, n_groups: int):
     """Each group's starts, sorted, from ``sorted_starts``: one array per group 0..n_groups-1."""
     fast = compiled("measure._select")
-    if fast is not None:  # one stable scatter into every group's run of one buffer
+    if fast is not None and part is not None:  # one stable scatter into every group's run of one buffer
         grouped, bounds = fast.group_starts(s_all, part, n_groups)
         for g in range(n_groups):
             yield grouped[bounds[g]:bounds[g + 1]]
