@@ -2,31 +2,39 @@
 
 Each is a twin of a Python / NumPy / Arrow function that stays the reference (``speedups``):
 the FIFO recursion (``simulate.fifo.place_stream``), the task-name column's encoding (Arrow's
-own dictionary reading) and measure's grouped passes and order statistics. ``optional=True``:
-without a C compiler or Python headers the install still succeeds and the references run
-instead, with the same results.
+own dictionary reading), measure's grouped passes and its per-group order statistics.
+``optional=True``: without a C compiler or Python headers the install still succeeds and the
+references run instead, with the same results.
 """
 
 from setuptools import Extension, setup
 
-# Same bytes as the reference: no fused multiply-add, no fast-math reassociation.
-_FLAGS = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
+try:  # pyproject's build requirements bring NumPy; without its headers the _select twin is left out
+    import numpy
+except ImportError:
+    numpy = None
+
+# Same bytes as the references: no fused multiply-add, no fast-math reassociation.
+_EXACT_FP = ["-ffp-contract=off", "-fno-fast-math"]
 
 
-def _twin(module: str, source: str) -> Extension:
-    return Extension(module, [source], extra_compile_args=_FLAGS, optional=True)
+def _twin(module: str, source: str, **options) -> Extension:
+    return Extension(module, [source], extra_compile_args=["-O3", *_EXACT_FP], optional=True, **options)
 
 
-setup(
-    ext_modules=[
-        Extension(
-            "sandbox_fleet.simulate.engine._fifo_speedups",
-            ["src/sandbox_fleet/simulate/engine/_fifo_speedups.c"],
-            extra_compile_args=["-ffp-contract=off", "-fno-fast-math"],
-            optional=True,
-        ),
-        _twin("sandbox_fleet.telemetry._strings", "src/sandbox_fleet/telemetry/_strings.c"),
-        # Buffers only (no NumPy headers); integer arithmetic.
-        _twin("sandbox_fleet.measure._groups", "src/sandbox_fleet/measure/_groups.c"),
-    ]
-)
+extensions = [
+    Extension(
+        "sandbox_fleet.simulate.engine._fifo_speedups",
+        ["src/sandbox_fleet/simulate/engine/_fifo_speedups.c"],
+        extra_compile_args=_EXACT_FP,
+        optional=True,
+    ),
+    _twin("sandbox_fleet.telemetry._strings", "src/sandbox_fleet/telemetry/_strings.c"),
+    # Buffers only (no NumPy headers); integer arithmetic.
+    _twin("sandbox_fleet.measure._groups", "src/sandbox_fleet/measure/_groups.c"),
+]
+if numpy is not None:
+    extensions.append(_twin("sandbox_fleet.measure._select", "src/sandbox_fleet/measure/_select.c",
+                            include_dirs=[numpy.get_include()]))
+
+setup(ext_modules=extensions)

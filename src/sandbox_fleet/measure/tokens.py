@@ -21,6 +21,7 @@ import numpy as np
 from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_nonempty, ratio
+from sandbox_fleet.speedups import compiled
 
 
 def triangular(n: np.ndarray) -> np.ndarray:
@@ -116,14 +117,26 @@ def _per_turn(fr: Frame) -> list[tuple[int, int, int, float | None]]:
     with_in = in_valid[has]
     codes_in = codes[with_in]
     del codes, with_in
-    n_in = np.bincount(codes_in, minlength=values.size)
-    grouped = fr.input_tokens.take_where(has & in_valid)[np.argsort(codes_in, kind="stable")]
+    n_in, medians = _grouped_medians(codes_in, fr.input_tokens.take_where(has & in_valid), values.size)
+    return [(int(values[g]), int(counts[g]), int(n_in[g]), medians[g]) for g in range(values.size)]
+
+
+def _grouped_medians(codes: np.ndarray, inputs: np.ndarray, n_groups: int) -> tuple[np.ndarray, list[float | None]]:
+    """Rows per group (codes 0..n_groups-1) and each group's ``_median`` (None when empty)."""
+    fast = compiled("measure._select")
+    if fast is not None:  # a counting sort by code and a selection per group, in C
+        offsets, lower, upper = fast.group_medians(codes, inputs, n_groups)
+        n_in = np.diff(offsets)
+        return n_in, [_median_of_middle(np.array([lower[g], upper[g]]), int(n_in[g])) if n_in[g] else None
+                      for g in range(n_groups)]
+    n_in = np.bincount(codes, minlength=n_groups)
+    grouped = inputs[np.argsort(codes, kind="stable")]
     ends = np.cumsum(n_in)
-    out = []
-    for g in range(values.size):
+    medians = []
+    for g in range(n_groups):
         part = grouped[ends[g] - n_in[g]:ends[g]]
-        out.append((int(values[g]), int(counts[g]), int(n_in[g]), _median(part) if part.size else None))
-    return out
+        medians.append(_median(part) if part.size else None)
+    return n_in, medians
 
 
 def _dense_codes(turns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -150,7 +163,14 @@ def _median(part: np.ndarray) -> float:
     lo = (n - 1) // 2
     hi = min(lo + 1, n - 1) if (n - 1) % 2 else lo
     picked = np.partition(part, [lo, hi]) if hi != lo else np.partition(part, lo)
-    return quantile_nonempty(picked[lo:hi + 1], 0.5 if hi != lo else 0.0)
+    return _median_of_middle(picked[lo:hi + 1], n)
+
+
+def _median_of_middle(middle: np.ndarray, n: int) -> float:
+    """The median of n values from their two middle order statistics (``middle``; only its
+    first is read when n is odd)."""
+    even = n % 2 == 0
+    return quantile_nonempty(middle[:2 if even else 1], 0.5 if even else 0.0)
 
 
 def _turn_figures(fr: Frame, min_turn_rows: int) -> dict:
