@@ -11,7 +11,6 @@ module fails instead.
 
 from __future__ import annotations
 
-import importlib
 import os
 import struct
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from built import require_built
 from sandbox_fleet.measure import steps, tokens
 from sandbox_fleet.measure.stats import quantile_sorted
 
@@ -31,12 +31,7 @@ I64 = np.iinfo(np.int64)
 
 
 def require_select():
-    try:
-        return importlib.import_module("sandbox_fleet.measure._select")
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but sandbox_fleet.measure._select was not built: .ci/run must install with a C compiler")
-        pytest.skip("the C speed-up was not built (no C compiler at install)")
+    return require_built("measure._select")
 
 
 @pytest.fixture

@@ -15,9 +15,7 @@ module fails instead.
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import os
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from built import require_built
 from sandbox_fleet.telemetry import load_telemetry, table
 from sandbox_fleet.telemetry.record import CODED
 from sandbox_fleet.telemetry.textcodes import ColumnEncoder
@@ -37,12 +36,7 @@ TS = pa.timestamp("us", tz="UTC")
 
 
 def require_strings():
-    try:
-        return importlib.import_module("sandbox_fleet.telemetry._strings")
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but sandbox_fleet.telemetry._strings was not built: .ci/run must install with a C compiler")
-        pytest.skip("the C string encoder was not built (no C compiler at install)")
+    return require_built("telemetry._strings", "the C string encoder")
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ Skips when the module was not built (no C compiler at install); under ``CI=true`
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import struct
 import textwrap
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from built import require_built
 from sandbox_fleet.simulate import Exponential, Fleet, Poisson
 from sandbox_fleet.simulate.engine import executors, fifo
 from sandbox_fleet.simulate.engine.fifo import place_stream
@@ -30,14 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def require_speedups():
-    """The compiled module, or a skip (a failure under CI=true)."""
-    try:
-        return importlib.import_module("sandbox_fleet.simulate.engine._fifo_speedups")
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but sandbox_fleet.simulate.engine._fifo_speedups was not built: "
-                        ".ci/run must install with a C compiler")
-        pytest.skip("the C speed-up was not built (no C compiler at install)")
+    return require_built("simulate.engine._fifo_speedups")
 
 
 @pytest.fixture
