@@ -15,6 +15,7 @@ value: a schedule changes time and peak memory, never a figure.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -170,9 +171,12 @@ class _Schedule:
                     self._await(p.after + p.needs, drain=True)  # queued ready: a queued job never waits on this lane
                     self.shared.add([partial(self._run, p, False)])
                 else:
-                    lanes[lane].submit(self._run, p, False)
+                    # A lane runs in a copy of the caller's context (its context variables, such
+                    # as NumPy's allocator, hold there too); one copy a call, as a context is
+                    # entered by one thread at a time.
+                    lanes[lane].submit(contextvars.copy_context().run, self._run, p, False)
                     if last[lane] == i:  # its last pass: the lane then helps with the shared queue
-                        lanes[lane].submit(self.shared.drain)
+                        lanes[lane].submit(contextvars.copy_context().run, self.shared.drain)
             self._await(self.keep, drain=True)
             self.shared.drain()
             self._await((name for name, _ in self.plan), drain=False)

@@ -30,6 +30,7 @@ from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.nodes_health import COLUMNS as NODE_COLUMNS
 from sandbox_fleet.measure.nodes_health import measure_node_health
+from sandbox_fleet.measure.numpypool import reusing_freed_arrays
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.sql import session
@@ -333,10 +334,10 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
                            ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
                 + shared + [(name, 2) for name in _COUNTS] + finish)
     if lanes == 2:
-        return (prepare + [("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE), ("model_steps", 1),
-                           ("all_starts_steps", HERE), ("job_rows", HERE), ("job_steps", HERE), ("by_task", HERE),
+        return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
+                           ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
                            ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
-                + shared + [(name, 1) for name in _COUNTS] + finish)
+                + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
     return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
                                                  "all_starts_steps", "job_rows", "job_steps", "model_steps",
                                                  "concurrency", "jobs", "span")]
@@ -350,7 +351,7 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
     ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
     Raises InputError when no usable rollout is left.
     """
-    with session():
+    with session(), reusing_freed_arrays():
         return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False,
                         min_turn_rows=min_turn_rows)
 
@@ -441,13 +442,14 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     prefer_returning_pool()
-    t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
-                       cache_dir=cache_dir, coded=True)
-    if models or since or until:
-        t = filter_rollouts(t, models=models, since=since, until=until)
-    # Nothing else holds this table: dropping the columns measure never reads frees them
-    # (~240 MB of id strings at 10M rows) before the measurements allocate.
-    t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
-    with session():
-        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
-                        min_turn_rows=min_turn_rows)
+    with reusing_freed_arrays():
+        t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
+                           cache_dir=cache_dir, coded=True)
+        if models or since or until:
+            t = filter_rollouts(t, models=models, since=since, until=until)
+        # Nothing else holds this table: dropping the columns measure never reads frees them
+        # (~240 MB of id strings at 10M rows) before the measurements allocate.
+        t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
+        with session():
+            return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
+                            min_turn_rows=min_turn_rows)

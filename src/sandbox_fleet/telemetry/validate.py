@@ -9,6 +9,7 @@ Cells other than the interval's are cleaned one by one (``cells``), never costin
 
 from __future__ import annotations
 
+import contextvars
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -287,7 +288,8 @@ class BatchIdHashes:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1)
-        self._parts.append([len(ids), self._pool.submit(_batch_hashes, ids), None])
+        # In the caller's context: the NumPy allocator it chose holds on the worker too.
+        self._parts.append([len(ids), self._pool.submit(contextvars.copy_context().run, _batch_hashes, ids), None])
 
     def keep(self, kept: np.ndarray | None) -> None:
         """The last queued batch keeps only the rows ``kept`` marks (None: all of them)."""
