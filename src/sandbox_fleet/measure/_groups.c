@@ -594,12 +594,257 @@ done:
     return result;
 }
 
+/* ---- one sort of the holds for every grouping (stats.groups_sorted) ---------------------- */
+
+#define MAX_GROUPINGS 8
+
+/* The groupings' buffers from Python sequences of the same length: codes (read), counts or
+   outs (written), and their shifts (and widths) as ints. Returns how many, or -1. */
+static Py_ssize_t
+get_groupings(PyObject *seq, Py_buffer *views, int writable, enum kind kind, const char *fn, const char *what)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast)
+        return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(fast);
+    if (m > MAX_GROUPINGS) {
+        PyErr_Format(PyExc_ValueError, "%s: at most %d groupings", fn, MAX_GROUPINGS);
+        Py_DECREF(fast);
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (get_buffer(PySequence_Fast_GET_ITEM(fast, j), &views[j], writable, kind, fn, what) < 0) {
+            while (j > 0)
+                PyBuffer_Release(&views[--j]);
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return m;
+}
+
+static int
+get_ints(PyObject *seq, int *out, Py_ssize_t m, const char *fn, const char *what)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast)
+        return -1;
+    int ok = PySequence_Fast_GET_SIZE(fast) == m;
+    for (Py_ssize_t j = 0; ok && j < m; j++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, j));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        ok = v >= 0 && v <= 62;
+        out[j] = (int)v;
+    }
+    Py_DECREF(fast);
+    if (!ok)
+        PyErr_Format(PyExc_ValueError, "%s: %s must be one int in 0..62 per grouping", fn, what);
+    return ok ? 0 : -1;
+}
+
+static void
+release_all(Py_buffer *views, Py_ssize_t m)
+{
+    while (m > 0)
+        PyBuffer_Release(&views[--m]);
+}
+
+PyDoc_STRVAR(pack_hold_keys_doc,
+"pack_hold_keys(values, vmin, total_bits, codes, shifts, counts, key)\n"
+"\n"
+"``stats.groups_sorted``'s packed key, in one pass: key[i] = (values[i] - vmin) << total_bits\n"
+"| sum of codes[j][i] << shifts[j]; counts[j] (int64, one per group, zeroed by the caller) gets\n"
+"each grouping's rows per code. A code outside 0..len(counts[j])-1 is a ValueError. The caller\n"
+"has checked that every key fits in 62 bits.");
+
+static PyObject *
+pack_hold_keys(PyObject *self, PyObject *args)
+{
+    PyObject *o_values, *o_codes, *o_shifts, *o_counts, *o_key;
+    long long vmin;
+    int total_bits, shifts[MAX_GROUPINGS];
+    Py_buffer values_b, key_b, codes_b[MAX_GROUPINGS], counts_b[MAX_GROUPINGS];
+    Py_ssize_t m = 0, m_counts = 0;
+    PyObject *result = NULL;
+
+    if (!PyArg_ParseTuple(args, "OLiOOOO:pack_hold_keys", &o_values, &vmin, &total_bits, &o_codes, &o_shifts,
+                          &o_counts, &o_key))
+        return NULL;
+    if (total_bits < 0 || total_bits > 62) {
+        PyErr_SetString(PyExc_ValueError, "pack_hold_keys: total_bits must be in 0..62");
+        return NULL;
+    }
+    if (get_buffer(o_values, &values_b, 0, INT64_ONLY, "pack_hold_keys", "values") < 0)
+        return NULL;
+    if (get_buffer(o_key, &key_b, 1, INT64_ONLY, "pack_hold_keys", "key") < 0) {
+        PyBuffer_Release(&values_b);
+        return NULL;
+    }
+    if ((m = get_groupings(o_codes, codes_b, 0, ANY_INT, "pack_hold_keys", "codes")) < 0)
+        goto done;
+    if ((m_counts = get_groupings(o_counts, counts_b, 1, INT64_ONLY, "pack_hold_keys", "counts")) < 0)
+        goto done;
+    Py_ssize_t n = values_b.len / 8;
+    int lengths_ok = m_counts == m && key_b.len / 8 == n;
+    for (Py_ssize_t j = 0; lengths_ok && j < m; j++)
+        lengths_ok = codes_b[j].len / codes_b[j].itemsize == n;
+    if (!lengths_ok) {
+        PyErr_SetString(PyExc_ValueError, "pack_hold_keys: values, key and every codes must be as long, one counts per codes");
+        goto done;
+    }
+    if (get_ints(o_shifts, shifts, m, "pack_hold_keys", "shifts") < 0)
+        goto done;
+    Py_ssize_t bad = -1, bad_grouping = 0;
+    {
+        const int64_t *values = values_b.buf;
+        uint64_t *key = key_b.buf;
+        uint64_t uvmin = (uint64_t)vmin;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            key[i] = ((uint64_t)values[i] - uvmin) << total_bits;
+        for (Py_ssize_t j = 0; j < m && bad < 0; j++) {
+            const void *codes = codes_b[j].buf;
+            Py_ssize_t code_size = codes_b[j].itemsize, n_groups = counts_b[j].len / 8;
+            int64_t *counts = counts_b[j].buf;
+            int shift = shifts[j];
+            for (Py_ssize_t i = 0; i < n; i++) {
+                int64_t g = code_at(codes, code_size, i);
+                if (g < 0 || g >= n_groups) {
+                    bad = i;
+                    bad_grouping = j;
+                    break;
+                }
+                key[i] |= (uint64_t)g << shift;
+                counts[g] += 1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "pack_hold_keys: codes[%zd][%zd] = %lld is not in 0..%zd", bad_grouping, bad,
+                     (long long)code_at(codes_b[bad_grouping].buf, codes_b[bad_grouping].itemsize, bad),
+                     counts_b[bad_grouping].len / 8 - 1);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release_all(codes_b, m);
+    release_all(counts_b, m_counts);
+    PyBuffer_Release(&values_b);
+    PyBuffer_Release(&key_b);
+    return result;
+}
+
+PyDoc_STRVAR(split_sorted_keys_doc,
+"split_sorted_keys(key, total_bits, vmin, shifts, widths, counts, outs)\n"
+"\n"
+"The rest of ``stats.groups_sorted`` after the key is sorted, in one pass: outs[j] (int64, as\n"
+"long as key) gets the values of grouping j's groups one after another, each group's in\n"
+"ascending order (the stable partition of the sorted values by the codes in bits shifts[j]..\n"
+"shifts[j]+widths[j]-1, groups sized by counts[j]); then key[i] becomes the value\n"
+"(key[i] >> total_bits) + vmin, in place.");
+
+static PyObject *
+split_sorted_keys(PyObject *self, PyObject *args)
+{
+    PyObject *o_key, *o_shifts, *o_widths, *o_counts, *o_outs;
+    long long vmin;
+    int total_bits, shifts[MAX_GROUPINGS], widths[MAX_GROUPINGS];
+    Py_buffer key_b, counts_b[MAX_GROUPINGS], outs_b[MAX_GROUPINGS];
+    Py_ssize_t m = 0, m_outs = 0;
+    int64_t *cursors[MAX_GROUPINGS] = {NULL};
+    PyObject *result = NULL;
+
+    if (!PyArg_ParseTuple(args, "OiLOOOO:split_sorted_keys", &o_key, &total_bits, &vmin, &o_shifts, &o_widths,
+                          &o_counts, &o_outs))
+        return NULL;
+    if (total_bits < 0 || total_bits > 62) {
+        PyErr_SetString(PyExc_ValueError, "split_sorted_keys: total_bits must be in 0..62");
+        return NULL;
+    }
+    if (get_buffer(o_key, &key_b, 1, INT64_ONLY, "split_sorted_keys", "key") < 0)
+        return NULL;
+    if ((m = get_groupings(o_counts, counts_b, 0, INT64_ONLY, "split_sorted_keys", "counts")) < 0)
+        goto done;
+    if ((m_outs = get_groupings(o_outs, outs_b, 1, INT64_ONLY, "split_sorted_keys", "outs")) < 0)
+        goto done;
+    Py_ssize_t n = key_b.len / 8;
+    int lengths_ok = m_outs == m;
+    for (Py_ssize_t j = 0; lengths_ok && j < m; j++)
+        lengths_ok = outs_b[j].len / 8 == n;
+    if (!lengths_ok) {
+        PyErr_SetString(PyExc_ValueError, "split_sorted_keys: one out per counts, each as long as key");
+        goto done;
+    }
+    if (get_ints(o_shifts, shifts, m, "split_sorted_keys", "shifts") < 0 ||
+        get_ints(o_widths, widths, m, "split_sorted_keys", "widths") < 0)
+        goto done;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        /* Each group's first slot: the prefix sums of its counts, which must add up to n. */
+        Py_ssize_t n_groups = counts_b[j].len / 8;
+        const int64_t *counts = counts_b[j].buf;
+        cursors[j] = PyMem_Malloc(((size_t)n_groups + 1) * sizeof(int64_t));
+        if (!cursors[j]) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int64_t at = 0;
+        for (Py_ssize_t g = 0; g < n_groups; g++) {
+            cursors[j][g] = at;
+            at += counts[g] < 0 ? n + 1 : counts[g];
+        }
+        if (at != n) {
+            PyErr_SetString(PyExc_ValueError, "split_sorted_keys: every counts must add up to len(key)");
+            goto done;
+        }
+    }
+    Py_ssize_t bad = -1;
+    {
+        uint64_t *key = key_b.buf;
+        uint64_t uvmin = (uint64_t)vmin;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && bad < 0; i++) {
+            uint64_t k = key[i];
+            int64_t v = (int64_t)((k >> total_bits) + uvmin);
+            for (Py_ssize_t j = 0; j < m; j++) {
+                uint64_t g = (k >> shifts[j]) & (((uint64_t)1 << widths[j]) - 1);
+                /* A code past the counts, or a write past the end: keys and counts that do not match. */
+                if (g >= (uint64_t)(counts_b[j].len / 8) || cursors[j][g] >= n) {
+                    bad = i;
+                    break;
+                }
+                ((int64_t *)outs_b[j].buf)[cursors[j][g]++] = v;
+            }
+            key[i] = (uint64_t)v;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "split_sorted_keys: key[%zd] holds a code its counts do not", bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t j = 0; j < MAX_GROUPINGS; j++)
+        PyMem_Free(cursors[j]);
+    release_all(counts_b, m);
+    release_all(outs_b, m_outs);
+    PyBuffer_Release(&key_b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_totals", group_totals, METH_VARARGS, group_totals_doc},
     {"pack_events", pack_events, METH_VARARGS, pack_events_doc},
     {"compact", compact, METH_VARARGS, compact_doc},
     {"area", area, METH_VARARGS, area_doc},
     {"level_durations", level_durations, METH_VARARGS, level_durations_doc},
+    {"pack_hold_keys", pack_hold_keys, METH_VARARGS, pack_hold_keys_doc},
+    {"split_sorted_keys", split_sorted_keys, METH_VARARGS, split_sorted_keys_doc},
     {NULL, NULL, 0, NULL},
 };
 

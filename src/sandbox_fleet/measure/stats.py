@@ -11,6 +11,8 @@ import zlib
 
 import numpy as np
 
+from sandbox_fleet.speedups import compiled
+
 SMALL_SAMPLE_ROWS = 100
 BOOTSTRAP_DRAWS = 2000
 US = 1_000_000
@@ -152,16 +154,16 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
     if vbits + sum(widths) > 62:
         return None
     total = sum(widths)
+    shifts = [sum(widths[:j]) for j in range(len(widths))]
+    fast = compiled("measure._groups")
+    if fast is not None:
+        return _compiled_groups_sorted(fast, values, vmin, groupings, shifts, widths)
     key = np.subtract(values, vmin)
     key <<= total
-    shifts = []
-    shift = 0
-    for (codes, _), width in zip(groupings, widths):
-        shifts.append(shift)
+    for (codes, _), width, shift in zip(groupings, widths, shifts):
         if width:
             for i in range(0, key.size, _BLOCK):
                 key[i:i + _BLOCK] |= np.asarray(codes[i:i + _BLOCK]).astype(np.int64) << shift
-        shift += width
     key.sort()
     small = [bit_field(key, s, w) if w else None for s, w in zip(shifts, widths)]
     key >>= total
@@ -172,6 +174,29 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         # One group: already in order; else a stable partition (radix sort) of the sorted values.
         out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
+    return key, out
+
+
+def _compiled_groups_sorted(fast, values: np.ndarray, vmin: int, groupings: list[tuple[np.ndarray, int]],
+                            shifts: list[int], widths: list[int]
+                            ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """``groups_sorted`` with the key packed, and split after the sort, by one C pass each
+    (``_groups.pack_hold_keys``, ``split_sorted_keys``): the same sort, the same arrays."""
+    codes = [np.ascontiguousarray(c) for c, _ in groupings]
+    codes = [c if c.dtype in (np.uint8, np.int32, np.int64) else c.astype(np.int64) for c in codes]
+    counts = [np.zeros(n_groups, dtype=np.int64) for _, n_groups in groupings]
+    key = np.empty(values.size, dtype=np.int64)
+    fast.pack_hold_keys(values, vmin, sum(widths), codes, shifts, counts, key)
+    key.sort()
+    split = [j for j, w in enumerate(widths) if w]  # one group: its values are the sorted key itself
+    outs = [np.empty(values.size, dtype=np.int64) for _ in split]
+    fast.split_sorted_keys(key, sum(widths), vmin, [shifts[j] for j in split], [widths[j] for j in split],
+                           [counts[j] for j in split], outs)
+    by_grouping = dict(zip(split, outs))
+    out = []
+    for j, c in enumerate(counts):
+        offsets = np.concatenate(([0], np.cumsum(c))).astype(np.int64)
+        out.append((by_grouping[j] if j in by_grouping else key.copy(), offsets))
     return key, out
 
 

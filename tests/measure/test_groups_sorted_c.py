@@ -1,0 +1,90 @@
+"""``stats.groups_sorted`` (one sort of the holds for every grouping) with the C pack and split
+passes (``_groups.pack_hold_keys``, ``split_sorted_keys``) and with the NumPy reference: both
+equal a brute-force truth (each group's values sorted on their own, groups in code order)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from built import require_built
+from sandbox_fleet.measure.stats import groups_sorted
+
+CODE_TYPES = (np.uint8, np.int16, np.int32, np.int64)
+
+
+def brute(values: np.ndarray, groupings) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    parts = []
+    for codes, n_groups in groupings:
+        per = [np.sort(values[codes == g]) for g in range(n_groups)]
+        offsets = np.cumsum([0] + [p.size for p in per])
+        parts.append((np.concatenate(per) if per else values[:0], offsets))
+    return np.sort(values), parts
+
+
+@st.composite
+def cases(draw):
+    n = draw(st.integers(1, 400))
+    n_groupings = draw(st.integers(0, 3))
+    sizes = [draw(st.sampled_from([1, 2, 3, 7, 200, 300])) for _ in range(n_groupings)]
+    code_bits = sum(max(g - 1, 0).bit_length() for g in sizes)
+    value_bits = draw(st.integers(1, 62 - code_bits))
+    lo = draw(st.integers(-(2**62), 2**62))
+    values = np.array(draw(st.lists(st.integers(0, 2**value_bits - 1), min_size=n, max_size=n)), dtype=np.int64)
+    values = values + np.int64(lo) if abs(lo) < 2**62 - 2**value_bits else values
+    groupings = []
+    for n_groups in sizes:
+        dtype = draw(st.sampled_from([t for t in CODE_TYPES if np.iinfo(t).max >= n_groups - 1]))
+        codes = np.array(draw(st.lists(st.integers(0, n_groups - 1), min_size=n, max_size=n)), dtype=dtype)
+        groupings.append((codes, n_groups))
+    return values, groupings
+
+
+def _run(values, groupings, pure: bool, monkeypatch):
+    if pure:
+        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    return groups_sorted(values.copy(), [(c.copy(), g) for c, g in groupings])
+
+
+@settings(max_examples=250, deadline=None)
+@given(cases())
+def test_both_paths_equal_the_brute_force_truth(case):
+    require_built("measure._groups")
+    values, groupings = case
+    want_all, want = brute(values, groupings)
+    with pytest.MonkeyPatch.context() as mp:
+        for pure in (True, False):
+            got = _run(values, groupings, pure, mp)
+            assert got is not None
+            got_all, got_parts = got
+            assert got_all.dtype == np.int64 and np.array_equal(got_all, want_all)
+            assert len(got_parts) == len(want)
+            for (g_vals, g_off), (w_vals, w_off) in zip(got_parts, want):
+                assert g_vals.dtype == np.int64 and g_off.dtype == np.int64
+                assert np.array_equal(g_vals, w_vals) and np.array_equal(g_off, w_off)
+                assert not np.shares_memory(g_vals, got_all)
+
+
+def test_a_key_past_62_bits_is_refused_on_both_paths(monkeypatch):
+    require_built("measure._groups")
+    values = np.array([0, 2**61], dtype=np.int64)
+    codes = np.array([0, 3], dtype=np.int64)
+    for pure in (True, False):
+        assert _run(values, [(codes, 4)], pure, monkeypatch) is None  # 62 value bits + 2 code bits
+
+
+def test_the_c_passes_refuse_codes_outside_the_groups():
+    fast = require_built("measure._groups")
+    values = np.arange(4, dtype=np.int64)
+    key = np.empty(4, dtype=np.int64)
+    counts = [np.zeros(2, dtype=np.int64)]
+    with pytest.raises(ValueError, match=r"codes\[0\]\[2\] = 2 is not in 0..1"):
+        fast.pack_hold_keys(values, 0, 1, [np.array([0, 1, 2, 0], dtype=np.int64)], [0], counts, key)
+    with pytest.raises(ValueError, match="add up"):
+        fast.split_sorted_keys(key, 1, 0, [0], [1], [np.array([1, 1], dtype=np.int64)], [np.empty(4, np.int64)])
+    with pytest.raises(TypeError, match="values must be"):
+        fast.pack_hold_keys(values.astype(np.float64), 0, 1, [], [], [], key)
