@@ -414,8 +414,112 @@ static PyTypeObject EncoderType = {
     .tp_as_sequence = &Encoder_as_sequence,
 };
 
+/* ---- id hashes: the twin of validate._chunk_hashes ------------------------------------ */
+
+static const uint64_t MIX1 = 0xBF58476D1CE4E5B9ULL, MIX2 = 0x94D049BB133111EBULL;
+
+/* validate._chunk_hashes of one string: its length times K0, then a step per eight-byte
+   little-endian word (bytes past the end zero), then splitmix64's finaliser. */
+static inline uint64_t id_hash(const unsigned char *p, int64_t n) {
+    uint64_t h = (uint64_t)n * K0;
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        h ^= load64(p + k);
+        h *= K0;
+        h ^= h >> 32;
+    }
+    if (k < n) {
+        uint64_t word = 0;
+        memcpy(&word, p + k, (size_t)(n - k));
+        h ^= word;
+        h *= K0;
+        h ^= h >> 32;
+    }
+    h ^= h >> 30;
+    h *= MIX1;
+    h ^= h >> 27;
+    h *= MIX2;
+    h ^= h >> 31;
+    return h;
+}
+
+static PyObject *id_hashes(PyObject *self, PyObject *args) {
+    PyObject *off_obj, *data_obj, *out_obj;
+    Py_ssize_t offset, length;
+    int wide;
+    if (!PyArg_ParseTuple(args, "OOnnpO", &off_obj, &data_obj, &offset, &length, &wide, &out_obj))
+        return NULL;
+    if (offset < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and length must be >= 0");
+        return NULL;
+    }
+    Py_buffer off = {0}, data = {0}, out = {0};
+    int have_data = 0, have_out = 0;
+    PyObject *result = NULL;
+    if (get_buffer(off_obj, &off, "offsets") < 0)
+        return NULL;
+    size_t width = wide ? 8 : 4;
+    if ((size_t)off.len < (size_t)(offset + length + 1) * width) {
+        PyErr_SetString(PyExc_ValueError, "offsets buffer shorter than offset + length + 1 entries");
+        goto done;
+    }
+    if (data_obj != Py_None) {
+        if (get_buffer(data_obj, &data, "data") < 0)
+            goto done;
+        have_data = 1;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    have_out = 1;
+    if (out.len != length * 8) {
+        PyErr_SetString(PyExc_ValueError, "out must hold length uint64 hashes");
+        goto done;
+    }
+    const unsigned char *bytes = have_data ? (const unsigned char *)data.buf : (const unsigned char *)"";
+    int64_t data_len = have_data ? (int64_t)data.len : 0;
+    uint64_t *hashes = (uint64_t *)out.buf;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < length; i++) {
+        int64_t lo, hi;
+        if (wide) {
+            lo = ((const int64_t *)off.buf)[offset + i];
+            hi = ((const int64_t *)off.buf)[offset + i + 1];
+        } else {
+            lo = ((const int32_t *)off.buf)[offset + i];
+            hi = ((const int32_t *)off.buf)[offset + i + 1];
+        }
+        if (lo < 0 || hi < lo || hi > data_len) {
+            bad = i;
+            break;
+        }
+        hashes[i] = id_hash(bytes + lo, hi - lo);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "string %zd: offsets outside the data buffer", bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&off);
+    if (have_data)
+        PyBuffer_Release(&data);
+    if (have_out)
+        PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"id_hashes", id_hashes, METH_VARARGS,
+     "id_hashes(offsets, data, offset, length, wide, out): validate._chunk_hashes of the strings into out (uint64)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_strings", "String dictionary encoder (twin of pyarrow.compute.dictionary_encode).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_strings",
+    "String dictionary encoder (twin of pyarrow.compute.dictionary_encode) and id hashes (of validate._chunk_hashes).",
+    -1, module_methods,
     NULL, NULL, NULL, NULL,
 };
 
