@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.telemetry.buffers import all_false
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import TS, Telemetry, is_text
 
@@ -106,7 +107,7 @@ def unit_of(values: pa.Array) -> pa.Array:
 
 
 def _no_bad(values: pa.Array) -> pa.Array:
-    return pa.array(np.zeros(len(values), dtype=bool))
+    return all_false(len(values))
 
 
 def _strings(values: pa.Array, name: str, source: str, opts: ReadOptions, tel: Telemetry, state: dict) -> Converted:

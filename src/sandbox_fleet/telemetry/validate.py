@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.speedups import compiled
+from sandbox_fleet.telemetry.buffers import all_false, slot_bounds
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
@@ -105,7 +106,7 @@ def clean_batch(
     cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name), opts.coded and name in CODED_COLUMNS)
                                  for name in table.column_names}
     n = table.num_rows
-    unparsable = mixed = pa.array(np.zeros(n, dtype=bool))
+    unparsable = mixed = all_false(n)
     for name in ("started_at", "finished_at", *PHASE_TIME_COLUMNS):
         if name not in cols:
             continue
@@ -148,11 +149,10 @@ def clean_batch(
 def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
     """Either end outside the plausible window (or, with --allow-any-time, past year 9999)."""
     lo_us, hi_us = opts.earliest_us, opts.latest_us
-    # Four reductions settle the usual case (everything inside) without building a mask.
-    lows = [pc.min(c).cast(pa.int64()).as_py() for c in (start, finish)]
-    highs = [pc.max(c).cast(pa.int64()).as_py() for c in (start, finish)]
-    if all(v is None or ((lo_us is None or v >= lo_us) and v < hi_us) for v in lows + highs):
-        return pa.array(np.zeros(len(start), dtype=bool))
+    # Two raw reductions settle the usual case (everything inside) without building a mask.
+    bounds = [slot_bounds(c) for c in (start, finish)]
+    if all(b is not None and (lo_us is None or b[0] >= lo_us) and b[1] < hi_us for b in bounds):
+        return all_false(len(start))
     hi = pa.scalar(hi_us, pa.int64()).cast(TS)
     out = pc.or_(pc.greater_equal(start, hi), pc.greater_equal(finish, hi))
     if lo_us is not None:
