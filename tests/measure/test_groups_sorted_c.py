@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from built import require_built
-from sandbox_fleet.measure.stats import groups_sorted
+from sandbox_fleet.measure.stats import group_sorted, groups_sorted
 
 CODE_TYPES = (np.uint8, np.int16, np.int32, np.int64)
 
@@ -88,3 +88,25 @@ def test_the_c_passes_refuse_codes_outside_the_groups():
         fast.split_sorted_keys(key, 1, 0, [0], [1], [np.array([1, 1], dtype=np.int64)], [np.empty(4, np.int64)])
     with pytest.raises(TypeError, match="values must be"):
         fast.pack_hold_keys(values.astype(np.float64), 0, 1, [], [], [], key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases(), st.sampled_from([np.int8, np.uint8, np.int16, np.int32, np.int64]))
+def test_group_sorted_on_both_paths_equals_the_brute_force_truth(case, code_type):
+    """``group_sorted`` (one grouping, group-major key; the C pass packs and counts it)."""
+    require_built("measure._groups")
+    values, groupings = case
+    codes, n_groups = groupings[0] if groupings else (np.zeros(values.size, np.int64), 1)
+    if n_groups - 1 > np.iinfo(code_type).max:
+        return
+    codes = codes.astype(code_type)
+    _, [(want_values, want_offsets)] = brute(values, [(codes, n_groups)])
+    with pytest.MonkeyPatch.context() as mp:
+        for pure in (True, False):
+            if pure:
+                mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+            else:
+                mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+            got_values, got_offsets = group_sorted(codes.copy(), values.copy(), n_groups)
+            assert got_values.dtype == np.int64 and np.array_equal(got_values, want_values)
+            assert np.array_equal(got_offsets, want_offsets)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sandbox_fleet.telemetry.buffers import all_false, slot_bounds
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.options import make_options
-from sandbox_fleet.telemetry.record import TS, ROLLOUT_SCHEMA, Telemetry
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry
 from sandbox_fleet.telemetry.validate import _outside
 
 I64 = st.integers(-(2**63), 2**63 - 1)
@@ -48,13 +48,13 @@ def test_slot_bounds_refuse_other_types():
     assert slot_bounds(pa.chunked_array([], type=pa.int64())) is None
 
 
-def _with_null_slot(values: list[int], null_at: int, type_=pa.int64()) -> pa.Array:
+def _with_null_slot(values: list[int], null_at: int, type_: pa.DataType | None = None) -> pa.Array:
     """An int64-backed array whose row ``null_at`` is null but whose slot holds values[null_at]."""
     validity = np.ones(len(values), dtype=bool)
     validity[null_at] = False
     bits = pa.array(validity).buffers()[1]
     data = pa.py_buffer(np.array(values, dtype="<i8").tobytes())
-    return pa.Array.from_buffers(type_, len(values), [bits, data], null_count=1)
+    return pa.Array.from_buffers(type_ or pa.int64(), len(values), [bits, data], null_count=1)
 
 
 def test_a_negative_slot_under_a_null_is_no_negative_count():

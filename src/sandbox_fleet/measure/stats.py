@@ -113,14 +113,23 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
     """
     codes = np.asarray(codes)
     values = np.asarray(values, dtype=np.int64)
+    vmin = int(values.min()) if values.size else 0
+    vbits = max((int(values.max()) - vmin).bit_length(), 1) if values.size else 1
+    gbits = max(n_groups - 1, 0).bit_length()
+    fast = compiled("measure._groups") if values.size and vbits + gbits <= 62 else None
+    if fast is not None:
+        # The same key, packed and counted in one C pass (the group in the high bits).
+        counts = np.zeros(n_groups, dtype=np.int64)
+        key = np.empty(values.size, dtype=np.int64)
+        fast.pack_hold_keys(values, vmin, 0, [_c_codes(codes)], [vbits], [counts], key)
+        key.sort()
+        key &= (1 << vbits) - 1
+        key += vmin
+        return key, np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     if values.size == 0:
         return values.copy(), offsets
-    vmin = int(values.min())
-    span = int(values.max()) - vmin
-    vbits = max(span.bit_length(), 1)
-    gbits = max(n_groups - 1, 0).bit_length()
     if vbits + gbits <= 62:
         key = np.subtract(values, vmin)
         if gbits:
@@ -177,13 +186,21 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
     return key, out
 
 
+def _c_codes(codes: np.ndarray) -> np.ndarray:
+    """Group codes as a type the C passes read (uint8, int32, int64), copied only when not;
+    an int8 code is read as its byte (a negative one then reads as >= 128: refused as too big)."""
+    codes = np.ascontiguousarray(codes)
+    if codes.dtype in (np.uint8, np.int32, np.int64):
+        return codes
+    return codes.view(np.uint8) if codes.dtype == np.int8 else codes.astype(np.int64)
+
+
 def _compiled_groups_sorted(fast, values: np.ndarray, vmin: int, groupings: list[tuple[np.ndarray, int]],
                             shifts: list[int], widths: list[int]
                             ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """``groups_sorted`` with the key packed, and split after the sort, by one C pass each
     (``_groups.pack_hold_keys``, ``split_sorted_keys``): the same sort, the same arrays."""
-    codes = [np.ascontiguousarray(c) for c, _ in groupings]
-    codes = [c if c.dtype in (np.uint8, np.int32, np.int64) else c.astype(np.int64) for c in codes]
+    codes = [_c_codes(c) for c, _ in groupings]
     counts = [np.zeros(n_groups, dtype=np.int64) for _, n_groups in groupings]
     key = np.empty(values.size, dtype=np.int64)
     fast.pack_hold_keys(values, vmin, sum(widths), codes, shifts, counts, key)
