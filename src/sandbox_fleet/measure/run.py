@@ -50,14 +50,12 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-#: Up to this many rows three lanes: the per-task pass and the sweep on two workers, the overall
-#: step pass here, the per-model step passes on a worker once the sweep is done (see ``_plan``).
-THREE_LANES_ROWS = 4_000_000
-#: Up to this many rows two lanes: the sweep and then the per-model step passes on one worker,
-#: the overall step pass and then the per-task pass here; later the counts beside the hold sorts.
-#: With the text columns coded and the Arrow time columns dropped once copied out, 10M rows
-#: peak at ~1.4-1.5 GiB so (three lanes reached 1,554-1,728 MiB, depending on how the passes
-#: overlapped). Past it, one pass at a time.
+#: Up to this many rows two lanes: the per-task pass, the sweep, the per-model and overall step
+#: passes and then the token pass on a worker; the rest here, the small counts taken by
+#: whichever lane is free. With the text columns coded and the Arrow time columns dropped once
+#: copied out, 10M rows peak at ~2 GiB so (with up to ``numpypool.LIMIT_BYTES`` of freed
+#: blocks kept for reuse). Past it, one pass at a time. (A third lane, tried up to 4M rows, was
+#: slower on two cores: 1.71 s against 1.60 s at 2.4M rows, 1.02 against 0.83 s at 1M.)
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
@@ -317,23 +315,17 @@ SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "traject
 
 
 def _plan(lanes: int) -> list[tuple[str, int]]:
-    """Where each pass runs, in order, for ``lanes`` threads (see THREE_LANES_ROWS, TWO_LANES_ROWS).
+    """Where each pass runs, in order, for ``lanes`` threads (see TWO_LANES_ROWS).
 
-    Three: per-task pass and then the counts on lane 2, the sweep and then the per-model step
-    passes on lane 1, the overall and per-job step passes here. Two: the sweep, the per-model
-    step passes and then the counts on lane 1, the per-task pass here after the step passes. One:
-    everything here, one pass at a time. In every plan the per-model counts and sums and the
-    exception types are queued for any lane (each lane takes them when it would wait or idle).
+    Two: the per-task pass, the sweep, the per-model and overall step passes and the token
+    pass on lane 1 (the sweep starts once the cap pass has coded the jobs), the per-job passes
+    here; the other counts and the exception types on the shared queue, so whichever lane is
+    free takes them. One: everything here, one pass at a time.
     """
     prepare = [(name, HERE) for name in _PREPARE]
     shared = [("holds_only", HERE), ("masks", HERE), ("model_columns", HERE), ("exceptions", ANY)]
     finish = [(name, HERE) for name in _FINISH]
-    if lanes >= 3:
-        return (prepare + [("by_task", 2), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
-                           ("model_steps", 1), ("all_starts_steps", HERE), ("job_rows", HERE), ("job_steps", HERE),
-                           ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
-                + shared + [(name, 2) for name in _COUNTS] + finish)
-    if lanes == 2:
+    if lanes >= 2:
         return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
                            ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
                            ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
@@ -375,7 +367,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     if rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    lanes = 3 if rows <= THREE_LANES_ROWS else 2 if rows <= TWO_LANES_ROWS else 1
+    lanes = 2 if rows <= TWO_LANES_ROWS else 1
     passes = _passes(pass_threshold, seed, min_turn_rows)
     inputs = {"table": table, "t": t, "rejected": rejected}
     del table  # the plan holds the rows now: each value goes once its last pass is done
