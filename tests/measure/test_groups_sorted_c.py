@@ -1,4 +1,4 @@
-"""``stats.groups_sorted`` (one sort of the holds for every grouping) with the C pack and split
+"""``stats.groups_sorted``, ``group_sorted`` and ``sum_where`` (one sort of the holds for every grouping) with the C pack and split
 passes (``_groups.pack_hold_keys``, ``split_sorted_keys``) and with the NumPy reference: both
 equal a brute-force truth (each group's values sorted on their own, groups in code order)."""
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from built import require_built
-from sandbox_fleet.measure.stats import group_sorted, groups_sorted
+from sandbox_fleet.measure.stats import group_sorted, groups_sorted, sum_where
 
 CODE_TYPES = (np.uint8, np.int16, np.int32, np.int64)
 
@@ -110,3 +110,31 @@ def test_group_sorted_on_both_paths_equals_the_brute_force_truth(case, code_type
             got_values, got_offsets = group_sorted(codes.copy(), values.copy(), n_groups)
             assert got_values.dtype == np.int64 and np.array_equal(got_values, want_values)
             assert np.array_equal(got_offsets, want_offsets)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.booleans()), max_size=300),
+       st.sampled_from([1, 2**20, 2**47, 2**62]))
+def test_sum_where_is_the_exact_sum_on_both_paths(rows, scale):
+    """``stats.sum_where``: the exact sum of the selected values (the C pass's blocks redone wide
+    when their values are big; NumPy's reference agrees while the sum fits int64)."""
+    fast = require_built("measure._groups")
+    values = np.array([v // (2**63 // scale) if scale < 2**62 else v for v, _ in rows], dtype=np.int64)
+    where = np.array([w for _, w in rows], dtype=bool)
+    want = sum(int(v) for v, w in zip(values, where) if w)
+    assert fast.masked_sum(values, where) == want
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+        assert sum_where(values, where) == want
+        if -(2**63) <= want < 2**63:
+            mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+            assert sum_where(values, where) == want
+
+
+def test_sum_where_over_blocks_bigger_than_one_pass():
+    fast = require_built("measure._groups")
+    values = np.full(200_000, 2**46, dtype=np.int64)
+    values[150_001] = 2**62  # one block of big values (kept: 150_001 % 3 != 0), redone wide
+    where = np.ones(values.size, dtype=bool)
+    where[::3] = False
+    assert fast.masked_sum(values, where) == sum(int(v) for v, w in zip(values.tolist(), where.tolist()) if w)

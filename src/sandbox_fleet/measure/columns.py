@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.stats import group_sorted, group_sums, groups_sorted
+from sandbox_fleet.measure.stats import group_sorted, group_sums, groups_sorted, sum_where
 
 #: Label used for a null model / job / exception type in per-group output.
 NONE_LABEL = "(none)"
@@ -57,7 +57,7 @@ class Column:
 
     def sum_where(self, where: np.ndarray) -> int:
         """Exact int64 sum over the rows ``where`` holds (all of them valid), no column copy."""
-        return sum(int(np.sum(v, where=where[i:i + v.size], dtype=np.int64)) for i, v in self._views())
+        return sum(sum_where(v, where[i:i + v.size]) for i, v in self._views())
 
     def group_sums_where(self, codes: np.ndarray, n_groups: int, where: np.ndarray) -> list[int]:
         """``stats.group_sums`` over the rows ``where`` holds (all valid), a chunk at a time."""

@@ -13,7 +13,7 @@ import numpy as np
 from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.outcomes import OUTCOMES
-from sandbox_fleet.measure.stats import US, group_sorted, partitioned, summary
+from sandbox_fleet.measure.stats import US, group_sorted, partitioned, sum_where, summary
 
 BINS_PER_DECADE = 10
 BLOCK = 1 << 20
@@ -94,7 +94,7 @@ def measure_holds(fr: Frame, outcome: np.ndarray) -> dict:
     n_tok = int(tok.sum())
     out["rows_with_tokens"] = n_tok
     # Masked sums (where=) add the selected holds without copying them out.
-    tok_us = int(np.sum(hold, where=tok, dtype=np.int64))
+    tok_us = sum_where(hold, tok)
     out["mean_with_tokens"] = tok_us / n_tok / US if n_tok else None
     n_no = fr.n - n_tok
     out["rows_without_tokens"] = n_no

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.measure.columns import NONE_LABEL, Frame
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, group_sums, rate_ci, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, group_sums, rate_ci, ratio, sum_where
 
 OUTCOMES = ("exception", "limit", "passed", "failed", "no_reward")
 HOUR_US = 3600 * US
@@ -52,7 +52,7 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     n_rew, n_pass = int(rewarded.sum()), int(passed.sum())
     n_pass_clean, n_pass_exc = int((passed & clean).sum()), int((passed & exc).sum())
     total_us = int(hold.sum(dtype=np.int64))
-    exc_us = int(np.sum(hold, where=exc, dtype=np.int64))  # no copy of the selected holds
+    exc_us = sum_where(hold, exc)  # no copy of the selected holds
     rates = {
         # name: (successes, rows)
         "exception_rate": (n_exc, n_flag),
@@ -97,7 +97,7 @@ def _limit_figures(fr: Frame, limit: np.ndarray, passed: np.ndarray, hold: np.nd
     if not n_lim:
         return {}
     n_pass = int((passed & limit).sum())
-    lim_us = int(np.sum(hold, where=limit, dtype=np.int64))
+    lim_us = sum_where(hold, limit)
     types = fr.table.column("limit_type").filter(pa.array(limit))
     by_type = pc.value_counts(types).to_pylist()
     return {

@@ -290,6 +290,16 @@ def group_counts(codes: np.ndarray, n_groups: int, mask: np.ndarray | None = Non
     return np.bincount(codes, minlength=n_groups)[:n_groups].astype(np.int64)
 
 
+def sum_where(values: np.ndarray, where: np.ndarray) -> int:
+    """The int64 ``values`` summed over the rows ``where`` holds, without copying them out:
+    ``_groups.masked_sum`` (one pass, ~3x NumPy's masked reduction) or NumPy's ``np.sum(where=)``
+    (the reference; the same int while the sum stays within int64, where NumPy's would wrap)."""
+    fast = compiled("measure._groups")
+    if fast is not None and values.dtype == np.int64 and where.dtype == np.bool_:
+        return fast.masked_sum(np.ascontiguousarray(values), np.ascontiguousarray(where))
+    return int(np.sum(values, where=where, dtype=np.int64))
+
+
 def group_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[int]:
     """Exact integer sum of ``values`` per group over the rows where ``mask`` holds.
 

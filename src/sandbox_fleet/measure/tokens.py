@@ -20,7 +20,7 @@ import numpy as np
 
 from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
-from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_nonempty, ratio
+from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_nonempty, ratio, sum_where
 from sandbox_fleet.speedups import compiled
 
 
@@ -96,7 +96,7 @@ def _sums(fr: Frame) -> tuple[int, ...]:
     tok = fr.has_tokens
     with_cached = tok & fr.cached_tokens.valid
     inp = fr.input_tokens
-    return (int(np.count_nonzero(tok)), int(np.sum(fr.hold_us, where=tok, dtype=np.int64)), inp.sum_where(tok),
+    return (int(np.count_nonzero(tok)), sum_where(fr.hold_us, tok), inp.sum_where(tok),
             fr.output_tokens.sum_where(tok), int(np.count_nonzero(with_cached)),
             fr.cached_tokens.sum_where(with_cached), inp.sum_where(with_cached))
 
