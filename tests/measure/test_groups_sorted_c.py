@@ -1,6 +1,7 @@
-"""``stats.groups_sorted``, ``group_sorted`` and ``sum_where`` (one sort of the holds for every grouping) with the C pack and split
-passes (``_groups.pack_hold_keys``, ``split_sorted_keys``) and with the NumPy reference: both
-equal a brute-force truth (each group's values sorted on their own, groups in code order)."""
+"""The C passes of ``stats``: ``groups_sorted`` (one sort of the holds for every grouping: the
+key packed and split by ``_groups.pack_hold_keys`` / ``split_sorted_keys``), ``group_sorted``
+(one grouping, group-major key) and ``sum_where`` (``masked_sum``), each with its NumPy
+reference, against brute-force truths: every group's values sorted on their own, exact sums."""
 
 from __future__ import annotations
 
