@@ -98,8 +98,25 @@ class Codes:
 
 
 def timestamps_us(col: pa.ChunkedArray) -> np.ndarray:
-    """Timestamp column -> int64 microseconds since the epoch (nulls must be gone)."""
-    return np.asarray(pc.cast(col, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy(), dtype=np.int64)
+    """Timestamp column -> int64 microseconds since the epoch (nulls must be gone).
+
+    A microsecond column (what every reader hands over) is copied once, chunk by chunk, from
+    its value buffers into one array; Arrow's casts and ``to_numpy`` made up to three copies
+    (0.45 s for both time columns at 10M rows). Any other unit is cast first.
+    """
+    if col.type != _US or col.null_count:
+        return np.asarray(pc.cast(col, _US).cast(pa.int64()).to_numpy(), dtype=np.int64)
+    out = np.empty(len(col), dtype=np.int64)
+    at = 0
+    for chunk in col.chunks:
+        n = len(chunk)
+        if n:
+            out[at:at + n] = np.frombuffer(chunk.buffers()[1], dtype="<i8", count=chunk.offset + n)[chunk.offset:]
+            at += n
+    return out
+
+
+_US = pa.timestamp("us", tz="UTC")
 
 
 def column(col: pa.ChunkedArray, dtype) -> Column:
