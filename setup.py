@@ -2,7 +2,9 @@
 
 Each is a twin of a Python / NumPy / Arrow function that stays the reference (``speedups``):
 the FIFO recursion (``simulate.fifo.place_stream``), the task-name column's encoding (Arrow's
-own dictionary reading), measure's grouped passes and its per-group order statistics.
+own dictionary reading) and the id hashes (``validate``'s NumPy passes), measure's grouped
+passes, masked sums, hold-sort packing and its per-group order statistics; and one that is no
+twin, measure's NumPy allocator hook (``measure.numpypool``: without it NumPy allocates as usual).
 ``optional=True``: without a C compiler or Python headers the install still succeeds and the
 references run instead, with the same results.
 """
