@@ -150,3 +150,50 @@ def test_measure_gives_the_same_bytes_without_the_allocator(blocks, monkeypatch,
     monkeypatch.setattr(run, "reusing_freed_arrays", lambda *a, **k: nullcontext())
     without = run.measure_paths([release.trajectories], progress=False).to_json()
     assert json.dumps(with_blocks, sort_keys=True) == json.dumps(without, sort_keys=True)
+
+
+def test_a_forked_child_starts_with_a_fresh_lock_and_nothing_kept(blocks):
+    """A child forked while the lock is held elsewhere must still allocate (no deadlock)."""
+    import os
+    import time
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    with numpypool.reusing_freed_arrays():
+        kept = np.empty(2 * MIB, np.uint8)
+        del kept
+        assert blocks.stats()["kept_bytes"] == 2 * MIB
+        holding = threading.Event()
+        release = threading.Event()
+
+        def hold_lock_while_freeing() -> None:
+            # stats() takes the lock; hold it by calling stats in a tight loop until told to stop
+            holding.set()
+            while not release.is_set():
+                blocks.stats()
+
+        worker = threading.Thread(target=hold_lock_while_freeing)
+        worker.start()
+        holding.wait()
+        pid = os.fork()
+        if pid == 0:  # the child: must allocate and free big arrays, and have nothing kept
+            try:
+                ok = blocks.stats()["kept_bytes"] == 0
+                arr = np.empty(3 * MIB, np.uint8)
+                del arr
+                os._exit(0 if ok else 3)
+            except BaseException:
+                os._exit(4)
+        release.set()
+        worker.join()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the allocator's lock")
+        assert os.waitstatus_to_exitcode(status) == 0

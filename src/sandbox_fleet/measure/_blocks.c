@@ -19,6 +19,7 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
+#include <pthread.h>
 #include <pythread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -240,6 +241,21 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_blocks", NULL, -1, methods};
 
+/* A child forked while another thread held the lock would wait on it forever: it gets a
+   fresh lock, and the blocks kept (its copies of the parent's) are freed. */
+static void
+after_fork_in_child(void)
+{
+    slots_lock = PyThread_allocate_lock();
+    for (int i = 0; i < SLOTS; i++) {
+        if (slots[i].ptr != NULL) {
+            free(slots[i].ptr);
+            slots[i].ptr = NULL;
+        }
+    }
+    kept_bytes = 0;
+}
+
 PyMODINIT_FUNC
 PyInit__blocks(void)
 {
@@ -247,6 +263,10 @@ PyInit__blocks(void)
     slots_lock = PyThread_allocate_lock();
     if (slots_lock == NULL) {
         return PyErr_NoMemory();
+    }
+    if (pthread_atfork(NULL, NULL, after_fork_in_child) != 0) {
+        PyErr_SetString(PyExc_OSError, "_blocks: pthread_atfork failed");
+        return NULL;
     }
     return PyModule_Create(&module);
 }
