@@ -258,6 +258,39 @@ static int get_buffer(PyObject *obj, Py_buffer *view, const char *what) {
     return 0;
 }
 
+/* The offsets and data buffers of ``length`` strings from ``offset`` (wide: int64 offsets) as
+ * Rows without validity; 0, or -1 with an exception set and nothing left held. */
+static int get_strings(PyObject *off_obj, PyObject *data_obj, Py_ssize_t offset, Py_ssize_t length, int wide,
+                       Py_buffer *off, Py_buffer *data, Rows *rows) {
+    if (offset < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and length must be >= 0");
+        return -1;
+    }
+    if (get_buffer(off_obj, off, "offsets") < 0)
+        return -1;
+    size_t width = wide ? 8 : 4;
+    if ((size_t)off->len < (size_t)(offset + length + 1) * width) {
+        PyErr_SetString(PyExc_ValueError, "offsets buffer shorter than offset + length + 1 entries");
+        PyBuffer_Release(off);
+        return -1;
+    }
+    data->obj = NULL;
+    if (data_obj != Py_None && get_buffer(data_obj, data, "data") < 0) {
+        PyBuffer_Release(off);
+        return -1;
+    }
+    int have_data = data_obj != Py_None;
+    *rows = (Rows){off->buf, wide, have_data ? (const unsigned char *)data->buf : (const unsigned char *)"",
+                   have_data ? (int64_t)data->len : 0, NULL, offset, length};
+    return 0;
+}
+
+static void release_strings(Py_buffer *off, Py_buffer *data) {
+    PyBuffer_Release(off);
+    if (data->obj != NULL)
+        PyBuffer_Release(data);
+}
+
 /* encode(offsets, data, validity, offset, length, wide) -> (codes, validity or None, nulls)
  *
  * The buffers of one Arrow string (wide=False: int32 offsets) or large_string (wide=True:
@@ -272,10 +305,6 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
     int wide;
     if (!PyArg_ParseTuple(args, "OOOnnp", &off_obj, &data_obj, &valid_obj, &offset, &length, &wide))
         return NULL;
-    if (offset < 0 || length < 0) {
-        PyErr_SetString(PyExc_ValueError, "offset and length must be >= 0");
-        return NULL;
-    }
     if (self->slots == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Encoder not initialised");
         return NULL;
@@ -285,21 +314,12 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
         return NULL;
     }
     Py_buffer off = {0}, data = {0}, valid = {0};
-    int have_data = 0, have_valid = 0;
+    int have_valid = 0;
     PyObject *codes = NULL, *bitmap = NULL; /* bytearrays: pa.py_buffer wraps them, no copy */
     PyObject *result = NULL;
-    if (get_buffer(off_obj, &off, "offsets") < 0)
+    Rows rows;
+    if (get_strings(off_obj, data_obj, offset, length, wide, &off, &data, &rows) < 0)
         return NULL;
-    size_t width = wide ? 8 : 4;
-    if ((size_t)off.len < (size_t)(offset + length + 1) * width) {
-        PyErr_SetString(PyExc_ValueError, "offsets buffer shorter than offset + length + 1 entries");
-        goto done;
-    }
-    if (data_obj != Py_None) {
-        if (get_buffer(data_obj, &data, "data") < 0)
-            goto done;
-        have_data = 1;
-    }
     if (valid_obj != Py_None) {
         if (get_buffer(valid_obj, &valid, "validity") < 0)
             goto done;
@@ -319,13 +339,10 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
             goto done;
         memset(PyByteArray_AS_STRING(bitmap), 0, (size_t)nbytes);
     }
-    const unsigned char *bytes = have_data ? (const unsigned char *)data.buf : (const unsigned char *)"";
-    int64_t data_len = have_data ? (int64_t)data.len : 0;
-    const unsigned char *vbits = have_valid ? (const unsigned char *)valid.buf : NULL;
+    rows.vbits = have_valid ? (const unsigned char *)valid.buf : NULL;
     int32_t *out = (int32_t *)PyByteArray_AS_STRING(codes);
     unsigned char *obits = bitmap ? (unsigned char *)PyByteArray_AS_STRING(bitmap) : NULL;
     Py_ssize_t nulls = 0;
-    Rows rows = {off.buf, wide, bytes, data_len, vbits, offset, length};
     self->busy = 1;
     int fault;
     Py_BEGIN_ALLOW_THREADS
@@ -348,9 +365,7 @@ static PyObject *Encoder_encode(Encoder *self, PyObject *args) {
 done:
     Py_XDECREF(codes);
     Py_XDECREF(bitmap);
-    PyBuffer_Release(&off);
-    if (have_data)
-        PyBuffer_Release(&data);
+    release_strings(&off, &data);
     if (have_valid)
         PyBuffer_Release(&valid);
     return result;
@@ -449,51 +464,27 @@ static PyObject *id_hashes(PyObject *self, PyObject *args) {
     int wide;
     if (!PyArg_ParseTuple(args, "OOnnpO", &off_obj, &data_obj, &offset, &length, &wide, &out_obj))
         return NULL;
-    if (offset < 0 || length < 0) {
-        PyErr_SetString(PyExc_ValueError, "offset and length must be >= 0");
-        return NULL;
-    }
     Py_buffer off = {0}, data = {0}, out = {0};
-    int have_data = 0, have_out = 0;
+    Rows rows;
     PyObject *result = NULL;
-    if (get_buffer(off_obj, &off, "offsets") < 0)
+    if (get_strings(off_obj, data_obj, offset, length, wide, &off, &data, &rows) < 0)
         return NULL;
-    size_t width = wide ? 8 : 4;
-    if ((size_t)off.len < (size_t)(offset + length + 1) * width) {
-        PyErr_SetString(PyExc_ValueError, "offsets buffer shorter than offset + length + 1 entries");
-        goto done;
-    }
-    if (data_obj != Py_None) {
-        if (get_buffer(data_obj, &data, "data") < 0)
-            goto done;
-        have_data = 1;
-    }
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
         goto done;
-    have_out = 1;
     if (out.len != length * 8) {
         PyErr_SetString(PyExc_ValueError, "out must hold length uint64 hashes");
         goto done;
     }
-    const unsigned char *bytes = have_data ? (const unsigned char *)data.buf : (const unsigned char *)"";
-    int64_t data_len = have_data ? (int64_t)data.len : 0;
     uint64_t *hashes = (uint64_t *)out.buf;
     Py_ssize_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < length; i++) {
         int64_t lo, hi;
-        if (wide) {
-            lo = ((const int64_t *)off.buf)[offset + i];
-            hi = ((const int64_t *)off.buf)[offset + i + 1];
-        } else {
-            lo = ((const int32_t *)off.buf)[offset + i];
-            hi = ((const int32_t *)off.buf)[offset + i + 1];
-        }
-        if (lo < 0 || hi < lo || hi > data_len) {
+        if (!row_span(&rows, offset + i, &lo, &hi)) {
             bad = i;
             break;
         }
-        hashes[i] = id_hash(bytes + lo, hi - lo);
+        hashes[i] = id_hash(rows.bytes + lo, hi - lo);
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
@@ -502,10 +493,8 @@ static PyObject *id_hashes(PyObject *self, PyObject *args) {
     }
     result = Py_NewRef(Py_None);
 done:
-    PyBuffer_Release(&off);
-    if (have_data)
-        PyBuffer_Release(&data);
-    if (have_out)
+    release_strings(&off, &data);
+    if (out.obj != NULL)
         PyBuffer_Release(&out);
     return result;
 }
