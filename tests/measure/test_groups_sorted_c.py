@@ -139,3 +139,35 @@ def test_sum_where_over_blocks_bigger_than_one_pass():
     where = np.ones(values.size, dtype=bool)
     where[::3] = False
     assert fast.masked_sum(values, where) == sum(int(v) for v, w in zip(values.tolist(), where.tolist()) if w)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["t-a", "t-b", "t-c", ""])),
+                          st.one_of(st.none(), st.booleans())), min_size=1, max_size=200),
+       st.booleans())
+def test_exception_counts_on_both_paths_equal_a_count_by_hand(rows, coded):
+    """``tasks_health.exception_counts`` (``_groups.flag_counts`` or three bincounts): rows, rows
+    with a known flag and exceptions per key, the keyless rows last when there are any."""
+    import pyarrow as pa
+
+    from sandbox_fleet.measure.tasks_health import exception_counts
+
+    require_built("measure._groups")
+    keys = pa.chunked_array([pa.array([k for k, _ in rows], type=pa.string())])
+    if coded:
+        keys = pa.chunked_array([keys.chunk(0).dictionary_encode()])
+    flags = pa.chunked_array([pa.array([f for _, f in rows], type=pa.bool_())])
+    names = sorted({k for k, _ in rows if k is not None})
+    with pytest.MonkeyPatch.context() as mp:
+        for pure in (True, False):
+            if pure:
+                mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+            else:
+                mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+            _, ids, n, flagged, exc = exception_counts(keys, flags)
+            got = {k: (int(a), int(b), int(c)) for k, a, b, c in zip(ids.to_pylist() + [None], n, flagged, exc)}
+            want = {k: (sum(1 for kk, _ in rows if kk == k), sum(1 for kk, f in rows if kk == k and f is not None),
+                        sum(1 for kk, f in rows if kk == k and f)) for k in names + [None]}
+            if not any(k is None for k, _ in rows):
+                del want[None]
+            assert sorted(got, key=str) == sorted(want, key=str) and got == want

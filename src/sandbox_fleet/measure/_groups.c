@@ -896,6 +896,66 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(flag_counts_doc,
+"flag_counts(codes, flag_valid, flag_value, rows, flagged, flagged_true)\n"
+"\n"
+"Per group (codes 0..len(rows)-1): rows, rows whose flag is known (flag_valid) and rows whose\n"
+"flag is known and true, added into the caller's int64 arrays (``tasks_health.exception_counts``'\n"
+"three bincounts, in one pass). A code outside the groups is a ValueError.");
+
+static PyObject *
+flag_counts(PyObject *self, PyObject *args)
+{
+    PyObject *objs[6];
+    Py_buffer b[6];
+    int nbuf = 0;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOO:flag_counts", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    static const char *what[6] = {"codes", "flag_valid", "flag_value", "rows", "flagged", "flagged_true"};
+    static const enum kind kinds[6] = {ANY_INT, BOOL, BOOL, INT64_ONLY, INT64_ONLY, INT64_ONLY};
+    for (int k = 0; k < 6; k++) {
+        if (get_buffer(objs[k], &b[k], k >= 3, kinds[k], "flag_counts", what[k]) < 0)
+            goto done;
+        nbuf++;
+    }
+    Py_ssize_t n = b[0].len / b[0].itemsize, n_groups = b[3].len / 8;
+    if (b[1].len != n || b[2].len != n || b[4].len / 8 != n_groups || b[5].len / 8 != n_groups) {
+        PyErr_SetString(PyExc_ValueError, "flag_counts: codes and both flags as long, the three counts as long");
+        goto done;
+    }
+    Py_ssize_t bad = -1;
+    {
+        const void *codes = b[0].buf;
+        Py_ssize_t code_size = b[0].itemsize;
+        const uint8_t *valid = b[1].buf, *value = b[2].buf;
+        int64_t *rows = b[3].buf, *flagged = b[4].buf, *flagged_true = b[5].buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = code_at(codes, code_size, i);
+            if (g < 0 || g >= n_groups) {
+                bad = i;
+                break;
+            }
+            int known = valid[i] != 0;
+            rows[g] += 1;
+            flagged[g] += known;
+            flagged_true[g] += known & (value[i] != 0);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "flag_counts: codes[%zd] = %lld is not in 0..%zd", bad,
+                     (long long)code_at(b[0].buf, b[0].itemsize, bad), n_groups - 1);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    while (nbuf > 0)
+        PyBuffer_Release(&b[--nbuf]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"group_totals", group_totals, METH_VARARGS, group_totals_doc},
     {"pack_events", pack_events, METH_VARARGS, pack_events_doc},
@@ -904,6 +964,7 @@ static PyMethodDef methods[] = {
     {"level_durations", level_durations, METH_VARARGS, level_durations_doc},
     {"pack_hold_keys", pack_hold_keys, METH_VARARGS, pack_hold_keys_doc},
     {"masked_sum", masked_sum, METH_VARARGS, masked_sum_doc},
+    {"flag_counts", flag_counts, METH_VARARGS, flag_counts_doc},
     {"split_sorted_keys", split_sorted_keys, METH_VARARGS, split_sorted_keys_doc},
     {NULL, NULL, 0, NULL},
 };
