@@ -346,7 +346,9 @@ def drop_duplicates(table: pa.Table, tel: Telemetry, hashed: BatchIdHashes | Non
     # rows on a busy machine); the hashes in input order are only needed when some repeat.
     ordered = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
     ordered.sort()
-    shared = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]  # ascending, as ``ordered`` is
+    # Each repeated hash once, read off the sorted run (np.unique would sort it again).
+    shared = repeated[np.concatenate(([True], repeated[1:] != repeated[:-1]))] if repeated.size else repeated
     del ordered
     if shared.size == 0:
         return table
