@@ -43,11 +43,18 @@ def cases(draw):
     return values, groupings
 
 
-def _run(values, groupings, pure: bool, monkeypatch):
-    if pure:
-        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    else:
-        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+def each_path():
+    """Yields twice: under SANDBOX_FLEET_PURE_PYTHON=1 (the NumPy references), then without (the C passes)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for pure in (True, False):
+            if pure:
+                mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+            else:
+                mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+            yield pure
+
+
+def _run(values, groupings):
     return groups_sorted(values.copy(), [(c.copy(), g) for c, g in groupings])
 
 
@@ -57,25 +64,24 @@ def test_both_paths_equal_the_brute_force_truth(case):
     require_built("measure._groups")
     values, groupings = case
     want_all, want = brute(values, groupings)
-    with pytest.MonkeyPatch.context() as mp:
-        for pure in (True, False):
-            got = _run(values, groupings, pure, mp)
-            assert got is not None
-            got_all, got_parts = got
-            assert got_all.dtype == np.int64 and np.array_equal(got_all, want_all)
-            assert len(got_parts) == len(want)
-            for (g_vals, g_off), (w_vals, w_off) in zip(got_parts, want):
-                assert g_vals.dtype == np.int64 and g_off.dtype == np.int64
-                assert np.array_equal(g_vals, w_vals) and np.array_equal(g_off, w_off)
-                assert not np.shares_memory(g_vals, got_all)
+    for _ in each_path():
+        got = _run(values, groupings)
+        assert got is not None
+        got_all, got_parts = got
+        assert got_all.dtype == np.int64 and np.array_equal(got_all, want_all)
+        assert len(got_parts) == len(want)
+        for (g_vals, g_off), (w_vals, w_off) in zip(got_parts, want):
+            assert g_vals.dtype == np.int64 and g_off.dtype == np.int64
+            assert np.array_equal(g_vals, w_vals) and np.array_equal(g_off, w_off)
+            assert not np.shares_memory(g_vals, got_all)
 
 
-def test_a_key_past_62_bits_is_refused_on_both_paths(monkeypatch):
+def test_a_key_past_62_bits_is_refused_on_both_paths():
     require_built("measure._groups")
     values = np.array([0, 2**61], dtype=np.int64)
     codes = np.array([0, 3], dtype=np.int64)
-    for pure in (True, False):
-        assert _run(values, [(codes, 4)], pure, monkeypatch) is None  # 62 value bits + 2 code bits
+    for _ in each_path():
+        assert _run(values, [(codes, 4)]) is None  # 62 value bits + 2 code bits
 
 
 def test_the_c_passes_refuse_codes_outside_the_groups():
@@ -102,15 +108,10 @@ def test_group_sorted_on_both_paths_equals_the_brute_force_truth(case, code_type
         return
     codes = codes.astype(code_type)
     _, [(want_values, want_offsets)] = brute(values, [(codes, n_groups)])
-    with pytest.MonkeyPatch.context() as mp:
-        for pure in (True, False):
-            if pure:
-                mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-            else:
-                mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-            got_values, got_offsets = group_sorted(codes.copy(), values.copy(), n_groups)
-            assert got_values.dtype == np.int64 and np.array_equal(got_values, want_values)
-            assert np.array_equal(got_offsets, want_offsets)
+    for _ in each_path():
+        got_values, got_offsets = group_sorted(codes.copy(), values.copy(), n_groups)
+        assert got_values.dtype == np.int64 and np.array_equal(got_values, want_values)
+        assert np.array_equal(got_offsets, want_offsets)
 
 
 @settings(max_examples=200, deadline=None)
@@ -158,16 +159,11 @@ def test_exception_counts_on_both_paths_equal_a_count_by_hand(rows, coded):
         keys = pa.chunked_array([keys.chunk(0).dictionary_encode()])
     flags = pa.chunked_array([pa.array([f for _, f in rows], type=pa.bool_())])
     names = sorted({k for k, _ in rows if k is not None})
-    with pytest.MonkeyPatch.context() as mp:
-        for pure in (True, False):
-            if pure:
-                mp.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-            else:
-                mp.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-            _, ids, n, flagged, exc = exception_counts(keys, flags)
-            got = {k: (int(a), int(b), int(c)) for k, a, b, c in zip(ids.to_pylist() + [None], n, flagged, exc)}
-            want = {k: (sum(1 for kk, _ in rows if kk == k), sum(1 for kk, f in rows if kk == k and f is not None),
-                        sum(1 for kk, f in rows if kk == k and f)) for k in names + [None]}
-            if not any(k is None for k, _ in rows):
-                del want[None]
-            assert sorted(got, key=str) == sorted(want, key=str) and got == want
+    for _ in each_path():
+        _, ids, n, flagged, exc = exception_counts(keys, flags)
+        got = {k: (int(a), int(b), int(c)) for k, a, b, c in zip(ids.to_pylist() + [None], n, flagged, exc)}
+        want = {k: (sum(1 for kk, _ in rows if kk == k), sum(1 for kk, f in rows if kk == k and f is not None),
+                    sum(1 for kk, f in rows if kk == k and f)) for k in names + [None]}
+        if not any(k is None for k, _ in rows):
+            del want[None]
+        assert sorted(got, key=str) == sorted(want, key=str) and got == want

@@ -653,6 +653,16 @@ release_all(Py_buffer *views, Py_ssize_t m)
         PyBuffer_Release(&views[--m]);
 }
 
+/* The packed keys' value field starts at total_bits: a shift in 0..62 (every key fits 62 bits). */
+static int
+bad_total_bits(int total_bits, const char *fn)
+{
+    if (total_bits >= 0 && total_bits <= 62)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: total_bits must be in 0..62", fn);
+    return 1;
+}
+
 PyDoc_STRVAR(pack_hold_keys_doc,
 "pack_hold_keys(values, vmin, total_bits, codes, shifts, counts, key)\n"
 "\n"
@@ -674,10 +684,8 @@ pack_hold_keys(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OLiOOOO:pack_hold_keys", &o_values, &vmin, &total_bits, &o_codes, &o_shifts,
                           &o_counts, &o_key))
         return NULL;
-    if (total_bits < 0 || total_bits > 62) {
-        PyErr_SetString(PyExc_ValueError, "pack_hold_keys: total_bits must be in 0..62");
+    if (bad_total_bits(total_bits, "pack_hold_keys"))
         return NULL;
-    }
     if (get_buffer(o_values, &values_b, 0, INT64_ONLY, "pack_hold_keys", "values") < 0)
         return NULL;
     if (get_buffer(o_key, &key_b, 1, INT64_ONLY, "pack_hold_keys", "key") < 0) {
@@ -762,10 +770,8 @@ split_sorted_keys(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OiLOOOO:split_sorted_keys", &o_key, &total_bits, &vmin, &o_shifts, &o_widths,
                           &o_counts, &o_outs))
         return NULL;
-    if (total_bits < 0 || total_bits > 62) {
-        PyErr_SetString(PyExc_ValueError, "split_sorted_keys: total_bits must be in 0..62");
+    if (bad_total_bits(total_bits, "split_sorted_keys"))
         return NULL;
-    }
     if (get_buffer(o_key, &key_b, 1, INT64_ONLY, "split_sorted_keys", "key") < 0)
         return NULL;
     if ((m = get_groupings(o_counts, counts_b, 0, INT64_ONLY, "split_sorted_keys", "counts")) < 0)
