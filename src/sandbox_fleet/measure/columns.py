@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.measure.stats import group_sorted, group_sums, groups_sorted, sum_where
+from sandbox_fleet.telemetry.buffers import value_slots
 
 #: Label used for a null model / job / exception type in per-group output.
 NONE_LABEL = "(none)"
@@ -51,7 +52,7 @@ class Column:
                 view = np.asarray(pc.fill_null(chunk, False if self._dtype == np.bool_ else 0)
                                   .to_numpy(zero_copy_only=False), dtype=self._dtype)
             else:
-                view = np.frombuffer(data, dtype=self._dtype, count=chunk.offset + n)[chunk.offset:]
+                view = value_slots(chunk, self._dtype)
             yield first, view
             first += n
 
@@ -111,7 +112,7 @@ def timestamps_us(col: pa.ChunkedArray) -> np.ndarray:
     for chunk in col.chunks:
         n = len(chunk)
         if n:
-            out[at:at + n] = np.frombuffer(chunk.buffers()[1], dtype="<i8", count=chunk.offset + n)[chunk.offset:]
+            out[at:at + n] = value_slots(chunk)
             at += n
     return out
 

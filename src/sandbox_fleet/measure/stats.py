@@ -104,6 +104,11 @@ def summary(sorted_values: np.ndarray, scale: float = 1.0) -> dict:
     return out
 
 
+def group_offsets(counts: np.ndarray) -> np.ndarray:
+    """Where each group starts in rows sorted by group, and one past the last: int64, len + 1."""
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+
 def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Sort integer ``values`` within groups ``codes`` (0..n_groups-1).
 
@@ -125,9 +130,9 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
         key.sort()
         key &= (1 << vbits) - 1
         key += vmin
-        return key, np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return key, group_offsets(counts)
     counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    offsets = group_offsets(counts)
     if values.size == 0:
         return values.copy(), offsets
     if vbits + gbits <= 62:
@@ -180,7 +185,7 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
     out = []
     for (codes, n_groups), g in zip(groupings, small):
         counts = np.bincount(codes, minlength=n_groups)  # key.size > 0: an empty input returned None
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        offsets = group_offsets(counts)
         # One group: already in order; else a stable partition (radix sort) of the sorted values.
         out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
     return key, out
@@ -212,8 +217,7 @@ def _compiled_groups_sorted(fast, values: np.ndarray, vmin: int, groupings: list
     by_grouping = dict(zip(split, outs))
     out = []
     for j, c in enumerate(counts):
-        offsets = np.concatenate(([0], np.cumsum(c))).astype(np.int64)
-        out.append((by_grouping[j] if j in by_grouping else key.copy(), offsets))
+        out.append((by_grouping[j] if j in by_grouping else key.copy(), group_offsets(c)))
     return key, out
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_sorted, quantile_nonempty, quantiles_at_ranks
+from sandbox_fleet.measure.stats import US, group_offsets, group_sorted, quantile_nonempty, quantiles_at_ranks
 from sandbox_fleet.speedups import compiled
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
@@ -233,7 +233,7 @@ def _finishes_by_step(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.
         key[i:j] |= label
     key.sort()
     key &= (1 << vbits) - 1
-    return key, np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return key, group_offsets(counts)
 
 
 def group_rows(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

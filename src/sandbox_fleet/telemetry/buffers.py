@@ -23,6 +23,13 @@ def all_false(n: int) -> pa.BooleanArray:
     return pa.Array.from_buffers(pa.bool_(), n, [None, bits], null_count=0)
 
 
+def value_slots(chunk: pa.Array, dtype="<i8") -> np.ndarray:
+    """The fixed-width value buffer of one chunk as ``dtype``, its own rows only, zero-copy
+    (a null row's slot holds whatever the buffer has)."""
+    n = len(chunk)
+    return np.frombuffer(chunk.buffers()[1], dtype=dtype, count=chunk.offset + n)[chunk.offset:]
+
+
 def slot_bounds(col: pa.Array | pa.ChunkedArray) -> tuple[int, int] | None:
     """The least and greatest int64 value slot of ``col``, null rows' slots included: every
     valid value lies within them. None when ``col`` is empty, all null, or not int64-backed."""
@@ -34,7 +41,7 @@ def slot_bounds(col: pa.Array | pa.ChunkedArray) -> tuple[int, int] | None:
         n = len(chunk)
         if n == 0 or chunk.null_count == n:
             continue
-        values = np.frombuffer(chunk.buffers()[1], dtype="<i8", count=chunk.offset + n)[chunk.offset:]
+        values = value_slots(chunk)
         lows.append(int(values.min()))
         highs.append(int(values.max()))
     return (min(lows), max(highs)) if lows else None

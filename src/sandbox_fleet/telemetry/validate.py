@@ -269,7 +269,9 @@ def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return np.concatenate(list(pool.map(_chunk_hashes, chunks)))
+        # Each in the caller's context (the NumPy allocator it chose), as BatchIdHashes does.
+        futures = [pool.submit(contextvars.copy_context().run, _chunk_hashes, c) for c in chunks]
+        return np.concatenate([f.result() for f in futures])
 
 
 def _hash_chunks(chunks: list[pa.Array]) -> np.ndarray:
