@@ -11,6 +11,7 @@ from typing import Any, Optional
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_range
+from sandbox_fleet.measure.intervals import RolloutIntervals
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
@@ -420,7 +421,7 @@ def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOpti
 
 
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: PlanInference, opts: PlanOptions,
-              notes: list[str]) -> Cost:
+              notes: list[str], history: Optional[RolloutIntervals] = None) -> Cost:
     """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
     GPUs, the GPU pools and spot re-runs (the ``cost`` block).
 
@@ -463,7 +464,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         node_pools_per_h=sum(p for p in pool_prices if p is not None) if pool_prices and None not in pool_prices else None,
         passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
         spot_rework=rework,
-        mixed=plan_mixed(fig, nodes, opts, share, unbounded),
+        mixed=plan_mixed(fig, nodes, opts, share, unbounded, history),
         per_pass_basis=_per_pass_basis(tier, rerun, rate, unbounded),
     )
 
@@ -478,12 +479,18 @@ def _per_pass_basis(tier: str, rerun: Optional[float], rate: Optional[float], un
 
 
 def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float],
-               reruns_unbounded: bool = False) -> Optional[Mixed]:
-    """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
+               reruns_unbounded: bool = False, history: Optional[RolloutIntervals] = None) -> Optional[Mixed]:
+    """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve,
+    re-priced by a node replay of ``history`` (the measured rollouts) when given."""
     node = nodes.node
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
                            reruns_unbounded)
+    if mixed is not None and history is not None:
+        from sandbox_fleet.plan.mixed_replay import replay_mixed  # the engine's node replay: only when asked
+
+        fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
+        mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
@@ -515,12 +522,14 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
 
 
 def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
-              backtest: BacktestLine | None = None) -> PlanSummary:
+              backtest: BacktestLine | None = None, history: RolloutIntervals | None = None) -> PlanSummary:
     """A purchase-order plan for the measure summary ``summary`` under ``opts``, as its model.
 
     ``input_path``: the file ``summary`` came from (the plan names it; a summary without holds, or
     with a bad figure, is reported against it). ``backtest``: a backtest's verdict
-    (``backtest_line.backtest_block``) the purchase order carries.
+    (``backtest_line.backtest_block``) the purchase order carries. ``history``: the measured rollouts'
+    intervals and requests (``measure.intervals``): the mixed purchase is then priced by replaying them on
+    nodes (``plan/mixed_replay.py``).
     """
     opts = opts or PlanOptions()
     _check_options(opts)
@@ -550,7 +559,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)
     inference = plan_inference(fig, n, caching.saving_applied, opts, notes, turns)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history)
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,

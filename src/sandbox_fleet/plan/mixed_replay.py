@@ -1,0 +1,105 @@
+"""The mixed purchase priced by replaying the measured rollouts on nodes (issue 37).
+
+``plan/mixed.py`` prices a burst node only while the concurrency curve is above its level, which
+assumes the sandboxes are re-packed onto the fewest nodes at every moment. They never migrate: a
+burst node is billed from its launch until its last sandbox ends, plus the scale-down delay. Here
+each measured rollout (its start, end and request) is placed on a node by the engine's node replay
+(``simulate.engine.nodes``): ``R`` reserved nodes up all the time, tried first, and a burst pool
+that launches a node when nothing fits (it joins ``provision_s`` later) and releases it
+``scale_down_s`` after it empties. ``R`` is chosen by the replayed cost over every ``R`` from 0 to
+the node count at the real mix's peaks (all nodes on one pool, packed, no delays). The slot-curve
+figures stay, labelled as the lower bound they are.
+
+The history is replayed as it ran: its starts were shaped by the cap it ran under, and nothing here
+scales it to another target.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from sandbox_fleet.measure.intervals import RolloutIntervals
+from sandbox_fleet.plan.model import Mixed, MixedReplay
+from sandbox_fleet.plan.slots import ResourceRequest
+from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, NodeReplay, replay_nodes
+
+#: a new node's launch to joining the cluster, seconds: Karpenter's documentation gives no figure
+#: (a NodeClaim goes Launched -> Registered -> Initialized); one minute is assumed, and stated
+PROVISION_S = 60.0
+#: an empty burst node's lingering before release, seconds: the ``consolidateAfter: 5m`` the emitted
+#: NodePools carry (plan/k8s reads it from here; Karpenter's own default is 0s, the NodePool CRD's)
+SCALE_DOWN_S = 300.0
+PLACEMENT = "pack"
+#: the brute force over R replays the history R_max + 1 times; above this many nodes at the peaks it
+#: is not run (the slot-curve split stays, and the plan says why)
+MAX_PEAK_NODES = 400
+
+
+def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
+                 *, provision_s: float = PROVISION_S, scale_down_s: float = SCALE_DOWN_S,
+                 placement: str = PLACEMENT) -> Mixed:
+    """``slot`` (the slot-curve split, with its prices and burst tier) re-priced by the node replay of
+    ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
+    whose task sets no request runs at ``fallback``."""
+    assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
+    cpu, memory, disk, assumed = _requests(history, fallback)
+    node = dict(cpu=allocatable["cpu"], memory_mb=allocatable["memory"], disk_mb=allocatable["disk"])
+
+    def run(reserved: int, price_r: float, price_b: float, prov: float, down: float) -> NodeReplay:
+        pools = [NodePoolSpec("reserved", **node, usd_per_node_h=price_r, tier="reserved", min_nodes=reserved,
+                              max_nodes=reserved, placement=placement),
+                 NodePoolSpec("burst", **node, usd_per_node_h=price_b, tier=slot.burst_tier or "on_demand",
+                              provision_s=prov, scale_down_s=down, placement=placement)]
+        return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools)
+
+    peak = run(0, 0.0, 0.0, 0.0, 0.0).pools[1].peak_nodes  # the real mix's peaks, packed, no delays
+    if peak > MAX_PEAK_NODES:
+        slot.basis = (slot.basis or "") + (f"; not re-priced by a node replay: {peak:,} nodes at the peaks is above "
+                                           f"the {MAX_PEAK_NODES:,} the brute force over the reserved count runs to")
+        return slot
+    p_r, p_b = slot.reserved_usd_per_node_h, slot.burst_usd_per_node_h
+    runs = [run(r, p_r, p_b, provision_s, scale_down_s) for r in range(peak + 1)]
+    costs = [float(x.usd_per_h or 0.0) for x in runs]
+    best = int(np.argmin(costs))  # the first (fewest reserved) of equal costs
+    won = runs[best]
+    billed_cpu_h = sum(p.node_hours for p in won.pools) * allocatable["cpu"]
+    stranded = sum(p.stranded_cpu_h for p in won.pools) / billed_cpu_h if billed_cpu_h > 0 else None
+    burst = won.pools[1]
+    replay = MixedReplay(
+        rollouts=history.count, rollouts_assumed_request=assumed, span_h=won.span_s / 3600.0, placement=placement,
+        provision_s=provision_s, scale_down_s=scale_down_s, peak_nodes=peak, usd_per_h_by_reserved=costs,
+        reserved_node_hours=won.pools[0].node_hours, burst_node_hours=burst.node_hours, burst_launches=burst.launched,
+        stranded_cpu_share=stranded, waited=won.waited, wait_s_total=won.wait_s_total, wait_s_max=won.wait_s_max,
+        slot_curve_reserved_nodes=slot.reserved_nodes, slot_curve_usd_per_h=slot.usd_per_h,
+        basis=_basis(history, assumed, fallback, placement, provision_s, scale_down_s, peak, slot),
+    )
+    return slot.model_copy(update={
+        "reserved_nodes": best, "burst_nodes": burst.peak_nodes, "usd_per_h": costs[best], "replay": replay,
+        "basis": (f"R = {best:,} reserved, the cheapest of R = 0..{peak:,} by replaying the {history.count:,} measured "
+                  f"rollouts on nodes (the burst billed launch to release); the slot curve's "
+                  f"${slot.usd_per_h:,.4g}/h at R = {slot.reserved_nodes} is a lower bound"),
+    })
+
+
+def _requests(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    unknown = ~(np.isfinite(history.cpu) & np.isfinite(history.memory_mb))
+    cpu = np.where(unknown, fallback.cpu, history.cpu)
+    memory = np.where(unknown, fallback.memory, history.memory_mb)
+    disk = np.where(unknown, fallback.disk, history.disk_mb)
+    return cpu, memory, disk, int(np.count_nonzero(unknown))
+
+
+def _basis(history: RolloutIntervals, assumed: int, fallback: ResourceRequest, placement: str, provision_s: float,
+           scale_down_s: float, peak: int, slot: Mixed) -> str:
+    rule = ("packed onto the most-allocated node that fits (MostAllocated, as Karpenter's consolidation prefers)"
+            if placement == "pack" else "spread onto the least-allocated node that fits (the scheduler's default)")
+    unknown = (f"; {assumed:,} rollouts without a task request run at {fallback.cpu:g} cpu / {fallback.memory:g} MB / "
+               f"{fallback.disk:g} MB" if assumed else "")
+    return (f"each measured rollout {rule}, reserved nodes first; never migrated; a burst node joins "
+            f"{provision_s:g} s after launch (assumed: Karpenter documents no figure) and is released "
+            f"{scale_down_s:g} s after its last sandbox ends (the emitted consolidateAfter); billed launch to release; "
+            f"{peak:,} nodes at the real mix's peaks (packed, no delays) vs {len(slot.node_share or []) or 'n/a'} "
+            f"on the slot curve; the history replayed as it ran (its starts were shaped by the cap it ran under)"
+            f"{unknown}")
