@@ -21,6 +21,7 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
+from sandbox_fleet.plan.mixed_replay import PLACEMENT, PROVISION_S, SCALE_DOWN_S, replay_mixed
 from sandbox_fleet.plan.model import (
     Alternative,
     BacktestLine,
@@ -94,6 +95,11 @@ class PlanOptions:
     substrates_file: Optional[str] = None  # execution-substrate catalog replacing data/substrates.toml
     #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
     node_providers: Optional[tuple[str, ...]] = None
+    #: the node replay of the mixed purchase (with telemetry): a burst node's join delay and its
+    #: lingering once empty (the NodePools' consolidateAfter), seconds, and the placement rule
+    node_provision_s: float = PROVISION_S
+    node_scale_down_s: float = SCALE_DOWN_S
+    node_placement: str = PLACEMENT
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -246,6 +252,10 @@ def _check_options(opts: PlanOptions) -> None:
     check_range("`max_wait_s`", opts.max_wait_s)
     check_range("`kv_offload_gb`", opts.kv_offload_gb)
     check_range("`max_tp`", opts.max_tp, minimum=1, whole=True)
+    check_range("`node_provision_s`", opts.node_provision_s)
+    check_range("`node_scale_down_s`", opts.node_scale_down_s)
+    if opts.node_placement not in ("pack", "spread"):
+        raise InputError(f"`node_placement` {opts.node_placement!r}: expected pack or spread")
     check_range("`gpu_memory_fraction`", opts.gpu_memory_fraction, above=True)
     if opts.gpu_memory_fraction > 1:
         raise InputError(f"`gpu_memory_fraction` {opts.gpu_memory_fraction}: expected a fraction in (0, 1]")
@@ -487,10 +497,10 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
                            reruns_unbounded)
     if mixed is not None and history is not None:
-        from sandbox_fleet.plan.mixed_replay import replay_mixed  # the engine's node replay: only when asked
-
         fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
-        mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback)
+        mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback,
+                             provision_s=opts.node_provision_s, scale_down_s=opts.node_scale_down_s,
+                             placement=opts.node_placement)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed

@@ -16,14 +16,16 @@ scales it to another target.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from sandbox_fleet.measure.intervals import RolloutIntervals
 from sandbox_fleet.plan.model import Mixed, MixedReplay
 from sandbox_fleet.plan.slots import ResourceRequest
-from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, NodeReplay, replay_nodes
+
+if TYPE_CHECKING:
+    from sandbox_fleet.simulate.engine.nodes import NodeReplay
 
 #: a new node's launch to joining the cluster, seconds: Karpenter's documentation gives no figure
 #: (a NodeClaim goes Launched -> Registered -> Initialized); one minute is assumed, and stated
@@ -43,6 +45,8 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     """``slot`` (the slot-curve split, with its prices and burst tier) re-priced by the node replay of
     ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
     whose task sets no request runs at ``fallback``."""
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes  # numba: only when a replay runs
+
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
     cpu, memory, disk, assumed = _requests(history, fallback)
     node = dict(cpu=allocatable["cpu"], memory_mb=allocatable["memory"], disk_mb=allocatable["disk"])
