@@ -225,8 +225,14 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
     hsize = 0
     waits = np.zeros(4)  # waited, total wait s, max wait s, last end
     fail = np.full(1, -1, np.int64)
-    best_k = np.full(npools, -1, np.int64)
-    best_sc = np.zeros(npools)
+    plist = np.empty((npools, slots), np.int64)  # each pool's live node slots, in no order (ties go by node id)
+    plen = np.zeros(npools, np.int64)
+    lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack
+    inv = np.zeros((npools, 2))  # cpu and memory shares of the allocatable: the MostAllocated score
+    for k in range(npools):
+        for r in range(2):
+            if cap[k, r] > 0:
+                inv[k, r] = 1.0 / cap[k, r]
     node_id = np.zeros(slots, np.int64)
     slot_of = np.full(n, -1, np.int64)
     next_id = 0
@@ -237,6 +243,8 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
             if top >= slots:
                 return (fail[0], node_of, pool, node_s, peak, launched, placed_on, used_h, waits)
             pool[top] = k
+            plist[k, plen[k]] = top
+            plen[k] += 1
             node_id[top] = next_id
             next_id += 1
             launch[top] = t0
@@ -261,41 +269,45 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
                     used[s, r] = 0.0  # an empty node holds nothing: no float residue
                 if not permanent[s]:
                     release[s] = real_end[j] + p_down[pool[s]]
-        for k in range(npools):
-            best_k[k] = -1
-        for s in range(top):  # one scan: release the nodes gone before t, find each pool's best fit
-            k = pool[s]
-            if k < 0:
-                continue
-            if release[s] < t:  # released before this start: bill it and free the slot
-                node_s[k] += release[s] - launch[s]
-                pool[s] = -1
-                release[s] = np.inf
-                alive[k] -= 1
-                continue
-            fits = True
-            for r in range(3):
-                if used[s, r] + req[i, r] > cap[k, r] * (1.0 + 1e-12):
-                    fits = False
-                    break
-            if not fits:
-                continue
-            score = 0.0
-            if cap[k, 0] > 0:
-                score += used[s, 0] / cap[k, 0]
-            if cap[k, 1] > 0:
-                score += used[s, 1] / cap[k, 1]
-            if p_spread[k]:
-                score = -score
-            b = best_k[k]
-            if b < 0 or score > best_sc[k] or (score == best_sc[k] and node_id[s] < node_id[b]):
-                best_k[k] = s
-                best_sc[k] = score
         best = -1
-        for k in range(npools):
-            if best_k[k] >= 0:
-                best = best_k[k]
+        for k in range(npools):  # pools in order; inside one, release the nodes gone before t and take the best fit
+            best_score = 0.0
+            x = 0
+            while x < plen[k]:
+                s = plist[k, x]
+                if release[s] < t:  # released before this start: bill it and free the slot
+                    node_s[k] += release[s] - launch[s]
+                    pool[s] = -1
+                    release[s] = np.inf
+                    alive[k] -= 1
+                    plen[k] -= 1
+                    plist[k, x] = plist[k, plen[k]]
+                    continue
+                x += 1
+                if used[s, 0] + req[i, 0] > lim[k, 0] or used[s, 1] + req[i, 1] > lim[k, 1] or used[s, 2] + req[i, 2] > lim[k, 2]:
+                    continue
+                score = used[s, 0] * inv[k, 0] + used[s, 1] * inv[k, 1]
+                if p_spread[k]:
+                    score = -score
+                if best < 0 or score > best_score or (score == best_score and node_id[s] < node_id[best]):
+                    best = s
+                    best_score = score
+            if best >= 0:
                 break
+        if best < 0:  # before a launch every pool's gone nodes are released, so the live counts are exact
+            for k in range(npools):
+                x = 0
+                while x < plen[k]:
+                    s = plist[k, x]
+                    if release[s] < t:
+                        node_s[k] += release[s] - launch[s]
+                        pool[s] = -1
+                        release[s] = np.inf
+                        alive[k] -= 1
+                        plen[k] -= 1
+                        plist[k, x] = plist[k, plen[k]]
+                        continue
+                    x += 1
         if best < 0:  # launch in the first pool with room whose node holds the request
             for k in range(npools):
                 if alive[k] >= p_max[k]:
@@ -310,6 +322,8 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
                 if s == top:
                     top += 1
                 pool[s] = k
+                plist[k, plen[k]] = s
+                plen[k] += 1
                 node_id[s] = next_id
                 next_id += 1
                 used[s, 0] = 0.0
