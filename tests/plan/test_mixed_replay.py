@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "simulate"))
-from test_node_replay import KINDS, bursty_rl, oracle  # noqa: E402
+from test_node_replay import KINDS, bursty_rl, oracle
 
-from sandbox_fleet.measure import measure_paths  # noqa: E402
-from sandbox_fleet.measure.intervals import load_intervals  # noqa: E402
-from sandbox_fleet.plan import PlanOptions, make_plan  # noqa: E402
-from sandbox_fleet.simulate.engine.nodes import NodePoolSpec  # noqa: E402
+from sandbox_fleet.measure import measure_paths
+from sandbox_fleet.measure.intervals import load_intervals
+from sandbox_fleet.plan import PlanOptions, make_plan
+from sandbox_fleet.simulate.engine.nodes import NodePoolSpec
 
 NAMES = ("small", "medium", "large")
 
@@ -101,7 +101,7 @@ def test_without_history_the_slot_curve_split_is_unchanged(tmp_path):
     assert plain.cost.mixed.replay is None and "autoscaled" in plain.cost.mixed.basis
 
 
-@pytest.mark.parametrize("bad", [dict(node_provision_s=-1.0), dict(node_placement="random")])
+@pytest.mark.parametrize("bad", [{"node_provision_s": -1.0}, {"node_placement": "random"}])
 def test_bad_replay_options_are_refused(tmp_path, bad):
     from sandbox_fleet.errors import InputError
 

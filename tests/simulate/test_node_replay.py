@@ -201,11 +201,11 @@ def test_a_rollout_too_big_for_every_node_is_counted_unplaced():
     assert got.unplaced == 1 and got.placed == 1 and list(got.node_of) == [0, -1]
 
 
-@pytest.mark.parametrize("bad", [dict(cpu=-1.0), dict(min_nodes=3, max_nodes=2), dict(placement="random"),
-                                 dict(scale_down_s=math.inf)])
+@pytest.mark.parametrize("bad", [{"cpu": -1.0}, {"min_nodes": 3, "max_nodes": 2}, {"placement": "random"},
+                                 {"scale_down_s": math.inf}])
 def test_bad_pools_are_refused_in_one_line(bad):
     from sandbox_fleet.errors import InputError
 
-    kw = dict(name="p", cpu=4.0, memory_mb=1.0, disk_mb=1.0, usd_per_node_h=1.0) | bad
+    kw = {"name": "p", "cpu": 4.0, "memory_mb": 1.0, "disk_mb": 1.0, "usd_per_node_h": 1.0} | bad
     with pytest.raises(InputError, match="node pool 'p'"):
         NodePoolSpec(**kw)

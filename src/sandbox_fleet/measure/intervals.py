@@ -94,12 +94,12 @@ def _requests_by_key(tasks: pa.Table) -> tuple[list[str], np.ndarray, int]:
     group = tasks.column("task_group_id").to_pylist() if "task_group_id" in tasks.column_names else None
     ids = tasks.column("task_id").to_pylist()
     cols = [tasks.column(c).to_pylist() for c in ("cpus", "memory_mb", "storage_mb")]
-    by_key: dict[str, list[tuple[float, float, float]]] = {}
+    by_key: dict[str, list[tuple[float, ...]]] = {}
     for row, tid in enumerate(ids):
         k = group[row] if group is not None and group[row] is not None else tid
         if k is None:
             continue
-        by_key.setdefault(k, []).append(tuple(np.nan if c[row] is None else float(c[row]) for c in cols))  # type: ignore[misc]
+        by_key.setdefault(k, []).append(tuple(np.nan if c[row] is None else float(c[row]) for c in cols))
     keys = list(by_key)
     req = np.full((len(keys), 3), np.nan)
     mixed = 0

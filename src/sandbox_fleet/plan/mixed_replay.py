@@ -16,7 +16,7 @@ scales it to another target.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,12 +49,12 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
 
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
     cpu, memory, disk, assumed = _requests(history, fallback)
-    node = dict(cpu=allocatable["cpu"], memory_mb=allocatable["memory"], disk_mb=allocatable["disk"])
+    node = (allocatable["cpu"], allocatable["memory"], allocatable["disk"])
 
     def run(reserved: int, price_r: float, price_b: float, prov: float, down: float) -> NodeReplay:
-        pools = [NodePoolSpec("reserved", **node, usd_per_node_h=price_r, tier="reserved", min_nodes=reserved,
+        pools = [NodePoolSpec("reserved", *node, usd_per_node_h=price_r, tier="reserved", min_nodes=reserved,
                               max_nodes=reserved, placement=placement),
-                 NodePoolSpec("burst", **node, usd_per_node_h=price_b, tier=slot.burst_tier or "on_demand",
+                 NodePoolSpec("burst", *node, usd_per_node_h=price_b, tier=slot.burst_tier or "on_demand",
                               provision_s=prov, scale_down_s=down, placement=placement)]
         return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools)
 

@@ -146,7 +146,7 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
         if out[0] >= 0:
             break
         slots *= 2  # more nodes alive at once than slots: run again with room
-    _, node_of, pool_of_node, node_s, peak, launched, placed_on, used_h, waits = out
+    _, node_of, _pool_of_node, node_s, peak, launched, placed_on, used_h, waits = out
     span = float(waits[3] - start[order[0]])
     result = []
     for k, p in enumerate(pools):
@@ -201,7 +201,7 @@ def _heap_pop(ht, hi, size):
 
 
 @njit(cache=True)
-def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # noqa: C901  # one loop, kept whole for the compiler
+def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # one loop, kept whole for the compiler
     n = start.size
     npools = cap.shape[0]
     # per node slot: pool (-1 free), used resources, sandboxes on it, launch / ready / release times, permanence
