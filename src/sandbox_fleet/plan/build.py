@@ -6,12 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_range
-from sandbox_fleet.measure.intervals import RolloutIntervals
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
@@ -53,6 +52,9 @@ from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import fitted_holds, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
+
+if TYPE_CHECKING:
+    from sandbox_fleet.measure.intervals import RolloutIntervals
 
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = ResourceRequest(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)

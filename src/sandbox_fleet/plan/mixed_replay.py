@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from sandbox_fleet.measure.intervals import RolloutIntervals
 from sandbox_fleet.plan.model import Mixed, MixedReplay
 from sandbox_fleet.plan.slots import ResourceRequest
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from sandbox_fleet.measure.intervals import RolloutIntervals
     from sandbox_fleet.simulate.engine.nodes import NodeReplay
 
 #: a new node's launch to joining the cluster, seconds: Karpenter's documentation gives no figure
@@ -45,7 +45,9 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     """``slot`` (the slot-curve split, with its prices and burst tier) re-priced by the node replay of
     ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
     whose task sets no request runs at ``fallback``."""
-    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes  # numba: only when a replay runs
+    import numpy as np  # NumPy and numba: only when a replay runs (a plan on a summary loads neither)
+
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
 
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
     cpu, memory, disk, assumed = _requests(history, fallback)
@@ -88,6 +90,8 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
 
 
 def _requests(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    import numpy as np
+
     unknown = ~(np.isfinite(history.cpu) & np.isfinite(history.memory_mb))
     cpu = np.where(unknown, fallback.cpu, history.cpu)
     memory = np.where(unknown, fallback.memory, history.memory_mb)
