@@ -195,6 +195,16 @@ def test_a_hand_case():
     assert got.pools[0].stranded_cpu_h * 3600 == pytest.approx(4 * 160.0 - 4 * 100.0 - 4 * 30.0)
 
 
+def test_zero_length_holds_and_ties_agree_with_the_brute_force():
+    """Starts and ends on a coarse grid (many ties, zero-length holds): ends come before starts at one instant."""
+    rng = np.random.default_rng(9)
+    s = rng.integers(0, 200, 1500).astype(float) * 10.0
+    e = s + rng.integers(0, 4, 1500).astype(float) * 10.0
+    q = KINDS[rng.choice(3, 1500)]
+    for delays in ((0.0, 0.0), (10.0, 10.0)):
+        _compare(s, e, q, pools_two(reserved=1, provision_s=delays[0], scale_down_s=delays[1], cap=(16.0, 65536.0, 204800.0)))
+
+
 def test_a_rollout_too_big_for_every_node_is_counted_unplaced():
     pool = NodePoolSpec("b", 4.0, 1e6, 1e6, usd_per_node_h=1.0)
     got = replay_nodes(np.array([0.0, 1.0]), np.array([5.0, 6.0]), np.array([2.0, 8.0]), np.zeros(2), np.zeros(2), [pool])

@@ -21,8 +21,10 @@ order (the reserved base first, as a NodePool ``weight`` or a preferred affinity
 - **billing**: a node is billed from launch to release; the ``min_nodes`` from the first start to
   the last end. Ends come before starts at the same instant (a freed request is reusable at once).
 
-The kernel is one loop over the starts in time order with a binary heap of ends, compiled by numba
-(``fast._jit.njit``; plain Python without it); each start scans the live nodes once.
+The kernel is one loop over the starts in time order, compiled by numba (``fast._jit.njit``; plain
+Python without it). Ends come from the measured ends in order, except the rollouts that waited for a
+node (a binary heap of their shifted ends); each start scans its pools' live nodes in order, with a
+contiguous free-cpu test first, until a pool has a fit.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
     if not (np.all(np.isfinite(req)) and np.all(req >= 0)):
         raise InputError("node replay: every request must be a finite number >= 0")
     order = np.argsort(start, kind="stable").astype(np.int64)
+    end_order = np.argsort(end, kind="stable").astype(np.int64)
     cap = np.array([[p.cpu, p.memory_mb, p.disk_mb] for p in pools], dtype=np.float64)
     p_min = np.array([p.min_nodes for p in pools], dtype=np.int64)
     unbounded = np.iinfo(np.int64).max
@@ -142,7 +145,7 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
     p_spread = np.array([p.placement == "spread" for p in pools], dtype=np.bool_)
     slots = int(p_min.sum()) + 64
     while True:
-        out = _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread, slots)
+        out = _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, slots)
         if out[0] >= 0:
             break
         slots *= 2  # more nodes alive at once than slots: run again with room
@@ -200,32 +203,43 @@ def _heap_pop(ht, hi, size):
     return size
 
 
+@njit(cache=True, inline="always")
+def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down):
+    """Rollout ``j`` leaves node slot ``s``; an emptied node (not a permanent one) is due for release."""
+    k = pool[s]
+    for r in range(3):
+        used[s, r] -= req[j, r]
+    count[s] -= 1
+    if real_end[j] > last_out[s]:
+        last_out[s] = real_end[j]
+    if count[s] == 0:
+        for r in range(3):
+            used[s, r] = 0.0  # an empty node holds nothing: no float residue
+        if not permanent[s]:
+            release[s] = last_out[s] + p_down[k]
+    return k
+
+
 @njit(cache=True)
-def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # one loop, kept whole for the compiler
+def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # noqa: C901  # one loop, kept whole for the compiler
     n = start.size
     npools = cap.shape[0]
-    # per node slot: pool (-1 free), used resources, sandboxes on it, launch / ready / release times, permanence
+    # per node slot: pool (-1 free), used resources, sandboxes on it, launch / ready / release times,
+    # the latest end of a sandbox that left it, permanence, node id, and its position in its pool's list
     pool = np.full(slots, -1, np.int64)
     used = np.zeros((slots, 3))
     count = np.zeros(slots, np.int64)
     launch = np.zeros(slots)
     ready = np.zeros(slots)
     release = np.full(slots, np.inf)
+    last_out = np.full(slots, -np.inf)
     permanent = np.zeros(slots, np.bool_)
-    alive = np.zeros(npools, np.int64)
-    peak = np.zeros(npools, np.int64)
-    launched = np.zeros(npools, np.int64)
-    placed_on = np.zeros(npools, np.int64)
-    node_s = np.zeros(npools)
-    used_h = np.zeros((npools, 3))
-    node_of = np.full(n, -1, np.int64)
-    real_end = end.copy()
-    ht = np.empty(n)
-    hi = np.empty(n, np.int64)
-    hsize = 0
-    waits = np.zeros(4)  # waited, total wait s, max wait s, last end
-    fail = np.full(1, -1, np.int64)
-    plist = np.empty((npools, slots), np.int64)  # each pool's live node slots, in no order (ties go by node id)
+    node_id = np.zeros(slots, np.int64)
+    pos = np.zeros(slots, np.int64)
+    # per pool: its live slots (plist[k, :plen[k]], in no order: ties go by node id), each one's free cpu
+    # at the same position (a contiguous first test), and the earliest release due among them
+    plist = np.empty((npools, slots), np.int64)
+    pfree = np.zeros((npools, slots))
     plen = np.zeros(npools, np.int64)
     lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack
     inv = np.zeros((npools, 2))  # cpu and memory shares of the allocatable: the MostAllocated score
@@ -233,8 +247,25 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
         for r in range(2):
             if cap[k, r] > 0:
                 inv[k, r] = 1.0 / cap[k, r]
-    node_id = np.zeros(slots, np.int64)
+    alive = np.zeros(npools, np.int64)
+    peak = np.zeros(npools, np.int64)
+    launched = np.zeros(npools, np.int64)
+    placed_on = np.zeros(npools, np.int64)
+    node_s = np.zeros(npools)
+    used_h = np.zeros((npools, 3))
+    node_of = np.full(n, -1, np.int64)
     slot_of = np.full(n, -1, np.int64)
+    started = np.zeros(n, np.bool_)
+    via_heap = np.zeros(n, np.bool_)
+    real_end = end.copy()
+    # ends: the rollouts that started on time leave in ``end_order``; the few that waited for a node
+    # (and a zero-length hold the order reaches before its start) leave through a heap
+    ht = np.empty(n)
+    hi = np.empty(n, np.int64)
+    hsize = 0
+    eptr = 0
+    waits = np.zeros(4)  # waited, total wait s, max wait s, last end
+    fail = np.full(1, -1, np.int64)
     next_id = 0
     t0 = start[order[0]]
     top = 0  # slots in use are < top
@@ -243,7 +274,9 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
             if top >= slots:
                 return (fail[0], node_of, pool, node_s, peak, launched, placed_on, used_h, waits)
             pool[top] = k
+            pos[top] = plen[k]
             plist[k, plen[k]] = top
+            pfree[k, plen[k]] = cap[k, 0]
             plen[k] += 1
             node_id[top] = next_id
             next_id += 1
@@ -257,34 +290,33 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
     for oi in range(n):
         i = order[oi]
         t = start[i]
-        while hsize > 0 and ht[0] <= t:  # ends at or before this start free their requests first
+        while eptr < n and end[end_order[eptr]] <= t:  # ends at or before this start free their requests first
+            j = end_order[eptr]
+            eptr += 1
+            if not started[j]:
+                via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
+            elif slot_of[j] >= 0 and not via_heap[j]:
+                s = slot_of[j]
+                k = _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down)
+                pfree[k, pos[s]] = cap[k, 0] - used[s, 0]
+        while hsize > 0 and ht[0] <= t:
             j = hi[0]
             hsize = _heap_pop(ht, hi, hsize)
             s = slot_of[j]
-            for r in range(3):
-                used[s, r] -= req[j, r]
-            count[s] -= 1
-            if count[s] == 0:
-                for r in range(3):
-                    used[s, r] = 0.0  # an empty node holds nothing: no float residue
-                if not permanent[s]:
-                    release[s] = real_end[j] + p_down[pool[s]]
+            k = _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down)
+            pfree[k, pos[s]] = cap[k, 0] - used[s, 0]
+        started[i] = True
         best = -1
-        for k in range(npools):  # pools in order; inside one, release the nodes gone before t and take the best fit
+        for k in range(npools):  # pools in order; inside one, the best fit among nodes not gone before t
+            need = req[i, 0] - (lim[k, 0] - cap[k, 0])  # the cpu a node must have free, with the float slack
             best_score = 0.0
-            x = 0
-            while x < plen[k]:
-                s = plist[k, x]
-                if release[s] < t:  # released before this start: bill it and free the slot
-                    node_s[k] += release[s] - launch[s]
-                    pool[s] = -1
-                    release[s] = np.inf
-                    alive[k] -= 1
-                    plen[k] -= 1
-                    plist[k, x] = plist[k, plen[k]]
+            for x in range(plen[k]):
+                if pfree[k, x] < need:  # the cheap first test: most nodes of a busy pool are full on cpu
                     continue
-                x += 1
-                if used[s, 0] + req[i, 0] > lim[k, 0] or used[s, 1] + req[i, 1] > lim[k, 1] or used[s, 2] + req[i, 2] > lim[k, 2]:
+                s = plist[k, x]
+                if release[s] < t:  # gone before this start (released at release[s]): not a candidate
+                    continue
+                if used[s, 1] + req[i, 1] > lim[k, 1] or used[s, 2] + req[i, 2] > lim[k, 2]:
                     continue
                 score = used[s, 0] * inv[k, 0] + used[s, 1] * inv[k, 1]
                 if p_spread[k]:
@@ -305,14 +337,16 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
                         release[s] = np.inf
                         alive[k] -= 1
                         plen[k] -= 1
-                        plist[k, x] = plist[k, plen[k]]
+                        last = plist[k, plen[k]]
+                        plist[k, x] = last
+                        pfree[k, x] = pfree[k, plen[k]]
+                        pos[last] = x
                         continue
                     x += 1
-        if best < 0:  # launch in the first pool with room whose node holds the request
-            for k in range(npools):
+            for k in range(npools):  # launch in the first pool with room whose node holds the request
                 if alive[k] >= p_max[k]:
                     continue
-                if req[i, 0] > cap[k, 0] * (1.0 + 1e-12) or req[i, 1] > cap[k, 1] * (1.0 + 1e-12) or req[i, 2] > cap[k, 2] * (1.0 + 1e-12):
+                if req[i, 0] > lim[k, 0] or req[i, 1] > lim[k, 1] or req[i, 2] > lim[k, 2]:
                     continue
                 s = 0
                 while s < top and pool[s] >= 0:
@@ -322,6 +356,7 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
                 if s == top:
                     top += 1
                 pool[s] = k
+                pos[s] = plen[k]
                 plist[k, plen[k]] = s
                 plen[k] += 1
                 node_id[s] = next_id
@@ -330,6 +365,7 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
                 used[s, 1] = 0.0
                 used[s, 2] = 0.0
                 count[s] = 0
+                last_out[s] = -np.inf
                 launch[s] = t
                 ready[s] = t + p_prov[k]
                 release[s] = np.inf
@@ -351,6 +387,7 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
             if wait > waits[2]:
                 waits[2] = wait
             begin = ready[best]
+            via_heap[i] = True
         real_end[i] = begin + (end[i] - start[i])
         if real_end[i] > last_end:
             last_end = real_end[i]
@@ -362,14 +399,18 @@ def _kernel(start, end, req, order, cap, p_min, p_max, p_prov, p_down, p_spread,
         for r in range(3):
             used[best, r] += req[i, r]
             used_h[k, r] += req[i, r] * (real_end[i] - begin) / 3600.0
-        hsize = _heap_push(ht, hi, hsize, real_end[i], i)
+        pfree[k, pos[best]] = cap[k, 0] - used[best, 0]
+        if via_heap[i]:
+            hsize = _heap_push(ht, hi, hsize, real_end[i], i)
+    while eptr < n:
+        j = end_order[eptr]
+        eptr += 1
+        if slot_of[j] >= 0 and not via_heap[j]:
+            _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down)
     while hsize > 0:
         j = hi[0]
         hsize = _heap_pop(ht, hi, hsize)
-        s = slot_of[j]
-        count[s] -= 1
-        if count[s] == 0 and not permanent[s]:
-            release[s] = real_end[j] + p_down[pool[s]]
+        _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down)
     for s in range(top):
         k = pool[s]
         if k < 0:
