@@ -221,7 +221,7 @@ def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, 
 
 
 @njit(cache=True)
-def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # noqa: C901  # one loop, kept whole for the compiler
+def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # one loop, kept whole for the compiler
     n = start.size
     npools = cap.shape[0]
     # per node slot: pool (-1 free), used resources, sandboxes on it, launch / ready / release times,
