@@ -108,3 +108,27 @@ def test_bad_replay_options_are_refused(tmp_path, bad):
     start, end, req = bursty_rl(seed=11, steps=2, batch=20)
     with pytest.raises(InputError, match="node_p"):
         plan_with_history(tmp_path, start, end, req, **bad)
+
+
+def test_a_chosen_target_keeps_the_slot_curve_and_says_why(tmp_path):
+    start, end, req = bursty_rl(seed=11, steps=4, batch=100)
+    plan, _ = plan_with_history(tmp_path, start, end, req, price_tier="on_demand", concurrency=400)
+    assert plan.cost.mixed.replay is None and "no node replay" in plan.cost.mixed.basis
+
+
+def test_plan_on_telemetry_replays_it_and_on_a_summary_does_not(tmp_path, run_cli):
+    import json
+
+    start, end, req = bursty_rl(seed=11, steps=4, batch=100)
+    rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
+    got = run_cli("plan", rollouts, "--tasks", tasks, "--price-tier", "on-demand", "--node-scale-down-s", "120", "--json")
+    assert got.code == 0, got.err
+    replay = json.loads(got.out)["cost"]["mixed"]["replay"]
+    assert replay["scale_down_s"] == 120.0 and replay["rollouts"] == 400
+    text = run_cli("plan", rollouts, "--tasks", tasks, "--price-tier", "on-demand")
+    assert "node replay:" in text.out and "lower bound (slot curve)" in text.out
+    summary = tmp_path / "m.json"
+    assert run_cli("measure", rollouts, "--tasks", tasks, "-o", summary).code == 0
+    assert json.loads(run_cli("plan", summary, "--json").out)["cost"]["mixed"]["replay"] is None
+    bad = run_cli("plan", rollouts, "--tasks", tasks, "--node-placement", "random")
+    assert bad.code == 2 and "--node-placement" in bad.err

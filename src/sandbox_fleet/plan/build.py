@@ -498,7 +498,11 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
                            reruns_unbounded)
-    if mixed is not None and history is not None:
+    chosen = opts.concurrency is not None or opts.batch is not None or opts.passing_per_hour is not None
+    if mixed is not None and history is not None and chosen:
+        mixed.basis = (mixed.basis or "") + ("; no node replay: it prices the measured history as it ran, "
+                                             "not a chosen target (--concurrency, --batch, --passing-per-hour)")
+    elif mixed is not None and history is not None:
         fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
         mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback,
                              provision_s=opts.node_provision_s, scale_down_s=opts.node_scale_down_s,
