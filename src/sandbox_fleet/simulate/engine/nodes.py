@@ -241,6 +241,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     plist = np.empty((npools, slots), np.int64)
     pfree = np.zeros((npools, slots))
     plen = np.zeros(npools, np.int64)
+    pmax = np.zeros(npools)  # never below the largest free cpu of the pool's nodes: a full pool is skipped whole
     lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack
     inv = np.zeros((npools, 2))  # cpu and memory shares of the allocatable: the MostAllocated score
     for k in range(npools):
@@ -277,6 +278,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             pos[top] = plen[k]
             plist[k, plen[k]] = top
             pfree[k, plen[k]] = cap[k, 0]
+            pmax[k] = cap[k, 0]
             plen[k] += 1
             node_id[top] = next_id
             next_id += 1
@@ -299,19 +301,27 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 s = slot_of[j]
                 k = _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down)
                 pfree[k, pos[s]] = cap[k, 0] - used[s, 0]
+                pmax[k] = max(pmax[k], pfree[k, pos[s]])
         while hsize > 0 and ht[0] <= t:
             j = hi[0]
             hsize = _heap_pop(ht, hi, hsize)
             s = slot_of[j]
             k = _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down)
             pfree[k, pos[s]] = cap[k, 0] - used[s, 0]
+            pmax[k] = max(pmax[k], pfree[k, pos[s]])
         started[i] = True
         best = -1
         for k in range(npools):  # pools in order; inside one, the best fit among nodes not gone before t
             need = req[i, 0] - (lim[k, 0] - cap[k, 0])  # the cpu a node must have free, with the float slack
+            if pmax[k] < need:
+                continue
             best_score = 0.0
+            most = 0.0
             for x in range(plen[k]):
-                if pfree[k, x] < need:  # the cheap first test: most nodes of a busy pool are full on cpu
+                f = pfree[k, x]
+                if f > most:
+                    most = f
+                if f < need:  # the cheap first test: most nodes of a busy pool are full on cpu
                     continue
                 s = plist[k, x]
                 if release[s] < t:  # gone before this start (released at release[s]): not a candidate
@@ -324,6 +334,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 if best < 0 or score > best_score or (score == best_score and node_id[s] < node_id[best]):
                     best = s
                     best_score = score
+            pmax[k] = most
             if best >= 0:
                 break
         if best < 0:  # before a launch every pool's gone nodes are released, so the live counts are exact
@@ -400,6 +411,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             used[best, r] += req[i, r]
             used_h[k, r] += req[i, r] * (real_end[i] - begin) / 3600.0
         pfree[k, pos[best]] = cap[k, 0] - used[best, 0]
+        pmax[k] = max(pmax[k], pfree[k, pos[best]])  # a new node's free cpu
         if via_heap[i]:
             hsize = _heap_push(ht, hi, hsize, real_end[i], i)
     while eptr < n:
