@@ -132,3 +132,19 @@ def test_plan_on_telemetry_replays_it_and_on_a_summary_does_not(tmp_path, run_cl
     assert json.loads(run_cli("plan", summary, "--json").out)["cost"]["mixed"]["replay"] is None
     bad = run_cli("plan", rollouts, "--tasks", tasks, "--node-placement", "random")
     assert bad.code == 2 and "--node-placement" in bad.err
+
+
+def test_over_the_budget_r_is_searched_on_a_grid_and_says_so(tmp_path, monkeypatch):
+    import sandbox_fleet.plan.mixed_replay as mr
+
+    start, end, req = bursty_rl(seed=11, steps=8, batch=250)
+    full, history = plan_with_history(tmp_path / "a", start, end, req, price_tier="on_demand")
+    peak = full.cost.mixed.replay.peak_nodes
+    monkeypatch.setattr(mr, "REPLAY_BUDGET", history.count * 4)  # a grid of 3 points, then around its best
+    grid, _ = plan_with_history(tmp_path / "b", start, end, req, price_tier="on_demand")
+    got = grid.cost.mixed.replay.usd_per_h_by_reserved
+    assert len(got) == peak + 1
+    for a, b in zip(got, full.cost.mixed.replay.usd_per_h_by_reserved):
+        assert a is None or a == pytest.approx(b, rel=1e-12)
+    assert grid.cost.mixed.usd_per_h == pytest.approx(min(c for c in got if c is not None), rel=1e-12)
+    assert "not every R" in grid.cost.mixed.basis and "not every R" not in full.cost.mixed.basis

@@ -16,7 +16,7 @@ scales it to another target.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.model import Mixed, MixedReplay
 from sandbox_fleet.plan.slots import ResourceRequest
@@ -34,9 +34,22 @@ PROVISION_S = 60.0
 #: NodePools carry (plan/k8s reads it from here; Karpenter's own default is 0s, the NodePool CRD's)
 SCALE_DOWN_S = 300.0
 PLACEMENT = "pack"
-#: the brute force over R replays the history R_max + 1 times; above this many nodes at the peaks it
-#: is not run (the slot-curve split stays, and the plan says why)
-MAX_PEAK_NODES = 400
+#: rollouts x replays the search over R may run (~0.3 s of CPU per 1M rollout-replays): every R from 0
+#: to the node count at the peaks within it, else a grid of R and every R around the grid's best (said)
+REPLAY_BUDGET = 60_000_000
+
+
+def _step(peak: int, rollouts: int) -> int:
+    """The grid's spacing when every R is over the budget: half the budget on the grid."""
+    points = max(3, REPLAY_BUDGET // 2 // max(rollouts, 1))
+    return max(1, -(-peak // (points - 1)))
+
+
+def _candidates(peak: int, rollouts: int) -> list[int]:
+    if rollouts * (peak + 1) <= REPLAY_BUDGET:
+        return list(range(peak + 1))
+    step = _step(peak, rollouts)
+    return sorted(set(range(0, peak + 1, step)) | {peak})
 
 
 def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
@@ -45,8 +58,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     """``slot`` (the slot-curve split, with its prices and burst tier) re-priced by the node replay of
     ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
     whose task sets no request runs at ``fallback``."""
-    import numpy as np  # NumPy and numba: only when a replay runs (a plan on a summary loads neither)
-
+    # NumPy and numba: only when a replay runs (a plan on a summary loads neither)
     from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
 
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
@@ -61,15 +73,28 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools)
 
     peak = run(0, 0.0, 0.0, 0.0, 0.0).pools[1].peak_nodes  # the real mix's peaks, packed, no delays
-    if peak > MAX_PEAK_NODES:
-        slot.basis = (slot.basis or "") + (f"; not re-priced by a node replay: {peak:,} nodes at the peaks is above "
-                                           f"the {MAX_PEAK_NODES:,} the brute force over the reserved count runs to")
-        return slot
     p_r, p_b = slot.reserved_usd_per_node_h, slot.burst_usd_per_node_h
-    runs = [run(r, p_r, p_b, provision_s, scale_down_s) for r in range(peak + 1)]
-    costs = [float(x.usd_per_h or 0.0) for x in runs]
-    best = int(np.argmin(costs))  # the first (fewest reserved) of equal costs
-    won = runs[best]
+    costs: list[Optional[float]] = [None] * (peak + 1)
+    kept: dict[int, NodeReplay] = {}  # the cheapest replay so far (one: a replay holds per-rollout arrays)
+
+    def price(r: int) -> None:
+        if costs[r] is not None:
+            return
+        got = run(r, p_r, p_b, provision_s, scale_down_s)
+        costs[r] = float(got.usd_per_h or 0.0)
+        held = next(iter(kept), None)
+        if held is None or (costs[r], r) < (costs[held], held):
+            kept.clear()
+            kept[r] = got
+
+    every = history.count * (peak + 1) <= REPLAY_BUDGET
+    for r in _candidates(peak, history.count):
+        price(r)
+    if not every:  # the grid's best, then every R around it the grid skipped
+        step, best = _step(peak, history.count), next(iter(kept))
+        for r in range(max(0, best - step + 1), min(peak, best + step - 1) + 1):
+            price(r)
+    best, won = next(iter(kept.items()))
     billed_cpu_h = sum(p.node_hours for p in won.pools) * allocatable["cpu"]
     stranded = sum(p.stranded_cpu_h for p in won.pools) / billed_cpu_h if billed_cpu_h > 0 else None
     burst = won.pools[1]
@@ -83,9 +108,10 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     )
     return slot.model_copy(update={
         "reserved_nodes": best, "burst_nodes": burst.peak_nodes, "usd_per_h": costs[best], "replay": replay,
-        "basis": (f"R = {best:,} reserved, the cheapest of R = 0..{peak:,} by replaying the {history.count:,} measured "
-                  f"rollouts on nodes (the burst billed launch to release); the slot curve's "
-                  f"${slot.usd_per_h:,.4g}/h at R = {slot.reserved_nodes} is a lower bound"),
+        "basis": (f"R = {best:,} reserved, the cheapest of R = 0..{peak:,} "
+                  f"{'' if every else '(on a grid, then every R around its best: not every R) '}by replaying the "
+                  f"{history.count:,} measured rollouts on nodes (the burst billed launch to release); the slot "
+                  f"curve's ${slot.usd_per_h:,.4g}/h at R = {slot.reserved_nodes} is a lower bound"),
     })
 
 

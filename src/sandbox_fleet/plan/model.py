@@ -365,8 +365,9 @@ class MixedReplay(Block):
     scale_down_s: Num = None
     #: nodes at the real mix's peaks: all on one pool, packed, no delays
     peak_nodes: Count = None
-    #: $/h of the replay for each reserved count R = 0, 1, ... (the brute force the split is read on)
-    usd_per_h_by_reserved: Optional[list[float]] = None
+    #: $/h of the replay for each reserved count R = 0, 1, ... (the brute force the split is read on;
+    #: null at an R a search over a grid did not replay)
+    usd_per_h_by_reserved: Optional[list[Optional[float]]] = None
     reserved_node_hours: Num = None
     burst_node_hours: Num = None
     burst_launches: Count = None
