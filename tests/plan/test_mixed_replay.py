@@ -148,3 +148,27 @@ def test_over_the_budget_r_is_searched_on_a_grid_and_says_so(tmp_path, monkeypat
         assert a is None or a == pytest.approx(b, rel=1e-12)
     assert grid.cost.mixed.usd_per_h == pytest.approx(min(c for c in got if c is not None), rel=1e-12)
     assert "not every R" in grid.cost.mixed.basis and "not every R" not in full.cost.mixed.basis
+
+
+def test_the_report_draws_the_nodes_by_pool_and_tabulates_the_lower_bound(tmp_path):
+    from summaries import report_html
+
+    from sandbox_fleet.report.plan_sections import mixed_chart, mixed_table, replay_chart
+
+    start, end, req = bursty_rl(seed=11, steps=8, batch=250)
+    rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
+    measured = measure_paths([str(rollouts)], tasks=str(tasks), progress=False)
+    plan = make_plan(measured, PlanOptions(price_tier="on_demand"), history=load_intervals([str(rollouts)], tasks=str(tasks)))
+    rp = plan.cost.mixed.replay
+    series = rp.nodes_over_time
+    assert len(series.t_h) == 400 and max(series.burst) == plan.cost.mixed.burst_nodes
+    assert max(series.reserved) == plan.cost.mixed.reserved_nodes
+    fig = replay_chart(plan)
+    assert [list(t.y) for t in fig.data] == [series.reserved, series.burst]
+    # the curve's chart keeps the curve's own split
+    colors = list(mixed_chart(plan).data[0].marker.color)
+    assert colors.count("#1f77b4") == rp.slot_curve_reserved_nodes
+    html = mixed_table(plan)
+    assert "lower bound" in html and f"{rp.slot_curve_usd_per_h:,.2f}" in html
+    page = report_html(measured, plan)
+    assert 'id="fig-nodes_replay"' in page and 'id="fig-mixed"' in page

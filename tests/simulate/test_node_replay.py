@@ -219,3 +219,25 @@ def test_bad_pools_are_refused_in_one_line(bad):
     kw = {"name": "p", "cpu": 4.0, "memory_mb": 1.0, "disk_mb": 1.0, "usd_per_node_h": 1.0} | bad
     with pytest.raises(InputError, match="node pool 'p'"):
         NodePoolSpec(**kw)
+
+
+def test_nodes_over_time_is_the_most_up_in_each_bin_counted_directly():
+    s, e, q = bursty_rl(steps=6, batch=150)
+    got = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], pools_two(reserved=2))
+    bins = 50
+    edges, up = got.nodes_over_time(bins)
+    width = edges[1] - edges[0]
+    assert got.node_pool.size == 2 + got.pools[1].launched
+    for k in range(2):
+        mine = got.node_pool == k
+        launch, release = got.node_launch_s[mine], got.node_release_s[mine]
+        hours = float(np.sum(release - launch)) / 3600.0
+        assert hours == pytest.approx(got.pools[k].node_hours, rel=1e-12)  # the billed intervals are the node-hours
+        events = np.concatenate([launch, release])
+        for b in range(bins):
+            lo = edges[b]
+            hi = lo + width if b < bins - 1 else np.inf
+            probes = [lo, *events[(events >= lo) & (events < hi)]]
+            most = max(int(np.sum((launch <= t) & (release > t))) for t in probes)
+            assert up[k, b] == most, (k, b)
+    assert up[0].max() == 2 and up[1].max() == got.pools[1].peak_nodes

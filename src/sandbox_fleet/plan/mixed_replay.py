@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from sandbox_fleet.plan.model import Mixed, MixedReplay
+from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime
 from sandbox_fleet.plan.slots import ResourceRequest
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ PLACEMENT = "pack"
 #: rollouts x replays the search over R may run (~0.3 s of CPU per 1M rollout-replays): every R from 0
 #: to the node count at the peaks within it, else a grid of R and every R around the grid's best (said)
 REPLAY_BUDGET = 60_000_000
+#: spans of the nodes-over-time chart (each the most nodes up at once in it)
+CHART_BINS = 400
 
 
 def _step(peak: int, rollouts: int) -> int:
@@ -105,6 +107,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         stranded_cpu_share=stranded, waited=won.waited, wait_s_total=won.wait_s_total, wait_s_max=won.wait_s_max,
         slot_curve_reserved_nodes=slot.reserved_nodes, slot_curve_usd_per_h=slot.usd_per_h,
         basis=_basis(history, assumed, fallback, placement, provision_s, scale_down_s, peak, slot),
+        nodes_over_time=_over_time(won),
     )
     return slot.model_copy(update={
         "reserved_nodes": best, "burst_nodes": burst.peak_nodes, "usd_per_h": costs[best], "replay": replay,
@@ -113,6 +116,12 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
                   f"{history.count:,} measured rollouts on nodes (the burst billed launch to release); the slot "
                   f"curve's ${slot.usd_per_h:,.4g}/h at R = {slot.reserved_nodes} is a lower bound"),
     })
+
+
+def _over_time(won: NodeReplay) -> NodesOverTime:
+    edges, up = won.nodes_over_time(CHART_BINS)
+    return NodesOverTime(t_h=[float(t) / 3600.0 for t in edges], reserved=[int(v) for v in up[0]],
+                         burst=[int(v) for v in up[1]])
 
 
 def _requests(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

@@ -352,6 +352,15 @@ class Rent(Block):
     hold_factor: Num = None
 
 
+class NodesOverTime(Block):
+    """The most nodes up at once per pool in equal spans of the replayed history (its chart)."""
+
+    #: each span's start, hours from the first start
+    t_h: Optional[list[float]] = None
+    reserved: Optional[list[int]] = None
+    burst: Optional[list[int]] = None
+
+
 class MixedReplay(Block):
     """The mixed purchase priced by a node replay of the measured history (plan/mixed_replay.py)."""
 
@@ -380,6 +389,8 @@ class MixedReplay(Block):
     slot_curve_reserved_nodes: Count = None
     slot_curve_usd_per_h: Num = None
     basis: Optional[str] = None
+    #: the chosen split's nodes by pool over the replayed history
+    nodes_over_time: Optional[NodesOverTime] = None
 
 
 class Mixed(Block):

@@ -106,6 +106,33 @@ class NodeReplay:
     wait_s_total: float
     wait_s_max: float
     node_of: np.ndarray = field(repr=False)  # per rollout (input order): the node id it ran on, -1 unplaced
+    #: per node id (launch order): its pool, and the interval it was billed (launch to release), seconds
+    node_pool: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    node_launch_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    node_release_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+
+    def nodes_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
+        """The most nodes up at once in each of ``bins`` equal spans of the billed time, per pool:
+        (bin starts in seconds, an array pools x bins). A node is up over [launch, release)."""
+        t0 = float(self.node_launch_s.min())
+        t1 = float(self.node_release_s.max())
+        width = (t1 - t0) / bins if t1 > t0 else 1.0
+        edges = t0 + width * np.arange(bins)
+        out = np.zeros((len(self.pools), bins), np.int64)
+        for k in range(len(self.pools)):
+            mine = self.node_pool == k
+            m = int(mine.sum())
+            if m == 0:
+                continue
+            times = np.concatenate([self.node_launch_s[mine], self.node_release_s[mine]])
+            step = np.concatenate([np.ones(m, np.int64), -np.ones(m, np.int64)])
+            order = np.lexsort((step, times))  # a release before a launch at one instant: up over [launch, release)
+            times, up = times[order], np.cumsum(step[order])
+            where = np.minimum(((times - t0) // width).astype(np.int64), bins - 1)
+            np.maximum.at(out[k], where, up)
+            before = np.searchsorted(times, edges, side="right") - 1  # the count carried into each bin
+            out[k] = np.maximum(out[k], np.where(before >= 0, up[np.maximum(before, 0)], 0))
+        return edges, out
 
     @property
     def node_hours(self) -> float:
@@ -149,7 +176,8 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
         if out[0] >= 0:
             break
         slots *= 2  # more nodes alive at once than slots: run again with room
-    _, node_of, _pool_of_node, node_s, peak, launched, placed_on, used_h, waits = out
+    _, node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits = out
+    known = id_pool >= 0
     span = float(waits[3] - start[order[0]])
     result = []
     for k, p in enumerate(pools):
@@ -163,7 +191,8 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
         ))
     placed = int(np.count_nonzero(node_of >= 0))
     return NodeReplay(pools=result, span_s=span, usd=sum(p.usd for p in result), placed=placed, unplaced=n - placed,
-                      waited=int(waits[0]), wait_s_total=float(waits[1]), wait_s_max=float(waits[2]), node_of=node_of)
+                      waited=int(waits[0]), wait_s_total=float(waits[1]), wait_s_max=float(waits[2]), node_of=node_of,
+                      node_pool=id_pool[known], node_launch_s=id_span[known, 0], node_release_s=id_span[known, 1])
 
 
 @njit(cache=True)
@@ -268,12 +297,15 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     waits = np.zeros(4)  # waited, total wait s, max wait s, last end
     fail = np.full(1, -1, np.int64)
     next_id = 0
+    ids = n + int(p_min.sum())  # at most one node launched per rollout
+    id_pool = np.full(ids, -1, np.int64)  # per node id: its pool, launch and release (the billed interval)
+    id_span = np.zeros((ids, 2))
     t0 = start[order[0]]
     top = 0  # slots in use are < top
     for k in range(npools):
         for _ in range(p_min[k]):
             if top >= slots:
-                return (fail[0], node_of, pool, node_s, peak, launched, placed_on, used_h, waits)
+                return (fail[0], node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits)
             pool[top] = k
             pos[top] = plen[k]
             plist[k, plen[k]] = top
@@ -281,6 +313,8 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             pmax[k] = cap[k, 0]
             plen[k] += 1
             node_id[top] = next_id
+            id_pool[next_id] = k
+            id_span[next_id, 0] = t0
             next_id += 1
             launch[top] = t0
             ready[top] = t0
@@ -344,6 +378,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     s = plist[k, x]
                     if release[s] < t:
                         node_s[k] += release[s] - launch[s]
+                        id_span[node_id[s], 1] = release[s]
                         pool[s] = -1
                         release[s] = np.inf
                         alive[k] -= 1
@@ -363,7 +398,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 while s < top and pool[s] >= 0:
                     s += 1
                 if s == slots:
-                    return (fail[0], node_of, pool, node_s, peak, launched, placed_on, used_h, waits)
+                    return (fail[0], node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits)
                 if s == top:
                     top += 1
                 pool[s] = k
@@ -371,6 +406,8 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 plist[k, plen[k]] = s
                 plen[k] += 1
                 node_id[s] = next_id
+                id_pool[next_id] = k
+                id_span[next_id, 0] = t
                 next_id += 1
                 used[s, 0] = 0.0
                 used[s, 1] = 0.0
@@ -429,7 +466,9 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             continue
         if permanent[s]:
             node_s[k] += last_end - launch[s]
+            id_span[node_id[s], 1] = last_end
         else:
             node_s[k] += release[s] - launch[s]
+            id_span[node_id[s], 1] = release[s]
     waits[3] = last_end
-    return (np.int64(0), node_of, pool, node_s, peak, launched, placed_on, used_h, waits)
+    return (np.int64(0), node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits)
