@@ -151,9 +151,8 @@ def test_over_the_budget_r_is_searched_on_a_grid_and_says_so(tmp_path, monkeypat
 
 
 def test_the_report_draws_the_nodes_by_pool_and_tabulates_the_lower_bound(tmp_path):
-    from summaries import report_html
-
     from sandbox_fleet.report.plan_sections import mixed_chart, mixed_table, replay_chart
+    from summaries import report_html
 
     start, end, req = bursty_rl(seed=11, steps=8, batch=250)
     rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
