@@ -171,3 +171,26 @@ def test_the_report_draws_the_nodes_by_pool_and_tabulates_the_lower_bound(tmp_pa
     assert "lower bound" in html and f"{rp.slot_curve_usd_per_h:,.2f}" in html
     page = report_html(measured, plan)
     assert 'id="fig-nodes_replay"' in page and 'id="fig-mixed"' in page
+
+
+def test_the_emitted_nodepools_consolidate_after_the_delay_priced(tmp_path):
+    import yaml
+
+    from sandbox_fleet.plan.k8s import NODE_CLASS, build_manifests
+
+    start, end, req = bursty_rl(seed=11, steps=4, batch=100)
+    rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
+    measured = measure_paths([str(rollouts)], tasks=str(tasks), progress=False)
+    history = load_intervals([str(rollouts)], tasks=str(tasks))
+
+    def consolidate_after(**opts) -> set[str]:
+        plan = make_plan(measured, PlanOptions(price_tier="on_demand", node_providers=tuple(sorted(NODE_CLASS)), **opts),
+                         history=history if opts else None)
+        docs = [d for text in build_manifests(plan).values() for d in yaml.safe_load_all(text) if d]
+        return {d["spec"]["disruption"]["consolidateAfter"] for d in docs if d.get("kind") == "NodePool"}
+
+    assert consolidate_after(node_scale_down_s=120.0) == {"120s"}
+    assert consolidate_after() == {"5m"}  # without a replay: the default, the same 300 s the replay assumes
+    from sandbox_fleet.plan.mixed_replay import SCALE_DOWN_S
+
+    assert SCALE_DOWN_S == 5 * 60
