@@ -276,6 +276,9 @@ def plan(
     reserve_cpu: Optional[float] = typer.Option(None, "--reserve-cpu", help="Per-node system reserve, cores (default: the node type's own)."),
     reserve_memory_gb: Optional[float] = typer.Option(None, "--reserve-memory-gb", help="Per-node system reserve, GiB memory."),
     reserve_disk_gb: Optional[float] = typer.Option(None, "--reserve-disk-gb", help="Per-node system reserve, GiB disk."),
+    node_provision_s: float = typer.Option(60.0, "--node-provision-s", help="With telemetry: a burst node joins this many seconds after launch, in the node replay that prices the mixed purchase."),
+    node_scale_down_s: float = typer.Option(300.0, "--node-scale-down-s", help="With telemetry: an empty burst node is released this many seconds after its last sandbox ends (the NodePools' consolidateAfter)."),
+    node_placement: str = typer.Option("pack", "--node-placement", help="With telemetry: place each rollout on the most-allocated node (pack) or the least-allocated (spread)."),
     request: Optional[str] = typer.Option(None, "--request", help="Override task requests: CPUS,MEMORY_MB,STORAGE_MB[,GPUS]."),
     price_tier: Optional[str] = typer.Option(None, "--price-tier", help="Headline tier: reserved, on_demand, spot (default: from the duty cycle)."),
     prefix_break: float = typer.Option(0.0, "--prefix-break", help="Fraction of turns that break the cached prefix."),
@@ -322,7 +325,7 @@ def plan(
 ) -> None:
     """Plan what to buy: nodes, storage, inference GPUs and cost."""
     from sandbox_fleet.limits import check_seed
-    from sandbox_fleet.measure.load import load_measure
+    from sandbox_fleet.measure.load import is_summary_file, load_measure
     from sandbox_fleet.plan import PlanOptions, make_plan, make_reserve, make_roofline, parse_request
     from sandbox_fleet.plan.gpu_select import gpu_figures
     from sandbox_fleet.plan.render import plan_lines, render_plan
@@ -363,6 +366,7 @@ def plan(
         shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
         node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None,
+        node_provision_s=node_provision_s, node_scale_down_s=node_scale_down_s, node_placement=node_placement,
     )
     cache = None
     if tasks:  # telemetry measured with its tasks (a .json input never reads the tasks root)
@@ -375,7 +379,12 @@ def plan(
 
         verdict = backtest_block(backtest)
     measured = load_measure(path, tasks=tasks, read=_read_options(reader), min_turn_rows=min_turn_rows, cache_dir=cache)
-    planned = make_plan(measured, opts, input_path=path, backtest=verdict)
+    history = None
+    if not is_summary_file(path):  # telemetry: the mixed purchase is priced by replaying its rollouts on nodes
+        from sandbox_fleet.measure.intervals import load_intervals
+
+        history = load_intervals(path, tasks=tasks, read=_read_options(reader), cache_dir=cache)
+    planned = make_plan(measured, opts, input_path=path, backtest=verdict, history=history)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
 

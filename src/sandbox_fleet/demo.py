@@ -40,7 +40,11 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
                              cache_dir=str(out / "cache" / "tasks-cache"))
     jsonio.write(measured.to_json(), out / "measure.json")
 
-    plan = make_plan(measured, PlanOptions())
+    from sandbox_fleet.measure.intervals import load_intervals
+
+    # the mixed purchase priced by replaying the corpus's rollouts on nodes
+    history = load_intervals([str(trajectories)], tasks=str(tasks), cache_dir=str(out / "cache" / "tasks-cache"))
+    plan = make_plan(measured, PlanOptions(), history=history)
     jsonio.write(plan.to_json(), out / "plan.json")
 
     scenario = out / "scenario.toml"

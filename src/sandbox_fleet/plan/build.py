@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
@@ -20,6 +20,7 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
+from sandbox_fleet.plan.mixed_replay import PLACEMENT, PROVISION_S, SCALE_DOWN_S, replay_mixed
 from sandbox_fleet.plan.model import (
     Alternative,
     BacktestLine,
@@ -51,6 +52,9 @@ from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import fitted_holds, resolve_target
 from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
+
+if TYPE_CHECKING:
+    from sandbox_fleet.measure.intervals import RolloutIntervals
 
 #: the source document's request, used only when the input lists none (and the plan says so)
 DEFAULT_REQUEST = ResourceRequest(cpu=1.0, memory=2048.0, disk=6144.0, gpu=0.0)
@@ -93,6 +97,11 @@ class PlanOptions:
     substrates_file: Optional[str] = None  # execution-substrate catalog replacing data/substrates.toml
     #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
     node_providers: Optional[tuple[str, ...]] = None
+    #: the node replay of the mixed purchase (with telemetry): a burst node's join delay and its
+    #: lingering once empty (the NodePools' consolidateAfter), seconds, and the placement rule
+    node_provision_s: float = PROVISION_S
+    node_scale_down_s: float = SCALE_DOWN_S
+    node_placement: str = PLACEMENT
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -245,6 +254,10 @@ def _check_options(opts: PlanOptions) -> None:
     check_range("`max_wait_s`", opts.max_wait_s)
     check_range("`kv_offload_gb`", opts.kv_offload_gb)
     check_range("`max_tp`", opts.max_tp, minimum=1, whole=True)
+    check_range("`node_provision_s`", opts.node_provision_s)
+    check_range("`node_scale_down_s`", opts.node_scale_down_s)
+    if opts.node_placement not in ("pack", "spread"):
+        raise InputError(f"`node_placement` {opts.node_placement!r}: expected pack or spread")
     check_range("`gpu_memory_fraction`", opts.gpu_memory_fraction, above=True)
     if opts.gpu_memory_fraction > 1:
         raise InputError(f"`gpu_memory_fraction` {opts.gpu_memory_fraction}: expected a fraction in (0, 1]")
@@ -420,7 +433,7 @@ def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOpti
 
 
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: PlanInference, opts: PlanOptions,
-              notes: list[str]) -> Cost:
+              notes: list[str], history: Optional[RolloutIntervals] = None) -> Cost:
     """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
     GPUs, the GPU pools and spot re-runs (the ``cost`` block).
 
@@ -463,7 +476,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         node_pools_per_h=sum(p for p in pool_prices if p is not None) if pool_prices and None not in pool_prices else None,
         passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
         spot_rework=rework,
-        mixed=plan_mixed(fig, nodes, opts, share, unbounded),
+        mixed=plan_mixed(fig, nodes, opts, share, unbounded, history),
         per_pass_basis=_per_pass_basis(tier, rerun, rate, unbounded),
     )
 
@@ -478,12 +491,22 @@ def _per_pass_basis(tier: str, rerun: Optional[float], rate: Optional[float], un
 
 
 def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float],
-               reruns_unbounded: bool = False) -> Optional[Mixed]:
-    """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve."""
+               reruns_unbounded: bool = False, history: Optional[RolloutIntervals] = None) -> Optional[Mixed]:
+    """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve,
+    re-priced by a node replay of ``history`` (the measured rollouts) when given."""
     node = nodes.node
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
                            reruns_unbounded)
+    chosen = opts.concurrency is not None or opts.batch is not None or opts.passing_per_hour is not None
+    if mixed is not None and history is not None and chosen:
+        mixed.basis = (mixed.basis or "") + ("; no node replay: it prices the measured history as it ran, "
+                                             "not a chosen target (--concurrency, --batch, --passing-per-hour)")
+    elif mixed is not None and history is not None:
+        fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
+        mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback,
+                             provision_s=opts.node_provision_s, scale_down_s=opts.node_scale_down_s,
+                             placement=opts.node_placement)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
@@ -515,12 +538,14 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
 
 
 def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
-              backtest: BacktestLine | None = None) -> PlanSummary:
+              backtest: BacktestLine | None = None, history: RolloutIntervals | None = None) -> PlanSummary:
     """A purchase-order plan for the measure summary ``summary`` under ``opts``, as its model.
 
     ``input_path``: the file ``summary`` came from (the plan names it; a summary without holds, or
     with a bad figure, is reported against it). ``backtest``: a backtest's verdict
-    (``backtest_line.backtest_block``) the purchase order carries.
+    (``backtest_line.backtest_block``) the purchase order carries. ``history``: the measured rollouts'
+    intervals and requests (``measure.intervals``): the mixed purchase is then priced by replaying them on
+    nodes (``plan/mixed_replay.py``).
     """
     opts = opts or PlanOptions()
     _check_options(opts)
@@ -550,7 +575,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)
     inference = plan_inference(fig, n, caching.saving_applied, opts, notes, turns)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history)
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,

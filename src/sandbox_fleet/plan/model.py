@@ -352,6 +352,47 @@ class Rent(Block):
     hold_factor: Num = None
 
 
+class NodesOverTime(Block):
+    """The most nodes up at once per pool in equal spans of the replayed history (its chart)."""
+
+    #: each span's start, hours from the first start
+    t_h: Optional[list[float]] = None
+    reserved: Optional[list[int]] = None
+    burst: Optional[list[int]] = None
+
+
+class MixedReplay(Block):
+    """The mixed purchase priced by a node replay of the measured history (plan/mixed_replay.py)."""
+
+    rollouts: Count = None
+    #: rollouts whose task sets no request: replayed at the plan's request
+    rollouts_assumed_request: Count = None
+    span_h: Num = None
+    #: "pack" (most-allocated) or "spread" (least-allocated)
+    placement: Optional[str] = None
+    provision_s: Num = None
+    scale_down_s: Num = None
+    #: nodes at the real mix's peaks: all on one pool, packed, no delays
+    peak_nodes: Count = None
+    #: $/h of the replay for each reserved count R = 0, 1, ... (the brute force the split is read on;
+    #: null at an R a search over a grid did not replay)
+    usd_per_h_by_reserved: Optional[list[Optional[float]]] = None
+    reserved_node_hours: Num = None
+    burst_node_hours: Num = None
+    burst_launches: Count = None
+    #: billed cpu-hours no sandbox requested, as a share of the billed cpu-hours
+    stranded_cpu_share: Num = None
+    waited: Count = None
+    wait_s_total: Num = None
+    wait_s_max: Num = None
+    #: the slot-curve split (plan/mixed.py): a lower bound, as it re-packs sandboxes at every moment
+    slot_curve_reserved_nodes: Count = None
+    slot_curve_usd_per_h: Num = None
+    basis: Optional[str] = None
+    #: the chosen split's nodes by pool over the replayed history
+    nodes_over_time: Optional[NodesOverTime] = None
+
+
 class Mixed(Block):
     """Reserved nodes for the base load and the rest on the cheaper burst tier (plan/mixed.py)."""
 
@@ -369,6 +410,9 @@ class Mixed(Block):
     #: null for a fleet of more than 1,024 nodes
     node_share: Optional[list[float]] = None
     basis: Optional[str] = None
+    #: the split priced by replaying the measured rollouts on nodes (plan/mixed_replay.py); when set,
+    #: ``reserved_nodes``, ``burst_nodes`` and ``usd_per_h`` above are the replay's
+    replay: Optional[MixedReplay] = None
 
 
 class Cost(Block):

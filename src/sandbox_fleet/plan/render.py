@@ -12,6 +12,7 @@ from sandbox_fleet.plan.model import (
     Cost,
     CostParts,
     Measured,
+    Mixed,
     NodeReserve,
     PerGpu,
     PlanInference,
@@ -269,7 +270,20 @@ def mixed_lines(co: Cost, node_type: str) -> list[str]:
         f"  BUY mixed: {mx.reserved_nodes:,} x {node_type} reserved + up to {mx.burst_nodes:,} x {node_type} "
         f"{_tier(mx.burst_tier)} as the load needs them: {_money(mx.usd_per_h)}/h (vs {vs} at peak)",
         f"    ({mx.basis})",
+        *replay_lines(mx),
     ]
+
+
+def replay_lines(mx: Mixed) -> list[str]:
+    """The node replay behind the mixed purchase (nothing without one)."""
+    rp = mx.replay
+    if rp is None:
+        return []
+    return [f"    node replay: {_n(rp.peak_nodes, ',')} nodes at the real mix's peaks; burst {_n(rp.burst_node_hours, ',.1f')} "
+            f"node-h over {_n(rp.span_h, ',.1f')} h, {_n(rp.burst_launches, ',')} launches, {_n(rp.waited, ',')} rollouts "
+            f"waited for a node ({_n(rp.wait_s_total, ',.0f')} s in all); stranded cpu {_n(rp.stranded_cpu_share, '.0%')}; "
+            f"lower bound (slot curve): {_money(rp.slot_curve_usd_per_h)}/h",
+            f"    ({rp.basis})"]
 
 
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:

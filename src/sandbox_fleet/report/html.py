@@ -106,7 +106,9 @@ def _plan_sections(p: PlanSummary | None) -> list[str]:
     mixed = plan_sections.mixed_table(p)
     if mixed:
         parts.append(_section("Mixed purchase: reserved base, burst for the rest", mixed,
-                              _figure("mixed", plan_sections.mixed_chart(p)), anchor="mixed"))
+                              _figure("mixed", plan_sections.mixed_chart(p)),
+                              _figure("nodes_replay", plan_sections.replay_chart(p)) if p.cost and p.cost.mixed
+                              and p.cost.mixed.replay else None, anchor="mixed"))
     substrates = plan_sections.substrates_table(p)
     if substrates:
         parts.append(_section("Execution substrates: worker-hours of overhead", substrates, anchor="substrates"))

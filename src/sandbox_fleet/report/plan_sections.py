@@ -28,6 +28,7 @@ TITLES = {
     "hold_cdf": "Hold time CDF by model",
     "rent": "Rent vs buy: $ per hour at the target",
     "mixed": "Mixed purchase: share of the time each node is needed",
+    "nodes_replay": "Mixed purchase: nodes by pool over the replayed history",
 }
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
@@ -218,7 +219,7 @@ def mixed_chart(plan: PlanSummary | None) -> go.Figure | None:
     shares = mx.node_share if mx is not None else None
     if mx is None or not shares:
         return None
-    r = mx.reserved_nodes or 0
+    r = (mx.replay.slot_curve_reserved_nodes if mx.replay is not None else mx.reserved_nodes) or 0  # the curve's own split
     nodes = list(range(1, len(shares) + 1))
     burst = (mx.burst_tier or "burst").replace("_", "-")
     fig = go.Figure(go.Bar(x=nodes, y=shares, name="share of the time node k is needed",
@@ -233,6 +234,21 @@ def mixed_chart(plan: PlanSummary | None) -> go.Figure | None:
                    yaxis_title="share of the measured span", yaxis_range=[0, 1.05])
 
 
+def replay_chart(plan: PlanSummary | None) -> go.Figure | None:
+    """Stacked steps: the chosen split's reserved and burst nodes up over the replayed history (each span's most)."""
+    mx = plan.cost.mixed if plan is not None and plan.cost is not None else None
+    series = mx.replay.nodes_over_time if mx is not None and mx.replay is not None else None
+    if series is None or not series.t_h:
+        return None
+    burst = (mx.burst_tier or "burst").replace("_", "-") if mx is not None else "burst"
+    fig = go.Figure()
+    for name, ys, color in (("reserved", series.reserved, "#1f77b4"), (burst, series.burst, "#ff7f0e")):
+        fig.add_trace(go.Scatter(x=series.t_h, y=ys, name=name, mode="lines", line={"shape": "hv", "color": color},
+                                 stackgroup="nodes"))
+    return _layout(fig, TITLES["nodes_replay"], xaxis_title="hours from the first start",
+                   yaxis_title="nodes up (the most in each span)")
+
+
 def mixed_table(plan: PlanSummary | None) -> str | None:
     """The mixed purchase beside the single-tier lines, with its basis."""
     cost = plan.cost if plan is not None else None
@@ -243,8 +259,16 @@ def mixed_table(plan: PlanSummary | None) -> str | None:
             ("burst tier", (mx.burst_tier or "").replace("_", "-"), "text"), ("mixed $/h", mx.usd_per_h, "f2"),
             ("all reserved $/h", cost.reserved_per_h, "f2"), ("all on-demand $/h", cost.on_demand_per_h, "f2"),
             ("all spot $/h", cost.spot_per_h, "f2"), ("break-even share", mx.break_even_share, "pct")]
+    rp = mx.replay
+    if rp is not None:
+        rows += [("slot-curve $/h (lower bound)", rp.slot_curve_usd_per_h, "f2"),
+                 ("slot-curve reserved nodes", rp.slot_curve_reserved_nodes, "int"),
+                 ("nodes at the real mix's peaks", rp.peak_nodes, "int"),
+                 ("burst node-hours", rp.burst_node_hours, "f2"), ("burst launches", rp.burst_launches, "int"),
+                 ("rollouts that waited for a node", rp.waited, "int"), ("stranded cpu share", rp.stranded_cpu_share, "pct")]
     table = kv_table([(label, v, kind) for label, v, kind in rows if v is not None])
-    return table + f'<p class="sub">{escape(mx.basis or "")}</p>'
+    replay = f'<p class="sub">{escape(rp.basis or "")}</p>' if rp is not None else ""
+    return table + f'<p class="sub">{escape(mx.basis or "")}</p>' + replay
 
 
 def substrates_table(plan: PlanSummary | None) -> str | None:

@@ -65,7 +65,7 @@ class K8sOptions:
     image: str = "REPLACE-ME/sandbox:latest"
     runtime_class: str = "gvisor"  # a sandboxing runtime for untrusted code (gVisor; Kata works too)
     cluster: str = "REPLACE-ME"  # the cluster name in the node class's discovery tags and role
-    consolidate_after: str = "5m"
+    consolidate_after: str = "5m"  # plan/mixed_replay.py's SCALE_DOWN_S, unless a node replay priced another
     nodes_file: Optional[str] = None  # the node catalog the plan was made with
 
 
@@ -108,7 +108,15 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
         raise InputError(f"`k8s_provision_s` must be a positive number of seconds, got {opts.provision_s!r}")
     return K8sOptions(name=name, namespace=namespace, node_class=node_class, provision_s=opts.provision_s,
                       image=opts.image, runtime_class=opts.runtime_class, cluster=opts.cluster,
-                      consolidate_after=opts.consolidate_after, nodes_file=opts.nodes_file)
+                      consolidate_after=_consolidate_after(plan, opts), nodes_file=opts.nodes_file)
+
+
+def _consolidate_after(plan: PlanSummary, opts: K8sOptions) -> str:
+    """The scale-down delay the mixed purchase's node replay priced, when it ran; else the option's."""
+    rp = plan.cost.mixed.replay if plan.cost is not None and plan.cost.mixed is not None else None
+    if rp is None or rp.scale_down_s is None:
+        return opts.consolidate_after
+    return f"{round(rp.scale_down_s)}s"
 
 
 def _cpu(cores: float) -> str:

@@ -9,7 +9,9 @@ that chooses), ``fifo`` with its C twin ``_fifo_speedups.c``, ``loop`` + ``loop_
 loop), ``fast/`` (the compiled closed-loop kernel). Around them: ``prepare`` (every random draw,
 before any executor runs), ``run`` (``run_workloads``: prepare, choose, run, check), ``result``
 (``SimResult``, ``ExecutorOutput``), ``metrics`` and ``steady`` (the summary figures),
-``invariants`` (checked on every run).
+``invariants`` (checked on every run). After a run, ``nodes`` replays per-rollout intervals on node
+pools (placement, launch, billing, release; a pass where nothing feeds back, which ``plan`` also
+calls to price the mixed purchase on measured history).
 
 The engine imports nothing from the scenario tooling (``simulate.scenario``) nor the package's
 public face (``sandbox_fleet.simulate``); ``tests/test_imports.py`` enforces it. Its one

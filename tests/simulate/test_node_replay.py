@@ -1,0 +1,243 @@
+"""The node replay (simulate/engine/nodes.py) against an independent node-level brute force.
+
+The oracle below is written from the rules in the module's docstring, not from its kernel: nodes
+are Python objects holding the set of their running rollouts, every start re-derives which nodes
+are gone by looking at each node's own history, and billing is summed per node at the end.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+
+KINDS = np.array([[1.0, 2048.0, 6144.0], [2.0, 8192.0, 10240.0], [8.0, 16384.0, 51200.0]])
+
+
+class _Node:
+    def __init__(self, ident, pool, launch, ready, permanent):
+        self.id, self.pool, self.launch, self.ready, self.permanent = ident, pool, launch, ready, permanent
+        self.running: dict[int, float] = {}  # rollout -> its end
+        self.emptied_at: float | None = None  # when its last sandbox ended (None while busy or never used)
+        self.gone_at: float | None = None
+
+
+def oracle(start, end, req, pools):
+    """Node-hours and peak per pool, waits and unplaced, by brute force."""
+    n = len(start)
+    order = sorted(range(n), key=lambda i: (start[i], i))
+    t0 = start[order[0]]
+    nodes: list[_Node] = []
+    for k, p in enumerate(pools):
+        for _ in range(p.min_nodes):
+            nodes.append(_Node(len(nodes), k, t0, t0, True))
+    peak = [p.min_nodes for p in pools]
+    waited, wait_total, unplaced = 0, 0.0, 0
+    ends = {}
+    for i in order:
+        t = start[i]
+        for nd in nodes:
+            if nd.gone_at is not None:
+                continue
+            done = [j for j, e in nd.running.items() if e <= t]
+            for j in done:
+                del nd.running[j]
+            if done and not nd.running:
+                nd.emptied_at = max(ends[j] for j in done)
+            if not nd.running and not nd.permanent and nd.emptied_at is not None \
+                    and nd.emptied_at + pools[nd.pool].scale_down_s < t:
+                nd.gone_at = nd.emptied_at + pools[nd.pool].scale_down_s
+        live = [nd for nd in nodes if nd.gone_at is None]
+
+        def fits(nd, i=i):
+            p = pools[nd.pool]
+            capv = (p.cpu, p.memory_mb, p.disk_mb)
+            return all(sum(req[j][r] for j in nd.running) + req[i][r] <= capv[r] * (1 + 1e-12) for r in range(3))
+
+        def score(nd):
+            p = pools[nd.pool]
+            s = sum(req[j][0] for j in nd.running) / p.cpu + sum(req[j][1] for j in nd.running) / p.memory_mb
+            return -s if p.placement == "spread" else s
+
+        chosen = None
+        for k in range(len(pools)):
+            cands = [nd for nd in live if nd.pool == k and fits(nd)]
+            if cands:
+                chosen = sorted(cands, key=lambda nd: (-score(nd), nd.id))[0]
+                break
+        if chosen is None:
+            for k, p in enumerate(pools):
+                count = sum(1 for nd in live if nd.pool == k)
+                if p.max_nodes is not None and count >= p.max_nodes:
+                    continue
+                if any(req[i][r] > (p.cpu, p.memory_mb, p.disk_mb)[r] * (1 + 1e-12) for r in range(3)):
+                    continue
+                chosen = _Node(len(nodes), k, t, t + p.provision_s, False)
+                nodes.append(chosen)
+                peak[k] = max(peak[k], count + 1)
+                break
+        if chosen is None:
+            unplaced += 1
+            continue
+        begin = max(t, chosen.ready)
+        if begin > t:
+            waited += 1
+            wait_total += begin - t
+        ends[i] = begin + (end[i] - start[i])
+        chosen.running[i] = ends[i]
+        chosen.emptied_at = None
+    last = max(ends.values())
+    hours = [0.0] * len(pools)
+    for nd in nodes:
+        if nd.gone_at is None:
+            if nd.permanent:
+                nd.gone_at = last
+            else:
+                nd.gone_at = max(nd.running.values(), default=nd.emptied_at) + pools[nd.pool].scale_down_s
+        hours[nd.pool] += (nd.gone_at - nd.launch) / 3600.0
+    return {"hours": hours, "peak": peak, "waited": waited, "wait_total": wait_total, "unplaced": unplaced,
+            "span": last - t0}
+
+
+def bursty_rl(seed=3, steps=40, batch=300, sigma=1.1):
+    """Synchronous RL steps: a batch released at once, heavy-tailed holds (most short, a few long), the
+    next step when the whole batch has ended plus a training pause; three request kinds."""
+    rng = np.random.default_rng(seed)
+    starts, ends, kinds = [], [], []
+    t = 0.0
+    for _ in range(steps):
+        holds = rng.lognormal(np.log(240.0), sigma, batch)
+        s = t + rng.uniform(0, 5.0, batch)
+        starts.append(s)
+        ends.append(s + holds)
+        kinds.append(rng.choice(3, batch, p=[0.7, 0.2, 0.1]))
+        t = float((s + holds).max()) + 120.0
+    return np.concatenate(starts), np.concatenate(ends), KINDS[np.concatenate(kinds)]
+
+
+def smooth_open(seed=5, n=4000, rate_per_s=0.5, hold_s=600.0):
+    """Poisson arrivals, exponential holds: an open, smooth load of three request kinds."""
+    rng = np.random.default_rng(seed)
+    s = np.cumsum(rng.exponential(1.0 / rate_per_s, n))
+    return s, s + rng.exponential(hold_s, n), KINDS[rng.choice(3, n, p=[0.5, 0.3, 0.2])]
+
+
+def pools_two(reserved=2, placement="pack", provision_s=60.0, scale_down_s=300.0, cap=(32.0, 131072.0, 409600.0)):
+    return [NodePoolSpec("r", *cap, usd_per_node_h=2.0, tier="reserved", min_nodes=reserved, max_nodes=reserved,
+                         placement=placement),
+            NodePoolSpec("b", *cap, usd_per_node_h=3.0, tier="spot", provision_s=provision_s,
+                         scale_down_s=scale_down_s, placement=placement)]
+
+
+def _compare(start, end, req, pools):
+    got = replay_nodes(start, end, req[:, 0], req[:, 1], req[:, 2], pools)
+    want = oracle(list(start), list(end), [tuple(r) for r in req], pools)
+    for k, p in enumerate(got.pools):
+        assert p.node_hours == pytest.approx(want["hours"][k], rel=1e-9, abs=1e-9)
+        assert p.peak_nodes == want["peak"][k]
+    assert got.waited == want["waited"]
+    assert got.wait_s_total == pytest.approx(want["wait_total"], rel=1e-9, abs=1e-9)
+    assert got.unplaced == want["unplaced"]
+    assert got.span_s == pytest.approx(want["span"], rel=1e-12)
+    return got
+
+
+@pytest.mark.parametrize("placement", ["pack", "spread"])
+@pytest.mark.parametrize("delays", [(0.0, 0.0), (60.0, 300.0), (45.0, 0.0)])
+def test_bursty_rl_corpus_agrees_with_the_brute_force(placement, delays):
+    s, e, q = bursty_rl(steps=12, batch=200)
+    got = _compare(s, e, q, pools_two(reserved=3, placement=placement, provision_s=delays[0], scale_down_s=delays[1]))
+    assert got.pools[1].launched > 0  # the burst pool did launch and release nodes
+
+
+@pytest.mark.parametrize("placement", ["pack", "spread"])
+def test_smooth_open_corpus_agrees_with_the_brute_force(placement):
+    s, e, q = smooth_open(n=2500)
+    _compare(s, e, q, pools_two(reserved=4, placement=placement))
+
+
+def test_the_demo_corpus_agrees_with_the_brute_force(tmp_path):
+    from sandbox_fleet.measure.intervals import load_intervals
+    from sandbox_fleet.synth import synth
+
+    synth(tmp_path / "demo", preset="rst", scale=0.01, seed=2, progress=False)
+    iv = load_intervals([str(tmp_path / "demo" / "trajectories")], tasks=str(tmp_path / "demo" / "tasks"))
+    assert iv.unknown_request == 0 and iv.count > 1000
+    req = np.stack([iv.cpu, iv.memory_mb, iv.disk_mb], axis=1)
+    small = (8.0, 32768.0, 102400.0)  # a small node, so the demo needs several
+    _compare(iv.start_s, iv.end_s, req, pools_two(reserved=1, cap=small))
+
+
+def test_min_equal_max_and_no_scale_down_costs_nodes_times_price_times_span():
+    s, e, q = bursty_rl(steps=6, batch=100)
+    pool = NodePoolSpec("fixed", 64.0, 262144.0, 1e6, usd_per_node_h=1.7, tier="reserved", min_nodes=7, max_nodes=7)
+    got = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], [pool])
+    span_h = (e.max() - s.min()) / 3600.0
+    assert got.unplaced == 0 and got.waited == 0
+    assert got.span_s == e.max() - s.min()
+    assert got.usd == pytest.approx(7 * 1.7 * span_h, rel=1e-12)
+    assert got.pools[0].node_hours == pytest.approx(7 * span_h, rel=1e-12)
+
+
+def test_a_hand_case():
+    """Two 4-cpu rollouts on 4-cpu nodes, overlapping: two nodes; the second joins 10 s late and lingers 5 s."""
+    pool = NodePoolSpec("b", 4.0, 1e6, 1e6, usd_per_node_h=3600.0, provision_s=10.0, scale_down_s=5.0)
+    start, end = np.array([0.0, 20.0]), np.array([100.0, 50.0])
+    got = replay_nodes(start, end, np.array([4.0, 4.0]), np.zeros(2), np.zeros(2), [pool])
+    # node 1: launch 0, ready 10, rollout 10..110, released 115 -> 115 s; node 2: launch 20, rollout 30..60, gone 65 -> 45 s
+    assert got.pools[0].node_hours * 3600 == pytest.approx(115.0 + 45.0)
+    assert got.usd == pytest.approx(160.0)
+    assert got.waited == 2 and got.wait_s_total == pytest.approx(20.0)
+    assert got.pools[0].peak_nodes == 2 and got.span_s == pytest.approx(110.0)
+    assert got.pools[0].stranded_cpu_h * 3600 == pytest.approx(4 * 160.0 - 4 * 100.0 - 4 * 30.0)
+
+
+def test_zero_length_holds_and_ties_agree_with_the_brute_force():
+    """Starts and ends on a coarse grid (many ties, zero-length holds): ends come before starts at one instant."""
+    rng = np.random.default_rng(9)
+    s = rng.integers(0, 200, 1500).astype(float) * 10.0
+    e = s + rng.integers(0, 4, 1500).astype(float) * 10.0
+    q = KINDS[rng.choice(3, 1500)]
+    for delays in ((0.0, 0.0), (10.0, 10.0)):
+        _compare(s, e, q, pools_two(reserved=1, provision_s=delays[0], scale_down_s=delays[1], cap=(16.0, 65536.0, 204800.0)))
+
+
+def test_a_rollout_too_big_for_every_node_is_counted_unplaced():
+    pool = NodePoolSpec("b", 4.0, 1e6, 1e6, usd_per_node_h=1.0)
+    got = replay_nodes(np.array([0.0, 1.0]), np.array([5.0, 6.0]), np.array([2.0, 8.0]), np.zeros(2), np.zeros(2), [pool])
+    assert got.unplaced == 1 and got.placed == 1 and list(got.node_of) == [0, -1]
+
+
+@pytest.mark.parametrize("bad", [{"cpu": -1.0}, {"min_nodes": 3, "max_nodes": 2}, {"placement": "random"},
+                                 {"scale_down_s": math.inf}])
+def test_bad_pools_are_refused_in_one_line(bad):
+    from sandbox_fleet.errors import InputError
+
+    kw = {"name": "p", "cpu": 4.0, "memory_mb": 1.0, "disk_mb": 1.0, "usd_per_node_h": 1.0} | bad
+    with pytest.raises(InputError, match="node pool 'p'"):
+        NodePoolSpec(**kw)
+
+
+def test_nodes_over_time_is_the_most_up_in_each_bin_counted_directly():
+    s, e, q = bursty_rl(steps=6, batch=150)
+    got = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], pools_two(reserved=2))
+    bins = 50
+    edges, up = got.nodes_over_time(bins)
+    width = edges[1] - edges[0]
+    assert got.node_pool.size == 2 + got.pools[1].launched
+    for k in range(2):
+        mine = got.node_pool == k
+        launch, release = got.node_launch_s[mine], got.node_release_s[mine]
+        hours = float(np.sum(release - launch)) / 3600.0
+        assert hours == pytest.approx(got.pools[k].node_hours, rel=1e-12)  # the billed intervals are the node-hours
+        events = np.concatenate([launch, release])
+        for b in range(bins):
+            lo = edges[b]
+            hi = lo + width if b < bins - 1 else np.inf
+            probes = [lo, *events[(events >= lo) & (events < hi)]]
+            most = max(int(np.sum((launch <= t) & (release > t))) for t in probes)
+            assert up[k, b] == most, (k, b)
+    assert up[0].max() == 2 and up[1].max() == got.pools[1].peak_nodes
