@@ -13,11 +13,10 @@ import math
 from fractions import Fraction
 
 import pytest
+from test_checks_nodes import node_table
 
 from sandbox_fleet.report.checks import binomial_tail
 from summaries import checks_of, measure_json
-
-from test_checks_nodes import node_table
 
 
 def exact_tail(k: int, n: int, p: Fraction) -> float:

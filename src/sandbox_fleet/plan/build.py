@@ -38,6 +38,7 @@ from sandbox_fleet.plan.model import (
     Resources,
     Starts,
     Storage,
+    Target,
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
@@ -93,6 +94,8 @@ class PlanOptions:
     substrates_file: Optional[str] = None  # execution-substrate catalog replacing data/substrates.toml
     #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
     node_providers: Optional[tuple[str, ...]] = None
+    #: a binding cap above the estimated demand: buy the cap anyway (default: the demand, plan/censored.py)
+    keep_cap: bool = False
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -514,6 +517,27 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     return cost.model_copy(update={"rent": rent, "rent_verdict": verdict})
 
 
+def _nodes_per_h(nodes: _Nodes, tier: str) -> tuple[int, Optional[float]]:
+    """Sandbox nodes (the CPU pool and the GPU pools) and their $/h on ``tier`` (None if one is unpriced)."""
+    count = nodes.chosen.count + sum(pl.count or 0 for pl in nodes.pools)
+    prices = [nodes.chosen.price(tier)] + [getattr(pl, f"{tier}_per_h") for pl in nodes.pools]
+    return count, (sum(p for p in prices if p is not None) if None not in prices else None)
+
+
+def _price_censored(fig: Figures, target: Target, nodes: _Nodes, opts: PlanOptions) -> None:
+    """The cap line and the demand line in nodes and $/h at the plan's tier (``target.censored``):
+    the line bought is ``nodes``; the other is sized the same way at its own concurrency."""
+    c = target.censored
+    if c is None or c.cap is None or c.demand is None or c.demand_is_lower_bound:
+        return
+    bought = _nodes_per_h(nodes, _tier(opts))
+    other_n = c.demand if c.chosen == "cap" else c.cap
+    other = bought if other_n == target.concurrency else _nodes_per_h(plan_nodes(fig, other_n, opts, []), _tier(opts))
+    at_cap, at_demand = (bought, other) if c.chosen == "cap" else (other, bought)
+    c.nodes_at_cap, c.usd_per_h_at_cap = at_cap
+    c.nodes_at_demand, c.usd_per_h_at_demand = at_demand
+
+
 def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
               backtest: BacktestLine | None = None) -> PlanSummary:
     """A purchase-order plan for the measure summary ``summary`` under ``opts``, as its model.
@@ -534,7 +558,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     target = resolve_target(
         fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
-        shape=opts.shape, max_wait_s=opts.max_wait_s,
+        shape=opts.shape, max_wait_s=opts.max_wait_s, keep_cap=opts.keep_cap,
     )
     if target.note:
         notes.append(target.note)
@@ -546,6 +570,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
         tier, target.tier_basis = default_tier(duty, duty_warn_below())
         opts, tier_source = replace(opts, price_tier=tier), "default"
     nodes = plan_nodes(fig, n, opts, notes)
+    _price_censored(fig, target, nodes, opts)
     storage = plan_storage(fig, n, duty, nodes, opts)
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)

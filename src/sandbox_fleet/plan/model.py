@@ -55,6 +55,14 @@ class Censored(Block):
     #: "demand" or "cap": what the target buys
     chosen: Optional[str] = None
     basis: Optional[str] = None
+    #: the estimated demand is below the cap: the cap was loose (it hid no demand); the default buys the demand
+    demand_below_cap: Optional[bool] = None
+    #: the trade-off between the two lines at the plan's tier: sandbox nodes (CPU pool plus GPU pools) and $/h
+    #: bought at the cap and at the demand (null where a line is not priced)
+    nodes_at_cap: Count = None
+    nodes_at_demand: Count = None
+    usd_per_h_at_cap: Num = None
+    usd_per_h_at_demand: Num = None
 
 
 class ShapeAlternative(Block):

@@ -275,7 +275,12 @@ def mixed_lines(co: Cost, node_type: str) -> list[str]:
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
     """The cap and the demand it hid, both priced, the chosen one marked (they lead the order)."""
     mark = {c.chosen: "  <- chosen"}
-    hid = "it may have hidden demand" if c.demand_is_lower_bound and c.demand == c.cap else "it hid demand"
+    if c.demand_below_cap:
+        hid = f"a loose one: the demand {_n(c.demand, ',')} is below it"
+    elif c.demand_is_lower_bound and c.demand == c.cap:
+        hid = "it may have hidden demand"
+    else:
+        hid = "it hid demand"
     head = f"  the measured peak {_n(c.cap, ',')} is a cap (reached {times(c.touches or 0)}): {hid}"
     if c.demand_is_lower_bound:
         return [head,
@@ -290,10 +295,15 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
                 f"    buy the demand: {_n(c.demand, ',')} slots (the release itself; step times not simulated){mark.get('demand', '')}",
                 f"    basis: {c.basis}"]
     tol = f"{tolerance:.1%}" if tolerance is not None else "the tolerance"
+
+    def bought(nodes: Optional[int], usd_h: Optional[float]) -> str:
+        return f", {_n(nodes, ',')} nodes, {_money(usd_h)}/h" if nodes is not None else ""
     return [head,
-            f"    buy the cap:    {_n(c.cap, ',')} slots: mean step {_n(c.step_s_at_cap, ',.0f')} s "
+            f"    buy the cap:    {_n(c.cap, ',')} slots{bought(c.nodes_at_cap, c.usd_per_h_at_cap)}: "
+            f"mean step {_n(c.step_s_at_cap, ',.0f')} s "
             f"({over(c.step_s_at_cap)} over the uncapped {_n(c.step_s_uncapped, ',.0f')} s){mark.get('cap', '')}",
-            f"    buy the demand: {_n(c.demand, ',')} slots: mean step {_n(c.step_s_at_demand, ',.0f')} s "
+            f"    buy the demand: {_n(c.demand, ',')} slots{bought(c.nodes_at_demand, c.usd_per_h_at_demand)}: "
+            f"mean step {_n(c.step_s_at_demand, ',.0f')} s "
             f"({over(c.step_s_at_demand)}; the fewest slots within {tol} for releases of {_n(c.release, ',')}){mark.get('demand', '')}",
             f"    basis: {c.basis}"]
 
