@@ -39,18 +39,19 @@ from sandbox_fleet.plan.model import (
     Starts,
     Storage,
     Target,
+    TierChoice,
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
-from sandbox_fleet.plan.rework import spot_rework
+from sandbox_fleet.plan.rework import expected_rework, spot_rework
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
 from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import fitted_holds, resolve_target
-from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+from sandbox_fleet.plan.tier import TierOffer, choose_tier
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
 #: the source document's request, used only when the input lists none (and the plan says so)
@@ -71,7 +72,7 @@ class PlanOptions:
     node_type: Optional[str] = None
     reserve: Optional[Reserve] = None  # None: each node type's own (catalog, else plan/reserve.py's formula)
     request: Optional[ResourceRequest] = None  # overrides the input's task requests
-    price_tier: Optional[str] = None  # None: from the duty cycle (plan/tier.py)
+    price_tier: Optional[str] = None  # None: the cheapest single tier all in (plan/tier.py)
     prefix_break: float = 0.0
     gpu_prefill_tok_s: Optional[float] = None
     gpu_decode_tok_s: Optional[float] = None
@@ -274,7 +275,7 @@ class _Nodes:
 
 
 def _tier(opts: PlanOptions) -> str:
-    """The price tier: ``build_plan`` resolves it (from the duty cycle) before anything is priced."""
+    """The price tier: ``make_plan`` resolves it (the cheapest all in, plan/tier.py) before the cost is priced."""
     assert opts.price_tier is not None, "the price tier is resolved before pricing"
     return opts.price_tier
 
@@ -517,6 +518,34 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     return cost.model_copy(update={"rent": rent, "rent_verdict": verdict})
 
 
+def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInference, opts: PlanOptions,
+              notes: list[str]) -> tuple[_Nodes, PlanOptions, TierChoice]:
+    """The nodes sized on each single tier (each tier's prices choose its own type), ranked all in with
+    spot's re-runs (plan/tier.py): the headline tier's nodes, ``opts`` with that tier, and the ranking."""
+    by_tier: dict[str, tuple[_Nodes, list[str]]] = {}
+    for t in TIERS:
+        own: list[str] = []
+        by_tier[t] = (plan_nodes(fig, n, replace(opts, price_tier=t), own), own)
+    fit = None
+    offers = []
+    for t, (sized, _) in by_tier.items():
+        per_h = _nodes_per_h(sized, t)[1]
+        rate = sized.node.spot_interruptions_per_node_h if t == "spot" else None
+        if rate is not None and fit is None:
+            fit = fitted_holds(fig)
+        share_at = (lambda r, f=fit: expected_rework(f, r)[0]) if rate is not None else None
+        offers.append(TierOffer(tier=t, node_type=sized.node.name, nodes=sized.chosen.count, fleet_per_h=per_h,
+                                share_at=share_at, interruptions_per_node_h=rate))
+    inference_per_h = costmod.inference_cost(opts.gpu_usd_h, inference.gpus) or 0.0
+    trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else 0.0
+    tier, choice = choose_tier(offers, other_per_h=inference_per_h + trainer_per_h,
+                               passes_per_h=passes_per_h(n, duty, fig.sandbox_hours_per_pass), duty=duty,
+                               forced=opts.price_tier)
+    nodes, own = by_tier[tier]
+    notes.extend(own)
+    return nodes, replace(opts, price_tier=tier), choice
+
+
 def _nodes_per_h(nodes: _Nodes, tier: str) -> tuple[int, Optional[float]]:
     """Sandbox nodes (the CPU pool and the GPU pools) and their $/h on ``tier`` (None if one is unpriced)."""
     count = nodes.chosen.count + sum(pl.count or 0 for pl in nodes.pools)
@@ -565,17 +594,15 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     n = target.concurrency
     # An RL schedule or a throughput shape runs at its own duty; every other target at the measured one.
     duty = target.duty if target.duty is not None else fig.duty
-    tier_source: Source = "flag"
-    if opts.price_tier is None:
-        tier, target.tier_basis = default_tier(duty, duty_warn_below())
-        opts, tier_source = replace(opts, price_tier=tier), "default"
-    nodes = plan_nodes(fig, n, opts, notes)
-    _price_censored(fig, target, nodes, opts)
-    storage = plan_storage(fig, n, duty, nodes, opts)
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)
     inference = plan_inference(fig, n, caching.saving_applied, opts, notes, turns)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes)
+    tier_source: Source = "flag" if opts.price_tier is not None else "default"
+    nodes, opts, tier_choice = plan_tier(fig, n, duty, inference, opts, notes)
+    target.tier_basis = tier_choice.basis
+    _price_censored(fig, target, nodes, opts)
+    storage = plan_storage(fig, n, duty, nodes, opts)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes).model_copy(update={"tier_choice": tier_choice})
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,

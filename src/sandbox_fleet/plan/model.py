@@ -379,6 +379,43 @@ class Mixed(Block):
     basis: Optional[str] = None
 
 
+class TierLine(Block):
+    """One single tier priced all in (plan/tier.py): the type its prices chose, and its $/h with re-runs."""
+
+    tier: Optional[str] = None
+    node_type: Optional[str] = None
+    #: sandbox nodes of the CPU pool (the GPU pools are in ``fleet_per_h``)
+    nodes: Count = None
+    #: the CPU pool plus the GPU pools on this tier, $/h
+    fleet_per_h: Num = None
+    #: spot: the re-run share at the catalog's reclaim rate, and at ``tier_choice.rate_uncertainty`` x it
+    rerun_share: Num = None
+    rerun_share_high: Num = None
+    #: (fleet + inference + trainer) x (1 + re-run share), $/h; low: without reclaims, high: at the top of the rate range
+    all_in_per_h: Num = None
+    all_in_per_h_low: Num = None
+    all_in_per_h_high: Num = None
+    all_in_per_pass: Num = None
+    #: spot re-runs unbounded at the catalog's rate: not priced
+    unbounded: Optional[bool] = None
+
+
+class TierChoice(Block):
+    """How the headline tier was chosen: every priced single tier all in, re-runs included (plan/tier.py)."""
+
+    chosen: Optional[str] = None
+    cheapest: Optional[str] = None
+    runner_up: Optional[str] = None
+    #: the cheapest and the runner-up swap places somewhere in spot's re-run range
+    within_rerun_uncertainty: Optional[bool] = None
+    #: spot's re-run share is judged from no reclaims up to this multiple of the catalog rate
+    rate_uncertainty: Num = None
+    #: the reclaim rate above which spot's all-in passes the cheapest other tier (null: spot already dearer)
+    spot_breakeven_interruptions_per_node_h: Num = None
+    tiers: Optional[list[TierLine]] = None
+    basis: Optional[str] = None
+
+
 class Cost(Block):
     tier: Optional[str] = None
     priced: Optional[bool] = None
@@ -406,6 +443,8 @@ class Cost(Block):
     rent_verdict: Optional[str] = None
     #: reserved for the base load, burst for the rest, from the measured concurrency curve
     mixed: Optional[Mixed] = None
+    #: every priced single tier all in, and why the headline tier is the one it is
+    tier_choice: Optional[TierChoice] = None
 
 
 class SubstrateLine(Block):
