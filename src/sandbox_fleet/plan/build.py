@@ -50,7 +50,7 @@ from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.target import fitted_holds, resolve_target
+from sandbox_fleet.plan.target import HoldSampler, fitted_holds, resolve_target
 from sandbox_fleet.plan.tier import TierOffer, choose_tier
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
@@ -142,10 +142,15 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
         "sandbox_hours": "sandbox-hours per kind (Little's law: share of concurrent sandboxes = share of sandbox-time)",
         "rollouts": "rollouts per kind: no per-kind sandbox-hours measured, so equal holds are assumed",
         "tasks": "tasks per kind: no per-kind rollouts or sandbox-hours measured, so equal use and holds are assumed",
-    }[key]
+    }[key] + f"; {MIX_AT}"
     if len(reqs) > 1 and key != "sandbox_hours":
         notes.append(f"mixed requests weighted by {basis}")
     return reqs, weights, hours, runs, basis
+
+
+#: which mix the nodes are sized on (issue 38 item 7: the peaks' own mix can need more nodes)
+MIX_AT = ("the mean mix over the whole measured span, not the mix at the concurrency peaks "
+          "(a peak richer in large kinds needs more nodes than this mix packs)")
 
 
 @dataclass
@@ -493,6 +498,14 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     return mixed
 
 
+def _holds_or_none(fig: Figures) -> Optional[HoldSampler]:
+    """The fitted holds, or None when the input has none to fit (a ramp is then judged on its bound)."""
+    try:
+        return fitted_holds(fig)
+    except InputError:
+        return None
+
+
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: Cost, starts: Starts,
               providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> Cost:
     """``cost`` with renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and
@@ -512,7 +525,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
         buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
-        overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s,
+        overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s, holds=_holds_or_none(fig) if starts.batch else None,
     )
     # both are built and typed: a copy that sets them needs no second validation
     return cost.model_copy(update={"rent": rent, "rent_verdict": verdict})

@@ -358,6 +358,11 @@ class Rent(Block):
     #: the factor it multiplies the busy sandbox-hours by; null when the substrate catalog lists none
     overhead_s_per_rollout: Num = None
     hold_factor: Num = None
+    #: the step time the creation ramp is expected to add over the fitted holds (E[max(i/c + h)] - E[max h]),
+    #: and that share of the step: what the fit is judged on (``ramp_s`` is the bound); how it was taken
+    ramp_expected_s: Num = None
+    ramp_expected_step_share: Num = None
+    ramp_basis: Optional[str] = None
 
 
 class Mixed(Block):

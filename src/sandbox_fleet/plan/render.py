@@ -168,7 +168,10 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
         L.append(f"  per GPU: prefill {_n(pg.prefill_tok_s)} tok/s, decode {_n(pg.decode_tok_s)} tok/s ({pg.source}); run at {_n(inf.utilisation_target, '.0%')}")
         L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
         L.append(f"  {buy_gpus_line(inf)}")
-    if ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
+    if inf.context_basis and inf.context_basis.startswith("measured") and inf.context_tokens_mean is not None:
+        L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (mean {_n(ctx.turns_mean, ',.2f')} turns; "
+                 f"{inf.context_basis}): sizes live KV and the roofline")
+    elif ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
         L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (c = {_n(ctx.turn_tokens, 'g')} tok/turn, "
                  f"mean {_n(ctx.turns_mean, ',.2f')} turns, {ctx.turns_basis}): sizes live KV and the roofline")
     if ctx.model_error_by_turns:
@@ -222,6 +225,9 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
             limits = "within limits" if r.within_limits else "LIMITS: " + "; ".join(r.limits_hit or [])
             if r.within_limits and r.ramp_s:
                 share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
+                if r.ramp_expected_s is not None and r.ramp_expected_step_share is not None:
+                    share = (f": expected +{r.ramp_expected_s:,.1f} s ({r.ramp_expected_step_share:.2%} of the step)"
+                             + share.replace(", up to", ", at most"))
                 limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
             if r.overhead_s_per_rollout is not None:
                 limits += f"; +{r.overhead_s_per_rollout:,.3g} s a hold on its substrate"
