@@ -609,9 +609,11 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     duty = target.duty if target.duty is not None else fig.duty
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)
-    inference = plan_inference(fig, n, caching.saving_applied, opts, notes, turns)
+    inference_notes: list[str] = []  # after the nodes' notes, in the order the order reads
+    inference = plan_inference(fig, n, caching.saving_applied, opts, inference_notes, turns)
     tier_source: Source = "flag" if opts.price_tier is not None else "default"
     nodes, opts, tier_choice = plan_tier(fig, n, duty, inference, opts, notes)
+    notes.extend(inference_notes)
     target.tier_basis = tier_choice.basis
     _price_censored(fig, target, nodes, opts)
     storage = plan_storage(fig, n, duty, nodes, opts)

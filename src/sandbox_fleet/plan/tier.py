@@ -143,39 +143,40 @@ def _money(v: float) -> str:
     return f"${v:,.2f}"
 
 
-def _text(ln: TierLine) -> str:
-    label = f"{_label(ln.tier)} {ln.nodes:,} x {ln.node_type}"
+def _text(ln: TierLine, with_type: bool) -> str:
+    label = f"{_label(ln.tier)}" + (f" {ln.nodes:,} x {ln.node_type}" if with_type else "")
     if ln.unbounded:
-        return f"{label}: re-runs unbounded at the catalog's reclaim rate, not priced"
+        return f"{label} not priced (re-runs unbounded at the catalog's reclaim rate)"
     if ln.all_in_per_h is None:
-        return f"{label}: no price"
+        return f"{label} no price"
     if ln.tier == "spot" and ln.rerun_share:
-        return f"{label} {_money(ln.all_in_per_h)}/h (+{ln.rerun_share * 100:.3g}% re-runs)"
+        return f"{label} {_money(ln.all_in_per_h)}/h (+{ln.rerun_share * 100:.2g}% re-runs)"
     return f"{label} {_money(ln.all_in_per_h)}/h"
 
 
 def _basis(lines: list[TierLine], ranked: list[TierLine], tier: str, forced: Optional[str], within: Optional[bool],
            breakeven: Optional[float], duty: Optional[float]) -> str:
+    """One sentence: the tier and why, the tiers in order all in (the fleet named once when every
+    tier chose the same), spot's break-even rate, and the duty as a reason."""
     if not ranked:
         head = "no node type is priced on any tier: on-demand named, nothing costed"
     else:
-        order = ", ".join(_text(ln) for ln in ranked)
-        unpriced = [_text(ln) for ln in lines if ln.all_in_per_h is None]
-        head = f"all-in $/h compared (re-runs included): {order}" + (f"; {'; '.join(unpriced)}" if unpriced else "")
-        cheapest = ranked[0]
+        fleets = {(ln.nodes, ln.node_type) for ln in lines}
+        same = len(fleets) == 1
+        order = " < ".join(_text(ln, not same) for ln in ranked)
+        unpriced = [_text(ln, not same) for ln in lines if ln.all_in_per_h is None]
+        fleet = f" for {lines[0].nodes:,} x {lines[0].node_type}" if same else ""
+        head = f"all in{fleet}, re-runs included: {order}" + (f"; {', '.join(unpriced)}" if unpriced else "")
         if forced is not None:
-            head = f"--price-tier {_label(forced)} (the cheapest all in is {_label(cheapest.tier)}); " + head
+            head = f"--price-tier {_label(forced)} (the cheapest all in is {_label(ranked[0].tier)}); " + head
         else:
-            head = f"{_label(tier)}, the cheapest all in; " + head
+            head = f"{_label(tier)}, the cheapest " + head
         if within and len(ranked) > 1:
             head += (f"; {_label(ranked[0].tier)} and {_label(ranked[1].tier)} are within the re-run uncertainty "
-                     f"(reclaims between none and {RATE_UNCERTAINTY:g}x the catalog rate): either may be cheaper")
+                     f"(reclaims from none to {RATE_UNCERTAINTY:g}x the catalog rate): either may be cheaper")
     if breakeven is not None:
         head += ("; spot stays cheaper at any reclaim rate" if math.isinf(breakeven)
-                 else f"; spot loses above {breakeven:.3g} reclaims per node-hour")
+                 else f"; spot loses above {breakeven:.3g} reclaims per node-h")
     if duty is not None:
-        head += (f"; duty {duty:.1%}: every single tier pays for the whole fleet every hour, so the duty does not "
-                 "rank them (it sizes the mixed purchase)")
-    else:
-        head += "; duty unknown"
+        head += f"; the duty ({duty:.1%}) does not rank single tiers, each pays for the whole fleet every hour"
     return head
