@@ -74,8 +74,9 @@ def test_the_expected_delay_against_an_integral(reviews_case):
     e2b = reviews_case["cost"]["rent"]["ramp5"]
     truth = expected_delay_by_integration(700, 5.0)
     assert 0.4 * 140 < truth < 0.6 * 140  # about half the bound, as the review found
-    # Monte Carlo over 1,428 batches: its standard error is ~1% of the figure
-    assert e2b["ramp_expected_s"] == pytest.approx(truth, rel=0.04)
+    # Monte Carlo over 571 batches of 700: one batch's delay has a standard deviation of ~40 s (uniform-like
+    # position of the straggler over 0..140 s), so the mean's standard error is ~1.7 s, 2.4%: within 3 of them
+    assert e2b["ramp_expected_s"] == pytest.approx(truth, rel=0.072)
     assert e2b["ramp_expected_step_share"] == pytest.approx(e2b["ramp_expected_s"] / 8_590.0, rel=1e-12)
     # the bound is stated beside it, unchanged
     assert e2b["ramp_s"] == pytest.approx(140.0) and e2b["ramp_step_share"] == pytest.approx(140.0 / 8_590.0)

@@ -44,7 +44,7 @@ from sandbox_fleet.plan.model import (
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
-from sandbox_fleet.plan.rework import expected_rework, spot_rework
+from sandbox_fleet.plan.rework import rework_share, spot_rework
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
@@ -309,10 +309,12 @@ def _of_providers(catalog: list[NodeType], providers: tuple[str, ...], notes: li
     return kept
 
 
-def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _Nodes:
+def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str],
+               catalog: Optional[list[NodeType]] = None) -> _Nodes:
     """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block);
-    without --node-type, GPU requests get their own pools and requests no type holds are listed."""
-    catalog = load_catalog(opts.nodes_file)
+    without --node-type, GPU requests get their own pools and requests no type holds are listed.
+    ``catalog``: the node catalog already loaded (default: ``opts.nodes_file`` or the bundled one)."""
+    catalog = catalog if catalog is not None else load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
     elif opts.node_providers is not None:
@@ -536,9 +538,10 @@ def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInfere
     """The nodes sized on each single tier (each tier's prices choose its own type), ranked all in with
     spot's re-runs (plan/tier.py): the headline tier's nodes, ``opts`` with that tier, and the ranking."""
     by_tier: dict[str, tuple[_Nodes, list[str]]] = {}
+    catalog = load_catalog(opts.nodes_file)
     for t in TIERS:
         own: list[str] = []
-        by_tier[t] = (plan_nodes(fig, n, replace(opts, price_tier=t), own), own)
+        by_tier[t] = (plan_nodes(fig, n, replace(opts, price_tier=t), own, catalog), own)
     fit = None
     offers = []
     for t, (sized, _) in by_tier.items():
@@ -546,7 +549,7 @@ def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInfere
         rate = sized.node.spot_interruptions_per_node_h if t == "spot" else None
         if rate is not None and fit is None:
             fit = fitted_holds(fig)
-        share_at = (lambda r, f=fit: expected_rework(f, r)[0]) if rate is not None else None
+        share_at = (lambda r, f=fit: rework_share(f, r)) if rate is not None else None
         offers.append(TierOffer(tier=t, node_type=sized.node.name, nodes=sized.chosen.count, fleet_per_h=per_h,
                                 share_at=share_at, interruptions_per_node_h=rate))
     inference_per_h = costmod.inference_cost(opts.gpu_usd_h, inference.gpus) or 0.0

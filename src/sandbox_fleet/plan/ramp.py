@@ -20,24 +20,29 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sandbox_fleet.plan.target import HoldSampler
 
-#: hold draws behind one expected delay (replications x batch), and the replications' bounds
-RAMP_DRAWS = 1_000_000
+#: hold draws behind the expected delays (replications x batch), and the replications' bounds
+RAMP_DRAWS = 400_000
 RAMP_MIN_REPS, RAMP_MAX_REPS = 16, 4_096
 #: the seed's spawn key, apart from the RL search's streams
 _STREAM = (38, 7)
 
 
-def expected_ramp_delay_s(batch: int, creates_per_s: float, holds: HoldSampler, seed: int = 0) -> tuple[float, int]:
-    """(expected step lengthening in s, replications): the mean over replications of
-    ``max_i (i / c + h_i) - max_i h_i`` for one batch of fitted holds each."""
+def expected_ramp_delays_s(batch: int, creates_per_s: list[float], holds: HoldSampler,
+                           seed: int = 0) -> tuple[dict[float, float], int]:
+    """({creates per s: expected step lengthening in s}, replications): for each rate, the mean over
+    replications of ``max_i (i / c + h_i) - max_i h_i`` for one batch of fitted holds each; every
+    rate sees the same draws (common random numbers), so providers are compared on equal holds."""
     import numpy as np
 
     b = max(batch, 1)
     reps = min(max(RAMP_DRAWS // b, RAMP_MIN_REPS), RAMP_MAX_REPS)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=_STREAM))
-    offsets = np.arange(b, dtype=np.float64) / creates_per_s
-    total = 0.0
+    steps = np.arange(b, dtype=np.float64)
+    rates = sorted(set(creates_per_s))
+    totals = dict.fromkeys(rates, 0.0)
     for _ in range(reps):
         h = holds.sample(rng, b)
-        total += float(np.max(h + offsets) - np.max(h))
-    return total / reps, reps
+        top = float(np.max(h))
+        for c in rates:
+            totals[c] += float(np.max(h + steps / c)) - top
+    return {c: t / reps for c, t in totals.items()}, reps

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.model import Rent, Starts
-from sandbox_fleet.plan.ramp import expected_ramp_delay_s
+from sandbox_fleet.plan.ramp import expected_ramp_delays_s
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.target import HoldSampler
@@ -107,18 +107,30 @@ class _Ramp:
         self.expected_s, self.expected_share, self.basis = expected_s, expected_share, basis
 
 
-def _ramp(batch: float, step_s: Optional[float], c: float, holds: Optional[HoldSampler]) -> _Ramp:
+def _ramp(batch: float, step_s: Optional[float], c: float, expected: Optional[tuple[dict[float, float], int, str]]) -> _Ramp:
     bound_s, bound_share = creation_ramp(batch, step_s, c)
-    if holds is None:
+    if expected is None:
         return _Ramp(bound_s, bound_share, basis="no hold fit: judged on the bound")
-    expected_s, reps = expected_ramp_delay_s(round(batch), c, holds)
+    delays, reps, dist = expected
+    expected_s = delays[c]
     return _Ramp(bound_s, bound_share, expected_s, expected_s / step_s if step_s else None,
-                 f"expected over the fitted holds ({holds.spec.dist}), {reps:,} batches of {batch:,.0f}, "
+                 f"expected over the fitted holds ({dist}), {reps:,} batches of {batch:,.0f}, "
                  f"E[max(i/c + h)] - E[max h]; at most {bound_s:,.1f} s (B/c: the last created ends the step)")
 
 
+def _expected_delays(providers: list[Provider], starts: Starts,
+                     holds: Optional[HoldSampler]) -> Optional[tuple[dict[float, float], int, str]]:
+    """The expected ramp delay at each provider's creation rate, one set of draws for all (None
+    without a batch, a hold fit or a creation limit)."""
+    rates = [p.max_creates_per_s for p in providers if p.max_creates_per_s is not None]
+    if holds is None or not starts.batch or not rates:
+        return None
+    delays, reps = expected_ramp_delays_s(round(starts.batch), rates, holds)
+    return delays, reps, holds.spec.dist or holds.kind
+
+
 def _creation_limit(p: Provider, starts: Starts, ramp_max_share: float,
-                    holds: Optional[HoldSampler] = None) -> tuple[list[str], _Ramp]:
+                    expected: Optional[tuple[dict[float, float], int, str]] = None) -> tuple[list[str], _Ramp]:
     """(limits hit, the ramp) for the provider's creation rate at the target's starts: a batch's ramp
     is judged on its expected lengthening of the step, the bound stated."""
     c = p.max_creates_per_s
@@ -129,7 +141,7 @@ def _creation_limit(p: Provider, starts: Starts, ramp_max_share: float,
         if rate is not None and math.isfinite(rate) and rate > c:
             return [f"sustained start rate {rate:.3g}/s > {c:g} creates/s"], _Ramp()
         return [], _Ramp()
-    r = _ramp(batch, starts.step_s, c, holds)
+    r = _ramp(batch, starts.step_s, c, expected)
     head = f"a batch of {batch:,.0f} ramps over {r.bound_s:,.1f} s at {c:g} creates/s"
     if r.bound_share is None:
         return [f"{head}; no step time to judge it by"], r
@@ -168,9 +180,10 @@ def rent_block(
     """
     busy = target * duty if duty else None
     out: dict[str, Rent] = {}
+    expected = _expected_delays(providers, starts, holds)
     for p in providers:
         per_sandbox_h = sum(share * p.usd_per_sandbox_h(req) for req, share in kinds)
-        created, ramp = _creation_limit(p, starts, ramp_max_share, holds)
+        created, ramp = _creation_limit(p, starts, ramp_max_share, expected)
         hit = _hard_limits(p, kinds, target) + created
         extra_s = (overhead_s or {}).get(p.name)
         factor = 1.0 + extra_s / hold_mean_s if extra_s is not None and hold_mean_s else 1.0

@@ -85,27 +85,55 @@ def _span(line: TierLine) -> tuple[float, float]:
 def breakeven_rate(share_at: Callable[[float], Optional[float]], spot_base: float, rival: float,
                    start: float) -> Optional[float]:
     """The reclaim rate (per node-hour) at which spot's all-in ``spot_base x (1 + share)`` reaches
-    ``rival``: bracketed by doubling from ``start``, then bisected in log-rate (the share rises with
-    the rate). None when spot is not cheaper even without reclaims."""
+    ``rival``, to a relative 1e-5: bracketed from ``start``, then regula falsi
+    (Illinois) on log share against log rate, where the share is smooth and near linear. None when
+    spot is not cheaper even without reclaims; inf when no rate up to 1e6 per node-hour reaches it."""
     target = rival / spot_base - 1.0
     if target <= 0.0:
         return None
 
-    def above(rate: float) -> bool:
-        s = share_at(rate)
-        return s is None or s >= target
+    def g(log_rate: float) -> float:  # > 0 once the rate's re-runs reach the target (unbounded counts as reached)
+        s = share_at(math.exp(log_rate))
+        return math.inf if s is None else (math.log(s) - math.log(target) if s > 0 else -math.inf)
 
-    lo, hi = 0.0, max(start, 1e-9)
-    while not above(hi):
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
+    lo = hi = math.log(max(start, 1e-12))
+    s0 = share_at(math.exp(lo))
+    if s0 is not None and 0 < s0 < target:
+        # the share over the rate rises with the rate (restarts compound), so the straight line through
+        # the origin and the start reaches the target no later than the share does: an upper bracket
+        hi = lo + math.log(target / s0)
+    g_hi = g(hi)
+    while g_hi <= 0:
+        lo, hi = hi, hi + math.log(10.0)
+        if hi > math.log(1e6):
             return math.inf
-    for _ in range(60):
-        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2.0
-        lo, hi = (lo, mid) if above(mid) else (mid, hi)
-        if hi - lo <= 1e-9 * hi:
+        g_hi = g(hi)
+    g_lo = g(lo)
+    while g_lo > 0:
+        lo, hi, g_hi = lo - math.log(10.0), lo, g_lo
+        g_lo = g(lo)
+    side = 0
+    for _ in range(100):
+        if hi - lo <= 1e-5:
             break
-    return hi
+        finite = math.isfinite(g_lo) and math.isfinite(g_hi)
+        mid = (lo - g_lo * (hi - lo) / (g_hi - g_lo)) if finite else (lo + hi) / 2.0
+        if not lo < mid < hi:
+            mid = (lo + hi) / 2.0
+        g_mid = g(mid)
+        if g_mid > 0:
+            hi, g_hi = mid, g_mid
+            if side == 1:
+                g_lo /= 2.0  # Illinois: the end kept twice in a row is halved
+            side = 1
+        else:
+            lo, g_lo = mid, g_mid
+            if side == -1:
+                g_hi /= 2.0
+            side = -1
+        if abs(g_mid) < 1e-6:
+            return math.exp(mid)
+    return math.exp(hi)
 
 
 def choose_tier(offers: list[TierOffer], *, other_per_h: float, passes_per_h: Optional[float],
