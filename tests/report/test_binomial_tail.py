@@ -69,3 +69,18 @@ def test_check_judges_nodes_of_1_100_rollouts():
     fleet = Fraction(sum(exceptions), 6 * 1_100)
     assert exact_tail(330, 1_100, fleet) * 6 < 0.01 and exact_tail(22, 1_100, fleet) * 6 > 0.01
     assert r.status == "fail" and "n4" in r.message and "n0" not in r.message
+
+
+def test_plan_prints_its_order_on_the_same_table():
+    """``plan`` runs the same gates for its "top risks" (``plan_risks``, as the CLI does) and died with
+    them; now the order prints and names the node."""
+    from sandbox_fleet.plan.render import plan_lines
+    from sandbox_fleet.report.decision import plan_risks
+    from summaries import as_measure, as_plan, plan_json
+
+    exceptions = [22] * 6
+    exceptions[4] = 330
+    m = measure_json(node_table(exceptions, rows=1_100))
+    planned = as_plan(plan_json(m))
+    text = "\n".join(plan_lines(planned, risks=plan_risks(as_measure(m), planned)))
+    assert text.startswith("PURCHASE ORDER") and "exception_rate_by_node" in text and "n4" in text
