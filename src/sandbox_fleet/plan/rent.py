@@ -17,8 +17,6 @@ stated beside it, and judges the fit only when no hold fit is known. An open wor
 start rate above ``c`` can never be kept up with, so that one stays a hard limit.
 """
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -119,7 +117,7 @@ def _ramp(batch: float, step_s: Optional[float], c: float, expected: Optional[tu
 
 
 def _expected_delays(providers: list[Provider], starts: Starts,
-                     holds: Optional[HoldSampler]) -> Optional[tuple[dict[float, float], int, str]]:
+                     holds: "Optional[HoldSampler]") -> Optional[tuple[dict[float, float], int, str]]:
     """The expected ramp delay at each provider's creation rate, one set of draws for all (None
     without a batch, a hold fit or a creation limit)."""
     rates = [p.max_creates_per_s for p in providers if p.max_creates_per_s is not None]
@@ -169,7 +167,7 @@ def rent_block(
     ramp_max_share: float = 0.01,
     overhead_s: Optional[dict[str, float]] = None,
     hold_mean_s: Optional[float] = None,
-    holds: Optional[HoldSampler] = None,
+    holds: "Optional[HoldSampler]" = None,
 ) -> tuple[dict[str, Rent], str]:
     """``cost.rent`` ({provider: Rent(usd_per_h, usd_per_pass, within_limits, limits_hit, ramp_*}}) and the verdict line.
 

@@ -59,7 +59,7 @@ def _line(offer: TierOffer, other_per_h: float, passes_per_h: Optional[float]) -
         share, share_high = offer.share_at(rate), offer.share_at(rate * RATE_UNCERTAINTY)
         unbounded = share is None
     elif offer.tier == "spot":
-        share = share_high = 0.0  # no reclaim rate in the catalog: no re-runs priced (stated in the basis)
+        share = share_high = 0.0  # no reclaim rate in the catalog: no re-runs priced, as cost.spot_rework leaves them
     base = offer.fleet_per_h + other_per_h if offer.fleet_per_h is not None else None
     all_in = None if base is None or unbounded else base * (1.0 + (share or 0.0))
     high = None if base is None or unbounded else (math.inf if share_high is None else base * (1.0 + share_high))
