@@ -271,6 +271,7 @@ def plan(
     passing_per_hour: Optional[float] = typer.Option(None, "--passing-per-hour", help="Target: passing rollouts per hour (Little's law)."),
     tolerance: float = typer.Option(0.01, "--tolerance", help="RL schedule: allowed slowdown of the mean step vs uncapped."),
     seed: int = typer.Option(0, "--seed", help="Seed for the RL-schedule simulation."),
+    keep_cap: bool = typer.Option(False, "--keep-cap", help="A binding cap above the estimated demand: buy the cap (default: the demand)."),
     nodes: Optional[Path] = typer.Option(None, "--nodes", help="Node catalog TOML replacing the bundled one."),
     node_type: Optional[str] = typer.Option(None, "--node-type", help="Size this node type (default: cheapest priced that fits)."),
     reserve_cpu: Optional[float] = typer.Option(None, "--reserve-cpu", help="Per-node system reserve, cores (default: the node type's own)."),
@@ -365,7 +366,7 @@ def plan(
         ),
         shape=shape, max_wait_s=max_wait_s, gpu_name=g.name, gpu_note=g.note, gpu_from_catalog=g.from_catalog, gpu_memory_gb=g.memory_gb, gpu_memory_fraction=gpu_memory_fraction,
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
-        node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None,
+        node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None, keep_cap=keep_cap,
         node_provision_s=node_provision_s, node_scale_down_s=node_scale_down_s, node_placement=node_placement,
     )
     cache = None

@@ -85,8 +85,10 @@ def test_the_text_leads_with_both_lines(plan):
     c = plan["target"]["censored"]
     lines = plan_lines(as_plan(plan))
     assert lines[1].startswith("  the measured peak 150 is a cap")
-    assert lines[2].startswith(f"    buy the cap:    150 slots: mean step {c['step_s_at_cap']:,.0f} s")
-    assert lines[3].startswith(f"    buy the demand: {c['demand']:,} slots: mean step {c['step_s_at_demand']:,.0f} s")
+    assert lines[2].startswith(f"    buy the cap:    150 slots, {c['nodes_at_cap']} nodes, ${c['usd_per_h_at_cap']:,.2f}/h: "
+                               f"mean step {c['step_s_at_cap']:,.0f} s")
+    assert lines[3].startswith(f"    buy the demand: {c['demand']:,} slots, {c['nodes_at_demand']} nodes, "
+                               f"${c['usd_per_h_at_demand']:,.2f}/h: mean step {c['step_s_at_demand']:,.0f} s")
     assert lines[3].endswith("<- chosen") and "chosen" not in lines[2]
     assert "releases of 176" in lines[3]
 
@@ -156,19 +158,24 @@ def test_the_report_table_shows_the_cap_and_the_demand(plan):
         assert label in html and value in html.split(label, 1)[1][:200]
 
 
-def test_a_cap_already_within_tolerance_is_kept():
+def test_a_cap_already_within_tolerance_is_not_rebought():
     # heavy-tailed holds (sigma 1.5): one long rollout holds each step open, so 170 slots for releases
-    # of 176 cost under 1% of step time; the search's fewest slots sit below the cap and the cap is bought
+    # of 176 cost under 1% of step time; the search's fewest slots sit below the cap, the cap is loose
+    # and the demand is bought (issue 38 item 4); --keep-cap buys the cap
     holds = np.random.default_rng(8).lognormal(np.log(1000.0), 1.5, (STEPS, BATCH))
     starts, finishes, _ = sync_rl_schedule(holds, 170, TRAIN_S)
     summary = measure_json(telemetry(starts, finishes))
     plan = plan_json(summary, PlanOptions())
     t, c = plan["target"], plan["target"]["censored"]
-    assert (t["concurrency"], t["source"], c["chosen"], c["cap"]) == (170, "measured-peak", "cap", 170)
+    assert (t["concurrency"], t["source"], c["chosen"], c["cap"]) == (c["demand"], "censored-demand", "demand", 170)
     train = c["train_s"]
     uncapped = _pooled_step_s(summary, BATCH, train)
     assert c["step_s_at_cap"] == pytest.approx(_pooled_step_s(summary, 170, train), rel=1e-9)
     assert c["step_s_at_cap"] <= uncapped * 1.01  # the own scan agrees the cap is within tolerance
     assert c["demand"] < 170 and _pooled_step_s(summary, c["demand"], train) <= uncapped * 1.01
-    assert plan_lines(as_plan(plan))[2].endswith("<- chosen")
-    assert {r.name: r for r in checks_of(summary, plan)}["plan_covers_peak"].status == "pass"
+    assert _pooled_step_s(summary, c["demand"] - 1, train) > uncapped * 1.01
+    assert plan_lines(as_plan(plan))[3].endswith("<- chosen")
+    kept = plan_json(summary, PlanOptions(keep_cap=True))
+    assert (kept["target"]["concurrency"], kept["target"]["source"], kept["target"]["censored"]["chosen"]) == (170, "measured-peak", "cap")
+    assert plan_lines(as_plan(kept))[2].endswith("<- chosen")
+    assert {r.name: r for r in checks_of(summary, kept)}["plan_covers_peak"].status == "pass"

@@ -10,7 +10,6 @@ import pytest
 from sandbox_fleet.plan import PlanOptions
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.reserve import kube_reserved
-from sandbox_fleet.plan.tier import default_tier, duty_warn_below
 from summaries import plan_json
 
 from .conftest import PUBLISHED
@@ -34,15 +33,15 @@ def test_measured_shape_buys_the_peak_not_the_mean():
     assert t["concurrency"] == 7846 and t["mean_busy"] == pytest.approx(1222.82, abs=0.01)
 
 
-def test_default_tier_follows_the_duty():
-    assert duty_warn_below() == 0.5
-    assert default_tier(0.156, 0.5)[0] == "spot"
-    assert default_tier(0.5, 0.5)[0] == "reserved"
-    assert default_tier(None, 0.5)[0] == "on_demand"
-    assert plan_json(SUMMARY, PlanOptions())["cost"]["tier"] == "spot"  # published duty 15.6%
+def test_default_tier_is_the_cheapest_all_in_whatever_the_duty():
+    """Issue 38 item 1 replaced the duty rule (tests/plan/test_tier_choice.py has the hand cases)."""
+    low = plan_json(SUMMARY, PlanOptions())["cost"]  # published duty 15.6%
     busy = copy.deepcopy(SUMMARY)
     busy["concurrency"]["duty"] = 0.8
-    assert plan_json(busy, PlanOptions())["cost"]["tier"] == "reserved"
+    high = plan_json(busy, PlanOptions())["cost"]
+    for co in (low, high):
+        priced = [ln for ln in co["tier_choice"]["tiers"] if ln["all_in_per_h"] is not None]
+        assert co["tier"] == min(priced, key=lambda ln: ln["all_in_per_h"])["tier"] == "spot"
 
 
 def test_kube_reserved_by_hand():

@@ -184,15 +184,23 @@ def test_a_batch_of_90_on_30000_s_steps_rents_at_5_creates_per_s():
     factor = 1 + (0.15 + 0.05 * turns) / 2102.631549349153
     assert e2b["usd_per_h"] == pytest.approx(busy * 3600 * (0.000014 + 2 * 0.0000045) * factor, rel=1e-6)
     assert p["cost"]["rent_verdict"].startswith("rent: renting on e2b")
-    assert "a step's batch ramps over 18.0 s, up to 0.06% of the step" in "\n".join(plan_lines(as_plan(p)))
+    text = "\n".join(plan_lines(as_plan(p)))
+    assert "a step's batch ramps over 18.0 s: expected +" in text and "at most 0.06% of the step" in text
 
 
 def test_a_ramp_past_the_stated_share_of_the_step_is_a_limit():
-    # 90 / 5 = 18 s on a 1,000-s step: 1.8% > 1% (and > a --tolerance of 1.5%); within a 2% tolerance
+    # 90 / 5 = 18 s at most; expected about half of it over the published holds (tests/plan/test_ramp_expected.py
+    # checks the expectation against an integral). On a 1,000-s step the bound, 1.8%, is past 1% but the
+    # expected ~0.9% is not: it fits (issue 38 item 7). On a 500-s step the expected ~1.8% > 1%: a limit
     p = _plan(_stepped(90, 1_000.0), concurrency=90, node_type="aws-m6id.24xlarge", rent_providers=["e2b"])
-    assert p["cost"]["rent"]["e2b"]["limits_hit"] == [
-        "a batch of 90 ramps over 18.0 s at 5 creates/s, up to 1.80% of the 1,000-s step > 1.00%"]
-    p = _plan(_stepped(90, 1_000.0), concurrency=90, node_type="aws-m6id.24xlarge", rent_providers=["e2b"], rl_tolerance=0.02)
+    e2b = p["cost"]["rent"]["e2b"]
+    assert e2b["ramp_step_share"] == pytest.approx(0.018) and e2b["ramp_expected_step_share"] < 0.01
+    assert e2b["within_limits"]
+    p = _plan(_stepped(90, 500.0), concurrency=90, node_type="aws-m6id.24xlarge", rent_providers=["e2b"])
+    (hit,) = p["cost"]["rent"]["e2b"]["limits_hit"]
+    assert hit.startswith("a batch of 90 ramps over 18.0 s at 5 creates/s: expected +")
+    assert hit.endswith("of the 500-s step > 1.00% (at most 3.60%)")
+    p = _plan(_stepped(90, 500.0), concurrency=90, node_type="aws-m6id.24xlarge", rent_providers=["e2b"], rl_tolerance=0.02)
     assert p["cost"]["rent"]["e2b"]["within_limits"]
 
 

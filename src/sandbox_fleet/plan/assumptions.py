@@ -65,7 +65,9 @@ def collect_assumptions(
     a.add("caching_saving", caching.saving_applied, "x", "flag" if opts.turns else a.measured, caching.saving_basis or "")
     a.from_input("cached_fraction", caching.cached_fraction_measured, "fraction", "measured prefix-cache hits")
     a.add("prefix_break", opts.prefix_break, "fraction", _src(opts.prefix_break, 0.0), "turns that break the cached prefix")
-    a.add("context_tokens_mean", inference.context_tokens_mean, "tokens", "default", "turn-weighted mean context from the turn curve: " + (inference.context_basis or ""))
+    measured_ctx = (inference.context_basis or "").startswith("measured")
+    a.add("context_tokens_mean", inference.context_tokens_mean, "tokens", a.measured if measured_ctx else "default",
+          "turn-weighted mean context" + ("" if measured_ctx else " from the turn curve") + ": " + (inference.context_basis or ""))
     if opts.gpu_name:
         a.add("gpu", opts.gpu_name, "GPU type", "catalog", "memory, TFLOP/s, TB/s and $/h from the GPU catalog unless a flag overrides")
     cat = opts.gpu_from_catalog

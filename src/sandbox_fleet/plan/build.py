@@ -39,18 +39,20 @@ from sandbox_fleet.plan.model import (
     Resources,
     Starts,
     Storage,
+    Target,
+    TierChoice,
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.reserve import node_reserve
-from sandbox_fleet.plan.rework import spot_rework
+from sandbox_fleet.plan.rework import rework_share, spot_rework
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
 from sandbox_fleet.plan.substrates import load_substrates, rent_overheads, substrate_block
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.target import fitted_holds, resolve_target
-from sandbox_fleet.plan.tier import default_tier, duty_warn_below
+from sandbox_fleet.plan.target import HoldSampler, fitted_holds, resolve_target
+from sandbox_fleet.plan.tier import TierOffer, choose_tier
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
 
 if TYPE_CHECKING:
@@ -74,7 +76,7 @@ class PlanOptions:
     node_type: Optional[str] = None
     reserve: Optional[Reserve] = None  # None: each node type's own (catalog, else plan/reserve.py's formula)
     request: Optional[ResourceRequest] = None  # overrides the input's task requests
-    price_tier: Optional[str] = None  # None: from the duty cycle (plan/tier.py)
+    price_tier: Optional[str] = None  # None: the cheapest single tier all in (plan/tier.py)
     prefix_break: float = 0.0
     gpu_prefill_tok_s: Optional[float] = None
     gpu_decode_tok_s: Optional[float] = None
@@ -102,6 +104,8 @@ class PlanOptions:
     node_provision_s: float = PROVISION_S
     node_scale_down_s: float = SCALE_DOWN_S
     node_placement: str = PLACEMENT
+    #: a binding cap above the estimated demand: buy the cap anyway (default: the demand, plan/censored.py)
+    keep_cap: bool = False
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -147,10 +151,15 @@ def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[R
         "sandbox_hours": "sandbox-hours per kind (Little's law: share of concurrent sandboxes = share of sandbox-time)",
         "rollouts": "rollouts per kind: no per-kind sandbox-hours measured, so equal holds are assumed",
         "tasks": "tasks per kind: no per-kind rollouts or sandbox-hours measured, so equal use and holds are assumed",
-    }[key]
+    }[key] + f"; {MIX_AT}"
     if len(reqs) > 1 and key != "sandbox_hours":
         notes.append(f"mixed requests weighted by {basis}")
     return reqs, weights, hours, runs, basis
+
+
+#: which mix the nodes are sized on (issue 38 item 7: the peaks' own mix can need more nodes)
+MIX_AT = ("the mean mix over the whole measured span, not the mix at the concurrency peaks "
+          "(a peak richer in large kinds needs more nodes than this mix packs)")
 
 
 @dataclass
@@ -284,7 +293,7 @@ class _Nodes:
 
 
 def _tier(opts: PlanOptions) -> str:
-    """The price tier: ``build_plan`` resolves it (from the duty cycle) before anything is priced."""
+    """The price tier: ``make_plan`` resolves it (the cheapest all in, plan/tier.py) before the cost is priced."""
     assert opts.price_tier is not None, "the price tier is resolved before pricing"
     return opts.price_tier
 
@@ -313,10 +322,12 @@ def _of_providers(catalog: list[NodeType], providers: tuple[str, ...], notes: li
     return kept
 
 
-def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str]) -> _Nodes:
+def plan_nodes(fig: Figures, n: int, opts: PlanOptions, notes: list[str],
+               catalog: Optional[list[NodeType]] = None) -> _Nodes:
     """Size every catalog type for ``n`` concurrent sandboxes and choose one (the ``nodes`` block);
-    without --node-type, GPU requests get their own pools and requests no type holds are listed."""
-    catalog = load_catalog(opts.nodes_file)
+    without --node-type, GPU requests get their own pools and requests no type holds are listed.
+    ``catalog``: the node catalog already loaded (default: ``opts.nodes_file`` or the bundled one)."""
+    catalog = catalog if catalog is not None else load_catalog(opts.nodes_file)
     if opts.node_type is not None:
         find_type(catalog, opts.node_type, opts.nodes_file or "bundled node catalog")
     elif opts.node_providers is not None:
@@ -512,6 +523,14 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     return mixed
 
 
+def _holds_or_none(fig: Figures) -> Optional[HoldSampler]:
+    """The fitted holds, or None when the input has none to fit (a ramp is then judged on its bound)."""
+    try:
+        return fitted_holds(fig)
+    except InputError:
+        return None
+
+
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: Cost, starts: Starts,
               providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> Cost:
     """``cost`` with renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and
@@ -531,10 +550,60 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
         providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
         buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
-        overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s,
+        overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s, holds=_holds_or_none(fig) if starts.batch else None,
     )
     # both are built and typed: a copy that sets them needs no second validation
     return cost.model_copy(update={"rent": rent, "rent_verdict": verdict})
+
+
+def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInference, opts: PlanOptions,
+              notes: list[str]) -> tuple[_Nodes, PlanOptions, TierChoice]:
+    """The nodes sized on each single tier (each tier's prices choose its own type), ranked all in with
+    spot's re-runs (plan/tier.py): the headline tier's nodes, ``opts`` with that tier, and the ranking."""
+    by_tier: dict[str, tuple[_Nodes, list[str]]] = {}
+    catalog = load_catalog(opts.nodes_file)
+    for t in TIERS:
+        own: list[str] = []
+        by_tier[t] = (plan_nodes(fig, n, replace(opts, price_tier=t), own, catalog), own)
+    fit = None
+    offers = []
+    for t, (sized, _) in by_tier.items():
+        per_h = _nodes_per_h(sized, t)[1]
+        rate = sized.node.spot_interruptions_per_node_h if t == "spot" else None
+        if rate is not None and fit is None:
+            fit = fitted_holds(fig)
+        share_at = (lambda r, f=fit: rework_share(f, r)) if rate is not None else None
+        offers.append(TierOffer(tier=t, node_type=sized.node.name, nodes=sized.chosen.count, fleet_per_h=per_h,
+                                share_at=share_at, interruptions_per_node_h=rate))
+    inference_per_h = costmod.inference_cost(opts.gpu_usd_h, inference.gpus) or 0.0
+    trainer_per_h = opts.trainer_gpus * opts.gpu_usd_h if opts.trainer_gpus and opts.gpu_usd_h else 0.0
+    tier, choice = choose_tier(offers, other_per_h=inference_per_h + trainer_per_h,
+                               passes_per_h=passes_per_h(n, duty, fig.sandbox_hours_per_pass), duty=duty,
+                               forced=opts.price_tier)
+    nodes, own = by_tier[tier]
+    notes.extend(own)
+    return nodes, replace(opts, price_tier=tier), choice
+
+
+def _nodes_per_h(nodes: _Nodes, tier: str) -> tuple[int, Optional[float]]:
+    """Sandbox nodes (the CPU pool and the GPU pools) and their $/h on ``tier`` (None if one is unpriced)."""
+    count = nodes.chosen.count + sum(pl.count or 0 for pl in nodes.pools)
+    prices = [nodes.chosen.price(tier)] + [getattr(pl, f"{tier}_per_h") for pl in nodes.pools]
+    return count, (sum(p for p in prices if p is not None) if None not in prices else None)
+
+
+def _price_censored(fig: Figures, target: Target, nodes: _Nodes, opts: PlanOptions) -> None:
+    """The cap line and the demand line in nodes and $/h at the plan's tier (``target.censored``):
+    the line bought is ``nodes``; the other is sized the same way at its own concurrency."""
+    c = target.censored
+    if c is None or c.cap is None or c.demand is None or c.demand_is_lower_bound:
+        return
+    bought = _nodes_per_h(nodes, _tier(opts))
+    other_n = c.demand if c.chosen == "cap" else c.cap
+    other = bought if other_n == target.concurrency else _nodes_per_h(plan_nodes(fig, other_n, opts, []), _tier(opts))
+    at_cap, at_demand = (bought, other) if c.chosen == "cap" else (other, bought)
+    c.nodes_at_cap, c.usd_per_h_at_cap = at_cap
+    c.nodes_at_demand, c.usd_per_h_at_demand = at_demand
 
 
 def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
@@ -559,23 +628,24 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     target = resolve_target(
         fig, concurrency=opts.concurrency, batch=opts.batch, train_s=opts.train_s,
         passing_per_hour=opts.passing_per_hour, tolerance=opts.rl_tolerance, seed=opts.seed,
-        shape=opts.shape, max_wait_s=opts.max_wait_s,
+        shape=opts.shape, max_wait_s=opts.max_wait_s, keep_cap=opts.keep_cap,
     )
     if target.note:
         notes.append(target.note)
     n = target.concurrency
     # An RL schedule or a throughput shape runs at its own duty; every other target at the measured one.
     duty = target.duty if target.duty is not None else fig.duty
-    tier_source: Source = "flag"
-    if opts.price_tier is None:
-        tier, target.tier_basis = default_tier(duty, duty_warn_below())
-        opts, tier_source = replace(opts, price_tier=tier), "default"
-    nodes = plan_nodes(fig, n, opts, notes)
-    storage = plan_storage(fig, n, duty, nodes, opts)
     turns = plan_turns(fig, opts)
     context, caching = plan_caching(fig, opts, turns)
-    inference = plan_inference(fig, n, caching.saving_applied, opts, notes, turns)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history)
+    inference_notes: list[str] = []  # after the nodes' notes, in the order the order reads
+    inference = plan_inference(fig, n, caching.saving_applied, opts, inference_notes, turns)
+    tier_source: Source = "flag" if opts.price_tier is not None else "default"
+    nodes, opts, tier_choice = plan_tier(fig, n, duty, inference, opts, notes)
+    notes.extend(inference_notes)
+    target.tier_basis = tier_choice.basis
+    _price_censored(fig, target, nodes, opts)
+    storage = plan_storage(fig, n, duty, nodes, opts)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history).model_copy(update={"tier_choice": tier_choice})
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,

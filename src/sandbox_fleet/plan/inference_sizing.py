@@ -15,7 +15,7 @@ from sandbox_fleet.plan.gpu_memory import MemoryModel, check_fraction, compute_b
 from sandbox_fleet.plan.model import PerGpu, PlanInference
 from sandbox_fleet.plan.prefill import computed_prefill, mean_context, planned_cached_prefill
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.turns import TurnMoments
+from sandbox_fleet.plan.turns import TurnMoments, measured_context
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.build import PlanOptions
@@ -31,6 +31,19 @@ def _rates(fig: Figures, opts: PlanOptions, ctx: float) -> tuple[Optional[float]
     return gpu_p, gpu_d, src
 
 
+def _context_basis(fig: Figures, turns: Optional[TurnMoments], measured: Optional[tuple[float, float, str]],
+                   modelled: float) -> str:
+    """Where the mean context came from: the measured inputs over the turn histogram (the quadratic
+    fit's figure beside it), else the fit over the turn distribution, else the roofline's context."""
+    if measured is not None:
+        beside = (f"; the quadratic fit (c = {fig.turn_tokens:g} tok/turn) over the {turns.basis} would say {modelled:,.0f}"
+                  if fig.turn_tokens and turns is not None else "")
+        return measured[2] + beside
+    if fig.turn_tokens and turns is not None:
+        return turns.basis
+    return "no turn curve or turn counts: the roofline's context"
+
+
 def size_inference(
     fig: Figures, n: int, saving: Optional[float], cached_fraction: Optional[float], opts: PlanOptions, notes: list[str],
     turns: Optional[TurnMoments] = None,
@@ -42,7 +55,9 @@ def size_inference(
     computed = computed_prefill(prefill, cached_fraction) if prefill is not None else None
     cached = planned_cached_prefill(prefill, saving, cached_fraction) if prefill is not None and saving else None
     fallback = opts.roofline.context_tokens if opts.roofline is not None else 32_768.0
-    ctx = mean_context(fig.turn_tokens, turns, fallback)
+    measured = measured_context(fig.turns_histogram, fig.median_input_by_turns) if fig.turns_histogram else None
+    modelled = mean_context(fig.turn_tokens, turns, fallback)
+    ctx = measured[0] if measured is not None else modelled
     gpu_p, gpu_d, src = _rates(fig, opts, ctx)
     g = gc = None
     if gpu_p and gpu_d and computed is not None and decode is not None:
@@ -60,7 +75,7 @@ def size_inference(
         per_gpu=PerGpu(prefill_tok_s=gpu_p, decode_tok_s=gpu_d, source=src if gpu_p and gpu_d else None),
         gpu=opts.gpu_name,
         context_tokens_mean=ctx,
-        context_basis=turns.basis if fig.turn_tokens and turns is not None else "no turn curve or turn counts: the roofline's context",
+        context_basis=_context_basis(fig, turns, measured, modelled),
         utilisation_target=opts.gpu_utilisation,
         gpus=counts.gpus, gpus_cached=counts.gpus_cached,
         binding=g.binding if g is not None else None, binding_cached=gc.binding if gc is not None else None,

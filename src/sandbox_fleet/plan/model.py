@@ -55,6 +55,14 @@ class Censored(Block):
     #: "demand" or "cap": what the target buys
     chosen: Optional[str] = None
     basis: Optional[str] = None
+    #: the estimated demand is below the cap: the cap was loose (it hid no demand); the default buys the demand
+    demand_below_cap: Optional[bool] = None
+    #: the trade-off between the two lines at the plan's tier: sandbox nodes (CPU pool plus GPU pools) and $/h
+    #: bought at the cap and at the demand (null where a line is not priced)
+    nodes_at_cap: Count = None
+    nodes_at_demand: Count = None
+    usd_per_h_at_cap: Num = None
+    usd_per_h_at_demand: Num = None
 
 
 class ShapeAlternative(Block):
@@ -350,6 +358,11 @@ class Rent(Block):
     #: the factor it multiplies the busy sandbox-hours by; null when the substrate catalog lists none
     overhead_s_per_rollout: Num = None
     hold_factor: Num = None
+    #: the step time the creation ramp is expected to add over the fitted holds (E[max(i/c + h)] - E[max h]),
+    #: and that share of the step: what the fit is judged on (``ramp_s`` is the bound); how it was taken
+    ramp_expected_s: Num = None
+    ramp_expected_step_share: Num = None
+    ramp_basis: Optional[str] = None
 
 
 class NodesOverTime(Block):
@@ -415,6 +428,43 @@ class Mixed(Block):
     replay: Optional[MixedReplay] = None
 
 
+class TierLine(Block):
+    """One single tier priced all in (plan/tier.py): the type its prices chose, and its $/h with re-runs."""
+
+    tier: Optional[str] = None
+    node_type: Optional[str] = None
+    #: sandbox nodes of the CPU pool (the GPU pools are in ``fleet_per_h``)
+    nodes: Count = None
+    #: the CPU pool plus the GPU pools on this tier, $/h
+    fleet_per_h: Num = None
+    #: spot: the re-run share at the catalog's reclaim rate, and at ``tier_choice.rate_uncertainty`` x it
+    rerun_share: Num = None
+    rerun_share_high: Num = None
+    #: (fleet + inference + trainer) x (1 + re-run share), $/h; low: without reclaims, high: at the top of the rate range
+    all_in_per_h: Num = None
+    all_in_per_h_low: Num = None
+    all_in_per_h_high: Num = None
+    all_in_per_pass: Num = None
+    #: spot re-runs unbounded at the catalog's rate: not priced
+    unbounded: Optional[bool] = None
+
+
+class TierChoice(Block):
+    """How the headline tier was chosen: every priced single tier all in, re-runs included (plan/tier.py)."""
+
+    chosen: Optional[str] = None
+    cheapest: Optional[str] = None
+    runner_up: Optional[str] = None
+    #: the cheapest and the runner-up swap places somewhere in spot's re-run range
+    within_rerun_uncertainty: Optional[bool] = None
+    #: spot's re-run share is judged from no reclaims up to this multiple of the catalog rate
+    rate_uncertainty: Num = None
+    #: the reclaim rate above which spot's all-in passes the cheapest other tier (null: spot already dearer)
+    spot_breakeven_interruptions_per_node_h: Num = None
+    tiers: Optional[list[TierLine]] = None
+    basis: Optional[str] = None
+
+
 class Cost(Block):
     tier: Optional[str] = None
     priced: Optional[bool] = None
@@ -442,6 +492,8 @@ class Cost(Block):
     rent_verdict: Optional[str] = None
     #: reserved for the base load, burst for the rest, from the measured concurrency curve
     mixed: Optional[Mixed] = None
+    #: every priced single tier all in, and why the headline tier is the one it is
+    tier_choice: Optional[TierChoice] = None
 
 
 class SubstrateLine(Block):

@@ -169,7 +169,10 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
         L.append(f"  per GPU: prefill {_n(pg.prefill_tok_s)} tok/s, decode {_n(pg.decode_tok_s)} tok/s ({pg.source}); run at {_n(inf.utilisation_target, '.0%')}")
         L.append(f"  by compute {_n(inf.gpus_compute_bound)}, by memory {_n(mem.gpus_memory_bound) if mem else 'n/a'}; with caching {_n(inf.gpus_compute_bound_cached)} and {_n(mem.gpus_memory_bound_cached) if mem else 'n/a'}")
         L.append(f"  {buy_gpus_line(inf)}")
-    if ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
+    if inf.context_basis and inf.context_basis.startswith("measured") and inf.context_tokens_mean is not None:
+        L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (mean {_n(ctx.turns_mean, ',.2f')} turns; "
+                 f"{inf.context_basis}): sizes live KV and the roofline")
+    elif ctx.turn_tokens and inf.context_tokens_mean is not None and ctx.turns_basis:
         L.append(f"  mean context per turn {inf.context_tokens_mean:,.0f} tokens (c = {_n(ctx.turn_tokens, 'g')} tok/turn, "
                  f"mean {_n(ctx.turns_mean, ',.2f')} turns, {ctx.turns_basis}): sizes live KV and the roofline")
     if ctx.model_error_by_turns:
@@ -223,6 +226,9 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
             limits = "within limits" if r.within_limits else "LIMITS: " + "; ".join(r.limits_hit or [])
             if r.within_limits and r.ramp_s:
                 share = f", up to {r.ramp_step_share:.2%} of the step" if r.ramp_step_share is not None else ""
+                if r.ramp_expected_s is not None and r.ramp_expected_step_share is not None:
+                    share = (f": expected +{r.ramp_expected_s:,.1f} s ({r.ramp_expected_step_share:.2%} of the step)"
+                             + share.replace(", up to", ", at most"))
                 limits += f"; a step's batch ramps over {r.ramp_s:,.1f} s{share}"
             if r.overhead_s_per_rollout is not None:
                 limits += f"; +{r.overhead_s_per_rollout:,.3g} s a hold on its substrate"
@@ -289,7 +295,12 @@ def replay_lines(mx: Mixed) -> list[str]:
 def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
     """The cap and the demand it hid, both priced, the chosen one marked (they lead the order)."""
     mark = {c.chosen: "  <- chosen"}
-    hid = "it may have hidden demand" if c.demand_is_lower_bound and c.demand == c.cap else "it hid demand"
+    if c.demand_below_cap:
+        hid = f"a loose one: the demand {_n(c.demand, ',')} is below it"
+    elif c.demand_is_lower_bound and c.demand == c.cap:
+        hid = "it may have hidden demand"
+    else:
+        hid = "it hid demand"
     head = f"  the measured peak {_n(c.cap, ',')} is a cap (reached {times(c.touches or 0)}): {hid}"
     if c.demand_is_lower_bound:
         return [head,
@@ -304,10 +315,15 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
                 f"    buy the demand: {_n(c.demand, ',')} slots (the release itself; step times not simulated){mark.get('demand', '')}",
                 f"    basis: {c.basis}"]
     tol = f"{tolerance:.1%}" if tolerance is not None else "the tolerance"
+
+    def bought(nodes: Optional[int], usd_h: Optional[float]) -> str:
+        return f", {_n(nodes, ',')} nodes, {_money(usd_h)}/h" if nodes is not None else ""
     return [head,
-            f"    buy the cap:    {_n(c.cap, ',')} slots: mean step {_n(c.step_s_at_cap, ',.0f')} s "
+            f"    buy the cap:    {_n(c.cap, ',')} slots{bought(c.nodes_at_cap, c.usd_per_h_at_cap)}: "
+            f"mean step {_n(c.step_s_at_cap, ',.0f')} s "
             f"({over(c.step_s_at_cap)} over the uncapped {_n(c.step_s_uncapped, ',.0f')} s){mark.get('cap', '')}",
-            f"    buy the demand: {_n(c.demand, ',')} slots: mean step {_n(c.step_s_at_demand, ',.0f')} s "
+            f"    buy the demand: {_n(c.demand, ',')} slots{bought(c.nodes_at_demand, c.usd_per_h_at_demand)}: "
+            f"mean step {_n(c.step_s_at_demand, ',.0f')} s "
             f"({over(c.step_s_at_demand)}; the fewest slots within {tol} for releases of {_n(c.release, ',')}){mark.get('demand', '')}",
             f"    basis: {c.basis}"]
 

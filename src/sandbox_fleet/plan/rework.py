@@ -40,6 +40,24 @@ def rework_h(hold_h: np.ndarray, rate_per_h: float) -> np.ndarray:
     return exact.expm1(rate_per_h * h) / rate_per_h - h
 
 
+def rework_share(fit: HoldSampler, rate_per_node_h: float) -> Optional[float]:
+    """The rework share alone (``expected_rework``'s first figure, without the reclaims per hold):
+    what a search over reclaim rates needs at each rate."""
+    r = rate_per_node_h
+    if fit.kind == "exponential":
+        x = r * fit.mean / 3600.0
+        return x / (1.0 - x) if x < 1.0 else None
+    clipped = fit.clipped()
+    assert clipped is not None  # every other fit has segments
+    if r <= 0:
+        return 0.0
+    try:
+        extra_h = holdfit.expectation(clipped, lambda hold_s: holdfit.exp_excess(r * hold_s / 3600.0) / r)
+    except OverflowError:
+        return None
+    return extra_h / (holdfit.mean_s(clipped) / 3600.0)
+
+
 def expected_rework(fit: HoldSampler, rate_per_node_h: float) -> tuple[Optional[float], Optional[float], str]:
     """``(rework share, mean reclaims per hold, basis)`` over the fitted holds: the share is
     ``E[(e^{r h} - 1)/r - h] / E[h]``, the reclaims ``E[e^{r h} - 1]``; both None when unbounded."""
@@ -57,13 +75,15 @@ def expected_rework(fit: HoldSampler, rate_per_node_h: float) -> tuple[Optional[
         return 0.0, 0.0, "no reclaims"
     basis = (f"expectation over the fitted {fit.spec.dist} holds (clipped at the 1/(2 x {fit.clip_rows:,.0f} rows) "
              f"quantiles), Gauss-Legendre quadrature, no sample")
+    share = rework_share(fit, r)
     try:
-        extra_h = holdfit.expectation(clipped, lambda hold_s: holdfit.exp_excess(r * hold_s / 3600.0) / r)
-        per_hold = holdfit.expectation(clipped, lambda hold_s: math.expm1(r * hold_s / 3600.0))
-    except OverflowError:  # e^{r h} past the largest float at the longest hold
+        per_hold = holdfit.expectation(clipped, lambda hold_s: math.expm1(r * hold_s / 3600.0)) if share is not None else None
+    except OverflowError:
+        share = per_hold = None
+    if share is None:  # e^{r h} past the largest float at the longest hold
         return None, None, (f"unbounded: {r:.3g} reclaims per node-h against holds of up to {clipped.hold_hi_s:,.0f} s "
                             "overflow e^(r h); spot re-runs not priced")
-    return extra_h / (holdfit.mean_s(clipped) / 3600.0), per_hold, basis
+    return share, per_hold, basis
 
 
 def spot_rework(

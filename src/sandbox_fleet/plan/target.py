@@ -48,8 +48,10 @@ def resolve_target(
     seed: int = 0,
     shape: str = "auto",
     max_wait_s: float = 60.0,
+    keep_cap: bool = False,
 ) -> Target:
-    """The plan's ``target`` block: concurrency (an int), which source set it, and how."""
+    """The plan's ``target`` block: concurrency (an int), which source set it, and how. ``keep_cap``:
+    on a binding cap whose estimated demand is below it, buy the cap anyway (``plan/censored.py``)."""
     _positive("`concurrency`", concurrency)
     _positive("`batch`", batch)
     _positive("`passing_per_hour`", passing_per_hour)
@@ -79,7 +81,7 @@ def resolve_target(
         return shaped
     if not fig.peak:
         raise InputError("input has no measured peak concurrency (concurrency.peak); pass `concurrency` N")
-    censored = censored_target(fig, tolerance=tolerance, seed=seed)
+    censored = censored_target(fig, tolerance=tolerance, seed=seed, keep_cap=keep_cap)
     if censored is not None:
         return censored
     return Target(concurrency=round(fig.peak), source="measured-peak", detail="the measured peak concurrency")

@@ -99,3 +99,20 @@ def turn_moments(histogram: dict[int, float], median: Optional[float], p90: Opti
     if median and median > 0:
         return lognormal_moments(float(median), float(p90) if p90 else None)
     return None
+
+
+def measured_context(histogram: dict[int, float], median_input_by_turns: dict[int, float]) -> Optional[tuple[float, float, str]]:
+    """(mean context of a turn in tokens, share of the turns it covers, basis) read off the measurement:
+    a rollout of ``n`` turns sent ``input(n)`` tokens in all (its turn count's median input), so over the
+    histogram the mean context of a turn is ``sum h_n input(n) / sum h_n n``, over the turn counts with a
+    measured input. None when no turn count has one. The quadratic fit ``c n(n+1)/2`` is a model of
+    ``input(n)``; where both are measured, the measurement is used."""
+    turns = sum(h * n for n, h in histogram.items() if n > 0)
+    covered = {n: h for n, h in histogram.items() if n > 0 and median_input_by_turns.get(n) is not None}
+    covered_turns = sum(h * n for n, h in covered.items())
+    if turns <= 0 or covered_turns <= 0:
+        return None
+    ctx = sum(h * median_input_by_turns[n] for n, h in covered.items()) / covered_turns
+    share = covered_turns / turns
+    cover = "all turns" if share >= 1.0 else f"{share:.1%} of turns (the turn counts with input tokens)"
+    return ctx, share, f"measured: each turn count's median input over the turn histogram, {cover}"

@@ -213,6 +213,8 @@ def hidden_demand(m: MeasureSummary, plan: PlanSummary) -> tuple[float, str] | N
     if c is not None and c.demand is not None:
         bound = "at least " if c.demand_is_lower_bound else ""
         release = f", releases of {c.release:,}" if c.release else ""
+        if c.demand_below_cap:  # a loose cap hid nothing: the step needs fewer slots than it
+            return float(c.demand), f"the demand below the loose cap {c.cap or 0:,} ({c.demand:,}{release})"
         return float(c.demand), f"the demand the cap {c.cap or 0:,} hid ({bound}{c.demand:,}{release})"
     cut = cut_release(m)
     if cut is not None:

@@ -103,15 +103,44 @@ def _listed_tasks(m: MeasureSummary, cfg: TaskRate) -> list[tuple[float, float, 
     return sorted(found.values(), key=lambda s: (-s[0], -s[1], s[2]))
 
 
+def _log_pmf(i: int, n: int, log_p: float, log_q: float) -> float:
+    """ln P(X = i) for X ~ Binomial(n, p): log-gamma, so no factor overflows at any n."""
+    return math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+
+
+def _log_sum_from(start: int, step: int, stop: int, n: int, log_p: float, log_q: float) -> float:
+    """ln of the pmf summed from ``start`` towards ``stop`` (inclusive) by ``step`` (+1 or -1), on the
+    side of the mode where the terms fall. Each term is the last times its exact ratio
+    ((n - i) / (i + 1) x p / q going up), so only the first takes log-gammas; the sum stops once a
+    term is below 1e-17 of it, which the faster-than-geometric decay past that term cannot lift by a
+    relative 1e-16."""
+    ratio_pq = math.exp(log_p - log_q)
+    total, term, i = 1.0, 1.0, start  # terms relative to the first
+    while i != stop:
+        term *= (n - i) / (i + 1) * ratio_pq if step > 0 else i / (n - i + 1) / ratio_pq
+        i += step
+        total += term
+        if term < 1e-17 * total:
+            break
+    return _log_pmf(start, n, log_p, log_q) + math.log(total)
+
+
 def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p), summed exactly (n is a task's rollout count)."""
+    """P(X >= k) for X ~ Binomial(n, p) (n is a task's or node's rollout count, any size up to 1e8 and
+    past). The terms are taken in log space (``math.comb`` times a float overflows from n = 1,030);
+    above the mean the upper tail is summed from k up, at or below it the lower tail P(X <= k - 1)
+    from k - 1 down and subtracted from 1, so each sum runs down a falling side of the pmf and stops
+    when its terms no longer count."""
     if k <= 0:
         return 1.0
-    if p <= 0.0:
+    if k > n or p <= 0.0:
         return 0.0
     if p >= 1.0:
         return 1.0
-    return min(1.0, sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+    log_p, log_q = math.log(p), math.log1p(-p)
+    if k > n * p:
+        return min(1.0, math.exp(_log_sum_from(k, 1, n, n, log_p, log_q)))
+    return max(0.0, -math.expm1(_log_sum_from(k - 1, -1, 0, n, log_p, log_q)))
 
 
 def beyond_chance(exceptions: int, rows: int, fleet_rate: float, judged: float, max_chance: float) -> bool:

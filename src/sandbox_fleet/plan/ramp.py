@@ -1,0 +1,48 @@
+"""The step time a creation ramp is expected to add, beside the worst case it is bounded by.
+
+A provider that creates ``c`` sandboxes a second starts a step's batch of ``B`` over ``B / c``
+seconds: sandbox ``i`` (first come, first created) starts ``i / c`` late. With no cap on the
+rented side the step's rollouts end at ``max_i (i / c + h_i)`` instead of ``max_i h_i``. The worst
+case, ``B / c``, is the last-created rollout being the one that ends the step; but the holds are
+drawn independently of the creation order, so the rollout that ends the step is anywhere in it and
+the expected lengthening ``E[max_i (i / c + h_i)] - E[max_i h_i]`` is about half the bound when one
+straggler ends the step, and nearer the bound when many rollouts finish together (narrow holds).
+
+It is taken over the fitted hold distribution (``target.HoldSampler``, the draws the RL search
+uses), by ``RAMP_DRAWS`` holds in replications of one batch each, from a fixed seed: the same
+figure on every run. Fits are judged on the expected delay; the bound is stated beside it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.target import HoldSampler
+
+#: hold draws behind the expected delays (replications x batch), and the replications' bounds
+RAMP_DRAWS = 400_000
+RAMP_MIN_REPS, RAMP_MAX_REPS = 16, 4_096
+#: the seed's spawn key, apart from the RL search's streams
+_STREAM = (38, 7)
+
+
+def expected_ramp_delays_s(batch: int, creates_per_s: list[float], holds: HoldSampler,
+                           seed: int = 0) -> tuple[dict[float, float], int]:
+    """({creates per s: expected step lengthening in s}, replications): for each rate, the mean over
+    replications of ``max_i (i / c + h_i) - max_i h_i`` for one batch of fitted holds each; every
+    rate sees the same draws (common random numbers), so providers are compared on equal holds."""
+    import numpy as np
+
+    b = max(batch, 1)
+    reps = min(max(RAMP_DRAWS // b, RAMP_MIN_REPS), RAMP_MAX_REPS)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=_STREAM))
+    steps = np.arange(b, dtype=np.float64)
+    rates = sorted(set(creates_per_s))
+    totals = dict.fromkeys(rates, 0.0)
+    for _ in range(reps):
+        h = holds.sample(rng, b)
+        top = float(np.max(h))
+        for c in rates:
+            totals[c] += float(np.max(h + steps / c)) - top
+    return {c: t / reps for c, t in totals.items()}, reps
