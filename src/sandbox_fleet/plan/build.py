@@ -41,6 +41,7 @@ from sandbox_fleet.plan.model import (
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
+from sandbox_fleet.plan.provider_limits import limits_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import spot_rework
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
@@ -93,6 +94,7 @@ class PlanOptions:
     substrates_file: Optional[str] = None  # execution-substrate catalog replacing data/substrates.toml
     #: without --node-type, choose only among types of these clouds (--emit-k8s: the Karpenter-supported ones)
     node_providers: Optional[tuple[str, ...]] = None
+    budgets_file: Optional[str] = None  # --budgets: lifetime, rollout timeout and phase budgets (plan/lifetime.py)
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -489,6 +491,13 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     return mixed
 
 
+def _kinds(nodes: _Nodes) -> list[tuple[dict, float]]:
+    """(request, share of the running sandboxes) pairs, as rent vs buy weighs them."""
+    counts, reqs = nodes.counts, nodes.reqs
+    shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
+    return [(q.as_dict(), sh) for q, sh in zip(reqs, shares)]
+
+
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: Cost, starts: Starts,
               providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> Cost:
     """``cost`` with renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and
@@ -561,6 +570,8 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     substrates = load_substrates(opts.substrates_file)
     turns_mean = turns.mean if turns is not None else None
     cost = plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
+    limits = limits_block(fig.summary, _kinds(nodes), n, starts, providers_file=opts.providers_file,
+                          names=opts.rent_providers, budgets_file=opts.budgets_file)
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
@@ -580,6 +591,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
         substrates=substrate,
         notes=notes,
         backtest=backtest,
+        limits=limits,
     )
 
 
