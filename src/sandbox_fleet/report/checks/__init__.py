@@ -39,6 +39,7 @@ from sandbox_fleet.report.checks.exceptions import (
     exception_rate_by_node,
     exception_rate_by_task,
 )
+from sandbox_fleet.report.checks.limits import creation_rate_saturated, lifetime_below_budget
 from sandbox_fleet.report.checks.result import (
     Check,
     CheckResult,
@@ -55,11 +56,38 @@ if TYPE_CHECKING:
     from sandbox_fleet.simulate.model import SimulateSummary
 
 __all__ = [
-    "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
-    "cap_below_configured", "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
-    "exception_rate_by_model", "exception_rate_by_node", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
-    "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
-    "rejected_rows", "run_checks", "sandbox_hours_per_pass", "simulation_steady", "small_sample", "sweep_self_check",
+    "CHECKS",
+    "TASKS_NAMED",
+    "Check",
+    "CheckResult",
+    "Status",
+    "binomial_tail",
+    "build_share",
+    "cap_below_configured",
+    "cap_binding",
+    "cap_recorded",
+    "creation_rate_saturated",
+    "duty_cycle",
+    "exception_rate",
+    "exception_rate_by_job",
+    "exception_rate_by_model",
+    "exception_rate_by_node",
+    "exception_rate_by_task",
+    "exit_code",
+    "hold_tail",
+    "lifetime_below_budget",
+    "missing_reward",
+    "missing_tokens",
+    "missing_trajectory",
+    "missing_turns",
+    "plan_covers_peak",
+    "prefix_cache_off",
+    "rejected_rows",
+    "run_checks",
+    "sandbox_hours_per_pass",
+    "simulation_steady",
+    "small_sample",
+    "sweep_self_check",
     "worst_status",
 ]
 
@@ -86,6 +114,8 @@ CHECKS: tuple[Check, ...] = (
     build_share,
     plan_covers_peak,
     sweep_self_check,
+    lifetime_below_budget,
+    creation_rate_saturated,
 )
 
 
