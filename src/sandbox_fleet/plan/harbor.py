@@ -78,10 +78,12 @@ def harbor_fragment(plan: PlanSummary) -> tuple[dict, list[str]]:
 
 
 def merge_into(job_config: dict, fragment: dict) -> dict:
-    """A copy of a Harbor ``job_config`` with ``fragment`` applied (every agent entry takes the agent keys)."""
+    """A copy of a Harbor ``job_config`` with ``fragment`` applied (every agent entry takes the agent keys;
+    ``n_concurrent_trials`` goes where the config keeps it: top level, or ``orchestrator`` in older jobs)."""
     out = copy.deepcopy(job_config)
-    if "n_concurrent_trials" in fragment:
-        out["n_concurrent_trials"] = fragment["n_concurrent_trials"]
+    if "n_concurrent_trials" in fragment:  # the legacy layout keeps it under ``orchestrator``
+        legacy = isinstance(out.get("orchestrator"), dict) and "n_concurrent_trials" in out["orchestrator"]
+        (out["orchestrator"] if legacy else out)["n_concurrent_trials"] = fragment["n_concurrent_trials"]
     for agent in out.get("agents") or []:
         agent.update((fragment.get("agents") or [{}])[0])
     if "verifier" in fragment:

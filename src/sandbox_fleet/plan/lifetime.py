@@ -85,7 +85,7 @@ def load_budgets(path: str | Path) -> Budgets:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: budgets file not found; expected a TOML file (lifetime_s, rollout_timeout_s, [phases])")
-    doc = toml_loads(read_text(p, "budgets file"), str(p))
+    doc = toml_loads(read_text(p, "budgets file"), f"budgets file {p}")
     try:
         return Budgets.model_validate(doc)
     except ValidationError as exc:
