@@ -87,6 +87,8 @@ def provider_fit(p: Provider, kinds: list[tuple[dict, float]], target: int, star
     hit = _per_sandbox(p, kinds)
     if hit:
         basis = f"{p.name}: no number of accounts helps: {'; '.join(hit)}"
+    elif not p.rented and not need:
+        basis = f"{p.name}: self-hosted: the fleet is this plan's order; creation and claims at the catalog's rates"
     elif not need:
         basis = f"{p.name}: no account-wide quota known: put yours in your --providers file"
     else:
