@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sandbox_fleet import exact
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.concurrency import cap_stats, sweep
@@ -224,6 +225,16 @@ def _resolution_us(*arrays: np.ndarray) -> int:
     return 1
 
 
+def _log_bins(d: np.ndarray) -> np.ndarray:
+    """Each duration's bin on a grid of ``SPIKE_BIN_RATIO`` steps, by comparison against edges made with
+    ``exact`` (NumPy's log rounds by CPU kernel; a comparison does not)."""
+    log_r = math.log(SPIKE_BIN_RATIO)
+    lo = math.floor(math.log(float(d.min())) / log_r)
+    hi = math.floor(math.log(float(d.max())) / log_r) + 2
+    edges = exact.exp(np.arange(lo, hi + 1, dtype=np.float64) * log_r)
+    return np.searchsorted(edges, d.astype(np.float64), side="right") - 1
+
+
 def hold_spikes(dur_us: np.ndarray, outcome: np.ndarray, resolution_us: int = 1,
                 exception_type: Optional[pa.ChunkedArray] = None) -> list[dict]:
     """Durations piling at one value: each spike with its rollouts, outcomes and share run past it.
@@ -235,9 +246,7 @@ def hold_spikes(dur_us: np.ndarray, outcome: np.ndarray, resolution_us: int = 1,
     d = dur_us[keep]
     if d.size < CAP_TOUCHES:
         return []
-    log_r = math.log(SPIKE_BIN_RATIO)
-    lo = int(np.floor(np.log(d.min()) / log_r))
-    bins = np.floor(np.log(d) / log_r).astype(np.int64) - lo
+    bins = _log_bins(d)
     counts = np.bincount(bins)
     found = []
     for k in np.flatnonzero(counts >= CAP_TOUCHES).tolist():
@@ -248,7 +257,7 @@ def hold_spikes(dur_us: np.ndarray, outcome: np.ndarray, resolution_us: int = 1,
             continue  # one spike straddling two bins is reported once, at its fuller bin
         found.append((k, bg))
     n = int(dur_us.size)
-    out = []
+    out: list[dict] = []
     for k, bg in found:
         span = (bins >= k - 1) & (bins <= k + 1)
         vals = d[span]
@@ -256,7 +265,7 @@ def hold_spikes(dur_us: np.ndarray, outcome: np.ndarray, resolution_us: int = 1,
         past = int(np.count_nonzero(dur_us > int(vals.max())))
         oc = outcome[keep][span]
         by_outcome = {name: int(np.count_nonzero(oc == i)) for i, name in enumerate(OUTCOMES) if np.any(oc == i)}
-        spike = {"value_s": value_s, "rows": int(vals.size), "share": vals.size / n,
+        spike: dict = {"value_s": value_s, "rows": int(vals.size), "share": vals.size / n,
                  "background_per_bin": bg, "past_share": past / n, "ceiling": past / n <= CEILING_PAST_SHARE,
                  "by_outcome": by_outcome}
         if exception_type is not None:

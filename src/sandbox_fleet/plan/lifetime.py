@@ -25,8 +25,6 @@ The share each budget would cut is read from the measured holds (the lifetime: t
 or a lognormal through the phase's measured median and p99 (a phase budget), basis stated.
 """
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
 from statistics import NormalDist
@@ -50,6 +48,11 @@ TASK_TIMEOUT = {"build": "build_timeout_s_median", "agent": "agent_timeout_s_med
 _Z99 = NormalDist().inv_cdf(0.99)
 
 
+def _no_phases() -> dict[str, float]:
+    # a Python function, not ``dict``: Pydantic tokenizes a builtin factory's signature (plan/model.py)
+    return {}
+
+
 class Budgets(BaseModel):
     """``plan --budgets FILE``: the lifetime, the rollout timeout and per-phase budgets in force (s)."""
 
@@ -59,7 +62,7 @@ class Budgets(BaseModel):
     rollout_timeout_s: Optional[float] = Field(default=None, gt=0)
     rollout_timeout_covers: tuple[str, ...] = DEFAULT_COVERS
     headroom: float = Field(default=0.1, ge=0)
-    phases: dict[str, float] = Field(default_factory=dict)
+    phases: dict[str, float] = Field(default_factory=_no_phases)
 
     @field_validator("phases")
     @classmethod

@@ -27,6 +27,15 @@ from sandbox_fleet.toml_entries import load_entries
 MB_PER_GIB = 1024.0
 
 
+def _no_sources() -> dict[str, str]:
+    # a Python function, not ``dict``: Pydantic tokenizes a builtin factory's signature (plan/model.py)
+    return {}
+
+
+def _no_claims() -> list[str]:
+    return []
+
+
 class Provider(BaseModel):
     """One managed-sandbox offer; prices in USD per second of use, limits optional."""
 
@@ -61,8 +70,8 @@ class Provider(BaseModel):
     claim_p50_s: Optional[float] = Field(default=None, ge=0)
     claim_p99_s: Optional[float] = Field(default=None, ge=0)
     warm_pool_refill_per_s: Optional[float] = Field(default=None, gt=0)
-    figure_sources: dict[str, str] = Field(default_factory=dict)
-    vendor_claimed: list[str] = Field(default_factory=list)
+    figure_sources: dict[str, str] = Field(default_factory=_no_sources)
+    vendor_claimed: list[str] = Field(default_factory=_no_claims)
     #: false: self-hosted (Kubernetes with agent-sandbox): its limits are planned against, never priced as a rental
     rented: bool = True
     #: false: priced only when named with --rent-provider (another plan of a provider already listed)
