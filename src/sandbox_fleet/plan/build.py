@@ -504,8 +504,6 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
     ``cost.rent_verdict``); bought spot is compared with its re-runs, which a rented sandbox does not have,
     and each rented hold carries its substrate's cold start and per-turn overhead (``overhead_s``,
     provider -> seconds)."""
-    counts, reqs = nodes.counts, nodes.reqs
-    shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
     buy, label = getattr(cost, f"{opts.price_tier}_per_h"), f"{nodes.chosen.count:,} x {nodes.node.name}"
     rw = cost.spot_rework
     if opts.price_tier == "spot" and rw is not None and rw.unbounded:
@@ -514,7 +512,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
         assert rw.rework_share is not None  # set with the price it raises
         buy, label = rw.spot_per_h_with_rework, label + f" with spot re-runs (+{rw.rework_share * 100:.3g}% sandbox-hours)"
     rent, verdict = rentmod.rent_block(
-        providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
+        providers, _kinds(nodes), target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
         buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
         overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s,
