@@ -307,6 +307,8 @@ def plan(
     trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
     providers: Optional[Path] = typer.Option(None, "--providers", help="Managed-sandbox catalog TOML replacing the bundled one (rent vs buy)."),
     rent_provider: Optional[list[str]] = typer.Option(None, "--rent-provider", help="Price renting on this provider only (repeatable; default: all in the catalog)."),
+    budgets: Optional[Path] = typer.Option(None, "--budgets", help="Lifetime, rollout timeout and per-phase budgets TOML: lint them (limits.lifetime; docs/providers.md)."),
+    emit_harbor: Optional[Path] = typer.Option(None, "--emit-harbor", help="Write a Harbor job-config fragment (n_concurrent_trials, timeouts) that stays inside the limits to FILE."),
     substrates: Optional[Path] = typer.Option(None, "--substrates", help="Execution-substrate catalog TOML (cold start, per-action overhead) replacing the bundled one."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: carry its simulator error and drift verdict into the purchase order."),
     previous: Optional[Path] = typer.Option(None, "--previous", help="An earlier plan --json: say what changed since (nodes, GPUs, $/h and the figures that moved them)."),
@@ -332,7 +334,10 @@ def plan(
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets], o=output)
+    if emit_harbor is not None:
+        _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets, output],
+                       emit_harbor=emit_harbor)
     old_plan = None
     if previous is not None:  # a bad file is refused before the planning work
         from sandbox_fleet.report.inputs import load_plan
@@ -357,7 +362,7 @@ def plan(
         request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier else None,
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
         providers_file=str(providers) if providers else None, rent_providers=rent_provider,
-        substrates_file=str(substrates) if substrates else None,
+        substrates_file=str(substrates) if substrates else None, budgets_file=str(budgets) if budgets else None,
         gpu_decode_tok_s=gpu_decode_tok_s, gpu_usd_h=g.usd_h,
         roofline=make_roofline(
             gpu_tflops=g.tflops, gpu_hbm_tbs=g.hbm_tbs, model_params_b=model_params_b,
@@ -391,6 +396,10 @@ def plan(
 
         written = write_manifests(planned, emit_k8s, k8s_opts, force=force, inputs=[path, tasks, nodes, providers, output])
         _note(f"wrote {', '.join(str(p) for p in written)}")
+    if emit_harbor is not None:
+        from sandbox_fleet.plan.harbor import write_fragment
+
+        _note(f"wrote {write_fragment(planned, emit_harbor)}")
     if as_json:
         _emit(planned, as_json, output, render_plan, lines=plan_lines)
         return

@@ -216,8 +216,10 @@ def test_one_alert_per_gate_and_severity_with_for_from_thresholds():
     t = Thresholds.default()
     rs = rules(t)
     assert len({(r.gate, r.severity) for r in rs}) == len(rs)
-    # backtest_drift gates a backtest summary (check --backtest), not a live series: no alert
-    assert {r.gate for r in rs} == set(Thresholds.model_fields) - {"backtest_drift"}
+    # backtest_drift gates a backtest summary (check --backtest), the two limit gates a plan's lint and
+    # a study of the history (docs/providers.md), none a live series: no alert
+    offline = {"backtest_drift", "lifetime_below_budget", "creation_rate_saturated"}
+    assert {r.gate for r in rs} == set(Thresholds.model_fields) - offline
     text = rules_yaml(t)
     assert "for: 900s" in text and "for: 3600s" in text
     assert "# Gates not expressed as a PromQL threshold" in text and "exception_rate_by_task" in text.split("groups:")[0]

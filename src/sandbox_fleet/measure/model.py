@@ -391,6 +391,57 @@ class Published(Block):
     note: Optional[str] = None
 
 
+class CreationLimit(Block):
+    """A creation-rate ceiling the starts show (``measure/limits.py``; docs/providers.md)."""
+
+    detected: Optional[bool] = None
+    rule: Optional[str] = None
+    basis: Optional[str] = None
+    window_s: Num = None
+    max_starts: Count = None
+    level: Count = None
+    plateau_windows: Count = None
+    stretches: Count = None
+    longest_s: Num = None
+    rate_per_s: Num = None
+
+
+class StartingLimit(Block):
+    """A cap on sandboxes starting at once, from the environment-setup phase intervals."""
+
+    detected: Optional[bool] = None
+    rule: Optional[str] = None
+    basis: Optional[str] = None
+    rows: Count = None
+    peak: Count = None
+    touches: Count = None
+    time_at_peak_s: Num = None
+    waited_rows: Count = None
+    wait_median_s: Num = None
+
+
+class DurationSpike(Block):
+    """Durations piling at one value (a timeout or lifetime kill), with how those rollouts ended."""
+
+    value_s: Num = None
+    rows: Count = None
+    share: Num = None
+    background_per_bin: Num = None
+    past_share: Num = None
+    ceiling: Optional[bool] = None
+    by_outcome: Optional[dict[str, int]] = None
+    exception_types: Optional[dict[str, int]] = None
+    basis: Optional[str] = None
+
+
+class Limits(Block):
+    """Provider and harness limits the history shows; ``spikes`` by duration (``hold`` or a phase)."""
+
+    creation: Optional[CreationLimit] = None
+    starting: Optional[StartingLimit] = None
+    spikes: Optional[dict[str, list[DurationSpike]]] = None
+
+
 class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
@@ -423,3 +474,4 @@ class MeasureSummary(Summary):
     trajectories: Optional[Trajectories] = None
     published: Optional[Published] = None
     warnings: Optional[list[str]] = None
+    limits: Optional[Limits] = None

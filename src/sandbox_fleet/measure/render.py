@@ -116,8 +116,25 @@ def render_summary(s: MeasureSummary, console: Console) -> None:
                 rows.append(("others", _pct(1 - sum(im.share or 0.0 for im in top))))
             console.print(_kv(f"Base images ({_num(s.tasks.distinct_images)} distinct over "
                               f"{_num(s.tasks.image_rows)} tasks)", rows))
+    _provider_limits(console, s)
     for w in s.warnings or []:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+
+
+def _provider_limits(console: Console, s: MeasureSummary) -> None:
+    """The limits the history shows (``limits``), each with its evidence; nothing when none is shown."""
+    lim = s.limits
+    if lim is None:
+        return
+    rows: list[tuple[str, str | None]] = []
+    if lim.creation is not None and lim.creation.detected:
+        rows.append(("creation rate", escape(lim.creation.basis or "")))
+    if lim.starting is not None and lim.starting.detected:
+        rows.append(("starting at once", escape(lim.starting.basis or "")))
+    for of, spikes in (lim.spikes or {}).items():
+        rows += [(f"{of} at {sp.value_s:,.0f} s", escape(sp.basis or "")) for sp in spikes]
+    if rows:
+        console.print(_kv("Limits the history shows", rows))
 
 
 def _concurrency(console: Console, c: Concurrency) -> None:

@@ -27,6 +27,7 @@ from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
+from sandbox_fleet.measure.limits import measure_limits
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.nodes_health import COLUMNS as NODE_COLUMNS
 from sandbox_fleet.measure.nodes_health import measure_node_health
@@ -288,6 +289,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
         Pass("peak", _peak, ("concurrency", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
+        Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
+             label="limits"),
     ]
 
 
@@ -308,10 +311,10 @@ _PREPARE = ["health_table", "usage", "by_node", "frame", "times"]
 #: The passes that read no sorted holds (Arrow and NumPy counts that mostly release the GIL).
 _COUNTS = ["phases", "tokens", "outcomes", "coverage", "trajectories"]
 #: The end: holds (after the per-model step passes), per model, the figures that combine others.
-_FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks"]
+_FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks", "limits"]
 #: The values the summary reads.
 SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "trajectories", "outcomes",
-                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks")
+                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits")
 
 
 def _plan(lanes: int) -> list[tuple[str, int]]:
@@ -415,6 +418,7 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         "by_node": got["by_node"],
         "tasks": got["tasks"],
         "warnings": warnings,
+        "limits": got["limits"],
     }))
 
 

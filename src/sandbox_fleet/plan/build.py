@@ -44,6 +44,7 @@ from sandbox_fleet.plan.model import (
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
+from sandbox_fleet.plan.provider_limits import limits_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import rework_share, spot_rework
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
@@ -106,6 +107,7 @@ class PlanOptions:
     node_placement: str = PLACEMENT
     #: a binding cap above the estimated demand: buy the cap anyway (default: the demand, plan/censored.py)
     keep_cap: bool = False
+    budgets_file: Optional[str] = None  # --budgets: lifetime, rollout timeout and phase budgets (plan/lifetime.py)
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -531,14 +533,19 @@ def _holds_or_none(fig: Figures) -> Optional[HoldSampler]:
         return None
 
 
+def _kinds(nodes: _Nodes) -> list[tuple[dict, float]]:
+    """(request, share of the running sandboxes) pairs, as rent vs buy weighs them."""
+    counts, reqs = nodes.counts, nodes.reqs
+    shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
+    return [(q.as_dict(), sh) for q, sh in zip(reqs, shares)]
+
+
 def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: Cost, starts: Starts,
               providers: list[rentmod.Provider], opts: PlanOptions, overhead_s: Optional[dict[str, float]] = None) -> Cost:
     """``cost`` with renting the busy sandbox-hours on each provider vs buying (``cost.rent`` and
     ``cost.rent_verdict``); bought spot is compared with its re-runs, which a rented sandbox does not have,
     and each rented hold carries its substrate's cold start and per-turn overhead (``overhead_s``,
     provider -> seconds)."""
-    counts, reqs = nodes.counts, nodes.reqs
-    shares = [k / sum(counts) for k in counts] if sum(counts) else [1.0 / len(reqs)] * len(reqs)
     buy, label = getattr(cost, f"{opts.price_tier}_per_h"), f"{nodes.chosen.count:,} x {nodes.node.name}"
     rw = cost.spot_rework
     if opts.price_tier == "spot" and rw is not None and rw.unbounded:
@@ -547,7 +554,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
         assert rw.rework_share is not None  # set with the price it raises
         buy, label = rw.spot_per_h_with_rework, label + f" with spot re-runs (+{rw.rework_share * 100:.3g}% sandbox-hours)"
     rent, verdict = rentmod.rent_block(
-        providers, [(q.as_dict(), sh) for q, sh in zip(reqs, shares)], target=n, duty=duty,
+        providers, _kinds(nodes), target=n, duty=duty,
         sandbox_hours_per_pass=fig.sandbox_hours_per_pass, starts=starts,
         buy_usd_h=buy, tier=_tier(opts), node_label=label, ramp_max_share=opts.rl_tolerance,
         overhead_s=overhead_s, hold_mean_s=fig.hold_mean_s, holds=_holds_or_none(fig) if starts.batch else None,
@@ -656,6 +663,8 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     substrates = load_substrates(opts.substrates_file)
     turns_mean = turns.mean if turns is not None else None
     cost = plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
+    limits = limits_block(fig.summary, _kinds(nodes), n, starts, providers_file=opts.providers_file,
+                          names=opts.rent_providers, budgets_file=opts.budgets_file)
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
@@ -675,6 +684,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
         substrates=substrate,
         notes=notes,
         backtest=backtest,
+        limits=limits,
     )
 
 

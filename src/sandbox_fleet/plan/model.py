@@ -571,6 +571,84 @@ class BacktestLine(Block):
     line: str
 
 
+class CreationRampFit(Block):
+    """A released batch through the provider's creation bucket (rate, burst), across ``accounts``."""
+
+    batch: Num = None
+    creates_per_s: Num = None
+    burst: Num = None
+    #: the last of the batch starts this late: the most the step can lengthen
+    bound_s: Num = None
+    #: the mean start delay: the expected lengthening when the step's last finisher is any of its rollouts
+    mean_delay_s: Num = None
+    step_s: Num = None
+    bound_step_share: Num = None
+    mean_step_share: Num = None
+    basis: Optional[str] = None
+
+
+class ProviderFit(Block):
+    """Does the target fit one provider plan's quotas, and how many accounts it takes."""
+
+    provider: Optional[str] = None
+    plan: Optional[str] = None
+    rented: Optional[bool] = None
+    #: accounts each account-wide quota needs (max_concurrent, account_vcpus, ...)
+    accounts_by_quota: Optional[dict[str, int]] = None
+    accounts: Count = None
+    binding: Optional[str] = None
+    #: per-sandbox maxima the request exceeds (no number of accounts helps)
+    per_sandbox_hit: Optional[list[str]] = None
+    ramp: Optional[CreationRampFit] = None
+    max_lifetime_s: Num = None
+    sources: Optional[dict[str, str]] = None
+    vendor_claimed: Optional[list[str]] = None
+    basis: Optional[str] = None
+
+
+class LintFinding(Block):
+    """One lifetime or timeout failure shape the budgets run into."""
+
+    shape: Optional[str] = None
+    severity: Optional[str] = None
+    message: Optional[str] = None
+
+
+class PhaseBudget(Block):
+    """One phase's budget (s), where it came from, and the share of rollouts it would cut."""
+
+    phase: Optional[str] = None
+    budget_s: Num = None
+    source: Optional[str] = None
+    cut_share: Num = None
+    cut_basis: Optional[str] = None
+
+
+class LifetimeLint(Block):
+    """Per phase the budgets in force against the sandbox lifetime and the rollout timeout."""
+
+    phases: Optional[list[PhaseBudget]] = None
+    lifetime_s: Num = None
+    lifetime_source: Optional[str] = None
+    in_lifetime_s: Num = None
+    headroom: Num = None
+    lifetime_ok: Optional[bool] = None
+    rollout_timeout_s: Num = None
+    rollout_timeout_covers: Optional[list[str]] = None
+    lifetime_cut_share: Num = None
+    lifetime_cut_basis: Optional[str] = None
+    unused_lifetime_s_per_rollout: Num = None
+    unused_lifetime_usd_per_rollout: Num = None
+    findings: Optional[list[LintFinding]] = None
+
+
+class PlanLimits(Block):
+    """The plan against provider and harness limits (issue 39; docs/providers.md)."""
+
+    fits: Optional[list[ProviderFit]] = None
+    lifetime: Optional[LifetimeLint] = None
+
+
 class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
@@ -595,3 +673,5 @@ class PlanSummary(Summary):
     notes: Optional[list[str]] = None
     #: ``plan --backtest FILE``: how far the simulator was off on this telemetry, and drift
     backtest: Optional[BacktestLine] = None
+    #: the order against provider quotas, creation ramps and lifetimes (docs/providers.md)
+    limits: Optional[PlanLimits] = None

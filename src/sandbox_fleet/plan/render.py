@@ -21,6 +21,7 @@ from sandbox_fleet.plan.model import (
     Resources,
     Storage,
 )
+from sandbox_fleet.plan.provider_limits import limit_lines
 from sandbox_fleet.textout import number, wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
@@ -235,6 +236,7 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
             L.append(f"    {name:<10} {_money(r.usd_per_h)}/h, {_money(r.usd_per_pass)} per pass ({limits})")
         L.append(f"  verdict: {co.rent_verdict}")
     L.extend(substrate_lines(p))
+    L.extend(limit_lines(p))
     if p.assumptions:
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")

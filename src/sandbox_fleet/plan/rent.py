@@ -19,9 +19,9 @@ start rate above ``c`` can never be kept up with, so that one stays a hard limit
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.model import Rent, Starts
@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 from sandbox_fleet.toml_entries import load_entries
 
 MB_PER_GIB = 1024.0
+
+
+def _no_sources() -> dict[str, str]:
+    # a Python function, not ``dict``: Pydantic tokenizes a builtin factory's signature (plan/model.py)
+    return {}
+
+
+def _no_claims() -> list[str]:
+    return []
 
 
 class Provider(BaseModel):
@@ -51,6 +60,37 @@ class Provider(BaseModel):
     max_disk_gib: Optional[float] = Field(default=None, gt=0)
     max_concurrent: Optional[int] = Field(default=None, gt=0)
     max_creates_per_s: Optional[float] = Field(default=None, gt=0)
+    # Issue 39's catalog (docs/providers.md): the plan the limits belong to, the rest of the account's
+    # and the sandbox's limits, billing, start latencies, where each figure comes from, and which the
+    # vendor claims rather than documents as a limit. A figure left out is not known, never zero.
+    plan: Optional[str] = None
+    max_creates_burst: Optional[int] = Field(default=None, gt=0)
+    max_starting: Optional[int] = Field(default=None, gt=0)
+    account_vcpus: Optional[float] = Field(default=None, gt=0)
+    account_memory_gib: Optional[float] = Field(default=None, gt=0)
+    account_disk_gib: Optional[float] = Field(default=None, gt=0)
+    max_lifetime_s: Optional[float] = Field(default=None, gt=0)
+    billing: Literal["per_second", "requested_lifetime"] = "per_second"
+    billing_granularity_s: Optional[float] = Field(default=None, gt=0)
+    cold_start_p50_s: Optional[float] = Field(default=None, ge=0)
+    cold_start_p99_s: Optional[float] = Field(default=None, ge=0)
+    claim_p50_s: Optional[float] = Field(default=None, ge=0)
+    claim_p99_s: Optional[float] = Field(default=None, ge=0)
+    warm_pool_refill_per_s: Optional[float] = Field(default=None, gt=0)
+    figure_sources: dict[str, str] = Field(default_factory=_no_sources)
+    vendor_claimed: list[str] = Field(default_factory=_no_claims)
+    #: false: self-hosted (Kubernetes with agent-sandbox): its limits are planned against, never priced as a rental
+    rented: bool = True
+    #: false: priced only when named with --rent-provider (another plan of a provider already listed)
+    default: bool = True
+
+    @model_validator(mode="after")
+    def _figures_named(self) -> "Provider":
+        known = set(type(self).model_fields)
+        for key in [*self.figure_sources, *self.vendor_claimed]:
+            if key not in known:
+                raise ValueError(f"figure_sources / vendor_claimed name {key!r}, which is no figure of a provider")
+        return self
 
     def usd_per_sandbox_h(self, req: dict) -> float:
         """$ per hour of one running sandbox with request ``req`` (cpu cores, memory MB, disk MB)."""
@@ -65,13 +105,17 @@ def load_providers(path: str | Path | None = None) -> list[Provider]:
 
 
 def select(providers: list[Provider], names: Optional[list[str]], source: str = "provider catalog") -> list[Provider]:
-    """The named providers (all when ``names`` is empty); an unknown name is an InputError."""
+    """The named rentals (every default one when ``names`` is empty); an unknown name, or a
+    self-hosted entry, is an InputError."""
     if not names:
-        return providers
+        return [p for p in providers if p.rented and p.default]
     known = {p.name: p for p in providers}
     for name in names:
         if name not in known:
             raise InputError(f"`rent_provider` {name!r} is not in the {source}; expected one of: {', '.join(known)}")
+        if not known[name].rented:
+            raise InputError(f"`rent_provider` {name!r} in the {source} is self-hosted (rented = false): "
+                             "its limits are planned against, it has no rental price")
     return [known[n] for n in dict.fromkeys(names)]
 
 

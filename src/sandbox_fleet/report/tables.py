@@ -98,7 +98,7 @@ CHECK_KINDS = {
     "missing_trajectory": "pct", "rejected_rows": "pct", "cap_binding": "pct", "cap_recorded": "int",
     "cap_below_configured": "pct",
     "duty_cycle": "pct", "hold_tail": "f1", "sandbox_hours_per_pass": "f2", "build_share": "pct",
-    "plan_covers_peak": "int",
+    "plan_covers_peak": "int", "lifetime_below_budget": "f2", "creation_rate_saturated": "pct",
 }
 
 

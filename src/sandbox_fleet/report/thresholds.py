@@ -145,6 +145,8 @@ class Thresholds(BaseModel):
     telemetry_stale: TelemetryStale
     backtest_drift: BacktestDrift
     metrics_absent: Section
+    lifetime_below_budget: Section
+    creation_rate_saturated: Above
 
     @classmethod
     def default(cls) -> "Thresholds":

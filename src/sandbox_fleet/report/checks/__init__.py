@@ -39,6 +39,7 @@ from sandbox_fleet.report.checks.exceptions import (
     exception_rate_by_node,
     exception_rate_by_task,
 )
+from sandbox_fleet.report.checks.limits import creation_rate_saturated, lifetime_below_budget
 from sandbox_fleet.report.checks.result import (
     Check,
     CheckResult,
@@ -86,6 +87,8 @@ CHECKS: tuple[Check, ...] = (
     build_share,
     plan_covers_peak,
     sweep_self_check,
+    lifetime_below_budget,
+    creation_rate_saturated,
 )
 
 

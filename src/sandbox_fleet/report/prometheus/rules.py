@@ -299,6 +299,10 @@ NOT_EXPRESSED = (
      "and exports sandbox_fleet_sweep_self_check_ok"),
     ("backtest_drift", "reads a backtest summary (check --backtest), a one-off study of the history rather than "
      "a live series: no metric and no alert"),
+    ("lifetime_below_budget", "reads the plan's lifetime lint (plan --budgets), configuration rather than a live "
+     "series: no metric and no alert"),
+    ("creation_rate_saturated", "reads measure's creation-rate plateau and the plan's creation ramp, a study of the "
+     "history rather than a live series: no metric and no alert"),
 )
 
 
