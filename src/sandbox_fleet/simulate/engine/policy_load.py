@@ -74,11 +74,11 @@ def priority_slots(cap: int, workloads: list, pool: int, w: int, offered: dict[i
             taken += claim
             ahead.append(_name(wl, u))
     slots = min(limit, cap - taken)
-    why = f"priority leaves at most {slots:,.1f} of {cap:,} slots"
+    why = f"priority leaves at most {slots:,.0f} of {cap:,} slots"  # whole numbers: no "." in a key path
     if limit < cap:
         why += f" (its limit nominal + borrow_limit {limit:,.0f})"
     if ahead:
-        why += f" after {', '.join(ahead)} ({taken:,.1f} busy slots ahead of it)"
+        why += f" after {', '.join(ahead)} ({taken:,.0f} busy slots ahead of it)"
     return slots, why
 
 
