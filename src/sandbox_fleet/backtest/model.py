@@ -104,3 +104,6 @@ class BacktestSummary(Summary):
     #: one line: how far off the prediction was, and whether the constants moved
     verdict: str
     basis: str
+    #: what the intervals cover of one more run exchangeable with the predicted ones: (n + 1 - 2k) / (n + 1)
+    #: for the k-th lowest and highest of n runs (``interval_level`` when there are runs enough)
+    interval_coverage: Optional[float] = None

@@ -14,7 +14,9 @@ def backtest_lines(s: BacktestSummary) -> list[str]:
     L = [s.verdict, "",
          f"BACKTEST of {s.rows:,} rollouts: A (calibration) {sp.a_rows:,}, B (prediction) {sp.b_rows:,}; split {how}",
          f"  B replayed on its measured peak, cap {sp.b_cap:,} (A's peak {sp.a_cap:,}); {s.seeds} runs, "
-         f"{s.interval_level:.0%} prediction intervals"]
+         f"{s.interval_level:.0%} prediction intervals"
+         + ("" if s.interval_coverage is None or s.interval_coverage >= s.interval_level
+            else f" (covering {s.interval_coverage:.1%} with {s.seeds} runs: give at least 39)")]
     if s.rejected:
         L.append("  rejected rows: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s.rejected.items())))
     L += ["", f"  {'figure':<22}{'actual':>12}{'predicted':>12}{'interval':>24}{'error':>9}{'oracle':>9}"]

@@ -8,7 +8,18 @@ import pyarrow as pa
 from sandbox_fleet.backtest import drift as D
 from sandbox_fleet.backtest.figures import concurrency_at
 from sandbox_fleet.backtest.model import BacktestSummary
-from sandbox_fleet.backtest.predict import LEVEL, SERIES_POINTS, actual_figures, predict, rows_of, step_of, summarise
+from sandbox_fleet.backtest.predict import (
+    LEVEL,
+    SERIES_POINTS,
+    actual_figures,
+    bounds,
+    coverage,
+    interval_rank,
+    predict,
+    rows_of,
+    step_of,
+    summarise,
+)
 from sandbox_fleet.backtest.split import MIN_ROWS, split_table
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
@@ -53,7 +64,7 @@ def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[
     drift = {"detected": any(t["drifted"] for t in tests), "alpha": D.ALPHA, "correction": "holm-bonferroni",
              "tests": tests, "skipped": skipped, "b_only_models": sorted(set(b.model[new].tolist())),
              "b_only_share": float(new.mean())}
-    lo_q, hi_q = (1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2
+    low, high = bounds(series)
     summary = BacktestSummary.build(
         sources=[str(s) for s in sources], rows=int(rollouts.num_rows), rejected=rejected or {},
         split={"by": sp.how, "fraction": sp.fraction, "moved_to_step": sp.moved_to_step, "a_rows": a.n, "b_rows": b.n,
@@ -61,9 +72,8 @@ def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[
                "b_cap": b.cap, "a_cap": a.cap},
         seed=seed, seeds=seeds, interval_level=LEVEL, figures=figures, oracle=oracle, drift=drift,
         series={"t_s": (grid_us / 1e6).tolist(), "actual": concurrency_at(grid_us, b.start_us, b.finish_us).tolist(),
-                "predicted": np.median(series, axis=0).tolist(), "low": np.quantile(series, lo_q, axis=0).tolist(),
-                "high": np.quantile(series, hi_q, axis=0).tolist()},
-        verdict=verdict(figures, oracle, drift), basis=BASIS,
+                "predicted": np.median(series, axis=0).tolist(), "low": low.tolist(), "high": high.tolist()},
+        verdict=verdict(figures, oracle, drift), basis=BASIS + _interval_basis(seeds), interval_coverage=coverage(seeds),
     )
     return summary
 
@@ -71,9 +81,18 @@ def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[
 BASIS = ("calibrated on part A as `simulate --from` does (holds bootstrapped by model and outcome, cap = measured "
          "peak); B's start times replayed on B's measured peak as the cap; each seed resamples A's rows, so an "
          "interval is the spread of single runs of B (seeds x bootstrap), not a confidence interval of the mean; "
+         "holds drawn by a smoothed bootstrap (log-normal kernel, Silverman's bandwidth, log-mean and log-sd kept, "
+         "per model), so the calibration's uncertainty reaches past A's longest hold; "
          "oracle = the same prediction calibrated on B itself; drift = Mann-Whitney U (holds per model, tokens per "
          "turn, turns) and a two-proportion z test (exception rate per model), Holm-Bonferroni adjusted, flagged only at "
          f"adjusted p < {D.ALPHA} and an effect of at least Cliff's |delta| {D.DELTA_FLOOR} or Cohen's |h| {D.H_FLOOR}")
+
+
+def _interval_basis(seeds: int) -> str:
+    k = interval_rank(seeds)
+    short = "" if coverage(seeds) >= LEVEL else f", short of {LEVEL:.0%}: give at least 39 seeds"
+    return (f"; interval = runs ranked {k} and {seeds + 1 - k} of {seeds}, which cover one more run with "
+            f"probability {coverage(seeds):.1%}{short}")
 
 
 def _check_args(seeds: int, seed: int) -> None:

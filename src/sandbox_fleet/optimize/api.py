@@ -109,35 +109,40 @@ def run_optimize(
                   options=gpu_options(base.data["inference"], gpus, gpus_per_replica, caching_opts,
                                       kv_offload_gb if kv_offload_gb is not None else [base.kv_offload_gb], pruned),
                   pruned=pruned)
+    full_n = base.count if count is None else max(1, round(count / scale))
     with _session(backend, workers):
         ev = Evaluator(base, goal, n, seed, backend=backend, workers=workers, progress=progress,
                        search_reps=search_reps, scale=scale, spot_rates=spot_rates(nodes),
                        screen_holds=screen_holds)
+        # a slice searches; the full loop confirms (a slice's passing/h is not the full loop's: docs/optimize.md)
+        judge = ev if scale == 1 else Evaluator(base, goal, full_n, seed, backend=backend, workers=workers,
+                                                progress=progress, search_reps=search_reps,
+                                                spot_rates=spot_rates(nodes), screen_holds=screen_holds)
         search = Search(ev, space)
         with progress_bar(progress, expected_simulations(space, search_reps, reps), "optimize: simulations") as tick:
-            ev.ticker = tick
+            ev.ticker = judge.ticker = tick
             found = search.run()
             if found is None:
                 raise InputError(_infeasible(goal, search, space))
-            best, final, rejected = confirm(search, found, reps)
+            best, final, rejected = confirm(search, found, reps, judge)
             if best is None:
                 raise InputError(_unconfirmed(goal, rejected, reps))
-            best, final, runner_up = challenge(search, best, final, reps)
+            best, final, runner_up = challenge(search, best, final, reps, judge)
     points = list(search.points.values())
     front = frontier(points, goal.step_mode)
-    full_n = base.count if count is None else max(1, round(count / scale))
     if not goal.step_mode:  # the written scenario runs as long as the confirmation did, so it reproduces it
-        full_n = max(full_n, CONFIRM_HOLDS * best.cap)
+        full_n = judge.rollouts(best.cap, True)
     model = OptimizeSummary.build(
         input=base.name, input_fingerprint=base.fingerprint,
         target={"passing_per_hour": goal.passing_per_hour, "batch": goal.batch,
                 "train_s": goal.train_s if goal.step_mode else None, "max_step_s": goal.max_step_s,
                 "pass_rate": base.pass_rate, "scale": scale},
-        best={**_point(best), **_winner(final, reps, ev, rejected), "runner_up": runner_up},
+        best={**_point(best), **_winner(final, reps, judge, rejected), "runner_up": runner_up},
         search_best=_point(found),
         frontier=[_point(q) for q in front],
         frontier_axis="step_s" if goal.step_mode else "passing_per_hour",
-        evaluated=len(points), simulations=ev.simulations, backend=backend, seed=seed,
+        evaluated=len(points), simulations=ev.simulations + (judge.simulations if judge is not ev else 0),
+        backend=backend, seed=seed,
         basis=base.basis + _scale_basis(goal, scale, n, base.count, count, caps, step) + [
             f"caps searched {caps[0]:,}..{caps[-1]:,} step {step:,}; replicas 1..{max_replicas}",
         ] + ([f"a cap above {n // 2:,} runs 2 x cap rollouts (every sandbox at least two holds), not {n:,}"]
@@ -148,9 +153,14 @@ def run_optimize(
             "GPU prices from the GPU catalog (illustrative on-demand)",
             f"search: {search_reps} replication(s) per candidate (seeds from {seed}, the same for all); "
             f"winner: {reps} (seeds {seed}..{seed + reps - 1})",
-        ] + ([] if goal.step_mode else [_length_basis(screen_holds, n)]) + [
+        ] + ([] if goal.step_mode else [_length_basis(screen_holds, judge.count)]) + [
             _confidence_basis(goal, reps),
-        ],
+        ] + ([] if goal.step_mode else [
+            "one run's interval: mean +- t s sqrt(1 + 1/n) over the n replications, s the larger of their sd and the "
+            "root mean square of each run's own batch-means standard error (passing_per_hour_run_se)"]) + ([] if judge is ev else [
+            f"confirmed on the full loop, not the slice: the winner (and any step-up or runner-up) re-run at full "
+            f"scale, {judge.rollouts(best.cap, True):,} rollouts x {reps} replications; its figures, interval and the written "
+            "scenario are those runs' (the written seed is the first replication's)"]),
         pruned=dict(sorted(pruned.items())),
     )
     data = scenario_data(base, goal, best.option, best.replicas, best.cap, full_n, seed)
@@ -160,7 +170,8 @@ def run_optimize(
             f"${won.usd_per_h:.2f}/h; {won.nodes} x {won.node_type} "
             f"({won.tier}); one run's passing/h is expected in [{lo:.1f}, {hi:.1f}] (95%)"]
     if scale != 1:
-        head.append(f"full scale: the search simulated a {scale:g} slice of this loop (docs/optimize.md, --scale)")
+        head.append(f"full scale: the search simulated a {scale:g} slice of this loop, the claim is this loop's own "
+                    "(confirmed at full scale; docs/optimize.md, --scale)")
     return Outcome(model, tomlout.dumps(data, head))
 
 
@@ -179,8 +190,11 @@ def expected_simulations(space: Space, search_reps: int, reps: int) -> int:
     return len(space.options) * per_option * search_reps + reps
 
 
-def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, object, list]:
+def confirm(search: Search, found: Priced, reps: int, judge: Evaluator | None = None) -> tuple[Priced | None, object, list]:
     """Re-evaluate the cheapest feasible point with ``reps`` replications; step up until one is confident.
+
+    ``judge`` re-evaluates (default the search's evaluator): with ``--scale`` it is the full loop, so
+    what is bought and claimed is what the written full-scale scenario does, not what its slice did.
 
     A point is bought only if the 95% confidence bound of its re-evaluated mean meets the target
     (the lower bound of passing/h, the upper of the step time). A point that misses is set aside,
@@ -189,12 +203,13 @@ def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, ob
     already in, so the outcome is the same on every backend.
     """
     ev, space = search.ev, search.space
+    judge = judge or ev
     rejected: list[tuple[Priced, object]] = []
     seen: set = set()
     cand: Priced | None = found
     while cand is not None and len(rejected) < MAX_STEP_UPS:
-        final = ev.run([(cand.option, cand.replicas, cand.cap)], reps=reps, full=True)[0]
-        if confident(ev, final, reps):
+        final = judge.run([(cand.option, cand.replicas, cand.cap)], reps=reps, full=True)[0]
+        if confident(judge, final, reps):
             return cand, final, rejected
         rejected.append((cand, final))
         seen.add((cand.option, cand.replicas, cand.cap))
@@ -209,7 +224,8 @@ def confirm(search: Search, found: Priced, reps: int) -> tuple[Priced | None, ob
     return None, None, rejected
 
 
-def challenge(search: Search, best: Priced, final, reps: int) -> tuple[Priced, object, dict | None]:
+def challenge(search: Search, best: Priced, final, reps: int,
+              judge: Evaluator | None = None) -> tuple[Priced, object, dict | None]:
     """Re-run, at confirmation length, the cheaper points the screen put just below the target.
 
     A screen is short and its start-up transient can read a little high or low, so a cheaper point
@@ -218,6 +234,7 @@ def challenge(search: Search, best: Priced, final, reps: int) -> tuple[Priced, o
     winner, its confirmation and the runner-up that was re-run (None when none was near).
     """
     ev = search.ev
+    judge = judge or ev
     target = ev.goal.passing_per_hour
     if ev.goal.step_mode or target is None:
         return best, final, None
@@ -227,9 +244,9 @@ def challenge(search: Search, best: Priced, final, reps: int) -> tuple[Priced, o
                   key=lambda q: q.key(search.order))[:RUNNER_UPS]
     tried = None
     for q in near:
-        res = ev.run([(q.option, q.replicas, q.cap)], reps=reps, full=True)[0]
-        ok = confident(ev, res, reps)
-        tried = {**_point(q), "reevaluated": res.passing_per_hour, "bound": _bound(ev, res, reps), "bought": ok}
+        res = judge.run([(q.option, q.replicas, q.cap)], reps=reps, full=True)[0]
+        ok = confident(judge, res, reps)
+        tried = {**_point(q), "reevaluated": res.passing_per_hour, "bound": _bound(judge, res, reps), "bought": ok}
         if ok:
             return q, res, tried
     return best, final, tried
@@ -337,21 +354,28 @@ def _point(q: Priced) -> dict:
             "passing_per_hour": q.result.passing_per_hour, "step_s": q.result.step_s, "meets": q.meets}
 
 
-def _interval(vals: tuple[float, ...]) -> tuple[float | None, list[float]]:
-    """sd and a 95% prediction interval for one more run: mean +- t sd sqrt(1 + 1/n)."""
+def _interval(vals: tuple[float, ...], run_se: tuple[float, ...] = ()) -> tuple[float | None, list[float]]:
+    """sd and a 95% prediction interval for one more run: mean +- t s sqrt(1 + 1/n), ``s`` the larger of
+    the replications' sd and the root mean square of their own steady-window standard errors
+    (``run_se``): a handful of replications can agree by chance (5 full-scale runs of the published
+    winner spread 0.2/h where each run's batch means say 0.7/h, and a fresh seed read 433.5 against
+    [431.3, 432.6]); both estimate the spread of one run's steady-state mean."""
     m = statistics.fmean(vals)
     if len(vals) < 2:
         return None, [m, m]
     sd = statistics.stdev(vals)
-    w = t95(len(vals) - 1) * sd * math.sqrt(1 + 1 / len(vals))
+    s = max(sd, math.sqrt(statistics.fmean(v * v for v in run_se))) if run_se else sd
+    w = t95(len(vals) - 1) * s * math.sqrt(1 + 1 / len(vals))
     return sd, [m - w, m + w]
 
 
 def _winner(res, reps: int, ev: Evaluator, rejected: list) -> dict:
-    sd, iv = _interval(res.values)
+    sd, iv = _interval(res.values, res.run_se)
     step_iv = _interval(res.steps)[1] if res.steps else None
     b = _bound(ev, res, reps)
+    run_se = math.sqrt(statistics.fmean(v * v for v in res.run_se)) if res.run_se else None
     return {"replications": reps, "passing_per_hour": res.passing_per_hour, "step_s": res.step_s,
+            "passing_per_hour_run_se": run_se,
             "confirmation_rollouts": res.rollouts, "holds_per_sandbox": res.holds_per_sandbox,
             "passing_per_hour_sd": sd, "passing_per_hour_interval": iv, "step_s_interval": step_iv,
             "meets_on_reevaluation": ev.meets(res),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sandbox_fleet.optimize.inputs import Base
 from sandbox_fleet.optimize.space import Option, rework_hours
-from sandbox_fleet.simulate.engine.steady import MIN_HOLDS_PER_SANDBOX
+from sandbox_fleet.simulate.engine.steady import BATCHES, MIN_HOLDS_PER_SANDBOX, t95
 from sandbox_fleet.simulate.model import SimulatedHoldStats, SimulateSummary, SteadyState
 from sandbox_fleet.sweep.backends import run_tasks
 from sandbox_fleet.textout import Ticker
@@ -57,6 +57,8 @@ class Evaluation:
     stable: bool = True  # every replication reached a steady state (``steady_state.stable``)
     holds_per_sandbox: float | None = None  # the fewest over the replications' steady windows
     rollouts: int = 0  # per replication (the slice's)
+    #: per replication, the standard error of its passing/h over its steady window (batch means; full scale)
+    run_se: tuple[float, ...] = ()
 
     def rework_share(self, rate_per_node_h: float) -> float:
         return dict(self.rework).get(rate_per_node_h, 0.0)
@@ -164,6 +166,15 @@ def passing_per_hour(s: SimulateSummary, pass_rate: float, population: int | Non
     return s.completed * pass_rate * 3600.0 / s.sim_time_s if s.sim_time_s else 0.0
 
 
+def _window_se(st: SteadyState, pass_rate: float) -> float:
+    """One run's standard error of passing/h over its steady window: its batch-means interval's half
+    width over the Student t it was made with (``BATCHES - 1`` degrees of freedom); 0 without one."""
+    ci = st.completed_per_hour_ci
+    if not ci:
+        return 0.0
+    return (ci[1] - ci[0]) / 2 / t95(BATCHES - 1) * pass_rate
+
+
 class Evaluator:
     """Memoised simulations of (option, replicas, cap), run in batches on ``backend``.
 
@@ -244,7 +255,8 @@ class Evaluator:
             evicted_gb=sum((s.inference.evicted_gb if s.inference else None) or 0.0 for s in sums) / n,
             hold_mean_s=sum((s.hold_s or SimulatedHoldStats()).mean or 0.0 for s in sums) / n,
             values=vals, steps=steps, rework=rework, stable=all(st.stable is not False for st in steady),
-            holds_per_sandbox=min(hps) if hps else None, rollouts=sums[0].rollouts or 0)
+            holds_per_sandbox=min(hps) if hps else None, rollouts=sums[0].rollouts or 0,
+            run_se=() if self.goal.step_mode else tuple(_window_se(st, pr) / f for st in steady))
 
     def meets(self, r: Evaluation) -> bool:
         """The target is met, by a point with a steady state (an unstable one meets nothing)."""

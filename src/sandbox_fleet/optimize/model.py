@@ -85,6 +85,9 @@ class Winner(Point):
     holds_per_sandbox: Optional[float] = None
     #: the cheaper near-miss re-run at confirmation length (null: none was near)
     runner_up: Optional[RunnerUp] = None
+    #: root mean square of each replication's own standard error of passing/h over its steady window
+    #: (batch means); the one-run interval uses the larger of it and ``passing_per_hour_sd``
+    passing_per_hour_run_se: Optional[float] = None
 
 
 class OptimizeSummary(Summary):

@@ -135,7 +135,8 @@ class SteadyState(Block):
     window_end_s: Num = None
     window_s: Num = None
     warmup_method: Optional[str] = None
-    #: offered work per unit of capacity (busy-seconds per second) of each resource fed only by open workloads
+    #: offered work per unit of capacity (busy-seconds per second) of each resource fed only by open workloads,
+    #: and of each open workload on a policy pool over the slots its policy leaves it
     offered_load: Optional[dict[str, float]] = None
     trend_ratio: Num = None
     trend_t: Num = None

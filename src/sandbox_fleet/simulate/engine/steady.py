@@ -35,6 +35,8 @@ import numpy as np
 from sandbox_fleet import exact
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.entities import COMPLETED
+from sandbox_fleet.simulate.engine.policies import POLICIES
+from sandbox_fleet.simulate.engine.policy_load import load_of, policy_tests
 from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
 
 MSER_BATCH = 5
@@ -198,12 +200,33 @@ def _offered(r: _Run) -> dict[str, float]:
         slot_s = float(held.sum()) + fleet.provision_delay_s * held.size
         n = sum(res.workloads[w].count for w in ws)
         out[f"pool {p}"] = rate * slot_s / n / fleet.cap
+    out.update(_policy_loads(r, offs))
     sr = res.inference
     if sr is not None and all(k == OPEN for k in r.kinds):
         rate = _rate(res.rollout_arrival_s)
         if rate is not None:
             out["inference replica"] = rate * sr.work_s() / res.n_rollouts / sr.replicas
     return out
+
+
+def _policy_loads(r: _Run, offs: np.ndarray) -> dict[str, float]:
+    """Each open workload's offered work over the slots its pool's admission policy leaves it (``policy_load``)."""
+    res = r.res
+    policy = [p for p, fleet in enumerate(res.fleets) if fleet.admission in POLICIES and fleet.cap is not None]
+    if not policy:
+        return {}
+    busy: dict[int, float] = {}
+    rows = res.workload[r.started]
+    for w, wl in enumerate(res.workloads):
+        if wl.kind != OPEN or wl.pool not in policy:
+            continue
+        rate = _rate(res.rollout_arrival_s[offs[w]:offs[w + 1]])
+        if rate is None:
+            continue
+        held = r.hold[rows == w]
+        slot_s = float(held.sum()) + res.fleets[wl.pool].provision_delay_s * held.size
+        busy[w] = rate * slot_s / wl.count
+    return {what: load_of(b, slots) for what, b, slots in policy_tests(res.fleets, res.workloads, busy)}
 
 
 def _rate(arrivals: np.ndarray) -> float | None:
@@ -388,7 +411,8 @@ def _reason(out: dict, over: dict, growing: bool, closed: bool, rl_only: bool) -
     parts = []
     if over:
         parts.append("offered work exceeds capacity: " + ", ".join(
-            f"{k} {v:.2f} busy-seconds per second (>= 1)" for k, v in sorted(over.items())))
+            f"{k}{'; offered' if ': ' in k else ''} {v:.2f} busy-seconds per second (>= 1)"  # a policy's key is a clause
+            for k, v in sorted(over.items())))
     if growing:
         parts.append(f"time in system grows over the run (second half {out['trend_ratio']:.2f}x the first, "
                      f"slope t = {out['trend_t']:.1f})")
