@@ -1,0 +1,59 @@
+"""The FIFO recursion compiled: numba's build of ``fifo.place_stream``, the rule's one source.
+
+``fifo.place_stream`` is plain Python; ``load()`` hands it to numba (``cache=True``: the machine
+code is cached under ``_jit.cache_dir()``, so only the first process after an install or upgrade
+compiles it, ~2-4 s for its three argument types) and warms each argument type the FIFO path
+uses. A process pays ~1 s once to import numba and load the cached code, which the interpreted
+rule spends on ~2 million heap levels (~0.5 us each), so ``worth_it`` keeps smaller runs
+interpreted until the compiled rule is loaded in the process. Both give the same bits.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sandbox_fleet.simulate.engine import fast
+
+#: heap levels walked (attempts x ceil(log2(cap + 1))) from which compiling pays for numba's per-process load
+MIN_HEAP_LEVELS = 2_000_000
+_compiled: Any = None
+
+
+def load() -> Any:
+    """Import numba, build the compiled rule (or load it from the cache) and warm it; returns it."""
+    global _compiled
+    if _compiled is None:
+        from sandbox_fleet.simulate.engine.fast._jit import njit
+        from sandbox_fleet.simulate.engine.fifo import place_stream
+
+        place = njit(cache=True, nogil=True)(place_stream)
+        one, ids, stop = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
+        for i, s in ((None, None), (ids, None), (ids, stop)):  # the argument types the FIFO path passes
+            place(np.zeros(1), one, i, 0, 1, one, 0.0, np.zeros(1), s)
+        _compiled = place
+    return _compiled
+
+
+def loaded() -> bool:
+    return _compiled is not None
+
+
+def worth_it(prep) -> bool:
+    """Whether the compiled rule pays for its per-process load on this run (it is loaded, or the
+    run's placements walk at least ``MIN_HEAP_LEVELS`` heap levels)."""
+    caps = [int(pl.cap) for pl in prep.pools if pl.cap is not None]
+    if not caps:
+        return False  # unbounded pools only: nothing is placed on a heap
+    return loaded() or prep.n * max(1, math.ceil(math.log2(max(caps) + 1))) >= MIN_HEAP_LEVELS
+
+
+def compiled(prep) -> Any:
+    """The compiled rule for this run, or None where the plain-Python one runs it (numba missing
+    or switched off by ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON``, or a run too small
+    to pay the load)."""
+    if not fast.available() or not worth_it(prep):
+        return None
+    return load()
