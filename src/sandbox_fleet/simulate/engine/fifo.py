@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from heapq import heappop, heappush
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ RETRY_COLUMNS = ("rollout", "attempt", "arrival_s", "start_s", "state", "phase",
 INF = math.inf
 
 
-def place_stream(free, arr_t, ids, i, j, hold, provision_s, start, stop):  # noqa: C901 - the one rule, kept whole for numba
+def place_stream(free, arr_t, ids, i, j, hold, provision_s, start, stop):
     """Place the attempts entering one pool's queue at ``arr_t[i:j]`` (sorted): attempt ``k`` is
     rollout ``r = ids[k]`` (``k`` itself when ``ids`` is None), holds ``hold[r]``, and starts at
     ``max(arr_t[k], the earliest time a slot is free)``, written to ``start[r]``; that slot is
@@ -99,7 +100,9 @@ class _Placer:
         self.arrays = compiled is not None
         self.place = compiled if compiled is not None else place_stream
         self.hold = np.ascontiguousarray(prep.hold_np, dtype=float) if self.arrays else prep.hold
-        self._t, self._h, self._s = (np.zeros(1) for _ in range(3)) if self.arrays else ([0.0], [0.0], [0.0])
+        self._t: Any = np.zeros(1) if self.arrays else [0.0]  # one attempt's arrival, hold, start
+        self._h: Any = np.zeros(1) if self.arrays else [0.0]
+        self._s: Any = np.zeros(1) if self.arrays else [0.0]
 
     def heap(self, cap: int | None):
         """A pool's slot-free heap (all free at 0), ``None`` for an unbounded pool."""
@@ -175,7 +178,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     pl = _Placer(prep)
     place, one = pl.place, pl.one
     a_enq = [math.nan] * N
-    a_start = np.full(N, math.nan) if pl.arrays else [math.nan] * N  # written by the rule
+    a_start: Any = np.full(N, math.nan) if pl.arrays else [math.nan] * N  # written by the rule
     retried_first: list[int] = []
     # Extra rows: retry attempts.
     x: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "hold")}  # "hold" becomes "finish_s" at the end
