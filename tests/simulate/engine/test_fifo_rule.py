@@ -13,6 +13,7 @@ import struct
 import textwrap
 from heapq import heapreplace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -200,15 +201,23 @@ def _prep(n: int, cap: int | None):
     return prepare(Fleet(cap=cap), [Poisson(rate_per_s=2.0, n=n, holds=Exponential(1.0))], 1)
 
 
+def _sized(n: int, *caps: int | None) -> SimpleNamespace:
+    """What ``worth_it`` reads of a prepared run: its rollouts and pools."""
+    return SimpleNamespace(n=n, pools=[Fleet(cap=c) for c in caps])
+
+
 def test_worth_it_counts_heap_levels(monkeypatch):
     monkeypatch.setattr(fifo_compiled, "_compiled", None)  # as in a fresh process
-    # cap 10: ceil(log2 11) = 4 levels an attempt; 2,000,000 levels from 500,000 attempts.
-    assert not fifo_compiled.worth_it(_prep(499_999, 10))
-    assert fifo_compiled.worth_it(_prep(500_000, 10))
-    # cap 3,000: ceil(log2 3001) = 12 levels; from 166,667 attempts.
-    assert not fifo_compiled.worth_it(_prep(166_666, 3000))
-    assert fifo_compiled.worth_it(_prep(166_667, 3000))
-    assert not fifo_compiled.worth_it(_prep(10_000_000 // 4, None))  # unbounded: nothing on a heap
+    assert fifo_compiled.MIN_HEAP_LEVELS == 8_000_000
+    # cap 10: ceil(log2 11) = 4 levels an attempt; 8,000,000 levels from 2,000,000 attempts.
+    assert not fifo_compiled.worth_it(_sized(1_999_999, 10))
+    assert fifo_compiled.worth_it(_sized(2_000_000, 10))
+    # cap 3,000: ceil(log2 3001) = 12 levels; from 666,667 attempts (the largest pool counts).
+    assert not fifo_compiled.worth_it(_sized(666_666, 3000, 5))
+    assert fifo_compiled.worth_it(_sized(666_667, None, 3000))
+    # cap 1: one level an attempt.
+    assert fifo_compiled.worth_it(_sized(8_000_000, 1)) and not fifo_compiled.worth_it(_sized(7_999_999, 1))
+    assert not fifo_compiled.worth_it(_sized(10**9, None))  # unbounded pools only: nothing on a heap
 
 
 def test_small_runs_compile_once_loaded_and_the_switches_keep_python(monkeypatch):

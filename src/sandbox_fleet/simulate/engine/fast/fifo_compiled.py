@@ -2,10 +2,12 @@
 
 ``fifo.place_stream`` is plain Python; ``load()`` hands it to numba (``cache=True``: the machine
 code is cached under ``_jit.cache_dir()``, so only the first process after an install or upgrade
-compiles it, ~2-4 s for its three argument types) and warms each argument type the FIFO path
-uses. A process pays ~1 s once to import numba and load the cached code, which the interpreted
-rule spends on ~2 million heap levels (~0.5 us each), so ``worth_it`` keeps smaller runs
-interpreted until the compiled rule is loaded in the process. Both give the same bits.
+compiles it, ~3-5 s for its three argument types) and warms each argument type the FIFO path
+uses. A later process pays ~1.4 s once (importing numba ~0.85 s, its first call into the cached
+code ~1 s, on the shared 2-core machine; BENCHMARKS.md), which the interpreted rule spends on ~8
+million heap levels (~0.17 us of CPU each beyond the compiled rule, measured over whole runs at
+c = 10 and 3,000), so ``worth_it`` keeps smaller runs interpreted until the compiled rule is loaded
+in the process. Both give the same bits.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from sandbox_fleet.simulate.engine import fast
 
 #: heap levels walked (attempts x ceil(log2(cap + 1))) from which compiling pays for numba's per-process load
-MIN_HEAP_LEVELS = 2_000_000
+MIN_HEAP_LEVELS = 8_000_000
 _compiled: Any = None
 
 
