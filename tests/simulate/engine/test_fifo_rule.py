@@ -208,6 +208,7 @@ def _sized(n: int, *caps: int | None) -> SimpleNamespace:
 
 def test_worth_it_counts_heap_levels(monkeypatch):
     monkeypatch.setattr(fifo_compiled, "_compiled", None)  # as in a fresh process
+    monkeypatch.setattr(fifo_compiled, "_spent", 0)
     assert fifo_compiled.MIN_HEAP_LEVELS == 8_000_000
     # cap 10: ceil(log2 11) = 4 levels an attempt; 8,000,000 levels from 2,000,000 attempts.
     assert not fifo_compiled.worth_it(_sized(1_999_999, 10))
@@ -220,11 +221,25 @@ def test_worth_it_counts_heap_levels(monkeypatch):
     assert not fifo_compiled.worth_it(_sized(10**9, None))  # unbounded pools only: nothing on a heap
 
 
+def test_interpreted_runs_add_up_to_the_load(monkeypatch):
+    # rent or buy: 2,000,000 attempts at cap 10 are the load's worth; three runs of 700,000 run
+    # interpreted, interpreted (1.4M so far), then compiled (1.4M + 0.7M >= 2M).
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    monkeypatch.setattr(fifo_compiled, "_compiled", None)
+    monkeypatch.setattr(fifo_compiled, "_spent", 0)
+    monkeypatch.setattr(fifo_compiled, "load", lambda: "loaded")
+    run = _sized(700_000, 10)
+    assert [fifo_compiled.compiled(run) for _ in range(3)] == [None, None, "loaded"]
+    assert fifo_compiled._spent == 2 * 700_000 * 4
+
+
 def test_small_runs_compile_once_loaded_and_the_switches_keep_python(monkeypatch):
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
     small_run = _prep(100, 3)
     monkeypatch.setattr(fifo_compiled, "_compiled", None)
+    monkeypatch.setattr(fifo_compiled, "_spent", 0)
     assert fifo_compiled.compiled(small_run) is None
     loaded = fifo_compiled.load()
     assert fifo_compiled.compiled(small_run) is loaded

@@ -7,7 +7,9 @@ uses. A later process pays ~1.4 s once (importing numba ~0.85 s, its first call 
 code ~1 s, on the shared 2-core machine; BENCHMARKS.md), which the interpreted rule spends on ~8
 million heap levels (~0.17 us of CPU each beyond the compiled rule, measured over whole runs at
 c = 10 and 3,000), so ``worth_it`` keeps smaller runs interpreted until the compiled rule is loaded
-in the process. Both give the same bits.
+in the process, or until the process has spent that many levels interpreting (a search of many
+mid-sized runs then loads it once: never more than twice the better choice's cost, the rent-or-buy
+rule). Both give the same bits.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sandbox_fleet.simulate.engine import fast
 #: heap levels walked (attempts x ceil(log2(cap + 1))) from which compiling pays for numba's per-process load
 MIN_HEAP_LEVELS = 8_000_000
 _compiled: Any = None
+_spent = 0  # heap levels this process has walked with the rule interpreted (while numba was available)
 
 
 def load() -> Any:
@@ -45,17 +48,27 @@ def loaded() -> bool:
 
 def worth_it(prep) -> bool:
     """Whether the compiled rule pays for its per-process load on this run (it is loaded, or the
-    run's placements walk at least ``MIN_HEAP_LEVELS`` heap levels)."""
-    caps = [int(pl.cap) for pl in prep.pools if pl.cap is not None]
-    if not caps:
+    run's placements with those the process ran interpreted walk ``MIN_HEAP_LEVELS`` heap levels)."""
+    levels = heap_levels(prep)
+    if not levels:
         return False  # unbounded pools only: nothing is placed on a heap
-    return loaded() or prep.n * max(1, math.ceil(math.log2(max(caps) + 1))) >= MIN_HEAP_LEVELS
+    return loaded() or levels + _spent >= MIN_HEAP_LEVELS
+
+
+def heap_levels(prep) -> int:
+    """Heap levels the run's placements walk, at most: attempts x ceil(log2(largest cap + 1))."""
+    caps = [int(pl.cap) for pl in prep.pools if pl.cap is not None]
+    return prep.n * max(1, math.ceil(math.log2(max(caps) + 1))) if caps else 0
 
 
 def compiled(prep) -> Any:
     """The compiled rule for this run, or None where the plain-Python one runs it (numba missing
     or switched off by ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON``, or a run too small
     to pay the load)."""
-    if not fast.available() or not worth_it(prep):
+    global _spent
+    if not fast.available():
+        return None
+    if not worth_it(prep):
+        _spent += heap_levels(prep)
         return None
     return load()
