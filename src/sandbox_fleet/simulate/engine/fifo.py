@@ -124,6 +124,31 @@ class _Placer:
         return float(self._s[0])
 
 
+def batch_makespans(holds: np.ndarray, cap: int) -> np.ndarray:
+    """Each row's makespan: a batch (the row's holds, in order) entering ``cap`` free slots together
+    at 0 and placed by the rule, as ``run_fifo`` places a released RL batch (no builds, no
+    provisioning): the largest start + hold. The plan's RL-step search runs on it."""
+    from sandbox_fleet.simulate.engine.fast import fifo_compiled
+
+    rows, n = holds.shape
+    out = np.zeros(rows)
+    if n == 0:
+        return out
+    place = fifo_compiled.compiled_for(holds.size * max(1, math.ceil(math.log2(cap + 1))))
+    if place is not None:
+        at_zero, start = np.zeros(n), np.empty(n)
+        for k in range(rows):
+            row = np.ascontiguousarray(holds[k], dtype=float)
+            place(np.zeros(cap), at_zero, None, 0, n, row, 0.0, start, None)
+            out[k] = np.max(start + row)
+    else:
+        at_zero_l, start_l = [0.0] * n, [0.0] * n
+        for k, row_l in enumerate(holds.tolist()):
+            place_stream([0.0] * cap, at_zero_l, None, 0, n, row_l, 0.0, start_l, None)
+            out[k] = max([s + h for s, h in zip(start_l, row_l)])
+    return out
+
+
 def one_pass(prep: Prepared) -> bool:
     """Whether the whole run is one pass of ``place_stream``: one capped pool, open arrivals
     only (no RL releases on the run's heap), and no first attempt that can retry."""

@@ -49,7 +49,10 @@ def loaded() -> bool:
 def worth_it(prep) -> bool:
     """Whether the compiled rule pays for its per-process load on this run (it is loaded, or the
     run's placements with those the process ran interpreted walk ``MIN_HEAP_LEVELS`` heap levels)."""
-    levels = heap_levels(prep)
+    return _pays(heap_levels(prep))
+
+
+def _pays(levels: int) -> bool:
     if not levels:
         return False  # unbounded pools only: nothing is placed on a heap
     return loaded() or levels + _spent >= MIN_HEAP_LEVELS
@@ -65,10 +68,15 @@ def compiled(prep) -> Any:
     """The compiled rule for this run, or None where the plain-Python one runs it (numba missing
     or switched off by ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON``, or a run too small
     to pay the load)."""
+    return compiled_for(heap_levels(prep))
+
+
+def compiled_for(levels: int) -> Any:
+    """``compiled`` for placements walking ``levels`` heap levels (callers outside a prepared run)."""
     global _spent
     if not fast.available():
         return None
-    if not worth_it(prep):
-        _spent += heap_levels(prep)
+    if not _pays(levels):
+        _spent += levels
         return None
     return load()
