@@ -209,29 +209,29 @@ def _sized(n: int, *caps: int | None) -> SimpleNamespace:
 def test_worth_it_counts_heap_levels(monkeypatch):
     monkeypatch.setattr(fifo_compiled, "_compiled", None)  # as in a fresh process
     monkeypatch.setattr(fifo_compiled, "_spent", 0)
-    assert fifo_compiled.MIN_HEAP_LEVELS == 8_000_000
-    # cap 10: ceil(log2 11) = 4 levels an attempt; 8,000,000 levels from 2,000,000 attempts.
-    assert not fifo_compiled.worth_it(_sized(1_999_999, 10))
-    assert fifo_compiled.worth_it(_sized(2_000_000, 10))
-    # cap 3,000: ceil(log2 3001) = 12 levels; from 666,667 attempts (the largest pool counts).
-    assert not fifo_compiled.worth_it(_sized(666_666, 3000, 5))
-    assert fifo_compiled.worth_it(_sized(666_667, None, 3000))
-    # cap 1: one level an attempt.
-    assert fifo_compiled.worth_it(_sized(8_000_000, 1)) and not fifo_compiled.worth_it(_sized(7_999_999, 1))
+    assert (fifo_compiled.MIN_WORK, fifo_compiled.ATTEMPT_LEVELS) == (18_000_000, 4)
+    # cap 10: 4 + ceil(log2 11) = 8 units an attempt; 18,000,000 from 2,250,000 attempts.
+    assert not fifo_compiled.worth_it(_sized(2_249_999, 10))
+    assert fifo_compiled.worth_it(_sized(2_250_000, 10))
+    # cap 3,000: 4 + ceil(log2 3001) = 16 units; from 1,125,000 attempts (the largest pool counts).
+    assert not fifo_compiled.worth_it(_sized(1_124_999, 3000, 5))
+    assert fifo_compiled.worth_it(_sized(1_125_000, None, 3000))
+    # cap 1: 4 + 1 = 5 units an attempt: from 3,600,000.
+    assert fifo_compiled.worth_it(_sized(3_600_000, 1)) and not fifo_compiled.worth_it(_sized(3_599_999, 1))
     assert not fifo_compiled.worth_it(_sized(10**9, None))  # unbounded pools only: nothing on a heap
 
 
 def test_interpreted_runs_add_up_to_the_load(monkeypatch):
-    # rent or buy: 2,000,000 attempts at cap 10 are the load's worth; three runs of 700,000 run
-    # interpreted, interpreted (1.4M so far), then compiled (1.4M + 0.7M >= 2M).
+    # rent or buy: 2,250,000 attempts at cap 10 are the load's worth; runs of 800,000 run
+    # interpreted, interpreted (1.6M so far), then compiled (1.6M + 0.8M >= 2.25M).
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
     monkeypatch.setattr(fifo_compiled, "_compiled", None)
     monkeypatch.setattr(fifo_compiled, "_spent", 0)
     monkeypatch.setattr(fifo_compiled, "load", lambda: "loaded")
-    run = _sized(700_000, 10)
+    run = _sized(800_000, 10)
     assert [fifo_compiled.compiled(run) for _ in range(3)] == [None, None, "loaded"]
-    assert fifo_compiled._spent == 2 * 700_000 * 4
+    assert fifo_compiled._spent == 2 * 800_000 * 8
 
 
 def test_small_runs_compile_once_loaded_and_the_switches_keep_python(monkeypatch):

@@ -134,7 +134,7 @@ def batch_makespans(holds: np.ndarray, cap: int) -> np.ndarray:
     out = np.zeros(rows)
     if n == 0:
         return out
-    place = fifo_compiled.compiled_for(holds.size * max(1, math.ceil(math.log2(cap + 1))))
+    place = fifo_compiled.compiled_for(fifo_compiled.placements(holds.size, cap))
     if place is not None:
         at_zero, start = np.zeros(n), np.empty(n)
         for k in range(rows):

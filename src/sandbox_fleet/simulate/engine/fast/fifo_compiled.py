@@ -3,11 +3,12 @@
 ``fifo.place_stream`` is plain Python; ``load()`` hands it to numba (``cache=True``: the machine
 code is cached under ``_jit.cache_dir()``, so only the first process after an install or upgrade
 compiles it, ~3-5 s for its three argument types) and warms each argument type the FIFO path
-uses. A later process pays ~1.4 s once (importing numba ~0.85 s, its first call into the cached
-code ~1 s, on the shared 2-core machine; BENCHMARKS.md), which the interpreted rule spends on ~8
-million heap levels (~0.17 us of CPU each beyond the compiled rule, measured over whole runs at
-c = 10 and 3,000), so ``worth_it`` keeps smaller runs interpreted until the compiled rule is loaded
-in the process, or until the process has spent that many levels interpreting (a search of many
+uses. A later process pays ~1.4-2.2 s once (importing numba ~0.85 s, its first call into the
+cached code ~1 s, on the shared 2-core machine; BENCHMARKS.md). The interpreted rule takes ~0.08 us
+a heap level plus ~0.3 us an attempt (1M attempts: 0.61 s at c = 10, 1.25 s at c = 3,000), so its
+work is counted in heap levels with 4 more an attempt, and 18 million of them are the load's worth:
+``worth_it`` keeps smaller runs interpreted until the compiled rule is loaded in the process, or
+until the process has spent that much work interpreting (a search of many
 mid-sized runs then loads it once: never more than twice the better choice's cost, the rent-or-buy
 rule). Both give the same bits.
 """
@@ -21,10 +22,12 @@ import numpy as np
 
 from sandbox_fleet.simulate.engine import fast
 
-#: heap levels walked (attempts x ceil(log2(cap + 1))) from which compiling pays for numba's per-process load
-MIN_HEAP_LEVELS = 8_000_000
+#: the interpreted rule's work (``work``) from which compiling pays for numba's per-process load
+MIN_WORK = 18_000_000
+#: an attempt's fixed cost in heap levels (0.3 us against 0.08 us a level, interpreted)
+ATTEMPT_LEVELS = 4
 _compiled: Any = None
-_spent = 0  # heap levels this process has walked with the rule interpreted (while numba was available)
+_spent = 0  # work this process has done with the rule interpreted (while numba was available)
 
 
 def load() -> Any:
@@ -48,35 +51,41 @@ def loaded() -> bool:
 
 def worth_it(prep) -> bool:
     """Whether the compiled rule pays for its per-process load on this run (it is loaded, or the
-    run's placements with those the process ran interpreted walk ``MIN_HEAP_LEVELS`` heap levels)."""
-    return _pays(heap_levels(prep))
+    run's ``work`` with what the process ran interpreted reaches ``MIN_WORK``)."""
+    return _pays(work(prep))
 
 
-def _pays(levels: int) -> bool:
-    if not levels:
+def _pays(units: int) -> bool:
+    if not units:
         return False  # unbounded pools only: nothing is placed on a heap
-    return loaded() or levels + _spent >= MIN_HEAP_LEVELS
+    return loaded() or units + _spent >= MIN_WORK
 
 
-def heap_levels(prep) -> int:
-    """Heap levels the run's placements walk, at most: attempts x ceil(log2(largest cap + 1))."""
+def work(prep) -> int:
+    """The run's placements in the interpreted rule's cost units (``placements``)."""
     caps = [int(pl.cap) for pl in prep.pools if pl.cap is not None]
-    return prep.n * max(1, math.ceil(math.log2(max(caps) + 1))) if caps else 0
+    return placements(prep.n, max(caps)) if caps else 0
+
+
+def placements(attempts: int, cap: int) -> int:
+    """``attempts`` placed on a heap of ``cap`` slots, in heap levels: ``ATTEMPT_LEVELS`` an attempt
+    plus ceil(log2(cap + 1)), the most its sift walks."""
+    return attempts * (ATTEMPT_LEVELS + max(1, math.ceil(math.log2(cap + 1))))
 
 
 def compiled(prep) -> Any:
     """The compiled rule for this run, or None where the plain-Python one runs it (numba missing
     or switched off by ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON``, or a run too small
     to pay the load)."""
-    return compiled_for(heap_levels(prep))
+    return compiled_for(work(prep))
 
 
-def compiled_for(levels: int) -> Any:
-    """``compiled`` for placements walking ``levels`` heap levels (callers outside a prepared run)."""
+def compiled_for(units: int) -> Any:
+    """``compiled`` for placements of ``units`` work (``placements``; callers outside a prepared run)."""
     global _spent
     if not fast.available():
         return None
-    if not _pays(levels):
-        _spent += levels
+    if not _pays(units):
+        _spent += units
         return None
     return load()
