@@ -363,6 +363,10 @@ def rl_schedule_target(
             note=(f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
                   f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         )
+    if step_time is None:  # every probe places RL_STEPS x batch on at most batch slots, with the engine's rule
+        from sandbox_fleet.simulate.engine.fast import fifo_compiled  # plan -> simulate, for this search only
+
+        fifo_compiled.load_if_pays(fifo_compiled.placements(RL_STEPS * batch, batch) * search_probes(batch, replications))
     # one bar from the uncapped run on (on a terminal), its total known up front
     with progress_bar(_on_terminal(), search_probes(batch, replications),
                       f"searching caps ({replications} x {RL_STEPS} steps)") as tick:

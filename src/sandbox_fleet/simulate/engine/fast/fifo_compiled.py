@@ -73,6 +73,14 @@ def placements(attempts: int, cap: int) -> int:
     return attempts * (ATTEMPT_LEVELS + max(1, math.ceil(math.log2(cap + 1))))
 
 
+def load_if_pays(units: int) -> None:
+    """Load the compiled rule now if numba may run and ``units`` of work (``placements``) pay for
+    it: a search of many small placements (the plan's RL-step search) states its whole work up
+    front, so that every call runs compiled rather than only those after the rent-or-buy switch."""
+    if fast.available() and _pays(units):
+        load()
+
+
 def compiled(prep) -> Any:
     """The compiled rule for this run, or None where the plain-Python one runs it (numba missing
     or switched off by ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON``, or a run too small
