@@ -20,7 +20,11 @@ what a fresh process pays for the compiled rule (a first run into an empty numba
 the compile after an install, and later runs loading the cache); and the whole ``simulate``
 CLI process on a 1,000-rollout M/M/10 scenario, ours and base alternating.
 
+``--numba-in-base`` (a diagnostic) has base's child import numba and compile a one-line function
+before its clock, so both sides run with the same libraries loaded.
+
 Usage: python benchmarks/bench_fifo.py [--rounds 5] [--caps 10 3000] [--src DIR] [--base-src DIR] [--no-extras]
+       [--numba-in-base]
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SMALL, LARGE = 200_000, 1_200_000
 RHO, MU = 0.7, 1.0
+NUMBA_IN_BASE = False  # --numba-in-base
 
 CHILD = r"""
 import json, sys, time
@@ -52,6 +57,9 @@ else:
     if side == "ours":  # "auto": as a user runs it, the rule compiled or not as worth_it decides
         from sandbox_fleet.simulate.engine.fast import fifo_compiled
         fifo_compiled.load()  # both sizes compiled: the marginal rate is the compiled path's
+    if side == "base" and BASE_NUMBA:  # --numba-in-base: the same libraries loaded on both sides
+        import numba
+        numba.njit(lambda x: x + 1.0)(1.0)
     def work():
         res = run_workloads(Fleet(cap=c), [Poisson(rate_per_s=lam, n=n, holds=Exponential(1.0 / MU))], seed=1)
         return res.summary()
@@ -75,7 +83,8 @@ def _env(side: str, src: str | None, base_src: str | None) -> dict:
 
 def run(side: str, n: int, c: int, src: str | None, base_src: str | None) -> dict:
     """One fresh process: the times it measured inside, and its whole wall time from outside."""
-    code = CHILD.replace("RHO", repr(RHO)).replace("MU", repr(MU)).replace("HERE", repr(str(HERE)))
+    code = (CHILD.replace("RHO", repr(RHO)).replace("MU", repr(MU)).replace("HERE", repr(str(HERE)))
+            .replace("BASE_NUMBA", repr(NUMBA_IN_BASE)))
     w0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, str(n), str(c), side], env=_env(side, src, base_src),
                          check=True, capture_output=True, text=True).stdout
@@ -239,7 +248,11 @@ def main() -> None:
     ap.add_argument("--src", help="put this src directory first on PYTHONPATH for our side")
     ap.add_argument("--base-src", help="a second checkout's src directory, run side by side as 'base'")
     ap.add_argument("--no-extras", action="store_true", help="only the marginal rates and fixed costs")
+    ap.add_argument("--numba-in-base", action="store_true",
+                    help="base's child imports numba and compiles a one-line function before its clock (a diagnostic)")
     args = ap.parse_args()
+    global NUMBA_IN_BASE
+    NUMBA_IN_BASE = args.numba_in_base
     sides = ("peer", "ours", "base", "pure") if args.base_src else ("peer", "ours", "pure")
     print(f"FIFO path vs minimal peer: marginal rollouts/s = 1M / (t({LARGE:,}) - t({SMALL:,})), "
           f"M/M/c at utilisation {RHO}, median of {args.rounds} alternating rounds; "
