@@ -362,3 +362,28 @@ def test_general_path_with_retries_is_the_same_interpreted_and_compiled(case, mo
     assert a.state.size > a.n_rollouts  # retries happened
     for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):
         assert np.array_equal(np.asarray(getattr(a, k)).view(np.uint8), np.asarray(getattr(b, k)).view(np.uint8)), k
+
+
+def test_batch_makespans_by_hand_and_against_a_linear_scan(monkeypatch):
+    # holds 5, 3, 4, 1 on 2 slots: 5 | 3 -> 3+4 = 7 | 5+1 = 6: makespan 7; on 1 slot 13; on 4 slots 5
+    rng = np.random.default_rng(11)
+    holds = rng.lognormal(2.0, 0.7, (6, 50))
+    want = {}
+    for cap in (1, 3, 17, 64):  # brute force: each rollout takes the slot free first (a linear scan)
+        ends = []
+        for row in holds.tolist():
+            free = [0.0] * cap
+            for h in row:
+                k = min(range(cap), key=free.__getitem__)
+                free[k] += h
+            ends.append(max(free))
+        want[cap] = ends
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(fifo_compiled, "_spent", 0)  # restored after the test (interpreted calls add to it)
+    for form in ("interpreted", "compiled"):
+        monkeypatch.setattr(fifo_compiled, "_compiled", None if form == "interpreted" else fifo_compiled.load())
+        monkeypatch.setattr(fifo_compiled, "MIN_WORK", 10**18)  # never loads by itself: the form set above runs
+        assert fifo.batch_makespans(np.array([[5.0, 3.0, 4.0, 1.0]]), 2).tolist() == [7.0]
+        assert [fifo.batch_makespans(np.array([[5.0, 3.0, 4.0, 1.0]]), c)[0] for c in (1, 4)] == [13.0, 5.0]
+        for cap, ends in want.items():
+            assert fifo.batch_makespans(holds, cap).tolist() == ends, (form, cap)
