@@ -1,7 +1,7 @@
 """The optional C speed-ups; everything else is in pyproject.toml.
 
 Each is a twin of a Python / NumPy / Arrow function that stays the reference (``speedups``):
-the FIFO recursion (``simulate.fifo.place_stream``), the task-name column's encoding (Arrow's
+the task-name column's encoding (Arrow's
 own dictionary reading) and the id hashes (``validate``'s NumPy passes), measure's grouped
 passes, masked sums, hold-sort packing and its per-group order statistics; and one that is no
 twin, measure's NumPy allocator hook (``measure.numpypool``: without it NumPy allocates as usual).
@@ -25,12 +25,6 @@ def _twin(module: str, source: str, **options) -> Extension:
 
 
 extensions = [
-    Extension(
-        "sandbox_fleet.simulate.engine._fifo_speedups",
-        ["src/sandbox_fleet/simulate/engine/_fifo_speedups.c"],
-        extra_compile_args=_EXACT_FP,
-        optional=True,
-    ),
     _twin("sandbox_fleet.telemetry._strings", "src/sandbox_fleet/telemetry/_strings.c"),
     # Buffers only (no NumPy headers); integer arithmetic.
     _twin("sandbox_fleet.measure._groups", "src/sandbox_fleet/measure/_groups.c"),

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.plan import target as tgt
-from sandbox_fleet.plan.interval import list_schedule_step_s, replicated_search
+from sandbox_fleet.plan.interval import replicated_search
 from sandbox_fleet.plan.summary import Figures
-from sandbox_fleet.plan.target import HoldSampler, rl_schedule_target
+from sandbox_fleet.plan.target import HoldSampler, list_schedule_step_s, rl_schedule_target
 from summaries import as_measure
 
 from .conftest import PUBLISHED

@@ -20,15 +20,10 @@ the pooled search already probed around it, so it costs a few more runs, not a f
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
-
-if TYPE_CHECKING:  # NumPy is imported where it is used: a plan from a summary may not need it
-    import numpy as np
-
+from typing import Optional
 
 #: replications per search, chosen by measurement on the published holds (train 300 s), seeds 0..4:
 #:   R = 4: answers spread 9.3% at B = 512, 8.1% at B = 4,096;  R = 8: 4.7% / 6.5%;
@@ -57,28 +52,6 @@ class CapSearch:
     step_s_uncapped: float
     step_s_at_cap: float
     evaluations: int
-
-
-def list_schedule_step_s(holds: np.ndarray, cap: int) -> float:
-    """Mean makespan of synchronous steps (rows of ``holds``) on ``cap`` FIFO slots.
-
-    The simulator's sync-RL semantics without builds or delays: a step releases its batch at once,
-    the first ``cap`` start together, each later rollout takes the first slot to free up. Exact (ties
-    between equal free times do not change the makespan); a test checks it against ``simulate``.
-    About ten times faster than a full simulation, which is what makes replications affordable.
-    """
-    total = 0.0
-    for row in holds:
-        free = row[:cap].tolist()
-        heapq.heapify(free)
-        end = max(free) if free else 0.0
-        for h in row[cap:].tolist():
-            x = free[0] + h
-            heapq.heapreplace(free, x)
-            if x > end:
-                end = x
-        total += end
-    return total / len(holds)
 
 
 def rep_seed(seed: int, rep: int) -> int:

@@ -17,7 +17,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan import holdfit
 from sandbox_fleet.plan.censored import censored_target
 from sandbox_fleet.plan.holdfit import ClippedFit, clipped_fit
-from sandbox_fleet.plan.interval import RL_REPLICATIONS, CapSearch, list_schedule_step_s, rep_seed, replicated_search
+from sandbox_fleet.plan.interval import RL_REPLICATIONS, CapSearch, rep_seed, replicated_search
 from sandbox_fleet.plan.model import HoldFit, ShapeAlternative, Target
 from sandbox_fleet.plan.shape import SHAPE_SWING, SHAPES, auto_shape, mean_busy, measured_shape, smooth_shape
 from sandbox_fleet.plan.summary import Figures
@@ -297,10 +297,27 @@ def _simulator_step_time() -> StepTime:
     return step_time
 
 
+def list_schedule_step_s(holds: np.ndarray, cap: int) -> float:
+    """Mean makespan of synchronous steps (rows of ``holds``) on ``cap`` FIFO slots.
+
+    The simulator's sync-RL semantics without builds or delays: a step releases its batch at once,
+    the first ``cap`` start together, each later rollout takes the first slot to free up; each step
+    placed by the engine's FIFO rule (``simulate.engine.fifo.batch_makespans``, compiled by numba when
+    the search is large enough to pay its load). A test checks it against ``simulate``. Without the
+    engine's events, checks and summary it is about ten times faster than a full simulation, which is
+    what makes replications affordable."""
+    from sandbox_fleet.simulate.engine.fifo import batch_makespans  # plan -> simulate, for this search only
+
+    total = 0.0
+    for end in batch_makespans(holds, cap).tolist():
+        total += end
+    return total / len(holds)
+
+
 def _list_schedule_step_time() -> StepTime:
     """The default evaluator: ``RL_STEPS`` steps of fitted holds per seed, list-scheduled on the cap
-    (``interval.list_schedule_step_s``; the same answer as the simulator's sync-RL workload, checked
-    in tests/plan/test_interval.py). Holds are drawn once per seed and reused at every cap."""
+    (``list_schedule_step_s``; the same answer as the simulator's sync-RL workload, checked in
+    tests/plan/test_interval.py). Holds are drawn once per seed and reused at every cap."""
     import numpy as np
     drawn: dict[tuple[int, int], np.ndarray] = {}
 
@@ -348,6 +365,10 @@ def rl_schedule_target(
             note=(f"{batch:,} rollouts x {RL_STEPS} steps per probe is over the simulated search limit of "
                   f"{RL_MAX_SIMULATED:,} rollouts; sized by the closed-form bound (never short of sandboxes)"),
         )
+    if step_time is None:  # every probe places RL_STEPS x batch on at most batch slots, with the engine's rule
+        from sandbox_fleet.simulate.engine.fast import fifo_compiled  # plan -> simulate, for this search only
+
+        fifo_compiled.load_if_pays(fifo_compiled.placements(RL_STEPS * batch, batch) * search_probes(batch, replications))
     # one bar from the uncapped run on (on a terminal), its total known up front
     with progress_bar(_on_terminal(), search_probes(batch, replications),
                       f"searching caps ({replications} x {RL_STEPS} steps)") as tick:

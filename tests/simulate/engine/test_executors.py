@@ -17,13 +17,11 @@ import pytest
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Closed, Deterministic, Episode, Exponential, Fleet, Poisson, SyncRL
 from sandbox_fleet.simulate.engine import executors
-from sandbox_fleet.simulate.engine.fifo import placer
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.engine.trainer import RLState
 
-C_BUILT = importlib.util.find_spec("sandbox_fleet.simulate.engine._fifo_speedups") is not None
 NUMBA = importlib.util.find_spec("numba") is not None
 
 
@@ -36,24 +34,20 @@ def _chosen(fleet, wls, engine="auto", inference=None) -> str:
 
 
 def test_the_table_lists_the_documented_names_in_the_auto_order():
-    assert executors.NAMES == ("fifo-c", "fifo", "closed-loop-kernel", "events")
-    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "fifo", "events", "events"]
+    assert executors.NAMES == ("fifo", "closed-loop-kernel", "events")
+    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events"]
 
 
-@pytest.mark.skipif(not C_BUILT, reason="the C speed-up was not built")
-def test_one_pass_goes_to_the_c_twin_unless_pure_python_is_forced(monkeypatch):
-    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-    assert _chosen(*_open()) == "fifo-c"
-    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+@pytest.mark.parametrize("pure", [False, True])
+def test_one_pass_and_rl_go_to_the_recursion_with_or_without_pure_python(pure, monkeypatch):
+    if pure:
+        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     assert _chosen(*_open()) == "fifo"
-    assert executors.refusals(prepare(*_open(), 1))["fifo-c"] == "SANDBOX_FLEET_PURE_PYTHON is set"
-
-
-def test_rl_runs_on_the_python_recursion_and_says_why_not_c():
     fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]
     assert _chosen(fleet, wls) == "fifo"
     why = executors.refusals(prepare(fleet, wls, 1))
-    assert why["fifo-c"].startswith("not one pass of the recursion")
     assert why["fifo"] is None and why["events"] is None
     assert why["closed-loop-kernel"].startswith("no inference pool")
 
@@ -181,16 +175,6 @@ def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monke
 
 
 # --- the shared rules ----------------------------------------------------------------------
-def test_placer_is_the_fifo_step_by_hand():
-    # cap 2, provision 0.5: arrivals at 0, 0, 0.2, 5 holding 1, 2, 3, 1.
-    # Slots free at 0, 0. #0 starts 0 (slot next free 1.5); #1 starts 0 (2.5);
-    # #2 at 0.2 waits for the 1.5 slot: starts 1.5 (5.0); #3 at 5 finds the 2.5 slot: starts 5.
-    place = placer([0.0, 0.0], 0.5)
-    assert [place(t, h) for t, h in ((0.0, 1.0), (0.0, 2.0), (0.2, 3.0), (5.0, 1.0))] == [0.0, 0.0, 1.5, 5.0]
-    unbounded = placer(None, 0.5)
-    assert [unbounded(t, 9.0) for t in (0.0, 0.0, 3.0)] == [0.0, 0.0, 3.0]
-
-
 def test_trainer_steps_by_hand():
     # Two batches of 2, staleness 0, train 10 s. Batch 0's rollouts end at 4 then 3 (out of
     # order, as the FIFO path reports them): batch end 4, step 0 trains 4 -> 14.
@@ -252,7 +236,7 @@ def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
     }[case]
     a = run_workloads(fleet, wls, seed=3, engine="fifo")
     b = run_workloads(fleet, wls, seed=3, engine="events")
-    assert a.engine in ("fifo", "fifo-c") and b.engine == "events"
+    assert a.engine == "fifo" and b.engine == "events"
     if case.startswith("retries"):
         assert a.state.size > a.n_rollouts  # retries happened
     for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):

@@ -3,6 +3,7 @@ run, catches a corrupted state, and the inline fast paths equal the handlers the
 
 from __future__ import annotations
 
+import math
 from heapq import heappop
 
 import numpy as np
@@ -180,4 +181,6 @@ def test_place_stream_is_the_gg_c_recursion_by_brute_force():
             s = max(t, free[k])
             want.append(s)
             free[k] = s + h + prov
-        assert place_stream([0.0] * c, arr, hold, prov) == want
+        got = [math.nan] * len(arr)
+        assert place_stream([0.0] * c, arr, None, 0, len(arr), hold, prov, got, None) == len(arr)
+        assert got == want

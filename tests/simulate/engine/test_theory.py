@@ -26,21 +26,21 @@ def test_erlang_c_helper_on_a_textbook_value():
     assert erlang_c_wait(1.0, 1.0, 2) == pytest.approx(1 / 3)
 
 
-@pytest.fixture(params=["pure", "c"])
+@pytest.fixture(params=["interpreted", "compiled"])
 def fifo_path(request, monkeypatch):
-    """The one-pass FIFO runs below on the pure recursion and on the C speed-up (which must run)."""
-    if request.param == "pure":
+    """The one-pass FIFO runs below on the recursion's rule as plain Python and compiled by numba
+    (which must run: the plain one is made to fail)."""
+    if request.param == "interpreted":
         monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     else:
-        from tests.simulate.engine.test_fifo_speedups import require_speedups
-
         from sandbox_fleet.simulate.engine import fifo
+        from sandbox_fleet.simulate.engine.fast import fifo_compiled
 
-        require_speedups()
+        fifo_compiled.load()  # loaded in the process: every run takes it
         monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
 
         def no_pure(*a):
-            raise AssertionError("the pure recursion ran")
+            raise AssertionError("the interpreted rule ran")
 
         monkeypatch.setattr(fifo, "place_stream", no_pure)
     return request.param

@@ -5,8 +5,9 @@ policy, state codes), ``workloads`` (arrivals and the RL trainers' batches), ``i
 per-node layer cache), ``inference/`` (the model-serving pool). Rules: ``admission`` (queues and
 the start cap), ``policies`` (priority, quotas, preemption, the timeout ceiling), ``trainer`` (the
 RL step rule), ``events`` (event kinds, the tie rule). Executors: ``executors`` (the one table
-that chooses), ``fifo`` with its C twin ``_fifo_speedups.c``, ``loop`` + ``loop_state`` (the event
-loop), ``fast/`` (the compiled closed-loop kernel). Around them: ``prepare`` (every random draw,
+that chooses), ``fifo`` (the FIFO recursion; its one rule ``place_stream`` compiled by
+``fast/fifo_compiled``), ``loop`` + ``loop_state`` (the event loop), ``fast/`` (numba: the closed-loop
+kernel and the FIFO rule's build). Around them: ``prepare`` (every random draw,
 before any executor runs), ``run`` (``run_workloads``: prepare, choose, run, check), ``result``
 (``SimResult``, ``ExecutorOutput``), ``metrics`` and ``steady`` (the summary figures),
 ``invariants`` (checked on every run). After a run, ``nodes`` replays per-rollout intervals on node

@@ -1,17 +1,15 @@
 """Which executor runs a prepared scenario: the one place in the simulator that chooses.
 
-Four executors place a run's attempts in time, behind one contract
+Three executors place a run's attempts in time, behind one contract
 (``run(prep, on_progress) -> result.ExecutorOutput``); wherever two of them can run the same
 scenario they give the same bytes (tests compare every pair):
 
 ====================== ============================================ ==========================================
 name                   what                                         runs
 ====================== ============================================ ==========================================
-``fifo-c``             the C twin of the FIFO recursion             one pass of the recursion (below), when
-                       (``_fifo_speedups.c``)                       built at install
 ``fifo``               the first-come-first-served recursion        FIFO pools without a start cap, preemption
-                       (``fifo.py``)                                or queue timeout; no closed population, no
-                                                                    inference pool
+                       (``fifo.py``; its rule compiled by numba     or queue timeout; no closed population, no
+                       when the run pays the load)                  inference pool
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
 ``events``             the general event loop (``loop.py``)         everything
@@ -19,9 +17,9 @@ name                   what                                         runs
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
-the FIFO family (``fifo-c``, ``fifo``), ``engine="events"`` the event-loop family (the kernel is
-the loop's compiled twin); a forced family that cannot run the scenario is an ``InputError``
-naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` refuses both compiled executors.
+the FIFO executor, ``engine="events"`` the event-loop family (the kernel is the loop's compiled
+twin); a forced family that cannot run the scenario is an ``InputError`` naming the reason.
+``SANDBOX_FLEET_PURE_PYTHON=1`` refuses the kernel and runs the FIFO rule as plain Python.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar, get_args
 
-from sandbox_fleet import speedups
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
@@ -74,13 +71,6 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
     return None
 
 
-def compiled_place_stream():
-    """The C twin of ``fifo.place_stream`` (``_fifo_speedups``), or ``None`` when it was not
-    built at install (no compiler) or ``SANDBOX_FLEET_PURE_PYTHON`` is set."""
-    module = speedups.compiled("simulate.engine._fifo_speedups")
-    return None if module is None else module.place_stream
-
-
 class Executor:
     """One way to run a prepared scenario (subclasses: the rows of the module's table)."""
 
@@ -95,25 +85,6 @@ class Executor:
         raise NotImplementedError
 
 
-class FifoC(Executor):
-    name, family = "fifo-c", "fifo"
-
-    def why_not(self, prep: Prepared) -> str | None:
-        why = fifo_refusal(prep.pools, prep.workloads, prep.inference)
-        if why is not None:
-            return why
-        if not one_pass(prep):
-            return "not one pass of the recursion (that needs one capped pool, open arrivals only, no retries)"
-        if fast.pure_python_forced():
-            return "SANDBOX_FLEET_PURE_PYTHON is set"
-        if compiled_place_stream() is None:
-            return "the C speed-up (_fifo_speedups) was not built at install"
-        return None
-
-    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
-        return run_one_pass(prep, compiled_place_stream())
-
-
 class Fifo(Executor):
     name, family = "fifo", "fifo"
 
@@ -121,9 +92,9 @@ class Fifo(Executor):
         return fifo_refusal(prep.pools, prep.workloads, prep.inference)
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
-        # One pass of the recursion runs on NumPy arrays; anything else merges a heap of
+        # One pass of the recursion is one call of its rule; anything else merges a heap of
         # run-dependent entries (RL releases, retries) with the arrivals.
-        return run_one_pass(prep, None) if one_pass(prep) else run_fifo(prep, on_progress)
+        return run_one_pass(prep) if one_pass(prep) else run_fifo(prep, on_progress)
 
 
 class ClosedLoopKernel(Executor):
@@ -162,7 +133,7 @@ class Events(Executor):
         return run_events(prep, on_progress)
 
 
-EXECUTORS: tuple[Executor, ...] = (FifoC(), Fifo(), ClosedLoopKernel(), Events())
+EXECUTORS: tuple[Executor, ...] = (Fifo(), ClosedLoopKernel(), Events())
 NAMES = tuple(ex.name for ex in EXECUTORS)
 
 

@@ -9,21 +9,22 @@ run (RL batch releases, retries) go on a small heap in time order: each lies at 
 after the finish that caused it. Same model and tie rule as ``loop.py`` (heap
 entries before open arrivals at equal times); tests check the two agree.
 
-The rule is written once per form: ``placer`` places one attempt (retries, and open
-arrivals on several pools or an unbounded one), ``place_stream`` a sorted stream at once (a
-released batch; the open arrivals between two heap entries on one capped pool). One copy
-stays inline, for one capped pool with retries, where the per-arrival call cost 8-24%. A run that is one pass of the recursion (one capped pool, open arrivals only,
-nothing retries) goes to ``run_one_pass`` on NumPy arrays, with ``place_stream`` or its C
-twin (``_fifo_speedups.c``, which mirrors it; ``executors.py`` picks one, tests check the
-same bits). The RL trainer's rules are ``trainer.RLState``'s, shared with the event loop.
+The rule is written once, ``place_stream``: one source that numba compiles (on NumPy
+arrays, ``fast/fifo_compiled.py``, when the run is large enough to pay numba's load) and that
+otherwise runs as plain Python (on lists: small runs, no numba, ``NUMBA_DISABLE_JIT=1`` or
+``SANDBOX_FLEET_PURE_PYTHON=1``), with the same bits either way. Every form calls it: a
+whole run that is one pass of the recursion (``run_one_pass``), the open arrivals between
+two heap entries, a released RL batch, and one attempt at a time (``_Placer.one``: retries,
+and arrivals on several pools). The RL trainer's rules are ``trainer.RLState``'s, shared with
+the event loop.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable
-from heapq import heappop, heappush, heapreplace
+from heapq import heappop, heappush
+from typing import Any
 
 import numpy as np
 
@@ -39,46 +40,113 @@ RETRY_COLUMNS = ("rollout", "attempt", "arrival_s", "start_s", "state", "phase",
 INF = math.inf
 
 
-def placer(free: list[float] | None, provision_s: float) -> Callable[[float, float], float]:
-    """The recursion's step on one pool, one attempt per call: ``place(t, hold_s)`` is the start
-    of an attempt entering the queue at ``t`` (entries in time order), ``max(t, the earliest
-    time a slot is free)``; that slot is next free ``hold_s + provision_s`` after the start.
-    ``free``: the heap of the pool's slot-free times (updated in place), ``None`` for an
-    unbounded pool, which starts every attempt when it enters."""
-    if free is None:
-        return _at_entry
+def place_stream(free, arr_t, ids, i, j, hold, provision_s, start, stop):
+    """Place the attempts entering one pool's queue at ``arr_t[i:j]`` (sorted): attempt ``k`` is
+    rollout ``r = ids[k]`` (``k`` itself when ``ids`` is None), holds ``hold[r]``, and starts at
+    ``max(arr_t[k], the earliest time a slot is free)``, written to ``start[r]``; that slot is
+    next free at ``start + hold[r] (+ provision_s)``. ``free``: the pool's slot-free times as a
+    heap (updated in place, element for element as ``heapq.heapreplace`` leaves it). Stops right
+    after an attempt whose ``stop[r]`` is true (``stop`` None: none does); returns the index after
+    the last attempt placed.
 
-    def place(t: float, hold_s: float) -> float:
+    Lists or NumPy arrays: numba compiles it for arrays (``fast.fifo_compiled``), plain Python
+    runs it on either, with the same bits (no fused multiply-add; the same comparisons)."""
+    c = len(free)
+    limit = c >> 1
+    while i < j:
+        t = arr_t[i]
+        if ids is None:
+            r = i
+        else:
+            r = ids[i]
+        i += 1
         f0 = free[0]
         s = f0 if f0 > t else t
-        heapreplace(free, s + hold_s + provision_s)
-        return s
+        v = s + hold[r]
+        if provision_s != 0.0:  # Python's truthiness: -0.0 adds nothing, NaN does
+            v = v + provision_s
+        # heapreplace(free, v) as CPython's heapq does it: the smaller child rises until the hole
+        # is a leaf (ties: the right child), then v sifts down from there.
+        pos = 0
+        while pos < limit:
+            child = 2 * pos + 1
+            if child + 1 < c and not free[child] < free[child + 1]:
+                child += 1
+            free[pos] = free[child]
+            pos = child
+        while pos > 0:
+            parent = (pos - 1) >> 1
+            up = free[parent]
+            if not v < up:
+                break
+            free[pos] = up
+            pos = parent
+        free[pos] = v
+        start[r] = s
+        if stop is not None:
+            if stop[r]:
+                break
+    return i
 
-    return place
+
+class _Placer:
+    """The rule as this run calls it: numba's build on arrays, or plain Python on lists
+    (``fast.fifo_compiled.compiled`` decides), and one-attempt calls through small buffers."""
+
+    def __init__(self, prep: Prepared) -> None:
+        from sandbox_fleet.simulate.engine.fast import fifo_compiled
+
+        compiled = fifo_compiled.compiled(prep)
+        self.arrays = compiled is not None
+        self.place = compiled if compiled is not None else place_stream
+        self.hold = np.ascontiguousarray(prep.hold_np, dtype=float) if self.arrays else prep.hold
+        self._t: Any = np.zeros(1) if self.arrays else [0.0]  # one attempt's arrival, hold, start
+        self._h: Any = np.zeros(1) if self.arrays else [0.0]
+        self._s: Any = np.zeros(1) if self.arrays else [0.0]
+
+    def heap(self, cap: int | None):
+        """A pool's slot-free heap (all free at 0), ``None`` for an unbounded pool."""
+        if cap is None:
+            return None
+        return np.zeros(cap) if self.arrays else [0.0] * cap
+
+    def seq(self, values: np.ndarray):
+        """A float or int column as the rule reads it."""
+        return np.ascontiguousarray(values) if self.arrays else values.tolist()
+
+    def one(self, free, provision_s: float, t: float, hold_s: float) -> float:
+        """The start of one attempt entering at ``t`` holding ``hold_s`` (``free`` None: an
+        unbounded pool, which starts it when it enters)."""
+        if free is None:
+            return t
+        self._t[0], self._h[0] = t, hold_s
+        self.place(free, self._t, None, 0, 1, self._h, provision_s, self._s, None)
+        return float(self._s[0])
 
 
-def _at_entry(t: float, hold_s: float) -> float:
-    return t
+def batch_makespans(holds: np.ndarray, cap: int) -> np.ndarray:
+    """Each row's makespan: a batch (the row's holds, in order) entering ``cap`` free slots together
+    at 0 and placed by the rule, as ``run_fifo`` places a released RL batch (no builds, no
+    provisioning): the largest start + hold. The plan's RL-step search runs on it."""
+    from sandbox_fleet.simulate.engine.fast import fifo_compiled
 
-
-def place_stream(free: list[float], arr_t: list[float], hold: list[float], provision_s: float) -> list[float]:
-    """Start times of attempts arriving at ``arr_t`` (sorted) holding ``hold`` on one pool
-    whose slots are next free at the times in the heap ``free`` (updated in place)."""
-    starts: list[float] = []
-    put = starts.append
-    if provision_s:
-        for t, h in zip(arr_t, hold):
-            f0 = free[0]
-            s = f0 if f0 > t else t
-            heapreplace(free, s + h + provision_s)
-            put(s)
-    else:  # s + h + 0.0 is s + h: one addition fewer
-        for t, h in zip(arr_t, hold):
-            f0 = free[0]
-            s = f0 if f0 > t else t
-            heapreplace(free, s + h)
-            put(s)
-    return starts
+    rows, n = holds.shape
+    out = np.zeros(rows)
+    if n == 0:
+        return out
+    place = fifo_compiled.compiled_for(fifo_compiled.placements(holds.size, cap))
+    if place is not None:
+        at_zero, start = np.zeros(n), np.empty(n)
+        for k in range(rows):
+            row = np.ascontiguousarray(holds[k], dtype=float)
+            place(np.zeros(cap), at_zero, None, 0, n, row, 0.0, start, None)
+            out[k] = np.max(start + row)
+    else:
+        at_zero_l, start_l = [0.0] * n, [0.0] * n
+        for k, row_l in enumerate(holds.tolist()):
+            place_stream([0.0] * cap, at_zero_l, None, 0, n, row_l, 0.0, start_l, None)
+            out[k] = max([s + h for s, h in zip(start_l, row_l)])
+    return out
 
 
 def one_pass(prep: Prepared) -> bool:
@@ -88,26 +156,28 @@ def one_pass(prep: Prepared) -> bool:
             and prep.arr_t_np.size > 0 and all(wl.kind != RL for wl in prep.workloads))
 
 
-def run_one_pass(prep: Prepared, compiled=None) -> ExecutorOutput:
-    """``run_fifo`` for a ``one_pass`` run, on NumPy arrays: with ``compiled`` (the C twin of
-    ``place_stream``, ``executors.compiled_place_stream``) or else the pure recursion."""
-    N, cap, provision_s = prep.n, prep.pools[0].cap, prep.pools[0].provision_delay_s
+def run_one_pass(prep: Prepared) -> ExecutorOutput:
+    """``run_fifo`` for a ``one_pass`` run: every open arrival in one call of ``place_stream``."""
+    N, cap, provision_s = prep.n, prep.pools[0].cap, float(prep.pools[0].provision_delay_s)
     assert cap is not None  # one_pass: a single bounded pool
-    order = None if prep.arr_in_order else np.asarray(prep.arr_ids, dtype=np.int64)
-    if compiled is not None:
-        start = np.empty(N) if order is None else np.full(N, math.nan)
-        compiled(np.zeros(cap), np.ascontiguousarray(prep.arr_t_np), np.ascontiguousarray(prep.hold_np),
-                 provision_s, start, order)
-    elif order is None:
-        start = np.array(place_stream([0.0] * cap, prep.arr_t, prep.hold, provision_s), dtype=float)
+    pl = _Placer(prep)
+    if prep.arr_in_order:
+        ids = None
     else:
-        start = np.full(N, math.nan)
-        start[order] = place_stream([0.0] * cap, prep.arr_t, prep.hold_np[order].tolist(), provision_s)
-    if order is None:  # the run's own arrivals (every workload's ``arrivals`` gives a fresh array)
+        ids = pl.seq(np.asarray(prep.arr_ids, dtype=np.int64)) if pl.arrays else prep.arr_r
+    if pl.arrays:
+        start = np.empty(N) if ids is None else np.full(N, math.nan)
+        pl.place(pl.heap(cap), np.ascontiguousarray(prep.arr_t_np, dtype=float), ids, 0, N, pl.hold,
+                 provision_s, start, None)
+    else:
+        starts = [math.nan] * N
+        pl.place(pl.heap(cap), prep.arr_t, ids, 0, N, pl.hold, provision_s, starts, None)
+        start = np.array(starts, dtype=float)
+    if prep.arr_in_order:  # the run's own arrivals (every workload's ``arrivals`` gives a fresh array)
         arrival = prep.arr_t_np
     else:
         arrival = np.full(N, math.nan)
-        arrival[order] = prep.arr_t_np
+        arrival[ids_index(prep.arr_ids)] = prep.arr_t_np
     extra: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "finish_s")}
     return ExecutorOutput(first=_first_rows(prep, arrival, start, prep.plan.copy()), extra=extra)
 
@@ -130,26 +200,24 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     N = prep.n
     r_pool, r_work, rl_driven = prep.r_pool, prep.r_work, prep.rl_driven
     hold, may_retry = prep.hold, prep.may_retry
+    pl = _Placer(prep)
+    place, one = pl.place, pl.one
     a_enq = [math.nan] * N
-    a_start = [math.nan] * N
+    a_start: Any = np.full(N, math.nan) if pl.arrays else [math.nan] * N  # written by the rule
     retried_first: list[int] = []
     # Extra rows: retry attempts.
     x: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "hold")}  # "hold" becomes "finish_s" at the end
     x_roll, x_try, x_enq, x_start = x["rollout"], x["attempt"], x["arrival_s"], x["start_s"]
     x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
 
-    slots = [[0.0] * pl.cap if pl.cap is not None else None for pl in prep.pools]  # per pool: slot-free heap
-    prov = [pl.provision_delay_s for pl in prep.pools]
-    place_in = [placer(hp, pv) for hp, pv in zip(slots, prov)]
-    # One capped pool and nothing can retry: the open arrivals before the next heap entry are one
-    # sorted stream on one heap, placed by ``place_stream`` at once (no per-arrival call). With
-    # retries, arrivals go one at a time: a retry may come before the next arrival (streams cut
-    # at each arrival that may retry cost more than they save when retries are common).
-    stream_heap = slots[0] if len(slots) == 1 and not prep.any_retry else None
+    slots = [pl.heap(p.cap) for p in prep.pools]  # per pool: slot-free heap (None: unbounded)
+    prov = [float(p.provision_delay_s) for p in prep.pools]
+    # One capped pool: the open arrivals before the next heap entry are one sorted stream, placed
+    # by one call of the rule; with retries the call stops after each arrival that may retry (its
+    # retry may come before the next arrival). Several pools, or an unbounded one: one at a time.
+    stream_heap = slots[0] if len(slots) == 1 else None
     stream_prov = prov[0]
-    # One capped pool with retries: ``placer``'s step inline (the per-arrival call cost this path
-    # 8-24% of its loop time in benchmarks; a test compares it with the event loop).
-    retry_heap = slots[0] if len(slots) == 1 and prep.any_retry else None
+    stop = (pl.seq(prep.may_retry_np) if pl.arrays else may_retry) if prep.any_retry else None
     heap: list = []
     seq = 0
 
@@ -184,6 +252,9 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
         seq += 1
 
     arr_t, arr_r = prep.arr_t, prep.arr_r
+    if stream_heap is not None:  # the stream as the rule reads it
+        k_arr_t = pl.seq(prep.arr_t_np)
+        k_arr_r = pl.seq(np.asarray(prep.arr_ids, dtype=np.int64)) if pl.arrays else arr_r
     na, ai = len(arr_t), 0
     last_t = -INF
     clock_ok = True
@@ -195,32 +266,17 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
         # Open arrivals strictly before the next heap entry (heap entries first at equal times).
         if stream_heap is not None:
             aj = bisect_left(arr_t, top, ai, na)
-            if ai < aj:
+            while ai < aj:
                 if arr_t[ai] < last_t:
                     clock_ok = False
-                last_t = arr_t[aj - 1]
-                ids = arr_r[ai:aj]
-                starts = place_stream(stream_heap, arr_t[ai:aj], [hold[r] for r in ids], stream_prov)
-                for r, s in zip(ids, starts):
-                    a_start[r] = s
-                ai = aj
-        elif retry_heap is not None:
-            while ai < na:
-                t = arr_t[ai]
-                if t >= top:
-                    break
-                if t < last_t:
-                    clock_ok = False
-                last_t = t
-                r = arr_r[ai]
-                ai += 1
-                f0 = retry_heap[0]
-                s = a_start[r] = f0 if f0 > t else t
-                heapreplace(retry_heap, s + hold[r] + stream_prov)
-                if may_retry[r]:
+                ai = place(stream_heap, k_arr_t, k_arr_r, ai, aj, pl.hold, stream_prov, a_start, stop)
+                last_t = arr_t[ai - 1]
+                r = arr_r[ai - 1]
+                if may_retry[r]:  # the call stopped after it: its retry may come before the next arrival
                     retried_first.append(r)
-                    retry(r, 1, s + hold[r])
+                    retry(r, 1, float(a_start[r]) + hold[r])
                     top = heap[0][0]
+                    aj = bisect_left(arr_t, top, ai, aj)
         else:
             while ai < na:
                 t = arr_t[ai]
@@ -231,7 +287,9 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
                 last_t = t
                 r = arr_r[ai]
                 ai += 1
-                s = a_start[r] = place_in[r_pool[r]](t, hold[r])
+                p = r_pool[r]
+                s = one(slots[p], prov[p], t, hold[r])
+                a_start[r] = s
                 if may_retry[r]:
                     retried_first.append(r)
                     retry(r, 1, s + hold[r])
@@ -252,11 +310,16 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
                 placed += n_r
                 # A released batch enters at t together: one stream of equal times.
                 lo, hi = rng_.start, rng_.stop
-                hs = hold[lo:hi]
-                starts = [t] * n_r if slots[p] is None else place_stream(slots[p], [t] * n_r, hs, prov[p])
-                a_start[lo:hi] = starts
+                if slots[p] is None:
+                    a_start[lo:hi] = [t] * n_r
+                elif pl.arrays:
+                    place(slots[p], np.full(n_r, t), np.arange(lo, hi, dtype=np.int64), 0, n_r, pl.hold, prov[p],
+                          a_start, None)
+                else:
+                    place(slots[p], [t] * n_r, rng_, 0, n_r, pl.hold, prov[p], a_start, None)
+                starts = a_start[lo:hi].tolist() if pl.arrays else a_start[lo:hi]
                 a_enq[lo:hi] = [t] * n_r
-                for r, s, h in zip(rng_, starts, hs):
+                for r, s, h in zip(rng_, starts, hold[lo:hi]):
                     if may_retry[r]:
                         retried_first.append(r)
                         retry(r, 1, s + h)
@@ -264,7 +327,8 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
                         finish_rl(r, s + h)
         else:
             r, k = item
-            s = x_start[k] = place_in[r_pool[r]](t, x_hold[k])
+            p = r_pool[r]
+            s = x_start[k] = one(slots[p], prov[p], t, x_hold[k])
             fin = s + x_hold[k]
             if prep.retryable(r, x_state[k], x_phase[k], x_try[k]):
                 x_state[k] = RETRIED

@@ -8,9 +8,9 @@ the same bytes, and it runs whenever numba is not installed, ``NUMBA_DISABLE_JIT
 ``SANDBOX_FLEET_PURE_PYTHON`` is set (tests use it to compare the two). Run as plain Python the
 kernel is ~10x slower than ``loop.py`` (BENCHMARKS.md), so it is never the fallback. numba is
 imported only by the kernel modules, and only when a kernel is first used; its compiled code
-is cached under the user's cache (``_jit.cache_dir()``). ``SANDBOX_FLEET_PURE_PYTHON`` also
-switches off the C speed-up of the FIFO recursion (``simulate/engine/_fifo_speedups.c``, built at
-install when a C compiler is present).
+is cached under the user's cache (``_jit.cache_dir()``). The FIFO recursion's rule
+(``fifo.place_stream``) is the other source numba compiles (``fifo_compiled.py``); it runs as plain
+Python, with the same bits, wherever the kernel would not (and for runs too small to pay the load).
 """
 
 from __future__ import annotations
