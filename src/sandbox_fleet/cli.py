@@ -140,7 +140,7 @@ def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output
 
     # text from the input reaches the terminal escaped (and, through Rich, never as markup)
     if lines is not None:
-        print_lines(lines(printable(summary)), _console)
+        print_lines([printable(line) for line in lines(summary)], _console)  # every line: --previous's too
     else:
         render(printable(summary, markup=True), _console())
 
@@ -337,7 +337,8 @@ def plan(
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_out_dir
 
-        check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
+        check_out_dir(emit_k8s, [path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, output],
+                      force)  # before the planning
         k8s_opts = K8sOptions(name=k8s_name, namespace=k8s_namespace, node_class=k8s_node_class,
                               runtime_class=k8s_runtime_class, cluster=k8s_cluster, provision_s=k8s_provision_s,
                               image=k8s_image, nodes_file=str(nodes) if nodes else None)

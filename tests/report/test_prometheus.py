@@ -152,15 +152,15 @@ def test_a_figure_that_is_not_a_number_is_left_out_for_slices_as_for_the_fleet(p
     assert res.returncode == 0 and not res.stdout.strip() and not res.stderr.strip(), res.stdout + res.stderr
 
 
-def test_cli_leaves_out_the_nan_of_a_json_file(run_cli, tmp_path):
-    """A summary file with NaN tokens (Python's json accepts them): no NaN series in --metrics-out."""
+def test_cli_refuses_the_nan_of_a_json_file(run_cli, tmp_path):
+    """A summary file with NaN tokens (Python's json accepts them, this tool never writes them: a
+    figure not measured is null) is refused naming the key, and no metrics file is written (issue 42 s4)."""
     summary = tmp_path / "m.json"
     summary.write_text(json.dumps(_not_finite(load("fleet.json"))))  # writes NaN and Infinity
     assert "NaN" in summary.read_text()
     res = run_cli("check", summary, "--metrics-out", tmp_path / "fleet.prom")
-    assert res.code in (0, 1), res.err
-    text = (tmp_path / "fleet.prom").read_text()
-    assert "NaN" not in text and "Inf" not in text and "sandbox_fleet_model_rollouts" in text
+    assert res.code == 2 and "m.json" in res.err and "not a finite number" in res.err, res.err
+    assert not (tmp_path / "fleet.prom").exists()
 
 
 def test_label_values_are_escaped_so_promtool_parses_them(promtool):
