@@ -32,7 +32,6 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import load_toml
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet, NonNegFloat, PosFloat, Whole
 
-
 #: A scenario file's tables are validated strictly (README: strict validation): text is no number and
 #: no boolean (``cap = "10"``, ``preempt = "yes"`` are refused), a number no boolean; an integer is a float.
 STRICT = ConfigDict(extra="forbid", strict=True)
