@@ -351,7 +351,7 @@ def plan(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
         rl_tolerance=tolerance, seed=seed, nodes_file=str(nodes) if nodes else None, node_type=node_type,
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
-        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier else None,
+        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier is not None else None,
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
         providers_file=str(providers) if providers else None, rent_providers=rent_provider,
         substrates_file=str(substrates) if substrates else None,
