@@ -15,6 +15,8 @@ The mechanisms and the one place each is enforced:
    ``report.checks.result.band_above/band_below`` fail on a non-finite figure;
 5. escaping: ``textout.one_line`` (the escape character doubled first), on every printed line;
 9. strict scenario types: ``simulate.scenario.spec.STRICT``;
+11. inputs passed over: named in warnings where they are met (``telemetry.table._check_files``
+    for globs, ``telemetry.inspect_log``: a log folder's special files, an .eval entry named twice);
 10, 12. flag gaps and last round's four: each at the option's own check.
 """
 
@@ -28,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import HARBOR, PUBLISHED
-from .test_hostile_battery import SCENARIOS, copy_tree, refused, run
+from .test_hostile_battery import CSV_HEAD, GOOD_SAMPLE, INSPECT, SCENARIOS, copy_tree, csv_rows, refused, run
 
 if not hasattr(os, "mkfifo"):
     pytest.skip("FIFOs are POSIX", allow_module_level=True)
@@ -287,6 +289,53 @@ def test_nodes_fifo_is_named_for_what_it_is(tmp_path):
     os.mkfifo(tmp_path / "n.toml")
     line = refused(run(["plan", str(PUBLISHED), "--nodes", "n.toml"], tmp_path), "n.toml")
     assert "not found" not in line and "FIFO" in line
+
+
+# --- 11. no input dropped without a word ----------------------------------------------------------
+def test_glob_matches_that_are_no_file_are_named(tmp_path):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "a.csv").write_text(CSV_HEAD + csv_rows(3))
+    (tmp_path / "g" / "b.csv").symlink_to("nowhere.csv")
+    (tmp_path / "g" / "loop.csv").symlink_to("loop.csv")
+    os.mkfifo(tmp_path / "g" / "f.csv")
+    before = digest(tmp_path / "g")
+    r = run(["measure", "g/*.csv", "--json"], tmp_path)
+    assert r.code == 0, r.err
+    s = json.loads(r.out)
+    assert s["rows"] == 3
+    named = {w.split(":")[0]: w for w in s["warnings"] if "matched by" in w}
+    assert set(named) == {"g/b.csv", "g/loop.csv", "g/f.csv"}, s["warnings"]
+    assert "dangling link" in named["g/b.csv"] and "link loop" in named["g/loop.csv"]
+    assert digest(tmp_path / "g") == before
+
+
+def test_a_fifo_in_an_inspect_folder_is_named(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.json").write_bytes((INSPECT / "mock-local.json").read_bytes())
+    os.mkfifo(tmp_path / "logs" / "b.eval")
+    r = run(["measure", "logs", "--format", "inspect", "--json"], tmp_path)
+    assert r.code == 0, r.err
+    assert any("b.eval" in w and "no regular file" in w for w in json.loads(r.out)["warnings"])
+
+
+def test_an_eval_entry_named_twice_is_counted(tmp_path):
+    import warnings
+    import zipfile
+
+    header = json.dumps({"version": 2, "status": "success",
+                         "eval": {"task": "t", "eval_id": "e1", "model": "m", "config": {}}})
+    other = {**GOOD_SAMPLE, "id": "other"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name it is asked to write
+        with zipfile.ZipFile(tmp_path / "dup.eval", "w") as z:
+            z.writestr("header.json", header)
+            z.writestr("samples/1_epoch_1.json", json.dumps(GOOD_SAMPLE))
+            z.writestr("samples/1_epoch_1.json", json.dumps(other))
+    r = run(["measure", "dup.eval", "--json"], tmp_path)
+    assert r.code == 0, r.err
+    s = json.loads(r.out)
+    assert s["rows"] == 1 and s["coverage"]["rejected"] == {"unreadable": 1}  # 2 entries: 1 read, 1 counted
+    assert any("second entry" in w for w in s["warnings"])
 
 
 # --- 12. last round's four ----------------------------------------------------------------------

@@ -5,6 +5,7 @@ Columns already named canonically need no map; ``--map canonical=source`` rename
 
 from __future__ import annotations
 
+import errno
 import glob as globmod
 import gzip
 import os
@@ -75,16 +76,36 @@ def _source_sql(kind: str, typed: bool = False, fixed: bool = False) -> str:
     return "read_json($path, format='auto')"
 
 
-def _check_files(path: str) -> None:
+def _check_files(path: str, tel: Telemetry | None = None) -> None:
     if any(ch in path for ch in "*?["):
-        if not globmod.glob(path, recursive=True):
+        matches = globmod.glob(path, recursive=True)
+        if not matches:
             raise InputError(f"{path}: no files match this pattern")
+        # DuckDB passes over a match it cannot read as a file without a word: each is named here
+        skipped = [(m, _not_a_file(m)) for m in sorted(matches) if not os.path.isfile(m)]
+        if len(skipped) == len(matches):
+            raise InputError(f"{path}: no match is a regular file ({skipped[0][0]}: {skipped[0][1]})")
+        for m, why in skipped:
+            if tel is not None:
+                tel.warnings.append(f"{m}: matched by {path} but {why}; skipped")
         return
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such file")
     if p.stat().st_size == 0:
         raise InputError(f"{path}: empty file (expected a header and rows)")
+
+
+def _not_a_file(path: str) -> str:
+    """Why a glob match is no file to read: a dangling link, a link loop, a folder, a FIFO or a device."""
+    if os.path.islink(path) and not os.path.exists(path):
+        try:
+            os.stat(path)
+        except OSError as exc:
+            return "a link loop" if exc.errno == errno.ELOOP else "a dangling link"
+    if os.path.isdir(path):
+        return "a folder"
+    return "not a regular file (a FIFO, socket or device)"
 
 
 def _head(path: str, size: int = 1 << 16) -> bytes:
@@ -124,7 +145,7 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False,
     kind = table_kind(path)
     if kind is None:
         raise InputError(f"{path}: unknown table type (expected .parquet, .csv or .jsonl)")
-    _check_files(path)
+    _check_files(path, tel)
     if kind == "parquet" and not any(ch in path for ch in "*?["):
         yield from _read_parquet_file(Path(path), column_map, progress, coded)
         return
