@@ -17,6 +17,8 @@ The mechanisms and the one place each is enforced:
 9. strict scenario types: ``simulate.scenario.spec.STRICT``;
 11. inputs passed over: named in warnings where they are met (``telemetry.table._check_files``
     for globs, ``telemetry.inspect_log``: a log folder's special files, an .eval entry named twice);
+6. backtest split: ``backtest.split`` (refuses a cut inside simultaneous starts, keeps rows with no
+   group apart, orders groups in one pass);
 10, 12. flag gaps and last round's four: each at the option's own check.
 """
 
@@ -248,6 +250,13 @@ def test_previous_plan_names_cannot_forge_lines(tmp_path, plan_doc):
     assert r.code == 0, r.err
     html = (tmp_path / "r.html").read_text()
     assert "\x1b" not in html and "BUY 999 x evil</p>" not in html and "\\x1b[2J\\x0a  BUY 999" in html
+
+
+# --- 6. backtest split ------------------------------------------------------------------------------
+def test_backtest_refuses_to_cut_simultaneous_starts(tmp_path):
+    rows = "".join(f"r{i},t{i},m,j,2026-01-01T00:00:00Z,2026-01-01T01:00:00Z,1.0\n" for i in range(12))
+    (tmp_path / "r.csv").write_text(CSV_HEAD + rows)
+    refused(run(["backtest", "r.csv", "--json"], tmp_path), "--split-at", "same instant")
 
 
 # --- 9. strict scenario types -------------------------------------------------------------------
