@@ -14,6 +14,8 @@ The mechanisms and the one place each is enforced:
 4. read-back figures: ``contract.parse`` (finite numbers, counts in range); gates:
    ``report.checks.result.band_above/band_below`` fail on a non-finite figure;
 5. escaping: ``textout.one_line`` (the escape character doubled first), on every printed line;
+8. decompression: ``limits.check_inflated_size`` now also on the JSON-lines fault scan
+   (``telemetry.table._json_fault``), one line or document at a time;
 9. strict scenario types: ``simulate.scenario.spec.STRICT``;
 11. inputs passed over: named in warnings where they are met (``telemetry.table._check_files``
     for globs, ``telemetry.inspect_log``: a log folder's special files, an .eval entry named twice);
@@ -257,6 +259,19 @@ def test_backtest_refuses_to_cut_simultaneous_starts(tmp_path):
     rows = "".join(f"r{i},t{i},m,j,2026-01-01T00:00:00Z,2026-01-01T01:00:00Z,1.0\n" for i in range(12))
     (tmp_path / "r.csv").write_text(CSV_HEAD + rows)
     refused(run(["backtest", "r.csv", "--json"], tmp_path), "--split-at", "same instant")
+
+
+# --- 8. decompression bounded on every path -----------------------------------------------------
+def test_a_multi_member_jsonl_gz_line_is_bounded(tmp_path):
+    # line 1 a row, line 2 1.5 GiB of "x" in 96 gzip members (7 MB): DuckDB refuses the line, and the
+    # scan that finds the bad line by number must not read it whole (was: the generic out-of-memory line)
+    import gzip
+
+    row = b'{"id":"a","task_id":"t","started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:01:00Z"}\nx'
+    member = gzip.compress(b"x" * (16 << 20), compresslevel=1)
+    (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(row, compresslevel=1) + member * 96)
+    line = refused(run(["measure", "bad.jsonl.gz", "--json"], tmp_path), "bad.jsonl.gz", "line 2")
+    assert "refusing to decompress" in line
 
 
 # --- 9. strict scenario types -------------------------------------------------------------------

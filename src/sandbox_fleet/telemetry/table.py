@@ -276,18 +276,23 @@ def _json_fault(path: str) -> str | None:
     its fault is where that document stops parsing (a truncated array, say).
     """
     files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    limit = int(inflate_limit_bytes())  # this scan holds one line, or one document, at a time: bounded
     for file in files:
         opener = gzip.open if file.lower().endswith(".gz") else open
         name = Path(file).name
         try:
             with opener(file, "rt", encoding="utf-8") as f:
-                first = f.readline()
+                first = f.readline(limit + 1)
+                check_inflated_size(len(first), f"{file} line 1", limit)
                 if first.strip() in ("[", "{") or (first.lstrip().startswith("[") and not _parses(first)):
                     f.seek(0)
-                    json_loads(f.read(), name, "JSON lines (one object a line) or one JSON array of objects")
+                    whole = f.read(limit + 1)
+                    check_inflated_size(len(whole), file, limit)
+                    json_loads(whole, name, "JSON lines (one object a line) or one JSON array of objects")
                     continue
                 f.seek(0)
-                for number, line in enumerate(f, 1):
+                for number, line in enumerate(iter(lambda: f.readline(limit + 1), ""), 1):
+                    check_inflated_size(len(line), f"{file} line {number}", limit)
                     if not line.strip():
                         continue
                     value = json_loads(line, f"{name} line {number}")
