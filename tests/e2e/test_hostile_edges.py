@@ -15,7 +15,9 @@ The mechanisms and the one place each is enforced:
    ``report.checks.result.band_above/band_below`` fail on a non-finite figure;
 5. escaping: ``textout.one_line`` (the escape character doubled first), on every printed line;
 8. decompression: ``limits.check_inflated_size`` now also on the JSON-lines fault scan
-   (``telemetry.table._json_fault``), one line or document at a time;
+   (``telemetry.table._json_fault``), one line or document at a time; a task.toml's declared size
+   (``telemetry.tasktoml.check_toml_size``) before tarfile inflates it; a drawn image catalog's
+   memory (``simulate.scenario.images``) before a name is made;
 9. strict scenario types: ``simulate.scenario.spec.STRICT``;
 11. inputs passed over: named in warnings where they are met (``telemetry.table._check_files``
     for globs, ``telemetry.inspect_log``: a log folder's special files, an .eval entry named twice);
@@ -27,14 +29,17 @@ The mechanisms and the one place each is enforced:
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from .conftest import HARBOR, PUBLISHED
-from .test_hostile_battery import CSV_HEAD, GOOD_SAMPLE, INSPECT, SCENARIOS, copy_tree, csv_rows, refused, run
+from .test_hostile_battery import CSV_HEAD, GOOD_SAMPLE, GOOD_TASK, INSPECT, SCENARIOS, copy_tree, csv_rows, refused, run
 
 if not hasattr(os, "mkfifo"):
     pytest.skip("FIFOs are POSIX", allow_module_level=True)
@@ -272,6 +277,54 @@ def test_a_multi_member_jsonl_gz_line_is_bounded(tmp_path):
     (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(row, compresslevel=1) + member * 96)
     line = refused(run(["measure", "bad.jsonl.gz", "--json"], tmp_path), "bad.jsonl.gz", "line 2")
     assert "refusing to decompress" in line
+
+
+class _Spaces(io.RawIOBase):
+    """``n`` bytes of spaces, read in blocks (a member body the test never holds whole)."""
+
+    def __init__(self, n: int):
+        self.left = n
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        k = min(len(b), self.left)
+        b[:k] = b" " * k
+        self.left -= k
+        return k
+
+
+def test_a_huge_task_toml_in_a_gzip_tar_is_refused_before_it_is_read(tmp_path):
+    # a gzip tar is read by tarfile, which inflates what it reads: the 1.5 GiB member's declared size
+    # is judged first (was: read whole under the 2 GiB limit, then judged)
+    import gzip
+    import tarfile
+
+    root = tmp_path / "tasks"
+    (root / "metadata").mkdir(parents=True)
+    (root / "data").mkdir()
+    big = 3 << 29
+    with gzip.open(root / "data" / "s.tar.gz", "wb", compresslevel=1) as gz, tarfile.open(fileobj=gz, mode="w|") as tar:
+        for name, size, body in (("tg-a", len(GOOD_TASK), io.BytesIO(GOOD_TASK)), ("tg-b", big, _Spaces(big))):
+            info = tarfile.TarInfo(f"{name}/task.toml")
+            info.size = size
+            tar.addfile(info, body)
+    pq.write_table(pa.table({"task_id": ["tg-a", "tg-b"], "task_group_id": ["tg-a", "tg-b"],
+                             "shard": ["data/s.tar.gz"] * 2, "member_prefix": ["tg-a", "tg-b"]}),
+                   root / "metadata" / "tasks.parquet")
+    (tmp_path / "r.csv").write_text(CSV_HEAD + csv_rows(3))
+    r = run(["measure", "r.csv", "--tasks", "tasks", "--json"], tmp_path)
+    assert r.code == 0, r.err
+    assert any("tg-b" in w and "larger than a task.toml can be" in w for w in json.loads(r.out)["warnings"])
+
+
+def test_an_image_count_past_memory_is_refused_at_its_key(tmp_path):
+    text = (SCENARIOS / "images.toml").read_text()
+    assert "count = 200\n" in text
+    (tmp_path / "s.toml").write_text(text.replace("count = 200\n", "count = 100000000\n"))
+    line = refused(run(["simulate", "s.toml", "--json"], tmp_path), "s.toml", "'images.count'", "100,000,000 images")
+    assert "GiB" in line and "out of memory" not in line
 
 
 # --- 9. strict scenario types -------------------------------------------------------------------

@@ -37,6 +37,9 @@ BYTES_PER_SLOT = 120
 BYTES_PER_SERVED_TURN = 240
 BYTES_PER_SERVED_ROLLOUT = 300
 BYTES_PER_REPLICA = 1000
+#: An image of a drawn catalog: its generated name (~60 B of text), the list slot, share and size
+#: (float64 each) and the per-node cache's entry, rounded up.
+BYTES_PER_IMAGE = 200
 #: Largest mean token count per turn: draws stay exact integers and run-wide sums fit int64.
 MAX_TOKENS_PER_TURN = 1e9
 #: P(an attempt of mean length survives its node) below exp(-SURVIVAL_EXP) means it cannot finish.
