@@ -39,7 +39,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from .conftest import HARBOR, PUBLISHED
-from .test_hostile_battery import CSV_HEAD, GOOD_SAMPLE, GOOD_TASK, INSPECT, SCENARIOS, copy_tree, csv_rows, refused, run
+from .test_hostile_battery import (
+    CSV_HEAD,
+    GOOD_SAMPLE,
+    GOOD_TASK,
+    INSPECT,
+    SCENARIOS,
+    copy_tree,
+    csv_rows,
+    refused,
+    run,
+)
 
 if not hasattr(os, "mkfifo"):
     pytest.skip("FIFOs are POSIX", allow_module_level=True)
