@@ -426,6 +426,13 @@ def test_an_eval_entry_named_twice_is_counted(tmp_path):
 
 
 # --- 12. last round's four ----------------------------------------------------------------------
+def test_a_jsonl_is_faulted_at_its_first_bad_line(tmp_path):
+    row = json.dumps({"id": "a", "task_id": "t", "started_at": "2026-01-01T00:00:00Z",
+                      "finished_at": "2026-01-01T00:01:00Z"})
+    (tmp_path / "r.jsonl").write_text(f'{row}\n[1, 2]\n{row}\n"x"\n')  # line 2 is the first that is no object
+    refused(run(["measure", "r.jsonl", "--json"], tmp_path), "r.jsonl", "line 2")
+
+
 def test_a_smooth_search_past_memory_is_refused_up_front(tmp_path):
     line = refused(run(["plan", str(PUBLISHED), "--passing-per-hour", "1e15", "--shape", "smooth", "--json"],
                        tmp_path), "--passing-per-hour")

@@ -296,7 +296,9 @@ def _json_fault(path: str) -> str | None:
                     if not line.strip():
                         continue
                     value = json_loads(line, f"{name} line {number}")
-                    if not isinstance(value, (dict, list)):
+                    # a list is a row only as a one-line file's whole document (line 1); on any other
+                    # line it is the first bad line, not one to pass over for a later fault
+                    if not isinstance(value, dict) and not (number == 1 and isinstance(value, list)):
                         return f"{name} line {number}: not a JSON object (a {type(value).__name__})"
         except InputError as exc:
             return str(exc)
