@@ -219,6 +219,10 @@ class _Ctx:
 
     def dist(self, s, key: str, tokens: bool = False) -> D.Dist:
         d: D.Dist
+        if not tokens:  # a distribution's own seconds (its scale, its floor) named before the built one is judged
+            for name in ("value_s", "mean_s", "median_s", "scale_s", "min_s"):
+                if getattr(s, name, None) is not None:
+                    bounds.check_time(float(getattr(s, name)), f"{key}.{name}", self.horizon_s, self.fail)
         if isinstance(s, ExponentialSpec):
             d = D.Exponential(s.mean_s)
         elif isinstance(s, DeterministicSpec):
