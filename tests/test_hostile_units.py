@@ -169,7 +169,15 @@ def test_output_inside_an_input_folder(tmp_path):
     inside.write_text("{}")
     with pytest.raises(OutputError, match="inside the input folder"):
         check_output(inside, inputs=[tmp_path / "jobs"])
-    # a new file there is not one the run reads; a file outside is fine too
-    assert check_output(tmp_path / "jobs" / "new.json", inputs=[tmp_path / "jobs"]) is not None
+    # a new file there is refused too (the next run's glob reads it: issue 42 s2), however the path
+    # reaches the folder: `..`, a link to it, a link to a folder inside it
+    for dest in (tmp_path / "jobs" / "new.json", tmp_path / "out" / ".." / "jobs" / "j" / "new.json"):
+        with pytest.raises(OutputError, match="inside the input folder"):
+            check_output(dest, inputs=[tmp_path / "jobs"])
+    (tmp_path / "link").symlink_to(tmp_path / "jobs" / "j")
+    with pytest.raises(OutputError, match="inside the input folder"):
+        check_output(tmp_path / "link" / "new.json", inputs=[tmp_path / "jobs"])
+    with pytest.raises(OutputError, match="inside the input folder"):  # the input given through the link
+        check_output(tmp_path / "jobs" / "j" / "new.json", inputs=[tmp_path / "link"])
     (tmp_path / "out.json").write_text("{}")
     assert check_output(tmp_path / "out.json", inputs=[tmp_path / "jobs"]) == Path(tmp_path / "out.json")

@@ -140,7 +140,7 @@ def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output
 
     # text from the input reaches the terminal escaped (and, through Rich, never as markup)
     if lines is not None:
-        print_lines(lines(printable(summary)), _console)
+        print_lines([printable(line) for line in lines(summary)], _console)  # every line: --previous's too
     else:
         render(printable(summary, markup=True), _console())
 
@@ -346,7 +346,8 @@ def plan(
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_out_dir
 
-        check_out_dir(emit_k8s, [path, tasks, nodes, providers, output], force)  # before the planning
+        check_out_dir(emit_k8s, [path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, output],
+                      force)  # before the planning
         k8s_opts = K8sOptions(name=k8s_name, namespace=k8s_namespace, node_class=k8s_node_class,
                               runtime_class=k8s_runtime_class, cluster=k8s_cluster, provision_s=k8s_provision_s,
                               image=k8s_image, nodes_file=str(nodes) if nodes else None)
@@ -359,7 +360,7 @@ def plan(
         concurrency=concurrency, batch=batch, train_s=train_s, passing_per_hour=passing_per_hour,
         rl_tolerance=tolerance, seed=seed, nodes_file=str(nodes) if nodes else None, node_type=node_type,
         reserve=make_reserve(reserve_cpu, reserve_memory_gb, reserve_disk_gb),
-        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier else None,
+        request=parse_request(request) if request else None, price_tier=price_tier.replace("-", "_") if price_tier is not None else None,
         prefix_break=prefix_break, turns=turns, gpu_prefill_tok_s=gpu_prefill_tok_s,
         providers_file=str(providers) if providers else None, rent_providers=rent_provider,
         substrates_file=str(substrates) if substrates else None, budgets_file=str(budgets) if budgets else None,

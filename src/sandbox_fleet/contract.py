@@ -10,6 +10,7 @@ This module imports nothing from the stages.
 """
 
 import json
+import math
 import types
 import typing
 from pathlib import Path
@@ -117,13 +118,75 @@ def parse(model: type[S], data: Any, where: str = "input") -> S:
         raise InputError(f"{where}: schema_version {version} of kind {kind!r} is not readable here; expected {expected}"
                          + (" (upgrade sandbox-fleet)" if version > model.VERSION else ""))
     try:
-        return model.model_validate(data)
+        parsed = model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "<top>"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InputError(f"{where}: key {key}: {err['msg']}, got {err.get('input')!r:.60}{more}; "
                          f"expected {expected}") from None
+    bad = _bad_figure(parsed, "")
+    if bad is not None:
+        raise InputError(f"{where}: key {bad[0]}: {bad[1]}; expected {expected}")
+    return parsed
+
+
+#: The largest count a summary may carry: an int64, the most NumPy, Arrow and DuckDB hold.
+MAX_COUNT = 2**63 - 1
+
+
+def _bad_figure(node: BaseModel, prefix: str) -> tuple[str, str] | None:
+    """The first figure of a summary read back that no producer writes: a number that is not finite
+    (the writer turns those into null, so a NaN or an infinity was forged or corrupted), or a count
+    (a field typed whole numbers only: nodes, GPUs, rows, the target) below 0 or past ``MAX_COUNT``.
+    (key, what is wrong), or None. One range check for every model read from a file."""
+    for name, field in type(node).model_fields.items():
+        bad = _bad_value(getattr(node, name), _counts_only(field.annotation), prefix + name)
+        if bad is not None:
+            return bad
+    return None
+
+
+def _bad_value(value: Any, counts: bool, key: str) -> tuple[str, str] | None:
+    if isinstance(value, BaseModel):
+        return _bad_figure(value, key + ".")
+    if isinstance(value, dict):
+        items: Any = ((f"{key}.{k}", v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{key}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, float) and not math.isfinite(value):
+        return key, f"{value} is not a finite number (a figure not measured is null)"
+    elif counts and isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_COUNT:
+        return key, f"{value} is not a count (a whole number from 0 to {MAX_COUNT:,})"
+    else:
+        return None
+    for sub, v in items:
+        bad = _bad_value(v, counts, sub)
+        if bad is not None:
+            return bad
+    return None
+
+
+_COUNTS_ONLY: dict[Any, bool] = {}
+
+
+def _counts_only(annotation: Any) -> bool:
+    """Whether a field's type holds whole numbers only (``int``, ``Optional[int]``, ``list[int]``,
+    ``dict[str, int]``...): a count. A union with floats or text (a sweep cell, an assumption's
+    value) may be signed and is not."""
+    try:
+        return _COUNTS_ONLY[annotation]
+    except (KeyError, TypeError):
+        pass
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is dict:
+        args = args[1:]
+    result = annotation is int or (bool(args) and all(_counts_only(a) for a in args))
+    try:
+        _COUNTS_ONLY[annotation] = result
+    except TypeError:
+        pass
+    return result
 
 
 def fingerprint(summary: Summary) -> str:

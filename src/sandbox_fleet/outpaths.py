@@ -1,9 +1,10 @@
 """Output paths checked before any work starts.
 
 A run that would fail to write its result should fail in the first millisecond, not after an
-hour of simulation: the destination must not be (or resolve to) one of the inputs, must not be
-a folder or a device, must carry a suffix the writer understands, and its folder must exist or
-be creatable and be writable. Each refusal is one line naming the path (exit 2).
+hour of simulation: the destination must not be (or resolve to) one of the inputs, nor lie
+inside an input folder (links and ``..`` resolved: reading user files never writes into them),
+must not be a folder or a device, must carry a suffix the writer understands, and its folder
+must exist or be creatable and be writable. Each refusal is one line naming the path (exit 2).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _inside(dest: Path, folder: Path) -> bool:
-    """Whether ``dest`` (resolved, links followed) lies under the folder ``folder``."""
+    """Whether ``dest`` (resolved: links followed, ``..`` applied, existing or not) lies under the folder ``folder``."""
     try:
         return folder.is_dir() and dest.resolve().is_relative_to(folder.resolve())
     except OSError:
@@ -87,11 +88,12 @@ def check_output(
     for src in _expand(inputs):
         if _same(dest, src):
             raise OutputError(f"{option} {dest}: is also an input ({src}); refusing to overwrite it")
-        if dest.is_file() and _inside(dest, src):
+        if _inside(dest, src):
             # a folder's readers open files found inside it (a trial's result.json, a run's
-            # metadata): any existing file there may be one this run reads
-            raise OutputError(f"{option} {dest}: is a file inside the input folder {src}, which this run reads; "
-                              "refusing to overwrite it (write the output elsewhere)")
+            # metadata, any *.jsonl a glob finds): a new file there is read by the next run, and an
+            # existing one may be read by this one. Links and `..` are resolved first.
+            raise OutputError(f"{option} {dest}: is inside the input folder {src}, which this run reads; "
+                              "refusing to write into an input (write the output elsewhere)")
     if suffixes is not None and dest.suffix.lower() not in suffixes:
         raise OutputError(f"{option} {dest}: expected a file ending in {', '.join(suffixes)}")
     _probe_folder(dest)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,20 +54,62 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def read_text(path: str | Path, what: str) -> str:
-    """The UTF-8 text of ``path`` (a ``what``: "scenario file", "node catalog"...); every way
-    it can fail to read is one line naming the file, never a bare "Input/output error"."""
+#: The largest side input (summary, scenario, catalog, thresholds) read: parsed, text costs several
+#: times its size in objects, and no real one comes near (a measure summary of 40k models is 80 MB).
+MAX_INPUT_BYTES = 512 << 20
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def read_bytes(path: str | Path, what: str, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (a ``what``), at most ``max_bytes``: the one reader of
+    every side input. A FIFO (which would block forever), a device (``/dev/zero``: endless), a
+    socket or a folder is refused before a byte is read; every failure is one line naming the file."""
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError(f"{p}: {what} not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a folder; expected a {what}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: cannot read {what} (not UTF-8: {exc.reason} at byte {exc.start:,})") from None
     except OSError as exc:
-        raise InputError(f"{p}: cannot read {what} ({os.strerror(exc.errno) if exc.errno else exc})") from None
+        raise InputError(f"{p}: cannot read {what} ({_reason(exc)})") from None
+    try:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            raise InputError(f"{p}: is a folder; expected a {what}")
+        if not stat.S_ISREG(mode.st_mode):
+            kind = next((name for test, name in _KINDS if test(mode.st_mode)), "not a regular file")
+            raise InputError(f"{p}: is {kind}, not a regular file; expected a {what}")
+        if mode.st_size > max_bytes:
+            raise InputError(f"{p}: {mode.st_size:,} bytes, over the {max_bytes:,} a {what} may have")
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:  # grew while read
+                raise InputError(f"{p}: over the {max_bytes:,} bytes a {what} may have")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read {what} ({_reason(exc)})") from None
+    finally:
+        os.close(fd)
+
+
+def _reason(exc: OSError) -> str:
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of ``path`` (a ``what``: "scenario file", "node catalog"...) by ``read_bytes``;
+    every way it can fail to read is one line naming the file, never a bare "Input/output error"."""
+    data = read_bytes(path, what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: cannot read {what} (not UTF-8: {exc.reason} at byte {exc.start:,})") from None
+    # universal newlines, as a text-mode read gives them
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def load_toml(path: str | Path, what: str) -> dict[str, Any]:

@@ -25,15 +25,25 @@ from typing import Any
 _RICH_WOULD_TOUCH = re.compile(r":\S*:|[\t\x07\x08\x0b\x0c\r]|\s$")
 
 
-#: Characters that end or break a line in a text file (C0/C1 controls, DEL, Unicode line breaks).
-_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: What ``one_line`` rewrites: what ends or breaks a line in a text file (C0/C1 controls, DEL,
+#: Unicode line breaks) and the escape character itself.
+_ESCAPED = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape(m: re.Match) -> str:
+    ch = m.group()
+    if ch == "\\":
+        return "\\\\"
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
 def one_line(text: str) -> str:
-    """``text`` for one line of a comment or header: control characters as ``\\xNN`` / ``\\uNNNN``
-    escapes, so a value (a path with a newline) can never start a line of its own."""
-    return _LINE_BREAKING.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                              else f"\\u{ord(m.group()):04x}", text)
+    """``text`` for one line of a comment, a header or a terminal: control characters as ``\\xNN`` /
+    ``\\uNNNN`` escapes, so a value (a path with a newline) can never start a line of its own, and
+    the escape character first doubled, so two distinct names never read alike (``a<LF>b`` is
+    ``a\\x0ab``, the six characters ``a\\x0ab`` are ``a\\\\x0ab``). The one escaping of every line
+    the user reads (terminal, HTML, metrics labels, comments)."""
+    return _ESCAPED.sub(_escape, text) if _ESCAPED.search(text) else text
 
 
 def printable(value: Any, markup: bool = False) -> Any:
@@ -42,7 +52,7 @@ def printable(value: Any, markup: bool = False) -> Any:
     sequence, a CR rewrites the line), never as commands to it. ``markup``: also escape what
     Rich would read as markup (a model named ``[/red]`` is text, not a closing tag)."""
     if isinstance(value, str):
-        text = one_line(value) if _LINE_BREAKING.search(value) else value
+        text = one_line(value)
         if markup and "[" in text:
             from rich.markup import escape
 

@@ -24,7 +24,7 @@ def load_entries(path: str | Path | None, bundled: str, table: str, model: type[
         source = f"bundled {bundled}"
     else:
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():  # anything else that is no regular file: refused by read_text, by kind
             raise InputError(f"{p}: {table} catalog not found; expected a TOML file of [[{table}]] tables")
         text, source = read_text(p, f"{table} catalog"), str(p)
     doc = toml_loads(text, source)

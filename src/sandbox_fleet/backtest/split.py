@@ -88,7 +88,10 @@ def _off_ties(sorted_start_us: np.ndarray, k: int) -> int:
     lo = int(np.searchsorted(sorted_start_us, sorted_start_us[k], side="left"))
     hi = int(np.searchsorted(sorted_start_us, sorted_start_us[k], side="right"))
     edges = [e for e in (lo, hi) if 0 < e < n]
-    return min(edges, key=lambda e: (abs(e - k), e)) if edges else k
+    if not edges:  # the docs promise a cut never falls inside simultaneous starts: there is no other
+        raise InputError(f"`split_at`: all {n:,} rollouts started at the same instant, so no cut keeps "
+                         "simultaneous starts on one side; split by `split_by` job or model instead")
+    return min(edges, key=lambda e: (abs(e - k), e))
 
 
 def step_firsts(sorted_start_us: np.ndarray, finish_us_in_start_order: np.ndarray) -> np.ndarray | None:
@@ -109,13 +112,22 @@ def _by_group(rollouts: pa.Table, column: str) -> Split:
     col = rollouts.column(column)
     if col.null_count == len(col):
         raise InputError(f"`split_by` {column}: the telemetry records no {column} for any rollout")
-    names = pc.fill_null(col.cast(pa.string()), f"(no {column})").to_numpy(zero_copy_only=False).astype(str)
+    missing = f"(no {column})"  # the rows that record none: a group of their own, never a real one's
+    text = col.cast(pa.string())
+    if col.null_count and pc.any(pc.equal(text, missing)).as_py():
+        raise InputError(f"`split_by` {column}: a {column} is named {missing!r}, as the rows that record no "
+                         f"{column} are grouped; rename it")
+    names = pc.fill_null(text, missing).to_numpy(zero_copy_only=False).astype(str)
     s = start_us(rollouts)
-    groups = sorted(set(names.tolist()), key=lambda g: (int(s[names == g].min()), g))
+    labels, code = np.unique(names, return_inverse=True)
+    first = np.full(labels.size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, code, s)  # each group's first start in one pass over the rows
+    order = np.lexsort((np.arange(labels.size), first))  # first start, then name (labels are sorted)
+    groups = [str(labels[i]) for i in order]
     if len(groups) < 2:
         raise InputError(f"`split_by` {column}: the telemetry has one {column} ({groups[0]!r}); "
                          f"need two or more to calibrate on one and predict another")
     last = groups[-1]
-    in_b = names == last
+    in_b = code == order[-1]
     return Split(rollouts.filter(pa.array(~in_b)), rollouts.filter(pa.array(in_b)), column,
                  a_groups=tuple(groups[:-1]), b_groups=(last,))

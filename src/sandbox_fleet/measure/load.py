@@ -25,7 +25,7 @@ TELEMETRY_JSON = ("result.json", "results.json")
 def is_summary_file(path: str | Path) -> bool:
     """Whether ``path`` is read as a saved ``measure --json`` summary (else it is telemetry)."""
     p = Path(path)
-    return p.suffix.lower() == ".json" and p.is_file() and p.name not in TELEMETRY_JSON
+    return p.suffix.lower() == ".json" and p.exists() and not p.is_dir() and p.name not in TELEMETRY_JSON
 
 
 def load_measure(paths: str | Path | Sequence[str | Path], *, tasks: str | Path | None = None,

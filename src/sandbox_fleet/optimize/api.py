@@ -326,6 +326,12 @@ def _goal(pph, batch, train_s, max_step_s, steps) -> Goal:
         raise InputError("give a target: `passing_per_hour` X, or `batch` B `max_step_s` S [`train_s` T]")
     if batch < 1 or not max_step_s > 0 or train_s < 0:
         raise InputError("`batch` must be >= 1, `max_step_s` > 0 and `train_s` >= 0")
+    from sandbox_fleet.limits import check_memory
+    from sandbox_fleet.simulate.scenario.bounds import BYTES_PER_ATTEMPT
+
+    # up front, in optimize's own words: the scenario's check would advise a flag optimize does not have
+    check_memory(float(steps) * (float(batch) * BYTES_PER_ATTEMPT + 64), None,
+                 f"`batch` {batch:,}: {steps:,} steps of {batch:,} rollouts per candidate", "lower `batch` or `steps`")
     return Goal(batch=batch, train_s=train_s, max_step_s=max_step_s, steps=steps)
 
 

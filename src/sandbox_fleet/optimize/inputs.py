@@ -65,7 +65,7 @@ def base_of(source: MeasureSummary | str | Path, name: str | None, *, pass_rate:
 def load_input(path: Path, *, pass_rate: float | None, model_params_b: float | None,
                kv_bytes_per_token: float | None) -> Base:
     """Read INPUT (``.toml`` scenario or ``.json`` measure summary) into a ``Base``."""
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a device: refused by the one reader, by kind
         raise InputError(f"{path}: not found; expected a scenario (.toml) or a measure summary (.json)")
     if path.suffix == ".toml":
         return _from_scenario(path, pass_rate)

@@ -44,6 +44,8 @@ class Option:
 def gpu_options(inference: dict, gpu_names: list[str] | None, gpus_per_replica: int | None,
                 caching: list[bool], offload_gb: list[float], pruned: dict[str, int]) -> list[Option]:
     """Every option to search; a named GPU whose replica cannot hold the model is an error."""
+    if gpus_per_replica is not None and (isinstance(gpus_per_replica, bool) or gpus_per_replica < 1):
+        raise InputError(f"`gpus_per_replica` {gpus_per_replica}: expected a whole number >= 1")
     cat = load_gpus(inference.get("gpu_catalog"))
     names = gpu_names or sorted(cat)
     params = float(inference["model_params_b"])
@@ -107,8 +109,13 @@ def _packed(nodes: PricedNodes, cap: int) -> int:
 
 def node_types(requests: list[ResourceRequest], weights: list[float], names: list[str] | None = None) -> list[PricedNodes]:
     """Priced catalog node types that hold every request, each with plan's reserve and packing."""
+    catalog = load_catalog()
+    unknown = [x for x in names or [] if x not in {n.name for n in catalog if n.priced}]
+    if unknown:
+        raise InputError(f"`node_type` {unknown[0]!r}: not a priced node type of the catalog; expected one of "
+                         f"{', '.join(sorted(n.name for n in catalog if n.priced))}")
     out = []
-    for n in load_catalog():
+    for n in catalog:
         if not n.priced or (names and n.name not in names):
             continue
         res, _ = node_reserve(n)

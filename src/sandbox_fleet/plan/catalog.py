@@ -116,7 +116,7 @@ def load_catalog(path: str | Path | None = None) -> list[NodeType]:
         text = resources.files("sandbox_fleet").joinpath("data/nodes.toml").read_text(encoding="utf-8")
         return parse_catalog(text, "bundled nodes.toml")
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():  # anything else that is no regular file: refused by read_text, by kind
         raise InputError(f"{p}: node catalog not found; expected a TOML file of [[node]] tables")
     return parse_catalog(read_text(p, "node catalog"), str(p))
 

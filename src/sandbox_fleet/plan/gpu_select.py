@@ -35,6 +35,8 @@ def gpu_figures(
     """Merge ``--gpu`` with the per-figure flags. Without a model (parameters and KV bytes per token)
     a named GPU cannot be sized or priced: its figures are left out and the note says why."""
     if name is None:
+        if catalog_file is not None:  # a catalog given is read (a missing or garbled one refused), --gpu or not
+            load_gpus(catalog_file)
         return GpuFigures(None, tflops, hbm_tbs, memory_gb, usd_h)
     try:
         gpu = get_gpu(name, load_gpus(catalog_file))

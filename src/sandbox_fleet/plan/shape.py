@@ -127,6 +127,18 @@ def simulated_mean_wait(holds: np.ndarray, rate_per_s: float, seed: int) -> Mean
     return mean_wait
 
 
+def _check_search_memory(mean: float, rollouts: int) -> None:
+    """Refuse, before a slot is allocated, a smooth search whose pools cannot fit in memory (a
+    --passing-per-hour of 1e15 asks for ~1e14 slots: an "out of memory" line, not an answer)."""
+    from sandbox_fleet.limits import check_memory
+    from sandbox_fleet.simulate.scenario.bounds import BYTES_PER_ATTEMPT, BYTES_PER_SLOT
+
+    hi = SEARCH_FACTOR * max(math.ceil(mean), 1) + 10
+    check_memory(hi * BYTES_PER_SLOT + rollouts * BYTES_PER_ATTEMPT, None,
+                 f"`passing_per_hour`: {mean:,.4g} busy sandboxes on average; the smooth-shape search over up to "
+                 f"{hi:,} slots would", "lower the target, or pass `shape` measured (no simulation)")
+
+
 def smooth_shape(
     mean: float,
     sample_holds: Callable[[np.random.Generator, int], np.ndarray],
@@ -142,6 +154,7 @@ def smooth_shape(
         raise InputError(f"`max_wait_s` must be zero or positive, got {max_wait_s!r}")
     if rollouts is None:
         rollouts = int(min(max(ROLLOUTS_PER_BUSY * math.ceil(mean), ROLLOUTS_MIN), ROLLOUTS_MAX))
+    _check_search_memory(mean, rollouts)
     holds = np.asarray(sample_holds(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9, 1))), rollouts), dtype=float)
     hold_mean = float(holds.mean())
     rate = mean / hold_mean

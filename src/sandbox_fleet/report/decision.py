@@ -33,7 +33,7 @@ def plan_risks(measure: MeasureSummary, plan: PlanSummary, thresholds: Optional[
 
 
 def _items(lines: list[str], cls: str = "") -> str:
-    from html import escape  # the HTML only: plan imports this module for plan_risks
+    from sandbox_fleet.textout import html_escape as escape  # controls shown, as on every line the user reads
 
     attr = f' class="{cls}"' if cls else ""
     return f"<ul{attr}>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>"
@@ -42,7 +42,7 @@ def _items(lines: list[str], cls: str = "") -> str:
 def decision_html(plan: PlanSummary, results: list[CheckResult], previous: Optional[PlanSummary] = None) -> str:
     """The decision block as the report's first section: BUY lines, cost, what binds, risks, basis."""
     d = decide(plan, previous, risk_lines(results))
-    from html import escape
+    from sandbox_fleet.textout import html_escape as escape
 
     buy = "".join(f'<p class="{"buy" if x.startswith("BUY") else "unsized"}">{escape(x)}</p>' for x in d.buy)
     censored = "".join(f'<p class="censored">{escape(x)}</p>' for x in d.censored)

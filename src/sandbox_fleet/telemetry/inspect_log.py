@@ -107,7 +107,13 @@ def _check_declared(path: Path, infos: dict[str, zipfile.ZipInfo]) -> None:
 def _read_eval(path: Path) -> tuple[Any, list[tuple[str, Any]]]:
     """(eval spec, [(entry name, sample or the exception that made it unreadable)])."""
     with zipfile.ZipFile(path) as z, open(path, "rb") as raw:
-        infos = {i.filename: i for i in z.infolist()}
+        infos: dict[str, zipfile.ZipInfo] = {}
+        repeated: list[str] = []
+        for i in z.infolist():  # a name twice: the first entry is read, each later one counted unreadable
+            if i.filename in infos:
+                repeated.append(i.filename)
+            else:
+                infos[i.filename] = i
         _check_declared(path, infos)
         head_name = "header.json" if "header.json" in infos else "_journal/start.json"
         header = json_loads(_entry(raw, infos[head_name], f"{path}:{head_name}"), f"{path}:{head_name}")
@@ -118,6 +124,8 @@ def _read_eval(path: Path) -> tuple[Any, list[tuple[str, Any]]]:
                 samples.append((name, json_loads(_entry(raw, infos[name], where), where)))
             except (InputError, ValueError, zlib.error, OSError, pa.ArrowException) as exc:
                 samples.append((name, exc))
+        samples += [(f"{name} (a second entry of this name)", ValueError("repeated entry"))
+                    for name in repeated if name.startswith("samples/")]
     if not isinstance(header, dict):
         raise InputError(f"{path}:{head_name}: expected a JSON object")
     return header.get("eval"), samples
@@ -346,6 +354,11 @@ def read_inspect(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
     files = log_files(path)
     if not files:
         raise InputError(f"{path}: no Inspect AI log (.eval or .json) found")
+    if path.is_dir():  # a log's name on something no file (a FIFO, a dangling link): named, never passed over
+        for p in sorted(path.iterdir()):
+            if p.suffix in (".eval", ".json") and not p.is_file() and not p.is_dir():
+                warn_once(tel, f"{p}: an Inspect log's name on no regular file (a FIFO, device or dangling link); "
+                               "skipped")
     rows: list[dict] = []
     tally = _ScoreTally()
     for file in track(files, "reading Inspect logs", opts.progress, min_items=20):

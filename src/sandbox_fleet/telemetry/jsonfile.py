@@ -8,18 +8,13 @@ from typing import Any, TypeGuard
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.safeparse import json_loads
+from sandbox_fleet.safeparse import json_loads, read_text
 from sandbox_fleet.telemetry.options import warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, Telemetry
 
 
 def load_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc.__class__.__name__})") from exc
+    text = read_text(path, "JSON file")
     if not text.strip():
         raise InputError(f"{path}: empty file (expected JSON)")
     return json_loads(text, str(path))

@@ -68,6 +68,9 @@ def parse_column_map(spec: str | dict[str, str] | None) -> dict[str, str]:
             )
         if not source:
             raise InputError(f"`column_map`: empty source column for '{canonical}'")
+        if canonical in out:  # the later one would win without a word
+            raise InputError(f"`column_map`: '{canonical}' is mapped twice ('{out[canonical]}' and '{source}'); "
+                             "give each canonical name one source")
         out[canonical] = source
     return out
 

@@ -5,6 +5,7 @@ Columns already named canonically need no map; ``--map canonical=source`` rename
 
 from __future__ import annotations
 
+import errno
 import glob as globmod
 import gzip
 import os
@@ -75,16 +76,36 @@ def _source_sql(kind: str, typed: bool = False, fixed: bool = False) -> str:
     return "read_json($path, format='auto')"
 
 
-def _check_files(path: str) -> None:
+def _check_files(path: str, tel: Telemetry | None = None) -> None:
     if any(ch in path for ch in "*?["):
-        if not globmod.glob(path, recursive=True):
+        matches = globmod.glob(path, recursive=True)
+        if not matches:
             raise InputError(f"{path}: no files match this pattern")
+        # DuckDB passes over a match it cannot read as a file without a word: each is named here
+        skipped = [(m, _not_a_file(m)) for m in sorted(matches) if not os.path.isfile(m)]
+        if len(skipped) == len(matches):
+            raise InputError(f"{path}: no match is a regular file ({skipped[0][0]}: {skipped[0][1]})")
+        for m, why in skipped:
+            if tel is not None:
+                tel.warnings.append(f"{m}: matched by {path} but {why}; skipped")
         return
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such file")
     if p.stat().st_size == 0:
         raise InputError(f"{path}: empty file (expected a header and rows)")
+
+
+def _not_a_file(path: str) -> str:
+    """Why a glob match is no file to read: a dangling link, a link loop, a folder, a FIFO or a device."""
+    if os.path.islink(path) and not os.path.exists(path):
+        try:
+            os.stat(path)
+        except OSError as exc:
+            return "a link loop" if exc.errno == errno.ELOOP else "a dangling link"
+    if os.path.isdir(path):
+        return "a folder"
+    return "not a regular file (a FIFO, socket or device)"
 
 
 def _head(path: str, size: int = 1 << 16) -> bytes:
@@ -124,7 +145,7 @@ def read_table(path: str, column_map: dict[str, str], progress: bool = False,
     kind = table_kind(path)
     if kind is None:
         raise InputError(f"{path}: unknown table type (expected .parquet, .csv or .jsonl)")
-    _check_files(path)
+    _check_files(path, tel)
     if kind == "parquet" and not any(ch in path for ch in "*?["):
         yield from _read_parquet_file(Path(path), column_map, progress, coded)
         return
@@ -255,22 +276,29 @@ def _json_fault(path: str) -> str | None:
     its fault is where that document stops parsing (a truncated array, say).
     """
     files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    limit = int(inflate_limit_bytes())  # this scan holds one line, or one document, at a time: bounded
     for file in files:
         opener = gzip.open if file.lower().endswith(".gz") else open
         name = Path(file).name
         try:
             with opener(file, "rt", encoding="utf-8") as f:
-                first = f.readline()
+                first = f.readline(limit + 1)
+                check_inflated_size(len(first), f"{file} line 1", limit)
                 if first.strip() in ("[", "{") or (first.lstrip().startswith("[") and not _parses(first)):
                     f.seek(0)
-                    json_loads(f.read(), name, "JSON lines (one object a line) or one JSON array of objects")
+                    whole = f.read(limit + 1)
+                    check_inflated_size(len(whole), file, limit)
+                    json_loads(whole, name, "JSON lines (one object a line) or one JSON array of objects")
                     continue
                 f.seek(0)
-                for number, line in enumerate(f, 1):
+                for number, line in enumerate(iter(lambda: f.readline(limit + 1), ""), 1):
+                    check_inflated_size(len(line), f"{file} line {number}", limit)
                     if not line.strip():
                         continue
                     value = json_loads(line, f"{name} line {number}")
-                    if not isinstance(value, (dict, list)):
+                    # a list is a row only as a one-line file's whole document (line 1); on any other
+                    # line it is the first bad line, not one to pass over for a later fault
+                    if not isinstance(value, dict) and not (number == 1 and isinstance(value, list)):
                         return f"{name} line {number}: not a JSON object (a {type(value).__name__})"
         except InputError as exc:
             return str(exc)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import fasttar
 from sandbox_fleet.telemetry.dockerfile import DOCKERFILES, MAX_DOCKERFILE_BYTES, dockerfile_image, dockerfile_task
-from sandbox_fleet.telemetry.tasktoml import REQUEST_FIELDS, parse_task_toml
+from sandbox_fleet.telemetry.tasktoml import REQUEST_FIELDS, check_toml_size, parse_task_toml
 
 SCAN_SCHEMA = pa.schema(
     [
@@ -91,6 +91,7 @@ def _take(raw_name: str, size: int, read, shown: str, requests: dict, files: lis
     if name == "task.toml" or name.endswith("/task.toml"):
         prefix = name[: -len("task.toml")].rstrip("/")
         try:
+            check_toml_size(size, f"{shown}:{raw_name}")  # before read(): tarfile inflates what it reads
             requests[prefix] = parse_task_toml(read(), f"{shown}:{raw_name}")
         except InputError as exc:  # one bad task.toml costs its task's request, not the read
             requests[prefix] = {**dict.fromkeys(REQUEST_FIELDS), "out_of_range": 0, "problem": str(exc)}

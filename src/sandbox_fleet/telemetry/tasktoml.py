@@ -84,10 +84,16 @@ def _values(doc: dict, section: str) -> list:
     return list(sec.values()) if isinstance(sec, dict) else []
 
 
+def check_toml_size(size: int, where: str) -> None:
+    """Refuse a task.toml of ``size`` bytes past ``MAX_TOML_BYTES``: called with a member's declared
+    size before a byte of it is read (a gzip tar shard inflates what it reads), and on the bytes read."""
+    if size > MAX_TOML_BYTES:
+        raise InputError(f"{where}: {size:,} bytes, larger than a task.toml can be ({MAX_TOML_BYTES:,})")
+
+
 def parse_task_toml(data: bytes, where: str) -> dict[str, Any]:
     """Request fields from task.toml bytes; absent keys are None. ``where`` names the file in errors."""
-    if len(data) > MAX_TOML_BYTES:
-        raise InputError(f"{where}: {len(data):,} bytes, larger than a task.toml can be ({MAX_TOML_BYTES:,})")
+    check_toml_size(len(data), where)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -156,10 +156,21 @@ def test_token_draws_must_be_finite_counts(tmp_path, dist, match):
 
 
 def test_a_pool_too_slow_to_finish_before_year_9999_is_refused(tmp_path):
-    # 500 tokens at 1e-12 tok/s: 5e14 s per call alone, past the ~2.5e11 s horizon.
-    p, b = built(tmp_path, SERVED.replace("decode_tok_s = 1000", "decode_tok_s = 1e-12"))
-    with pytest.raises(InputError, match="'inference'.*year 9999"):
-        bounds.check_run(b, str(p), None)
+    # 8 turns x 500 tokens at 1e-12 tok/s: 4e15 s per attempt with every call alone, past the
+    # ~2.5e11 s horizon; refused as built, naming the key that made the hold (issue 42 s3)
+    with pytest.raises(InputError, match=r"'inference\.decode_tok_s'.* 4e\+15 s.*year 9999"):
+        built(tmp_path, SERVED.replace("decode_tok_s = 1000", "decode_tok_s = 1e-12"))
+
+
+def test_the_iteration_base_is_blamed_on_its_own_key(tmp_path):
+    # base 1e12 ms = 1e9 s per decode-token time of 1/1000 s: b = 1e12 units; 8 x 0.5 s x 1e12 = 4e12 s
+    with pytest.raises(InputError, match=r"'inference\.iteration_base_ms'.* 4e\+12 s"):
+        built(tmp_path, SERVED.replace("[inference]", "[inference]\niteration_base_ms = 1e12"))
+
+
+def test_a_fast_prefill_rate_is_no_duration(tmp_path):
+    # prefill_tok_s ends in _s but is a rate: 1e15 tokens/s is fast, not a time past year 9999
+    built(tmp_path, SERVED.replace("prefill_tok_s = 10000", "prefill_tok_s = 1e15"))
 
 
 def test_a_population_far_above_count_starts_every_rollout_at_once(tmp_path):

@@ -88,6 +88,12 @@ def _check_name(flag: str, value: str, limit: int = 63) -> None:
                          "letters, digits and '-', starting and ending with a letter or digit")
 
 
+#: A pod that takes longer than this to start is no warm-pool input (1e308 printed a 300-digit pool).
+MAX_PROVISION_S = 86_400
+#: Namespaces Kubernetes itself runs in: sandbox objects (untrusted code) never go there.
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
 def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     """The options with plan-derived defaults filled in, every name checked (InputError, one line)."""
     name = opts.name if opts.name is not None else default_name(plan)
@@ -104,8 +110,12 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     if not _IMAGE.fullmatch(opts.image or "") or len(opts.image) > 1024:
         raise InputError(f"`k8s_image` {opts.image!r}: expected an image reference (registry/name:tag or "
                          "name@sha256:...): no spaces, quotes or control characters")
-    if not (opts.provision_s > 0) or math.isinf(opts.provision_s):
-        raise InputError(f"`k8s_provision_s` must be a positive number of seconds, got {opts.provision_s!r}")
+    if not 0 < opts.provision_s <= MAX_PROVISION_S:
+        raise InputError(f"`k8s_provision_s` must be a positive number of seconds up to {MAX_PROVISION_S:,} (a day), "
+                         f"got {opts.provision_s!r}")
+    if namespace in SYSTEM_NAMESPACES:
+        raise InputError(f"`k8s_namespace` {namespace!r}: a namespace the cluster's own components use; "
+                         "give the sandboxes a namespace of their own")
     return K8sOptions(name=name, namespace=namespace, node_class=node_class, provision_s=opts.provision_s,
                       image=opts.image, runtime_class=opts.runtime_class, cluster=opts.cluster,
                       consolidate_after=_consolidate_after(plan, opts), nodes_file=opts.nodes_file)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Optional
@@ -44,7 +45,10 @@ def hours(x: float) -> str:
 
 
 def band_above(value: float, band: Above) -> tuple[Status, float | None]:
-    """Status of ``value`` against an upper band and the bound that decided it."""
+    """Status of ``value`` against an upper band and the bound that decided it. A figure that is not
+    a finite number fails (NaN compares false with every bound: a gate must never pass on it)."""
+    if not math.isfinite(value):
+        return "fail", band.fail_above if band.fail_above is not None else band.warn_above
     if band.fail_above is not None and value > band.fail_above:
         return "fail", band.fail_above
     if band.warn_above is not None and value > band.warn_above:
@@ -53,6 +57,9 @@ def band_above(value: float, band: Above) -> tuple[Status, float | None]:
 
 
 def band_below(value: float, band: Below) -> tuple[Status, float | None]:
+    """Status of ``value`` against a lower band; a figure that is not a finite number fails."""
+    if not math.isfinite(value):
+        return "fail", band.fail_below if band.fail_below is not None else band.warn_below
     if band.fail_below is not None and value < band.fail_below:
         return "fail", band.fail_below
     if band.warn_below is not None and value < band.warn_below:

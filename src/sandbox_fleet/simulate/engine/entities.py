@@ -36,14 +36,24 @@ Admission = Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceili
 Engine = Literal["auto", "fifo", "events"]
 
 
+#: The largest count a run takes: an int64, what NumPy and Arrow hold (a larger one overflowed later,
+#: blamed on another key).
+MAX_WHOLE = 2**63 - 1
+
+
 def _no_bool(value: object) -> object:
     # TOML's true/false are no counts: lax validation read `cap = true` as a cap of 1
     if isinstance(value, bool):
         raise PydanticCustomError("whole_number", "expected a whole number, got {value}", {"value": str(value).lower()})
+    if isinstance(value, float) and value.is_integer():  # taken as the count it names, even in strict mode
+        value = int(value)
+    if isinstance(value, int) and abs(value) > MAX_WHOLE:
+        raise PydanticCustomError("whole_number", f"{float(value):.3g} is past the largest count a run takes "
+                                  f"({MAX_WHOLE:,})")
     return value
 
 
-#: A count: a whole number (a whole-valued float is still taken), never a boolean.
+#: A count: a whole number up to ``MAX_WHOLE`` (a whole-valued float is still taken), never a boolean.
 Whole = Annotated[int, BeforeValidator(_no_bool)]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]

@@ -37,6 +37,9 @@ BYTES_PER_SLOT = 120
 BYTES_PER_SERVED_TURN = 240
 BYTES_PER_SERVED_ROLLOUT = 300
 BYTES_PER_REPLICA = 1000
+#: An image of a drawn catalog: its generated name (~60 B of text), the list slot, share and size
+#: (float64 each) and the per-node cache's entry, rounded up.
+BYTES_PER_IMAGE = 200
 #: Largest mean token count per turn: draws stay exact integers and run-wide sums fit int64.
 MAX_TOKENS_PER_TURN = 1e9
 #: P(an attempt of mean length survives its node) below exp(-SURVIVAL_EXP) means it cannot finish.
@@ -125,6 +128,58 @@ def episode_mean_s(ep, inference=None) -> float:
     return build + agent + mean_s(ep.verifier)
 
 
+def hold_parts(ep, key, inference=None) -> list[tuple[str, float]]:
+    """The mean seconds one attempt holds its sandbox, part by part, each with the scenario key that
+    sets it: the built episode's actual quantities (a pull time is size / pull_mb_per_s, a substrate's
+    overhead is cold start + turns x per-action), whatever the keys are called. ``key(table)``: the
+    workload's key of an episode table (``hold``, ``workload.turns``...)."""
+    parts: list[tuple[str, float]] = []
+    turns = 1.0
+    with np.errstate(all="ignore"):
+        if ep.turns is not None:
+            t = key("turns")
+            turns = max(mean_s(ep.turns.turns), 1.0)
+            parts += [(f"{t}.turns", turns * (mean_s(ep.turns.model_latency) + mean_s(ep.turns.command)))]
+            if inference is not None and ep.turns.served:
+                decode_s = turns * mean_s(ep.turns.decode_tokens) / inference.decode_tok_s
+                parts += [("inference.prefill_tok_s", turns * mean_s(ep.turns.prefill_tokens) / inference.prefill_tok_s),
+                          ("inference.decode_tok_s", decode_s),
+                          ("inference.iteration_base_ms", decode_s * inference.base_units)]
+        else:
+            parts.append((key("hold"), mean_s(ep.agent)))
+        b = ep.build
+        if b is not None:
+            parts.append((key("build"), b.hit_p * mean_s(b.hit) + (1 - b.hit_p) * mean_s(b.miss)))
+            pulls = b.images.pull_s() if b.images is not None else None
+            if pulls is not None and pulls.size:
+                parts.append(("images.pull_mb_per_s", float(np.max(pulls))))
+        parts.append((key("verifier"), mean_s(ep.verifier)))
+        sub = ep.substrate
+        if sub is not None:
+            parts.append(("substrate.name", float(sub.cold_start_s)))  # the catalog entry's cold start
+            if sub.turns_mean is not None and ep.turns is None:
+                parts.append(("substrate.turns_per_rollout", float(sub.turns_mean) * float(sub.per_action_s)))
+            elif ep.turns is not None:
+                parts.append((f"{key('turns')}.turns", turns * float(sub.per_action_s)))
+    return [(k, v if not math.isnan(v) else math.inf) for k, v in parts]
+
+
+def check_hold(ep, key, horizon: float, fail, inference=None) -> None:
+    """Refuse an episode whose mean hold (``hold_parts``) overflows or reaches past year 9999 from
+    run.epoch, naming the key of the part that does (of the largest part when only the sum does):
+    the one bound on the holds a built scenario will simulate."""
+    parts = hold_parts(ep, key, inference)
+    for k, v in parts:
+        if not v <= horizon:
+            fail(k, f"makes a mean attempt hold its sandbox {v:.4g} s, past year 9999 from run.epoch "
+                    f"(at most {horizon:.4g} s)")
+    total = math.fsum(v for _, v in parts)
+    if not total <= horizon:
+        k = max(parts, key=lambda kv: kv[1])[0]
+        fail(k, f"the parts of a mean attempt add up to {total:.4g} s of holding its sandbox, past year 9999 "
+                f"from run.epoch (at most {horizon:.4g} s); this part is the largest")
+
+
 def _may_retry(wl, ep, preempts: bool) -> bool:
     """Can this workload's attempts be retried (an exception source, or preemption, meets a retry budget)?"""
     if wl.retry.max_retries == 0:
@@ -165,15 +220,6 @@ def check_run(built, source: str, max_memory_gb: float | None) -> None:
     slots = sum(f.cap or 0 for f in built.fleets)  # the loop keeps state per slot of every capped pool
     check_memory(est, max_memory_gb, f"{source}: {rollouts:,} rollouts on {slots:,} slots" if slots else
                  f"{source}: {rollouts:,} rollouts")
-    if built.inference is not None:
-        horizon = horizon_s(built.epoch)
-        for w in built.workloads:
-            m = episode_mean_s(w.resolved_episode(), built.inference)
-            if not m <= horizon:
-                raise InputError(
-                    f"{source}: key 'inference': a mean attempt of workload {w.name} holds its sandbox {m:.4g} s even "
-                    f"with every call served alone, past year 9999 from run.epoch (at most {horizon:.4g} s); "
-                    "raise prefill_tok_s / decode_tok_s or lower the tokens per turn")
     for p, fleet in enumerate(built.fleets):
         rate = fleet.preempt_rate_per_node_s
         if rate <= 0:

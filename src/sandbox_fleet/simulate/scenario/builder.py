@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from sandbox_fleet.simulate.engine.images import ImageCache
+    from sandbox_fleet.simulate.engine.inference.config import Inference
     from sandbox_fleet.simulate.model import SimulateSummary
 
 
@@ -85,7 +86,6 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
     """
     ctx = _Ctx(base_dir, source, bounds.horizon_s(spec.run.epoch))
     ctx.max_memory_gb = max_memory_gb
-    ctx.times(spec.model_dump(exclude_none=True), "")
     many_fleets = spec.fleets is not None
     # load_scenario and the sweep's variants both refuse a file without exactly one of the two
     fleet_specs = spec.fleets if spec.fleets is not None else [spec.fleet]
@@ -114,6 +114,7 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         wspecs = [spec.workload.model_copy(update=update)]
         keys = ["workload"]
         top = set(update)
+    ctx.times(fleet_specs, wspecs, keys, spec.run, many_fleets)
     seen: dict[str, int] = {}
     for i, w in enumerate(wspecs):
         name = w.name or f"w{i}"
@@ -133,7 +134,7 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
     if spec.inference is not None:
         from sandbox_fleet.simulate.scenario.inference import build_inference
 
-        inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
+        inference = ctx.inference = build_inference(spec.inference, base_dir, ctx.fail, ctx.guard)
     workloads = [ctx.workload(w, i, keys[i], top, names, len(fleets)) for i, w in enumerate(wspecs)]
     for where, i, key, msg in problems(fleets, workloads, inference is not None):
         if where == "fleet":
@@ -167,30 +168,28 @@ class _Ctx:
         self.served = False  # the scenario has [inference]
         self.images: ImageCache | None = None  # [images]: every workload's builds share it
         self.substrate: SubstrateCost | None = None  # [substrate]: added to every workload's holds
+        self.inference: Inference | None = None  # [inference]: every turn's call is served by it
         self._tables: dict[tuple[str, ...], pa.Table] = {}
 
     def fail(self, key: str, what: str) -> NoReturn:
         raise InputError(f"{self.source}: key '{key}': {what}")
 
-    def times(self, data, key: str) -> None:
-        """Every duration or time in the file (a key ending in ``_s``) is finite and before year 9999.
-
-        Timeouts are exempt: a timeout past the end of the run simply never fires.
-        """
-        if isinstance(data, dict):
-            for k, v in data.items():
-                sub = f"{key}.{k}" if key else str(k)
-                if str(k).endswith("timeout_s") or str(k).endswith("_tokens"):
-                    continue  # token draws are counts, checked as such in turns()
-                if str(k).endswith("_s") and not str(k).endswith("_per_s"):
-                    for x in v if isinstance(v, list) else [v]:
-                        if isinstance(x, (int, float)) and not isinstance(x, bool):
-                            bounds.check_time(float(x), sub, self.horizon_s, self.fail)
-                else:
-                    self.times(v, sub)
-        elif isinstance(data, list):
-            for i, v in enumerate(data):
-                self.times(v, f"{key}.{i}")
+    def times(self, fleets, wspecs, keys: list[str], run, many_fleets: bool) -> None:
+        """The scenario's times that are no hold (holds, their parts whatever the keys are called, are
+        bounded as built by ``bounds.check_hold``): each finite and before year 9999, named by its key.
+        Which quantities are seconds is said here, not guessed from a key's ending (``zipf_s`` is an
+        exponent, ``prefill_tok_s`` a rate). Timeouts are exempt: one past the end of the run never fires."""
+        for i, f in enumerate(fleets):
+            at = f"fleets.{i}" if many_fleets else "fleet"
+            for name in ("provision_delay_s", "node_replace_s"):
+                bounds.check_time(float(getattr(f, name)), f"{at}.{name}", self.horizon_s, self.fail)
+        for w, at in zip(wspecs, keys):
+            for name in ("start_s", "train_s"):
+                bounds.check_time(float(getattr(w, name)), f"{at}.{name}", self.horizon_s, self.fail)
+            for j, x in enumerate(w.arrivals_s or []):
+                bounds.check_time(float(x), f"{at}.arrivals_s.{j}", self.horizon_s, self.fail)
+        if run.warmup_s is not None:
+            bounds.check_time(float(run.warmup_s), "run.warmup_s", self.horizon_s, self.fail)
 
     def guard(self, key: str, make):
         """Call ``make()``; an engine-level InputError gets the file and key in front."""
@@ -220,6 +219,10 @@ class _Ctx:
 
     def dist(self, s, key: str, tokens: bool = False) -> D.Dist:
         d: D.Dist
+        if not tokens:  # a distribution's own seconds (its scale, its floor) named before the built one is judged
+            for name in ("value_s", "mean_s", "median_s", "scale_s", "min_s"):
+                if getattr(s, name, None) is not None:
+                    bounds.check_time(float(getattr(s, name)), f"{key}.{name}", self.horizon_s, self.fail)
         if isinstance(s, ExponentialSpec):
             d = D.Exponential(s.mean_s)
         elif isinstance(s, DeterministicSpec):
@@ -298,7 +301,7 @@ class _Ctx:
         elif self.served:
             self.fail(k("turns"), "with [inference] a workload needs [turns] with prefill_tokens and decode_tokens")
         exc = w.exceptions or ExceptionsSpec()
-        return Episode(
+        ep = Episode(
             agent=self.dist(w.hold, k("hold")) if w.hold is not None else None,
             turns=turns,
             build=build,
@@ -308,6 +311,8 @@ class _Ctx:
             agent_timeout_s=w.agent_timeout_s,
             substrate=self.substrate,
         )
+        bounds.check_hold(ep, k, self.horizon_s, self.fail, self.inference)
+        return ep
 
     def turns(self, w: WorkloadSpec, k) -> Turns:
         t, key = w.turns, k("turns")

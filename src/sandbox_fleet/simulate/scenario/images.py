@@ -46,6 +46,14 @@ def _drawn_catalog(spec: ImagesSpec, fail: Fail) -> ImageCatalog:
         basis = f"{shares.size} images, explicit shares"
     else:
         assert spec.count is not None  # refused above when both are missing
+        from sandbox_fleet.limits import check_memory
+        from sandbox_fleet.simulate.scenario.bounds import BYTES_PER_IMAGE
+
+        try:  # before a name or a share is made: 1e8 images was an out-of-memory line
+            check_memory(spec.count * BYTES_PER_IMAGE, None, f"{spec.count:,} images",
+                         "lower it (to the images the tasks really build)")
+        except InputError as exc:
+            fail("images.count", str(exc))
         s = 1.0 if spec.zipf_s is None else spec.zipf_s
         shares = zipf_shares(spec.count, s)
         basis = f"{spec.count} images, Zipf shares (exponent {s:g}: share of image i ~ 1/i^{s:g})"

@@ -32,9 +32,13 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import load_toml
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet, NonNegFloat, PosFloat, Whole
 
+#: A scenario file's tables are validated strictly (README: strict validation): text is no number and
+#: no boolean (``cap = "10"``, ``preempt = "yes"`` are refused), a number no boolean; an integer is a float.
+STRICT = ConfigDict(extra="forbid", strict=True)
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
 
 class _Clip(Strict):
@@ -112,6 +116,7 @@ class FleetSpec(Fleet):
     """``[fleet]`` / ``[[fleets]]``: the engine's own ``Fleet`` model, validated here once; a file
     must give ``cap = N`` or ``unbounded = true``. Without a ``name``, the builder names it ``pool{i}``."""
 
+    model_config = STRICT
     cap_required: ClassVar[bool] = True
     # pydantic's own __init__: with Fleet's (errors as one InputError line) nested validation would call
     # it and lose the file and the key path ('fleets.1.preempt') that load_scenario words
@@ -276,7 +281,12 @@ def _error_line(path: str, err: ValidationError) -> str:
         return f"{path}: key '{loc}.dist' must be one of {', '.join(sorted(_DIST_TAGS))}"
     if e["type"] == "missing":
         return f"{path}: missing key '{loc}'"
+    if e["type"] in _WRONG_TYPE:  # strict: say what was given (text in quotes: `cap = "10"` is no number)
+        return f"{path}: key '{loc}': {e['msg']}, got {e['input']!r:.40} ({type(e['input']).__name__})"
     return f"{path}: key '{loc}': {e['msg']}"
+
+
+_WRONG_TYPE = {"int_type", "float_type", "bool_type", "string_type", "list_type", "dict_type"}
 
 
 _DIST_TAGS = {"exponential", "deterministic", "lognormal", "weibull", "empirical", "mixture"}
