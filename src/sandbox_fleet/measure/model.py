@@ -147,6 +147,11 @@ class Steps(Block):
     runs_with_steps: Optional[list[str]] = None
     mixed: Optional[bool] = None
     note: Optional[str] = None
+    #: median over steps of the starts before the step's first finish (rollouts running together at
+    #: its opening; under ``MIN_TOGETHER``: a serial run in sittings, not steps)
+    opening_concurrency: Num = None
+    #: whether two or more runs were ever running at once (first start to last finish); null with one run
+    runs_overlap: Optional[bool] = None
 
 
 class Tokens(Block):

@@ -298,4 +298,6 @@ def _steps(console: Console, s: MeasureSummary) -> None:
         if st.note:
             console.print(st.note, highlight=False)
     else:
-        console.print(f"steps: no burst structure ({st.reason})")
+        console.print(f"steps: no burst structure ({st.reason})", highlight=False)
+        if st.note:
+            console.print(st.note, highlight=False)

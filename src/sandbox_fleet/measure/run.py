@@ -39,6 +39,7 @@ from sandbox_fleet.measure.steps import (
     measure_grouped_steps,
     measure_steps,
     overall_steps,
+    runs_overlap,
     sorted_starts,
 )
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
@@ -231,11 +232,21 @@ def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold
     return by_model(fr, pass_threshold, table=group_rows_of(model_columns, len(model_codes[1])))
 
 
-def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict) -> dict:
-    """The top level notes a mix of runs: runs are jobs when the input has two or more, else
-    models (one synchronous run per model, as in a release that only names models)."""
-    runs_by = "job" if len(job_steps) >= 2 else "model"
-    return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by)
+def _runs_by(job_steps: dict) -> str:
+    """Runs are jobs when the input has two or more, else models (one synchronous run per model,
+    as in a release that only names models)."""
+    return "job" if len(job_steps) >= 2 else "model"
+
+
+def _run_overlap(fr: Frame, times: tuple, model_codes: tuple, job_steps: dict) -> bool | None:
+    codes, names = (fr.job.codes, fr.job.names) if _runs_by(job_steps) == "job" else model_codes
+    return runs_overlap(*times, codes, len(names))
+
+
+def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict, run_overlap: bool | None) -> dict:
+    """The top level notes a mix of runs (``_runs_by``) that overlap in time."""
+    runs_by = _runs_by(job_steps)
+    return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by, run_overlap)
 
 
 def _models(by_model: dict, model_steps: dict) -> dict:
@@ -268,6 +279,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("all_starts_steps", _all_starts_steps, ("times", "starts")),
         Pass("job_rows", _job_rows, ("frame",)),
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
+        Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
         Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
         Pass("span", _span, ("times",)),
@@ -284,7 +296,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         # job column the one shared sort (Frame.grouped_holds) is made earlier, by the jobs pass.
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
-        Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps"), label="steps"),
+        Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
         Pass("peak", _peak, ("concurrency", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
@@ -328,11 +340,11 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
     if lanes >= 2:
         return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
                            ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
-                           ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
+                           ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
                 + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
     return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
                                                  "all_starts_steps", "job_rows", "job_steps", "model_steps",
-                                                 "concurrency", "jobs", "span")]
+                                                 "run_overlap", "concurrency", "jobs", "span")]
             + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
 
 
