@@ -5,14 +5,16 @@ here from the files with the standard library, never taken from the code under t
 from __future__ import annotations
 
 import csv
+import itertools
+import json
 import pathlib
 from collections import defaultdict
 from datetime import datetime
 
 import pytest
+from tests.measure.helpers import telemetry
 
 from sandbox_fleet.measure import measure_paths, measure_telemetry
-from tests.measure.helpers import telemetry
 
 REAL = pathlib.Path("/work/shared/fixtures/real")
 
@@ -74,7 +76,7 @@ def test_miniswe_sittings_never_overlap_so_they_do_not_interleave():
     path = _real("miniswe_gemini3") / "containers.csv"
     spans = sorted(_sessions_from_csv(path).values())
     # independent truth from the file: each session ends before the next one starts
-    assert len(spans) >= 2 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert len(spans) >= 2 and all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     steps = measure_paths([str(path)], progress=False).to_json()["steps"]
     assert steps["runs"] == len(spans) and steps["runs_overlap"] is False and steps["mixed"] is False
     assert "interleave" not in steps["note"] and "never overlap" in steps["note"]
@@ -84,3 +86,88 @@ def test_ccb_jobs_that_overlap_do_interleave():
     steps = measure_paths([str(_real("ccb_harbor") / "jobs")], progress=False).to_json()["steps"]
     # three of the four jobs run 12:49-14:37 together (their result.json times)
     assert steps["runs"] == 4 and steps["runs_overlap"] is True and steps["mixed"] is True
+
+
+# --- item 8: per-job caps are not a fleet cap --------------------------------------------
+def _ccb_jobs() -> list[tuple[str, int, datetime, datetime]]:
+    """(job, n_concurrent_trials, started_at, finished_at) read straight from the Harbor files."""
+    out = []
+    for job in sorted((_real("ccb_harbor") / "jobs").iterdir()):
+        cap = json.loads((job / "config.json").read_text())["orchestrator"]["n_concurrent_trials"]
+        (trial,) = [p for p in job.iterdir() if p.is_dir()]
+        r = json.loads((trial / "result.json").read_text())
+        out.append((job.name, cap, datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["finished_at"])))
+    return out
+
+
+def test_ccb_fleet_cap_is_the_sum_of_the_running_jobs_caps(run_cli, tmp_path):
+    jobs = _ccb_jobs()
+    # independent truth: every job is capped at 1 and holds one trial; at each trial start, the
+    # caps of the jobs running then add up to the fleet's cap: 3 at most (three run 12:49-14:37)
+    assert {cap for _, cap, _, _ in jobs} == {1} and len(jobs) == 4
+    summed = [sum(c for _, c, a, b in jobs if a <= t < b) for _, _, t, _ in jobs]
+    gaps = sorted((a, b) for _, _, a, b in jobs)
+    idle_s = sum(max((b2[0] - max(b for _, b in gaps[:i + 1])).total_seconds(), 0)
+                 for i, b2 in enumerate(gaps[1:]))
+    span_s = (max(b for *_, b in jobs) - min(a for *_, a, _ in jobs)).total_seconds()
+    s = measure_paths([str(_real("ccb_harbor") / "jobs")], progress=False).to_json()
+    c = s["concurrency"]
+    assert c["peak"] == max(summed) == 3
+    assert c["configured_cap"] == 3  # was 1 "not reached (peak 3)"
+    # one trial per job: nothing ever waited for a slot, so no cap binds, per job or for the fleet
+    assert c["cap_detected"] is False
+    assert all(j["cap_detected"] is False and j["configured_cap"] == 1 for j in s["by_job"].values())
+    assert "nothing waited" in c["cap_basis"]
+    # the fleet sat at its summed cap whenever anything ran: the span less the one idle gap (12.4 s)
+    assert idle_s == pytest.approx(12.382157)
+    assert f"reached for {span_s - idle_s:,.0f} s" in c["configured_cap_basis"]
+    # the terminal and the gate say the same: no cap detected, cap_binding does not fail
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(s))
+    term = run_cli("measure", _real("ccb_harbor") / "jobs")
+    line = next(ln for ln in term.out.splitlines() if ln.startswith("cap detected"))
+    assert " no " in f" {line} " and "configured cap" in term.out
+    gate = run_cli("check", path, "--json")
+    got = {r["name"]: r for r in json.loads(gate.out)["results"]}
+    assert got["cap_binding"]["status"] == "pass"
+
+
+def test_overlapping_jobs_one_binding_make_a_binding_fleet_cap():
+    # By hand: job a (cap 2) runs 4 rollouts two at a time over [0, 20); job b (cap 1) runs one
+    # rollout over [0, 20). The fleet's cap is 2 + 1 = 3, held all along; a's cap binds (4 > 2).
+    starts = [0, 0, 10, 10, 0]
+    finishes = [10, 10, 20, 20, 20]
+    s = measure_telemetry(telemetry(starts, finishes, job=["a"] * 4 + ["b"], caps={"a": 2, "b": 1})).to_json()
+    c = s["concurrency"]
+    assert (c["peak"], c["configured_cap"], c["cap_detected"]) == (3, 3, True)
+    assert s["by_job"]["a"]["cap_detected"] is True and s["by_job"]["b"]["cap_detected"] is False
+    assert "reached for 20 s" in c["cap_basis"] and "job(s) a" in c["cap_basis"]
+
+
+def test_sequential_jobs_keep_their_shared_cap_and_an_uncapped_one_leaves_none():
+    # a then b, never together, both capped at 2 with 3 rollouts each: the fleet's cap is 2 (as before)
+    starts, finishes = [0, 0, 5, 20, 20, 25], [5, 5, 10, 25, 25, 30]
+    t = telemetry(starts, finishes, job=["a"] * 3 + ["b"] * 3, caps={"a": 2, "b": 2})
+    c = measure_telemetry(t).to_json()["concurrency"]
+    assert (c["configured_cap"], c["cap_detected"], c["configured_cap_basis"]) == (2, True, None)
+    # overlapping, b without a cap: while b runs the fleet has none
+    t = telemetry([0, 0, 5, 1], [5, 5, 10, 9], job=["a"] * 3 + ["b"], caps={"a": 2})
+    c = measure_telemetry(t).to_json()["concurrency"]
+    assert c["configured_cap"] is None and "no cap" in c["configured_cap_basis"]
+
+
+def test_summed_cap_against_brute_force():
+    import numpy as np
+
+    from sandbox_fleet.measure.fleetcap import FleetCap
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        k = int(rng.integers(2, 7))
+        first = rng.integers(0, 100, k)
+        last = first + rng.integers(1, 60, k)
+        cap = rng.integers(1, 9, k)
+        fc = FleetCap(first.astype(np.int64), last.astype(np.int64), cap.astype(np.int64), True)
+        probes = np.arange(-1, 170, dtype=np.int64)
+        brute = [sum(int(c) for f, l_, c in zip(first, last, cap) if f <= p < l_) for p in probes]
+        assert fc.summed_at(probes).tolist() == brute

@@ -90,8 +90,13 @@ def _who(name: str) -> str:
 
 def _plain_basis(conc: dict) -> str:
     peak, cap = conc.get("peak") or 0, conc.get("configured_cap")
+    if conc.get("configured_cap_basis"):
+        return str(conc["configured_cap_basis"])
     if cap is not None:
-        return f"configured cap {cap:,}: {'reached' if peak == cap else 'not reached'} (peak {peak:,})"
+        idle = peak == cap and conc.get("cap_detected") is False
+        return (f"configured cap {cap:,}: {'reached' if peak == cap else 'not reached'} (peak {peak:,})"
+                + ("; by every rollout at once (no more rollouts than the cap): nothing waited, it did not bind"
+                   if idle else ""))
     word = "a cap" if conc.get("cap_detected") else "no cap"
     return f"{word} by touches: the peak {peak:,} was reached {conc.get('touches') or 0:,} separate times"
 

@@ -70,6 +70,9 @@ class Concurrency(Block):
     series: Optional[Series] = None
     #: the whole input only (null per job and per model)
     time_at_level: Optional[TimeAtLevel] = None
+    #: how ``configured_cap`` was formed when jobs overlap (the sum of the caps of the jobs running
+    #: at each moment, measure/fleetcap.py), or where a stated cap came from; null otherwise
+    configured_cap_basis: Optional[str] = None
 
 
 # shares contract.HoldFigures with simulate's SimulatedHoldStats (a docstring here would enter the schema)

@@ -24,6 +24,7 @@ from sandbox_fleet.measure.concurrency import (
     sweep_figures,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
+from sandbox_fleet.measure.fleetcap import FleetCap, fleet_cap_figures, fleet_caps
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
@@ -129,13 +130,20 @@ def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
     return times
 
 
-def _cap(fr: Frame, t: Telemetry) -> int | None:
-    return overall_cap(fr.job.codes, fr.job.names, t.caps)
+def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple[int | None, FleetCap | None]:
+    """The one configured cap to compare the overall peak with, and the jobs' caps when jobs
+    overlap (then no single cap: the fleet's is their sum over the jobs running, ``_fleet_cap``)."""
+    fc = fleet_caps(*times, fr.job.codes, fr.job.names, t.caps)
+    if fc is not None and fc.overlap:
+        return None, fc
+    return overall_cap(fr.job.codes, fr.job.names, t.caps), None
 
 
-def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray], cap: int | None) -> tuple[dict, dict | None]:
+def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
+           caps: tuple[int | None, FleetCap | None]) -> tuple[dict, dict | None]:
     """The overall concurrency figures and, from the same sort of the events, each job's
     (``by_job``'s; None when that sort cannot serve them: ``by_job`` then sweeps each job)."""
+    cap = caps[0]
     names = fr.job.names  # coded by the cap pass before this one starts
     if len(names) < 2:
         return concurrency_figures(*times, cap, with_series=True), None
@@ -190,6 +198,20 @@ def _concurrency(sweep: tuple) -> dict:
     return overall
 
 
+def _fleet_cap(times: tuple, cap: tuple[int | None, FleetCap | None], jobs: dict, concurrency: dict) -> dict:
+    """The overall figures with the fleet's cap when jobs overlap (the sum of the running jobs' caps,
+    judged against each job's own cap); a second sweep, only then (few jobs record caps)."""
+    fc = cap[1]
+    if fc is None:
+        return concurrency
+    from sandbox_fleet.measure.concurrency import sweep
+
+    detected = {name: job.get("cap_detected") for name, job in jobs.items()}
+    concurrency.update(fleet_cap_figures(sweep(*times), fc, detected))
+    concurrency.update(effective_cap_figures(concurrency))
+    return concurrency
+
+
 def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, pass_threshold: float) -> dict:
     jobs = by_job(fr, pass_threshold, t.caps, job_rows, concurrency=sweep[1])
     for name, st in job_steps.items():
@@ -240,7 +262,8 @@ def _runs_by(job_steps: dict) -> str:
 
 def _run_overlap(fr: Frame, times: tuple, model_codes: tuple, job_steps: dict) -> bool | None:
     codes, names = (fr.job.codes, fr.job.names) if _runs_by(job_steps) == "job" else model_codes
-    return runs_overlap(*times, codes, len(names))
+    start_us, finish_us = times
+    return runs_overlap(start_us, finish_us, codes, len(names))
 
 
 def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict, run_overlap: bool | None) -> dict:
@@ -255,8 +278,8 @@ def _models(by_model: dict, model_steps: dict) -> dict:
     return by_model
 
 
-def _peak(concurrency: dict, steps: dict, job_steps: dict, model_steps: dict) -> dict:
-    return classify_peak(concurrency, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
+def _peak(fleet_cap: dict, steps: dict, job_steps: dict, model_steps: dict) -> dict:
+    return classify_peak(fleet_cap, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
 
 
 def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
@@ -270,7 +293,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("frame", _frame, ("table",)),
         Pass("times", _times, ("frame",)),
         Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
-        Pass("cap", _cap, ("frame", "t")),
+        Pass("cap", _cap, ("frame", "t", "times")),
         Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
         Pass("starts", _starts, ("frame", "times", "model_codes")),
@@ -282,6 +305,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
         Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
+        Pass("fleet_cap", _fleet_cap, ("times", "cap", "jobs", "concurrency")),
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
@@ -298,7 +322,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
-        Pass("peak", _peak, ("concurrency", "steps", "job_steps", "model_steps")),
+        Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
     ]
 
@@ -340,11 +364,12 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
     if lanes >= 2:
         return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
                            ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
-                           ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
+                           ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("fleet_cap", HERE),
+                           ("span", HERE)]
                 + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
     return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
                                                  "all_starts_steps", "job_rows", "job_steps", "model_steps",
-                                                 "run_overlap", "concurrency", "jobs", "span")]
+                                                 "run_overlap", "concurrency", "jobs", "fleet_cap", "span")]
             + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
 
 
