@@ -171,3 +171,51 @@ def test_summed_cap_against_brute_force():
         probes = np.arange(-1, 170, dtype=np.int64)
         brute = [sum(int(c) for f, l_, c in zip(first, last, cap) if f <= p < l_) for p in probes]
         assert fc.summed_at(probes).tolist() == brute
+
+
+# --- item 10: rewards that are not 0/1 ---------------------------------------------------
+def test_ccb_fractional_rewards_are_said_with_their_distribution_and_a_threshold():
+    # The four verifier rewards from the result.json files: 0.41, 0.12, 0.84 and 0.0.
+    rewards = sorted(json.loads(p.read_text())["verifier_result"]["rewards"]["reward"]
+                     for p in (_real("ccb_harbor") / "jobs").glob("*/*/result.json"))
+    assert rewards == [0.0, 0.12, 0.41, 0.84]
+    # Otsu by hand: between-class variance w0 w1 (mu0 - mu1)^2 for the three splits:
+    #   {0} | {.12,.41,.84}: 3/16 (0.4567)^2 = 0.0391; {0,.12} | {.41,.84}: 1/4 (0.565)^2 = 0.0798;
+    #   {0,.12,.41} | {.84}: 3/16 (0.6633)^2 = 0.0825 (largest) -> threshold (0.41 + 0.84) / 2 = 0.625
+    s = measure_paths([str(_real("ccb_harbor") / "jobs")], progress=False).to_json()
+    o = s["outcomes"]
+    assert o["pass_rate"] == 0.0  # under the default --pass-threshold 1.0 (as before)
+    assert o["reward_fractional_rows"] == 3 and o["reward_distinct"] == 4
+    assert o["suggested_pass_threshold"] == pytest.approx(0.625) and o["suggested_pass_rate"] == 0.25
+    q = o["reward_quantiles"]
+    assert (q["min"], q["median"], q["max"]) == (0.0, pytest.approx(0.265), 0.84)
+    warning = next(w for w in s["warnings"] if w.startswith("rewards are fractional"))
+    assert "3 of 4" in warning and "--pass-threshold 0.625" in warning and "pass rate is 0.0%" in warning
+
+
+def test_binary_rewards_say_nothing():
+    t = telemetry([0, 1, 2], [5, 6, 7], reward=[0.0, 1.0, 1.0])
+    s = measure_telemetry(t).to_json()
+    assert s["outcomes"]["reward_fractional_rows"] == 0 and s["outcomes"]["suggested_pass_threshold"] is None
+    assert not any(w.startswith("rewards are fractional") for w in s["warnings"])
+
+
+def test_natural_break_against_brute_force_within_class_variance():
+    import numpy as np
+
+    from sandbox_fleet.measure.rewards import natural_break
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        raw = np.round(rng.beta(0.7, 0.9, int(rng.integers(2, 40))), 2)
+        values, counts = np.unique(raw, return_counts=True)
+        if values.size < 2:
+            continue
+        # brute force: the split that minimises the summed squared deviation within both classes
+        best = None
+        for k in range(1, values.size):
+            lo, hi = raw[raw <= values[k - 1]], raw[raw >= values[k]]
+            within = float(((lo - lo.mean()) ** 2).sum() + ((hi - hi.mean()) ** 2).sum())
+            if best is None or within < best[0] - 1e-12:
+                best = (within, (values[k - 1] + values[k]) / 2)
+        assert natural_break(values, counts) == pytest.approx(best[1])

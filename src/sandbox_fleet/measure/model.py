@@ -232,6 +232,14 @@ class Outcomes(Block):
     pass_rate_limit_ci95: Optional[list[float]] = None
     limit_sandbox_hours: Num = None
     limit_sandbox_share: Num = None
+    #: rewarded rows whose reward is neither 0 nor 1 (0: every reward is 0/1; null: none rewarded)
+    reward_fractional_rows: Count = None
+    #: with fractional rewards only (measure/rewards.py): distinct rewards, quantiles
+    #: (min, p10, p25, median, p75, p90, max) and the natural break (Otsu) as a suggested threshold
+    reward_distinct: Count = None
+    reward_quantiles: Optional[dict[str, float]] = None
+    suggested_pass_threshold: Num = None
+    suggested_pass_rate: Num = None
 
 
 class Exceptions(Block):

@@ -179,7 +179,19 @@ def _outcomes(console: Console, o: Outcomes) -> None:
         ("sandbox-hours per pass", _num(o.sandbox_hours_per_pass, 2)),
         ("sandbox-hours on exceptions", _num(o.exception_sandbox_hours, 1)),
         *([("ended by a limit (no exception)", _limits(o))] if o.limits else []),
+        *(_fractional(o) if o.reward_fractional_rows else []),
     ]))
+
+
+def _fractional(o: Outcomes) -> list[tuple[str, str]]:
+    q = o.reward_quantiles or {}
+    return [
+        ("fractional rewards", f"{_num(o.reward_fractional_rows)} of {_num(o.rewarded)} ({_num(o.reward_distinct)} distinct)"),
+        ("reward min / p25 / median", " / ".join(_num(q.get(k), 3) for k in ("min", "p25", "median"))),
+        ("reward p75 / p90 / max", " / ".join(_num(q.get(k), 3) for k in ("p75", "p90", "max"))),
+        ("suggested --pass-threshold", f"{_num(o.suggested_pass_threshold, 4)} (natural break; pass rate "
+                                       f"{_pct(o.suggested_pass_rate, 1)})"),
+    ]
 
 
 def _limits(o: Outcomes) -> str:

@@ -34,6 +34,7 @@ from sandbox_fleet.measure.nodes_health import measure_node_health
 from sandbox_fleet.measure.numpypool import reusing_freed_arrays
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
+from sandbox_fleet.measure.rewards import fractional_warning
 from sandbox_fleet.measure.sql import session
 from sandbox_fleet.measure.steps import (
     group_rows,
@@ -424,6 +425,9 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         warnings.append("measure rejected rows without a usable interval: "
                         + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
     warnings.extend(w for w in rejected_warnings(rejected) if w not in warnings)
+    fractional = fractional_warning(got["outcomes"], pass_threshold)
+    if fractional:
+        warnings.append(fractional)
     if tokens.get("zero_token_rows"):
         warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
                         "does not count them): left out of the token figures as not measured")
