@@ -219,3 +219,73 @@ def test_natural_break_against_brute_force_within_class_variance():
             if best is None or within < best[0] - 1e-12:
                 best = (within, (values[k - 1] + values[k]) / 2)
         assert natural_break(values, counts) == pytest.approx(best[1])
+
+
+# --- item 11: a known cap can be stated ---------------------------------------------------
+def _csv_sweep(path: pathlib.Path) -> tuple[int, int]:
+    """(peak, separate stretches at the peak) of the rows with both times, by a plain sweep."""
+    events: dict[datetime, int] = defaultdict(int)
+    for row in csv.DictReader(path.open()):
+        if row["started_at"] and row["finished_at"]:
+            events[datetime.fromisoformat(row["started_at"])] += 1
+            events[datetime.fromisoformat(row["finished_at"])] -= 1
+    level, levels = 0, []
+    for t in sorted(events):
+        level += events[t]
+        levels.append(level)
+    peak = max(levels)
+    stretches = sum(1 for i, v in enumerate(levels[:-1]) if v == peak and (i == 0 or levels[i - 1] != peak))
+    return peak, stretches
+
+
+def test_miniswe_stated_cap_is_reported_as_stated_and_checked_by_touches(run_cli):
+    path = _real("miniswe_gemini3") / "containers.csv"
+    peak, stretches = _csv_sweep(path)
+    assert peak == 40 and stretches >= 10  # mini-swe-agent ran its batches with 40 workers
+    r = run_cli("measure", path, "--cap", "40", "--json")
+    assert r.code == 0, r.err
+    c = json.loads(r.out)["concurrency"]
+    assert (c["configured_cap"], c["cap_detected"], c["touches"]) == (40, True, stretches)
+    assert c["configured_cap_basis"] == (f"stated (--cap): 40; the touches rule agrees: the peak 40 was reached "
+                                         f"{stretches} separate times")
+    # a stated cap the data exceed is said so, never taken as reached
+    c = json.loads(run_cli("measure", path, "--cap", "30", "--json").out)["concurrency"]
+    assert c["configured_cap"] == 30 and c["cap_detected"] is False and "did not hold" in c["configured_cap_basis"]
+    # without --cap: no configured cap, the touches rule alone (as before)
+    c = json.loads(run_cli("measure", path, "--json").out)["concurrency"]
+    assert c["configured_cap"] is None and c["configured_cap_basis"] is None
+
+
+def _workers_csv(tmp_path: pathlib.Path, rows) -> pathlib.Path:
+    path = tmp_path / "runs.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run_id", "begin", "end", "job", "workers"])
+        for i, (a, b, job, workers) in enumerate(rows):
+            w.writerow([f"r{i}", f"2026-01-01T00:00:{a:02d}Z", f"2026-01-01T00:00:{b:02d}Z", job, workers])
+    return path
+
+
+MAP = "id=run_id,started_at=begin,finished_at=end,cap=workers"
+
+
+def test_a_cap_column_states_each_jobs_cap(run_cli, tmp_path):
+    # By hand: job a states 2 workers and runs 4 rollouts two at a time (its cap binds); job b states
+    # 5 (one row leaves it empty: the job's value) and runs 2 at once (not reached).
+    path = _workers_csv(tmp_path, [(0, 10, "a", 2), (0, 10, "a", 2), (10, 20, "a", 2), (10, 20, "a", ""),
+                                   (0, 20, "b", 5), (1, 20, "b", "")])
+    r = run_cli("measure", path, "--map", MAP, "--json")
+    assert r.code == 0, r.err
+    jobs = json.loads(r.out)["by_job"]
+    a, b = jobs["a"]["concurrency"], jobs["b"]["concurrency"]
+    assert (a["configured_cap"], a["cap_detected"], b["configured_cap"], b["cap_detected"]) == (2, True, 5, False)
+    assert a["configured_cap_basis"].startswith("stated (cap column): 2; reached, but only 1 separate time(s)")
+    assert b["configured_cap_basis"].startswith("stated (cap column): 5; not reached (peak 2)")
+
+
+def test_a_cap_column_with_two_caps_for_one_job_is_refused_in_one_line(run_cli, tmp_path):
+    path = _workers_csv(tmp_path, [(0, 10, "a", 2), (0, 10, "a", 3)])
+    r = run_cli("measure", path, "--map", MAP)
+    assert r.code == 2 and "column cap states 2 and 3 for job 'a'" in r.err and "Traceback" not in r.err
+    r = run_cli("measure", _workers_csv(tmp_path, [(0, 10, "a", 2)]), "--map", MAP, "--cap", "0")
+    assert r.code == 2 and "at least 1" in r.err

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.concurrency import Sweep
 
 #: a job's rows per pass where a pass would otherwise build a row-sized temporary
@@ -98,3 +99,22 @@ def fleet_cap_figures(sw: Sweep, fc: FleetCap, job_detected: dict[str, bool | No
     return {"configured_cap": largest, "cap_detected": reached and bool(binding),
             "cap_rule": "level == sum of the running jobs' caps, and a job's own cap binds",
             "configured_cap_basis": basis}
+
+
+def stated_cap_basis(conc: dict, source: str) -> str:
+    """How a stated cap (``--cap``, a ``cap`` column) reads against the data: reported as stated,
+    and checked by the touches rule (a ceiling is reached again and again: ``CAP_TOUCHES``)."""
+    cap, peak, touches = int(conc["configured_cap"]), conc.get("peak") or 0, conc.get("touches") or 0
+    ceiling = touches >= CAP_TOUCHES
+    head = f"stated ({source}): {cap:,}; "
+    if peak == cap and ceiling:
+        return head + f"the touches rule agrees: the peak {peak:,} was reached {touches:,} separate times"
+    if peak == cap:
+        return head + (f"reached, but only {touches:,} separate time(s): the touches rule alone would not have "
+                       f"found it (needs {CAP_TOUCHES})")
+    if peak > cap:
+        return head + f"the data exceed it: the peak is {peak:,}, so the stated cap did not hold"
+    if ceiling:
+        return head + (f"the touches rule finds a ceiling at the peak {peak:,} below it ({touches:,} separate "
+                       "times): another limit binds first")
+    return head + f"not reached (peak {peak:,}); the touches rule agrees: no ceiling ({touches:,} time(s) at the peak)"

@@ -24,7 +24,7 @@ from sandbox_fleet.measure.concurrency import (
     sweep_figures,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
-from sandbox_fleet.measure.fleetcap import FleetCap, fleet_cap_figures, fleet_caps
+from sandbox_fleet.measure.fleetcap import FleetCap, fleet_cap_figures, fleet_caps, stated_cap_basis
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
@@ -134,10 +134,13 @@ def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
 def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple[int | None, FleetCap | None]:
     """The one configured cap to compare the overall peak with, and the jobs' caps when jobs
     overlap (then no single cap: the fleet's is their sum over the jobs running, ``_fleet_cap``)."""
-    fc = fleet_caps(*times, fr.job.codes, fr.job.names, t.caps)
+    codes, names = fr.job.codes, fr.job.names  # the job codes every later pass reads are made here
+    if t.stated_cap is not None:  # stated for the fleet (``--cap``, a cap column without jobs): as stated
+        return t.stated_cap, None
+    fc = fleet_caps(*times, codes, names, t.caps)
     if fc is not None and fc.overlap:
         return None, fc
-    return overall_cap(fr.job.codes, fr.job.names, t.caps), None
+    return overall_cap(codes, names, t.caps), None
 
 
 def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
@@ -199,9 +202,17 @@ def _concurrency(sweep: tuple) -> dict:
     return overall
 
 
-def _fleet_cap(times: tuple, cap: tuple[int | None, FleetCap | None], jobs: dict, concurrency: dict) -> dict:
+def _fleet_cap(t: Telemetry, times: tuple, cap: tuple[int | None, FleetCap | None], jobs: dict,
+               concurrency: dict) -> dict:
     """The overall figures with the fleet's cap when jobs overlap (the sum of the running jobs' caps,
-    judged against each job's own cap); a second sweep, only then (few jobs record caps)."""
+    judged against each job's own cap; a second sweep, only then: few jobs record caps), or with
+    the basis of a stated cap (each stated job's too)."""
+    for name, source in t.stated_jobs.items():
+        conc = concurrency if name is None else (jobs.get(name) or {}).get("concurrency")
+        if conc is not None and conc.get("configured_cap") is not None:
+            conc["configured_cap_basis"] = stated_cap_basis(conc, source)
+            if name is not None:  # the fleet's cap_basis is written after this (``_peak``)
+                conc["cap_basis"] = conc["configured_cap_basis"]
     fc = cap[1]
     if fc is None:
         return concurrency
@@ -306,7 +317,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
         Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
-        Pass("fleet_cap", _fleet_cap, ("times", "cap", "jobs", "concurrency")),
+        Pass("fleet_cap", _fleet_cap, ("t", "times", "cap", "jobs", "concurrency")),
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
@@ -461,16 +472,18 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
 
 def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=None, since=None, until=None,
                   pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
-                  min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
+                  min_turn_rows: int = MIN_TURN_ROWS, cap: int | None = None) -> MeasureSummary:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; ``read``: the reader flags (``ReadOptions``, made by
     ``sandbox_fleet.telemetry.options.make_options``; default: sniff the format, UTC, ``reward``),
     see ``sandbox_fleet.telemetry.load_telemetry``. ``progress=False`` draws no bar anywhere
-    (reading, task parsing, measuring).
+    (reading, task parsing, measuring). ``cap``: the fleet's concurrency cap, when known (a
+    harness's worker count): reported as stated, checked by the touches rule (``--cap``).
     """
     from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
+    from sandbox_fleet.telemetry.stated import flag_cap
 
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
@@ -480,6 +493,7 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
                            cache_dir=cache_dir, coded=True)
         if models or since or until:
             t = filter_rollouts(t, models=models, since=since, until=until)
+        flag_cap(t, cap)
         # Nothing else holds this table: dropping the columns measure never reads frees them
         # (~240 MB of id strings at 10M rows) before the measurements allocate.
         t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
