@@ -129,6 +129,7 @@ def _concurrency(console: Console, c: Concurrency) -> None:
         ("time at peak", f"{_num(c.time_at_peak_s)} s ({_pct(c.time_at_peak_share, 2)} of span)"),
         ("configured cap", _num(c.configured_cap)),
         ("cap detected", f"{_num(c.cap_detected)} ({c.cap_rule})"),
+        *([("configured cap basis", c.configured_cap_basis)] if c.configured_cap_basis else []),
         *([("effective cap (below configured)", _num(c.effective_cap))] if c.effective_cap is not None else []),
         *([("cap or batch", c.cap_basis)] if c.peak_is_batch is not None else []),
         *([("effective cap", c.effective_cap_note)] if c.effective_cap_note else []),
