@@ -74,7 +74,7 @@ def healthy_telemetry() -> Telemetry:
     Holds 1,200..2,199 s back to back per slot (duty near 0.85, tail ratio under 2), 5% exceptions
     spread over two models, two jobs, 50 tasks and 6 nodes (200 rollouts, 10 exceptions each), 60%
     pass, build 10% of each hold, turns 1/2/5/10/20 with input tokens exactly 800 n (n + 1) / 2. The
-    configured cap (150: the two jobs run side by side, each capped at 75) is never reached.
+    configured caps (150 a job; the two run side by side, so the fleet's is their sum) are never reached.
     """
     n = 1200
     start, finish = healthy_intervals(n)
@@ -98,7 +98,7 @@ def healthy_telemetry() -> Telemetry:
         "has_trajectory": [True] * n,
     }
     tasks = _tasks([(f"task-{k:02d}", 1, 2048, 6144, 40_000 + 1_000 * k) for k in range(50)])
-    return Telemetry(conform_rollouts(pa.table(cols)), tasks=tasks, caps={"job-1": 75, "job-2": 75},
+    return Telemetry(conform_rollouts(pa.table(cols)), tasks=tasks, caps={"job-1": 150, "job-2": 150},
                      sources=["<healthy fleet>"])
 
 

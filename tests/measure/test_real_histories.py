@@ -289,3 +289,28 @@ def test_a_cap_column_with_two_caps_for_one_job_is_refused_in_one_line(run_cli, 
     assert r.code == 2 and "column cap states 2 and 3 for job 'a'" in r.err and "Traceback" not in r.err
     r = run_cli("measure", _workers_csv(tmp_path, [(0, 10, "a", 2)]), "--map", MAP, "--cap", "0")
     assert r.code == 2 and "at least 1" in r.err
+
+
+def test_a_summed_cap_that_varies_is_judged_where_the_fleet_sat():
+    # By hand: jobs a and b (cap 10 each) overlap for 1 s of 100; a runs 10 at once for 100 s (its
+    # cap, with 20 rollouts: binding), b one rollout. The summed cap is 20 only during the overlap
+    # [49.5, 50.5), where the fleet peaks at 11: 1 s of 100 (over the 0.5% of cap_binding.warn_above)
+    # at a peak under the running jobs' 20, so the effective cap is 11 (the rule for a fixed cap). The
+    # fleet sits at its summed cap (10, a alone) over [0, 49.5) and [50.5, 100): 99 s, bound by a's.
+    starts = [0.0] * 10 + [50.0] * 10 + [49.5]
+    finishes = [50.0] * 10 + [100.0] * 10 + [50.5]
+    s = measure_telemetry(telemetry(starts, finishes, job=["a"] * 20 + ["b"], caps={"a": 10, "b": 10})).to_json()
+    c = s["concurrency"]
+    assert (c["peak"], c["configured_cap"], c["effective_cap"]) == (11, 20, 11)
+    assert s["by_job"]["a"]["cap_detected"] is True and c["cap_detected"] is True
+    assert "reached for 99 s" in c["configured_cap_basis"] and "job(s) a" in c["configured_cap_basis"]
+    assert c["time_at_cap_s"] == 99.0
+    # the gate reads the time at the summed cap (99 of 100 s), never the 1 s at the peak of 11
+    from sandbox_fleet.measure.model import MeasureSummary
+    from sandbox_fleet.report.checks.capacity import cap_binding
+    from sandbox_fleet.report.thresholds import load_thresholds
+
+    gate = cap_binding(MeasureSummary.model_validate({**s, "by_job": None}), None, load_thresholds(None))
+    assert gate.value == pytest.approx(0.99) and gate.status == "fail" and "fleet: cap of 20" in gate.message
+    gate = cap_binding(MeasureSummary.model_validate(s), None, load_thresholds(None))
+    assert gate.value == 1.0 and gate.message.startswith("job a: cap of 10")  # a sat at its own cap all along

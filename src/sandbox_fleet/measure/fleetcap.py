@@ -98,7 +98,15 @@ def fleet_cap_figures(sw: Sweep, fc: FleetCap, job_detected: dict[str, bool | No
                 else "; no job had more rollouts than its cap at its peak: nothing waited"))
     return {"configured_cap": largest, "cap_detected": reached and bool(binding),
             "cap_rule": "level == sum of the running jobs' caps, and a job's own cap binds",
-            "configured_cap_basis": basis}
+            "configured_cap_basis": basis, "time_at_cap_s": time_s}
+
+
+def summed_cap_at_peak(sw: Sweep, fc: FleetCap) -> int:
+    """The smallest summed cap while the fleet sat at its peak: a plateau is below the cap only
+    when the peak stayed under the caps of the jobs running then (``effective_cap``)."""
+    seg = sw.level[:-1]
+    at = seg == seg.max()
+    return int(fc.summed_at(sw.times[:-1][at]).min())
 
 
 def stated_cap_basis(conc: dict, source: str) -> str:

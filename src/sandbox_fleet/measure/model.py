@@ -73,6 +73,9 @@ class Concurrency(Block):
     #: how ``configured_cap`` was formed when jobs overlap (the sum of the caps of the jobs running
     #: at each moment, measure/fleetcap.py), or where a stated cap came from; null otherwise
     configured_cap_basis: Optional[str] = None
+    #: seconds the level sat at the summed cap of the jobs running (jobs overlap only; ``cap_binding``
+    #: reads it instead of the time at the peak, which a varying cap need not be)
+    time_at_cap_s: Num = None
 
 
 # shares contract.HoldFigures with simulate's SimulatedHoldStats (a docstring here would enter the schema)

@@ -24,7 +24,13 @@ from sandbox_fleet.measure.concurrency import (
     sweep_figures,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
-from sandbox_fleet.measure.fleetcap import FleetCap, fleet_cap_figures, fleet_caps, stated_cap_basis
+from sandbox_fleet.measure.fleetcap import (
+    FleetCap,
+    fleet_cap_figures,
+    fleet_caps,
+    stated_cap_basis,
+    summed_cap_at_peak,
+)
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
@@ -219,8 +225,10 @@ def _fleet_cap(t: Telemetry, times: tuple, cap: tuple[int | None, FleetCap | Non
     from sandbox_fleet.measure.concurrency import sweep
 
     detected = {name: job.get("cap_detected") for name, job in jobs.items()}
-    concurrency.update(fleet_cap_figures(sweep(*times), fc, detected))
-    concurrency.update(effective_cap_figures(concurrency))
+    sw = sweep(*times)
+    concurrency.update(fleet_cap_figures(sw, fc, detected))
+    # a plateau is under the cap of the jobs running while the fleet sat at its peak
+    concurrency.update(effective_cap_figures({**concurrency, "configured_cap": summed_cap_at_peak(sw, fc)}))
     return concurrency
 
 
