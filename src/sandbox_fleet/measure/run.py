@@ -49,6 +49,7 @@ from sandbox_fleet.measure.steps import (
     overall_steps,
     runs_overlap,
     sorted_starts,
+    spans_overlap,
 )
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
@@ -150,22 +151,25 @@ def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple
 
 
 def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
-           caps: tuple[int | None, FleetCap | None]) -> tuple[dict, dict | None]:
+           caps: tuple[int | None, FleetCap | None]) -> tuple[dict, dict | None, list | None]:
     """The overall concurrency figures and, from the same sort of the events, each job's
-    (``by_job``'s; None when that sort cannot serve them: ``by_job`` then sweeps each job)."""
+    (``by_job``'s; None when that sort cannot serve them: ``by_job`` then sweeps each job) and
+    each job's span (first start, last finish; None likewise)."""
     cap = caps[0]
     names = fr.job.names  # coded by the cap pass before this one starts
     if len(names) < 2:
-        return concurrency_figures(*times, cap, with_series=True), None
+        return concurrency_figures(*times, cap, with_series=True), None, None
     per_job: dict[str, dict] = {}
+    spans: list[tuple[int, int]] = []  # each job's first start and last finish, read off its sweep
 
     def each(g: int, sw, rows: int) -> None:
         per_job[names[g]] = sweep_figures(sw, rows, t.caps.get(names[g]))
+        spans.append((int(sw.times[0]), int(sw.times[-1])))
 
     overall = grouped_sweeps(*times, fr.job.codes, len(names), each)
     if overall is None:
-        return concurrency_figures(*times, cap, with_series=True), None
-    return sweep_figures(overall, times[0].size, cap, with_series=True), per_job
+        return concurrency_figures(*times, cap, with_series=True), None, None
+    return sweep_figures(overall, times[0].size, cap, with_series=True), per_job, spans
 
 
 def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
@@ -280,8 +284,13 @@ def _runs_by(job_steps: dict) -> str:
     return "job" if len(job_steps) >= 2 else "model"
 
 
-def _run_overlap(fr: Frame, times: tuple, model_codes: tuple, job_steps: dict) -> bool | None:
-    codes, names = (fr.job.codes, fr.job.names) if _runs_by(job_steps) == "job" else model_codes
+def _run_overlap(fr: Frame, times: tuple, model_codes: tuple, job_steps: dict, sweep: tuple) -> bool | None:
+    """Whether the runs overlap in time: the jobs' spans off their sweeps when made, else one pass."""
+    by_job = _runs_by(job_steps) == "job"
+    if by_job and sweep[2] is not None:
+        first, last = (np.array(v, dtype=np.int64) for v in zip(*sweep[2])) if sweep[2] else (np.zeros(0, np.int64),) * 2
+        return spans_overlap(first, last)
+    codes, names = (fr.job.codes, fr.job.names) if by_job else model_codes
     start_us, finish_us = times
     return runs_overlap(start_us, finish_us, codes, len(names))
 
@@ -322,7 +331,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("all_starts_steps", _all_starts_steps, ("times", "starts")),
         Pass("job_rows", _job_rows, ("frame",)),
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
-        Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps")),
+        Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps", "sweep")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
         Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
         Pass("fleet_cap", _fleet_cap, ("t", "times", "cap", "jobs", "concurrency")),

@@ -370,10 +370,15 @@ def runs_overlap(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray,
         np.minimum.at(first, c[keep], start_us[i:i + _BLOCK][keep])
         np.maximum.at(last, c[keep], finish_us[i:i + _BLOCK][keep])
     present = first <= last
-    if int(present.sum()) < 2:
+    return spans_overlap(first[present], last[present])
+
+
+def spans_overlap(first: np.ndarray, last: np.ndarray) -> bool | None:
+    """Whether any two of the spans [first, last) overlap; None with fewer than two."""
+    if first.size < 2:
         return None
-    order = np.argsort(first[present], kind="stable")
-    f, l_ = first[present][order], last[present][order]
+    order = np.argsort(first, kind="stable")
+    f, l_ = first[order], last[order]
     # sorted by first start, a run overlaps an earlier one when it starts before the latest finish so far
     return bool((f[1:] < np.maximum.accumulate(l_)[:-1]).any())
 
