@@ -314,3 +314,14 @@ def test_a_summed_cap_that_varies_is_judged_where_the_fleet_sat():
     assert gate.value == pytest.approx(0.99) and gate.status == "fail" and "fleet: cap of 20" in gate.message
     gate = cap_binding(MeasureSummary.model_validate(s), None, load_thresholds(None))
     assert gate.value == 1.0 and gate.message.startswith("job a: cap of 10")  # a sat at its own cap all along
+
+
+def test_plan_says_why_a_fractional_reward_run_has_no_cost_per_pass(run_cli, tmp_path):
+    # before: "not costed (no pass rate or duty measured)" beside a measured pass rate of 0
+    path = tmp_path / "m.json"
+    assert run_cli("measure", _real("ccb_harbor") / "jobs", "-o", path).code == 0
+    r = run_cli("plan", path)
+    assert r.code == 0, r.err
+    text = " ".join(r.out.split())
+    assert "not costed (no rollout passed the pass threshold; with fractional rewards, measure suggests one" in text
+    assert "no pass rate or duty measured" not in text
