@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from sandbox_fleet.measure.model import MeasureSummary, Slice, Steps
+from sandbox_fleet.measure.model import Concurrency, MeasureSummary, Slice, Steps
 
 #: a peak reached on at least this many separate stretches is a cap (a chance maximum is reached once
 #: or twice); here, without NumPy, so a plan from a summary can apply the rule without loading it
@@ -153,3 +153,12 @@ def cut_release(m: MeasureSummary) -> Optional[CutRelease]:
         train_s=max(period - makespan, 0.0), step_period_s=period,
         hold_quantiles=quantiles, hold_mean_s=mean, hold_rows=rows,
     )
+
+
+def time_at_cap(conc: Concurrency) -> tuple[float | None, float | None]:
+    """(seconds at the cap, the cap) of a ``Concurrency`` block, as ``cap_binding`` and its
+    Prometheus twin read them (here, without NumPy, for ``check``): the time at the summed cap
+    when jobs overlap (``time_at_cap_s``), else the time at the peak."""
+    if conc.time_at_cap_s is not None:
+        return conc.time_at_cap_s, conc.configured_cap
+    return conc.time_at_peak_s, conc.peak
