@@ -7,7 +7,12 @@ a moment is the sum of the caps of the jobs running then, and none (unbounded) w
 records no cap. ``configured_cap`` reports its largest value over the span; the cap is *reached*
 where the level equals it, and *binds* only when a job's own cap binds (``concurrency.cap_detected``:
 its peak is its cap and it had more rollouts than its cap, so some waited): three one-trial jobs
-at their cap of 1 reach the fleet's cap of 3 without anything waiting.
+at their cap of 1 reach the fleet's cap of 3 without anything waiting. ``time_at_cap_s`` is the
+time at the summed cap (``cap_binding`` reads it: a varying cap need not be the peak), and a
+plateau (``effective_cap``) is judged against the summed cap while the fleet sat at its peak.
+
+A cap the user states (``--cap``, a ``cap`` column: ``telemetry/stated.py``) is reported as stated
+and checked against the touches rule (``stated_cap_basis``).
 
 Jobs that never overlap keep the old reading: one job at a time, the running job's cap (the same
 number when they share one).
