@@ -74,7 +74,7 @@ def healthy_telemetry() -> Telemetry:
     Holds 1,200..2,199 s back to back per slot (duty near 0.85, tail ratio under 2), 5% exceptions
     spread over two models, two jobs, 50 tasks and 6 nodes (200 rollouts, 10 exceptions each), 60%
     pass, build 10% of each hold, turns 1/2/5/10/20 with input tokens exactly 800 n (n + 1) / 2. The
-    configured cap (150) is never reached.
+    configured caps (150 a job; the two run side by side, so the fleet's is their sum) are never reached.
     """
     n = 1200
     start, finish = healthy_intervals(n)

@@ -232,6 +232,7 @@ def measure(
     since: Optional[str] = typer.Option(None, "--since", help="Keep rollouts started at or after this ISO time."),
     until: Optional[str] = typer.Option(None, "--until", help="Keep rollouts started before this ISO time."),
     pass_threshold: float = typer.Option(1.0, "--pass-threshold", help="A reward at or above this passes."),
+    cap: Optional[int] = typer.Option(None, "--cap", help="The fleet's concurrency cap, when known (a harness's --workers / max_workers): reported as stated, checked by the touches rule. Per job: --map cap=COLUMN."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
 ) -> None:
@@ -251,6 +252,7 @@ def measure(
         pass_threshold=pass_threshold,
         progress=_progress(not as_json or sys.stderr.isatty()),
         cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
+        cap=cap,
     )
     from sandbox_fleet.measure.notices import warn_on_stderr
 

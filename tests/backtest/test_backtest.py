@@ -113,8 +113,11 @@ def test_verdict_line_by_hand():
     oracle = {"makespan_s": fig(0.01), "hold_mean_s": fig(0.02), "peak": fig(0.0)}
     moved = {"quantity": "hold_s", "model": "m1", "drifted": True, "value_name": "median", "a_value": 10.0, "b_value": 15.0}
     line = verdict(figures, oracle, {"tests": [moved, {**moved, "model": "m2", "drifted": False}]})
-    assert line == ("simulator error on this telemetry: -5.0% (makespan, within its 95% interval); worst figure "
-                    "hold_mean_s -30.0%, calibrated on B itself +2.0%; constants drifted: yes (hold_s of m1 median 10 -> 15)")
+    # issue 38 item 12: the figures that carry information lead, the makespan (replayed starts) last
+    assert line == ("simulator error on this telemetry: mean hold -30.0% (outside its 95% interval), peak +0.0% "
+                    "(within; B's peak is the replay's cap), makespan -5.0% (B's start times are replayed, so only the "
+                    "holds after its last start move it); worst figure hold_mean_s -30.0%, "
+                    "calibrated on B itself +2.0%; constants drifted: yes (hold_s of m1 median 10 -> 15)")
     assert verdict(figures, oracle, {"tests": []}).endswith("; constants drifted: no")
 
 

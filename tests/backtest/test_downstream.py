@@ -70,7 +70,11 @@ def test_plan_carries_the_backtest_line(run_cli, harbor_backtest):
     r = run_cli("plan", HARBOR, "--backtest", path)
     assert r.code == 0, r.err
     err = bt["figures"]["makespan_s"]["error"]
-    line = f"simulator error on this telemetry: {err:+.1%} (makespan), constants drifted: {'yes' if bt['drift']['detected'] else 'no'}"
+    conc = bt["figures"]["mean_concurrency"]["error"]
+    # the same headline as the backtest's verdict: mean concurrency first, the makespan (replayed starts) after
+    assert bt["verdict"].startswith(f"simulator error on this telemetry: mean concurrency {conc:+.1%} (")
+    line = bt["verdict"].split("; worst figure")[0] + f"; constants drifted: {'yes' if bt['drift']['detected'] else 'no'}"
+    assert f"makespan {err:+.1%} (B's start times are replayed" in line
     # in the order's opening block (before the evidence), folded at the terminal width like every line
     opening = " ".join(r.out.split("\nMeasured (carried over")[0].split())
     assert f" {line} (backtest " in opening

@@ -31,11 +31,11 @@ def test_models_chart_missing():
 
 
 def test_concurrency_has_step_series_and_reference_lines(fleet):
-    # the healthy corpus: 100 slots opening 7 s apart, never at its cap of 150
+    # the healthy corpus: 100 slots opening 7 s apart, never at its cap (two jobs of 150 side by side: 300 at most)
     mean = math.fsum(HOLDS) / (max(FINISH) - min(START))
     fig = charts.concurrency(M(fleet))
     names = [t.name for t in fig.data]
-    assert names == ["concurrency", "peak 100", "configured cap 150", f"mean {mean:.1f}"]
+    assert names == ["concurrency", "peak 100", "configured cap 300", f"mean {mean:.1f}"]
     assert fig.data[0].line.shape == "hv"
     assert list(fig.data[0].x)[:3] == [0.0, 7 / 3600, 14 / 3600]  # hours
     assert list(fig.data[3].y) == pytest.approx([mean, mean])

@@ -23,7 +23,7 @@ def test_check_published_fails_with_exit_1():
 
 
 def test_check_healthy_passes_unless_strict(produced):
-    # Its one warning is cap_below_configured (100 busy slots under a configured 150).
+    # Its one warning is cap_below_configured (100 busy slots under two jobs of cap 150 side by side).
     assert runner.invoke(app, ["check", str(produced.fleet_path)]).exit_code == 0
     res = runner.invoke(app, ["check", str(produced.fleet_path), "--plan", str(produced.plan_path), "--strict"])
     assert res.exit_code == 1 and "1 warn" in res.output, res.output

@@ -286,14 +286,16 @@ def _variants() -> list[tuple[str, dict, dict | None]]:
     warn = copy.deepcopy(fleet)
     warn["outcomes"]["exception_rate"] = 0.15
     warn["by_model"]["model-b"] = {"rows": 50, "exception_rate": 0.9}  # small slice: warn, not fail
-    warn["concurrency"].update(duty=0.3, cap_detected=True, time_at_peak_s=0.01 * fleet["span_s"], configured_cap=None)
+    warn["concurrency"].update(duty=0.3, cap_detected=True, time_at_peak_s=0.01 * fleet["span_s"], configured_cap=None,
+                               time_at_cap_s=None, configured_cap_basis=None)  # one fleet cap, not the jobs' sum
     warn["tokens"]["cached_fraction"] = 0.3
     warn["rows"] = 80
     out.append(("warn", warn, None))
     fail = copy.deepcopy(fleet)
     fail["coverage"]["rejected"] = {"duplicate": 500}
     fail["coverage"]["missing_reward"] = 900
-    fail["concurrency"].update(cap_detected=True, time_at_peak_s=0.2 * fleet["span_s"], configured_cap=4000)
+    fail["concurrency"].update(cap_detected=True, time_at_peak_s=0.2 * fleet["span_s"], configured_cap=4000,
+                               time_at_cap_s=None, configured_cap_basis=None)
     fail["hold_s"]["p99"] = fail["hold_s"]["median"] * 30
     fail["outcomes"]["sandbox_hours_per_pass"] = 12.0
     fail["phases"]["environment_setup"]["share_of_hold"] = 0.4

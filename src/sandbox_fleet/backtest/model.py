@@ -11,6 +11,7 @@ from typing import ClassVar, Optional
 from pydantic import ConfigDict, Field
 
 from sandbox_fleet.contract import Block, Summary
+from sandbox_fleet.textout import number
 
 
 class Figure(Block):
@@ -107,3 +108,42 @@ class BacktestSummary(Summary):
     #: what the intervals cover of one more run exchangeable with the predicted ones: (n + 1 - 2k) / (n + 1)
     #: for the k-th lowest and highest of n runs (``interval_level`` when there are runs enough)
     interval_coverage: Optional[float] = None
+
+
+#: the figures the headline leads with: what the replay leaves free to be wrong (label, figure)
+LEAD = (("mean concurrency", "mean_concurrency"), ("mean hold", "hold_mean_s"), ("p99 hold", "hold_p99_s"),
+        ("peak", "peak"))
+#: why the makespan error says little: B's start times are replayed, so the last start is fixed
+MAKESPAN_WHY = "B's start times are replayed, so only the holds after its last start move it"
+#: a makespan error under this is called near zero by construction
+MAKESPAN_NEAR_ZERO = 0.01
+
+
+def headline(errors: dict[str, tuple[float | None, bool | None]], level: float) -> str:
+    """``simulator error on this telemetry: ...``: the errors of the figures that carry information
+    (mean concurrency, holds, peak; each with whether the actual fell in its interval), then the
+    makespan's and why it is near zero. ``errors``: figure -> (error, within_interval); ``level``:
+    the intervals' level. One place for ``backtest``'s verdict and ``plan --backtest``'s line."""
+    def one(label: str, name: str, first: bool) -> str | None:
+        err, inside = errors.get(name, (None, None))
+        if err is None:
+            return None
+        where = "" if inside is None else f"{'within' if inside else 'outside'}" + (f" its {level:.0%} interval" if first else "")
+        cap = "; B's peak is the replay's cap" if name == "peak" else ""
+        return f"{label} {signed_pct(err)}" + (f" ({where}{cap})" if where or cap else "")
+
+    parts: list[str] = []
+    for label, name in LEAD:
+        part = one(label, name, not parts)
+        if part:
+            parts.append(part)
+    mk = errors.get("makespan_s", (None, None))[0]
+    if mk is not None:
+        near = "near zero by construction: " if abs(mk) < MAKESPAN_NEAR_ZERO else ""
+        parts.append(f"makespan {signed_pct(mk)} ({near}{MAKESPAN_WHY})")
+    return "simulator error on this telemetry: " + (", ".join(parts) or "n/a")
+
+
+def signed_pct(x: float | None, none: str = "n/a") -> str:
+    """A relative error as a signed percentage; ``none`` when there is none."""
+    return number(x, "+.1%", none=none)

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from sandbox_fleet.backtest import drift as D
 from sandbox_fleet.backtest.figures import concurrency_at
-from sandbox_fleet.backtest.model import BacktestSummary
+from sandbox_fleet.backtest.model import BacktestSummary, headline, signed_pct
 from sandbox_fleet.backtest.predict import (
     LEVEL,
     SERIES_POINTS,
@@ -24,7 +24,6 @@ from sandbox_fleet.backtest.split import MIN_ROWS, split_table
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
 from sandbox_fleet.telemetry.options import ReadOptions
-from sandbox_fleet.textout import number
 
 DEFAULT_SEEDS = 40
 MAX_SEEDS = 1000
@@ -102,12 +101,11 @@ def _check_args(seeds: int, seed: int) -> None:
 
 
 def verdict(figures: dict, oracle: dict, drift: dict) -> str:
-    """One line: the makespan error and its interval, the worst figure against the oracle's, what
-    drifted, and B's models that A never ran (a change of mix, not of constants)."""
-    f = figures["makespan_s"]
-    inside = "within" if f["within_interval"] else "outside"
-    head = f"simulator error on this telemetry: {signed_pct(f['error'])} (makespan, {inside} its {LEVEL:.0%} interval)"
-    scored = [(abs(v["error"]), k) for k, v in figures.items() if v["error"] is not None]
+    """One line: the errors that carry information and the makespan's (``headline``), the worst
+    figure against the oracle's, what drifted, and B's models that A never ran (a change of mix,
+    not of constants)."""
+    head = headline({k: (v["error"], v["within_interval"]) for k, v in figures.items()}, LEVEL)
+    scored = [(abs(v["error"]), k) for k, v in figures.items() if v["error"] is not None and k != "makespan_s"]
     if scored:
         name = max(scored)[1]
         head += (f"; worst figure {name} {signed_pct(figures[name]['error'])}, calibrated on B itself "
@@ -124,8 +122,3 @@ def _moved(t: dict) -> str:
     where = t["quantity"] + (f" of {t['model']}" if t["model"] else "")
     fmt = ".1%" if t["value_name"] == "rate" else ".4g"
     return f"{where} {t['value_name']} {t['a_value']:{fmt}} -> {t['b_value']:{fmt}}"
-
-
-def signed_pct(x: float | None, none: str = "n/a") -> str:
-    """A relative error as a signed percentage; ``none`` when there is none."""
-    return number(x, "+.1%", none=none)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from sandbox_fleet.measure.model import MeasureSummary, Slice, Steps
+from sandbox_fleet.measure.model import Concurrency, MeasureSummary, Slice, Steps
 
 #: a peak reached on at least this many separate stretches is a cap (a chance maximum is reached once
 #: or twice); here, without NumPy, so a plan from a summary can apply the rule without loading it
@@ -90,8 +90,13 @@ def _who(name: str) -> str:
 
 def _plain_basis(conc: dict) -> str:
     peak, cap = conc.get("peak") or 0, conc.get("configured_cap")
+    if conc.get("configured_cap_basis"):
+        return str(conc["configured_cap_basis"])
     if cap is not None:
-        return f"configured cap {cap:,}: {'reached' if peak == cap else 'not reached'} (peak {peak:,})"
+        idle = peak == cap and conc.get("cap_detected") is False
+        return (f"configured cap {cap:,}: {'reached' if peak == cap else 'not reached'} (peak {peak:,})"
+                + ("; by every rollout at once (no more rollouts than the cap): nothing waited, it did not bind"
+                   if idle else ""))
     word = "a cap" if conc.get("cap_detected") else "no cap"
     return f"{word} by touches: the peak {peak:,} was reached {conc.get('touches') or 0:,} separate times"
 
@@ -148,3 +153,12 @@ def cut_release(m: MeasureSummary) -> Optional[CutRelease]:
         train_s=max(period - makespan, 0.0), step_period_s=period,
         hold_quantiles=quantiles, hold_mean_s=mean, hold_rows=rows,
     )
+
+
+def time_at_cap(conc: Concurrency) -> tuple[float | None, float | None]:
+    """(seconds at the cap, the cap) of a ``Concurrency`` block, as ``cap_binding`` and its
+    Prometheus twin read them (here, without NumPy, for ``check``): the time at the summed cap
+    when jobs overlap (``time_at_cap_s``), else the time at the peak."""
+    if conc.time_at_cap_s is not None:
+        return conc.time_at_cap_s, conc.configured_cap
+    return conc.time_at_peak_s, conc.peak

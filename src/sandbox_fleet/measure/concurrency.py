@@ -6,7 +6,8 @@ area under the curve must equal the sum of holds exactly; a mismatch is a bug he
 bad input, and raises ``SweepError``.
 
 Cap rule (``cap_detected``): when the job metadata gives a configured cap, the cap is
-detected iff the peak equals it. Without one, it is detected when the peak was reached
+detected iff the peak equals it and there were more rollouts than the cap (with no more, every
+one could run at once: nothing waited, so the cap held nothing back). Without one, it is detected when the peak was reached
 on at least ``CAP_TOUCHES`` separate stretches: a chance maximum is reached once or twice,
 a ceiling is hit again and again.
 """
@@ -266,10 +267,10 @@ def cap_stats(sw: Sweep) -> dict:
     return {"peak": peak, "touches": touches, "time_at_peak_s": time_us / US}
 
 
-def cap_detected(peak: int, touches: int, configured_cap: int | None) -> bool:
-    """See the module docstring for the rule."""
+def cap_detected(peak: int, touches: int, configured_cap: int | None, rows: int | None = None) -> bool:
+    """See the module docstring for the rule (``rows``: the rollouts, when known)."""
     if configured_cap is not None:
-        return peak == configured_cap
+        return peak == configured_cap and (rows is None or rows > configured_cap)
     return touches >= CAP_TOUCHES
 
 
@@ -384,7 +385,7 @@ def sweep_figures(sw: Sweep, n: int, configured_cap: int | None, *, with_series:
         "time_at_peak_s": caps["time_at_peak_s"],
         "time_at_peak_share": ratio(caps["time_at_peak_s"], span_us / US),
         "configured_cap": configured_cap,
-        "cap_detected": cap_detected(caps["peak"], caps["touches"], configured_cap),
+        "cap_detected": cap_detected(caps["peak"], caps["touches"], configured_cap, n),
         "cap_rule": "peak == configured_cap" if configured_cap is not None else f"touches >= {CAP_TOUCHES}",
         # The sweep raises SweepError on a mismatch; reaching here means both sums agreed exactly.
         "self_check": {"ok": area == sw.holds_us, "area_s": area / US, "sum_of_holds_s": (sw.holds_us or 0) / US},

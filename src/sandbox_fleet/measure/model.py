@@ -70,6 +70,12 @@ class Concurrency(Block):
     series: Optional[Series] = None
     #: the whole input only (null per job and per model)
     time_at_level: Optional[TimeAtLevel] = None
+    #: how ``configured_cap`` was formed when jobs overlap (the sum of the caps of the jobs running
+    #: at each moment, measure/fleetcap.py), or where a stated cap came from; null otherwise
+    configured_cap_basis: Optional[str] = None
+    #: seconds the level sat at the summed cap of the jobs running (jobs overlap only; ``cap_binding``
+    #: reads it instead of the time at the peak, which a varying cap need not be)
+    time_at_cap_s: Num = None
 
 
 # shares contract.HoldFigures with simulate's SimulatedHoldStats (a docstring here would enter the schema)
@@ -147,6 +153,11 @@ class Steps(Block):
     runs_with_steps: Optional[list[str]] = None
     mixed: Optional[bool] = None
     note: Optional[str] = None
+    #: median over steps of the starts before the step's first finish (rollouts running together at
+    #: its opening; under ``MIN_TOGETHER``: a serial run in sittings, not steps)
+    opening_concurrency: Num = None
+    #: whether two or more runs were ever running at once (first start to last finish); null with one run
+    runs_overlap: Optional[bool] = None
 
 
 class Tokens(Block):
@@ -224,6 +235,14 @@ class Outcomes(Block):
     pass_rate_limit_ci95: Optional[list[float]] = None
     limit_sandbox_hours: Num = None
     limit_sandbox_share: Num = None
+    #: rewarded rows whose reward is neither 0 nor 1 (0: every reward is 0/1; null: none rewarded)
+    reward_fractional_rows: Count = None
+    #: with fractional rewards only (measure/rewards.py): distinct rewards, quantiles
+    #: (min, p10, p25, median, p75, p90, max) and the natural break (Otsu) as a suggested threshold
+    reward_distinct: Count = None
+    reward_quantiles: Optional[dict[str, float]] = None
+    suggested_pass_threshold: Num = None
+    suggested_pass_rate: Num = None
 
 
 class Exceptions(Block):

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.measure.columns import NONE_LABEL, Frame
+from sandbox_fleet.measure.rewards import reward_figures
 from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, exception_rate, group_sums, rate_ci, ratio, sum_where
 
 OUTCOMES = ("exception", "limit", "passed", "failed", "no_reward")
@@ -87,6 +88,7 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
         out[f"{name}_ci95"] = rate_ci(k, n, seed=seed, name=name) if out[name] is not None else None
     out["small_sample"] = [name for name, (_, n) in rates.items() if n < SMALL_SAMPLE_ROWS]
     out.update(_limit_figures(fr, limit, passed, hold, total_us, seed))
+    out.update(reward_figures(fr.reward.values, rewarded, threshold))
     return out
 
 

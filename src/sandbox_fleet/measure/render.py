@@ -146,6 +146,7 @@ def _concurrency(console: Console, c: Concurrency) -> None:
         ("time at peak", f"{_num(c.time_at_peak_s)} s ({_pct(c.time_at_peak_share, 2)} of span)"),
         ("configured cap", _num(c.configured_cap)),
         ("cap detected", f"{_num(c.cap_detected)} ({c.cap_rule})"),
+        *([("configured cap basis", c.configured_cap_basis)] if c.configured_cap_basis else []),
         *([("effective cap (below configured)", _num(c.effective_cap))] if c.effective_cap is not None else []),
         *([("cap or batch", c.cap_basis)] if c.peak_is_batch is not None else []),
         *([("effective cap", c.effective_cap_note)] if c.effective_cap_note else []),
@@ -196,7 +197,19 @@ def _outcomes(console: Console, o: Outcomes) -> None:
         ("sandbox-hours per pass", _num(o.sandbox_hours_per_pass, 2)),
         ("sandbox-hours on exceptions", _num(o.exception_sandbox_hours, 1)),
         *([("ended by a limit (no exception)", _limits(o))] if o.limits else []),
+        *(_fractional(o) if o.reward_fractional_rows else []),
     ]))
+
+
+def _fractional(o: Outcomes) -> list[tuple[str, str]]:
+    q = o.reward_quantiles or {}
+    return [
+        ("fractional rewards", f"{_num(o.reward_fractional_rows)} of {_num(o.rewarded)} ({_num(o.reward_distinct)} distinct)"),
+        ("reward min / p25 / median", " / ".join(_num(q.get(k), 3) for k in ("min", "p25", "median"))),
+        ("reward p75 / p90 / max", " / ".join(_num(q.get(k), 3) for k in ("p75", "p90", "max"))),
+        ("suggested --pass-threshold", f"{_num(o.suggested_pass_threshold, 4)} (natural break; pass rate "
+                                       f"{_pct(o.suggested_pass_rate, 1)})"),
+    ]
 
 
 def _limits(o: Outcomes) -> str:
@@ -315,4 +328,6 @@ def _steps(console: Console, s: MeasureSummary) -> None:
         if st.note:
             console.print(st.note, highlight=False)
     else:
-        console.print(f"steps: no burst structure ({st.reason})")
+        console.print(f"steps: no burst structure ({st.reason})", highlight=False)
+        if st.note:
+            console.print(st.note, highlight=False)

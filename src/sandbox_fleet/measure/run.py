@@ -24,6 +24,13 @@ from sandbox_fleet.measure.concurrency import (
     sweep_figures,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
+from sandbox_fleet.measure.fleetcap import (
+    FleetCap,
+    fleet_cap_figures,
+    fleet_caps,
+    stated_cap_basis,
+    summed_cap_at_peak,
+)
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
@@ -34,13 +41,16 @@ from sandbox_fleet.measure.nodes_health import measure_node_health
 from sandbox_fleet.measure.numpypool import reusing_freed_arrays
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
+from sandbox_fleet.measure.rewards import fractional_warning
 from sandbox_fleet.measure.sql import session
 from sandbox_fleet.measure.steps import (
     group_rows,
     measure_grouped_steps,
     measure_steps,
     overall_steps,
+    runs_overlap,
     sorted_starts,
+    spans_overlap,
 )
 from sandbox_fleet.measure.tasks import measure_tasks, task_usage
 from sandbox_fleet.measure.tasks_health import measure_task_health
@@ -129,25 +139,38 @@ def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
     return times
 
 
-def _cap(fr: Frame, t: Telemetry) -> int | None:
-    return overall_cap(fr.job.codes, fr.job.names, t.caps)
+def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple[int | None, FleetCap | None]:
+    """The one configured cap to compare the overall peak with, and the jobs' caps when jobs
+    overlap (then no single cap: the fleet's is their sum over the jobs running, ``_fleet_cap``)."""
+    codes, names = fr.job.codes, fr.job.names  # the job codes every later pass reads are made here
+    if t.stated_cap is not None:  # stated for the fleet (``--cap``, a cap column without jobs): as stated
+        return t.stated_cap, None
+    fc = fleet_caps(*times, codes, names, t.caps)
+    if fc is not None and fc.overlap:
+        return None, fc
+    return overall_cap(codes, names, t.caps), None
 
 
-def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray], cap: int | None) -> tuple[dict, dict | None]:
+def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
+           caps: tuple[int | None, FleetCap | None]) -> tuple[dict, dict | None, list | None]:
     """The overall concurrency figures and, from the same sort of the events, each job's
-    (``by_job``'s; None when that sort cannot serve them: ``by_job`` then sweeps each job)."""
+    (``by_job``'s; None when that sort cannot serve them: ``by_job`` then sweeps each job) and
+    each job's span (first start, last finish; None likewise)."""
+    cap = caps[0]
     names = fr.job.names  # coded by the cap pass before this one starts
     if len(names) < 2:
-        return concurrency_figures(*times, cap, with_series=True), None
+        return concurrency_figures(*times, cap, with_series=True), None, None
     per_job: dict[str, dict] = {}
+    spans: list[tuple[int, int]] = []  # each job's first start and last finish, read off its sweep
 
     def each(g: int, sw, rows: int) -> None:
         per_job[names[g]] = sweep_figures(sw, rows, t.caps.get(names[g]))
+        spans.append((int(sw.times[0]), int(sw.times[-1])))
 
     overall = grouped_sweeps(*times, fr.job.codes, len(names), each)
     if overall is None:
-        return concurrency_figures(*times, cap, with_series=True), None
-    return sweep_figures(overall, times[0].size, cap, with_series=True), per_job
+        return concurrency_figures(*times, cap, with_series=True), None, None
+    return sweep_figures(overall, times[0].size, cap, with_series=True), per_job, spans
 
 
 def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
@@ -188,6 +211,30 @@ def _concurrency(sweep: tuple) -> dict:
     overall = sweep[0]
     overall.update(effective_cap_figures(overall))
     return overall
+
+
+def _fleet_cap(t: Telemetry, times: tuple, cap: tuple[int | None, FleetCap | None], jobs: dict,
+               concurrency: dict) -> dict:
+    """The overall figures with the fleet's cap when jobs overlap (the sum of the running jobs' caps,
+    judged against each job's own cap; a second sweep, only then: few jobs record caps), or with
+    the basis of a stated cap (each stated job's too)."""
+    for name, source in t.stated_jobs.items():
+        conc = concurrency if name is None else (jobs.get(name) or {}).get("concurrency")
+        if conc is not None and conc.get("configured_cap") is not None:
+            conc["configured_cap_basis"] = stated_cap_basis(conc, source)
+            if name is not None:  # the fleet's cap_basis is written after this (``_peak``)
+                conc["cap_basis"] = conc["configured_cap_basis"]
+    fc = cap[1]
+    if fc is None:
+        return concurrency
+    from sandbox_fleet.measure.concurrency import sweep
+
+    detected = {name: job.get("cap_detected") for name, job in jobs.items()}
+    sw = sweep(*times)
+    concurrency.update(fleet_cap_figures(sw, fc, detected))
+    # a plateau is under the cap of the jobs running while the fleet sat at its peak
+    concurrency.update(effective_cap_figures({**concurrency, "configured_cap": summed_cap_at_peak(sw, fc)}))
+    return concurrency
 
 
 def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, pass_threshold: float) -> dict:
@@ -232,11 +279,27 @@ def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold
     return by_model(fr, pass_threshold, table=group_rows_of(model_columns, len(model_codes[1])))
 
 
-def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict) -> dict:
-    """The top level notes a mix of runs: runs are jobs when the input has two or more, else
-    models (one synchronous run per model, as in a release that only names models)."""
-    runs_by = "job" if len(job_steps) >= 2 else "model"
-    return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by)
+def _runs_by(job_steps: dict) -> str:
+    """Runs are jobs when the input has two or more, else models (one synchronous run per model,
+    as in a release that only names models)."""
+    return "job" if len(job_steps) >= 2 else "model"
+
+
+def _run_overlap(fr: Frame, times: tuple, model_codes: tuple, job_steps: dict, sweep: tuple) -> bool | None:
+    """Whether the runs overlap in time: the jobs' spans off their sweeps when made, else one pass."""
+    by_job = _runs_by(job_steps) == "job"
+    if by_job and sweep[2] is not None:
+        first, last = (np.array(v, dtype=np.int64) for v in zip(*sweep[2])) if sweep[2] else (np.zeros(0, np.int64),) * 2
+        return spans_overlap(first, last)
+    codes, names = (fr.job.codes, fr.job.names) if by_job else model_codes
+    start_us, finish_us = times
+    return runs_overlap(start_us, finish_us, codes, len(names))
+
+
+def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict, run_overlap: bool | None) -> dict:
+    """The top level notes a mix of runs (``_runs_by``) that overlap in time."""
+    runs_by = _runs_by(job_steps)
+    return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by, run_overlap)
 
 
 def _models(by_model: dict, model_steps: dict) -> dict:
@@ -245,8 +308,8 @@ def _models(by_model: dict, model_steps: dict) -> dict:
     return by_model
 
 
-def _peak(concurrency: dict, steps: dict, job_steps: dict, model_steps: dict) -> dict:
-    return classify_peak(concurrency, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
+def _peak(fleet_cap: dict, steps: dict, job_steps: dict, model_steps: dict) -> dict:
+    return classify_peak(fleet_cap, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
 
 
 def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
@@ -260,7 +323,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("frame", _frame, ("table",)),
         Pass("times", _times, ("frame",)),
         Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
-        Pass("cap", _cap, ("frame", "t")),
+        Pass("cap", _cap, ("frame", "t", "times")),
         Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
         Pass("starts", _starts, ("frame", "times", "model_codes")),
@@ -269,8 +332,10 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("all_starts_steps", _all_starts_steps, ("times", "starts")),
         Pass("job_rows", _job_rows, ("frame",)),
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
+        Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps", "sweep")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
         Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
+        Pass("fleet_cap", _fleet_cap, ("t", "times", "cap", "jobs", "concurrency")),
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
@@ -285,9 +350,9 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         # job column the one shared sort (Frame.grouped_holds) is made earlier, by the jobs pass.
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
-        Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps"), label="steps"),
+        Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
-        Pass("peak", _peak, ("concurrency", "steps", "job_steps", "model_steps")),
+        Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
         Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
              label="limits"),
@@ -331,11 +396,12 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
     if lanes >= 2:
         return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
                            ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
-                           ("concurrency", HERE), ("jobs", HERE), ("span", HERE)]
+                           ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("fleet_cap", HERE),
+                           ("span", HERE)]
                 + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
     return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
                                                  "all_starts_steps", "job_rows", "job_steps", "model_steps",
-                                                 "concurrency", "jobs", "span")]
+                                                 "run_overlap", "concurrency", "jobs", "fleet_cap", "span")]
             + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
 
 
@@ -390,6 +456,9 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         warnings.append("measure rejected rows without a usable interval: "
                         + ", ".join(f"{k}: {v}" for k, v in sorted(added.items())))
     warnings.extend(w for w in rejected_warnings(rejected) if w not in warnings)
+    fractional = fractional_warning(got["outcomes"], pass_threshold)
+    if fractional:
+        warnings.append(fractional)
     if tokens.get("zero_token_rows"):
         warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
                         "does not count them): left out of the token figures as not measured")
@@ -424,16 +493,18 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
 
 def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=None, since=None, until=None,
                   pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
-                  min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
+                  min_turn_rows: int = MIN_TURN_ROWS, cap: int | None = None) -> MeasureSummary:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; ``read``: the reader flags (``ReadOptions``, made by
     ``sandbox_fleet.telemetry.options.make_options``; default: sniff the format, UTC, ``reward``),
     see ``sandbox_fleet.telemetry.load_telemetry``. ``progress=False`` draws no bar anywhere
-    (reading, task parsing, measuring).
+    (reading, task parsing, measuring). ``cap``: the fleet's concurrency cap, when known (a
+    harness's worker count): reported as stated, checked by the touches rule (``--cap``).
     """
     from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
+    from sandbox_fleet.telemetry.stated import flag_cap
 
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
@@ -443,6 +514,7 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
                            cache_dir=cache_dir, coded=True)
         if models or since or until:
             t = filter_rollouts(t, models=models, since=since, until=until)
+        flag_cap(t, cap)
         # Nothing else holds this table: dropping the columns measure never reads frees them
         # (~240 MB of id strings at 10M rows) before the measurements allocate.
         t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])

@@ -10,7 +10,11 @@ Heuristic for one run's starts (documented for users in docs/measure.md):
    it yields at least ``MIN_STEPS`` steps, the median step holds >= 2 starts, and the
    steps *open with a burst*: in the median step at least ``MIN_BURST_SHARE`` of its
    starts come within ``BURST_WINDOW`` x the median period of its first start.
-4. Last, each step must have *drained* before the next opens: a synchronous step waits for
+4. A step is a batch *run together*: in the median step at least ``MIN_TOGETHER`` of its starts
+   come before any of its rollouts finishes (``opening_concurrency``). A serial run (one rollout
+   at a time) in sittings hours apart has the gaps and the bursts of the tests above, but each
+   rollout ends before the next starts: those are sittings, not synchronous RL steps.
+5. Last, each step must have *drained* before the next opens: a synchronous step waits for
    its rollouts, so when step g + 1 releases, (almost) none of step g's still run. A queue
    refilled as slots free (an eval under ``max_samples``) looks like steps when its holds are
    alike (k slots finish close together and k starts follow), but every start there replaces
@@ -57,12 +61,15 @@ TAIL_QUANTILE = 0.9
 #: A median share of a step's rollouts still running at the next release at or above this is a
 #: refilled queue (k slots: (k - 1) / k of them run on), not batches that drain.
 MAX_CARRYOVER = 0.5
+#: A step's opening must hold at least this many rollouts running together (started before the
+#: step's first finish), in the median step: one at a time is a serial run, not a released batch.
+MIN_TOGETHER = 2
 #: Breaks tried, biggest jump first, before giving up.
 MAX_CANDIDATES = 5
 
 _NULLS = ("steps", "batch_size", "batch_size_min", "batch_size_max", "burst_size", "burst_share",
           "step_period_s", "release_spread_s", "step_makespan_s", "straggler_tail_s", "gap_threshold_s",
-          "break_ratio", "carryover_share")
+          "break_ratio", "carryover_share", "opening_concurrency")
 
 
 def _none(rows: int, reason: str, **extra) -> dict:
@@ -138,6 +145,13 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
             first_reason = first_reason or split
             continue
         firsts, sizes, burst, share, spread, med_period = split
+        together = float(np.median(opening_concurrency(s, firsts, sizes, start_us, finish_us)))
+        if together < MIN_TOGETHER:
+            first_reason = first_reason or (
+                f"one rollout at a time: in the median step {together:.0f} of its starts come before its first "
+                f"finish (need {MIN_TOGETHER}: a step releases a batch that runs together); the breaks are "
+                "sittings of a serial run, not synchronous RL steps")
+            continue
         makespans, tails, carried = _step_finishes(start_us, finish_us, s[firsts])
         carryover = float(np.median(carried / sizes[:-1]))
         if carryover >= MAX_CARRYOVER:
@@ -162,6 +176,7 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
             "gap_threshold_s": threshold / US,
             "break_ratio": jump,
             "carryover_share": carryover,
+            "opening_concurrency": together,
         }
     # found is not empty and each candidate that did not return left its reason
     assert first_reason is not None
@@ -186,6 +201,20 @@ def _split(s: np.ndarray, k: int, threshold: int):
         return (f"steps do not open with a burst (median {np.median(share):.1%} of a step's starts in its "
                 f"first {BURST_WINDOW:.0%} of the period, need {MIN_BURST_SHARE:.0%}): a stream, not batches")
     return firsts, sizes, burst, share, s[lasts] - first_us, med_period
+
+
+def opening_concurrency(s: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, start_us: np.ndarray,
+                        finish_us: np.ndarray) -> np.ndarray:
+    """Per step, how many of its starts come before the first finish of its rollouts: all of them
+    run together just before that finish (a lower bound of the step's concurrency; 1 when the
+    step's rollouts ran one after another). ``s``: the sorted starts, ``firsts``/``sizes``: the steps."""
+    first_us = s[firsts]
+    first_finish = np.full(first_us.size, np.iinfo(np.int64).max, dtype=np.int64)
+    for i in range(0, start_us.size, _BLOCK):  # blockwise: no row-sized label array at once
+        label = np.searchsorted(first_us, start_us[i:i + _BLOCK], side="right") - 1
+        np.minimum.at(first_finish, label, finish_us[i:i + _BLOCK])
+    before = np.searchsorted(s, first_finish, side="left") - firsts
+    return np.clip(before, 1, sizes)
 
 
 def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[list, list, np.ndarray]:
@@ -330,7 +359,31 @@ def measure_grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, rows: tup
     return out
 
 
-def overall_steps(overall: dict, runs: dict[str, dict], runs_by: str | None) -> dict:
+def runs_overlap(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int) -> bool | None:
+    """Whether two or more runs (rows coded 0..n_groups-1; negative: no run) were ever running at
+    once, each run running from its first start to its last finish; None with fewer than two runs."""
+    first = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n_groups, np.iinfo(np.int64).min, dtype=np.int64)
+    for i in range(0, start_us.size, _BLOCK):
+        c = codes[i:i + _BLOCK].astype(np.int64)
+        keep = c >= 0
+        np.minimum.at(first, c[keep], start_us[i:i + _BLOCK][keep])
+        np.maximum.at(last, c[keep], finish_us[i:i + _BLOCK][keep])
+    present = first <= last
+    return spans_overlap(first[present], last[present])
+
+
+def spans_overlap(first: np.ndarray, last: np.ndarray) -> bool | None:
+    """Whether any two of the spans [first, last) overlap; None with fewer than two."""
+    if first.size < 2:
+        return None
+    order = np.argsort(first, kind="stable")
+    f, l_ = first[order], last[order]
+    # sorted by first start, a run overlaps an earlier one when it starts before the latest finish so far
+    return bool((f[1:] < np.maximum.accumulate(l_)[:-1]).any())
+
+
+def overall_steps(overall: dict, runs: dict[str, dict], runs_by: str | None, overlap: bool | None = None) -> dict:
     """The top-level ``steps``: detection over all starts, plus whether runs mix.
 
     ``runs`` are the per-run results (``runs_by`` names the grouping: "job" or "model").
@@ -338,7 +391,8 @@ def overall_steps(overall: dict, runs: dict[str, dict], runs_by: str | None) -> 
     as the whole) are one step structure whose batches hold rollouts of each run, and the
     overall figures describe it. Otherwise two or more runs interleave their starts, the
     overall figures describe no single run, ``mixed`` is true and ``note`` points to the
-    per-run ones.
+    per-run ones. Runs that never overlap in time (``overlap`` false: sittings one after another)
+    do not interleave: ``mixed`` is false and ``note`` says they ran in turn.
     """
     out = dict(overall)
     found = sorted(name for name, r in runs.items() if r["detected"])
@@ -346,9 +400,13 @@ def overall_steps(overall: dict, runs: dict[str, dict], runs_by: str | None) -> 
     out["runs_by"] = runs_by
     out["runs"] = len(runs)
     out["runs_with_steps"] = found
-    out["mixed"] = len(runs) >= 2 and not lockstep
+    out["runs_overlap"] = overlap if len(runs) >= 2 else None
+    out["mixed"] = len(runs) >= 2 and not lockstep and overlap is not False
     out["note"] = None
-    if out["mixed"]:
+    if len(runs) >= 2 and overlap is False:
+        out["note"] = (f"the {len(runs)} runs (by {runs_by}) ran one after another and never overlap in time; "
+                       f"{len(found)} show synchronous steps: see by_{runs_by}.<name>.steps for each run's own")
+    elif out["mixed"]:
         out["note"] = (f"the starts come from {len(runs)} runs (by {runs_by}) that interleave; "
                        f"{len(found)} show synchronous steps: see by_{runs_by}.<name>.steps for each run's "
                        "batch size and period (the figures here are over all starts together)")

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_fleet import contract
-from sandbox_fleet.backtest.model import BacktestSummary
+from sandbox_fleet.backtest.model import BacktestSummary, headline
 from sandbox_fleet.plan.model import BacktestLine
-from sandbox_fleet.textout import number
 
 
 def backtest_block(path: str | Path) -> BacktestLine:
@@ -21,7 +20,7 @@ def backtest_block(path: str | Path) -> BacktestLine:
     mk = bt.figures.get("makespan_s")
     error = mk.error if mk is not None else None
     moved = [t.quantity + (f" of {t.model}" if t.model else "") for t in bt.drift.tests if t.drifted]
-    err_txt = number(error, "+.1%", none="n/a")
+    head = headline({name: (f.error, f.within_interval) for name, f in bt.figures.items()}, bt.interval_level)
     drift_txt = f"yes ({', '.join(moved)})" if moved else "no"
     return BacktestLine(
         path=str(path),
@@ -29,5 +28,5 @@ def backtest_block(path: str | Path) -> BacktestLine:
         within_interval=mk.within_interval if mk is not None else None,
         drifted=bt.drift.detected,
         drifted_quantities=moved,
-        line=f"simulator error on this telemetry: {err_txt} (makespan), constants drifted: {drift_txt}",
+        line=f"{head}; constants drifted: {drift_txt}",
     )

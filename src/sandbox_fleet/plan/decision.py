@@ -108,6 +108,9 @@ def _cost(p: PlanSummary) -> list[str]:
     if per_pass is None and co.tier == "spot" and co.spot_rework is not None and co.spot_rework.unbounded:
         lines.append("$ per passing trajectory: not costed (spot re-runs unbounded at this reclaim rate: "
                      "price another tier with --price-tier)")
+    elif per_pass is None and p.measured is not None and p.measured.pass_rate == 0:
+        lines.append("$ per passing trajectory: not costed (no rollout passed the pass threshold; with "
+                     "fractional rewards, measure suggests one: --pass-threshold)")
     elif per_pass is None:
         lines.append("$ per passing trajectory: not costed (no pass rate or duty measured)")
     elif len(parts) == 1:

@@ -267,6 +267,6 @@ def read_harbor(path: Path, opts: ReadOptions, tel: Telemetry) -> pa.Table:
         warn_once(tel, f"{path}: {lacking} trial(s) have rewards without key '{opts.reward_key}' (reward left null; see --reward-key)")
     cells: dict[str, int] = {}
     # Harbor records no host or node for a trial (result.json, config.json): that column stays out.
-    table = raw_rows_table(rows, tuple(c for c in ROLLOUT_COLUMNS if c != "node"), cells)
+    table = raw_rows_table(rows, tuple(c for c in ROLLOUT_COLUMNS if c not in ("node", "cap")), cells)
     warn_bad_cells(tel, path, cells)
     return table

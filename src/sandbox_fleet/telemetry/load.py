@@ -15,6 +15,7 @@ from sandbox_fleet.safeparse import option_instant
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema, is_text
 from sandbox_fleet.telemetry.sniff import sniff
+from sandbox_fleet.telemetry.stated import column_caps
 from sandbox_fleet.telemetry.table import read_table
 from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates
 
@@ -128,6 +129,7 @@ def load_telemetry(
         raise InputError(f"{', '.join(str(p) for p in paths)}: all {total} rows were rejected ({reasons}); "
                          "nothing to measure")
     tel.rollouts = rollouts
+    column_caps(tel)
     if tasks is not None:
         from sandbox_fleet.telemetry.tasks import read_tasks_with_warnings
 

@@ -47,6 +47,9 @@ ROLLOUT_SCHEMA = pa.schema(
         pa.field("limit_type", pa.string()),
         pa.field("has_trajectory", pa.bool_()),
         pa.field("trajectory_bytes", pa.int64()),
+        # A concurrency cap the table states (a harness's worker count): one per job, or one for
+        # an input without jobs. No producer we read writes it: ``--map cap=COLUMN`` (``stated.py``).
+        pa.field("cap", pa.int64()),
     ]
 )
 
@@ -90,7 +93,9 @@ class Telemetry:
     """What a reader hands to ``measure``: canonical rows plus what it learned on the way.
 
     ``rejected`` counts unusable rows by reason (nothing is dropped silently);
-    ``caps`` holds each job's configured concurrency cap where metadata gives one.
+    ``caps`` holds each job's configured concurrency cap where metadata gives one; ``stated_cap``
+    the fleet's when the user states it (``--cap``, or a ``cap`` column without jobs) and
+    ``stated_jobs`` the jobs whose cap a ``cap`` column stated (``telemetry/stated.py``).
     """
 
     rollouts: pa.Table
@@ -99,6 +104,9 @@ class Telemetry:
     rejected: dict[str, int] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    stated_cap: int | None = None
+    #: job -> where its stated cap came from (e.g. "cap column"); the fleet's under ``None``
+    stated_jobs: dict[str | None, str] = field(default_factory=dict)
 
     def reject(self, reason: str, count: int = 1) -> None:
         if count:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sandbox_fleet.measure.batchcap import cut_release
+from sandbox_fleet.measure.batchcap import cut_release, time_at_cap
 from sandbox_fleet.measure.model import Concurrency, Holds, MeasureSummary, Outcomes, SelfCheck
 from sandbox_fleet.report.checks.result import (
     RANK,
@@ -36,12 +36,13 @@ def cap_binding(m: MeasureSummary, plan: PlanSummary | None, t: Thresholds) -> C
     scopes = _scopes(m)
     found: list[tuple[int, float, str, float, float | None]] = []
     for label, conc, span in scopes:
-        detected, at_peak = conc.cap_detected, as_num(conc.time_at_peak_s)
+        detected = conc.cap_detected
+        at_peak, cap = (as_num(v) for v in time_at_cap(conc))  # jobs overlapping: their summed cap
         if detected is not True or at_peak is None or not span:
             continue
         share = at_peak / span
         status, _ = band_above(share, t.cap_binding)
-        found.append((RANK[status], share, label, as_num(conc.peak) or 0.0, as_num(conc.touches)))
+        found.append((RANK[status], share, label, cap or 0.0, as_num(conc.touches)))
     if not found:
         if not any(conc.cap_detected is not None for _, conc, _ in scopes):
             return skipped(name, "no 'concurrency.cap_detected'")

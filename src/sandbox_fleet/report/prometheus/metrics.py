@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sandbox_fleet.measure.batchcap import time_at_cap
 from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats, MeasureSummary, Outcomes, Tokens
 from sandbox_fleet.report.checks.capacity import hidden_demand
 from sandbox_fleet.report.checks.exceptions import node_chance, tasks_at_or_above
@@ -103,7 +104,7 @@ def _fleet(reg: Registry, m: MeasureSummary) -> None:
             None if detected is None else float(detected))
     reg.add("configured_cap", "Configured concurrency cap recorded in the telemetry.", as_num(conc.configured_cap))
     reg.add("cap_binding_ratio", "Share of the span spent at a detected cap (0 when no cap is detected).",
-            _binding(detected, as_num(conc.time_at_peak_s), as_num(m.span_s)))
+            _binding(detected, as_num(time_at_cap(conc)[0]), as_num(m.span_s)))
     reg.add("peak_time_ratio", "Share of the span spent at the peak concurrency (cap detected or not).",
             _share(as_num(conc.time_at_peak_s), as_num(m.span_s)))
     for label, value in _hold_figures(m.hold_s or Holds()):
