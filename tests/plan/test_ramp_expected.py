@@ -31,14 +31,14 @@ def lognormal_summary(batch: int, step_s: float) -> dict:
     return s
 
 
-def expected_delay_by_integration(batch: int, creates_per_s: float) -> float:
+def expected_delay_by_integration(batch: int, creates_per_s: float, burst: int = 1) -> float:
     """E[max (t_i + H_i)] - E[max H_i] = integral of F(x)^B - prod_i F(x - t_i) dx (one integrand: no
     cancellation between two large integrals), by the trapezoid rule on a 10-s grid."""
     from scipy.stats import lognorm, norm
 
     sigma = math.log(P99_S / MEDIAN_S) / norm.ppf(0.99)
     dist = lognorm(s=sigma, scale=MEDIAN_S)
-    t = np.arange(batch) / creates_per_s
+    t = np.maximum(np.arange(1, batch + 1) - burst, 0) / creates_per_s  # the k-th starts (k - burst) / c late
     x = np.arange(0.0, dist.ppf(1 - 1e-9 / batch) + t[-1], 10.0)
     log_ramped = np.zeros_like(x)
     for ti in t:  # log prod F(x - t_i), one start at a time
@@ -103,3 +103,21 @@ def test_an_expected_delay_past_the_tolerance_is_a_limit(providers):
     (hit,) = e2b["limits_hit"]
     assert hit.startswith("a batch of 700 ramps over 140.0 s at 5 creates/s: expected +")
     assert hit.endswith("of the 4,295-s step > 1.00% (at most 3.26%)")
+
+
+BURST = PROVIDERS.replace('name = "ramp5"', 'name = "burst5"') + "max_creates_burst = 200\n"
+
+
+def test_the_quota_fit_reads_the_same_expected_lengthening_with_a_burst(tmp_path):
+    """The quota fits (issue 39) judge a ramp by the one expected lengthening (plan/ramp.py), here
+    through a bucket with a burst of 200: the first 200 start at once, the other 500 at 5/s."""
+    f = tmp_path / "providers.toml"
+    f.write_text(BURST)
+    plan = as_plan(plan_json(lognormal_summary(700, 8_590.0), PlanOptions(
+        concurrency=700, node_type="aws-m6id.24xlarge", price_tier="on_demand", providers_file=str(f))))
+    (fit,) = [x for x in plan.limits.fits if x.provider == "burst5"]
+    truth = expected_delay_by_integration(700, 5.0, burst=200)
+    assert fit.ramp.bound_s == pytest.approx(500 / 5.0)
+    assert 0.3 * 100 < truth < 0.7 * 100
+    assert fit.ramp.expected_lengthening_s == pytest.approx(truth, rel=0.072)  # the Monte Carlo's 3 standard errors
+    assert fit.ramp.expected_step_share == pytest.approx(fit.ramp.expected_lengthening_s / 8_590.0, rel=1e-12)

@@ -664,7 +664,8 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     turns_mean = turns.mean if turns is not None else None
     cost = plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
     limits = limits_block(fig.summary, _kinds(nodes), n, starts, providers_file=opts.providers_file,
-                          names=opts.rent_providers, budgets_file=opts.budgets_file)
+                          names=opts.rent_providers, budgets_file=opts.budgets_file,
+                          holds=_holds_or_none(fig) if starts.batch else None)
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(

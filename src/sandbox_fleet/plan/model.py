@@ -579,12 +579,17 @@ class CreationRampFit(Block):
     burst: Num = None
     #: the last of the batch starts this late: the most the step can lengthen
     bound_s: Num = None
-    #: the mean start delay: the expected lengthening when the step's last finisher is any of its rollouts
+    #: the mean start delay (closed form): the lengthening if the step's last finisher were any of its
+    #: rollouts alike; a lower estimate when holds are narrow
     mean_delay_s: Num = None
     step_s: Num = None
     bound_step_share: Num = None
     mean_step_share: Num = None
     basis: Optional[str] = None
+    #: the expected lengthening of the step over the fitted holds (plan/ramp.py, the figure rent vs buy
+    #: judges by); None without a hold fit
+    expected_lengthening_s: Num = None
+    expected_step_share: Num = None
 
 
 class ProviderFit(Block):

@@ -7,7 +7,7 @@ Every entry of the provider catalog (or those named with ``--rent-provider``) is
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.plan.lifetime import lint, load_budgets
@@ -15,10 +15,13 @@ from sandbox_fleet.plan.model import PlanLimits, PlanSummary, Starts
 from sandbox_fleet.plan.quotas import provider_fits
 from sandbox_fleet.plan.rent import Provider, load_providers
 
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.target import HoldSampler
+
 
 def limits_block(m: MeasureSummary, kinds: list[tuple[dict, float]], target: int, starts: Starts, *,
                  providers_file: Optional[str] = None, names: Optional[list[str]] = None,
-                 budgets_file: Optional[str] = None) -> PlanLimits:
+                 budgets_file: Optional[str] = None, holds: Optional[HoldSampler] = None) -> PlanLimits:
     """``limits``: the fits of every catalog entry (the named ones only, when named) and, with a budgets file, the lint."""
     catalog = load_providers(providers_file)
     chosen = [p for p in catalog if p.name in names] if names else catalog  # unknown names: rent.select refused them
@@ -27,7 +30,7 @@ def limits_block(m: MeasureSummary, kinds: list[tuple[dict, float]], target: int
         provider: Optional[Provider] = chosen[0] if names and chosen else None
         usd_s = sum(share * provider.usd_per_sandbox_h(req) for req, share in kinds) / 3600.0 if provider else None
         lifetime = lint(load_budgets(budgets_file), m, provider, usd_s)
-    return PlanLimits(fits=provider_fits(chosen, kinds, target, starts), lifetime=lifetime)
+    return PlanLimits(fits=provider_fits(chosen, kinds, target, starts, holds), lifetime=lifetime)
 
 
 def limit_lines(p: PlanSummary) -> list[str]:

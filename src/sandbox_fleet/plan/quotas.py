@@ -9,19 +9,24 @@ exceeds is no matter of accounts: it is named in ``per_sandbox_hit``.
 The creation ramp: a batch of ``B`` released at once through a token bucket of rate ``r`` and
 burst ``b`` starts its k-th rollout (k = 1..B) at ``max(0, (k - b) / r)``, so the last starts
 ``max(0, B - b) / r`` late (``bound_s``, the most the step can lengthen) and the mean start delay is
-``(B - b)(B - b + 1) / (2 r B)`` (``mean_delay_s``). The mean is the expected lengthening when the
-rollout that finishes the step last is equally likely to be any of the batch (holds independent of
-creation order, and the delays small next to the hold spread: issue 38's expected vs bound). With
+``(B - b)(B - b + 1) / (2 r B)`` (``mean_delay_s``). The mean would be the lengthening if the
+rollout that finishes the step last were equally likely to be any of the batch; the expected
+lengthening itself is taken over the fitted holds by ``ramp.expected_ramp_delays_s`` (the one place
+it is computed; rent vs buy reads it too) when the plan has a hold fit. With
 ``a`` accounts the batch is split over ``a`` buckets: rate ``a x r``, burst ``a x b``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.model import CreationRampFit, ProviderFit, Starts
+from sandbox_fleet.plan.ramp import expected_ramp_delays_s
 from sandbox_fleet.plan.rent import MB_PER_GIB, Provider
+
+if TYPE_CHECKING:
+    from sandbox_fleet.plan.target import HoldSampler
 
 #: The account-wide quotas: (Provider field, the request's per-sandbox draw on it).
 _POOLS = (("account_vcpus", "cpu", 1.0), ("account_memory_gib", "memory", 1.0 / MB_PER_GIB),
@@ -62,24 +67,35 @@ def _per_sandbox(p: Provider, kinds: list[tuple[dict, float]]) -> list[str]:
     return hit
 
 
-def creation_ramp_fit(p: Provider, starts: Starts, accounts: int) -> Optional[CreationRampFit]:
-    """A released batch through ``accounts`` of the provider's buckets; None without a rate or a batch."""
+def creation_ramp_fit(p: Provider, starts: Starts, accounts: int,
+                      holds: Optional[HoldSampler] = None) -> Optional[CreationRampFit]:
+    """A released batch through ``accounts`` of the provider's buckets; None without a rate or a batch.
+    With ``holds`` (the plan's hold fit) the expected lengthening of the step is stated too."""
     if p.max_creates_per_s is None or not starts.batch:
         return None
     rate = p.max_creates_per_s * accounts
     burst = float(p.max_creates_burst or 1) * accounts
     bound, mean = ramp_delays(starts.batch, rate, burst)
     step = starts.step_s
+    expected = None
+    if holds is not None and bound > 0:
+        expected = expected_ramp_delays_s(round(starts.batch), [rate], holds, burst=burst)[0][rate]
+    elif bound == 0:
+        expected = 0.0
     basis = (f"a batch of {starts.batch:,.0f} through {accounts} account(s) at {rate:g} creates/s, burst {burst:g}: "
-             f"the last starts {bound:,.1f} s late, {mean:,.1f} s on average")
+             f"the last starts {bound:,.1f} s late, {mean:,.1f} s on average"
+             + (f", the step {expected:,.1f} s longer expected over the fitted holds" if expected is not None else ""))
     return CreationRampFit(batch=starts.batch, creates_per_s=rate, burst=burst, bound_s=bound, mean_delay_s=mean,
                            step_s=step, bound_step_share=bound / step if step else None,
                            mean_step_share=mean / step if step else None,
+                           expected_lengthening_s=expected,
+                           expected_step_share=expected / step if step and expected is not None else None,
                            basis=basis + (f", {mean / step:.2%} to {bound / step:.2%} of the {step:,.0f}-s step" if step else
                                           "; no step time to judge it by"))
 
 
-def provider_fit(p: Provider, kinds: list[tuple[dict, float]], target: int, starts: Starts) -> ProviderFit:
+def provider_fit(p: Provider, kinds: list[tuple[dict, float]], target: int, starts: Starts,
+                 holds: Optional[HoldSampler] = None) -> ProviderFit:
     """The accounts of plan ``p`` the target needs, the binding quota, and the ramp across them."""
     need = _accounts(p, kinds, target)
     accounts = max(need.values()) if need else 1
@@ -97,10 +113,11 @@ def provider_fit(p: Provider, kinds: list[tuple[dict, float]], target: int, star
     claimed = [f for f in p.vendor_claimed if getattr(p, f, None) is not None]
     return ProviderFit(provider=p.name, plan=p.plan, rented=p.rented, accounts_by_quota=need or None,
                        accounts=None if hit else accounts, binding=binding, per_sandbox_hit=hit or None,
-                       ramp=creation_ramp_fit(p, starts, accounts), max_lifetime_s=p.max_lifetime_s,
+                       ramp=creation_ramp_fit(p, starts, accounts, holds), max_lifetime_s=p.max_lifetime_s,
                        sources=dict(p.figure_sources) or None, vendor_claimed=claimed or None, basis=basis)
 
 
-def provider_fits(providers: list[Provider], kinds: list[tuple[dict, float]], target: int, starts: Starts) -> list[ProviderFit]:
+def provider_fits(providers: list[Provider], kinds: list[tuple[dict, float]], target: int, starts: Starts,
+                  holds: Optional[HoldSampler] = None) -> list[ProviderFit]:
     """``provider_fit`` for every entry of the catalog, in its order."""
-    return [provider_fit(p, kinds, target, starts) for p in providers]
+    return [provider_fit(p, kinds, target, starts, holds) for p in providers]

@@ -28,16 +28,20 @@ _STREAM = (38, 7)
 
 
 def expected_ramp_delays_s(batch: int, creates_per_s: list[float], holds: HoldSampler,
-                           seed: int = 0) -> tuple[dict[float, float], int]:
+                           seed: int = 0, burst: float = 1.0) -> tuple[dict[float, float], int]:
     """({creates per s: expected step lengthening in s}, replications): for each rate, the mean over
-    replications of ``max_i (i / c + h_i) - max_i h_i`` for one batch of fitted holds each; every
-    rate sees the same draws (common random numbers), so providers are compared on equal holds."""
+    replications of ``max_k (d_k + h_k) - max_k h_k`` for one batch of fitted holds each, where a
+    token bucket of that rate and ``burst`` starts the k-th rollout (k = 1..B) ``d_k = max(0, k - burst)
+    / c`` late (burst 1: ``i / c`` for i = 0..B-1); every rate sees the same draws (common random
+    numbers), so providers are compared on equal holds. The one place the ramp's expected lengthening is
+    computed (rent vs buy and the quota fits both read it)."""
     import numpy as np
 
     b = max(batch, 1)
     reps = min(max(RAMP_DRAWS // b, RAMP_MIN_REPS), RAMP_MAX_REPS)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=_STREAM))
-    steps = np.arange(b, dtype=np.float64)
+    # exact small integers in float64: burst 1 gives the same bits as arange(B)
+    steps = np.maximum(np.arange(1, b + 1, dtype=np.float64) - float(burst), 0.0)
     rates = sorted(set(creates_per_s))
     totals = dict.fromkeys(rates, 0.0)
     for _ in range(reps):
