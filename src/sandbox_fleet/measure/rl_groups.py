@@ -1,0 +1,226 @@
+"""Rollout groups as group-based RL counts them: which carry signal, which do not and why, per-task pass
+probabilities, and exceptions the harness scored as rewards (``rl_groups`` in the summary).
+
+A group is the rollouts of one task released together: one task within one RL step of one run (runs
+and steps as ``steps`` finds them: by job when the input has two or more jobs, else by model), or
+within the whole run when that run shows no steps. Rows without a task_id belong to no group. A
+rollout is valid when it raised no exception (preemptions and infrastructure timeouts are recorded as
+exceptions) and carries a reward; a row with no reward is not valid and is counted apart. The
+classes and the binomial expression are in ``signal_math``; definitions in docs/measure.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sandbox_fleet.measure.columns import dictionary_codes
+from sandbox_fleet.measure.signal_math import BetaPrior, beta_interval, fit_prior, posterior_shares
+from sandbox_fleet.measure.stats import US, ratio
+
+#: The group size the expected shares are given for when the input records no groups and none is asked for.
+DEFAULT_GROUP_SIZE = 8
+#: Tasks listed at each end (lowest and highest pass probability).
+TOP = 10
+#: A task whose 95% interval lies below this (above 1 - this) almost never (always) passes.
+EXTREME = 0.1
+#: The rollout columns this measurement reads (besides the start and finish times).
+COLUMNS = ("task_id", "model", "job", "has_exception", "reward")
+PASS, FAIL, EXCEPTION, NO_REWARD = 0, 1, 2, 3
+
+
+def row_states(has_exception: pa.ChunkedArray, reward: pa.ChunkedArray, threshold: float) -> np.ndarray:
+    """One code a row: EXCEPTION (flag true), else NO_REWARD (null or NaN), else PASS (>= threshold) or FAIL."""
+    exc = np.asarray(pc.fill_null(has_exception, False).to_numpy(zero_copy_only=False), dtype=bool)
+    r = np.asarray(reward.to_numpy(zero_copy_only=False), dtype=np.float64)  # null -> NaN
+    state = np.where(np.isnan(r), NO_REWARD, np.where(r >= threshold, PASS, FAIL)).astype(np.int8)
+    state[exc] = EXCEPTION
+    return state
+
+
+def step_labels(start_us: np.ndarray, run: np.ndarray, thresholds_us: dict[int, int]) -> np.ndarray:
+    """Each row's step within its run: runs with a threshold are cut where consecutive starts are
+    more than it apart (``steps``' rule, ties as 1 us); other runs are one step (label 0)."""
+    label = np.zeros(start_us.size, dtype=np.int64)
+    for r, thr in thresholds_us.items():
+        idx = np.flatnonzero(run == r)
+        order = idx[np.argsort(start_us[idx], kind="stable")]
+        cuts = np.concatenate(([0], np.cumsum(np.diff(start_us[order]) > max(thr, 1))))
+        label[order] = cuts
+    return label
+
+
+def _runs(table: pa.Table, runs_by: str | None, run_steps: dict[str, dict]) -> tuple[np.ndarray, list, dict[int, int], str]:
+    """(run code per row, the run names, step threshold in us per run with steps, how groups are told apart)."""
+    col = table.column("job" if runs_by == "job" else "model")
+    codes, values = dictionary_codes(col if pa.types.is_dictionary(col.type) else pc.dictionary_encode(col))
+    names = values.to_pylist()
+    thresholds = {}
+    for i, name in enumerate(names):
+        st = run_steps.get(name) or {}
+        if st.get("detected") and st.get("gap_threshold_s") is not None:
+            thresholds[i] = int(round(st["gap_threshold_s"] * US))
+    what = runs_by or "model"
+    basis = (f"a task within one step of one run (runs by {what}; steps found in {len(thresholds)} of "
+             f"{len(names)} runs, the others one group per task per run)")
+    return codes.astype(np.int64), names, thresholds, basis
+
+
+def _groups(task: np.ndarray, n_tasks: int, run: np.ndarray, step: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """Per group (rows with a task): counts of PASS, FAIL, EXCEPTION, NO_REWARD, one row a group."""
+    keep = task >= 0
+    key = ((run[keep] + 1) * (int(step.max(initial=0)) + 1) + step[keep]) * (n_tasks + 1) + task[keep]
+    _, inverse = np.unique(key, return_inverse=True)
+    g = int(inverse.max(initial=-1)) + 1
+    return np.stack([np.bincount(inverse[state[keep] == s], minlength=g) for s in (PASS, FAIL, EXCEPTION, NO_REWARD)],
+                    axis=1)
+
+
+def _classes(counts: np.ndarray) -> dict:
+    """Group counts by class, and the groups every exception scored as 0 would make look informative."""
+    p, f, e = counts[:, PASS], counts[:, FAIL], counts[:, EXCEPTION]
+    valid = p + f
+    informative = (p >= 1) & (f >= 1)
+    too_few = valid < 2
+    return {
+        "informative": int(informative.sum()),
+        "all_pass": int(((valid >= 2) & (f == 0)).sum()),
+        "all_fail": int(((valid >= 2) & (p == 0)).sum()),
+        "too_few_valid": int(too_few.sum()),
+        "flipped": int(((p >= 1) & (f == 0) & (e >= 1)).sum()),
+    }
+
+
+def _task_table(task: np.ndarray, n_tasks: int, run: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task within a run (a policy: a task's pass probability is the policy's): rows, valid,
+    passed (one row a unit), and each unit's run and task codes."""
+    keep = task >= 0
+    unit, inverse = np.unique((run[keep] + 1) * (n_tasks + 1) + task[keep], return_inverse=True)
+    s = state[keep]
+    rows = np.bincount(inverse, minlength=unit.size)
+    passed = np.bincount(inverse[s == PASS], minlength=unit.size)
+    valid = passed + np.bincount(inverse[s == FAIL], minlength=unit.size)
+    return np.stack([rows, valid, passed], axis=1), unit // (n_tasks + 1) - 1, unit % (n_tasks + 1)
+
+
+def _prior_block(prior: BetaPrior, what: str) -> dict:
+    return {"alpha": prior.alpha, "beta": prior.beta, "mean": prior.mean, "strength": prior.strength, "of": what}
+
+
+def _task_entry(task_id: str, run: str | None, rows: int, valid: int, passed: int, prior: BetaPrior) -> dict:
+    a, b = prior.alpha + passed, prior.beta + valid - passed
+    return {"task_id": task_id, "run": run, "rows": rows, "valid": valid, "passed": passed,
+            "pass_rate_raw": ratio(passed, valid), "pass_prob": a / (a + b), "pass_prob_ci95": list(beta_interval(a, b))}
+
+
+def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], steps: dict, job_steps: dict,
+                      model_steps: dict, *, threshold: float, group_size: int | None = None) -> dict:
+    """The ``rl_groups`` block (see the module docstring); ``group_size``: the G the expected shares
+    are for (default: the median recorded group, else ``DEFAULT_GROUP_SIZE``)."""
+    start_us, finish_us = times
+    state = row_states(table.column("has_exception"), table.column("reward"), threshold)
+    n = int(state.size)
+    counts_all = np.bincount(state, minlength=4)
+    task_col = table.column("task_id")
+    task_codes, task_values = dictionary_codes(task_col if pa.types.is_dictionary(task_col.type)
+                                               else pc.dictionary_encode(task_col))
+    task = task_codes.astype(np.int64)
+    n_tasks = len(task_values)
+    runs_by = steps.get("runs_by")
+    run, run_names, thresholds, basis = _runs(table, runs_by, job_steps if runs_by == "job" else model_steps)
+    invalid = int(counts_all[EXCEPTION] + counts_all[NO_REWARD])
+    reward = np.asarray(table.column("reward").to_numpy(zero_copy_only=False), dtype=np.float64)
+    scored = (state == EXCEPTION) & ~np.isnan(reward)
+    scored_zero = scored & (reward < threshold)
+    out: dict = {
+        "rows": n,
+        "rows_without_task": int((task < 0).sum()),
+        "valid": int(counts_all[PASS] + counts_all[FAIL]),
+        "exceptions": int(counts_all[EXCEPTION]),
+        "no_reward": int(counts_all[NO_REWARD]),
+        "valid_rate": ratio(int(counts_all[PASS] + counts_all[FAIL]), n),
+        "exception_share_of_invalid": ratio(int(counts_all[EXCEPTION]), invalid),
+        "exceptions_scored": int(scored.sum()),
+        "exceptions_scored_zero": int(scored_zero.sum()),
+        "exceptions_scored_zero_share": ratio(int(scored_zero.sum()), int((~np.isnan(reward)).sum())),
+        "grouped_by": basis,
+        "threshold": threshold,
+    }
+    if n_tasks == 0:
+        out["recorded"] = False
+        out["note"] = "no row names its task: no groups, no per-task pass probabilities"
+        return out
+    counts = _groups(task, n_tasks, run, step_labels(start_us, run, thresholds), state)
+    sizes = counts.sum(axis=1)
+    recorded = bool((sizes >= 2).any())
+    classes = _classes(counts)
+    hours = float((finish_us - start_us).sum(dtype=np.int64)) / (3600 * US)
+    out.update({
+        "recorded": recorded,
+        "groups": int(sizes.size),
+        "group_size_median": float(np.median(sizes)),
+        "group_size_min": int(sizes.min()),
+        "group_size_max": int(sizes.max()),
+        "valid_per_group_mean": float((counts[:, PASS] + counts[:, FAIL]).mean()),
+        **{k: v for k, v in classes.items()},
+        **{f"{k}_share": v / sizes.size for k, v in classes.items()},
+        "sandbox_hours_per_informative_group": ratio(hours, classes["informative"]) if recorded else None,
+    })
+    if not recorded:
+        for k in classes:
+            out[k] = out[f"{k}_share"] = None
+        out["note"] = ("no group structure recorded: every task ran once per step (or per run); the expected "
+                       "shares below are for groups of `group_size` drawn from the per-task probabilities")
+    table3, unit_run, unit_task = _task_table(task, n_tasks, run, state)
+    task_ids, labels = task_values.to_pylist(), [None if r < 0 else run_names[r] for r in unit_run]
+    out.update(_per_task([task_ids[t] for t in unit_task], labels, table3, out, group_size, recorded))
+    return out
+
+
+def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: int | None, recorded: bool) -> dict:
+    """The priors, the compact per-task table, the extremes and the expected shares at the group size."""
+    rows, valid, passed = table[:, 0], table[:, 1], table[:, 2]
+    pass_prior = fit_prior(passed, valid)
+    valid_prior = fit_prior(valid, rows)
+    assert valid_prior is not None  # every task has a row
+    triples, weights = np.unique(table, axis=0, return_counts=True)
+    res: dict = {
+        "tasks": len(set(ids)),
+        "task_units": len(ids),
+        "valid_prior": _prior_block(valid_prior, "valid share of a task's rollouts"),
+        "task_counts": [[int(r), int(v), int(p), int(w)] for (r, v, p), w in zip(triples, weights)],
+    }
+    if group_size is not None:
+        g, g_basis = group_size, "--group-size"
+    elif recorded:
+        g, g_basis = max(int(round(out["group_size_median"])), 2), "the median recorded group"
+    else:
+        g, g_basis = DEFAULT_GROUP_SIZE, f"default {DEFAULT_GROUP_SIZE} (no groups recorded; set --group-size)"
+    res.update({"group_size": g, "group_size_basis": g_basis})
+    if pass_prior is None:
+        res["note_tasks"] = "no task has a valid rollout: no pass probabilities"
+        return res
+    res["pass_prior"] = _prior_block(pass_prior, "pass probability of a task's valid rollouts")
+    res["prior_basis"] = (f"Beta(alpha, beta) fitted by moments to the per-task counts: mean = the corpus rate, "
+                          f"strength alpha + beta = {pass_prior.strength:.3g} from the spread beyond binomial noise; "
+                          f"a task with n valid rollouts keeps n / (n + {pass_prior.strength:.3g}) of its own rate")
+    mean = (pass_prior.alpha + passed) / (pass_prior.strength + valid)
+    res["pass_prob_histogram"] = np.histogram(mean, bins=10, range=(0.0, 1.0))[0].tolist()
+    names = np.array([f"{ids[i]}\t{runs[i]}" for i in range(len(ids))])
+
+    def listed(key: np.ndarray) -> list[dict]:  # by key, then most valid rollouts, then task_id and run
+        return [_task_entry(str(ids[i]), runs[i], int(rows[i]), int(valid[i]), int(passed[i]), pass_prior)
+                for i in np.lexsort((names, -valid, key))[:TOP]]
+
+    res["lowest"], res["highest"] = listed(mean), listed(-mean)
+    ci = [beta_interval(pass_prior.alpha + p, pass_prior.beta + v - p) for (_, v, p) in triples.tolist()]
+    res["tasks_almost_never"] = int(sum(w for (lo, hi), w in zip(ci, weights) if hi < EXTREME))
+    res["tasks_almost_always"] = int(sum(w for (lo, hi), w in zip(ci, weights) if lo > 1.0 - EXTREME))
+    phi = out["exception_share_of_invalid"]
+    sh = posterior_shares(triples[:, 0], triples[:, 1], triples[:, 2], pass_prior, valid_prior, g,
+                          phi if phi is not None else 1.0, weights)
+    res.update({"expected_informative_share": sh.informative, "expected_all_pass_share": sh.all_pass,
+                "expected_all_fail_share": sh.all_fail, "expected_too_few_valid_share": sh.too_few_valid,
+                "expected_flipped_share": sh.flipped})
+    return res

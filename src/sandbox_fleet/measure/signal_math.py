@@ -1,0 +1,205 @@
+"""Which rollout groups carry a learning signal: the binomial expression, the per-task prior, over-sampling.
+
+A group is G rollouts of one task. Each rollout is *valid* (no exception, a reward present) or not; a
+valid rollout passes with the task's probability p. Group-based RL (GRPO, DAPO) learns from a group
+only when its valid rewards differ, so a group is **informative** when it holds at least one valid
+pass and one valid fail (then it has at least two valid rollouts). The rest are *too few valid*
+(fewer than two), *all pass* or *all fail*. With V ~ Binomial(G, v) valid rollouts:
+
+    P(informative) = sum_{j=2..G} C(G, j) v^j (1 - v)^(G-j) (1 - p^j - (1 - p)^j)
+
+Per task the unknown p and v are Beta posteriors (the prior: ``fit_prior``), and the expression is
+taken in expectation over them: p^j becomes E[p^j] = prod_{t<j} (a + t) / (a + b + t) and the
+binomial of V the beta-binomial. The corpus share is the mean over tasks (groups drawn from tasks
+at random). An exception scored as a zero reward *flips* a group that has valid passes, no valid
+fail and at least one exception: it looks informative and pushes the policy away from rollouts
+that merely crashed. Definitions and a worked example: docs/measure.md#rollout-groups-and-signal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: The prior's strength (a + b) when the tasks look no more spread than binomial noise, and the
+#: least it may be (tasks that always or never pass): the prior is then nearly flat.
+MAX_STRENGTH = 10_000.0
+MIN_STRENGTH = 0.01
+
+
+@dataclass(frozen=True)
+class BetaPrior:
+    """Beta(alpha, beta) over the tasks' rates: ``mean`` = the corpus rate, ``strength`` = alpha + beta."""
+
+    alpha: float
+    beta: float
+
+    @property
+    def mean(self) -> float:
+        return self.alpha / (self.alpha + self.beta)
+
+    @property
+    def strength(self) -> float:
+        return self.alpha + self.beta
+
+
+def fit_prior(successes: np.ndarray, trials: np.ndarray, weights: np.ndarray | None = None) -> BetaPrior | None:
+    """The Beta prior of per-task rates by the method of moments (empirical Bayes), or None without trials.
+
+    Mean: the pooled rate sum(k) / sum(n). Spread: with Beta-distributed task rates, the counts are
+    beta-binomial, E[(k - n mu)^2] = n mu (1 - mu) (1 + (n - 1) rho) with rho = 1 / (strength + 1);
+    solving the summed equation for rho gives the strength. ``weights`` counts tasks sharing a row
+    (the compact table). Tasks spread no more than binomial noise: strength ``MAX_STRENGTH``.
+    """
+    k, n = np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64)
+    w = np.ones_like(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = float((w * n).sum())
+    if total <= 0:
+        return None
+    mu = float((w * k).sum()) / total
+    if mu <= 0.0 or mu >= 1.0:  # every task the same: nothing to spread
+        return BetaPrior(mu * MAX_STRENGTH, (1.0 - mu) * MAX_STRENGTH)
+    spread = float((w * (k - n * mu) ** 2).sum()) / (mu * (1.0 - mu))
+    pairs = float((w * n * (n - 1.0)).sum())
+    rho = (spread - total) / pairs if pairs > 0 else 0.0
+    strength = MAX_STRENGTH if rho <= 1.0 / (MAX_STRENGTH + 1.0) else max(1.0 / min(rho, 1.0) - 1.0, MIN_STRENGTH)
+    return BetaPrior(mu * strength, (1.0 - mu) * strength)
+
+
+def beta_moments(a: np.ndarray, b: np.ndarray, g: int) -> np.ndarray:
+    """E[x^j] for x ~ Beta(a, b), j = 0..g, one row per (a, b): prod_{t<j} (a + t) / (a + b + t)."""
+    a, b = np.asarray(a, dtype=np.float64)[:, None], np.asarray(b, dtype=np.float64)[:, None]
+    t = np.arange(g, dtype=np.float64)[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(a + t > 0, (a + t) / (a + b + t), 0.0)
+    return np.concatenate([np.ones((ratio.shape[0], 1)), np.cumprod(ratio, axis=1)], axis=1)
+
+
+def _log_comb(g: int) -> np.ndarray:
+    return np.array([math.lgamma(g + 1) - math.lgamma(j + 1) - math.lgamma(g - j + 1) for j in range(g + 1)])
+
+
+def binomial_pmf(v: np.ndarray, g: int) -> np.ndarray:
+    """P(V = j), j = 0..g, for V ~ Binomial(g, v), one row per v."""
+    v = np.asarray(v, dtype=np.float64)[:, None]
+    j = np.arange(g + 1, dtype=np.float64)[None, :]
+    return np.exp(_log_comb(g))[None, :] * v**j * (1.0 - v) ** (g - j)
+
+
+def beta_binomial_pmf(a: np.ndarray, b: np.ndarray, g: int) -> np.ndarray:
+    """P(V = j), j = 0..g, for V ~ BetaBinomial(g, a, b): C(g, j) E[v^j (1 - v)^(g - j)]."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    j = np.arange(g + 1)
+    out = np.empty((a.size, g + 1))
+    lc = _log_comb(g)
+    for i, (ai, bi) in enumerate(zip(a.tolist(), b.tolist())):
+        if ai <= 0 or bi <= 0:  # a point mass at 0 or 1
+            out[i] = (j == (g if bi <= 0 else 0)).astype(np.float64)
+            continue
+        base = math.lgamma(ai + bi) - math.lgamma(ai) - math.lgamma(bi) - math.lgamma(ai + bi + g)
+        out[i] = np.exp(lc + base + np.array([math.lgamma(ai + x) + math.lgamma(bi + g - x) for x in range(g + 1)]))
+    return out
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Expected shares of groups (means over tasks, weighted): they sum to 1 but ``flipped``."""
+
+    informative: float
+    all_pass: float
+    all_fail: float
+    too_few_valid: float
+    #: groups an exception scored as a zero reward would make look informative
+    flipped: float
+
+
+def group_shares(valid_pmf: np.ndarray, pass_moments: np.ndarray, fail_moments: np.ndarray, g: int,
+                 exception_share_of_invalid: float = 1.0, weights: np.ndarray | None = None) -> Shares:
+    """The binomial expression: ``valid_pmf[:, j]`` = P(V = j), ``pass_moments[:, j]`` = E[p^j] (all j
+    valid pass), ``fail_moments[:, j]`` = E[(1 - p)^j]; one row per task (or per ``weights`` tasks).
+    ``exception_share_of_invalid``: the chance an invalid rollout is an exception (not a missing reward)."""
+    w = np.ones(valid_pmf.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    j = np.arange(g + 1)
+    two = j >= 2
+    all_pass = (valid_pmf * pass_moments * two).sum(axis=1)
+    all_fail = (valid_pmf * fail_moments * two).sum(axis=1)
+    too_few = valid_pmf[:, :2].sum(axis=1)
+    informative = (valid_pmf * (1.0 - pass_moments - fail_moments) * two).sum(axis=1)
+    some_exception = 1.0 - (1.0 - exception_share_of_invalid) ** (g - j)  # given j valid, >= 1 exception
+    flipped = (valid_pmf * pass_moments * some_exception * (j >= 1)).sum(axis=1)
+    return Shares(*(float((w * x).sum()) for x in (informative, all_pass, all_fail, too_few, flipped)))
+
+
+def point_shares(p: np.ndarray, v: np.ndarray, g: int, exception_share_of_invalid: float = 1.0,
+                 weights: np.ndarray | None = None) -> Shares:
+    """``group_shares`` for known per-task pass probabilities ``p`` and valid rates ``v``."""
+    p, v = np.atleast_1d(np.asarray(p, dtype=np.float64)), np.atleast_1d(np.asarray(v, dtype=np.float64))
+    j = np.arange(g + 1, dtype=np.float64)[None, :]
+    return group_shares(binomial_pmf(v, g), p[:, None] ** j, (1.0 - p[:, None]) ** j, g,
+                        exception_share_of_invalid, weights)
+
+
+def posterior_shares(rows: np.ndarray, valid: np.ndarray, passed: np.ndarray, pass_prior: BetaPrior,
+                     valid_prior: BetaPrior, g: int, exception_share_of_invalid: float = 1.0,
+                     weights: np.ndarray | None = None) -> Shares:
+    """``group_shares`` in expectation over each task's Beta posteriors: pass probability
+    Beta(a + passed, b + valid - passed), valid rate Beta(a' + valid, b' + rows - valid), independent."""
+    rows, valid, passed = (np.asarray(x, dtype=np.float64) for x in (rows, valid, passed))
+    pa_, pb = pass_prior.alpha + passed, pass_prior.beta + valid - passed
+    va, vb = valid_prior.alpha + valid, valid_prior.beta + rows - valid
+    return group_shares(beta_binomial_pmf(va, vb, g), beta_moments(pa_, pb, g), beta_moments(pb, pa_, g), g,
+                        exception_share_of_invalid, weights)
+
+
+def groups_needed(informative: int, share: float, confidence: float) -> int | None:
+    """The fewest groups N that hold at least ``informative`` informative ones with probability
+    ``confidence``, each informative with probability ``share`` independently (groups drawn from
+    tasks at random): the smallest N with P(Binomial(N, share) >= B) >= confidence. None when no
+    group can be informative."""
+    if informative <= 0:
+        return 0
+    if share <= 0.0:
+        return None
+    if share >= 1.0:
+        return informative
+    b = informative
+
+    def enough(n: int) -> bool:  # P(X <= b - 1) <= 1 - confidence, summed in logs
+        k = np.arange(b, dtype=np.float64)
+        steps = np.log((n - k[:-1]) / (k[:-1] + 1.0)) + math.log(share / (1.0 - share))
+        logpmf = n * math.log1p(-share) + np.concatenate(([0.0], np.cumsum(steps)))
+        top = float(logpmf.max())
+        below = math.exp(top) * float(np.exp(logpmf - top).sum())
+        return below <= 1.0 - confidence
+
+    lo, hi = b, max(b, int(math.ceil(b / share)))
+    while not enough(hi):
+        lo, hi = hi, hi * 2
+    while lo < hi:  # the smallest n in [lo, hi] that is enough (enough is monotone in n)
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def beta_interval(a: float, b: float, level: float = 0.95, points: int = 4001) -> tuple[float, float]:
+    """The equal-tailed ``level`` interval of Beta(a, b), read off its CDF on a grid of ``points``
+    (accurate to about 1 / points; tests hold it to scipy's quantiles)."""
+    if a <= 0 or b <= 0:
+        x = 0.0 if a <= 0 else 1.0
+        return x, x
+    x = (np.arange(points) + 0.5) / points  # midpoints: the density may be infinite at 0 or 1
+    logpdf = (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x)
+    pdf = np.exp(logpdf - logpdf.max())
+    cdf = np.cumsum(pdf)
+    cdf /= cdf[-1]
+    tail = (1.0 - level) / 2.0
+    edges = np.concatenate(([0.0], x + 0.5 / points))
+    lo = float(edges[int(np.searchsorted(cdf, tail))])
+    hi = float(edges[int(np.searchsorted(cdf, 1.0 - tail)) + 1])
+    return max(lo, 0.0), min(hi, 1.0)
