@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.measure.columns import dictionary_codes
-from sandbox_fleet.measure.signal_math import BetaPrior, beta_interval, fit_prior, posterior_shares
+from sandbox_fleet.measure.signal_math import BetaPrior, beta_cdf, beta_interval, fit_prior, posterior_shares
 from sandbox_fleet.measure.stats import US, ratio
 
 #: The group size the expected shares are given for when the input records no groups and none is asked for.
@@ -214,9 +214,10 @@ def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: i
                 for i in np.lexsort((names, -valid, key))[:TOP]]
 
     res["lowest"], res["highest"] = listed(mean), listed(-mean)
-    ci = [beta_interval(pass_prior.alpha + p, pass_prior.beta + v - p) for (_, v, p) in triples.tolist()]
-    res["tasks_almost_never"] = int(sum(w for (lo, hi), w in zip(ci, weights) if hi < EXTREME))
-    res["tasks_almost_always"] = int(sum(w for (lo, hi), w in zip(ci, weights) if lo > 1.0 - EXTREME))
+    # the 95% interval lies below EXTREME when more than 97.5% of the posterior does (one CDF a unit, not two quantiles)
+    post = [(pass_prior.alpha + p, pass_prior.beta + v - p) for (_, v, p) in triples.tolist()]
+    res["tasks_almost_never"] = int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(EXTREME, a, b) > 0.975))
+    res["tasks_almost_always"] = int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(1.0 - EXTREME, a, b) < 0.025))
     phi = out["exception_share_of_invalid"]
     sh = posterior_shares(triples[:, 0], triples[:, 1], triples[:, 2], pass_prior, valid_prior, g,
                           phi if phi is not None else 1.0, weights)
