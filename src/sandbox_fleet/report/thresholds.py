@@ -145,6 +145,8 @@ class Thresholds(BaseModel):
     telemetry_stale: TelemetryStale
     backtest_drift: BacktestDrift
     metrics_absent: Section
+    informative_groups: Below
+    exceptions_scored_as_rewards: Above
 
     @classmethod
     def default(cls) -> "Thresholds":

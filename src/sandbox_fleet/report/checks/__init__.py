@@ -46,6 +46,7 @@ from sandbox_fleet.report.checks.result import (
     exit_code,
     worst_status,
 )
+from sandbox_fleet.report.checks.signal import exceptions_scored_as_rewards, informative_groups
 from sandbox_fleet.report.checks.simulation import simulation_steady
 from sandbox_fleet.report.thresholds import Section, Thresholds
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
+    "exceptions_scored_as_rewards", "informative_groups",
     "cap_below_configured", "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
     "exception_rate_by_model", "exception_rate_by_node", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
     "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
@@ -86,6 +88,8 @@ CHECKS: tuple[Check, ...] = (
     build_share,
     plan_covers_peak,
     sweep_self_check,
+    informative_groups,
+    exceptions_scored_as_rewards,
 )
 
 
