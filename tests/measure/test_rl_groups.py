@@ -169,7 +169,7 @@ def test_prior_recovers_a_known_beta():
 # --- the measured groups, end to end ----------------------------------------------------------
 
 def _ts(seconds) -> pa.Array:
-    return pa.array([int(round(s * 1e6)) for s in seconds], pa.timestamp("us", tz="UTC"))
+    return pa.array([round(s * 1e6) for s in seconds], pa.timestamp("us", tz="UTC"))
 
 
 def _telemetry(rows: list[dict]) -> Telemetry:

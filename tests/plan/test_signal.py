@@ -59,7 +59,7 @@ def measured():
 
 
 def test_release_is_the_binomial_quantile_and_its_nodes_a_plan_for_it(measured):
-    rows, m = measured
+    _, m = measured
     opts = PlanOptions(groups_per_batch=40, signal_confidence=0.9)
     plan = make_plan(m, opts)
     sig = plan.signal

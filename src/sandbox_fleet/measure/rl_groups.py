@@ -60,7 +60,7 @@ def _runs(table: pa.Table, runs_by: str | None, run_steps: dict[str, dict]) -> t
     for i, name in enumerate(names):
         st = run_steps.get(name) or {}
         if st.get("detected") and st.get("gap_threshold_s") is not None:
-            thresholds[i] = int(round(st["gap_threshold_s"] * US))
+            thresholds[i] = round(st["gap_threshold_s"] * US)
     what = runs_by or "model"
     basis = (f"a task within one step of one run (runs by {what}; steps found in {len(thresholds)} of "
              f"{len(names)} runs, the others one group per task per run)")
@@ -163,7 +163,7 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], ste
         "group_size_min": int(sizes.min()),
         "group_size_max": int(sizes.max()),
         "valid_per_group_mean": float((counts[:, PASS] + counts[:, FAIL]).mean()),
-        **{k: v for k, v in classes.items()},
+        **classes,
         **{f"{k}_share": v / sizes.size for k, v in classes.items()},
         "sandbox_hours_per_informative_group": ratio(hours, classes["informative"]) if recorded else None,
     })
@@ -194,7 +194,7 @@ def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: i
     if group_size is not None:
         g, g_basis = group_size, "--group-size"
     elif recorded:
-        g, g_basis = max(int(round(out["group_size_median"])), 2), "the median recorded group"
+        g, g_basis = max(round(out["group_size_median"]), 2), "the median recorded group"
     else:
         g, g_basis = DEFAULT_GROUP_SIZE, f"default {DEFAULT_GROUP_SIZE} (no groups recorded; set --group-size)"
     res.update({"group_size": g, "group_size_basis": g_basis})

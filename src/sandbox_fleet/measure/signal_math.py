@@ -175,7 +175,7 @@ def groups_needed(informative: int, share: float, confidence: float) -> int | No
         below = math.exp(top) * float(np.exp(logpmf - top).sum())
         return below <= 1.0 - confidence
 
-    lo, hi = b, max(b, int(math.ceil(b / share)))
+    lo, hi = b, max(b, math.ceil(b / share))
     while not enough(hi):
         lo, hi = hi, hi * 2
     while lo < hi:  # the smallest n in [lo, hi] that is enough (enough is monotone in n)

@@ -43,13 +43,13 @@ def _batch_groups(m: MeasureSummary, g: int, groups_per_batch: int | None, batch
         return max(batch // g, 1), f"--batch {batch:,} rollouts / G = {g}"
     st = m.steps
     if st is not None and st.detected and not st.mixed and st.batch_size:
-        return max(int(round(st.batch_size / g)), 1), f"the measured step batch {st.batch_size:g} / G = {g}"
+        return max(round(st.batch_size / g), 1), f"the measured step batch {st.batch_size:g} / G = {g}"
     runs = (m.by_job if st is not None and st.runs_by == "job" else m.by_model) or {}
     found = [(s.rows or 0, name, s.steps.batch_size) for name, s in runs.items()
              if s.steps is not None and s.steps.detected and s.steps.batch_size]
     if found:
-        rows, name, size = max(found, key=lambda f: (f[0], f[1]))
-        return max(int(round(size / g)), 1), f"the measured step batch of {name} ({size:g} rollouts) / G = {g}"
+        _, name, size = max(found, key=lambda f: (f[0], f[1]))
+        return max(round(size / g), 1), f"the measured step batch of {name} ({size:g} rollouts) / G = {g}"
     return None, "no step batch measured: pass --groups-per-batch"
 
 
