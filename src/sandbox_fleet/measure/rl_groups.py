@@ -202,6 +202,11 @@ def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: i
         res["note_tasks"] = "no task has a valid rollout: no pass probabilities"
         return res
     res["pass_prior"] = _prior_block(pass_prior, "pass probability of a task's valid rollouts")
+    if not (valid >= 2).any():  # the spread beyond binomial noise needs two valid rollouts of one task
+        res["prior_basis"] = (f"Beta(alpha, beta) with mean = the corpus rate and strength {pass_prior.strength:.3g}: no task "
+                              "has two valid rollouts, so how tasks differ cannot be measured and they are taken "
+                              "alike (the most informative case: a bound, not an estimate)")
+        return _expected(res, triples, weights, pass_prior, valid_prior, g, out)
     res["prior_basis"] = (f"Beta(alpha, beta) fitted by moments to the per-task counts: mean = the corpus rate, "
                           f"strength alpha + beta = {pass_prior.strength:.3g} from the spread beyond binomial noise; "
                           f"a task with n valid rollouts keeps n / (n + {pass_prior.strength:.3g}) of its own rate")
@@ -218,6 +223,12 @@ def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: i
     post = [(pass_prior.alpha + p, pass_prior.beta + v - p) for (_, v, p) in triples.tolist()]
     res["tasks_almost_never"] = int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(EXTREME, a, b) > 0.975))
     res["tasks_almost_always"] = int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(1.0 - EXTREME, a, b) < 0.025))
+    return _expected(res, triples, weights, pass_prior, valid_prior, g, out)
+
+
+def _expected(res: dict, triples: np.ndarray, weights: np.ndarray, pass_prior: BetaPrior, valid_prior: BetaPrior,
+              g: int, out: dict) -> dict:
+    """The binomial expression at ``g`` over every unit's posteriors (``signal_math.posterior_shares``)."""
     phi = out["exception_share_of_invalid"]
     sh = posterior_shares(triples[:, 0], triples[:, 1], triples[:, 2], pass_prior, valid_prior, g,
                           phi if phi is not None else 1.0, weights)
