@@ -277,3 +277,13 @@ def test_tasks_that_almost_never_or_always_pass_are_counted():
     assert low.pass_rate_raw == 0.0 and low.pass_prob_ci95 is not None
     a, b = rg.pass_prior.alpha, rg.pass_prior.beta
     assert low.pass_prob_ci95[1] == pytest.approx(stats.beta.ppf(0.975, a, b + 32), abs=1e-8)
+
+
+def test_a_corpus_where_every_valid_rollout_passes_is_measured_without_error():
+    # mean 1: the prior is a point mass at 1 (Beta(a, 0)); no group can be informative
+    rows = [{"task": f"t{i % 5}", "start": 3000.0 * (i // 25) + 0.01 * i, "hold": 20.0, "reward": 1.0, "exc": i % 9 == 0}
+            for i in range(100)]
+    rg = measure_telemetry(_telemetry(rows)).rl_groups
+    assert rg is not None and rg.informative == 0 and rg.expected_informative_share == 0.0
+    assert rg.tasks_almost_always == rg.task_units and rg.tasks_almost_never == 0
+    assert rg.highest and rg.highest[0].pass_prob_ci95 == [1.0, 1.0]

@@ -207,11 +207,12 @@ def _betacf(a: float, b: float, x: float) -> float:
 
 
 def beta_cdf(x: float, a: float, b: float) -> float:
-    """The regularized incomplete beta I_x(a, b): P(X <= x) for X ~ Beta(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
+    """The regularized incomplete beta I_x(a, b): P(X <= x) for X ~ Beta(a, b); a zero parameter is a
+    point mass (at 0 when a is zero, at 1 when b is: a corpus where every valid rollout passes or fails)."""
+    if x >= 1.0 or a <= 0.0:
         return 1.0
+    if x <= 0.0 or b <= 0.0:
+        return 0.0
     front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
