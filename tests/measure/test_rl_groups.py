@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -287,3 +288,20 @@ def test_a_corpus_where_every_valid_rollout_passes_is_measured_without_error():
     assert rg is not None and rg.informative == 0 and rg.expected_informative_share == 0.0
     assert rg.tasks_almost_always == rg.task_units and rg.tasks_almost_never == 0
     assert rg.highest and rg.highest[0].pass_prob_ci95 == [1.0, 1.0]
+
+
+def test_the_docs_worked_example_by_hand():
+    # docs/measure.md "A worked example you can check by hand": the figures are hand arithmetic
+    # (fractions of powers of 2 and of 0.05 / 0.95), and the page shows them.
+    a = point_shares(np.array([0.5]), np.array([0.75]), 4)
+    assert a.informative == pytest.approx(0.2109375 * 0.5 + 0.421875 * 0.75 + 0.31640625 * 0.875, abs=1e-15)
+    assert a.all_pass == pytest.approx(0.2109375 * 0.25 + 0.421875 * 0.125 + 0.31640625 * 0.0625, abs=1e-15)
+    assert a.flipped == pytest.approx(0.046875 * 0.5 + 0.2109375 * 0.25 + 0.421875 * 0.125, abs=1e-15)
+    b = point_shares(np.array([0.05]), np.array([0.75]), 4)
+    assert b.informative == pytest.approx(0.2109375 * 0.095 + 0.421875 * 0.1425 + 0.31640625 * 0.1854875, abs=1e-12)
+    both = point_shares(np.array([0.5, 0.05]), np.array([0.75, 0.75]), 4).informative
+    assert (groups_needed(4, both, 0.9), groups_needed(4, both, 0.5)) == (14, 9)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "measure.md").read_text(encoding="utf-8")
+    for shown in ("| 0.1425 |", "| 0.1854875 |", "**0.69873**", "**0.13885**", "**0.41879**", "**14**", "0.12891", "**4.78 sandbox-hours**"):
+        assert shown in page
+    assert f"{both:.5f}" == "0.41879" and f"{4 * 0.5 / both:.2f}" == "4.78"
