@@ -11,6 +11,9 @@ classes and the binomial expression are in ``signal_math``; definitions in docs/
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,27 +31,40 @@ EXTREME = 0.1
 #: The rollout columns this measurement reads (besides the start and finish times).
 COLUMNS = ("task_id", "model", "job", "has_exception", "reward")
 PASS, FAIL, EXCEPTION, NO_REWARD = 0, 1, 2, 3
+#: Rows per block where a row-sized temporary would otherwise be built.
+_BLOCK = 1 << 20
 
 
-def row_states(has_exception: pa.ChunkedArray, reward: pa.ChunkedArray, threshold: float) -> np.ndarray:
-    """One code a row: EXCEPTION (flag true), else NO_REWARD (null or NaN), else PASS (>= threshold) or FAIL."""
+def row_states(has_exception: pa.ChunkedArray, reward: pa.ChunkedArray, threshold: float) -> tuple[np.ndarray, dict]:
+    """One code a row: EXCEPTION (flag true), else NO_REWARD (null or NaN), else PASS (>= threshold) or
+    FAIL; and the counts of exception rows with a reward, with a failing one, and of rewarded rows."""
     exc = np.asarray(pc.fill_null(has_exception, False).to_numpy(zero_copy_only=False), dtype=bool)
     r = np.asarray(reward.to_numpy(zero_copy_only=False), dtype=np.float64)  # null -> NaN
-    state = np.where(np.isnan(r), NO_REWARD, np.where(r >= threshold, PASS, FAIL)).astype(np.int8)
+    rewarded = ~np.isnan(r)
+    passed = r >= threshold
+    state = np.where(rewarded, np.where(passed, PASS, FAIL), NO_REWARD).astype(np.int8)
     state[exc] = EXCEPTION
-    return state
+    scored = exc & rewarded
+    counts = {"scored": int(scored.sum()), "scored_zero": int((scored & ~passed).sum()), "rewarded": int(rewarded.sum())}
+    return state, counts
 
 
-def step_labels(start_us: np.ndarray, run: np.ndarray, thresholds_us: dict[int, int]) -> np.ndarray:
-    """Each row's step within its run: runs with a threshold are cut where consecutive starts are
-    more than it apart (``steps``' rule, ties as 1 us); other runs are one step (label 0)."""
+def step_ids(start_us: np.ndarray, run: np.ndarray, n_runs: int, thresholds_us: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's step, numbered across runs; each step's run). Runs with a threshold are cut where
+    consecutive starts are more than it apart (``steps``' rule, ties as 1 us); every other run, and
+    the rows without a run (code -1, run ``n_runs``), is one step."""
     label = np.zeros(start_us.size, dtype=np.int64)
+    r_of = np.where(run < 0, n_runs, run).astype(np.int32)
+    steps_in = np.ones(n_runs + 1, dtype=np.int64)
     for r, thr in thresholds_us.items():
-        idx = np.flatnonzero(run == r)
-        order = idx[np.argsort(start_us[idx], kind="stable")]
+        idx = np.flatnonzero(r_of == r)
+        order = idx[np.argsort(start_us[idx])]  # tied starts get one label whatever their order
         cuts = np.concatenate(([0], np.cumsum(np.diff(start_us[order]) > max(thr, 1))))
         label[order] = cuts
-    return label
+        steps_in[r] = int(cuts[-1]) + 1 if cuts.size else 1
+    offsets = np.concatenate(([0], np.cumsum(steps_in)))
+    label += offsets[r_of]
+    return label, np.repeat(np.arange(n_runs + 1), steps_in)
 
 
 def _runs(table: pa.Table, runs_by: str | None, run_steps: dict[str, dict]) -> tuple[np.ndarray, list, dict[int, int], str]:
@@ -64,17 +80,33 @@ def _runs(table: pa.Table, runs_by: str | None, run_steps: dict[str, dict]) -> t
     what = runs_by or "model"
     basis = (f"a task within one step of one run (runs by {what}; steps found in {len(thresholds)} of "
              f"{len(names)} runs, the others one group per task per run)")
-    return codes.astype(np.int64), names, thresholds, basis
+    return codes, names, thresholds, basis
 
 
-def _groups(task: np.ndarray, n_tasks: int, run: np.ndarray, step: np.ndarray, state: np.ndarray) -> np.ndarray:
-    """Per group (rows with a task): counts of PASS, FAIL, EXCEPTION, NO_REWARD, one row a group."""
-    keep = task >= 0
-    key = ((run[keep] + 1) * (int(step.max(initial=0)) + 1) + step[keep]) * (n_tasks + 1) + task[keep]
-    _, inverse = np.unique(key, return_inverse=True)
-    g = int(inverse.max(initial=-1)) + 1
-    return np.stack([np.bincount(inverse[state[keep] == s], minlength=g) for s in (PASS, FAIL, EXCEPTION, NO_REWARD)],
-                    axis=1)
+def _groups(task: np.ndarray, n_tasks: int, step: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group (rows with a task): counts of PASS, FAIL, EXCEPTION, NO_REWARD (one row a group), and
+    each group's step and task. One sort of (step, task, state) keys: runs of equal keys are the counts.
+    ``step`` is consumed: its buffer becomes the keys (8 bytes a row, no second array)."""
+    key = step
+    key *= n_tasks
+    key += task
+    key <<= 2
+    key |= state
+    if (task < 0).any():
+        key = key[task >= 0]
+    key.sort()
+    if key.size == 0:
+        return np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    runs = np.diff(np.append(first, key.size))
+    cell = key[first]
+    group = cell >> 2
+    new = np.concatenate(([True], group[1:] != group[:-1]))
+    g = np.cumsum(new) - 1
+    counts = np.zeros((int(g[-1]) + 1, 4), dtype=np.int64)
+    counts[g, cell & 3] = runs
+    heads = group[new]
+    return counts, heads // n_tasks, heads % n_tasks
 
 
 def _classes(counts: np.ndarray) -> dict:
@@ -92,16 +124,14 @@ def _classes(counts: np.ndarray) -> dict:
     }
 
 
-def _task_table(task: np.ndarray, n_tasks: int, run: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per task within a run (a policy: a task's pass probability is the policy's): rows, valid,
-    passed (one row a unit), and each unit's run and task codes."""
-    keep = task >= 0
-    unit, inverse = np.unique((run[keep] + 1) * (n_tasks + 1) + task[keep], return_inverse=True)
-    s = state[keep]
-    rows = np.bincount(inverse, minlength=unit.size)
-    passed = np.bincount(inverse[s == PASS], minlength=unit.size)
-    valid = passed + np.bincount(inverse[s == FAIL], minlength=unit.size)
-    return np.stack([rows, valid, passed], axis=1), unit // (n_tasks + 1) - 1, unit % (n_tasks + 1)
+def _task_table(counts: np.ndarray, group_run: np.ndarray, group_task: np.ndarray, n_tasks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per task within a run (a policy: a task's pass probability is the policy's), summed over its
+    groups: rows, valid, passed (one row a unit), and each unit's run and task codes."""
+    unit, inverse = np.unique(group_run * n_tasks + group_task, return_inverse=True)
+    rows = np.bincount(inverse, weights=counts.sum(axis=1), minlength=unit.size)
+    passed = np.bincount(inverse, weights=counts[:, PASS], minlength=unit.size)
+    valid = passed + np.bincount(inverse, weights=counts[:, FAIL], minlength=unit.size)
+    return np.stack([rows, valid, passed], axis=1).astype(np.int64), unit // n_tasks, unit % n_tasks
 
 
 def _prior_block(prior: BetaPrior, what: str) -> dict:
@@ -119,20 +149,17 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], ste
     """The ``rl_groups`` block (see the module docstring); ``group_size``: the G the expected shares
     are for (default: the median recorded group, else ``DEFAULT_GROUP_SIZE``)."""
     start_us, finish_us = times
-    state = row_states(table.column("has_exception"), table.column("reward"), threshold)
+    state, scored = row_states(table.column("has_exception"), table.column("reward"), threshold)
     n = int(state.size)
     counts_all = np.bincount(state, minlength=4)
     task_col = table.column("task_id")
     task_codes, task_values = dictionary_codes(task_col if pa.types.is_dictionary(task_col.type)
                                                else pc.dictionary_encode(task_col))
-    task = task_codes.astype(np.int64)
+    task = task_codes
     n_tasks = len(task_values)
     runs_by = steps.get("runs_by")
     run, run_names, thresholds, basis = _runs(table, runs_by, job_steps if runs_by == "job" else model_steps)
     invalid = int(counts_all[EXCEPTION] + counts_all[NO_REWARD])
-    reward = np.asarray(table.column("reward").to_numpy(zero_copy_only=False), dtype=np.float64)
-    scored = (state == EXCEPTION) & ~np.isnan(reward)
-    scored_zero = scored & (reward < threshold)
     out: dict = {
         "rows": n,
         "rows_without_task": int((task < 0).sum()),
@@ -141,9 +168,9 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], ste
         "no_reward": int(counts_all[NO_REWARD]),
         "valid_rate": ratio(int(counts_all[PASS] + counts_all[FAIL]), n),
         "exception_share_of_invalid": ratio(int(counts_all[EXCEPTION]), invalid),
-        "exceptions_scored": int(scored.sum()),
-        "exceptions_scored_zero": int(scored_zero.sum()),
-        "exceptions_scored_zero_share": ratio(int(scored_zero.sum()), int((~np.isnan(reward)).sum())),
+        "exceptions_scored": scored["scored"],
+        "exceptions_scored_zero": scored["scored_zero"],
+        "exceptions_scored_zero_share": ratio(scored["scored_zero"], scored["rewarded"]),
         "grouped_by": basis,
         "threshold": threshold,
     }
@@ -151,11 +178,14 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], ste
         out["recorded"] = False
         out["note"] = "no row names its task: no groups, no per-task pass probabilities"
         return out
-    counts = _groups(task, n_tasks, run, step_labels(start_us, run, thresholds), state)
+    step, run_of_step = step_ids(start_us, run, len(run_names), thresholds)
+    counts, group_step, group_task = _groups(task, n_tasks, step, state)
+    del step, state, task
     sizes = counts.sum(axis=1)
     recorded = bool((sizes >= 2).any())
     classes = _classes(counts)
-    hours = float((finish_us - start_us).sum(dtype=np.int64)) / (3600 * US)
+    hours = sum(int((finish_us[i:i + _BLOCK] - start_us[i:i + _BLOCK]).sum(dtype=np.int64))
+                for i in range(0, n, _BLOCK)) / (3600 * US)
     out.update({
         "recorded": recorded,
         "groups": int(sizes.size),
@@ -172,32 +202,54 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], ste
             out[k] = out[f"{k}_share"] = None
         out["note"] = ("no group structure recorded: every task ran once per step (or per run); the expected "
                        "shares below are for groups of `group_size` drawn from the per-task probabilities")
-    table3, unit_run, unit_task = _task_table(task, n_tasks, run, state)
-    task_ids, labels = task_values.to_pylist(), [None if r < 0 else run_names[r] for r in unit_run]
-    out.update(_per_task([task_ids[t] for t in unit_task], labels, table3, out, group_size, recorded))
+    table3, unit_run, unit_task = _task_table(counts, run_of_step[group_step], group_task, n_tasks)
+    names = [*run_names, None]  # run code len(run_names): the rows without a run
+    # code-point order of the names (Arrow sorts strings by their bytes): lists tie-break on it, not on row order
+    task_rank = np.empty(n_tasks, dtype=np.int64)
+    task_rank[np.asarray(pc.sort_indices(task_values))] = np.arange(n_tasks)
+    run_rank = np.empty(len(names), dtype=np.int64)
+    run_rank[sorted(range(len(names)), key=lambda r: (names[r] is not None, names[r] or ""))] = np.arange(len(names))
+    units = _Units(table3, lambda i: task_values[int(unit_task[i])].as_py(), lambda i: names[int(unit_run[i])],
+                   task_rank[unit_task], run_rank[unit_run])
+    out.update(_per_task(units, n_tasks, out, group_size, recorded))
     return out
 
 
-def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: int | None, recorded: bool) -> dict:
+@dataclass
+class _Units:
+    """The (task, run) units: [rows, valid, passed] a row, their names (read only for the listed ones)
+    and their ranks in code-point order of task_id, then run (the lists' last tie-break)."""
+
+    table: np.ndarray
+    task_id: Callable[[int], str]
+    run: Callable[[int], str | None]
+    task_rank: np.ndarray
+    run_rank: np.ndarray
+
+
+def _group_size(group_size: int | None, recorded: bool, out: dict) -> tuple[int, str]:
+    if group_size is not None:
+        return group_size, "--group-size"
+    if recorded:
+        return max(round(out["group_size_median"]), 2), "the median recorded group"
+    return DEFAULT_GROUP_SIZE, f"default {DEFAULT_GROUP_SIZE} (no groups recorded; set --group-size)"
+
+
+def _per_task(units: _Units, n_tasks: int, out: dict, group_size: int | None, recorded: bool) -> dict:
     """The priors, the compact per-task table, the extremes and the expected shares at the group size."""
-    rows, valid, passed = table[:, 0], table[:, 1], table[:, 2]
+    rows, valid, passed = units.table[:, 0], units.table[:, 1], units.table[:, 2]
     pass_prior = fit_prior(passed, valid)
     valid_prior = fit_prior(valid, rows)
-    assert valid_prior is not None  # every task has a row
-    triples, weights = np.unique(table, axis=0, return_counts=True)
+    assert valid_prior is not None  # every unit has a row
+    triples, weights = _distinct_rows(units.table)
+    g, g_basis = _group_size(group_size, recorded, out)
     res: dict = {
-        "tasks": len(set(ids)),
-        "task_units": len(ids),
+        "tasks": n_tasks,
+        "task_units": int(rows.size),
         "valid_prior": _prior_block(valid_prior, "valid share of a task's rollouts"),
         "task_counts": [[int(r), int(v), int(p), int(w)] for (r, v, p), w in zip(triples, weights)],
+        "group_size": g, "group_size_basis": g_basis,
     }
-    if group_size is not None:
-        g, g_basis = group_size, "--group-size"
-    elif recorded:
-        g, g_basis = max(round(out["group_size_median"]), 2), "the median recorded group"
-    else:
-        g, g_basis = DEFAULT_GROUP_SIZE, f"default {DEFAULT_GROUP_SIZE} (no groups recorded; set --group-size)"
-    res.update({"group_size": g, "group_size_basis": g_basis})
     if pass_prior is None:
         res["note_tasks"] = "no task has a valid rollout: no pass probabilities"
         return res
@@ -210,20 +262,40 @@ def _per_task(ids: list, runs: list, table: np.ndarray, out: dict, group_size: i
     res["prior_basis"] = (f"Beta(alpha, beta) fitted by moments to the per-task counts: mean = the corpus rate, "
                           f"strength alpha + beta = {pass_prior.strength:.3g} from the spread beyond binomial noise; "
                           f"a task with n valid rollouts keeps n / (n + {pass_prior.strength:.3g}) of its own rate")
-    mean = (pass_prior.alpha + passed) / (pass_prior.strength + valid)
-    res["pass_prob_histogram"] = np.histogram(mean, bins=10, range=(0.0, 1.0))[0].tolist()
-    names = np.array([f"{ids[i]}\t{runs[i]}" for i in range(len(ids))])
+    res.update(_extremes(units, pass_prior, triples, weights))
+    return _expected(res, triples, weights, pass_prior, valid_prior, g, out)
+
+
+def _distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct [rows, valid, passed] and how many units have each, ascending (packed into one
+    int64 key when every count fits 21 bits: one 1-D unique, not a row-wise one)."""
+    if table.size and int(table.max()) < (1 << 21):
+        key, weights = np.unique((table[:, 0] << 42) | (table[:, 1] << 21) | table[:, 2], return_counts=True)
+        mask = (1 << 21) - 1
+        return np.stack([key >> 42, (key >> 21) & mask, key & mask], axis=1), weights
+    return np.unique(table, axis=0, return_counts=True)
+
+
+def _extremes(units: _Units, prior: BetaPrior, triples: np.ndarray, weights: np.ndarray) -> dict:
+    """The histogram of posterior means, the TOP units at each end, and the units almost never / always passing."""
+    rows, valid, passed = units.table[:, 0], units.table[:, 1], units.table[:, 2]
+    mean = (prior.alpha + passed) / (prior.strength + valid)
 
     def listed(key: np.ndarray) -> list[dict]:  # by key, then most valid rollouts, then task_id and run
-        return [_task_entry(str(ids[i]), runs[i], int(rows[i]), int(valid[i]), int(passed[i]), pass_prior)
-                for i in np.lexsort((names, -valid, key))[:TOP]]
+        top = min(TOP, key.size)
+        c = np.flatnonzero(key <= np.partition(key, top - 1)[top - 1])  # the TOP smallest keys, ties included
+        order = c[np.lexsort((units.run_rank[c], units.task_rank[c], -valid[c], key[c]))][:TOP]
+        return [_task_entry(units.task_id(i), units.run(i), int(rows[i]), int(valid[i]), int(passed[i]), prior)
+                for i in order.tolist()]
 
-    res["lowest"], res["highest"] = listed(mean), listed(-mean)
     # the 95% interval lies below EXTREME when more than 97.5% of the posterior does (one CDF a unit, not two quantiles)
-    post = [(pass_prior.alpha + p, pass_prior.beta + v - p) for (_, v, p) in triples.tolist()]
-    res["tasks_almost_never"] = int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(EXTREME, a, b) > 0.975))
-    res["tasks_almost_always"] = int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(1.0 - EXTREME, a, b) < 0.025))
-    return _expected(res, triples, weights, pass_prior, valid_prior, g, out)
+    post = [(prior.alpha + p, prior.beta + v - p) for (_, v, p) in triples.tolist()]
+    return {
+        "pass_prob_histogram": np.histogram(mean, bins=10, range=(0.0, 1.0))[0].tolist(),
+        "lowest": listed(mean), "highest": listed(-mean),
+        "tasks_almost_never": int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(EXTREME, a, b) > 0.975)),
+        "tasks_almost_always": int(sum(w for (a, b), w in zip(post, weights) if beta_cdf(1.0 - EXTREME, a, b) < 0.025)),
+    }
 
 
 def _expected(res: dict, triples: np.ndarray, weights: np.ndarray, pass_prior: BetaPrior, valid_prior: BetaPrior,
