@@ -187,54 +187,82 @@ def groups_needed(informative: int, share: float, confidence: float) -> int | No
     return lo
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
+def _betacf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The continued fraction of the incomplete beta function (modified Lentz), elementwise; an
+    element leaves the working set once its step is within 1e-15 of 1."""
     tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
+
+    def guard(v: np.ndarray) -> np.ndarray:
+        return np.where(np.abs(v) > tiny, v, tiny)
+
+    out = np.empty(x.shape)
+    idx = np.arange(x.size)
+    c = np.ones_like(x)
+    d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0))
+    h = d.copy()
+    for m in range(1, 5000):
         for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
                     -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
+            d = 1.0 / guard(1.0 + num * d)
+            c = guard(1.0 + num / c)
+            h = h * d * c
+        done = np.abs(d * c - 1.0) < 1e-15
+        if done.any():
+            out[idx[done]] = h[done]
+            keep = ~done
+            idx, a, b, x, c, d, h = idx[keep], a[keep], b[keep], x[keep], c[keep], d[keep], h[keep]
+            if not idx.size:
+                break
+    out[idx] = h  # not converged in 5,000 steps (never for the parameters a corpus gives)
+    return out
 
 
-def beta_cdf(x: float, a: float, b: float) -> float:
-    """The regularized incomplete beta I_x(a, b): P(X <= x) for X ~ Beta(a, b); a zero parameter is a
-    point mass (at 0 when a is zero, at 1 when b is: a corpus where every valid rollout passes or fails)."""
-    if x >= 1.0 or a <= 0.0:
-        return 1.0
-    if x <= 0.0 or b <= 0.0:
-        return 0.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+def beta_cdf(x, a, b) -> np.ndarray:
+    """The regularized incomplete beta I_x(a, b): P(X <= x) for X ~ Beta(a, b), elementwise; a zero
+    parameter is a point mass (at 0 when a is zero, at 1 when b is: a corpus where every valid
+    rollout passes or fails)."""
+    x, a, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, a, b)))
+    # a point mass at 0 is all at or below any x >= 0; one at 1 is below no x < 1
+    out = np.where((x >= 1.0) | (a <= 0.0), 1.0, 0.0)
+    ok = (a > 0.0) & (b > 0.0) & (x > 0.0) & (x < 1.0)
+    if not ok.any():
+        return out
+    xx, aa, bb = x[ok], a[ok], b[ok]
+    lg = np.vectorize(math.lgamma, otypes=[np.float64])
+    front = np.exp(lg(aa + bb) - lg(aa) - lg(bb) + aa * np.log(xx) + bb * np.log1p(-xx))
+    low = xx < (aa + 1.0) / (aa + bb + 2.0)  # the fraction converges fast on this side; else use symmetry
+    val = np.empty(xx.shape)
+    if low.any():
+        val[low] = front[low] * _betacf(aa[low], bb[low], xx[low]) / aa[low]
+    hi = ~low
+    if hi.any():
+        val[hi] = 1.0 - front[hi] * _betacf(bb[hi], aa[hi], 1.0 - xx[hi]) / bb[hi]
+    out[ok] = val
+    return out
 
 
-def beta_quantile(q: float, a: float, b: float) -> float:
-    """The ``q`` quantile of Beta(a, b) by bisection on ``beta_cdf`` (to 1e-10)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
+def beta_quantile(q: float, a, b) -> np.ndarray:
+    """The ``q`` quantile of Beta(a, b), elementwise, by one bisection on ``beta_cdf`` (to 2^-34)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    lo, hi = np.zeros(a.shape), np.ones(a.shape)
+    for _ in range(34):
         mid = (lo + hi) / 2.0
-        if beta_cdf(mid, a, b) < q:
-            lo = mid
-        else:
-            hi = mid
+        below = beta_cdf(mid, a, b) < q
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return (lo + hi) / 2.0
 
 
 def beta_interval(a: float, b: float, level: float = 0.95) -> tuple[float, float]:
     """The equal-tailed ``level`` interval of Beta(a, b); a degenerate prior (a or b zero) is a point."""
-    if a <= 0 or b <= 0:
-        x = 0.0 if a <= 0 else 1.0
-        return x, x
+    lo, hi = beta_intervals(np.array([a]), np.array([b]), level)
+    return float(lo[0]), float(hi[0])
+
+
+def beta_intervals(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """``beta_interval`` elementwise (one bisection for all)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     tail = (1.0 - level) / 2.0
-    return beta_quantile(tail, a, b), beta_quantile(1.0 - tail, a, b)
+    lo, hi = beta_quantile(tail, a, b), beta_quantile(1.0 - tail, a, b)
+    point = np.where(a <= 0, 0.0, 1.0)  # a zero parameter: the whole mass at one end
+    degenerate = (a <= 0) | (b <= 0)
+    return np.where(degenerate, point, lo), np.where(degenerate, point, hi)
