@@ -158,10 +158,11 @@ def _task_entries(units: _Units, order: list[int], prior: BetaPrior) -> list[dic
             for k, i in enumerate(order)]
 
 
-def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], steps: dict, job_steps: dict,
-                      model_steps: dict, *, threshold: float, group_size: int | None = None) -> dict:
-    """The ``rl_groups`` block (see the module docstring); ``group_size``: the G the expected shares
-    are for (default: the median recorded group, else ``DEFAULT_GROUP_SIZE``)."""
+def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], runs_by: str, run_steps: dict,
+                      *, threshold: float, group_size: int | None = None) -> dict:
+    """The ``rl_groups`` block (see the module docstring): ``runs_by`` "job" or "model", ``run_steps``
+    each run's ``steps``; ``group_size``: the G the expected shares are for (default: the median
+    recorded group, else ``DEFAULT_GROUP_SIZE``)."""
     start_us, finish_us = times
     state, scored = row_states(table.column("has_exception"), table.column("reward"), threshold)
     n = int(state.size)
@@ -171,8 +172,7 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], ste
                                                else pc.dictionary_encode(task_col))
     task = task_codes
     n_tasks = len(task_values)
-    runs_by = steps.get("runs_by")
-    run, run_names, thresholds, basis = _runs(table, runs_by, job_steps if runs_by == "job" else model_steps)
+    run, run_names, thresholds, basis = _runs(table, runs_by, run_steps)
     invalid = int(counts_all[EXCEPTION] + counts_all[NO_REWARD])
     out: dict = {
         "rows": n,

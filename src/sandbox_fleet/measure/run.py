@@ -237,10 +237,15 @@ def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold
     return by_model(fr, pass_threshold, table=group_rows_of(model_columns, len(model_codes[1])))
 
 
+def _runs_by(job_steps: dict) -> str:
+    """Runs are jobs when the input has two or more, else models (one synchronous run per model, as
+    in a release that only names models): the steps' runs, and the rollout groups'."""
+    return "job" if len(job_steps) >= 2 else "model"
+
+
 def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict) -> dict:
-    """The top level notes a mix of runs: runs are jobs when the input has two or more, else
-    models (one synchronous run per model, as in a release that only names models)."""
-    runs_by = "job" if len(job_steps) >= 2 else "model"
+    """The top level notes a mix of runs (``_runs_by``)."""
+    runs_by = _runs_by(job_steps)
     return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by)
 
 
@@ -295,9 +300,16 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
         Pass("peak", _peak, ("concurrency", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
-        Pass("rl_groups", partial(measure_rl_groups, threshold=pt, group_size=group_size),
-             ("signal_table", "times", "steps", "job_steps", "model_steps"), label="groups"),
+        Pass("rl_groups", partial(_rl_groups, threshold=pt, group_size=group_size),
+             ("signal_table", "times", "job_steps", "model_steps"), label="groups"),
     ]
+
+
+def _rl_groups(table: pa.Table, times: tuple, job_steps: dict, model_steps: dict, *, threshold: float,
+               group_size: int | None) -> dict:
+    runs_by = _runs_by(job_steps)
+    return measure_rl_groups(table, times, runs_by, job_steps if runs_by == "job" else model_steps,
+                             threshold=threshold, group_size=group_size)
 
 
 def measure_task_health_of(health_table: pa.Table, times: tuple) -> dict | None:
