@@ -305,3 +305,11 @@ def test_the_docs_worked_example_by_hand():
     for shown in ("| 0.1425 |", "| 0.1854875 |", "**0.69873**", "**0.13885**", "**0.41879**", "**14**", "0.12891", "**4.78 sandbox-hours**"):
         assert shown in page
     assert f"{both:.5f}" == "0.41879" and f"{4 * 0.5 / both:.2f}" == "4.78"
+
+
+def test_row_order_does_not_move_a_figure():
+    rows = _known_corpus(np.array([0.0, 0.2, 0.5, 0.9, 1.0] * 4), np.full(20, 0.7), 4, steps=12, per_step=8, seed=9)
+    perm = np.random.default_rng(1).permutation(len(rows))
+    a = measure_telemetry(_telemetry(rows)).rl_groups
+    b = measure_telemetry(_telemetry([rows[i] for i in perm])).rl_groups
+    assert a is not None and a.model_dump() == b.model_dump()

@@ -251,11 +251,12 @@ def _group_size(group_size: int | None, recorded: bool, out: dict) -> tuple[int,
 
 def _per_task(units: _Units, n_tasks: int, out: dict, group_size: int | None, recorded: bool) -> dict:
     """The priors, the compact per-task table, the extremes and the expected shares at the group size."""
-    rows, valid, passed = units.table[:, 0], units.table[:, 1], units.table[:, 2]
-    pass_prior = fit_prior(passed, valid)
-    valid_prior = fit_prior(valid, rows)
-    assert valid_prior is not None  # every unit has a row
+    rows, valid = units.table[:, 0], units.table[:, 1]
+    # the priors from the distinct rows, ascending: sums in one order whatever the input's row order
     triples, weights = _distinct_rows(units.table)
+    pass_prior = fit_prior(triples[:, 2], triples[:, 1], weights)
+    valid_prior = fit_prior(triples[:, 1], triples[:, 0], weights)
+    assert valid_prior is not None  # every unit has a row
     g, g_basis = _group_size(group_size, recorded, out)
     res: dict = {
         "tasks": n_tasks,
