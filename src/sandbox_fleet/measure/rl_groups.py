@@ -206,7 +206,7 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], run
         "group_size_median": float(np.median(sizes)),
         "group_size_min": int(sizes.min()),
         "group_size_max": int(sizes.max()),
-        "valid_per_group_mean": float((counts[:, PASS] + counts[:, FAIL]).mean()),
+        "valid_per_group_mean": int((counts[:, PASS] + counts[:, FAIL]).sum()) / sizes.size,
         **classes,
         **{f"{k}_share": v / sizes.size for k, v in classes.items()},
         "sandbox_hours_per_informative_group": ratio(hours, classes["informative"]) if recorded else None,

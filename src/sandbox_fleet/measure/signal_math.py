@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sandbox_fleet import exact
+
 #: The prior's strength (a + b) when the tasks look no more spread than binomial noise, and the
 #: least it may be (tasks that always or never pass): the prior is then nearly flat.
 MAX_STRENGTH = 10_000.0
@@ -55,14 +57,15 @@ def fit_prior(successes: np.ndarray, trials: np.ndarray, weights: np.ndarray | N
     """
     k, n = np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64)
     w = np.ones_like(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    total = float((w * n).sum())
+    total = exact.fsum(w * n)
     if total <= 0:
         return None
-    mu = float((w * k).sum()) / total
+    mu = exact.fsum(w * k) / total
     if mu <= 0.0 or mu >= 1.0:  # every task the same: nothing to spread
         return BetaPrior(mu * MAX_STRENGTH, (1.0 - mu) * MAX_STRENGTH)
-    spread = float((w * (k - n * mu) ** 2).sum()) / (mu * (1.0 - mu))
-    pairs = float((w * n * (n - 1.0)).sum())
+    dev = k - n * mu
+    spread = exact.fsum(w * dev * dev) / (mu * (1.0 - mu))
+    pairs = exact.fsum(w * n * (n - 1.0))
     rho = (spread - total) / pairs if pairs > 0 else 0.0
     strength = MAX_STRENGTH if rho <= 1.0 / (MAX_STRENGTH + 1.0) else max(1.0 / min(rho, 1.0) - 1.0, MIN_STRENGTH)
     return BetaPrior(mu * strength, (1.0 - mu) * strength)
@@ -81,11 +84,18 @@ def _log_comb(g: int) -> np.ndarray:
     return np.array([math.lgamma(g + 1) - math.lgamma(j + 1) - math.lgamma(g - j + 1) for j in range(g + 1)])
 
 
+def powers(x: np.ndarray, g: int) -> np.ndarray:
+    """x^j, j = 0..g, one row per x, by repeated multiplication (exact per step, the same bits on
+    every CPU, unlike NumPy's ``power``)."""
+    x = np.asarray(x, dtype=np.float64)[:, None]
+    return np.concatenate([np.ones((x.shape[0], 1)), np.cumprod(np.repeat(x, g, axis=1), axis=1)], axis=1)
+
+
 def binomial_pmf(v: np.ndarray, g: int) -> np.ndarray:
     """P(V = j), j = 0..g, for V ~ Binomial(g, v), one row per v."""
-    v = np.asarray(v, dtype=np.float64)[:, None]
-    j = np.arange(g + 1, dtype=np.float64)[None, :]
-    return np.exp(_log_comb(g))[None, :] * v**j * (1.0 - v) ** (g - j)
+    v = np.asarray(v, dtype=np.float64)
+    comb = np.array([float(math.comb(g, j)) for j in range(g + 1)])
+    return comb[None, :] * powers(v, g) * powers(1.0 - v, g)[:, ::-1]
 
 
 def beta_binomial_pmf(a: np.ndarray, b: np.ndarray, g: int) -> np.ndarray:
@@ -99,7 +109,7 @@ def beta_binomial_pmf(a: np.ndarray, b: np.ndarray, g: int) -> np.ndarray:
             out[i] = (j == (g if bi <= 0 else 0)).astype(np.float64)
             continue
         base = math.lgamma(ai + bi) - math.lgamma(ai) - math.lgamma(bi) - math.lgamma(ai + bi + g)
-        out[i] = np.exp(lc + base + np.array([math.lgamma(ai + x) + math.lgamma(bi + g - x) for x in range(g + 1)]))
+        out[i] = exact.exp(lc + base + np.array([math.lgamma(ai + x) + math.lgamma(bi + g - x) for x in range(g + 1)]))
     return out
 
 
@@ -121,24 +131,23 @@ def group_shares(valid_pmf: np.ndarray, pass_moments: np.ndarray, fail_moments: 
     valid pass), ``fail_moments[:, j]`` = E[(1 - p)^j]; one row per task (or per ``weights`` tasks).
     ``exception_share_of_invalid``: the chance an invalid rollout is an exception (not a missing reward)."""
     w = np.ones(valid_pmf.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    w = w / w.sum()
+    w = w / exact.fsum(w)
     j = np.arange(g + 1)
     two = j >= 2
     all_pass = (valid_pmf * pass_moments * two).sum(axis=1)
     all_fail = (valid_pmf * fail_moments * two).sum(axis=1)
     too_few = valid_pmf[:, :2].sum(axis=1)
     informative = (valid_pmf * (1.0 - pass_moments - fail_moments) * two).sum(axis=1)
-    some_exception = 1.0 - (1.0 - exception_share_of_invalid) ** (g - j)  # given j valid, >= 1 exception
+    some_exception = 1.0 - powers(np.array([1.0 - exception_share_of_invalid]), g)[0, ::-1]  # j valid: >= 1 exception
     flipped = (valid_pmf * pass_moments * some_exception * (j >= 1)).sum(axis=1)
-    return Shares(*(float((w * x).sum()) for x in (informative, all_pass, all_fail, too_few, flipped)))
+    return Shares(*(exact.fsum(w * x) for x in (informative, all_pass, all_fail, too_few, flipped)))
 
 
 def point_shares(p: np.ndarray, v: np.ndarray, g: int, exception_share_of_invalid: float = 1.0,
                  weights: np.ndarray | None = None) -> Shares:
     """``group_shares`` for known per-task pass probabilities ``p`` and valid rates ``v``."""
     p, v = np.atleast_1d(np.asarray(p, dtype=np.float64)), np.atleast_1d(np.asarray(v, dtype=np.float64))
-    j = np.arange(g + 1, dtype=np.float64)[None, :]
-    return group_shares(binomial_pmf(v, g), p[:, None] ** j, (1.0 - p[:, None]) ** j, g,
+    return group_shares(binomial_pmf(v, g), powers(p, g), powers(1.0 - p, g), g,
                         exception_share_of_invalid, weights)
 
 
@@ -169,10 +178,10 @@ def groups_needed(informative: int, share: float, confidence: float) -> int | No
 
     def enough(n: int) -> bool:  # P(X <= b - 1) <= 1 - confidence, summed in logs
         k = np.arange(b, dtype=np.float64)
-        steps = np.log((n - k[:-1]) / (k[:-1] + 1.0)) + math.log(share / (1.0 - share))
+        steps = exact.log((n - k[:-1]) / (k[:-1] + 1.0)) + math.log(share / (1.0 - share))
         logpmf = n * math.log1p(-share) + np.concatenate(([0.0], np.cumsum(steps)))
         top = float(logpmf.max())
-        below = math.exp(top) * float(np.exp(logpmf - top).sum())
+        below = math.exp(top) * exact.fsum(exact.exp(logpmf - top))
         return below <= 1.0 - confidence
 
     lo, hi = b, max(b, math.ceil(b / share))
@@ -229,7 +238,7 @@ def beta_cdf(x, a, b) -> np.ndarray:
         return out
     xx, aa, bb = x[ok], a[ok], b[ok]
     lg = np.vectorize(math.lgamma, otypes=[np.float64])
-    front = np.exp(lg(aa + bb) - lg(aa) - lg(bb) + aa * np.log(xx) + bb * np.log1p(-xx))
+    front = exact.exp(lg(aa + bb) - lg(aa) - lg(bb) + aa * exact.log(xx) + bb * exact.log1p(-xx))
     low = xx < (aa + 1.0) / (aa + bb + 2.0)  # the fraction converges fast on this side; else use symmetry
     val = np.empty(xx.shape)
     if low.any():

@@ -15,10 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Optional
 
-import numpy as np
-
 from sandbox_fleet.measure.model import MeasureSummary, RlGroups
-from sandbox_fleet.measure.signal_math import BetaPrior, groups_needed, posterior_shares
 from sandbox_fleet.plan.model import Signal
 
 #: The chance a release of N groups holds the B informative ones the step needs (``--signal-confidence``).
@@ -28,7 +25,10 @@ DEFAULT_CONFIDENCE = 0.95
 Sizer = Callable[[int], tuple[int, Optional[float]]]
 
 
-def _prior(block) -> BetaPrior | None:
+def _prior(block):
+    """The measured Beta prior (``signal_math.BetaPrior``), or None when not measured."""
+    from sandbox_fleet.measure.signal_math import BetaPrior
+
     if block is None or block.alpha is None or block.beta is None:
         return None
     return BetaPrior(block.alpha, block.beta)
@@ -73,6 +73,11 @@ def signal_block(m: MeasureSummary, *, group_size: int | None, groups_per_batch:
     if g is None or pass_prior is None or valid_prior is None:
         out.basis = "no per-task pass probabilities measured: no signal figures"
         return out
+    # NumPy only here: a plan of a summary without groups (the published one) never loads it
+    import numpy as np
+
+    from sandbox_fleet.measure.signal_math import groups_needed, posterior_shares
+
     counts = np.asarray(rg.task_counts, dtype=np.float64)
     phi = rg.exception_share_of_invalid if rg.exception_share_of_invalid is not None else 1.0
     sh = posterior_shares(counts[:, 0], counts[:, 1], counts[:, 2], pass_prior, valid_prior, g, phi, counts[:, 3])
