@@ -296,17 +296,19 @@ def _extremes(units: _Units, prior: BetaPrior, triples: np.ndarray, weights: np.
     valid, passed = units.table[:, 1], units.table[:, 2]
     mean = (prior.alpha + passed) / (prior.strength + valid)
 
-    def listed(key: np.ndarray) -> list[dict]:  # by key, then most valid rollouts, then task_id and run
+    def listed(key: np.ndarray) -> list[int]:  # by key, then most valid rollouts, then task_id and run
         top = min(TOP, key.size)
         c = np.flatnonzero(key <= np.partition(key, top - 1)[top - 1])  # the TOP smallest keys, ties included
-        order = c[np.lexsort((units.run_rank[c], units.task_rank[c], -valid[c], key[c]))][:TOP]
-        return _task_entries(units, order.tolist(), prior)
+        return c[np.lexsort((units.run_rank[c], units.task_rank[c], -valid[c], key[c]))][:TOP].tolist()
+
+    low, high = listed(mean), listed(-mean)
+    entries = _task_entries(units, low + high, prior)  # one bisection for every listed interval
 
     # the 95% interval lies below EXTREME when more than 97.5% of the posterior does (one CDF a unit, not two quantiles)
     a, b = prior.alpha + triples[:, 2], prior.beta + triples[:, 1] - triples[:, 2]
     return {
         "pass_prob_histogram": np.histogram(mean, bins=10, range=(0.0, 1.0))[0].tolist(),
-        "lowest": listed(mean), "highest": listed(-mean),
+        "lowest": entries[:len(low)], "highest": entries[len(low):],
         "tasks_almost_never": int(weights[beta_cdf(EXTREME, a, b) > 0.975].sum()),
         "tasks_almost_always": int(weights[beta_cdf(1.0 - EXTREME, a, b) < 0.025].sum()),
     }

@@ -250,9 +250,9 @@ def beta_cdf(x, a, b) -> np.ndarray:
     return out
 
 
-def beta_quantile(q: float, a, b) -> np.ndarray:
-    """The ``q`` quantile of Beta(a, b), elementwise, by one bisection on ``beta_cdf`` (to 2^-34)."""
-    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+def beta_quantile(q, a, b) -> np.ndarray:
+    """The ``q`` quantile of Beta(a, b), elementwise (``q`` too), by one bisection on ``beta_cdf`` (to 2^-34)."""
+    q, a, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (q, a, b)))
     lo, hi = np.zeros(a.shape), np.ones(a.shape)
     for _ in range(34):
         mid = (lo + hi) / 2.0
@@ -271,7 +271,8 @@ def beta_intervals(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[n
     """``beta_interval`` elementwise (one bisection for all)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     tail = (1.0 - level) / 2.0
-    lo, hi = beta_quantile(tail, a, b), beta_quantile(1.0 - tail, a, b)
+    both = beta_quantile(np.repeat([[tail], [1.0 - tail]], a.size, axis=1).ravel(), np.tile(a, 2), np.tile(b, 2))
+    lo, hi = both[:a.size], both[a.size:]
     point = np.where(a <= 0, 0.0, 1.0)  # a zero parameter: the whole mass at one end
     degenerate = (a <= 0) | (b <= 0)
     return np.where(degenerate, point, lo), np.where(degenerate, point, hi)
