@@ -83,7 +83,8 @@ def healthy_telemetry() -> Telemetry:
     turns = [(1, 2, 5, 10, 20)[i % 5] for i in range(n)]
     cols = {
         "id": [f"r{i}" for i in range(n)],
-        "task_id": [f"task-{i % 50:02d}" for i in range(n)],
+        # each task takes 5 consecutive rollouts at a time (3 pass, 2 fail): its groups carry signal (issue 40)
+        "task_id": [f"task-{(i // 5) % 50:02d}" for i in range(n)],
         "model": [("model-a", "model-b")[i % 2] for i in range(n)],
         "job": [("job-1", "job-2")[(i // 2) % 2] for i in range(n)],
         # 6 nodes, each 40 consecutive rollouts at a time: 2 of every 40 raise, so every node sits at 5%

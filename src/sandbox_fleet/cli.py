@@ -169,6 +169,7 @@ _LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a t
 _ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
 _CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed task requests in DIR (default $SANDBOX_FLEET_CACHE_DIR, else cache/ beside -o; without either nothing is cached or written).")
 _MIN_TURN_ROWS = typer.Option(20, "--min-turn-rows", help="Fit the turn curve on turn counts with at least this many rows.")
+_GROUP_SIZE = typer.Option(None, "--group-size", help="Rollouts per RL group (GRPO's G) the informative-group shares are given for (default: the median recorded group, else 8).")
 
 
 #: The reader options, declared once: (parameter, type, option). A command takes them all by
@@ -228,6 +229,7 @@ def measure(
     cache_dir: Optional[Path] = _CACHE_DIR,
     reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
+    group_size: Optional[int] = _GROUP_SIZE,
     model: Optional[list[str]] = typer.Option(None, "--model", help="Keep only these models (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Keep rollouts started at or after this ISO time."),
     until: Optional[str] = typer.Option(None, "--until", help="Keep rollouts started before this ISO time."),
@@ -246,6 +248,7 @@ def measure(
         tasks=str(tasks) if tasks else None,
         read=_read_options(reader),
         min_turn_rows=min_turn_rows,
+        group_size=group_size,
         models=model,
         since=since,
         until=until,
@@ -272,6 +275,9 @@ def plan(
     train_s: Optional[float] = typer.Option(None, "--train-s", help="Trainer seconds per RL step (with --batch)."),
     passing_per_hour: Optional[float] = typer.Option(None, "--passing-per-hour", help="Target: passing rollouts per hour (Little's law)."),
     tolerance: float = typer.Option(0.01, "--tolerance", help="RL schedule: allowed slowdown of the mean step vs uncapped."),
+    group_size: Optional[int] = _GROUP_SIZE,
+    groups_per_batch: Optional[int] = typer.Option(None, "--groups-per-batch", help="Informative groups an RL step trains on (DAPO's B; default: --batch / G, else the measured step batch / G)."),
+    signal_confidence: float = typer.Option(0.95, "--signal-confidence", help="Chance a dynamic-sampling release holds the B informative groups."),
     seed: int = typer.Option(0, "--seed", help="Seed for the RL-schedule simulation."),
     keep_cap: bool = typer.Option(False, "--keep-cap", help="A binding cap above the estimated demand: buy the cap (default: the demand)."),
     nodes: Optional[Path] = typer.Option(None, "--nodes", help="Node catalog TOML replacing the bundled one."),
@@ -376,6 +382,7 @@ def plan(
         gpu_utilisation=gpu_utilisation, max_tp=max_tp, kv_offload_gb=kv_offload_gb, trainer_gpus=trainer_gpus,
         node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None, keep_cap=keep_cap,
         node_provision_s=node_provision_s, node_scale_down_s=node_scale_down_s, node_placement=node_placement,
+        group_size=group_size, groups_per_batch=groups_per_batch, signal_confidence=signal_confidence,
     )
     cache = None
     if tasks:  # telemetry measured with its tasks (a .json input never reads the tasks root)

@@ -77,3 +77,7 @@ def linear_fit(x: object, y: object) -> tuple[float, float]:
         raise ValueError("a linear fit needs at least two distinct x values")
     slope = fsum(dx * dy) / sxx
     return slope, mean(ya) - slope * mean(xa)
+
+
+def log1p(x: object) -> np.ndarray:
+    return _elementwise(math.log1p, x)

@@ -49,7 +49,7 @@ def test_a_mapped_node_column_is_counted_per_node_from_csv(run_cli, tmp_path):
     assert res.code == 0, res.err
     doc = json.loads(out.read_text())
     assert doc["by_node"] == EXPECTED
-    assert doc["schema_version"] == 6
+    assert doc["schema_version"] == 7
 
 
 def test_parquet_node_column_read_coded_gives_the_same_counts(tmp_path):

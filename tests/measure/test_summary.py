@@ -112,7 +112,7 @@ def test_cli_json_is_one_object_on_stdout(tmp_path, ten_rows):
     result = CliRunner().invoke(app, ["measure", str(path), "--json", "-o", str(out_file)])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["rows"] == 10 and (data["schema_version"], data["kind"]) == (6, "measure")
+    assert data["rows"] == 10 and (data["schema_version"], data["kind"]) == (7, "measure")
     assert json.loads(out_file.read_text()) == data
     text = CliRunner().invoke(app, ["measure", str(path)])
     assert text.exit_code == 0 and "Concurrency" in text.stdout

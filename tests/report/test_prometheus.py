@@ -312,10 +312,18 @@ def _variants() -> list[tuple[str, dict, dict | None]]:
     unreported["outcomes"]["sandbox_hours_per_pass"] = None
     unreported["outcomes"]["passed"] = 0
     out.append(("unreported-cache-none-passed", unreported, None))
+    signal = copy.deepcopy(fleet)  # issue 40: few groups carry signal (warn), many fake zeros (fail)
+    signal["rl_groups"] = {"recorded": True, "groups": 500, "informative_share": 0.3,
+                           "exceptions_scored_zero": 90, "exceptions_scored_zero_share": 0.2}
+    out.append(("signal", signal, None))
+    no_groups = copy.deepcopy(fleet)  # none recorded: the expected share at G gates, and fails
+    no_groups["rl_groups"] = {"recorded": False, "group_size": 8, "expected_informative_share": 0.1,
+                              "exceptions_scored_zero": 0, "exceptions_scored_zero_share": 0.0}
+    out.append(("signal-expected", no_groups, None))
     return out
 
 
-VARIANTS = ("published", "fleet", "warn", "fail", "bad-nodes", "unreported-cache-none-passed")
+VARIANTS = ("published", "fleet", "warn", "fail", "bad-nodes", "unreported-cache-none-passed", "signal", "signal-expected")
 
 
 def test_the_variants_are_the_ones_listed():

@@ -60,7 +60,7 @@ def test_engine_series_fire_exactly_the_predicted_alerts(promtool, tmp_path, pla
     (tmp_path / "rules.yml").write_text(rules_yaml(Thresholds.default(), serving=(
         "sandbox-fleet-serving", serving_rule_list(as_plan(plan)), serving_basis(as_plan(plan)).basis)))
     res = promtool("check", "rules", "rules.yml", cwd=tmp_path)
-    assert res.returncode == 0 and "SUCCESS: 45 rules found" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "SUCCESS: 49 rules found" in res.stdout, res.stdout + res.stderr
     series = [
         # vLLM prefix cache, tokens per minute: a 790/1000 = 0.79 warns (< 0.8, >= 0.75);
         # b 700/1000 = 0.70 is critical (< 0.75); c 850/1000 is silent

@@ -461,11 +461,104 @@ class Limits(Block):
     spikes: Optional[dict[str, list[DurationSpike]]] = None
 
 
+class BetaPriorFigures(Block):
+    """A Beta(alpha, beta) prior over per-task rates: ``mean`` the corpus rate, ``strength`` alpha + beta."""
+
+    alpha: Num = None
+    beta: Num = None
+    mean: Num = None
+    strength: Num = None
+    #: the rate it is a prior of
+    of: Optional[str] = None
+
+
+class TaskSignal(Block):
+    """One task's pass probability on its valid rollouts: raw, and shrunk toward the corpus rate."""
+
+    task_id: Optional[str] = None
+    #: the run (model or job) it ran in: a pass probability is a policy's
+    run: Optional[str] = None
+    rows: Count = None
+    valid: Count = None
+    passed: Count = None
+    pass_rate_raw: Num = None
+    #: the posterior mean under ``rl_groups.pass_prior``
+    pass_prob: Num = None
+    pass_prob_ci95: Optional[list[float]] = None
+
+
+class RlGroups(Block):
+    """Rollout groups as group-based RL counts them (measure/rl_groups.py; docs/measure.md#rollout-groups-and-signal)."""
+
+    rows: Count = None
+    rows_without_task: Count = None
+    #: no exception and a reward present
+    valid: Count = None
+    exceptions: Count = None
+    #: no exception and no reward: not valid, counted apart
+    no_reward: Count = None
+    valid_rate: Num = None
+    exception_share_of_invalid: Num = None
+    #: exception rows that carry a reward (the harness scored them), and those whose reward fails
+    exceptions_scored: Count = None
+    exceptions_scored_zero: Count = None
+    #: ``exceptions_scored_zero`` over the rows with a reward: the fake zeros a trainer is fed
+    exceptions_scored_zero_share: Num = None
+    grouped_by: Optional[str] = None
+    threshold: Num = None
+    #: some group holds two or more rollouts; false: no group structure is recorded
+    recorded: Optional[bool] = None
+    note: Optional[str] = None
+    groups: Count = None
+    group_size_median: Num = None
+    group_size_min: Count = None
+    group_size_max: Count = None
+    valid_per_group_mean: Num = None
+    informative: Count = None
+    all_pass: Count = None
+    all_fail: Count = None
+    too_few_valid: Count = None
+    #: groups with valid passes, no valid fail and an exception: informative if exceptions scored 0
+    flipped: Count = None
+    informative_share: Num = None
+    all_pass_share: Num = None
+    all_fail_share: Num = None
+    too_few_valid_share: Num = None
+    flipped_share: Num = None
+    #: all sandbox-hours over the informative groups
+    sandbox_hours_per_informative_group: Num = None
+    tasks: Count = None
+    #: tasks within runs, the unit of the per-task figures (a task's pass probability is one policy's)
+    task_units: Count = None
+    valid_prior: Optional[BetaPriorFigures] = None
+    #: distinct [rows, valid, passed, task units] per task unit: every unit's posterior, compactly
+    task_counts: Optional[list[list[int]]] = None
+    #: the G the expected shares are for, and why
+    group_size: Count = None
+    group_size_basis: Optional[str] = None
+    note_tasks: Optional[str] = None
+    pass_prior: Optional[BetaPriorFigures] = None
+    prior_basis: Optional[str] = None
+    #: tasks by shrunk pass probability, ten bins of 0.1
+    pass_prob_histogram: Optional[list[int]] = None
+    lowest: Optional[list[TaskSignal]] = None
+    highest: Optional[list[TaskSignal]] = None
+    #: tasks whose 95% interval lies below 0.1 / above 0.9
+    tasks_almost_never: Count = None
+    tasks_almost_always: Count = None
+    #: the binomial expression at ``group_size`` over the per-task posteriors
+    expected_informative_share: Num = None
+    expected_all_pass_share: Num = None
+    expected_all_fail_share: Num = None
+    expected_too_few_valid_share: Num = None
+    expected_flipped_share: Num = None
+
+
 class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
     KIND: ClassVar[str] = "measure"
-    VERSION: ClassVar[int] = 6  # 6: tasks.image_rows, distinct_images, images
+    VERSION: ClassVar[int] = 7  # 6: tasks.image_rows, distinct_images, images; 7: rl_groups
 
     source: Optional[list[str]] = None
     rows: Count = None
@@ -494,3 +587,5 @@ class MeasureSummary(Summary):
     published: Optional[Published] = None
     warnings: Optional[list[str]] = None
     limits: Optional[Limits] = None
+    #: rollout groups, signal and per-task pass probabilities (measure/rl_groups.py)
+    rl_groups: Optional[RlGroups] = None

@@ -21,6 +21,7 @@ from sandbox_fleet.measure.model import (
     Holds,
     MeasureSummary,
     Outcomes,
+    RlGroups,
     Slice,
     Steps,
     Tokens,
@@ -117,6 +118,7 @@ def render_summary(s: MeasureSummary, console: Console) -> None:
             console.print(_kv(f"Base images ({_num(s.tasks.distinct_images)} distinct over "
                               f"{_num(s.tasks.image_rows)} tasks)", rows))
     _provider_limits(console, s)
+    _rl_groups(console, s.rl_groups)
     for w in s.warnings or []:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
 
@@ -210,6 +212,28 @@ def _fractional(o: Outcomes) -> list[tuple[str, str]]:
         ("suggested --pass-threshold", f"{_num(o.suggested_pass_threshold, 4)} (natural break; pass rate "
                                        f"{_pct(o.suggested_pass_rate, 1)})"),
     ]
+
+
+def _rl_groups(console: Console, g: RlGroups | None) -> None:
+    """Rollout groups as group-based RL counts them (``rl_groups``)."""
+    if g is None or g.groups is None:
+        return
+    shares = (f"{_pct(g.informative_share)} informative; all fail {_pct(g.all_fail_share)}, all pass "
+              f"{_pct(g.all_pass_share)}, too few valid {_pct(g.too_few_valid_share)}") if g.recorded else escape(g.note or "")
+    console.print(_kv(f"Rollout groups ({_num(g.groups)} groups, sizes {_num(g.group_size_min)}..{_num(g.group_size_max)})", [
+        ("grouped by", escape(g.grouped_by or "")),
+        ("valid rollouts", f"{_num(g.valid)} of {_num(g.rows)} ({_num(g.exceptions)} exceptions, "
+                           f"{_num(g.no_reward)} without a reward)"),
+        ("measured", shares),
+        (f"expected at G = {g.group_size}", f"{_pct(g.expected_informative_share)} informative "
+                                             f"({escape(g.group_size_basis or '')})"),
+        ("exceptions scored as failures", f"{_num(g.exceptions_scored_zero)} ({_pct(g.exceptions_scored_zero_share)} "
+                                          f"of rewarded rows); every exception as 0 would flip "
+                                          f"{_pct(g.flipped_share if g.recorded else g.expected_flipped_share)} of groups"),
+        ("tasks almost never / always passing", f"{_num(g.tasks_almost_never)} / {_num(g.tasks_almost_always)} "
+                                                f"of {_num(g.task_units)} (task, run) pairs"),
+        ("prior", escape(g.prior_basis or "")),
+    ]))
 
 
 def _limits(o: Outcomes) -> str:

@@ -42,6 +42,8 @@ from sandbox_fleet.measure.numpypool import reusing_freed_arrays
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.rewards import fractional_warning
+from sandbox_fleet.measure.rl_groups import COLUMNS as RL_GROUP_COLUMNS
+from sandbox_fleet.measure.rl_groups import measure_rl_groups
 from sandbox_fleet.measure.sql import session
 from sandbox_fleet.measure.steps import (
     group_rows,
@@ -126,6 +128,10 @@ def _usage(table: pa.Table, t: Telemetry) -> pa.Table | None:
 def _by_node(table: pa.Table) -> dict | None:
     # One bincount pass over the node codes (none when no row names a node); nothing else reads them.
     return measure_node_health(table.select(list(NODE_COLUMNS)))
+
+
+def _signal_table(table: pa.Table) -> pa.Table:
+    return table.select(list(RL_GROUP_COLUMNS))
 
 
 def _frame(table: pa.Table) -> Frame:
@@ -280,8 +286,8 @@ def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold
 
 
 def _runs_by(job_steps: dict) -> str:
-    """Runs are jobs when the input has two or more, else models (one synchronous run per model,
-    as in a release that only names models)."""
+    """Runs are jobs when the input has two or more, else models (one synchronous run per model, as
+    in a release that only names models): the steps' runs, and the rollout groups'."""
     return "job" if len(job_steps) >= 2 else "model"
 
 
@@ -312,7 +318,7 @@ def _peak(fleet_cap: dict, steps: dict, job_steps: dict, model_steps: dict) -> d
     return classify_peak(fleet_cap, steps, job_steps if steps.get("runs_by") == "job" else model_steps)
 
 
-def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
+def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: int | None = None) -> list[Pass]:
     """Every pass of ``measure``: what each computes and reads. Adding a figure is adding one here
     (and placing it in ``_plan``); the summary reads the values named in ``SUMMARY_VALUES``."""
     pt = pass_threshold
@@ -320,6 +326,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("health_table", _health_table, ("table",)),
         Pass("usage", _usage, ("table", "t")),
         Pass("by_node", _by_node, ("table",), label="nodes"),
+        Pass("signal_table", _signal_table, ("table",)),
         Pass("frame", _frame, ("table",)),
         Pass("times", _times, ("frame",)),
         Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
@@ -356,7 +363,16 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
         Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
              label="limits"),
+        Pass("rl_groups", partial(_rl_groups, threshold=pt, group_size=group_size),
+             ("signal_table", "times", "job_steps", "model_steps"), label="groups"),
     ]
+
+
+def _rl_groups(table: pa.Table, times: tuple, job_steps: dict, model_steps: dict, *, threshold: float,
+               group_size: int | None) -> dict:
+    runs_by = _runs_by(job_steps)
+    return measure_rl_groups(table, times, runs_by, job_steps if runs_by == "job" else model_steps,
+                             threshold=threshold, group_size=group_size)
 
 
 def measure_task_health_of(health_table: pa.Table, times: tuple) -> dict | None:
@@ -372,14 +388,14 @@ def measure_tasks_of(t: Telemetry, usage: pa.Table | None) -> dict | None:
 
 
 #: The passes that read the rollout table, each on this thread before the frame takes it.
-_PREPARE = ["health_table", "usage", "by_node", "frame", "times"]
+_PREPARE = ["health_table", "usage", "by_node", "signal_table", "frame", "times"]
 #: The passes that read no sorted holds (Arrow and NumPy counts that mostly release the GIL).
 _COUNTS = ["phases", "tokens", "outcomes", "coverage", "trajectories"]
 #: The end: holds (after the per-model step passes), per model, the figures that combine others.
-_FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks", "limits"]
+_FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks", "limits", "rl_groups"]
 #: The values the summary reads.
 SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "trajectories", "outcomes",
-                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits")
+                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits", "rl_groups")
 
 
 def _plan(lanes: int) -> list[tuple[str, int]]:
@@ -406,15 +422,17 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
-                      progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
+                      progress: bool = False, min_turn_rows: int = MIN_TURN_ROWS,
+                      group_size: int | None = None) -> MeasureSummary:
     """Every measurement over ``t.rollouts`` (canonical), as a ``MeasureSummary`` (``.to_json()``: its JSON).
 
     ``seed`` drives the bootstrap intervals only; the same input and seed give the same bytes.
-    Raises InputError when no usable rollout is left.
+    Raises InputError when no usable rollout is left. ``group_size``: the G of ``rl_groups``'
+    expected shares (default: the median recorded group, else ``rl_groups.DEFAULT_GROUP_SIZE``).
     """
     with session(), reusing_freed_arrays():
         return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False,
-                        min_turn_rows=min_turn_rows)
+                        min_turn_rows=min_turn_rows, group_size=group_size)
 
 
 def rejected_warnings(rejected: dict[str, int]) -> list[str]:
@@ -423,7 +441,7 @@ def rejected_warnings(rejected: dict[str, int]) -> list[str]:
 
 
 def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, owned: bool,
-             min_turn_rows: int = MIN_TURN_ROWS) -> MeasureSummary:
+             min_turn_rows: int = MIN_TURN_ROWS, group_size: int | None = None) -> MeasureSummary:
     """``measure_telemetry``; ``owned``: the caller hands ``t`` over, so its columns are freed as they are used."""
     rejected = dict(t.rejected)
     # Task ids, models, jobs and exception types as one dictionary each (a reader asked for
@@ -437,7 +455,7 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
     lanes = 2 if rows <= TWO_LANES_ROWS else 1
-    passes = _passes(pass_threshold, seed, min_turn_rows)
+    passes = _passes(pass_threshold, seed, min_turn_rows, group_size)
     inputs = {"table": table, "t": t, "rejected": rejected}
     del table  # the plan holds the rows now: each value goes once its last pass is done
     with _steps(progress and rows >= BAR_ROWS, sum(p.label is not None for p in passes)) as advance:
@@ -488,12 +506,13 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         "tasks": got["tasks"],
         "warnings": warnings,
         "limits": got["limits"],
+        "rl_groups": got["rl_groups"],
     }))
 
 
 def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=None, since=None, until=None,
                   pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
-                  min_turn_rows: int = MIN_TURN_ROWS, cap: int | None = None) -> MeasureSummary:
+                  min_turn_rows: int = MIN_TURN_ROWS, cap: int | None = None, group_size: int | None = None) -> MeasureSummary:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; ``read``: the reader flags (``ReadOptions``, made by
@@ -508,6 +527,7 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
 
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
+    check_range("`group_size`", group_size, minimum=2, whole=True)
     prefer_returning_pool()
     with reusing_freed_arrays():
         t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
@@ -520,4 +540,4 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
         t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
         with session():
             return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
-                            min_turn_rows=min_turn_rows)
+                            min_turn_rows=min_turn_rows, group_size=group_size)

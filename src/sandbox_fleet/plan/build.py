@@ -47,6 +47,7 @@ from sandbox_fleet.plan.pools import route, unplaced_block
 from sandbox_fleet.plan.provider_limits import limits_block
 from sandbox_fleet.plan.reserve import node_reserve
 from sandbox_fleet.plan.rework import rework_share, spot_rework
+from sandbox_fleet.plan.signal import DEFAULT_CONFIDENCE, signal_block
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, size_uniform, usable
 from sandbox_fleet.plan.starts import start_rate
 from sandbox_fleet.plan.storage import storage_plan
@@ -108,6 +109,11 @@ class PlanOptions:
     #: a binding cap above the estimated demand: buy the cap anyway (default: the demand, plan/censored.py)
     keep_cap: bool = False
     budgets_file: Optional[str] = None  # --budgets: lifetime, rollout timeout and phase budgets (plan/lifetime.py)
+    #: the signal block (plan/signal.py): G (default: measure's), B informative groups a step trains on
+    #: (default: --batch / G, else the measured step batch / G) and the chance a release holds them
+    group_size: Optional[int] = None
+    groups_per_batch: Optional[int] = None
+    signal_confidence: float = DEFAULT_CONFIDENCE
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -269,6 +275,10 @@ def _check_options(opts: PlanOptions) -> None:
     check_range("`node_scale_down_s`", opts.node_scale_down_s)
     if opts.node_placement not in ("pack", "spread"):
         raise InputError(f"`node_placement` {opts.node_placement!r}: expected pack or spread")
+    check_range("`group_size`", opts.group_size, minimum=2, whole=True)
+    check_range("`groups_per_batch`", opts.groups_per_batch, minimum=1, whole=True)
+    if not 0.0 < opts.signal_confidence < 1.0:
+        raise InputError(f"`signal_confidence` {opts.signal_confidence!r}: expected a probability in (0, 1)")
     check_range("`gpu_memory_fraction`", opts.gpu_memory_fraction, above=True)
     if opts.gpu_memory_fraction > 1:
         raise InputError(f"`gpu_memory_fraction` {opts.gpu_memory_fraction}: expected a fraction in (0, 1]")
@@ -686,7 +696,23 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
         notes=notes,
         backtest=backtest,
         limits=limits,
+        signal=plan_signal(fig, nodes, cost, opts),
     )
+
+
+def plan_signal(fig: Figures, nodes: _Nodes, cost: Cost, opts: PlanOptions):
+    """The ``signal`` block: informative groups, dynamic sampling's release on the chosen node type."""
+    same_type = replace(opts, node_type=nodes.chosen.type)
+
+    def size(n: int) -> tuple[int, Optional[float]]:
+        chosen = plan_nodes(fig, n, same_type, []).chosen
+        return chosen.count, chosen.price(_tier(opts))
+
+    return signal_block(fig.summary, group_size=opts.group_size, groups_per_batch=opts.groups_per_batch,
+                        batch=opts.batch, confidence=opts.signal_confidence, hold_mean_s=fig.hold_mean_s,
+                        sandbox_hours_per_pass=fig.sandbox_hours_per_pass,
+                        usd_per_busy_sandbox_h=cost.per_busy_sandbox_hour, usd_per_pass=cost.per_passing_trajectory,
+                        node_type=nodes.chosen.type, size=size)
 
 
 def parse_request(text: str) -> ResourceRequest:

@@ -654,11 +654,56 @@ class PlanLimits(Block):
     lifetime: Optional[LifetimeLint] = None
 
 
+class Signal(Block):
+    """Groups with signal for a group-based RL step (plan/signal.py; docs/measure.md#rollout-groups-and-signal)."""
+
+    group_size: Count = None
+    group_size_basis: Optional[str] = None
+    #: B: informative groups a step must train on, and where it came from
+    groups_per_batch: Count = None
+    groups_per_batch_basis: Optional[str] = None
+    confidence: Num = None
+    #: the binomial expression over the per-task posteriors and valid rates at ``group_size``
+    informative_share: Num = None
+    all_pass_share: Num = None
+    all_fail_share: Num = None
+    too_few_valid_share: Num = None
+    #: the measured share of the recorded groups, for comparison (null when none is recorded)
+    informative_share_measured: Num = None
+    #: N: groups dynamic sampling releases to hold B informative ones with ``confidence``; N / B; 1 / share
+    groups_released: Count = None
+    oversampling_factor: Num = None
+    oversampling_factor_mean: Num = None
+    #: rollouts released at once with and without over-sampling (N x G, B x G)
+    release_rollouts: Count = None
+    release_rollouts_without: Count = None
+    #: nodes (the plan's node type) that hold each release at once, and their $/h at the plan's tier
+    node_type: Optional[str] = None
+    nodes_release: Count = None
+    nodes_without: Count = None
+    usd_per_h_release: Num = None
+    usd_per_h_without: Num = None
+    #: G x mean hold / share: what one informative group costs under dynamic sampling
+    sandbox_hours_per_informative_group: Num = None
+    sandbox_hours_per_informative_group_measured: Num = None
+    sandbox_hours_per_pass: Num = None
+    usd_per_informative_group: Num = None
+    usd_per_pass: Num = None
+    #: every exception scored as a zero reward: the share of groups it makes look informative
+    exception_zero_flipped_share: Num = None
+    exception_zero_flipped_share_measured: Num = None
+    #: exception rows the harness scored with a failing reward, and their share of rewarded rows
+    exceptions_scored_zero: Count = None
+    exceptions_scored_zero_share: Num = None
+    bias: Optional[str] = None
+    basis: Optional[str] = None
+
+
 class PlanSummary(Summary):
     """``sandbox-fleet plan --json``."""
 
     KIND: ClassVar[str] = "plan"
-    VERSION: ClassVar[int] = 6
+    VERSION: ClassVar[int] = 7  # 7: signal
 
     input: Optional[Input] = None
     target: Target
@@ -680,3 +725,5 @@ class PlanSummary(Summary):
     backtest: Optional[BacktestLine] = None
     #: the order against provider quotas, creation ramps and lifetimes (docs/providers.md)
     limits: Optional[PlanLimits] = None
+    #: groups with signal, dynamic sampling's over-sampling and its release (plan/signal.py)
+    signal: Optional[Signal] = None

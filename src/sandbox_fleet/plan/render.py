@@ -237,6 +237,7 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
         L.append(f"  verdict: {co.rent_verdict}")
     L.extend(substrate_lines(p))
     L.extend(limit_lines(p))
+    L.extend(signal_lines(p))
     if p.assumptions:
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
@@ -249,6 +250,32 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
         L.append("Notes")
         L.extend(f"  - {x}" for x in p.notes)
     return wrap_lines(L, width)
+
+
+def signal_lines(p: PlanSummary) -> list[str]:
+    """The ``signal`` block (plan/signal.py): informative groups, dynamic sampling's release, cost per informative group."""
+    sg = p.signal
+    if sg is None or sg.informative_share is None:
+        return []
+    b = f", B = {sg.groups_per_batch:,} informative groups a step ({sg.groups_per_batch_basis})" if sg.groups_per_batch else ""
+    L = ["", f"Signal (group-based RL: groups of {sg.group_size} ({sg.group_size_basis}){b})"]
+    measured = f" ({_n(sg.informative_share_measured, '.1%')} measured)" if sg.informative_share_measured is not None else ""
+    L.append(f"  informative groups: {_n(sg.informative_share, '.1%')} expected{measured}; all fail "
+             f"{_n(sg.all_fail_share, '.1%')}, all pass {_n(sg.all_pass_share, '.1%')}, too few valid "
+             f"{_n(sg.too_few_valid_share, '.1%')}")
+    if sg.groups_released is not None:
+        L.append(f"  dynamic sampling releases {sg.groups_released:,} groups ({_n(sg.release_rollouts, ',')} rollouts at once, "
+                 f"{_fixed(sg.oversampling_factor, 2)}x; mean {_fixed(sg.oversampling_factor_mean, 2)}x) to hold "
+                 f"{sg.groups_per_batch:,} informative with {_n(sg.confidence, '.0%')} confidence, against "
+                 f"{_n(sg.release_rollouts_without, ',')} rollouts without over-sampling")
+        L.append(f"  that release needs {_n(sg.nodes_release, ',')} x {sg.node_type} ({_money(sg.usd_per_h_release)}/h) "
+                 f"against {_n(sg.nodes_without, ',')} ({_money(sg.usd_per_h_without)}/h) for the batch alone")
+    L.append(f"  per informative group: {_fixed(sg.sandbox_hours_per_informative_group, 2)} sandbox-hours, "
+             f"{_money(sg.usd_per_informative_group)}; per pass: {_fixed(sg.sandbox_hours_per_pass, 2)} sandbox-hours, "
+             f"{_money(sg.usd_per_pass)}")
+    if sg.bias:
+        L.append(f"  bias: {sg.bias}")
+    return L
 
 
 def substrate_lines(p: PlanSummary) -> list[str]:

@@ -332,6 +332,22 @@ def _stranded(p: PlanSummary) -> str | None:
     return ", ".join(x for x in parts if x) or None
 
 
+def _hours_per_group_and_pass(g: Any) -> str | None:
+    if g.sandbox_hours_per_informative_group is None:
+        return None
+    return f"{number(g.sandbox_hours_per_informative_group, ',.2f')} / {number(g.sandbox_hours_per_pass, ',.2f', none='n/a')}"
+
+
+def _release(g: Any) -> str | None:
+    """The signal block's release: N x G rollouts at once against B x G, with the informative share."""
+    if g.release_rollouts is None:
+        return None
+    return (f"{g.release_rollouts:,} rollouts ({g.groups_released:,} groups of {g.group_size}, "
+            f"{g.oversampling_factor:.2f}x) for {g.groups_per_batch:,} informative groups at "
+            f"{g.confidence:.0%} confidence; {g.informative_share:.1%} of groups informative; "
+            f"{g.nodes_release:,} nodes vs {g.nodes_without:,} without over-sampling")
+
+
 PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("target concurrency", lambda p: p.target.concurrency, "int"),
     ("target from", lambda p: p.target.source, "text"),
@@ -358,6 +374,9 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("fleet $/h on-demand", lambda p: _of(p.cost, lambda c: c.on_demand_per_h), "f2"),
     ("fleet $/h spot", lambda p: _of(p.cost, lambda c: c.spot_per_h), "f2"),
     ("$ per passing trajectory", lambda p: _of(p.cost, lambda c: c.per_passing_trajectory), "f3"),
+    ("$ per informative group (group-based RL)", lambda p: _of(p.signal, lambda g: g.usd_per_informative_group), "f3"),
+    ("sandbox-hours per informative group / per pass", lambda p: _of(p.signal, _hours_per_group_and_pass), "text"),
+    ("over-sampled release (dynamic sampling)", lambda p: _of(p.signal, _release), "text"),
     ("$/h lost to exceptions", lambda p: _of(p.cost, lambda c: c.exception_waste_per_h), "f2"),
 )
 

@@ -147,6 +147,8 @@ class Thresholds(BaseModel):
     metrics_absent: Section
     lifetime_below_budget: Section
     creation_rate_saturated: Above
+    informative_groups: Below
+    exceptions_scored_as_rewards: Above
 
     @classmethod
     def default(cls) -> "Thresholds":

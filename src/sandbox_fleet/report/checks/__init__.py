@@ -47,6 +47,7 @@ from sandbox_fleet.report.checks.result import (
     exit_code,
     worst_status,
 )
+from sandbox_fleet.report.checks.signal import exceptions_scored_as_rewards, informative_groups
 from sandbox_fleet.report.checks.simulation import simulation_steady
 from sandbox_fleet.report.thresholds import Section, Thresholds
 
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKS", "TASKS_NAMED", "Check", "CheckResult", "Status", "binomial_tail", "build_share",
     "cap_below_configured", "cap_binding", "cap_recorded", "duty_cycle", "exception_rate", "exception_rate_by_job",
-    "exception_rate_by_model", "exception_rate_by_node", "exception_rate_by_task", "exit_code", "hold_tail", "missing_reward",
+    "exception_rate_by_model", "exception_rate_by_node", "exception_rate_by_task", "exceptions_scored_as_rewards",
+    "exit_code", "hold_tail", "informative_groups", "missing_reward",
     "missing_tokens", "missing_trajectory", "missing_turns", "plan_covers_peak", "prefix_cache_off",
     "rejected_rows", "run_checks", "sandbox_hours_per_pass", "simulation_steady", "small_sample", "sweep_self_check",
     "worst_status",
@@ -89,6 +91,8 @@ CHECKS: tuple[Check, ...] = (
     sweep_self_check,
     lifetime_below_budget,
     creation_rate_saturated,
+    informative_groups,
+    exceptions_scored_as_rewards,
 )
 
 

@@ -26,6 +26,7 @@ from sandbox_fleet.measure.model import Concurrency, Coverage, Holds, HoldStats,
 from sandbox_fleet.report.checks.capacity import hidden_demand
 from sandbox_fleet.report.checks.exceptions import node_chance, tasks_at_or_above
 from sandbox_fleet.report.checks.result import CheckResult
+from sandbox_fleet.report.checks.signal import informative_share
 from sandbox_fleet.report.fields import as_num
 from sandbox_fleet.report.thresholds import Thresholds
 from sandbox_fleet.safeparse import iso_instant
@@ -143,6 +144,17 @@ def _outcomes(reg: Registry, m: MeasureSummary) -> None:
             per_pass * 3600.0 if per_pass is not None else None)
 
 
+def _signal(reg: Registry, m: MeasureSummary) -> None:
+    """The two signal gates' figures (report/checks/signal.py), as check reads them."""
+    rg = m.rl_groups
+    if rg is None:
+        return
+    reg.add("informative_group_ratio", "Share of rollout groups whose valid rewards differ (measured where groups "
+            "are recorded, else expected at the group size).", informative_share(rg)[0])
+    reg.add("exceptions_scored_zero_ratio", "Exception rows carrying a failing reward, over the rows with a reward.",
+            as_num(rg.exceptions_scored_zero_share))
+
+
 def _tokens(reg: Registry, m: MeasureSummary) -> None:
     tok = m.tokens or Tokens()
     reg.add("token_rollouts", "Rollouts that report token counts.", as_num(tok.rows))
@@ -253,6 +265,7 @@ def build_registry(m: MeasureSummary, plan: PlanSummary | None, results: list[Ch
     reg = Registry()
     _fleet(reg, m)
     _outcomes(reg, m)
+    _signal(reg, m)
     _tokens(reg, m)
     _coverage(reg, m)
     _slices(reg, m)

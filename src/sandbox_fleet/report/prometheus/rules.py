@@ -290,6 +290,20 @@ def _plan_and_health(t: Thresholds) -> list[Rule]:
     return out
 
 
+def _signal(t: Thresholds) -> list[Rule]:
+    ig, es = t.informative_groups, t.exceptions_scored_as_rewards
+    out = _pair("informative_groups", "SandboxFleetInformativeGroups", ig, _below(M["informative_group_ratio"], ig),
+                ("{{ $value | humanizePercentage }} of rollout groups carry a learning signal",) * 2,
+                "Groups whose rollouts all pass, all fail or mostly raise teach a group-based RL step nothing, and "
+                "dynamic sampling re-samples them: drop tasks that never or always pass, and fix what raises.")
+    out += _pair("exceptions_scored_as_rewards", "SandboxFleetExceptionsScoredAsRewards", es,
+                 _above(M["exceptions_scored_zero_ratio"], es),
+                 ("{{ $value | humanizePercentage }} of rewarded rollouts are exceptions scored as failures",) * 2,
+                 "Preemptions and infrastructure failures fed to the trainer as zero rewards bias the update: "
+                 "mask them out of the group instead.")
+    return out
+
+
 NOT_EXPRESSED = (
     ("exception_rate_by_task", "needs per-task rates, min_rows and a binomial chance filter (max_chance) over "
      "thousands of tasks: check computes it and exports sandbox_fleet_tasks_failing / sandbox_fleet_tasks_warning"),
@@ -308,7 +322,7 @@ NOT_EXPRESSED = (
 
 def rules(t: Thresholds) -> list[Rule]:
     """Every alerting rule for the thresholds, in gate order (disabled gates left out)."""
-    out = _sample_and_exceptions(t) + _coverage(t) + _capacity(t) + _plan_and_health(t)
+    out = _sample_and_exceptions(t) + _coverage(t) + _capacity(t) + _plan_and_health(t) + _signal(t)
     return [r for r in out if getattr(t, r.gate).enabled]
 
 
