@@ -76,4 +76,4 @@ def test_plan_cli_names_the_file_and_the_key(run_cli, tmp_path):
     assert r.code == 2
     assert r.err.strip().splitlines() == [f"error: {bad}: key concurrency.peak: -5 is not a count (a whole number "
                                           "from 0 to 9,223,372,036,854,775,807); expected a measure summary (kind "
-                                          "'measure', schema_version 1..6)"]
+                                          f"'measure', schema_version 1..{MeasureSummary.VERSION})"]
