@@ -121,3 +121,17 @@ def test_the_quota_fit_reads_the_same_expected_lengthening_with_a_burst(tmp_path
     assert 0.3 * 100 < truth < 0.7 * 100
     assert fit.ramp.expected_lengthening_s == pytest.approx(truth, rel=0.072)  # the Monte Carlo's 3 standard errors
     assert fit.ramp.expected_step_share == pytest.approx(fit.ramp.expected_lengthening_s / 8_590.0, rel=1e-12)
+
+
+def test_a_batch_past_the_drawn_limit_is_judged_on_its_bound(providers):
+    """Drawing 16 batches of 10^8 holds took ~17 GB (plan --batch 1e8): past RAMP_MAX_BATCH the
+    expected lengthening is not drawn and the ramp is judged on B / c, which the basis says."""
+    from sandbox_fleet.plan.ramp import RAMP_MAX_BATCH
+
+    batch = RAMP_MAX_BATCH + 1
+    plan = plan_json(lognormal_summary(batch, 8_590.0), PlanOptions(
+        concurrency=batch, node_type="aws-m6id.24xlarge", price_tier="on_demand", providers_file=providers))
+    ramp = plan["cost"]["rent"]["ramp5"]
+    assert ramp["ramp_expected_s"] is None
+    assert ramp["ramp_s"] == pytest.approx(batch / 5.0)  # B / c by hand
+    assert "is not drawn: judged on the bound" in ramp["ramp_basis"]

@@ -22,7 +22,7 @@ import math
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.model import CreationRampFit, ProviderFit, Starts
-from sandbox_fleet.plan.ramp import expected_ramp_delays_s
+from sandbox_fleet.plan.ramp import expected_ramp_delays_s, ramp_drawn
 from sandbox_fleet.plan.rent import MB_PER_GIB, Provider
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def creation_ramp_fit(p: Provider, starts: Starts, accounts: int,
     bound, mean = ramp_delays(starts.batch, rate, burst)
     step = starts.step_s
     expected = None
-    if holds is not None and bound > 0:
+    if holds is not None and bound > 0 and ramp_drawn(round(starts.batch)):
         expected = expected_ramp_delays_s(round(starts.batch), [rate], holds, burst=burst)[0][rate]
     elif bound == 0:
         expected = 0.0

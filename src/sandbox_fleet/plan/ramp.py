@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 #: hold draws behind the expected delays (replications x batch), and the replications' bounds
 RAMP_DRAWS = 400_000
 RAMP_MIN_REPS, RAMP_MAX_REPS = 16, 4_096
+#: the largest batch whose expected lengthening is drawn (16 replications of it: 6.4M draws, ~50 MB);
+#: a larger batch is judged on its bound B / c, which the output says
+RAMP_MAX_BATCH = RAMP_DRAWS
+
+
+def ramp_drawn(batch: float) -> bool:
+    """Whether the expected lengthening is drawn for ``batch`` (else only the bound is stated)."""
+    return 0 < batch <= RAMP_MAX_BATCH
 #: the seed's spawn key, apart from the RL search's streams
 _STREAM = (38, 7)
 
@@ -37,6 +45,8 @@ def expected_ramp_delays_s(batch: int, creates_per_s: list[float], holds: HoldSa
     computed (rent vs buy and the quota fits both read it)."""
     import numpy as np
 
+    if not ramp_drawn(batch):
+        raise ValueError(f"batch {batch} is past RAMP_MAX_BATCH {RAMP_MAX_BATCH}: judge it on the bound")
     b = max(batch, 1)
     reps = min(max(RAMP_DRAWS // b, RAMP_MIN_REPS), RAMP_MAX_REPS)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=_STREAM))

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.model import Rent, Starts
-from sandbox_fleet.plan.ramp import expected_ramp_delays_s
+from sandbox_fleet.plan.ramp import RAMP_MAX_BATCH, expected_ramp_delays_s, ramp_drawn
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.target import HoldSampler
@@ -152,7 +152,8 @@ class _Ramp:
 def _ramp(batch: float, step_s: Optional[float], c: float, expected: Optional[tuple[dict[float, float], int, str]]) -> _Ramp:
     bound_s, bound_share = creation_ramp(batch, step_s, c)
     if expected is None:
-        return _Ramp(bound_s, bound_share, basis="no hold fit: judged on the bound")
+        why = "no hold fit" if ramp_drawn(round(batch)) else f"a batch past {RAMP_MAX_BATCH:,} is not drawn"
+        return _Ramp(bound_s, bound_share, basis=f"{why}: judged on the bound")
     delays, reps, dist = expected
     expected_s = delays[c]
     return _Ramp(bound_s, bound_share, expected_s, expected_s / step_s if step_s else None,
@@ -165,7 +166,7 @@ def _expected_delays(providers: list[Provider], starts: Starts,
     """The expected ramp delay at each provider's creation rate, one set of draws for all (None
     without a batch, a hold fit or a creation limit)."""
     rates = [p.max_creates_per_s for p in providers if p.max_creates_per_s is not None]
-    if holds is None or not starts.batch or not rates:
+    if holds is None or not starts.batch or not rates or not ramp_drawn(round(starts.batch)):
         return None
     delays, reps = expected_ramp_delays_s(round(starts.batch), rates, holds)
     return delays, reps, holds.spec.dist or holds.kind
