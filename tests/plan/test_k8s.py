@@ -138,16 +138,32 @@ def test_ebs_root_volume_is_sized_to_slots_times_disk(tmp_path):
     _validate_all(docs, "aws")
 
 
-def test_spot_lists_the_same_shape_types_and_falls_back_to_on_demand_by_weight():
+def test_spot_is_one_pool_of_the_order_with_same_shape_types_and_an_on_demand_fallback_inside_it():
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="spot")
-    spot, fallback = _docs(plan)["nodepool.yaml"]
+    assert plan["nodes"]["count"] == 32
+    (spot,) = _docs(plan)["nodepool.yaml"]
     types = spot["spec"]["template"]["spec"]["requirements"][0]["values"]
     # every 96 vCPU / 384 GiB NVMe type in the catalog whose disk holds 570 GiB of scratch
     assert types == ["m6id.24xlarge", "m6idn.24xlarge", "m5d.24xlarge", "m5dn.24xlarge"]
-    assert spot["spec"]["template"]["spec"]["requirements"][1]["values"] == ["spot"]
-    assert fallback["spec"]["template"]["spec"]["requirements"][1]["values"] == ["on-demand"]
-    assert spot["spec"]["weight"] > fallback["spec"]["weight"]
-    assert spot["spec"]["limits"] == fallback["spec"]["limits"] == {"cpu": "3072", "memory": "12288Gi"}
+    # Karpenter prioritizes spot when a pool allows both, on-demand only when spot is short: one limit
+    assert spot["spec"]["template"]["spec"]["requirements"][1]["values"] == ["spot", "on-demand"]
+    # BUY 32: 32 x 96 = 3,072 cpu and 32 x 384 = 12,288 GiB in all (before: 2 pools of 3,072 each, 6,144)
+    assert spot["spec"]["limits"] == {"cpu": "3072", "memory": "12288Gi"}
+    assert "weight" not in spot["spec"]
+
+
+def _limit_nodes(pools: list[dict], cpu: float) -> list[float]:
+    return [_cpu(p["spec"]["limits"]["cpu"]) / cpu for p in pools]
+
+
+@pytest.mark.parametrize("tier", ["on_demand", "reserved", "spot"])
+def test_the_nodepools_limits_never_sum_past_the_order(tier):
+    """Every tier of both corpora: the limits (cpu and memory) add up to BUY x one node, no more."""
+    for path, ntype, cpu, mem_gb in ((PUBLISHED, "aws-m6id.24xlarge", 96, 384), (MIXED, "azure-D96ds_v5", 96, 384)):
+        plan = _plan(path, node_type=ntype, price_tier=tier)
+        pools = _docs(plan)["nodepool.yaml"]
+        assert sum(_limit_nodes(pools, cpu)) == plan["nodes"]["count"]
+        assert sum(float(p["spec"]["limits"]["memory"][:-2]) for p in pools) == plan["nodes"]["count"] * mem_gb
 
 
 def test_a_same_shape_type_whose_disk_cannot_hold_the_scratch_is_left_out():
@@ -198,7 +214,7 @@ def test_mixed_request_plan_on_azure():
     docs = _docs(plan, K8sOptions(node_class="sandboxes", provision_s=60.0))
     checked = _validate_all(docs, "azure")
     assert set(checked) == {"AKSNodeClass", "NodePool", "SandboxTemplate", "SandboxWarmPool", "SandboxClaim"}
-    spot, _ = docs["nodepool.yaml"]
+    (spot,) = docs["nodepool.yaml"]
     spec = spot["spec"]["template"]["spec"]
     assert spec["nodeClassRef"] == {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "sandboxes"}
     assert spec["requirements"][0]["values"] == ["Standard_D96ds_v5", "Standard_D96ads_v5"]

@@ -6,8 +6,9 @@ Seven files, each opening with a comment header that gives the plan's basis:
 - ``priorityclass.yaml``: the sandboxes' PriorityClass;
 - ``nodeclass.yaml``: the EC2NodeClass (instance store as RAID0, or a root volume sized to the
   scratch) or AKSNodeClass (OS disk sized to the scratch);
-- ``nodepool.yaml``: the Karpenter NodePool(s), tainted, limited to the nodes the plan buys (on
-  spot: the same-shape types first, an on-demand fallback by weight);
+- ``nodepool.yaml``: the Karpenter NodePool(s), tainted, their limits summing to the nodes the order
+  buys (``pools.py``: one pool per tier, spot with the same-shape types and on-demand inside the same
+  limit; a replayed mixed purchase as a reserved and a burst pool);
 - ``sandboxtemplate.yaml`` / ``sandboxwarmpool.yaml``: one agent-sandbox SandboxTemplate (with the
   toleration, runtime class and priority class) and SandboxWarmPool per request kind;
 - ``sandboxclaim-example.yaml``: a SandboxClaim on the largest warm pool, what a trainer creates.
@@ -27,7 +28,6 @@ from sandbox_fleet import atomic, outpaths
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.k8s.manifests import (
-    CAPACITY_TYPE,
     NODE_CLASS,
     K8sOptions,
     check_supported,
@@ -45,6 +45,7 @@ from sandbox_fleet.plan.k8s.manifests import (
     warm_pool,
     warm_replicas,
 )
+from sandbox_fleet.plan.k8s.pools import pool_limits
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.textout import one_line
 
@@ -74,20 +75,36 @@ def _warm_slots(plan: PlanSummary, warm_total: int) -> str:
             "refill as sandboxes finish")
 
 
+def _pool_words(pool: dict) -> str:
+    spec = pool["spec"]
+    req = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
+    caps = req["karpenter.sh/capacity-type"]
+    cap = caps[0] if len(caps) == 1 else " then ".join(caps) + " when spot is short"
+    weight = f", weight {spec['weight']}" if "weight" in spec else ""
+    return (f"{pool['metadata']['name']} ({cap}{weight}: {', '.join(req['node.kubernetes.io/instance-type'])}; "
+            f"limit {spec['limits']['cpu']} cpu; consolidateAfter {spec['disruption']['consolidateAfter']})")
+
+
+def _mixed_words(plan: PlanSummary) -> str:
+    mx = plan.cost.mixed if plan.cost is not None else None
+    if mx is None or mx.replay is None:
+        return ""
+    return (f" (the mixed purchase priced by the node replay: {mx.reserved_nodes:,} reserved + up to "
+            f"{mx.burst_nodes:,} burst, its replayed peak)")
+
+
 def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, warm_total: int, pools: list[dict]) -> str:
     pin = check_supported(plan)
     target, nodes, tier = plan.target, plan.nodes, pin.tier
     source = (plan.input.path or plan.input.source) if plan.input else None
-    types = pools[0]["spec"]["template"]["spec"]["requirements"][0]["values"]
-    pool_line = (f"{pools[0]['metadata']['name']} (spot, weight {pools[0]['spec']['weight']}: {', '.join(types)}) then "
-                 f"{pools[1]['metadata']['name']} (on-demand fallback, weight {pools[1]['spec']['weight']})"
-                 if len(pools) > 1 else f"{pools[0]['metadata']['name']} ({CAPACITY_TYPE[tier]})")
+    pool_line = "; ".join(_pool_words(p) for p in pools)
+    limited = sum(p.nodes for p in pool_limits(plan, tier))
     lines = [
         "Written by `sandbox-fleet plan --emit-k8s`. Basis of this plan:",
         f"  source summary: {source}",
         f"  target: {target.concurrency:,} concurrent sandboxes ({target.source}: {target.detail or ''})",
         f"  nodes: BUY {nodes.count:,} x {nodes.type} ({nodes.provider} {nodes.instance_type}), tier {tier}; "
-        f"every NodePool is limited to exactly these {nodes.count:,} nodes",
+        f"the NodePools' limits sum to {limited:,} nodes, what the order pays for{_mixed_words(plan)}",
         f"  node pools: {pool_line}",
         f"  warm pool: {warm_basis}; {_warm_slots(plan, warm_total)}",
         f"  storage: {_storage_line(plan, node, pin.provider)}",

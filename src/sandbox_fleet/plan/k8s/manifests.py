@@ -19,6 +19,7 @@ from typing import Optional
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import NodeType, SameShape
+from sandbox_fleet.plan.k8s.pools import PoolLimit, pool_limits
 from sandbox_fleet.plan.model import PlanSummary, Request
 
 KARPENTER_API = "karpenter.sh/v1"
@@ -37,8 +38,6 @@ NODE_CLASS = {
 }
 #: Karpenter capacity type of each pricing tier: reserved is a billing choice, launched on-demand.
 CAPACITY_TYPE = {"reserved": "on-demand", "on_demand": "on-demand", "spot": "spot"}
-#: NodePool weights: Karpenter tries the heavier pool first, the on-demand one when spot is short.
-SPOT_WEIGHT, FALLBACK_WEIGHT = 100, 10
 #: Root volume kept for the OS, kubelet and images besides the sandboxes' scratch (Karpenter's default size).
 OS_DISK_GB = 20
 #: Pods a node runs besides sandboxes (daemonsets: CNI, kube-proxy, CSI, log and metrics agents), stated.
@@ -300,10 +299,9 @@ def node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
     return ec2_node_class(plan, node, opts) if check_supported(plan).provider == "aws" else aks_node_class(plan, opts)
 
 
-def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: list[str],
-          weight: Optional[int]) -> dict:
+def _pool(plan: PlanSummary, opts: K8sOptions, limit: PoolLimit, types: list[str]) -> dict:
     pin = check_supported(plan)
-    provider, count = pin.provider, int(plan.nodes.count)
+    provider, count = pin.provider, limit.nodes
     spec: dict = {
         "template": {
             "metadata": {"labels": {POOL_LABEL: opts.name}},
@@ -312,31 +310,29 @@ def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: 
                                  "name": opts.node_class},
                 "requirements": [
                     {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": types},
-                    {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity]},
+                    {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": list(limit.capacity_types)},
                 ],
                 "taints": [{"key": TAINT_KEY, "value": opts.name, "effect": "NoSchedule"}],
             },
         },
-        # exactly the nodes bought: the warm pool's sandboxes hold slots of the target, not extra nodes
+        # this pool's share of the nodes bought (plan/k8s/pools.py): the pools' limits sum to the order
         "limits": {"cpu": _cpu(count * pin.cpu), "memory": f"{math.ceil(count * pin.memory_gb)}Gi"},
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": opts.consolidate_after},
+        "disruption": {"consolidationPolicy": "WhenEmpty",
+                       "consolidateAfter": limit.consolidate_after or opts.consolidate_after},
     }
-    if weight is not None:
-        spec["weight"] = weight
-    return {"apiVersion": KARPENTER_API, "kind": "NodePool", "metadata": {"name": name, "labels": MANAGED_BY},
-            "spec": spec}
+    if limit.weight is not None:
+        spec["weight"] = limit.weight
+    return {"apiVersion": KARPENTER_API, "kind": "NodePool",
+            "metadata": {"name": f"{opts.name}{limit.suffix}", "labels": MANAGED_BY}, "spec": spec}
 
 
 def nodepools(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> list[dict]:
-    """One NodePool at the tier's capacity type; on spot, every same-shape type first and an
-    on-demand fallback of the planned type by weight. Each is limited to the nodes the plan buys."""
+    """One NodePool per share of the order (plan/k8s/pools.py), their limits summing to it; a pool
+    that may launch spot lists every same-shape type of the catalog, the others the planned type."""
     pin = check_supported(plan)
-    itype, name = pin.instance_type, str(opts.name)
-    if pin.tier != "spot":
-        return [_pool(plan, opts, name, CAPACITY_TYPE[pin.tier], [itype], None)]
-    types = [itype] + [s.instance_type for s in same_shape(node, scratch_per_node_gb(plan))]
-    return [_pool(plan, opts, f"{name}-spot", "spot", types, SPOT_WEIGHT),
-            _pool(plan, opts, f"{name}-on-demand", "on-demand", [itype], FALLBACK_WEIGHT)]
+    same = [s.instance_type for s in same_shape(node, scratch_per_node_gb(plan))]
+    return [_pool(plan, opts, lim, [pin.instance_type] + (same if "spot" in lim.capacity_types else []))
+            for lim in pool_limits(plan, pin.tier)]
 
 
 def namespace(opts: K8sOptions) -> dict:
