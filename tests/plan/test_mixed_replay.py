@@ -176,7 +176,7 @@ def test_the_report_draws_the_nodes_by_pool_and_tabulates_the_lower_bound(tmp_pa
 def test_the_emitted_nodepools_consolidate_after_the_delay_priced(tmp_path):
     import yaml
 
-    from sandbox_fleet.plan.k8s import NODE_CLASS, build_manifests
+    from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, build_manifests
 
     start, end, req = bursty_rl(seed=11, steps=4, batch=100)
     rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
@@ -186,7 +186,7 @@ def test_the_emitted_nodepools_consolidate_after_the_delay_priced(tmp_path):
     def consolidate_after(**opts) -> set[str]:
         plan = make_plan(measured, PlanOptions(price_tier="on_demand", node_providers=tuple(sorted(NODE_CLASS)), **opts),
                          history=history if opts else None)
-        docs = [d for text in build_manifests(plan).values() for d in yaml.safe_load_all(text) if d]
+        docs = [d for text in build_manifests(plan, K8sOptions(cluster="c1")).values() for d in yaml.safe_load_all(text) if d]
         return {d["spec"]["disruption"]["consolidateAfter"] for d in docs if d.get("kind") == "NodePool"}
 
     assert consolidate_after(node_scale_down_s=120.0) - {"Never"} == {"120s"}  # the burst pool (a reserved one is kept)
@@ -204,7 +204,7 @@ def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier,
     spot R = 0: no reserved pool is written."""
     import yaml
 
-    from sandbox_fleet.plan.k8s import NODE_CLASS, build_manifests
+    from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, build_manifests
 
     start, end, req = bursty_rl(seed=11, steps=8, batch=250)
     plan, history = plan_with_history(tmp_path, start, end, req, price_tier=tier,
@@ -221,7 +221,7 @@ def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier,
         if best is None or cost < best[0] - 1e-9:
             best = (cost, r, got["peak"][1])
     _, r, burst_peak = best
-    docs = [d for text in build_manifests(plan).values() for d in yaml.safe_load_all(text) if d]
+    docs = [d for text in build_manifests(plan, K8sOptions(cluster="c1")).values() for d in yaml.safe_load_all(text) if d]
     pools = {d["metadata"]["name"].rsplit("-", 1)[1]: d["spec"] for d in docs if d["kind"] == "NodePool"}
     node_cpu, node_gb = plan.nodes.node_capacity.cpu, plan.nodes.node_capacity.memory_gb
     assert set(pools) == written and (r > 0) == ("reserved" in written)
@@ -235,7 +235,7 @@ def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier,
     assert pools["burst"]["template"]["spec"]["requirements"][1]["values"] == (
         ["spot", "on-demand"] if tier == "spot" else ["on-demand"])
     assert pools["burst"]["disruption"]["consolidateAfter"] == "300s"
-    head = build_manifests(plan)["nodepool.yaml"].split("---", 1)[0]
+    head = build_manifests(plan, K8sOptions(cluster="c1"))["nodepool.yaml"].split("---", 1)[0]
     assert f"the NodePools' limits sum to {r + burst_peak} nodes" in head
     from k8s_crd import crd_root, validate
 

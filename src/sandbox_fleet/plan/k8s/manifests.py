@@ -20,6 +20,7 @@ from typing import Optional
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import NodeType, SameShape
 from sandbox_fleet.plan.k8s.pools import PoolLimit, pool_limits
+from sandbox_fleet.plan.k8s.runtime import DEFAULT_AMI_ALIAS, GVISOR, RUNC, USER_DATA, check_runtime
 from sandbox_fleet.plan.model import PlanSummary, Request
 
 KARPENTER_API = "karpenter.sh/v1"
@@ -62,10 +63,11 @@ class K8sOptions:
     node_class: Optional[str] = None  # the EC2NodeClass / AKSNodeClass written and referenced
     provision_s: float = 60.0  # seconds from "create sandbox" to a running pod on a warm node
     image: str = "REPLACE-ME/sandbox:latest"
-    runtime_class: str = "gvisor"  # a sandboxing runtime for untrusted code (gVisor; Kata works too)
-    cluster: str = "REPLACE-ME"  # the cluster name in the node class's discovery tags and role
+    runtime_class: str = RUNC  # runc (no runtimeClassName), gvisor (installed by the node class), or a cluster's class
+    cluster: Optional[str] = None  # the cluster name in the node class's discovery tags and role: required
     consolidate_after: str = "5m"  # plan/mixed_replay.py's SCALE_DOWN_S, unless a node replay priced another
     nodes_file: Optional[str] = None  # the node catalog the plan was made with
+    ami_alias: str = DEFAULT_AMI_ALIAS  # the EC2NodeClass's amiSelectorTerms alias (pin it: family@vVERSION)
 
 
 def dns_label(text: str) -> str:
@@ -93,6 +95,18 @@ MAX_PROVISION_S = 86_400
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
+def check_options(opts: K8sOptions, provider: Optional[str] = None) -> None:
+    """What needs no plan, checked before any work: the cluster (required), the runtime, the AMI alias."""
+    if not opts.cluster:
+        raise InputError("`k8s_cluster`: required with `emit_k8s`: the cluster name the node class's discovery tags "
+                         "and node role use (e.g. my-cluster)")
+    if not _CLUSTER.fullmatch(opts.cluster):
+        raise InputError(f"`k8s_cluster` {opts.cluster!r}: expected a cluster name (letters, digits, '-' and '_', "
+                         "starting with a letter or digit, at most 100 characters)")
+    _check_name("`k8s_runtime_class`", opts.runtime_class)
+    check_runtime(opts.runtime_class, opts.ami_alias, provider)
+
+
 def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     """The options with plan-derived defaults filled in, every name checked (InputError, one line)."""
     name = opts.name if opts.name is not None else default_name(plan)
@@ -102,10 +116,7 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     node_class = opts.node_class if opts.node_class is not None else name
     _check_name("`k8s_namespace`", namespace)
     _check_name("`k8s_node_class`", node_class)
-    _check_name("`k8s_runtime_class`", opts.runtime_class)
-    if not _CLUSTER.fullmatch(opts.cluster or ""):
-        raise InputError(f"`k8s_cluster` {opts.cluster!r}: expected a cluster name (letters, digits, '-' and '_', "
-                         "starting with a letter or digit, at most 100 characters)")
+    check_options(opts, plan.nodes.provider)
     if not _IMAGE.fullmatch(opts.image or "") or len(opts.image) > 1024:
         raise InputError(f"`k8s_image` {opts.image!r}: expected an image reference (registry/name:tag or "
                          "name@sha256:...): no spaces, quotes or control characters")
@@ -117,7 +128,8 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
                          "give the sandboxes a namespace of their own")
     return K8sOptions(name=name, namespace=namespace, node_class=node_class, provision_s=opts.provision_s,
                       image=opts.image, runtime_class=opts.runtime_class, cluster=opts.cluster,
-                      consolidate_after=_consolidate_after(plan, opts), nodes_file=opts.nodes_file)
+                      consolidate_after=_consolidate_after(plan, opts), nodes_file=opts.nodes_file,
+                      ami_alias=opts.ami_alias)
 
 
 def _consolidate_after(plan: PlanSummary, opts: K8sOptions) -> str:
@@ -252,7 +264,7 @@ def ec2_node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
     cluster = opts.cluster
     spec: dict = {
         "role": f"KarpenterNodeRole-{cluster}",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "amiSelectorTerms": [{"alias": opts.ami_alias}],
         "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
         "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
     }
@@ -265,6 +277,8 @@ def ec2_node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
     pods = _max_pods(plan)
     if pods is not None:
         spec["kubelet"] = {"maxPods": pods}
+    if opts.runtime_class == GVISOR:  # installs runsc before the node joins (plan/k8s/runtime.py)
+        spec["userData"] = USER_DATA
     kind = NODE_CLASS["aws"]
     return {"apiVersion": kind["api"], "kind": kind["kind"], "metadata": {"name": opts.node_class, "labels": MANAGED_BY},
             "spec": spec}
@@ -361,7 +375,7 @@ def sandbox_template(req: Request, opts: K8sOptions) -> dict:
                     "annotations": {DO_NOT_DISRUPT: "true"},
                 },
                 "spec": {
-                    "runtimeClassName": opts.runtime_class,
+                    **({"runtimeClassName": opts.runtime_class} if opts.runtime_class != RUNC else {}),
                     "priorityClassName": f"{opts.name}-sandbox",
                     "nodeSelector": {POOL_LABEL: opts.name},
                     "tolerations": [{"key": TAINT_KEY, "operator": "Equal", "value": opts.name, "effect": "NoSchedule"}],
