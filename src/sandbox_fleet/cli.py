@@ -325,8 +325,9 @@ def plan(
     k8s_name: Optional[str] = typer.Option(None, "--k8s-name", help="With --emit-k8s: name of the NodePools and PriorityClass, prefix of the templates (default: sf-<instance type>-<target>)."),
     k8s_namespace: Optional[str] = typer.Option(None, "--k8s-namespace", help="With --emit-k8s: namespace of the sandbox objects (default: the --k8s-name)."),
     k8s_node_class: Optional[str] = typer.Option(None, "--k8s-node-class", help="With --emit-k8s: name of the EC2NodeClass / AKSNodeClass written and referenced (default: the --k8s-name)."),
-    k8s_runtime_class: str = typer.Option("gvisor", "--k8s-runtime-class", help="With --emit-k8s: the sandbox pods' runtimeClassName (a sandboxing runtime: gVisor, or Kata)."),
-    k8s_cluster: str = typer.Option("REPLACE-ME", "--k8s-cluster", help="With --emit-k8s: the cluster name in the node class's discovery tags and node role."),
+    k8s_runtime_class: str = typer.Option("runc", "--k8s-runtime-class", help="With --emit-k8s: runc (the node's default runtime), gvisor (a RuntimeClass and a node class that installs it; AWS AL2023), or a runtime class the cluster has (e.g. kata)."),
+    k8s_cluster: Optional[str] = typer.Option(None, "--k8s-cluster", help="With --emit-k8s (required): the cluster name in the node class's discovery tags and node role."),
+    k8s_ami_alias: str = typer.Option("al2023@latest", "--k8s-ami-alias", help="With --emit-k8s: the EC2NodeClass's AMI alias, family@version; pin it in production (e.g. al2023@v20240807)."),
     k8s_provision_s: float = typer.Option(60.0, "--k8s-provision-s", help="With --emit-k8s: seconds to create a sandbox pod (sizes the warm pool)."),
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
@@ -352,13 +353,14 @@ def plan(
 
         old_plan = load_plan(previous)
     if emit_k8s is not None:
-        from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_out_dir
+        from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, check_options, check_out_dir
 
         check_out_dir(emit_k8s, [path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, output],
                       force)  # before the planning
         k8s_opts = K8sOptions(name=k8s_name, namespace=k8s_namespace, node_class=k8s_node_class,
                               runtime_class=k8s_runtime_class, cluster=k8s_cluster, provision_s=k8s_provision_s,
-                              image=k8s_image, nodes_file=str(nodes) if nodes else None)
+                              image=k8s_image, nodes_file=str(nodes) if nodes else None, ami_alias=k8s_ami_alias)
+        check_options(k8s_opts)
     g = gpu_figures(
         gpu, str(gpu_catalog) if gpu_catalog else None, tflops=gpu_tflops, hbm_tbs=gpu_hbm_tbs,
         memory_gb=gpu_memory_gb, usd_h=gpu_usd_h, model_given=model_params_b is not None and kv_bytes_per_token is not None,

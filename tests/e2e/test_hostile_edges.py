@@ -358,8 +358,8 @@ OPT = str(SCENARIOS / "closed_loop_rst.toml")
 @pytest.mark.parametrize("args,named", [
     (["plan", str(PUBLISHED), "--price-tier", ""], "--price-tier"),
     (["plan", str(PUBLISHED), "--gpu-catalog", "missing.toml"], "missing.toml"),
-    (["plan", str(PUBLISHED), "--emit-k8s", "k8s", "--k8s-provision-s", "1e308"], "--k8s-provision-s"),
-    (["plan", str(PUBLISHED), "--emit-k8s", "k8s", "--k8s-namespace", "kube-system"], "--k8s-namespace"),
+    (["plan", str(PUBLISHED), "--emit-k8s", "k8s", "--k8s-cluster", "c1", "--k8s-provision-s", "1e308"], "--k8s-provision-s"),
+    (["plan", str(PUBLISHED), "--emit-k8s", "k8s", "--k8s-cluster", "c1", "--k8s-namespace", "kube-system"], "--k8s-namespace"),
     (["measure", str(HARBOR), "--map", "node=host,node=model"], "--map"),
     (["optimize", OPT, "--passing-per-hour", "100", "--gpus-per-replica", "0"], "--gpus-per-replica"),
     (["optimize", OPT, "--passing-per-hour", "100", "--node-type", "bogus"], "'bogus'"),

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "examples" / "rst-published.json"
 MIXED = Path(__file__).parent / "data" / "mixed.json"
 SET_OF = {"aws": "set-aws", "azure": "set-azure"}
-CORE = ("Namespace", "PriorityClass")
+CORE = ("Namespace", "PriorityClass", "RuntimeClass")  # built-in kinds: no CRD to validate against
 
 
 def _require_crds() -> None:
@@ -48,9 +48,17 @@ def _plan(path: Path, **kw) -> dict:
     return to_jsonable(plan_json(_summary(path), PlanOptions(**kw)))
 
 
+#: the cluster every test names (--k8s-cluster is required)
+CLUSTER = "c1"
+
+
+def _opts(**kw) -> K8sOptions:
+    return K8sOptions(cluster=CLUSTER, **kw)
+
+
 def _docs(plan: dict, opts: K8sOptions | None = None) -> dict[str, list[dict]]:
     return {name: [d for d in yaml.safe_load_all(text) if d is not None]
-            for name, text in build_manifests(as_plan(plan), opts).items()}
+            for name, text in build_manifests(as_plan(plan), opts or _opts()).items()}
 
 
 def _validate_all(docs: dict[str, list[dict]], provider: str) -> dict[str, list]:
@@ -97,14 +105,14 @@ def test_every_object_passes_the_real_crds_with_rules_evaluated(tier):
 def test_nodepool_limit_is_buy_and_the_warm_pool_lives_in_it():
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="on_demand")
     assert plan["nodes"]["count"] == 32 and plan["nodes"]["per_node"] == 95
-    docs = _docs(plan, K8sOptions(provision_s=60.0))
+    docs = _docs(plan, _opts(provision_s=60.0))
     # open workload: mean concurrency 467.59 / mean hold 2,102.63 s = 0.2224 starts/s; x 60 s = 13.3 -> 14
     (warm,) = docs["sandboxwarmpool.yaml"]
     assert warm["spec"]["replicas"] == 14
     # BUY 32: the limit is exactly 32 x 96 cpu and 32 x 384 GiB; 32 x 95 - 3,000 = 40 spare slots hold the 14
     (pool,) = docs["nodepool.yaml"]
     assert pool["spec"]["limits"] == {"cpu": str(32 * 96), "memory": f"{32 * 384}Gi"}
-    assert "held in the 40 slots the 32 nodes have beyond the target" in build_manifests(as_plan(plan))["nodepool.yaml"]
+    assert "held in the 40 slots the 32 nodes have beyond the target" in build_manifests(as_plan(plan), _opts())["nodepool.yaml"]
     req = {r["key"]: r["values"] for r in pool["spec"]["template"]["spec"]["requirements"]}
     assert req == {"node.kubernetes.io/instance-type": ["m6id.24xlarge"], "karpenter.sh/capacity-type": ["on-demand"]}
     assert "weight" not in pool["spec"]
@@ -127,7 +135,7 @@ def test_ebs_root_volume_is_sized_to_slots_times_disk(tmp_path):
     nodes = tmp_path / "nodes.toml"
     nodes.write_text(head + 'name = "aws-m6id.24xlarge"' + entry + "\n[[node]]" + tail)
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", nodes_file=str(nodes), price_tier="spot")
-    docs = _docs(plan, K8sOptions(nodes_file=str(nodes)))
+    docs = _docs(plan, _opts(nodes_file=str(nodes)))
     (nc,) = docs["nodeclass.yaml"]
     assert "instanceStorePolicy" not in nc["spec"]
     # 95 slots x 6,144 MiB = 570 GiB of scratch, no disk reserve, + 20 GiB for the OS = 590 GiB
@@ -138,16 +146,32 @@ def test_ebs_root_volume_is_sized_to_slots_times_disk(tmp_path):
     _validate_all(docs, "aws")
 
 
-def test_spot_lists_the_same_shape_types_and_falls_back_to_on_demand_by_weight():
+def test_spot_is_one_pool_of_the_order_with_same_shape_types_and_an_on_demand_fallback_inside_it():
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="spot")
-    spot, fallback = _docs(plan)["nodepool.yaml"]
+    assert plan["nodes"]["count"] == 32
+    (spot,) = _docs(plan)["nodepool.yaml"]
     types = spot["spec"]["template"]["spec"]["requirements"][0]["values"]
     # every 96 vCPU / 384 GiB NVMe type in the catalog whose disk holds 570 GiB of scratch
     assert types == ["m6id.24xlarge", "m6idn.24xlarge", "m5d.24xlarge", "m5dn.24xlarge"]
-    assert spot["spec"]["template"]["spec"]["requirements"][1]["values"] == ["spot"]
-    assert fallback["spec"]["template"]["spec"]["requirements"][1]["values"] == ["on-demand"]
-    assert spot["spec"]["weight"] > fallback["spec"]["weight"]
-    assert spot["spec"]["limits"] == fallback["spec"]["limits"] == {"cpu": "3072", "memory": "12288Gi"}
+    # Karpenter prioritizes spot when a pool allows both, on-demand only when spot is short: one limit
+    assert spot["spec"]["template"]["spec"]["requirements"][1]["values"] == ["spot", "on-demand"]
+    # BUY 32: 32 x 96 = 3,072 cpu and 32 x 384 = 12,288 GiB in all (before: 2 pools of 3,072 each, 6,144)
+    assert spot["spec"]["limits"] == {"cpu": "3072", "memory": "12288Gi"}
+    assert "weight" not in spot["spec"]
+
+
+def _limit_nodes(pools: list[dict], cpu: float) -> list[float]:
+    return [_cpu(p["spec"]["limits"]["cpu"]) / cpu for p in pools]
+
+
+@pytest.mark.parametrize("tier", ["on_demand", "reserved", "spot"])
+def test_the_nodepools_limits_never_sum_past_the_order(tier):
+    """Every tier of both corpora: the limits (cpu and memory) add up to BUY x one node, no more."""
+    for path, ntype, cpu, mem_gb in ((PUBLISHED, "aws-m6id.24xlarge", 96, 384), (MIXED, "azure-D96ds_v5", 96, 384)):
+        plan = _plan(path, node_type=ntype, price_tier=tier)
+        pools = _docs(plan)["nodepool.yaml"]
+        assert sum(_limit_nodes(pools, cpu)) == plan["nodes"]["count"]
+        assert sum(float(p["spec"]["limits"]["memory"][:-2]) for p in pools) == plan["nodes"]["count"] * mem_gb
 
 
 def test_a_same_shape_type_whose_disk_cannot_hold_the_scratch_is_left_out():
@@ -162,7 +186,7 @@ def test_a_same_shape_type_whose_disk_cannot_hold_the_scratch_is_left_out():
 
 def test_taints_tolerations_runtime_class_and_priority_match():
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="on_demand")
-    docs = _docs(plan, K8sOptions(name="rl-a", runtime_class="kata"))
+    docs = _docs(plan, _opts(name="rl-a", runtime_class="kata"))
     (pool,) = docs["nodepool.yaml"]
     (tmpl,) = docs["sandboxtemplate.yaml"]
     (prio,) = docs["priorityclass.yaml"]
@@ -195,10 +219,10 @@ def test_default_names_come_from_the_plan_so_two_plans_do_not_collide():
 
 def test_mixed_request_plan_on_azure():
     plan = _plan(MIXED, node_type="azure-D96ds_v5", price_tier="spot")
-    docs = _docs(plan, K8sOptions(node_class="sandboxes", provision_s=60.0))
+    docs = _docs(plan, _opts(node_class="sandboxes", provision_s=60.0))
     checked = _validate_all(docs, "azure")
     assert set(checked) == {"AKSNodeClass", "NodePool", "SandboxTemplate", "SandboxWarmPool", "SandboxClaim"}
-    spot, _ = docs["nodepool.yaml"]
+    (spot,) = docs["nodepool.yaml"]
     spec = spot["spec"]["template"]["spec"]
     assert spec["nodeClassRef"] == {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "sandboxes"}
     assert spec["requirements"][0]["values"] == ["Standard_D96ds_v5", "Standard_D96ads_v5"]
@@ -220,12 +244,12 @@ def test_mixed_request_plan_on_azure():
 
 def test_every_file_opens_with_the_plans_basis():
     plan = _plan(MIXED, node_type="aws-m6id.8xlarge", price_tier="on_demand")
-    texts = build_manifests(as_plan(plan))
+    texts = build_manifests(as_plan(plan), _opts())
     assert tuple(texts) == FILES
     for text in texts.values():
         head = text.split("---", 1)[0]
         assert "source summary:" in head and "target: 400 concurrent sandboxes (measured-peak" in head
-        assert f"BUY {plan['nodes']['count']} x aws-m6id.8xlarge" in head and "runtimeClassName gvisor" in head
+        assert f"BUY {plan['nodes']['count']} x aws-m6id.8xlarge" in head and "isolation: runc" in head
 
 
 def test_split_warm_by_largest_remainder():
@@ -286,11 +310,11 @@ def test_the_validator_refuses_deprecated_versions_and_bad_node_classes(crds):
 
 def test_emit_writes_every_file_and_refuses_a_non_empty_folder(tmp_path):
     plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge")
-    written = emit_k8s(as_plan(plan), tmp_path / "k8s")
+    written = emit_k8s(as_plan(plan), tmp_path / "k8s", _opts())
     assert sorted(p.name for p in written) == sorted(FILES) == sorted(p.name for p in (tmp_path / "k8s").iterdir())
     with pytest.raises(InputError, match="not empty"):
-        emit_k8s(as_plan(plan), tmp_path / "k8s")
-    assert len(emit_k8s(as_plan(plan), tmp_path / "k8s", force=True)) == len(FILES)
+        emit_k8s(as_plan(plan), tmp_path / "k8s", _opts())
+    assert len(emit_k8s(as_plan(plan), tmp_path / "k8s", _opts(), force=True)) == len(FILES)
 
 
 @pytest.mark.parametrize("flag,value,needle", [
@@ -307,7 +331,8 @@ def test_emit_writes_every_file_and_refuses_a_non_empty_folder(tmp_path):
 ])
 def test_cli_bad_names_one_line_exit_2_nothing_written(run_cli, tmp_path, flag, value, needle):
     out = tmp_path / "k8s"
-    res = run_cli("plan", PUBLISHED, "--node-type", "aws-m6id.24xlarge", "--emit-k8s", out, flag, value)
+    res = run_cli("plan", PUBLISHED, "--node-type", "aws-m6id.24xlarge", "--emit-k8s", out, "--k8s-cluster", CLUSTER,
+                  flag, value)
     assert res.code == 2, res.err
     assert len(res.err.strip().splitlines()) == 1 and needle in res.err, res.err
     assert not out.exists() or not any(out.iterdir())
@@ -323,7 +348,7 @@ def test_cli_unsupported_types_one_line_exit_2(run_cli, tmp_path):
         (["--node-type", "seed-96c", "--emit-k8s", tmp_path / "s"], "no provider/instance_type"),
     ]
     for args, needle in cases:
-        res = run_cli("plan", PUBLISHED, *args)
+        res = run_cli("plan", PUBLISHED, *args, "--k8s-cluster", CLUSTER)
         assert res.code == 2, (args, res.err)
         assert len(res.err.strip().splitlines()) == 1 and needle in res.err, res.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
@@ -335,7 +360,7 @@ def test_without_node_type_emit_k8s_picks_the_cheapest_supported_type(run_cli, t
     AWS and Azure and picks Azure's D96ds_v5 ($0.95/h), the cheapest of those for 32 nodes."""
     res = run_cli("plan", PUBLISHED, "--price-tier", "spot", "--json")
     assert json.loads(res.out)["nodes"]["type"] == "gcp-n2d-standard-96-lssd"
-    res = run_cli("plan", PUBLISHED, "--price-tier", "spot", "--emit-k8s", tmp_path / "k8s", "--json")
+    res = run_cli("plan", PUBLISHED, "--price-tier", "spot", "--emit-k8s", tmp_path / "k8s", "--k8s-cluster", CLUSTER, "--json")
     assert res.code == 0, res.err
     plan = json.loads(res.out)
     assert plan["nodes"]["type"] == "azure-D96ds_v5"
@@ -350,16 +375,94 @@ def test_a_summary_path_with_a_newline_stays_in_the_comment(tmp_path):
     from sandbox_fleet.plan import make_plan
 
     plan = make_plan(load_measure(odd), PlanOptions(node_type="aws-m6id.24xlarge"), input_path=odd)
-    for text in build_manifests(as_plan(plan)).values():
+    for text in build_manifests(as_plan(plan), _opts()).values():
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
         assert all(d["kind"] != "Secret" for d in docs) and "we\\x0aird" in text
 
 
 def test_cli_force_overwrites_and_output_is_deterministic(run_cli, tmp_path):
     out = tmp_path / "k8s"
-    res = run_cli("plan", PUBLISHED, "--node-type", "azure-D96ds_v5", "--emit-k8s", out, "--json")
+    res = run_cli("plan", PUBLISHED, "--node-type", "azure-D96ds_v5", "--emit-k8s", out, "--k8s-cluster", CLUSTER, "--json")
     assert res.code == 0, res.err
     first = {p.name: p.read_text() for p in out.iterdir()}
-    res = run_cli("plan", PUBLISHED, "--node-type", "azure-D96ds_v5", "--emit-k8s", out, "--force", "--json")
+    res = run_cli("plan", PUBLISHED, "--node-type", "azure-D96ds_v5", "--emit-k8s", out, "--k8s-cluster", CLUSTER, "--force", "--json")
     assert res.code == 0, res.err
     assert {p.name: p.read_text() for p in out.iterdir()} == first
+
+
+# --- runtime, node image and cluster (issue 41, Day 2) ----------------------------------------------
+
+
+def test_runc_by_default_no_runtime_class_and_no_user_data(crds):
+    plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="on_demand")
+    docs = _docs(plan)
+    assert "runtimeclass.yaml" not in docs
+    (tmpl,) = docs["sandboxtemplate.yaml"]
+    assert "runtimeClassName" not in tmpl["spec"]["podTemplate"]["spec"]  # the node's default runtime: runc
+    (nc,) = docs["nodeclass.yaml"]
+    assert "userData" not in nc["spec"]
+    _validate_all(docs, "aws")
+
+
+def test_gvisor_opt_in_writes_its_runtime_class_and_a_node_class_that_installs_it(crds):
+    plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="spot")
+    docs = _docs(plan, _opts(name="rl", runtime_class="gvisor", ami_alias="al2023@v20240807"))
+    (rc,) = docs["runtimeclass.yaml"]
+    (tmpl,) = docs["sandboxtemplate.yaml"]
+    (pool,) = docs["nodepool.yaml"]
+    (nc,) = docs["nodeclass.yaml"]
+    pod = tmpl["spec"]["podTemplate"]["spec"]
+    assert rc["apiVersion"] == "node.k8s.io/v1" and rc["kind"] == "RuntimeClass"
+    assert pod["runtimeClassName"] == rc["metadata"]["name"] == "gvisor"
+    # containerd's runtime name the user data registers is the RuntimeClass's handler
+    assert rc["handler"] == "runsc" and ".containerd.runtimes.runsc]" in nc["spec"]["userData"]
+    assert 'runtime_type = "io.containerd.runsc.v1"' in nc["spec"]["userData"]
+    # scheduled onto the nodes that install it: the pool's label and a toleration of its taint
+    assert rc["scheduling"]["nodeSelector"] == pool["spec"]["template"]["metadata"]["labels"]
+    taint = pool["spec"]["template"]["spec"]["taints"][0]
+    (tol,) = rc["scheduling"]["tolerations"]
+    assert (tol["key"], tol["value"], tol["effect"]) == (taint["key"], taint["value"], taint["effect"])
+    # AL2023 user data is MIME multi-part (Karpenter merges its NodeConfig); binaries checked by sha512
+    ud = nc["spec"]["userData"]
+    assert ud.startswith("MIME-Version: 1.0\nContent-Type: multipart/mixed;") and ud.endswith("--//--\n")
+    assert "sha512sum -c runsc.sha512 -c containerd-shim-runsc-v1.sha512" in ud
+    script = ud.split('charset="us-ascii"\n\n', 1)[1].rsplit("--//--", 1)[0]
+    import subprocess
+
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0  # the script parses
+    assert nc["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20240807"}]
+    checked = _validate_all(docs, "aws")  # RuntimeClass is core (v1), not a CRD
+    assert checked["EC2NodeClass"][0][0]["spec"]["userData"] == ud
+    head = build_manifests(as_plan(plan), _opts(runtime_class="gvisor"))["nodeclass.yaml"].split("---", 1)[0]
+    assert "runtimeclass.yaml (handler runsc" in head and "NOT pinned" in head
+
+
+def test_the_ami_alias_is_pinned_by_flag_and_checked_against_the_real_crd(crds):
+    plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge")
+    for alias in ("al2023@v20240807", "bottlerocket@v1.20.3", "al2023@latest"):
+        docs = _docs(plan, _opts(ami_alias=alias))
+        (nc,) = docs["nodeclass.yaml"]
+        assert nc["spec"]["amiSelectorTerms"] == [{"alias": alias}]
+        _validate_all({"nodeclass.yaml": [nc]}, "aws")
+        head = build_manifests(as_plan(plan), _opts(ami_alias=alias))["nodeclass.yaml"].split("---", 1)[0]
+        assert ("(pinned)" in head) == (not alias.endswith("@latest"))
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "--k8s-cluster: required"),
+    (["--k8s-cluster", "c1", "--k8s-ami-alias", "al2023"], "family@version"),
+    (["--k8s-cluster", "c1", "--k8s-ami-alias", "ubuntu@latest"], "family@version"),
+    (["--k8s-cluster", "c1", "--k8s-runtime-class", "gvisor", "--k8s-ami-alias", "bottlerocket@latest"], "Bottlerocket"),
+])
+def test_cli_cluster_required_and_bad_runtime_or_alias_one_line_exit_2(run_cli, tmp_path, args, needle):
+    out = tmp_path / "k8s"
+    res = run_cli("plan", PUBLISHED, "--node-type", "aws-m6id.24xlarge", "--emit-k8s", out, *args)
+    assert res.code == 2, res.err
+    assert len(res.err.strip().splitlines()) == 1 and needle in res.err, res.err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_gvisor_on_azure_is_refused_saying_why(run_cli, tmp_path):
+    res = run_cli("plan", PUBLISHED, "--node-type", "azure-D96ds_v5", "--emit-k8s", tmp_path / "k8s",
+                  "--k8s-cluster", "c1", "--k8s-runtime-class", "gvisor")
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1 and "no user data" in res.err, res.err

@@ -176,7 +176,7 @@ def test_the_report_draws_the_nodes_by_pool_and_tabulates_the_lower_bound(tmp_pa
 def test_the_emitted_nodepools_consolidate_after_the_delay_priced(tmp_path):
     import yaml
 
-    from sandbox_fleet.plan.k8s import NODE_CLASS, build_manifests
+    from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, build_manifests
 
     start, end, req = bursty_rl(seed=11, steps=4, batch=100)
     rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
@@ -186,11 +186,60 @@ def test_the_emitted_nodepools_consolidate_after_the_delay_priced(tmp_path):
     def consolidate_after(**opts) -> set[str]:
         plan = make_plan(measured, PlanOptions(price_tier="on_demand", node_providers=tuple(sorted(NODE_CLASS)), **opts),
                          history=history if opts else None)
-        docs = [d for text in build_manifests(plan).values() for d in yaml.safe_load_all(text) if d]
+        docs = [d for text in build_manifests(plan, K8sOptions(cluster="c1")).values() for d in yaml.safe_load_all(text) if d]
         return {d["spec"]["disruption"]["consolidateAfter"] for d in docs if d.get("kind") == "NodePool"}
 
-    assert consolidate_after(node_scale_down_s=120.0) == {"120s"}
+    assert consolidate_after(node_scale_down_s=120.0) - {"Never"} == {"120s"}  # the burst pool (a reserved one is kept)
     assert consolidate_after() == {"5m"}  # without a replay: the default, the same 300 s the replay assumes
     from sandbox_fleet.plan.mixed_replay import SCALE_DOWN_S
 
     assert SCALE_DOWN_S == 5 * 60
+
+
+@pytest.mark.parametrize("tier,written", [("on_demand", {"reserved", "burst"}), ("spot", {"burst"})])
+def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier, written):
+    """The reserved pool may launch R nodes and the burst pool the replay's peak burst nodes, both from
+    the brute force; nothing else, so together they never pass what the mixed purchase pays for. On
+    on-demand here R = 2 and the burst peaks at 4 (6 in all, where the slot curve's order is 5); on
+    spot R = 0: no reserved pool is written."""
+    import yaml
+
+    from sandbox_fleet.plan.k8s import NODE_CLASS, K8sOptions, build_manifests
+
+    start, end, req = bursty_rl(seed=11, steps=8, batch=250)
+    plan, history = plan_with_history(tmp_path, start, end, req, price_tier=tier,
+                                      node_providers=tuple(sorted(NODE_CLASS)))
+    mx = plan.cost.mixed
+    cpu, mem, disk = allocatable(plan)
+    reqs = list(zip(history.cpu, history.memory_mb, history.disk_mb))
+    best = None
+    for r in range(mx.replay.peak_nodes + 1):
+        pools = [NodePoolSpec("r", cpu, mem, disk, mx.reserved_usd_per_node_h, min_nodes=r, max_nodes=r),
+                 NodePoolSpec("b", cpu, mem, disk, mx.burst_usd_per_node_h, provision_s=60.0, scale_down_s=300.0)]
+        got = oracle(list(history.start_s), list(history.end_s), reqs, pools)
+        cost = got["hours"][0] * mx.reserved_usd_per_node_h + got["hours"][1] * mx.burst_usd_per_node_h
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, r, got["peak"][1])
+    _, r, burst_peak = best
+    docs = [d for text in build_manifests(plan, K8sOptions(cluster="c1")).values() for d in yaml.safe_load_all(text) if d]
+    pools = {d["metadata"]["name"].rsplit("-", 1)[1]: d["spec"] for d in docs if d["kind"] == "NodePool"}
+    node_cpu, node_gb = plan.nodes.node_capacity.cpu, plan.nodes.node_capacity.memory_gb
+    assert set(pools) == written and (r > 0) == ("reserved" in written)
+    if r:
+        assert pools["reserved"]["limits"] == {"cpu": f"{r * node_cpu:g}", "memory": f"{r * node_gb:g}Gi"}
+        assert pools["reserved"]["template"]["spec"]["requirements"][1]["values"] == ["on-demand"]
+        # the reserved base first (weight), kept (paid for anyway); the burst released after the delay priced
+        assert pools["reserved"]["weight"] > pools["burst"]["weight"]
+        assert pools["reserved"]["disruption"]["consolidateAfter"] == "Never"
+    assert pools["burst"]["limits"] == {"cpu": f"{burst_peak * node_cpu:g}", "memory": f"{burst_peak * node_gb:g}Gi"}
+    assert pools["burst"]["template"]["spec"]["requirements"][1]["values"] == (
+        ["spot", "on-demand"] if tier == "spot" else ["on-demand"])
+    assert pools["burst"]["disruption"]["consolidateAfter"] == "300s"
+    head = build_manifests(plan, K8sOptions(cluster="c1"))["nodepool.yaml"].split("---", 1)[0]
+    assert f"the NodePools' limits sum to {r + burst_peak} nodes" in head
+    from k8s_crd import crd_root, validate
+
+    if crd_root() is not None:  # the real CRDs, as tests/plan/test_k8s.py reads them
+        for d in docs:
+            if d["kind"] == "NodePool":
+                validate(d, f"set-{plan.nodes.provider}")

@@ -72,13 +72,13 @@ def test_storage_and_rent_follow_the_time_weighted_mix():
 def test_k8s_warm_pools_split_by_the_time_weighted_mix():
     import yaml
 
-    from sandbox_fleet.plan.k8s import build_manifests
+    from sandbox_fleet.plan.k8s import K8sOptions, build_manifests
 
     s = _two_kinds()
     s["steps"] = {"detected": True, "batch_size": 100, "release_spread_s": 0.0, "step_period_s": 6000.0}
     p = _plan(s, concurrency=1000, node_type="aws-m6id.24xlarge")
     pools = {d["metadata"]["name"].rsplit("-", 2)[-2]: d["spec"]["replicas"]
-             for d in yaml.safe_load_all(build_manifests(as_plan(p))["sandboxwarmpool.yaml"])}
+             for d in yaml.safe_load_all(build_manifests(as_plan(p), K8sOptions(cluster="c1"))["sandboxwarmpool.yaml"])}
     # a batch of 100 released at once is warmed whole, shared 526 : 474 -> 52.6 / 47.4 -> 53 / 47
     assert pools == {"8cpu": 53, "1cpu": 47}
 

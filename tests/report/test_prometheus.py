@@ -225,7 +225,9 @@ def test_one_alert_per_gate_and_severity_with_for_from_thresholds():
     offline = {"backtest_drift", "lifetime_below_budget", "creation_rate_saturated"}
     assert {r.gate for r in rs} == set(Thresholds.model_fields) - offline
     text = rules_yaml(t)
-    assert "for: 900s" in text and "for: 3600s" in text
+    # as Prometheus writes durations: for_s = 900 is 15m, 1,800 is 30m, 3,600 is 1h (before: 900s, 3600s)
+    # the shipped for_s values are 600, 900, 1,800 and 3,600 s
+    assert set(re.findall(r"for: (\S+)", text)) == {"10m", "15m", "30m", "1h"}
     assert "# Gates not expressed as a PromQL threshold" in text and "exception_rate_by_task" in text.split("groups:")[0]
 
 
@@ -408,3 +410,46 @@ def test_no_label_written_is_one_prometheus_reserves():
         Registry().add("x", "x", 1.0, {"job": "j1"})
     with pytest.raises(ValueError, match="reserved"):  # Kubernetes SD and node-exporter set `node`
         Registry().add("x", "x", 1.0, {"node": "n1"})
+
+
+@pytest.mark.parametrize("seconds,text", [
+    (900, "15m"), (3600, "1h"), (5400, "1h30m"), (600, "10m"), (86_400, "1d"), (7 * 86_400, "1w"),
+    (90 * 86_400, "90d"),  # not 12w6d: weeks and years only when exact, as Prometheus writes them
+    (365 * 86_400, "1y"), (1.5, "1s500ms"), (0.25, "250ms"), (0, "0s"), (3661, "1h1m1s"),
+])
+def test_durations_are_written_as_prometheus_writes_them(seconds, text):
+    from sandbox_fleet.report.prometheus.rules import duration
+
+    assert duration(seconds) == text
+
+
+def _github_anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation other than '-' and '_' dropped, spaces to '-'."""
+    out = set()
+    for line in markdown.splitlines():
+        if line.startswith("#") and not line.startswith("#!"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^a-z0-9 _-]", "", title).replace(" ", "-"))
+    return out
+
+
+def test_every_rules_runbook_url_is_an_anchor_of_operate_md(produced):
+    from sandbox_fleet.report.prometheus.serving import serving_rules
+    from summaries import as_plan
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "operate.md").read_text()
+    anchors = _github_anchors("\n".join(doc.split("```")[0::2]))  # headings outside code blocks
+    plan = copy.deepcopy(produced.plan)
+    plan["inference"].update(prefill_tok_s=1000.0, prefill_tok_s_cached=200.0, utilisation_target=0.8)
+    plan = as_plan(plan)
+    text = rules_yaml(Thresholds.default(), serving=("sandbox-fleet-serving", serving_rules(plan), "basis"))
+    alerts = re.findall(r"- alert: (\w+)", text)
+    urls = re.findall(r'runbook_url: "([^"]+)"', text)
+    assert len(urls) == len(alerts) > 20
+    for alert, url in zip(alerts, urls):
+        page, anchor = url.split("#")
+        assert page == "docs/operate.md" and anchor in anchors, (alert, url)
+    # a base is put in front; a heading that is not there would fail (the check is not vacuous)
+    assert "sandboxfleetnosuchalert" not in anchors
+    based = rules_yaml(Thresholds.default(), runbook_base="https://example.org/sandbox-fleet/")
+    assert 'runbook_url: "https://example.org/sandbox-fleet/docs/operate.md#sandboxfleetsmallsample"' in based

@@ -1,16 +1,18 @@
 """``plan --emit-k8s DIR``: the purchase order as manifests a cluster accepts unchanged.
 
-Seven files, each opening with a comment header that gives the plan's basis:
+Seven files (eight with gVisor), each opening with a comment header that gives the plan's basis:
 
 - ``namespace.yaml``: the Namespace of the sandbox objects;
 - ``priorityclass.yaml``: the sandboxes' PriorityClass;
 - ``nodeclass.yaml``: the EC2NodeClass (instance store as RAID0, or a root volume sized to the
   scratch) or AKSNodeClass (OS disk sized to the scratch);
-- ``nodepool.yaml``: the Karpenter NodePool(s), tainted, limited to the nodes the plan buys (on
-  spot: the same-shape types first, an on-demand fallback by weight);
+- ``nodepool.yaml``: the Karpenter NodePool(s), tainted, their limits summing to the nodes the order
+  buys (``pools.py``: one pool per tier, spot with the same-shape types and on-demand inside the same
+  limit; a replayed mixed purchase as a reserved and a burst pool);
 - ``sandboxtemplate.yaml`` / ``sandboxwarmpool.yaml``: one agent-sandbox SandboxTemplate (with the
   toleration, runtime class and priority class) and SandboxWarmPool per request kind;
-- ``sandboxclaim-example.yaml``: a SandboxClaim on the largest warm pool, what a trainer creates.
+- ``sandboxclaim-example.yaml``: a SandboxClaim on the largest warm pool, what a trainer creates;
+- ``runtimeclass.yaml``: with ``runtime_class`` gvisor only, gVisor's RuntimeClass (``runtime.py``).
 
 YAML is written by PyYAML's ``safe_dump``; every name is checked as DNS-1123 first and every value
 in a header comment is kept on its line. AWS and Azure node types only; DIR must be empty or new
@@ -27,9 +29,9 @@ from sandbox_fleet import atomic, outpaths
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import find_type, load_catalog
 from sandbox_fleet.plan.k8s.manifests import (
-    CAPACITY_TYPE,
     NODE_CLASS,
     K8sOptions,
+    check_options,
     check_supported,
     kinds,
     namespace,
@@ -45,13 +47,17 @@ from sandbox_fleet.plan.k8s.manifests import (
     warm_pool,
     warm_replicas,
 )
+from sandbox_fleet.plan.k8s.pools import pool_limits
+from sandbox_fleet.plan.k8s.runtime import GVISOR, GVISOR_HANDLER, RUNC, pinned, runtime_class
 from sandbox_fleet.plan.model import PlanSummary
 from sandbox_fleet.textout import one_line
 
-__all__ = ["FILES", "NODE_CLASS", "K8sOptions", "build_manifests", "check_out_dir", "emit_k8s"]
+__all__ = ["FILES", "NODE_CLASS", "K8sOptions", "build_manifests", "check_options", "check_out_dir", "emit_k8s"]
 
 FILES = ("namespace.yaml", "priorityclass.yaml", "nodeclass.yaml", "nodepool.yaml", "sandboxtemplate.yaml",
          "sandboxwarmpool.yaml", "sandboxclaim-example.yaml")
+#: written only with --k8s-runtime-class gvisor
+OPTIONAL_FILES = ("runtimeclass.yaml",)
 
 
 def _storage_line(plan: PlanSummary, node, provider: str) -> str:
@@ -74,27 +80,60 @@ def _warm_slots(plan: PlanSummary, warm_total: int) -> str:
             "refill as sandboxes finish")
 
 
+def _pool_words(pool: dict) -> str:
+    spec = pool["spec"]
+    req = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
+    caps = req["karpenter.sh/capacity-type"]
+    cap = caps[0] if len(caps) == 1 else " then ".join(caps) + " when spot is short"
+    weight = f", weight {spec['weight']}" if "weight" in spec else ""
+    return (f"{pool['metadata']['name']} ({cap}{weight}: {', '.join(req['node.kubernetes.io/instance-type'])}; "
+            f"limit {spec['limits']['cpu']} cpu; consolidateAfter {spec['disruption']['consolidateAfter']})")
+
+
+def _mixed_words(plan: PlanSummary) -> str:
+    mx = plan.cost.mixed if plan.cost is not None else None
+    if mx is None or mx.replay is None:
+        return ""
+    return (f" (the mixed purchase priced by the node replay: {mx.reserved_nodes:,} reserved + up to "
+            f"{mx.burst_nodes:,} burst, its replayed peak)")
+
+
+def _isolation(opts: K8sOptions) -> str:
+    if opts.runtime_class == RUNC:
+        return "runc, the node's default runtime (no runtimeClassName; --k8s-runtime-class gvisor opts in to gVisor)"
+    if opts.runtime_class == GVISOR:
+        return (f"runtimeClassName {GVISOR}: runtimeclass.yaml (handler {GVISOR_HANDLER}, on the sandbox nodes), "
+                "installed on each node by the EC2NodeClass's user data")
+    return f"runtimeClassName {opts.runtime_class} (not written here: the RuntimeClass must exist in the cluster)"
+
+
+def _ami_words(opts: K8sOptions) -> str:
+    if pinned(opts.ami_alias):
+        return f"amiSelectorTerms alias {opts.ami_alias} (pinned)"
+    return (f"amiSelectorTerms alias {opts.ami_alias}: NOT pinned, every new node takes the newest AMI; Karpenter "
+            "recommends pinning in production (--k8s-ami-alias al2023@vYYYYMMDD)")
+
+
 def _header(plan: PlanSummary, opts: K8sOptions, node, warm_basis: str, warm_total: int, pools: list[dict]) -> str:
     pin = check_supported(plan)
     target, nodes, tier = plan.target, plan.nodes, pin.tier
     source = (plan.input.path or plan.input.source) if plan.input else None
-    types = pools[0]["spec"]["template"]["spec"]["requirements"][0]["values"]
-    pool_line = (f"{pools[0]['metadata']['name']} (spot, weight {pools[0]['spec']['weight']}: {', '.join(types)}) then "
-                 f"{pools[1]['metadata']['name']} (on-demand fallback, weight {pools[1]['spec']['weight']})"
-                 if len(pools) > 1 else f"{pools[0]['metadata']['name']} ({CAPACITY_TYPE[tier]})")
+    pool_line = "; ".join(_pool_words(p) for p in pools)
+    limited = sum(p.nodes for p in pool_limits(plan, tier))
     lines = [
         "Written by `sandbox-fleet plan --emit-k8s`. Basis of this plan:",
         f"  source summary: {source}",
         f"  target: {target.concurrency:,} concurrent sandboxes ({target.source}: {target.detail or ''})",
         f"  nodes: BUY {nodes.count:,} x {nodes.type} ({nodes.provider} {nodes.instance_type}), tier {tier}; "
-        f"every NodePool is limited to exactly these {nodes.count:,} nodes",
+        f"the NodePools' limits sum to {limited:,} nodes, what the order pays for{_mixed_words(plan)}",
         f"  node pools: {pool_line}",
         f"  warm pool: {warm_basis}; {_warm_slots(plan, warm_total)}",
         f"  storage: {_storage_line(plan, node, pin.provider)}",
-        f"  isolation: runtimeClassName {opts.runtime_class} (the RuntimeClass must exist: gVisor or Kata); "
+        f"  isolation: {_isolation(opts)}; "
         f"taint {pools[0]['spec']['template']['spec']['taints'][0]['key']}={opts.name}:NoSchedule with a matching toleration",
         f"  names: {opts.name}, namespace {opts.namespace}, node class {opts.node_class}, cluster {opts.cluster}; "
         f"image {opts.image}",
+        *([f"  node image: {_ami_words(opts)}"] if pin.provider == "aws" else []),
     ]
     return "".join(f"# {one_line(line)}\n" for line in lines)
 
@@ -128,6 +167,9 @@ def build_manifests(plan: PlanSummary, opts: K8sOptions | None = None) -> dict[s
         "sandboxwarmpool.yaml": pools,
         "sandboxclaim-example.yaml": [sandbox_claim(pools[0])],
     }
+    if opts.runtime_class == GVISOR:
+        taint = node_pools[0]["spec"]["template"]["spec"]["taints"][0]
+        docs["runtimeclass.yaml"] = [runtime_class(GVISOR, str(opts.name), taint)]
     head = _header(plan, opts, node, basis, total, node_pools)
     return {name: head + _dump(objs) for name, objs in docs.items()}
 
@@ -140,7 +182,7 @@ def check_out_dir(out_dir: str | Path, inputs: list | tuple = (), force: bool = 
         raise InputError(f"`emit_k8s` {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(f"`emit_k8s` {out}: folder is not empty; pass `force` to overwrite the manifests in it")
-    for name in FILES:
+    for name in FILES + OPTIONAL_FILES:
         outpaths.check_output(out / name, inputs=inputs, suffixes=(".yaml",), option="`emit_k8s`")
     return out
 

@@ -19,6 +19,8 @@ from typing import Optional
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import NodeType, SameShape
+from sandbox_fleet.plan.k8s.pools import PoolLimit, pool_limits
+from sandbox_fleet.plan.k8s.runtime import DEFAULT_AMI_ALIAS, GVISOR, RUNC, USER_DATA, check_runtime
 from sandbox_fleet.plan.model import PlanSummary, Request
 
 KARPENTER_API = "karpenter.sh/v1"
@@ -37,8 +39,6 @@ NODE_CLASS = {
 }
 #: Karpenter capacity type of each pricing tier: reserved is a billing choice, launched on-demand.
 CAPACITY_TYPE = {"reserved": "on-demand", "on_demand": "on-demand", "spot": "spot"}
-#: NodePool weights: Karpenter tries the heavier pool first, the on-demand one when spot is short.
-SPOT_WEIGHT, FALLBACK_WEIGHT = 100, 10
 #: Root volume kept for the OS, kubelet and images besides the sandboxes' scratch (Karpenter's default size).
 OS_DISK_GB = 20
 #: Pods a node runs besides sandboxes (daemonsets: CNI, kube-proxy, CSI, log and metrics agents), stated.
@@ -63,10 +63,11 @@ class K8sOptions:
     node_class: Optional[str] = None  # the EC2NodeClass / AKSNodeClass written and referenced
     provision_s: float = 60.0  # seconds from "create sandbox" to a running pod on a warm node
     image: str = "REPLACE-ME/sandbox:latest"
-    runtime_class: str = "gvisor"  # a sandboxing runtime for untrusted code (gVisor; Kata works too)
-    cluster: str = "REPLACE-ME"  # the cluster name in the node class's discovery tags and role
+    runtime_class: str = RUNC  # runc (no runtimeClassName), gvisor (installed by the node class), or a cluster's class
+    cluster: Optional[str] = None  # the cluster name in the node class's discovery tags and role: required
     consolidate_after: str = "5m"  # plan/mixed_replay.py's SCALE_DOWN_S, unless a node replay priced another
     nodes_file: Optional[str] = None  # the node catalog the plan was made with
+    ami_alias: str = DEFAULT_AMI_ALIAS  # the EC2NodeClass's amiSelectorTerms alias (pin it: family@vVERSION)
 
 
 def dns_label(text: str) -> str:
@@ -94,6 +95,18 @@ MAX_PROVISION_S = 86_400
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
+def check_options(opts: K8sOptions, provider: Optional[str] = None) -> None:
+    """What needs no plan, checked before any work: the cluster (required), the runtime, the AMI alias."""
+    if not opts.cluster:
+        raise InputError("`k8s_cluster`: required with `emit_k8s`: the cluster name the node class's discovery tags "
+                         "and node role use (e.g. my-cluster)")
+    if not _CLUSTER.fullmatch(opts.cluster):
+        raise InputError(f"`k8s_cluster` {opts.cluster!r}: expected a cluster name (letters, digits, '-' and '_', "
+                         "starting with a letter or digit, at most 100 characters)")
+    _check_name("`k8s_runtime_class`", opts.runtime_class)
+    check_runtime(opts.runtime_class, opts.ami_alias, provider)
+
+
 def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     """The options with plan-derived defaults filled in, every name checked (InputError, one line)."""
     name = opts.name if opts.name is not None else default_name(plan)
@@ -103,10 +116,7 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
     node_class = opts.node_class if opts.node_class is not None else name
     _check_name("`k8s_namespace`", namespace)
     _check_name("`k8s_node_class`", node_class)
-    _check_name("`k8s_runtime_class`", opts.runtime_class)
-    if not _CLUSTER.fullmatch(opts.cluster or ""):
-        raise InputError(f"`k8s_cluster` {opts.cluster!r}: expected a cluster name (letters, digits, '-' and '_', "
-                         "starting with a letter or digit, at most 100 characters)")
+    check_options(opts, plan.nodes.provider)
     if not _IMAGE.fullmatch(opts.image or "") or len(opts.image) > 1024:
         raise InputError(f"`k8s_image` {opts.image!r}: expected an image reference (registry/name:tag or "
                          "name@sha256:...): no spaces, quotes or control characters")
@@ -118,7 +128,8 @@ def resolve(plan: PlanSummary, opts: K8sOptions) -> K8sOptions:
                          "give the sandboxes a namespace of their own")
     return K8sOptions(name=name, namespace=namespace, node_class=node_class, provision_s=opts.provision_s,
                       image=opts.image, runtime_class=opts.runtime_class, cluster=opts.cluster,
-                      consolidate_after=_consolidate_after(plan, opts), nodes_file=opts.nodes_file)
+                      consolidate_after=_consolidate_after(plan, opts), nodes_file=opts.nodes_file,
+                      ami_alias=opts.ami_alias)
 
 
 def _consolidate_after(plan: PlanSummary, opts: K8sOptions) -> str:
@@ -253,7 +264,7 @@ def ec2_node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
     cluster = opts.cluster
     spec: dict = {
         "role": f"KarpenterNodeRole-{cluster}",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "amiSelectorTerms": [{"alias": opts.ami_alias}],
         "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
         "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
     }
@@ -266,6 +277,8 @@ def ec2_node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
     pods = _max_pods(plan)
     if pods is not None:
         spec["kubelet"] = {"maxPods": pods}
+    if opts.runtime_class == GVISOR:  # installs runsc before the node joins (plan/k8s/runtime.py)
+        spec["userData"] = USER_DATA
     kind = NODE_CLASS["aws"]
     return {"apiVersion": kind["api"], "kind": kind["kind"], "metadata": {"name": opts.node_class, "labels": MANAGED_BY},
             "spec": spec}
@@ -300,10 +313,9 @@ def node_class(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> dict:
     return ec2_node_class(plan, node, opts) if check_supported(plan).provider == "aws" else aks_node_class(plan, opts)
 
 
-def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: list[str],
-          weight: Optional[int]) -> dict:
+def _pool(plan: PlanSummary, opts: K8sOptions, limit: PoolLimit, types: list[str]) -> dict:
     pin = check_supported(plan)
-    provider, count = pin.provider, int(plan.nodes.count)
+    provider, count = pin.provider, limit.nodes
     spec: dict = {
         "template": {
             "metadata": {"labels": {POOL_LABEL: opts.name}},
@@ -312,31 +324,29 @@ def _pool(plan: PlanSummary, opts: K8sOptions, name: str, capacity: str, types: 
                                  "name": opts.node_class},
                 "requirements": [
                     {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": types},
-                    {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [capacity]},
+                    {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": list(limit.capacity_types)},
                 ],
                 "taints": [{"key": TAINT_KEY, "value": opts.name, "effect": "NoSchedule"}],
             },
         },
-        # exactly the nodes bought: the warm pool's sandboxes hold slots of the target, not extra nodes
+        # this pool's share of the nodes bought (plan/k8s/pools.py): the pools' limits sum to the order
         "limits": {"cpu": _cpu(count * pin.cpu), "memory": f"{math.ceil(count * pin.memory_gb)}Gi"},
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": opts.consolidate_after},
+        "disruption": {"consolidationPolicy": "WhenEmpty",
+                       "consolidateAfter": limit.consolidate_after or opts.consolidate_after},
     }
-    if weight is not None:
-        spec["weight"] = weight
-    return {"apiVersion": KARPENTER_API, "kind": "NodePool", "metadata": {"name": name, "labels": MANAGED_BY},
-            "spec": spec}
+    if limit.weight is not None:
+        spec["weight"] = limit.weight
+    return {"apiVersion": KARPENTER_API, "kind": "NodePool",
+            "metadata": {"name": f"{opts.name}{limit.suffix}", "labels": MANAGED_BY}, "spec": spec}
 
 
 def nodepools(plan: PlanSummary, node: NodeType, opts: K8sOptions) -> list[dict]:
-    """One NodePool at the tier's capacity type; on spot, every same-shape type first and an
-    on-demand fallback of the planned type by weight. Each is limited to the nodes the plan buys."""
+    """One NodePool per share of the order (plan/k8s/pools.py), their limits summing to it; a pool
+    that may launch spot lists every same-shape type of the catalog, the others the planned type."""
     pin = check_supported(plan)
-    itype, name = pin.instance_type, str(opts.name)
-    if pin.tier != "spot":
-        return [_pool(plan, opts, name, CAPACITY_TYPE[pin.tier], [itype], None)]
-    types = [itype] + [s.instance_type for s in same_shape(node, scratch_per_node_gb(plan))]
-    return [_pool(plan, opts, f"{name}-spot", "spot", types, SPOT_WEIGHT),
-            _pool(plan, opts, f"{name}-on-demand", "on-demand", [itype], FALLBACK_WEIGHT)]
+    same = [s.instance_type for s in same_shape(node, scratch_per_node_gb(plan))]
+    return [_pool(plan, opts, lim, [pin.instance_type] + (same if "spot" in lim.capacity_types else []))
+            for lim in pool_limits(plan, pin.tier)]
 
 
 def namespace(opts: K8sOptions) -> dict:
@@ -365,7 +375,7 @@ def sandbox_template(req: Request, opts: K8sOptions) -> dict:
                     "annotations": {DO_NOT_DISRUPT: "true"},
                 },
                 "spec": {
-                    "runtimeClassName": opts.runtime_class,
+                    **({"runtimeClassName": opts.runtime_class} if opts.runtime_class != RUNC else {}),
                     "priorityClassName": f"{opts.name}-sandbox",
                     "nodeSelector": {POOL_LABEL: opts.name},
                     "tolerations": [{"key": TAINT_KEY, "operator": "Equal", "value": opts.name, "effect": "NoSchedule"}],

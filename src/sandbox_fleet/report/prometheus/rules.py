@@ -333,37 +333,67 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _duration(seconds: float) -> str:
+#: Prometheus's duration units, largest first; y and w only when they divide the duration exactly (as
+#: Prometheus's own ``model.Duration.String`` writes them: 90d, not 12w6d)
+_UNITS = (("y", 365 * 86_400_000, True), ("w", 7 * 86_400_000, True), ("d", 86_400_000, False),
+          ("h", 3_600_000, False), ("m", 60_000, False), ("s", 1000, False), ("ms", 1, False))
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as Prometheus writes a duration: 900 -> ``15m``, 5400 -> ``1h30m``, 1.5 -> ``1s500ms``."""
     ms = round(seconds * 1000)
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+    if ms == 0:
+        return "0s"
+    out = ""
+    for unit, size, exact in _UNITS:
+        if (exact and ms % size) or ms < size:
+            continue
+        out += f"{ms // size}{unit}"
+        ms %= size
+    return out
 
 
-def _group_lines(name: str, group: list[Rule]) -> list[str]:
+#: where each alert's runbook is: a heading of this page named after the alert (its GitHub anchor)
+RUNBOOK_PAGE = "docs/operate.md"
+
+
+def runbook_url(alert: str, base: str = "") -> str:
+    """The alert's runbook: ``docs/operate.md#<alert in lower case>``, after ``base`` (where the
+    repository's docs are served; empty: a path relative to the repository)."""
+    return f"{base.rstrip('/') + '/' if base else ''}{RUNBOOK_PAGE}#{alert.lower()}"
+
+
+def _group_lines(name: str, group: list[Rule], runbook_base: str = "") -> list[str]:
     lines = [f"  - name: {_q(name)}", "    rules:"]
     for r in group:
         lines += [
             f"      - alert: {r.alert}",
             f"        expr: {_q(r.expr)}",
-            f"        for: {_duration(r.for_s)}",
+            f"        for: {duration(r.for_s)}",
             "        labels:",
             f"          severity: {r.severity}",
             f"          gate: {r.gate}",
             "        annotations:",
             f"          summary: {_q(r.summary)}",
             f"          description: {_q(r.description)}",
+            f"          runbook_url: {_q(runbook_url(r.alert, runbook_base))}",
         ]
     return lines
 
 
 def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml",
-               serving: tuple[str, list[Rule], str] | None = None) -> str:
+               serving: tuple[str, list[Rule], str] | None = None, runbook_base: str = "") -> str:
     """The rules file: a header comment, then the group of alerting rules on sandbox-fleet's own
-    metrics, and with ``serving`` = (group name, rules, basis) a group on the serving pool's."""
+    metrics, and with ``serving`` = (group name, rules, basis) a group on the serving pool's. Each rule's
+    ``runbook_url`` is its heading in ``docs/operate.md``, after ``runbook_base`` when given."""
     disabled = [name for name in Thresholds.model_fields if not getattr(t, name).enabled]
     head = [
         "# Prometheus alerting rules for the sandbox fleet, written by `sandbox-fleet check --prometheus-rules`.",
         f"# Thresholds and `for:` from {one_line(source)}; severity warning = the gate's warn threshold, critical = fail.",
         "# Every metric used here is written by `sandbox-fleet check --metrics-out` (textfile collector / Pushgateway).",
+        f"# runbook_url: each alert's heading in {RUNBOOK_PAGE}"
+        + (f" under {one_line(runbook_base)}" if runbook_base else " of the sandbox-fleet repository (relative: "
+           "prefix it with where its docs are served)") + ".",
         "# Gates not expressed as a PromQL threshold (exported as a figure check computes instead):",
     ]
     head += [f"#   {gate}: {why}" for gate, why in NOT_EXPRESSED]
@@ -371,7 +401,7 @@ def rules_yaml(t: Thresholds, source: str = "sandbox_fleet/data/checks.toml",
         head.append("# Disabled in the thresholds (no rule): " + ", ".join(disabled))
     if serving is not None:
         head.append(f"# Group {serving[0]}: the serving pool's vLLM / SGLang metrics against the plan ({one_line(serving[2])}).")
-    lines = head + ["groups:"] + _group_lines(GROUP, rules(t))
+    lines = head + ["groups:"] + _group_lines(GROUP, rules(t), runbook_base)
     if serving is not None:
-        lines += _group_lines(serving[0], serving[1])
+        lines += _group_lines(serving[0], serving[1], runbook_base)
     return "\n".join(lines) + "\n"
