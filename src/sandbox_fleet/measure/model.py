@@ -461,6 +461,17 @@ class Limits(Block):
     spikes: Optional[dict[str, list[DurationSpike]]] = None
 
 
+class SliceCut(Block):
+    """How ``by_model`` was bounded: the ``top`` models with most rollouts kept, the rest in one row."""
+
+    top: Count = None
+    models: Count = None
+    models_merged: Count = None
+    rows_merged: Count = None
+    #: the ``by_model`` key of the merged row
+    others: Optional[str] = None
+
+
 class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
@@ -494,3 +505,5 @@ class MeasureSummary(Summary):
     published: Optional[Published] = None
     warnings: Optional[list[str]] = None
     limits: Optional[Limits] = None
+    #: set when more models than ``columns.TOP_SLICES`` were seen (``by_model`` then ends in an others row)
+    slice_cut: Optional[SliceCut] = None

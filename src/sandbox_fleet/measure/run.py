@@ -174,10 +174,19 @@ def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
 
 
 def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
-    """Group codes once; the model and job strings are read by nothing else."""
+    """Group codes once (bounded: ``columns.top``); the model and job strings are read by nothing else."""
     labelled = fr.model.labelled()
     fr.drop_columns("model", "job")
     return labelled
+
+
+def _slice_cut(fr: Frame, model_codes: tuple) -> dict | None:
+    """How ``by_model`` was bounded (None when every model has its own row)."""
+    m = fr.model
+    if not m.merged:
+        return None
+    return {"top": len(m.names) - 1, "models": len(m.names) - 1 + m.merged, "models_merged": m.merged,
+            "rows_merged": m.merged_rows, "others": m.names[-1]}
 
 
 def _starts(fr: Frame, times: tuple, model_codes: tuple) -> tuple:
@@ -302,9 +311,10 @@ def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict, r
     return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by, run_overlap)
 
 
-def _models(by_model: dict, model_steps: dict) -> dict:
+def _models(by_model: dict, model_steps: dict, slice_cut: dict | None) -> dict:
     for name, st in model_steps.items():
-        by_model[name]["steps"] = st
+        if slice_cut is None or name != slice_cut["others"]:  # merged models' starts are no one run's steps
+            by_model[name]["steps"] = st
     return by_model
 
 
@@ -326,6 +336,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("cap", _cap, ("frame", "t", "times")),
         Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
+        Pass("slice_cut", _slice_cut, ("frame", "model_codes")),
         Pass("starts", _starts, ("frame", "times", "model_codes")),
         # After the sweep: its buffers and the per-model step passes' never coexist (peak memory).
         Pass("model_steps", _model_steps, ("times", "model_codes", "starts"), after=("sweep",)),
@@ -351,7 +362,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
-        Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
+        Pass("models", _models, ("by_model_counts", "model_steps", "slice_cut"), label="models"),
         Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
         Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
@@ -379,7 +390,7 @@ _COUNTS = ["phases", "tokens", "outcomes", "coverage", "trajectories"]
 _FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks", "limits"]
 #: The values the summary reads.
 SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "trajectories", "outcomes",
-                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits")
+                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits", "slice_cut")
 
 
 def _plan(lanes: int) -> list[tuple[str, int]]:
@@ -394,12 +405,12 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
     shared = [("holds_only", HERE), ("masks", HERE), ("model_columns", HERE), ("exceptions", ANY)]
     finish = [(name, HERE) for name in _FINISH]
     if lanes >= 2:
-        return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
+        return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("slice_cut", HERE), ("starts", HERE),
                            ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
                            ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("fleet_cap", HERE),
                            ("span", HERE)]
                 + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
-    return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
+    return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "slice_cut", "starts",
                                                  "all_starts_steps", "job_rows", "job_steps", "model_steps",
                                                  "run_overlap", "concurrency", "jobs", "fleet_cap", "span")]
             + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
@@ -459,6 +470,11 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
     fractional = fractional_warning(got["outcomes"], pass_threshold)
     if fractional:
         warnings.append(fractional)
+    cut = got["slice_cut"]
+    if cut is not None:
+        warnings.append(f"{cut['models']:,} distinct models: by_model lists the {cut['top']} with the most rollouts; "
+                        f"the other {cut['models_merged']:,} ({cut['rows_merged']:,} rollouts) are one row, "
+                        f"{cut['others']!r} (slice_cut)")
     if tokens.get("zero_token_rows"):
         warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
                         "does not count them): left out of the token figures as not measured")
@@ -488,6 +504,7 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         "tasks": got["tasks"],
         "warnings": warnings,
         "limits": got["limits"],
+        "slice_cut": got["slice_cut"],
     }))
 
 
