@@ -44,9 +44,28 @@ def test_top_k_and_others_hand_case(monkeypatch):
     assert others.steps is None  # merged models' starts are no one run's steps
     assert ms.by_model["(none)"].rows == 2
     assert ms.hold_s.by_model["(others)"].rows == 7
-    cut = ms.slice_cut
-    assert (cut.top, cut.models, cut.models_merged, cut.rows_merged, cut.others) == (3, 6, 3, 7, "(others)")
+    cut = ms.slice_cut["by_model"]
+    assert (cut.top, cut.groups, cut.groups_merged, cut.rows_merged, cut.others) == (3, 6, 3, 7, "(others)")
+    assert "by_job" not in ms.slice_cut
     assert any("6 distinct models" in w and "'(others)'" in w for w in ms.warnings)
+
+
+def test_jobs_are_bounded_and_caps_still_summed_over_every_job(monkeypatch):
+    monkeypatch.setattr(columns, "TOP_SLICES", 2)
+    # four jobs, all running over [0, 100): j-a 3 rows (cap 3), j-b 2 (cap 2), j-c 1 (cap 5), j-d 1 (cap 5)
+    jobs = ["j-a"] * 3 + ["j-b"] * 2 + ["j-c", "j-d"]
+    n = len(jobs)
+    caps = {"j-a": 3, "j-b": 2, "j-c": 5, "j-d": 5}
+    ms = measure_telemetry(telemetry([0.0] * n, [100.0] * n, job=jobs, model=["m"] * n, caps=caps))
+    assert sorted(ms.by_job) == ["(others)", "j-a", "j-b"]
+    assert ms.by_job["(others)"].rows == 2 and ms.by_job["(others)"].steps is None
+    assert ms.by_job["(others)"].peak == 2  # j-c and j-d together
+    assert ms.by_job["j-a"].configured_cap == 3
+    assert ms.by_job["(others)"].configured_cap is None  # merged jobs have no one cap
+    cut = ms.slice_cut["by_job"]
+    assert (cut.top, cut.groups, cut.groups_merged, cut.rows_merged) == (2, 4, 2, 2)
+    # the fleet's cap is still summed over all four running jobs' own caps: 3 + 2 + 5 + 5
+    assert ms.concurrency.configured_cap == sum(caps.values())
 
 
 def test_no_cut_no_field():
@@ -68,4 +87,4 @@ def test_a_model_named_others_is_not_the_others_row(monkeypatch):
     models = ["(others)"] * 3 + ["b", "c"]
     ms = measure_telemetry(_corpus(models, [1.0] * 5))
     assert ms.by_model["(others)"].rows == 3 and ms.by_model["((others))"].rows == 2
-    assert ms.slice_cut.others == "((others))"
+    assert ms.slice_cut["by_model"].others == "((others))"

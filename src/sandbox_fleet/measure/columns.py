@@ -19,9 +19,10 @@ from sandbox_fleet.telemetry.buffers import value_slots
 #: Label used for a null model / job / exception type in per-group output (``Codes.labelled``
 #: wraps it in more parentheses while a real name takes it, so the two never merge).
 NONE_LABEL = "(none)"
-#: Per-model slices kept at most: the models with the most rollouts, then one ``OTHERS_LABEL``
-#: row with the rest (each slice costs its figures, histogram and steps in memory and JSON: 200k
-#: distinct model names ran out of 4 GiB). Stated in the summary's ``slice_cut`` and a warning.
+#: Per-model (per-job) slices kept at most: those with the most rollouts, then one ``OTHERS_LABEL``
+#: row with the rest (each slice costs its figures, histogram, sweep and steps in memory and JSON:
+#: 200k distinct model names ran out of 4 GiB; 20k jobs made 45 MB of JSON). Stated in the
+#: summary's ``slice_cut`` and a warning.
 TOP_SLICES = 50
 #: The row holding every model past ``TOP_SLICES`` (made unique against real names likewise).
 OTHERS_LABEL = "(others)"
@@ -295,6 +296,12 @@ class Frame:
 
     @cached_property
     def job(self) -> Codes:
+        """The job codes the per-job figures read, bounded like ``model``'s."""
+        return top(self.job_all)
+
+    @cached_property
+    def job_all(self) -> Codes:
+        """Every job its own code: the fleet's cap is the sum over the running jobs' own caps."""
         return codes(self.table.column("job"))
 
     @cached_property

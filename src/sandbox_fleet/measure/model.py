@@ -462,13 +462,14 @@ class Limits(Block):
 
 
 class SliceCut(Block):
-    """How ``by_model`` was bounded: the ``top`` models with most rollouts kept, the rest in one row."""
+    """How ``by_model`` or ``by_job`` was bounded: the ``top`` groups with most rollouts kept, the rest in one row."""
 
     top: Count = None
-    models: Count = None
-    models_merged: Count = None
+    #: distinct models (jobs) seen
+    groups: Count = None
+    groups_merged: Count = None
     rows_merged: Count = None
-    #: the ``by_model`` key of the merged row
+    #: the key of the merged row
     others: Optional[str] = None
 
 
@@ -505,5 +506,5 @@ class MeasureSummary(Summary):
     published: Optional[Published] = None
     warnings: Optional[list[str]] = None
     limits: Optional[Limits] = None
-    #: set when more models than ``columns.TOP_SLICES`` were seen (``by_model`` then ends in an others row)
-    slice_cut: Optional[SliceCut] = None
+    #: by "by_model" / "by_job": set when more than ``columns.TOP_SLICES`` models (jobs) were seen
+    slice_cut: Optional[dict[str, SliceCut]] = None

@@ -142,7 +142,8 @@ def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
 def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple[int | None, FleetCap | None]:
     """The one configured cap to compare the overall peak with, and the jobs' caps when jobs
     overlap (then no single cap: the fleet's is their sum over the jobs running, ``_fleet_cap``)."""
-    codes, names = fr.job.codes, fr.job.names  # the job codes every later pass reads are made here
+    _ = fr.job  # the (bounded) job codes every later pass reads are made here
+    codes, names = fr.job_all.codes, fr.job_all.names  # every job's own cap, also past the slices kept
     if t.stated_cap is not None:  # stated for the fleet (``--cap``, a cap column without jobs): as stated
         return t.stated_cap, None
     fc = fleet_caps(*times, codes, names, t.caps)
@@ -181,12 +182,13 @@ def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
 
 
 def _slice_cut(fr: Frame, model_codes: tuple) -> dict | None:
-    """How ``by_model`` was bounded (None when every model has its own row)."""
-    m = fr.model
-    if not m.merged:
-        return None
-    return {"top": len(m.names) - 1, "models": len(m.names) - 1 + m.merged, "models_merged": m.merged,
-            "rows_merged": m.merged_rows, "others": m.names[-1]}
+    """How ``by_model`` and ``by_job`` were bounded (None when every model and job has its own row)."""
+    out = {}
+    for key, c in (("by_model", fr.model), ("by_job", fr.job)):
+        if c.merged:
+            out[key] = {"top": len(c.names) - 1, "groups": len(c.names) - 1 + c.merged, "groups_merged": c.merged,
+                        "rows_merged": c.merged_rows, "others": c.names[-1]}
+    return out or None
 
 
 def _starts(fr: Frame, times: tuple, model_codes: tuple) -> tuple:
@@ -246,10 +248,16 @@ def _fleet_cap(t: Telemetry, times: tuple, cap: tuple[int | None, FleetCap | Non
     return concurrency
 
 
-def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, pass_threshold: float) -> dict:
+def _others(slice_cut: dict | None, key: str) -> str | None:
+    return (slice_cut or {}).get(key, {}).get("others")
+
+
+def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, slice_cut: dict | None,
+          pass_threshold: float) -> dict:
     jobs = by_job(fr, pass_threshold, t.caps, job_rows, concurrency=sweep[1])
     for name, st in job_steps.items():
-        jobs[name]["steps"] = st
+        if name != _others(slice_cut, "by_job"):  # merged jobs' starts are no one run's steps
+            jobs[name]["steps"] = st
     for job in jobs.values():
         if job.get("concurrency") is not None:
             job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
@@ -313,7 +321,7 @@ def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict, r
 
 def _models(by_model: dict, model_steps: dict, slice_cut: dict | None) -> dict:
     for name, st in model_steps.items():
-        if slice_cut is None or name != slice_cut["others"]:  # merged models' starts are no one run's steps
+        if name != _others(slice_cut, "by_model"):  # merged models' starts are no one run's steps
             by_model[name]["steps"] = st
     return by_model
 
@@ -345,7 +353,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int) -> list[Pass]:
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
         Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps", "sweep")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
-        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
+        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep", "slice_cut"),
+             label="jobs"),
         Pass("fleet_cap", _fleet_cap, ("t", "times", "cap", "jobs", "concurrency")),
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
@@ -470,11 +479,11 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
     fractional = fractional_warning(got["outcomes"], pass_threshold)
     if fractional:
         warnings.append(fractional)
-    cut = got["slice_cut"]
-    if cut is not None:
-        warnings.append(f"{cut['models']:,} distinct models: by_model lists the {cut['top']} with the most rollouts; "
-                        f"the other {cut['models_merged']:,} ({cut['rows_merged']:,} rollouts) are one row, "
-                        f"{cut['others']!r} (slice_cut)")
+    for key, cut in (got["slice_cut"] or {}).items():
+        what = key.removeprefix("by_") + "s"
+        warnings.append(f"{cut['groups']:,} distinct {what}: {key} lists the {cut['top']} with the most rollouts; "
+                        f"the other {cut['groups_merged']:,} ({cut['rows_merged']:,} rollouts) are one row, "
+                        f"{cut['others']!r} (slice_cut.{key})")
     if tokens.get("zero_token_rows"):
         warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
                         "does not count them): left out of the token figures as not measured")
