@@ -724,6 +724,7 @@ def _app_for(argv: list[str]) -> typer.Typer:
     """
     from typer.main import get_command_name
 
+    _reader_checks_access(app)
     name = argv[0] if argv else None
     for info in app.registered_commands:
         named = info.name or (get_command_name(info.callback.__name__) if info.callback is not None else None)
@@ -733,6 +734,21 @@ def _app_for(argv: list[str]) -> typer.Typer:
             lean.registered_commands = [info]
             return lean
     return app
+
+
+def _reader_checks_access(typer_app: typer.Typer) -> None:
+    """Turn off Typer's ``os.access`` check on every path parameter: the readers open each input and
+    an unreadable one is then one line naming it (``main``'s OSError line, exit 2), where Typer's
+    check printed a five-line usage box (and, as root, never fired: access() says yes to root)."""
+    import inspect
+
+    from typer.models import ParameterInfo
+
+    for info in typer_app.registered_commands:
+        if info.callback is not None:
+            for p in inspect.signature(info.callback).parameters.values():
+                if isinstance(p.default, ParameterInfo):
+                    p.default.readable = False
 
 
 #: Environment defaults while the CLI runs; a variable the user set (even to "") wins.

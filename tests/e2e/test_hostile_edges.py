@@ -23,7 +23,11 @@ The mechanisms and the one place each is enforced:
     for globs, ``telemetry.inspect_log``: a log folder's special files, an .eval entry named twice);
 6. backtest split: ``backtest.split`` (refuses a cut inside simultaneous starts, keeps rows with no
    group apart, orders groups in one pass);
-10, 12. flag gaps and last round's four: each at the option's own check.
+7. per-slice cost: ``measure.columns.top`` (``Frame.model``, ``Frame.job``): the ``TOP_SLICES``
+   models and jobs with most rollouts, the rest one others row (``slice_cut``); a row naming no model
+   never merges with a model named "(none)" (``columns.free_label``);
+10, 12. flag gaps and last round's four: each at the option's own check (an unreadable input: the
+   readers' own OSError line, ``cli._reader_checks_access`` turning off Typer's usage-box check).
 """
 
 from __future__ import annotations
@@ -32,13 +36,15 @@ import hashlib
 import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .conftest import HARBOR, PUBLISHED
+from .conftest import HARBOR, PUBLISHED, Run, user_env
 from .test_hostile_battery import (
     CSV_HEAD,
     GOOD_SAMPLE,
@@ -437,3 +443,59 @@ def test_a_smooth_search_past_memory_is_refused_up_front(tmp_path):
     line = refused(run(["plan", str(PUBLISHED), "--passing-per-hour", "1e15", "--shape", "smooth", "--json"],
                        tmp_path), "--passing-per-hour")
     assert "GiB" in line and "out of memory" not in line
+
+
+def test_an_unreadable_csv_is_one_line_naming_it(tmp_path):
+    """Permission denied for real: as root, the run drops to ``nobody`` (root reads any file, and
+    Typer's access() check, the five-line usage box, then never fired); otherwise a mode-000 file."""
+    import shutil
+    import tempfile
+
+    as_root = os.geteuid() == 0
+    if as_root and shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: no way to be denied a read")
+    work = Path(tempfile.mkdtemp(prefix="sf-unreadable-"))  # outside pytest's 0700 folder: nobody enters it
+    try:
+        work.chmod(0o777)
+        (work / "r.csv").write_text(CSV_HEAD + csv_rows(3))
+        (work / "r.csv").chmod(0)
+        before = digest(work)
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if as_root else []
+        proc = subprocess.run([*prefix, sys.executable, "-m", "sandbox_fleet.cli", "measure", "r.csv", "--json"],
+                              cwd=work, env={**user_env(work / "_cache"), "HOME": str(work)},
+                              capture_output=True, text=True, timeout=60)
+        r = Run(proc.returncode, proc.stdout, proc.stderr)
+        if as_root and "Permission denied" in r.err and "python" in r.err.lower():
+            pytest.skip(f"nobody cannot run this Python: {r.err[-200:]}")
+        line = refused(r, "r.csv")
+        assert "ermission denied" in line and "Usage" not in r.err
+        assert digest(work) == before
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- 7. per-slice cost ----------------------------------------------------------------------------
+def test_many_distinct_models_and_jobs_are_bounded(tmp_path):
+    """200k rollouts, each its own model and job (200k models ran out of 4 GiB; 40k made 80 MB of
+    JSON): under the battery's memory limit, by_model and by_job keep the TOP_SLICES models (jobs)
+    with most rollouts, the rest one '(others)' row, stated in slice_cut and a warning."""
+    n, k = 200_000, 50  # k: columns.TOP_SLICES, as docs/measure.md states it
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with open(folder / "r.csv", "w") as f:
+        f.write(CSV_HEAD)
+        f.writelines(f"r{i},t{i},model-{i:06d},job-{i:06d},2026-01-01T00:{i % 60:02d}:00Z,"
+                     f"2026-01-01T01:{i % 60:02d}:00Z,1.0\n" for i in range(n))
+    before = digest(folder)
+    r = run(["measure", folder / "r.csv", "--json"], tmp_path)
+    assert r.code == 0 and "Traceback" not in r.err, r.err[-2000:]
+    s = json.loads(r.out)
+    # one row each: the tie is broken by name, so the first k names are kept
+    for key, what in (("by_model", "model"), ("by_job", "job")):
+        assert sorted(s[key]) == sorted([f"{what}-{i:06d}" for i in range(k)] + ["(others)"])
+        assert s[key]["(others)"]["rows"] == n - k
+        assert s["slice_cut"][key] == {"top": k, "groups": n, "groups_merged": n - k, "rows_merged": n - k,
+                                       "others": "(others)"}
+        assert any(f"{n:,} distinct {what}s" in w for w in s["warnings"])
+    assert len(r.out) < 2_000_000
+    assert digest(folder) == before

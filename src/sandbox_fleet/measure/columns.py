@@ -16,8 +16,24 @@ import pyarrow.compute as pc
 from sandbox_fleet.measure.stats import group_sorted, group_sums, groups_sorted, sum_where
 from sandbox_fleet.telemetry.buffers import value_slots
 
-#: Label used for a null model / job / exception type in per-group output.
+#: Label used for a null model / job / exception type in per-group output (``Codes.labelled``
+#: wraps it in more parentheses while a real name takes it, so the two never merge).
 NONE_LABEL = "(none)"
+#: Per-model (per-job) slices kept at most: those with the most rollouts, then one ``OTHERS_LABEL``
+#: row with the rest (each slice costs its figures, histogram, sweep and steps in memory and JSON:
+#: 200k distinct model names ran out of 4 GiB; 20k jobs made 45 MB of JSON). Stated in the
+#: summary's ``slice_cut`` and a warning.
+TOP_SLICES = 50
+#: The row holding every model past ``TOP_SLICES`` (made unique against real names likewise).
+OTHERS_LABEL = "(others)"
+
+
+def free_label(label: str, taken) -> str:
+    """``label``, wrapped in parentheses until no name in ``taken`` is it (a real model named
+    "(none)" keeps its own row, apart from the rows that name none)."""
+    while label in taken:
+        label = f"({label})"
+    return label
 
 
 class Column:
@@ -90,12 +106,38 @@ class Codes:
 
     codes: np.ndarray
     names: list[str]
+    #: distinct names merged into the last one (``OTHERS_LABEL``'s) by ``top``; 0: none merged
+    merged: int = 0
+    #: rows in that merged group
+    merged_rows: int = 0
 
     def labelled(self) -> tuple[np.ndarray, list[str]]:
-        """Codes with null mapped to an extra last group named NONE_LABEL (if any nulls)."""
+        """Codes with null mapped to an extra last group named NONE_LABEL (if any nulls; a label
+        no real name has)."""
         if (self.codes < 0).any():
-            return np.where(self.codes < 0, len(self.names), self.codes), [*self.names, NONE_LABEL]
+            none = free_label(NONE_LABEL, set(self.names))
+            return np.where(self.codes < 0, len(self.names), self.codes), [*self.names, none]
         return self.codes, list(self.names)
+
+
+def top(c: Codes, k: int | None = None) -> Codes:
+    """``c`` with at most ``k`` names kept (most rows first, ties by name; kept in name order)
+    and the rest merged into one last group, ``OTHERS_LABEL``; ``c`` itself when it has ``k`` or fewer
+    (default ``TOP_SLICES``)."""
+    k = TOP_SLICES if k is None else k
+    if len(c.names) <= k:
+        return c
+    valid = c.codes >= 0
+    rows = np.bincount(c.codes[valid], minlength=len(c.names))
+    ranked = np.lexsort((np.arange(len(c.names)), -rows))  # names are sorted: index order is name order
+    keep = np.sort(ranked[:k])
+    remap = np.full(len(c.names), k, dtype=np.int32)
+    remap[keep] = np.arange(k, dtype=np.int32)
+    kept = [c.names[i] for i in keep]
+    others = free_label(OTHERS_LABEL, set(c.names))
+    merged_rows = int(rows.sum() - rows[keep].sum())
+    return Codes(np.where(valid, remap[np.maximum(c.codes, 0)], -1).astype(np.int32), [*kept, others],
+                 merged=len(c.names) - k, merged_rows=merged_rows)
 
 
 def timestamps_us(col: pa.ChunkedArray) -> np.ndarray:
@@ -248,10 +290,18 @@ class Frame:
 
     @cached_property
     def model(self) -> Codes:
-        return codes(self.table.column("model"))
+        """The model codes every per-model figure reads: the ``TOP_SLICES`` models with most rows,
+        the rest as one group (``top``), so no figure is made per model past them."""
+        return top(codes(self.table.column("model")))
 
     @cached_property
     def job(self) -> Codes:
+        """The job codes the per-job figures read, bounded like ``model``'s."""
+        return top(self.job_all)
+
+    @cached_property
+    def job_all(self) -> Codes:
+        """Every job its own code: the fleet's cap is the sum over the running jobs' own caps."""
         return codes(self.table.column("job"))
 
     @cached_property

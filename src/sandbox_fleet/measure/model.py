@@ -554,6 +554,18 @@ class RlGroups(Block):
     expected_flipped_share: Num = None
 
 
+class SliceCut(Block):
+    """How ``by_model`` or ``by_job`` was bounded: the ``top`` groups with most rollouts kept, the rest in one row."""
+
+    top: Count = None
+    #: distinct models (jobs) seen
+    groups: Count = None
+    groups_merged: Count = None
+    rows_merged: Count = None
+    #: the key of the merged row
+    others: Optional[str] = None
+
+
 class MeasureSummary(Summary):
     """``sandbox-fleet measure --json``."""
 
@@ -589,3 +601,5 @@ class MeasureSummary(Summary):
     limits: Optional[Limits] = None
     #: rollout groups, signal and per-task pass probabilities (measure/rl_groups.py)
     rl_groups: Optional[RlGroups] = None
+    #: by "by_model" / "by_job": set when more than ``columns.TOP_SLICES`` models (jobs) were seen
+    slice_cut: Optional[dict[str, SliceCut]] = None

@@ -148,7 +148,8 @@ def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
 def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple[int | None, FleetCap | None]:
     """The one configured cap to compare the overall peak with, and the jobs' caps when jobs
     overlap (then no single cap: the fleet's is their sum over the jobs running, ``_fleet_cap``)."""
-    codes, names = fr.job.codes, fr.job.names  # the job codes every later pass reads are made here
+    _ = fr.job  # the (bounded) job codes every later pass reads are made here
+    codes, names = fr.job_all.codes, fr.job_all.names  # every job's own cap, also past the slices kept
     if t.stated_cap is not None:  # stated for the fleet (``--cap``, a cap column without jobs): as stated
         return t.stated_cap, None
     fc = fleet_caps(*times, codes, names, t.caps)
@@ -180,10 +181,20 @@ def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
 
 
 def _model_codes(fr: Frame) -> tuple[np.ndarray, list[str]]:
-    """Group codes once; the model and job strings are read by nothing else."""
+    """Group codes once (bounded: ``columns.top``); the model and job strings are read by nothing else."""
     labelled = fr.model.labelled()
     fr.drop_columns("model", "job")
     return labelled
+
+
+def _slice_cut(fr: Frame, model_codes: tuple) -> dict | None:
+    """How ``by_model`` and ``by_job`` were bounded (None when every model and job has its own row)."""
+    out = {}
+    for key, c in (("by_model", fr.model), ("by_job", fr.job)):
+        if c.merged:
+            out[key] = {"top": len(c.names) - 1, "groups": len(c.names) - 1 + c.merged, "groups_merged": c.merged,
+                        "rows_merged": c.merged_rows, "others": c.names[-1]}
+    return out or None
 
 
 def _starts(fr: Frame, times: tuple, model_codes: tuple) -> tuple:
@@ -243,10 +254,16 @@ def _fleet_cap(t: Telemetry, times: tuple, cap: tuple[int | None, FleetCap | Non
     return concurrency
 
 
-def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, pass_threshold: float) -> dict:
+def _others(slice_cut: dict | None, key: str) -> str | None:
+    return (slice_cut or {}).get(key, {}).get("others")
+
+
+def _jobs(fr: Frame, t: Telemetry, job_rows, job_steps: dict, sweep: tuple, slice_cut: dict | None,
+          pass_threshold: float) -> dict:
     jobs = by_job(fr, pass_threshold, t.caps, job_rows, concurrency=sweep[1])
     for name, st in job_steps.items():
-        jobs[name]["steps"] = st
+        if name != _others(slice_cut, "by_job"):  # merged jobs' starts are no one run's steps
+            jobs[name]["steps"] = st
     for job in jobs.values():
         if job.get("concurrency") is not None:
             job["concurrency"] = classify_peak(job["concurrency"], job.get("steps"), {})
@@ -308,9 +325,10 @@ def _steps_figures(all_starts_steps: dict, job_steps: dict, model_steps: dict, r
     return overall_steps(all_starts_steps, job_steps if runs_by == "job" else model_steps, runs_by, run_overlap)
 
 
-def _models(by_model: dict, model_steps: dict) -> dict:
+def _models(by_model: dict, model_steps: dict, slice_cut: dict | None) -> dict:
     for name, st in model_steps.items():
-        by_model[name]["steps"] = st
+        if name != _others(slice_cut, "by_model"):  # merged models' starts are no one run's steps
+            by_model[name]["steps"] = st
     return by_model
 
 
@@ -333,6 +351,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("cap", _cap, ("frame", "t", "times")),
         Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
+        Pass("slice_cut", _slice_cut, ("frame", "model_codes")),
         Pass("starts", _starts, ("frame", "times", "model_codes")),
         # After the sweep: its buffers and the per-model step passes' never coexist (peak memory).
         Pass("model_steps", _model_steps, ("times", "model_codes", "starts"), after=("sweep",)),
@@ -341,7 +360,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
         Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps", "sweep")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
-        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep"), label="jobs"),
+        Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep", "slice_cut"),
+             label="jobs"),
         Pass("fleet_cap", _fleet_cap, ("t", "times", "cap", "jobs", "concurrency")),
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
@@ -358,7 +378,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
-        Pass("models", _models, ("by_model_counts", "model_steps"), label="models"),
+        Pass("models", _models, ("by_model_counts", "model_steps", "slice_cut"), label="models"),
         Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
         Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
         Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
@@ -395,7 +415,7 @@ _COUNTS = ["phases", "tokens", "outcomes", "coverage", "trajectories"]
 _FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks", "limits", "rl_groups"]
 #: The values the summary reads.
 SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "trajectories", "outcomes",
-                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits", "rl_groups")
+                  "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits", "rl_groups", "slice_cut")
 
 
 def _plan(lanes: int) -> list[tuple[str, int]]:
@@ -410,12 +430,12 @@ def _plan(lanes: int) -> list[tuple[str, int]]:
     shared = [("holds_only", HERE), ("masks", HERE), ("model_columns", HERE), ("exceptions", ANY)]
     finish = [(name, HERE) for name in _FINISH]
     if lanes >= 2:
-        return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("starts", HERE),
+        return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("slice_cut", HERE), ("starts", HERE),
                            ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
                            ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("fleet_cap", HERE),
                            ("span", HERE)]
                 + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
-    return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "starts",
+    return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "slice_cut", "starts",
                                                  "all_starts_steps", "job_rows", "job_steps", "model_steps",
                                                  "run_overlap", "concurrency", "jobs", "fleet_cap", "span")]
             + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
@@ -477,6 +497,11 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
     fractional = fractional_warning(got["outcomes"], pass_threshold)
     if fractional:
         warnings.append(fractional)
+    for key, cut in (got["slice_cut"] or {}).items():
+        what = key.removeprefix("by_") + "s"
+        warnings.append(f"{cut['groups']:,} distinct {what}: {key} lists the {cut['top']} with the most rollouts; "
+                        f"the other {cut['groups_merged']:,} ({cut['rows_merged']:,} rollouts) are one row, "
+                        f"{cut['others']!r} (slice_cut.{key})")
     if tokens.get("zero_token_rows"):
         warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
                         "does not count them): left out of the token figures as not measured")
@@ -507,6 +532,7 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         "warnings": warnings,
         "limits": got["limits"],
         "rl_groups": got["rl_groups"],
+        "slice_cut": got["slice_cut"],
     }))
 
 

@@ -46,15 +46,18 @@ def empirical_by_model_outcome(rollouts: pa.Table) -> Mixture:
     hold = holds_s(rollouts)
     model = pc.fill_null(rollouts.column("model"), NO_MODEL).to_numpy(zero_copy_only=False).astype(str)
     exc = pc.fill_null(rollouts.column("has_exception"), False).to_numpy(zero_copy_only=False).astype(bool)
+    names, code = np.unique(model, return_inverse=True)  # names sorted, as the groups are ordered
+    group = code.astype(np.int64) * 2 + exc  # (model, outcome), clean first
+    order = np.lexsort((hold, group))  # one sort: grouped, each group's holds ascending
+    hold, group = hold[order], group[order]
+    cuts = np.flatnonzero(np.diff(group)) + 1  # one pass, not a scan of every row per model (quadratic)
     comps, weights, labels, flags = [], [], [], []
-    for m in sorted(set(model.tolist())):
-        for e in (False, True):
-            sel = (model == m) & (exc == e)
-            if sel.any():
-                comps.append(Empirical(np.sort(hold[sel])))
-                weights.append(float(sel.sum()))
-                labels.append(m)
-                flags.append(e)
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), hold.size]):
+        g = int(group[lo])
+        comps.append(Empirical(hold[lo:hi]))
+        weights.append(float(hi - lo))
+        labels.append(str(names[g // 2]))
+        flags.append(bool(g % 2))
     return Mixture(tuple(comps), tuple(weights), tuple(labels), tuple(flags))
 
 
