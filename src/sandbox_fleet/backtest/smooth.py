@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sandbox_fleet import exact
+
 
 def bandwidth(log_holds: np.ndarray) -> float:
     """Silverman's rule of thumb for a normal kernel on ``log_holds`` (0 for fewer than two)."""
@@ -35,12 +37,12 @@ def smoothed(holds: np.ndarray, models: np.ndarray, ref_holds: np.ndarray, ref_m
     out = holds.astype(float, copy=True)
     for m in np.unique(models):
         ref = ref_holds[(ref_models == m) & (ref_holds > 0)]
-        y = np.log(ref)
+        y = exact.log(ref)  # libm's, not NumPy's SIMD kernel: the same bits on every CPU
         b = bandwidth(y)
         sel = np.flatnonzero((models == m) & (out > 0))
         if b == 0 or sel.size == 0:
             continue
         mean, sd = float(y.mean()), float(y.std(ddof=1))
-        moved = np.log(out[sel]) + b * rng.standard_normal(sel.size)
-        out[sel] = np.exp(mean + (moved - mean) / np.sqrt(1 + b * b / (sd * sd)))
+        moved = exact.log(out[sel]) + b * rng.standard_normal(sel.size)
+        out[sel] = exact.exp(mean + (moved - mean) / np.sqrt(1 + b * b / (sd * sd)))
     return out
