@@ -72,7 +72,11 @@ def test_plan_with_tasks_caches_beside_its_output_file(release, tmp_path):
     r = _run(["plan", release / "metadata" / "trajectories.parquet", "--tasks", release, "-o", out], home, work)
     assert r.returncode == 0, r.stderr
     assert len(list((out.parent / "cache" / "tasks").glob("*.arrow"))) == 2
-    assert not any(home.rglob("*")) and not any(work.rglob("*"))
+    # plan on telemetry replays its rollouts on nodes with the compiled kernel: numba's cache under the
+    # user's cache is the one documented exception (README, "Two commands"); nothing else under HOME
+    numba_cache = home / ".cache" / "sandbox-fleet" / "numba"
+    assert not [p for p in home.rglob("*") if p.is_file() and numba_cache not in p.parents]
+    assert not any(work.rglob("*"))
 
 
 def test_cache_dir_option_and_the_environment_come_before_the_output_folder(tmp_path, monkeypatch):
