@@ -863,6 +863,9 @@ def _fail(message: str, code: int) -> None:
 def console_main() -> None:
     """The process entry point (the ``sandbox-fleet`` script, ``python -m sandbox_fleet.cli``):
     ``main``, then the process ends at once when nothing is left for Python to do at exit."""
+    from sandbox_fleet.limits import arrow_pool_for_address_limit
+
+    arrow_pool_for_address_limit()  # before anything imports pyarrow
     try:
         main()
         code: object = 0

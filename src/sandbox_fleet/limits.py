@@ -167,3 +167,23 @@ def check_range(option: str, value, *, minimum: float = 0.0, above: bool = False
     if not ok:
         kind = "a whole number" if whole else "a finite number"
         raise InputError(f"{option} {value}: expected {kind} {'>' if above else '>='} {minimum:g}")
+
+
+def arrow_pool_for_address_limit() -> None:
+    """Under an address-space limit (RLIMIT_AS, ``ulimit -v``), have Arrow use the system allocator.
+
+    Arrow's default pool, mimalloc, reserves large virtual arenas ahead of use: under a limit of a
+    few GiB its reservation fails and the C++ ``std::bad_alloc`` ends the process (exit -6, no line
+    naming anything), on a 12-row CSV, while the system and jemalloc pools run it within the limit.
+    Set before pyarrow is imported (it reads ``ARROW_DEFAULT_MEMORY_POOL`` once); a pool the user
+    chose wins, and without a limit nothing changes."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return
+    if soft != resource.RLIM_INFINITY and soft >= 0:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
