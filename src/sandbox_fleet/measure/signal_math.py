@@ -18,6 +18,7 @@ that merely crashed. Definitions and a worked example: docs/measure.md#rollout-g
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -187,13 +188,8 @@ def groups_needed(informative: int, share: float, confidence: float) -> int | No
     lo, hi = b, max(b, math.ceil(b / share))
     while not enough(hi):
         lo, hi = hi, hi * 2
-    while lo < hi:  # the smallest n in [lo, hi] that is enough (enough is monotone in n)
-        mid = (lo + hi) // 2
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    # the smallest n in [lo, hi] that is enough (enough is monotone in n, and holds at hi)
+    return lo + bisect.bisect_left(range(lo, hi + 1), True, key=enough)
 
 
 def _betacf(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
