@@ -29,7 +29,7 @@ def _next_commands(catalog: Path, *, check: bool) -> list[str]:
     """The commands that use ``catalog``: check it (after an import), then plan with it."""
     quoted = shlex.quote(str(catalog))
     out = [f"check it: sandbox-fleet catalog check {quoted}"] if check else []
-    return out + [f"plan with it: sandbox-fleet plan PATH --nodes {quoted}   (PATH: your telemetry, or a measure -o summary)"]
+    return out + [f"plan with it: sandbox-fleet plan PATH --nodes {quoted} -o plan.json   (PATH: your telemetry, or a measure -o summary)"]
 
 
 @catalog_app.command("check")
