@@ -29,7 +29,7 @@ PRICES = [
 def _rollouts(path) -> tuple[float, int]:
     """Write the user's CSV; return (exception share of sandbox-hours, rows with an error)."""
     r = random.Random(41)
-    t0 = dt.datetime(2026, 1, 5, 8, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 1, 5, 8, 0, tzinfo=dt.UTC)
     hours_all = hours_err = 0.0
     errors = 0
     with open(path, "w", newline="") as f:

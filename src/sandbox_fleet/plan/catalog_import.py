@@ -106,7 +106,8 @@ def import_prices(path: str | Path, *, volume: Volume = Volume(), location: Opti
 def _offer(doc: Any, source: str) -> tuple[dict, dict, str]:
     """(products, terms, publication) of an offer file or of ``aws pricing get-products`` output."""
     if isinstance(doc, dict) and isinstance(doc.get("PriceList"), list):
-        products, terms = {}, {"OnDemand": {}, "Reserved": {}}
+        products: dict[str, Any] = {}
+        terms: dict[str, dict[str, Any]] = {"OnDemand": {}, "Reserved": {}}
         for i, item in enumerate(doc["PriceList"]):
             entry = json_loads(item, f"{source}: PriceList[{i}]") if isinstance(item, str) else item
             product = entry.get("product") if isinstance(entry, dict) else None

@@ -356,7 +356,7 @@ def sample_table(path: str, rows: int) -> pa.Table | None:
             params["delim"] = "\t" if files[0].lower().removesuffix(".gz").endswith(".tsv") else ","
             params["encoding"] = guess_encoding(_head(files[0]))
         return duckdb.connect().sql(f"SELECT * FROM {_source_sql(kind)} LIMIT {int(rows)}", params=params).to_arrow_table()
-    except Exception:  # noqa: BLE001 - any failure to sample leaves the proposal to the names
+    except Exception:  # any failure to sample leaves the proposal to the names
         return None
 
 
