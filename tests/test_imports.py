@@ -61,10 +61,10 @@ ALLOWED = {
     # backtest drives simulate from outside (replays with the --from calibration) and reads
     # measure's sweep line, step detection and quantiles, and telemetry's reader
     "backtest": {"simulate", "measure.concurrency", "measure.stats", "measure.steps", "telemetry"},
-    "schemas": {"measure.model", "plan.model", "simulate.model", "sweep.model", "report.checks.model",
+    "schemas": {"measure.model", "plan.model", "plan.catalog", "simulate.model", "sweep.model", "report.checks.model",
                 "optimize.model", "backtest.model"},
 }
-ANYTHING = {"cli", "demo", "__main__"}
+ANYTHING = {"cli", "cli_catalog", "demo", "__main__"}
 #: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)
 #: and the mixed purchase priced by the engine's node replay of the measured history (plan/mixed_replay.py)
 PLAN_TO_SIMULATE = {"plan/target.py", "plan/shape.py", "plan/mixed_replay.py"}

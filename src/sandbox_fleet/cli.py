@@ -237,11 +237,15 @@ def measure(
     cap: Optional[int] = typer.Option(None, "--cap", help="The fleet's concurrency cap, when known (a harness's --workers / max_workers): reported as stated, checked by the touches rule. Per job: --map cap=COLUMN."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
+    suggest_map: bool = typer.Option(False, "--suggest-map", help="Print only the --map value the table's column names and values suggest (canonical=source,...), its reasons on stderr; measure nothing."),
 ) -> None:
     """Measure a rollout fleet from its telemetry."""
     from sandbox_fleet.measure import measure_paths
     from sandbox_fleet.telemetry.taskcache import cache_dir_for
 
+    if suggest_map:
+        _print_suggested_map(paths, reader)
+        return
     _check_outputs([*paths, tasks], o=output)
     summary = measure_paths(
         [str(p) for p in paths],
@@ -261,6 +265,17 @@ def measure(
 
     warn_on_stderr(summary)
     _emit(summary, as_json, output, _renderer("sandbox_fleet.measure.render", "render_summary"))
+
+
+def _print_suggested_map(paths: list[Path], reader: dict) -> None:
+    from sandbox_fleet.telemetry.suggest_map import suggest_map
+
+    if len(paths) != 1:
+        raise InputError("--suggest-map reads one table: give one file or glob")
+    proposal = suggest_map(str(paths[0]), _read_options(reader).column_map)
+    for line in proposal.why:
+        _note(line)
+    sys.stdout.write(f"{proposal.spec or ''}\n")
 
 
 # --- plan ------------------------------------------------------------------------------
@@ -694,9 +709,9 @@ def backtest(
 # --- schema ----------------------------------------------------------------------------
 @app.command()
 def schema(
-    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks, optimize or backtest."),
+    kind: str = typer.Argument(..., help="Output kind: measure, plan, simulate, sweep, checks, optimize or backtest; or input kind: catalog (plan --nodes)."),
 ) -> None:
-    """Print the JSON Schema (draft 2020-12) of one output kind, generated from its model."""
+    """Print the JSON Schema (draft 2020-12) of one output or input kind, generated from its model."""
     from sandbox_fleet.schemas import schema_text
 
     sys.stdout.write(schema_text(kind))
@@ -713,6 +728,16 @@ def demo(
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: exists and is not a folder (the demo writes its outputs into a folder)")
     raise typer.Exit(run([str(out)]))
+
+
+# --- catalog (own prices: check, import) -------------------------------------------------
+def _add_catalog() -> None:
+    from sandbox_fleet.cli_catalog import catalog_app
+
+    app.add_typer(catalog_app, name="catalog")
+
+
+_add_catalog()
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
@@ -732,6 +757,12 @@ def _app_for(argv: list[str]) -> typer.Typer:
             lean = typer.Typer(**_APP_SETTINGS)
             lean.registered_callback = app.registered_callback
             lean.registered_commands = [info]
+            return lean
+    for group in app.registered_groups:
+        if group.name == name:
+            lean = typer.Typer(**_APP_SETTINGS)
+            lean.registered_callback = app.registered_callback
+            lean.registered_groups = [group]
             return lean
     return app
 
@@ -796,7 +827,7 @@ def main() -> None:
             _closed_streams()
             _app_for(sys.argv[1:])()
     except InputError as exc:
-        _fail(_in_flags(str(exc), sys.argv[1:]), exc.exit_code)
+        _fail(_in_flags(_with_command(exc, sys.argv[1:]), sys.argv[1:]), exc.exit_code)
     except OSError as exc:  # a file the command could not read or write: name it, no traceback
         from sandbox_fleet.atomic import cleanup, reason
 
@@ -826,6 +857,25 @@ def _closed_streams() -> None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")
 
 
+def _with_command(exc: InputError, argv: list[str]) -> str:
+    """``exc``'s line; a table refused for missing columns with a proposed map ends with the command to
+    run instead: this one, its ``--map`` replaced by the proposal (``telemetry/suggest_map.py``)."""
+    spec = getattr(exc, "spec", None)
+    if not spec:
+        return str(exc)
+    import shlex
+
+    rest, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--map":
+            skip = True
+        elif not arg.startswith("--map="):
+            rest.append(arg)
+    return f"{getattr(exc, 'head', exc)}; run: {shlex.join(['sandbox-fleet', *rest, '--map', spec])}"
+
+
 #: Library parameters whose CLI option has another name than the command's parameter.
 _LIBRARY_PARAMS = {"models": "model"}
 
@@ -841,7 +891,8 @@ def _in_flags(message: str, argv: list[str]) -> str:
     from typer.main import get_command
 
     command = get_command(_app_for(argv))
-    command = getattr(command, "commands", {}).get(argv[0] if argv else "", command)  # the group's one command
+    for arg in argv[:2]:  # the group's one command; a sub-app's (catalog import) one level down
+        command = getattr(command, "commands", {}).get(arg, command)
     flags = {p.name: max(p.opts, key=len) for p in command.params if p.param_type_name == "option" and p.opts}
 
     def flag(match: re.Match) -> str:

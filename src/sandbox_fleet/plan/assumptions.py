@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from sandbox_fleet.plan.catalog import price_basis
 from sandbox_fleet.plan.model import Assumption, Caching, PerGpu, PlanInference, Source, Target
 
 
@@ -50,7 +51,7 @@ def collect_assumptions(
     else:
         a.from_input("duty", fig.duty, "fraction", "mean / peak concurrency, carried over")
     a.add("price_tier", opts.price_tier, "tier", tier_source, target.tier_basis if target.tier_basis is not None else "--price-tier")
-    a.add("node_prices", node.name, "node type", "catalog", "illustrative list prices from the node catalog; replace with quotes")
+    a.add("node_prices", node.name, "node type", "catalog", price_basis(node, opts.nodes_file))
     a.add("system_reserve_cpu", reserve.cpu, "cores per node", reserve_source, "kubelet + OS reserve (plan/reserve.py)")
     a.add("system_reserve_memory_gb", reserve.memory / 1024.0, "GiB per node", reserve_source, "kubelet + OS reserve + eviction threshold")
     named: dict[str, Source] = {"flag": "flag", "default": "default"}

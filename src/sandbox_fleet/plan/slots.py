@@ -49,7 +49,9 @@ def usable(node: NodeType, reserve: Reserve) -> dict[str, float]:
     for r in RESOURCES:
         left = cap[r] - res[r]
         if left < 0 or (r != "gpu" and left <= 0):
-            raise InputError(f"node type {node.name!r}: the system reserve leaves no {r} (capacity {cap[r]:g}, reserve {res[r]:g})")
+            # an EBS-only type lists no local disk: its scratch is an attached volume the catalog states
+            hint = "; a type whose disk is an attached volume gives volume_gb and volume_usd_per_gb_h" if r == "disk" and not node.volume_gb else ""
+            raise InputError(f"node type {node.name!r}: the system reserve leaves no {r} (capacity {cap[r]:g}, reserve {res[r]:g}){hint}")
         out[r] = left
     return out
 

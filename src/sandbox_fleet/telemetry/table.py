@@ -24,6 +24,7 @@ from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import (
     CODED,
     CODED_COLUMNS,
+    REQUIRED_ROLLOUT_COLUMNS,
     ROLLOUT_COLUMNS,
     ROLLOUT_SCHEMA,
     Telemetry,
@@ -328,10 +329,35 @@ def _column_pairs(path: str | Path, names: list[str], column_map: dict[str, str]
         else:
             continue
         pairs.append((src, canonical))
-    if not pairs:
-        raise InputError(f"{path}: no canonical columns found (columns are: {', '.join(names)}); use `column_map` "
-                         "canonical=source")
+    found = {canonical for _, canonical in pairs}
+    missing = [c for c in REQUIRED_ROLLOUT_COLUMNS if c not in found]
+    if missing:  # refused here, with the map the columns' names and values suggest
+        from sandbox_fleet.telemetry.suggest_map import missing_columns
+
+        raise missing_columns(str(path), names, column_map, missing)
     return pairs
+
+
+def sample_table(path: str, rows: int) -> pa.Table | None:
+    """The first ``rows`` rows of the table ``path`` (a file or glob), every column as the reader
+    types it; None when they cannot be read (the caller then goes by the names alone)."""
+    kind = table_kind(path)
+    files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    if kind is None or not files:
+        return None
+    try:
+        if kind == "parquet":
+            batch = next(pq.ParquetFile(files[0]).iter_batches(batch_size=rows), None)
+            return pa.Table.from_batches([batch]) if batch is not None else None
+        import duckdb
+
+        params: dict[str, object] = {"path": files[0]}
+        if kind == "csv":
+            params["delim"] = "\t" if files[0].lower().removesuffix(".gz").endswith(".tsv") else ","
+            params["encoding"] = guess_encoding(_head(files[0]))
+        return duckdb.connect().sql(f"SELECT * FROM {_source_sql(kind)} LIMIT {int(rows)}", params=params).to_arrow_table()
+    except Exception:  # any failure to sample leaves the proposal to the names
+        return None
 
 
 def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
