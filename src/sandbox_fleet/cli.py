@@ -119,13 +119,13 @@ def _check_outputs(inputs: list, **outputs) -> None:
 
 
 def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output: Optional[Path], render,
-          lines=None) -> None:
+          lines=None, emphasis=None) -> None:
     """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary.
 
     ``summary`` is the command's model (a stage's summary, or what ``simulate --from`` and ``synth``
     made); the JSON writer dumps it once (``to_json``). ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
-    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged. Both get
-    the same model, its text escaped.
+    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged
+    (``emphasis(line)``: the lines a terminal shows in bold). Both get the same model, its text escaped.
     """
     if output is not None or as_json:  # a readable summary alone dumps nothing
         doc = summary.to_json()
@@ -140,7 +140,7 @@ def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output
 
     # text from the input reaches the terminal escaped (and, through Rich, never as markup)
     if lines is not None:
-        print_lines([printable(line) for line in lines(summary)], _console)  # every line: --previous's too
+        print_lines([printable(line) for line in lines(summary)], _console, emphasis)  # every line: --previous's too
     else:
         render(printable(summary, markup=True), _console())
 
@@ -332,6 +332,8 @@ def plan(
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
+    detail: bool = typer.Option(False, "--detail", help="Print the whole purchase order (every line, its basis, the assumptions), not only the decision."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the order and its assumptions as rows (section, key, value, unit, basis) to FILE (.csv)."),
     reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
@@ -343,7 +345,8 @@ def plan(
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets], o=output,
+                   csv=(csv_out, (".csv",)))
     if emit_harbor is not None:
         _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets, output],
                        emit_harbor=emit_harbor)
@@ -412,15 +415,21 @@ def plan(
         from sandbox_fleet.plan.harbor import write_fragment
 
         _note(f"wrote {write_fragment(planned, emit_harbor)}")
+    if csv_out is not None:
+        from sandbox_fleet.plan.rows import write_csv
+
+        _note(f"wrote {write_csv(planned, csv_out)}")
     if as_json:
         _emit(planned, as_json, output, render_plan, lines=plan_lines)
         return
     from sandbox_fleet.report.decision import plan_risks
     from sandbox_fleet.textout import terminal_width
 
+    from sandbox_fleet.plan.render_short import is_buy, short_lines
+
     risks = plan_risks(measured, planned)
-    _emit(planned, as_json, output, render_plan, lines=lambda p: plan_lines(
-        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)))
+    _emit(planned, as_json, output, render_plan, lines=lambda p: (plan_lines if detail else short_lines)(
+        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)), emphasis=is_buy)
 
 
 # --- report ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from sandbox_fleet.plan.model import (
     Storage,
 )
 from sandbox_fleet.plan.provider_limits import limit_lines
+from sandbox_fleet.numfmt import money, with_unit
 from sandbox_fleet.textout import number, wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)
@@ -43,7 +44,7 @@ def _tier(tier: Optional[str]) -> str:
 
 
 def _money(v: Optional[float]) -> str:
-    return "not costed" if v is None else "$" + number(v, ",.2f", small=".2g", below=0.01)
+    return money(v)
 
 
 def _fixed(v: Optional[float], places: int) -> str:
@@ -242,9 +243,8 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
         for asm in p.assumptions:
-            value = asm.value
-            shown = f"{value:,.4g}" if isinstance(value, float) else str(value)
-            L.append(f"  {asm.name:<30} {shown} {asm.unit} [{asm.source}]" + (f" - {asm.detail}" if asm.detail else ""))
+            shown, unit = with_unit(asm.value, asm.unit, none="None")
+            L.append(f"  {asm.name:<30} {' '.join(x for x in (shown, unit) if x)} [{asm.source}]" + (f" - {asm.detail}" if asm.detail else ""))
     if p.notes:
         L.append("")
         L.append("Notes")

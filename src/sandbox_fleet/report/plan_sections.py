@@ -209,7 +209,11 @@ def assumptions_table(plan: PlanSummary | None) -> str | None:
     items = plan.assumptions if plan is not None else None
     if not items:
         return None
-    rows = [[escape(a.name), fmt(a.value), escape(a.unit), escape(a.source), escape(a.detail)] for a in items]
+    from sandbox_fleet.numfmt import with_unit
+
+    # the value in its unit as the plan's text shows it (a fraction as a percentage)
+    rows = [[escape(a.name), *(escape(x) if x else "" for x in with_unit(a.value, a.unit, none="")), escape(a.source),
+             escape(a.detail)] for a in items]
     return grid_table(["assumption", "value", "unit", "source", "detail"], rows)
 
 

@@ -22,6 +22,7 @@ from sandbox_fleet.measure.model import (
     TaskHealth,
     Tokens,
 )
+from sandbox_fleet.numfmt import percent, plain
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.textout import html_escape as escape
@@ -56,7 +57,7 @@ def fmt(value: Any, kind: str = "num") -> str:
     if x is None:
         return MISSING
     if kind == "pct":
-        return f"{x:.1%}" if abs(x) >= 0.001 or x == 0 else f"{x:.3%}"
+        return percent(x)
     if kind == "int":
         return f"{x:,.0f}"
     if kind == "s":
@@ -65,7 +66,7 @@ def fmt(value: Any, kind: str = "num") -> str:
         return f"{x / 3600:,.1f} h"
     if kind in ("f1", "f2", "f3", "f4"):
         return f"{x:,.{kind[1]}f}"
-    return number(x, ",.4g", whole=",.0f")
+    return plain(x)
 
 
 def _plain(v: Any) -> str:
