@@ -422,10 +422,9 @@ def plan(
     if as_json:
         _emit(planned, as_json, output, render_plan, lines=plan_lines)
         return
+    from sandbox_fleet.plan.render_short import is_buy, short_lines
     from sandbox_fleet.report.decision import plan_risks
     from sandbox_fleet.textout import terminal_width
-
-    from sandbox_fleet.plan.render_short import is_buy, short_lines
 
     risks = plan_risks(measured, planned)
     _emit(planned, as_json, output, render_plan, lines=lambda p: (plan_lines if detail else short_lines)(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from sandbox_fleet.numfmt import money, with_unit
 from sandbox_fleet.plan.censored import times
 from sandbox_fleet.plan.model import (
     Caching,
@@ -22,7 +23,6 @@ from sandbox_fleet.plan.model import (
     Storage,
 )
 from sandbox_fleet.plan.provider_limits import limit_lines
-from sandbox_fleet.numfmt import money, with_unit
 from sandbox_fleet.textout import number, wrap_lines
 
 if TYPE_CHECKING:  # Rich only when printing through it (the CLI prints plain lines itself)

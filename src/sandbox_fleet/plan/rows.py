@@ -35,9 +35,9 @@ def plan_rows(p: PlanSummary) -> list[tuple[str, str, Cell, str, str]]:
     ]
     mx = co.mixed
     if mx is not None and mx.usd_per_h is not None:
-        rows += [("mixed", "reserved_nodes", mx.reserved_nodes, "nodes", mx.basis),
+        rows += [("mixed", "reserved_nodes", mx.reserved_nodes, "nodes", mx.basis or ""),
                  ("mixed", "burst_nodes", mx.burst_nodes, "nodes", f"{mx.burst_tier or 'burst'}, as the load needs them"),
-                 ("mixed", "usd_per_h", mx.usd_per_h, "USD/h", mx.basis)]
+                 ("mixed", "usd_per_h", mx.usd_per_h, "USD/h", mx.basis or "")]
     for pl in p.node_pools or []:
         rows.append((f"gpu_pool:{pl.type}", "count", pl.count, "nodes", f"{pl.concurrent} sandboxes, {pl.binding} binds"))
     if inf.gpus is not None:
