@@ -36,7 +36,7 @@ def test_every_command_help_has_panels_and_plain_metavars(run_cli, wide, command
     # a switch shows no metavar at all: "--json" is followed by its help text, not a type
     for line in r.out.splitlines():
         m = re.match(r"│ (--json|--force|--detail|--strict)\s+(\S+)", line)
-        assert m is None or m[2][0].isupper() and m[2] not in ("TEXT", "PATH", "FLOAT", "INTEGER"), line
+        assert m is None or (m[2][0].isupper() and m[2] not in ("TEXT", "PATH", "FLOAT", "INTEGER")), line
 
 
 def test_every_option_of_every_command_has_a_named_panel():
