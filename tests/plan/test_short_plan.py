@@ -146,8 +146,8 @@ def test_lists_cut_to_the_screen_say_how_many_more():
     lines = short_lines(p, risks=risks, width=80)
     assert len(lines) <= SCREEN_LINES
     shown = [x for x in lines if x.startswith("    - gate_")]
-    more = [x for x in lines if re.fullmatch(r"    \+\d+ more: plan --detail", x)]
-    assert len(shown) == 2 and int(more[0].split("+")[1].split()[0]) == 10 - 2  # 3 lines: 2 gates and the count
+    more = [x for x in lines if re.fullmatch(r"    \+\d+ more lines: plan --detail", x)]
+    assert len(shown) == 3 and int(more[0].split("+")[1].split()[0]) == 10 - 3  # 4 lines: 3 gates and the count
 
 
 def test_fit_cuts_at_a_space_with_an_ellipsis():

@@ -79,8 +79,9 @@ def short_lines(p: PlanSummary, *, previous: PlanSummary | None = None, risks: O
     return head + fixed + risk + rests + change + fit(MORE, width, 1)
 
 
-#: Items a list shows before its "+N more" line (the rest of the screen goes to what the order rests on).
-_MOST_RISKS = 3
+#: Items a list shows before its "+N more" line (the rest of the screen goes to what the order rests on):
+#: the risks are check's top three failing gates and its "and N more" line (report/decision.py).
+_MOST_RISKS = 4
 _MOST_CHANGES = 3
 
 
@@ -95,4 +96,4 @@ def _block(title: str, items: list[str], width: Optional[int], room: int) -> lis
     if len(lines) <= room:
         return head + lines
     keep = max(room - 1, 0)
-    return head + lines[:keep] + [f"    +{len(lines) - keep} more: plan --detail"]
+    return head + lines[:keep] + [f"    +{len(lines) - keep} more lines: plan --detail"]
