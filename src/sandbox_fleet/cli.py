@@ -128,7 +128,7 @@ def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output
     ``summary`` is the command's model (a stage's summary, or what ``simulate --from`` and ``synth``
     made); the JSON writer dumps it once (``to_json``). ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
     ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged
-    (``emphasis(line)``: the lines a terminal shows in bold). Both get the same model, its text escaped.
+    (``emphasis(lines)``: which lines a terminal shows in bold). Both get the same model, its text escaped.
     """
     if output is not None or as_json:  # a readable summary alone dumps nothing
         doc = summary.to_json()
@@ -447,13 +447,13 @@ def plan(
     if as_json:
         _emit(planned, as_json, output, render_plan, lines=plan_lines)
         return
-    from sandbox_fleet.plan.render_short import is_buy, short_lines
+    from sandbox_fleet.plan.render_short import buy_marks, short_lines
     from sandbox_fleet.report.decision import plan_risks
     from sandbox_fleet.textout import terminal_width
 
     risks = plan_risks(measured, planned)
     _emit(planned, as_json, output, render_plan, lines=lambda p: (plan_lines if detail else short_lines)(
-        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)), emphasis=is_buy)
+        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)), emphasis=buy_marks)
 
 
 # --- report ----------------------------------------------------------------------------

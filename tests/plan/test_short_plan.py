@@ -167,12 +167,12 @@ def test_buy_lines_are_bold_on_a_colour_terminal_and_plain_elsewhere(monkeypatch
     buf = io.StringIO()
     term = Console(file=buf, force_terminal=True, color_system="standard", width=80)
     monkeypatch.setattr(textout, "plain_stdout_width", lambda: None)
-    textout.print_lines(lines, lambda: term, emphasis=lambda x: "BUY" in x)
+    textout.print_lines(lines, lambda: term, emphasis=lambda xs: ["BUY" in x for x in xs])
     out = buf.getvalue().splitlines()
     assert out[1] == "\x1b[1m  BUY 2 x n at peak (lower bound 2)\x1b[0m" and "\x1b[" not in out[0] + out[2]
     buf = io.StringIO()
     mono = Console(file=buf, force_terminal=True, no_color=True, width=80)
-    textout.print_lines(lines, lambda: mono, emphasis=lambda x: "BUY" in x)
+    textout.print_lines(lines, lambda: mono, emphasis=lambda xs: ["BUY" in x for x in xs])
     assert buf.getvalue() == "".join(f"{x}\n" for x in lines)
 
 
@@ -228,3 +228,33 @@ def test_one_number_format_in_the_plan_text_and_the_report():
     assert with_unit(0.0004, "fraction") == ("0.040%", "")
     assert with_unit(27258761216.0, "bytes") == ("27,258,761,216", "bytes")
     assert with_unit(0.31, "cores per node") == ("0.31", "cores per node")
+
+
+def test_render_plan_prints_the_decision_with_buy_in_bold():
+    """The Rich path (``./dev demo`` prints each stage through it): the same short text, BUY bold."""
+    from rich.console import Console
+
+    from sandbox_fleet.plan.render import render_plan
+    from sandbox_fleet.plan.render_short import short_lines
+    from tests.summaries import as_plan
+
+    p = as_plan(json.loads(_plan(MIXED, "--json").stdout))
+    buf = io.StringIO()
+    render_plan(p, Console(file=buf, force_terminal=True, color_system="standard", width=80))
+    out = buf.getvalue().splitlines()
+    assert len(out) <= 25
+    assert [re.sub(r"\x1b\[[0-9;]*m", "", x) for x in out] == short_lines(p, width=80)
+    text = short_lines(p, width=80)
+    bold = [x.startswith("\x1b[1m") for x in out]
+    # the node line, the mixed line and its continuation (the only folded BUY item here)
+    assert [t for t, b in zip(text, bold) if b] == [x for x in text if "BUY " in x] + [text[text.index(
+        next(x for x in text if "or BUY" in x)) + 1]]
+    assert sum(bold) == 3
+
+
+def test_buy_marks_follow_a_folded_buy_item():
+    from sandbox_fleet.plan.render_short import buy_marks
+
+    lines = ["PURCHASE ORDER: x", "  BUY 2 x n", "      folded rest", "  or BUY mixed: a", "  $1/h",
+             "    - BUY in a risk? no", "  binds: cpu"]
+    assert buy_marks(lines) == [False, True, True, True, False, False, False]

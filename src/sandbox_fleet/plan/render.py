@@ -358,6 +358,10 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
 
 
 def render_plan(plan: PlanSummary, console: Console) -> None:
-    """Print the purchase order at the console's width (no markup interpretation: names may hold brackets)."""
-    for line in plan_lines(plan, width=console.width):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    """Print the decision (``render_short``: one screen, BUY lines bold) at the console's width (no
+    markup interpretation: names may hold brackets); ``plan_lines`` is the whole order."""
+    from sandbox_fleet.plan.render_short import buy_marks, short_lines
+
+    lines = short_lines(plan, width=console.width)
+    for line, bold in zip(lines, buy_marks(lines)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True, style="bold" if bold else None)

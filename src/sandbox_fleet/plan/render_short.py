@@ -47,8 +47,22 @@ def _fit_marked(line: str, width: Optional[int]) -> list[str]:
 
 
 def is_buy(line: str) -> bool:
-    """Whether ``line`` is a BUY line (the terminal prints it emphasised)."""
+    """Whether ``line`` starts a BUY item."""
     return line.lstrip().startswith(("BUY ", "or BUY "))
+
+
+def buy_marks(lines: list[str]) -> list[bool]:
+    """Which of ``lines`` a terminal emphasises: each BUY line and its folded continuation lines
+    (those right after it, indented deeper)."""
+    marks, indent = [], None
+    for line in lines:
+        depth = len(line) - len(line.lstrip())
+        if is_buy(line):
+            indent = depth
+        elif indent is not None and not (line.strip() and depth > indent):
+            indent = None
+        marks.append(indent is not None)
+    return marks
 
 
 def short_lines(p: PlanSummary, *, previous: PlanSummary | None = None, risks: Optional[list[str]] = None,
