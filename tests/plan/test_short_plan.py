@@ -233,10 +233,10 @@ def test_one_number_format_in_the_plan_text_and_the_report():
 def test_render_plan_prints_the_decision_with_buy_in_bold():
     """The Rich path (``./dev demo`` prints each stage through it): the same short text, BUY bold."""
     from rich.console import Console
+    from tests.summaries import as_plan
 
     from sandbox_fleet.plan.render import render_plan
     from sandbox_fleet.plan.render_short import short_lines
-    from tests.summaries import as_plan
 
     p = as_plan(json.loads(_plan(MIXED, "--json").stdout))
     buf = io.StringIO()
