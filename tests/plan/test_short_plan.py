@@ -224,6 +224,13 @@ def test_one_number_format_in_the_plan_text_and_the_report():
     assert re.search(r"exception_rate +29\.4% \[published\]", text) and "0.2937" not in text
     html = assumptions_table(p)
     assert re.search(r">29\.4%</td>", html) and "0.2937" not in html
+    # money: the report's plan table prints $ per pass as the plan's text does ($0.18, not 0.176)
+    from sandbox_fleet.report.tables import plan_table
+
+    per_pass = p.cost.per_passing_trajectory
+    shown = f"${per_pass:,.2f}"  # cents, as a buyer reads a price (not below a cent here)
+    assert per_pass >= 0.01 and f"{shown} per passing trajectory" in text
+    assert re.search(rf"<th>\$ per passing trajectory</th><td>\{shown}</td>", plan_table(p))
     assert with_unit(0.4, "fraction of peak") == ("40.0%", "of peak")
     assert with_unit(0.0004, "fraction") == ("0.040%", "")
     assert with_unit(27258761216.0, "bytes") == ("27,258,761,216", "bytes")

@@ -89,7 +89,9 @@ def short_lines(p: PlanSummary, *, previous: PlanSummary | None = None, risks: O
     room -= len(risk)
     change = (_block(f"  changed since {previous_name}:", d.changed, width, min(room - 2, 1 + _MOST_CHANGES))
               if previous is not None else [])
-    rests = _block("  rests on:", d.rests_on, width, room - len(change))
+    # the simulator's measured error (plan --backtest) first: the order rests on that simulator
+    rested = ([f"{p.backtest.line} (backtest {p.backtest.path})"] if p.backtest is not None else []) + d.rests_on
+    rests = _block("  rests on:", rested, width, room - len(change))
     return head + fixed + risk + rests + change + fit(MORE, width, 1)
 
 
