@@ -265,3 +265,21 @@ def test_buy_marks_follow_a_folded_buy_item():
     lines = ["PURCHASE ORDER: x", "  BUY 2 x n", "      folded rest", "  or BUY mixed: a", "  $1/h",
              "    - BUY in a risk? no", "  binds: cpu"]
     assert buy_marks(lines) == [False, True, True, True, False, False, False]
+
+
+def test_many_buy_lines_still_fit_a_screen():
+    """A plan with many GPU node pools (each its own BUY line): the decision folds to one line an
+    item, then counts what it cannot show; never more than a screen."""
+    from sandbox_fleet.plan.model import NodePool
+    from sandbox_fleet.plan.render_short import SCREEN_LINES, short_lines
+    from tests.summaries import as_plan
+
+    p = as_plan(json.loads(_plan(MIXED, "--json").stdout))
+    pools = [NodePool(type=f"gpu-node-type-with-a-long-name-{i}", count=i + 1, binding="gpu", per_node=8,
+                      concurrent=8 * (i + 1)) for i in range(30)]
+    lines = short_lines(p.model_copy(update={"node_pools": pools}), risks=["a: failed"], width=80)
+    assert len(lines) <= SCREEN_LINES and all(len(x) <= 80 for x in lines)
+    more = [x for x in lines if re.fullmatch(r"  \+\d+ more lines: plan --detail", x)]
+    shown = [x for x in lines if "for the GPU requests" in x]
+    assert len(more) == 1 and len(shown) + int(more[0].split("+")[1].split()[0]) > 30 - 1  # the rest counted
+    assert lines[-1].startswith("more: plan --detail")

@@ -74,15 +74,21 @@ def short_lines(p: PlanSummary, *, previous: PlanSummary | None = None, risks: O
     d = decide(p, previous, risks)
     t = p.target
     head = fit(f"PURCHASE ORDER: sandbox fleet for {t.concurrency:,} concurrent sandboxes ({t.source})", width, 1)
-    fixed: list[str] = []
-    if t.censored is not None:  # the cap and the demand it hid: the choice between them is the decision
-        for line in censored_lines(t.censored, t.tolerance)[:3]:  # its basis: --detail
-            fixed += _fit_marked(line, width)
-    for line in d.buy:
-        fixed += fit(f"  {line}", width, 2)
-    for line in d.cost:
-        fixed += fit(f"  {line}", width, 2)
-    fixed += fit(f"  {d.binds}", width, 1)
+    cap = censored_lines(t.censored, t.tolerance)[:3] if t.censored is not None else []  # its basis: --detail
+
+    def decision(most: int) -> list[str]:
+        # the cap and the demand it hid (the choice between them is the decision), what to buy, $, binds
+        out = [x for line in cap for x in _fit_marked(line, width)]
+        for line in [*d.buy, *d.cost]:
+            out += fit(f"  {line}", width, most)
+        return out + fit(f"  {d.binds}", width, 1)
+
+    fixed = decision(2)
+    if len(head) + len(fixed) + 1 > SCREEN_LINES:  # many GPU pools: one line an item
+        fixed = decision(1)
+    if len(head) + len(fixed) + 1 > SCREEN_LINES:  # still too many: the rest is counted, as a list's is
+        keep = SCREEN_LINES - len(head) - 2
+        fixed = fixed[:keep] + [f"  +{len(fixed) - keep} more lines: plan --detail"]
     room = SCREEN_LINES - len(head) - len(fixed) - 1  # the last line: MORE
     risk_title = "  top risks (failing check gates):" if d.risks else "  top risks: no check gate fails"
     risk = _block(risk_title, d.risks, width, min(room, 1 + _MOST_RISKS)) if risks is not None else []
