@@ -270,9 +270,10 @@ def test_buy_marks_follow_a_folded_buy_item():
 def test_many_buy_lines_still_fit_a_screen():
     """A plan with many GPU node pools (each its own BUY line): the decision folds to one line an
     item, then counts what it cannot show; never more than a screen."""
+    from tests.summaries import as_plan
+
     from sandbox_fleet.plan.model import NodePool
     from sandbox_fleet.plan.render_short import SCREEN_LINES, short_lines
-    from tests.summaries import as_plan
 
     p = as_plan(json.loads(_plan(MIXED, "--json").stdout))
     pools = [NodePool(type=f"gpu-node-type-with-a-long-name-{i}", count=i + 1, binding="gpu", per_node=8,
