@@ -14,7 +14,8 @@ decision block, ``plan.decision``, a pure function of the plan model, so the rep
 plan's text say the same words), and plan the backtest model (``plan --backtest``); cli, demo and the
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget), safeparse (bounded JSON and TOML
-parsing), textout (plain lines folded to a width; one-line, terminal and HTML escaping), gpus (the GPU
+parsing), textout (plain lines folded to a width; one-line, terminal and HTML escaping), numfmt (a
+figure in its unit, the same in the plan's text and the report), gpus (the GPU
 catalog and memory model), exact (float operations with the same bits on every CPU), speedups (which
 optional C speed-ups are used), toml_entries (a
 [[TABLE]] catalog reader) and substrates (the execution-substrate catalog) are leaves
@@ -29,12 +30,13 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
 LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "safeparse",
-          "textout", "toml_entries", "substrates", "speedups", "__version__"}
+          "textout", "numfmt", "toml_entries", "substrates", "speedups", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
     "exact": set(),
     "textout": set(),
+    "numfmt": {"textout"},
     "speedups": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Optional, TypedDict
 import typer
 
 from sandbox_fleet import jsonio
+from sandbox_fleet.cli_flags import FlagGroup
 from sandbox_fleet.errors import InputError
 
 if TYPE_CHECKING:
@@ -24,12 +25,14 @@ if TYPE_CHECKING:
 
 
 class _AppSettings(TypedDict):
+    cls: type
     add_completion: bool
     no_args_is_help: bool
     help: str
 
 
 _APP_SETTINGS: _AppSettings = {
+    "cls": FlagGroup,  # plain metavars in the root's --help too (cli_flags)
     "add_completion": True,
     "no_args_is_help": True,
     "help": "Size the container fleet behind agentic RL: measure, plan, simulate, report.",
@@ -66,7 +69,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
                                  help="Print the version and exit."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors (and --json output): no readable "
                                "summary, progress or 'wrote' lines; the exit status is unchanged."),
@@ -119,13 +122,13 @@ def _check_outputs(inputs: list, **outputs) -> None:
 
 
 def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output: Optional[Path], render,
-          lines=None) -> None:
+          lines=None, emphasis=None) -> None:
     """Write JSON to -o (atomically), print JSON alone on stdout with --json, else a readable summary.
 
     ``summary`` is the command's model (a stage's summary, or what ``simulate --from`` and ``synth``
     made); the JSON writer dumps it once (``to_json``). ``render(summary, console)`` prints through Rich; a summary that is plain lines gives
-    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged. Both get
-    the same model, its text escaped.
+    ``lines(summary)`` instead, printed without Rich when Rich would print them unchanged
+    (``emphasis(lines)``: which lines a terminal shows in bold). Both get the same model, its text escaped.
     """
     if output is not None or as_json:  # a readable summary alone dumps nothing
         doc = summary.to_json()
@@ -140,7 +143,7 @@ def _emit(summary: "Summary | Calibration | SynthSummary", as_json: bool, output
 
     # text from the input reaches the terminal escaped (and, through Rich, never as markup)
     if lines is not None:
-        print_lines([printable(line) for line in lines(summary)], _console)  # every line: --previous's too
+        print_lines([printable(line) for line in lines(summary)], _console, emphasis)  # every line: --previous's too
     else:
         render(printable(summary, markup=True), _console())
 
@@ -169,6 +172,11 @@ _LATEST = typer.Option("2100-01-01", "--latest-time", help="Reject rows with a t
 _ANY_TIME = typer.Option(False, "--allow-any-time", help="Accept times before 2000-01-01 or after --latest-time (up to year 9999).")
 _CACHE_DIR = typer.Option(None, "--cache-dir", help="With --tasks: cache parsed task requests in DIR (default $SANDBOX_FLEET_CACHE_DIR, else cache/ beside -o; without either nothing is cached or written).")
 _MIN_TURN_ROWS = typer.Option(20, "--min-turn-rows", help="Fit the turn curve on turn counts with at least this many rows.")
+_MODEL = typer.Option(None, "--model", help="Telemetry: keep only these models (repeatable).")
+_SINCE = typer.Option(None, "--since", help="Telemetry: keep rollouts started at or after this ISO time.")
+_UNTIL = typer.Option(None, "--until", help="Telemetry: keep rollouts started before this ISO time.")
+_PASS_THRESHOLD = typer.Option(None, "--pass-threshold", help="Telemetry: a reward at or above this passes (default 1).")
+_TASKS = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar), when the input is telemetry.")
 _GROUP_SIZE = typer.Option(None, "--group-size", help="Rollouts per RL group (GRPO's G) the informative-group shares are given for (default: the median recorded group, else 8).")
 
 
@@ -212,6 +220,17 @@ def _reads_telemetry(command):
     return run
 
 
+def _telemetry_filters(tasks: Optional[Path], cache_dir: Optional[Path], output: Optional[Path], **filters) -> dict:
+    """``load_measure``'s telemetry keywords for a command that measures its input when it is
+    telemetry: the tasks root (its cache as measure places it) and the filters."""
+    cache = None
+    if tasks is not None:
+        from sandbox_fleet.telemetry.taskcache import cache_dir_for
+
+        cache = cache_dir_for(cache_dir, output, tasks)
+    return {"tasks": tasks, "cache_dir": cache, **filters}
+
+
 def _read_options(reader: dict):
     """The reader options as the one validated ``ReadOptions`` the stages take (a bad flag is refused
     here, before any input is read)."""
@@ -230,10 +249,10 @@ def measure(
     reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
     group_size: Optional[int] = _GROUP_SIZE,
-    model: Optional[list[str]] = typer.Option(None, "--model", help="Keep only these models (repeatable)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Keep rollouts started at or after this ISO time."),
-    until: Optional[str] = typer.Option(None, "--until", help="Keep rollouts started before this ISO time."),
-    pass_threshold: float = typer.Option(1.0, "--pass-threshold", help="A reward at or above this passes."),
+    model: Optional[list[str]] = _MODEL,
+    since: Optional[str] = _SINCE,
+    until: Optional[str] = _UNTIL,
+    pass_threshold: Optional[float] = _PASS_THRESHOLD,
     cap: Optional[int] = typer.Option(None, "--cap", help="The fleet's concurrency cap, when known (a harness's --workers / max_workers): reported as stated, checked by the touches rule. Per job: --map cap=COLUMN."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
@@ -256,7 +275,7 @@ def measure(
         models=model,
         since=since,
         until=until,
-        pass_threshold=pass_threshold,
+        pass_threshold=1.0 if pass_threshold is None else pass_threshold,
         progress=_progress(not as_json or sys.stderr.isatty()),
         cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
         cap=cap,
@@ -285,6 +304,10 @@ def plan(
     path: Path = typer.Argument(..., help="A measure --json summary, or telemetry to measure first."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="Tasks root, when PATH is telemetry."),
     cache_dir: Optional[Path] = _CACHE_DIR,
+    model: Optional[list[str]] = _MODEL,
+    since: Optional[str] = _SINCE,
+    until: Optional[str] = _UNTIL,
+    pass_threshold: Optional[float] = _PASS_THRESHOLD,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Target: this many concurrent sandboxes."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Target: a synchronous RL schedule of B rollouts per step."),
     train_s: Optional[float] = typer.Option(None, "--train-s", help="Trainer seconds per RL step (with --batch)."),
@@ -313,7 +336,7 @@ def plan(
     gpu_hbm_tbs: Optional[float] = typer.Option(None, "--gpu-hbm-tbs", help="Roofline: HBM bandwidth, TB/s."),
     model_params_b: Optional[float] = typer.Option(None, "--model-params-b", help="Roofline: model parameters, billions."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="Roofline: KV-cache bytes per token."),
-    utilisation: float = typer.Option(0.4, "--utilisation", help="Roofline: achieved fraction of peak FLOPs and bandwidth."),
+    utilisation: float = typer.Option(0.4, "--roofline-utilisation", help="Roofline: the achieved fraction of peak FLOPs and bandwidth (was --utilisation)."),
     bytes_per_param: float = typer.Option(2.0, "--bytes-per-param", help="Roofline: weight bytes per parameter."),
     decode_batch: int = typer.Option(64, "--decode-batch", help="Roofline: sequences decoded together."),
     context_tokens: float = typer.Option(32768.0, "--context-tokens", help="Roofline: mean context when the input cannot give it."),
@@ -324,7 +347,7 @@ def plan(
     gpu_catalog: Optional[Path] = typer.Option(None, "--gpu-catalog", help="GPU catalog TOML replacing the bundled one."),
     gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", help="GPU memory per GPU, GiB (enables the memory model)."),
     gpu_memory_fraction: float = typer.Option(0.9, "--gpu-memory-fraction", help="Share of GPU memory the server may use."),
-    gpu_utilisation: float = typer.Option(0.7, "--gpu-utilisation", help="Target GPU utilisation: headroom on top of the per-GPU rates."),
+    gpu_utilisation: float = typer.Option(0.7, "--gpu-target-utilisation", help="The GPUs' target utilisation: headroom on top of the per-GPU rates (was --gpu-utilisation)."),
     max_tp: int = typer.Option(8, "--max-tp", help="Largest tensor-parallel replica (a power of two)."),
     kv_offload_gb: float = typer.Option(0.0, "--kv-offload-gb", help="Host memory per GPU for offloaded cached prefixes, GiB."),
     trainer_gpus: Optional[int] = typer.Option(None, "--trainer-gpus", help="Trainer GPUs to add to the all-in cost per passing trajectory."),
@@ -347,6 +370,8 @@ def plan(
     k8s_image: str = typer.Option("REPLACE-ME/sandbox:latest", "--k8s-image", help="With --emit-k8s: the sandbox container image."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON plan to FILE."),
+    detail: bool = typer.Option(False, "--detail", help="Print the whole purchase order (every line, its basis, the assumptions), not only the decision."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the order and its assumptions as rows (section, key, value, unit, basis) to FILE (.csv)."),
     reader: dict = READER_OPTIONS,
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
@@ -358,7 +383,8 @@ def plan(
     from sandbox_fleet.plan.render import plan_lines, render_plan
 
     check_seed(seed)
-    _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets], o=output)
+    _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets], o=output,
+                   csv=(csv_out, (".csv",)))
     if emit_harbor is not None:
         _check_outputs([path, tasks, nodes, gpu_catalog, providers, substrates, backtest, previous, budgets, output],
                        emit_harbor=emit_harbor)
@@ -411,12 +437,14 @@ def plan(
         from sandbox_fleet.plan import backtest_block
 
         verdict = backtest_block(backtest)
-    measured = load_measure(path, tasks=tasks, read=_read_options(reader), min_turn_rows=min_turn_rows, cache_dir=cache)
+    measured = load_measure(path, tasks=tasks, read=_read_options(reader), min_turn_rows=min_turn_rows, cache_dir=cache,
+                            models=model, since=since, until=until, pass_threshold=pass_threshold)
     history = None
     if not is_summary_file(path):  # telemetry: the mixed purchase is priced by replaying its rollouts on nodes
         from sandbox_fleet.measure.intervals import load_intervals
 
-        history = load_intervals(path, tasks=tasks, read=_read_options(reader), cache_dir=cache)
+        history = load_intervals(path, tasks=tasks, read=_read_options(reader), cache_dir=cache,
+                                 models=model, since=since, until=until)
     planned = make_plan(measured, opts, input_path=path, backtest=verdict, history=history)
     if emit_k8s is not None:
         from sandbox_fleet.plan.k8s import emit_k8s as write_manifests
@@ -427,15 +455,20 @@ def plan(
         from sandbox_fleet.plan.harbor import write_fragment
 
         _note(f"wrote {write_fragment(planned, emit_harbor)}")
+    if csv_out is not None:
+        from sandbox_fleet.plan.rows import write_csv
+
+        _note(f"wrote {write_csv(planned, csv_out)}")
     if as_json:
         _emit(planned, as_json, output, render_plan, lines=plan_lines)
         return
+    from sandbox_fleet.plan.render_short import buy_marks, short_lines
     from sandbox_fleet.report.decision import plan_risks
     from sandbox_fleet.textout import terminal_width
 
     risks = plan_risks(measured, planned)
-    _emit(planned, as_json, output, render_plan, lines=lambda p: plan_lines(
-        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)))
+    _emit(planned, as_json, output, render_plan, lines=lambda p: (plan_lines if detail else short_lines)(
+        p, previous=old_plan, risks=risks, width=terminal_width(), previous_name=str(previous)), emphasis=buy_marks)
 
 
 # --- report ----------------------------------------------------------------------------
@@ -446,6 +479,12 @@ _ALLOW_MISMATCH = typer.Option(False, "--allow-mismatch", help="Accept a plan or
 @_reads_telemetry
 def report(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
+    tasks: Optional[Path] = _TASKS,
+    cache_dir: Optional[Path] = _CACHE_DIR,
+    model: Optional[list[str]] = _MODEL,
+    since: Optional[str] = _SINCE,
+    until: Optional[str] = _UNTIL,
+    pass_threshold: Optional[float] = _PASS_THRESHOLD,
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary to include."),
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary to include."),
     optimize: Optional[Path] = typer.Option(None, "--optimize", help="An optimize --json summary: its winner and Pareto frontier."),
@@ -462,8 +501,9 @@ def report(
     from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.report.commands import report_files
 
-    _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest, previous], o=(output, (".html", ".htm")))
-    measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows)
+    _check_outputs([*paths, tasks, plan, simulate, optimize, thresholds, backtest, previous], o=(output, (".html", ".htm")))
+    measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows, **_telemetry_filters(
+        tasks, cache_dir, output, models=model, since=since, until=until, pass_threshold=pass_threshold))
     path = report_files(measured, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
                         optimize=optimize, backtest=backtest, allow_mismatch=allow_mismatch, previous=previous)
     _note(f"wrote {path}")
@@ -474,6 +514,12 @@ def report(
 @_reads_telemetry
 def check(
     paths: list[Path] = typer.Argument(..., help="A measure --json summary, or telemetry paths to measure first."),
+    tasks: Optional[Path] = _TASKS,
+    cache_dir: Optional[Path] = _CACHE_DIR,
+    model: Optional[list[str]] = _MODEL,
+    since: Optional[str] = _SINCE,
+    until: Optional[str] = _UNTIL,
+    pass_threshold: Optional[float] = _PASS_THRESHOLD,
     plan: Optional[Path] = typer.Option(None, "--plan", help="A plan --json summary (enables plan_covers_peak)."),
     simulate: Optional[Path] = typer.Option(None, "--simulate", help="A simulate --json summary (enables simulation_steady: an unstable run fails)."),
     thresholds: Optional[Path] = typer.Option(None, "--thresholds", help="TOML file overriding check thresholds."),
@@ -499,11 +545,12 @@ def check(
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, print_checks
 
-    _check_outputs([*paths, plan, simulate, thresholds, backtest], metrics_out=metrics_out,
+    _check_outputs([*paths, tasks, plan, simulate, thresholds, backtest], metrics_out=metrics_out,
                    prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
     if serving_rules and (plan is None or prometheus_rules is None):
         raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file to write)")
-    measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows)
+    measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows, **_telemetry_filters(
+        tasks, cache_dir, output, models=model, since=since, until=until, pass_threshold=pass_threshold))
     results = check_files(measured, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
                           serving_rules=serving_rules, backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate)
     if as_json or output is not None:
@@ -653,9 +700,10 @@ def optimize(
     pass_rate: Optional[float] = typer.Option(None, "--pass-rate", help="Share of completed rollouts that pass (default: measured, or 1 for a scenario)."),
     model_params_b: Optional[float] = typer.Option(None, "--model-params-b", help="Model size, billions (measure INPUT; default 27, stated)."),
     kv_bytes_per_token: Optional[float] = typer.Option(None, "--kv-bytes-per-token", help="KV bytes per token (measure INPUT; default 65536, stated)."),
-    sandbox_cpu: Optional[float] = typer.Option(None, "--sandbox-cpu", help="Cores per sandbox (default: the measured request, else plan's default)."),
-    sandbox_memory_gb: Optional[float] = typer.Option(None, "--sandbox-memory-gb", help="GiB of memory per sandbox (default: measured, else plan's)."),
-    sandbox_disk_gb: Optional[float] = typer.Option(None, "--sandbox-disk-gb", help="GiB of disk per sandbox (default: measured, else plan's)."),
+    request: Optional[str] = typer.Option(None, "--request", help="Override the sandbox request, as plan takes it: CPUS,MEMORY_MB,STORAGE_MB (default: the measured requests, else plan's default)."),
+    sandbox_cpu: Optional[float] = typer.Option(None, "--sandbox-cpu", hidden=True, help="Deprecated: --request."),
+    sandbox_memory_gb: Optional[float] = typer.Option(None, "--sandbox-memory-gb", hidden=True, help="Deprecated: --request."),
+    sandbox_disk_gb: Optional[float] = typer.Option(None, "--sandbox-disk-gb", hidden=True, help="Deprecated: --request."),
     node_type: Optional[list[str]] = typer.Option(None, "--node-type", help="Node types to price (repeatable; default: every priced type)."),
     write_scenario: Optional[Path] = typer.Option(None, "--write-scenario", help="Write the winner as a scenario TOML that simulate reproduces."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
@@ -667,6 +715,15 @@ def optimize(
     from sandbox_fleet.optimize import run_optimize
 
     _check_outputs([input_path], o=(output, (".json",)), write_scenario=(write_scenario, (".toml",)))
+    if request is not None:
+        from sandbox_fleet.plan import parse_request
+
+        if sandbox_cpu is not None or sandbox_memory_gb is not None or sandbox_disk_gb is not None:
+            raise InputError("--request replaces --sandbox-cpu/--sandbox-memory-gb/--sandbox-disk-gb: give one or the other")
+        q = parse_request(request)
+        if q.gpu:
+            raise InputError(f"--request {request!r}: optimize sizes CPU sandboxes; leave out GPUS (or give 0)")
+        sandbox_cpu, sandbox_memory_gb, sandbox_disk_gb = q.cpu, q.memory / 1024.0, q.disk / 1024.0  # MB as plan reads them (MiB)
     measured = input_path.suffix == ".json" and input_path.is_file()  # else a scenario, or refused by optimize
     out = run_optimize(
         load_measure(input_path) if measured else input_path, name=str(input_path) if measured else None,
@@ -749,7 +806,13 @@ def _app_for(argv: list[str]) -> typer.Typer:
     """
     from typer.main import get_command_name
 
+    from sandbox_fleet.cli_flags import use_conventions
+
     _reader_checks_access(app)
+    use_conventions(app.registered_commands)
+    for sub in app.registered_groups:  # the catalog sub-app's commands follow the same conventions
+        if sub.typer_instance is not None:
+            use_conventions(sub.typer_instance.registered_commands)
     name = argv[0] if argv else None
     for info in app.registered_commands:
         named = info.name or (get_command_name(info.callback.__name__) if info.callback is not None else None)

@@ -34,7 +34,7 @@ def _next_commands(catalog: Path, *, check: bool) -> list[str]:
 
 @catalog_app.command("check")
 def check(
-    path: Path = typer.Argument(..., help="A node catalog: TOML [[node]] tables (sandbox-fleet schema catalog)."),
+    path: Path = typer.Argument(..., help="A node catalog: TOML \\[\\[node]] tables (sandbox-fleet schema catalog)."),
 ) -> None:
     """Read a node catalog as plan --nodes reads it and size each type as plan does; one line per type."""
     from sandbox_fleet.plan.catalog_check import check_catalog, check_lines

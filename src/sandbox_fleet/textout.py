@@ -96,9 +96,18 @@ def plain_safe(line: str) -> bool:
     return _RICH_WOULD_TOUCH.search(line) is None
 
 
-def print_lines(lines: Iterable[str], console: Callable[[], Any]) -> None:
-    """Print ``lines`` on stdout; through ``console()`` (a Rich console) only when one needs it."""
+def print_lines(lines: Iterable[str], console: Callable[[], Any],
+                emphasis: Callable[[list[str]], list[bool]] | None = None) -> None:
+    """Print ``lines`` on stdout; through ``console()`` (a Rich console) only when one needs it.
+    ``emphasis(lines)``: which lines to print in bold where Rich would style text (a colour
+    terminal); elsewhere (a pipe, a file, ``NO_COLOR``) the bytes are the same as without it."""
     lines = list(lines)
+    if emphasis is not None and plain_stdout_width() is None and console().is_terminal:
+        out = console()
+        for line, bold in zip(lines, emphasis(lines)):
+            out.print(line, markup=False, highlight=False, soft_wrap=True,
+                      style="bold" if bold and not out.no_color else None)
+        return
     if all(plain_safe(line) for line in lines):
         text = "".join(f"{line}\n" for line in lines)
         try:

@@ -67,8 +67,10 @@ def harbor_backtest(tmp_path_factory):
 
 def test_plan_carries_the_backtest_line(run_cli, harbor_backtest):
     path, bt = harbor_backtest
-    r = run_cli("plan", HARBOR, "--backtest", path)
+    r = run_cli("plan", HARBOR, "--backtest", path, "--detail")
     assert r.code == 0, r.err
+    short = run_cli("plan", HARBOR, "--backtest", path).out.splitlines()  # the decision alone: the line leads "rests on"
+    assert short[short.index("  rests on:") + 1].startswith("    - simulator error on this telemetry: mean concurrency")
     err = bt["figures"]["makespan_s"]["error"]
     conc = bt["figures"]["mean_concurrency"]["error"]
     # the same headline as the backtest's verdict: mean concurrency first, the makespan (replayed starts) after

@@ -145,7 +145,7 @@ def test_telemetry_is_measured_on_the_fly(run_cli):
     [
         (["--gpu", "nope", "--model-params-b", "27", "--kv-bytes-per-token", "65536"], "--gpu 'nope'"),
         (["--gpu", "l40s-48gb", "--model-params-b", "405", "--kv-bytes-per-token", "65536"], "--max-tp 8"),
-        (["--gpu-prefill-tok-s", "9000", "--gpu-decode-tok-s", "900", "--gpu-utilisation", "1.5"], "--gpu-utilisation"),
+        (["--gpu-prefill-tok-s", "9000", "--gpu-decode-tok-s", "900", "--gpu-target-utilisation", "1.5"], "--gpu-target-utilisation"),
         (["--passing-per-hour", "10", "--shape", "smooth", "--max-wait-s", "-1"], "--max-wait-s"),
         (["--passing-per-hour", "10", "--shape", "bursty"], "--shape"),
     ],

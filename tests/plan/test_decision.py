@@ -178,14 +178,14 @@ def test_commands_to_copy_are_never_folded():
 
 
 def test_cli_plan_text_at_80_columns_piped_and_without_colour(tmp_path):
-    """The real command, piped (not a terminal), at COLUMNS=80 and 120, with and without NO_COLOR."""
+    """The real command's whole order (--detail), piped (not a terminal), at COLUMNS=80 and 120, with and without NO_COLOR."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     env.pop("NO_COLOR", None)
     outs = {}
     for width in (80, 120):
         for no_color in ("", "1"):
             e = {**env, "COLUMNS": str(width), **({"NO_COLOR": no_color} if no_color else {})}
-            r = subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", "plan", str(PUBLISHED), "--node-type", NODE],
+            r = subprocess.run([sys.executable, "-m", "sandbox_fleet.cli", "plan", str(PUBLISHED), "--node-type", NODE, "--detail"],
                                env=e, capture_output=True, text=True, check=True)
             outs[width, no_color] = r.stdout
         assert outs[width, ""] == outs[width, "1"]

@@ -125,7 +125,7 @@ def test_plan_on_telemetry_replays_it_and_on_a_summary_does_not(tmp_path, run_cl
     assert got.code == 0, got.err
     replay = json.loads(got.out)["cost"]["mixed"]["replay"]
     assert replay["scale_down_s"] == 120.0 and replay["rollouts"] == 400
-    text = run_cli("plan", rollouts, "--tasks", tasks, "--price-tier", "on-demand")
+    text = run_cli("plan", rollouts, "--tasks", tasks, "--price-tier", "on-demand", "--detail")
     assert "node replay:" in text.out and "lower bound (slot curve)" in text.out
     summary = tmp_path / "m.json"
     assert run_cli("measure", rollouts, "--tasks", tasks, "-o", summary).code == 0

@@ -15,7 +15,7 @@ from .conftest import PUBLISHED
 
 @pytest.fixture
 def published(run_cli):
-    text = run_cli("plan", PUBLISHED, "--node-type", "seed-96c")
+    text = run_cli("plan", PUBLISHED, "--node-type", "seed-96c", "--detail")  # the whole order
     assert text.code == 0, text.err
     js = run_cli("plan", PUBLISHED, "--node-type", "seed-96c", "--json")
     assert js.code == 0, js.err

@@ -46,13 +46,17 @@ class RolloutIntervals:
 
 def load_intervals(paths: str | Path | Sequence[str | Path], *, tasks: str | Path | None = None,
                    read: Optional[ReadOptions] = None, progress: bool = False,
-                   cache_dir: str | Path | None = None) -> RolloutIntervals:
-    """The intervals and requests of the telemetry ``paths`` (with the tasks root ``tasks``)."""
-    from sandbox_fleet.telemetry import load_telemetry
+                   cache_dir: str | Path | None = None, models: Optional[Sequence[str]] = None,
+                   since: Optional[str] = None, until: Optional[str] = None) -> RolloutIntervals:
+    """The intervals and requests of the telemetry ``paths`` (with the tasks root ``tasks``), the
+    rollouts kept by ``models``, ``since`` and ``until`` as measure keeps them."""
+    from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
     given = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
     tel = load_telemetry(given, tasks=str(tasks) if tasks is not None else None, read=read, progress=progress,
                          cache_dir=str(cache_dir) if cache_dir is not None else None)
+    if models or since or until:
+        tel = filter_rollouts(tel, models=list(models) if models else None, since=since, until=until)
     out = intervals_of(tel.rollouts, tel.tasks)
     out.sources = list(tel.sources)
     return out

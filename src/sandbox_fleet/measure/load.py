@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
@@ -30,21 +30,30 @@ def is_summary_file(path: str | Path) -> bool:
 
 def load_measure(paths: str | Path | Sequence[str | Path], *, tasks: str | Path | None = None,
                  read: ReadOptions | None = None, min_turn_rows: int | None = None,
-                 cache_dir: str | Path | None = None, progress: bool = True) -> MeasureSummary:
+                 cache_dir: str | Path | None = None, progress: bool = True, models: Sequence[str] | None = None,
+                 since: str | None = None, until: str | None = None,
+                 pass_threshold: float | None = None) -> MeasureSummary:
     """The measure summary of ``paths``: one ``.json`` summary file parsed (``contract.load``: another
     kind or a newer version is an InputError), anything else measured now by ``measure_paths`` with
     ``tasks``, the reader options ``read``, ``min_turn_rows`` (None: measure's default), ``cache_dir``
-    and ``progress``.
+    and ``progress``; the telemetry filters ``models``, ``since``, ``until`` and ``pass_threshold``
+    (None: measure's default) apply as ``measure`` applies them, and a summary, measured already, refuses them.
     """
     given = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not given:
         raise InputError("no input given: expected a measure --json summary or telemetry paths")
+    filters = {"models": models, "since": since, "until": until, "pass_threshold": pass_threshold}
     if len(given) == 1 and is_summary_file(given[0]):
+        used = [name for name, v in filters.items() if v is not None]
+        if used:
+            raise InputError(f"{given[0]}: a measure summary, measured already: `{used[0]}` filters telemetry as it "
+                             "is measured; pass the telemetry instead, or measure it with the filter")
         return contract.load(MeasureSummary, given[0])
     if len(given) == 1 and not any(c in str(given[0]) for c in "*?[") and not Path(given[0]).exists():
         raise InputError(f"{given[0]}: input not found; expected a measure summary (.json) or telemetry")
     from sandbox_fleet.measure.run import measure_paths  # PyArrow and DuckDB: only to measure
 
-    extra = {} if min_turn_rows is None else {"min_turn_rows": min_turn_rows}
+    extra: dict[str, Any] = {} if min_turn_rows is None else {"min_turn_rows": min_turn_rows}
+    extra.update({k: v for k, v in filters.items() if v is not None})
     return measure_paths([str(p) for p in given], tasks=str(tasks) if tasks is not None else None, read=read,
                          progress=progress, cache_dir=str(cache_dir) if cache_dir is not None else None, **extra)

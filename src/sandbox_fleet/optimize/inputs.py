@@ -208,6 +208,6 @@ def sandbox_requests(base: Base, cpu: float | None, memory_gb: float | None, dis
         top = reqs[max(range(len(reqs)), key=lambda i: (weights[i], -i))]
         q = ResourceRequest(cpu=top.cpu if cpu is None else cpu, memory=top.memory if memory_gb is None else memory_gb * 1024.0,
                     disk=top.disk if disk_gb is None else disk_gb * 1024.0, gpu=top.gpu)
-        reqs, weights, src = [q], [1.0], "--sandbox-cpu/--sandbox-memory-gb/--sandbox-disk-gb over " + src
+        reqs, weights, src = [q], [1.0], "--request over " + src
     shown = "; ".join(f"{q.cpu:g} CPU, {q.memory / 1024:g} GiB, {q.disk / 1024:g} GiB disk" for q in reqs)
     return reqs, weights, f"sandbox {shown}: {src}; packed as plan packs (node reserve, first-fit-decreasing)"

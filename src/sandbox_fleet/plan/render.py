@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from sandbox_fleet.numfmt import money, with_unit
 from sandbox_fleet.plan.censored import times
 from sandbox_fleet.plan.model import (
     Caching,
@@ -43,7 +44,7 @@ def _tier(tier: Optional[str]) -> str:
 
 
 def _money(v: Optional[float]) -> str:
-    return "not costed" if v is None else "$" + number(v, ",.2f", small=".2g", below=0.01)
+    return money(v)
 
 
 def _fixed(v: Optional[float], places: int) -> str:
@@ -242,9 +243,8 @@ def plan_lines(p: PlanSummary, *, previous: PlanSummary | None = None,
         L.append("")
         L.append("Assumptions (source: default, measured, published, flag, catalog)")
         for asm in p.assumptions:
-            value = asm.value
-            shown = f"{value:,.4g}" if isinstance(value, float) else str(value)
-            L.append(f"  {asm.name:<30} {shown} {asm.unit} [{asm.source}]" + (f" - {asm.detail}" if asm.detail else ""))
+            shown, unit = with_unit(asm.value, asm.unit, none="None")
+            L.append(f"  {asm.name:<30} {' '.join(x for x in (shown, unit) if x)} [{asm.source}]" + (f" - {asm.detail}" if asm.detail else ""))
     if p.notes:
         L.append("")
         L.append("Notes")
@@ -358,6 +358,10 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
 
 
 def render_plan(plan: PlanSummary, console: Console) -> None:
-    """Print the purchase order at the console's width (no markup interpretation: names may hold brackets)."""
-    for line in plan_lines(plan, width=console.width):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    """Print the decision (``render_short``: one screen, BUY lines bold) at the console's width (no
+    markup interpretation: names may hold brackets); ``plan_lines`` is the whole order."""
+    from sandbox_fleet.plan.render_short import buy_marks, short_lines
+
+    lines = short_lines(plan, width=console.width)
+    for line, bold in zip(lines, buy_marks(lines)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True, style="bold" if bold else None)

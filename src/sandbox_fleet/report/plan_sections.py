@@ -159,7 +159,7 @@ def rent_table(plan: PlanSummary | None) -> str | None:
     rows = []
     for name, r in rent.items():
         hit = r.limits_hit or []
-        rows.append([escape(str(name)), fmt(r.usd_per_h, "f2"), fmt(r.usd_per_pass, "f3"),
+        rows.append([escape(str(name)), fmt(r.usd_per_h, "usd"), fmt(r.usd_per_pass, "usd"),
                      "yes" if r.within_limits else "no",
                      escape("; ".join(str(h) for h in hit)) or "",
                      escape(f"{r.source} ({r.as_of})")])
@@ -193,7 +193,7 @@ OPTIONAL_PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("GPU memory: live KV (GiB)", lambda p: _memory(p).kv_gb_live if _memory(p) else None, "f1"),
     ("GPUs bound by memory", lambda p: _memory(p).gpus_memory_bound if _memory(p) else None, "int"),
     ("GPUs bound by memory, with caching", lambda p: _memory(p).gpus_memory_bound_cached if _memory(p) else None, "int"),
-    ("$ per passing trajectory, all in", _all_in_beyond_fleet, "f3"),
+    ("$ per passing trajectory, all in", _all_in_beyond_fleet, "usd"),
 )
 
 
@@ -209,7 +209,11 @@ def assumptions_table(plan: PlanSummary | None) -> str | None:
     items = plan.assumptions if plan is not None else None
     if not items:
         return None
-    rows = [[escape(a.name), fmt(a.value), escape(a.unit), escape(a.source), escape(a.detail)] for a in items]
+    from sandbox_fleet.numfmt import with_unit
+
+    # the value in its unit as the plan's text shows it (a fraction as a percentage)
+    rows = [[escape(a.name), *(escape(x) if x else "" for x in with_unit(a.value, a.unit, none="")), escape(a.source),
+             escape(a.detail)] for a in items]
     return grid_table(["assumption", "value", "unit", "source", "detail"], rows)
 
 
@@ -256,12 +260,12 @@ def mixed_table(plan: PlanSummary | None) -> str | None:
     if cost is None or mx is None:
         return None
     rows = [("reserved nodes", mx.reserved_nodes, "int"), ("burst nodes (at most)", mx.burst_nodes, "int"),
-            ("burst tier", (mx.burst_tier or "").replace("_", "-"), "text"), ("mixed $/h", mx.usd_per_h, "f2"),
-            ("all reserved $/h", cost.reserved_per_h, "f2"), ("all on-demand $/h", cost.on_demand_per_h, "f2"),
-            ("all spot $/h", cost.spot_per_h, "f2"), ("break-even share", mx.break_even_share, "pct")]
+            ("burst tier", (mx.burst_tier or "").replace("_", "-"), "text"), ("mixed $/h", mx.usd_per_h, "usd"),
+            ("all reserved $/h", cost.reserved_per_h, "usd"), ("all on-demand $/h", cost.on_demand_per_h, "usd"),
+            ("all spot $/h", cost.spot_per_h, "usd"), ("break-even share", mx.break_even_share, "pct")]
     rp = mx.replay
     if rp is not None:
-        rows += [("slot-curve $/h (lower bound)", rp.slot_curve_usd_per_h, "f2"),
+        rows += [("slot-curve $/h (lower bound)", rp.slot_curve_usd_per_h, "usd"),
                  ("slot-curve reserved nodes", rp.slot_curve_reserved_nodes, "int"),
                  ("nodes at the real mix's peaks", rp.peak_nodes, "int"),
                  ("burst node-hours", rp.burst_node_hours, "f2"), ("burst launches", rp.burst_launches, "int"),

@@ -22,6 +22,7 @@ from sandbox_fleet.measure.model import (
     TaskHealth,
     Tokens,
 )
+from sandbox_fleet.numfmt import money, percent, plain
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.textout import html_escape as escape
@@ -35,7 +36,7 @@ MISSING = '<span class="na">not measured</span>'
 
 
 def fmt(value: Any, kind: str = "num") -> str:
-    """Format one table cell; ``kind``: num, int, f1..f4, pct, s, h (seconds as hours), bool, text or
+    """Format one table cell; ``kind``: num, int, f1..f4, pct, usd, s, h (seconds as hours), bool, text or
     times_by_turns."""
     if value is None:
         return MISSING
@@ -56,7 +57,9 @@ def fmt(value: Any, kind: str = "num") -> str:
     if x is None:
         return MISSING
     if kind == "pct":
-        return f"{x:.1%}" if abs(x) >= 0.001 or x == 0 else f"{x:.3%}"
+        return percent(x)
+    if kind == "usd":  # as the plan's text prints money
+        return escape(money(x))
     if kind == "int":
         return f"{x:,.0f}"
     if kind == "s":
@@ -65,7 +68,7 @@ def fmt(value: Any, kind: str = "num") -> str:
         return f"{x / 3600:,.1f} h"
     if kind in ("f1", "f2", "f3", "f4"):
         return f"{x:,.{kind[1]}f}"
-    return number(x, ",.4g", whole=",.0f")
+    return plain(x)
 
 
 def _plain(v: Any) -> str:
@@ -370,14 +373,14 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("inference GPUs with caching", lambda p: _sized(_of(p.inference, lambda i: i.gpus_cached)), "num"),
     ("inference binding side", lambda p: _sized(_of(p.inference, lambda i: i.binding)), "text"),
     ("caching saving on measured turn mix", lambda p: _of(p.caching, lambda c: c.saving_measured_mix), "f2"),
-    ("fleet $/h reserved", lambda p: _of(p.cost, lambda c: c.reserved_per_h), "f2"),
-    ("fleet $/h on-demand", lambda p: _of(p.cost, lambda c: c.on_demand_per_h), "f2"),
-    ("fleet $/h spot", lambda p: _of(p.cost, lambda c: c.spot_per_h), "f2"),
-    ("$ per passing trajectory", lambda p: _of(p.cost, lambda c: c.per_passing_trajectory), "f3"),
-    ("$ per informative group (group-based RL)", lambda p: _of(p.signal, lambda g: g.usd_per_informative_group), "f3"),
+    ("fleet $/h reserved", lambda p: _of(p.cost, lambda c: c.reserved_per_h), "usd"),
+    ("fleet $/h on-demand", lambda p: _of(p.cost, lambda c: c.on_demand_per_h), "usd"),
+    ("fleet $/h spot", lambda p: _of(p.cost, lambda c: c.spot_per_h), "usd"),
+    ("$ per passing trajectory", lambda p: _of(p.cost, lambda c: c.per_passing_trajectory), "usd"),
+    ("$ per informative group (group-based RL)", lambda p: _of(p.signal, lambda g: g.usd_per_informative_group), "usd"),
     ("sandbox-hours per informative group / per pass", lambda p: _of(p.signal, _hours_per_group_and_pass), "text"),
     ("over-sampled release (dynamic sampling)", lambda p: _of(p.signal, _release), "text"),
-    ("$/h lost to exceptions", lambda p: _of(p.cost, lambda c: c.exception_waste_per_h), "f2"),
+    ("$/h lost to exceptions", lambda p: _of(p.cost, lambda c: c.exception_waste_per_h), "usd"),
 )
 
 
