@@ -17,6 +17,7 @@ import numpy as np
 from sandbox_fleet.simulate.engine.entities import (
     AGENT,
     BUILD,
+    LIFETIME,
     PREEMPTION,
     RETRIED,
     STATE_NAMES,
@@ -35,7 +36,8 @@ if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
     from sandbox_fleet.simulate.model import SimulateSummary
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError"}
+EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError",
+                   LIFETIME: "SandboxLifetimeError"}
 TIMEOUT_TYPE = "AgentTimeoutError"
 
 
