@@ -198,6 +198,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase,
                            _per_rollout(ep.agent_timeout_s, counts[w]))
         if lifetimes[w] is not None:
+            if att.agent_raw is att.agent_s or att.verify_raw is att.verify_s:  # a retry re-runs the uncut task
+                att.agent_raw, att.verify_raw = att.agent_s.copy(), att.verify_s.copy()
             kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, lifetimes[w])
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
