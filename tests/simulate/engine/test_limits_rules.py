@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate import Episode, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
+from sandbox_fleet.simulate import Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
 from sandbox_fleet.simulate.engine import fifo
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, RETRIED
 from sandbox_fleet.simulate.engine.fast import fifo_compiled
@@ -167,7 +167,7 @@ def test_compiled_placement_gives_the_interpreted_bits(cap):
     n = 3000
     arr = np.sort(rng.exponential(0.3, n).cumsum())
     hold = rng.lognormal(1.0, 1.0, n)
-    args = dict(creates_per_s=2.5, burst=4.0, cold_start_s=1.7, pool_size=6.0, refill_per_s=0.3)
+    args = {"creates_per_s": 2.5, "burst": 4.0, "cold_start_s": 1.7, "pool_size": 6.0, "refill_per_s": 0.3}
     out = []
     for fn, arrays in ((place, True), (fifo.place_limited, False)):
         conv = (lambda a: np.array(a, dtype=float)) if arrays else (lambda a: list(map(float, a)))

@@ -168,7 +168,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     at_ceiling = [pools[wl.pool].admission == CEILING and ep.agent_timeout_s is not None
                   for wl, ep in zip(workloads, episodes)]
 
-    lifetimes = [None if pools[wl.pool].limits is None else pools[wl.pool].limits.lifetime_s for wl in workloads]
+    lifetimes = [lim.lifetime_s if (lim := pools[wl.pool].limits) is not None else None for wl in workloads]
     cache = _image_cache(episodes)
     # Arrivals have their own streams, so when they are drawn changes no value. The image cache's
     # pre-pass reads the queue order: with one they come first; without, after the attempts, so the
@@ -197,10 +197,10 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             h = att.build_s + att.agent_s + att.verify_s
             cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase,
                            _per_rollout(ep.agent_timeout_s, counts[w]))
-        if lifetimes[w] is not None:
+        if (life_s := lifetimes[w]) is not None:
             if att.agent_raw is att.agent_s or att.verify_raw is att.verify_s:  # a retry re-runs the uncut task
                 att.agent_raw, att.verify_raw = att.agent_s.copy(), att.verify_s.copy()
-            kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, lifetimes[w])
+            kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, life_s)
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
         parts["ar"].append(att.agent_raw)
@@ -253,8 +253,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             timeout_s = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
             h = h.copy()
             cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase, timeout_s)
-        if lifetimes[w] is not None:
-            h = kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, lifetimes[w], h)
+        if (life_s := lifetimes[w]) is not None:
+            h = kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, life_s, h)
         base = len(retry_block)
         retry_block.extend(zip(att.build_s.tolist(), att.agent_s.tolist(), att.verify_s.tolist(), h.tolist(),
                                att.state.astype(int).tolist(), att.phase.astype(int).tolist()))
