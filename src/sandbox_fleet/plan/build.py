@@ -642,7 +642,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     """
     opts = opts or PlanOptions()
     _check_options(opts)
-    providers = rentmod.select(rentmod.load_providers(opts.providers_file), opts.rent_providers,
+    providers = rentmod.select(rentmod.load_providers(opts.providers_file, opts.substrates_file), opts.rent_providers,
                                opts.providers_file or "bundled provider catalog")
     notes: list[str] = []
     try:
@@ -682,7 +682,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     cost = plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
     limits = limits_block(fig.summary, _kinds(nodes), n, starts, providers_file=opts.providers_file,
                           names=opts.rent_providers, budgets_file=opts.budgets_file,
-                          holds=_holds_or_none(fig) if starts.batch else None)
+                          holds=_holds_or_none(fig) if starts.batch else None, substrates_file=opts.substrates_file)
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
@@ -710,7 +710,8 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
 
 def plan_warm_pool(fig: Figures, starts: Starts, opts: PlanOptions) -> Optional[WarmPoolSizing]:
     """The warm pool on the catalog's self-hosted entry with a refill rate (agent-sandbox), or None."""
-    hosted = [p for p in rentmod.load_providers(opts.providers_file) if not p.rented and p.warm_pool_refill_per_s]
+    hosted = [p for p in rentmod.load_providers(opts.providers_file, opts.substrates_file)
+              if not p.rented and p.warm_pool_refill_per_s]
     if not hosted or not starts.batch:
         return None
     source = "--k8s-provision-s" if opts.warm_cold_start_s is not None else None

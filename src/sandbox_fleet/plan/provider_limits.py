@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 def limits_block(m: MeasureSummary, kinds: list[tuple[dict, float]], target: int, starts: Starts, *,
                  providers_file: Optional[str] = None, names: Optional[list[str]] = None,
-                 budgets_file: Optional[str] = None, holds: Optional[HoldSampler] = None) -> PlanLimits:
+                 budgets_file: Optional[str] = None, holds: Optional[HoldSampler] = None,
+                 substrates_file: Optional[str] = None) -> PlanLimits:
     """``limits``: the fits of every catalog entry (the named ones only, when named) and, with a budgets file, the lint."""
-    catalog = load_providers(providers_file)
+    catalog = load_providers(providers_file, substrates_file)
     chosen = [p for p in catalog if p.name in names] if names else catalog  # unknown names: rent.select refused them
     lifetime = None
     if budgets_file is not None:
