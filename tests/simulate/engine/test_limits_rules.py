@@ -179,3 +179,20 @@ def test_compiled_placement_gives_the_interpreted_bits(cap):
         out.append((_bits(start), _bits(wait), [bool(w) for w in warm], _bits(free), _bits(gate)))
     assert out[0] == out[1]
     assert any(out[0][2]) and not all(out[0][2])  # both warm and cold claims happened
+
+
+def test_a_scenario_file_reports_its_limits(tmp_path):
+    """``[fleet.limits]`` read from a file: a batch of 40 released at once into a warm pool of 25, the rest
+    through a bucket of 2/s burst 5 and 3 s cold starts (by hand: 25 warm, 15 cold waiting 3 + max(0, k - 5)/2
+    for k = 1..15, mean 3 + 55/30), holds of 10 s cut at a lifetime of 8 s (all 40 killed)."""
+    from sandbox_fleet.simulate.scenario.run import run_scenario
+
+    f = tmp_path / "s.toml"
+    f.write_text("[fleet]\nunbounded = true\n[fleet.limits]\ncreates_per_s = 2.0\ncreates_burst = 5\n"
+                 "cold_start_s = 3.0\nwarm_pool_size = 25\nwarm_pool_refill_per_s = 0.5\nlifetime_s = 8.0\n"
+                 "[workload]\nkind = \"replay\"\narrivals_s = [" + ", ".join(["0.0"] * 40) + "]\n"
+                 "[hold]\ndist = \"deterministic\"\nvalue_s = 10.0\n[run]\nseed = 1\n")
+    lim = run_scenario(f)["limits"]
+    assert (lim["killed_attempts"], lim["lifetime_s"], lim["warm_claims"], lim["cold_starts"]) == (40, 8.0, 25, 15)
+    want = 15 * 3.0 + sum(max(0, k - 5) / 2 for k in range(1, 16))
+    assert lim["ready_wait_s"]["mean"] == pytest.approx(want / 40, abs=1e-3)

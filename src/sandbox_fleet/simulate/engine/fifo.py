@@ -157,6 +157,10 @@ class _Limited:
         self.bufs: Any = tuple(np.zeros(1) if arrays else [0.0] for _ in range(3))
         self.empty: Any = np.zeros(0) if arrays else []
 
+    def figures(self) -> dict[str, np.ndarray]:
+        """Per rollout: claimed warm, and the wait from its slot to its sandbox ready."""
+        return {"warm": np.asarray(self.warm, dtype=bool), "ready_wait_s": np.asarray(self.wait, dtype=float)}
+
     def place(self, free, arr_t, ids, i, j, hold, provision_s, start, stop):
         lim = self.lim
         return self.fn(self.empty if free is None else free, self.gate, arr_t, ids, i, j, hold, provision_s, start,
@@ -289,7 +293,8 @@ def run_one_pass(prep: Prepared) -> ExecutorOutput:
         arrival = np.full(N, math.nan)
         arrival[ids_index(prep.arr_ids)] = prep.arr_t_np
     extra: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "finish_s")}
-    return ExecutorOutput(first=_first_rows(prep, arrival, start, prep.plan.copy(), pl.limits), extra=extra)
+    return ExecutorOutput(first=_first_rows(prep, arrival, start, prep.plan.copy(), pl.limits), extra=extra,
+                          limits=None if pl.limits is None else pl.limits.figures())
 
 
 def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: np.ndarray,
@@ -470,4 +475,5 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     first = _first_rows(prep, arrival, start, state, pl.limits)
     x["finish_s"] = [s + h for s, h in zip(x_start, x_hold)]
     del x["hold"]
-    return ExecutorOutput(first=first, extra=x, rl=rl, clock_monotonic=clock_ok)
+    return ExecutorOutput(first=first, extra=x, rl=rl, clock_monotonic=clock_ok,
+                          limits=None if pl.limits is None else pl.limits.figures())
