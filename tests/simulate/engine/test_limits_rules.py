@@ -196,3 +196,20 @@ def test_a_scenario_file_reports_its_limits(tmp_path):
     assert (lim["killed_attempts"], lim["lifetime_s"], lim["warm_claims"], lim["cold_starts"]) == (40, 8.0, 25, 15)
     want = 15 * 3.0 + sum(max(0, k - 5) / 2 for k in range(1, 16))
     assert lim["ready_wait_s"]["mean"] == pytest.approx(want / 40, abs=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["open", "rl"])
+def test_whole_runs_compiled_and_interpreted_give_the_same_bits(kind, monkeypatch):
+    if fifo_compiled.limited() is None:
+        pytest.skip("numba may not run here")
+    fifo_compiled.load()  # loaded: every run in this process takes the arrays and the compiled rules
+    lim = SandboxLimits(creates_per_s=3.0, creates_burst=4, max_starting=5, cold_start_s=2.5, warm_pool_size=12,
+                        warm_pool_refill_per_s=0.2, lifetime_s=60.0)
+    wl = (Poisson(rate_per_s=2.0, n=20_000, holds=Exponential(mean_s=20.0)) if kind == "open"
+          else SyncRL(batch=64, steps=50, train_s=5.0, holds=Exponential(mean_s=20.0)))
+    runs = []
+    for pure in ("", "1"):
+        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", pure)
+        res = run_workloads(Fleet(cap=40, limits=lim), [wl], seed=3, engine="fifo")
+        runs.append([_bits(a) for a in (res.start_s, res.finish_s, res.build_s)] + [res.limits["warm"].tolist()])
+    assert runs[0] == runs[1]
