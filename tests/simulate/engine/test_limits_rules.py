@@ -213,3 +213,22 @@ def test_whole_runs_compiled_and_interpreted_give_the_same_bits(kind, monkeypatc
         res = run_workloads(Fleet(cap=40, limits=lim), [wl], seed=3, engine="fifo")
         runs.append([_bits(a) for a in (res.start_s, res.finish_s, res.build_s)] + [res.limits["warm"].tolist()])
     assert runs[0] == runs[1]
+
+
+def test_the_example_scenario(tmp_path):
+    """examples/scenarios/provider_limits.toml: every exception is a lifetime kill (the scenario has no other),
+    each killed hold is cut at the lifetime past its ready wait, and every first attempt is warm or cold."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.simulate.scenario.run import run_scenario
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[3]
+    tel = tmp_path / "t.parquet"
+    s = run_scenario(root / "examples" / "scenarios" / "provider_limits.toml", telemetry_out=tel)
+    lim = s["limits"]
+    assert lim["killed_attempts"] == s["outcomes"]["exceptions"] > 0
+    assert lim["warm_claims"] + lim["cold_starts"] == s["rollouts"] == 5120 and lim["warm_claims"] > 0
+    t = pq.read_table(tel)
+    killed = t.filter(pc.equal(t.column("exception_type"), "SandboxLifetimeError"))
+    assert killed.num_rows == lim["killed_attempts"]
