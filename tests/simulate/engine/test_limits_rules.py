@@ -232,3 +232,28 @@ def test_the_example_scenario(tmp_path):
     t = pq.read_table(tel)
     killed = t.filter(pc.equal(t.column("exception_type"), "SandboxLifetimeError"))
     assert killed.num_rows == lim["killed_attempts"]
+
+
+def test_each_rule_compiles_alone_with_the_same_bits():
+    """The rules as another engine would call them: numba's build of each, against the plain function."""
+    from sandbox_fleet.simulate.engine import fast, limits_rules
+
+    if not fast.available():
+        pytest.skip("numba may not run here")
+    from sandbox_fleet.simulate.engine.fast._jit import njit
+
+    rng = np.random.default_rng(5)
+    times = np.sort(rng.exponential(0.4, 500).cumsum())
+    for name, args in (("bucket_take", (1.7, 3.0)), ("warm_take", (0.3, 4.0))):
+        fn, jitted = getattr(limits_rules, name), njit(getattr(limits_rules, name))
+        s1, s2 = new_state(3.0), new_state(3.0)
+        assert [fn(s1, t, *args) for t in times] == [jitted(s2, t, *args) for t in times]
+        assert _bits(s1) == _bits(s2)
+    parts = [rng.exponential(m, 2000) for m in (5.0, 50.0, 10.0)]
+    out = []
+    for fn in (limits_rules.lifetime_cut, njit(limits_rules.lifetime_cut)):
+        b, a, v = (p.copy() for p in parts)
+        h = b + a + v
+        killed = fn(b, a, v, h, 60.0)
+        out.append((killed.tolist(), _bits(b), _bits(a), _bits(v), _bits(h)))
+    assert out[0] == out[1] and any(out[0][0])
