@@ -190,13 +190,13 @@ def limits_refusal(pools, workloads, inference, any_retry: bool) -> str | None:
 
     why = fifo_refusal(pools, workloads, inference)
     if why is None and len(pools) > 1:
-        why = "several pools"
+        why = "there are several pools"
     if why is None and any_retry:
-        why = "retries"
+        why = "a workload retries"
     if why is None:
         return None
     return (f"a creation bucket, starting cap, cold start or warm pool ([fleet.limits]) is simulated by the FIFO "
-            f"executor only, on one FIFO pool without retries; this scenario has {why}")
+            f"executor only, on one FIFO pool without retries; here {why}")
 
 
 class _Placer:
