@@ -426,6 +426,7 @@ def plan(
         node_providers=tuple(sorted(NODE_CLASS)) if emit_k8s is not None else None, keep_cap=keep_cap,
         node_provision_s=node_provision_s, node_scale_down_s=node_scale_down_s, node_placement=node_placement,
         group_size=group_size, groups_per_batch=groups_per_batch, signal_confidence=signal_confidence,
+        warm_cold_start_s=k8s_provision_s if emit_k8s is not None else None,
     )
     cache = None
     if tasks:  # telemetry measured with its tasks (a .json input never reads the tasks root)

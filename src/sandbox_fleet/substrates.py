@@ -33,6 +33,12 @@ class Substrate(BaseModel):
     per_action_s: float = Field(ge=0)
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=1)
+    #: the slow tail of the cold start (a hosted provider's cold_start_p99_s: the lint's create budget)
+    cold_start_p99_s: Optional[float] = Field(default=None, ge=0)
+    #: the cold start is the vendor's own claim, not a documented limit or an outside measurement
+    cold_start_claimed: bool = False
+    #: where each cold-start figure comes from, when not from ``source``
+    cold_start_sources: Optional[str] = None
 
 
 def load_substrates(path: str | Path | None = None) -> list[Substrate]:

@@ -466,3 +466,19 @@ def test_gvisor_on_azure_is_refused_saying_why(run_cli, tmp_path):
     res = run_cli("plan", PUBLISHED, "--node-type", "azure-D96ds_v5", "--emit-k8s", tmp_path / "k8s",
                   "--k8s-cluster", "c1", "--k8s-runtime-class", "gvisor")
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1 and "no user data" in res.err, res.err
+
+
+def test_warm_pool_is_the_plans_sized_pool_with_its_basis():
+    """A released batch: the SandboxWarmPool replicas are plan/warm_pool.py's size (here 346 of a batch of
+    512 with a 1,500-s cold start; tests/plan/test_warm_pool.py checks the sizing against the simulator),
+    not the start-rate heuristic, its basis is in the header, and the objects pass the real CRDs."""
+    plan = _plan(PUBLISHED, node_type="aws-m6id.24xlarge", price_tier="on_demand", batch=512, train_s=60.0,
+                 warm_cold_start_s=1500.0)
+    wp = plan["warm_pool"]
+    assert wp["size"] == wp["needed"] and 0 < wp["size"] < 512 and wp["cold_start_source"] == "--k8s-provision-s"
+    assert wp["lengthening_share"] <= 0.05 < wp["lengthening_without_s"] / wp["step_s"]
+    docs = _docs(plan, _opts(provision_s=1500.0))
+    assert sum(w["spec"]["replicas"] for w in docs["sandboxwarmpool.yaml"]) == min(wp["size"], plan["target"]["concurrency"])
+    head = build_manifests(as_plan(plan), _opts(provision_s=1500.0))["sandboxwarmpool.yaml"]
+    assert f"warm pool: {wp['size']:,} warm keep the step within 5%" in head
+    _validate_all(docs, "aws")

@@ -41,6 +41,7 @@ from sandbox_fleet.plan.model import (
     Storage,
     Target,
     TierChoice,
+    WarmPoolSizing,
 )
 from sandbox_fleet.plan.packing import concurrent_mix, ffd
 from sandbox_fleet.plan.pools import route, unplaced_block
@@ -56,6 +57,8 @@ from sandbox_fleet.plan.summary import Figures
 from sandbox_fleet.plan.target import HoldSampler, fitted_holds, resolve_target
 from sandbox_fleet.plan.tier import TierOffer, choose_tier
 from sandbox_fleet.plan.turns import TurnMoments, histogram_moments, turn_moments
+from sandbox_fleet.plan.warm_pool import MAX_SHARE as WARM_MAX_SHARE
+from sandbox_fleet.plan.warm_pool import warm_pool_block
 
 if TYPE_CHECKING:
     from sandbox_fleet.measure.intervals import RolloutIntervals
@@ -114,6 +117,10 @@ class PlanOptions:
     group_size: Optional[int] = None
     groups_per_batch: Optional[int] = None
     signal_confidence: float = DEFAULT_CONFIDENCE
+    #: the warm pool (plan/warm_pool.py): a sandbox's cold start when not claimed warm (--emit-k8s: its
+    #: --k8s-provision-s; default: the catalog's self-hosted entry) and the step lengthening it keeps within
+    warm_cold_start_s: Optional[float] = None
+    warm_max_share: float = WARM_MAX_SHARE
 
 
 def _requests(fig: Figures, opts: PlanOptions, notes: list[str]) -> tuple[list[ResourceRequest], list[float], list[Optional[float]], list[float], str]:
@@ -635,7 +642,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     """
     opts = opts or PlanOptions()
     _check_options(opts)
-    providers = rentmod.select(rentmod.load_providers(opts.providers_file), opts.rent_providers,
+    providers = rentmod.select(rentmod.load_providers(opts.providers_file, opts.substrates_file), opts.rent_providers,
                                opts.providers_file or "bundled provider catalog")
     notes: list[str] = []
     try:
@@ -675,7 +682,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     cost = plan_rent(fig, n, duty, nodes, cost, starts, providers, opts, rent_overheads(substrates, turns_mean))
     limits = limits_block(fig.summary, _kinds(nodes), n, starts, providers_file=opts.providers_file,
                           names=opts.rent_providers, budgets_file=opts.budgets_file,
-                          holds=_holds_or_none(fig) if starts.batch else None)
+                          holds=_holds_or_none(fig) if starts.batch else None, substrates_file=opts.substrates_file)
     substrate = substrate_block(substrates, target=n, duty=duty, hold_mean_s=fig.hold_mean_s,
                                 turns_mean=turns_mean, turns_basis=turns.basis if turns is not None else None)
     return PlanSummary.build(
@@ -697,7 +704,19 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
         backtest=backtest,
         limits=limits,
         signal=plan_signal(fig, nodes, cost, opts),
+        warm_pool=plan_warm_pool(fig, starts, opts),
     )
+
+
+def plan_warm_pool(fig: Figures, starts: Starts, opts: PlanOptions) -> Optional[WarmPoolSizing]:
+    """The warm pool on the catalog's self-hosted entry with a refill rate (agent-sandbox), or None."""
+    hosted = [p for p in rentmod.load_providers(opts.providers_file, opts.substrates_file)
+              if not p.rented and p.warm_pool_refill_per_s]
+    if not hosted or not starts.batch:
+        return None
+    source = "--k8s-provision-s" if opts.warm_cold_start_s is not None else None
+    return warm_pool_block(starts, hosted[0], _holds_or_none(fig), cold_start_s=opts.warm_cold_start_s,
+                           cold_start_source=source, max_share=opts.warm_max_share, seed=opts.seed)
 
 
 def plan_signal(fig: Figures, nodes: _Nodes, cost: Cost, opts: PlanOptions):

@@ -592,6 +592,31 @@ class CreationRampFit(Block):
     expected_step_share: Num = None
 
 
+class WarmPoolSizing(Block):
+    """The smallest warm pool keeping the released batch's step within ``max_share`` (plan/warm_pool.py)."""
+
+    provider: Optional[str] = None
+    #: the pool (sandboxes, over every template): the least that keeps the step within ``max_share``;
+    #: null when no size can (the refill rate is short: ``needed`` warm claims a step exceed it) or not sized
+    size: Count = None
+    needed: Count = None
+    batch: Num = None
+    step_s: Num = None
+    max_share: Num = None
+    refill_per_s: Num = None
+    refill_per_step: Num = None
+    cold_start_s: Num = None
+    cold_start_source: Optional[str] = None
+    creates_per_s: Num = None
+    burst: Num = None
+    max_starting: Count = None
+    #: the expected lengthening of the step with ``needed`` warm, and with no pool, seconds
+    lengthening_s: Num = None
+    lengthening_share: Num = None
+    lengthening_without_s: Num = None
+    basis: Optional[str] = None
+
+
 class ProviderFit(Block):
     """Does the target fit one provider plan's quotas, and how many accounts it takes."""
 
@@ -727,3 +752,5 @@ class PlanSummary(Summary):
     limits: Optional[PlanLimits] = None
     #: groups with signal, dynamic sampling's over-sampling and its release (plan/signal.py)
     signal: Optional[Signal] = None
+    #: the smallest warm pool keeping a released batch's step within a stated lengthening (plan/warm_pool.py)
+    warm_pool: Optional[WarmPoolSizing] = None

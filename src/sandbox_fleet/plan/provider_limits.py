@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 def limits_block(m: MeasureSummary, kinds: list[tuple[dict, float]], target: int, starts: Starts, *,
                  providers_file: Optional[str] = None, names: Optional[list[str]] = None,
-                 budgets_file: Optional[str] = None, holds: Optional[HoldSampler] = None) -> PlanLimits:
+                 budgets_file: Optional[str] = None, holds: Optional[HoldSampler] = None,
+                 substrates_file: Optional[str] = None) -> PlanLimits:
     """``limits``: the fits of every catalog entry (the named ones only, when named) and, with a budgets file, the lint."""
-    catalog = load_providers(providers_file)
+    catalog = load_providers(providers_file, substrates_file)
     chosen = [p for p in catalog if p.name in names] if names else catalog  # unknown names: rent.select refused them
     lifetime = None
     if budgets_file is not None:
@@ -36,8 +37,9 @@ def limits_block(m: MeasureSummary, kinds: list[tuple[dict, float]], target: int
 def limit_lines(p: PlanSummary) -> list[str]:
     """The terminal lines of ``limits``: accounts and ramp per provider plan, the lint's findings."""
     lim = p.limits
+    warm = [f"  warm pool ({p.warm_pool.provider}): {p.warm_pool.basis}"] if p.warm_pool is not None else []
     if lim is None or (not lim.fits and lim.lifetime is None):
-        return []
+        return ["", "Provider limits (docs/providers.md)", *warm] if warm else []
     L = ["", "Provider limits (data/providers.toml; sources and vendor claims in the JSON, docs/providers.md)"]
     for f in lim.fits or []:
         ramp = ""
@@ -51,4 +53,4 @@ def limit_lines(p: PlanSummary) -> list[str]:
         L.extend(f"  {(x.severity or '').upper()} {x.shape}: {x.message}" for x in lint.findings or [])
         if not lint.findings:
             L.append("  the budgets fit the lifetime and the rollout timeout")
-    return L
+    return L + warm

@@ -22,7 +22,7 @@ import math
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.model import CreationRampFit, ProviderFit, Starts
-from sandbox_fleet.plan.ramp import expected_ramp_delays_s, ramp_drawn
+from sandbox_fleet.plan.ramp import creation_delays_s, expected_ramp_delays_s, ramp_drawn
 from sandbox_fleet.plan.rent import MB_PER_GIB, Provider
 
 if TYPE_CHECKING:
@@ -33,8 +33,14 @@ _POOLS = (("account_vcpus", "cpu", 1.0), ("account_memory_gib", "memory", 1.0 / 
           ("account_disk_gib", "disk", 1.0 / MB_PER_GIB))
 
 
-def ramp_delays(batch: float, creates_per_s: float, burst: float = 1.0) -> tuple[float, float]:
-    """(bound s, mean start delay s) of a batch of ``batch`` through a bucket (rate, burst); see the module."""
+def ramp_delays(batch: float, creates_per_s: float, burst: float = 1.0, max_starting: Optional[int] = None,
+                cold_start_s: float = 0.0) -> tuple[float, float]:
+    """(bound s, mean start delay s) of a batch of ``batch`` through a bucket (rate, burst); see the module.
+    With a cap of ``max_starting`` starting at once (each for ``cold_start_s``): the delays past a lone cold
+    start of ``ramp.creation_delays_s``, the last and the mean."""
+    if max_starting is not None and cold_start_s > 0 and 0 < max_starting < batch:
+        late = creation_delays_s(round(batch), creates_per_s, burst, max_starting, cold_start_s) - cold_start_s
+        return float(late[-1]), float(late.mean())
     over = max(0.0, batch - burst)
     if batch <= 0 or over == 0:
         return 0.0, 0.0
@@ -75,14 +81,19 @@ def creation_ramp_fit(p: Provider, starts: Starts, accounts: int,
         return None
     rate = p.max_creates_per_s * accounts
     burst = float(p.max_creates_burst or 1) * accounts
-    bound, mean = ramp_delays(starts.batch, rate, burst)
+    # the starting-at-once cap, per account, with the catalog's cold start (a cap without one is no wait)
+    starting = p.max_starting * accounts if p.max_starting is not None and p.cold_start_p50_s else None
+    cold = float(p.cold_start_p50_s or 0.0) if starting is not None else 0.0
+    bound, mean = ramp_delays(starts.batch, rate, burst, starting, cold)
     step = starts.step_s
     expected = None
     if holds is not None and bound > 0 and ramp_drawn(round(starts.batch)):
-        expected = expected_ramp_delays_s(round(starts.batch), [rate], holds, burst=burst)[0][rate]
+        expected = expected_ramp_delays_s(round(starts.batch), [rate], holds, burst=burst, max_starting=starting,
+                                          cold_start_s=cold)[0][rate]
     elif bound == 0:
         expected = 0.0
-    basis = (f"a batch of {starts.batch:,.0f} through {accounts} account(s) at {rate:g} creates/s, burst {burst:g}: "
+    capped = f", {starting:,} starting at once ({cold:g}-s cold start)" if starting is not None else ""
+    basis = (f"a batch of {starts.batch:,.0f} through {accounts} account(s) at {rate:g} creates/s, burst {burst:g}{capped}: "
              f"the last starts {bound:,.1f} s late, {mean:,.1f} s on average"
              + (f", the step {expected:,.1f} s longer expected over the fitted holds" if expected is not None else ""))
     return CreationRampFit(batch=starts.batch, creates_per_s=rate, burst=burst, bound_s=bound, mean_delay_s=mean,

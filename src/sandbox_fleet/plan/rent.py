@@ -29,6 +29,7 @@ from sandbox_fleet.plan.ramp import RAMP_MAX_BATCH, expected_ramp_delays_s, ramp
 
 if TYPE_CHECKING:
     from sandbox_fleet.plan.target import HoldSampler
+from sandbox_fleet.substrates import Substrate, load_substrates
 from sandbox_fleet.toml_entries import load_entries
 
 MB_PER_GIB = 1024.0
@@ -99,9 +100,32 @@ class Provider(BaseModel):
         return per_s * 3600.0
 
 
-def load_providers(path: str | Path | None = None) -> list[Provider]:
-    """The bundled catalog, or ``path``; a bad entry is an InputError naming the file, entry and key."""
-    return load_entries(path, "providers.toml", "provider", Provider)
+def load_providers(path: str | Path | None = None, substrates_path: str | Path | None = None) -> list[Provider]:
+    """The bundled catalog, or ``path``; a bad entry is an InputError naming the file, entry and key. A
+    provider that gives no cold start takes its substrate's (``with_cold_starts``: the bundled substrate
+    catalog, or ``substrates_path``), the one place cold starts are written."""
+    return with_cold_starts(load_entries(path, "providers.toml", "provider", Provider), load_substrates(substrates_path))
+
+
+def with_cold_starts(providers: list[Provider], substrates: list[Substrate]) -> list[Provider]:
+    """Each provider without a cold start of its own, with that of the substrate naming it in ``provider``
+    (p50 = ``cold_start_s``, p99 = ``cold_start_p99_s``), its source, and the vendor-claimed flag."""
+    by_provider = {s.provider: s for s in substrates if s.provider is not None}
+    out = []
+    for p in providers:
+        sub = by_provider.get(p.name)
+        if sub is None or p.cold_start_p50_s is not None or p.cold_start_p99_s is not None:
+            out.append(p)
+            continue
+        figures = {"cold_start_p50_s": sub.cold_start_s, "cold_start_p99_s": sub.cold_start_p99_s}
+        named = [k for k, v in figures.items() if v is not None]
+        where = f"substrates.toml {sub.name} ({sub.as_of}): {sub.cold_start_sources or sub.source}"
+        out.append(p.model_copy(update={
+            **figures,
+            "figure_sources": {**p.figure_sources, **dict.fromkeys(named, where)},
+            "vendor_claimed": p.vendor_claimed + [k for k in named if sub.cold_start_claimed and k not in p.vendor_claimed],
+        }))
+    return out
 
 
 def select(providers: list[Provider], names: Optional[list[str]], source: str = "provider catalog") -> list[Provider]:

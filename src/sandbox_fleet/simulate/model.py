@@ -214,6 +214,20 @@ class SubstrateFigures(Block):
     basis: Optional[str] = None
 
 
+class LimitsFigures(Block):
+    """A provider's limits in front of the fleet (``[fleet.limits]``; docs/providers.md)."""
+
+    #: attempts killed at the sandbox lifetime (exceptions of phase ``lifetime``), and the lifetime
+    killed_attempts: Count = None
+    lifetime_s: Num = None
+    #: first attempts claimed from the warm pool, and created cold (bucket, starting cap, cold start)
+    warm_claims: Count = None
+    cold_starts: Count = None
+    #: first attempts' wait from their slot to their sandbox ready (0 when warm), seconds
+    ready_wait_s: Optional[Quantiles] = None
+    basis: Optional[str] = None
+
+
 class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
@@ -258,6 +272,8 @@ class SimulateSummary(Summary):
     rollouts_per_s: Num = None
     #: the per-rollout telemetry Parquet written with ``--telemetry``
     telemetry: Optional[str] = None
+    #: a provider's limits in front of the fleet, when a pool has ``[fleet.limits]``
+    limits: Optional[LimitsFigures] = None
 
 
 class InferenceCalibration(Block):

@@ -75,6 +75,14 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
         sub = s.substrate
         rows.append((f"substrate {sub.name}: cold start / per action (s)",
                      f"{_f(sub.cold_start_s, 2)} / {_f(sub.per_action_s, 3)} (+{_f(sub.added_sandbox_hours, 2)} sandbox-h)"))
+    if s.limits is not None:
+        lim = s.limits
+        if lim.killed_attempts is not None:
+            rows.append((f"killed at the lifetime ({_f(lim.lifetime_s)} s)", _f(lim.killed_attempts)))
+        if lim.warm_claims is not None:
+            wait = lim.ready_wait_s or Quantiles()
+            rows.append(("warm claims / cold starts", f"{_f(lim.warm_claims)} / {_f(lim.cold_starts)}"))
+            rows.append(("ready wait mean / p99 (s)", f"{_f(wait.mean, 1)} / {_f(wait.p99, 1)}"))
     if ss is not None:
         rows += _steady_rows(ss)
     rows.append(("events", _f(s.events)))

@@ -178,8 +178,13 @@ def kinds(plan: PlanSummary) -> list[tuple[Request, int]]:
 
 
 def warm_replicas(plan: PlanSummary, provision_s: float) -> tuple[int, str]:
-    """ceil(peak start rate x provisioning delay), at most the target; and how it was found."""
+    """The plan's sized warm pool (``warm_pool``: the least keeping a released batch's step within its
+    stated lengthening, plan/warm_pool.py), at most the target; else ceil(peak start rate x provisioning
+    delay), at most the target; and how it was found."""
     n = int(plan.target.concurrency)
+    wp = plan.warm_pool
+    if wp is not None and wp.needed is not None:  # sized (size null: the refill is short, the pool still sized so)
+        return min(int(wp.needed), n), f"{wp.basis}; at most the target {n:,}"
     starts = plan.starts
     if starts is None:
         return 0, "no start rate measured: no warm pool"

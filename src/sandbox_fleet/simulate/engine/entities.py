@@ -16,6 +16,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.distributions import Dist
+from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
 
 if TYPE_CHECKING:
     from sandbox_fleet.simulate.engine.images import ImageCache
@@ -26,8 +27,8 @@ COMPLETED, EXCEPTION, TIMEOUT, DROPPED, RETRIED = 0, 1, 2, 3, 4
 STATE_NAMES = ("completed", "exception", "timeout", "dropped", "retried")
 
 # Where an attempt's exception happened (0: none).
-NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION = 0, 1, 2, 3, 4
-PHASE_NAMES = ("", "build", "agent", "verifier", "preemption")
+NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION, LIFETIME = 0, 1, 2, 3, 4, 5
+PHASE_NAMES = ("", "build", "agent", "verifier", "preemption", "lifetime")
 PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
 
 #: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
@@ -86,6 +87,8 @@ class Fleet(BaseModel):
       reclaimed node end as retried (when the retry policy allows) and its slots come
       back after ``node_replace_s``.
     - ``queue_timeout_s``: a rollout that waited this long for a slot is dropped.
+    - ``limits``: a provider's creation bucket, starting cap, cold start, warm pool and sandbox
+      lifetime in front of the pool (``sandbox_limits.SandboxLimits``; ``[fleet.limits]``).
 
     Made in Python (``Fleet(cap=...)``), a bad value is one ``InputError`` line naming the key.
     """
@@ -104,6 +107,8 @@ class Fleet(BaseModel):
     preempt_rate_per_node_s: NonNegFloat = 0.0
     node_replace_s: NonNegFloat = 0.0
     queue_timeout_s: PosFloat | None = None
+    #: a provider's creation bucket, starting cap, cold start, warm pool and lifetime (``sandbox_limits``)
+    limits: SandboxLimits | None = None
 
     #: whether a missing cap is an error (a scenario file must say ``unbounded = true``)
     cap_required: ClassVar[bool] = False
@@ -246,7 +251,7 @@ class RetryPolicy:
             raise InputError(f"retry max_retries must be >= 0, got {self.max_retries}")
         bad = [p for p in self.on if p not in PHASE_CODES]
         if bad:
-            raise InputError(f"retry on: unknown phase(s) {bad}; expected build, agent, verifier, preemption")
+            raise InputError(f"retry on: unknown phase(s) {bad}; expected build, agent, verifier, preemption, lifetime")
 
     @property
     def phase_codes(self) -> frozenset[int]:

@@ -30,7 +30,7 @@ from typing import ClassVar, get_args
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
-from sandbox_fleet.simulate.engine.fifo import one_pass, run_fifo, run_one_pass
+from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
 from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
@@ -127,7 +127,7 @@ class Events(Executor):
     name, family = "events", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
-        return None  # the general loop runs every scenario the model accepts
+        return "[fleet.limits] places attempts in time (FIFO only)" if limited_any(prep.pools) else None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         return run_events(prep, on_progress)

@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from sandbox_fleet.simulate.engine.entities import RETRIED
+from sandbox_fleet.simulate.engine.limits_rules import bucket_take, new_state, warm_take
 from sandbox_fleet.simulate.engine.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
+from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
 from sandbox_fleet.simulate.engine.trainer import rl_states
 from sandbox_fleet.simulate.engine.workloads import RL
 
@@ -89,6 +91,114 @@ def place_stream(free, arr_t, ids, i, j, hold, provision_s, start, stop):
     return i
 
 
+def place_limited(free, gate, arr_t, ids, i, j, hold, provision_s, start, wait, warm, bucket, pool,
+                  creates_per_s, burst, cold_start_s, pool_size, refill_per_s, one_t, one_h, one_s):
+    """``place_stream`` with a provider's limits (``limits_rules``) in front of every attempt of
+    ``arr_t[i:j]``: its slot comes at ``s = max(arrival, earliest free slot)`` (``free`` empty: an
+    unbounded pool, ``s`` = arrival); a claim from the warm pool (``pool_size`` > 0) starts there;
+    otherwise the creation passes the bucket (``creates_per_s`` > 0), then a starting slot (``gate``
+    non-empty: the starting-at-once cap, ``place_stream`` on its heap with the cold start as the
+    hold), then its cold start. ``wait[r]``: ready - ``s`` (the build takes it); the slot is held
+    ``wait + hold`` (+ ``provision_s``). ``warm[r]``: claimed warm. ``one_*``: one-cell buffers.
+    Returns ``j``. Compiled as it is by ``fast.fifo_compiled.limited``."""
+    while i < j:
+        t = arr_t[i]
+        if ids is None:
+            r = i
+        else:
+            r = ids[i]
+        i += 1
+        s = t
+        if len(free) > 0:
+            if free[0] > t:
+                s = free[0]
+        w = 0.0
+        is_warm = False
+        if pool_size > 0:
+            is_warm = warm_take(pool, s, refill_per_s, pool_size)
+        if not is_warm:
+            c = s
+            if creates_per_s > 0.0:
+                c = bucket_take(bucket, s, creates_per_s, burst)
+            if len(gate) > 0:
+                one_t[0] = c
+                one_h[0] = cold_start_s
+                place_stream(gate, one_t, None, 0, 1, one_h, 0.0, one_s, None)
+                c = one_s[0]
+            w = (c - s) + cold_start_s
+        if len(free) > 0:
+            one_t[0] = t
+            one_h[0] = w + hold[r]
+            place_stream(free, one_t, None, 0, 1, one_h, provision_s, one_s, None)
+        start[r] = s
+        wait[r] = w
+        warm[r] = is_warm
+    return i
+
+
+class _Limited:
+    """One pool's provider limits as ``place_limited`` reads them, with the run's state (the bucket,
+    the warm pool, the starting slots, each attempt's wait and warm flag); ``place`` has
+    ``place_stream``'s signature."""
+
+    def __init__(self, lim: SandboxLimits, n: int, arrays: bool) -> None:
+        self.compiled = None
+        if arrays:
+            from sandbox_fleet.simulate.engine.fast import fifo_compiled
+
+            self.compiled = fifo_compiled.limited()
+        self.fn = self.compiled if self.compiled is not None else place_limited
+        self.lim = lim
+        self.wait: Any = np.zeros(n) if arrays else [0.0] * n
+        self.warm: Any = np.zeros(n, dtype=np.bool_) if arrays else [False] * n
+        self.bucket: Any = new_state(float(lim.burst))
+        self.pool: Any = new_state(float(lim.warm_pool_size))
+        self.gate: Any = np.zeros(lim.max_starting or 0) if arrays else [0.0] * (lim.max_starting or 0)
+        self.bufs: Any = tuple(np.zeros(1) if arrays else [0.0] for _ in range(3))
+        self.empty: Any = np.zeros(0) if arrays else []
+
+    def figures(self) -> dict[str, np.ndarray]:
+        """Per rollout: claimed warm, and the wait from its slot to its sandbox ready."""
+        return {"warm": np.asarray(self.warm, dtype=bool), "ready_wait_s": np.asarray(self.wait, dtype=float)}
+
+    def place(self, free, arr_t, ids, i, j, hold, provision_s, start, stop):
+        lim = self.lim
+        return self.fn(self.empty if free is None else free, self.gate, arr_t, ids, i, j, hold, provision_s, start,
+                       self.wait, self.warm, self.bucket, self.pool, float(lim.creates_per_s or 0.0),
+                       float(lim.burst), float(lim.cold_start_s), float(lim.warm_pool_size),
+                       float(lim.warm_pool_refill_per_s or 0.0), *self.bufs)
+
+
+def limited(prep: Prepared) -> SandboxLimits | None:
+    """The pool's limits when they move attempts in time (one pool: ``limits_refusal`` held)."""
+    lim = prep.pools[0].limits
+    return lim if lim is not None and lim.places else None
+
+
+def limited_any(pools) -> bool:
+    """Whether some pool's limits move attempts in time (``SandboxLimits.places``)."""
+    return any(pl.limits is not None and pl.limits.places for pl in pools)
+
+
+def limits_refusal(pools, workloads, inference, any_retry: bool) -> str | None:
+    """Why a pool's limits that move attempts in time (a bucket, a starting cap, a cold start, a warm
+    pool: ``SandboxLimits.places``) cannot be simulated yet (``None``: they can, or there are none).
+    The FIFO executor places them (``place_limited``), on one FIFO pool without retries."""
+    if not limited_any(pools):
+        return None
+    from sandbox_fleet.simulate.engine.executors import fifo_refusal
+
+    why = fifo_refusal(pools, workloads, inference)
+    if why is None and len(pools) > 1:
+        why = "there are several pools"
+    if why is None and any_retry:
+        why = "a workload retries"
+    if why is None:
+        return None
+    return (f"a creation bucket, starting cap, cold start or warm pool ([fleet.limits]) is simulated by the FIFO "
+            f"executor only, on one FIFO pool without retries; here {why}")
+
+
 class _Placer:
     """The rule as this run calls it: numba's build on arrays, or plain Python on lists
     (``fast.fifo_compiled.compiled`` decides), and one-attempt calls through small buffers."""
@@ -99,6 +209,10 @@ class _Placer:
         compiled = fifo_compiled.compiled(prep)
         self.arrays = compiled is not None
         self.place = compiled if compiled is not None else place_stream
+        lim = limited(prep)
+        self.limits = None if lim is None else _Limited(lim, prep.n, self.arrays)
+        if self.limits is not None:
+            self.place = self.limits.place
         self.hold = np.ascontiguousarray(prep.hold_np, dtype=float) if self.arrays else prep.hold
         self._t: Any = np.zeros(1) if self.arrays else [0.0]  # one attempt's arrival, hold, start
         self._h: Any = np.zeros(1) if self.arrays else [0.0]
@@ -179,17 +293,23 @@ def run_one_pass(prep: Prepared) -> ExecutorOutput:
         arrival = np.full(N, math.nan)
         arrival[ids_index(prep.arr_ids)] = prep.arr_t_np
     extra: dict[str, list] = {k: [] for k in (*RETRY_COLUMNS, "finish_s")}
-    return ExecutorOutput(first=_first_rows(prep, arrival, start, prep.plan.copy()), extra=extra)
+    return ExecutorOutput(first=_first_rows(prep, arrival, start, prep.plan.copy(), pl.limits), extra=extra,
+                          limits=None if pl.limits is None else pl.limits.figures())
 
 
-def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: np.ndarray) -> dict:
+def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: np.ndarray,
+                limits: _Limited | None = None) -> dict:
+    hold, build = prep.hold_np, prep.build
+    if limits is not None:  # the creation's wait and cold start are in the build, and in the hold
+        wait = np.asarray(limits.wait, dtype=float)
+        hold, build = wait + hold, wait + build
     return {
         "arrival_s": arrival,
         "start_s": start,
-        "finish_s": start + prep.hold_np,
+        "finish_s": start + hold,
         "state": state,
         "phase": prep.phase,
-        "build_s": prep.build,
+        "build_s": build,
         "agent_s": prep.agent,
         "verify_s": prep.verify,
     }
@@ -211,6 +331,8 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
 
     slots = [pl.heap(p.cap) for p in prep.pools]  # per pool: slot-free heap (None: unbounded)
+    if pl.limits is not None and slots[0] is None:  # one pool (limits_refusal): its limits place every attempt
+        slots[0] = pl.limits.empty
     prov = [float(p.provision_delay_s) for p in prep.pools]
     # One capped pool: the open arrivals before the next heap entry are one sorted stream, placed
     # by one call of the rule; with retries the call stops after each arrival that may retry (its
@@ -319,7 +441,12 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
                     place(slots[p], [t] * n_r, rng_, 0, n_r, pl.hold, prov[p], a_start, None)
                 starts = a_start[lo:hi].tolist() if pl.arrays else a_start[lo:hi]
                 a_enq[lo:hi] = [t] * n_r
-                for r, s, h in zip(rng_, starts, hold[lo:hi]):
+                if pl.limits is None:
+                    held = hold[lo:hi]
+                else:  # the slot is held for the creation's wait and cold start too
+                    waits = pl.limits.wait[lo:hi].tolist() if pl.arrays else pl.limits.wait[lo:hi]
+                    held = [w + h for w, h in zip(waits, hold[lo:hi])]
+                for r, s, h in zip(rng_, starts, held):
                     if may_retry[r]:
                         retried_first.append(r)
                         retry(r, 1, s + h)
@@ -345,7 +472,8 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
         arrival[ids_index(prep.arr_ids)] = prep.arr_t_np  # open arrivals: their given times
     state = prep.plan.copy()
     state[np.asarray(retried_first, dtype=np.int64)] = RETRIED
-    first = _first_rows(prep, arrival, start, state)
+    first = _first_rows(prep, arrival, start, state, pl.limits)
     x["finish_s"] = [s + h for s, h in zip(x_start, x_hold)]
     del x["hold"]
-    return ExecutorOutput(first=first, extra=x, rl=rl, clock_monotonic=clock_ok)
+    return ExecutorOutput(first=first, extra=x, rl=rl, clock_monotonic=clock_ok,
+                          limits=None if pl.limits is None else pl.limits.figures())

@@ -27,6 +27,7 @@ from sandbox_fleet.simulate.engine.entities import (
     COMPLETED,
     DROPPED,
     EXCEPTION,
+    LIFETIME,
     PREEMPTION,
     RETRIED,
     TIMEOUT,
@@ -155,6 +156,7 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
     if res.images is not None:
         out["images"] = res.images.figures()
     out["substrate"] = substrate_figures(res, started)
+    out["limits"] = limits_figures(res, started)
     from sandbox_fleet.simulate.engine.steady import analyse
 
     out["steady_state"] = analyse(res, pass_rate=pass_rate, warmup_s=warmup_s)
@@ -175,6 +177,25 @@ def _lost_hours(res, started: np.ndarray, failed_rows: int) -> dict:
     pre_rows = started & (res.phase == PREEMPTION)
     return {"exception": float(np.sum(res.finish_s[exc_rows] - res.start_s[exc_rows])) / 3600,
             "preemption": float(np.sum(res.finish_s[pre_rows] - res.start_s[pre_rows])) / 3600}
+
+
+def limits_figures(res, started: np.ndarray) -> dict | None:
+    """The ``limits`` block: lifetime kills, warm claims and cold starts, the wait for a ready sandbox."""
+    lims = [pl.limits for pl in res.fleets if pl.limits is not None]
+    if not lims:
+        return None
+    lifetimes = [lim.lifetime_s for lim in lims if lim.lifetime_s is not None]
+    out: dict = {"killed_attempts": int(np.count_nonzero(started & (res.phase == LIFETIME))) if lifetimes else None,
+                 "lifetime_s": lifetimes[0] if len(lifetimes) == 1 else None}
+    words = ["lifetime kills cut in the drawn holds (exceptions of phase lifetime)"] if lifetimes else []
+    if res.limits is not None:
+        warm = res.limits["warm"]
+        out.update(warm_claims=int(np.count_nonzero(warm)), cold_starts=int(warm.size - np.count_nonzero(warm)),
+                   ready_wait_s=_quantiles(res.limits["ready_wait_s"]))
+        words.append("first attempts placed by the FIFO executor: a warm claim, or the creation bucket, the starting "
+                     "cap and the cold start")
+    out["basis"] = "; ".join(words) or None
+    return out
 
 
 def substrate_figures(res, started: np.ndarray) -> dict | None:

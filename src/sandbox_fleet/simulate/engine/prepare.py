@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.entities import EXCEPTION, PHASE_NAMES, Episode, Fleet
+from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.engine.episode import draw_attempts
+from sandbox_fleet.simulate.engine.limits_rules import lifetime_cut
 from sandbox_fleet.simulate.engine.policies import CEILING, cut_at_ceiling, cut_one, problems
 from sandbox_fleet.simulate.engine.workloads import OPEN, RL, Workload
 
@@ -119,6 +120,9 @@ class Prepared:
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(RETRIES, w, r, k)))
         fixed = None if self.workloads[w].retry.redraw else (self.agent_raw[r : r + 1], self.verify_raw[r : r + 1])
         att, _ = draw_attempts(self.episodes[w], rng, np.array([r - int(self.offsets[w])]), lab, fixed)
+        lim = self.pools[self.workloads[w].pool].limits
+        if lim is not None and lim.lifetime_s is not None:
+            kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, lim.lifetime_s)
         b, a, v = float(att.build_s[0]), float(att.agent_s[0]), float(att.verify_s[0])
         return b, a, v, b + a + v, int(att.state[0]), int(att.phase[0])
 
@@ -153,12 +157,18 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     for where, i, key, msg in problems(pools, workloads, inference is not None):
         what = f"fleet {pools[i].name}" if where == "fleet" else f"workload {workloads[i].name}"
         raise InputError(f"{what}: {key}: {msg}")
+    from sandbox_fleet.simulate.engine.fifo import limits_refusal  # (fifo reads Prepared)
+
+    why = limits_refusal(pools, workloads, inference, any(wl.retry.max_retries > 0 for wl in workloads))
+    if why is not None:
+        raise InputError(why)
     counts = [wl.count for wl in workloads]
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     episodes = [wl.resolved_episode() for wl in workloads]
     at_ceiling = [pools[wl.pool].admission == CEILING and ep.agent_timeout_s is not None
                   for wl, ep in zip(workloads, episodes)]
 
+    lifetimes = [lim.lifetime_s if (lim := pools[wl.pool].limits) is not None else None for wl in workloads]
     cache = _image_cache(episodes)
     # Arrivals have their own streams, so when they are drawn changes no value. The image cache's
     # pre-pass reads the queue order: with one they come first; without, after the attempts, so the
@@ -187,6 +197,10 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             h = att.build_s + att.agent_s + att.verify_s
             cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase,
                            _per_rollout(ep.agent_timeout_s, counts[w]))
+        if (life_s := lifetimes[w]) is not None:
+            if att.agent_raw is att.agent_s or att.verify_raw is att.verify_s:  # a retry re-runs the uncut task
+                att.agent_raw, att.verify_raw = att.agent_s.copy(), att.verify_s.copy()
+            kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, life_s)
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
         parts["ar"].append(att.agent_raw)
@@ -239,6 +253,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             timeout_s = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
             h = h.copy()
             cut_at_ceiling(att.build_s, att.agent_s, att.verify_s, h, att.state, att.phase, timeout_s)
+        if (life_s := lifetimes[w]) is not None:
+            h = kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, life_s, h)
         base = len(retry_block)
         retry_block.extend(zip(att.build_s.tolist(), att.agent_s.tolist(), att.verify_s.tolist(), h.tolist(),
                                att.state.astype(int).tolist(), att.phase.astype(int).tolist()))
@@ -317,6 +333,18 @@ def _image_run(cache: ImageCache, hits: np.ndarray, ref: list, warm: np.ndarray,
     for k in cache.whatif_prepull:
         run.whatif[k] = lru_hits(image, node, cat.size_mb, cache.cache_mb, k)
     return run
+
+
+def kill_at_lifetime(b: np.ndarray, a: np.ndarray, v: np.ndarray, state: np.ndarray, phase: np.ndarray,
+                     lifetime_s: float, hold: np.ndarray | None = None) -> np.ndarray:
+    """The sandbox lifetime on drawn attempts, in place (``limits_rules.lifetime_cut``): a hold longer
+    than it ends there, killed (an exception of phase ``lifetime``, which the retry rules may retry).
+    Returns the holds (``hold`` cut in place, or ``b + a + v`` cut)."""
+    h = b + a + v if hold is None else hold
+    killed = lifetime_cut(b, a, v, h, lifetime_s)
+    state[killed] = EXCEPTION
+    phase[killed] = LIFETIME
+    return h
 
 
 def hold_of(build: np.ndarray, agent: np.ndarray, verify: np.ndarray, zero_build: bool, zero_verify: bool) -> np.ndarray:

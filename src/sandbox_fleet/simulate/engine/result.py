@@ -17,6 +17,7 @@ import numpy as np
 from sandbox_fleet.simulate.engine.entities import (
     AGENT,
     BUILD,
+    LIFETIME,
     PREEMPTION,
     RETRIED,
     STATE_NAMES,
@@ -35,7 +36,8 @@ if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
     from sandbox_fleet.simulate.model import SimulateSummary
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError"}
+EXCEPTION_TYPES = {BUILD: "BuildError", AGENT: "AgentError", VERIFIER: "VerifierError", PREEMPTION: "PreemptedError",
+                   LIFETIME: "SandboxLifetimeError"}
 TIMEOUT_TYPE = "AgentTimeoutError"
 
 
@@ -60,6 +62,9 @@ class ExecutorOutput:
     area_wait: float | None = None
     clock_monotonic: bool = True
     served: ServedRun | None = None
+    #: ``[fleet.limits]`` placed by the FIFO executor: per rollout, ``warm`` (claimed from the warm pool)
+    #: and ``ready_wait_s`` (slot to sandbox ready: the bucket, the starting cap, the cold start)
+    limits: dict[str, np.ndarray] | None = None
 
 
 @dataclass
@@ -94,6 +99,7 @@ class SimResult:
     inference: ServedRun | None = None  # when an inference pool served the model calls
     images: ImageRun | None = None  # the image cache's pre-pass (``[images]``)
     turns_total: float = 0.0  # turns drawn for the first attempts (a substrate's per-action overhead counts them)
+    limits: dict[str, np.ndarray] | None = None  # ``[fleet.limits]``' per-rollout warm flags and ready waits (FIFO)
     _sweeps: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 (_Derived is defined below)
 

@@ -91,6 +91,7 @@ def run_workloads(
     res.clock_monotonic = out.clock_monotonic
     res.images, res.turns_total = prep.images, prep.turns_total
     res.inference = out.served
+    res.limits = out.limits
     res.wall_s = time.perf_counter() - wall0
     if check:
         n = prep.n
