@@ -25,7 +25,6 @@ def _twin(module: str, source: str, **options) -> Extension:
 
 
 extensions = [
-    _twin("sandbox_fleet.telemetry._strings", "src/sandbox_fleet/telemetry/_strings.c"),
     # Buffers only (no NumPy headers); integer arithmetic.
     _twin("sandbox_fleet.measure._groups", "src/sandbox_fleet/measure/_groups.c"),
 ]
