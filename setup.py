@@ -25,8 +25,6 @@ def _twin(module: str, source: str, **options) -> Extension:
 
 
 extensions = [
-    # Buffers only (no NumPy headers); integer arithmetic.
-    _twin("sandbox_fleet.measure._groups", "src/sandbox_fleet/measure/_groups.c"),
 ]
 if numpy is not None:
     extensions.append(_twin("sandbox_fleet.measure._select", "src/sandbox_fleet/measure/_select.c",
