@@ -27,8 +27,6 @@ def _twin(module: str, source: str, **options) -> Extension:
 extensions = [
 ]
 if numpy is not None:
-    extensions.append(_twin("sandbox_fleet.measure._select", "src/sandbox_fleet/measure/_select.c",
-                            include_dirs=[numpy.get_include()]))
     # NumPy's allocator hook (no twin: without it arrays come from NumPy's own allocator).
     extensions.append(_twin("sandbox_fleet.measure._blocks", "src/sandbox_fleet/measure/_blocks.c",
                             include_dirs=[numpy.get_include()]))

@@ -40,17 +40,6 @@ def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
     return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
 
 
-def quantiles_at_ranks(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray, q: float) -> np.ndarray:
-    """``quantile_sorted(part, q)`` of many groups at once, from each group's two order
-    statistics ``_ranks(size, q)`` names (``lower``, ``upper``) and its size (at least 1):
-    the same float64 operations, elementwise, so the same bits."""
-    pos = (np.asarray(sizes, dtype=np.int64) - 1) * q
-    t = pos - np.floor(pos)
-    a = np.asarray(lower).astype(np.float64)
-    b = np.asarray(upper).astype(np.float64)
-    return np.where(t >= 0.5, b - (b - a) * (1.0 - t), a + (b - a) * t)
-
-
 def quantile_nonempty(sorted_values: np.ndarray, q: float) -> float:
     """``quantile_sorted`` of an array that holds at least one value, so a float, never None."""
     value = quantile_sorted(sorted_values, q)
