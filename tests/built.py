@@ -1,5 +1,5 @@
-"""The optional C twins in tests: the built module, or a skip (a failure under CI=true, where
-.ci/run installs with a C compiler, so an unbuilt twin is a broken install, not a missing tool)."""
+"""The optional C module in tests: the built module, or a skip (a failure under CI=true, where
+.ci/run installs with a C compiler, so an unbuilt module is a broken install, not a missing tool)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""The optional C speed-ups built at install, and the one switch that turns them off.
+"""The optional C module built at install, and the one switch that turns the speed-ups off.
 
-A C speed-up is a twin of a NumPy or Python function that stays in the source as the
-reference: the same values, byte for byte, tests check each pair. ``setup.py`` builds them
-when a C compiler is present (``optional=True``: without one the install still succeeds and
-the reference runs). ``SANDBOX_FLEET_PURE_PYTHON=1`` makes every caller take the reference
-(tests use it to compare whole outputs); the closed-loop kernel (numba) honours it too.
+``setup.py`` builds measure's NumPy allocator hook (``measure._blocks``) when a C compiler is
+present (``optional=True``: without one the install still succeeds and NumPy allocates as usual;
+no value depends on it). ``SANDBOX_FLEET_PURE_PYTHON=1`` turns it off and makes the numba kernels
+of ``simulate`` run as plain Python (tests use it to compare whole outputs).
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ def pure_python_forced() -> bool:
 
 
 def compiled(module: str) -> ModuleType | None:
-    """The built C module ``sandbox_fleet.<module>`` (e.g. ``"measure._groups"``), or None when
-    it was not built at install or ``SANDBOX_FLEET_PURE_PYTHON`` is set (callers then run the
-    reference). Read at each call, so tests can flip the switch within one process."""
+    """The built C module ``sandbox_fleet.<module>`` (e.g. ``"measure._blocks"``), or None when
+    it was not built at install or ``SANDBOX_FLEET_PURE_PYTHON`` is set (callers then do without).
+    Read at each call, so tests can flip the switch within one process."""
     if pure_python_forced():
         return None
     try:
