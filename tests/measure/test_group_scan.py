@@ -93,7 +93,7 @@ def test_group_table_matches_duckdb(seed, n, huge, threshold):
     table = random_table(seed, n, huge)
     fr = frame_from_table(table)
     codes, names = fr.model.labelled()
-    got = dict(zip(names, _group_table(fr, codes, len(names), threshold)))
+    got = {name: tuple(row.values()) for name, row in zip(names, _group_table(fr, codes, len(names), threshold))}
     expect = {row[0]: tuple(int(v) for v in row[1:]) for row in sql(table, _GROUP_SQL, [threshold])}
     assert got == expect
 

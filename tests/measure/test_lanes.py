@@ -78,7 +78,7 @@ def test_model_columns_in_blocks_on_two_threads_match_duckdb(seed, n, huge, thre
         cols = shared.results()
         other.join()
     _, names = fr.model.labelled()
-    got = dict(zip(names, groups.group_rows_of(cols, n_models)))
+    got = {name: tuple(row.values()) for name, row in zip(names, groups.group_rows_of(cols, n_models))}
     expect = {row[0]: tuple(int(v) for v in row[1:]) for row in sql(table, _GROUP_SQL, [threshold])}
     assert got == expect
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sandbox_fleet import speedups
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
 from sandbox_fleet.measure.stats import US, arrival_rate_per_s, bit_field, group_sums, ratio
 
@@ -47,13 +46,7 @@ class Sweep:
 
 
 def _area(times: np.ndarray, level: np.ndarray, block: int = 1 << 20) -> int:
-    """sum(level[i] * (times[i+1] - times[i])) in int64, a block at a time to bound memory
-    (``_groups.area`` when built: one pass, no temporaries)."""
-    fast = speedups.compiled("measure._groups")
-    return _reference_area(times, level, block) if fast is None else fast.area(times, level, block)
-
-
-def _reference_area(times: np.ndarray, level: np.ndarray, block: int) -> int:
+    """sum(level[i] * (times[i+1] - times[i])) in int64, a block at a time to bound memory."""
     total = 0
     for i in range(0, max(times.size - 1, 0), block):
         j = min(i + block, times.size - 1)
@@ -91,9 +84,7 @@ def sweep(start_us: np.ndarray, finish_us: np.ndarray) -> Sweep:
         key.sort(kind="stable")
     else:
         key.sort()
-    fast = speedups.compiled("measure._groups")
-    swept = _compact(key, base, 0) if fast is None else _compiled_compact(fast, key, base, 0, [])[0]
-    return _checked(swept, _holds_sum(start_us, finish_us))
+    return _checked(_compact(key, base, 0), _holds_sum(start_us, finish_us))
 
 
 def _holds_sum(start_us: np.ndarray, finish_us: np.ndarray) -> int:
@@ -160,9 +151,7 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     ``codes``: 0..n_groups-1 per interval, -1 for one in no group (swept overall only). A
     group's events are a stable partition of the sorted events, so they are sorted too: the
     same Sweep as ``sweep`` of the group alone (a sorted multiset has one order). Memory: the
-    key (16 bytes an interval) and one group's events at a time; with the C twins
-    (``_compiled_grouped_sweeps``: one pass over the sorted events for the overall sweep and
-    every group's) every group's points at once instead (up to 24 bytes an interval).
+    key (16 bytes an interval) and one group's events at a time.
     """
     n = start_us.size
     bits = n_groups.bit_length()  # codes 0..n_groups, the last for "no group"
@@ -171,9 +160,6 @@ def grouped_sweeps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
     base = int(start_us.min())
     if (int(finish_us.max()) - base) >= 1 << (62 - bits):
         return None
-    fast = speedups.compiled("measure._groups")
-    if fast is not None:
-        return _compiled_grouped_sweeps(fast, start_us, finish_us, codes, n_groups, base, each)
     key, group = _packed_events(start_us, finish_us, codes, n_groups, base)
     key.sort()
     rows = np.bincount(group, minlength=n_groups + 1)
@@ -202,46 +188,6 @@ def _packed_events(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarra
         half <<= 1
     key[:n] |= 1
     return key, group
-
-
-def _compiled_grouped_sweeps(fast, start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray,
-                             n_groups: int, base: int, each) -> Sweep:
-    """The rest of ``grouped_sweeps`` by the C twins: one pass packs the events and counts and
-    sums each group's holds (``_groups.pack_events``), one compacts every sweep after the sort."""
-    bits = n_groups.bit_length()
-    key = np.empty(2 * start_us.size, dtype=np.int64)
-    rows, sums = fast.pack_events(np.ascontiguousarray(start_us), np.ascontiguousarray(finish_us),
-                                  np.ascontiguousarray(codes), n_groups, base, bits, key)
-    key.sort()
-    overall, per_group = _compiled_compact(fast, key, base, bits, rows[:n_groups])
-    for g, swept in enumerate(per_group):
-        if swept is not None:
-            each(g, _checked(swept, sums[g]), rows[g])
-    return _checked(overall, sum(sums))  # every interval's hold, the no-group slot too
-
-
-def _compiled_compact(fast, key: np.ndarray, base: int, code_bits: int, rows: list[int]
-                      ) -> tuple[Sweep, list[Sweep | None]]:
-    """``_compact`` of the sorted events ``key`` (consumed) and of each group g's events (``rows[g]``
-    intervals; None for a group without), from one pass of ``_groups.compact``: the same arrays,
-    dtypes and views as ``_compact`` of ``key`` and of ``key[label == g]``."""
-    level: np.ndarray = np.empty(key.size, dtype=_level_dtype(key.size))
-    times = [np.empty(2 * r, dtype=np.int64) if r else None for r in rows]
-    levels: list[np.ndarray | None] = [np.empty(2 * r, dtype=_level_dtype(2 * r)) if r else None for r in rows]
-    m, points = fast.compact(key, base, code_bits, level, times, levels)
-    per_group = [None if t is None or lv is None else _trimmed(t, lv, p) for t, lv, p in zip(times, levels, points)]
-    return _trimmed(key, level, m), per_group
-
-
-def _level_dtype(events: int) -> type:
-    return np.int32 if events < 2**32 else np.int64
-
-
-def _trimmed(times: np.ndarray, level: np.ndarray, m: int) -> Sweep:
-    """The first ``m`` points as a Sweep, by ``_compact``'s rule: views when most events are distinct
-    times, copies when ties shrank them a lot (so the event-sized arrays can go)."""
-    keep = 2 * m > times.size
-    return Sweep(times[:m] if keep else times[:m].copy(), level[:m] if keep else level[:m].copy())
 
 
 def _group_hold_sums(start_us: np.ndarray, finish_us: np.ndarray, group: np.ndarray, n_groups: int) -> list[int]:
@@ -326,14 +272,8 @@ def time_at_level(sw: Sweep, points: int = LEVEL_POINTS) -> dict:
 
 
 def _level_durations(sw: Sweep, peak: int) -> np.ndarray:
-    """Microseconds spent at each level 0..peak (float64: exact below 2**53 us, 285 years), by
-    ``_groups.level_durations`` when built (the same additions in the same order, no temporaries)."""
-    fast = speedups.compiled("measure._groups")
-    if fast is None:
-        return np.bincount(sw.level[:-1].astype(np.int64), weights=np.diff(sw.times).astype(np.float64))
-    out = np.zeros(peak + 1, dtype=np.float64)
-    fast.level_durations(sw.times, sw.level, out)
-    return out
+    """Microseconds spent at each level 0..peak (float64: exact below 2**53 us, 285 years)."""
+    return np.bincount(sw.level[:-1].astype(np.int64), weights=np.diff(sw.times).astype(np.float64))
 
 
 def to_us(seconds: np.ndarray) -> np.ndarray:

@@ -7,12 +7,8 @@ also measured alone. Jobs carry their own concurrency figures, since each has it
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from itertools import pairwise
-
 import numpy as np
 
-from sandbox_fleet import speedups
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures, effective_cap_figures
 from sandbox_fleet.measure.stats import (
@@ -46,68 +42,42 @@ def _blockwise_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: 
     return total
 
 
+def _token_sums(column: str):
+    def run(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[int]:
+        return getattr(fr, column).group_sums_where(codes, n_groups, fr.has_tokens)
+    return run
+
+
+#: The per-group counts and sums, one named pass each: ``(frame, codes, n_groups, threshold)`` ->
+#: one exact integer per group. A new per-model or per-job count or sum is one entry here (and
+#: ``group_figures`` reads it by name).
+GROUP_COLUMNS = {
+    "rows": lambda fr, codes, n, t: group_counts(codes, n),
+    "sandbox_us": lambda fr, codes, n, t: group_sums(codes, n, fr.hold_us),
+    "flagged": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.has_exception.valid),
+    "exc": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.has_exception.valid & fr.has_exception.values),
+    "rewarded": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.rewarded),
+    "passed": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.passed(t)),
+    "tok_rows": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.has_tokens),
+    "tok_us": lambda fr, codes, n, t: _blockwise_sums(codes, n, fr.hold_us, fr.has_tokens),
+    "tok_in": _token_sums("input_tokens"),
+    "tok_out": _token_sums("output_tokens"),
+}
+
+
 def group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
-    """The columns of ``_group_table`` as independent jobs (no arguments), each returning a list
-    of columns (``group_rows_of`` joins them): rows, sandbox_us, flagged, exc, rewarded, passed,
-    tok_rows, tok_us, tok_in, tok_out. With the C twin built, one job makes all ten in one pass
-    over the rows; else one job a column (``reference_group_columns``)."""
-    fast = speedups.compiled("measure._groups")
-    if fast is None:
-        return [lambda job=job: [job()] for job in reference_group_columns(fr, codes, n_groups, threshold)]
-    return [lambda: _compiled_totals(fast, fr, codes, n_groups, threshold)]
+    """``GROUP_COLUMNS`` as independent jobs (no arguments, any thread), each giving
+    ``(name, column)``; ``group_rows_of`` joins them."""
+    return [lambda name=name, run=run: (name, run(fr, codes, n_groups, threshold))
+            for name, run in GROUP_COLUMNS.items()]
 
 
-def reference_group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
-    """The ten columns as ten jobs, each returning its column: counts by bincount and sums
-    exact in integers (``stats.group_sums``); the reference of ``_groups.group_totals``."""
-    exc_col = fr.has_exception
-    tok = fr.has_tokens
-    hold, rewarded, passed = fr.hold_us, fr.rewarded, fr.passed(threshold)
-    tok_in, tok_out = fr.input_tokens, fr.output_tokens
-    return [
-        lambda: group_counts(codes, n_groups),
-        lambda: group_sums(codes, n_groups, hold),
-        lambda: _blockwise_counts(codes, n_groups, exc_col.valid),
-        lambda: _blockwise_counts(codes, n_groups, exc_col.valid & exc_col.values),
-        lambda: _blockwise_counts(codes, n_groups, rewarded),
-        lambda: _blockwise_counts(codes, n_groups, passed),
-        lambda: _blockwise_counts(codes, n_groups, tok),
-        lambda: _blockwise_sums(codes, n_groups, hold, tok),
-        lambda: tok_in.group_sums_where(codes, n_groups, tok),
-        lambda: tok_out.group_sums_where(codes, n_groups, tok),
-    ]
+def group_rows_of(cols: list, n_groups: int) -> list[dict[str, int]]:
+    """``group_columns``' results as one ``{name: int}`` per group."""
+    return [{name: int(c[g]) for name, c in cols} for g in range(n_groups)]
 
 
-def _compiled_totals(fast, fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[list[int]]:
-    """The ten columns from ``_groups.group_totals``, one call per stretch of rows that lies in one
-    Arrow chunk of both token columns (their values are read in place, never copied out)."""
-    exc_col = fr.has_exception
-    rows = [np.ascontiguousarray(a) for a in (codes, fr.hold_us, exc_col.valid, exc_col.values,
-                                               fr.rewarded, fr.passed(threshold), fr.has_tokens)]
-    ins, outs = list(fr.input_tokens._views()), list(fr.output_tokens._views())
-    cuts = sorted({first for first, _ in ins} | {first for first, _ in outs} | {codes.size})
-    total = [[0] * n_groups for _ in range(10)]
-    for lo, hi in pairwise(cuts):
-        args = [a[lo:hi] for a in rows] + [_rows_of(ins, lo, hi), _rows_of(outs, lo, hi)]
-        part = fast.group_totals(args[0], n_groups, *args[1:])
-        total = [[a + b for a, b in zip(t, p)] for t, p in zip(total, part)]
-    return total
-
-
-def _rows_of(views: list, lo: int, hi: int) -> np.ndarray:
-    """Rows lo..hi of a column given as ``Column._views`` (they lie in one view)."""
-    first, view = views[bisect_right([f for f, _ in views], lo) - 1]
-    assert hi <= first + view.size, f"rows {lo}..{hi} span two chunks"
-    return view[lo - first:hi - first]
-
-
-def group_rows_of(cols: list, n_groups: int) -> list[tuple[int, ...]]:
-    """``group_columns``' results (each a list of columns) as one tuple of ints per group."""
-    flat = [c for part in cols for c in part]
-    return [tuple(int(c[g]) for c in flat) for g in range(n_groups)]
-
-
-def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[tuple[int, ...]]:
+def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[dict[str, int]]:
     """Per group: the ``group_columns`` figures, computed here one after another."""
     return group_rows_of([job() for job in group_columns(fr, codes, n_groups, threshold)], n_groups)
 
@@ -126,26 +96,27 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     sorted_us, offsets = fr.grouped_holds(codes, len(names), key)
     out = {}
     for i, name in enumerate(names[:groups]):
-        n, sandbox_us, flagged, exc, rewarded, passed, tok_rows, tok_us, tok_in, tok_out = agg[i]
+        g = agg[i]
+        n = g["rows"]
         if n == 0:
             continue
         part = sorted_us[offsets[i]:offsets[i + 1]]
-        tok_s = tok_us / US  # exact integer microseconds -> seconds
+        tok_s = g["tok_us"] / US  # exact integer microseconds -> seconds
         out[name] = {
             "rows": n,
             "small_sample": n < SMALL_SAMPLE_ROWS,
-            "sandbox_s": sandbox_us / US,
-            "exception_rate": exception_rate(exc, flagged),
-            "exception_rate_rows": flagged,
+            "sandbox_s": g["sandbox_us"] / US,
+            "exception_rate": exception_rate(g["exc"], g["flagged"]),
+            "exception_rate_rows": g["flagged"],
             "hold_median_s": quantile_nonempty(part, 0.5) / US,
             "hold_p99_s": quantile_nonempty(part, 0.99) / US,
-            "hold_mean_s": sandbox_us / n / US,
-            "rewarded": rewarded,
-            "passed": passed,
-            "pass_rate": ratio(passed, rewarded),
-            "token_rows": tok_rows,
-            "prefill_per_sandbox_s": ratio(tok_in, tok_s) if tok_rows else None,
-            "decode_per_sandbox_s": ratio(tok_out, tok_s) if tok_rows else None,
+            "hold_mean_s": g["sandbox_us"] / n / US,
+            "rewarded": g["rewarded"],
+            "passed": g["passed"],
+            "pass_rate": ratio(g["passed"], g["rewarded"]),
+            "token_rows": g["tok_rows"],
+            "prefill_per_sandbox_s": ratio(g["tok_in"], tok_s) if g["tok_rows"] else None,
+            "decode_per_sandbox_s": ratio(g["tok_out"], tok_s) if g["tok_rows"] else None,
         }
     return out
 

@@ -1,43 +1,69 @@
-"""Let NumPy reuse big freed blocks while measuring, instead of faulting in fresh pages.
+"""Let big freed arrays be reused while measuring, instead of faulting in fresh pages.
 
-Measure makes and drops many column-sized temporaries. The C library maps each big one
-fresh and unmaps it when freed, so the kernel faults in and zeroes its pages again for the
-next: on 10M rows of foreign data, zeroing huge pages was ~29% of all CPU samples.
-``reusing_freed_arrays`` installs the ``_blocks`` allocator (a C hook through NumPy's
-``PyDataMem_SetHandler``) for the block: a freed block of at least ``MIN_BLOCK_BYTES`` is
-kept, up to ``LIMIT_BYTES`` in all, for the next array of about its size. Values are those
-of NumPy's own allocator (``np.empty`` memory is uninitialised either way, ``np.zeros`` is
-passed through), so figures never depend on it; without the compiled module, or with
-``SANDBOX_FLEET_PURE_PYTHON`` set, the block runs with NumPy's allocator.
-
-NumPy's handler is a context variable: threads started inside the block see it only when
-they run in a copy of its context (``lanes`` and the id hashing do so).
+Measure makes and drops many column-sized temporaries. glibc's malloc maps each one above its
+mmap threshold fresh and unmaps it when freed, so the kernel faults in and zeroes its pages again
+for the next. ``reusing_freed_arrays`` raises the threshold and keeps up to ``KEEP_BYTES`` of freed
+memory at the top of the heap (``mallopt``), so a freed array's pages serve the next one; at the
+end it sets glibc's documented defaults back and trims the heap. Values never depend on it (memory
+from ``np.empty`` is uninitialised either way). With another C library, or with
+``SANDBOX_FLEET_PURE_PYTHON`` set, nothing changes. Its gain is in BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sandbox_fleet.speedups import compiled
+from sandbox_fleet.speedups import pure_python_forced
 
-#: Smaller blocks come from NumPy's and the C library's own caches already.
-MIN_BLOCK_BYTES = 1 << 20
-#: At most this much freed memory is kept for reuse (it counts in the peak RSS when unused).
-#: At 10M rows (3 alternating runs each): none kept 5.55 s and 1,731 MiB, 128 MiB 5.49 s and
-#: 1,798, 256 MiB 5.35 s and 1,928, 384 MiB 5.40 s and 1,985.
-LIMIT_BYTES = 256 << 20
+# mallopt(3) parameters and their defaults (glibc's documented values).
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+_DEFAULT_BYTES = 128 * 1024
+#: Arrays up to this size come from the heap (mallopt takes an int: at most 2 GiB).
+MMAP_THRESHOLD_BYTES = 1 << 30
+#: At most this much freed memory stays at the top of the heap for reuse (it counts in the peak RSS).
+KEEP_BYTES = 256 << 20
+#: The heap grows by this much more than asked each time (fewer brk calls).
+TOP_PAD_BYTES = 64 << 20
+
+_lock = threading.Lock()
+_depth = 0
+
+
+def _glibc():
+    """The process's C library when it is glibc (has ``mallopt`` and ``malloc_trim``), else None."""
+    try:
+        libc = ctypes.CDLL(None)
+    except OSError:
+        return None
+    return libc if all(hasattr(libc, f) for f in ("mallopt", "malloc_trim", "gnu_get_libc_version")) else None
+
+
+def _set(libc, mmap_threshold: int, trim_threshold: int, top_pad: int) -> None:
+    libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
+    libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)
+    libc.mallopt(M_TOP_PAD, top_pad)
 
 
 @contextmanager
-def reusing_freed_arrays(limit_bytes: int = LIMIT_BYTES) -> Iterator[None]:
-    """NumPy arrays made in this context reuse big freed blocks; every kept block is freed at the end."""
-    blocks = compiled("measure._blocks")
-    if blocks is None:
+def reusing_freed_arrays(keep_bytes: int = KEEP_BYTES) -> Iterator[None]:
+    """Big arrays made in this context reuse freed heap memory; nested contexts share the outermost."""
+    global _depth
+    libc = None if pure_python_forced() else _glibc()
+    if libc is None:
         yield
         return
-    previous = blocks.install(limit_bytes, MIN_BLOCK_BYTES)
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            _set(libc, MMAP_THRESHOLD_BYTES, keep_bytes, TOP_PAD_BYTES)
     try:
         yield
     finally:
-        blocks.restore(previous)
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                _set(libc, _DEFAULT_BYTES, _DEFAULT_BYTES, _DEFAULT_BYTES)
+                libc.malloc_trim(0)

@@ -66,7 +66,7 @@ BAR_ROWS = 1_000_000
 #: Up to this many rows two lanes: the per-task pass, the sweep, the per-model and overall step
 #: passes and then the token pass on a worker; the rest here, the small counts taken by
 #: whichever lane is free. With the text columns coded and the Arrow time columns dropped once
-#: copied out, 10M rows peak at ~2 GiB so (with up to ``numpypool.LIMIT_BYTES`` of freed
+#: copied out, 10M rows peak at ~2 GiB so (with up to ``numpypool.KEEP_BYTES`` of freed
 #: blocks kept for reuse). Past it, one pass at a time. (A third lane, tried up to 4M rows, was
 #: slower on two cores: 1.71 s against 1.60 s at 2.4M rows, 1.02 against 0.83 s at 1M.)
 TWO_LANES_ROWS = 12_000_000

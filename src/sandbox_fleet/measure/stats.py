@@ -11,8 +11,6 @@ import zlib
 
 import numpy as np
 
-from sandbox_fleet.speedups import compiled
-
 SMALL_SAMPLE_ROWS = 100
 BOOTSTRAP_DRAWS = 2000
 US = 1_000_000
@@ -40,17 +38,6 @@ def quantile_sorted(sorted_values: np.ndarray, q: float) -> float | None:
     a, b = float(sorted_values[lo]), float(sorted_values[hi])
     # Same two-sided lerp NumPy uses, so results match np.percentile bit for bit.
     return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
-
-
-def quantiles_at_ranks(lower: np.ndarray, upper: np.ndarray, sizes: np.ndarray, q: float) -> np.ndarray:
-    """``quantile_sorted(part, q)`` of many groups at once, from each group's two order
-    statistics ``_ranks(size, q)`` names (``lower``, ``upper``) and its size (at least 1):
-    the same float64 operations, elementwise, so the same bits."""
-    pos = (np.asarray(sizes, dtype=np.int64) - 1) * q
-    t = pos - np.floor(pos)
-    a = np.asarray(lower).astype(np.float64)
-    b = np.asarray(upper).astype(np.float64)
-    return np.where(t >= 0.5, b - (b - a) * (1.0 - t), a + (b - a) * t)
 
 
 def quantile_nonempty(sorted_values: np.ndarray, q: float) -> float:
@@ -121,16 +108,6 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
     vmin = int(values.min()) if values.size else 0
     vbits = max((int(values.max()) - vmin).bit_length(), 1) if values.size else 1
     gbits = max(n_groups - 1, 0).bit_length()
-    fast = compiled("measure._groups") if values.size and vbits + gbits <= 62 else None
-    if fast is not None:
-        # The same key, packed and counted in one C pass (the group in the high bits).
-        counts = np.zeros(n_groups, dtype=np.int64)
-        key = np.empty(values.size, dtype=np.int64)
-        fast.pack_hold_keys(values, vmin, 0, [_c_codes(codes)], [vbits], [counts], key)
-        key.sort()
-        key &= (1 << vbits) - 1
-        key += vmin
-        return key, group_offsets(counts)
     counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
     offsets = group_offsets(counts)
     if values.size == 0:
@@ -169,9 +146,6 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
         return None
     total = sum(widths)
     shifts = [sum(widths[:j]) for j in range(len(widths))]
-    fast = compiled("measure._groups")
-    if fast is not None:
-        return _compiled_groups_sorted(fast, values, vmin, groupings, shifts, widths)
     key = np.subtract(values, vmin)
     key <<= total
     for (codes, _), width, shift in zip(groupings, widths, shifts):
@@ -188,36 +162,6 @@ def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
         offsets = group_offsets(counts)
         # One group: already in order; else a stable partition (radix sort) of the sorted values.
         out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
-    return key, out
-
-
-def _c_codes(codes: np.ndarray) -> np.ndarray:
-    """Group codes as a type the C passes read (uint8, int32, int64), copied only when not;
-    an int8 code is read as its byte (a negative one then reads as >= 128: refused as too big)."""
-    codes = np.ascontiguousarray(codes)
-    if codes.dtype in (np.uint8, np.int32, np.int64):
-        return codes
-    return codes.view(np.uint8) if codes.dtype == np.int8 else codes.astype(np.int64)
-
-
-def _compiled_groups_sorted(fast, values: np.ndarray, vmin: int, groupings: list[tuple[np.ndarray, int]],
-                            shifts: list[int], widths: list[int]
-                            ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """``groups_sorted`` with the key packed, and split after the sort, by one C pass each
-    (``_groups.pack_hold_keys``, ``split_sorted_keys``): the same sort, the same arrays."""
-    codes = [_c_codes(c) for c, _ in groupings]
-    counts = [np.zeros(n_groups, dtype=np.int64) for _, n_groups in groupings]
-    key = np.empty(values.size, dtype=np.int64)
-    fast.pack_hold_keys(values, vmin, sum(widths), codes, shifts, counts, key)
-    key.sort()
-    split = [j for j, w in enumerate(widths) if w]  # one group: its values are the sorted key itself
-    outs = [np.empty(values.size, dtype=np.int64) for _ in split]
-    fast.split_sorted_keys(key, sum(widths), vmin, [shifts[j] for j in split], [widths[j] for j in split],
-                           [counts[j] for j in split], outs)
-    by_grouping = dict(zip(split, outs))
-    out = []
-    for j, c in enumerate(counts):
-        out.append((by_grouping[j] if j in by_grouping else key.copy(), group_offsets(c)))
     return key, out
 
 
@@ -295,12 +239,8 @@ def group_counts(codes: np.ndarray, n_groups: int, mask: np.ndarray | None = Non
 
 
 def sum_where(values: np.ndarray, where: np.ndarray) -> int:
-    """The int64 ``values`` summed over the rows ``where`` holds, without copying them out:
-    ``_groups.masked_sum`` (one pass, ~3x NumPy's masked reduction) or NumPy's ``np.sum(where=)``
-    (the reference; the same int while the sum stays within int64, where NumPy's would wrap)."""
-    fast = compiled("measure._groups")
-    if fast is not None and values.dtype == np.int64 and where.dtype == np.bool_:
-        return fast.masked_sum(np.ascontiguousarray(values), np.ascontiguousarray(where))
+    """The int64 ``values`` summed over the rows ``where`` holds, without copying them out
+    (NumPy's ``np.sum(where=)``: exact while the sum stays within int64)."""
     return int(np.sum(values, where=where, dtype=np.int64))
 
 

@@ -46,8 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_offsets, group_sorted, quantile_nonempty, quantiles_at_ranks
-from sandbox_fleet.speedups import compiled
+from sandbox_fleet.measure.stats import US, group_offsets, group_sorted, quantile_nonempty
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
 _BLOCK = 1 << 20
@@ -220,12 +219,6 @@ def opening_concurrency(s: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, st
 def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[list, list, np.ndarray]:
     """Per step: makespan (last finish after the first start) and straggler tail, in us; and
     for each step but the last, how many of its rollouts still run when the next one opens."""
-    fast = compiled("measure._select")
-    if fast is not None:  # a selection per step (O(n)) instead of one sort of every row
-        offsets, last, lower, upper, carried = fast.step_finishes(start_us, finish_us, first_us, TAIL_QUANTILE)
-        makespans = last.astype(np.float64)
-        tails = makespans - quantiles_at_ranks(lower, upper, np.diff(offsets), TAIL_QUANTILE)
-        return makespans.tolist(), tails.tolist(), carried
     fin_sorted, offsets = _finishes_by_step(start_us, finish_us, first_us)
     tails, makespans = [], []
     carried = np.zeros(max(first_us.size - 1, 0), dtype=np.int64)
@@ -322,12 +315,6 @@ _MASK_GROUPS = 32
 
 def group_starts(s_all: np.ndarray, part: np.ndarray, n_groups: int):
     """Each group's starts, sorted, from ``sorted_starts``: one array per group 0..n_groups-1."""
-    fast = compiled("measure._select")
-    if fast is not None and part is not None:  # one stable scatter into every group's run of one buffer
-        grouped, bounds = fast.group_starts(s_all, part, n_groups)
-        for g in range(n_groups):
-            yield grouped[bounds[g]:bounds[g + 1]]
-        return
     if n_groups <= _MASK_GROUPS:
         for g in range(n_groups):
             yield s_all[part == g + 1]

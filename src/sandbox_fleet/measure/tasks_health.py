@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 from sandbox_fleet.measure.columns import NONE_LABEL, dictionary_codes, timestamps_us
 from sandbox_fleet.measure.outcomes import HOUR_US
 from sandbox_fleet.measure.stats import group_sums, ratio
-from sandbox_fleet.speedups import compiled
 
 #: Tasks listed in ``worst`` (and in ``highest_rate``) at most.
 TOP = 20
@@ -67,14 +66,9 @@ def exception_counts(key: pa.ChunkedArray, flag: pa.ChunkedArray) -> tuple[np.nd
     codes, ids = _task_codes(key)
     n_groups = len(ids) + 1  # the last counts the rows without a key
     known, true = _mask(pc.is_valid(flag)), _mask(flag)
-    fast = compiled("measure._groups")
-    if fast is not None:  # the three counts in one pass (``_groups.flag_counts``)
-        n, flagged, exc = (np.zeros(n_groups, dtype=np.int64) for _ in range(3))
-        fast.flag_counts(np.ascontiguousarray(codes), known, true, n, flagged, exc)
-    else:
-        n = np.bincount(codes, minlength=n_groups)
-        flagged = n - np.bincount(codes[~known], minlength=n_groups)
-        exc = np.bincount(codes[true], minlength=n_groups)
+    n = np.bincount(codes, minlength=n_groups)
+    flagged = n - np.bincount(codes[~known], minlength=n_groups)
+    exc = np.bincount(codes[true], minlength=n_groups)
     if n[-1] == 0:  # no row without a key: no such group
         n, flagged, exc = n[:-1], flagged[:-1], exc[:-1]
     return codes, ids, n, flagged, exc

@@ -21,7 +21,6 @@ import numpy as np
 from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.stats import SMALL_SAMPLE_ROWS, US, quantile_counts, quantile_nonempty, ratio, sum_where
-from sandbox_fleet.speedups import compiled
 
 
 def triangular(n: np.ndarray) -> np.ndarray:
@@ -123,12 +122,6 @@ def _per_turn(fr: Frame) -> list[tuple[int, int, int, float | None]]:
 
 def _grouped_medians(codes: np.ndarray, inputs: np.ndarray, n_groups: int) -> tuple[np.ndarray, list[float | None]]:
     """Rows per group (codes 0..n_groups-1) and each group's ``_median`` (None when empty)."""
-    fast = compiled("measure._select")
-    if fast is not None:  # a counting sort by code and a selection per group, in C
-        offsets, lower, upper = fast.group_medians(codes, inputs, n_groups)
-        n_in = np.diff(offsets)
-        return n_in, [_median_of_middle(np.array([lower[g], upper[g]]), int(n_in[g])) if n_in[g] else None
-                      for g in range(n_groups)]
     n_in = np.bincount(codes, minlength=n_groups)
     grouped = inputs[np.argsort(codes, kind="stable")]
     ends = np.cumsum(n_in)

@@ -120,8 +120,6 @@ def load_telemetry(
         relaxed = coded_schema(relaxed)
     rollouts = pa.concat_tables([t.cast(relaxed) for t in tables]) if tables else relaxed.empty_table()
     if coded:  # each row group brought its own dictionary: one per column from here on
-        # The task_id chunks of one Parquet file carry one growing dictionary (``textcodes``),
-        # each a prefix of the last: unified in ~30 ms at 10M rows, nothing to special-case.
         rollouts = rollouts.unify_dictionaries()
     rollouts = drop_duplicates(rollouts, tel, hashed)
     if rollouts.num_rows == 0:

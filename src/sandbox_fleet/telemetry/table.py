@@ -22,7 +22,6 @@ from sandbox_fleet.limits import check_inflated_size, inflate_limit_bytes
 from sandbox_fleet.safeparse import json_loads
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import (
-    CODED,
     CODED_COLUMNS,
     REQUIRED_ROLLOUT_COLUMNS,
     ROLLOUT_COLUMNS,
@@ -31,7 +30,6 @@ from sandbox_fleet.telemetry.record import (
     is_text,
     null_column,
 )
-from sandbox_fleet.telemetry.textcodes import ColumnEncoder, column_encoder
 
 EXTENSIONS = {
     ".parquet": "parquet",
@@ -44,12 +42,6 @@ EXTENSIONS = {
 }
 _STRING_COLUMNS = {f.name for f in ROLLOUT_SCHEMA if pa.types.is_string(f.type)}
 BATCH_ROWS = 1 << 20
-#: CODED_COLUMNS with many distinct values by nature (thousands of tasks). Their Parquet
-#: dictionary outgrows the writer's page limit, the pages fall back to PLAIN, and Arrow's
-#: read_dictionary then builds the dictionary row by row (~3-4 CPU-s at 10M rows): these are
-#: read as plain strings and encoded by the C encoder instead. The others (a handful of
-#: models, jobs, exception types) keep their dictionary pages and read cheaply as dictionaries.
-_MANY_VALUED = ("task_id",)
 
 
 def table_kind(path: str) -> str | None:
@@ -384,8 +376,6 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
         if mapped_only:
             pairs = [(src, canonical) for src, canonical in pairs if canonical in column_map]
         text = _text_columns(pf.schema_arrow, pairs) if coded else []
-        encoders = _column_encoders(pf.schema_arrow, pairs) if coded else {}
-        text = [src for src in text if src not in encoders]
         if text:
             pf = pq.ParquetFile(source, read_dictionary=text)
     except (pa.ArrowInvalid, OSError, EOFError, zlib.error) as exc:
@@ -400,15 +390,13 @@ def _read_parquet_file(path: Path, column_map: dict[str, str], progress: bool,
             ahead = None
             for i in track(range(len(huge)), f"reading {path.name}", progress, min_items=4):
                 if huge[i]:
-                    for part in _group_parts(pf, i, sources, encoders, streamed=True):
+                    for part in _group_parts(pf, i, sources, streamed=True):
                         yield _select(part, pairs)
                     continue
-                parts = ahead.result() if ahead is not None else _decoded_group(pf, i, sources, encoders)
+                parts = ahead.result() if ahead is not None else _decoded_group(pf, i, sources)
                 ahead = None
                 if i + 1 < len(huge) and not huge[i + 1]:
-                    # Group i is encoded (in the call above or on the thread): the encoders
-                    # see the row groups in file order, one group at a time.
-                    ahead = pool.submit(_decoded_group, pf, i + 1, sources, encoders)
+                    ahead = pool.submit(_decoded_group, pf, i + 1, sources)
                 while parts:
                     yield _select(parts.pop(0), pairs)
     except (pa.ArrowInvalid, OSError) as exc:
@@ -440,16 +428,13 @@ def _inflate_bounded(path: Path) -> bytes:
     return b"".join(parts)
 
 
-def _decoded_group(pf: pq.ParquetFile, group: int, sources: list[str],
-                   encoders: dict[str, ColumnEncoder]) -> list[pa.Table]:
-    return list(_group_parts(pf, group, sources, encoders, streamed=False))
+def _decoded_group(pf: pq.ParquetFile, group: int, sources: list[str]) -> list[pa.Table]:
+    return list(_group_parts(pf, group, sources, streamed=False))
 
 
-def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], encoders: dict[str, ColumnEncoder],
-                 *, streamed: bool) -> Iterator[pa.Table]:
+def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], *, streamed: bool) -> Iterator[pa.Table]:
     """Row group ``group``'s columns ``sources``, whole or ``streamed`` in batches of BATCH_ROWS;
-    all-null columns as shared null chunks, never decoded; the columns ``encoders`` names
-    encoded to ``CODED``."""
+    all-null columns as shared null chunks, never decoded."""
     empty = _all_null(pf, group, sources)
     read = [s for s in sources if s not in empty] if len(empty) < len(sources) else sources
     parts: Iterable[pa.Table]
@@ -459,14 +444,8 @@ def _group_parts(pf: pq.ParquetFile, group: int, sources: list[str], encoders: d
         parts = (pa.Table.from_batches([b]) for b in
                  pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=read))
     for part in parts:
-        for name, encoder in encoders.items():
-            if name in part.column_names:
-                at = part.column_names.index(name)
-                part = part.set_column(at, pa.field(name, CODED), encoder.encode(part.column(at)))
         for name in (empty if read is not sources else ()):
             field = pf.schema_arrow.field(name)
-            if name in encoders:
-                field = field.with_type(CODED)
             part = part.append_column(field, null_column(field.type, part.num_rows))
         yield part
 
@@ -475,19 +454,6 @@ def _text_columns(schema: pa.Schema, pairs: list[tuple[str, str]]) -> list[str]:
     """Source columns of CODED_COLUMNS stored as text: read as dictionaries, never decoded."""
     return [src for src, canonical in pairs if canonical in CODED_COLUMNS
             and is_text(schema.field(src).type)]
-
-
-def _column_encoders(schema: pa.Schema, pairs: list[tuple[str, str]]) -> dict[str, ColumnEncoder]:
-    """An encoder (one for the whole file) for each text source column of _MANY_VALUED; none
-    without the C module."""
-    out: dict[str, ColumnEncoder] = {}
-    for src, canonical in pairs:
-        if canonical in _MANY_VALUED and is_text(schema.field(src).type) and src not in out:
-            encoder = column_encoder()
-            if encoder is None:
-                return {}
-            out[src] = encoder
-    return out
 
 
 def _all_null(pf: pq.ParquetFile, group: int, sources: list[str]) -> set[str]:

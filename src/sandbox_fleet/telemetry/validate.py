@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.speedups import compiled
 from sandbox_fleet.telemetry.buffers import all_false, slot_bounds
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
@@ -180,22 +179,7 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def _chunk_hashes(chunk: pa.Array) -> np.ndarray:
-    """A 64-bit hash of each string of one chunk: its compiled twin (``_strings.id_hashes``,
-    one pass over the strings) or ``_reference_chunk_hashes``; the same hashes either way."""
-    n = len(chunk)
-    if n == 0:
-        return np.zeros(0, np.uint64)
-    fast = compiled("telemetry._strings")
-    if fast is None:
-        return _reference_chunk_hashes(chunk)
-    _, offsets, data = chunk.buffers()
-    out = np.empty(n, dtype=np.uint64)
-    fast.id_hashes(offsets, data, chunk.offset, n, pa.types.is_large_string(chunk.type), out)
-    return out
-
-
-def _reference_chunk_hashes(chunk: pa.Array) -> np.ndarray:
-    """``_chunk_hashes`` in NumPy, eight bytes a pass over the data buffer.
+    """A 64-bit hash of each string of one chunk, in NumPy, eight bytes a pass over the data buffer.
 
     Each string is read as little-endian words from its own offset (bytes past its end
     masked off), so the pass count is the longest id's length / 8, not the row count.
