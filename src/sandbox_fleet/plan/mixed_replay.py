@@ -61,7 +61,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
     whose task sets no request runs at ``fallback``."""
     # NumPy and numba: only when a replay runs (a plan on a summary loads neither)
-    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, load_if_pays, replay_nodes
 
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
     cpu, memory, disk, assumed = _requests(history, fallback)
@@ -75,6 +75,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools)
 
     peak = run(0, 0.0, 0.0, 0.0, 0.0).pools[1].peak_nodes  # the real mix's peaks, packed, no delays
+    load_if_pays(history.count * len(_candidates(peak, history.count)))  # the search's whole work, stated up front
     p_r, p_b = slot.reserved_usd_per_node_h, slot.burst_usd_per_node_h
     costs: list[Optional[float]] = [None] * (peak + 1)
     kept: dict[int, NodeReplay] = {}  # the cheapest replay so far (one: a replay holds per-rollout arrays)
