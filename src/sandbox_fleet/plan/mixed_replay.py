@@ -64,7 +64,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, load_if_pays, replay_nodes
 
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
-    cpu, memory, disk, assumed = _requests(history, fallback)
+    cpu, memory, disk, assumed = requests_of(history, fallback)
     node = (allocatable["cpu"], allocatable["memory"], allocatable["disk"])
 
     def run(reserved: int, price_r: float, price_b: float, prov: float, down: float) -> NodeReplay:
@@ -125,7 +125,8 @@ def _over_time(won: NodeReplay) -> NodesOverTime:
                          burst=[int(v) for v in up[1]])
 
 
-def _requests(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def requests_of(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per rollout cpu, memory MB and disk MB, and how many ran at ``fallback`` (their task sets no request)."""
     import numpy as np
 
     unknown = ~(np.isfinite(history.cpu) & np.isfinite(history.memory_mb))
