@@ -79,7 +79,7 @@ def test_min_equal_max_and_no_scale_down_cost_nodes_times_price_times_span(run_c
 
 
 def test_a_reclaim_trace_ends_sandboxes_and_is_counted(run_cli, demo, tmp_path):
-    root, iv = demo
+    root, _ = demo
     trace = tmp_path / "reclaims.csv"
     trace.write_text("time_s,pool\n3600,burst\n7200,reserved\n-50,burst\n", encoding="utf-8")
     out = _replay(run_cli, root, "--reserved-nodes", "1", "--reclaim-trace", trace)
