@@ -233,8 +233,10 @@ def load() -> None:
         # the kernel's source stays plain Python (the interpreted path runs it as written); numba compiles
         # a copy whose helpers are compiled too, so numba is imported only when a replay pays for it
         scope = dict(globals())
-        for fn in (_heap_push, _heap_pop, _launch, _unlist, _free, _kernel):
-            scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
+        for fn in (_heap_push, _heap_pop, _set_free, _close, _launch, _unlist, _free, _kernel):
+            hot = fn in (_set_free, _close, _free)  # on every start and end: inlined into the loop
+            scope[fn.__name__] = njit(cache=True, **({"inline": "always"} if hot else {}))(
+                types.FunctionType(fn.__code__, scope, fn.__name__))
         _compiled = scope["_kernel"]
 
 
@@ -308,7 +310,7 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
         # retry with more room extends the same stream
         ex = np.random.default_rng([seed, 1]).standard_exponential(ids) if np.any(p_rate > 0) else np.zeros(1)
         out = _run_kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, p_rate,
-                          trace_t, trace_pool, trace_u, ex, slots, room)
+                          trace_t, trace_pool, trace_u, ex, slots, room, reclaiming)
         if out[0] == 0:
             break
         if out[0] == _FAIL_SLOTS:
@@ -320,7 +322,6 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
                                  "ends holds faster than they finish (re-runs from scratch are unbounded)")
     (_, node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits, real_end, rec,
      lost_i, lost_k, lost_b, lost_e, missed) = out
-    known = id_pool >= 0
     span = float(waits[3] - start[order[0]])
     hold = end - start
     result = []
@@ -339,7 +340,7 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
     placed = int(np.count_nonzero(node_of >= 0))
     return NodeReplay(pools=result, span_s=span, usd=sum(p.usd for p in result), placed=placed, unplaced=n - placed,
                       waited=int(waits[0]), wait_s_total=float(waits[1]), wait_s_max=float(waits[2]), node_of=node_of,
-                      node_pool=id_pool[known], node_launch_s=id_span[known, 0], node_release_s=id_span[known, 1],
+                      node_pool=id_pool, node_launch_s=id_span[:, 0], node_release_s=id_span[:, 1],
                       end_s=np.where(node_of >= 0, real_end, np.nan), lost_rollout=lost_i, lost_pool=lost_k,
                       lost_begin_s=lost_b, lost_end_s=lost_e, trace_missed=int(missed), hold_s=hold, requests=req,
                       pool_capacity=cap)
@@ -405,8 +406,37 @@ def _heap_pop(ht, hi, size):
     return size
 
 
-def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, pfree, pmax, plen, node_id, id_pool, id_span,
-            slot_of_id, used, count, head, last_out, launch, ready, release, permanent, cap, p_rate, ex, ct, ci):
+def _set_free(k, s, f, thr, olist, ofree, olen, opos, pmax):
+    """Node slot ``s`` of pool ``k`` now has ``f`` cpu free: it is on the pool's open list (the nodes a
+    start scans) while ``f`` could hold the smallest request, off it otherwise."""
+    x = opos[s]
+    if f >= thr[k]:
+        if x < 0:
+            x = olen[k]
+            opos[s] = x
+            olist[k, x] = s
+            olen[k] = x + 1
+        ofree[k, x] = f
+        if f > pmax[k]:
+            pmax[k] = f
+    elif x >= 0:
+        _close(k, s, olist, ofree, olen, opos)
+
+
+def _close(k, s, olist, ofree, olen, opos):
+    """Take slot ``s`` off pool ``k``'s open list (the last entry moves into its place)."""
+    x = opos[s]
+    olen[k] -= 1
+    last = olist[k, olen[k]]
+    olist[k, x] = last
+    ofree[k, x] = ofree[k, olen[k]]
+    opos[last] = x
+    opos[s] = -1
+
+
+def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool, id_span, slot_of_id,
+            used, count, head, last_out, launch, ready, release, permanent, cap, p_rate, ex, ct, ci, track, thr,
+            olist, ofree, olen, opos, pmax):
     """A node of pool ``k`` launched at ``t`` (joining at ``ready_s``) in a free slot; its reclaim drawn
     when the pool has a reclaim rate. Returns the slot, or a failure code."""
     top = ctr[_TOP]
@@ -423,54 +453,56 @@ def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, pfree, pmax,
     pool[s] = k
     pos[s] = plen[k]
     plist[k, plen[k]] = s
-    pfree[k, plen[k]] = cap[k, 0]
-    if cap[k, 0] > pmax[k]:
-        pmax[k] = cap[k, 0]
     plen[k] += 1
     node_id[s] = nid
     id_pool[nid] = k
     id_span[nid, 0] = t
-    slot_of_id[nid] = s
     ctr[_NEXT_ID] = nid + 1
     used[s, 0] = 0.0
     used[s, 1] = 0.0
     used[s, 2] = 0.0
     count[s] = 0
-    head[s] = -1
     last_out[s] = -np.inf
     launch[s] = t
     ready[s] = ready_s
     release[s] = np.inf
     permanent[s] = perm
-    if p_rate[k] > 0:  # Poisson reclaims per node: its first (and only) reclaim, memoryless from launch
-        ctr[_CSIZE] = _heap_push(ct, ci, ctr[_CSIZE], t + ex[nid] / p_rate[k], nid)
+    opos[s] = -1
+    _set_free(k, s, cap[k, 0], thr, olist, ofree, olen, opos, pmax)
+    if track:
+        head[s] = -1
+        slot_of_id[nid] = s
+        if p_rate[k] > 0:  # Poisson reclaims per node: its first (and only) reclaim, memoryless from launch
+            ctr[_CSIZE] = _heap_push(ct, ci, ctr[_CSIZE], t + ex[nid] / p_rate[k], nid)
     return s
 
 
-def _unlist(k, s, pool, pos, plist, pfree, plen):
-    """Take slot ``s`` out of pool ``k``'s live list (the last entry moves into its place)."""
+def _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
+    """Take slot ``s`` out of pool ``k``'s live list (the last entry moves into its place) and open list."""
     x = pos[s]
     plen[k] -= 1
     last = plist[k, plen[k]]
     plist[k, x] = last
-    pfree[k, x] = pfree[k, plen[k]]
     pos[last] = x
     pool[s] = -1
+    if opos[s] >= 0:
+        _close(k, s, olist, ofree, olen, opos)
 
 
-def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt, prv, cap, pfree,
-          pmax, pos):
+def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt, prv, cap, track,
+          thr, olist, ofree, olen, opos, pmax):
     """Rollout ``j`` leaves node slot ``s``; an emptied node (not a permanent one) is due for release."""
     k = pool[s]
     for r in range(3):
         used[s, r] -= req[j, r]
     count[s] -= 1
-    if prv[j] >= 0:
-        nxt[prv[j]] = nxt[j]
-    else:
-        head[s] = nxt[j]
-    if nxt[j] >= 0:
-        prv[nxt[j]] = prv[j]
+    if track:  # the node's list of sandboxes (a reclaim ends them all)
+        if prv[j] >= 0:
+            nxt[prv[j]] = nxt[j]
+        else:
+            head[s] = nxt[j]
+        if nxt[j] >= 0:
+            prv[nxt[j]] = prv[j]
     if real_end[j] > last_out[s]:
         last_out[s] = real_end[j]
     if count[s] == 0:
@@ -478,20 +510,29 @@ def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, 
             used[s, r] = 0.0  # an empty node holds nothing: no float residue
         if not permanent[s]:
             release[s] = last_out[s] + p_down[k]
-    f = cap[k, 0] - used[s, 0]
-    pfree[k, pos[s]] = f
+    f = cap[k, 0] - used[s, 0]  # more cpu free than before: on the open list, or onto it
+    x = opos[s]
+    if x >= 0:
+        ofree[k, x] = f
+    elif f >= thr[k]:
+        x = olen[k]
+        opos[s] = x
+        olist[k, x] = s
+        ofree[k, x] = f
+        olen[k] = x + 1
     if f > pmax[k]:
         pmax[k] = f
 
 
 def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, p_rate, trace_t, trace_pool,
-            trace_u, ex, slots, room):  # one event loop, kept whole for the compiler
+            trace_u, ex, slots, room, track):  # one event loop, kept whole for the compiler
     n = start.size
     npools = cap.shape[0]
     ids = n + int(p_min.sum()) + room  # node ids: one a placement at most, plus replaced base nodes
-    # per node slot: pool (-1 free), used resources, sandboxes on it (a count and a linked list), launch /
-    # ready / release times, the latest end of a sandbox that left it, permanence, node id, its position
-    # in its pool's list
+    many = n if track else 1  # what only reclaims need
+    # per node slot: pool (-1 free), used resources, sandboxes on it (a count, and a linked list when
+    # reclaims may end them), launch / ready / release times, the latest end of a sandbox that left it,
+    # permanence, node id, its position in its pool's live list and open list (-1: not open)
     pool = np.full(slots, -1, np.int64)
     used = np.zeros((slots, 3))
     count = np.zeros(slots, np.int64)
@@ -503,15 +544,25 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     permanent = np.zeros(slots, np.bool_)
     node_id = np.zeros(slots, np.int64)
     pos = np.zeros(slots, np.int64)
-    # per pool: its live slots (plist[k, :plen[k]], in no order: ties go by node id), each one's free cpu
-    # at the same position (a contiguous first test), and a bound on the largest free cpu among them
+    opos = np.full(slots, -1, np.int64)
+    # per pool: its live slots (plist[k, :plen[k]]), and its open ones (olist[k, :olen[k]], in no order:
+    # ties go by node id): the nodes whose free cpu could hold the smallest request, each one's free cpu
+    # at the same position (a contiguous first test); a start scans only these (the index by free capacity)
     plist = np.empty((npools, slots), np.int64)
-    pfree = np.zeros((npools, slots))
     plen = np.zeros(npools, np.int64)
-    pmax = np.zeros(npools)  # never below the largest free cpu of the pool's nodes: a full pool is skipped whole
+    olist = np.empty((npools, slots), np.int64)
+    ofree = np.zeros((npools, slots))
+    olen = np.zeros(npools, np.int64)
+    pmax = np.zeros(npools)  # never below the largest free cpu of the pool's open nodes: a full pool is skipped whole
     lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack
+    smallest = np.inf
+    for i in range(n):
+        if req[i, 0] < smallest:
+            smallest = req[i, 0]
+    thr = np.zeros(npools)  # a node with less free cpu than this holds no request
     inv = np.zeros((npools, 2))  # cpu and memory shares of the allocatable: the MostAllocated score
     for k in range(npools):
+        thr[k] = smallest - (lim[k, 0] - cap[k, 0])
         for r in range(2):
             if cap[k, r] > 0:
                 inv[k, r] = 1.0 / cap[k, r]
@@ -524,10 +575,10 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     rec = np.zeros((npools, 3), np.int64)  # per pool: reclaims, sandboxes they ended, the most one ended
     node_of = np.full(n, -1, np.int64)
     slot_of = np.full(n, -1, np.int64)
-    nxt = np.full(n, -1, np.int64)
-    prv = np.full(n, -1, np.int64)
-    begin_of = np.zeros(n)
-    gen = np.zeros(n, np.int64)  # attempts ended by a reclaim: a stale end in the heap carries an older one
+    nxt = np.full(many, -1, np.int64)
+    prv = np.full(many, -1, np.int64)
+    begin_of = np.zeros(many)
+    gen = np.zeros(many, np.int64)  # attempts ended by a reclaim: a stale end in the heap carries an older one
     started = np.zeros(n, np.bool_)
     via_heap = np.zeros(n, np.bool_)
     real_end = end.copy()
@@ -536,12 +587,16 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     ht = np.empty(n + room)  # one live end a rollout, and the stale ends of reclaimed attempts
     hi = np.empty(n + room, np.int64)
     hsize = 0
-    rt = np.empty(n)  # re-runs due: (reclaim time, rollout)
-    ri = np.empty(n, np.int64)
+    rt = np.empty(many)  # re-runs due: (reclaim time, rollout)
+    ri = np.empty(many, np.int64)
     rsize = 0
-    ct = np.empty(ids)  # per-node Poisson reclaims: (time, node id)
-    ci = np.empty(ids, np.int64)
-    slot_of_id = np.full(ids, -1, np.int64)
+    rated = False
+    for k in range(npools):
+        if p_rate[k] > 0:
+            rated = True
+    ct = np.empty(ids if rated else 1)  # per-node Poisson reclaims: (time, node id)
+    ci = np.empty(ids if rated else 1, np.int64)
+    slot_of_id = np.full(ids if track else 1, -1, np.int64)
     lost_i = np.empty(room, np.int64)  # attempts a reclaim ended: rollout, pool, begin, end
     lost_k = np.empty(room, np.int64)
     lost_b = np.empty(room)
@@ -551,15 +606,15 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     missed = 0  # trace reclaims that found no node of their pool up
     waits = np.zeros(4)  # waited, total wait s, max wait s, last end
     ctr = np.zeros(3, np.int64)
-    id_pool = np.full(ids, -1, np.int64)  # per node id: its pool, launch and release (the billed interval)
-    id_span = np.zeros((ids, 2))
+    id_pool = np.empty(ids, np.int64)  # per node id: its pool, launch and release (the billed interval)
+    id_span = np.empty((ids, 2))
     t0 = start[order[0]]
     fail = 0
     for k in range(npools):
         for _ in range(p_min[k]):
-            s = _launch(k, t0, t0, True, ctr, slots, ids, pool, pos, plist, pfree, pmax, plen, node_id, id_pool,
-                        id_span, slot_of_id, used, count, head, last_out, launch, ready, release, permanent, cap, p_rate,
-                        ex, ct, ci)
+            s = _launch(k, t0, t0, True, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool, id_span,
+                        slot_of_id, used, count, head, last_out, launch, ready, release, permanent, cap, p_rate, ex,
+                        ct, ci, track, thr, olist, ofree, olen, opos, pmax)
             if s < 0:
                 fail = s
                 break
@@ -575,22 +630,9 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         rerun = rsize > 0 and rt[0] <= ts
         if rerun:
             ts = rt[0]
-        while eptr < n:  # the next measured end at or before it that still leaves through the order
-            j = end_order[eptr]
-            if end[j] > ts:
-                break
-            if not started[j]:
-                via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
-            elif slot_of[j] >= 0 and not via_heap[j]:
-                break
-            eptr += 1
-        te = end[end_order[eptr]] if eptr < n and end[end_order[eptr]] <= ts else np.inf
-        while hsize > 0 and hi[0] // n != gen[hi[0] % n]:  # a stale end: the attempt was reclaimed
-            hsize = _heap_pop(ht, hi, hsize)
-        th = ht[0] if hsize > 0 else np.inf
         tr = np.inf  # the next reclaim, while anything runs or is still to start
         tk = -1
-        if running > 0 or ts < np.inf:
+        if track and (running > 0 or ts < np.inf):
             while ctr[_CSIZE] > 0:
                 s = slot_of_id[ci[0]]
                 if s >= 0 and node_id[s] == ci[0] and pool[s] >= 0 and release[s] >= ct[0]:
@@ -601,20 +643,33 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             if tp < trace_t.size and trace_t[tp] < tr:
                 tr = trace_t[tp]
                 tk = trace_pool[tp]
-        if eptr < n and te <= ts and te <= th and te <= tr:  # ends first at one instant: a freed request is reusable at once
+        bound = min(ts, tr)  # ends at or before it come first (a freed request is reusable at once)
+        while eptr < n:
             j = end_order[eptr]
+            if end[j] > bound:
+                break
             eptr += 1
+            if not started[j]:
+                via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
+                continue
+            if slot_of[j] < 0 or via_heap[j]:
+                continue
             running -= 1
             _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt,
-                  prv, cap, pfree, pmax, pos)
-            continue
-        if hsize > 0 and th <= ts and th <= tr:
-            j = hi[0] % n
+                  prv, cap, track, thr, olist, ofree, olen, opos, pmax)
+        while hsize > 0 and ht[0] <= bound:
+            j = hi[0]
             hsize = _heap_pop(ht, hi, hsize)
+            if track:
+                g = j // n
+                j = j % n
+                if g != gen[j]:
+                    continue  # a stale end: that attempt was reclaimed
             running -= 1
             _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt,
-                  prv, cap, pfree, pmax, pos)
-            continue
+                  prv, cap, track, thr, olist, ofree, olen, opos, pmax)
+        if ts == np.inf and running == 0:
+            break  # nothing left to start or end: a later reclaim takes nothing
         if tr <= ts and tr < np.inf:  # a reclaim before the next start: it ends every sandbox on its node
             s = -1
             if tk >= 0:  # from the trace: one node of the pool up then, drawn uniformly
@@ -669,14 +724,14 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             node_s[k] += tr - launch[s]  # the node is gone: billed launch to reclaim
             id_span[node_id[s], 1] = tr
             slot_of_id[node_id[s]] = -1
-            _unlist(k, s, pool, pos, plist, pfree, plen)
+            _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos)
             count[s] = 0
             release[s] = np.inf
             alive[k] -= 1
             if permanent[s]:  # a base node is replaced; its replacement joins after the provisioning delay
-                s = _launch(k, tr, tr + p_prov[k], True, ctr, slots, ids, pool, pos, plist, pfree, pmax, plen,
-                            node_id, id_pool, id_span, slot_of_id, used, count, head, last_out, launch, ready, release,
-                            permanent, cap, p_rate, ex, ct, ci)
+                s = _launch(k, tr, tr + p_prov[k], True, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool,
+                            id_span, slot_of_id, used, count, head, last_out, launch, ready, release, permanent, cap,
+                            p_rate, ex, ct, ci, track, thr, olist, ofree, olen, opos, pmax)
                 if s < 0:
                     fail = s
                     break
@@ -695,19 +750,19 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         hold = end[i] - start[i]
         started[i] = True
         best = -1
-        for k in range(npools):  # pools in order; inside one, the best fit among nodes not gone before t
+        for k in range(npools):  # pools in order; inside one, the best fit among open nodes not gone before t
             need = req[i, 0] - (lim[k, 0] - cap[k, 0])  # the cpu a node must have free, with the float slack
             if pmax[k] < need:
                 continue
             best_score = 0.0
             most = 0.0
-            for x in range(plen[k]):
-                f = pfree[k, x]
+            for x in range(olen[k]):
+                f = ofree[k, x]
                 if f > most:
                     most = f
-                if f < need:  # the cheap first test: most nodes of a busy pool are full on cpu
+                if f < need:  # the cheap first test: most open nodes of a busy pool are short of cpu
                     continue
-                s = plist[k, x]
+                s = olist[k, x]
                 if release[s] < t:  # gone before this start (released at release[s]): not a candidate
                     continue
                 if used[s, 1] + req[i, 1] > lim[k, 1] or used[s, 2] + req[i, 2] > lim[k, 2]:
@@ -729,10 +784,11 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     if release[s] < t:
                         node_s[k] += release[s] - launch[s]
                         id_span[node_id[s], 1] = release[s]
-                        slot_of_id[node_id[s]] = -1
+                        if track:
+                            slot_of_id[node_id[s]] = -1
                         release[s] = np.inf
                         alive[k] -= 1
-                        _unlist(k, s, pool, pos, plist, pfree, plen)
+                        _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos)
                         continue
                     x += 1
             for k in range(npools):  # launch in the first pool with room whose node holds the request
@@ -740,9 +796,9 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     continue
                 if req[i, 0] > lim[k, 0] or req[i, 1] > lim[k, 1] or req[i, 2] > lim[k, 2]:
                     continue
-                best = _launch(k, t, t + p_prov[k], False, ctr, slots, ids, pool, pos, plist, pfree, pmax, plen,
-                               node_id, id_pool, id_span, slot_of_id, used, count, head, last_out, launch, ready,
-                               release, permanent, cap, p_rate, ex, ct, ci)
+                best = _launch(k, t, t + p_prov[k], False, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool,
+                               id_span, slot_of_id, used, count, head, last_out, launch, ready, release, permanent,
+                               cap, p_rate, ex, ct, ci, track, thr, olist, ofree, olen, opos, pmax)
                 if best < 0:
                     fail = best
                     break
@@ -765,25 +821,30 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 waits[2] = wait
             begin = ready[best]
             via_heap[i] = True
-        begin_of[i] = begin
         real_end[i] = begin + hold
         node_of[i] = node_id[best]
         slot_of[i] = best
         placed_on[k] += 1
         count[best] += 1
         running += 1
-        nxt[i] = head[best]
-        prv[i] = -1
-        if head[best] >= 0:
-            prv[head[best]] = i
-        head[best] = i
+        if track:
+            begin_of[i] = begin
+            nxt[i] = head[best]
+            prv[i] = -1
+            if head[best] >= 0:
+                prv[head[best]] = i
+            head[best] = i
         release[best] = np.inf
         for r in range(3):
             used[best, r] += req[i, r]
             used_h[k, r] += req[i, r] * hold / 3600.0
-        pfree[k, pos[best]] = cap[k, 0] - used[best, 0]
+        f = cap[k, 0] - used[best, 0]  # less cpu free: it was open (a candidate, or just launched)
+        if f < thr[k]:
+            _close(k, best, olist, ofree, olen, opos)
+        else:
+            ofree[k, opos[best]] = f
         if via_heap[i]:
-            hsize = _heap_push(ht, hi, hsize, real_end[i], gen[i] * n + i)
+            hsize = _heap_push(ht, hi, hsize, real_end[i], gen[i] * n + i if track else i)
     last_end = t0
     for i in range(n):
         if slot_of[i] >= 0 and real_end[i] > last_end:
@@ -802,5 +863,6 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             node_s[k] += release[s] - launch[s]
             id_span[node_id[s], 1] = release[s]
     waits[3] = last_end
-    return (fail, node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits, real_end, rec,
-            lost_i[:lost_n], lost_k[:lost_n], lost_b[:lost_n], lost_e[:lost_n], missed)
+    nodes = ctr[_NEXT_ID]
+    return (fail, node_of, id_pool[:nodes], id_span[:nodes], node_s, peak, launched, placed_on, used_h, waits,
+            real_end, rec, lost_i[:lost_n], lost_k[:lost_n], lost_b[:lost_n], lost_e[:lost_n], missed)
