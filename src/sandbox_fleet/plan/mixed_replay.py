@@ -54,6 +54,31 @@ def _candidates(peak: int, rollouts: int) -> list[int]:
     return sorted(set(range(0, peak + 1, step)) | {peak})
 
 
+def _one_pool(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest, placement: str,
+              nodes: Optional[int]) -> NodeReplay:
+    """The measured rollouts on one pool of ``nodes`` nodes, all up (None: unbounded, launched at need),
+    no delays."""
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+
+    cpu, memory, disk, _ = requests_of(history, fallback)
+    pool = NodePoolSpec("fleet", allocatable["cpu"], allocatable["memory"], allocatable["disk"], usd_per_node_h=0.0,
+                        min_nodes=nodes or 0, max_nodes=nodes, placement=placement)
+    return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, [pool])
+
+
+def replayed_peak(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
+                  placement: str = PLACEMENT) -> int:
+    """Nodes at the real mix's peaks: every measured rollout's request placed at its start on one
+    unbounded pool, never migrated, no delays (the most nodes up at once)."""
+    return _one_pool(history, allocatable, fallback, placement, None).pools[0].peak_nodes
+
+
+def short_at(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest, nodes: int,
+             placement: str = PLACEMENT) -> int:
+    """Rollouts that ``nodes`` nodes, all up, could not place at their start (the fleet was short)."""
+    return _one_pool(history, allocatable, fallback, placement, nodes).unplaced
+
+
 def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
                  *, provision_s: float = PROVISION_S, scale_down_s: float = SCALE_DOWN_S,
                  placement: str = PLACEMENT) -> Mixed:
