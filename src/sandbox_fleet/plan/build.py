@@ -20,7 +20,15 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
-from sandbox_fleet.plan.mixed_replay import PLACEMENT, PROVISION_S, SCALE_DOWN_S, replay_mixed, replayed_peak, requests_of, short_at
+from sandbox_fleet.plan.mixed_replay import (
+    PLACEMENT,
+    PROVISION_S,
+    SCALE_DOWN_S,
+    replay_mixed,
+    replayed_peak,
+    requests_of,
+    short_at,
+)
 from sandbox_fleet.plan.model import (
     Alternative,
     BacktestLine,
