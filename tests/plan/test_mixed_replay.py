@@ -233,11 +233,16 @@ def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier,
         # the reserved base first (weight), kept (paid for anyway); the burst released after the delay priced
         assert pools["reserved"]["weight"] > pools["burst"]["weight"]
         assert pools["reserved"]["disruption"]["consolidateAfter"] == "Never"
+        assert pools["reserved"]["disruption"]["budgets"] == [{"nodes": "0"}]  # never disrupted, as replayed
     assert pools["burst"]["limits"] == {"cpu": f"{burst_peak * node_cpu:g}", "memory": f"{burst_peak * node_gb:g}Gi"}
     assert pools["burst"]["template"]["spec"]["requirements"][1]["values"] == (
         ["spot", "on-demand"] if tier == "spot" else ["on-demand"])
     assert pools["burst"]["disruption"]["consolidateAfter"] == "300s"
+    # the replay releases every empty burst node after the delay, however many at once, and never a busy one
+    assert pools["burst"]["disruption"]["budgets"] == [{"nodes": "100%", "reasons": ["Empty"]},
+                                                       {"nodes": "0", "reasons": ["Drifted", "Underutilized"]}]
     head = build_manifests(plan, K8sOptions(cluster="c1"))["nodepool.yaml"].split("---", 1)[0]
+    assert "Empty 100%" in head and "outside any budget" in head
     assert f"the NodePools' limits sum to {r + burst_peak} nodes" in head
     from k8s_crd import crd_root, validate
 
