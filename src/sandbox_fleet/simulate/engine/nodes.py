@@ -233,10 +233,8 @@ def load() -> None:
         # the kernel's source stays plain Python (the interpreted path runs it as written); numba compiles
         # a copy whose helpers are compiled too, so numba is imported only when a replay pays for it
         scope = dict(globals())
-        for fn in (_heap_push, _heap_pop, _set_free, _close, _launch, _unlist, _free, _kernel):
-            hot = fn in (_set_free, _close, _free)  # on every start and end: inlined into the loop
-            scope[fn.__name__] = njit(cache=True, **({"inline": "always"} if hot else {}))(
-                types.FunctionType(fn.__code__, scope, fn.__name__))
+        for fn in (_heap_push, _heap_pop, _set_free, _close, _launch, _unlist, _kernel):
+            scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
         _compiled = scope["_kernel"]
 
 
@@ -489,41 +487,6 @@ def _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
         _close(k, s, olist, ofree, olen, opos)
 
 
-def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt, prv, cap, track,
-          thr, olist, ofree, olen, opos, pmax):
-    """Rollout ``j`` leaves node slot ``s``; an emptied node (not a permanent one) is due for release."""
-    k = pool[s]
-    for r in range(3):
-        used[s, r] -= req[j, r]
-    count[s] -= 1
-    if track:  # the node's list of sandboxes (a reclaim ends them all)
-        if prv[j] >= 0:
-            nxt[prv[j]] = nxt[j]
-        else:
-            head[s] = nxt[j]
-        if nxt[j] >= 0:
-            prv[nxt[j]] = prv[j]
-    if real_end[j] > last_out[s]:
-        last_out[s] = real_end[j]
-    if count[s] == 0:
-        for r in range(3):
-            used[s, r] = 0.0  # an empty node holds nothing: no float residue
-        if not permanent[s]:
-            release[s] = last_out[s] + p_down[k]
-    f = cap[k, 0] - used[s, 0]  # more cpu free than before: on the open list, or onto it
-    x = opos[s]
-    if x >= 0:
-        ofree[k, x] = f
-    elif f >= thr[k]:
-        x = olen[k]
-        opos[s] = x
-        olist[k, x] = s
-        ofree[k, x] = f
-        olen[k] = x + 1
-    if f > pmax[k]:
-        pmax[k] = f
-
-
 def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, p_rate, trace_t, trace_pool,
             trace_u, ex, slots, room, track):  # one event loop, kept whole for the compiler
     n = start.size
@@ -644,30 +607,63 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 tr = trace_t[tp]
                 tk = trace_pool[tp]
         bound = min(ts, tr)  # ends at or before it come first (a freed request is reusable at once)
-        while eptr < n:
-            j = end_order[eptr]
-            if end[j] > bound:
+        while True:  # the ends at or before it, in time order: the measured order's, or the heap's
+            while eptr < n:  # skip the order's entries that do not leave through it
+                j = end_order[eptr]
+                if end[j] > bound:
+                    break
+                if not started[j]:
+                    via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
+                elif slot_of[j] >= 0 and not via_heap[j]:
+                    break
+                eptr += 1
+            from_order = eptr < n and end[end_order[eptr]] <= bound
+            if hsize > 0 and ht[0] <= bound and not (from_order and end[end_order[eptr]] <= ht[0]):
+                j = hi[0]
+                hsize = _heap_pop(ht, hi, hsize)
+                if track:
+                    g = j // n
+                    j = j % n
+                    if g != gen[j]:
+                        continue  # a stale end: that attempt was reclaimed
+            elif from_order:
+                j = end_order[eptr]
+                eptr += 1
+            else:
                 break
-            eptr += 1
-            if not started[j]:
-                via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
-                continue
-            if slot_of[j] < 0 or via_heap[j]:
-                continue
+            # rollout j leaves its node (written out here, once: a helper numba inlines costs ~2x the loop)
             running -= 1
-            _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt,
-                  prv, cap, track, thr, olist, ofree, olen, opos, pmax)
-        while hsize > 0 and ht[0] <= bound:
-            j = hi[0]
-            hsize = _heap_pop(ht, hi, hsize)
-            if track:
-                g = j // n
-                j = j % n
-                if g != gen[j]:
-                    continue  # a stale end: that attempt was reclaimed
-            running -= 1
-            _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down, head, nxt,
-                  prv, cap, track, thr, olist, ofree, olen, opos, pmax)
+            s = slot_of[j]
+            k = pool[s]
+            for r in range(3):
+                used[s, r] -= req[j, r]
+            count[s] -= 1
+            if track:  # the node's list of sandboxes (a reclaim ends them all)
+                if prv[j] >= 0:
+                    nxt[prv[j]] = nxt[j]
+                else:
+                    head[s] = nxt[j]
+                if nxt[j] >= 0:
+                    prv[nxt[j]] = prv[j]
+            if real_end[j] > last_out[s]:
+                last_out[s] = real_end[j]
+            if count[s] == 0:
+                for r in range(3):
+                    used[s, r] = 0.0  # an empty node holds nothing: no float residue
+                if not permanent[s]:
+                    release[s] = last_out[s] + p_down[k]  # an emptied node is due for release
+            f = cap[k, 0] - used[s, 0]  # more cpu free than before: on the open list, or onto it
+            x = opos[s]
+            if x >= 0:
+                ofree[k, x] = f
+            elif f >= thr[k]:
+                x = olen[k]
+                opos[s] = x
+                olist[k, x] = s
+                ofree[k, x] = f
+                olen[k] = x + 1
+            if f > pmax[k]:
+                pmax[k] = f
         if ts == np.inf and running == 0:
             break  # nothing left to start or end: a later reclaim takes nothing
         if tr <= ts and tr < np.inf:  # a reclaim before the next start: it ends every sandbox on its node
