@@ -389,3 +389,18 @@ def test_stranded_over_time_sums_to_the_totals_and_matches_a_direct_count():
     used = sum(clip(z - hd, z) * rq for z, hd, rq in zip(got.end_s[ok], got.hold_s[ok], q[ok]))
     used = used + sum(clip(a, z) * q[i] for i, a, z in zip(got.lost_rollout, got.lost_begin_s, got.lost_end_s))
     assert np.allclose(stranded[:, b], (billed - used) / 3600.0, rtol=1e-9)
+
+
+def test_a_small_replay_runs_interpreted_without_loading_numba():
+    """worth_it: a replay below MIN_WORK rollouts pays neither numba's import nor the kernel's load."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from sandbox_fleet.simulate.engine import nodes as N\n"
+            "s = np.arange(500.0); e = s + 30.0; q = np.ones(500)\n"
+            "r = N.replay_nodes(s, e, q, q, q, [N.NodePoolSpec('p', 4.0, 8.0, 8.0, usd_per_node_h=1.0)])\n"
+            "assert r.placed == 500 and not N.loaded() and 'numba' not in sys.modules, sorted(sys.modules)\n"
+            "assert 500 < N.MIN_WORK\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
