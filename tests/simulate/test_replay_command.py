@@ -117,3 +117,10 @@ def test_the_text_view_names_the_pools_and_the_cap(run_cli, demo):
     assert got.code == 0, got.err
     for words in ("waits caused by provisioning", "reclaims (none)", "cap: the history ran under a cap", "basis:"):
         assert words in got.out
+
+
+def test_a_measure_summary_is_refused_in_one_line(run_cli, tmp_path):
+    summary = tmp_path / "m.json"
+    summary.write_text('{"schema_version": 7, "kind": "measure"}', encoding="utf-8")
+    got = run_cli("simulate", "--replay", summary)
+    assert got.code == 2 and "needs the telemetry itself" in got.err and len(got.err.strip().splitlines()) == 1

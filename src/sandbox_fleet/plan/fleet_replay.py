@@ -83,10 +83,14 @@ def replay_telemetry(paths: Sequence[str | Path], plan_opts: PlanOptions, opts: 
     """The simulate summary of replaying the rollouts of ``paths`` on the plan's order (``plan_opts``)
     as ``opts`` overrides it; its ``nodes`` block carries the figures."""
     from sandbox_fleet.measure.intervals import load_intervals
-    from sandbox_fleet.measure.load import load_measure
+    from sandbox_fleet.measure.load import is_summary_file, load_measure
     from sandbox_fleet.plan.build import make_plan
 
     check_options(opts)
+    for p in paths:
+        if is_summary_file(p):
+            raise InputError(f"{p}: a measure summary; --replay needs the telemetry itself (each rollout's start, "
+                             "end and task)")
     trace_rows = _read_trace(opts.reclaim_trace) if opts.reclaim_trace is not None else None
     given = [str(p) for p in paths]
     measured = load_measure(given, tasks=tasks, read=read, cache_dir=cache_dir, progress=progress)
