@@ -404,3 +404,135 @@ def test_a_small_replay_runs_interpreted_without_loading_numba():
             "assert 500 < N.MIN_WORK\n")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr
+
+
+def oracle_reclaims(start, end, req, pools, seed):
+    """Node-hours, reclaims, lost sandboxes and re-run hours under Poisson reclaims, by brute force and
+    from the module's rules: node k (in launch order) is reclaimed at its launch + E_k / rate, E_k the
+    k-th standard exponential of ``default_rng([seed, 1])``; at one instant ends, then reclaims, then
+    re-runs (by rollout), then measured starts; a reclaim ends every sandbox on the node (each restarts
+    there and then), the node is billed launch to reclaim, a min_nodes node is replaced (joining
+    provision_s later). Rollouts are dicts, nodes objects; every event re-derives the state."""
+    draws = np.random.default_rng([seed, 1]).standard_exponential(100_000)
+    n = len(start)
+    nodes: list[_Node] = []
+
+    def launch(k, t, ready, permanent):
+        nd = _Node(len(nodes), k, t, ready, permanent)
+        rate = pools[k].reclaim_per_node_h / 3600.0
+        nd.reclaim_at = t + draws[nd.id] / rate if rate > 0 else math.inf
+        nodes.append(nd)
+        return nd
+
+    t0 = min(start)
+    for k, p in enumerate(pools):
+        for _ in range(p.min_nodes):
+            launch(k, t0, t0, True)
+    pending = sorted((start[i], 1, i) for i in range(n))  # (time, 0 re-run / 1 measured, rollout)
+    begin, final_end, lost, rerun_s = {}, {}, [0] * len(pools), [0.0] * len(pools)
+    reclaims = [0] * len(pools)
+    waited = 0
+
+    def settle(t):  # ends at or before t leave; emptied nodes past their delay are gone
+        for nd in nodes:
+            if nd.gone_at is not None:
+                continue
+            done = [j for j, e in nd.running.items() if e <= t]
+            for j in done:
+                del nd.running[j]
+            if done and not nd.running:
+                nd.emptied_at = max(final_end[j] for j in done)
+            if not nd.running and not nd.permanent and nd.emptied_at is not None \
+                    and nd.emptied_at + pools[nd.pool].scale_down_s < t:
+                nd.gone_at = nd.emptied_at + pools[nd.pool].scale_down_s
+
+    while True:
+        ts = pending[0][0] if pending else math.inf
+        live = [nd for nd in nodes if nd.gone_at is None]
+        cands = [nd for nd in live if nd.reclaim_at <= ts]
+        nd = min(cands, key=lambda x: (x.reclaim_at, x.id)) if cands else None
+        # a reclaim matters while a start is to come or a sandbox still runs at it
+        if nd is not None and (pending or any(e > nd.reclaim_at for x in live for e in x.running.values())):
+            tr = nd.reclaim_at
+            settle(tr)
+            if nd.gone_at is not None or not (pending or any(x.running for x in nodes if x.gone_at is None)):
+                nd.reclaim_at = math.inf  # gone before its reclaim, or nothing left to lose
+                continue
+            reclaims[nd.pool] += 1
+            for j in sorted(nd.running):
+                lost[nd.pool] += 1
+                rerun_s[nd.pool] += max(0.0, tr - begin[j])
+                del final_end[j]
+                pending.append((tr, 0, j))
+            pending.sort()
+            nd.running = {}
+            nd.gone_at = tr
+            if nd.permanent:
+                launch(nd.pool, tr, tr + pools[nd.pool].provision_s, True)
+            continue
+        if not pending:
+            break
+        t, _, i = pending.pop(0)
+        settle(t)
+        live = [nd for nd in nodes if nd.gone_at is None]
+
+        def fits(nd, i=i):
+            p = pools[nd.pool]
+            capv = (p.cpu, p.memory_mb, p.disk_mb)
+            return all(sum(req[j][r] for j in nd.running) + req[i][r] <= capv[r] * (1 + 1e-12) for r in range(3))
+
+        def score(nd):
+            p = pools[nd.pool]
+            return sum(req[j][0] for j in nd.running) / p.cpu + sum(req[j][1] for j in nd.running) / p.memory_mb
+
+        chosen = None
+        for k in range(len(pools)):
+            c = [nd for nd in live if nd.pool == k and fits(nd)]
+            if c:
+                chosen = sorted(c, key=lambda nd: (-score(nd), nd.id))[0]
+                break
+        if chosen is None:
+            for k, p in enumerate(pools):
+                if p.max_nodes is not None and sum(1 for nd in live if nd.pool == k) >= p.max_nodes:
+                    continue
+                chosen = launch(k, t, t + p.provision_s, False)
+                break
+        b = max(t, chosen.ready)
+        waited += b > t
+        begin[i] = b
+        final_end[i] = b + (end[i] - start[i])
+        chosen.running[i] = final_end[i]
+        chosen.emptied_at = None
+    last = max(final_end.values())
+    hours = [0.0] * len(pools)
+    for nd in nodes:
+        if nd.gone_at is None:
+            nd.gone_at = last if nd.permanent else nd.emptied_at + pools[nd.pool].scale_down_s
+        hours[nd.pool] += (nd.gone_at - nd.launch) / 3600.0
+    return {"hours": hours, "reclaims": reclaims, "lost": lost, "rerun_h": [x / 3600 for x in rerun_s],
+            "end": [final_end[i] for i in range(n)], "waited": waited,
+            "spans": [(nd.launch, nd.gone_at, nd.pool) for nd in nodes]}
+
+
+@pytest.mark.parametrize("corpus", ["bursty", "smooth"])
+def test_poisson_reclaims_agree_with_the_brute_force(corpus):
+    """Two pools, both reclaimed (the base replaced on a reclaim), a join delay and a scale-down: node-hours,
+    reclaims, sandboxes lost, re-run hours, waits and every rollout's last end match the brute force."""
+    if corpus == "bursty":
+        s, e, q = bursty_rl(steps=4, batch=120)
+    else:
+        s, e, q = smooth_open(n=500)
+    cap = (32.0, 131072.0, 409600.0)
+    pools = [NodePoolSpec("r", *cap, usd_per_node_h=2.0, min_nodes=2, max_nodes=2, provision_s=30.0,
+                          reclaim_per_node_h=0.3),
+             NodePoolSpec("b", *cap, usd_per_node_h=3.0, tier="spot", provision_s=30.0, scale_down_s=120.0,
+                          reclaim_per_node_h=1.5)]
+    got = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], pools, seed=6)
+    want = oracle_reclaims(list(s), list(e), [tuple(r) for r in q], pools, seed=6)
+    assert sum(want["reclaims"]) >= 3 and sum(want["lost"]) > 0  # the case exercises reclaims
+    for k, p in enumerate(got.pools):
+        assert p.node_hours == pytest.approx(want["hours"][k], rel=1e-9)
+        assert (p.reclaims, p.sandboxes_lost) == (want["reclaims"][k], want["lost"][k])
+        assert p.rerun_sandbox_h == pytest.approx(want["rerun_h"][k], rel=1e-9, abs=1e-12)
+    assert got.waited == want["waited"]
+    assert np.allclose(got.end_s, want["end"], rtol=0, atol=1e-6)

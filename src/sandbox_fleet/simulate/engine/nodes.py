@@ -687,6 +687,8 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             else:
                 s = slot_of_id[ci[0]]
                 ctr[_CSIZE] = _heap_pop(ct, ci, ctr[_CSIZE])
+                if release[s] < tr:
+                    continue  # the ends just drained emptied it, and it was released before its reclaim
             k = pool[s]
             lost = 0
             j = head[s]
