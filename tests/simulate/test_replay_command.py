@@ -124,3 +124,21 @@ def test_a_measure_summary_is_refused_in_one_line(run_cli, tmp_path):
     summary.write_text('{"schema_version": 7, "kind": "measure"}', encoding="utf-8")
     got = run_cli("simulate", "--replay", summary)
     assert got.code == 2 and "needs the telemetry itself" in got.err and len(got.err.strip().splitlines()) == 1
+
+
+def test_the_report_shows_the_replay_by_pool_with_its_chart(run_cli, demo, tmp_path):
+    root, _ = demo
+    rep = tmp_path / "replay.json"
+    got = run_cli("simulate", "--replay", root / "trajectories", "--tasks", root / "tasks", "--reclaim-per-node-h", "0",
+                  "-o", rep)
+    assert got.code == 0, got.err
+    measured = tmp_path / "m.json"
+    assert run_cli("measure", root / "trajectories", "--tasks", root / "tasks", "-o", measured).code == 0
+    html = tmp_path / "r.html"
+    got = run_cli("report", measured, "--simulate", rep, "-o", html)
+    assert got.code == 0, got.err
+    text = html.read_text(encoding="utf-8")
+    out = json.loads(rep.read_text(encoding="utf-8"))["nodes"]
+    assert "Replay on nodes" in text and 'id="fig-replay_nodes"' in text
+    assert all(f">{p['name']}<" in text for p in out["pools"])
+    assert f"{out['usd_per_h']:,.2f}/h" in text
