@@ -142,3 +142,49 @@ def test_the_report_shows_the_replay_by_pool_with_its_chart(run_cli, demo, tmp_p
     assert "Replay on nodes" in text and 'id="fig-replay_nodes"' in text
     assert all(f">{p['name']}<" in text for p in out["pools"])
     assert f"{out['usd_per_h']:,.2f}/h" in text
+
+
+def _capped_steps(cap=40, steps=12, batch=120, seed=8):
+    """Synchronous steps of ``batch`` rollouts released at once behind a cap of ``cap`` (a FIFO queue:
+    a queued rollout starts when a slot frees), an hour's pause after each step drains."""
+    import heapq
+
+    rng = np.random.default_rng(seed)
+    starts, ends, kinds, releases = [], [], [], []
+    t = 0.0
+    for _ in range(steps):
+        holds = rng.lognormal(np.log(300.0), 0.4, batch)
+        free = [t] * cap
+        for h in holds:
+            s = heapq.heappop(free)
+            starts.append(s)
+            ends.append(s + h)
+            releases.append(t)
+            heapq.heappush(free, s + h)
+        kinds.extend(rng.choice(3, batch, p=[0.6, 0.3, 0.1]))
+        t = max(ends) + 3600.0
+    from .test_node_replay import KINDS
+
+    return np.array(starts), np.array(ends), KINDS[np.array(kinds)], np.array(releases)
+
+
+def test_a_capped_step_history_is_also_replayed_un_queued_at_its_releases(run_cli, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plan"))
+    from test_mixed_replay import write_corpus
+
+    start, end, req, release = _capped_steps()
+    rollouts, tasks = write_corpus(tmp_path / "capped", start, end, req)
+    got = run_cli("simulate", "--replay", rollouts, "--tasks", tasks, "--reclaim-per-node-h", "0", "--json")
+    assert got.code == 0, got.err
+    n = json.loads(got.out)["nodes"]
+    cap = n["cap"]
+    assert cap["cap_detected"] is True and cap["steps_detected"] is True
+    assert cap["rollouts_moved"] == int(np.count_nonzero(start > release + 1e-6))  # every queued start
+    pools = _specs({"nodes": n})
+    hold = end - start
+    want = oracle(list(release), list(release + hold), [tuple(r) for r in req], pools)
+    assert cap["demand_peak_nodes"] == {p.name: want["peak"][k] for k, p in enumerate(pools)}
+    assert cap["demand_unplaced"] == want["unplaced"] and cap["demand_waited"] == want["waited"]
+    assert sum(cap["demand_peak_nodes"].values()) >= sum(p["peak_nodes"] for p in n["pools"])

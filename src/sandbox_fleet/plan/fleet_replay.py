@@ -215,6 +215,8 @@ def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: Pla
         rerun_sandbox_h=rerun_h, rerun_share=rerun_h / need_h if need_h > 0 else None,
         cap=_cap(planned, cap_detected), series=_series(got, pools), basis=_basis(pools, configuration, assumed, fallback, trace),
     )
+    if cap_detected:
+        figures.cap = _uncapped(figures.cap, history, (cpu, memory, disk), pools, trace, opts.seed)
     return SimulateSummary.build(
         seed=opts.seed, rollouts=history.count, attempts=history.count + lost, completed=int(done.sum()),
         dropped=got.unplaced, sim_time_s=got.span_s, sandbox_hours=float(np.sum(got.hold_s[done])) / 3600.0 + rerun_h,
@@ -271,6 +273,32 @@ def _cap(planned: PlanSummary, detected: bool) -> ReplayCap:
                f"started late, so this replay prices the capped history, its peak nodes are the cap's; the "
                f"censored demand (plan/censored.py) is {lower}{c.demand:,} concurrent, which the plan's order is "
                f"sized for ({c.chosen} chosen)"))
+
+
+def _uncapped(cap: ReplayCap, history: RolloutIntervals, req, pools: list[NodePoolSpec], trace, seed: int) -> ReplayCap:
+    """Where the cap bound and the history has synchronous steps, the rollouts replayed at their step's
+    release (what the cap queued starts when a slot freed; the holds kept), on the same pools."""
+    import numpy as np
+
+    from sandbox_fleet.measure.steps import measure_steps, step_releases
+    from sandbox_fleet.simulate.engine.nodes import replay_nodes
+
+    start_us = np.round(history.start_s * 1e6).astype(np.int64)
+    steps = measure_steps(start_us, np.round(history.end_s * 1e6).astype(np.int64))
+    if not steps.get("detected"):
+        return cap.model_copy(update={"steps_detected": False, "basis": (cap.basis or "") + (
+            f"; not replayed un-queued: no synchronous steps to release at ({steps.get('reason')})")})
+    release_s = step_releases(start_us, float(steps["gap_threshold_s"])) / 1e6
+    moved = int(np.count_nonzero(release_s < history.start_s - 1e-6))
+    hold = history.end_s - history.start_s
+    got = replay_nodes(release_s, release_s + hold, *req, pools, reclaim_trace=trace, seed=seed)
+    return cap.model_copy(update={
+        "steps_detected": True, "rollouts_moved": moved,
+        "demand_peak_nodes": {p.name: p.peak_nodes for p in got.pools}, "demand_usd_per_h": got.usd_per_h,
+        "demand_unplaced": got.unplaced, "demand_waited": got.waited,
+        "basis": (cap.basis or "") + (
+            f"; un-queued (the demand the cap hid): each of the {int(steps['steps']):,} steps' rollouts started at "
+            f"its release ({moved:,} moved earlier), holds kept, on the same pools")})
 
 
 def _basis(pools: list[NodePoolSpec], configuration: str, assumed: int, fallback: ResourceRequest, trace) -> str:

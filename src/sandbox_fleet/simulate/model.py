@@ -274,6 +274,14 @@ class ReplayCap(Block):
     demand: Count = None
     demand_is_lower_bound: Optional[bool] = None
     basis: Optional[str] = None
+    #: where the cap bound and synchronous steps were found (``measure.steps``): the same rollouts replayed
+    #: un-queued, each at its step's release with its own hold (the demand the cap hid), on the same pools
+    steps_detected: Optional[bool] = None
+    rollouts_moved: Count = None
+    demand_peak_nodes: Optional[dict[str, int]] = None
+    demand_usd_per_h: Num = None
+    demand_unplaced: Count = None
+    demand_waited: Count = None
 
 
 class NodeReplayFigures(Block):

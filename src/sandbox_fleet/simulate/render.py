@@ -191,6 +191,10 @@ def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
                      f"most {_f(cpu_h[most], 1)} core-h at {_f(t_h[most], 2)} h")
     if n.cap is not None and n.cap.basis:
         lines.append(f"cap: {n.cap.basis}")
+    if n.cap is not None and n.cap.demand_peak_nodes is not None:
+        peaks = ", ".join(f"{k} {v:,}" for k, v in n.cap.demand_peak_nodes.items())
+        lines.append(f"un-queued at the steps' releases: peak nodes {peaks}; ${_f(n.cap.demand_usd_per_h, 2)}/h; "
+                     f"{_f(n.cap.demand_waited)} waited, {_f(n.cap.demand_unplaced)} unplaced")
     lines.append(f"basis: {n.basis}")
     for line in lines:
         console.print(line, markup=False, highlight=False)
