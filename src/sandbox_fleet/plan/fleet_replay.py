@@ -40,6 +40,8 @@ from sandbox_fleet.simulate.model import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from sandbox_fleet.measure.intervals import RolloutIntervals
     from sandbox_fleet.plan import PlanOptions
     from sandbox_fleet.plan.model import PlanSummary
@@ -213,10 +215,10 @@ def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: Pla
         reclaim_trace_missed=got.trace_missed if trace is not None else None, reclaims=got.reclaims,
         sandboxes_lost=lost, sandboxes_lost_per_reclaim=lost / got.reclaims if got.reclaims else None,
         rerun_sandbox_h=rerun_h, rerun_share=rerun_h / need_h if need_h > 0 else None,
-        cap=_cap(planned, cap_detected), series=_series(got, pools), basis=_basis(pools, configuration, assumed, fallback, trace),
+        series=_series(got, pools), basis=_basis(pools, configuration, assumed, fallback, trace),
     )
-    if cap_detected:
-        figures.cap = _uncapped(figures.cap, history, (cpu, memory, disk), pools, trace, opts.seed)
+    cap = _cap(planned, cap_detected)
+    figures.cap = _uncapped(cap, history, (cpu, memory, disk), pools, trace, opts.seed) if cap_detected else cap
     return SimulateSummary.build(
         seed=opts.seed, rollouts=history.count, attempts=history.count + lost, completed=int(done.sum()),
         dropped=got.unplaced, sim_time_s=got.span_s, sandbox_hours=float(np.sum(got.hold_s[done])) / 3600.0 + rerun_h,
@@ -275,7 +277,8 @@ def _cap(planned: PlanSummary, detected: bool) -> ReplayCap:
                f"sized for ({c.chosen} chosen)"))
 
 
-def _uncapped(cap: ReplayCap, history: RolloutIntervals, req, pools: list[NodePoolSpec], trace, seed: int) -> ReplayCap:
+def _uncapped(cap: ReplayCap, history: RolloutIntervals, req: tuple[np.ndarray, np.ndarray, np.ndarray],
+              pools: list[NodePoolSpec], trace, seed: int) -> ReplayCap:
     """Where the cap bound and the history has synchronous steps, the rollouts replayed at their step's
     release (what the cap queued starts when a slot freed; the holds kept), on the same pools."""
     import numpy as np
@@ -291,7 +294,7 @@ def _uncapped(cap: ReplayCap, history: RolloutIntervals, req, pools: list[NodePo
     release_s = step_releases(start_us, float(steps["gap_threshold_s"])) / 1e6
     moved = int(np.count_nonzero(release_s < history.start_s - 1e-6))
     hold = history.end_s - history.start_s
-    got = replay_nodes(release_s, release_s + hold, *req, pools, reclaim_trace=trace, seed=seed)
+    got = replay_nodes(release_s, release_s + hold, req[0], req[1], req[2], pools, reclaim_trace=trace, seed=seed)
     return cap.model_copy(update={
         "steps_detected": True, "rollouts_moved": moved,
         "demand_peak_nodes": {p.name: p.peak_nodes for p in got.pools}, "demand_usd_per_h": got.usd_per_h,
