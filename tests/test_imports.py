@@ -68,8 +68,9 @@ ALLOWED = {
 }
 ANYTHING = {"cli", "cli_catalog", "demo", "__main__"}
 #: the modules of plan that may call the simulator: the target searches (RL schedule; --shape smooth)
-#: and the mixed purchase priced by the engine's node replay of the measured history (plan/mixed_replay.py)
-PLAN_TO_SIMULATE = {"plan/target.py", "plan/shape.py", "plan/mixed_replay.py"}
+#: and the mixed purchase priced by the engine's node replay of the measured history (plan/mixed_replay.py),
+#: and ``simulate --replay`` on the plan's order (plan/fleet_replay.py)
+PLAN_TO_SIMULATE = {"plan/target.py", "plan/shape.py", "plan/mixed_replay.py", "plan/fleet_replay.py"}
 #: inside simulate, by role (first path part under simulate/ -> what of simulate it may import): the
 #: engine runs built scenarios and imports neither the scenario tooling nor the package's public face
 #: (``from sandbox_fleet.simulate import ...``, which would hide a cycle); its one import outside

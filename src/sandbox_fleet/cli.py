@@ -571,8 +571,21 @@ def check(
 @app.command()
 @_reads_telemetry
 def simulate(
-    scenario: Path = typer.Argument(..., help="Scenario TOML to run (with --from: the scenario file to write)."),
+    scenario: Optional[Path] = typer.Argument(None, help="Scenario TOML to run (with --from: the scenario file to write; none with --replay)."),
     from_: Optional[list[Path]] = typer.Option(None, "--from", help="Measured telemetry: write SCENARIO calibrated from it (repeatable)."),
+    replay: Optional[list[Path]] = typer.Option(None, "--replay", help="Measured telemetry: replay these exact rollouts (no draws) on nodes, the plan's order by default (repeatable)."),
+    tasks: Optional[Path] = typer.Option(None, "--tasks", help="With --replay: the tasks root (each rollout's cpu / memory / disk request)."),
+    cache_dir: Optional[Path] = _CACHE_DIR,
+    nodes: Optional[Path] = typer.Option(None, "--nodes", help="With --replay: node catalog TOML replacing the bundled one."),
+    node_type: Optional[str] = typer.Option(None, "--node-type", help="With --replay: the node type (default: the plan's)."),
+    reserved_nodes: Optional[int] = typer.Option(None, "--reserved-nodes", help="With --replay: reserved nodes, always up (default: the plan's mixed purchase)."),
+    burst_nodes: Optional[int] = typer.Option(None, "--burst-nodes", help="With --replay: the burst pool's most nodes (default: the plan's burst NodePool limit)."),
+    burst_tier: Optional[str] = typer.Option(None, "--burst-tier", help="With --replay: on-demand or spot (default: the plan's)."),
+    node_provision_s: float = typer.Option(60.0, "--node-provision-s", help="With --replay: a launched node joins this many seconds later."),
+    node_scale_down_s: float = typer.Option(300.0, "--node-scale-down-s", help="With --replay: an empty burst node is released this many seconds after its last sandbox ends (consolidateAfter)."),
+    node_placement: str = typer.Option("pack", "--node-placement", help="With --replay: pack (most-allocated node) or spread (least-allocated)."),
+    reclaim_per_node_h: Optional[float] = typer.Option(None, "--reclaim-per-node-h", help="With --replay: spot reclaims per node-hour, Poisson per node (default: the node type's catalog rate; 0: none)."),
+    reclaim_trace: Optional[Path] = typer.Option(None, "--reclaim-trace", help="With --replay: a CSV of reclaims, header time_s,pool (seconds from the first start; pool reserved, burst or fleet)."),
     telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
     timing: bool = typer.Option(False, "--timing", help="Add wall-clock figures (wall_s, events_per_s); output then varies run to run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's run.seed; with --from: the seed written into the scenario."),
@@ -590,6 +603,33 @@ def simulate(
     from sandbox_fleet.limits import check_seed
 
     check_seed(seed)
+    if replay:
+        from sandbox_fleet.plan import PlanOptions
+        from sandbox_fleet.plan.fleet_replay import ReplayOptions, check_options, replay_telemetry
+
+        if scenario is not None or from_ or telemetry is not None or inference:
+            raise InputError("--replay: runs no scenario; give TELEMETRY after --replay and no SCENARIO, --from, --telemetry or --inference")
+        _check_outputs([*replay, tasks, nodes, reclaim_trace], o=output)
+        ropts = ReplayOptions(reserved_nodes=reserved_nodes, burst_nodes=burst_nodes,
+                              burst_tier=burst_tier.replace("-", "_") if burst_tier is not None else None,
+                              reclaim_per_node_h=reclaim_per_node_h,
+                              reclaim_trace=str(reclaim_trace) if reclaim_trace is not None else None,
+                              seed=0 if seed is None else seed)
+        check_options(ropts)
+        popts = PlanOptions(nodes_file=str(nodes) if nodes else None, node_type=node_type,
+                            node_provision_s=node_provision_s, node_scale_down_s=node_scale_down_s,
+                            node_placement=node_placement, seed=0 if seed is None else seed)
+        cache = None
+        if tasks:
+            from sandbox_fleet.telemetry.taskcache import cache_dir_for
+
+            cache = cache_dir_for(cache_dir, output, tasks)
+        replayed = replay_telemetry(replay, popts, ropts, tasks=tasks, read=_read_options(reader), cache_dir=cache,
+                                    progress=_progress(not as_json))
+        _emit(replayed, as_json, output, _renderer("sandbox_fleet.simulate.render", "render_summary"))
+        return
+    if scenario is None:
+        raise InputError("SCENARIO: a scenario TOML to run is required (or --replay TELEMETRY)")
     if from_:
         from sandbox_fleet.simulate.scenario.calibrate import scenario_from_telemetry
 

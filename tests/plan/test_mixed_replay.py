@@ -81,7 +81,7 @@ def test_the_chosen_reserved_count_is_the_cheapest_by_brute_force_over_every_r(t
 def test_the_bursty_rl_case_is_priced_about_three_times_the_slot_curve(tmp_path):
     """Issue 37's case re-made: synchronous RL steps with heavy-tailed holds and three request kinds.
     Even with best-case packing and no delays the replay costs 2.7-3.2x the slot curve's spot burst,
-    and the real mix's peaks need a node more than the plan's mean-mix count."""
+    and the real mix's peaks need a node more than the plan's mean-mix count (the count the plan buys)."""
     start, end, req = bursty_rl(seed=3, steps=40, batch=500)
     plan, _ = plan_with_history(tmp_path, start, end, req, price_tier="spot", node_provision_s=0.0,
                                 node_scale_down_s=0.0)
@@ -89,7 +89,9 @@ def test_the_bursty_rl_case_is_priced_about_three_times_the_slot_curve(tmp_path)
     assert mx.burst_tier == "spot"
     ratio = mx.usd_per_h / mx.replay.slot_curve_usd_per_h
     assert 2.7 <= ratio <= 3.2, ratio
-    assert mx.replay.peak_nodes > plan.nodes.count
+    # the plan buys the real mix's peaks; the mean-mix count stays as the lower bound it is (short 41 times)
+    assert plan.nodes.count == mx.replay.peak_nodes == plan.nodes.replayed_peak > plan.nodes.slot_count
+    assert plan.nodes.slot_count_short > 0
     assert "lower bound" in mx.basis and "most-allocated" in mx.replay.basis
 
 
@@ -231,11 +233,16 @@ def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier,
         # the reserved base first (weight), kept (paid for anyway); the burst released after the delay priced
         assert pools["reserved"]["weight"] > pools["burst"]["weight"]
         assert pools["reserved"]["disruption"]["consolidateAfter"] == "Never"
+        assert pools["reserved"]["disruption"]["budgets"] == [{"nodes": "0"}]  # never disrupted, as replayed
     assert pools["burst"]["limits"] == {"cpu": f"{burst_peak * node_cpu:g}", "memory": f"{burst_peak * node_gb:g}Gi"}
     assert pools["burst"]["template"]["spec"]["requirements"][1]["values"] == (
         ["spot", "on-demand"] if tier == "spot" else ["on-demand"])
     assert pools["burst"]["disruption"]["consolidateAfter"] == "300s"
+    # the replay releases every empty burst node after the delay, however many at once, and never a busy one
+    assert pools["burst"]["disruption"]["budgets"] == [{"nodes": "100%", "reasons": ["Empty"]},
+                                                       {"nodes": "0", "reasons": ["Drifted", "Underutilized"]}]
     head = build_manifests(plan, K8sOptions(cluster="c1"))["nodepool.yaml"].split("---", 1)[0]
+    assert "Empty 100%" in head and "outside any budget" in head
     assert f"the NodePools' limits sum to {r + burst_peak} nodes" in head
     from k8s_crd import crd_root, validate
 
@@ -243,3 +250,34 @@ def test_the_emitted_nodepools_are_limited_to_the_replayed_order(tmp_path, tier,
         for d in docs:
             if d["kind"] == "NodePool":
                 validate(d, f"set-{plan.nodes.provider}")
+
+
+def test_the_headline_node_count_is_the_replayed_peak_of_the_real_mix(tmp_path):
+    """A bursty corpus whose peaks are rich in large kinds: the slot sizing (the mix at its mean shares)
+    buys fewer nodes than the measured rollouts need at their peaks; the plan buys the replayed peak, the
+    brute force's, and keeps the slot count with the rollouts it could not place (the brute force's too)."""
+    rng = np.random.default_rng(21)
+    starts, ends, kinds = [], [], []
+    for step in range(10):  # small kinds most of the time; a few steps of mostly large ones
+        t = step * 4000.0
+        share = [0.1, 0.1, 0.8] if step % 4 == 3 else [0.8, 0.15, 0.05]
+        s = t + rng.uniform(0, 5.0, 200)
+        starts.append(s)
+        ends.append(s + rng.lognormal(np.log(600.0), 0.5, 200))
+        kinds.append(rng.choice(3, 200, p=share))
+    start, end, req = np.concatenate(starts), np.concatenate(ends), KINDS[np.concatenate(kinds)]
+    plan, history = plan_with_history(tmp_path, start, end, req, price_tier="on_demand")
+    nodes = plan.nodes
+    cpu, mem, disk = allocatable(plan)
+    reqs = list(zip(history.cpu, history.memory_mb, history.disk_mb))
+    peak = oracle(list(history.start_s), list(history.end_s), reqs, [NodePoolSpec("f", cpu, mem, disk, 1.0)])["peak"][0]
+    fixed = NodePoolSpec("f", cpu, mem, disk, 1.0, min_nodes=nodes.slot_count, max_nodes=nodes.slot_count)
+    short = oracle(list(history.start_s), list(history.end_s), reqs, [fixed])["unplaced"]
+    assert nodes.replayed_peak == peak and nodes.slot_count_short == short
+    assert peak > nodes.slot_count and short > 0  # the corpus shows the defect
+    assert nodes.count == peak and "lower bound" in nodes.count_basis
+    # every cost figure follows the count bought
+    from sandbox_fleet.plan.catalog import find_type, load_catalog
+
+    price = find_type(load_catalog(), nodes.type).on_demand_usd_h
+    assert plan.cost.on_demand_per_h == pytest.approx(peak * price, rel=1e-12)

@@ -241,3 +241,298 @@ def test_nodes_over_time_is_the_most_up_in_each_bin_counted_directly():
             most = max(int(np.sum((launch <= t) & (release > t))) for t in probes)
             assert up[k, b] == most, (k, b)
     assert up[0].max() == 2 and up[1].max() == got.pools[1].peak_nodes
+
+
+# --- reclaims ------------------------------------------------------------------------------------------
+
+
+def test_a_traced_reclaim_ends_every_sandbox_on_its_node_by_hand():
+    """Two 2-cpu rollouts on one 4-cpu node (0..100 and 20..50); a reclaim at 40 ends both; they restart
+    at 40 on a new node (no join delay): 40..140 and 40..70; the new node is released at 140."""
+    pool = NodePoolSpec("spot", 4.0, 1e6, 1e6, usd_per_node_h=3600.0, tier="spot")
+    got = replay_nodes(np.array([0.0, 20.0]), np.array([100.0, 50.0]), np.array([2.0, 2.0]), np.zeros(2), np.zeros(2),
+                       [pool], reclaim_trace=(np.array([40.0]), np.array([0])))
+    p = got.pools[0]
+    assert (p.reclaims, p.sandboxes_lost, p.most_lost) == (1, 2, 2)
+    assert p.rerun_sandbox_h * 3600 == pytest.approx(40.0 + 20.0)  # what the two attempts had run
+    assert p.node_hours * 3600 == pytest.approx(40.0 + 100.0)  # billed launch to reclaim, then 40..140
+    assert list(got.end_s) == [140.0, 70.0] and got.span_s == 140.0
+    assert p.launched == 2 and p.peak_nodes == 1
+    # stranded: 4 cpu x 140 s billed; requested 2 x (40 + 20) lost + 2 x (100 + 30) re-run
+    assert p.stranded_cpu_h * 3600 == pytest.approx(4 * 140.0 - 2 * 60.0 - 2 * 130.0)
+
+
+def test_a_reclaimed_base_node_is_replaced_and_its_rerun_waits_for_the_join():
+    pool = NodePoolSpec("base", 4.0, 1e6, 1e6, usd_per_node_h=1.0, tier="spot", min_nodes=1, max_nodes=1,
+                        provision_s=10.0)
+    got = replay_nodes(np.array([0.0]), np.array([100.0]), np.array([1.0]), np.zeros(1), np.zeros(1), [pool],
+                       reclaim_trace=(np.array([50.0, 1000.0]), np.array([0, 0])))
+    # node 0 billed 0..50; its replacement launched at 50, joins at 60: the re-run runs 60..160
+    assert got.waited == 1 and got.wait_s_total == pytest.approx(10.0)
+    assert list(got.end_s) == [160.0]
+    assert got.pools[0].node_hours * 3600 == pytest.approx(50.0 + 110.0)
+    assert got.pools[0].reclaims == 1 and got.trace_missed == 0  # the reclaim at 1000 s comes after the work
+
+
+def test_a_trace_reclaim_of_a_pool_with_no_node_up_is_counted_missed():
+    pools = pools_two(reserved=1)
+    got = replay_nodes(np.array([0.0]), np.array([10.0]), np.array([1.0]), np.zeros(1), np.zeros(1), pools,
+                       reclaim_trace=(np.array([5.0]), np.array([1])))
+    assert got.trace_missed == 1 and got.reclaims == 0
+
+
+def _restart_moments(lam_per_s, hold_s):
+    """Restart from scratch under Poisson reclaims at rate lam on a hold h: the mean and variance of the
+    work lost before the attempt that finishes, E[T] - h with E[T] = (e^{lam h} - 1) / lam, and
+    Var[T] = (e^{2 lam h} - 2 lam h e^{lam h} - 1) / lam^2 (T the time to finish)."""
+    x = lam_per_s * hold_s
+    mean = math.expm1(x) / lam_per_s - hold_s
+    var = (math.exp(2 * x) - 2 * x * math.exp(x) - 1) / lam_per_s**2
+    return mean, var
+
+
+@pytest.mark.parametrize("per_node", [1, 4])
+def test_rerun_sandbox_hours_match_the_closed_form_per_hold(per_node):
+    """Two holds (300 s and 1,200 s) at 2 reclaims per node-h: each hold's mean re-run work matches the
+    closed form, whether sandboxes lose alone (a node holds one) or four at a time (same expectation)."""
+    rng = np.random.default_rng(11)
+    n = 24_000
+    start = np.sort(rng.uniform(0, 200 * 3600.0, n))
+    hold = np.where(rng.random(n) < 0.5, 300.0, 1200.0)
+    pool = NodePoolSpec("spot", float(per_node), 1e9, 1e9, usd_per_node_h=1.0, tier="spot", reclaim_per_node_h=2.0)
+    got = replay_nodes(start, start + hold, np.ones(n), np.zeros(n), np.zeros(n), [pool], seed=5)
+    assert got.unplaced == 0 and got.pools[0].reclaims > 0
+    lost = np.zeros(n)
+    np.add.at(lost, got.lost_rollout, got.lost_end_s - got.lost_begin_s)
+    assert got.pools[0].rerun_sandbox_h * 3600 == pytest.approx(lost.sum(), rel=1e-12)
+    for h in (300.0, 1200.0):
+        mine = hold == h
+        mean, var = _restart_moments(2.0 / 3600, h)
+        # rollouts sharing a node are correlated: the standard error is widened by the node's sandboxes
+        se = math.sqrt(var * per_node / mine.sum())
+        assert abs(lost[mine].mean() - mean) < 4 * se, (h, lost[mine].mean(), mean, se)
+        ends = got.end_s[mine] - start[mine]  # every rollout finished its whole hold after its re-runs
+        assert np.all(ends >= h - 1e-9)
+
+
+def test_correlated_per_node_losses_widen_the_spread_of_a_steps_rerun_work():
+    """Synchronous steps of 64 rollouts (600 s holds) at 0.6 reclaims per node-h: on nodes of one sandbox
+    the per-step re-run work is a sum of 64 independent losses (sd sqrt(64) sigma); on one 64-sandbox
+    node a reclaim ends them all (sd 64 sigma): same mean, 8x the spread, both as the closed form says.
+    The step's makespan goes the other way on an elastic fleet: independent losses hit some sandbox of
+    almost every step (each extends the step), correlated ones few steps (the mean step is shorter)."""
+    steps, batch, hold_s, lam_h = 1000, 64, 600.0, 0.6
+    start = np.repeat(np.arange(steps) * 36_000.0, batch)
+    n = start.size
+    mean, var = _restart_moments(lam_h / 3600, hold_s)
+    got = {}
+    for per_node in (1, batch):
+        pool = NodePoolSpec("spot", float(per_node), 1e9, 1e9, usd_per_node_h=1.0, tier="spot", reclaim_per_node_h=lam_h)
+        r = replay_nodes(start, start + hold_s, np.ones(n), np.zeros(n), np.zeros(n), [pool], seed=7)
+        work = np.zeros(steps)
+        np.add.at(work, r.lost_rollout // batch, r.lost_end_s - r.lost_begin_s)
+        makespan = r.end_s.reshape(steps, batch).max(axis=1) - start[::batch]
+        got[per_node] = (work, makespan)
+    for per_node, sd_want in ((1, math.sqrt(batch * var)), (batch, batch * math.sqrt(var))):
+        work = got[per_node][0]
+        assert abs(work.mean() - batch * mean) < 4 * sd_want / math.sqrt(steps)
+        assert work.std(ddof=1) == pytest.approx(sd_want, rel=0.15)
+    assert got[batch][0].std(ddof=1) > 5 * got[1][0].std(ddof=1)
+    assert got[batch][1].mean() < got[1][1].mean()
+
+
+def test_compiled_and_interpreted_replays_give_the_same_bits(monkeypatch):
+    """worth_it sends small replays to the plain-Python kernel: the same source, the same figures."""
+    from sandbox_fleet.simulate.engine import nodes
+
+    s, e, q = bursty_rl(steps=6, batch=120)
+    pools = [NodePoolSpec("r", 32.0, 131072.0, 409600.0, usd_per_node_h=2.0, min_nodes=2, max_nodes=2,
+                          reclaim_per_node_h=0.5),
+             NodePoolSpec("b", 32.0, 131072.0, 409600.0, usd_per_node_h=3.0, tier="spot", provision_s=30.0,
+                          scale_down_s=60.0, reclaim_per_node_h=3.0)]
+    trace = (np.array([500.0, 900.0, 2000.0]), np.array([1, 0, 1]))
+    runs = []
+    for compiled in (False, True):
+        monkeypatch.setattr(nodes, "_compiled", None)
+        monkeypatch.setattr(nodes, "MIN_WORK", 0 if compiled else 10**12)
+        r = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], pools, reclaim_trace=trace, seed=4)
+        assert nodes.loaded() == compiled
+        runs.append(r)
+    a, b = runs
+    assert a.reclaims > 3 and a.pools == b.pools
+    for key in ("node_of", "end_s", "lost_begin_s", "lost_end_s", "node_launch_s", "node_release_s"):
+        assert np.array_equal(getattr(a, key), getattr(b, key), equal_nan=True), key
+
+
+def test_stranded_over_time_sums_to_the_totals_and_matches_a_direct_count():
+    s, e, q = bursty_rl(steps=5, batch=150)
+    pools = pools_two(reserved=2)
+    pools[1] = NodePoolSpec("b", 32.0, 131072.0, 409600.0,
+                            usd_per_node_h=3.0, tier="spot", provision_s=60.0, scale_down_s=300.0, reclaim_per_node_h=2.0)
+    got = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], pools, seed=1)
+    assert got.reclaims > 0
+    edges, stranded = got.stranded_over_time(40)
+    totals = [sum(p.stranded_cpu_h for p in got.pools), sum(p.stranded_memory_mb_h for p in got.pools),
+              sum(p.stranded_disk_mb_h for p in got.pools)]
+    for r in range(3):
+        assert stranded[r].sum() == pytest.approx(totals[r], rel=1e-9)
+    # one bin by hand: billed capacity-seconds minus requested-seconds clipped to [lo, hi)
+    b = 17
+    lo, hi = edges[b], edges[b + 1]
+    cap = np.array([[p.cpu, p.memory_mb, p.disk_mb] for p in pools])
+
+    def clip(a, z):
+        return np.clip(np.minimum(z, hi) - np.maximum(a, lo), 0, None)
+
+    billed = sum(clip(a, z) * cap[k] for a, z, k in zip(got.node_launch_s, got.node_release_s, got.node_pool))
+    ok = got.node_of >= 0
+    used = sum(clip(z - hd, z) * rq for z, hd, rq in zip(got.end_s[ok], got.hold_s[ok], q[ok]))
+    used = used + sum(clip(a, z) * q[i] for i, a, z in zip(got.lost_rollout, got.lost_begin_s, got.lost_end_s))
+    assert np.allclose(stranded[:, b], (billed - used) / 3600.0, rtol=1e-9)
+
+
+def test_a_small_replay_runs_interpreted_without_loading_numba():
+    """worth_it: a replay below MIN_WORK rollouts pays neither numba's import nor the kernel's load."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from sandbox_fleet.simulate.engine import nodes as N\n"
+            "s = np.arange(500.0); e = s + 30.0; q = np.ones(500)\n"
+            "r = N.replay_nodes(s, e, q, q, q, [N.NodePoolSpec('p', 4.0, 8.0, 8.0, usd_per_node_h=1.0)])\n"
+            "assert r.placed == 500 and not N.loaded() and 'numba' not in sys.modules, sorted(sys.modules)\n"
+            "assert 500 < N.MIN_WORK\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+
+
+def oracle_reclaims(start, end, req, pools, seed):
+    """Node-hours, reclaims, lost sandboxes and re-run hours under Poisson reclaims, by brute force and
+    from the module's rules: node k (in launch order) is reclaimed at its launch + E_k / rate, E_k the
+    k-th standard exponential of ``default_rng([seed, 1])``; at one instant ends, then reclaims, then
+    re-runs (by rollout), then measured starts; a reclaim ends every sandbox on the node (each restarts
+    there and then), the node is billed launch to reclaim, a min_nodes node is replaced (joining
+    provision_s later). Rollouts are dicts, nodes objects; every event re-derives the state."""
+    draws = np.random.default_rng([seed, 1]).standard_exponential(100_000)
+    n = len(start)
+    nodes: list[_Node] = []
+
+    def launch(k, t, ready, permanent):
+        nd = _Node(len(nodes), k, t, ready, permanent)
+        rate = pools[k].reclaim_per_node_h / 3600.0
+        nd.reclaim_at = t + draws[nd.id] / rate if rate > 0 else math.inf
+        nodes.append(nd)
+        return nd
+
+    t0 = min(start)
+    for k, p in enumerate(pools):
+        for _ in range(p.min_nodes):
+            launch(k, t0, t0, True)
+    pending = sorted((start[i], 1, i) for i in range(n))  # (time, 0 re-run / 1 measured, rollout)
+    begin, final_end, lost, rerun_s = {}, {}, [0] * len(pools), [0.0] * len(pools)
+    reclaims = [0] * len(pools)
+    waited = 0
+
+    def settle(t):  # ends at or before t leave; emptied nodes past their delay are gone
+        for nd in nodes:
+            if nd.gone_at is not None:
+                continue
+            done = [j for j, e in nd.running.items() if e <= t]
+            for j in done:
+                del nd.running[j]
+            if done and not nd.running:
+                nd.emptied_at = max(final_end[j] for j in done)
+            if not nd.running and not nd.permanent and nd.emptied_at is not None \
+                    and nd.emptied_at + pools[nd.pool].scale_down_s < t:
+                nd.gone_at = nd.emptied_at + pools[nd.pool].scale_down_s
+
+    while True:
+        ts = pending[0][0] if pending else math.inf
+        live = [nd for nd in nodes if nd.gone_at is None]
+        cands = [nd for nd in live if nd.reclaim_at <= ts]
+        nd = min(cands, key=lambda x: (x.reclaim_at, x.id)) if cands else None
+        # a reclaim matters while a start is to come or a sandbox still runs at it
+        if nd is not None and (pending or any(e > nd.reclaim_at for x in live for e in x.running.values())):
+            tr = nd.reclaim_at
+            settle(tr)
+            if nd.gone_at is not None or not (pending or any(x.running for x in nodes if x.gone_at is None)):
+                nd.reclaim_at = math.inf  # gone before its reclaim, or nothing left to lose
+                continue
+            reclaims[nd.pool] += 1
+            for j in sorted(nd.running):
+                lost[nd.pool] += 1
+                rerun_s[nd.pool] += max(0.0, tr - begin[j])
+                del final_end[j]
+                pending.append((tr, 0, j))
+            pending.sort()
+            nd.running = {}
+            nd.gone_at = tr
+            if nd.permanent:
+                launch(nd.pool, tr, tr + pools[nd.pool].provision_s, True)
+            continue
+        if not pending:
+            break
+        t, _, i = pending.pop(0)
+        settle(t)
+        live = [nd for nd in nodes if nd.gone_at is None]
+
+        def fits(nd, i=i):
+            p = pools[nd.pool]
+            capv = (p.cpu, p.memory_mb, p.disk_mb)
+            return all(sum(req[j][r] for j in nd.running) + req[i][r] <= capv[r] * (1 + 1e-12) for r in range(3))
+
+        def score(nd):
+            p = pools[nd.pool]
+            return sum(req[j][0] for j in nd.running) / p.cpu + sum(req[j][1] for j in nd.running) / p.memory_mb
+
+        chosen = None
+        for k in range(len(pools)):
+            c = [nd for nd in live if nd.pool == k and fits(nd)]
+            if c:
+                chosen = sorted(c, key=lambda nd: (-score(nd), nd.id))[0]
+                break
+        if chosen is None:
+            for k, p in enumerate(pools):
+                if p.max_nodes is not None and sum(1 for nd in live if nd.pool == k) >= p.max_nodes:
+                    continue
+                chosen = launch(k, t, t + p.provision_s, False)
+                break
+        b = max(t, chosen.ready)
+        waited += b > t
+        begin[i] = b
+        final_end[i] = b + (end[i] - start[i])
+        chosen.running[i] = final_end[i]
+        chosen.emptied_at = None
+    last = max(final_end.values())
+    hours = [0.0] * len(pools)
+    for nd in nodes:
+        if nd.gone_at is None:
+            nd.gone_at = last if nd.permanent else nd.emptied_at + pools[nd.pool].scale_down_s
+        hours[nd.pool] += (nd.gone_at - nd.launch) / 3600.0
+    return {"hours": hours, "reclaims": reclaims, "lost": lost, "rerun_h": [x / 3600 for x in rerun_s],
+            "end": [final_end[i] for i in range(n)], "waited": waited,
+            "spans": [(nd.launch, nd.gone_at, nd.pool) for nd in nodes]}
+
+
+@pytest.mark.parametrize("corpus", ["bursty", "smooth"])
+def test_poisson_reclaims_agree_with_the_brute_force(corpus):
+    """Two pools, both reclaimed (the base replaced on a reclaim), a join delay and a scale-down: node-hours,
+    reclaims, sandboxes lost, re-run hours, waits and every rollout's last end match the brute force."""
+    if corpus == "bursty":
+        s, e, q = bursty_rl(steps=4, batch=120)
+    else:
+        s, e, q = smooth_open(n=500)
+    cap = (32.0, 131072.0, 409600.0)
+    pools = [NodePoolSpec("r", *cap, usd_per_node_h=2.0, min_nodes=2, max_nodes=2, provision_s=30.0,
+                          reclaim_per_node_h=0.3),
+             NodePoolSpec("b", *cap, usd_per_node_h=3.0, tier="spot", provision_s=30.0, scale_down_s=120.0,
+                          reclaim_per_node_h=1.5)]
+    got = replay_nodes(s, e, q[:, 0], q[:, 1], q[:, 2], pools, seed=6)
+    want = oracle_reclaims(list(s), list(e), [tuple(r) for r in q], pools, seed=6)
+    assert sum(want["reclaims"]) >= 3 and sum(want["lost"]) > 0  # the case exercises reclaims
+    for k, p in enumerate(got.pools):
+        assert p.node_hours == pytest.approx(want["hours"][k], rel=1e-9)
+        assert (p.reclaims, p.sandboxes_lost) == (want["reclaims"][k], want["lost"][k])
+        assert p.rerun_sandbox_h == pytest.approx(want["rerun_h"][k], rel=1e-9, abs=1e-12)
+    assert got.waited == want["waited"]
+    assert np.allclose(got.end_s, want["end"], rtol=0, atol=1e-6)

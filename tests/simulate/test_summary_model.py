@@ -46,4 +46,4 @@ def test_a_pool_served_run_fills_the_blocks_and_validates():
 def test_a_run_without_a_pool_has_null_blocks():
     s = run_scenario(EXAMPLES / "mmc.toml")
     _validate(s)
-    assert s["schema_version"] == 5 and s["inference"] is None and s["hold_stretch"] is None
+    assert s["schema_version"] == 6 and s["inference"] is None and s["hold_stretch"] is None and s["nodes"] is None

@@ -182,12 +182,29 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
     return _none(n, first_reason)
 
 
+def _firsts(s: np.ndarray, threshold: int) -> np.ndarray:
+    """Positions in the sorted starts ``s`` where a step opens: after a gap over ``threshold`` us."""
+    boundary = np.flatnonzero(np.diff(s) > max(threshold, 1))  # ties count as 1 us
+    return np.concatenate(([0], boundary + 1))
+
+
+def step_releases(start_us: np.ndarray, gap_threshold_s: float) -> np.ndarray:
+    """Per rollout (input order), the first start of its step (us): the steps ``measure_steps`` found,
+    cut at its ``gap_threshold_s``."""
+    order = np.argsort(start_us, kind="stable")
+    s = start_us[order]
+    firsts = _firsts(s, round(gap_threshold_s * US))
+    step = np.cumsum(np.isin(np.arange(s.size), firsts)) - 1
+    out = np.empty_like(start_us)
+    out[order] = s[firsts][step]
+    return out
+
+
 def _split(s: np.ndarray, k: int, threshold: int):
     """Steps from sorted starts cut at gaps > threshold, or the reason they are not steps."""
     if k + 1 < MIN_STEPS:
         return f"only {k + 1} bursts of starts (need {MIN_STEPS})"
-    boundary = np.flatnonzero(np.diff(s) > max(threshold, 1))  # ties count as 1 us
-    firsts = np.concatenate(([0], boundary + 1))
+    firsts = _firsts(s, threshold)
     lasts = np.append(firsts[1:] - 1, s.size - 1)
     sizes = lasts - firsts + 1
     if float(np.median(sizes)) < 2:

@@ -20,7 +20,15 @@ from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
 from sandbox_fleet.plan.cost_parts import all_in, passes_per_h
 from sandbox_fleet.plan.inference_sizing import size_inference
 from sandbox_fleet.plan.mixed import burst_tier_for, mixed_purchase
-from sandbox_fleet.plan.mixed_replay import PLACEMENT, PROVISION_S, SCALE_DOWN_S, replay_mixed
+from sandbox_fleet.plan.mixed_replay import (
+    PLACEMENT,
+    PROVISION_S,
+    SCALE_DOWN_S,
+    replay_mixed,
+    replayed_peak,
+    requests_of,
+    short_at,
+)
 from sandbox_fleet.plan.model import (
     Alternative,
     BacktestLine,
@@ -542,6 +550,33 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
     return mixed
 
 
+def replayed_count(nodes: _Nodes, history: Optional[RolloutIntervals], opts: PlanOptions, notes: list[str]) -> _Nodes:
+    """The sandbox nodes bought at the measured rollouts' peaks (issue 37): with telemetry whose tasks
+    set requests and the measured history as the target, the count is the replay's peak when it is
+    above the slot sizing's (which packs the mix at its mean shares); the slot count stays, labelled."""
+    chosen = opts.concurrency is not None or opts.batch is not None or opts.passing_per_hour is not None
+    if history is None or chosen:
+        return nodes
+    fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
+    if requests_of(history, fallback)[3] == history.count:
+        return nodes  # no rollout's task sets a request: the real mix is not known
+    alloc = usable(nodes.node, nodes.chosen.reserve)
+    slot = nodes.chosen.count
+    peak = replayed_peak(history, alloc, fallback, opts.node_placement)
+    short = short_at(history, alloc, fallback, slot, opts.node_placement)
+    count = max(slot, peak)
+    basis = (f"{peak:,} nodes at the measured rollouts' peaks (each request placed at its start on the most-"
+             f"allocated node that fits, never migrated, no delays); the slot sizing's {slot:,} (the mix at its mean "
+             f"shares) " + (f"is a lower bound: {short:,} rollouts found no room on {slot:,} node{'' if slot == 1 else 's'} at their start"
+                            if peak > slot else "holds every rollout at its start, and is kept"))
+    if peak > slot:
+        notes.append(f"nodes: {count:,}, the measured rollouts' peaks, not the slot sizing's {slot:,} "
+                     f"({short:,} rollouts found no room on {slot:,})")
+    block = nodes.block.model_copy(update={"count": count, "replayed_peak": peak, "slot_count": slot,
+                                           "slot_count_short": short, "count_basis": basis})
+    return replace(nodes, block=block, chosen=replace(nodes.chosen, count=count))
+
+
 def _holds_or_none(fig: Figures) -> Optional[HoldSampler]:
     """The fitted holds, or None when the input has none to fit (a ramp is then judged on its bound)."""
     try:
@@ -665,6 +700,7 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     inference = plan_inference(fig, n, caching.saving_applied, opts, inference_notes, turns)
     tier_source: Source = "flag" if opts.price_tier is not None else "default"
     nodes, opts, tier_choice = plan_tier(fig, n, duty, inference, opts, notes)
+    nodes = replayed_count(nodes, history, opts, notes)
     notes.extend(inference_notes)
     target.tier_basis = tier_choice.basis
     _price_censored(fig, target, nodes, opts)

@@ -54,6 +54,31 @@ def _candidates(peak: int, rollouts: int) -> list[int]:
     return sorted(set(range(0, peak + 1, step)) | {peak})
 
 
+def _one_pool(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest, placement: str,
+              nodes: Optional[int]) -> NodeReplay:
+    """The measured rollouts on one pool of ``nodes`` nodes, all up (None: unbounded, launched at need),
+    no delays."""
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+
+    cpu, memory, disk, _ = requests_of(history, fallback)
+    pool = NodePoolSpec("fleet", allocatable["cpu"], allocatable["memory"], allocatable["disk"], usd_per_node_h=0.0,
+                        min_nodes=nodes or 0, max_nodes=nodes, placement=placement)
+    return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, [pool])
+
+
+def replayed_peak(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
+                  placement: str = PLACEMENT) -> int:
+    """Nodes at the real mix's peaks: every measured rollout's request placed at its start on one
+    unbounded pool, never migrated, no delays (the most nodes up at once)."""
+    return _one_pool(history, allocatable, fallback, placement, None).pools[0].peak_nodes
+
+
+def short_at(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest, nodes: int,
+             placement: str = PLACEMENT) -> int:
+    """Rollouts that ``nodes`` nodes, all up, could not place at their start (the fleet was short)."""
+    return _one_pool(history, allocatable, fallback, placement, nodes).unplaced
+
+
 def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
                  *, provision_s: float = PROVISION_S, scale_down_s: float = SCALE_DOWN_S,
                  placement: str = PLACEMENT) -> Mixed:
@@ -61,10 +86,10 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
     whose task sets no request runs at ``fallback``."""
     # NumPy and numba: only when a replay runs (a plan on a summary loads neither)
-    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, load_if_pays, replay_nodes
 
     assert slot.reserved_usd_per_node_h is not None and slot.burst_usd_per_node_h is not None  # a priced split
-    cpu, memory, disk, assumed = _requests(history, fallback)
+    cpu, memory, disk, assumed = requests_of(history, fallback)
     node = (allocatable["cpu"], allocatable["memory"], allocatable["disk"])
 
     def run(reserved: int, price_r: float, price_b: float, prov: float, down: float) -> NodeReplay:
@@ -75,6 +100,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools)
 
     peak = run(0, 0.0, 0.0, 0.0, 0.0).pools[1].peak_nodes  # the real mix's peaks, packed, no delays
+    load_if_pays(history.count * len(_candidates(peak, history.count)))  # the search's whole work, stated up front
     p_r, p_b = slot.reserved_usd_per_node_h, slot.burst_usd_per_node_h
     costs: list[Optional[float]] = [None] * (peak + 1)
     kept: dict[int, NodeReplay] = {}  # the cheapest replay so far (one: a replay holds per-rollout arrays)
@@ -124,7 +150,8 @@ def _over_time(won: NodeReplay) -> NodesOverTime:
                          burst=[int(v) for v in up[1]])
 
 
-def _requests(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def requests_of(history: RolloutIntervals, fallback: ResourceRequest) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per rollout cpu, memory MB and disk MB, and how many ran at ``fallback`` (their task sets no request)."""
     import numpy as np
 
     unknown = ~(np.isfinite(history.cpu) & np.isfinite(history.memory_mb))

@@ -213,6 +213,14 @@ class Nodes(Block):
     too_small: Optional[list[TooSmall]] = None
     #: requests no catalog type holds (the rest is still planned)
     unplaced: Optional[list[Unplaced]] = None
+    #: with telemetry that carries requests (plan/mixed_replay.py): ``count`` follows the nodes the measured
+    #: rollouts need at their peaks (each placed at its start, never migrated, packed, no delays); the
+    #: count the slot sizing gives (the mix at its mean shares) is kept as the lower bound it is, with the
+    #: rollouts that many nodes could not place at their start
+    replayed_peak: Count = None
+    slot_count: Count = None
+    slot_count_short: Count = None
+    count_basis: Optional[str] = None
 
 
 class NodePool(Nodes):

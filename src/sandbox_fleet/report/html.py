@@ -15,7 +15,15 @@ from sandbox_fleet.backtest.model import BacktestSummary
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.optimize.model import OptimizeSummary
 from sandbox_fleet.plan.model import PlanSummary
-from sandbox_fleet.report import backtest_section, charts, decision, optimize_section, plan_sections, tables
+from sandbox_fleet.report import (
+    backtest_section,
+    charts,
+    decision,
+    optimize_section,
+    plan_sections,
+    replay_section,
+    tables,
+)
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
 from sandbox_fleet.report.thresholds import Thresholds
 from sandbox_fleet.simulate.model import SimulateSummary
@@ -57,7 +65,7 @@ body{padding:.6em .8em}table.kv th{min-width:9em}h1{font-size:1.5em}
 def _figure(key: str, fig) -> str:
     """One chart as an HTML fragment, or a 'not measured' box when its inputs are absent."""
     title = (charts.TITLES.get(key) or plan_sections.TITLES.get(key) or optimize_section.TITLES.get(key)
-             or backtest_section.TITLES[key])
+             or replay_section.TITLES.get(key) or backtest_section.TITLES[key])
     if fig is None:
         return f'<div class="missing" id="fig-{key}"><strong>{escape(title)}</strong>: not measured</div>'
     body = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{key}",
@@ -149,7 +157,10 @@ def _evidence_sections(m: MeasureSummary, figs: dict) -> list[str]:
 
 def _run_sections(sim: SimulateSummary | None, searched: OptimizeSummary | None, bt: BacktestSummary | None) -> list[str]:
     parts = []
-    if sim is not None:
+    if sim is not None and sim.nodes is not None:  # simulate --replay: the measured rollouts on nodes
+        parts.append(_section("Replay on nodes", replay_section.replay_html(sim.nodes),
+                              _figure("replay_nodes", replay_section.replay_chart(sim.nodes)), anchor="simulate"))
+    elif sim is not None:
         parts.append(_section("Simulation", tables.simulate_table(sim), anchor="simulate"))
     if searched is not None:
         parts.append(_section("Optimize: the cheapest configuration meeting the target",

@@ -228,11 +228,124 @@ class LimitsFigures(Block):
     basis: Optional[str] = None
 
 
+class ReplayPool(Block):
+    """One node pool of ``simulate --replay``: its node type, limits and reclaim rate, and what it billed."""
+
+    name: Optional[str] = None
+    tier: Optional[str] = None
+    node_type: Optional[str] = None
+    #: allocatable per node (capacity after the system reserve)
+    cpu: Num = None
+    memory_gb: Num = None
+    disk_gb: Num = None
+    usd_per_node_h: Num = None
+    min_nodes: Count = None
+    #: null: unbounded
+    max_nodes: Count = None
+    reclaim_per_node_h: Num = None
+    node_hours: Num = None
+    usd: Num = None
+    peak_nodes: Count = None
+    #: nodes launched after the start (the min_nodes not counted; a reclaimed base node's replacement counted)
+    launched: Count = None
+    rollouts: Count = None
+    #: billed allocatable no sandbox requested
+    stranded_cpu_h: Num = None
+    stranded_memory_gb_h: Num = None
+    stranded_disk_gb_h: Num = None
+    reclaims: Count = None
+    sandboxes_lost: Count = None
+    sandboxes_lost_per_reclaim: Num = None
+    most_lost_in_one_reclaim: Count = None
+    #: the sandbox-hours the reclaimed attempts had run: the work run again
+    rerun_sandbox_h: Num = None
+
+
+class TierCost(Block):
+    node_hours: Num = None
+    usd: Num = None
+
+
+class ReplaySeries(Block):
+    """Equal spans of the billed time: the most nodes up per pool, and the allocatable billed but not
+    requested (stranded) in each span, resource-hours."""
+
+    t_h: Optional[list[float]] = None
+    span_h: Num = None
+    nodes_by_pool: Optional[dict[str, list[int]]] = None
+    stranded_cpu_h: Optional[list[float]] = None
+    stranded_memory_gb_h: Optional[list[float]] = None
+    stranded_disk_gb_h: Optional[list[float]] = None
+
+
+class ReplayCap(Block):
+    """The cap the history ran under, and issue 38's censored demand (``plan/censored.py``): the
+    replayed starts queued behind the cap wherever it bound."""
+
+    cap_detected: Optional[bool] = None
+    cap: Count = None
+    touches: Count = None
+    demand: Count = None
+    demand_is_lower_bound: Optional[bool] = None
+    basis: Optional[str] = None
+    #: where the cap bound and synchronous steps were found (``measure.steps``): the same rollouts replayed
+    #: un-queued, each at its step's release with its own hold (the demand the cap hid), on the same pools
+    steps_detected: Optional[bool] = None
+    rollouts_moved: Count = None
+    demand_peak_nodes: Optional[dict[str, int]] = None
+    demand_usd_per_h: Num = None
+    demand_unplaced: Count = None
+    demand_waited: Count = None
+
+
+class NodeReplayFigures(Block):
+    """``simulate --replay TELEMETRY``: the measured rollouts, as they ran (no draws), placed on a node
+    configuration (``simulate.engine.nodes``)."""
+
+    telemetry: Optional[list[str]] = None
+    #: "plan" (the purchase order ``plan`` makes of the same telemetry) or "options" (overridden)
+    configuration: Optional[str] = None
+    placement: Optional[str] = None
+    provision_s: Num = None
+    scale_down_s: Num = None
+    rollouts: Count = None
+    rollouts_assumed_request: Count = None
+    placed: Count = None
+    #: rollouts (or re-runs) no pool could hold: every pool at its max, or a request above every node
+    unplaced: Count = None
+    span_h: Num = None
+    node_hours: Num = None
+    usd: Num = None
+    usd_per_h: Num = None
+    pools: Optional[list[ReplayPool]] = None
+    by_tier: Optional[dict[str, TierCost]] = None
+    #: waits caused by provisioning: rollouts placed on a node that had not joined yet
+    waited: Count = None
+    wait_s_total: Num = None
+    wait_s_mean: Num = None
+    wait_s_max: Num = None
+    #: "none", "poisson" (each spot pool at its rate per node-h) or "trace" (a file of time, pool)
+    reclaim_model: Optional[str] = None
+    reclaim_trace: Optional[str] = None
+    reclaim_trace_rows: Count = None
+    #: trace reclaims that found no node of their pool up
+    reclaim_trace_missed: Count = None
+    reclaims: Count = None
+    sandboxes_lost: Count = None
+    sandboxes_lost_per_reclaim: Num = None
+    rerun_sandbox_h: Num = None
+    #: re-run sandbox-hours over the sandbox-hours the rollouts needed
+    rerun_share: Num = None
+    cap: Optional[ReplayCap] = None
+    series: Optional[ReplaySeries] = None
+    basis: Optional[str] = None
+
+
 class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 5  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate, per-workload priority, preemptions, step_s
+    VERSION: ClassVar[int] = 6  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate, per-workload priority, preemptions, step_s; 6: nodes (--replay), limits ([fleet.limits])
 
     scenario: Optional[str] = None
     seed: Count = None
@@ -274,6 +387,8 @@ class SimulateSummary(Summary):
     telemetry: Optional[str] = None
     #: a provider's limits in front of the fleet, when a pool has ``[fleet.limits]``
     limits: Optional[LimitsFigures] = None
+    #: ``simulate --replay TELEMETRY``: the measured rollouts placed on nodes
+    nodes: Optional[NodeReplayFigures] = None
 
 
 class InferenceCalibration(Block):

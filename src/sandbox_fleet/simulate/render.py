@@ -17,6 +17,7 @@ from sandbox_fleet.simulate.model import (
     InferenceFigures,
     LostHours,
     MeanP99,
+    NodeReplayFigures,
     Quantiles,
     SimulatedConcurrency,
     SimulatedHoldStats,
@@ -40,7 +41,10 @@ def _hours(seconds) -> str:
 
 
 def render_summary(s: SimulateSummary, console: Console) -> None:
-    """Print a simulate run's summary as one table, then its workloads."""
+    """Print a simulate run's summary as one table, then its workloads (``--replay``: the node replay)."""
+    if s.nodes is not None:
+        render_node_replay(s.nodes, console)
+        return
     ss = s.steady_state
     if ss is not None and ss.stable is False:  # before any figure: they grow with the run's length
         console.print(f"unstable: {ss.reason}", markup=False, style="bold red")
@@ -159,3 +163,46 @@ def render_calibration(s: Calibration, console: Console) -> None:
     console.print("next: edit [fleet] cap or the workload, then run:", markup=False)
     # a command to copy: on its own line, whole (soft_wrap: Rich never breaks it)
     console.print(f"sandbox-fleet simulate {s.scenario}", markup=False, highlight=False, soft_wrap=True)
+
+
+def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
+    """``simulate --replay``: what the measured rollouts cost and waited on the node configuration, by pool."""
+    t = Table(title=f"simulate --replay: {', '.join(n.telemetry or [])} on the {'plan' if n.configuration == 'plan' else 'given'}'s nodes")
+    for col in ("pool", "tier", "nodes min..max", "peak", "launched", "node-h", "$", "stranded cpu-h / GiB-h",
+                "reclaims", "lost / reclaim", "re-run sandbox-h"):
+        t.add_column(col, justify="left" if col in ("pool", "tier") else "right")
+    for p in n.pools or []:
+        t.add_row(p.name or "-", (p.tier or "-").replace("_", "-"),
+                  f"{_f(p.min_nodes)}..{'unbounded' if p.max_nodes is None else _f(p.max_nodes)}", _f(p.peak_nodes),
+                  _f(p.launched), _f(p.node_hours, 1), _f(p.usd, 2),
+                  f"{_f(p.stranded_cpu_h, 1)} / {_f(p.stranded_memory_gb_h, 1)}", _f(p.reclaims),
+                  _f(p.sandboxes_lost_per_reclaim, 1), _f(p.rerun_sandbox_h, 2))
+    console.print(t)
+    tiers = ", ".join(f"{k.replace('_', '-')} {_f(v.node_hours, 1)} node-h ${_f(v.usd, 2)}" for k, v in (n.by_tier or {}).items())
+    lines = [
+        f"rollouts {_f(n.rollouts)}: placed {_f(n.placed)}, unplaced {_f(n.unplaced)}"
+        + (f" ({_f(n.rollouts_assumed_request)} at an assumed request)" if n.rollouts_assumed_request else ""),
+        f"cost: ${_f(n.usd, 2)} over {_f(n.span_h, 2)} h = ${_f(n.usd_per_h, 2)}/h; {_f(n.node_hours, 1)} node-h ({tiers})",
+        f"waits caused by provisioning: {_f(n.waited)} rollouts, mean {_f(n.wait_s_mean, 1)} s, max {_f(n.wait_s_max, 1)} s",
+        f"reclaims ({n.reclaim_model}): {_f(n.reclaims)}, {_f(n.sandboxes_lost)} sandboxes lost "
+        f"({_f(n.sandboxes_lost_per_reclaim, 1)} per reclaim), re-run {_f(n.rerun_sandbox_h, 2)} sandbox-h "
+        f"({_pct(n.rerun_share)} of the work)",
+    ]
+    if n.reclaim_trace is not None:
+        lines.append(f"reclaim trace {n.reclaim_trace}: {_f(n.reclaim_trace_rows)} rows, "
+                     f"{_f(n.reclaim_trace_missed)} found no node of their pool up")
+    series = n.series
+    if series is not None and series.stranded_cpu_h and series.t_h:
+        cpu_h, t_h = series.stranded_cpu_h, series.t_h
+        most = max(range(len(cpu_h)), key=lambda b: cpu_h[b])
+        lines.append(f"stranded cpu over time: {len(cpu_h)} spans of {_f(series.span_h, 3)} h, "
+                     f"most {_f(cpu_h[most], 1)} core-h at {_f(t_h[most], 2)} h")
+    if n.cap is not None and n.cap.basis:
+        lines.append(f"cap: {n.cap.basis}")
+    if n.cap is not None and n.cap.demand_peak_nodes is not None:
+        peaks = ", ".join(f"{k} {v:,}" for k, v in n.cap.demand_peak_nodes.items())
+        lines.append(f"un-queued at the steps' releases: peak nodes {peaks}; ${_f(n.cap.demand_usd_per_h, 2)}/h; "
+                     f"{_f(n.cap.demand_waited)} waited, {_f(n.cap.demand_unplaced)} unplaced")
+    lines.append(f"basis: {n.basis}")
+    for line in lines:
+        console.print(line, markup=False, highlight=False)

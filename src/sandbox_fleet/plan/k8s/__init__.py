@@ -87,7 +87,16 @@ def _pool_words(pool: dict) -> str:
     cap = caps[0] if len(caps) == 1 else " then ".join(caps) + " when spot is short"
     weight = f", weight {spec['weight']}" if "weight" in spec else ""
     return (f"{pool['metadata']['name']} ({cap}{weight}: {', '.join(req['node.kubernetes.io/instance-type'])}; "
-            f"limit {spec['limits']['cpu']} cpu; consolidateAfter {spec['disruption']['consolidateAfter']})")
+            f"limit {spec['limits']['cpu']} cpu; consolidateAfter {spec['disruption']['consolidateAfter']}; "
+            f"{_budget_words(spec['disruption']['budgets'])})")
+
+
+def _budget_words(budgets: list[dict]) -> str:
+    """The disruption budgets the node replay assumed, in words (plan/k8s/pools.budgets)."""
+    if budgets == [{"nodes": "0"}]:
+        return "never disrupted (budget 0 nodes)"
+    return ("budgets: empty nodes released at once (Empty 100%), busy ones never (Drifted, Underutilized 0); "
+            "spot reclaims are involuntary, outside any budget")
 
 
 def _mixed_words(plan: PlanSummary) -> str:

@@ -19,7 +19,7 @@ from typing import Optional
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import NodeType, SameShape
-from sandbox_fleet.plan.k8s.pools import PoolLimit, pool_limits
+from sandbox_fleet.plan.k8s.pools import PoolLimit, budgets, pool_limits
 from sandbox_fleet.plan.k8s.runtime import DEFAULT_AMI_ALIAS, GVISOR, RUNC, USER_DATA, check_runtime
 from sandbox_fleet.plan.model import PlanSummary, Request
 
@@ -337,7 +337,8 @@ def _pool(plan: PlanSummary, opts: K8sOptions, limit: PoolLimit, types: list[str
         # this pool's share of the nodes bought (plan/k8s/pools.py): the pools' limits sum to the order
         "limits": {"cpu": _cpu(count * pin.cpu), "memory": f"{math.ceil(count * pin.memory_gb)}Gi"},
         "disruption": {"consolidationPolicy": "WhenEmpty",
-                       "consolidateAfter": limit.consolidate_after or opts.consolidate_after},
+                       "consolidateAfter": limit.consolidate_after or opts.consolidate_after,
+                       "budgets": budgets(limit)},
     }
     if limit.weight is not None:
         spec["weight"] = limit.weight

@@ -56,3 +56,16 @@ def pool_limits(plan: PlanSummary, tier: str) -> list[PoolLimit]:
             return kept
     return [PoolLimit("", tier, CAPACITY_TYPES[tier], int(plan.nodes.count), None, None)]
 
+
+
+def budgets(limit: PoolLimit) -> list[dict]:
+    """The NodePool's ``spec.disruption.budgets``: the voluntary disruption the node replay assumed.
+
+    A reserved pool is never disrupted (its nodes are up the whole history, paid for anyway): one
+    budget of 0 nodes for every reason. Any other pool releases each empty node ``consolidateAfter``
+    after it empties, however many empty at once (``Empty``: 100%), and never takes a busy node away
+    (sandboxes never migrate: 0 for ``Drifted`` and ``Underutilized``). Spot reclaims are involuntary,
+    outside every budget: the replay draws them per node at the catalog's rate."""
+    if limit.consolidate_after == NEVER:
+        return [{"nodes": "0"}]
+    return [{"nodes": "100%", "reasons": ["Empty"]}, {"nodes": "0", "reasons": ["Drifted", "Underutilized"]}]

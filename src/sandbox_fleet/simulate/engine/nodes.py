@@ -20,22 +20,30 @@ order (the reserved base first, as a NodePool ``weight`` or a preferred affinity
   still lands on it.
 - **billing**: a node is billed from launch to release; the ``min_nodes`` from the first start to
   the last end. Ends come before starts at the same instant (a freed request is reusable at once).
+- **reclaims**: a pool with ``reclaim_per_node_h`` > 0 loses each node at an exponential time from
+  its launch (Poisson per node, memoryless: the catalog's spot rate), and a reclaim trace (time,
+  pool) takes one node of its pool up then, drawn uniformly. A reclaim ends every sandbox on the node
+  (each restarts from scratch at that instant, placed again like a start, its whole hold again: the
+  re-run) and the node is gone, billed launch to reclaim; a ``min_nodes`` node is replaced at once
+  and joins ``provision_s`` later. At one instant ends come before reclaims, reclaims before starts.
+  A rollout that waited for its node and is reclaimed before the node joined lost nothing it ran.
 
-The kernel is one loop over the starts in time order, compiled by numba (``fast._jit.njit``; plain
-Python without it). Ends come from the measured ends in order, except the rollouts that waited for a
-node (a binary heap of their shifted ends); each start scans its pools' live nodes in order, with a
-contiguous free-cpu test first, until a pool has a fit.
+The kernel is one event loop (starts in time order and re-runs, ends, reclaims), compiled by numba
+when the work pays for loading it (``worth_it``; plain Python otherwise, the same source). Ends come
+from the measured ends in order, except the rollouts that waited for a node or were re-run (a binary
+heap of their shifted ends); each start scans its pools' live nodes in order, with a contiguous
+free-cpu test first, until a pool has a fit.
 """
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.fast._jit import njit
 
 PLACEMENTS = ("pack", "spread")
 _INF = np.inf
@@ -57,6 +65,8 @@ class NodePoolSpec:
     provision_s: float = 0.0
     scale_down_s: float = 0.0
     placement: str = "pack"
+    #: spot reclaims per node-hour, Poisson per node (0: none)
+    reclaim_per_node_h: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"node pool {self.name!r}"
@@ -64,7 +74,7 @@ class NodePoolSpec:
             v = getattr(self, key)
             if not (v >= 0 and np.isfinite(v)):
                 raise InputError(f"{where}: {key} must be a finite number >= 0, got {v!r}")
-        for key in ("usd_per_node_h", "provision_s", "scale_down_s"):
+        for key in ("usd_per_node_h", "provision_s", "scale_down_s", "reclaim_per_node_h"):
             v = getattr(self, key)
             if not (v >= 0 and np.isfinite(v)):
                 raise InputError(f"{where}: {key} must be a finite number >= 0, got {v!r}")
@@ -91,6 +101,12 @@ class PoolReplay:
     stranded_cpu_h: float
     stranded_memory_mb_h: float
     stranded_disk_mb_h: float
+    #: reclaims of this pool's nodes, the sandboxes they ended (each re-run), the most one reclaim ended,
+    #: and the sandbox-hours those ended attempts had run (the re-run work)
+    reclaims: int = 0
+    sandboxes_lost: int = 0
+    most_lost: int = 0
+    rerun_sandbox_h: float = 0.0
 
 
 @dataclass
@@ -110,6 +126,17 @@ class NodeReplay:
     node_pool: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
     node_launch_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     node_release_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    #: per rollout (input order): the end of its last attempt (NaN unplaced); the attempts a reclaim ended
+    #: (rollout, pool, begin, end seconds); trace reclaims that found no node of their pool up
+    end_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    lost_rollout: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    lost_pool: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    lost_begin_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    lost_end_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    trace_missed: int = 0
+    hold_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    requests: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3)))
+    pool_capacity: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3)))
 
     def nodes_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
         """The most nodes up at once in each of ``bins`` equal spans of the billed time, per pool:
@@ -134,6 +161,29 @@ class NodeReplay:
             out[k] = np.maximum(out[k], np.where(before >= 0, up[np.maximum(before, 0)], 0))
         return edges, out
 
+    def stranded_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
+        """Allocatable billed but not requested, per resource, in each of ``bins`` equal spans of the
+        billed time: (bin starts in seconds, an array 3 x bins of cpu core-h, memory MB-h and disk MB-h).
+        Billed: every node's capacity over [launch, release); requested: every attempt's request over
+        [begin, end) (the ended attempts included: their node was billed while they ran)."""
+        t0 = float(self.node_launch_s.min())
+        t1 = float(self.node_release_s.max())
+        width = (t1 - t0) / bins if t1 > t0 else 1.0
+        edges = t0 + width * np.arange(bins + 1)
+        edges[-1] = max(t1, edges[-1])
+        cap = self.pool_capacity[self.node_pool]  # nodes x 3
+        billed = _overlap_hours(self.node_launch_s, self.node_release_s, cap, edges)
+        done = self.node_of >= 0
+        begin = np.concatenate([self.end_s[done] - self.hold_s[done], self.lost_begin_s])
+        stop = np.concatenate([self.end_s[done], self.lost_end_s])
+        weight = np.concatenate([self.requests[done], self.requests[self.lost_rollout]])
+        requested = _overlap_hours(begin, np.maximum(stop, begin), weight, edges)
+        return edges[:-1], billed - requested
+
+    @property
+    def reclaims(self) -> int:
+        return sum(p.reclaims for p in self.pools)
+
     @property
     def node_hours(self) -> float:
         return sum(p.node_hours for p in self.pools)
@@ -144,9 +194,84 @@ class NodeReplay:
         return self.usd / (self.span_s / 3600.0) if self.span_s > 0 else None
 
 
+def _overlap_hours(begin: np.ndarray, stop: np.ndarray, weight: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """sum_i weight_i x |[begin_i, stop_i) n [edges_b, edges_b+1)| in hours, per weight column and bin
+    (columns x bins): the integral up to each edge, G(x) = sum_i w_i (min(x, stop_i) - begin_i)+, by
+    prefix sums over the sorted begins and stops, differenced."""
+    def integral(x: np.ndarray) -> np.ndarray:
+        out = np.zeros((weight.shape[1], x.size))
+        for times, sign in ((begin, 1.0), (stop, -1.0)):
+            order = np.argsort(times, kind="stable")
+            t, w = times[order], weight[order]
+            cw = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w, axis=0)])
+            ctw = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w * t[:, None], axis=0)])
+            m = np.searchsorted(t, x, side="left")  # the intervals that began (or stopped) before x
+            out += sign * (x[None, :] * cw[m].T - ctw[m].T)
+        return out
+
+    return np.diff(integral(edges), axis=1) / 3600.0
+
+
+#: rollout-replays from which the compiled kernel pays for its per-process load: interpreted, a rollout
+#: costs ~25 us (20,000 on ~30 nodes: 0.51 s on the shared 2-core machine); importing numba and loading
+#: the cached kernel ~0.76 s, ~30,000 rollouts' worth (the first process after an install also compiles
+#: it, ~15 s, once)
+MIN_WORK = 30_000
+_compiled: Any = None
+_spent = 0  # rollouts this process replayed interpreted
+
+
+def load() -> None:
+    """Compile the kernel (or load it from numba's cache) now: later replays of any size use it."""
+    global _compiled
+    if _compiled is None:
+        from sandbox_fleet.simulate.engine.fast._jit import COMPILED, njit
+
+        if not COMPILED:
+            _compiled = _kernel
+            return
+        # the kernel's source stays plain Python (the interpreted path runs it as written); numba compiles
+        # a copy whose helpers are compiled too, so numba is imported only when a replay pays for it
+        scope = dict(globals())
+        for fn in (_heap_push, _heap_pop, _set_free, _close, _launch, _unlist, _kernel):
+            scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
+        _compiled = scope["_kernel"]
+
+
+def loaded() -> bool:
+    return _compiled is not None
+
+
+def worth_it(rollouts: int) -> bool:
+    """Whether a replay of ``rollouts`` (or a search stating its whole work) runs compiled: the kernel is
+    loaded, or this work with what the process replayed interpreted reaches ``MIN_WORK`` (never more
+    than twice the better choice's cost, the rent-or-buy rule)."""
+    return loaded() or rollouts + _spent >= MIN_WORK
+
+
+def load_if_pays(rollouts: int) -> None:
+    """Load the compiled kernel now if ``rollouts`` of work (a search's whole work) pay for it."""
+    if worth_it(rollouts):
+        load()
+
+
+def _run_kernel(*args):
+    global _spent
+    n = int(args[0].size)
+    if worth_it(n):
+        load()
+        return _compiled(*args)
+    _spent += n
+    return _kernel(*args)
+
+
 def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory_mb: np.ndarray, disk_mb: np.ndarray,
-                 pools: list[NodePoolSpec]) -> NodeReplay:
-    """Replay rollouts (per-rollout start and end seconds, and requests) on ``pools`` (in priority order)."""
+                 pools: list[NodePoolSpec], *, reclaim_trace: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                 seed: int = 0) -> NodeReplay:
+    """Replay rollouts (per-rollout start and end seconds, and requests) on ``pools`` (in priority order).
+
+    ``reclaim_trace``: reclaims as (seconds on the same clock as the starts, pool index) arrays;
+    ``seed``: the draws of per-node reclaim times and of the node a trace reclaim takes."""
     start = np.ascontiguousarray(start_s, dtype=np.float64)
     end = np.ascontiguousarray(end_s, dtype=np.float64)
     req = np.ascontiguousarray(np.stack([np.asarray(cpu, float), np.asarray(memory_mb, float), np.asarray(disk_mb, float)], axis=1))
@@ -170,33 +295,81 @@ def replay_nodes(start_s: np.ndarray, end_s: np.ndarray, cpu: np.ndarray, memory
     p_prov = np.array([p.provision_s for p in pools], dtype=np.float64)
     p_down = np.array([p.scale_down_s for p in pools], dtype=np.float64)
     p_spread = np.array([p.placement == "spread" for p in pools], dtype=np.bool_)
+    p_rate = np.array([p.reclaim_per_node_h / 3600.0 for p in pools], dtype=np.float64)
+    trace_t, trace_pool = _trace(reclaim_trace, len(pools))
+    reclaiming = bool(np.any(p_rate > 0) or trace_t.size)
+    rng = np.random.default_rng(seed)
+    trace_u = rng.random(trace_t.size)
     slots = int(p_min.sum()) + 64
+    room = n // 4 + 1024 if reclaiming else 0
     while True:
-        out = _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, slots)
-        if out[0] >= 0:
+        ids = n + int(p_min.sum()) + room
+        # each node id's reclaim clock: drawn up front so that compiled and plain runs draw alike, and a
+        # retry with more room extends the same stream
+        ex = np.random.default_rng([seed, 1]).standard_exponential(ids) if np.any(p_rate > 0) else np.zeros(1)
+        out = _run_kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, p_rate,
+                          trace_t, trace_pool, trace_u, ex, slots, room, reclaiming)
+        if out[0] == 0:
             break
-        slots *= 2  # more nodes alive at once than slots: run again with room
-    _, node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits = out
-    known = id_pool >= 0
+        if out[0] == _FAIL_SLOTS:
+            slots *= 2  # more nodes alive at once than slots: run again with room
+        else:
+            room *= 2
+            if room > MAX_RERUNS_PER_ROLLOUT * n + 1_000_000:
+                raise InputError(f"node replay: over {MAX_RERUNS_PER_ROLLOUT} re-runs a rollout: the reclaim rate "
+                                 "ends holds faster than they finish (re-runs from scratch are unbounded)")
+    (_, node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits, real_end, rec,
+     lost_i, lost_k, lost_b, lost_e, missed) = out
     span = float(waits[3] - start[order[0]])
+    hold = end - start
     result = []
     for k, p in enumerate(pools):
         nh = float(node_s[k]) / 3600.0
+        mine = lost_k == k
         result.append(PoolReplay(
             name=p.name, tier=p.tier, node_hours=nh, usd=nh * p.usd_per_node_h, peak_nodes=int(peak[k]),
             launched=int(launched[k]), rollouts=int(placed_on[k]),
             stranded_cpu_h=nh * p.cpu - float(used_h[k, 0]),
             stranded_memory_mb_h=nh * p.memory_mb - float(used_h[k, 1]),
             stranded_disk_mb_h=nh * p.disk_mb - float(used_h[k, 2]),
+            reclaims=int(rec[k, 0]), sandboxes_lost=int(rec[k, 1]), most_lost=int(rec[k, 2]),
+            rerun_sandbox_h=float(np.sum(lost_e[mine] - lost_b[mine])) / 3600.0,
         ))
     placed = int(np.count_nonzero(node_of >= 0))
     return NodeReplay(pools=result, span_s=span, usd=sum(p.usd for p in result), placed=placed, unplaced=n - placed,
                       waited=int(waits[0]), wait_s_total=float(waits[1]), wait_s_max=float(waits[2]), node_of=node_of,
-                      node_pool=id_pool[known], node_launch_s=id_span[known, 0], node_release_s=id_span[known, 1])
+                      node_pool=id_pool, node_launch_s=id_span[:, 0], node_release_s=id_span[:, 1],
+                      end_s=np.where(node_of >= 0, real_end, np.nan), lost_rollout=lost_i, lost_pool=lost_k,
+                      lost_begin_s=lost_b, lost_end_s=lost_e, trace_missed=int(missed), hold_s=hold, requests=req,
+                      pool_capacity=cap)
 
 
-@njit(cache=True)
+#: re-runs per rollout past which a replay stops (the reclaim rate outruns the holds)
+MAX_RERUNS_PER_ROLLOUT = 64
+
+
+def _trace(trace: Optional[tuple[np.ndarray, np.ndarray]], npools: int) -> tuple[np.ndarray, np.ndarray]:
+    """The trace's reclaims in time order (ties in input order), checked."""
+    if trace is None:
+        return np.zeros(0), np.zeros(0, np.int64)
+    t = np.asarray(trace[0], dtype=np.float64)
+    k = np.asarray(trace[1], dtype=np.int64)
+    if t.shape != k.shape or not np.all(np.isfinite(t)) or np.any((k < 0) | (k >= npools)):
+        raise InputError("node replay: a reclaim trace needs finite times and a known pool on every row")
+    order = np.argsort(t, kind="stable")
+    return np.ascontiguousarray(t[order]), np.ascontiguousarray(k[order])
+
+
+# the kernel's failure codes: more nodes alive at once than slots; more lost attempts or node ids than room
+_FAIL_SLOTS = -1
+_FAIL_ROOM = -2
+# counters held in one int64 array (numba passes arrays by reference): slots in use are < TOP, the next
+# node id, the reclaim heap's size
+_TOP, _NEXT_ID, _CSIZE = 0, 1, 2
+
+
 def _heap_push(ht, hi, size, t, i):
+    """Push (t, i) on a binary min-heap ordered by time, then key."""
     j = size
     ht[j] = t
     hi[j] = i
@@ -210,7 +383,6 @@ def _heap_push(ht, hi, size, t, i):
     return size + 1
 
 
-@njit(cache=True)
 def _heap_pop(ht, hi, size):
     size -= 1
     ht[0] = ht[size]
@@ -232,32 +404,102 @@ def _heap_pop(ht, hi, size):
     return size
 
 
-@njit(cache=True, inline="always")
-def _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down):
-    """Rollout ``j`` leaves node slot ``s``; an emptied node (not a permanent one) is due for release."""
-    k = pool[s]
-    for r in range(3):
-        used[s, r] -= req[j, r]
-    count[s] -= 1
-    if real_end[j] > last_out[s]:
-        last_out[s] = real_end[j]
-    if count[s] == 0:
-        for r in range(3):
-            used[s, r] = 0.0  # an empty node holds nothing: no float residue
-        if not permanent[s]:
-            release[s] = last_out[s] + p_down[k]
-    return k
+def _set_free(k, s, f, thr, olist, ofree, olen, opos, pmax):
+    """Node slot ``s`` of pool ``k`` now has ``f`` cpu free: it is on the pool's open list (the nodes a
+    start scans) while ``f`` could hold the smallest request, off it otherwise."""
+    x = opos[s]
+    if f >= thr[k]:
+        if x < 0:
+            x = olen[k]
+            opos[s] = x
+            olist[k, x] = s
+            olen[k] = x + 1
+        ofree[k, x] = f
+        if f > pmax[k]:
+            pmax[k] = f
+    elif x >= 0:
+        _close(k, s, olist, ofree, olen, opos)
 
 
-@njit(cache=True)
-def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, slots):  # one loop, kept whole for the compiler
+def _close(k, s, olist, ofree, olen, opos):
+    """Take slot ``s`` off pool ``k``'s open list (the last entry moves into its place)."""
+    x = opos[s]
+    olen[k] -= 1
+    last = olist[k, olen[k]]
+    olist[k, x] = last
+    ofree[k, x] = ofree[k, olen[k]]
+    opos[last] = x
+    opos[s] = -1
+
+
+def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool, id_span, slot_of_id,
+            used, count, head, last_out, launch, ready, release, permanent, cap, p_rate, ex, ct, ci, track, thr,
+            olist, ofree, olen, opos, pmax):
+    """A node of pool ``k`` launched at ``t`` (joining at ``ready_s``) in a free slot; its reclaim drawn
+    when the pool has a reclaim rate. Returns the slot, or a failure code."""
+    top = ctr[_TOP]
+    s = 0
+    while s < top and pool[s] >= 0:
+        s += 1
+    if s == slots:
+        return _FAIL_SLOTS
+    nid = ctr[_NEXT_ID]
+    if nid == ids:
+        return _FAIL_ROOM
+    if s == top:
+        ctr[_TOP] = top + 1
+    pool[s] = k
+    pos[s] = plen[k]
+    plist[k, plen[k]] = s
+    plen[k] += 1
+    node_id[s] = nid
+    id_pool[nid] = k
+    id_span[nid, 0] = t
+    ctr[_NEXT_ID] = nid + 1
+    used[s, 0] = 0.0
+    used[s, 1] = 0.0
+    used[s, 2] = 0.0
+    count[s] = 0
+    last_out[s] = -np.inf
+    launch[s] = t
+    ready[s] = ready_s
+    release[s] = np.inf
+    permanent[s] = perm
+    opos[s] = -1
+    _set_free(k, s, cap[k, 0], thr, olist, ofree, olen, opos, pmax)
+    if track:
+        head[s] = -1
+        slot_of_id[nid] = s
+        if p_rate[k] > 0:  # Poisson reclaims per node: its first (and only) reclaim, memoryless from launch
+            ctr[_CSIZE] = _heap_push(ct, ci, ctr[_CSIZE], t + ex[nid] / p_rate[k], nid)
+    return s
+
+
+def _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
+    """Take slot ``s`` out of pool ``k``'s live list (the last entry moves into its place) and open list."""
+    x = pos[s]
+    plen[k] -= 1
+    last = plist[k, plen[k]]
+    plist[k, x] = last
+    pos[last] = x
+    pool[s] = -1
+    if opos[s] >= 0:
+        _close(k, s, olist, ofree, olen, opos)
+
+
+def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, p_rate, trace_t, trace_pool,
+            trace_u, ex, slots, room, track):  # one event loop, kept whole for the compiler
     n = start.size
     npools = cap.shape[0]
-    # per node slot: pool (-1 free), used resources, sandboxes on it, launch / ready / release times,
-    # the latest end of a sandbox that left it, permanence, node id, and its position in its pool's list
+    ids = n + int(p_min.sum()) + room  # node ids: one a placement at most, plus replaced base nodes
+    many = n if track else 1  # what only reclaims need
+    # per node slot: pool (-1 free), used resources, sandboxes on it (a count, and a linked list when
+    # reclaims may end them), launch / ready / release times, the latest end of a sandbox that left it,
+    # permanence, node id, its position in its pool's live list and open list (-1: not open)
     pool = np.full(slots, -1, np.int64)
     used = np.zeros((slots, 3))
     count = np.zeros(slots, np.int64)
+    head = np.full(slots, -1, np.int64)
     launch = np.zeros(slots)
     ready = np.zeros(slots)
     release = np.full(slots, np.inf)
@@ -265,15 +507,25 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     permanent = np.zeros(slots, np.bool_)
     node_id = np.zeros(slots, np.int64)
     pos = np.zeros(slots, np.int64)
-    # per pool: its live slots (plist[k, :plen[k]], in no order: ties go by node id), each one's free cpu
-    # at the same position (a contiguous first test), and the earliest release due among them
+    opos = np.full(slots, -1, np.int64)
+    # per pool: its live slots (plist[k, :plen[k]]), and its open ones (olist[k, :olen[k]], in no order:
+    # ties go by node id): the nodes whose free cpu could hold the smallest request, each one's free cpu
+    # at the same position (a contiguous first test); a start scans only these (the index by free capacity)
     plist = np.empty((npools, slots), np.int64)
-    pfree = np.zeros((npools, slots))
     plen = np.zeros(npools, np.int64)
-    pmax = np.zeros(npools)  # never below the largest free cpu of the pool's nodes: a full pool is skipped whole
+    olist = np.empty((npools, slots), np.int64)
+    ofree = np.zeros((npools, slots))
+    olen = np.zeros(npools, np.int64)
+    pmax = np.zeros(npools)  # never below the largest free cpu of the pool's open nodes: a full pool is skipped whole
     lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack
+    smallest = np.inf
+    for i in range(n):
+        if req[i, 0] < smallest:
+            smallest = req[i, 0]
+    thr = np.zeros(npools)  # a node with less free cpu than this holds no request
     inv = np.zeros((npools, 2))  # cpu and memory shares of the allocatable: the MostAllocated score
     for k in range(npools):
+        thr[k] = smallest - (lim[k, 0] - cap[k, 0])
         for r in range(2):
             if cap[k, r] > 0:
                 inv[k, r] = 1.0 / cap[k, r]
@@ -283,81 +535,232 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
     placed_on = np.zeros(npools, np.int64)
     node_s = np.zeros(npools)
     used_h = np.zeros((npools, 3))
+    rec = np.zeros((npools, 3), np.int64)  # per pool: reclaims, sandboxes they ended, the most one ended
     node_of = np.full(n, -1, np.int64)
     slot_of = np.full(n, -1, np.int64)
+    nxt = np.full(many, -1, np.int64)
+    prv = np.full(many, -1, np.int64)
+    begin_of = np.zeros(many)
+    gen = np.zeros(many, np.int64)  # attempts ended by a reclaim: a stale end in the heap carries an older one
     started = np.zeros(n, np.bool_)
     via_heap = np.zeros(n, np.bool_)
     real_end = end.copy()
-    # ends: the rollouts that started on time leave in ``end_order``; the few that waited for a node
-    # (and a zero-length hold the order reaches before its start) leave through a heap
-    ht = np.empty(n)
-    hi = np.empty(n, np.int64)
+    # ends: the rollouts that started on time leave in ``end_order``; those that waited for a node, were
+    # re-run after a reclaim (or a zero-length hold the order reaches before its start) leave through a heap
+    ht = np.empty(n + room)  # one live end a rollout, and the stale ends of reclaimed attempts
+    hi = np.empty(n + room, np.int64)
     hsize = 0
-    eptr = 0
+    rt = np.empty(many)  # re-runs due: (reclaim time, rollout)
+    ri = np.empty(many, np.int64)
+    rsize = 0
+    rated = False
+    for k in range(npools):
+        if p_rate[k] > 0:
+            rated = True
+    ct = np.empty(ids if rated else 1)  # per-node Poisson reclaims: (time, node id)
+    ci = np.empty(ids if rated else 1, np.int64)
+    slot_of_id = np.full(ids if track else 1, -1, np.int64)
+    lost_i = np.empty(room, np.int64)  # attempts a reclaim ended: rollout, pool, begin, end
+    lost_k = np.empty(room, np.int64)
+    lost_b = np.empty(room)
+    lost_e = np.empty(room)
+    lost_n = 0
+    tp = 0  # the next reclaim of the trace
+    missed = 0  # trace reclaims that found no node of their pool up
     waits = np.zeros(4)  # waited, total wait s, max wait s, last end
-    fail = np.full(1, -1, np.int64)
-    next_id = 0
-    ids = n + int(p_min.sum())  # at most one node launched per rollout
-    id_pool = np.full(ids, -1, np.int64)  # per node id: its pool, launch and release (the billed interval)
-    id_span = np.zeros((ids, 2))
+    ctr = np.zeros(3, np.int64)
+    id_pool = np.empty(ids, np.int64)  # per node id: its pool, launch and release (the billed interval)
+    id_span = np.empty((ids, 2))
     t0 = start[order[0]]
-    top = 0  # slots in use are < top
+    fail = 0
     for k in range(npools):
         for _ in range(p_min[k]):
-            if top >= slots:
-                return (fail[0], node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits)
-            pool[top] = k
-            pos[top] = plen[k]
-            plist[k, plen[k]] = top
-            pfree[k, plen[k]] = cap[k, 0]
-            pmax[k] = cap[k, 0]
-            plen[k] += 1
-            node_id[top] = next_id
-            id_pool[next_id] = k
-            id_span[next_id, 0] = t0
-            next_id += 1
-            launch[top] = t0
-            ready[top] = t0
-            permanent[top] = True
-            top += 1
+            s = _launch(k, t0, t0, True, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool, id_span,
+                        slot_of_id, used, count, head, last_out, launch, ready, release, permanent, cap, p_rate, ex,
+                        ct, ci, track, thr, olist, ofree, olen, opos, pmax)
+            if s < 0:
+                fail = s
+                break
         alive[k] = p_min[k]
         peak[k] = p_min[k]
-    last_end = t0
-    for oi in range(n):
-        i = order[oi]
-        t = start[i]
-        while eptr < n and end[end_order[eptr]] <= t:  # ends at or before this start free their requests first
-            j = end_order[eptr]
-            eptr += 1
-            if not started[j]:
-                via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
-            elif slot_of[j] >= 0 and not via_heap[j]:
-                s = slot_of[j]
-                k = _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down)
-                pfree[k, pos[s]] = cap[k, 0] - used[s, 0]
-                pmax[k] = max(pmax[k], pfree[k, pos[s]])
-        while hsize > 0 and ht[0] <= t:
-            j = hi[0]
-            hsize = _heap_pop(ht, hi, hsize)
+    running = 0
+    oi = 0
+    eptr = 0
+    while fail == 0:
+        ts = np.inf  # the next start: a measured one, or a re-run of a rollout a reclaim ended
+        if oi < n:
+            ts = start[order[oi]]
+        rerun = rsize > 0 and rt[0] <= ts
+        if rerun:
+            ts = rt[0]
+        tr = np.inf  # the next reclaim, while anything runs or is still to start
+        tk = -1
+        if track and (running > 0 or ts < np.inf):
+            while ctr[_CSIZE] > 0:
+                s = slot_of_id[ci[0]]
+                if s >= 0 and node_id[s] == ci[0] and pool[s] >= 0 and release[s] >= ct[0]:
+                    break
+                ctr[_CSIZE] = _heap_pop(ct, ci, ctr[_CSIZE])  # a node gone before its reclaim
+            if ctr[_CSIZE] > 0:
+                tr = ct[0]
+            if tp < trace_t.size and trace_t[tp] < tr:
+                tr = trace_t[tp]
+                tk = trace_pool[tp]
+        bound = min(ts, tr)  # ends at or before it come first (a freed request is reusable at once)
+        while True:  # the ends at or before it, in time order: the measured order's, or the heap's
+            while eptr < n:  # skip the order's entries that do not leave through it
+                j = end_order[eptr]
+                if end[j] > bound:
+                    break
+                if not started[j]:
+                    via_heap[j] = True  # ends where it starts, later in this instant: it leaves through the heap
+                elif slot_of[j] >= 0 and not via_heap[j]:
+                    break
+                eptr += 1
+            from_order = eptr < n and end[end_order[eptr]] <= bound
+            if hsize > 0 and ht[0] <= bound and not (from_order and end[end_order[eptr]] <= ht[0]):
+                j = hi[0]
+                hsize = _heap_pop(ht, hi, hsize)
+                if track:
+                    g = j // n
+                    j = j % n
+                    if g != gen[j]:
+                        continue  # a stale end: that attempt was reclaimed
+            elif from_order:
+                j = end_order[eptr]
+                eptr += 1
+            else:
+                break
+            # rollout j leaves its node (written out here, once: a helper numba inlines costs ~2x the loop)
+            running -= 1
             s = slot_of[j]
-            k = _free(j, s, req, real_end, used, count, last_out, release, permanent, pool, p_down)
-            pfree[k, pos[s]] = cap[k, 0] - used[s, 0]
-            pmax[k] = max(pmax[k], pfree[k, pos[s]])
+            k = pool[s]
+            for r in range(3):
+                used[s, r] -= req[j, r]
+            count[s] -= 1
+            if track:  # the node's list of sandboxes (a reclaim ends them all)
+                if prv[j] >= 0:
+                    nxt[prv[j]] = nxt[j]
+                else:
+                    head[s] = nxt[j]
+                if nxt[j] >= 0:
+                    prv[nxt[j]] = prv[j]
+            if real_end[j] > last_out[s]:
+                last_out[s] = real_end[j]
+            if count[s] == 0:
+                for r in range(3):
+                    used[s, r] = 0.0  # an empty node holds nothing: no float residue
+                if not permanent[s]:
+                    release[s] = last_out[s] + p_down[k]  # an emptied node is due for release
+            f = cap[k, 0] - used[s, 0]  # more cpu free than before: on the open list, or onto it
+            x = opos[s]
+            if x >= 0:
+                ofree[k, x] = f
+            elif f >= thr[k]:
+                x = olen[k]
+                opos[s] = x
+                olist[k, x] = s
+                ofree[k, x] = f
+                olen[k] = x + 1
+            if f > pmax[k]:
+                pmax[k] = f
+        if ts == np.inf and running == 0:
+            break  # nothing left to start or end: a later reclaim takes nothing
+        if tr <= ts and tr < np.inf:  # a reclaim before the next start: it ends every sandbox on its node
+            s = -1
+            if tk >= 0:  # from the trace: one node of the pool up then, drawn uniformly
+                tp += 1
+                up = 0
+                for x in range(plen[tk]):
+                    if release[plist[tk, x]] >= tr:
+                        up += 1
+                if up == 0:
+                    missed += 1
+                    continue
+                pick = min(int(trace_u[tp - 1] * up), up - 1)
+                for x in range(plen[tk]):
+                    if release[plist[tk, x]] >= tr:
+                        if pick == 0:
+                            s = plist[tk, x]
+                            break
+                        pick -= 1
+            else:
+                s = slot_of_id[ci[0]]
+                ctr[_CSIZE] = _heap_pop(ct, ci, ctr[_CSIZE])
+                if release[s] < tr:
+                    continue  # the ends just drained emptied it, and it was released before its reclaim
+            k = pool[s]
+            lost = 0
+            j = head[s]
+            while j >= 0:
+                if lost_n == room:
+                    fail = _FAIL_ROOM
+                    break
+                stop = max(tr, begin_of[j])  # a rollout still waiting for the node ran for nothing
+                lost_i[lost_n] = j
+                lost_k[lost_n] = k
+                lost_b[lost_n] = begin_of[j]
+                lost_e[lost_n] = stop
+                lost_n += 1
+                for r in range(3):
+                    used_h[k, r] -= req[j, r] * (real_end[j] - stop) / 3600.0
+                gen[j] += 1
+                via_heap[j] = True
+                slot_of[j] = -1
+                node_of[j] = -1
+                running -= 1
+                rsize = _heap_push(rt, ri, rsize, tr, j)
+                lost += 1
+                j = nxt[j]
+            if fail != 0:
+                break
+            head[s] = -1
+            rec[k, 0] += 1
+            rec[k, 1] += lost
+            if lost > rec[k, 2]:
+                rec[k, 2] = lost
+            node_s[k] += tr - launch[s]  # the node is gone: billed launch to reclaim
+            id_span[node_id[s], 1] = tr
+            slot_of_id[node_id[s]] = -1
+            _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos)
+            count[s] = 0
+            release[s] = np.inf
+            alive[k] -= 1
+            if permanent[s]:  # a base node is replaced; its replacement joins after the provisioning delay
+                s = _launch(k, tr, tr + p_prov[k], True, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool,
+                            id_span, slot_of_id, used, count, head, last_out, launch, ready, release, permanent, cap,
+                            p_rate, ex, ct, ci, track, thr, olist, ofree, olen, opos, pmax)
+                if s < 0:
+                    fail = s
+                    break
+                alive[k] += 1
+                launched[k] += 1
+            continue
+        if ts == np.inf:
+            break  # nothing left to start, end or reclaim
+        if rerun:
+            i = ri[0]
+            rsize = _heap_pop(rt, ri, rsize)
+        else:
+            i = order[oi]
+            oi += 1
+        t = ts
+        hold = end[i] - start[i]
         started[i] = True
         best = -1
-        for k in range(npools):  # pools in order; inside one, the best fit among nodes not gone before t
+        for k in range(npools):  # pools in order; inside one, the best fit among open nodes not gone before t
             need = req[i, 0] - (lim[k, 0] - cap[k, 0])  # the cpu a node must have free, with the float slack
             if pmax[k] < need:
                 continue
             best_score = 0.0
             most = 0.0
-            for x in range(plen[k]):
-                f = pfree[k, x]
+            for x in range(olen[k]):
+                f = ofree[k, x]
                 if f > most:
                     most = f
-                if f < need:  # the cheap first test: most nodes of a busy pool are full on cpu
+                if f < need:  # the cheap first test: most open nodes of a busy pool are short of cpu
                     continue
-                s = plist[k, x]
+                s = olist[k, x]
                 if release[s] < t:  # gone before this start (released at release[s]): not a candidate
                     continue
                 if used[s, 1] + req[i, 1] > lim[k, 1] or used[s, 2] + req[i, 2] > lim[k, 2]:
@@ -379,14 +782,11 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     if release[s] < t:
                         node_s[k] += release[s] - launch[s]
                         id_span[node_id[s], 1] = release[s]
-                        pool[s] = -1
+                        if track:
+                            slot_of_id[node_id[s]] = -1
                         release[s] = np.inf
                         alive[k] -= 1
-                        plen[k] -= 1
-                        last = plist[k, plen[k]]
-                        plist[k, x] = last
-                        pfree[k, x] = pfree[k, plen[k]]
-                        pos[last] = x
+                        _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos)
                         continue
                     x += 1
             for k in range(npools):  # launch in the first pool with room whose node holds the request
@@ -394,36 +794,19 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     continue
                 if req[i, 0] > lim[k, 0] or req[i, 1] > lim[k, 1] or req[i, 2] > lim[k, 2]:
                     continue
-                s = 0
-                while s < top and pool[s] >= 0:
-                    s += 1
-                if s == slots:
-                    return (fail[0], node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits)
-                if s == top:
-                    top += 1
-                pool[s] = k
-                pos[s] = plen[k]
-                plist[k, plen[k]] = s
-                plen[k] += 1
-                node_id[s] = next_id
-                id_pool[next_id] = k
-                id_span[next_id, 0] = t
-                next_id += 1
-                used[s, 0] = 0.0
-                used[s, 1] = 0.0
-                used[s, 2] = 0.0
-                count[s] = 0
-                last_out[s] = -np.inf
-                launch[s] = t
-                ready[s] = t + p_prov[k]
-                release[s] = np.inf
-                permanent[s] = False
+                best = _launch(k, t, t + p_prov[k], False, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool,
+                               id_span, slot_of_id, used, count, head, last_out, launch, ready, release, permanent,
+                               cap, p_rate, ex, ct, ci, track, thr, olist, ofree, olen, opos, pmax)
+                if best < 0:
+                    fail = best
+                    break
                 alive[k] += 1
                 launched[k] += 1
                 if alive[k] > peak[k]:
                     peak[k] = alive[k]
-                best = s
                 break
+        if fail != 0:
+            break
         if best < 0:
             continue  # unplaced: no pool can hold it
         k = pool[best]
@@ -436,31 +819,38 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 waits[2] = wait
             begin = ready[best]
             via_heap[i] = True
-        real_end[i] = begin + (end[i] - start[i])
-        if real_end[i] > last_end:
-            last_end = real_end[i]
+        real_end[i] = begin + hold
         node_of[i] = node_id[best]
         slot_of[i] = best
         placed_on[k] += 1
         count[best] += 1
+        running += 1
+        if track:
+            begin_of[i] = begin
+            nxt[i] = head[best]
+            prv[i] = -1
+            if head[best] >= 0:
+                prv[head[best]] = i
+            head[best] = i
         release[best] = np.inf
         for r in range(3):
             used[best, r] += req[i, r]
-            used_h[k, r] += req[i, r] * (real_end[i] - begin) / 3600.0
-        pfree[k, pos[best]] = cap[k, 0] - used[best, 0]
-        pmax[k] = max(pmax[k], pfree[k, pos[best]])  # a new node's free cpu
+            used_h[k, r] += req[i, r] * hold / 3600.0
+        f = cap[k, 0] - used[best, 0]  # less cpu free: it was open (a candidate, or just launched)
+        if f < thr[k]:
+            _close(k, best, olist, ofree, olen, opos)
+        else:
+            ofree[k, opos[best]] = f
         if via_heap[i]:
-            hsize = _heap_push(ht, hi, hsize, real_end[i], i)
-    while eptr < n:
-        j = end_order[eptr]
-        eptr += 1
-        if slot_of[j] >= 0 and not via_heap[j]:
-            _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down)
-    while hsize > 0:
-        j = hi[0]
-        hsize = _heap_pop(ht, hi, hsize)
-        _free(j, slot_of[j], req, real_end, used, count, last_out, release, permanent, pool, p_down)
-    for s in range(top):
+            hsize = _heap_push(ht, hi, hsize, real_end[i], gen[i] * n + i if track else i)
+    last_end = t0
+    for i in range(n):
+        if slot_of[i] >= 0 and real_end[i] > last_end:
+            last_end = real_end[i]
+    for x in range(lost_n):
+        if lost_e[x] > last_end:
+            last_end = lost_e[x]
+    for s in range(ctr[_TOP]):
         k = pool[s]
         if k < 0:
             continue
@@ -471,4 +861,6 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             node_s[k] += release[s] - launch[s]
             id_span[node_id[s], 1] = release[s]
     waits[3] = last_end
-    return (np.int64(0), node_of, id_pool, id_span, node_s, peak, launched, placed_on, used_h, waits)
+    nodes = ctr[_NEXT_ID]
+    return (fail, node_of, id_pool[:nodes], id_span[:nodes], node_s, peak, launched, placed_on, used_h, waits,
+            real_end, rec, lost_i[:lost_n], lost_k[:lost_n], lost_b[:lost_n], lost_e[:lost_n], missed)
