@@ -45,6 +45,6 @@ def load_measure(paths: str | Path | Sequence[str | Path], *, tasks: str | Path 
         raise InputError(f"{given[0]}: input not found; expected a measure summary (.json) or telemetry")
     from sandbox_fleet.measure.run import measure_paths  # PyArrow and DuckDB: only to measure
 
-    extra = {} if min_turn_rows is None else {"min_turn_rows": min_turn_rows}
+    extra: dict = {} if min_turn_rows is None else {"min_turn_rows": min_turn_rows}
     return measure_paths([str(p) for p in given], tasks=str(tasks) if tasks is not None else None, read=read,
                          progress=progress, cache_dir=str(cache_dir) if cache_dir is not None else None, **extra)
