@@ -121,22 +121,28 @@ def _workspace(parent: str | None):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _connect(folder: Path, budget_bytes: float):
+def _connect(folder: Path, memory_budget_gb: float | None):
+    """A DuckDB database in ``folder``, spilling there past ``DUCKDB_SHARE`` of the budget. The budget
+    is read after connecting: opening DuckDB maps ~650 MB of address space, which an address-space
+    limit counts."""
     import duckdb
 
+    from sandbox_fleet.limits import memory_limit_bytes
+
     con = duckdb.connect(str(folder / "rows.duckdb"))
-    limit_mb = max(int(DUCKDB_SHARE * budget_bytes / 2**20), 64) if budget_bytes != float("inf") else None
-    if limit_mb is not None:
-        con.execute(f"SET memory_limit = '{limit_mb}MB'")
+    budget = memory_limit_bytes(memory_budget_gb)
+    if budget != float("inf"):
+        con.execute(f"SET memory_limit = '{max(int(DUCKDB_SHARE * budget / 2**20), 64)}MB'")
     con.execute(f"SET temp_directory = '{folder / 'spill'}'")
     con.execute("SET preserve_insertion_order = false")
     return con
 
 
-_TABLE = "CREATE TABLE r (seq BIGINT, id VARCHAR, s BIGINT, f BIGINT, model VARCHAR, job VARCHAR)"
+#: ``kept``: the row passes ``--model/--since/--until`` (applied after de-duplication, as in memory).
+_TABLE = "CREATE TABLE r (seq BIGINT, id VARCHAR, s BIGINT, f BIGINT, model VARCHAR, job VARCHAR, kept BOOLEAN)"
 
 
-def _rows_of(batch: pa.Table, seq0: int) -> pa.Table:
+def _rows_of(batch: pa.Table, seq0: int, kept) -> pa.Table:
     def text(name: str) -> pa.ChunkedArray:
         col = batch.column(name)
         return col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
@@ -148,6 +154,7 @@ def _rows_of(batch: pa.Table, seq0: int) -> pa.Table:
         "f": pc.cast(batch.column("finished_at"), pa.int64()),
         "model": text("model"),
         "job": text("job"),
+        "kept": kept if kept is not None else pa.array(np.ones(batch.num_rows, dtype=bool)),
     })
 
 
@@ -163,10 +170,7 @@ def _ingest(con, paths: list[str], opts: ReadOptions, tel, filters: dict, advanc
             advance(batch.num_rows)
             if "cap" in batch.column_names and batch.column("cap").null_count < batch.num_rows:
                 raise InputError(f"{path}: a `cap` column is not read out of core; give the fleet's cap as --cap")
-            mask = rollout_mask(batch, **filters)
-            if mask is not None:
-                batch = batch.filter(mask)
-            rows = _rows_of(batch, seq)
+            rows = _rows_of(batch, seq, rollout_mask(batch, **filters))
             seq += batch.num_rows
             con.register("batch", rows)
             con.execute("INSERT INTO r SELECT * FROM batch")
@@ -179,10 +183,12 @@ def _drop_duplicates(con, tel) -> None:
     """Keep the first row of each id in input order, as ``validate.drop_duplicates`` does."""
     from sandbox_fleet.telemetry.validate import DUPLICATE
 
-    rows, ids = con.execute("SELECT count(*), count(DISTINCT id) FROM r").fetchall()[0]
-    if rows != ids:
+    # A grouped aggregate spills past DuckDB's memory limit; count(DISTINCT) does not.
+    (later,) = con.execute("SELECT coalesce(sum(c - 1), 0)::BIGINT FROM "
+                           "(SELECT count(*) AS c FROM r GROUP BY id HAVING count(*) > 1)").fetchall()[0]
+    if later:
         con.execute("DELETE FROM r WHERE seq NOT IN (SELECT min(seq) FROM r GROUP BY id)")
-        tel.reject(DUPLICATE, rows - ids)
+        tel.reject(DUPLICATE, later)
 
 
 def _sweep(con, rows: int) -> Sweep:
@@ -259,16 +265,24 @@ def _holds(con) -> tuple[dict, str | None]:
 
 
 def _configured_cap(con, tel) -> tuple[int | None, str | None]:
-    """The stated cap (``--cap``), else the jobs' one shared cap (``concurrency.overall_cap``)."""
+    """The stated cap (``--cap``), else the jobs' cap as ``run._cap`` reads it: none when capped jobs
+    overlap (their summed cap needs each job's sweep: the reason is returned), else
+    ``concurrency.overall_cap``. Each job's span comes from SQL and goes through ``fleet_caps`` as
+    one interval a job (its first start to its last finish: the span it would find)."""
+    from sandbox_fleet.measure.fleetcap import fleet_caps
+
     if tel.stated_cap is not None:
         return tel.stated_cap, None
     if not tel.caps:
         return None, None
-    jobs = [j for (j,) in con.execute("SELECT DISTINCT job FROM r ORDER BY job NULLS LAST").fetchall()]
-    names = [j for j in jobs if j is not None]
-    codes = np.array([i if j is not None else -1 for i, j in enumerate(jobs)], dtype=np.int64)
-    if len(names) > 1 and len({tel.caps.get(j) for j in names}) > 1:
-        return None, "jobs with different caps: the summed cap of overlapping jobs is not computed out of core"
+    spans = con.execute("SELECT job, min(s), max(f) FROM r GROUP BY job ORDER BY job NULLS LAST").fetchall()
+    names = [j for j, _, _ in spans if j is not None]
+    codes = np.array([i if j is not None else -1 for i, (j, _, _) in enumerate(spans)], dtype=np.int64)
+    first = np.array([a for _, a, _ in spans], dtype=np.int64)
+    last = np.array([b for _, _, b in spans], dtype=np.int64)
+    fc = fleet_caps(first, last, codes, names, tel.caps)
+    if fc is not None and fc.overlap:
+        return None, "capped jobs overlap: their summed cap needs each job's sweep (by_job), not computed out of core"
     return overall_cap(codes, names, tel.caps), None
 
 
@@ -328,11 +342,16 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
     estimate = int(estimated_bytes(files) / IN_MEMORY_BYTES_PER_ROW)
     filters = {"models": models, "since": since, "until": until}
     with _workspace(temp_parent) as folder, _bar(progress, estimate) as advance:
-        con = _connect(folder, budget)
+        con = _connect(folder, memory_budget_gb)
         try:
             tel.sources = _ingest(con, files, opts, tel, filters, advance)
             advance(label="duplicates")
             _drop_duplicates(con, tel)
+            if any(filters.values()):
+                (read_rows,) = con.execute("SELECT count(*) FROM r").fetchall()[0]
+                con.execute("DELETE FROM r WHERE NOT kept")
+                if not con.execute("SELECT count(*) FROM r").fetchall()[0][0]:
+                    raise InputError(f"no rollouts match `models`/`since`/`until` (of {read_rows} rows read)")
             rows, first, last = con.execute("SELECT count(*), min(s), max(f) FROM r").fetchall()[0]
             if rows == 0:
                 raise InputError(f"{', '.join(files)}: no rollouts left to measure (empty, all rejected, or filtered out)")
