@@ -9,12 +9,12 @@ system temp dir; never next to an input; removed after), and DuckDB sorts and ag
 spilling past its own memory limit. What comes back feeds the SAME figure functions as the
 in-memory path, so no figure is written twice:
 
-- the concurrency figures: DuckDB nets the +1/-1 events per instant and streams them in time order;
-  a running sum with a carry across batches builds the ``Sweep`` (times, level: 12 bytes an instant,
+- the concurrency figures: DuckDB sorts the +1/-1 events by time and streams them; a running sum
+  with a carry across batches, read after each instant's last event, builds the ``Sweep`` (times, level: 12 bytes an instant,
   not ~190 a row) that ``concurrency.sweep_figures`` reads, checked against the exact HUGEINT sum of
   holds as the in-memory sweep is;
-- the hold order statistics: DuckDB counts each distinct hold (integer microseconds) in ascending
-  order; the ranks ``stats.order_ranks`` names are read off the running count, and ``stats.summary``
+- the hold order statistics: DuckDB sorts the holds (integer microseconds) and streams them in
+  order; the ranks ``stats.order_ranks`` names are picked as they pass, and ``stats.summary``
   computes min, quantiles, mean (from the exact HUGEINT sum) and max from them, overall and per model.
 
 Integer figures and order statistics are byte-identical to the in-memory path; every other block is
@@ -114,6 +114,8 @@ def needs_out_of_core(paths, memory_budget_gb: float | None) -> bool:
 @contextmanager
 def _workspace(parent: str | None):
     """A fresh temp folder under ``parent`` (the output's folder; None: the system temp dir), removed after."""
+    if parent is not None:
+        Path(parent).mkdir(parents=True, exist_ok=True)  # the output's folder: its writer would make it anyway
     folder = tempfile.mkdtemp(prefix="sandbox-fleet-measure-", dir=parent)
     try:
         yield Path(folder)
@@ -192,25 +194,35 @@ def _drop_duplicates(con, tel) -> None:
 
 
 def _sweep(con, rows: int) -> Sweep:
-    """The ``Sweep`` of every interval: DuckDB nets the events per instant (a finish and a start at
-    one instant do not overlap) and streams them in time order; the level is their running sum."""
-    con.execute("CREATE TABLE ev AS SELECT t, sum(d)::BIGINT AS d FROM "
-                "(SELECT s AS t, 1 AS d FROM r UNION ALL SELECT f AS t, -1 AS d FROM r) GROUP BY t")
-    (points,) = con.execute("SELECT count(*) FROM ev").fetchall()[0]
-    times = np.empty(points, dtype=np.int64)
-    level = np.empty(points, dtype=np.int32 if 2 * rows < 2**32 else np.int64)  # as the in-memory sweep
-    m, carry = 0, 0
-    for batch in con.sql("SELECT t, d FROM ev ORDER BY t").to_arrow_reader(STREAM_ROWS):
+    """The ``Sweep`` of every interval: DuckDB sorts the +1/-1 events by time (spilling) and streams
+    them; the level is their running sum (carried across batches), read after the last event of each
+    instant (a finish and a start at one instant do not overlap), a tie across batches held back."""
+    size = 2 * rows
+    times = np.empty(size, dtype=np.int64)
+    level = np.empty(size, dtype=np.int32 if size < 2**32 else np.int64)  # as the in-memory sweep
+    m, carry, held = 0, 0, None  # held: the last instant of the batch before, (time, level)
+    sql = "SELECT t, d FROM (SELECT s AS t, 1::TINYINT AS d FROM r UNION ALL SELECT f, -1::TINYINT FROM r) ORDER BY t"
+    for batch in con.sql(sql).to_arrow_reader(STREAM_ROWS):
         t = batch.column(0).to_numpy()
-        run = np.cumsum(batch.column(1).to_numpy())
+        run = np.cumsum(batch.column(1).to_numpy(), dtype=np.int64)
         run += carry
         carry = int(run[-1])
-        times[m:m + t.size] = t
-        level[m:m + t.size] = run
-        m += t.size
-    con.execute("DROP TABLE ev")
+        last = np.ones(t.size, dtype=bool)
+        np.not_equal(t[:-1], t[1:], out=last[:-1])
+        t, run = t[last], run[last]
+        if held is not None and held[0] != t[0]:  # else the held instant continues here: its level is later
+            times[m], level[m] = held
+            m += 1
+        times[m:m + t.size - 1], level[m:m + t.size - 1] = t[:-1], run[:-1]
+        m += t.size - 1
+        held = (int(t[-1]), int(run[-1]))
+    if held is not None:
+        times[m], level[m] = held
+        m += 1
     (holds_us,) = con.execute("SELECT sum(f - s)::HUGEINT FROM r").fetchall()[0]
-    return _checked(Sweep(times, level), int(holds_us))
+    keep = 2 * m > size  # views when most events are distinct instants, as ``concurrency._compact``
+    swept = Sweep(times[:m] if keep else times[:m].copy(), level[:m] if keep else level[:m].copy())
+    return _checked(swept, int(holds_us))
 
 
 class _Ranked:
@@ -230,20 +242,17 @@ class _Ranked:
 
 
 def _order_stats(con, where: str = "", params: list | None = None) -> _Ranked:
-    """The holds of the rows ``where`` selects as ``_Ranked``: DuckDB counts each distinct hold in
-    ascending order (it sorts and spills), the wanted ranks are read off the running count."""
+    """The holds of the rows ``where`` selects as ``_Ranked``: DuckDB sorts them (spilling) and
+    streams them in order; the wanted ranks are picked as they pass."""
     n, total = con.execute(f"SELECT count(*), sum(f - s)::HUGEINT FROM r {where}", params or []).fetchall()[0]
-    wanted = order_ranks(n) if n else []
+    wanted = np.array(order_ranks(n) if n else [], dtype=np.int64)
     at: dict[int, int] = {}
     seen = 0
-    sql = f"SELECT f - s AS h, count(*)::BIGINT AS c FROM r {where} GROUP BY h ORDER BY h"
-    for batch in con.sql(sql, params=params or None).to_arrow_reader(STREAM_ROWS):
-        holds, cum = batch.column(0).to_numpy(), np.cumsum(batch.column(1).to_numpy())
-        cum += seen
-        for k in wanted:
-            if k not in at and k < cum[-1]:
-                at[k] = int(holds[np.searchsorted(cum, k, side="right")])
-        seen = int(cum[-1])
+    for batch in con.sql(f"SELECT f - s AS h FROM r {where} ORDER BY h", params=params or None).to_arrow_reader(STREAM_ROWS):
+        holds = batch.column(0).to_numpy()
+        for k in wanted[(wanted >= seen) & (wanted < seen + holds.size)]:
+            at[int(k)] = int(holds[k - seen])
+        seen += holds.size
     return _Ranked(n, at, int(total or 0))
 
 
@@ -391,9 +400,9 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
             "rows": rows,
             "rejected": dict(sorted(tel.rejected.items())),
             "rejected_total": int(sum(tel.rejected.values())),
-            "out_of_core": "DuckDB on disk in a temp folder (removed after): events netted per instant and "
-                           "streamed in time order into the sweep; holds counted per distinct value in order "
-                           "for their order statistics; sums as exact integers (HUGEINT)",
+            "out_of_core": "DuckDB on disk in a temp folder (removed after): events sorted by time and streamed "
+                           "into the sweep; holds sorted and streamed for their order statistics; sums as exact "
+                           "integers (HUGEINT)",
             "not_measured": not_measured,
         },
         "warnings": warnings,
