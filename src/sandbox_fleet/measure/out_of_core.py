@@ -46,8 +46,10 @@ IN_MEMORY_BYTES_PER_ROW = 190
 #: A text table's bytes on disk per in-memory byte is about 1 (CSV/JSONL rows of ~150-250 bytes
 #: become ~190 bytes of columns): its size stands for its rows' memory when no row count is stored.
 TEXT_BYTES_PER_ROW = IN_MEMORY_BYTES_PER_ROW
-#: DuckDB may use this share of the budget; the rest holds the sweep and the Python side.
-DUCKDB_SHARE = 0.4
+#: DuckDB may use this share of the budget for its buffers (it spills past it); the rest holds the
+#: sweep (12 bytes an instant) and the Python side. Opening DuckDB maps ~650 MB of address space of
+#: its own and it keeps what its allocator took until the process ends, so the share is small.
+DUCKDB_SHARE = 0.2
 #: Rows a streamed result batch carries.
 STREAM_ROWS = 1 << 20
 #: Why ``cap_detected`` is null out of core when no cap is configured.
@@ -137,6 +139,7 @@ def _connect(folder: Path, memory_budget_gb: float | None):
         con.execute(f"SET memory_limit = '{max(int(DUCKDB_SHARE * budget / 2**20), 64)}MB'")
     con.execute(f"SET temp_directory = '{folder / 'spill'}'")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")  # the bar is ours (stderr, only on a terminal)
     return con
 
 
