@@ -165,6 +165,24 @@ def test_spill_folder_is_removed_and_never_next_to_the_input(tmp_path: Path) -> 
     assert list(out.iterdir()) == []
 
 
+def test_cli_text_names_what_was_not_measured(tmp_path: Path, run_cli) -> None:
+    path = tmp_path / "rollouts.parquet"
+    _synthetic(path, 3_000, 6)
+    r = run_cli("measure", path, "--out-of-core")
+    assert r.code == 0, r.err
+    assert "Not measured (out of core" in r.out and "steps: no burst structure" not in r.out
+    assert "measured out of core" in r.err  # the warning line
+    j = run_cli("measure", path, "--out-of-core", "--json")
+    assert json.loads(j.out)["coverage"]["not_measured"]["steps"]
+
+
+def test_bad_budget_is_one_line(tmp_path: Path, run_cli) -> None:
+    path = tmp_path / "rollouts.parquet"
+    _synthetic(path, 100, 7)
+    r = run_cli("measure", path, "--memory-budget-gb", "-1")
+    assert r.code == 2 and r.err.count("\n") == 1 and "--memory-budget-gb -1" in r.err, r.err
+
+
 #: Address space of the child, as the hostile battery sets it: imports map ~1 GiB of it and opening
 #: DuckDB ~650 MB more, so the budget (75% of the room left) is ~1.2 GiB.
 LIMIT_BYTES = 2 << 30

@@ -384,7 +384,7 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
         if reason:
             not_measured[key] = reason
     warnings = list(tel.warnings) + rejected_warnings(tel.rejected)
-    warnings.append(f"measured out of core (in memory: an estimated {estimate * IN_MEMORY_BYTES_PER_ROW / 2**30:,.1f} GiB; "
+    warnings.append(f"measured out of core (in memory: an estimated {estimate * IN_MEMORY_BYTES_PER_ROW / 2**30:,.2f} GiB; "
                     f"budget {budget / 2**30:,.1f} GiB): {len(not_measured)} figure block(s) not measured, "
                     "see coverage.not_measured")
     return MeasureSummary.build(**to_jsonable({

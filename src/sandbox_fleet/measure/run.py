@@ -559,6 +559,7 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     check_range("`group_size`", group_size, minimum=2, whole=True)
+    check_range("`memory_budget_gb`", memory_budget_gb, minimum=0, above=True)
     from sandbox_fleet.measure import out_of_core as ooc
 
     if out_of_core or (out_of_core is None and ooc.needs_out_of_core(paths, memory_budget_gb)):
