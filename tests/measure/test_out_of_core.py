@@ -155,7 +155,7 @@ def test_budget_decides(tmp_path: Path) -> None:
 
 
 def test_spill_folder_is_removed_and_never_next_to_the_input(tmp_path: Path) -> None:
-    inputs, out = tmp_path / "in", tmp_path / "out"
+    inputs, out = tmp_path / "in", tmp_path / "o'ut"  # a quote in the path: DuckDB's setting is quoted
     inputs.mkdir()
     out.mkdir()
     path = inputs / "rollouts.parquet"

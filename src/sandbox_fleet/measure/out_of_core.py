@@ -137,7 +137,8 @@ def _connect(folder: Path, memory_budget_gb: float | None):
     budget = memory_limit_bytes(memory_budget_gb)
     if budget != float("inf"):
         con.execute(f"SET memory_limit = '{max(int(DUCKDB_SHARE * budget / 2**20), 64)}MB'")
-    con.execute(f"SET temp_directory = '{folder / 'spill'}'")
+    spill = str(folder / "spill").replace("'", "''")  # a quote in the output's path stays a quote
+    con.execute(f"SET temp_directory = '{spill}'")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")  # the bar is ours (stderr, only on a terminal)
     return con
@@ -353,6 +354,8 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
     budget = memory_limit_bytes(memory_budget_gb)
     estimate = int(estimated_bytes(files) / IN_MEMORY_BYTES_PER_ROW)
     filters = {"models": models, "since": since, "until": until}
+    import duckdb
+
     with _workspace(temp_parent) as folder, _bar(progress, estimate) as advance:
         con = _connect(folder, memory_budget_gb)
         try:
@@ -375,6 +378,10 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
                 conc["cap_detected"] = conc["cap_rule"] = None
             advance(label="holds")
             holds, models_reason = _holds(con)
+        except duckdb.OutOfMemoryException as exc:  # the CLI's one line for a run that does not fit
+            raise MemoryError(str(exc)) from exc
+        except duckdb.Error as exc:  # e.g. the temp folder's disk full: one line naming it, not a traceback
+            raise InputError(f"measuring out of core in {folder}: {str(exc).splitlines()[0]}") from exc
         finally:
             con.close()
     not_measured = dict(NOT_MEASURED)
