@@ -73,8 +73,9 @@ def _quantiles(con, where: str) -> dict:
     return out
 
 
-def independent(path: str, temp: str, threads: int) -> dict:
+def independent(path: str, temp: str, threads: int, memory_limit: str) -> dict:
     con = duckdb.connect(os.path.join(temp, "check.duckdb"))
+    con.execute(f"SET memory_limit = '{memory_limit}'")  # DuckDB's default, 80% of RAM, crowds a shared machine
     con.execute(f"SET temp_directory = '{os.path.join(temp, 'spill')}'")
     con.execute(f"SET threads = {threads}")
     con.execute("SET preserve_insertion_order = false")
@@ -120,6 +121,7 @@ def main() -> None:
     ap.add_argument("path")
     ap.add_argument("--rlimit-gb", type=float, help="address-space limit of the measure process, GiB")
     ap.add_argument("--threads", type=int, default=2, help="threads of the independent DuckDB check")
+    ap.add_argument("--memory-limit", default="4GB", help="DuckDB memory_limit of the independent check (it spills past it)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ooc-") as temp:
         out = os.path.join(temp, "summary.json")
@@ -127,7 +129,7 @@ def main() -> None:
         with open(out, encoding="utf-8") as f:
             summary = json.load(f)
         t = time.perf_counter()
-        ref = independent(a.path, temp, a.threads)
+        ref = independent(a.path, temp, a.threads, a.memory_limit)
         check_s = time.perf_counter() - t
     diffs = compare(summary, ref)
     print(json.dumps({"rows": summary["rows"], "rlimit_gib": a.rlimit_gb, **run, "independent_check_s": check_s,
