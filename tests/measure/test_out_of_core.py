@@ -216,3 +216,20 @@ def test_over_budget_under_rlimit_goes_out_of_core(tmp_path: Path) -> None:
     assert ooc["coverage"]["out_of_core"] is not None  # chosen by the budget, not forced
     mem = measure_paths([str(path)], progress=False, out_of_core=False).to_json()
     assert_same_figures(ooc, mem)
+
+
+def test_progress_bar_draws_on_a_terminal_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from sandbox_fleet.telemetry import progress as bars
+
+    buf = io.StringIO()
+    monkeypatch.setattr(bars, "_console", Console(file=buf, force_terminal=True, width=100))
+    path = tmp_path / "rollouts.parquet"
+    _synthetic(path, 2_000, 8)
+    measure_paths([str(path)], progress=False, out_of_core=True)
+    assert buf.getvalue() == ""
+    measure_paths([str(path)], progress=True, out_of_core=True)
+    assert "measuring out of core" in buf.getvalue()
