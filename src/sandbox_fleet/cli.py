@@ -257,6 +257,8 @@ def measure(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the JSON summary to FILE."),
     suggest_map: bool = typer.Option(False, "--suggest-map", help="Print only the --map value the table's column names and values suggest (canonical=source,...), its reasons on stderr; measure nothing."),
+    out_of_core: Optional[bool] = typer.Option(None, "--out-of-core/--in-memory", help="Measure through DuckDB on disk (fewer figures, any size) or in memory (default: out of core when the input is over the memory budget)."),
+    memory_budget_gb: Optional[float] = typer.Option(None, "--memory-budget-gb", help="Memory budget, GiB, the input is compared with (default: 75% of the memory available to this process)."),
 ) -> None:
     """Measure a rollout fleet from its telemetry."""
     from sandbox_fleet.measure import measure_paths
@@ -279,6 +281,9 @@ def measure(
         progress=_progress(not as_json or sys.stderr.isatty()),
         cache_dir=cache_dir_for(cache_dir, output, tasks) if tasks else None,
         cap=cap,
+        out_of_core=out_of_core,
+        memory_budget_gb=memory_budget_gb,
+        temp_parent=str(output.resolve().parent) if output else None,
     )
     from sandbox_fleet.measure.notices import warn_on_stderr
 

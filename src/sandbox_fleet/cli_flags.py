@@ -25,7 +25,7 @@ from sandbox_fleet.errors import InputError
 PANELS = ("Input", "Telemetry", "Sizing", "Prices", "Inference", "Run", "Output")
 
 _INPUT = ("--tasks", "--cache-dir", "--plan", "--simulate", "--optimize", "--backtest", "--previous", "--thresholds",
-          "--from", "--budgets", "--preset", "--allow-mismatch")
+          "--from", "--budgets", "--preset", "--allow-mismatch", "--replay", "--reclaim-trace")
 _TELEMETRY = ("--format", "--map", "--time-unit", "--assume-tz", "--reward-key", "--score", "--latest-time",
               "--allow-any-time", "--min-turn-rows", "--group-size", "--model", "--since", "--until",
               "--pass-threshold", "--cap", "--split-at", "--split-by", "--min-rows")
@@ -34,9 +34,10 @@ _SIZING = ("--concurrency", "--batch", "--train-s", "--passing-per-hour", "--tol
            "--reserve-disk-gb", "--node-provision-s", "--node-scale-down-s", "--node-placement", "--request",
            "--shape", "--max-wait-s", "--max-step-s", "--steps", "--max-cap", "--cap-step", "--pass-rate",
            "--scale", "--count", "--vary", "--target", "--within", "--within-abs", "--knee-over", "--goal",
-           "--max-variants", "--metric")
+           "--max-variants", "--metric", "--reserved-nodes", "--burst-nodes", "--burst-tier")
 _PRICES = ("--nodes", "--price-tier", "--providers", "--rent-provider", "--substrates", "--gpu-usd-h",
-           "--gpu-catalog", "--volume-gb", "--volume-usd-per-gb-h", "--location", "--lease", "--purchase")
+           "--gpu-catalog", "--volume-gb", "--volume-usd-per-gb-h", "--location", "--lease", "--purchase",
+           "--reclaim-per-node-h")
 _INFERENCE = ("--prefix-break", "--turns", "--gpu-prefill-tok-s", "--gpu-decode-tok-s", "--gpu-tflops",
               "--gpu-hbm-tbs", "--model-params-b", "--kv-bytes-per-token", "--roofline-utilisation",
               "--bytes-per-param", "--decode-batch", "--context-tokens", "--gpu", "--gpu-memory-gb",
@@ -44,7 +45,7 @@ _INFERENCE = ("--prefix-break", "--turns", "--gpu-prefill-tok-s", "--gpu-decode-
               "--gpus-per-replica", "--caching", "--max-replicas", "--inference", "--reference-decode-tok-s",
               "--replica-decode-tok-s", "--replica-prefill-tok-s")
 _RUN = ("--seed", "--seeds", "--backend", "--workers", "--reps", "--search-reps", "--screen-holds",
-        "--max-memory-gb", "--timing")
+        "--max-memory-gb", "--timing", "--out-of-core", "--memory-budget-gb")
 _OUTPUT = ("--json", "--output", "--detail", "--csv", "--emit-harbor", "--emit-k8s", "--force", "--k8s-name",
            "--k8s-namespace", "--k8s-node-class", "--k8s-runtime-class", "--k8s-cluster", "--k8s-ami-alias",
            "--k8s-provision-s", "--k8s-image", "--strict", "--metrics-out", "--prometheus-rules", "--serving-rules",

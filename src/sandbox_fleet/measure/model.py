@@ -265,6 +265,11 @@ class Coverage(Block):
     #: rows that could not be used, by reason
     rejected: Optional[dict[str, int]] = None
     rejected_total: Count = None
+    #: how an out-of-core run (``measure --out-of-core``, or an input over the memory budget) read
+    #: the input; null for the in-memory run
+    out_of_core: Optional[str] = None
+    #: out of core only: each figure block left null, and why
+    not_measured: Optional[dict[str, str]] = None
 
 
 class Slice(Block):

@@ -81,17 +81,26 @@ def render_summary(s: MeasureSummary, console: Console) -> None:
         for name, p in s.phases.items():
             ph.add_row(name, _num(p.rows), _num(p.median_s), _num(p.p99_s), _pct(p.share_of_hold))
         print_table(console, ph)
-    _steps(console, s)
-    _tokens(console, s.tokens or Tokens())
-    _outcomes(console, s.outcomes or Outcomes())
-    _exceptions(console, s.exceptions or Exceptions())
+    # An out-of-core run leaves these null on purpose: one "not measured" table says why, at the end.
+    skip = set((s.coverage.not_measured or {}) if s.coverage else ())
+    if "steps" not in skip:
+        _steps(console, s)
+    if "tokens" not in skip:
+        _tokens(console, s.tokens or Tokens())
+    if "outcomes" not in skip:
+        _outcomes(console, s.outcomes or Outcomes())
+    if "exceptions" not in skip:
+        _exceptions(console, s.exceptions or Exceptions())
     _task_health(console, s.by_task)
     _node_health(console, s.by_node)
-    _groups(console, "By model", s.by_model or {})
+    if "by_model" not in skip:
+        _groups(console, "By model", s.by_model or {})
     if s.by_job:
         _groups(console, "By job", s.by_job)
         _job_concurrency(console, s.by_job)
     cov = s.coverage or Coverage()
+    if skip:
+        console.print(_kv("Not measured (out of core: see coverage.not_measured)", sorted((cov.not_measured or {}).items())))
     console.print(_kv("Coverage (rows)", [
         ("missing reward", _num(cov.missing_reward)), ("missing tokens", _num(cov.missing_tokens)),
         ("missing turns", _num(cov.missing_turns)), ("missing trajectory", _num(cov.missing_trajectory)),

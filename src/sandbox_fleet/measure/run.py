@@ -538,7 +538,9 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
 
 def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=None, since=None, until=None,
                   pass_threshold: float = 1.0, progress: bool = True, cache_dir: str | None = None,
-                  min_turn_rows: int = MIN_TURN_ROWS, cap: int | None = None, group_size: int | None = None) -> MeasureSummary:
+                  min_turn_rows: int = MIN_TURN_ROWS, cap: int | None = None, group_size: int | None = None,
+                  out_of_core: bool | None = None, memory_budget_gb: float | None = None,
+                  temp_parent: str | None = None) -> MeasureSummary:
     """Read telemetry from ``paths`` (any supported format), filter, and measure it.
 
     Arguments mirror ``sandbox-fleet measure``; ``read``: the reader flags (``ReadOptions``, made by
@@ -546,6 +548,9 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
     see ``sandbox_fleet.telemetry.load_telemetry``. ``progress=False`` draws no bar anywhere
     (reading, task parsing, measuring). ``cap``: the fleet's concurrency cap, when known (a
     harness's worker count): reported as stated, checked by the touches rule (``--cap``).
+    ``out_of_core``: True forces, False forbids, None (default) chooses the out-of-core path when the
+    input is over the memory budget (``memory_budget_gb``, default ``limits.memory_limit_bytes``);
+    its temp folder goes under ``temp_parent`` (see ``measure/out_of_core.py``).
     """
     from sandbox_fleet.limits import check_range
     from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
@@ -554,6 +559,13 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
     check_range("`pass_threshold`", pass_threshold, minimum=-math.inf)
     check_range("`min_turn_rows`", min_turn_rows, minimum=1, whole=True)
     check_range("`group_size`", group_size, minimum=2, whole=True)
+    check_range("`memory_budget_gb`", memory_budget_gb, minimum=0, above=True)
+    from sandbox_fleet.measure import out_of_core as ooc
+
+    if out_of_core or (out_of_core is None and ooc.needs_out_of_core(paths, memory_budget_gb)):
+        return ooc.measure_out_of_core(paths, read=read, models=models, since=since, until=until,
+                                       pass_threshold=pass_threshold, progress=progress, cap=cap,
+                                       memory_budget_gb=memory_budget_gb, temp_parent=temp_parent)
     prefer_returning_pool()
     with reusing_freed_arrays():
         t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,

@@ -74,6 +74,15 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashe
     return tables, seen
 
 
+def cleaned_batches(path: str, opts: ReadOptions, tel: Telemetry):
+    """The batches of one PATH as ``clean_batch`` leaves them, one at a time and in input order:
+    what ``load_telemetry`` concatenates, for a caller that cannot hold them all (measure out of core)."""
+    fmt = opts.fmt or sniff(path)
+    state: dict = {}
+    for raw in _raw_batches(path, fmt, opts, tel):
+        yield clean_batch(raw, path, opts, tel, state).table
+
+
 def load_telemetry(
     paths: list[str] | str | Path,
     *,
@@ -142,6 +151,24 @@ def parse_instant(text: str, option: str) -> datetime:
     return option_instant(text, option, "2026-11-29T08:00:00Z")
 
 
+def rollout_mask(rollouts: pa.Table, *, models: list[str] | None = None, since: str | None = None,
+                 until: str | None = None):
+    """The rows ``filter_rollouts`` keeps (a boolean array, nulls false), or None when no filter is given."""
+    conds = []
+    if models:
+        conds.append(pc.is_in(rollouts.column("model"), value_set=pa.array(models, pa.string())))
+    if since is not None:
+        conds.append(pc.greater_equal(rollouts.column("started_at"), pa.scalar(parse_instant(since, "since"), TS)))
+    if until is not None:
+        conds.append(pc.less(rollouts.column("started_at"), pa.scalar(parse_instant(until, "until"), TS)))
+    if not conds:
+        return None
+    mask = conds[0]
+    for c in conds[1:]:
+        mask = pc.and_(mask, c)
+    return pc.fill_null(mask, False)
+
+
 def filter_rollouts(
     t: Telemetry,
     *,
@@ -151,19 +178,10 @@ def filter_rollouts(
 ) -> Telemetry:
     """Keep rollouts of ``models`` started in [since, until); caps of jobs no longer present go."""
     rollouts = t.rollouts
-    conds = []
-    if models:
-        conds.append(pc.is_in(rollouts.column("model"), value_set=pa.array(models, pa.string())))
-    if since is not None:
-        conds.append(pc.greater_equal(rollouts.column("started_at"), pa.scalar(parse_instant(since, "since"), TS)))
-    if until is not None:
-        conds.append(pc.less(rollouts.column("started_at"), pa.scalar(parse_instant(until, "until"), TS)))
-    if not conds:
+    mask = rollout_mask(rollouts, models=models, since=since, until=until)
+    if mask is None:
         return t
-    mask = conds[0]
-    for c in conds[1:]:
-        mask = pc.and_(mask, c)
-    kept = rollouts.filter(pc.fill_null(mask, False))
+    kept = rollouts.filter(mask)
     if kept.num_rows == 0:
         raise InputError(f"no rollouts match `models`/`since`/`until` (of {rollouts.num_rows} rows read)")
     jobs = set(kept.column("job").drop_null().unique().to_pylist())
