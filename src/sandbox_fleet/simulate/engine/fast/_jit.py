@@ -10,6 +10,7 @@ the function uncompiled, like the shim.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -63,8 +64,19 @@ def _compiles() -> bool:
     return not config.DISABLE_JIT  # type: ignore[attr-defined]  # set by numba from the environment
 
 
+def _objmode_shim(**types: Any) -> Any:
+    """``numba.objmode(...)`` without numba: the block runs as the Python it is."""
+    return contextlib.nullcontext()
+
+
 _real = _numba_njit()
 njit: Any = _real if _real is not None else _shim
+#: ``numba.objmode`` (a compiled kernel's block that runs as Python), or a no-op context without numba
+objmode: Any = _objmode_shim
+if _real is not None:
+    from numba import objmode as _numba_objmode
+
+    objmode = _numba_objmode
 #: whether functions decorated with ``njit`` are compiled in this process (numba is installed and
 #: ``NUMBA_DISABLE_JIT`` does not switch it off)
 COMPILED = _real is not None and _compiles()
