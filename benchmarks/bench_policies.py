@@ -10,11 +10,12 @@ attempts (the script checks the finish times are the same bytes). Prints medians
 and the ratio pure/kernel (issue 36's target: >= 10).
 
 Then the kernel's one-off costs, in fresh processes: compiling it into an empty cache (what the
-first run after an install pays) and loading it from the cache (every later process's first run),
+first run after an install pays: ``admit_loop.load`` runs a two-rollout scenario, so numba compiles)
+and loading it from the cache (every later process's first run),
 and a 1,000-rollout run of each scenario, kernel against pure loop (the kernel is not used there
 unless already loaded: ``admit_loop.worth_it``).
 
-Usage: python benchmarks/bench_policies.py [--rounds 3] [--rollouts 200000] [--no-extras]
+Usage: python benchmarks/bench_policies.py [--rounds 3] [--rollouts 200000] [--no-extras | --only-extras]
 """
 
 from __future__ import annotations
@@ -78,12 +79,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rollouts", type=int, default=200_000)
     ap.add_argument("--no-extras", action="store_true")
+    ap.add_argument("--only-extras", action="store_true", help="the one-off costs and the small runs only")
     args = ap.parse_args()
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     admit_loop.load()
     print(f"load average {os.getloadavg()[0]:.1f}; {args.rollouts:,} rollouts, {args.rounds} rounds")
-    for name in NAMES:
+    for name in () if args.only_extras else NAMES:
         built = scaled(name, args.rollouts)
         k_wall, k_cpu, p_wall, p_cpu = [], [], [], []
         for _ in range(args.rounds):

@@ -31,8 +31,15 @@ NO_LIMIT = -1  # the kernel's "none" for caps and limits
 
 
 def load() -> None:
-    """Import numba and the kernel now (later runs of any size then use it)."""
+    """Import numba and the kernel and compile or load it now, on a two-rollout run (numba compiles
+    on the first call; later runs of any size then use it)."""
+    from sandbox_fleet.simulate.engine.distributions import Deterministic
+    from sandbox_fleet.simulate.engine.entities import Fleet
     from sandbox_fleet.simulate.engine.fast import _admit_kernel  # noqa: F401
+    from sandbox_fleet.simulate.engine.prepare import prepare
+    from sandbox_fleet.simulate.engine.workloads import Poisson
+
+    run(prepare(Fleet(cap=1), [Poisson(rate_per_s=1.0, n=2, holds=Deterministic(1.0))], 0))
 
 
 def loaded() -> bool:
