@@ -190,7 +190,7 @@ def _bisect_right(ceil, w, n, x):
     return lo
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _insort(ceil, wi, w, x):
     n = wi[w, W_NCEIL]
     i = _bisect_right(ceil, w, n, x)
@@ -200,7 +200,7 @@ def _insort(ceil, wi, w, x):
     wi[w, W_NCEIL] = n + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _remove(ceil, wi, w, x):
     n = wi[w, W_NCEIL]
     i = _bisect_right(ceil, w, n, x) - 1
@@ -211,7 +211,7 @@ def _remove(ceil, wi, w, x):
 
 
 # --- the trainer ----------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def next_release(bf, bi, wf, wi, v, now):
     """When RL workload ``v``'s next batch goes out at the earliest, and its size (-1: none left)."""
     j = wi[v, NEXT_REL]
@@ -300,7 +300,7 @@ def admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, policy, p, w, r, used, now):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, p, w, r, now):
     """A rollout whose ceiling passes an RL workload's next release starts only if the slots left
     at that release still hold the released batch (``policies.CeilingQueues.admits``)."""
@@ -429,7 +429,7 @@ def dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, w
     dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def latest(ai, wi, w):
     """Workload ``w``'s most recently started attempt still running (-1: none)."""
     row = wi[w, W_TOP]
@@ -439,7 +439,7 @@ def latest(ai, wi, w):
     return row
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def victim(af, ai, pi, pw, wi, p, w, used_w):
     """The attempt a rollout of ``w`` holding ``used_w`` slots may evict (-1: none)."""
     reclaim = used_w < wi[w, W_NOMINAL]
@@ -461,7 +461,7 @@ def victim(af, ai, pi, pw, wi, p, w, used_w):
     return best_row
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
     """No slot is free: evict for the first waiting rollout that slots on their way will not reach
     (``policies.PriorityQueues.make_room``); whether it did."""
