@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_measure", "bench_tasks", "bench_simulate", "bench_fifo", "bench_closed_loop", "bench_synth", "bench_plan", "bench_report", "bench_sweep", "bench_startup", "bench_optimize"]
+ORDER = ["bench_measure", "bench_tasks", "bench_simulate", "bench_fifo", "bench_closed_loop", "bench_policies", "bench_synth", "bench_plan", "bench_report", "bench_sweep", "bench_startup", "bench_optimize"]
 
 
 def main(argv: list[str]) -> int:

@@ -34,8 +34,8 @@ def _chosen(fleet, wls, engine="auto", inference=None) -> str:
 
 
 def test_the_table_lists_the_documented_names_in_the_auto_order():
-    assert executors.NAMES == ("fifo", "closed-loop-kernel", "events")
-    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events"]
+    assert executors.NAMES == ("fifo", "closed-loop-kernel", "admission-kernel", "events")
+    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events", "events"]
 
 
 @pytest.mark.parametrize("pure", [False, True])
@@ -58,9 +58,16 @@ def test_one_pass_and_rl_go_to_the_recursion_with_or_without_pure_python(pure, m
     ({"admission": "shortest-timeout-first"}, "the fleet has admission 'shortest-timeout-first'"),
     ({"slots_per_node": 3, "preempt_rate_per_node_s": 1e-3, "node_replace_s": 1.0}, "the fleet has preemption"),
 ])
-def test_pools_the_recursion_cannot_run_go_to_the_event_loop(fleet, reason):
+def test_pools_the_recursion_cannot_run_go_to_the_event_loop(fleet, reason, monkeypatch):
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
     f, wls = _open(**fleet)
+    monkeypatch.setattr(admit_loop, "loaded", lambda: False)  # 200 rollouts: the kernel's load does not pay
     assert _chosen(f, wls) == "events"
+    monkeypatch.setattr(admit_loop, "loaded", lambda: True)  # loaded: the kernel runs all but node preemption
+    # and the shortest-timeout-first queue (its documented refusals)
+    runs_it = NUMBA and "preemption" not in reason and "shortest" not in reason
+    assert _chosen(f, wls) == ("admission-kernel" if runs_it else "events")
     assert executors.refusals(prepare(f, wls, 1))["fifo"] == reason
     with pytest.raises(InputError) as err:  # forcing the recursion: the table's reason, in words
         run_workloads(f, wls, seed=1, engine="fifo")
@@ -236,7 +243,7 @@ def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
     }[case]
     a = run_workloads(fleet, wls, seed=3, engine="fifo")
     b = run_workloads(fleet, wls, seed=3, engine="events")
-    assert a.engine == "fifo" and b.engine == "events"
+    assert a.engine == "fifo" and b.engine in ("admission-kernel", "events")  # the loop or its compiled twin
     if case.startswith("retries"):
         assert a.state.size > a.n_rollouts  # retries happened
     for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):

@@ -30,12 +30,15 @@ from sandbox_fleet.simulate import (
     SyncRL,
     run_workloads,
 )
+from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import COMPLETED, PREEMPTION, RETRIED, TIMEOUT
 from sandbox_fleet.simulate.engine.executors import fifo_refusal
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.scenario import spec as SPEC
 from sandbox_fleet.simulate.scenario.run import build, load_scenario
 
+# Where the policy runs of this file's size run: the compiled admission kernel when numba compiles
+ENGINE = "admission-kernel" if fast.available() else "events"
 T_995_19 = 2.8609  # Student t, 0.995 quantile, 19 degrees of freedom (20 batch means)
 
 
@@ -58,6 +61,7 @@ def test_preemptive_top_class_sees_mmc_alone():
     res = run_workloads(Fleet(cap=c, admission="priority", preempt=True),
                         [Poisson(rate_per_s=lam_hi, n=30_000, holds=Exponential(1.0), priority=1, name="hi"),
                          Poisson(rate_per_s=lam_lo, n=5_000, holds=Exponential(1.0), name="lo")], seed=3)
+    assert res.engine == ENGINE  # the compiled admission kernel (the same bits as the pure loop)
     mean, half = batch_means_ci(class_waits(res, 0))
     expected = erlang_c_wait(lam_hi, 1.0, c)  # M/M/2 at rho 0.6: 0.5625 s
     assert abs(mean - expected) <= half, (mean, half, expected)
@@ -73,6 +77,7 @@ def test_non_preemptive_two_class_mm1_matches_cobham():
     res = run_workloads(Fleet(cap=1, admission="priority"),
                         [Poisson(rate_per_s=lam[0], n=30_000, holds=Exponential(mean_s[0]), priority=1, name="hi"),
                          Poisson(rate_per_s=lam[1], n=80_000, holds=Exponential(mean_s[1]), name="lo")], seed=11)
+    assert res.engine == ENGINE
     # Cobham: W0 = sum lam_i E[S_i^2] / 2 (E[S^2] = 2 mean^2), W_k = W0 / ((1 - sigma_{k-1})(1 - sigma_k))
     w0 = sum(lam_i * 2 * m**2 / 2 for lam_i, m in zip(lam, mean_s))
     rho = [lam_i * m for lam_i, m in zip(lam, mean_s)]

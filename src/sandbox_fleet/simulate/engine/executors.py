@@ -12,6 +12,10 @@ name                   what                                         runs
                        when the run pays the load)                  inference pool
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
+``admission-kernel``   the compiled admission loop                  fixed holds: every admission policy, start
+                       (``fast/admit_loop``)                        caps, queue timeouts, retries; not node
+                                                                    preemption nor shortest-timeout-first;
+                                                                    numba on, run large enough
 ``events``             the general event loop (``loop.py``)         everything
 ====================== ============================================ ==========================================
 
@@ -123,6 +127,30 @@ class ClosedLoopKernel(Executor):
         return pool_loop.run(prep, on_progress)
 
 
+class AdmissionKernel(Executor):
+    name, family = "admission-kernel", "events"
+
+    def why_not(self, prep: Prepared) -> str | None:
+        from sandbox_fleet.simulate.engine.fast import admit_loop
+
+        why = admit_loop.refusal(prep)
+        if why is not None:
+            return f"outside the admission kernel's feature set ({why})"
+        if fast.pure_python_forced():
+            return "SANDBOX_FLEET_PURE_PYTHON is set"
+        if not fast.available():
+            return "numba is not installed or NUMBA_DISABLE_JIT is set"
+        if not admit_loop.worth_it(prep):
+            return (f"fewer than {admit_loop.MIN_ROLLOUTS:,} rollouts while the kernel is not loaded in this "
+                    "process (loading it costs more than the pure loop spends)")
+        return None
+
+    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        from sandbox_fleet.simulate.engine.fast import admit_loop
+
+        return admit_loop.run(prep, on_progress)
+
+
 class Events(Executor):
     name, family = "events", "events"
 
@@ -133,7 +161,7 @@ class Events(Executor):
         return run_events(prep, on_progress)
 
 
-EXECUTORS: tuple[Executor, ...] = (Fifo(), ClosedLoopKernel(), Events())
+EXECUTORS: tuple[Executor, ...] = (Fifo(), ClosedLoopKernel(), AdmissionKernel(), Events())
 NAMES = tuple(ex.name for ex in EXECUTORS)
 
 

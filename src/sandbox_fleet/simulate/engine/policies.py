@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from sandbox_fleet.simulate.engine.loop_state import LoopState
 
 PRIORITY, CEILING = "priority", "timeout-ceiling"
-POLICIES = (PRIORITY, CEILING)
 QUOTA_KEYS = ("priority", "nominal", "borrow_limit")
 
 
@@ -266,6 +265,19 @@ class WorkloadQueues:
         self.used[w] -= 1
 
 
+#: admission name -> its queues (the pure loop's): each policy registers once, with ``register``
+REGISTRY: dict[str, type[WorkloadQueues]] = {}
+
+
+def register(name: str):
+    """Class decorator: the policy ``name`` dispatches through this ``WorkloadQueues`` subclass."""
+    def add(cls: type[WorkloadQueues]) -> type[WorkloadQueues]:
+        REGISTRY[name] = cls
+        return cls
+    return add
+
+
+@register(PRIORITY)
 class PriorityQueues(WorkloadQueues):
     """``admission = "priority"``: see the module docstring."""
 
@@ -337,6 +349,7 @@ class PriorityQueues(WorkloadQueues):
         return False
 
 
+@register(CEILING)
 class CeilingQueues(WorkloadQueues):
     """``admission = "timeout-ceiling"``: see the module docstring."""
 
@@ -393,5 +406,8 @@ class CeilingQueues(WorkloadQueues):
         del c[i]
 
 
+POLICIES = tuple(REGISTRY)  # the registered names (``problems``, ``invariants`` and ``steady`` read them)
+
+
 def make(policy: str, st: LoopState, p: int) -> WorkloadQueues:
-    return PriorityQueues(st, p) if policy == PRIORITY else CeilingQueues(st, p)
+    return REGISTRY[policy](st, p)

@@ -10,6 +10,7 @@ the function uncompiled, like the shim.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -63,8 +64,52 @@ def _compiles() -> bool:
     return not config.DISABLE_JIT  # type: ignore[attr-defined]  # set by numba from the environment
 
 
+def _objmode_shim(**types: Any) -> Any:
+    """``numba.objmode(...)`` without numba: the block runs as the Python it is."""
+    return contextlib.nullcontext()
+
+
 _real = _numba_njit()
 njit: Any = _real if _real is not None else _shim
+#: ``numba.objmode`` (a compiled kernel's block that runs as Python), or a no-op context without numba
+objmode: Any = _objmode_shim
+if _real is not None:
+    from numba import objmode as _numba_objmode
+
+    objmode = _numba_objmode
 #: whether functions decorated with ``njit`` are compiled in this process (numba is installed and
 #: ``NUMBA_DISABLE_JIT`` does not switch it off)
 COMPILED = _real is not None and _compiles()
+
+
+def _identity(a: Any) -> Any:
+    return a
+
+
+def _numba_borrow() -> Any:
+    """An intrinsic that returns the array ``a`` without its reference count (a null ``meminfo``).
+
+    A compiled kernel passes its arrays to helpers; numba counts a reference for every array it
+    passes or binds (an atomic add and subtract), which it cannot prune across inlined helpers:
+    measured at more than half of a kernel's time. A borrowed array is counted by nothing (numba's
+    ``NRT_incref`` skips a null ``meminfo``); the caller must keep the owner alive while the
+    borrowed view is in use (a kernel's arguments are alive for the call)."""
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def borrow(typingctx, a):
+        def codegen(context, builder, sig, args):
+            view = context.make_array(sig.args[0])(context, builder, value=args[0])
+            view.meminfo = cgutils.get_null_value(view.meminfo.type)
+            view.parent = cgutils.get_null_value(view.parent.type)
+            return view._getvalue()
+
+        return a(a), codegen
+
+    return borrow
+
+
+#: ``borrow(a)``: array ``a`` without reference counting, inside a compiled kernel (``a`` itself when
+#: the kernel runs as plain Python)
+borrow: Any = _numba_borrow() if COMPILED else _identity

@@ -1,0 +1,700 @@
+"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` over flat arrays, for
+runs with fixed holds (no inference pool): one source, compiled by numba (``cache=True``, into
+``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
+numba), the same bits either way and the same bits as the pure loop (tests compare them).
+
+What it runs: every admission policy of ``POLICY_CODES`` (first come first served, ``priority``
+with quotas and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays,
+retries (and a priority pool's evictions, which re-run their rollout), on open, closed and RL
+workloads. ``admit_loop.supported`` names what it does not run (node preemption, the
+shortest-timeout-first queue, an inference pool).
+
+State is one ``State`` NamedTuple of arrays (scalars in ``si``/``sf``, per pool ``pi``/``pf``, per
+workload ``wi``/``wf``, per rollout ``r_*``, per attempt row ``a_*``), so a run can pause (progress,
+growing its heap or its attempt rows) and resume where it stopped.
+
+A policy is its five hooks (``policies.py``'s shape): ``rank`` (the head's sort key before its
+queue order), ``admits`` (may the head start), ``make_room`` (free a slot when none is: evict),
+``started`` and ``ended`` (a slot taken or given back). Each pool keeps one first-come-first-served
+list per workload, linked through ``r_qn``; a rollout that left its list (dropped) stays in it
+until it surfaces at the head (lazy removal, as the pure loop's ``WorkloadQueues``).
+
+Why the retry draw calls Python (``objmode``): a retry's attempt is drawn from its own stream
+(``Prepared.retry_attempt``: seed, workload, rollout, attempt), the one place that rule lives;
+it is rare (evictions and retries), so the call's microseconds do not matter.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from sandbox_fleet.simulate.engine.fast._jit import borrow, njit, objmode
+
+I64 = npt.NDArray[np.int64]  # 1-d or 2-d, C order
+F64 = npt.NDArray[np.float64]
+
+# Event kinds (``simulate.engine.events``) and the open-arrival pseudo kind.
+FINISH, SLOT_READY, BUILD_DONE, RELEASE, TRAIN_DONE, DROP, ARRIVAL = 0, 1, 2, 3, 4, 7, -1
+PENDING, RUNNING = -2, -1
+COMPLETED, EXCEPTION, TIMEOUT, DROPPED, RETRIED = 0, 1, 2, 3, 4  # entities' attempt states
+PREEMPTION = 4  # entities.PREEMPTION (phase)
+K_OPEN, K_RL, K_CLOSED = 0, 1, 2
+
+# Admission policies (``admit_loop.POLICY_CODES``: the one registration of each name).
+FIFO, PRIORITY, CEILING = 0, 1, 2
+
+# si: int scalars
+(SEQ, HN, BUSY, WAITING, DONE, NEV, TRAINING, AI, CLOCK_OK, ROWS, EVICTIONS, QSEQ, EV_LIMIT, HEAP_MARGIN,
+ ROW_MARGIN) = range(15)
+N_SI = 15  # EV_LIMIT: heap events after which ``run`` pauses; the MARGINs: pushes / rows one event may add
+# sf: float scalars
+NOW, AREA_BUSY, AREA_WAIT = range(3)
+N_SF = 3
+# pi[p, c]: pool int columns (-1: none)
+P_POLICY, P_CAP, P_FREE, P_PROVN, P_START_CAP, P_BUILDING, P_ACTIVE, P_EVICTS, P_HAS_TIMEOUT, P_W0, P_NW = range(11)
+N_PI = 11
+# pf[p, c]: pool float columns
+PF_PROV, PF_TIMEOUT = range(2)
+N_PF = 2
+# wi[w, c]: workload int columns
+(W_KIND, W_POOL, W_NEXT, W_HI, W_POP, B_LO, B_N, VERSION, NEXT_REL, NEXT_TRAIN, TRAINING_W, STALENESS,
+ W_PRIO, W_NOMINAL, W_LIMIT, W_QH, W_QT, W_USED, W_TOP, W_NCEIL, W_MAX_RETRIES, W_RETRY_ON) = range(22)
+N_WI = 22
+# wf[w, c]: workload float columns
+WF_TRAIN_S, WF_START_S = range(2)
+N_WF = 2
+# ai[row, c], af[row, c]: attempt columns; ri[r, c]: rollout columns; bi, bf: RL batch columns
+A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW = range(6)  # A_BELOW: started before it on its workload
+N_AI = 6
+A_ENQ, A_START, A_FIN, A_BUILD, A_AGENT, A_VERIFY, A_HOLD = range(7)
+N_AF = 7
+R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
+N_RI = 9
+BI_START, BI_SIZE, BI_REM = range(3)
+N_BI = 3
+BF_RELEASE, BF_BATCH_END, BF_TRAIN_START, BF_TRAIN_END = range(4)
+N_BF = 4
+
+ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
+
+# The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
+RETRY_DRAW: list = [None]
+
+
+def draw_retry(r: int, k: int) -> tuple[float, float, float, float, int, int]:
+    return RETRY_DRAW[0](r, k)
+
+
+class State(NamedTuple):
+    """Everything the kernel reads and writes (``admit_loop.initial_state`` builds it). Few fields,
+    each a 2-d array of one dtype: a numba call passes every field's array struct, so 45 separate
+    arrays cost ~0.5 us per call (measured), 19 well under that."""
+
+    si: I64  # int scalars (``SI``: SEQ ...)
+    sf: F64  # float scalars (NOW ...)
+    ht: F64  # event heap: times
+    hi: I64  # event heap (2-d): seq, kind, payload, version
+    arr_t: F64  # open arrivals, sorted: times
+    arr_r: I64  # ... rollouts
+    pi: I64  # per pool (2-d, ``P_*``)
+    pf: F64  # per pool (2-d, ``PF_*``)
+    pw: I64  # the workloads of each pool, pool by pool (``pi[p, P_W0]``, ``pi[p, P_NW]``)
+    wi: I64  # per workload (2-d, ``W_*``)
+    wf: F64  # per workload (2-d, ``WF_*``)
+    ceil: F64  # per workload (2-d): running attempts' ceilings, sorted (timeout-ceiling pools)
+    bi: I64  # RL batches, flat across RL workloads (2-d, ``BI_*``)
+    bf: F64  # ... (2-d, ``BF_*``): when each was released, ended, trained
+    ri: I64  # per rollout (2-d, ``R_*``)
+    r_timeout: F64  # per rollout: its agent timeout (inf: none)
+    ai: I64  # per attempt row (2-d, ``A_*`` int columns); first attempts are rows 0..N-1, retries append
+    af: F64  # per attempt row (2-d, ``A_*`` float columns)
+    tmp: I64  # scratch per workload (2-d): next live entry, slots held (make_room's walk)
+
+
+@njit(cache=True, inline="always")
+def _less(t1, s1, t2, s2):
+    return t1 < t2 or (t1 == t2 and s1 < s2)
+
+
+@njit(cache=True, inline="always")
+def push(hi, ht, si, t, kind, x, v):
+    n = si[HN]
+    seq = si[SEQ]
+    si[SEQ] = seq + 1
+    si[HN] = n + 1
+    while n > 0:
+        parent = (n - 1) >> 1
+        if _less(t, seq, ht[parent], hi[parent, 0]):
+            ht[n] = ht[parent]
+            hi[n, 0] = hi[parent, 0]
+            hi[n, 1] = hi[parent, 1]
+            hi[n, 2] = hi[parent, 2]
+            hi[n, 3] = hi[parent, 3]
+            n = parent
+        else:
+            break
+    ht[n] = t
+    hi[n, 0] = seq
+    hi[n, 1] = kind
+    hi[n, 2] = x
+    hi[n, 3] = v
+
+
+@njit(cache=True, inline="always")
+def pop(hi, ht, si):
+    """Remove the heap's head (read it first)."""
+    n = si[HN] - 1
+    si[HN] = n
+    if n == 0:
+        return
+    t = ht[n]
+    s0, s1, s2, s3 = hi[n, 0], hi[n, 1], hi[n, 2], hi[n, 3]
+    pos = 0
+    while True:
+        c = 2 * pos + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(ht[c + 1], hi[c + 1, 0], ht[c], hi[c, 0]):
+            c += 1
+        if _less(ht[c], hi[c, 0], t, s0):
+            ht[pos] = ht[c]
+            hi[pos, 0] = hi[c, 0]
+            hi[pos, 1] = hi[c, 1]
+            hi[pos, 2] = hi[c, 2]
+            hi[pos, 3] = hi[c, 3]
+            pos = c
+        else:
+            break
+    ht[pos] = t
+    hi[pos, 0] = s0
+    hi[pos, 1] = s1
+    hi[pos, 2] = s2
+    hi[pos, 3] = s3
+
+
+# --- sorted ceilings (timeout-ceiling) ------------------------------------------------------
+@njit(cache=True, inline="always")
+def _bisect_right(ceil, w, n, x):
+    """``bisect.bisect_right`` on workload ``w``'s first ``n`` ceilings (2-d indexing: a row view
+    would count a reference)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < ceil[w, mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def _insort(ceil, wi, w, x):
+    n = wi[w, W_NCEIL]
+    i = _bisect_right(ceil, w, n, x)
+    for j in range(n, i, -1):
+        ceil[w, j] = ceil[w, j - 1]
+    ceil[w, i] = x
+    wi[w, W_NCEIL] = n + 1
+
+
+@njit(cache=True)
+def _remove(ceil, wi, w, x):
+    n = wi[w, W_NCEIL]
+    i = _bisect_right(ceil, w, n, x) - 1
+    assert i >= 0 and ceil[w, i] == x  # an ending attempt's ceiling was recorded
+    for j in range(i, n - 1):
+        ceil[w, j] = ceil[w, j + 1]
+    wi[w, W_NCEIL] = n - 1
+
+
+# --- the trainer ----------------------------------------------------------------------------
+@njit(cache=True)
+def next_release(bf, bi, wf, wi, v, now):
+    """When RL workload ``v``'s next batch goes out at the earliest, and its size (-1: none left)."""
+    j = wi[v, NEXT_REL]
+    if j >= wi[v, B_N]:
+        return 0.0, -1
+    size = bi[wi[v, B_LO] + j, BI_SIZE]
+    if j == 0:
+        return max(wf[v, WF_START_S], now), size
+    if wi[v, TRAINING_W] and wi[v, NEXT_TRAIN] + 1 + wi[v, STALENESS] >= j:
+        return bf[wi[v, B_LO] + wi[v, NEXT_TRAIN], BF_TRAIN_START] + wf[v, WF_TRAIN_S], size
+    return now + wf[v, WF_TRAIN_S], size
+
+
+@njit(cache=True, inline="always")
+def maybe_train(bf, bi, hi, ht, si, wf, wi, w, now):
+    j = wi[w, NEXT_TRAIN]
+    if wi[w, TRAINING_W] == 0 and j < wi[w, NEXT_REL] and bi[wi[w, B_LO] + j, BI_REM] == 0:
+        si[TRAINING] += 1
+        wi[w, TRAINING_W] = 1
+        bf[wi[w, B_LO] + j, BF_TRAIN_START] = now
+        push(hi, ht, si, now + wf[w, WF_TRAIN_S], TRAIN_DONE, w, 0)
+
+
+@njit(cache=True)
+def release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
+    """Release every batch of RL workload ``w`` eligible now (``trainer.RLState.take_releasable``);
+    the pool to dispatch next (-1: none was)."""
+    any_ = False
+    lo = wi[w, B_LO]
+    while wi[w, NEXT_REL] < wi[w, B_N] and wi[w, NEXT_REL] <= wi[w, VERSION] + wi[w, STALENESS]:
+        j = wi[w, NEXT_REL]
+        wi[w, NEXT_REL] = j + 1
+        bf[lo + j, BF_RELEASE] = now
+        s0 = bi[lo + j, BI_START]
+        for r in range(s0, s0 + bi[lo + j, BI_SIZE]):
+            enqueue(af, hi, ht, pf, pi, ri, si, wi, r, r, now)
+        any_ = True
+    return wi[w, W_POOL] if any_ else -1
+
+
+# --- queues and slots -----------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now):
+    w = ri[r, R_WORK]
+    p = ri[r, R_POOL]
+    af[row, A_ENQ] = now
+    ri[r, R_QN] = -1
+    si[QSEQ] += 1  # queue order: one counter for every list
+    ri[r, R_QSEQ] = si[QSEQ]
+    t = wi[w, W_QT]
+    if t >= 0:
+        ri[t, R_QN] = r
+    else:
+        wi[w, W_QH] = r
+    wi[w, W_QT] = r
+    ri[r, R_QUEUED] = 1
+    ri[r, R_EPOCH] += 1
+    si[WAITING] += 1
+    if pi[p, P_HAS_TIMEOUT]:
+        push(hi, ht, si, now + pf[p, PF_TIMEOUT], DROP, r, ri[r, R_EPOCH])
+
+
+@njit(cache=True, inline="always")
+def live(ri, r):
+    """The first rollout at or after ``r`` in its list that still waits (-1: none)."""
+    while r >= 0 and not ri[r, R_QUEUED]:
+        r = ri[r, R_QN]
+    return r
+
+
+@njit(cache=True, inline="always")
+def rank(wi, policy, w, used):
+    if policy == PRIORITY:
+        return (1 if used >= wi[w, W_NOMINAL] else 0), -wi[w, W_PRIO]
+    if policy == CEILING:
+        return (0 if wi[w, W_KIND] == K_RL else 1), 0
+    return 0, 0
+
+
+@njit(cache=True, inline="always")
+def admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, policy, p, w, r, used, now):
+    if policy == PRIORITY:
+        return used < wi[w, W_LIMIT]
+    if policy == CEILING:
+        return ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, p, w, r, now)
+    return True
+
+
+@njit(cache=True)
+def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, p, w, r, now):
+    """A rollout whose ceiling passes an RL workload's next release starts only if the slots left
+    at that release still hold the released batch (``policies.CeilingQueues.admits``)."""
+    ceiling = now + r_timeout[r]
+    cap = pi[p, P_CAP]
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    for i in range(nw):
+        v = pw[w0 + i]
+        if v == w or wi[v, W_KIND] != K_RL:
+            continue
+        t_rel, batch = next_release(bf, bi, wf, wi, v, now)
+        if batch < 0 or ceiling <= t_rel:
+            continue
+        past = 0
+        for k in range(nw):
+            u = pw[w0 + k]
+            if u != v:
+                n = wi[u, W_NCEIL]
+                past += n - _bisect_right(ceil, u, n, t_rel)
+        if cap >= 0 and past + 1 > cap - batch:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def started(ai, ceil, r_timeout, wi, policy, w, row, now):
+    wi[w, W_USED] += 1
+    if policy == PRIORITY and wi[w, W_TOP] != -2:  # -2: the pool never evicts
+        ai[row, A_BELOW] = wi[w, W_TOP]
+        wi[w, W_TOP] = row
+    elif policy == CEILING:
+        _insort(ceil, wi, w, now + r_timeout[ai[row, A_ROLL]])
+
+
+@njit(cache=True, inline="always")
+def ended(af, ai, ceil, r_timeout, wi, policy, w, row):
+    wi[w, W_USED] -= 1
+    if policy == CEILING:
+        _remove(ceil, wi, w, af[row, A_START] + r_timeout[ai[row, A_ROLL]])
+
+
+@njit(cache=True, inline="always")
+def best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now):
+    """The waiting rollout pool ``p`` starts first given each workload's next live entry ``tmp[0, w]``
+    and slots held ``tmp[1, w]``: (workload, rollout), (-1, -1) when the policy admits none."""
+    policy = pi[p, P_POLICY]
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    bw, br = -1, -1
+    b1, b2, b3 = 0, 0, 0
+    for i in range(nw):
+        w = pw[w0 + i]
+        r = tmp[0, w]
+        if r < 0 or not admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, policy, p, w, r, tmp[1, w], now):
+            continue
+        k1, k2 = rank(wi, policy, w, tmp[1, w])
+        k3 = ri[r, R_QSEQ]
+        if bw < 0 or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and k3 < b3))):
+            bw, br, b1, b2, b3 = w, r, k1, k2, k3
+    return bw, br
+
+
+@njit(cache=True, inline="always")
+def place(af, ai, hi, ht, pi, si, p, row, now):
+    """Start attempt ``row`` now in pool ``p`` (``LoopState.place``)."""
+    af[row, A_START] = now
+    ai[row, A_STATE] = RUNNING
+    si[BUSY] += 1
+    if pi[p, P_START_CAP] >= 0:
+        pi[p, P_BUILDING] += 1
+        push(hi, ht, si, now + af[row, A_BUILD], BUILD_DONE, row, 0)
+    push(hi, ht, si, now + af[row, A_HOLD], FINISH, row, 0)
+
+
+@njit(cache=True, inline="always")
+def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+    """Start waiting rollouts of pool ``p`` while slots (and start-cap room) last, the policy
+    choosing which (``policies.WorkloadQueues.dispatch``)."""
+    if pi[p, P_ACTIVE]:
+        return
+    pi[p, P_ACTIVE] = 1
+    policy = pi[p, P_POLICY]
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    while True:
+        if pi[p, P_START_CAP] >= 0 and pi[p, P_BUILDING] >= pi[p, P_START_CAP]:
+            break
+        got = True
+        if pi[p, P_CAP] >= 0:
+            if pi[p, P_FREE] > 0:
+                pi[p, P_FREE] -= 1
+            else:
+                got = False
+        for i in range(nw):  # each list's head, dead entries dropped for good
+            w = pw[w0 + i]
+            h = live(ri, wi[w, W_QH])
+            wi[w, W_QH] = h
+            if h < 0:
+                wi[w, W_QT] = -1
+            tmp[0, w] = h
+            tmp[1, w] = wi[w, W_USED]
+        w, r = -1, -1
+        if got or pi[p, P_EVICTS]:
+            w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
+        if w < 0:
+            if got:
+                pi[p, P_FREE] += 1
+            break
+        if not got:
+            if make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+                continue
+            break
+        q = ri[r, R_QN]
+        wi[w, W_QH] = q
+        if q < 0:
+            wi[w, W_QT] = -1
+        ri[r, R_QUEUED] = 0
+        si[WAITING] -= 1
+        row = ri[r, R_ROW]
+        started(ai, ceil, r_timeout, wi, policy, w, row, now)
+        place(af, ai, hi, ht, pi, si, p, row, now)
+    pi[p, P_ACTIVE] = 0
+
+
+@njit(cache=True)
+def dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+    """``dispatch_inline`` as a call (its rare call sites)."""
+    dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
+
+
+@njit(cache=True)
+def latest(ai, wi, w):
+    """Workload ``w``'s most recently started attempt still running (-1: none)."""
+    row = wi[w, W_TOP]
+    while row >= 0 and ai[row, A_STATE] != RUNNING:
+        row = ai[row, A_BELOW]
+    wi[w, W_TOP] = row
+    return row
+
+
+@njit(cache=True)
+def victim(af, ai, pi, pw, wi, p, w, used_w):
+    """The attempt a rollout of ``w`` holding ``used_w`` slots may evict (-1: none)."""
+    reclaim = used_w < wi[w, W_NOMINAL]
+    best_row = -1
+    k1, k2, k3 = 0, 0.0, 0
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    for i in range(nw):
+        v = pw[w0 + i]
+        if v == w or wi[v, W_USED] <= wi[v, W_NOMINAL]:
+            continue  # only a borrowing workload loses slots
+        if not (wi[v, W_PRIO] < wi[w, W_PRIO] or reclaim):
+            continue
+        row = latest(ai, wi, v)
+        if row < 0:
+            continue
+        c1, c2, c3 = wi[v, W_PRIO], -af[row, A_START], -row
+        if best_row < 0 or c1 < k1 or (c1 == k1 and (c2 < k2 or (c2 == k2 and c3 < k3))):
+            best_row, k1, k2, k3 = row, c1, c2, c3
+    return best_row
+
+
+@njit(cache=True)
+def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+    """No slot is free: evict for the first waiting rollout that slots on their way will not reach
+    (``policies.PriorityQueues.make_room``); whether it did."""
+    if pi[p, P_POLICY] != PRIORITY or not pi[p, P_EVICTS]:
+        return False
+    covered = pi[p, P_PROVN]
+    while True:
+        w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
+        if w < 0:
+            return False
+        if covered:
+            covered -= 1
+            tmp[1, w] += 1
+            tmp[0, w] = live(ri, ri[r, R_QN])
+            continue
+        row = victim(af, ai, pi, pw, wi, p, w, tmp[1, w])
+        if row < 0:
+            return False
+        si[EVICTIONS] += 1
+        ri[ai[row, A_ROLL], R_EVICTED] += 1
+        cut_short(af, ai, pi, ri, row, now)
+        end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi, row, EXCEPTION, PREEMPTION, True, now)
+        return True
+
+
+# --- attempts ending ------------------------------------------------------------------------
+@njit(cache=True)
+def cut_short(af, ai, pi, ri, row, now):
+    """Running attempt ``row`` stops now: its phases end where it is (``LoopState.cut_short``)."""
+    elapsed = now - af[row, A_START]
+    b, a = af[row, A_BUILD], af[row, A_AGENT]
+    if elapsed < b:
+        p = ri[ai[row, A_ROLL], R_POOL]
+        if pi[p, P_START_CAP] >= 0:
+            pi[p, P_BUILDING] -= 1
+        af[row, A_BUILD] = elapsed
+        af[row, A_AGENT] = 0.0
+        af[row, A_VERIFY] = 0.0
+    elif elapsed < b + a:
+        af[row, A_AGENT] = elapsed - b
+        af[row, A_VERIFY] = 0.0
+    else:
+        af[row, A_VERIFY] = elapsed - b - a
+
+
+@njit(cache=True, inline="always")
+def terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now):
+    """Rollout ``r`` ended: count it, start a closed population's next, settle an RL batch."""
+    si[DONE] += 1
+    w = ri[r, R_WORK]
+    if wi[w, W_KIND] == K_CLOSED:
+        nx = wi[w, W_NEXT]
+        if nx < wi[w, W_HI]:
+            wi[w, W_NEXT] = nx + 1
+            enqueue(af, hi, ht, pf, pi, ri, si, wi, nx, nx, now)
+    elif wi[w, W_KIND] == K_RL:
+        j = wi[w, B_LO] + ri[r, R_BATCH]
+        bi[j, BI_REM] -= 1
+        if bi[j, BI_REM] == 0:
+            bf[j, BF_BATCH_END] = now
+            maybe_train(bf, bi, hi, ht, si, wf, wi, w, now)
+
+
+@njit(cache=True)
+def append_retry(af, ai, hi, ht, pf, pi, ri, si, wi, r, k, now):
+    """A new attempt row for rollout ``r`` (its attempt ``k``), queued now."""
+    with objmode(b="float64", a="float64", v="float64", h="float64", s="int64", ph="int64"):
+        b, a, v, h, s, ph = draw_retry(r, k)
+    row = si[ROWS]
+    si[ROWS] = row + 1
+    ai[row, A_ROLL] = r
+    ai[row, A_TRY] = k
+    af[row, A_ENQ] = np.nan
+    af[row, A_START] = np.nan
+    af[row, A_FIN] = np.nan
+    ai[row, A_STATE] = PENDING
+    ai[row, A_PHASE] = ph
+    af[row, A_BUILD] = b
+    af[row, A_AGENT] = a
+    af[row, A_VERIFY] = v
+    af[row, A_HOLD] = h
+    ai[row, A_PLAN] = s
+    ai[row, A_BELOW] = -1
+    ri[r, R_ROW] = row
+    enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now)
+
+
+@njit(cache=True, inline="always")
+def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi, row, state, phase, requeue, now):
+    """Close a running attempt now; retry its rollout (always when ``requeue``) or end it, and free
+    its slot. The caller dispatches the pool next (``LoopState.end_attempt`` does it inside: here
+    an eviction's call would find the pool's dispatch active, and a cached numba function must not
+    recurse)."""
+    r = ai[row, A_ROLL]
+    p = ri[r, R_POOL]
+    w = ri[r, R_WORK]
+    si[BUSY] -= 1
+    af[row, A_FIN] = now
+    ai[row, A_PHASE] = phase
+    ended(af, ai, ceil, r_timeout, wi, pi[p, P_POLICY], w, row)
+    tries = ai[row, A_TRY] - ri[r, R_EVICTED]
+    retry = (state == EXCEPTION and (wi[w, W_RETRY_ON] >> phase) & 1 == 1 and tries < wi[w, W_MAX_RETRIES])
+    if requeue or retry:
+        ai[row, A_STATE] = RETRIED
+        append_retry(af, ai, hi, ht, pf, pi, ri, si, wi, r, ai[row, A_TRY] + 1, now)
+    else:
+        ai[row, A_STATE] = state
+        terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
+    if pi[p, P_CAP] >= 0:  # free the slot
+        if pf[p, PF_PROV] > 0:
+            pi[p, P_PROVN] += 1
+            push(hi, ht, si, now + pf[p, PF_PROV], SLOT_READY, p, 0)
+        else:
+            pi[p, P_FREE] += 1
+
+
+@njit(cache=True)
+def on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, epoch, now):
+    """The rollout waited past the queue timeout: it ends without a sandbox. The pool to dispatch
+    (-1: none)."""
+    if not (ri[r, R_QUEUED] and ri[r, R_EPOCH] == epoch):
+        return -1
+    ri[r, R_QUEUED] = 0
+    si[WAITING] -= 1
+    row = ri[r, R_ROW]
+    af[row, A_FIN] = now
+    ai[row, A_STATE] = DROPPED
+    ai[row, A_PLAN] = DROPPED
+    ai[row, A_PHASE] = 0
+    af[row, A_BUILD] = 0.0
+    af[row, A_AGENT] = 0.0
+    af[row, A_VERIFY] = 0.0
+    terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
+    w = ri[r, R_WORK]
+    if wi[w, W_KIND] == K_CLOSED:  # its successor entered the queue
+        return ri[r, R_POOL]
+    return -1
+
+
+@njit(cache=True)
+def on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
+    """A closed population starts, or RL batches are released: the pool to dispatch (-1: none)."""
+    if wi[w, W_KIND] == K_CLOSED:
+        for _ in range(wi[w, W_POP]):
+            nx = wi[w, W_NEXT]
+            if nx < wi[w, W_HI]:
+                wi[w, W_NEXT] = nx + 1
+                enqueue(af, hi, ht, pf, pi, ri, si, wi, nx, nx, now)
+        return wi[w, W_POOL]
+    return release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
+
+
+@njit(cache=True)
+def on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, w, now):
+    si[TRAINING] -= 1
+    bf[wi[w, B_LO] + wi[w, NEXT_TRAIN], BF_TRAIN_END] = now
+    wi[w, TRAINING_W] = 0
+    wi[w, VERSION] += 1
+    wi[w, NEXT_TRAIN] += 1
+    p = release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
+    if p >= 0:
+        # before the next step is pushed (the event order at equal times)
+        dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
+    maybe_train(bf, bi, hi, ht, si, wf, wi, w, now)
+
+
+@njit(cache=True)
+def run(S):
+    """Process events until the run ends (``ST_DONE``), ``ev_limit`` heap events have run
+    (``ST_PAUSE``) or the heap or the attempt rows may not hold the next event (``ST_GROW``)."""
+    # The arrays are taken out of the tuple once, borrowed (``_jit.borrow``): numba counts a
+    # reference for every array a helper is passed (an atomic add and subtract), measured at more
+    # than half the kernel's time; ``S`` owns them for the whole call.
+    af, ai, arr_r, arr_t, bf, bi = borrow(S.af), borrow(S.ai), borrow(S.arr_r), borrow(S.arr_t), borrow(S.bf), borrow(S.bi)
+    ceil, hi, ht, pf, pi, pw = borrow(S.ceil), borrow(S.hi), borrow(S.ht), borrow(S.pf), borrow(S.pi), borrow(S.pw)
+    r_timeout, ri, sf, si, tmp = borrow(S.r_timeout), borrow(S.ri), borrow(S.sf), borrow(S.si), borrow(S.tmp)
+    wf, wi = borrow(S.wf), borrow(S.wi)
+    n = ri.shape[0]
+    na = arr_t.size
+    while si[DONE] < n or si[TRAINING]:
+        if si[HN] + si[HEAP_MARGIN] > ht.size or si[ROWS] + si[ROW_MARGIN] > ai.shape[0]:
+            return ST_GROW
+        k = si[AI]
+        if si[HN] > 0 and (k >= na or ht[0] <= arr_t[k]):
+            if si[NEV] >= si[EV_LIMIT]:
+                return ST_PAUSE
+            t = ht[0]
+            kind = hi[0, 1]
+            x = hi[0, 2]
+            xv = hi[0, 3]
+            pop(hi, ht, si)
+            si[NEV] += 1
+        elif k < na:
+            t = arr_t[k]
+            kind = ARRIVAL
+            x = arr_r[k]
+            xv = 0
+            si[AI] = k + 1
+        else:
+            break
+        now = sf[NOW]
+        if t < now:
+            si[CLOCK_OK] = 0
+        dt = t - now
+        sf[AREA_BUSY] += si[BUSY] * dt
+        if si[WAITING]:
+            sf[AREA_WAIT] += si[WAITING] * dt
+        sf[NOW] = t
+        now = t
+        # Each handler names the pool to dispatch after it (-1: none), so the dispatch below is
+        # the loop's one call site (compiled inline, as end_attempt's).
+        p = -1
+        if kind == FINISH:
+            if ai[x, A_STATE] == RUNNING:
+                end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
+                p = ri[ai[x, A_ROLL], R_POOL]
+        elif kind == ARRIVAL:
+            enqueue(af, hi, ht, pf, pi, ri, si, wi, x, x, now)
+            p = ri[x, R_POOL]
+        elif kind == SLOT_READY:
+            pi[x, P_PROVN] -= 1
+            pi[x, P_FREE] += 1
+            p = x
+        elif kind == BUILD_DONE:
+            if ai[x, A_STATE] == RUNNING:
+                p = ri[ai[x, A_ROLL], R_POOL]
+                pi[p, P_BUILDING] -= 1
+        elif kind == RELEASE:
+            p = on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, x, now)
+        elif kind == TRAIN_DONE:
+            on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, x, now)
+        elif kind == DROP:
+            p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
+        if p >= 0:
+            dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
+    return ST_DONE

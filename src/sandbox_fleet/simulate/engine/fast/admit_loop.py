@@ -1,0 +1,245 @@
+"""The compiled admission loop: fixed-hold runs (no inference pool) on ``_admit_kernel``.
+
+``supported(prep)`` says whether a prepared run is in the kernel's feature set; ``run`` returns
+what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission policy
+registered in ``POLICY_CODES`` (FIFO, ``priority`` with quotas and preemption, ``timeout-ceiling``),
+start caps, queue timeouts, provisioning delays and retries, on open, closed and RL workloads.
+Outside it (the pure loop runs them): node preemption (``preempt_rate_per_node_s``), the
+``shortest-timeout-first`` queue, a timeout-ceiling pool without a cap, an inference pool.
+
+The kernel is cached on disk like the closed-loop kernel's (``_jit.cache_dir()``); ``worth_it``
+sends runs too small to pay a process's first load to the pure loop until it is loaded.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import numpy as np
+
+from sandbox_fleet.simulate.engine.result import ExecutorOutput
+from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
+
+_KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
+#: admission policy name -> its code in the kernel (the one registration of each policy the kernel runs)
+POLICY_CODES = {"fifo": 0, "priority": 1, "timeout-ceiling": 2}
+KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
+MIN_ROLLOUTS = 20_000  # rollouts from which a process's first kernel run beats the pure loop
+PROGRESS_EVERY = 1 << 16  # heap events between progress callbacks
+NO_LIMIT = -1  # the kernel's "none" for caps and limits
+
+
+def load() -> None:
+    """Import numba and the kernel and compile or load it now, on a two-rollout run (numba compiles
+    on the first call; later runs of any size then use it)."""
+    from sandbox_fleet.simulate.engine.distributions import Deterministic
+    from sandbox_fleet.simulate.engine.entities import Fleet
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel  # noqa: F401
+    from sandbox_fleet.simulate.engine.prepare import prepare
+    from sandbox_fleet.simulate.engine.workloads import Poisson
+
+    run(prepare(Fleet(cap=1), [Poisson(rate_per_s=1.0, n=2, holds=Deterministic(1.0))], 0))
+
+
+def loaded() -> bool:
+    return _KERNEL in sys.modules
+
+
+def worth_it(prep) -> bool:
+    """Whether the kernel pays for its per-process load on this run."""
+    return loaded() or prep.n >= MIN_ROLLOUTS
+
+
+def refusal(prep) -> str | None:
+    """Why the kernel cannot run this prepared run (``None``: it can)."""
+    if prep.inference is not None:
+        return "an inference pool serves the model calls"
+    for pl in prep.pools:
+        if pl.admission not in POLICY_CODES:
+            return f"admission {pl.admission!r}"
+        if pl.preempt_rate_per_node_s != 0:
+            return "node preemption"
+        if pl.admission == "timeout-ceiling" and pl.cap is None:
+            return "a timeout-ceiling pool without a cap"
+    for wl in prep.workloads:
+        if wl.kind not in KINDS:
+            return f"workload kind {wl.kind!r}"
+    return None
+
+
+def _timeouts(prep) -> np.ndarray:
+    out = np.full(prep.n, np.inf)
+    for w, ep in enumerate(prep.episodes):
+        t = ep.agent_timeout_s
+        lo, hi = int(prep.offsets[w]), int(prep.offsets[w + 1])
+        if t is not None:
+            out[lo:hi] = np.asarray(t, dtype=float)
+    return out
+
+
+def initial_state(prep, on_progress=None):
+    """The kernel's ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+    from sandbox_fleet.simulate.engine.trainer import rl_states
+
+    N = prep.n
+    pools, wls = prep.pools, prep.workloads
+    P, W = len(pools), len(wls)
+    i64 = np.int64
+    caps = [int(pl.cap) for pl in pools if pl.cap is not None]
+    row_margin = (max(caps) if caps else 0) + 2  # rows one event may append: an eviction per slot, a retry
+    heap_margin = 2 * N + 4 * sum(caps) + 16  # pushes one event may make
+    rows0 = N + max(row_margin, N // 8)
+
+    si = np.zeros(K.N_SI, dtype=i64)
+    si[K.CLOCK_OK] = 1
+    si[K.ROWS] = N
+    pi = np.full((P, K.N_PI), 0, dtype=i64)
+    pf = np.zeros((P, K.N_PF))
+    order: list[int] = []
+    for p, pl in enumerate(pools):
+        mine = [w for w, wl in enumerate(wls) if wl.pool == p]
+        pi[p, K.P_POLICY] = POLICY_CODES[pl.admission]
+        pi[p, K.P_CAP] = NO_LIMIT if pl.cap is None else int(pl.cap)
+        pi[p, K.P_FREE] = 0 if pl.cap is None else int(pl.cap)
+        pi[p, K.P_START_CAP] = NO_LIMIT if pl.start_cap is None else int(pl.start_cap)
+        pi[p, K.P_EVICTS] = int(pl.admission == "priority" and bool(pl.preempt))
+        pi[p, K.P_HAS_TIMEOUT] = int(pl.queue_timeout_s is not None)
+        pi[p, K.P_W0], pi[p, K.P_NW] = len(order), len(mine)
+        order += mine
+        pf[p, K.PF_PROV] = pl.provision_delay_s
+        pf[p, K.PF_TIMEOUT] = 0.0 if pl.queue_timeout_s is None else float(pl.queue_timeout_s)
+
+    wi = np.zeros((W, K.N_WI), dtype=i64)
+    wf = np.zeros((W, K.N_WF))
+    sizes: list[int] = []
+    starts: list[int] = []
+    r_batch = np.zeros(N, dtype=i64)
+    rl = rl_states(wls, prep.offsets, r_batch)  # the trainer's state, as the pure loop sets it up
+    for w, wl in enumerate(wls):
+        pl = pools[wl.pool]
+        wi[w, K.W_KIND] = KINDS[wl.kind]
+        wi[w, K.W_POOL] = wl.pool
+        wi[w, K.W_NEXT] = int(prep.offsets[w])
+        wi[w, K.W_HI] = int(prep.offsets[w + 1])
+        wi[w, K.W_QH] = wi[w, K.W_QT] = -1
+        wi[w, K.W_TOP] = -1 if pi[wl.pool, K.P_EVICTS] else -2
+        wi[w, K.W_MAX_RETRIES] = prep.max_retries[w]
+        wi[w, K.W_RETRY_ON] = sum(1 << int(c) for c in prep.retry_on[w])
+        wf[w, K.WF_START_S] = float(wl.start_s)
+        if pl.admission == "priority":
+            nominal = int(wl.nominal or 0)
+            limit = int(pl.cap) if pl.cap is not None else np.iinfo(i64).max
+            if wl.borrow_limit is not None:
+                limit = min(limit, nominal + int(wl.borrow_limit))
+            wi[w, K.W_PRIO], wi[w, K.W_NOMINAL], wi[w, K.W_LIMIT] = int(wl.priority or 0), nominal, limit
+        if wl.kind == CLOSED:
+            wi[w, K.W_POP] = min(wl.population, wl.count)
+        if wl.kind == RL:
+            st = rl[w]
+            wi[w, K.B_LO] = len(sizes)
+            wi[w, K.B_N] = len(st.sizes)
+            wi[w, K.STALENESS] = st.staleness
+            wf[w, K.WF_TRAIN_S] = st.train_s
+            wf[w, K.WF_START_S] = st.start_s
+            sizes += [int(sz) for sz in st.sizes]
+            starts += [st.base + int(s0) for s0 in st.starts]
+    ceil_cap = max([int(pl.cap) for pl in pools if pl.admission == "timeout-ceiling"] or [0]) + 1
+    nb = len(sizes)
+
+    si[K.EV_LIMIT] = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
+    si[K.HEAP_MARGIN], si[K.ROW_MARGIN] = heap_margin, row_margin
+    bi = np.zeros((nb, K.N_BI), dtype=i64)
+    bi[:, K.BI_START], bi[:, K.BI_SIZE], bi[:, K.BI_REM] = starts, sizes, sizes
+    ri = np.zeros((N, K.N_RI), dtype=i64)
+    ri[:, K.R_WORK] = np.repeat(np.arange(W, dtype=i64), prep.counts)
+    ri[:, K.R_POOL] = np.repeat(np.array([wl.pool for wl in wls], dtype=i64), prep.counts)
+    ri[:, K.R_BATCH] = r_batch
+    ri[:, K.R_ROW] = np.arange(N)
+    ri[:, K.R_QN] = -1
+    ai = np.zeros((rows0, K.N_AI), dtype=i64)
+    ai[:N, K.A_ROLL] = np.arange(N)
+    ai[:, K.A_STATE] = K.PENDING
+    ai[:N, K.A_PHASE] = prep.phase
+    ai[:N, K.A_PLAN] = prep.plan
+    ai[:, K.A_BELOW] = -1
+    af = np.full((rows0, K.N_AF), np.nan)
+    for c, v in ((K.A_BUILD, prep.build), (K.A_AGENT, prep.agent), (K.A_VERIFY, prep.verify), (K.A_HOLD, prep.hold_np)):
+        af[:N, c] = v
+    S = K.State(
+        si=si, sf=np.zeros(K.N_SF), ht=np.zeros(heap_margin + 1024), hi=np.zeros((heap_margin + 1024, 4), dtype=i64),
+        arr_t=np.array(prep.arr_t_np, dtype=float), arr_r=np.asarray(prep.arr_ids, dtype=i64),
+        pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
+        bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
+        tmp=np.zeros((2, W), dtype=i64))
+    # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
+    for w, st in rl.items():
+        K.push(S.hi, S.ht, S.si, st.start_s, K.RELEASE, w, 0)
+    for w, wl in enumerate(wls):
+        if wl.kind == CLOSED:
+            K.push(S.hi, S.ht, S.si, float(wl.start_s), K.RELEASE, w, 0)
+    return S, rl
+
+
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` with room for ``size`` rows (the new ones zero)."""
+    if a.shape[0] >= size:
+        return np.ascontiguousarray(a)
+    out = np.zeros((size, *a.shape[1:]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def run(prep, on_progress=None) -> ExecutorOutput:
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+
+    N = prep.n
+    S, rl = initial_state(prep, on_progress)
+    K.RETRY_DRAW[0] = prep.retry_attempt
+    # The retry draws (Python, through objmode) allocate; a cyclic collection they trigger would
+    # walk every object of the process (measured: the largest cost of a run with evictions). The
+    # kernel makes no cycles, so the collector waits until it returns.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while True:
+            status = K.run(S)
+            if status == K.ST_DONE:
+                break
+            if status == K.ST_GROW:
+                rows, heap = S.ai.shape[0], S.ht.size
+                if int(S.si[K.ROWS]) + int(S.si[K.ROW_MARGIN]) > rows:
+                    rows *= 2
+                if int(S.si[K.HN]) + int(S.si[K.HEAP_MARGIN]) > heap:
+                    heap *= 2
+                S = S._replace(ht=_grown(S.ht, heap), hi=_grown(S.hi, heap), ai=_grown(S.ai, rows), af=_grown(S.af, rows))
+            else:
+                on_progress(int(S.si[K.DONE]), N)
+                S.si[K.EV_LIMIT] += PROGRESS_EVERY
+    finally:
+        K.RETRY_DRAW[0] = None
+        if was_enabled:
+            gc.enable()
+
+    wi, bf = S.wi, S.bf
+    for w, st in rl.items():
+        lo, hi_ = int(wi[w, K.B_LO]), int(wi[w, K.B_LO] + wi[w, K.B_N])
+        st.release_s = bf[lo:hi_, K.BF_RELEASE].tolist()
+        st.batch_end_s = bf[lo:hi_, K.BF_BATCH_END].tolist()
+        st.train_start_s = bf[lo:hi_, K.BF_TRAIN_START].tolist()
+        st.train_end_s = bf[lo:hi_, K.BF_TRAIN_END].tolist()
+        st.rem = S.bi[lo:hi_, K.BI_REM].tolist()
+        st.version, st.next_release, st.next_train = (int(wi[w, c]) for c in (K.VERSION, K.NEXT_REL, K.NEXT_TRAIN))
+        st.training = bool(wi[w, K.TRAINING_W])
+
+    rows = int(S.si[K.ROWS])
+    cols = {"arrival_s": S.af[:, K.A_ENQ], "start_s": S.af[:, K.A_START], "finish_s": S.af[:, K.A_FIN],
+            "state": S.ai[:, K.A_STATE], "phase": S.ai[:, K.A_PHASE], "build_s": S.af[:, K.A_BUILD],
+            "agent_s": S.af[:, K.A_AGENT], "verify_s": S.af[:, K.A_VERIFY]}
+    first = {k: (v[:N].astype(np.int8) if k in ("state", "phase") else v[:N].copy()) for k, v in cols.items()}
+    extra = {k: v[N:rows].tolist() for k, v in cols.items()}
+    extra["rollout"] = S.ai[N:rows, K.A_ROLL].tolist()
+    extra["attempt"] = S.ai[N:rows, K.A_TRY].tolist()
+    return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=0, area_busy=float(S.sf[K.AREA_BUSY]),
+                          area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]))

@@ -1,0 +1,194 @@
+"""The compiled admission kernel (``simulate/engine/fast/admit_loop`` + ``_admit_kernel``) against
+the pure event loop (``loop.run_events``), its oracle: the same attempts, phases, trainer steps and
+time integrals, byte for byte, on every admission policy, start caps, queue timeouts, provisioning
+delays, retries and evictions, compiled and (in fresh processes) as plain Python.
+
+The theory checks of the policies (Cobham's two-class M/M/1, the preemptive M/M/c's top class as
+Erlang C) live in ``test_policies.py`` and assert that they ran on this kernel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
+from sandbox_fleet.simulate.engine import executors
+from sandbox_fleet.simulate.engine.entities import Build, Episode, RetryPolicy
+from sandbox_fleet.simulate.engine.loop import run_events
+from sandbox_fleet.simulate.engine.prepare import prepare
+from sandbox_fleet.simulate.engine.workloads import AsyncRL
+from sandbox_fleet.simulate.scenario.run import build, load_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples" / "scenarios"
+
+
+def _flaky_episode(mean_s: float, timeout_s: float | None = None) -> Episode:
+    """Holds with build misses and exceptions in every phase (so retries happen)."""
+    return Episode(agent=Exponential(mean_s), build=Build(hit_p=0.7, hit=Exponential(0.2), miss=Exponential(2.0)),
+                   verifier=Exponential(0.5), exception_p={"build": 0.1, "verifier": 0.1},
+                   exception_rate_per_s={"agent": 0.01}, agent_timeout_s=timeout_s)
+
+
+RETRY = RetryPolicy(max_retries=2)
+
+CASES = {
+    "priority_quotas_preempt_provisioning": lambda: (
+        Fleet(cap=6, admission="priority", preempt=True, provision_delay_s=0.5),
+        [Poisson(rate_per_s=1.5, n=600, holds=Exponential(2.0), priority=2, nominal=2, borrow_limit=3, name="hi"),
+         Poisson(rate_per_s=1.0, n=400, holds=Exponential(3.0), nominal=1, name="lo"),
+         Closed(population=4, n=300, holds=Exponential(2.5), priority=1, name="mid")]),
+    "priority_preempt_counted_with_retries": lambda: (
+        Fleet(cap=5, admission="priority", preempt=True),
+        [Poisson(rate_per_s=2.0, n=500, episode=_flaky_episode(1.5), retry=RETRY, priority=1, name="hi"),
+         Closed(population=6, n=400, episode=_flaky_episode(2.0), retry=RETRY, name="lo")]),
+    "priority_start_cap_queue_timeout": lambda: (
+        Fleet(cap=4, admission="priority", start_cap=2, queue_timeout_s=4.0),
+        [Poisson(rate_per_s=1.2, n=500, episode=_flaky_episode(2.0), retry=RETRY, priority=3, name="a"),
+         Closed(population=5, n=300, holds=Exponential(2.0), name="b")]),
+    "ceiling_rl_beside_closed": lambda: (
+        Fleet(cap=10, admission="timeout-ceiling", provision_delay_s=0.3),
+        [SyncRL(batch=6, steps=12, train_s=2.0, episode=_flaky_episode(2.0, timeout_s=6.0), retry=RETRY, name="rl"),
+         Closed(population=8, n=400, episode=Episode(agent=LogNormal(1.0, 1.5), agent_timeout_s=9.0), name="synth")]),
+    "fifo_start_cap_timeout_retries_two_pools": lambda: (
+        [Fleet(cap=3, start_cap=1, queue_timeout_s=3.0, name="a"), Fleet(cap=None, provision_delay_s=1.0, name="b")],
+        [Poisson(rate_per_s=1.0, n=400, episode=_flaky_episode(1.0), retry=RETRY, name="open"),
+         AsyncRL(batch=5, steps=10, train_s=1.0, staleness=1, holds=Exponential(1.0), pool=1, name="async"),
+         Closed(population=3, n=200, episode=_flaky_episode(1.0), retry=RETRY, pool=0, name="closed")]),
+}
+
+
+def _example(name: str):
+    def make():
+        path = EXAMPLES / f"{name}.toml"
+        b = build(load_scenario(path), path.parent, str(path))
+        return b.fleets, b.workloads
+    return make
+
+
+CASES["example_shared_pool_priority"] = _example("shared_pool_priority")
+CASES["example_timeout_ceiling"] = _example("timeout_ceiling")
+
+
+def _digest(out) -> dict[str, str]:
+    """Every array and figure of an ``ExecutorOutput``, as bytes (hex digests)."""
+    import hashlib
+
+    parts: dict[str, bytes] = {}
+    for k, v in out.first.items():
+        parts[f"first.{k}"] = np.ascontiguousarray(v).tobytes() + str(np.asarray(v).dtype).encode()
+    for k, v in out.extra.items():
+        parts[f"extra.{k}"] = repr(list(v)).encode()
+    for w, st in out.rl.items():
+        for k, v in st.arrays().items():
+            parts[f"rl{w}.{k}"] = v.tobytes()
+        parts[f"rl{w}.counters"] = repr((st.version, st.next_release, st.next_train, st.training, st.rem)).encode()
+    parts["areas"] = repr((out.area_busy, out.area_wait, out.clock_monotonic, out.preemptions)).encode()
+    return {k: hashlib.sha256(v).hexdigest()[:16] for k, v in parts.items()}
+
+
+def _both(name: str) -> tuple[dict[str, str], dict[str, str], int]:
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    pools, wls = CASES[name]()
+    pure = run_events(prepare(pools, wls, 7))
+    prep = prepare(pools, wls, 7)
+    assert admit_loop.refusal(prep) is None, name
+    kernel = admit_loop.run(prep)
+    return _digest(pure), _digest(kernel), len(kernel.extra["rollout"])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_kernel_places_every_attempt_as_the_pure_loop(name):
+    pure, kernel, retried = _both(name)
+    assert kernel == pure
+    if "retries" in name or "preempt" in name:
+        assert retried > 0  # the case exercises the retry draw
+
+
+def test_the_cases_differ_and_exercise_what_they_name():
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+    from sandbox_fleet.simulate.engine.run import run_workloads
+
+    pools, wls = CASES["priority_start_cap_queue_timeout"]()
+
+    admit_loop.load()  # loaded: small runs take the kernel too
+    res = run_workloads(pools, wls, seed=7)
+    assert res.engine == "admission-kernel"
+    s = res.summary()
+    assert s["dropped"] > 0 and s["attempts"] > s["rollouts"]  # queue timeouts struck, retries ran
+    cases = ("ceiling_rl_beside_closed", "priority_quotas_preempt_provisioning")
+    digests = {json.dumps(_both(n)[0], sort_keys=True) for n in cases}
+    assert len(digests) == 2
+
+
+def test_the_kernel_refuses_what_it_does_not_run():
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    wl = [Poisson(rate_per_s=1.0, n=50, holds=Exponential(1.0))]
+    assert admit_loop.refusal(prepare(Fleet(cap=2, admission="shortest-timeout-first"), wl, 1)) == (
+        "admission 'shortest-timeout-first'")
+    assert admit_loop.refusal(prepare(Fleet(cap=3, slots_per_node=3, preempt_rate_per_node_s=1e-3,
+                                            node_replace_s=1.0), wl, 1)) == "node preemption"
+    assert admit_loop.refusal(prepare(Fleet(cap=2, admission="priority"), wl, 1)) is None
+
+
+def test_auto_takes_the_kernel_for_large_policy_runs_and_the_loop_for_small_ones(monkeypatch):
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    pools, wls = CASES["priority_quotas_preempt_provisioning"]()
+    prep = prepare(pools, wls, 1)
+    monkeypatch.setattr(admit_loop, "loaded", lambda: False)
+    assert executors.choose(prep).name == "events"  # 1,300 rollouts: not worth a process's first load
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 1000)
+    assert executors.choose(prep).name == "admission-kernel"
+    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
+    assert executors.choose(prep).name == "events"
+
+
+def test_progress_pauses_and_resumes_without_changing_a_bit(monkeypatch):
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    monkeypatch.setattr(admit_loop, "PROGRESS_EVERY", 97)
+    pools, wls = CASES["priority_preempt_counted_with_retries"]()
+    seen: list[tuple[int, int]] = []
+    out = admit_loop.run(prepare(pools, wls, 7), lambda d, n: seen.append((d, n)))
+    assert _digest(out) == _both("priority_preempt_counted_with_retries")[0]
+    assert len(seen) > 5 and all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
+
+
+def _plain_child() -> None:
+    """In a fresh process without compiled numba: every case on the pure loop and on the kernel's
+    source run as plain Python; prints the cases whose digests differ (JSON)."""
+    import inspect
+
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+    from sandbox_fleet.simulate.engine.fast import _jit
+
+    assert not _jit.COMPILED and inspect.isfunction(K.run)
+    bad = [n for n in ("priority_preempt_counted_with_retries", "priority_start_cap_queue_timeout",
+                       "ceiling_rl_beside_closed", "fifo_start_cap_timeout_retries_two_pools")
+           if (lambda d: d[0] != d[1])(_both(n))]
+    print(json.dumps(bad))
+
+
+@pytest.mark.parametrize("mode", ["without_numba", "numba_disable_jit"])
+def test_the_kernel_source_as_plain_python_gives_the_same_bytes(mode):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SANDBOX_FLEET_PURE_PYTHON", None)
+    block = "sys.modules['numba'] = None; " if mode == "without_numba" else ""
+    if mode == "numba_disable_jit":
+        env["NUMBA_DISABLE_JIT"] = "1"
+    code = f"import sys; {block}from tests.simulate.engine.test_admit_kernel import _plain_child; _plain_child()"
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == []
