@@ -444,13 +444,16 @@ def report(
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
+    import shlex
+
     from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.report.commands import report_files
 
     _check_outputs([*paths, plan, simulate, optimize, thresholds, backtest, previous], o=(output, (".html", ".htm")))
     measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows)
     path = report_files(measured, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        optimize=optimize, backtest=backtest, allow_mismatch=allow_mismatch, previous=previous)
+                        optimize=optimize, backtest=backtest, allow_mismatch=allow_mismatch, previous=previous,
+                        command=shlex.join(["sandbox-fleet", *sys.argv[1:]]))
     _note(f"wrote {path}")
 
 

@@ -28,13 +28,15 @@ def report_files(
     allow_mismatch: bool = False,
     backtest: str | Path | None = None,
     previous: str | Path | None = None,
+    command: str | None = None,
 ) -> Path:
     """Read the other stages' summaries, write the HTML report of ``measure`` (the model, e.g. from
     ``measure.load.load_measure``) to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
     ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate);
-    ``previous``: an earlier ``plan --json`` (the decision block says what changed since).
+    ``previous``: an earlier ``plan --json`` (the decision block says what changed since);
+    ``command``: the command line shown in the page's footer.
     A plan or optimize summary made from another measure summary is refused unless ``allow_mismatch``.
     """
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
@@ -49,7 +51,8 @@ def report_files(
     }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
     old = load_plan(previous) if previous is not None else None
-    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt, old)
+    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt, old,
+                        command)
 
 
 def check_files(
