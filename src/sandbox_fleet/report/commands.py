@@ -66,6 +66,7 @@ def check_files(
     backtest: str | Path | None = None,
     serving_rules: bool = False,
     simulate: str | Path | None = None,
+    dashboard_out: str | Path | None = None,
 ) -> list[CheckResult]:
     """Run every check on ``measure`` (the model, e.g. from ``measure.load.load_measure``) and the
     other stages' summaries read from files; with ``simulate``, also ``simulation_steady`` on a
@@ -73,7 +74,8 @@ def check_files(
 
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
     gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning;
-    ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds).
+    ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds);
+    ``dashboard_out``: a Grafana dashboard over the metrics (the thresholds as its colour steps).
     A plan made from another measure summary is refused unless ``allow_mismatch``.
     ``backtest``: a ``backtest --json`` summary file; adds the ``backtest_drift`` gate.
     """
@@ -84,12 +86,12 @@ def check_files(
         check_same_source(measure, {f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
     sim_s = load_simulate(simulate) if simulate is not None else None
     results = run_checks(measure, plan_s, t, bt, simulate=sim_s)
-    if metrics_out is not None or rules_out is not None or serving_rules:
+    if metrics_out is not None or rules_out is not None or serving_rules or dashboard_out is not None:
         from sandbox_fleet.report.prometheus import write_outputs
 
         write_outputs(measure, plan_s, results, t, metrics_out=metrics_out, rules_out=rules_out,
                       thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml",
-                      serving_rules=serving_rules)
+                      serving_rules=serving_rules, dashboard_out=dashboard_out)
     return results
 
 
