@@ -197,3 +197,27 @@ def test_documented_command_runs_as_written(block: Block, demo_out):
         assert code in allowed, f"`{c.text}` exited {code}:\n{outs[k][-1500:]}\n{done.stderr[-1500:]}"
         missing = _in_order(c.shown, outs[k], done.stderr)
         assert not missing, f"`{c.text}` does not print, in order:\n" + "\n".join(missing[:8])
+
+
+def test_figures_the_prose_quotes_are_what_the_tool_prints(demo_out, tmp_path):
+    """Figures quoted in running text rather than under a command: the demo's corpus size in the
+    README, and the rule count with the serving group in docs/operate.md (promtool's own count)."""
+    import json
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quoted = re.search(r"scale 0\.05: ([\d,]+)\s+rollouts, ([\d,]+) tasks", readme)
+    assert quoted, "README: the demo's corpus size is no longer quoted"
+    m = json.loads((demo_out / "measure.json").read_text())
+    assert (int(quoted.group(1).replace(",", "")), int(quoted.group(2).replace(",", ""))) == (m["rows"], m["tasks"]["count"])
+
+    operate = (ROOT / "docs" / "operate.md").read_text(encoding="utf-8")
+    total, base, serving = map(int, re.search(r"finds (\d+) rules \((\d+) \+ (\d+)\)", operate).groups())
+    rules = tmp_path / "rules.yml"
+    work = _workdir(demo_out)
+    done = subprocess.run(["bash", "-c", f"sandbox-fleet check out/measure.json --plan out/plan.json --prometheus-rules "
+                           f"{rules} --serving-rules >/dev/null; promtool check rules {rules}"],
+                          cwd=work, env=_env(work), capture_output=True, text=True, timeout=300)
+    if shutil.which("promtool") is None and os.environ.get("CI") != "true":
+        pytest.skip("promtool is not installed")
+    assert f"SUCCESS: {total} rules found" in done.stdout, done.stdout + done.stderr
+    assert total == base + serving
