@@ -41,8 +41,12 @@ def step_runs(m: MeasureSummary) -> list[tuple[str, Steps]]:
     if st is None or not st.runs_with_steps:
         return []
     slices: dict[str, Slice] = (m.by_job if st.runs_by == "job" else m.by_model) or {}
-    return [(run, slices[run].steps) for run in st.runs_with_steps  # type: ignore[misc]
-            if run in slices and slices[run].steps is not None]
+    out = []
+    for run in st.runs_with_steps:
+        steps = slices[run].steps if run in slices else None
+        if steps is not None:
+            out.append((run, steps))
+    return out
 
 
 def steps_verdict(m: MeasureSummary) -> str | None:
