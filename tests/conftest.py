@@ -95,3 +95,15 @@ def require_tool(name: str) -> str:
 def tool():
     """``tool("promtool")``: the oracle's path, or skip (fail under CI=true); see :func:`require_tool`."""
     return require_tool
+
+
+@pytest.fixture(scope="session")
+def demo_out(tmp_path_factory):
+    """``sandbox-fleet demo``'s outputs, made once per session (the bundled corpus at its default
+    scale and seed, ~15 s): the folder ``out/`` the README's commands read, inside a scratch
+    folder of its own (``demo_out.parent`` is the working directory the docs assume)."""
+    from sandbox_fleet.demo import run_demo
+
+    out = tmp_path_factory.mktemp("demo") / "out"
+    run_demo(out, progress=False)
+    return out

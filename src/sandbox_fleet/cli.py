@@ -504,6 +504,8 @@ def report(
     min_turn_rows: int = _MIN_TURN_ROWS,
 ) -> None:
     """Write one self-contained HTML report (charts, tables, check results) that works offline."""
+    import shlex
+
     from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.report.commands import report_files
 
@@ -511,7 +513,8 @@ def report(
     measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows, **_telemetry_filters(
         tasks, cache_dir, output, models=model, since=since, until=until, pass_threshold=pass_threshold))
     path = report_files(measured, output, plan=plan, simulate=simulate, thresholds=thresholds, title=title,
-                        optimize=optimize, backtest=backtest, allow_mismatch=allow_mismatch, previous=previous)
+                        optimize=optimize, backtest=backtest, allow_mismatch=allow_mismatch, previous=previous,
+                        command=shlex.join(["sandbox-fleet", *sys.argv[1:]]))
     _note(f"wrote {path}")
 
 
@@ -534,6 +537,7 @@ def check(
     metrics_out: Optional[Path] = typer.Option(None, "--metrics-out", help="Also write the figures as Prometheus metrics (text exposition) to FILE."),
     backtest: Optional[Path] = typer.Option(None, "--backtest", help="A backtest --json summary: add the backtest_drift gate (constants drifted, simulator makespan error)."),
     prometheus_rules: Optional[Path] = typer.Option(None, "--prometheus-rules", help="Also write the gates as Prometheus alerting rules (YAML) to FILE (.yml or .yaml)."),
+    grafana_dashboard: Optional[Path] = typer.Option(None, "--grafana-dashboard", help="Also write a Grafana dashboard (JSON) over the --metrics-out metrics to FILE (.json), the thresholds as its colours."),
     allow_mismatch: bool = _ALLOW_MISMATCH,
     serving_rules: bool = typer.Option(False, "--serving-rules", help="With --plan and --prometheus-rules: add rules over the serving pool's vLLM / SGLang metrics (prefix-cache hits, KV usage, queue time), the plan's assumptions as thresholds."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the results as JSON ({schema_version, kind, results}, as --json prints) to FILE."),
@@ -545,20 +549,22 @@ def check(
     Exit status: 0 = no check failed (warnings allowed).
     1 = a check failed (with --strict, a warning also fails).
     2 = bad input: unreadable summary or thresholds file, unknown threshold key.
-    --metrics-out, --prometheus-rules and -o are written before the exit status is returned.
+    --metrics-out, --prometheus-rules, --grafana-dashboard and -o are written before the exit status is returned.
     """
     from sandbox_fleet.measure.load import load_measure
     from sandbox_fleet.report.checks import exit_code
     from sandbox_fleet.report.commands import check_files, print_checks
 
     _check_outputs([*paths, tasks, plan, simulate, thresholds, backtest], metrics_out=metrics_out,
-                   prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)))
+                   prometheus_rules=(prometheus_rules, (".yml", ".yaml")), o=(output, (".json",)),
+                   grafana_dashboard=(grafana_dashboard, (".json",)))
     if serving_rules and (plan is None or prometheus_rules is None):
         raise InputError("--serving-rules needs --plan (its thresholds) and --prometheus-rules (the file to write)")
     measured = load_measure(paths, read=_read_options(reader), min_turn_rows=min_turn_rows, **_telemetry_filters(
         tasks, cache_dir, output, models=model, since=since, until=until, pass_threshold=pass_threshold))
     results = check_files(measured, plan=plan, thresholds=thresholds, metrics_out=metrics_out, rules_out=prometheus_rules,
-                          serving_rules=serving_rules, backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate)
+                          serving_rules=serving_rules, backtest=backtest, allow_mismatch=allow_mismatch, simulate=simulate,
+                          dashboard_out=grafana_dashboard)
     if as_json or output is not None:
         from sandbox_fleet.report.checks.model import checks_summary
 

@@ -49,7 +49,7 @@ _RUN = ("--seed", "--seeds", "--backend", "--workers", "--reps", "--search-reps"
 _OUTPUT = ("--json", "--output", "--detail", "--csv", "--emit-harbor", "--emit-k8s", "--force", "--k8s-name",
            "--k8s-namespace", "--k8s-node-class", "--k8s-runtime-class", "--k8s-cluster", "--k8s-ami-alias",
            "--k8s-provision-s", "--k8s-image", "--strict", "--metrics-out", "--prometheus-rules", "--serving-rules",
-           "--title", "--write-scenario", "--telemetry", "--suggest-map")
+           "--title", "--write-scenario", "--telemetry", "--suggest-map", "--grafana-dashboard")
 #: Long option name -> its panel (one meaning per name, whichever command takes it).
 PANEL_OF: dict[str, str] = {name: panel for panel, names in zip(
     PANELS, (_INPUT, _TELEMETRY, _SIZING, _PRICES, _INFERENCE, _RUN, _OUTPUT)) for name in names}

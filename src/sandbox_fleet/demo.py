@@ -55,7 +55,7 @@ def run_demo(out_dir: str | Path = "out", scale: float = 0.05, seed: int = 1, pr
     checks = run_checks(measured, plan)
     jsonio.write(checks_summary(checks), out / "checks.json")
 
-    report = write_report(out / "report.html", measured, plan, simulated)
+    report = write_report(out / "report.html", measured, plan, simulated, command="sandbox-fleet demo")
     return {
         "corpus": str(corpus),
         "measure": str(out / "measure.json"),

@@ -64,7 +64,7 @@ def test_the_reviews_case_headlines_spot_not_reserved():
     assert p["target"]["tier_basis"].startswith(
         "spot, the cheapest all in for 4 x gcp-n2d-standard-96-lssd, re-runs included: spot $3.40/h (+0.0061% re-runs) "
         "< reserved $11.72/h < on-demand $18.60/h; spot loses above ")
-    assert "the duty (79.0%) does not rank single tiers" in p["target"]["tier_basis"]
+    assert "the duty at the target (79.0%) does not rank single tiers" in p["target"]["tier_basis"]
     assert any("pricing tier: spot, the cheapest all in" in ln for ln in plan_lines(as_plan(p)))
 
 

@@ -130,3 +130,62 @@ def test_first_screen_says_what_to_buy_and_fits_the_width(browser, tmp_path, fle
     assert got["modebars"] == 0
     assert {c["id"] for c in charts if c["svgs"] > 0} == expected and all(c["traces"] > 0 for c in charts), charts
     assert browser.errors() == []
+
+
+READABLE = """
+(() => {
+  // every visible text run's rendered size in CSS px (an SVG text's font size times its transform's scale)
+  const small = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const t = walker.currentNode;
+    if (!t.textContent.trim()) continue;
+    const e = t.parentElement, r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    let px = parseFloat(getComputedStyle(e).fontSize);
+    if (e instanceof SVGElement && e.getScreenCTM && e.getScreenCTM()) {
+      const m = e.getScreenCTM();
+      px *= Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+    }
+    if (px < 10) small.push([e.closest('[id]') ? e.closest('[id]').id : '', t.textContent.slice(0, 40), px]);
+  }
+  const wide = Array.from(document.querySelectorAll('body *')).filter(e => {
+    const b = e.getBoundingClientRect();
+    return b.width > 0 && b.right > window.innerWidth + 1 && !e.closest('table');  // tables scroll in their box
+  }).map(e => e.tagName + '.' + (e.className.baseVal ?? e.className)).slice(0, 10);
+  const figures = Array.from(document.querySelectorAll('[data-figure]')).map(e => ({
+    name: e.dataset.figure, value: e.dataset.value, text: e.innerText.replace(/\\s+/g, ' ').trim(),
+    section: e.closest('section') ? e.closest('section').id : ''}));
+  return {small, wide, figures, scrollWidth: document.documentElement.scrollWidth,
+          footer: document.querySelector('footer') ? document.querySelector('footer').innerText : null};
+})()
+"""
+
+
+@pytest.mark.parametrize(("width", "height", "mobile"), [(1400, 900, False), (390, 844, True)])
+def test_demo_report_in_chromium_agrees_fits_reads_and_stays_offline(browser, demo_out, tmp_path, width, height, mobile):
+    """The demo's page as a reader sees it: every shared figure shows one value and one text
+    wherever it appears, nothing reaches past the right edge, no text is drawn under 10 px (the rent
+    chart's bar label was 4.2 px at 390 px, the log axes' minor labels 9 px), no request leaves the
+    page, and the footer names the version, the command and the inputs' digests."""
+    browser.viewport(width, height, mobile=mobile)
+    browser.open((demo_out / "report.html").as_uri())
+    charts = browser.evaluate(CHARTS_DRAWN)
+    got = browser.evaluate(READABLE)
+    browser.screenshot(tmp_path / f"demo-{width}.png")
+    assert charts and all(c["svgs"] > 0 for c in charts), charts
+    assert got["scrollWidth"] <= width and got["wide"] == [], got["wide"]
+    assert got["small"] == [], got["small"]
+    shown: dict[str, set] = {}
+    for f in got["figures"]:
+        shown.setdefault(f["name"], set()).add((f["value"], f["text"]))
+    assert {k for k, v in shown.items() if len(v) > 1} == set(), shown
+    assert {"nodes", "target", "peak", "duty", "exception_rate", "steps"} <= set(shown)
+    assert shown["steps"] == {("in 4 of 4 runs (by model)", "in 4 of 4 runs (by model)")}
+    from sandbox_fleet import __version__
+
+    assert f"sandbox-fleet {__version__}" in got["footer"] and "Command: sandbox-fleet demo" in got["footer"]
+    assert "measure sha256:" in got["footer"] and "plan sha256:" in got["footer"]
+    requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
+    assert [u for u in requests if not u.startswith(("file:", "data:", "about:"))] == []
+    assert browser.errors() == []

@@ -362,6 +362,8 @@ def test_exception_rate_by_task_ignores_what_the_fleet_rate_explains_by_chance()
     summary["outcomes"] = {"exception_rate": 0.29}
     r = by_name(run(summary))["exception_rate_by_task"]
     assert r.status == "pass" and "by chance" in r.message
+    # no rate was held to the 50% threshold, so none is shown (was 100% beside PASS); the raw 3/3 is named
+    assert r.value is None and r.threshold == 0.5 and "lucky 100.0% (3/3" in r.message
     # 40 of 40: 0.29**40 ~ 1.4e-22, times 37,000 tasks, is far below the family-wise 0.01.
     summary["by_task"]["worst"] = [_task("broken", 40, 40), _task("lucky", 3, 3)]
     r = by_name(run(summary))["exception_rate_by_task"]

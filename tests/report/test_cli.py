@@ -159,3 +159,19 @@ def test_check_fails_an_unstable_simulation(tmp_path, produced):
     assert r["value"] == pytest.approx(1.2, rel=0.05)
     code, r = out[0.5]
     assert code == 0 and r["status"] == "pass"
+
+
+def test_report_footer_names_version_command_and_input_digests(tmp_path, produced, run_cli):
+    """The footer: the version, the command line as typed, and each input summary's digest (the
+    digest a plan made from it carries as ``input.fingerprint``, read from the plan's own JSON)."""
+    from sandbox_fleet import __version__
+
+    out = tmp_path / "r.html"
+    r = run_cli("report", produced.fleet_path, "--plan", produced.plan_path, "-o", out)
+    assert r.code == 0, r.err
+    html = out.read_text(encoding="utf-8")
+    footer = html[html.index("<footer"):]
+    plan = json.loads(Path(produced.plan_path).read_text())
+    assert f"sandbox-fleet {__version__}" in footer
+    assert f'<code id="command">sandbox-fleet report {produced.fleet_path} --plan {produced.plan_path} -o {out}</code>' in footer
+    assert f"measure {plan['input']['fingerprint']}" in footer and "plan sha256:" in footer

@@ -453,3 +453,29 @@ def test_every_rules_runbook_url_is_an_anchor_of_operate_md(produced):
     assert "sandboxfleetnosuchalert" not in anchors
     based = rules_yaml(Thresholds.default(), runbook_base="https://example.org/sandbox-fleet/")
     assert 'runbook_url: "https://example.org/sandbox-fleet/docs/operate.md#sandboxfleetsmallsample"' in based
+
+
+def test_grafana_dashboard_colours_are_the_shipped_thresholds_and_bytes_are_stable():
+    """The dashboard's colour steps are data/checks.toml's bounds (read here with tomllib, not through
+    the Thresholds model), and the same thresholds give the same bytes."""
+    import json
+    import tomllib
+    from importlib import resources
+
+    from sandbox_fleet.report.prometheus.grafana import dashboard_json
+    from sandbox_fleet.report.thresholds import Thresholds
+
+    shipped = tomllib.loads(resources.files("sandbox_fleet").joinpath("data/checks.toml").read_text())
+    text = dashboard_json(Thresholds.default())
+    assert text == dashboard_json(Thresholds.default())
+    steps = {p["title"]: [(s["color"], s["value"]) for s in p["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+             for p in json.loads(text)["panels"]}
+    er = shipped["exception_rate"]
+    assert steps["Exception rate"] == [("green", None), ("orange", er["warn_above"]), ("red", er["fail_above"])]
+    duty = shipped["duty_cycle"]
+    assert steps["Duty (mean / peak)"][-1] == ("green", duty["warn_below"])
+    stale = shipped["telemetry_stale"]
+    assert steps["Telemetry age"] == [("green", None), ("orange", stale["warn_above_s"]), ("red", stale["fail_above_s"])]
+    per_pass = shipped["sandbox_hours_per_pass"]  # hours in checks.toml, seconds on the dashboard
+    assert steps["Sandbox time per passing rollout"][1:] == [("orange", per_pass["warn_above"] * 3600),
+                                                              ("red", per_pass["fail_above"] * 3600)]

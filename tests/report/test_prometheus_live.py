@@ -224,3 +224,77 @@ def test_alerts_in_a_live_prometheus_are_checks_verdicts_for_every_way_in(server
     fired = _query(ports["prometheus"], 'ALERTS{alertstate="firing",alertname="SandboxFleetNodeExceptionRate"}')
     assert sorted((a["metric"]["sandbox_node"], a["metric"]["severity"]) for a in fired) == [(BAD_NODE, "critical")] * 3
     assert not _query(ports["prometheus"], 'ALERTS{alertname="SandboxFleetMetricsAbsent"}')
+
+
+def _grid_overlaps(panels: list[dict]) -> list[tuple[int, int]]:
+    """Pairs of panels whose gridPos rectangles overlap (Grafana would stack them)."""
+    cells: dict[tuple[int, int], int] = {}
+    clash = []
+    for p in panels:
+        g = p["gridPos"]
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                if (x, y) in cells:
+                    clash.append((cells[(x, y)], p["id"]))
+                cells[(x, y)] = p["id"]
+    return clash
+
+
+def test_grafana_dashboard_queries_evaluate_in_a_live_prometheus_on_exported_metrics(servers, run_cli):
+    """``check --grafana-dashboard``: Grafana's classic JSON model (unique panel ids and refIds, the
+    24-column grid without overlaps, every panel and target on the ``datasource`` variable of type
+    prometheus); every target's expr names only metrics the tool exported (the names Prometheus
+    itself lists after scraping them) and evaluates on Prometheus's own HTTP API to data."""
+    import re
+
+    tmp, ports = servers["tmp"], servers["ports"]
+    m = _summary()
+    plan = plan_json(m)
+    # the two figures this corpus does not carry, so every panel has a series to show: a fleet-wide
+    # configured cap (its caps are per job) and rows a reader rejected
+    m["concurrency"]["configured_cap"] = 300
+    m["coverage"]["rejected"] = {"implausible_time": 3}
+    (tmp / "m.json").write_text(json.dumps(m))
+    (tmp / "p.json").write_text(json.dumps(plan))
+    prom_file, board = servers["textdir"] / "fleet.prom", tmp / "board.json"
+    r = run_cli("check", tmp / "m.json", "--plan", tmp / "p.json", "--metrics-out", prom_file, "--allow-mismatch",
+                "--grafana-dashboard", board)
+    assert r.code in (0, 1), r.err
+    d = json.loads(board.read_text())
+    assert run_cli("check", tmp / "m.json", "--grafana-dashboard", tmp / "board.yml").code == 2  # .json only
+
+    panels = d["panels"]
+    assert len(panels) >= 12 and len({p["id"] for p in panels}) == len(panels)
+    assert d["uid"] and d["title"] and isinstance(d["schemaVersion"], int)
+    (var,) = d["templating"]["list"]
+    assert (var["name"], var["type"], var["query"]) == ("datasource", "datasource", "prometheus")
+    ds = {"type": "prometheus", "uid": "${datasource}"}
+    for p in panels:
+        g = p["gridPos"]
+        assert g["w"] > 0 and g["h"] > 0 and g["x"] >= 0 and g["x"] + g["w"] <= 24, p["title"]
+        assert p["datasource"] == ds and p["type"] in ("stat", "timeseries") and p["targets"], p["title"]
+        assert len({t["refId"] for t in p["targets"]}) == len(p["targets"])
+        assert all(t["datasource"] == ds for t in p["targets"])
+    assert _grid_overlaps(panels) == []
+
+    (tmp / "no-rules.yml").write_text("groups: []\n")
+    servers["start_prometheus"](tmp / "no-rules.yml")
+    written = set(re.findall(r"^# TYPE (sandbox_fleet_[a-z0-9_]+) gauge$", prom_file.read_text(), re.M))
+    deadline, exported = time.monotonic() + 30, set()
+    while time.monotonic() < deadline:  # until Prometheus lists every name the file holds
+        names = set(_get(f"http://127.0.0.1:{ports['prometheus']}/api/v1/label/__name__/values")["data"])
+        exported = {n for n in names if n.startswith("sandbox_fleet_")}
+        if written <= exported:
+            break
+        time.sleep(0.5)
+    assert len(written) > 30 and written <= exported, written - exported
+    empty = []
+    for p in panels:
+        for t in p["targets"]:
+            used = set(re.findall(r"\bsandbox_fleet_[a-z0-9_]+", t["expr"]))
+            assert used and used <= exported, (p["title"], t["expr"], used - exported)
+            if not _query(ports["prometheus"], t["expr"]):  # a bad expr fails inside _query (status error)
+                empty.append((p["title"], t["expr"]))
+    assert empty == []
+    # a wrong name is caught: Prometheus answers an unknown metric with no data, never an error
+    assert not _query(ports["prometheus"], "max(sandbox_fleet_no_such_metric)")

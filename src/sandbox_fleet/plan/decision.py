@@ -210,3 +210,8 @@ def decision_lines(plan: PlanSummary, previous: Optional[PlanSummary] = None, ri
         lines.append(f"  changed since {previous_name}:")
         lines += [f"    - {x}" for x in d.changed]
     return lines
+
+
+def money(usd: Optional[float]) -> str:
+    """A dollar figure as the decision block writes it (the report's headline cards use it too)."""
+    return _money(usd)

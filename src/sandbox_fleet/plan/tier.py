@@ -206,5 +206,5 @@ def _basis(lines: list[TierLine], ranked: list[TierLine], tier: str, forced: Opt
         head += ("; spot stays cheaper at any reclaim rate" if math.isinf(breakeven)
                  else f"; spot loses above {breakeven:.3g} reclaims per node-h")
     if duty is not None:
-        head += f"; the duty ({duty:.1%}) does not rank single tiers, each pays for the whole fleet every hour"
+        head += f"; the duty at the target ({duty:.1%}) does not rank single tiers, each pays for the whole fleet every hour"
     return head

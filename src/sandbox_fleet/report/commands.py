@@ -28,13 +28,15 @@ def report_files(
     allow_mismatch: bool = False,
     backtest: str | Path | None = None,
     previous: str | Path | None = None,
+    command: str | None = None,
 ) -> Path:
     """Read the other stages' summaries, write the HTML report of ``measure`` (the model, e.g. from
     ``measure.load.load_measure``) to ``output``, return its path.
 
     Every input is read and validated before anything is written. ``title`` defaults to
     ``report.html.DEFAULT_TITLE``; ``backtest``: a ``backtest --json`` file (its section and the drift gate);
-    ``previous``: an earlier ``plan --json`` (the decision block says what changed since).
+    ``previous``: an earlier ``plan --json`` (the decision block says what changed since);
+    ``command``: the command line shown in the page's footer.
     A plan or optimize summary made from another measure summary is refused unless ``allow_mismatch``.
     """
     from sandbox_fleet.report.html import DEFAULT_TITLE, write_report  # Plotly: only when writing HTML
@@ -49,7 +51,8 @@ def report_files(
     }, allow_mismatch)
     bt = load_backtest(backtest) if backtest is not None else None
     old = load_plan(previous) if previous is not None else None
-    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt, old)
+    return write_report(output, measure, plan_s, sim_s, DEFAULT_TITLE if title is None else title, t, opt_s, bt, old,
+                        command)
 
 
 def check_files(
@@ -63,6 +66,7 @@ def check_files(
     backtest: str | Path | None = None,
     serving_rules: bool = False,
     simulate: str | Path | None = None,
+    dashboard_out: str | Path | None = None,
 ) -> list[CheckResult]:
     """Run every check on ``measure`` (the model, e.g. from ``measure.load.load_measure``) and the
     other stages' summaries read from files; with ``simulate``, also ``simulation_steady`` on a
@@ -70,7 +74,8 @@ def check_files(
 
     With ``metrics_out`` / ``rules_out``, also write the figures as Prometheus metrics and the
     gates as alerting rules (see :mod:`sandbox_fleet.report.prometheus`), before returning;
-    ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds).
+    ``serving_rules`` adds the serving pool's rules (vLLM / SGLang metrics, the plan's thresholds);
+    ``dashboard_out``: a Grafana dashboard over the metrics (the thresholds as its colour steps).
     A plan made from another measure summary is refused unless ``allow_mismatch``.
     ``backtest``: a ``backtest --json`` summary file; adds the ``backtest_drift`` gate.
     """
@@ -81,12 +86,12 @@ def check_files(
         check_same_source(measure, {f"`plan` {plan}": plan_s.input.fingerprint if plan_s.input else None}, allow_mismatch)
     sim_s = load_simulate(simulate) if simulate is not None else None
     results = run_checks(measure, plan_s, t, bt, simulate=sim_s)
-    if metrics_out is not None or rules_out is not None or serving_rules:
+    if metrics_out is not None or rules_out is not None or serving_rules or dashboard_out is not None:
         from sandbox_fleet.report.prometheus import write_outputs
 
         write_outputs(measure, plan_s, results, t, metrics_out=metrics_out, rules_out=rules_out,
                       thresholds_source=str(thresholds) if thresholds is not None else "sandbox_fleet/data/checks.toml",
-                      serving_rules=serving_rules)
+                      serving_rules=serving_rules, dashboard_out=dashboard_out)
     return results
 
 

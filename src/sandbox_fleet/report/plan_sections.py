@@ -234,8 +234,21 @@ def mixed_chart(plan: PlanSummary | None) -> go.Figure | None:
         fig.add_trace(go.Scatter(x=[0.5, len(shares) + 0.5], y=[ratio, ratio], mode="lines",
                                  name=f"break-even: reserved / {burst} price = {ratio:.1%}",
                                  line={"color": "#d62728", "dash": "dash"}))
+    # whole nodes only: ticks at 1, 1 + d, ... with d growing so that at most ~10 labels fit a phone's width
+    step = max(1, -(-len(shares) // 10))
     return _layout(fig, TITLES["mixed"], xaxis_title=f"node k ({r} reserved in blue, the rest {burst} in orange)",
-                   yaxis_title="share of the measured span", yaxis_range=[0, 1.05])
+                   yaxis_title="share of the measured span", yaxis_range=[0, 1.05],
+                   xaxis={"tickmode": "linear", "tick0": 1, "dtick": step, "range": [0.5, len(shares) + 0.5]})
+
+
+def break_even_text(ratio: float | None, burst: str) -> str | None:
+    """The break-even share as a reader acts on it: a node needed more of the time than this is cheaper
+    reserved; at or above 100% (reserved costs more per hour than the burst tier) no node ever is."""
+    if ratio is None:
+        return None
+    if ratio >= 1.0:
+        return f"none: reserved costs {ratio:.2f}x the {burst} price per hour, so no node is cheaper reserved"
+    return fmt(ratio, "pct")
 
 
 def replay_chart(plan: PlanSummary | None) -> go.Figure | None:
@@ -262,7 +275,9 @@ def mixed_table(plan: PlanSummary | None) -> str | None:
     rows = [("reserved nodes", mx.reserved_nodes, "int"), ("burst nodes (at most)", mx.burst_nodes, "int"),
             ("burst tier", (mx.burst_tier or "").replace("_", "-"), "text"), ("mixed $/h", mx.usd_per_h, "usd"),
             ("all reserved $/h", cost.reserved_per_h, "usd"), ("all on-demand $/h", cost.on_demand_per_h, "usd"),
-            ("all spot $/h", cost.spot_per_h, "usd"), ("break-even share", mx.break_even_share, "pct")]
+            ("all spot $/h", cost.spot_per_h, "usd"),
+            ("break-even share", break_even_text(as_num(mx.break_even_share), (mx.burst_tier or "burst").replace("_", "-")),
+             "text")]
     rp = mx.replay
     if rp is not None:
         rows += [("slot-curve $/h (lower bound)", rp.slot_curve_usd_per_h, "usd"),

@@ -78,9 +78,14 @@ def _plain(v: Any) -> str:
     return number(x, ",.4g", whole=",.0f")  # below 1, ,.4g prints a whole number (0) as ,.0f would
 
 
-def kv_table(rows: Iterable[tuple[str, Any, str]], cls: str = "kv") -> str:
-    """Label/value table; rows are (label, value, kind)."""
-    body = "".join(f"<tr><th>{escape(label)}</th><td>{fmt(value, kind)}</td></tr>" for label, value, kind in rows)
+def kv_table(rows: Iterable[tuple[str, Any, str]], cls: str = "kv", figures: dict[str, str] | None = None) -> str:
+    """Label/value table; rows are (label, value, kind). ``figures``: label -> the shared figure
+    (``report.figures``) a row shows, marked so the sections can be checked against the decision block."""
+    from sandbox_fleet.report.figures import attrs
+
+    tags = figures or {}
+    body = "".join(f"<tr><th>{escape(label)}</th><td{attrs(tags[label], value) if label in tags else ''}>"
+                   f"{fmt(value, kind)}</td></tr>" for label, value, kind in rows)
     return f'<table class="{cls}">{body}</table>'
 
 
@@ -102,15 +107,25 @@ CHECK_KINDS = {
     "cap_below_configured": "pct",
     "duty_cycle": "pct", "hold_tail": "f1", "sandbox_hours_per_pass": "f2", "build_share": "pct",
     "plan_covers_peak": "int", "lifetime_below_budget": "f2", "creation_rate_saturated": "pct",
+    "informative_groups": "pct", "exceptions_scored_as_rewards": "pct", "simulation_steady": "f2",
 }
+#: Gates whose value is a figure the decision block's cards show (``report.figures``).
+CHECK_FIGURES = {"exception_rate": "exception_rate", "duty_cycle": "duty"}
 
 
 def checks_table(results: list[CheckResult]) -> str:
+    from sandbox_fleet.report.figures import attrs
+
     def cell(x: float | None, name: str) -> str:
         return "" if x is None else fmt(x, CHECK_KINDS.get(name, "num"))
 
+    def value(r: CheckResult) -> str:  # a gate reading a shared figure is marked as the figure
+        figure = CHECK_FIGURES.get(r.name)
+        return f"<span{attrs(figure, r.value)}>{cell(r.value, r.name)}</span>" if figure and r.value is not None \
+            else cell(r.value, r.name)
+
     rows = [[f'<span class="badge {r.status}">{r.status}</span>', escape(r.name),
-             cell(r.value, r.name), cell(r.threshold, r.name), escape(r.message)] for r in results]
+             value(r), cell(r.threshold, r.name), escape(r.message)] for r in results]
     return grid_table(["status", "check", "value", "threshold", "message"], rows)
 
 
@@ -183,8 +198,12 @@ HEADLINE: tuple[Row[MeasureSummary], ...] = (
 )
 
 
+#: Headline rows that show a figure of the decision block's cards.
+HEADLINE_FIGURES = {"peak concurrency": "peak", "duty (mean / peak)": "duty", "exception rate": "exception_rate"}
+
+
 def headline_table(m: MeasureSummary) -> str:
-    return kv_table((label, read(m), kind) for label, read, kind in HEADLINE)
+    return kv_table(((label, read(m), kind) for label, read, kind in HEADLINE), figures=HEADLINE_FIGURES)
 
 
 def _r2(x: float | None) -> str:
@@ -385,7 +404,8 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
 
 
 def plan_table(plan: PlanSummary) -> str:
-    return kv_table((label, read(plan), kind) for label, read, kind in PLAN_ROWS)
+    return kv_table(((label, read(plan), kind) for label, read, kind in PLAN_ROWS),
+                    figures={"target concurrency": "target", "nodes": "nodes"})
 
 
 _TIER_WORDS = {"reserved": "reserved", "on_demand": "on-demand", "spot": "spot"}
@@ -454,7 +474,6 @@ def hold_by_outcome_table(m: MeasureSummary) -> str | None:
 
 
 STEP_ROWS: tuple[Row[Steps], ...] = (
-    ("batched steps detected", lambda s: s.detected, "bool"),
     ("steps", lambda s: s.steps, "int"),
     ("batch size (median)", lambda s: s.batch_size, "int"),
     ("step period", lambda s: s.step_period_s, "s"),
@@ -464,13 +483,25 @@ STEP_ROWS: tuple[Row[Steps], ...] = (
 
 
 def steps_table(m: MeasureSummary) -> str | None:
+    """Whether batched steps were detected (the decision block's words), the fleet-wide figures, and
+    with interleaved runs, each run's own steps (what ``measure`` prints per run)."""
+    from sandbox_fleet.report.figures import step_runs, steps_verdict
+
     steps = m.steps
     if steps is None:
         return None
-    rows = [(label, read(steps), kind) for label, read, kind in STEP_ROWS]
+    runs = step_runs(m)
+    rows = [("batched steps detected", steps_verdict(m), "text")]
+    if not runs or steps.detected:
+        rows += [(label, read(steps), kind) for label, read, kind in STEP_ROWS]
     if steps.reason is not None and not steps.detected:
-        rows.append(("why not", steps.reason, "text"))
-    return kv_table(rows)
+        rows.append(("over all starts together" if runs else "why not", steps.reason, "text"))
+    table = kv_table(rows, figures={"batched steps detected": "steps"})
+    if not runs:
+        return table
+    per_run = [[escape(run), *(fmt(read(st), kind) for _, read, kind in STEP_ROWS)] for run, st in runs]
+    return table + f"<h3>Steps of each run (by {escape(steps.runs_by or 'run')})</h3>" + grid_table(
+        ["run", *(label for label, _, _ in STEP_ROWS)], per_run)
 
 
 def warnings_list(m: MeasureSummary) -> str | None:

@@ -192,11 +192,13 @@ def exception_rate_by_task(m: MeasureSummary, plan: PlanSummary | None, t: Thres
                                f"exceptions (highest: {pct(highest)})")
         return skipped(name, f"no task with at least {cfg.min_rows} rollouts")
     listed = _beyond_chance(all_listed, m, cfg)
-    if not listed:
-        return CheckResult(name, "pass", max(s[0] for s in all_listed), cfg.warn_at_or_above,
+    if not listed:  # no rate was held to the threshold: the value shown is none, the raw highest is in words
+        top = all_listed[0]
+        return CheckResult(name, "pass", None, cfg.warn_at_or_above,
                            f"no task's exceptions exceed what the fleet rate of "
                            f"{pct(as_num((m.outcomes or Outcomes()).exception_rate) or 0.0)} explains by chance "
-                           f"(family-wise {cfg.max_chance:g} over the tasks judged)")
+                           f"(family-wise {cfg.max_chance:g} over the tasks judged), so no task's rate is held to "
+                           f"the threshold; the highest, {_task_text(*top)}, is within chance")
     value = max(s[0] for s in listed)
     status: Status
     if value >= cfg.fail_at_or_above:

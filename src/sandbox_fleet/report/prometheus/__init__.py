@@ -2,7 +2,8 @@
 
 ``metrics_text`` writes the measured figures in the Prometheus text exposition format;
 ``rules_yaml`` writes one alerting rule per gate and severity on exactly those metrics;
-``write_outputs`` writes either or both atomically (what ``check --metrics-out/--prometheus-rules`` call).
+``grafana.dashboard_json`` writes a Grafana dashboard over those metrics;
+``write_outputs`` writes any of them atomically (what ``check --metrics-out/--prometheus-rules/--grafana-dashboard`` call).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def write_outputs(
     rules_out: str | Path | None = None,
     thresholds_source: str = "sandbox_fleet/data/checks.toml",
     serving_rules: bool = False,
+    dashboard_out: str | Path | None = None,
 ) -> list[Path]:
-    """Write the metrics and/or rules files (each atomically); returns the paths written.
+    """Write the metrics, rules and/or dashboard files (each atomically); returns the paths written.
 
     ``serving_rules`` adds the serving-pool group (:mod:`.serving`) to the rules, from ``plan``.
     """
@@ -55,4 +57,8 @@ def write_outputs(
         written.append(atomic.write_text(metrics_out, metrics_text(measure, plan, results, thresholds)))
     if rules_out is not None:
         written.append(atomic.write_text(rules_out, rules_yaml(thresholds, thresholds_source, serving)))
+    if dashboard_out is not None:
+        from sandbox_fleet.report.prometheus.grafana import dashboard_json
+
+        written.append(atomic.write_text(dashboard_out, dashboard_json(thresholds)))
     return written
