@@ -75,6 +75,10 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
     return None
 
 
+#: why an events-family executor refuses ``[fleet.limits]`` (only the FIFO executor places them)
+LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (FIFO only)"
+
+
 class Executor:
     """One way to run a prepared scenario (subclasses: the rows of the module's table)."""
 
@@ -107,6 +111,8 @@ class ClosedLoopKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         if prep.inference is None:
             return "no inference pool (the kernel runs pool-served runs only)"
+        if limited_any(prep.pools):
+            return LIMITS_FIFO_ONLY
         if fast.pure_python_forced():
             return "SANDBOX_FLEET_PURE_PYTHON is set"
         if not fast.available():
@@ -133,6 +139,8 @@ class AdmissionKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
+        if limited_any(prep.pools):  # the kernel does not place them yet: running would ignore them
+            return LIMITS_FIFO_ONLY
         why = admit_loop.refusal(prep)
         if why is not None:
             return f"outside the admission kernel's feature set ({why})"
@@ -155,7 +163,7 @@ class Events(Executor):
     name, family = "events", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
-        return "[fleet.limits] places attempts in time (FIFO only)" if limited_any(prep.pools) else None
+        return LIMITS_FIFO_ONLY if limited_any(prep.pools) else None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         return run_events(prep, on_progress)
