@@ -75,6 +75,16 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
     return None
 
 
+def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
+    """Why a compiled kernel cannot run these workloads: dynamic sampling releases a step's rounds as
+    the rounds end (``trainer.RLState``), a rule only the FIFO recursion and the event loop call."""
+    for w, wl in enumerate(workloads):
+        if getattr(wl, "dynamic", None) is not None:
+            return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
+                    "the fifo and events executors run it)")
+    return None
+
+
 class Executor:
     """One way to run a prepared scenario (subclasses: the rows of the module's table)."""
 
@@ -107,6 +117,8 @@ class ClosedLoopKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         if prep.inference is None:
             return "no inference pool (the kernel runs pool-served runs only)"
+        if (why := dynamic_refusal(prep.workloads)) is not None:
+            return why
         if fast.pure_python_forced():
             return "SANDBOX_FLEET_PURE_PYTHON is set"
         if not fast.available():
@@ -133,6 +145,8 @@ class AdmissionKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
+        if (why := dynamic_refusal(prep.workloads)) is not None:
+            return why
         why = admit_loop.refusal(prep)
         if why is not None:
             return f"outside the admission kernel's feature set ({why})"
