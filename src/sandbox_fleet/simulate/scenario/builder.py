@@ -373,6 +373,8 @@ class _Ctx:
 
         if w.kind != "closed":
             forbid("population")
+        if w.kind not in ("sync-rl", "async-rl"):
+            forbid("dynamic_sampling")
         if w.kind == "closed":
             need("population", "count")
             assert w.population is not None and w.count is not None  # need() refused them missing
@@ -387,8 +389,6 @@ class _Ctx:
                 self.fail(k("rate_per_s"), f"{w.count:,} arrivals at {w.rate_per_s:g}/s last {span:.4g} s, past year 9999 "
                                            f"from run.epoch (at most {self.horizon_s:.4g} s)")
             return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
-        if w.kind not in ("sync-rl", "async-rl"):
-            forbid("dynamic_sampling")
         if w.kind in ("sync-rl", "async-rl"):
             dynamic = None
             if w.dynamic_sampling is not None:
