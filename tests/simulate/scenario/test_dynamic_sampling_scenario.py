@@ -114,3 +114,27 @@ def test_round_trip_known_probabilities_through_measure(tmp_path):
     assert s["valid_rate"] == rg.valid_rate and s["tasks"] == len(KNOWN_P)
     assert abs(s["oversampling_factor"] - 1 / q) < 4 * se
     assert "posterior mean" in s["basis"]
+
+
+def test_the_documented_example_by_hand_and_from_its_telemetry(tmp_path):
+    # docs/simulate.md#worked-example-four-tasks-g--4: P = 1 - p^4 - (1 - p)^4 per task, tasks uniform
+    q = sum(1 - p**4 - (1 - p) ** 4 for p in (0.5, 0.1, 0.9, 0.0)) / 4
+    assert q == pytest.approx(0.390650, abs=1e-6)
+    s = run_scenario(ROOT / "examples" / "scenarios" / "dynamic_sampling.toml", telemetry_out=tmp_path / "t.parquet")
+    d = s["dynamic_sampling"]
+    b, steps = 16, 200
+    se = math.sqrt(b * (1 - q) / q**2 / steps) / b
+    assert abs(d["oversampling_factor"] - 1 / q) < 4 * se
+    assert d["peak"] == d["first_round_rollouts"] == 64 == s["concurrency"]["peak"]
+    # the telemetry read back: rollouts in release order, four to a group of one task; a group is
+    # informative when its non-null rewards hold a 1 and a 0
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(tmp_path / "t.parquet")
+    order = np.argsort([int(i.split("-")[1]) for i in t.column("id").to_pylist()])
+    tasks = np.array(t.column("task_id").to_pylist(), dtype=object)[order].reshape(-1, 4)
+    rewards = [t.column("reward").to_pylist()[i] for i in order]
+    assert all(len(set(row)) == 1 for row in tasks.tolist())
+    informative = sum({1.0, 0.0} <= {r for r in rewards[k:k + 4] if r is not None} for k in range(0, len(rewards), 4))
+    assert informative == d["groups_informative"] == b * steps
+    assert len(rewards) // 4 == d["groups_released"]

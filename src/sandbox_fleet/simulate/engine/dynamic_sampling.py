@@ -114,7 +114,8 @@ def draw(ds: DynamicSampling, steps: int, rng: np.random.Generator) -> GroupDraw
     rounds: list[list[int]] = []
     tasks, valids, passes = [], [], []
     for j in range(steps):
-        got, released, step_rounds = 0, 0, []
+        got, released = 0, 0
+        step_rounds: list[int] = []
         while got < b:
             if ds.max_rounds is not None and len(step_rounds) >= ds.max_rounds:
                 raise InputError(f"dynamic_sampling: step {j} released max_rounds = {ds.max_rounds} rounds "

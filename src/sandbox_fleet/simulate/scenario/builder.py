@@ -14,9 +14,9 @@ import numpy as np
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_memory
 from sandbox_fleet.simulate.engine import distributions as D
+from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.entities import Build, Episode, Fleet, RetryPolicy, SubstrateCost, Turns
 from sandbox_fleet.simulate.engine.policies import problems
-from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
 from sandbox_fleet.simulate.scenario import bounds
 from sandbox_fleet.simulate.scenario.spec import (

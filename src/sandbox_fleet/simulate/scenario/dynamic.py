@@ -20,8 +20,10 @@ from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.scenario.spec import DynamicSamplingSpec
 
+Fail = Callable[[str, str], NoReturn]
 
-def build_dynamic(spec: DynamicSamplingSpec, base: Path, key: str, fail: Callable[[str, str], NoReturn]) -> DynamicSampling:
+
+def build_dynamic(spec: DynamicSamplingSpec, base: Path, key: str, fail: Fail) -> DynamicSampling:
     """The engine's option; a problem is ``fail(key, what)``."""
     valid = spec.valid_rate
     if isinstance(spec.task_pass, str):
@@ -31,26 +33,26 @@ def build_dynamic(spec: DynamicSamplingSpec, base: Path, key: str, fail: Callabl
         p, w, measured_valid, basis = _from_summary(path, f"{key}.task_pass", fail)
         valid = measured_valid if valid is None else valid
     else:
-        p, w = np.asarray(spec.task_pass, dtype=np.float64), spec.task_weight
+        p = np.asarray(spec.task_pass, dtype=np.float64)
+        w = None if spec.task_weight is None else np.asarray(spec.task_weight, dtype=np.float64)
         basis = f"{p.size} task pass probabilities as given" + (", weighted" if w is not None else ", drawn uniformly")
-        if w is not None and len(w) != p.size:
-            fail(f"{key}.task_weight", f"{len(w)} weights for {p.size} tasks; give one per task_pass")
+        if w is not None and w.size != p.size:
+            fail(f"{key}.task_weight", f"{w.size} weights for {p.size} tasks; give one per task_pass")
     return DynamicSampling(groups=spec.groups, group_size=spec.group_size, task_pass=p,
-                           task_weight=None if w is None else np.asarray(w, dtype=np.float64),
+                           task_weight=w,
                            valid_rate=1.0 if valid is None else valid, round_groups=spec.round_groups,
                            max_rounds=spec.max_rounds, basis=basis)
 
 
-def _from_summary(path: Path, key: str, fail) -> tuple[np.ndarray, np.ndarray, float | None, str]:
+def _from_summary(path: Path, key: str, fail: Fail) -> tuple[np.ndarray, np.ndarray, float | None, str]:
     """Per task unit: posterior mean pass probability and weight; the measured valid rate; the basis."""
-    m = contract.load(MeasureSummary, path)
-    rg = m.rl_groups
-    if rg is None or not rg.task_counts or rg.pass_prior is None or rg.pass_prior.alpha is None \
-            or rg.pass_prior.beta is None:
+    rg = contract.load(MeasureSummary, path).rl_groups
+    prior = None if rg is None else rg.pass_prior
+    if rg is None or not rg.task_counts or prior is None or prior.alpha is None or prior.beta is None:
         fail(key, f"{path}: the measure summary has no per-task pass probabilities (rl_groups.task_counts and "
                   "pass_prior); measure telemetry with task ids and rewards")
     counts = np.asarray(rg.task_counts, dtype=np.float64)
-    a, b = rg.pass_prior.alpha, rg.pass_prior.beta
+    a, b = prior.alpha, prior.beta
     p = (a + counts[:, 2]) / (a + b + counts[:, 1])
     basis = (f"{int(counts[:, 3].sum()):,} task units of {path.name} at their posterior mean pass probability "
              f"(prior Beta({a:.3g}, {b:.3g})), weighted by units")
