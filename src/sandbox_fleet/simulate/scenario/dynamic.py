@@ -26,6 +26,7 @@ Fail = Callable[[str, str], NoReturn]
 def build_dynamic(spec: DynamicSamplingSpec, base: Path, key: str, fail: Fail) -> DynamicSampling:
     """The engine's option; a problem is ``fail(key, what)``."""
     valid = spec.valid_rate
+    w: np.ndarray | None
     if isinstance(spec.task_pass, str):
         if spec.task_weight is not None:
             fail(f"{key}.task_weight", "a measure summary weighs its tasks itself; give task_weight with a list")
@@ -38,8 +39,7 @@ def build_dynamic(spec: DynamicSamplingSpec, base: Path, key: str, fail: Fail) -
         basis = f"{p.size} task pass probabilities as given" + (", weighted" if w is not None else ", drawn uniformly")
         if w is not None and w.size != p.size:
             fail(f"{key}.task_weight", f"{w.size} weights for {p.size} tasks; give one per task_pass")
-    return DynamicSampling(groups=spec.groups, group_size=spec.group_size, task_pass=p,
-                           task_weight=w,
+    return DynamicSampling(groups=spec.groups, group_size=spec.group_size, task_pass=p, task_weight=w,
                            valid_rate=1.0 if valid is None else valid, round_groups=spec.round_groups,
                            max_rounds=spec.max_rounds, basis=basis)
 
