@@ -166,6 +166,18 @@ def test_a_step_is_its_rounds_back_to_back_then_training_by_hand():
     assert s.rollouts_per_step_mean == pytest.approx(res.n_rollouts / 40)
 
 
+@pytest.mark.parametrize("engine", ["fifo", "events"])
+def test_a_binding_cap_runs_each_round_in_waves_by_hand(engine):
+    # 5 slots, every hold 100 s: a round of n rollouts runs in ceil(n / 5) waves of 100 s, and the
+    # next round waits for its last wave, so a step takes 100 x sum(ceil(n_k / 5)) + train_s.
+    wl = _sync(_ds([0.3, 0.6], 0.9, 3, 4))
+    res = run_workloads(Fleet(cap=5), [wl], seed=3, engine=engine)
+    waves = np.array([sum(math.ceil(n * 3 / 5) for n in r) for r in wl.groups_drawn.rounds])
+    st = res.steps[0]
+    np.testing.assert_allclose(st["train_end_s"] - st["release_s"], 100.0 * waves + 50.0)
+    assert summarise(res).dynamic_sampling.peak == 5
+
+
 def test_fixed_rounds_release_more_at_once_and_the_peak_shows_it():
     ds = _ds([0.3, 0.6], 0.9, 3, 4, round_groups=9)
     res = run_workloads(Fleet(unbounded=True), [_sync(ds)], seed=3)
@@ -179,7 +191,7 @@ def test_both_python_executors_run_it_and_agree(engine):
     def run(eng):
         ds = _ds([0.1, 0.4, 0.9], 0.8, 4, 6)
         wl = _sync(ds, hold=LogNormal(300.0, 1.0), steps=25)
-        res = run_workloads(Fleet(cap=30), [wl], seed=21, engine=eng)
+        res = run_workloads(Fleet(cap=10), [wl], seed=21, engine=eng)  # B x G = 24 rollouts queue at 10 slots
         return res.to_telemetry(), res.steps[0]
 
     tel_a, st_a = run("fifo")
