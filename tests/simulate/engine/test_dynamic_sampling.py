@@ -265,3 +265,28 @@ def test_same_seed_same_draw_another_seed_another():
     b = run_workloads(Fleet(cap=8), [wl], seed=3).to_telemetry()
     c = run_workloads(Fleet(cap=8), [wl], seed=4).to_telemetry()
     assert a.equals(b) and not a.equals(c)
+
+
+def test_the_invariant_catches_a_round_released_early():
+    import copy
+
+    from sandbox_fleet.simulate import InvariantError
+    from sandbox_fleet.simulate.engine.invariants import _dynamic_rounds, check_invariants
+
+    wl = _sync(_ds([0.3, 0.6], 0.9, 3, 4), steps=5)
+    res = run_workloads(Fleet(unbounded=True), [wl], seed=3)
+    check_invariants(res, res.n_rollouts)
+    second = next(j for j, r in enumerate(wl.groups_drawn.rounds) if len(r) > 1)
+    lo = sum(sum(r) for r in wl.groups_drawn.rounds[:second]) * 3 + wl.groups_drawn.rounds[second][0] * 3
+    bad = copy.copy(res)
+    bad.rollout_arrival_s = res.rollout_arrival_s.copy()
+    bad.rollout_arrival_s[lo : lo + wl.groups_drawn.rounds[second][1] * 3] -= 1.0  # the 2nd round a second early
+    with pytest.raises(InvariantError):
+        check_invariants(bad, res.n_rollouts)  # (Little's law sees the extra second in the system first)
+
+    def fail(name, detail):
+        raise InvariantError(f"{name}: {detail}")
+
+    _dynamic_rounds(res, fail)
+    with pytest.raises(InvariantError, match="dynamic_rounds: workload 0 step .*not when the round before ended"):
+        _dynamic_rounds(bad, fail)
