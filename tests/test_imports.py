@@ -48,7 +48,8 @@ ALLOWED = {
     "substrates": {"toml_entries"},
     "telemetry": set(),
     "measure": {"telemetry"},
-    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens"},
+    # (measure.model: a scenario's dynamic_sampling may read a measure summary's per-task pass probabilities)
+    "simulate": {"telemetry", "measure.concurrency", "measure.stats", "measure.tokens", "measure.model"},
     "plan": {"measure", "simulate", "backtest.model"},
     "report": {"measure", "plan.model", "plan.decision", "simulate.model", "optimize.model", "backtest.model"},
     "sweep": {"simulate"},

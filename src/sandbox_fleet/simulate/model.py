@@ -72,6 +72,40 @@ class LittlesLaw(Block):
     mean_time_in_system_s: Num = None
 
 
+class DynamicSamplingFigures(Block):
+    """Dynamic sampling on an RL workload (``simulate.engine.dynamic_sampling``; docs/simulate.md#dynamic-sampling)."""
+
+    workload: Optional[str] = None
+    #: B informative groups a step trains on, G rollouts a group; ``round_groups`` null: rounds of the shortfall
+    groups: Count = None
+    group_size: Count = None
+    round_groups: Count = None
+    release: Optional[str] = None
+    valid_rate: Num = None
+    tasks: Count = None
+    steps: Count = None
+    groups_released: Count = None
+    groups_informative: Count = None
+    #: informative groups released past B (fixed rounds only; trimmed, not trained)
+    groups_trimmed: Count = None
+    groups_released_per_step_mean: Num = None
+    groups_released_per_step_max: Count = None
+    rounds_per_step_mean: Num = None
+    rounds_per_step_max: Count = None
+    rollouts_per_step_mean: Num = None
+    rollouts_per_step_max: Count = None
+    #: rollouts a step's first round releases at once (B x G, or round_groups x G)
+    first_round_rollouts: Count = None
+    #: informative groups / groups released, over the run
+    informative_share: Num = None
+    #: groups released / (B x steps), and its standard error over the steps
+    oversampling_factor: Num = None
+    oversampling_factor_se: Num = None
+    #: the workload's sandboxes in use at once, at most (the sweep line over its attempts)
+    peak: Count = None
+    basis: Optional[str] = None
+
+
 class WorkloadFigures(Block):
     pool: Count = None
     rollouts: Count = None
@@ -84,6 +118,8 @@ class WorkloadFigures(Block):
     preempted_attempts: Count = None
     #: an RL workload's trainer steps (null for the other kinds)
     step_s: Optional[Quantiles] = None
+    #: an RL workload with ``dynamic_sampling``: its rounds, groups and peak
+    dynamic_sampling: Optional[DynamicSamplingFigures] = None
 
 
 class MeanP99(Block):
@@ -345,7 +381,7 @@ class SimulateSummary(Summary):
     """``sandbox-fleet simulate SCENARIO --json`` (and one sweep replicate)."""
 
     KIND: ClassVar[str] = "simulate"
-    VERSION: ClassVar[int] = 6  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate, per-workload priority, preemptions, step_s; 6: nodes (--replay), limits ([fleet.limits])
+    VERSION: ClassVar[int] = 6  # 3: inference, hold_stretch; 4: steady_state; 5: images, substrate, per-workload priority, preemptions, step_s; 6: nodes (--replay), limits ([fleet.limits]), dynamic_sampling
 
     scenario: Optional[str] = None
     seed: Count = None
@@ -389,6 +425,8 @@ class SimulateSummary(Summary):
     limits: Optional[LimitsFigures] = None
     #: ``simulate --replay TELEMETRY``: the measured rollouts placed on nodes
     nodes: Optional[NodeReplayFigures] = None
+    #: the RL workload with ``dynamic_sampling``, when exactly one has it (several: per workload)
+    dynamic_sampling: Optional[DynamicSamplingFigures] = None
 
 
 class InferenceCalibration(Block):

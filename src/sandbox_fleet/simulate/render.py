@@ -70,6 +70,8 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
         st = s.step_s
         rows.append(("RL step mean / p50 / p99 (s)", f"{_f(st.mean)} / {_f(st.p50)} / {_f(st.p99)}"))
         rows.append(("trainer idle", _pct(s.trainer_idle_fraction)))
+    if s.dynamic_sampling is not None:
+        rows += _dynamic_rows(s.dynamic_sampling)
     if s.inference is not None:
         rows += _inference_rows(s.inference)
         rows.append(("hold stretch (vs unloaded)", _f(s.hold_stretch, 3)))
@@ -206,3 +208,16 @@ def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
     lines.append(f"basis: {n.basis}")
     for line in lines:
         console.print(line, markup=False, highlight=False)
+
+
+def _dynamic_rows(d) -> list[tuple[str, str]]:
+    """Dynamic sampling: B, the measured share and over-sampling, what a step releases, the peak."""
+    se = f" (+/- {_f(d.oversampling_factor_se, 2)})" if d.oversampling_factor_se is not None else ""
+    return [
+        ("dynamic sampling: B x G / release", f"{d.groups} x {d.group_size} / {d.release}"),
+        ("informative share / over-sampling", f"{_pct(d.informative_share)} / {_f(d.oversampling_factor, 2)}x{se}"),
+        ("groups per step mean / max", f"{_f(d.groups_released_per_step_mean, 1)} / {d.groups_released_per_step_max}"),
+        ("rounds per step mean / max", f"{_f(d.rounds_per_step_mean, 2)} / {d.rounds_per_step_max}"),
+        ("rollouts per step mean / max", f"{_f(d.rollouts_per_step_mean, 1)} / {d.rollouts_per_step_max}"),
+        ("first round / peak (sandboxes)", f"{d.first_round_rollouts} / {d.peak}"),
+    ]

@@ -79,6 +79,16 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
 LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (FIFO only)"
 
 
+def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
+    """Why a compiled kernel cannot run these workloads: dynamic sampling releases a step's rounds as
+    the rounds end (``trainer.RLState``), a rule only the FIFO recursion and the event loop call."""
+    for w, wl in enumerate(workloads):
+        if getattr(wl, "dynamic", None) is not None:
+            return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
+                    "the fifo and events executors run it)")
+    return None
+
+
 class Executor:
     """One way to run a prepared scenario (subclasses: the rows of the module's table)."""
 
@@ -113,6 +123,8 @@ class ClosedLoopKernel(Executor):
             return "no inference pool (the kernel runs pool-served runs only)"
         if limited_any(prep.pools):
             return LIMITS_FIFO_ONLY
+        if (why := dynamic_refusal(prep.workloads)) is not None:
+            return why
         if fast.pure_python_forced():
             return "SANDBOX_FLEET_PURE_PYTHON is set"
         if not fast.available():
@@ -141,6 +153,8 @@ class AdmissionKernel(Executor):
 
         if limited_any(prep.pools):  # the kernel does not place them yet: running would ignore them
             return LIMITS_FIFO_ONLY
+        if (why := dynamic_refusal(prep.workloads)) is not None:
+            return why
         why = admit_loop.refusal(prep)
         if why is not None:
             return f"outside the admission kernel's feature set ({why})"

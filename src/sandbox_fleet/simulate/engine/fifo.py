@@ -353,8 +353,12 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
         """Rollout ``r`` ended at ``t``: settle its batch and any trainer steps now due."""
         nonlocal seq
         st = rl[r_work[r]]
-        if not st.rollout_ended(r_batch[r], t):
+        k = r_batch[r]
+        if not st.rollout_ended(k, t):
             return
+        if st.rounds is not None and st.next_round_due(k):  # dynamic sampling: the next round at this one's end
+            heappush(heap, (st.round_end_s[k], seq, RELEASE, (st.w, -1)))  # (version -1: no new step)
+            seq += 1
         # Train every step whose batch is complete, in order (batches may end out of order).
         while st.can_train():
             t1 = st.start_step()

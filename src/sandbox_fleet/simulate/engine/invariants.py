@@ -108,6 +108,40 @@ def _check(res, n_expected: int) -> None:
         for j in range(k + 1, rel.size):
             if not rel[j] >= tend[j - k - 1]:
                 fail("rl_staleness", f"workload {w} batch {j} released before trainer step {j - k - 1} ended")
+    _dynamic_rounds(res, fail)
+
+
+def _dynamic_rounds(res, fail) -> None:
+    """Dynamic sampling, from the rows alone: a round's rollouts arrive together, the first round at its
+    step's release and each later one when the round before has ended (its last terminal row), and the
+    step trains only after its last round has ended."""
+    offsets = np.cumsum([0] + [wl.count for wl in res.workloads])
+    for w, wl in enumerate(res.workloads):
+        dr = getattr(wl, "groups_drawn", None)
+        if getattr(wl, "dynamic", None) is None or dr is None:
+            continue
+        term = res.terminal
+        end = np.full(wl.count, np.nan)
+        rows = term & (res.rollout >= offsets[w]) & (res.rollout < offsets[w + 1])
+        end[res.rollout[rows] - offsets[w]] = res.finish_s[rows]
+        arrival = res.rollout_arrival_s[offsets[w] : offsets[w + 1]]
+        st, lo = res.steps[w], 0
+        for j, step in enumerate(dr.rounds):
+            prev_end = None
+            for n in step:
+                hi = lo + n * dr.group_size
+                a = arrival[lo:hi]
+                if a.min() != a.max():
+                    fail("dynamic_rounds", f"workload {w} step {j}: a round's rollouts arrived at different times")
+                if prev_end is None and a[0] != st["release_s"][j]:
+                    fail("dynamic_rounds", f"workload {w} step {j}: its first round arrived {a[0]!r}, not at the release")
+                if prev_end is not None and a[0] != prev_end:
+                    fail("dynamic_rounds", f"workload {w} step {j}: a round arrived {a[0]!r}, not when the round "
+                                           f"before ended ({prev_end!r})")
+                prev_end = float(end[lo:hi].max())
+                lo = hi
+            if not st["train_start_s"][j] >= prev_end:
+                fail("dynamic_rounds", f"workload {w} step {j} trained before its last round ended")
 
 
 def integral(start: np.ndarray, end: np.ndarray, micros=to_us) -> float:

@@ -273,6 +273,8 @@ class LoopState:
             return
         st = self.rl.get(w)
         if st is not None and st.rollout_ended(self.r_batch[r], self.now):
+            if st.rounds is not None:  # dynamic sampling: the round ended, so its step's next round goes now
+                self.release(st)
             self.maybe_train(st)
 
     def maybe_train(self, st: RLState) -> None:

@@ -134,6 +134,9 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         out["step_s"] = _quantiles(np.asarray(step))
         out["trainer_idle_fraction"] = idle_num / idle_den if idle_den > 0 else None
         out["steps"] = len(step)
+    dynamic = dynamic_figures(res, started)
+    if len(dynamic) == 1:
+        out["dynamic_sampling"] = next(iter(dynamic.values()))
     if len(res.workloads) > 1:
         out["workloads"] = {}
         for w, wl in enumerate(res.workloads):
@@ -148,6 +151,7 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
                 "priority": (wl.priority or 0) if res.fleets[wl.pool].admission == "priority" else None,
                 "preempted_attempts": int(np.count_nonzero(st_sel & (res.phase == PREEMPTION))),
                 "step_s": _quantiles(steps_of[w]) if w in steps_of else None,
+                "dynamic_sampling": dynamic.get(w),
             }
     if res.inference is not None:
         from sandbox_fleet.simulate.engine.inference.figures import inference_figures
@@ -166,6 +170,22 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         out["events_per_s"] = res.events / res.wall_s if res.wall_s > 0 else None
         out["rollouts_per_s"] = n / res.wall_s if res.wall_s > 0 else None
     return SimulateSummary.build(**out)
+
+
+def dynamic_figures(res, started: np.ndarray) -> dict[int, dict]:
+    """Per RL workload with dynamic sampling: its ``dynamic_sampling`` block (the draw's figures, and the
+    peak of its own attempts)."""
+    from sandbox_fleet.simulate.engine.dynamic_sampling import figures
+
+    out = {}
+    for w, wl in enumerate(res.workloads):
+        dr = getattr(wl, "groups_drawn", None)
+        if getattr(wl, "dynamic", None) is None or dr is None:
+            continue
+        sel = started & (res.workload == w)
+        out[w] = {"workload": wl.name, **figures(wl.dynamic, dr),
+                  "peak": int(concurrency(res.start_s[sel], res.finish_s[sel])["peak"]) if sel.any() else 0}
+    return out
 
 
 def _lost_hours(res, started: np.ndarray, failed_rows: int) -> dict:

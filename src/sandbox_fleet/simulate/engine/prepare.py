@@ -16,7 +16,7 @@ from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, PHASE_NA
 from sandbox_fleet.simulate.engine.episode import draw_attempts
 from sandbox_fleet.simulate.engine.limits_rules import lifetime_cut
 from sandbox_fleet.simulate.engine.policies import CEILING, cut_at_ceiling, cut_one, problems
-from sandbox_fleet.simulate.engine.workloads import OPEN, RL, Workload
+from sandbox_fleet.simulate.engine.workloads import OPEN, RL, AsyncRL, Workload
 
 if TYPE_CHECKING:
     from sandbox_fleet.simulate.engine.images import ImageCache, ImageRun
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sandbox_fleet.simulate.engine.inference.driver import TurnDraws
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
-ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS, IMAGES = 1, 2, 3, 4, 5
+ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS, IMAGES, GROUPS = 1, 2, 3, 4, 5, 6
 
 
 def stream(seed: int, subsystem: int, index: int) -> np.random.Generator:
@@ -149,6 +149,8 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             wl.name = f"w{w}"
         if not 0 <= wl.pool < len(pools):
             raise InputError(f"workload {wl.name}: pool {wl.pool} does not exist ({len(pools)} pool(s))")
+        if isinstance(wl, AsyncRL) and wl.dynamic is not None:
+            wl.draw_groups(stream(seed, GROUPS, w))  # dynamic sampling: how many rollouts each step releases
         wl.check_arrays()
     names = [wl.name for wl in workloads]
     if len(set(names)) != len(names):

@@ -24,12 +24,21 @@ class RLState:
         "batch_end_s",
         "next_release",
         "next_train",
+        "pending",
         "release_s",
         "rem",
+        "round_end_s",
+        "round_lo",
+        "round_release_s",
+        "round_rem",
+        "round_size",
+        "round_step",
+        "rounds",
         "sizes",
         "staleness",
         "start_s",
         "starts",
+        "step_round0",
         "train_end_s",
         "train_s",
         "train_start_s",
@@ -38,7 +47,8 @@ class RLState:
         "w",
     )
 
-    def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int, start_s: float = 0.0):
+    def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int, start_s: float = 0.0,
+                 rounds: list[list[int]] | None = None, group_size: int = 1):
         self.w = w
         self.start_s = float(start_s)  # when the workload releases its first batch
         self.sizes = [int(b) for b in batch]
@@ -56,26 +66,70 @@ class RLState:
         self.batch_end_s = [math.nan] * steps
         self.train_start_s = [math.nan] * steps
         self.train_end_s = [math.nan] * steps
+        # dynamic sampling: the rounds (rollouts each, in release order), the step of each, the first of each step
+        self.rounds = rounds
+        self.pending: dict[int, int] = {}  # released steps with rounds to come -> the next round
+        if rounds is not None:
+            size = [n * group_size for step in rounds for n in step]
+            self.round_step = [j for j, step in enumerate(rounds) for _ in step]
+            self.round_lo = (base + np.concatenate(([0], np.cumsum(size)[:-1]))).astype(np.int64).tolist()
+            self.round_size, self.round_rem = size, list(size)
+            self.round_release_s = [math.nan] * len(size)
+            self.round_end_s = [math.nan] * len(size)
+            self.step_round0 = np.concatenate(([0], np.cumsum([len(s) for s in rounds]))).astype(np.int64).tolist()
+
+    def round_range(self, k: int, now: float) -> range:
+        """Release round ``k`` at ``now``; its global rollout ids."""
+        self.round_release_s[k] = now
+        lo = self.round_lo[k]
+        return range(lo, lo + self.round_size[k])
+
+    def next_round_due(self, k: int) -> bool:
+        """Round ``k`` has ended and its step has a round after it."""
+        return self.round_rem[k] == 0 and k + 1 < self.step_round0[self.round_step[k] + 1]
 
     def take_releasable(self, now: float, version: int | None = None) -> list[range]:
         """Mark every batch eligible under ``version`` (default: the current one) as
         released at ``now``; returns their global rollout ids."""
         out = []
+        for j, k in list(self.pending.items()):  # dynamic sampling: a round whose round before has ended
+            if self.round_rem[k - 1] == 0 and self.round_end_s[k - 1] <= now:
+                out.append(self.round_range(k, now))
+                if k + 1 < self.step_round0[j + 1]:
+                    self.pending[j] = k + 1
+                else:
+                    del self.pending[j]
         steps = len(self.sizes)
         v = self.version if version is None else version
         while self.next_release < steps and self.next_release <= v + self.staleness:
             j = self.next_release
             self.next_release = j + 1
             self.release_s[j] = now
-            lo = self.base + self.starts[j]
-            out.append(range(lo, lo + self.sizes[j]))
+            if self.rounds is None:
+                lo = self.base + self.starts[j]
+                out.append(range(lo, lo + self.sizes[j]))
+                continue
+            k = self.step_round0[j]
+            out.append(self.round_range(k, now))
+            if k + 1 < self.step_round0[j + 1]:
+                self.pending[j] = k + 1
         return out
 
     def rollout_ended(self, j: int, t: float) -> bool:
-        """A rollout of batch ``j`` ended at ``t``; returns whether that completes the batch.
+        """A rollout of batch ``j`` (with dynamic sampling: of round ``j``) ended at ``t``; returns
+        whether that completes the batch (the round).
 
         The batch ends with its last rollout: the latest ``t`` (the FIFO path reports
         ends out of time order; the event loop in order, so the last report wins)."""
+        if self.rounds is not None:
+            k, j = j, self.round_step[j]
+            if not self.round_end_s[k] >= t:
+                self.round_end_s[k] = t
+            self.round_rem[k] -= 1
+            if not self.batch_end_s[j] >= t:
+                self.batch_end_s[j] = t
+            self.rem[j] -= 1
+            return self.round_rem[k] == 0
         if not self.batch_end_s[j] >= t:  # NaN until the batch's first end
             self.batch_end_s[j] = t
         self.rem[j] -= 1
@@ -116,7 +170,13 @@ def rl_states(workloads: list[Workload], offsets: np.ndarray, r_batch: list[int]
         if wl.kind != RL:
             continue
         assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
-        st = out[w] = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(offsets[w]), wl.start_s)
+        dr = wl.groups_drawn if wl.dynamic is not None else None
+        st = out[w] = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(offsets[w]), wl.start_s,
+                              None if dr is None else dr.rounds, 1 if dr is None else dr.group_size)
+        if dr is not None:  # rollouts map to their round
+            for k, (lo, sz) in enumerate(zip(st.round_lo, st.round_size)):
+                r_batch[lo : lo + sz] = [k] * sz
+            continue
         for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
             lo = st.base + s0
             r_batch[lo : lo + sz] = [j] * sz

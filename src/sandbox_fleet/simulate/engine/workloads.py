@@ -18,6 +18,7 @@ import numpy as np
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.distributions import Dist
+from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling, GroupDraw, draw
 from sandbox_fleet.simulate.engine.entities import Episode, RetryPolicy
 
 if TYPE_CHECKING:
@@ -183,6 +184,9 @@ class AsyncRL(Workload):
     ``train_s``) when batch ``j`` has fully ended (finished or dropped) and step
     ``j-1`` is done. ``staleness = 0`` is synchronous RL.
     ``batch``: one size for every step, or an array of per-step sizes.
+    ``dynamic``: dynamic sampling (``dynamic_sampling``): ``batch`` is then B x G, the groups a step
+    trains on, and ``prepare`` draws each step's rounds (``draw_groups``), setting ``batch`` to the
+    rollouts each step releases over all its rounds.
     """
 
     batch: int | np.ndarray
@@ -190,6 +194,9 @@ class AsyncRL(Workload):
     train_s: float = 0.0
     staleness: int = 1
     start_s: float = 0.0
+    dynamic: DynamicSampling | None = None
+    #: the rounds ``draw_groups`` drew for the run being prepared (None without ``dynamic``)
+    groups_drawn: GroupDraw | None = None
     kind = RL
 
     def __post_init__(self) -> None:
@@ -208,6 +215,33 @@ class AsyncRL(Workload):
             raise InputError(f"RL workload train_s must be >= 0, got {self.train_s}")
         if self.staleness < 0:
             raise InputError(f"RL workload staleness must be >= 0, got {self.staleness}")
+        if self.dynamic is not None:
+            self._check_dynamic()
+
+    def _check_dynamic(self) -> None:
+        ds = self.dynamic
+        assert ds is not None
+        trained = int(ds.groups) * int(ds.group_size)
+        if np.any(self.batch_sizes != trained):
+            raise InputError(f"workload {self.name}: with dynamic_sampling a step trains on groups x group_size = "
+                             f"{trained} rollouts; batch must be that (or left out)")
+        ep = self.episode
+        arrays = [self.holds, self.exception, *([] if ep is None else [ep.agent, ep.exception, ep.agent_timeout_s])]
+        if any(isinstance(a, np.ndarray) for a in arrays) or self.attrs:
+            raise InputError(f"workload {self.name}: dynamic_sampling draws how many rollouts a step releases, so "
+                             "per-rollout arrays (holds, exception, timeouts, attrs) cannot be given; use distributions")
+
+    def draw_groups(self, rng: np.random.Generator) -> None:
+        """Dynamic sampling: draw every step's rounds for this run (``prepare``), setting ``batch`` to the
+        rollouts each step releases and ``attrs`` ``task_id`` and ``reward`` (1 a valid pass, 0 a valid
+        fail, null invalid) to the drawn outcomes."""
+        assert self.dynamic is not None and self.steps is not None
+        dr = self.groups_drawn = draw(self.dynamic, int(self.steps), rng)
+        self.batch = dr.step_rollouts
+        g = dr.group_size
+        names = np.array([f"task-{t}" for t in range(self.dynamic.task_pass.size)], dtype=object)
+        self.attrs = {"task_id": names[np.repeat(dr.task, g)],
+                      "reward": np.where(dr.rollout_valid, dr.rollout_passed.astype(np.float64), np.nan)}
 
     @property
     def count(self) -> int:

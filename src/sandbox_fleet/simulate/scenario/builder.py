@@ -14,6 +14,7 @@ import numpy as np
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_memory
 from sandbox_fleet.simulate.engine import distributions as D
+from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.entities import Build, Episode, Fleet, RetryPolicy, SubstrateCost, Turns
 from sandbox_fleet.simulate.engine.policies import problems
 from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Poisson, Replay, SyncRL, Workload
@@ -57,6 +58,7 @@ class _RLFields(_Common):
     train_s: float
     start_s: float
     episode: Episode
+    dynamic: DynamicSampling | None
 
 
 class Built:
@@ -371,6 +373,8 @@ class _Ctx:
 
         if w.kind != "closed":
             forbid("population")
+        if w.kind not in ("sync-rl", "async-rl"):
+            forbid("dynamic_sampling")
         if w.kind == "closed":
             need("population", "count")
             assert w.population is not None and w.count is not None  # need() refused them missing
@@ -386,6 +390,14 @@ class _Ctx:
                                            f"from run.epoch (at most {self.horizon_s:.4g} s)")
             return Poisson(rate_per_s=w.rate_per_s, n=w.count, start_s=w.start_s, episode=self.episode(w, k), **common)
         if w.kind in ("sync-rl", "async-rl"):
+            dynamic = None
+            if w.dynamic_sampling is not None:
+                from sandbox_fleet.simulate.scenario.dynamic import build_dynamic
+
+                dynamic = self.guard(k("dynamic_sampling"),
+                                     lambda: build_dynamic(w.dynamic_sampling, self.base, k("dynamic_sampling"), self.fail))
+                if w.batch is None:  # a step trains on B groups of G
+                    w = w.model_copy(update={"batch": dynamic.groups * dynamic.group_size})
             need("batch")
             assert w.batch is not None  # need() refused it missing
             forbid("rate_per_s", "count", "telemetry", "arrivals_s")
@@ -403,7 +415,7 @@ class _Ctx:
             if w.kind == "sync-rl" and w.staleness not in (None, 0):
                 self.fail(k("staleness"), "sync-rl has staleness 0; use kind = \"async-rl\"")
             kw: _RLFields = {"batch": batch, "steps": w.steps, "train_s": w.train_s, "start_s": w.start_s,
-                             "episode": self.episode(w, k), **common}
+                             "episode": self.episode(w, k), "dynamic": dynamic, **common}
             if w.kind == "sync-rl":
                 return SyncRL(**kw)
             return AsyncRL(staleness=1 if w.staleness is None else w.staleness, **kw)

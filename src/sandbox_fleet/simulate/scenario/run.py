@@ -19,6 +19,7 @@ from sandbox_fleet.simulate.scenario.spec import (
     ComponentSpec,
     DeterministicSpec,
     DistSpec,
+    DynamicSamplingSpec,
     EmpiricalSpec,
     EpisodeParts,
     ExceptionsSpec,
@@ -42,7 +43,7 @@ from sandbox_fleet.simulate.scenario.spec import (
 )
 
 __all__ = [
-    "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "EmpiricalSpec", "EpisodeParts",
+    "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "DynamicSamplingSpec", "EmpiricalSpec", "EpisodeParts",
     "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
     "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
     "load_scenario", "run_scenario", "simulate_scenario",

@@ -186,6 +186,20 @@ class EpisodeParts(Strict):
     agent_timeout_s: PosFloat | None = None
 
 
+class DynamicSamplingSpec(Strict):
+    """``dynamic_sampling`` of an RL workload (``simulate.engine.dynamic_sampling``): each step releases
+    groups of ``group_size`` rollouts until ``groups`` of them are informative. ``task_pass``: the tasks'
+    pass probabilities, or a ``measure --json`` summary (its per-task posterior means and valid rate)."""
+
+    groups: Annotated[Whole, Field(ge=1)]
+    group_size: Annotated[Whole, Field(ge=1)]
+    task_pass: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)] | str
+    task_weight: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
+    valid_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    round_groups: Annotated[Whole, Field(ge=1)] | None = None
+    max_rounds: Annotated[Whole, Field(ge=1)] | None = None
+
+
 class WorkloadSpec(EpisodeParts):
     kind: Literal["poisson", "sync-rl", "async-rl", "replay", "closed"]
     name: str | None = None
@@ -208,6 +222,8 @@ class WorkloadSpec(EpisodeParts):
     # replay
     telemetry: list[str] | str | None = None
     arrivals_s: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
+    # RL: dynamic sampling (DAPO)
+    dynamic_sampling: DynamicSamplingSpec | None = None
 
     @field_validator("batch")
     @classmethod
