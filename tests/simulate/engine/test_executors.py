@@ -64,10 +64,8 @@ def test_pools_the_recursion_cannot_run_go_to_the_event_loop(fleet, reason, monk
     f, wls = _open(**fleet)
     monkeypatch.setattr(admit_loop, "loaded", lambda: False)  # 200 rollouts: the kernel's load does not pay
     assert _chosen(f, wls) == "events"
-    monkeypatch.setattr(admit_loop, "loaded", lambda: True)  # loaded: the kernel runs all but node preemption
-    # and the shortest-timeout-first queue (its documented refusals)
-    runs_it = NUMBA and "preemption" not in reason and "shortest" not in reason
-    assert _chosen(f, wls) == ("admission-kernel" if runs_it else "events")
+    monkeypatch.setattr(admit_loop, "loaded", lambda: True)  # loaded: the kernel runs every one of them
+    assert _chosen(f, wls) == ("admission-kernel" if NUMBA else "events")
     assert executors.refusals(prepare(f, wls, 1))["fifo"] == reason
     with pytest.raises(InputError) as err:  # forcing the recursion: the table's reason, in words
         run_workloads(f, wls, seed=1, engine="fifo")

@@ -13,9 +13,8 @@ name                   what                                         runs
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
 ``admission-kernel``   the compiled admission loop                  fixed holds: every admission policy, start
-                       (``fast/admit_loop``)                        caps, queue timeouts, retries; not node
-                                                                    preemption nor shortest-timeout-first;
-                                                                    numba on, run large enough
+                       (``fast/admit_loop``)                        caps, queue timeouts, retries, node
+                                                                    preemption; numba on, run large enough
 ``events``             the general event loop (``loop.py``)         everything
 ====================== ============================================ ==========================================
 

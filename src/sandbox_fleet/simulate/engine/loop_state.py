@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox_fleet.simulate.engine import events as ev
 from sandbox_fleet.simulate.engine.admission import make_policy, make_queue
 from sandbox_fleet.simulate.engine.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
-from sandbox_fleet.simulate.engine.prepare import PREEMPTIONS, Prepared, stream
+from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.trainer import RLState, rl_states
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Closed
 
@@ -116,9 +116,9 @@ class LoopState:
         self.start_cap = [pl.start_cap for pl in pools]
         self.building = [0] * P
         self.qtimeout = [pl.queue_timeout_s for pl in pools]
-        self.nodes = [(-(-pl.cap // pl.slots_per_node) if pl.cap else 0) for pl in pools]
+        self.reclaims = [prep.node_reclaims(p) for p in range(P)]
+        self.nodes = [rc.nodes for rc in self.reclaims]
         self.node_down = [[False] * k for k in self.nodes]
-        self.preempt_rng = [stream(prep.seed, PREEMPTIONS, p) for p in range(P)]
 
         self.heap: list = []
         self.seq = count()
@@ -157,8 +157,7 @@ class LoopState:
         heappush(self.heap, (t, next(self.seq), kind, payload))
 
     def next_preemption(self, p: int, now: float) -> float:
-        pl = self.pools[p]
-        return now + float(self.preempt_rng[p].exponential(1.0 / (pl.preempt_rate_per_node_s * self.nodes[p])))
+        return now + self.reclaims[p].gap_s()
 
     # --- queue and slots -------------------------------------------------------------------
     def enqueue(self, r: int, row: int) -> None:
@@ -374,7 +373,7 @@ class LoopState:
     def on_preempt(self, p: int) -> None:
         """A node of pool ``p`` fails: its running attempts end as preempted exceptions."""
         pl = self.pools[p]
-        node = int(self.preempt_rng[p].integers(self.nodes[p]))
+        node = self.reclaims[p].node()
         now = self.now
         if not self.node_down[p][node]:
             self.preemptions += 1
