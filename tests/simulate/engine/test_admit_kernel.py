@@ -1,5 +1,5 @@
-"""The compiled admission kernel (``simulate/engine/fast/admit_loop`` + ``_admit_kernel``) against
-the pure event loop (``loop.run_events``), its oracle: the same attempts, phases, trainer steps and
+"""The admission kernel (``simulate/engine/fast/admit_loop`` + ``_admit_kernel``) against the pure
+event loop (``loop.run_events`` with ``oracle_policies``' queues), its oracle: the same attempts, phases, trainer steps and
 time integrals, byte for byte, on every admission policy, start caps, queue timeouts, provisioning
 delays, retries and evictions, compiled and (in fresh processes) as plain Python.
 
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
 from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.entities import Build, Episode, RetryPolicy
-from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.workloads import AsyncRL
 from sandbox_fleet.simulate.scenario.run import build, load_scenario
@@ -98,6 +98,10 @@ CASES.update({
                  episode=_flaky_episode(2.0, timeout_s=np.random.default_rng(4).uniform(1.0, 10.0, 600))),
          Poisson(rate_per_s=0.8, n=300, episode=_flaky_episode(3.0), retry=RETRY, pool=1, name="b"),
          Closed(population=3, n=200, episode=_flaky_episode(2.0, timeout_s=4.0), retry=RETRY, name="c")]),
+    "ceiling_without_a_cap": lambda: (
+        Fleet(cap=None, admission="timeout-ceiling", provision_delay_s=0.2),
+        [SyncRL(batch=5, steps=8, train_s=2.0, episode=_flaky_episode(2.0, timeout_s=5.0), retry=RETRY, name="rl"),
+         Poisson(rate_per_s=2.0, n=300, episode=Episode(agent=LogNormal(1.0, 1.0), agent_timeout_s=7.0), name="o")]),
 })
 
 
@@ -134,7 +138,7 @@ def _both(name: str) -> tuple[dict[str, str], dict[str, str], int]:
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     pools, wls = CASES[name]()
-    pure = run_events(prepare(pools, wls, 7))
+    pure = run_oracle(prepare(pools, wls, 7))
     prep = prepare(pools, wls, 7)
     assert admit_loop.refusal(prep) is None, name
     kernel = admit_loop.run(prep)
@@ -194,26 +198,46 @@ def test_the_kernel_refuses_what_it_does_not_run():
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     wl = [Poisson(rate_per_s=1.0, n=50, holds=Exponential(1.0))]
-    rl = [SyncRL(batch=2, steps=2, train_s=1.0, holds=Exponential(1.0))]
-    assert admit_loop.refusal(prepare(Fleet(cap=None, admission="timeout-ceiling"), rl, 1)) == (
-        "a timeout-ceiling pool without a cap")
+    from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
+
+    assert admit_loop.refusal(prepare(Fleet(cap=2, limits=SandboxLimits(creates_per_s=1.0)), wl, 1)) == (
+        "[fleet.limits] places attempts in time (FIFO only)")
     for fleet in (Fleet(cap=2, admission="priority"), Fleet(cap=2, admission="shortest-timeout-first"),
                   Fleet(cap=3, slots_per_node=3, preempt_rate_per_node_s=1e-3, node_replace_s=1.0)):
         assert admit_loop.refusal(prepare(fleet, wl, 1)) is None
 
 
-def test_auto_takes_the_kernel_for_large_policy_runs_and_the_loop_for_small_ones(monkeypatch):
+def test_auto_takes_the_kernel_compiled_for_large_runs_and_its_source_as_python_for_small_ones(monkeypatch):
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     pools, wls = CASES["priority_quotas_preempt_provisioning"]()
     prep = prepare(pools, wls, 1)
+    assert executors.choose(prep).name == "admission-kernel"  # every event run without an inference pool
     monkeypatch.setattr(admit_loop, "loaded", lambda: False)
-    assert executors.choose(prep).name == "events"  # 1,300 rollouts: not worth a process's first load
-    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 1000)
-    assert executors.choose(prep).name == "admission-kernel"
+    monkeypatch.setattr(admit_loop, "_spent", 0)
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 3000)
+    assert not admit_loop.compiled_for(prep)  # 1,300 rollouts: not worth a process's first load ...
+    assert not admit_loop.compiled_for(prep)  # ... 2,600 run interpreted so far ...
+    assert admit_loop.compiled_for(prep)  # ... and the third run's would reach it (rent or buy)
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    assert executors.choose(prep).name == "events"
+    assert executors.choose(prep).name == "admission-kernel" and not admit_loop.compiled_for(prep)
+
+
+def test_a_small_run_takes_the_kernel_source_as_python_without_importing_numba():
+    """In a fresh process with numba installed: a 1,300-rollout policy run is the pure loop's bytes,
+    on the kernel's plain-Python twin, and numba is never imported."""
+    code = ("import sys, json; from tests.simulate.engine.test_admit_kernel import _both, CASES; "
+            "from sandbox_fleet.simulate.engine.run import run_workloads; "
+            "pools, wls = CASES['priority_quotas_preempt_provisioning'](); "
+            "res = run_workloads(pools, wls, seed=7); pure, kernel, _ = _both('priority_quotas_preempt_provisioning'); "
+            "print(json.dumps([res.engine, pure == kernel, 'numba' in sys.modules]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SANDBOX_FLEET_PURE_PYTHON", None)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == ["admission-kernel", True, False]
 
 
 def test_progress_pauses_and_resumes_without_changing_a_bit(monkeypatch):

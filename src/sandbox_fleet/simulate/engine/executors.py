@@ -35,6 +35,7 @@ from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
 from sandbox_fleet.simulate.engine.loop import run_events
+from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
@@ -127,22 +128,15 @@ class ClosedLoopKernel(Executor):
 
 
 class AdmissionKernel(Executor):
+    """Compiled when numba may run and the run pays its load, else the same source as plain Python."""
+
     name, family = "admission-kernel", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
         why = admit_loop.refusal(prep)
-        if why is not None:
-            return f"outside the admission kernel's feature set ({why})"
-        if fast.pure_python_forced():
-            return "SANDBOX_FLEET_PURE_PYTHON is set"
-        if not fast.available():
-            return "numba is not installed or NUMBA_DISABLE_JIT is set"
-        if not admit_loop.worth_it(prep):
-            return (f"fewer than {admit_loop.MIN_ROLLOUTS:,} rollouts while the kernel is not loaded in this "
-                    "process (loading it costs more than the pure loop spends)")
-        return None
+        return None if why is None else f"outside the admission kernel's feature set ({why})"
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         from sandbox_fleet.simulate.engine.fast import admit_loop
@@ -151,10 +145,17 @@ class AdmissionKernel(Executor):
 
 
 class Events(Executor):
+    """The pure event loop: what no kernel runs yet (an inference pool outside the closed-loop
+    kernel's feature set, or below its ``worth_it``)."""
+
     name, family = "events", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
-        return "[fleet.limits] places attempts in time (FIFO only)" if limited_any(prep.pools) else None
+        if limited_any(prep.pools):
+            return "[fleet.limits] places attempts in time (FIFO only)"
+        if any(pl.admission in POLICIES for pl in prep.pools):
+            return "admission policies run on the admission kernel"
+        return None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         return run_events(prep, on_progress)

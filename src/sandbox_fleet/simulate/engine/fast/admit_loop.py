@@ -1,15 +1,16 @@
-"""The compiled admission loop: fixed-hold runs (no inference pool) on ``_admit_kernel``.
+"""The admission loop: every fixed-hold run (no inference pool) on ``_admit_kernel``.
 
-``supported(prep)`` says whether a prepared run is in the kernel's feature set; ``run`` returns
-what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission policy
-registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas and
-preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and node
-preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop draws),
-on open, closed and RL workloads. Outside it (the pure loop runs them): a timeout-ceiling pool
-without a cap, an inference pool.
+``refusal(prep)`` says why a prepared run is outside the kernel (an inference pool only); ``run``
+returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
+policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
+and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
+node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
+draws), on open, closed and RL workloads.
 
-The kernel is cached on disk like the closed-loop kernel's (``_jit.cache_dir()``); ``worth_it``
-sends runs too small to pay a process's first load to the pure loop until it is loaded.
+One source, two ways: numba's build (cached on disk like the closed-loop kernel's,
+``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
+to pay numba's per-process load (``worth_it``, rent-or-buy), without numba, or with
+``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON`` set.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 
 import numpy as np
 
+from sandbox_fleet.simulate.engine import fast
+from sandbox_fleet.simulate.engine.fast import _plain
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
 
@@ -26,7 +29,10 @@ _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
 #: admission policy name -> its code in the kernel (the one registration of each policy the kernel runs)
 POLICY_CODES = {"fifo": 0, "priority": 1, "timeout-ceiling": 2, "shortest-timeout-first": 3}
 KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
-MIN_ROLLOUTS = 20_000  # rollouts from which a process's first kernel run beats the pure loop
+#: rollouts from which compiling pays for numba's per-process load (~1.5 s) over the interpreted
+#: kernel (~0.14 ms a rollout; BENCHMARKS.md, "Issue 36, every event scenario on the kernel")
+MIN_ROLLOUTS = 10_000
+_spent = 0  # rollouts this process ran interpreted while numba was available (the rent-or-buy rule)
 PROGRESS_EVERY = 1 << 16  # heap events between progress callbacks
 NO_LIMIT = -1  # the kernel's "none" for caps and limits
 
@@ -36,11 +42,10 @@ def load() -> None:
     on the first call; later runs of any size then use it)."""
     from sandbox_fleet.simulate.engine.distributions import Deterministic
     from sandbox_fleet.simulate.engine.entities import Fleet
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel  # noqa: F401
     from sandbox_fleet.simulate.engine.prepare import prepare
     from sandbox_fleet.simulate.engine.workloads import Poisson
 
-    run(prepare(Fleet(cap=1), [Poisson(rate_per_s=1.0, n=2, holds=Deterministic(1.0))], 0))
+    run(prepare(Fleet(cap=1), [Poisson(rate_per_s=1.0, n=2, holds=Deterministic(1.0))], 0), compiled=True)
 
 
 def loaded() -> bool:
@@ -48,19 +53,44 @@ def loaded() -> bool:
 
 
 def worth_it(prep) -> bool:
-    """Whether the kernel pays for its per-process load on this run."""
-    return loaded() or prep.n >= MIN_ROLLOUTS
+    """Whether the compiled kernel pays for its per-process load on this run: it is loaded, or this
+    run with what the process ran interpreted reaches ``MIN_ROLLOUTS`` (a search of many small runs
+    then loads it once: never more than twice the better choice's cost)."""
+    return loaded() or prep.n + _spent >= MIN_ROLLOUTS
+
+
+def compiled_for(prep) -> bool:
+    """Whether this run takes the compiled kernel (numba may run and it pays), else its source as
+    plain Python (``_plain.twin``), counted towards ``worth_it``."""
+    global _spent
+    if not fast.available():
+        return False
+    if worth_it(prep):
+        return True
+    _spent += prep.n
+    return False
+
+
+def kernel(compiled: bool):
+    """The kernel module: numba's build, or the same source loaded as plain Python."""
+    if compiled:
+        from sandbox_fleet.simulate.engine.fast import _admit_kernel
+
+        return _admit_kernel
+    return _plain.twin(_KERNEL)
 
 
 def refusal(prep) -> str | None:
     """Why the kernel cannot run this prepared run (``None``: it can)."""
     if prep.inference is not None:
         return "an inference pool serves the model calls"
+    from sandbox_fleet.simulate.engine.fifo import limited_any
+
+    if limited_any(prep.pools):
+        return "[fleet.limits] places attempts in time (FIFO only)"
     for pl in prep.pools:
         if pl.admission not in POLICY_CODES:
             return f"admission {pl.admission!r}"
-        if pl.admission == "timeout-ceiling" and pl.cap is None:
-            return "a timeout-ceiling pool without a cap"
     for wl in prep.workloads:
         if wl.kind not in KINDS:
             return f"workload kind {wl.kind!r}"
@@ -77,9 +107,8 @@ def _timeouts(prep) -> np.ndarray:
     return out
 
 
-def initial_state(prep, on_progress=None):
-    """The kernel's ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+def initial_state(prep, K, on_progress=None):
+    """Kernel ``K``'s ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
     from sandbox_fleet.simulate.engine.trainer import rl_states
 
     N = prep.n
@@ -157,7 +186,9 @@ def initial_state(prep, on_progress=None):
             wf[w, K.WF_START_S] = st.start_s
             sizes += [int(sz) for sz in st.sizes]
             starts += [st.base + int(s0) for s0 in st.starts]
-    ceil_cap = max([int(pl.cap) for pl in pools if pl.admission == "timeout-ceiling"] or [0]) + 1
+    # a timeout-ceiling pool's running ceilings: at most its cap, or its rollouts when it has none
+    ceil_cap = max([int(per_pool[p]) if pl.cap is None else int(pl.cap)
+                    for p, pl in enumerate(pools) if pl.admission == "timeout-ceiling"] or [0]) + 1
     nb = len(sizes)
 
     si[K.EV_LIMIT] = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
@@ -213,11 +244,12 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def run(prep, on_progress=None) -> ExecutorOutput:
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
-
+def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
+    """Run ``prep`` on the compiled kernel or its source as plain Python (``compiled``; ``None``:
+    as ``compiled_for`` decides); the same bits either way."""
+    K = kernel(compiled_for(prep) if compiled is None else compiled)
     N = prep.n
-    S, rl, K.RECLAIMS[0] = initial_state(prep, on_progress)
+    S, rl, K.RECLAIMS[0] = initial_state(prep, K, on_progress)
     K.RETRY_DRAW[0] = prep.retry_attempt
     # The retry draws (Python, through objmode) allocate; a cyclic collection they trigger would
     # walk every object of the process (measured: the largest cost of a run with evictions). The
