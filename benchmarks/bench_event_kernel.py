@@ -38,15 +38,17 @@ from sandbox_fleet.simulate.engine.prepare import prepare
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "examples" / "scenarios"
 NAMES = ("async_rl_full", "model_mix", "shared_pool_priority", "timeout_ceiling")
+SMALL = ("shared_pool_priority", "timeout_ceiling")  # also at 1,000 rollouts (``bench_policies.scaled``)
 
 
 LOOP_CHILD = """
 import json, statistics, sys, time, hashlib
 sys.path.insert(0, {bench!r})
 from bench_policies import scaled
+from bench_event_kernel import _built
 from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.prepare import prepare
-built = scaled({name!r}, {n})
+built = scaled({name!r}, {n}) if {n} else _built({name!r})
 xs = []
 for _ in range({rounds}):
     prep = prepare(built.fleets, built.workloads, built.seed)
@@ -57,9 +59,9 @@ print(json.dumps([statistics.median(xs), hashlib.sha256(out.first["finish_s"].to
 """
 
 
-def loop_at_base(base_src: str, name: str, n: int, rounds: int) -> tuple[float, str]:
+def loop_at_base(base_src: str, name: str, n: int | None, rounds: int) -> tuple[float, str]:
     """The base checkout's pure loop on the same run, in a child process: median seconds, digest."""
-    code = LOOP_CHILD.format(bench=str(Path(__file__).resolve().parent), name=name, n=n, rounds=rounds)
+    code = LOOP_CHILD.format(bench=str(Path(__file__).resolve().parent), name=name, n=n or 0, rounds=rounds)
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": base_src}, cwd=ROOT)
     t, digest = json.loads(out.stdout.strip().splitlines()[-1])
@@ -75,33 +77,38 @@ def in_process(rounds: int, base_src: str | None) -> None:
         ways["loop"] = run_oracle
     print(f"load average {os.getloadavg()[0]:.1f}; {rounds} rounds, ms (median); the loop: "
           f"{'the base checkout, child process' if base_src else 'this tree (oracle)'}")
-    for name in NAMES:
-        for n in (1000, _count(name)):
-            built = scaled(name, n)
-            times: dict[str, list[float]] = {k: [] for k in ways}
-            finish = {}
-            for _ in range(rounds):
-                for k, fn in ways.items():
-                    prep = prepare(built.fleets, built.workloads, built.seed)
-                    t0 = time.perf_counter()
-                    out = fn(prep)
-                    times[k].append(time.perf_counter() - t0)
-                    finish[k] = hashlib.sha256(out.first["finish_s"].tobytes()).hexdigest()
-            med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-            if base_src is not None:
-                t, finish["loop"] = loop_at_base(base_src, name, n, rounds)
-                med["loop"] = t * 1e3
-            assert len(set(finish.values())) == 1, f"{name}: the three ways disagree"
-            print(f"{name} at {n:,} rollouts: loop {med['loop']:.1f}, plain kernel {med['plain']:.1f} "
-                  f"({med['plain'] / med['loop']:.2f}x the loop), compiled kernel {med['compiled']:.1f} "
-                  f"({med['compiled'] / med['loop']:.3f}x)", flush=True)
+    for name, n in [(nm, 1000) for nm in SMALL] + [(nm, None) for nm in NAMES]:
+        built = _built(name) if n is None else scaled(name, n)
+        times: dict[str, list[float]] = {k: [] for k in ways}
+        finish = {}
+        for _ in range(rounds):
+            for k, fn in ways.items():
+                prep = prepare(built.fleets, built.workloads, built.seed)
+                t0 = time.perf_counter()
+                out = fn(prep)
+                times[k].append(time.perf_counter() - t0)
+                finish[k] = hashlib.sha256(out.first["finish_s"].tobytes()).hexdigest()
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        if base_src is not None:
+            t, finish["loop"] = loop_at_base(base_src, name, n, rounds)
+            med["loop"] = t * 1e3
+        assert len(set(finish.values())) == 1, f"{name}: the three ways disagree"
+        size = sum(wl.count for wl in built.workloads)
+        print(f"{name} at {size:,} rollouts: loop {med['loop']:.1f}, plain kernel {med['plain']:.1f} "
+              f"({med['plain'] / med['loop']:.2f}x the loop), compiled kernel {med['compiled']:.1f} "
+              f"({med['compiled'] / med['loop']:.3f}x)", flush=True)
 
 
-def _count(name: str) -> int:
+def _built(name: str):
+    """The example as it is."""
     from sandbox_fleet.simulate.scenario.run import build, load_scenario
 
     path = SCENARIOS / f"{name}.toml"
-    return sum(wl.count for wl in build(load_scenario(path), path.parent, str(path)).workloads)
+    return build(load_scenario(path), path.parent, str(path))
+
+
+def _count(name: str) -> int:
+    return sum(wl.count for wl in _built(name).workloads)
 
 
 def _child_cpu() -> float:
@@ -121,7 +128,7 @@ def processes(base_src: str, rounds: int) -> None:
     here = str(ROOT / "src")
     with tempfile.TemporaryDirectory() as tmp:
         cases = [SCENARIOS / f"{n}.toml" for n in NAMES]
-        for n in ("shared_pool_priority", "timeout_ceiling"):  # the same scenario at 1,000 rollouts
+        for n in SMALL:  # the same scenario at about 1,000 rollouts
             text = (SCENARIOS / f"{n}.toml").read_text()
             small = Path(tmp) / f"{n}_1000.toml"
             small.write_text(_scaled_text(n, text))

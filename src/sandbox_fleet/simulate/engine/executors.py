@@ -12,17 +12,19 @@ name                   what                                         runs
                        when the run pays the load)                  inference pool
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
-``admission-kernel``   the compiled admission loop                  fixed holds: every admission policy, start
-                       (``fast/admit_loop``)                        caps, queue timeouts, retries, node
-                                                                    preemption; numba on, run large enough
-``events``             the general event loop (``loop.py``)         everything
+``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool or
+                       numba's build, or its source as plain        ``[fleet.limits]``: every admission
+                       Python for runs too small to pay the load    policy, start caps, queue timeouts,
+                                                                    retries, node preemption
+``events``             the general event loop (``loop.py``)         inference-pool runs the closed-loop kernel
+                                                                    does not take; no policy pools
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
-the FIFO executor, ``engine="events"`` the event-loop family (the kernel is the loop's compiled
-twin); a forced family that cannot run the scenario is an ``InputError`` naming the reason.
-``SANDBOX_FLEET_PURE_PYTHON=1`` refuses the kernel and runs the FIFO rule as plain Python.
+the FIFO executor, ``engine="events"`` the event-loop family; a forced family that cannot run the
+scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` refuses the
+closed-loop kernel and runs the admission kernel and the FIFO rule as plain Python.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
 POLICY_CODES = {"fifo": 0, "priority": 1, "timeout-ceiling": 2, "shortest-timeout-first": 3}
 KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
 #: rollouts from which compiling pays for numba's per-process load (~1.5 s) over the interpreted
-#: kernel (~0.14 ms a rollout; BENCHMARKS.md, "Issue 36, every event scenario on the kernel")
+#: kernel (0.07-0.2 ms a rollout; BENCHMARKS.md, "Issue 36, every event run on the admission kernel")
 MIN_ROLLOUTS = 10_000
 _spent = 0  # rollouts this process ran interpreted while numba was available (the rent-or-buy rule)
 PROGRESS_EVERY = 1 << 16  # heap events between progress callbacks
