@@ -107,6 +107,18 @@ def _timeouts(prep) -> np.ndarray:
     return out
 
 
+def _per_event(pl) -> int:
+    """A bound on the attempts one event may start or end in capped pool ``pl`` (the kernel grows
+    its rows and heap before an event unless they hold that many more). A dispatch starts at most
+    the cap and, evicting (priority with ``preempt``), ends as many; a node preemption ends its
+    slots' attempts with a dispatch after each (a later slot of the node may be refilled once)."""
+    cap = int(pl.cap)
+    spn = pl.slots_per_node if pl.preempt_rate_per_node_s > 0 else 0
+    if pl.admission == "priority" and pl.preempt:
+        return (1 + spn) * (cap + 1)
+    return cap + 2 * spn + 1
+
+
 def initial_state(prep, K, on_progress=None):
     """Kernel ``K``'s ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
     from sandbox_fleet.simulate.engine.trainer import rl_states
@@ -115,10 +127,8 @@ def initial_state(prep, K, on_progress=None):
     pools, wls = prep.pools, prep.workloads
     P, W = len(pools), len(wls)
     i64 = np.int64
-    # A node preemption ends each of its slots' attempts and dispatches after each: a dispatch per slot.
-    per_event = [int(pl.cap) * (1 + (pl.slots_per_node if pl.preempt_rate_per_node_s > 0 else 0))
-                 for pl in pools if pl.cap is not None]
-    row_margin = 2 * max(per_event, default=0) + 2  # rows one event may append: an eviction per slot, a retry
+    per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
+    row_margin = max(per_event, default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     rows0 = N + max(row_margin, N // 8)
 
