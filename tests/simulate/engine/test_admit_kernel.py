@@ -21,7 +21,7 @@ import pytest
 from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
-from sandbox_fleet.simulate.engine import executors
+from sandbox_fleet.simulate.engine import executors, fast
 from sandbox_fleet.simulate.engine.entities import Build, Episode, RetryPolicy
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.workloads import AsyncRL
@@ -134,20 +134,24 @@ def _digest(out) -> dict[str, str]:
     return {k: hashlib.sha256(v).hexdigest()[:16] for k, v in parts.items()}
 
 
-def _both(name: str) -> tuple[dict[str, str], dict[str, str], int]:
+def _both(name: str, compiled: bool | None = None) -> tuple[dict[str, str], dict[str, str], int]:
+    """The oracle's digest, the kernel's (``compiled``: numba's build, its plain-Python twin, or
+    ``None``: as ``admit_loop`` chooses) and the kernel's retry rows."""
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     pools, wls = CASES[name]()
     pure = run_oracle(prepare(pools, wls, 7))
     prep = prepare(pools, wls, 7)
     assert admit_loop.refusal(prep) is None, name
-    kernel = admit_loop.run(prep)
+    kernel = admit_loop.run(prep, compiled=compiled)
     return _digest(pure), _digest(kernel), len(kernel.extra["rollout"])
 
 
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
+    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_the_kernel_places_every_attempt_as_the_pure_loop(name):
-    pure, kernel, retried = _both(name)
+def test_the_kernel_places_every_attempt_as_the_pure_loop(name, compiled):
+    pure, kernel, retried = _both(name, compiled)
     assert kernel == pure
     if "retries" in name or "preempt" in name:
         assert retried > 0  # the case exercises the retry draw
