@@ -1,5 +1,5 @@
-"""The compiled admission kernel (``simulate/engine/fast/admit_loop`` + ``_admit_kernel``) against
-the pure event loop (``loop.run_events``), its oracle: the same attempts, phases, trainer steps and
+"""The admission kernel (``simulate/engine/fast/admit_loop`` + ``_admit_kernel``) against the pure
+event loop (``loop.run_events`` with ``oracle_policies``' queues), its oracle: the same attempts, phases, trainer steps and
 time integrals, byte for byte, on every admission policy, start caps, queue timeouts, provisioning
 delays, retries and evictions, compiled and (in fresh processes) as plain Python.
 
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
-from sandbox_fleet.simulate.engine import executors
+from sandbox_fleet.simulate.engine import executors, fast
 from sandbox_fleet.simulate.engine.entities import Build, Episode, RetryPolicy
-from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.workloads import AsyncRL
 from sandbox_fleet.simulate.scenario.run import build, load_scenario
@@ -66,6 +66,45 @@ CASES = {
 }
 
 
+# Node preemption (``preempt_rate_per_node_s``: a node's attempts end as preempted exceptions, each
+# followed by the pool's dispatch) and the shortest-timeout-first queue (per-rollout timeouts too).
+CASES.update({
+    "node_preemption_fifo_provisioning_retries": lambda: (
+        Fleet(cap=12, slots_per_node=4, preempt_rate_per_node_s=0.02, node_replace_s=5.0, provision_delay_s=0.3),
+        [Poisson(rate_per_s=3.0, n=600, episode=_flaky_episode(2.0), retry=RETRY, name="open"),
+         Closed(population=5, n=300, episode=_flaky_episode(3.0), retry=RETRY, name="closed")]),
+    "node_preemption_priority_evicting_start_cap_timeout": lambda: (
+        Fleet(cap=8, slots_per_node=3, preempt_rate_per_node_s=0.03, node_replace_s=4.0, admission="priority",
+              preempt=True, start_cap=3, queue_timeout_s=6.0),
+        [Poisson(rate_per_s=1.5, n=500, episode=_flaky_episode(2.0), retry=RETRY, priority=2, nominal=3, name="hi"),
+         Closed(population=6, n=400, holds=Exponential(2.5), nominal=2, name="lo")]),
+    "node_preemption_ceiling_rl": lambda: (
+        Fleet(cap=10, slots_per_node=5, preempt_rate_per_node_s=0.03, node_replace_s=8.0,
+              admission="timeout-ceiling"),
+        [SyncRL(batch=6, steps=10, train_s=2.0, episode=_flaky_episode(2.0, timeout_s=6.0), retry=RETRY, name="rl"),
+         Closed(population=6, n=300, episode=Episode(agent=LogNormal(1.0, 1.5), agent_timeout_s=9.0), name="synth")]),
+    "shortest_timeout_first_queue_timeout_retries": lambda: (
+        Fleet(cap=4, admission="shortest-timeout-first", queue_timeout_s=8.0, start_cap=3),
+        [Poisson(rate_per_s=1.8, n=500, retry=RETRY, name="varied",
+                 episode=_flaky_episode(1.5, timeout_s=np.random.default_rng(3).choice([2.0, 5.0, 9.0], 500))),
+         Closed(population=4, n=300, episode=_flaky_episode(2.0, timeout_s=5.0), retry=RETRY, name="five"),
+         AsyncRL(batch=4, steps=20, train_s=1.0, staleness=1, holds=Exponential(1.0), name="untimed")]),
+    "shortest_timeout_first_preempted_beside_fifo": lambda: (
+        [Fleet(cap=6, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=3.0, provision_delay_s=0.5,
+               admission="shortest-timeout-first", queue_timeout_s=6.0, name="stf"),
+         Fleet(cap=3, slots_per_node=1, preempt_rate_per_node_s=0.01, node_replace_s=2.0, queue_timeout_s=5.0,
+               name="fifo")],
+        [Poisson(rate_per_s=2.5, n=600, retry=RETRY, name="a",
+                 episode=_flaky_episode(2.0, timeout_s=np.random.default_rng(4).uniform(1.0, 10.0, 600))),
+         Poisson(rate_per_s=0.8, n=300, episode=_flaky_episode(3.0), retry=RETRY, pool=1, name="b"),
+         Closed(population=3, n=200, episode=_flaky_episode(2.0, timeout_s=4.0), retry=RETRY, name="c")]),
+    "ceiling_without_a_cap": lambda: (
+        Fleet(cap=None, admission="timeout-ceiling", provision_delay_s=0.2),
+        [SyncRL(batch=5, steps=8, train_s=2.0, episode=_flaky_episode(2.0, timeout_s=5.0), retry=RETRY, name="rl"),
+         Poisson(rate_per_s=2.0, n=300, episode=Episode(agent=LogNormal(1.0, 1.0), agent_timeout_s=7.0), name="o")]),
+})
+
+
 def _example(name: str):
     def make():
         path = EXAMPLES / f"{name}.toml"
@@ -95,23 +134,52 @@ def _digest(out) -> dict[str, str]:
     return {k: hashlib.sha256(v).hexdigest()[:16] for k, v in parts.items()}
 
 
-def _both(name: str) -> tuple[dict[str, str], dict[str, str], int]:
+def _both(name: str, compiled: bool | None = None) -> tuple[dict[str, str], dict[str, str], int]:
+    """The oracle's digest, the kernel's (``compiled``: numba's build, its plain-Python twin, or
+    ``None``: as ``admit_loop`` chooses) and the kernel's retry rows."""
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     pools, wls = CASES[name]()
-    pure = run_events(prepare(pools, wls, 7))
+    pure = run_oracle(prepare(pools, wls, 7))
     prep = prepare(pools, wls, 7)
     assert admit_loop.refusal(prep) is None, name
-    kernel = admit_loop.run(prep)
+    kernel = admit_loop.run(prep, compiled=compiled)
     return _digest(pure), _digest(kernel), len(kernel.extra["rollout"])
 
 
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
+    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_the_kernel_places_every_attempt_as_the_pure_loop(name):
-    pure, kernel, retried = _both(name)
+def test_the_kernel_places_every_attempt_as_the_pure_loop(name, compiled):
+    pure, kernel, retried = _both(name, compiled)
     assert kernel == pure
     if "retries" in name or "preempt" in name:
         assert retried > 0  # the case exercises the retry draw
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if n.startswith("node_preemption")
+                                        or n == "shortest_timeout_first_preempted_beside_fifo"))
+def test_the_preemption_cases_take_nodes_down_while_they_run(name):
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    pools, wls = CASES[name]()
+    out = admit_loop.run(prepare(pools, wls, 7))
+    assert out.preemptions >= 3  # several nodes failed (and the digests compare the counts)
+    preempted = np.count_nonzero(np.asarray(out.extra["phase"]) == 4) + np.count_nonzero(out.first["phase"] == 4)
+    assert preempted > 0  # some attempt was running on a failed node
+
+
+def test_shortest_timeout_first_starts_the_shortest_timeout_waiting():
+    """A hand-worked queue: one slot busy until t=10 while four rollouts arrive with timeouts 9, 3,
+    7 and 3; the slot then serves 3 (the first), 3 (the second), 7, 9, one hold of 1 s each."""
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+    from sandbox_fleet.simulate.engine.workloads import Replay
+
+    timeouts = np.array([20.0, 9.0, 3.0, 7.0, 3.0])
+    ep = Episode(agent=np.array([10.0, 1.0, 1.0, 1.0, 1.0]), agent_timeout_s=timeouts)
+    wl = Replay(arrivals_s=np.array([0.0, 1.0, 2.0, 3.0, 4.0]), episode=ep)
+    out = admit_loop.run(prepare(Fleet(cap=1, admission="shortest-timeout-first"), [wl], 1))
+    assert out.first["start_s"].tolist() == [0.0, 13.0, 10.0, 12.0, 11.0]
 
 
 def test_the_cases_differ_and_exercise_what_they_name():
@@ -134,25 +202,46 @@ def test_the_kernel_refuses_what_it_does_not_run():
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     wl = [Poisson(rate_per_s=1.0, n=50, holds=Exponential(1.0))]
-    assert admit_loop.refusal(prepare(Fleet(cap=2, admission="shortest-timeout-first"), wl, 1)) == (
-        "admission 'shortest-timeout-first'")
-    assert admit_loop.refusal(prepare(Fleet(cap=3, slots_per_node=3, preempt_rate_per_node_s=1e-3,
-                                            node_replace_s=1.0), wl, 1)) == "node preemption"
-    assert admit_loop.refusal(prepare(Fleet(cap=2, admission="priority"), wl, 1)) is None
+    from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
+
+    assert admit_loop.refusal(prepare(Fleet(cap=2, limits=SandboxLimits(creates_per_s=1.0)), wl, 1)) == (
+        "[fleet.limits] places attempts in time (FIFO only)")
+    for fleet in (Fleet(cap=2, admission="priority"), Fleet(cap=2, admission="shortest-timeout-first"),
+                  Fleet(cap=3, slots_per_node=3, preempt_rate_per_node_s=1e-3, node_replace_s=1.0)):
+        assert admit_loop.refusal(prepare(fleet, wl, 1)) is None
 
 
-def test_auto_takes_the_kernel_for_large_policy_runs_and_the_loop_for_small_ones(monkeypatch):
+def test_auto_takes_the_kernel_compiled_for_large_runs_and_its_source_as_python_for_small_ones(monkeypatch):
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     pools, wls = CASES["priority_quotas_preempt_provisioning"]()
     prep = prepare(pools, wls, 1)
+    assert executors.choose(prep).name == "admission-kernel"  # every event run without an inference pool
     monkeypatch.setattr(admit_loop, "loaded", lambda: False)
-    assert executors.choose(prep).name == "events"  # 1,300 rollouts: not worth a process's first load
-    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 1000)
-    assert executors.choose(prep).name == "admission-kernel"
+    monkeypatch.setattr(admit_loop, "_spent", 0)
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 3000)
+    assert not admit_loop.compiled_for(prep)  # 1,300 rollouts: not worth a process's first load ...
+    assert not admit_loop.compiled_for(prep)  # ... 2,600 run interpreted so far ...
+    assert admit_loop.compiled_for(prep)  # ... and the third run's would reach it (rent or buy)
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    assert executors.choose(prep).name == "events"
+    assert executors.choose(prep).name == "admission-kernel" and not admit_loop.compiled_for(prep)
+
+
+def test_a_small_run_takes_the_kernel_source_as_python_without_importing_numba():
+    """In a fresh process with numba installed: a 1,300-rollout policy run is the pure loop's bytes,
+    on the kernel's plain-Python twin, and numba is never imported."""
+    code = ("import sys, json; from tests.simulate.engine.test_admit_kernel import _both, CASES; "
+            "from sandbox_fleet.simulate.engine.run import run_workloads; "
+            "pools, wls = CASES['priority_quotas_preempt_provisioning'](); "
+            "res = run_workloads(pools, wls, seed=7); pure, kernel, _ = _both('priority_quotas_preempt_provisioning'); "
+            "print(json.dumps([res.engine, pure == kernel, 'numba' in sys.modules]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SANDBOX_FLEET_PURE_PYTHON", None)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == ["admission-kernel", True, False]
 
 
 def test_progress_pauses_and_resumes_without_changing_a_bit(monkeypatch):
@@ -176,7 +265,9 @@ def _plain_child() -> None:
 
     assert not _jit.COMPILED and inspect.isfunction(K.run)
     bad = [n for n in ("priority_preempt_counted_with_retries", "priority_start_cap_queue_timeout",
-                       "ceiling_rl_beside_closed", "fifo_start_cap_timeout_retries_two_pools")
+                       "ceiling_rl_beside_closed", "fifo_start_cap_timeout_retries_two_pools",
+                       "node_preemption_priority_evicting_start_cap_timeout",
+                       "shortest_timeout_first_preempted_beside_fifo")
            if (lambda d: d[0] != d[1])(_both(n))]
     print(json.dumps(bad))
 

@@ -58,16 +58,13 @@ def test_one_pass_and_rl_go_to_the_recursion_with_or_without_pure_python(pure, m
     ({"admission": "shortest-timeout-first"}, "the fleet has admission 'shortest-timeout-first'"),
     ({"slots_per_node": 3, "preempt_rate_per_node_s": 1e-3, "node_replace_s": 1.0}, "the fleet has preemption"),
 ])
-def test_pools_the_recursion_cannot_run_go_to_the_event_loop(fleet, reason, monkeypatch):
+def test_pools_the_recursion_cannot_run_go_to_the_admission_kernel(fleet, reason, monkeypatch):
     from sandbox_fleet.simulate.engine.fast import admit_loop
 
     f, wls = _open(**fleet)
-    monkeypatch.setattr(admit_loop, "loaded", lambda: False)  # 200 rollouts: the kernel's load does not pay
-    assert _chosen(f, wls) == "events"
-    monkeypatch.setattr(admit_loop, "loaded", lambda: True)  # loaded: the kernel runs all but node preemption
-    # and the shortest-timeout-first queue (its documented refusals)
-    runs_it = NUMBA and "preemption" not in reason and "shortest" not in reason
-    assert _chosen(f, wls) == ("admission-kernel" if runs_it else "events")
+    for loaded in (False, True):  # compiled or its source as plain Python: the same executor
+        monkeypatch.setattr(admit_loop, "loaded", lambda loaded=loaded: loaded)
+        assert _chosen(f, wls) == "admission-kernel"
     assert executors.refusals(prepare(f, wls, 1))["fifo"] == reason
     with pytest.raises(InputError) as err:  # forcing the recursion: the table's reason, in words
         run_workloads(f, wls, seed=1, engine="fifo")
@@ -140,8 +137,8 @@ def test_every_executor_returns_the_typed_result(engine, monkeypatch):
 def test_the_run_names_the_executor_that_ran(monkeypatch):
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     assert run_workloads(*_open(), seed=1).engine == "fifo"
-    assert run_workloads(*_open(start_cap=1), seed=1).engine == "events"
-    assert run_workloads(*_open(), seed=1, engine="events").engine == "events"
+    assert run_workloads(*_open(start_cap=1), seed=1).engine == "admission-kernel"  # its source as Python
+    assert run_workloads(*_open(), seed=1, engine="events").engine == "admission-kernel"
 
 
 def _served_run():
@@ -178,7 +175,7 @@ def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monke
                     '[hold]\ndist = "exponential"\nmean_s = 1.0\n')
     plain = run_scenario(path)
     assert plain["engine"] is None  # the nullable field stays empty: the same bytes whichever executor ran
-    assert run_scenario(path, timing=True)["engine"] == "events"
+    assert run_scenario(path, timing=True)["engine"] == "admission-kernel"
 
 
 # --- the shared rules ----------------------------------------------------------------------

@@ -336,7 +336,7 @@ def test_worked_example_substrate_table(tmp_path):
 
 
 def test_retries_build_warm_and_are_not_references():
-    """Preempted attempts re-run on the event loop: their builds are the warm draw, and only first
+    """Preempted attempts re-run on the admission kernel: their builds are the warm draw, and only first
     attempts are the cache's references."""
     from sandbox_fleet.simulate.engine.entities import RetryPolicy
 
@@ -346,7 +346,7 @@ def test_retries_build_warm_and_are_not_references():
     fleet = Fleet(cap=16, slots_per_node=4, preempt_rate_per_node_s=1 / 2000, node_replace_s=30.0)
     wl = Poisson(rate_per_s=0.05, n=2000, episode=ep, retry=RetryPolicy(max_retries=3, on=("preemption",)))
     res = run_workloads(fleet, [wl], seed=8)
-    assert res.engine == "events" and res.preemptions > 0
+    assert res.engine == "admission-kernel" and res.preemptions > 0
     retry_rows = (res.attempt > 0) & res.started
     assert retry_rows.any()
     cut = res.phase == 4  # a preempted retry's build may be cut short

@@ -1,5 +1,5 @@
 """The general loop's state object: its consistency audit holds throughout every kind of
-run, catches a corrupted state, and the inline fast paths equal the handlers they stand for."""
+run (with the policies of ``oracle_policies``) and catches a corrupted state."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from heapq import heappop
 
 import numpy as np
 import pytest
+from tests.simulate.engine.oracle_policies import run_oracle as run_events
 
 from sandbox_fleet.simulate import (
     AsyncRL,
@@ -22,9 +23,7 @@ from sandbox_fleet.simulate import (
     SyncRL,
 )
 from sandbox_fleet.simulate.engine import events as ev
-from sandbox_fleet.simulate.engine import loop as loop_mod
 from sandbox_fleet.simulate.engine.fifo import place_stream
-from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.loop_state import RUNNING, S_BUSY, S_DOWN, S_FREE, S_PROV, LoopState
 from sandbox_fleet.simulate.engine.prepare import ids_index, prepare
 
@@ -86,20 +85,6 @@ def test_audit_holds_throughout_the_run(name):
     assert st.done == prep.n and st.busy == 0 and st.waiting == 0
     assert all(s in (S_FREE, S_PROV, S_DOWN) for s in st.slot_state)
     assert all(nf == pl.cap for nf, pl, c in zip(st.nfree, st.pools, st.counted) if c)
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_inline_paths_equal_the_handlers(name, monkeypatch):
-    """The loop's inline arrival / attempt-end code against the handlers alone (the reference)."""
-    fleet, wls = CASES[name]()
-    fast = run_events(prepare(fleet, wls, seed=9))
-    fleet, wls = CASES[name]()
-    monkeypatch.setattr(loop_mod, "inline_pools", lambda st: [False] * len(st.pools))
-    slow = run_events(prepare(fleet, wls, seed=9))
-    for k in fast.first:
-        assert np.array_equal(fast.first[k], slow.first[k], equal_nan=True), k
-        assert fast.extra[k] == slow.extra[k] or np.array_equal(fast.extra[k], slow.extra[k], equal_nan=True), k
-    assert (fast.area_busy, fast.area_wait, fast.preemptions) == (slow.area_busy, slow.area_wait, slow.preemptions)
 
 
 def test_audit_catches_a_corrupted_state():

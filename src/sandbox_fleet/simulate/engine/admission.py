@@ -1,9 +1,9 @@
 """Admission queues: which waiting rollout takes the next free slot.
 
 Each queue offers ``append(rollout)``, ``popleft() -> rollout`` and ``len()`` so the
-engine treats every policy alike (FIFO is a plain ``deque``, the fastest path). The
-policies of ``policies.py`` (``"priority"``, ``"timeout-ceiling"``) also decide when a
-head may start, so they run the pool's dispatch themselves (``make_policy``).
+pure loop treats both plain queues alike (FIFO is a plain ``deque``, the fastest path). The
+policies of ``policies.py`` (``"priority"``, ``"timeout-ceiling"``) also decide when a head
+may start; the admission kernel runs them (the pure loop's, its oracle, live in ``tests/``).
 """
 
 from __future__ import annotations
@@ -42,9 +42,3 @@ def make_queue(policy: str, timeout_of: Callable[[int], float]):
         return KeyedQueue(timeout_of)
     raise ValueError(policy)
 
-
-def make_policy(policy: str, st, p: int):
-    """The dispatching queue of a ``policies.POLICIES`` pool, or ``None`` for a plain queue."""
-    from sandbox_fleet.simulate.engine import policies
-
-    return policies.make(policy, st, p) if policy in policies.POLICIES else None

@@ -12,18 +12,19 @@ name                   what                                         runs
                        when the run pays the load)                  inference pool
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
-``admission-kernel``   the compiled admission loop                  fixed holds: every admission policy, start
-                       (``fast/admit_loop``)                        caps, queue timeouts, retries; not node
-                                                                    preemption nor shortest-timeout-first;
-                                                                    numba on, run large enough
-``events``             the general event loop (``loop.py``)         everything
+``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool or
+                       numba's build, or its source as plain        ``[fleet.limits]``: every admission
+                       Python for runs too small to pay the load    policy, start caps, queue timeouts,
+                                                                    retries, node preemption
+``events``             the general event loop (``loop.py``)         inference-pool runs the closed-loop kernel
+                                                                    does not take; no policy pools
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
-the FIFO executor, ``engine="events"`` the event-loop family (the kernel is the loop's compiled
-twin); a forced family that cannot run the scenario is an ``InputError`` naming the reason.
-``SANDBOX_FLEET_PURE_PYTHON=1`` refuses the kernel and runs the FIFO rule as plain Python.
+the FIFO executor, ``engine="events"`` the event-loop family; a forced family that cannot run the
+scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` refuses the
+closed-loop kernel and runs the admission kernel and the FIFO rule as plain Python.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
 from sandbox_fleet.simulate.engine.loop import run_events
+from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
@@ -146,6 +148,8 @@ class ClosedLoopKernel(Executor):
 
 
 class AdmissionKernel(Executor):
+    """Compiled when numba may run and the run pays its load, else the same source as plain Python."""
+
     name, family = "admission-kernel", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
@@ -156,16 +160,7 @@ class AdmissionKernel(Executor):
         if (why := dynamic_refusal(prep.workloads)) is not None:
             return why
         why = admit_loop.refusal(prep)
-        if why is not None:
-            return f"outside the admission kernel's feature set ({why})"
-        if fast.pure_python_forced():
-            return "SANDBOX_FLEET_PURE_PYTHON is set"
-        if not fast.available():
-            return "numba is not installed or NUMBA_DISABLE_JIT is set"
-        if not admit_loop.worth_it(prep):
-            return (f"fewer than {admit_loop.MIN_ROLLOUTS:,} rollouts while the kernel is not loaded in this "
-                    "process (loading it costs more than the pure loop spends)")
-        return None
+        return None if why is None else f"outside the admission kernel's feature set ({why})"
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         from sandbox_fleet.simulate.engine.fast import admit_loop
@@ -174,10 +169,17 @@ class AdmissionKernel(Executor):
 
 
 class Events(Executor):
+    """The pure event loop: what no kernel runs yet (an inference pool outside the closed-loop
+    kernel's feature set, or below its ``worth_it``)."""
+
     name, family = "events", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
-        return LIMITS_FIFO_ONLY if limited_any(prep.pools) else None
+        if limited_any(prep.pools):
+            return LIMITS_FIFO_ONLY
+        if any(pl.admission in POLICIES for pl in prep.pools):
+            return "admission policies run on the admission kernel"
+        return None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         return run_events(prep, on_progress)

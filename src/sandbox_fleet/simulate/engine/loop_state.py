@@ -35,9 +35,10 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from sandbox_fleet.simulate.engine import events as ev
-from sandbox_fleet.simulate.engine.admission import make_policy, make_queue
+from sandbox_fleet.simulate.engine.admission import make_queue
 from sandbox_fleet.simulate.engine.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
-from sandbox_fleet.simulate.engine.prepare import PREEMPTIONS, Prepared, stream
+from sandbox_fleet.simulate.engine.policies import POLICIES
+from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.trainer import RLState, rl_states
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Closed
 
@@ -55,7 +56,7 @@ class LoopState:
     rollouts in a terminal state, ``training`` trainers mid-step, ``preemptions``.
     """
 
-    def __init__(self, prep: Prepared):
+    def __init__(self, prep: Prepared, policy_queues=None):
         N = prep.n
         self.prep = prep
         self.n = N
@@ -91,8 +92,13 @@ class LoopState:
         self.r_epoch = [0] * N
         self.r_queued = [False] * N
 
-        # A policy pool (priority, timeout-ceiling) dispatches through its own queue object.
-        self.policies = [make_policy(pl.admission, self, p) for p, pl in enumerate(pools)]
+        # A policy pool (priority, timeout-ceiling) dispatches through its own queue object: the
+        # admission kernel runs them in production; ``policy_queues(name, state, pool)`` makes the
+        # pure loop's, its oracle in ``tests/``.
+        if policy_queues is None and any(pl.admission in POLICIES for pl in pools):
+            raise ValueError("admission policies run on the admission kernel (fast/admit_loop)")
+        self.policies = [policy_queues(pl.admission, self, p) if pl.admission in POLICIES else None
+                         for p, pl in enumerate(pools)]
         self.queues = [pol if pol is not None else make_queue(pl.admission, prep.timeout_of)
                        for pol, pl in zip(self.policies, pools)]
         self.provisioning = [0] * P  # slots being provisioned (S_PROV), per pool
@@ -116,15 +122,14 @@ class LoopState:
         self.start_cap = [pl.start_cap for pl in pools]
         self.building = [0] * P
         self.qtimeout = [pl.queue_timeout_s for pl in pools]
-        self.nodes = [(-(-pl.cap // pl.slots_per_node) if pl.cap else 0) for pl in pools]
+        self.reclaims = [prep.node_reclaims(p) for p in range(P)]
+        self.nodes = [rc.nodes for rc in self.reclaims]
         self.node_down = [[False] * k for k in self.nodes]
-        self.preempt_rng = [stream(prep.seed, PREEMPTIONS, p) for p in range(P)]
 
         self.heap: list = []
         self.seq = count()
         self.now = 0.0
         self.busy = self.waiting = self.done = self.preemptions = self.training = 0
-        self.preempted_by_policy = 0  # evictions by priority pools (``preemptions`` counts node reclaims)
 
         self.rl: dict[int, RLState] = {}
         self.r_batch = [0] * N
@@ -157,8 +162,7 @@ class LoopState:
         heappush(self.heap, (t, next(self.seq), kind, payload))
 
     def next_preemption(self, p: int, now: float) -> float:
-        pl = self.pools[p]
-        return now + float(self.preempt_rng[p].exponential(1.0 / (pl.preempt_rate_per_node_s * self.nodes[p])))
+        return now + self.reclaims[p].gap_s()
 
     # --- queue and slots -------------------------------------------------------------------
     def enqueue(self, r: int, row: int) -> None:
@@ -376,7 +380,7 @@ class LoopState:
     def on_preempt(self, p: int) -> None:
         """A node of pool ``p`` fails: its running attempts end as preempted exceptions."""
         pl = self.pools[p]
-        node = int(self.preempt_rng[p].integers(self.nodes[p]))
+        node = self.reclaims[p].node()
         now = self.now
         if not self.node_down[p][node]:
             self.preemptions += 1
@@ -413,15 +417,6 @@ class LoopState:
             a_agent[row], a_verify[row] = elapsed - b, 0.0
         else:
             a_verify[row] = elapsed - b - a
-
-    def evict(self, row: int) -> None:
-        """A priority pool takes running attempt ``row``'s slot: it ends as a preemption and its
-        rollout re-runs (without using its retry budget)."""
-        r = self.a_roll[row]
-        self.preempted_by_policy += 1
-        self.r_evicted[r] = self.r_evicted.get(r, 0) + 1
-        self.cut_short(row)
-        self.end_attempt(row, EXCEPTION, PREEMPTION, requeue=True)
 
     def on_node_back(self, x: tuple[int, int]) -> None:
         p, node = x

@@ -138,6 +138,30 @@ class Prepared:
             return float(t[r - int(self.offsets[self.r_work[r]])])
         return float(t)
 
+    def node_reclaims(self, p: int) -> NodeReclaims:
+        """Pool ``p``'s node preemptions, drawn from their own stream (both loops draw here)."""
+        return NodeReclaims(self.seed, p, self.pools[p])
+
+
+class NodeReclaims:
+    """When a preemptible pool's next node fails and which node: one stream per pool, drawn in the
+    order the loop asks (a gap at the start, then at each preemption the node, then the next gap),
+    so the event loop and the admission kernel draw the same numbers."""
+
+    def __init__(self, seed: int, p: int, pool: Fleet):
+        self.nodes = -(-pool.cap // pool.slots_per_node) if pool.cap else 0
+        rate = pool.preempt_rate_per_node_s
+        self.mean_gap_s = 1.0 / (rate * self.nodes) if rate > 0 and self.nodes else math.inf
+        self.rng = stream(seed, PREEMPTIONS, p)
+
+    def gap_s(self) -> float:
+        """Time to the next node failure: the pool's nodes fail as one Poisson stream."""
+        return float(self.rng.exponential(self.mean_gap_s))
+
+    def node(self) -> int:
+        """The node that fails (uniform)."""
+        return int(self.rng.integers(self.nodes))
+
 
 def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int, inference=None) -> Prepared:
     pools = [fleet] if isinstance(fleet, Fleet) else list(fleet)

@@ -1,12 +1,12 @@
 """Compiled kernels (numba, a core dependency).
 
-The closed-loop kernel (``_pool_loop_kernel.py``) is one source that numba compiles and that
-also runs as plain Python (``_jit.py``'s no-op ``njit`` without numba, or numba's own with
-``NUMBA_DISABLE_JIT=1``; tests run it both ways). The pure-Python event loop (``loop.py``)
-stays the reference and the path of every run the kernel does not cover: the results are
-the same bytes, and it runs whenever numba is not installed, ``NUMBA_DISABLE_JIT`` is set or
-``SANDBOX_FLEET_PURE_PYTHON`` is set (tests use it to compare the two). Run as plain Python the
-kernel is ~10x slower than ``loop.py`` (BENCHMARKS.md), so it is never the fallback. numba is
+The closed-loop kernel (``_pool_loop_kernel.py``) and the admission kernel (``_admit_kernel.py``)
+are one source each that numba compiles and that also runs as plain Python (``_jit.py``'s no-op
+``njit`` without numba, or numba's own with ``NUMBA_DISABLE_JIT=1``; tests run them both ways). For
+an inference-pool run the closed-loop kernel does not take, the pure-Python event loop (``loop.py``)
+runs, with the same bytes. Every run without an inference pool that the FIFO recursion cannot place
+runs on the admission kernel: compiled when the run pays numba's load, else its source as plain
+Python (``_plain.twin``, 2.6-12x ``loop.py``'s time, BENCHMARKS.md). numba is
 imported only by the kernel modules, and only when a kernel is first used; its compiled code
 is cached under the user's cache (``_jit.cache_dir()``). The FIFO recursion's rule
 (``fifo.place_stream``) is the other source numba compiles (``fifo_compiled.py``); it runs as plain

@@ -3,11 +3,17 @@ runs with fixed holds (no inference pool): one source, compiled by numba (``cach
 ``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
 numba), the same bits either way and the same bits as the pure loop (tests compare them).
 
-What it runs: every admission policy of ``POLICY_CODES`` (first come first served, ``priority``
-with quotas and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays,
-retries (and a priority pool's evictions, which re-run their rollout), on open, closed and RL
-workloads. ``admit_loop.supported`` names what it does not run (node preemption, the
-shortest-timeout-first queue, an inference pool).
+What it runs: every admission policy of ``POLICY_CODES`` (first come first served,
+shortest-timeout-first, ``priority`` with quotas and preemption, ``timeout-ceiling``), start caps,
+queue timeouts, provisioning delays, retries (and a priority pool's evictions, which re-run their
+rollout) and node preemption, on open, closed and RL workloads. ``admit_loop.refusal`` names what
+it does not run (an inference pool, a timeout-ceiling pool without a cap).
+
+A preemptible pool tracks its slots (``sl``: free, busy, provisioning, down; a free stack with the
+lowest id on top, removed from lazily), because which slot an attempt holds decides which attempts
+a failing node takes down; the other capped pools only count their free slots. A plain queue (FIFO,
+shortest-timeout-first) takes a slot only while it has entries, dropped ones included, and gives it
+back for a dropped front entry, as ``LoopState.dispatch`` does: the free stack's order follows.
 
 State is one ``State`` NamedTuple of arrays (scalars in ``si``/``sf``, per pool ``pi``/``pf``, per
 workload ``wi``/``wf``, per rollout ``r_*``, per attempt row ``a_*``), so a run can pause (progress,
@@ -37,28 +43,31 @@ I64 = npt.NDArray[np.int64]  # 1-d or 2-d, C order
 F64 = npt.NDArray[np.float64]
 
 # Event kinds (``simulate.engine.events``) and the open-arrival pseudo kind.
-FINISH, SLOT_READY, BUILD_DONE, RELEASE, TRAIN_DONE, DROP, ARRIVAL = 0, 1, 2, 3, 4, 7, -1
+FINISH, SLOT_READY, BUILD_DONE, RELEASE, TRAIN_DONE, PREEMPT, NODE_BACK, DROP, ARRIVAL = 0, 1, 2, 3, 4, 5, 6, 7, -1
 PENDING, RUNNING = -2, -1
 COMPLETED, EXCEPTION, TIMEOUT, DROPPED, RETRIED = 0, 1, 2, 3, 4  # entities' attempt states
 PREEMPTION = 4  # entities.PREEMPTION (phase)
 K_OPEN, K_RL, K_CLOSED = 0, 1, 2
 
 # Admission policies (``admit_loop.POLICY_CODES``: the one registration of each name).
-FIFO, PRIORITY, CEILING = 0, 1, 2
+FIFO, PRIORITY, CEILING, SHORTEST = 0, 1, 2, 3  # SHORTEST: shortest-timeout-first
 
 # si: int scalars
 (SEQ, HN, BUSY, WAITING, DONE, NEV, TRAINING, AI, CLOCK_OK, ROWS, EVICTIONS, QSEQ, EV_LIMIT, HEAP_MARGIN,
- ROW_MARGIN) = range(15)
-N_SI = 15  # EV_LIMIT: heap events after which ``run`` pauses; the MARGINs: pushes / rows one event may add
+ ROW_MARGIN, PREEMPTIONS) = range(16)
+N_SI = 16  # EV_LIMIT: heap events after which ``run`` pauses; the MARGINs: pushes / rows one event may add
 # sf: float scalars
 NOW, AREA_BUSY, AREA_WAIT = range(3)
 N_SF = 3
 # pi[p, c]: pool int columns (-1: none)
 P_POLICY, P_CAP, P_FREE, P_PROVN, P_START_CAP, P_BUILDING, P_ACTIVE, P_EVICTS, P_HAS_TIMEOUT, P_W0, P_NW = range(11)
-N_PI = 11
+# ... a preemptible pool tracks its slots (``sl``): its first slot, free-stack size, slots per node;
+# a shortest-timeout-first pool keeps a heap in ``qh[P_Q0:]`` of P_QN rollouts
+P_TRACKED, P_SLOT0, P_FTOP, P_SPN, P_Q0, P_QN, P_QLEN = range(11, 18)
+N_PI = 18  # P_QLEN: a plain queue's entries (FIFO, shortest-timeout-first), dropped ones included
 # pf[p, c]: pool float columns
-PF_PROV, PF_TIMEOUT = range(2)
-N_PF = 2
+PF_PROV, PF_TIMEOUT, PF_REPLACE = range(3)
+N_PF = 3
 # wi[w, c]: workload int columns
 (W_KIND, W_POOL, W_NEXT, W_HI, W_POP, B_LO, B_N, VERSION, NEXT_REL, NEXT_TRAIN, TRAINING_W, STALENESS,
  W_PRIO, W_NOMINAL, W_LIMIT, W_QH, W_QT, W_USED, W_TOP, W_NCEIL, W_MAX_RETRIES, W_RETRY_ON) = range(22)
@@ -67,8 +76,8 @@ N_WI = 22
 WF_TRAIN_S, WF_START_S = range(2)
 N_WF = 2
 # ai[row, c], af[row, c]: attempt columns; ri[r, c]: rollout columns; bi, bf: RL batch columns
-A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW = range(6)  # A_BELOW: started before it on its workload
-N_AI = 6
+A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW, A_SLOT = range(7)  # A_BELOW: started before it on its workload
+N_AI = 7  # A_SLOT: the tracked slot it holds (-1: none, or a pool that only counts its free slots)
 A_ENQ, A_START, A_FIN, A_BUILD, A_AGENT, A_VERIFY, A_HOLD = range(7)
 N_AF = 7
 R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
@@ -77,6 +86,12 @@ BI_START, BI_SIZE, BI_REM = range(3)
 N_BI = 3
 BF_RELEASE, BF_BATCH_END, BF_TRAIN_START, BF_TRAIN_END = range(4)
 N_BF = 4
+
+# sl[s, c]: tracked slots (preemptible pools, ``loop_state``'s slot states); SL_STACK is not the slot's
+# but the pool's free stack (lowest id on top), stored in its slots' rows
+SL_STATE, SL_ROW, SL_INLIST, SL_STACK = range(4)
+N_SL = 4
+S_FREE, S_BUSY, S_PROV, S_DOWN = 0, 1, 2, 3
 
 ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
 
@@ -88,10 +103,22 @@ def draw_retry(r: int, k: int) -> tuple[float, float, float, float, int, int]:
     return RETRY_DRAW[0](r, k)
 
 
+# Each pool's node preemptions (``prepare.NodeReclaims``) of the run in progress; ``admit_loop.run`` sets it.
+RECLAIMS: list = [None]
+
+
+def draw_node(p: int) -> int:
+    return RECLAIMS[0][p].node()
+
+
+def draw_gap(p: int) -> float:
+    return RECLAIMS[0][p].gap_s()
+
+
 class State(NamedTuple):
     """Everything the kernel reads and writes (``admit_loop.initial_state`` builds it). Few fields,
     each a 2-d array of one dtype: a numba call passes every field's array struct, so 45 separate
-    arrays cost ~0.5 us per call (measured), 19 well under that."""
+    arrays cost ~0.5 us per call (measured), 21 well under that."""
 
     si: I64  # int scalars (``SI``: SEQ ...)
     sf: F64  # float scalars (NOW ...)
@@ -112,6 +139,8 @@ class State(NamedTuple):
     ai: I64  # per attempt row (2-d, ``A_*`` int columns); first attempts are rows 0..N-1, retries append
     af: F64  # per attempt row (2-d, ``A_*`` float columns)
     tmp: I64  # scratch per workload (2-d): next live entry, slots held (make_room's walk)
+    sl: I64  # per tracked slot (2-d, ``SL_*``): preemptible pools, pool by pool (``pi[p, P_SLOT0]``)
+    qh: I64  # shortest-timeout-first pools' heaps of waiting rollouts, pool by pool (``pi[p, P_Q0]``)
 
 
 @njit(cache=True, inline="always")
@@ -268,6 +297,7 @@ def enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now):
         wi[w, W_QH] = r
     wi[w, W_QT] = r
     ri[r, R_QUEUED] = 1
+    pi[p, P_QLEN] += 1
     ri[r, R_EPOCH] += 1
     si[WAITING] += 1
     if pi[p, P_HAS_TIMEOUT]:
@@ -280,6 +310,148 @@ def live(ri, r):
     while r >= 0 and not ri[r, R_QUEUED]:
         r = ri[r, R_QN]
     return r
+
+
+# --- shortest-timeout-first: a heap of waiting rollouts per pool (``admission.KeyedQueue``) ---
+@njit(cache=True, inline="always")
+def _qless(ri, r_timeout, a, b):
+    """Rollout ``a`` before ``b``: the shorter agent timeout, then the earlier queue entry."""
+    ta, tb = r_timeout[a], r_timeout[b]
+    return ta < tb or (ta == tb and ri[a, R_QSEQ] < ri[b, R_QSEQ])
+
+
+@njit(cache=True)
+def qpush(pi, qh, r_timeout, ri, p, r):
+    base, n = pi[p, P_Q0], pi[p, P_QN]
+    pi[p, P_QN] = n + 1
+    while n > 0:
+        parent = (n - 1) >> 1
+        q = qh[base + parent]
+        if not _qless(ri, r_timeout, r, q):
+            break
+        qh[base + n] = q
+        n = parent
+    qh[base + n] = r
+
+
+@njit(cache=True)
+def qpop(pi, qh, r_timeout, ri, p):
+    """Remove pool ``p``'s heap head."""
+    base, n = pi[p, P_Q0], pi[p, P_QN] - 1
+    pi[p, P_QN] = n
+    if n == 0:
+        return
+    r = qh[base + n]
+    pos = 0
+    while True:
+        c = 2 * pos + 1
+        if c >= n:
+            break
+        if c + 1 < n and _qless(ri, r_timeout, qh[base + c + 1], qh[base + c]):
+            c += 1
+        if not _qless(ri, r_timeout, qh[base + c], r):
+            break
+        qh[base + pos] = qh[base + c]
+        pos = c
+    qh[base + pos] = r
+
+
+@njit(cache=True, inline="always")
+def _unlink(ri, wi, w):
+    """Workload ``w``'s list head leaves the list."""
+    q = ri[wi[w, W_QH], R_QN]
+    wi[w, W_QH] = q
+    if q < 0:
+        wi[w, W_QT] = -1
+
+
+@njit(cache=True, inline="always")
+def pop_front(pi, pw, qh, r_timeout, ri, wi, p):
+    """Take the front entry of plain-queue pool ``p`` (``P_QLEN`` > 0), dropped or not, as
+    ``LoopState.dispatch``'s ``popleft``: FIFO the earliest entry of every workload's list;
+    shortest-timeout-first the head of the pool's heap, into which the lists move first (the heap's
+    keys, timeout then queue order, give ``KeyedQueue``'s order whatever the moves' order)."""
+    pi[p, P_QLEN] -= 1
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    if pi[p, P_POLICY] == FIFO:
+        bw = -1
+        for i in range(nw):
+            w = pw[w0 + i]
+            h = wi[w, W_QH]
+            if h >= 0 and (bw < 0 or ri[h, R_QSEQ] < ri[wi[bw, W_QH], R_QSEQ]):
+                bw = w
+        r = wi[bw, W_QH]
+        _unlink(ri, wi, bw)
+        return r
+    return _pop_shortest(pi, pw, qh, r_timeout, ri, wi, p)
+
+
+@njit(cache=True)
+def _pop_shortest(pi, pw, qh, r_timeout, ri, wi, p):
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    for i in range(nw):
+        w = pw[w0 + i]
+        r = wi[w, W_QH]
+        while r >= 0:
+            qpush(pi, qh, r_timeout, ri, p, r)
+            r = ri[r, R_QN]
+        wi[w, W_QH] = -1
+        wi[w, W_QT] = -1
+    r = qh[pi[p, P_Q0]]
+    qpop(pi, qh, r_timeout, ri, p)
+    return r
+
+
+# --- tracked slots (preemptible pools: which slot an attempt holds decides what a node takes down) ---
+@njit(cache=True, inline="always")
+def take_slot(pi, sl, p):
+    """A free slot of tracked pool ``p``, taken off its free stack (-1: none); ``LoopState.take_slot``."""
+    base = pi[p, P_SLOT0]
+    while pi[p, P_FTOP] > 0:
+        pi[p, P_FTOP] -= 1
+        s = sl[base + pi[p, P_FTOP], SL_STACK]
+        sl[s, SL_INLIST] = 0
+        if sl[s, SL_STATE] == S_FREE:
+            return s
+    return -1
+
+
+@njit(cache=True, inline="always")
+def untake_slot(pi, sl, p, s):
+    sl[pi[p, P_SLOT0] + pi[p, P_FTOP], SL_STACK] = s
+    pi[p, P_FTOP] += 1
+    sl[s, SL_INLIST] = 1
+
+
+@njit(cache=True, inline="always")
+def give_back(pi, sl, p, slot):
+    """A slot taken but not used goes back (``LoopState.untake_slot``)."""
+    if slot >= 0:
+        untake_slot(pi, sl, p, slot)
+    elif pi[p, P_CAP] >= 0:
+        pi[p, P_FREE] += 1
+
+
+@njit(cache=True)
+def relist(pi, sl, p, s):
+    """Slot ``s`` of pool ``p`` is free now: back on the free stack (once)."""
+    sl[s, SL_STATE] = S_FREE
+    if not sl[s, SL_INLIST]:
+        untake_slot(pi, sl, p, s)
+
+
+@njit(cache=True)
+def free_slot(hi, ht, pf, pi, si, sl, p, s, now):
+    """An attempt gave slot ``s`` back (-1: its node took it down first): free, or provisioning."""
+    if s < 0:
+        return
+    sl[s, SL_ROW] = -1
+    if pf[p, PF_PROV] > 0:
+        sl[s, SL_STATE] = S_PROV
+        pi[p, P_PROVN] += 1
+        push(hi, ht, si, now + pf[p, PF_PROV], SLOT_READY, p, s)
+    else:
+        relist(pi, sl, p, s)
 
 
 @njit(cache=True, inline="always")
@@ -363,10 +535,15 @@ def best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now):
 
 
 @njit(cache=True, inline="always")
-def place(af, ai, hi, ht, pi, si, p, row, now):
-    """Start attempt ``row`` now in pool ``p`` (``LoopState.place``)."""
+def place(af, ai, hi, ht, pi, si, sl, p, row, slot, now):
+    """Start attempt ``row`` now in pool ``p`` on ``slot`` (-1: a pool that only counts its free
+    slots) (``LoopState.place``)."""
     af[row, A_START] = now
     ai[row, A_STATE] = RUNNING
+    ai[row, A_SLOT] = slot
+    if slot >= 0:
+        sl[slot, SL_STATE] = S_BUSY
+        sl[slot, SL_ROW] = row
     si[BUSY] += 1
     if pi[p, P_START_CAP] >= 0:
         pi[p, P_BUILDING] += 1
@@ -375,7 +552,7 @@ def place(af, ai, hi, ht, pi, si, p, row, now):
 
 
 @njit(cache=True, inline="always")
-def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """Start waiting rollouts of pool ``p`` while slots (and start-cap room) last, the policy
     choosing which (``policies.WorkloadQueues.dispatch``)."""
     if pi[p, P_ACTIVE]:
@@ -386,47 +563,60 @@ def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si,
     while True:
         if pi[p, P_START_CAP] >= 0 and pi[p, P_BUILDING] >= pi[p, P_START_CAP]:
             break
+        plain = policy == FIFO or policy == SHORTEST
+        if plain and pi[p, P_QLEN] == 0:  # ``LoopState.dispatch``'s ``while q``: dropped entries count
+            break
         got = True
+        slot = -1
         if pi[p, P_CAP] >= 0:
-            if pi[p, P_FREE] > 0:
+            if pi[p, P_TRACKED]:
+                slot = take_slot(pi, sl, p)
+                got = slot >= 0
+            elif pi[p, P_FREE] > 0:
                 pi[p, P_FREE] -= 1
             else:
                 got = False
-        for i in range(nw):  # each list's head, dead entries dropped for good
-            w = pw[w0 + i]
-            h = live(ri, wi[w, W_QH])
-            wi[w, W_QH] = h
-            if h < 0:
-                wi[w, W_QT] = -1
-            tmp[0, w] = h
-            tmp[1, w] = wi[w, W_USED]
-        w, r = -1, -1
-        if got or pi[p, P_EVICTS]:
-            w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
-        if w < 0:
-            if got:
-                pi[p, P_FREE] += 1
-            break
-        if not got:
-            if make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+        if plain:  # the queue's front leaves it; a dropped one gives the slot back
+            if not got:
+                break
+            r = pop_front(pi, pw, qh, r_timeout, ri, wi, p)
+            if not ri[r, R_QUEUED]:
+                give_back(pi, sl, p, slot)
                 continue
-            break
-        q = ri[r, R_QN]
-        wi[w, W_QH] = q
-        if q < 0:
-            wi[w, W_QT] = -1
+            w = ri[r, R_WORK]
+        else:
+            for i in range(nw):  # each list's head, dead entries dropped for good
+                w = pw[w0 + i]
+                h = live(ri, wi[w, W_QH])
+                wi[w, W_QH] = h
+                if h < 0:
+                    wi[w, W_QT] = -1
+                tmp[0, w] = h
+                tmp[1, w] = wi[w, W_USED]
+            w, r = -1, -1
+            if got or pi[p, P_EVICTS]:
+                w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
+            if w < 0:
+                if got:
+                    give_back(pi, sl, p, slot)
+                break
+            if not got:
+                if make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
+                    continue
+                break
+            _unlink(ri, wi, w)
         ri[r, R_QUEUED] = 0
         si[WAITING] -= 1
         row = ri[r, R_ROW]
         started(ai, ceil, r_timeout, wi, policy, w, row, now)
-        place(af, ai, hi, ht, pi, si, p, row, now)
+        place(af, ai, hi, ht, pi, si, sl, p, row, slot, now)
     pi[p, P_ACTIVE] = 0
 
 
 @njit(cache=True)
-def dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+def dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """``dispatch_inline`` as a call (its rare call sites)."""
-    dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
+    dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
 
 
 @njit(cache=True)
@@ -462,7 +652,7 @@ def victim(af, ai, pi, pw, wi, p, w, used_w):
 
 
 @njit(cache=True)
-def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now):
+def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """No slot is free: evict for the first waiting rollout that slots on their way will not reach
     (``policies.PriorityQueues.make_room``); whether it did."""
     if pi[p, P_POLICY] != PRIORITY or not pi[p, P_EVICTS]:
@@ -483,7 +673,7 @@ def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, 
         si[EVICTIONS] += 1
         ri[ai[row, A_ROLL], R_EVICTED] += 1
         cut_short(af, ai, pi, ri, row, now)
-        end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi, row, EXCEPTION, PREEMPTION, True, now)
+        end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, True, now)
         return True
 
 
@@ -545,12 +735,13 @@ def append_retry(af, ai, hi, ht, pf, pi, ri, si, wi, r, k, now):
     af[row, A_HOLD] = h
     ai[row, A_PLAN] = s
     ai[row, A_BELOW] = -1
+    ai[row, A_SLOT] = -1
     ri[r, R_ROW] = row
     enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now)
 
 
 @njit(cache=True, inline="always")
-def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi, row, state, phase, requeue, now):
+def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, state, phase, requeue, now):
     """Close a running attempt now; retry its rollout (always when ``requeue``) or end it, and free
     its slot. The caller dispatches the pool next (``LoopState.end_attempt`` does it inside: here
     an eviction's call would find the pool's dispatch active, and a cached numba function must not
@@ -570,10 +761,12 @@ def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi,
     else:
         ai[row, A_STATE] = state
         terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
-    if pi[p, P_CAP] >= 0:  # free the slot
+    if pi[p, P_TRACKED]:  # free the slot
+        free_slot(hi, ht, pf, pi, si, sl, p, ai[row, A_SLOT], now)
+    elif pi[p, P_CAP] >= 0:
         if pf[p, PF_PROV] > 0:
             pi[p, P_PROVN] += 1
-            push(hi, ht, si, now + pf[p, PF_PROV], SLOT_READY, p, 0)
+            push(hi, ht, si, now + pf[p, PF_PROV], SLOT_READY, p, -1)
         else:
             pi[p, P_FREE] += 1
 
@@ -615,7 +808,7 @@ def on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
 
 
 @njit(cache=True)
-def on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, w, now):
+def on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, w, now):
     si[TRAINING] -= 1
     bf[wi[w, B_LO] + wi[w, NEXT_TRAIN], BF_TRAIN_END] = now
     wi[w, TRAINING_W] = 0
@@ -624,8 +817,46 @@ def on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, t
     p = release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
     if p >= 0:
         # before the next step is pushed (the event order at equal times)
-        dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
+        dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
     maybe_train(bf, bi, hi, ht, si, wf, wi, w, now)
+
+
+@njit(cache=True)
+def on_preempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
+    """A node of pool ``p`` fails: its running attempts end as preempted exceptions, each followed
+    by the pool's dispatch, as ``LoopState.on_preempt`` (a later slot of the node may take a retry
+    before the node's turn reaches it)."""
+    with objmode(node="int64"):
+        node = draw_node(p)
+    lo = pi[p, P_SLOT0] + node * pi[p, P_SPN]
+    top = min(lo + pi[p, P_SPN], pi[p, P_SLOT0] + pi[p, P_CAP])
+    if sl[lo, SL_STATE] != S_DOWN:  # the node is up (a node's slots go down and come back together)
+        si[PREEMPTIONS] += 1
+        for s in range(lo, top):
+            row = sl[s, SL_ROW]
+            if sl[s, SL_STATE] == S_PROV:  # its SLOT_READY will find it down
+                pi[p, P_PROVN] -= 1
+            sl[s, SL_STATE] = S_DOWN
+            sl[s, SL_ROW] = -1
+            if row >= 0 and ai[row, A_STATE] == RUNNING:
+                cut_short(af, ai, pi, ri, row, now)
+                ai[row, A_SLOT] = -1
+                end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
+                dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+        push(hi, ht, si, now + pf[p, PF_REPLACE], NODE_BACK, p, node)
+    if si[DONE] < ri.shape[0]:
+        with objmode(gap="float64"):
+            gap = draw_gap(p)
+        push(hi, ht, si, now + gap, PREEMPT, p, 0)
+
+
+@njit(cache=True)
+def on_node_back(pi, sl, p, node):
+    """The node's replacement joined: its slots are free, the lowest on top."""
+    lo = pi[p, P_SLOT0] + node * pi[p, P_SPN]
+    top = min(lo + pi[p, P_SPN], pi[p, P_SLOT0] + pi[p, P_CAP])
+    for s in range(top - 1, lo - 1, -1):
+        relist(pi, sl, p, s)
 
 
 @njit(cache=True)
@@ -638,7 +869,7 @@ def run(S):
     af, ai, arr_r, arr_t, bf, bi = borrow(S.af), borrow(S.ai), borrow(S.arr_r), borrow(S.arr_t), borrow(S.bf), borrow(S.bi)
     ceil, hi, ht, pf, pi, pw = borrow(S.ceil), borrow(S.hi), borrow(S.ht), borrow(S.pf), borrow(S.pi), borrow(S.pw)
     r_timeout, ri, sf, si, tmp = borrow(S.r_timeout), borrow(S.ri), borrow(S.sf), borrow(S.si), borrow(S.tmp)
-    wf, wi = borrow(S.wf), borrow(S.wi)
+    wf, wi, sl, qh = borrow(S.wf), borrow(S.wi), borrow(S.sl), borrow(S.qh)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -676,15 +907,20 @@ def run(S):
         p = -1
         if kind == FINISH:
             if ai[x, A_STATE] == RUNNING:
-                end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
+                end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
                 p = ri[ai[x, A_ROLL], R_POOL]
         elif kind == ARRIVAL:
             enqueue(af, hi, ht, pf, pi, ri, si, wi, x, x, now)
             p = ri[x, R_POOL]
-        elif kind == SLOT_READY:
-            pi[x, P_PROVN] -= 1
-            pi[x, P_FREE] += 1
-            p = x
+        elif kind == SLOT_READY:  # xv: the tracked slot (-1: a counted pool's)
+            if xv < 0:
+                pi[x, P_PROVN] -= 1
+                pi[x, P_FREE] += 1
+                p = x
+            elif sl[xv, SL_STATE] == S_PROV:
+                pi[x, P_PROVN] -= 1
+                relist(pi, sl, x, xv)
+                p = x
         elif kind == BUILD_DONE:
             if ai[x, A_STATE] == RUNNING:
                 p = ri[ai[x, A_ROLL], R_POOL]
@@ -692,9 +928,14 @@ def run(S):
         elif kind == RELEASE:
             p = on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, x, now)
         elif kind == TRAIN_DONE:
-            on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, x, now)
+            on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
+        elif kind == PREEMPT:
+            on_preempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
+        elif kind == NODE_BACK:
+            on_node_back(pi, sl, x, xv)
+            p = x
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         if p >= 0:
-            dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, tmp, wf, wi, p, now)
+            dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
     return ST_DONE

@@ -10,12 +10,12 @@ the function uncompiled, like the shim.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from sandbox_fleet.simulate.engine.fast import _plain
 
 
 def cache_dir() -> Path:
@@ -30,17 +30,6 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     root = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return root / "sandbox-fleet" / "numba"
-
-
-def _shim(*args: Any, **options: Any) -> Any:
-    """``@njit``, ``@njit(...)`` and ``njit(signature, ...)(fn)`` without numba: ``fn`` itself."""
-    if len(args) == 1 and callable(args[0]) and not options:
-        return args[0]
-
-    def keep(fn: Callable) -> Callable:
-        return fn
-
-    return keep
 
 
 def _numba_njit() -> Any:
@@ -64,15 +53,10 @@ def _compiles() -> bool:
     return not config.DISABLE_JIT  # type: ignore[attr-defined]  # set by numba from the environment
 
 
-def _objmode_shim(**types: Any) -> Any:
-    """``numba.objmode(...)`` without numba: the block runs as the Python it is."""
-    return contextlib.nullcontext()
-
-
 _real = _numba_njit()
-njit: Any = _real if _real is not None else _shim
+njit: Any = _real if _real is not None else _plain.njit
 #: ``numba.objmode`` (a compiled kernel's block that runs as Python), or a no-op context without numba
-objmode: Any = _objmode_shim
+objmode: Any = _plain.objmode
 if _real is not None:
     from numba import objmode as _numba_objmode
 
@@ -80,10 +64,6 @@ if _real is not None:
 #: whether functions decorated with ``njit`` are compiled in this process (numba is installed and
 #: ``NUMBA_DISABLE_JIT`` does not switch it off)
 COMPILED = _real is not None and _compiles()
-
-
-def _identity(a: Any) -> Any:
-    return a
 
 
 def _numba_borrow() -> Any:
@@ -112,4 +92,4 @@ def _numba_borrow() -> Any:
 
 #: ``borrow(a)``: array ``a`` without reference counting, inside a compiled kernel (``a`` itself when
 #: the kernel runs as plain Python)
-borrow: Any = _numba_borrow() if COMPILED else _identity
+borrow: Any = _numba_borrow() if COMPILED else _plain.borrow

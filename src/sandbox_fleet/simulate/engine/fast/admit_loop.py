@@ -1,14 +1,16 @@
-"""The compiled admission loop: fixed-hold runs (no inference pool) on ``_admit_kernel``.
+"""The admission loop: every fixed-hold run (no inference pool) on ``_admit_kernel``.
 
-``supported(prep)`` says whether a prepared run is in the kernel's feature set; ``run`` returns
-what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission policy
-registered in ``POLICY_CODES`` (FIFO, ``priority`` with quotas and preemption, ``timeout-ceiling``),
-start caps, queue timeouts, provisioning delays and retries, on open, closed and RL workloads.
-Outside it (the pure loop runs them): node preemption (``preempt_rate_per_node_s``), the
-``shortest-timeout-first`` queue, a timeout-ceiling pool without a cap, an inference pool.
+``refusal(prep)`` says why a prepared run is outside the kernel (an inference pool only); ``run``
+returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
+policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
+and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
+node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
+draws), on open, closed and RL workloads.
 
-The kernel is cached on disk like the closed-loop kernel's (``_jit.cache_dir()``); ``worth_it``
-sends runs too small to pay a process's first load to the pure loop until it is loaded.
+One source, two ways: numba's build (cached on disk like the closed-loop kernel's,
+``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
+to pay numba's per-process load (``worth_it``, rent-or-buy), without numba, or with
+``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON`` set.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ import sys
 
 import numpy as np
 
+from sandbox_fleet.simulate.engine import fast
+from sandbox_fleet.simulate.engine.fast import _plain
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
 
 _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
 #: admission policy name -> its code in the kernel (the one registration of each policy the kernel runs)
-POLICY_CODES = {"fifo": 0, "priority": 1, "timeout-ceiling": 2}
+POLICY_CODES = {"fifo": 0, "priority": 1, "timeout-ceiling": 2, "shortest-timeout-first": 3}
 KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
-MIN_ROLLOUTS = 20_000  # rollouts from which a process's first kernel run beats the pure loop
+#: rollouts from which compiling pays for numba's per-process load (~1.5 s) over the interpreted
+#: kernel (0.07-0.2 ms a rollout; BENCHMARKS.md, "Issue 36, every event run on the admission kernel")
+MIN_ROLLOUTS = 10_000
+_spent = 0  # rollouts this process ran interpreted while numba was available (the rent-or-buy rule)
 PROGRESS_EVERY = 1 << 16  # heap events between progress callbacks
 NO_LIMIT = -1  # the kernel's "none" for caps and limits
 
@@ -35,11 +42,10 @@ def load() -> None:
     on the first call; later runs of any size then use it)."""
     from sandbox_fleet.simulate.engine.distributions import Deterministic
     from sandbox_fleet.simulate.engine.entities import Fleet
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel  # noqa: F401
     from sandbox_fleet.simulate.engine.prepare import prepare
     from sandbox_fleet.simulate.engine.workloads import Poisson
 
-    run(prepare(Fleet(cap=1), [Poisson(rate_per_s=1.0, n=2, holds=Deterministic(1.0))], 0))
+    run(prepare(Fleet(cap=1), [Poisson(rate_per_s=1.0, n=2, holds=Deterministic(1.0))], 0), compiled=True)
 
 
 def loaded() -> bool:
@@ -47,21 +53,44 @@ def loaded() -> bool:
 
 
 def worth_it(prep) -> bool:
-    """Whether the kernel pays for its per-process load on this run."""
-    return loaded() or prep.n >= MIN_ROLLOUTS
+    """Whether the compiled kernel pays for its per-process load on this run: it is loaded, or this
+    run with what the process ran interpreted reaches ``MIN_ROLLOUTS`` (a search of many small runs
+    then loads it once: never more than twice the better choice's cost)."""
+    return loaded() or prep.n + _spent >= MIN_ROLLOUTS
+
+
+def compiled_for(prep) -> bool:
+    """Whether this run takes the compiled kernel (numba may run and it pays), else its source as
+    plain Python (``_plain.twin``), counted towards ``worth_it``."""
+    global _spent
+    if not fast.available():
+        return False
+    if worth_it(prep):
+        return True
+    _spent += prep.n
+    return False
+
+
+def kernel(compiled: bool):
+    """The kernel module: numba's build, or the same source loaded as plain Python."""
+    if compiled:
+        from sandbox_fleet.simulate.engine.fast import _admit_kernel
+
+        return _admit_kernel
+    return _plain.twin(_KERNEL)
 
 
 def refusal(prep) -> str | None:
     """Why the kernel cannot run this prepared run (``None``: it can)."""
     if prep.inference is not None:
         return "an inference pool serves the model calls"
+    from sandbox_fleet.simulate.engine.fifo import limited_any
+
+    if limited_any(prep.pools):
+        return "[fleet.limits] places attempts in time (FIFO only)"
     for pl in prep.pools:
         if pl.admission not in POLICY_CODES:
             return f"admission {pl.admission!r}"
-        if pl.preempt_rate_per_node_s != 0:
-            return "node preemption"
-        if pl.admission == "timeout-ceiling" and pl.cap is None:
-            return "a timeout-ceiling pool without a cap"
     for wl in prep.workloads:
         if wl.kind not in KINDS:
             return f"workload kind {wl.kind!r}"
@@ -78,18 +107,29 @@ def _timeouts(prep) -> np.ndarray:
     return out
 
 
-def initial_state(prep, on_progress=None):
-    """The kernel's ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+def _per_event(pl) -> int:
+    """A bound on the attempts one event may start or end in capped pool ``pl`` (the kernel grows
+    its rows and heap before an event unless they hold that many more). A dispatch starts at most
+    the cap and, evicting (priority with ``preempt``), ends as many; a node preemption ends its
+    slots' attempts with a dispatch after each (a later slot of the node may be refilled once)."""
+    cap = int(pl.cap)
+    spn = pl.slots_per_node if pl.preempt_rate_per_node_s > 0 else 0
+    if pl.admission == "priority" and pl.preempt:
+        return (1 + spn) * (cap + 1)
+    return cap + 2 * spn + 1
+
+
+def initial_state(prep, K, on_progress=None):
+    """Kernel ``K``'s ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
     from sandbox_fleet.simulate.engine.trainer import rl_states
 
     N = prep.n
     pools, wls = prep.pools, prep.workloads
     P, W = len(pools), len(wls)
     i64 = np.int64
-    caps = [int(pl.cap) for pl in pools if pl.cap is not None]
-    row_margin = (max(caps) if caps else 0) + 2  # rows one event may append: an eviction per slot, a retry
-    heap_margin = 2 * N + 4 * sum(caps) + 16  # pushes one event may make
+    per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
+    row_margin = max(per_event, default=0) + 2  # rows one event may append
+    heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     rows0 = N + max(row_margin, N // 8)
 
     si = np.zeros(K.N_SI, dtype=i64)
@@ -98,6 +138,9 @@ def initial_state(prep, on_progress=None):
     pi = np.full((P, K.N_PI), 0, dtype=i64)
     pf = np.zeros((P, K.N_PF))
     order: list[int] = []
+    reclaims = [prep.node_reclaims(p) for p in range(P)]
+    per_pool = np.bincount([wl.pool for wl in wls], weights=prep.counts, minlength=P).astype(i64)
+    nslots = nq = 0
     for p, pl in enumerate(pools):
         mine = [w for w, wl in enumerate(wls) if wl.pool == p]
         pi[p, K.P_POLICY] = POLICY_CODES[pl.admission]
@@ -110,6 +153,14 @@ def initial_state(prep, on_progress=None):
         order += mine
         pf[p, K.PF_PROV] = pl.provision_delay_s
         pf[p, K.PF_TIMEOUT] = 0.0 if pl.queue_timeout_s is None else float(pl.queue_timeout_s)
+        pf[p, K.PF_REPLACE] = pl.node_replace_s
+        if pl.preempt_rate_per_node_s > 0:  # a finite cap (``Fleet`` checks): its slots are tracked
+            pi[p, K.P_TRACKED], pi[p, K.P_SLOT0], pi[p, K.P_FTOP] = 1, nslots, int(pl.cap)
+            pi[p, K.P_SPN] = pl.slots_per_node
+            nslots += int(pl.cap)
+        if pl.admission == "shortest-timeout-first":
+            pi[p, K.P_Q0] = nq
+            nq += int(per_pool[p])
 
     wi = np.zeros((W, K.N_WI), dtype=i64)
     wf = np.zeros((W, K.N_WF))
@@ -145,7 +196,9 @@ def initial_state(prep, on_progress=None):
             wf[w, K.WF_START_S] = st.start_s
             sizes += [int(sz) for sz in st.sizes]
             starts += [st.base + int(s0) for s0 in st.starts]
-    ceil_cap = max([int(pl.cap) for pl in pools if pl.admission == "timeout-ceiling"] or [0]) + 1
+    # a timeout-ceiling pool's running ceilings: at most its cap, or its rollouts when it has none
+    ceil_cap = max([int(per_pool[p]) if pl.cap is None else int(pl.cap)
+                    for p, pl in enumerate(pools) if pl.admission == "timeout-ceiling"] or [0]) + 1
     nb = len(sizes)
 
     si[K.EV_LIMIT] = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
@@ -164,6 +217,13 @@ def initial_state(prep, on_progress=None):
     ai[:N, K.A_PHASE] = prep.phase
     ai[:N, K.A_PLAN] = prep.plan
     ai[:, K.A_BELOW] = -1
+    ai[:, K.A_SLOT] = -1
+    sl = np.zeros((nslots, K.N_SL), dtype=i64)
+    for p in range(P):  # every slot free and on its pool's stack, the lowest id on top
+        if pi[p, K.P_TRACKED]:
+            base, cap = int(pi[p, K.P_SLOT0]), int(pi[p, K.P_CAP])
+            sl[base : base + cap, K.SL_STACK] = np.arange(base + cap - 1, base - 1, -1)
+    sl[:, K.SL_INLIST] = 1
     af = np.full((rows0, K.N_AF), np.nan)
     for c, v in ((K.A_BUILD, prep.build), (K.A_AGENT, prep.agent), (K.A_VERIFY, prep.verify), (K.A_HOLD, prep.hold_np)):
         af[:N, c] = v
@@ -172,14 +232,17 @@ def initial_state(prep, on_progress=None):
         arr_t=np.array(prep.arr_t_np, dtype=float), arr_r=np.asarray(prep.arr_ids, dtype=i64),
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
-        tmp=np.zeros((2, W), dtype=i64))
+        tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64))
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.hi, S.ht, S.si, st.start_s, K.RELEASE, w, 0)
     for w, wl in enumerate(wls):
         if wl.kind == CLOSED:
             K.push(S.hi, S.ht, S.si, float(wl.start_s), K.RELEASE, w, 0)
-    return S, rl
+    for p, pl in enumerate(pools):
+        if pl.preempt_rate_per_node_s > 0:
+            K.push(S.hi, S.ht, S.si, 0.0 + reclaims[p].gap_s(), K.PREEMPT, p, 0)
+    return S, rl, reclaims
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
@@ -191,11 +254,12 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def run(prep, on_progress=None) -> ExecutorOutput:
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
-
+def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
+    """Run ``prep`` on the compiled kernel or its source as plain Python (``compiled``; ``None``:
+    as ``compiled_for`` decides); the same bits either way."""
+    K = kernel(compiled_for(prep) if compiled is None else compiled)
     N = prep.n
-    S, rl = initial_state(prep, on_progress)
+    S, rl, K.RECLAIMS[0] = initial_state(prep, K, on_progress)
     K.RETRY_DRAW[0] = prep.retry_attempt
     # The retry draws (Python, through objmode) allocate; a cyclic collection they trigger would
     # walk every object of the process (measured: the largest cost of a run with evictions). The
@@ -218,7 +282,7 @@ def run(prep, on_progress=None) -> ExecutorOutput:
                 on_progress(int(S.si[K.DONE]), N)
                 S.si[K.EV_LIMIT] += PROGRESS_EVERY
     finally:
-        K.RETRY_DRAW[0] = None
+        K.RETRY_DRAW[0] = K.RECLAIMS[0] = None
         if was_enabled:
             gc.enable()
 
@@ -241,5 +305,5 @@ def run(prep, on_progress=None) -> ExecutorOutput:
     extra = {k: v[N:rows].tolist() for k, v in cols.items()}
     extra["rollout"] = S.ai[N:rows, K.A_ROLL].tolist()
     extra["attempt"] = S.ai[N:rows, K.A_TRY].tolist()
-    return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=0, area_busy=float(S.sf[K.AREA_BUSY]),
+    return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
                           area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]))
