@@ -457,6 +457,29 @@ class TierLine(Block):
     unbounded: Optional[bool] = None
 
 
+class OrderLine(Block):
+    """One candidate order priced by replaying the measured rollouts on nodes (plan/order_replay.py)."""
+
+    #: "reserved", "on_demand", "spot" (one tier, all up), "mixed_on_demand" or "mixed_spot" (R reserved + a burst pool)
+    order: Optional[str] = None
+    #: the headline tier it is priced on: the single tier, or the burst tier of a mixed order
+    tier: Optional[str] = None
+    node_type: Optional[str] = None
+    #: single: the nodes bought (the replayed peak, at least the slot sizing's); mixed: R + the burst pool's peak
+    nodes: Count = None
+    reserved_nodes: Count = None
+    burst_nodes: Count = None
+    #: the sandbox nodes by replay plus the GPU pools on ``tier``, $/h (spot's node-hours carry their re-runs)
+    fleet_per_h: Num = None
+    rerun_share: Num = None
+    #: fleet + (GPU pools + inference + trainer) x (1 + re-run share), $/h: what the ranking reads
+    all_in_per_h: Num = None
+    #: the same order on the slot-curve figures (slot count; the curve's split): a lower bound
+    slot_curve_all_in_per_h: Num = None
+    #: re-runs unbounded at the catalog's reclaim rate: not priced
+    unbounded: Optional[bool] = None
+
+
 class TierChoice(Block):
     """How the headline tier was chosen: every priced single tier all in, re-runs included (plan/tier.py)."""
 
@@ -471,6 +494,11 @@ class TierChoice(Block):
     spot_breakeven_interruptions_per_node_h: Num = None
     tiers: Optional[list[TierLine]] = None
     basis: Optional[str] = None
+    #: every candidate order priced by replaying the measured rollouts (null without telemetry, or for a
+    #: chosen target): ``chosen`` and ``basis`` are then the replay's, ``tiers`` the slot-curve lower bound
+    replayed: Optional[list[OrderLine]] = None
+    #: the order signed: one of ``replayed``'s ``order`` keys (null when no replay ranked the orders)
+    order: Optional[str] = None
 
 
 class Cost(Block):
