@@ -12,9 +12,9 @@ from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_range
 from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan import censored_burst, order_replay
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
-from sandbox_fleet.plan import order_replay
 from sandbox_fleet.plan import rent as rentmod
 from sandbox_fleet.plan.assumptions import Source, collect_assumptions
 from sandbox_fleet.plan.catalog import TIERS, NodeType, find_type, load_catalog
@@ -34,6 +34,7 @@ from sandbox_fleet.plan.model import (
     Alternative,
     BacktestLine,
     Caching,
+    Censored,
     Context,
     Cost,
     Input,
@@ -482,7 +483,7 @@ def _rework(fig: Figures, nodes: _Nodes, n: int, duty: Optional[float]):
 
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: PlanInference, opts: PlanOptions,
               notes: list[str], history: Optional[RolloutIntervals] = None,
-              replayed_mixed: Optional[dict[str, Optional[Mixed]]] = None) -> Cost:
+              replayed_mixed: Optional[dict[str, Optional[Mixed]]] = None, censored: Optional[Censored] = None) -> Cost:
     """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
     GPUs, the GPU pools and spot re-runs (the ``cost`` block).
 
@@ -523,7 +524,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
         spot_rework=rework,
         mixed=(replayed_mixed[tier] if replayed_mixed is not None and tier in replayed_mixed
-               else plan_mixed(fig, nodes, opts, share, unbounded, history)),
+               else plan_mixed(fig, nodes, opts, share, unbounded, history, censored)),
         per_pass_basis=_per_pass_basis(tier, rerun, rate, unbounded),
     )
 
@@ -538,9 +539,11 @@ def _per_pass_basis(tier: str, rerun: Optional[float], rate: Optional[float], un
 
 
 def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float],
-               reruns_unbounded: bool = False, history: Optional[RolloutIntervals] = None) -> Optional[Mixed]:
+               reruns_unbounded: bool = False, history: Optional[RolloutIntervals] = None,
+               censored: Optional[Censored] = None) -> Optional[Mixed]:
     """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve,
-    re-priced by a node replay of ``history`` (the measured rollouts) when given."""
+    re-priced by a node replay of ``history`` (the measured rollouts) when given, its burst limit
+    covering the ``censored`` demand the plan buys where a cap bound (plan/censored_burst.py)."""
     node = nodes.node
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
@@ -551,9 +554,12 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
                                              "not a chosen target (--concurrency, --batch, --passing-per-hour)")
     elif mixed is not None and history is not None:
         fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
-        mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback,
-                             provision_s=opts.node_provision_s, scale_down_s=opts.node_scale_down_s,
-                             placement=opts.node_placement)
+        alloc = usable(node, nodes.chosen.reserve)
+        mixed = replay_mixed(mixed, history, alloc, fallback, provision_s=opts.node_provision_s,
+                             scale_down_s=opts.node_scale_down_s, placement=opts.node_placement)
+        cpu, memory, disk, _ = requests_of(history, fallback)
+        mixed = censored_burst.cover(mixed, censored, (alloc["cpu"], alloc["memory"], alloc["disk"]), (cpu, memory, disk),
+                                     history)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
@@ -629,7 +635,7 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
 
 
 def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInference, opts: PlanOptions,
-              notes: list[str], history: Optional[RolloutIntervals] = None
+              notes: list[str], history: Optional[RolloutIntervals] = None, censored: Optional[Censored] = None
               ) -> tuple[_Nodes, PlanOptions, TierChoice, Optional[dict[str, Optional[Mixed]]]]:
     """The nodes sized on each single tier (each tier's prices choose its own type), ranked all in with
     spot's re-runs (plan/tier.py): the headline tier's nodes, ``opts`` with that tier, the ranking, and
@@ -656,15 +662,15 @@ def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInfere
                                passes_per_h=passes_per_h(n, duty, fig.sandbox_hours_per_pass), duty=duty,
                                forced=opts.price_tier)
     if history is not None and not _chosen_target(opts):
-        return _by_replay(fig, n, duty, by_tier, choice, opts, notes, history, inference_per_h + trainer_per_h)
+        return _by_replay(fig, n, duty, by_tier, choice, opts, notes, history, inference_per_h + trainer_per_h, censored)
     nodes, own = by_tier[tier]
     notes.extend(own)
     return nodes, replace(opts, price_tier=tier), choice, None
 
 
 def _by_replay(fig: Figures, n: int, duty: Optional[float], by_tier: dict[str, tuple[_Nodes, list[str]]],
-               choice: TierChoice, opts: PlanOptions, notes: list[str], history: RolloutIntervals, rest_per_h: float
-               ) -> tuple[_Nodes, PlanOptions, TierChoice, dict[str, Optional[Mixed]]]:
+               choice: TierChoice, opts: PlanOptions, notes: list[str], history: RolloutIntervals, rest_per_h: float,
+               censored: Optional[Censored] = None) -> tuple[_Nodes, PlanOptions, TierChoice, dict[str, Optional[Mixed]]]:
     """Every candidate order priced by replaying ``history`` (plan/order_replay.py): each single tier at its
     replayed count, the mixed purchase bursting on on-demand and on spot; the cheapest all in is the order."""
     counted = {t: replayed_count(sized, history, replace(opts, price_tier=t), own) for t, (sized, own) in by_tier.items()}
@@ -679,7 +685,7 @@ def _by_replay(fig: Figures, n: int, duty: Optional[float], by_tier: dict[str, t
         lines.append(order_replay.single_line(t, nd.node.name, nd.chosen.count, slot, nd.node.price(t), pools_per_h,
                                               rest_per_h, share, unbounded))
         if t != "reserved":  # a mixed order bursts on on-demand or spot
-            mixes[t] = plan_mixed(fig, nd, replace(opts, price_tier=t), share, unbounded, history)
+            mixes[t] = plan_mixed(fig, nd, replace(opts, price_tier=t), share, unbounded, history, censored)
             lines.append(order_replay.mixed_line(mixes[t], t, nd.node.name, pools_per_h, rest_per_h, share))
     lines.sort(key=lambda ln: order_replay.ORDERS.index(ln.order or ""))
     won = order_replay.choose_order(lines, opts.price_tier)
@@ -760,12 +766,12 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     inference_notes: list[str] = []  # after the nodes' notes, in the order the order reads
     inference = plan_inference(fig, n, caching.saving_applied, opts, inference_notes, turns)
     tier_source: Source = "flag" if opts.price_tier is not None else "default"
-    nodes, opts, tier_choice, replayed_mixed = plan_tier(fig, n, duty, inference, opts, notes, history)
+    nodes, opts, tier_choice, replayed_mixed = plan_tier(fig, n, duty, inference, opts, notes, history, target.censored)
     notes.extend(inference_notes)
     target.tier_basis = tier_choice.basis
     _price_censored(fig, target, nodes, opts)
     storage = plan_storage(fig, n, duty, nodes, opts)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history, replayed_mixed)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history, replayed_mixed, target.censored)
     cost = mixed_order_per_pass(cost.model_copy(update={"tier_choice": tier_choice}))
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(

@@ -382,6 +382,27 @@ class NodesOverTime(Block):
     burst: Optional[list[int]] = None
 
 
+class CappedBurst(Block):
+    """The history replayed ran under a binding cap (``target.censored``): what the replay under-states,
+    and the burst pool's limit that covers the demand the plan buys (plan/censored_burst.py)."""
+
+    cap: Count = None
+    demand: Count = None
+    demand_is_lower_bound: Optional[bool] = None
+    #: the burst pool's peak in the replay of the capped history (its starts queued behind the cap)
+    burst_peak_replayed: Count = None
+    #: sandboxes the demand bought runs beyond the cap the replay saw
+    sandboxes_past_cap: Count = None
+    #: the fewest sandboxes a node holds of the largest request in the history (every resource)
+    sandboxes_per_node_largest: Count = None
+    #: the burst pool's limit covering the demand (``method``): "requeued", the burst peak of the history
+    #: queued again at its steps' releases on the demand's slots; "bound", the replayed peak plus a node per
+    #: ``sandboxes_per_node_largest`` past the cap (no steps to re-queue at)
+    burst_limit: Count = None
+    method: Optional[str] = None
+    basis: Optional[str] = None
+
+
 class MixedReplay(Block):
     """The mixed purchase priced by a node replay of the measured history (plan/mixed_replay.py)."""
 
@@ -412,6 +433,8 @@ class MixedReplay(Block):
     basis: Optional[str] = None
     #: the chosen split's nodes by pool over the replayed history
     nodes_over_time: Optional[NodesOverTime] = None
+    #: the history ran under a binding cap: what this replay under-states, and the burst limit covering the demand
+    capped: Optional[CappedBurst] = None
 
 
 class Mixed(Block):
