@@ -137,3 +137,22 @@ def test_the_demo_order_is_the_cheapest_of_every_tier_and_r_by_brute_force(demo)
     buy = [x.strip() for x in lines if x.strip().startswith(("BUY", "or BUY"))]
     assert buy[0].startswith("BUY mixed:") and buy[1].startswith("or BUY 2 x")
     assert any(f"${want[best][0]:.2f}/h on spot burst only" in x for x in lines)
+
+
+def test_a_single_tier_order_is_replayed_and_emitted_as_one_pool(tmp_path):
+    """--price-tier reserved: the only order on reserved is every node all up; simulate --replay and the
+    NodePools follow it, not the mixed purchase the plan still prices beside it."""
+    from sandbox_fleet.plan.fleet_replay import ReplayOptions, replay_telemetry
+    from sandbox_fleet.plan.k8s.pools import pool_limits
+
+    from .test_mixed_replay import write_corpus
+
+    start, end, req = bursty_rl(seed=11, steps=4, batch=100)
+    rollouts, tasks = write_corpus(tmp_path / "c", start, end, req)
+    plan, _ = plan_with_history(tmp_path / "p", start, end, req, price_tier="reserved")
+    assert plan.cost.tier_choice.order == "reserved" and plan.cost.mixed is not None
+    assert [(p.suffix, p.nodes) for p in pool_limits(plan, "reserved")] == [("", plan.nodes.count)]
+    got = replay_telemetry([rollouts], PlanOptions(price_tier="reserved"), ReplayOptions(), tasks=tasks).nodes
+    assert [(p.name, p.min_nodes, p.max_nodes) for p in got.pools] == [("fleet", plan.nodes.count, plan.nodes.count)]
+    price = find_type(load_catalog(None), plan.nodes.type, "bundled").price("reserved")
+    assert got.usd_per_h == pytest.approx(plan.nodes.count * price, rel=1e-12)  # nodes x price, all up

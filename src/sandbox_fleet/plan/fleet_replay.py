@@ -3,7 +3,8 @@
 The configuration is the purchase order ``plan`` makes of the same telemetry (its node type and
 system reserve; the mixed purchase's R reserved nodes, always up, and a burst pool of at most the
 order's burst nodes on the burst tier, as the emitted NodePools limit them; one fixed pool of the
-order's nodes when the plan has no mixed purchase), each option overriding one part of it. Every
+order's nodes when the order signed is a single tier, or the plan has no mixed purchase), each option
+overriding one part of it. Every
 measured rollout is placed on it by the engine's node replay (``simulate.engine.nodes``) at its
 measured start with its measured hold and request. Spot pools lose nodes to reclaims: Poisson per
 node at the catalog's rate (``spot_interruptions_per_node_h``), or as a trace says (a CSV file of
@@ -124,6 +125,9 @@ def _pools(planned: PlanSummary, plan_opts: PlanOptions, opts: ReplayOptions) ->
     overridden = any(v is not None for v in (opts.reserved_nodes, opts.burst_nodes, opts.burst_tier))
     configuration = "options" if overridden else "plan"
     mixed = planned.cost.mixed if planned.cost is not None else None
+    tc = planned.cost.tier_choice if planned.cost is not None else None
+    if tc is not None and tc.order is not None and not tc.order.startswith("mixed"):
+        mixed = None  # the order by replay is a single tier all up (plan/order_replay.py)
     common = {"provision_s": plan_opts.node_provision_s, "scale_down_s": plan_opts.node_scale_down_s,
               "placement": plan_opts.node_placement}
     if mixed is None and not overridden:  # one pool of the order's nodes at the plan's tier, all up
