@@ -68,7 +68,7 @@ def _demand_peak(history: RolloutIntervals, requests: tuple[np.ndarray, np.ndarr
     import numpy as np
 
     from sandbox_fleet.measure.steps import measure_steps, step_releases
-    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+    from sandbox_fleet.plan.mixed_replay import burst_peak
 
     start_us = np.round(history.start_s * 1e6).astype(np.int64)
     steps = measure_steps(start_us, np.round(history.end_s * 1e6).astype(np.int64))
@@ -77,12 +77,8 @@ def _demand_peak(history: RolloutIntervals, requests: tuple[np.ndarray, np.ndarr
     release_s = step_releases(start_us, float(steps["gap_threshold_s"])) / 1e6
     hold_s = history.end_s - history.start_s
     start_s = requeue(release_s, history.start_s, hold_s, demand)
-    pools = [NodePoolSpec("reserved", *allocatable, usd_per_node_h=0.0, tier="reserved", min_nodes=reserved,
-                          max_nodes=reserved, placement=placement),
-             NodePoolSpec("burst", *allocatable, usd_per_node_h=0.0, provision_s=provision_s,
-                          scale_down_s=scale_down_s, placement=placement)]
-    got = replay_nodes(start_s, start_s + hold_s, *requests, pools)
-    return got.pools[1].peak_nodes, int(np.count_nonzero(start_s < history.start_s - 1e-6))
+    peak = burst_peak(start_s, start_s + hold_s, requests, allocatable, reserved, provision_s, scale_down_s, placement)
+    return peak, int(np.count_nonzero(start_s < history.start_s - 1e-6))
 
 
 def cover(mixed: Mixed, censored: Optional[Censored], allocatable: tuple[float, float, float],
