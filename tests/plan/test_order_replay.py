@@ -137,6 +137,11 @@ def test_the_demo_order_is_the_cheapest_of_every_tier_and_r_by_brute_force(demo)
     buy = [x.strip() for x in lines if x.strip().startswith(("BUY", "or BUY"))]
     assert buy[0].startswith("BUY mixed:") and buy[1].startswith("or BUY 2 x")
     assert any(f"${want[best][0]:.2f}/h on spot burst only" in x for x in lines)
+    # $ per passing trajectory is the replayed order's $/h over the passes an hour (before spot's re-runs,
+    # which the burst's node-hours carry already)
+    co = plan.cost
+    bare = co.passing_per_h * (1.0 + co.spot_rework.rework_share)
+    assert co.per_passing_trajectory_all_in == pytest.approx(want[best][0] / bare, rel=1e-9)
 
 
 def test_a_single_tier_order_is_replayed_and_emitted_as_one_pool(tmp_path):
