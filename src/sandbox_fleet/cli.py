@@ -596,7 +596,7 @@ def simulate(
     node_scale_down_s: float = typer.Option(300.0, "--node-scale-down-s", help="With --replay: an empty burst node is released this many seconds after its last sandbox ends (consolidateAfter)."),
     node_placement: str = typer.Option("pack", "--node-placement", help="With --replay: pack (most-allocated node) or spread (least-allocated)."),
     reclaim_per_node_h: Optional[float] = typer.Option(None, "--reclaim-per-node-h", help="With --replay: spot reclaims per node-hour, Poisson per node (default: the node type's catalog rate; 0: none)."),
-    reclaim_trace: Optional[Path] = typer.Option(None, "--reclaim-trace", help="With --replay: a CSV of reclaims, header time_s,pool (seconds from the first start; pool reserved, burst or fleet)."),
+    reclaim_trace: Optional[Path] = typer.Option(None, "--reclaim-trace", help="With --replay: a CSV of reclaims, header time,pool (time: seconds from the first start, or an ISO 8601 timestamp as a cloud's interruption events carry it, UTC without an offset; pool reserved, burst or fleet)."),
     telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
     timing: bool = typer.Option(False, "--timing", help="Add wall-clock figures (wall_s, events_per_s); output then varies run to run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's run.seed; with --from: the seed written into the scenario."),

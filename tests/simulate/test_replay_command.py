@@ -5,6 +5,7 @@ fleet, and the reclaim trace's refusals."""
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
 import jsonschema
@@ -91,11 +92,45 @@ def test_a_reclaim_trace_ends_sandboxes_and_is_counted(run_cli, demo, tmp_path):
     assert out["attempts"] == out["rollouts"] + n["sandboxes_lost"]
 
 
+def test_a_trace_of_iso_timestamps_replays_as_its_seconds_do(run_cli, demo, tmp_path):
+    """The same reclaims as seconds from the first start and as timestamps (Z, an offset, none: UTC)
+    give the same replay; the first start is read from the release's own Parquet file here."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root, _ = demo
+    first = pc.min(pq.read_table(root / "trajectories" / "metadata" / "trajectories.parquet",
+                                 columns=["started_at"]).column("started_at")).as_py()
+    assert first.tzinfo is not None
+    seconds = [3600.0, 7200.5, 20000.0, -50.0]
+    stamps = [first + timedelta(seconds=s) for s in seconds]
+    as_s, as_iso = tmp_path / "s.csv", tmp_path / "iso.csv"
+    pools = ["reserved", "burst", "reserved", "burst"]  # the reserved node is up all the history
+    as_s.write_text("time_s,pool\n" + "".join(f"{s},{p}\n" for s, p in zip(seconds, pools)), encoding="utf-8")
+    cells = [stamps[0].astimezone(UTC).isoformat().replace("+00:00", "Z"),
+             stamps[1].astimezone(timezone(timedelta(hours=2))).isoformat(),
+             stamps[2].astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),
+             str(seconds[3])]
+    as_iso.write_text("time,pool\n" + "".join(f"{c},{p}\n" for c, p in zip(cells, pools)), encoding="utf-8")
+    a = _replay(run_cli, root, "--reserved-nodes", "1", "--reclaim-trace", as_s)["nodes"]
+    b = _replay(run_cli, root, "--reserved-nodes", "1", "--reclaim-trace", as_iso)["nodes"]
+    assert b["reclaim_trace_rows"] == 4 and b["reclaim_trace_timestamps"] == 3 and b["reclaim_trace_naive"] == 1
+    assert a["reclaim_trace_timestamps"] == 0
+    for key in ("reclaims", "reclaim_trace_missed", "sandboxes_lost", "rerun_sandbox_h", "usd", "node_hours"):
+        assert a[key] == b[key], key
+    assert a["reclaims"] >= 1
+    assert datetime.fromisoformat(cells[0]) == stamps[0]
+
+
 @pytest.mark.parametrize("body, says", [
-    ("time,pool\n1,burst\n", "header 'time_s,pool'"),
-    ("time_s,pool\nsoon,burst\n", "row 2: time_s must be a number"),
-    ("time_s,pool\n5,gpu\n", "row 2: pool 'gpu' is not one of"),
-    ("time_s,pool\n5,burst,x\n", "row 2: expected 2 columns"),
+    ("when,pool\n1,burst\n", "row 1: a reclaim trace starts with the header 'time,pool'"),
+    ("time_s,pool\nsoon,burst\n", "1 of 1 reclaim rows unusable, none used (time: 1 (first row 2: time 'soon' is neither"),
+    ("time_s,pool\n5,gpu\n", "(pool: 1 (first row 2: pool 'gpu' is not one of"),
+    ("time_s,pool\n5,burst,x\n", "(columns: 1 (first row 2: expected 2 columns"),
+    ("time,pool\n5,burst\nlater,burst\n2026-13-01T00:00:00Z,burst\n7,gpu\n",
+     "3 of 4 reclaim rows unusable, none used (time: 2 (first row 3: time 'later'"),
 ])
 def test_a_bad_trace_is_one_line_exit_2(run_cli, demo, tmp_path, body, says):
     root, _ = demo

@@ -38,6 +38,8 @@ class RolloutIntervals:
     unknown_request: int = 0
     mixed_keys: int = 0
     sources: list[str] = field(default_factory=list)
+    #: the first start, microseconds since the Unix epoch (UTC): what ``start_s`` counts from
+    origin_us: Optional[int] = None
 
     @property
     def count(self) -> int:
@@ -89,7 +91,8 @@ def intervals_of(rollouts: pa.Table, tasks: Optional[pa.Table]) -> RolloutInterv
     unknown = ~(np.isfinite(cpu) & np.isfinite(memory))
     disk = np.where(np.isfinite(disk), disk, 0.0)
     return RolloutIntervals(start_s=(start - first) / 1e6, end_s=(finish - first) / 1e6, cpu=cpu, memory_mb=memory,
-                            disk_mb=disk, unknown_request=int(np.count_nonzero(unknown)), mixed_keys=mixed)
+                            disk_mb=disk, unknown_request=int(np.count_nonzero(unknown)), mixed_keys=mixed,
+                            origin_us=int(first))
 
 
 def _requests_by_key(tasks: pa.Table) -> tuple[list[str], np.ndarray, int]:

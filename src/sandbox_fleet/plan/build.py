@@ -12,6 +12,7 @@ from sandbox_fleet import contract
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_range
 from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.plan import censored_burst, order_replay
 from sandbox_fleet.plan import cost as costmod
 from sandbox_fleet.plan import inference as inf
 from sandbox_fleet.plan import rent as rentmod
@@ -33,6 +34,7 @@ from sandbox_fleet.plan.model import (
     Alternative,
     BacktestLine,
     Caching,
+    Censored,
     Context,
     Cost,
     Input,
@@ -470,8 +472,18 @@ def plan_inference(fig: Figures, n: int, saving: Optional[float], opts: PlanOpti
     return size_inference(fig, n, saving, fig.cached_fraction, opts, notes, turns)
 
 
+def _rework(fig: Figures, nodes: _Nodes, n: int, duty: Optional[float]):
+    """Spot's re-run figures on ``nodes``' type (None when its reclaim rate or the holds are unknown)."""
+    rate = nodes.node.spot_interruptions_per_node_h
+    return spot_rework(
+        fitted_holds(fig) if rate is not None else None,
+        rate, n * duty if duty else None, nodes.chosen.price("spot"), nodes.node.spot_interruptions_source,
+    )
+
+
 def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, inference: PlanInference, opts: PlanOptions,
-              notes: list[str], history: Optional[RolloutIntervals] = None) -> Cost:
+              notes: list[str], history: Optional[RolloutIntervals] = None,
+              replayed_mixed: Optional[dict[str, Optional[Mixed]]] = None, censored: Optional[Censored] = None) -> Cost:
     """The fleet's price on each tier, per passing trajectory (fleet and all in), exception waste,
     GPUs, the GPU pools and spot re-runs (the ``cost`` block).
 
@@ -486,10 +498,7 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         exc_share = fig.exception_rate
         notes.append("exception waste uses the exception share of rows: the input has no exception sandbox-hours")
     rate = nodes.node.spot_interruptions_per_node_h
-    rework = spot_rework(
-        fitted_holds(fig) if rate is not None else None,
-        rate, n * duty if duty else None, nodes.chosen.price("spot"), nodes.node.spot_interruptions_source,
-    )
+    rework = _rework(fig, nodes, n, duty)
     share = rework.rework_share if rework is not None else None
     # a known reclaim rate whose restarts have no finite expected work: spot is not priced per pass
     unbounded = rework is not None and rework.unbounded
@@ -514,7 +523,8 @@ def plan_cost(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, infere
         node_pools_per_h=sum(p for p in pool_prices if p is not None) if pool_prices and None not in pool_prices else None,
         passing_per_h=passes, per_passing_trajectory_all_in=total, per_passing_trajectory_parts=parts,
         spot_rework=rework,
-        mixed=plan_mixed(fig, nodes, opts, share, unbounded, history),
+        mixed=(replayed_mixed[tier] if replayed_mixed is not None and tier in replayed_mixed
+               else plan_mixed(fig, nodes, opts, share, unbounded, history, censored)),
         per_pass_basis=_per_pass_basis(tier, rerun, rate, unbounded),
     )
 
@@ -529,33 +539,42 @@ def _per_pass_basis(tier: str, rerun: Optional[float], rate: Optional[float], un
 
 
 def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Optional[float],
-               reruns_unbounded: bool = False, history: Optional[RolloutIntervals] = None) -> Optional[Mixed]:
+               reruns_unbounded: bool = False, history: Optional[RolloutIntervals] = None,
+               censored: Optional[Censored] = None) -> Optional[Mixed]:
     """``cost.mixed``: the sandbox nodes split into reserved and burst on the measured concurrency curve,
-    re-priced by a node replay of ``history`` (the measured rollouts) when given."""
+    re-priced by a node replay of ``history`` (the measured rollouts) when given, its burst limit
+    covering the ``censored`` demand the plan buys where a cap bound (plan/censored_burst.py)."""
     node = nodes.node
     mixed = mixed_purchase(fig.time_at_level, nodes.chosen.count, burst_tier_for(opts.price_tier),
                            node.price("reserved"), node.price("on_demand"), node.price("spot"), rework_share,
                            reruns_unbounded)
-    chosen = opts.concurrency is not None or opts.batch is not None or opts.passing_per_hour is not None
+    chosen = _chosen_target(opts)
     if mixed is not None and history is not None and chosen:
         mixed.basis = (mixed.basis or "") + ("; no node replay: it prices the measured history as it ran, "
                                              "not a chosen target (--concurrency, --batch, --passing-per-hour)")
     elif mixed is not None and history is not None:
         fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
-        mixed = replay_mixed(mixed, history, usable(node, nodes.chosen.reserve), fallback,
-                             provision_s=opts.node_provision_s, scale_down_s=opts.node_scale_down_s,
-                             placement=opts.node_placement)
+        alloc = usable(node, nodes.chosen.reserve)
+        mixed = replay_mixed(mixed, history, alloc, fallback, provision_s=opts.node_provision_s,
+                             scale_down_s=opts.node_scale_down_s, placement=opts.node_placement)
+        cpu, memory, disk, _ = requests_of(history, fallback)
+        mixed = censored_burst.cover(mixed, censored, (alloc["cpu"], alloc["memory"], alloc["disk"]), (cpu, memory, disk),
+                                     history)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
+
+
+def _chosen_target(opts: PlanOptions) -> bool:
+    """A target the user chose: the measured history, replayed as it ran, does not price it."""
+    return opts.concurrency is not None or opts.batch is not None or opts.passing_per_hour is not None
 
 
 def replayed_count(nodes: _Nodes, history: Optional[RolloutIntervals], opts: PlanOptions, notes: list[str]) -> _Nodes:
     """The sandbox nodes bought at the measured rollouts' peaks (issue 37): with telemetry whose tasks
     set requests and the measured history as the target, the count is the replay's peak when it is
     above the slot sizing's (which packs the mix at its mean shares); the slot count stays, labelled."""
-    chosen = opts.concurrency is not None or opts.batch is not None or opts.passing_per_hour is not None
-    if history is None or chosen:
+    if history is None or _chosen_target(opts):
         return nodes
     fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
     if requests_of(history, fallback)[3] == history.count:
@@ -616,9 +635,12 @@ def plan_rent(fig: Figures, n: int, duty: Optional[float], nodes: _Nodes, cost: 
 
 
 def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInference, opts: PlanOptions,
-              notes: list[str]) -> tuple[_Nodes, PlanOptions, TierChoice]:
+              notes: list[str], history: Optional[RolloutIntervals] = None, censored: Optional[Censored] = None
+              ) -> tuple[_Nodes, PlanOptions, TierChoice, Optional[dict[str, Optional[Mixed]]]]:
     """The nodes sized on each single tier (each tier's prices choose its own type), ranked all in with
-    spot's re-runs (plan/tier.py): the headline tier's nodes, ``opts`` with that tier, and the ranking."""
+    spot's re-runs (plan/tier.py): the headline tier's nodes, ``opts`` with that tier, the ranking, and
+    (with ``history``, the measured target) the mixed purchases the replay priced, by burst tier. With
+    ``history`` every candidate order is priced by replay and the cheapest is the order (``_by_replay``)."""
     by_tier: dict[str, tuple[_Nodes, list[str]]] = {}
     catalog = load_catalog(opts.nodes_file)
     for t in TIERS:
@@ -639,9 +661,54 @@ def plan_tier(fig: Figures, n: int, duty: Optional[float], inference: PlanInfere
     tier, choice = choose_tier(offers, other_per_h=inference_per_h + trainer_per_h,
                                passes_per_h=passes_per_h(n, duty, fig.sandbox_hours_per_pass), duty=duty,
                                forced=opts.price_tier)
+    if history is not None and not _chosen_target(opts):
+        return _by_replay(fig, n, duty, by_tier, choice, opts, notes, history, inference_per_h + trainer_per_h, censored)
     nodes, own = by_tier[tier]
     notes.extend(own)
-    return nodes, replace(opts, price_tier=tier), choice
+    return nodes, replace(opts, price_tier=tier), choice, None
+
+
+def _by_replay(fig: Figures, n: int, duty: Optional[float], by_tier: dict[str, tuple[_Nodes, list[str]]],
+               choice: TierChoice, opts: PlanOptions, notes: list[str], history: RolloutIntervals, rest_per_h: float,
+               censored: Optional[Censored] = None) -> tuple[_Nodes, PlanOptions, TierChoice, dict[str, Optional[Mixed]]]:
+    """Every candidate order priced by replaying ``history`` (plan/order_replay.py): each single tier at its
+    replayed count, the mixed purchase bursting on on-demand and on spot; the cheapest all in is the order."""
+    counted = {t: replayed_count(sized, history, replace(opts, price_tier=t), own) for t, (sized, own) in by_tier.items()}
+    lines, mixes = [], {}
+    for t in TIERS:
+        nd = counted[t]
+        rw = _rework(fig, nd, n, duty)
+        share, unbounded = (rw.rework_share, bool(rw.unbounded)) if rw is not None else (None, False)
+        pool_prices = [getattr(pl, f"{t}_per_h") for pl in nd.pools]
+        pools_per_h = None if None in pool_prices else float(sum(p for p in pool_prices if p is not None))
+        slot = nd.block.slot_count if nd.block.slot_count is not None else nd.chosen.count
+        lines.append(order_replay.single_line(t, nd.node.name, nd.chosen.count, slot, nd.node.price(t), pools_per_h,
+                                              rest_per_h, share, unbounded))
+        if t != "reserved":  # a mixed order bursts on on-demand or spot
+            mixes[t] = plan_mixed(fig, nd, replace(opts, price_tier=t), share, unbounded, history, censored)
+            lines.append(order_replay.mixed_line(mixes[t], t, nd.node.name, pools_per_h, rest_per_h, share))
+    lines.sort(key=lambda ln: order_replay.ORDERS.index(ln.order or ""))
+    won = order_replay.choose_order(lines, opts.price_tier)
+    tier = won.tier if won is not None and won.tier is not None else choice.chosen or "on_demand"
+    notes.extend(by_tier[tier][1])
+    choice = choice.model_copy(update={
+        "chosen": tier, "replayed": lines, "order": won.order if won is not None else None,
+        "basis": order_replay.basis(lines, won, opts.price_tier, history.count, choice.basis)})
+    return counted[tier], replace(opts, price_tier=tier), choice, mixes
+
+
+def mixed_order_per_pass(cost: Cost) -> Cost:
+    """``cost`` with its all-in $ per passing trajectory on the mixed purchase's fleet $/h, when the
+    order signed is the mixed one (its spot burst's node-hours already carry the re-runs)."""
+    mx, pp, tc = cost.mixed, cost.per_passing_trajectory_parts, cost.tier_choice
+    if (tc is None or not (tc.order or "").startswith("mixed") or mx is None or mx.usd_per_h is None
+            or not cost.passing_per_h or pp is None):
+        return cost
+    rw = cost.spot_rework
+    s = (rw.rework_share or 0.0) if cost.tier == "spot" and rw is not None else 0.0
+    parts = pp.model_copy(update={"fleet": mx.usd_per_h / (cost.passing_per_h * (1.0 + s))})
+    total = sum(v for v in (parts.fleet, parts.inference, parts.trainer) if v is not None)
+    return cost.model_copy(update={"per_passing_trajectory_all_in": total, "per_passing_trajectory_parts": parts})
 
 
 def _nodes_per_h(nodes: _Nodes, tier: str) -> tuple[int, Optional[float]]:
@@ -699,13 +766,13 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     inference_notes: list[str] = []  # after the nodes' notes, in the order the order reads
     inference = plan_inference(fig, n, caching.saving_applied, opts, inference_notes, turns)
     tier_source: Source = "flag" if opts.price_tier is not None else "default"
-    nodes, opts, tier_choice = plan_tier(fig, n, duty, inference, opts, notes)
-    nodes = replayed_count(nodes, history, opts, notes)
+    nodes, opts, tier_choice, replayed_mixed = plan_tier(fig, n, duty, inference, opts, notes, history, target.censored)
     notes.extend(inference_notes)
     target.tier_basis = tier_choice.basis
     _price_censored(fig, target, nodes, opts)
     storage = plan_storage(fig, n, duty, nodes, opts)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history).model_copy(update={"tier_choice": tier_choice})
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history, replayed_mixed, target.censored)
+    cost = mixed_order_per_pass(cost.model_copy(update={"tier_choice": tier_choice}))
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,

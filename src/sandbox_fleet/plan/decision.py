@@ -67,10 +67,22 @@ def buy_mixed_line(p: PlanSummary) -> Optional[str]:
     return "or " + found[0].strip() if found else None
 
 
+def mixed_is_the_order(co: Cost) -> bool:
+    """Whether the order signed is the mixed purchase: the cheapest by replay (``cost.tier_choice.order``)."""
+    tc, mx = co.tier_choice, co.mixed
+    return (tc is not None and (tc.order or "").startswith("mixed") and mx is not None
+            and mx.usd_per_h is not None)
+
+
 def _buy(p: PlanSummary) -> list[str]:
     inf = p.inference or PlanInference()
     mixed = buy_mixed_line(p)
-    lines = [buy_nodes_line(p.nodes), *([mixed] if mixed else []), *(_buy_pool_line(pl) for pl in p.node_pools or [])]
+    co = p.cost or Cost()
+    if mixed and mixed_is_the_order(co):  # the mixed purchase first, the single tier as the alternative
+        first = [mixed[len("or "):], f"or {buy_nodes_line(p.nodes)}, all {_tier(co.tier)}"]
+    else:
+        first = [buy_nodes_line(p.nodes), *([mixed] if mixed else [])]
+    lines = [*first, *(_buy_pool_line(pl) for pl in p.node_pools or [])]
     gpus = buy_gpus_line(inf)
     if gpus is not None:
         lines.append(gpus)
@@ -84,14 +96,27 @@ def all_in_per_h(co: Cost) -> tuple[Optional[float], list[str]]:
     and its parts as text; None when the fleet has no price. The trainer's $/h is its cost per
     pass times passes per hour (the plan carries it only that way)."""
     fleet = _per_h(co, co.tier)
+    label = f"fleet {_tier(co.tier)}"
+    if mixed_is_the_order(co):
+        assert co.mixed is not None  # mixed_is_the_order checked it
+        fleet, label = co.mixed.usd_per_h, f"fleet {order_words(co)}"
     if fleet is None:
         return None, []
-    parts = [(f"fleet {_tier(co.tier)}", fleet), ("GPU node pools", co.node_pools_per_h), ("inference GPUs", co.inference_per_h)]
+    parts = [(label, fleet), ("GPU node pools", co.node_pools_per_h), ("inference GPUs", co.inference_per_h)]
     pp = co.per_passing_trajectory_parts or CostParts()
     if pp.trainer is not None and co.passing_per_h:
         parts.append(("trainer", pp.trainer * co.passing_per_h))
     known = [(k, v) for k, v in parts if v is not None]
     return sum(v for _, v in known), [f"{k} {_money(v)}" for k, v in known]
+
+
+def order_words(co: Cost) -> str:
+    """The tier the order is on, in words: the single tier, or "reserved + <burst tier> burst"."""
+    if not mixed_is_the_order(co):
+        return _tier(co.tier)
+    assert co.mixed is not None  # mixed_is_the_order checked it
+    r = co.mixed.reserved_nodes or 0
+    return f"{r:,} reserved + {_tier(co.tier)} burst" if r else f"{_tier(co.tier)} burst only (autoscaled)"
 
 
 def _cost(p: PlanSummary) -> list[str]:
@@ -101,9 +126,9 @@ def _cost(p: PlanSummary) -> list[str]:
         return [f"cost: not costed ({p.nodes.type} has no prices in the node catalog)"]
     month = f"{_money(total * 24 * 30)} per 30 days"
     if len(parts) == 1:
-        lines = [f"{_money(total)}/h on {_tier(co.tier)}, {month}: the fleet only (no inference GPUs or trainer priced)"]
+        lines = [f"{_money(total)}/h on {order_words(co)}, {month}: the fleet only (no inference GPUs or trainer priced)"]
     else:
-        lines = [f"{_money(total)}/h all in on {_tier(co.tier)} ({' + '.join(parts)}), {month}"]
+        lines = [f"{_money(total)}/h all in on {order_words(co)} ({' + '.join(parts)}), {month}"]
     per_pass = co.per_passing_trajectory_all_in
     if per_pass is None and co.tier == "spot" and co.spot_rework is not None and co.spot_rework.unbounded:
         lines.append("$ per passing trajectory: not costed (spot re-runs unbounded at this reclaim rate: "

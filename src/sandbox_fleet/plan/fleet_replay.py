@@ -3,12 +3,14 @@
 The configuration is the purchase order ``plan`` makes of the same telemetry (its node type and
 system reserve; the mixed purchase's R reserved nodes, always up, and a burst pool of at most the
 order's burst nodes on the burst tier, as the emitted NodePools limit them; one fixed pool of the
-order's nodes when the plan has no mixed purchase), each option overriding one part of it. Every
+order's nodes when the order signed is a single tier, or the plan has no mixed purchase), each option
+overriding one part of it. Every
 measured rollout is placed on it by the engine's node replay (``simulate.engine.nodes``) at its
 measured start with its measured hold and request. Spot pools lose nodes to reclaims: Poisson per
 node at the catalog's rate (``spot_interruptions_per_node_h``), or as a trace says (a CSV file of
-``time_s,pool`` rows: seconds from the first measured start, and ``reserved`` / ``burst`` /
-``fleet``); each reclaim ends every sandbox on its node, run again from scratch.
+``time,pool`` rows: seconds from the first measured start or ISO timestamps, and ``reserved`` /
+``burst`` / ``fleet``: ``plan/reclaim_trace.py``); each reclaim ends every sandbox on its node, run
+again from scratch.
 
 It lives in ``plan/`` because its default configuration is the plan's order; its output is the
 simulate output model's ``nodes`` block (``SimulateSummary``).
@@ -20,7 +22,6 @@ issue 38) is stated beside it, from the plan's own target.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import MB_PER_GB, find_type, load_catalog
 from sandbox_fleet.plan.mixed_replay import requests_of
+from sandbox_fleet.plan.reclaim_trace import Trace, check_header, load_trace
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, usable
 from sandbox_fleet.simulate.model import (
     NodeReplayFigures,
@@ -93,13 +95,15 @@ def replay_telemetry(paths: Sequence[str | Path], plan_opts: PlanOptions, opts: 
         if is_summary_file(p):
             raise InputError(f"{p}: a measure summary; --replay needs the telemetry itself (each rollout's start, "
                              "end and task)")
-    trace_rows = _read_trace(opts.reclaim_trace) if opts.reclaim_trace is not None else None
+    if opts.reclaim_trace is not None:
+        check_header(opts.reclaim_trace)  # before the telemetry is read
     given = [str(p) for p in paths]
     measured = load_measure(given, tasks=tasks, read=read, cache_dir=cache_dir, progress=progress)
     history = load_intervals(given, tasks=tasks, read=read, cache_dir=cache_dir)
     planned = make_plan(measured, plan_opts, input_path=given[0] if len(given) == 1 else None, history=history)
     pools, configuration = _pools(planned, plan_opts, opts)
-    trace = _trace_arrays(trace_rows, pools, opts.reclaim_trace) if trace_rows is not None else None
+    trace = (load_trace(opts.reclaim_trace, int(history.origin_us or 0), [p.name for p in pools])
+             if opts.reclaim_trace is not None else None)
     cc = measured.concurrency
     cap_detected = bool(cc.cap_detected) if cc is not None else False
     return summarise(history, pools, planned, opts, configuration, trace, given, cap_detected=cap_detected)
@@ -121,6 +125,9 @@ def _pools(planned: PlanSummary, plan_opts: PlanOptions, opts: ReplayOptions) ->
     overridden = any(v is not None for v in (opts.reserved_nodes, opts.burst_nodes, opts.burst_tier))
     configuration = "options" if overridden else "plan"
     mixed = planned.cost.mixed if planned.cost is not None else None
+    tc = planned.cost.tier_choice if planned.cost is not None else None
+    if tc is not None and tc.order is not None and not tc.order.startswith("mixed"):
+        mixed = None  # the order by replay is a single tier all up (plan/order_replay.py)
     common = {"provision_s": plan_opts.node_provision_s, "scale_down_s": plan_opts.node_scale_down_s,
               "placement": plan_opts.node_placement}
     if mixed is None and not overridden:  # one pool of the order's nodes at the plan's tier, all up
@@ -147,47 +154,9 @@ def _price(node, tier: str) -> float:
     return float(price)
 
 
-def _read_trace(path: str) -> list[tuple[float, str]]:
-    """The reclaim trace's rows (time_s, pool); a bad row is one line naming the file and row."""
-    import math
-
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the reclaim trace ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: the reclaim trace is not UTF-8 text") from None
-    if not rows or [c.strip() for c in rows[0]] != ["time_s", "pool"]:
-        raise InputError(f"{path}: a reclaim trace starts with the header 'time_s,pool'")
-    out = []
-    for line, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        if len(row) != 2:
-            raise InputError(f"{path}: row {line}: expected 2 columns (time_s, pool), got {len(row)}")
-        try:
-            t = float(row[0])
-        except ValueError:
-            raise InputError(f"{path}: row {line}: time_s must be a number of seconds, got {row[0]!r}") from None
-        if not math.isfinite(t):
-            raise InputError(f"{path}: row {line}: time_s must be finite, got {row[0]!r}")
-        out.append((t, row[1].strip()))
-    return out
-
-
-def _trace_arrays(rows: list[tuple[float, str]], pools: list[NodePoolSpec], path: Optional[str]):
-    import numpy as np
-
-    names = [p.name for p in pools]
-    for line, (_, name) in enumerate(rows, start=2):
-        if name not in names:
-            raise InputError(f"{path}: row {line}: pool {name!r} is not one of this replay's pools ({', '.join(names)})")
-    return (np.array([t for t, _ in rows], dtype=float), np.array([names.index(n) for _, n in rows], dtype=np.int64))
-
-
 def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: PlanSummary, opts: ReplayOptions,
-              configuration: str, trace, telemetry: list[str], *, cap_detected: bool = False) -> SimulateSummary:
+              configuration: str, trace: Optional[Trace], telemetry: list[str], *,
+              cap_detected: bool = False) -> SimulateSummary:
     """Replay ``history`` on ``pools`` and say what it cost and waited."""
     import numpy as np
 
@@ -197,7 +166,8 @@ def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: Pla
     fallback = ResourceRequest(cpu=(q.cpu if q else None) or 1.0, memory=(q.memory if q else None) or 2048.0,
                                disk=(q.disk if q else None) or 0.0)
     cpu, memory, disk, assumed = requests_of(history, fallback)
-    got = replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools, reclaim_trace=trace, seed=opts.seed)
+    arrays = (trace.time_s, trace.pool) if trace is not None else None
+    got = replay_nodes(history.start_s, history.end_s, cpu, memory, disk, pools, reclaim_trace=arrays, seed=opts.seed)
     done = got.node_of >= 0
     need_h = float(np.sum(got.hold_s)) / 3600.0
     rerun_h = sum(p.rerun_sandbox_h for p in got.pools)
@@ -211,14 +181,16 @@ def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: Pla
         by_tier=_by_tier(got), waited=got.waited, wait_s_total=got.wait_s_total,
         wait_s_mean=got.wait_s_total / got.waited if got.waited else None, wait_s_max=got.wait_s_max if got.waited else None,
         reclaim_model="trace" if trace is not None else ("poisson" if any(p.reclaim_per_node_h > 0 for p in pools) else "none"),
-        reclaim_trace=opts.reclaim_trace, reclaim_trace_rows=int(trace[0].size) if trace is not None else None,
+        reclaim_trace=opts.reclaim_trace, reclaim_trace_rows=trace.rows if trace is not None else None,
         reclaim_trace_missed=got.trace_missed if trace is not None else None, reclaims=got.reclaims,
         sandboxes_lost=lost, sandboxes_lost_per_reclaim=lost / got.reclaims if got.reclaims else None,
         rerun_sandbox_h=rerun_h, rerun_share=rerun_h / need_h if need_h > 0 else None,
         series=_series(got, pools), basis=_basis(pools, configuration, assumed, fallback, trace),
+        reclaim_trace_timestamps=trace.timestamps if trace is not None else None,
+        reclaim_trace_naive=trace.naive if trace is not None else None,
     )
     cap = _cap(planned, cap_detected)
-    figures.cap = _uncapped(cap, history, (cpu, memory, disk), pools, trace, opts.seed) if cap_detected else cap
+    figures.cap = _uncapped(cap, history, (cpu, memory, disk), pools, arrays, opts.seed) if cap_detected else cap
     return SimulateSummary.build(
         seed=opts.seed, rollouts=history.count, attempts=history.count + lost, completed=int(done.sum()),
         dropped=got.unplaced, sim_time_s=got.span_s, sandbox_hours=float(np.sum(got.hold_s[done])) / 3600.0 + rerun_h,

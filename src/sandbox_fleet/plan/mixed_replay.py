@@ -66,6 +66,20 @@ def _one_pool(history: RolloutIntervals, allocatable: dict[str, float], fallback
     return replay_nodes(history.start_s, history.end_s, cpu, memory, disk, [pool])
 
 
+def burst_peak(start_s: np.ndarray, end_s: np.ndarray, requests: tuple[np.ndarray, np.ndarray, np.ndarray],
+               allocatable: tuple[float, float, float], reserved: int, provision_s: float, scale_down_s: float,
+               placement: str = PLACEMENT) -> int:
+    """The burst pool's peak when rollouts at ``start_s``..``end_s`` run on ``reserved`` nodes, always up and
+    tried first, and an unbounded burst pool with the delays given."""
+    from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
+
+    pools = [NodePoolSpec("reserved", *allocatable, usd_per_node_h=0.0, tier="reserved", min_nodes=reserved,
+                          max_nodes=reserved, placement=placement),
+             NodePoolSpec("burst", *allocatable, usd_per_node_h=0.0, provision_s=provision_s,
+                          scale_down_s=scale_down_s, placement=placement)]
+    return replay_nodes(start_s, end_s, *requests, pools).pools[1].peak_nodes
+
+
 def replayed_peak(history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
                   placement: str = PLACEMENT) -> int:
     """Nodes at the real mix's peaks: every measured rollout's request placed at its start on one

@@ -382,6 +382,27 @@ class NodesOverTime(Block):
     burst: Optional[list[int]] = None
 
 
+class CappedBurst(Block):
+    """The history replayed ran under a binding cap (``target.censored``): what the replay under-states,
+    and the burst pool's limit that covers the demand the plan buys (plan/censored_burst.py)."""
+
+    cap: Count = None
+    demand: Count = None
+    demand_is_lower_bound: Optional[bool] = None
+    #: the burst pool's peak in the replay of the capped history (its starts queued behind the cap)
+    burst_peak_replayed: Count = None
+    #: sandboxes the demand bought runs beyond the cap the replay saw
+    sandboxes_past_cap: Count = None
+    #: the fewest sandboxes a node holds of the largest request in the history (every resource)
+    sandboxes_per_node_largest: Count = None
+    #: the burst pool's limit covering the demand (``method``): "requeued", the burst peak of the history
+    #: queued again at its steps' releases on the demand's slots; "bound", the replayed peak plus a node per
+    #: ``sandboxes_per_node_largest`` past the cap (no steps to re-queue at)
+    burst_limit: Count = None
+    method: Optional[str] = None
+    basis: Optional[str] = None
+
+
 class MixedReplay(Block):
     """The mixed purchase priced by a node replay of the measured history (plan/mixed_replay.py)."""
 
@@ -412,6 +433,8 @@ class MixedReplay(Block):
     basis: Optional[str] = None
     #: the chosen split's nodes by pool over the replayed history
     nodes_over_time: Optional[NodesOverTime] = None
+    #: the history ran under a binding cap: what this replay under-states, and the burst limit covering the demand
+    capped: Optional[CappedBurst] = None
 
 
 class Mixed(Block):
@@ -457,6 +480,29 @@ class TierLine(Block):
     unbounded: Optional[bool] = None
 
 
+class OrderLine(Block):
+    """One candidate order priced by replaying the measured rollouts on nodes (plan/order_replay.py)."""
+
+    #: "reserved", "on_demand", "spot" (one tier, all up), "mixed_on_demand" or "mixed_spot" (R reserved + a burst pool)
+    order: Optional[str] = None
+    #: the headline tier it is priced on: the single tier, or the burst tier of a mixed order
+    tier: Optional[str] = None
+    node_type: Optional[str] = None
+    #: single: the nodes bought (the replayed peak, at least the slot sizing's); mixed: R + the burst pool's peak
+    nodes: Count = None
+    reserved_nodes: Count = None
+    burst_nodes: Count = None
+    #: the sandbox nodes by replay plus the GPU pools on ``tier``, $/h (spot's node-hours carry their re-runs)
+    fleet_per_h: Num = None
+    rerun_share: Num = None
+    #: fleet + (GPU pools + inference + trainer) x (1 + re-run share), $/h: what the ranking reads
+    all_in_per_h: Num = None
+    #: the same order on the slot-curve figures (slot count; the curve's split): a lower bound
+    slot_curve_all_in_per_h: Num = None
+    #: re-runs unbounded at the catalog's reclaim rate: not priced
+    unbounded: Optional[bool] = None
+
+
 class TierChoice(Block):
     """How the headline tier was chosen: every priced single tier all in, re-runs included (plan/tier.py)."""
 
@@ -471,6 +517,11 @@ class TierChoice(Block):
     spot_breakeven_interruptions_per_node_h: Num = None
     tiers: Optional[list[TierLine]] = None
     basis: Optional[str] = None
+    #: every candidate order priced by replaying the measured rollouts (null without telemetry, or for a
+    #: chosen target): ``chosen`` and ``basis`` are then the replay's, ``tiers`` the slot-curve lower bound
+    replayed: Optional[list[OrderLine]] = None
+    #: the order signed: one of ``replayed``'s ``order`` keys (null when no replay ranked the orders)
+    order: Optional[str] = None
 
 
 class Cost(Block):

@@ -375,6 +375,10 @@ class NodeReplayFigures(Block):
     cap: Optional[ReplayCap] = None
     series: Optional[ReplaySeries] = None
     basis: Optional[str] = None
+    #: trace rows whose time was an ISO timestamp (the rest: seconds from the first start), and of those
+    #: the ones without a UTC offset, read as UTC
+    reclaim_trace_timestamps: Count = None
+    reclaim_trace_naive: Count = None
 
 
 class SimulateSummary(Summary):

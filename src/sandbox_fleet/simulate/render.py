@@ -191,7 +191,10 @@ def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
         f"({_pct(n.rerun_share)} of the work)",
     ]
     if n.reclaim_trace is not None:
-        lines.append(f"reclaim trace {n.reclaim_trace}: {_f(n.reclaim_trace_rows)} rows, "
+        given = (f" ({_f(n.reclaim_trace_timestamps)} as timestamps"
+                 + (f", {_f(n.reclaim_trace_naive)} without a UTC offset read as UTC" if n.reclaim_trace_naive else "")
+                 + ")" if n.reclaim_trace_timestamps else "")
+        lines.append(f"reclaim trace {n.reclaim_trace}: {_f(n.reclaim_trace_rows)} rows{given}, "
                      f"{_f(n.reclaim_trace_missed)} found no node of their pool up")
     series = n.series
     if series is not None and series.stranded_cpu_h and series.t_h:

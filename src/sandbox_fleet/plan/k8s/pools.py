@@ -8,10 +8,12 @@ pools, and the limits add up to exactly what it pays for:
   launches on-demand only when no spot offering is available (karpenter.sh, NodePools,
   ``karpenter.sh/capacity-type``), so the fallback lives inside the same limit (a second, on-demand
   NodePool limited to the order as well could double it);
-- a mixed purchase priced by the node replay (``cost.mixed.replay``, plan/mixed_replay.py): a
-  reserved pool of ``R`` nodes (reserved is a billing choice, launched on-demand; tried first, by
-  weight, as the replay tries reserved nodes first; never consolidated, being paid for anyway) and
-  a burst pool of the replay's peak burst nodes, released ``consolidateAfter`` the delay priced.
+- a mixed purchase priced by the node replay (``cost.mixed.replay``, plan/mixed_replay.py), when it
+  is the order signed (the cheapest by replay, ``cost.tier_choice.order``): a reserved pool of ``R``
+  nodes (reserved is a billing choice, launched on-demand; tried first, by weight, as the replay
+  tries reserved nodes first; never consolidated, being paid for anyway) and a burst pool of the
+  replay's peak burst nodes (past it where a cap hid demand the plan buys: plan/censored_burst.py),
+  released ``consolidateAfter`` the delay priced.
   A pool of no nodes is not written.
 """
 
@@ -45,7 +47,10 @@ class PoolLimit:
 def pool_limits(plan: PlanSummary, tier: str) -> list[PoolLimit]:
     """The NodePools' node limits for ``plan`` at its headline ``tier``; they sum to the order."""
     mixed = plan.cost.mixed if plan.cost is not None else None
-    if mixed is not None and mixed.replay is not None and mixed.reserved_nodes is not None:
+    tc = plan.cost.tier_choice if plan.cost is not None else None
+    # the order by replay (plan/order_replay.py) may be a single tier all up: then its one pool
+    signed = tc is None or tc.order is None or tc.order.startswith("mixed")
+    if mixed is not None and mixed.replay is not None and mixed.reserved_nodes is not None and signed:
         burst_tier = mixed.burst_tier or "on_demand"
         pools = [PoolLimit("-reserved", "reserved", CAPACITY_TYPES["reserved"], int(mixed.reserved_nodes),
                            RESERVED_WEIGHT, NEVER),
