@@ -293,6 +293,6 @@ def test_simulate_replay_filtered_equals_the_replay_of_the_kept_rows(run_cli, te
 
 
 def test_simulate_of_a_scenario_refuses_the_filters(run_cli, tmp_path):
-    scenario = ROOT / "examples" / "scenarios" / "minimal.toml"
+    scenario = ROOT / "examples" / "scenarios" / "mmc.toml"
     r = run_cli("simulate", scenario, "--model", "a")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "[filter]" in r.err, r.err
