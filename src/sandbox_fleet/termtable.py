@@ -37,10 +37,11 @@ def grid(title: str | None, columns: Sequence[str], *, left: Iterable[str] | Non
 
 
 def pairs(title: str | None, rows: Iterable[tuple[str, Any]]) -> Table:
-    """A block of named figures: one row per (name, figure), the name in bold, the figure on the right."""
+    """A block of named figures: one row per (name, figure), the name in bold and whole, the figure on
+    the right (wrapped when the console is too narrow for it)."""
     table = Table(title=title, box=BOX, show_edge=False, pad_edge=False, title_justify="left", show_header=False)
-    table.add_column(style=HEADER_STYLE)
-    table.add_column(justify="right")
+    table.add_column(style=HEADER_STYLE, no_wrap=True)  # a name stays whole; a long figure (a basis) wraps
+    table.add_column(justify="right", overflow="fold")
     for name, value in rows:
         table.add_row(name, value)
     return table
