@@ -202,3 +202,97 @@ def test_a_filter_on_a_summary_is_refused_naming_the_flag(run_cli, command, tmp_
     r = run_cli(command, PUBLISHED, "--model", "x", *extra)
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1
     assert "a measure summary, measured already: --model filters telemetry" in r.err
+
+
+# --- the filters on every command that reads telemetry -----------------------------------------
+def _commands():
+    from typer.main import get_command
+
+    from sandbox_fleet import cli
+
+    return {name: c for name, c in get_command(cli._app_for([])).commands.items() if not hasattr(c, "commands")}
+
+
+def test_every_command_that_reads_telemetry_takes_every_filter_with_one_meaning():
+    """A command reads telemetry when it takes the reader options (``--format``...): it then takes
+    --model, --since and --until, each the one option measure declares (same help, same panel)."""
+    from sandbox_fleet.cli_flags import TELEMETRY_FILTERS
+
+    commands = _commands()
+    readers = sorted(name for name, c in commands.items() if any("--format" in p.opts for p in c.params))
+    assert readers == ["backtest", "check", "measure", "plan", "report", "simulate"]
+    ref = {o: p for p in commands["measure"].params for o in p.opts}
+    for name in readers:
+        opts = {o: p for p in commands[name].params for o in p.opts}
+        for flag in TELEMETRY_FILTERS:
+            assert flag in opts, f"{name} lacks {flag}"
+            assert (opts[flag].help, opts[flag].rich_help_panel, opts[flag].multiple) == (
+                ref[flag].help, "Telemetry", ref[flag].multiple), f"{name} {flag}"
+
+
+def _subset(telemetry: Path, tmp_path: Path, keep) -> Path:
+    """The fixture's rows ``keep(i)`` keeps, written as their own file: what a filter must equal."""
+    lines = telemetry.read_text().splitlines()
+    out = tmp_path / "subset.csv"
+    out.write_text("\n".join([lines[0], *[row for i, row in enumerate(lines[1:]) if keep(i)]]) + "\n")
+    return out
+
+
+def _without(doc, *keys):
+    """``doc`` with the keys that name the input files left out, at any depth."""
+    if isinstance(doc, dict):
+        return {k: _without(v, *keys) for k, v in doc.items() if k not in keys}
+    if isinstance(doc, list):
+        return [_without(v, *keys) for v in doc]
+    return doc
+
+
+@pytest.mark.parametrize("flags, keep", [
+    (("--model", "a"), lambda i: i % 3 != 0),
+    (("--since", "2025-12-01T00:30:00Z", "--until", "2025-12-01T01:40:00Z"), lambda i: 1800 <= 120 * i < 6000),
+])
+def test_backtest_filtered_equals_the_backtest_of_the_kept_rows(run_cli, telemetry, tmp_path, flags, keep):
+    subset = _subset(telemetry, tmp_path, keep)
+    filtered = run_cli("backtest", telemetry, *flags, "--seeds", "4", "--json")
+    direct = run_cli("backtest", subset, "--seeds", "4", "--json")
+    assert filtered.code == 0 and direct.code == 0, filtered.err + direct.err
+    f, d = json.loads(filtered.out), json.loads(direct.out)
+    assert f["rows"] == sum(map(keep, range(60)))
+    assert _without(f, "sources") == _without(d, "sources")
+    unfiltered = json.loads(run_cli("backtest", telemetry, "--seeds", "4", "--json").out)
+    assert unfiltered["rows"] == 60 and unfiltered["split"] != f["split"]  # the filter moved the split
+
+
+def test_simulate_from_filtered_calibrates_and_runs_on_the_kept_rows(run_cli, telemetry, tmp_path):
+    """--from --model a: the calibration is the one-model subset's, and the scenario it writes (its
+    [filter] table) replays those rows when run, byte for byte the subset's own scenario's run."""
+    subset = _subset(telemetry, tmp_path, lambda i: i % 3 != 0)
+    sa, sb = tmp_path / "a.toml", tmp_path / "b.toml"
+    filtered = run_cli("simulate", sa, "--from", telemetry, "--model", "a", "--json")
+    direct = run_cli("simulate", sb, "--from", subset, "--json")
+    assert filtered.code == 0 and direct.code == 0, filtered.err + direct.err
+    f, d = json.loads(filtered.out), json.loads(direct.out)
+    assert f["rollouts"] == 40 and _without(f, "scenario") == _without(d, "scenario")
+    assert '[filter]' in sa.read_text() and 'models = ["a"]' in sa.read_text()
+    ran_a, ran_b = run_cli("simulate", sa, "--json"), run_cli("simulate", sb, "--json")
+    assert ran_a.code == 0 and ran_b.code == 0, ran_a.err + ran_b.err
+    a, b = json.loads(ran_a.out), json.loads(ran_b.out)
+    assert a["completed"] == 40
+    assert _without(a, "scenario", "sources", "telemetry") == _without(b, "scenario", "sources", "telemetry")
+
+
+def test_simulate_replay_filtered_equals_the_replay_of_the_kept_rows(run_cli, telemetry, tmp_path):
+    subset = _subset(telemetry, tmp_path, lambda i: 120 * i < 3600)
+    filtered = run_cli("simulate", "--replay", telemetry, "--until", "2025-12-01T01:00:00Z", "--json")
+    direct = run_cli("simulate", "--replay", subset, "--json")
+    assert filtered.code == 0 and direct.code == 0, filtered.err + direct.err
+    f, d = json.loads(filtered.out), json.loads(direct.out)
+    assert _without(f, "sources", "telemetry") == _without(d, "sources", "telemetry")
+    whole = json.loads(run_cli("simulate", "--replay", telemetry, "--json").out)
+    assert _without(whole, "sources", "telemetry") != _without(f, "sources", "telemetry")
+
+
+def test_simulate_of_a_scenario_refuses_the_filters(run_cli, tmp_path):
+    scenario = ROOT / "examples" / "scenarios" / "mmc.toml"
+    r = run_cli("simulate", scenario, "--model", "a")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "[filter]" in r.err, r.err

@@ -15,7 +15,8 @@ plan's text say the same words), and plan the backtest model (``plan --backtest`
 schema registry may import everything. errors, jsonio, contract, atomic (every output write),
 outpaths (output-path checks), limits (seeds, memory budget), safeparse (bounded JSON and TOML
 parsing), textout (plain lines folded to a width; one-line, terminal and HTML escaping), numfmt (a
-figure in its unit, the same in the plan's text and the report), gpus (the GPU
+figure in its unit, the same in the plan's text and the report), termtable (the terminal's one table
+style), gpus (the GPU
 catalog and memory model), exact (float operations with the same bits on every CPU), speedups (which
 optional C speed-ups are used), toml_entries (a
 [[TABLE]] catalog reader) and substrates (the execution-substrate catalog) are leaves
@@ -30,13 +31,14 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sandbox_fleet"
 LEAVES = {"errors", "jsonio", "contract", "atomic", "outpaths", "limits", "lazy", "gpus", "exact", "safeparse",
-          "textout", "numfmt", "toml_entries", "substrates", "speedups", "__version__"}
+          "textout", "numfmt", "termtable", "toml_entries", "substrates", "speedups", "__version__"}
 ALLOWED = {
     "errors": set(),
     "jsonio": set(),
     "exact": set(),
     "textout": set(),
     "numfmt": {"textout"},
+    "termtable": {"textout"},
     "speedups": set(),
     "atomic": {"errors"},
     "outpaths": {"errors"},

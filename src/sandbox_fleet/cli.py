@@ -587,6 +587,9 @@ def simulate(
     replay: Optional[list[Path]] = typer.Option(None, "--replay", help="Measured telemetry: replay these exact rollouts (no draws) on nodes, the plan's order by default (repeatable)."),
     tasks: Optional[Path] = typer.Option(None, "--tasks", help="With --replay: the tasks root (each rollout's cpu / memory / disk request)."),
     cache_dir: Optional[Path] = _CACHE_DIR,
+    model: Optional[list[str]] = _MODEL,
+    since: Optional[str] = _SINCE,
+    until: Optional[str] = _UNTIL,
     nodes: Optional[Path] = typer.Option(None, "--nodes", help="With --replay: node catalog TOML replacing the bundled one."),
     node_type: Optional[str] = typer.Option(None, "--node-type", help="With --replay: the node type (default: the plan's)."),
     reserved_nodes: Optional[int] = typer.Option(None, "--reserved-nodes", help="With --replay: reserved nodes, always up (default: the plan's mixed purchase)."),
@@ -636,7 +639,7 @@ def simulate(
 
             cache = cache_dir_for(cache_dir, output, tasks)
         replayed = replay_telemetry(replay, popts, ropts, tasks=tasks, read=_read_options(reader), cache_dir=cache,
-                                    progress=_progress(not as_json))
+                                    progress=_progress(not as_json), models=model, since=since, until=until)
         _emit(replayed, as_json, output, _renderer("sandbox_fleet.simulate.render", "render_summary"))
         return
     if scenario is None:
@@ -655,10 +658,13 @@ def simulate(
                    "replica_prefill_tok_s": replica_prefill_tok_s}
         summary: Summary | Calibration = scenario_from_telemetry([str(p) for p in from_], scenario, seed=1 if seed is None else seed,
                                           progress=_progress(not as_json), inference=inf,
-                                          read=_read_options(reader))
+                                          read=_read_options(reader), models=model, since=since, until=until)
     else:
         if inference:
             raise InputError("--inference applies only with --from (to calibrate a scenario)")
+        if model or since is not None or until is not None:
+            raise InputError("--model/--since/--until filter telemetry: give them with --from or --replay "
+                             "(a scenario keeps its rows with a [filter] table)")
         from sandbox_fleet.simulate.scenario.run import simulate_scenario
 
         _check_outputs([scenario], o=output, telemetry=(telemetry, (".parquet",)))
@@ -795,6 +801,9 @@ def optimize(
 @_reads_telemetry
 def backtest(
     paths: list[Path] = typer.Argument(..., help="Telemetry with start and finish times (any reader's format)."),
+    model: Optional[list[str]] = _MODEL,
+    since: Optional[str] = _SINCE,
+    until: Optional[str] = _UNTIL,
     split_at: Optional[float] = typer.Option(None, "--split-at", help="Calibrate on the first F of the rollouts in start order, predict the rest (default 0.5; moved to an RL step boundary when steps are detected)."),
     split_by: Optional[str] = typer.Option(None, "--split-by", help="job or model: predict the group that starts last from the others."),
     seeds: int = typer.Option(40, "--seeds", help="Predicted runs per side (each resamples the calibration rows)."),
@@ -811,7 +820,7 @@ def backtest(
     _check_outputs(list(paths), o=(output, (".json",)))
     summary = backtest_paths([str(p) for p in paths], split_at=split_at, split_by=split_by, seeds=seeds, seed=seed,
                              min_rows=min_rows, progress=not as_json,
-                             read=_read_options(reader))
+                             read=_read_options(reader), models=model, since=since, until=until)
     _emit(summary, as_json, output, None, lines=backtest_lines)
 
 

@@ -50,6 +50,9 @@ _OUTPUT = ("--json", "--output", "--detail", "--csv", "--emit-harbor", "--emit-k
            "--k8s-namespace", "--k8s-node-class", "--k8s-runtime-class", "--k8s-cluster", "--k8s-ami-alias",
            "--k8s-provision-s", "--k8s-image", "--strict", "--metrics-out", "--prometheus-rules", "--serving-rules",
            "--title", "--write-scenario", "--telemetry", "--suggest-map", "--grafana-dashboard")
+#: The filters every command that reads telemetry takes (one option each, declared once in cli.py): which
+#: rollouts it keeps, as ``measure`` keeps them. ``--pass-threshold`` goes with them where a pass rate is measured.
+TELEMETRY_FILTERS = ("--model", "--since", "--until")
 #: Long option name -> its panel (one meaning per name, whichever command takes it).
 PANEL_OF: dict[str, str] = {name: panel for panel, names in zip(
     PANELS, (_INPUT, _TELEMETRY, _SIZING, _PRICES, _INFERENCE, _RUN, _OUTPUT)) for name in names}

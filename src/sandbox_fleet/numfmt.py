@@ -48,3 +48,22 @@ def with_unit(value: Value, unit: str, none: str = "n/a") -> tuple[str, str]:
     if is_fraction(unit):
         return percent(float(value)), unit[len("fraction"):].strip()
     return plain(float(value)), unit
+
+
+def figure(x: float, kind: str = "num") -> str:
+    """``x`` as its kind reads, the same in the terminal and the HTML: ``pct`` a share as a percentage,
+    ``usd`` money, ``int`` a whole count, ``s`` seconds, ``h`` seconds shown in hours, ``f1``..``f4`` that
+    many decimals, anything else (``num``) by ``plain``."""
+    if kind == "pct":
+        return percent(x)
+    if kind == "usd":
+        return money(x)
+    if kind == "int":
+        return f"{x:,.0f}"
+    if kind == "s":
+        return f"{x:,.1f} s"
+    if kind == "h":
+        return f"{x / 3600:,.1f} h"
+    if kind in ("f1", "f2", "f3", "f4"):
+        return f"{x:,.{kind[1]}f}"
+    return plain(x)

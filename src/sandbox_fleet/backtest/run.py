@@ -31,13 +31,17 @@ MAX_SEEDS = 1000
 
 def backtest_paths(paths: list[str], *, split_at: float | None = None, split_by: str | None = None,
                    seeds: int = DEFAULT_SEEDS, seed: int = 0, min_rows: int = MIN_ROWS, progress: bool = False,
-                   read: ReadOptions | None = None) -> BacktestSummary:
+                   read: ReadOptions | None = None, models: list[str] | None = None, since: str | None = None,
+                   until: str | None = None) -> BacktestSummary:
     """Read telemetry (``read``: the reader options, ``telemetry.options.make_options``; default: sniffed
-    format, UTC) and backtest it; the summary (``.to_json()`` is what ``backtest --json`` prints)."""
-    from sandbox_fleet.telemetry import load_telemetry
+    format, UTC), keep the rollouts of ``models`` started in [``since``, ``until``) as measure keeps them,
+    and backtest it; the summary (``.to_json()`` is what ``backtest --json`` prints)."""
+    from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
     _check_args(seeds, seed)
     tel = load_telemetry([str(p) for p in paths], progress=progress, read=read)
+    if models or since or until:
+        tel = filter_rollouts(tel, models=models, since=since, until=until)
     if tel.rollouts.num_rows == 0:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items())) or "no rows"
         raise InputError(f"{', '.join(map(str, paths))}: no rollout with a start and a finish time to backtest ({why})")

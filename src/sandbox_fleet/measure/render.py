@@ -1,12 +1,12 @@
 """Readable terminal summary of a measure result (rounding happens here and only here).
 
 The summary is read through its model (``MeasureSummary``); a block or figure that is null
-(not measured) prints as "-" or is left out, never as zero.
+(not measured) prints as "-" or is left out, never as zero. Tables are drawn in the terminal's one
+style (``termtable``), shares as percentages by ``numfmt.percent`` (as the report prints them).
 """
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -27,7 +27,9 @@ from sandbox_fleet.measure.model import (
     Tokens,
     Trajectories,
 )
-from sandbox_fleet.textout import number, print_table
+from sandbox_fleet.numfmt import percent
+from sandbox_fleet.termtable import grid, pairs, show
+from sandbox_fleet.textout import number
 
 
 def _num(v, digits: int = 1) -> str:
@@ -42,12 +44,12 @@ def _sec(v) -> str:
     return _num(v, 1 if v is not None and abs(v) < 1000 else 0)
 
 
-def _pct(v, digits: int = 1) -> str:
-    return number(v, f".{digits}%")
+def _pct(v) -> str:
+    return "-" if v is None else percent(v)
 
 
 def _ci(v) -> str:
-    return "" if not v else f" [{v[0]:.1%}, {v[1]:.1%}]"
+    return "" if not v else f" [{percent(v[0])}, {percent(v[1])}]"
 
 
 def _days(span_s) -> str:
@@ -55,12 +57,7 @@ def _days(span_s) -> str:
 
 
 def _kv(title: str, rows: list[tuple[str, str | None]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    for k, v in rows:
-        table.add_row(k, v)
-    return table
+    return pairs(title, rows)
 
 
 def render_summary(s: MeasureSummary, console: Console) -> None:
@@ -75,12 +72,10 @@ def render_summary(s: MeasureSummary, console: Console) -> None:
     _concurrency(console, s.concurrency or Concurrency())
     _holds(console, s.hold_s or Holds())
     if s.phases:
-        ph = Table(title="Phases", title_justify="left")
-        for col in ("phase", "rows", "median s", "p99 s", "share of hold"):
-            ph.add_column(col, justify="left" if col == "phase" else "right")
+        ph = grid("Phases", ("phase", "rows", "median s", "p99 s", "share of hold"))
         for name, p in s.phases.items():
             ph.add_row(name, _num(p.rows), _num(p.median_s), _num(p.p99_s), _pct(p.share_of_hold))
-        print_table(console, ph)
+        show(console, ph)
     # An out-of-core run leaves these null on purpose: one "not measured" table says why, at the end.
     skip = set((s.coverage.not_measured or {}) if s.coverage else ())
     if "steps" not in skip:
@@ -112,13 +107,12 @@ def render_summary(s: MeasureSummary, console: Console) -> None:
             ("bytes median / mean / max", f"{_num(traj.bytes_median)} / {_num(traj.bytes_mean)} / {_num(traj.bytes_max)}"),
         ]))
     if s.tasks:
-        tt = Table(title=f"Task requests ({_num(s.tasks.count)} tasks)", title_justify="left")
-        for col in ("cpus", "memory MB", "storage MB", "gpus", "tasks"):
-            tt.add_column(col, justify="right")
+        tt = grid(f"Task requests ({_num(s.tasks.count)} tasks)", ("cpus", "memory MB", "storage MB", "gpus", "tasks"),
+                  left=())
         for r in (s.tasks.requests or [])[:10]:
             tt.add_row(*(_num(v, 2) if isinstance(v, float) else _num(v)
                          for v in (r.cpus, r.memory_mb, r.storage_mb, r.gpus, r.tasks)))
-        print_table(console, tt)
+        show(console, tt)
         if s.tasks.images:
             top = s.tasks.images[:3]
             rows: list[tuple[str, str | None]] = [(escape(im.image or "-"), _pct(im.share)) for im in top]
@@ -154,7 +148,7 @@ def _concurrency(console: Console, c: Concurrency) -> None:
         ("peak", _num(c.peak)),
         ("duty (mean/peak)", _pct(c.duty)),
         ("touches at peak", _num(c.touches)),
-        ("time at peak", f"{_num(c.time_at_peak_s)} s ({_pct(c.time_at_peak_share, 2)} of span)"),
+        ("time at peak", f"{_num(c.time_at_peak_s)} s ({_pct(c.time_at_peak_share)} of span)"),
         ("configured cap", _num(c.configured_cap)),
         ("cap detected", f"{_num(c.cap_detected)} ({c.cap_rule})"),
         *([("configured cap basis", c.configured_cap_basis)] if c.configured_cap_basis else []),
@@ -170,10 +164,7 @@ def _holds(console: Console, h: Holds) -> None:
         ("p90 / p99 / max", f"{_sec(h.p90)} / {_sec(h.p99)} / {_sec(h.max)}"),
         (f"mean, {_num(h.rows_with_tokens)} rows with tokens", _sec(h.mean_with_tokens)),
     ]))
-    table = Table(title="Hold by slice (s; * = under 100 rows)", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("slice", no_wrap=True)
-    for col in ("rows", "median", "p90", "p99", "max"):
-        table.add_column(col, justify="right", no_wrap=True)
+    table = grid("Hold by slice (s; * = under 100 rows)", ("slice", "rows", "median", "p90", "p99", "max"))
     outcomes = h.by_outcome or ByOutcome()
     slices = [("outcome", name, getattr(outcomes, name)) for name in ByOutcome.model_fields]
     slices += [("model", name, g) for name, g in (h.by_model or {}).items()]
@@ -182,7 +173,7 @@ def _holds(console: Console, h: Holds) -> None:
             continue
         flag = " *" if g.small_sample else ""
         table.add_row(f"{kind}: {name}{flag}", _num(g.rows), *(_sec(v) for v in (g.median, g.p90, g.p99, g.max)))
-    print_table(console, table)
+    show(console, table)
 
 
 def _tokens(console: Console, tok: Tokens) -> None:
@@ -200,11 +191,11 @@ def _tokens(console: Console, tok: Tokens) -> None:
 
 def _outcomes(console: Console, o: Outcomes) -> None:
     console.print(_kv("Outcomes", [
-        ("exception rate", _pct(o.exception_rate, 2) + _ci(o.exception_rate_ci95)),
+        ("exception rate", _pct(o.exception_rate) + _ci(o.exception_rate_ci95)),
         ("rewarded / passed", f"{_num(o.rewarded)} / {_num(o.passed)}"),
-        ("pass rate (of rewarded)", _pct(o.pass_rate, 2) + _ci(o.pass_rate_ci95)),
-        ("clean rollouts passing", _pct(o.pass_rate_clean, 2) + _ci(o.pass_rate_clean_ci95)),
-        ("exception rollouts passing", _pct(o.pass_rate_exception, 2) + _ci(o.pass_rate_exception_ci95)),
+        ("pass rate (of rewarded)", _pct(o.pass_rate) + _ci(o.pass_rate_ci95)),
+        ("clean rollouts passing", _pct(o.pass_rate_clean) + _ci(o.pass_rate_clean_ci95)),
+        ("exception rollouts passing", _pct(o.pass_rate_exception) + _ci(o.pass_rate_exception_ci95)),
         ("sandbox-hours per pass", _num(o.sandbox_hours_per_pass, 2)),
         ("sandbox-hours on exceptions", _num(o.exception_sandbox_hours, 1)),
         *([("ended by a limit (no exception)", _limits(o))] if o.limits else []),
@@ -219,7 +210,7 @@ def _fractional(o: Outcomes) -> list[tuple[str, str]]:
         ("reward min / p25 / median", " / ".join(_num(q.get(k), 3) for k in ("min", "p25", "median"))),
         ("reward p75 / p90 / max", " / ".join(_num(q.get(k), 3) for k in ("p75", "p90", "max"))),
         ("suggested --pass-threshold", f"{_num(o.suggested_pass_threshold, 4)} (natural break; pass rate "
-                                       f"{_pct(o.suggested_pass_rate, 1)})"),
+                                       f"{_pct(o.suggested_pass_rate)})"),
     ]
 
 
@@ -247,7 +238,7 @@ def _rl_groups(console: Console, g: RlGroups | None) -> None:
 
 def _limits(o: Outcomes) -> str:
     kinds = ", ".join(f"{k} {_num(n)}" for k, n in (o.limits_by_type or {}).items())
-    return (f"{_num(o.limits)} ({_pct(o.limit_rate, 1)} of rows; {kinds}), {_pct(o.pass_rate_limit, 1)} passing"
+    return (f"{_num(o.limits)} ({_pct(o.limit_rate)} of rows; {kinds}), {_pct(o.pass_rate_limit)} passing"
             f"{_ci(o.pass_rate_limit_ci95)}")
 
 
@@ -255,13 +246,10 @@ def _exceptions(console: Console, exc: Exceptions) -> None:
     if not exc.by_type:
         return
     hours = exc.sandbox_hours_by_type or {}
-    table = Table(title="Exceptions by type", title_justify="left")
-    table.add_column("type", no_wrap=True)
-    table.add_column("rows", justify="right")
-    table.add_column("sandbox-hours", justify="right")
+    table = grid("Exceptions by type", ("type", "rows", "sandbox-hours"))
     for name, n in list(exc.by_type.items())[:15]:
         table.add_row(name, _num(n), _num(hours.get(name)))
-    print_table(console, table)
+    show(console, table)
 
 
 def _task_health(console: Console, bt: ByTask | None) -> None:
@@ -270,31 +258,27 @@ def _task_health(console: Console, bt: ByTask | None) -> None:
         return
     console.print(_kv(f"Exceptions per task ({_num(bt.tasks)} tasks)", [
         (f"judged ({bt.min_rows}+ rollouts)", _num(bt.tasks_judged)),
-        (f"at {_pct(bt.broken_rate, 0)}+ exceptions", _num(bt.tasks_broken)),
+        (f"at {_pct(bt.broken_rate)}+ exceptions", _num(bt.tasks_broken)),
         ("every rollout raised", f"{_num(bt.tasks_all_exceptions)} "
                                  f"({_pct(bt.tasks_all_exceptions_share)} of exception hours)"),
         ("rollouts without a task id", _num(bt.rows_without_task)),
     ]))
     if bt.worst:
-        wt = Table(title="Tasks with the most exceptions", title_justify="left")
-        for name in ("task", "rollouts", "exceptions", "rate", "most frequent type", "sandbox-hours"):
-            wt.add_column(name, justify="left" if name in ("task", "most frequent type") else "right",
-                          no_wrap=True)
+        wt = grid("Tasks with the most exceptions",
+                  ("task", "rollouts", "exceptions", "rate", "most frequent type", "sandbox-hours"),
+                  left=("task", "most frequent type"))
         for w in bt.worst[:10]:
             wt.add_row(w.task_id, _num(w.rows), _num(w.exceptions), _pct(w.exception_rate),
                        f"{w.top_exception_type or '-'} ({_num(w.top_exception_count)})",
                        _num(w.exception_sandbox_hours))
-        print_table(console, wt)
+        show(console, wt)
 
 
 def _node_health(console: Console, bn: ByNode | None, limit: int = 10) -> None:
     """The nodes with the highest exception rates (``by_node``); ``check`` judges them against chance."""
     if not bn or not bn.per_node:
         return
-    table = Table(title=f"Exceptions per node ({_num(bn.nodes)} nodes)", title_justify="left")
-    for name in ("node", "rollouts", "exceptions", "rate"):
-        table.add_column(name, justify="left" if name == "node" else "right", no_wrap=True, max_width=40,
-                         overflow="ellipsis")
+    table = grid(f"Exceptions per node ({_num(bn.nodes)} nodes)", ("node", "rollouts", "exceptions", "rate"))
     ranked = sorted(bn.per_node, key=lambda e: (-(e.exception_rate or 0.0), -(e.exceptions or 0), e.node or ""))
     for e in ranked[:limit]:
         table.add_row(e.node, _num(e.rows), _num(e.exceptions), _pct(e.exception_rate))
@@ -302,27 +286,21 @@ def _node_health(console: Console, bn: ByNode | None, limit: int = 10) -> None:
     if bn.rows_without_node:
         notes.append(f"{_num(bn.rows_without_node)} rollout(s) on no node")
     table.caption = "; ".join(notes) or None
-    console.print(table)
+    show(console, table)
 
 
 def _groups(console: Console, title: str, groups: dict[str, Slice], limit: int = 20) -> None:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("name", no_wrap=True)
-    for col in ("rows", "exc", "hold p50", "hold p99", "pass", "decode/s"):
-        table.add_column(col, justify="right", no_wrap=True)
+    table = grid(title, ("name", "rows", "exc", "hold p50", "hold p99", "pass", "decode/s"))
     for name, g in list(groups.items())[:limit]:
         table.add_row(name, _num(g.rows), _pct(g.exception_rate), _sec(g.hold_median_s),
                       _sec(g.hold_p99_s), _pct(g.pass_rate), _num(g.decode_per_sandbox_s, 2))
     if len(groups) > limit:
         table.caption = f"first {limit} of {len(groups)}"
-    print_table(console, table)
+    show(console, table)
 
 
 def _job_concurrency(console: Console, jobs: dict[str, Slice], limit: int = 20) -> None:
-    table = Table(title="Concurrency by job", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("job", no_wrap=True)
-    for col in ("mean", "peak", "duty", "touches", "at peak s", "cap"):
-        table.add_column(col, justify="right", no_wrap=True)
+    table = grid("Concurrency by job", ("job", "mean", "peak", "duty", "touches", "at peak s", "cap"))
     for name, g in list(jobs.items())[:limit]:
         cap = g.configured_cap
         table.add_row(name, _num(g.mean), _num(g.peak), _pct(g.duty), _num(g.touches),
@@ -330,7 +308,7 @@ def _job_concurrency(console: Console, jobs: dict[str, Slice], limit: int = 20) 
                       ("hit" if g.cap_detected else "no") + (f" ({cap})" if cap is not None else ""))
     if len(jobs) > limit:
         table.caption = f"first {limit} of {len(jobs)}"
-    print_table(console, table)
+    show(console, table)
 
 
 def _steps(console: Console, s: MeasureSummary) -> None:
@@ -338,11 +316,8 @@ def _steps(console: Console, s: MeasureSummary) -> None:
     if st.mixed:
         by = st.runs_by or "run"
         runs = (s.by_job if by == "job" else s.by_model) or {}
-        table = Table(title=f"Synchronous steps per run (by {by}, times in s; the runs interleave)", title_justify="left",
-                      box=box.SIMPLE_HEAD)
-        table.add_column(by, no_wrap=True)
-        for col in ("steps", "batch", "burst", "period", "makespan", "tail"):
-            table.add_column(col, justify="right", no_wrap=True)
+        table = grid(f"Synchronous steps per run (by {by}, times in s; the runs interleave)",
+                     (by, "steps", "batch", "burst", "period", "makespan", "tail"))
         for name, g in runs.items():
             r = g.steps or Steps()
             if r.detected:
@@ -350,7 +325,7 @@ def _steps(console: Console, s: MeasureSummary) -> None:
                               _sec(r.step_period_s), _sec(r.step_makespan_s), _sec(r.straggler_tail_s))
             else:
                 table.add_row(name, "-", "-", "-", "-", "-", "-")
-        print_table(console, table)
+        show(console, table)
     elif st.detected:
         console.print(_kv("Synchronous steps", [
             ("steps", _num(st.steps)), ("batch size (median)", _num(st.batch_size, 0)),

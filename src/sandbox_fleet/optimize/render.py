@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from sandbox_fleet.optimize.model import OptimizeSummary, Point
+from sandbox_fleet.termtable import grid, show
 from sandbox_fleet.textout import number
 
 
@@ -49,11 +49,10 @@ def render_optimize(s: OptimizeSummary, console: Console) -> None:
                   f"pruned {', '.join(f'{v} {k}' for k, v in s.pruned.items()) or 'none'}")
     for line in s.basis:
         console.print(f"  basis      {line}")
-    tab = Table(title=f"Pareto frontier ($/h against {s.frontier_axis})")
-    for col in ("$/h", "passing/h", "step s", "cap", "nodes", "GPUs", "meets"):
-        tab.add_column(col, justify="right" if col not in ("nodes", "GPUs") else "left")
+    tab = grid(f"Pareto frontier ($/h against {s.frontier_axis})",
+               ("$/h", "passing/h", "step s", "cap", "nodes", "GPUs", "meets"), left=("nodes", "GPUs"))
     for p in s.frontier:
         tab.add_row(f"{p.usd_per_h:.2f}", f"{p.passing_per_hour:,.1f}",
                     number(p.step_s, ".1f", none=""), f"{p.sandbox_cap:,}",
                     f"{p.nodes} x {p.node_type} ({p.tier})", _gpus(p), "yes" if p.meets else "no")
-    console.print(tab)
+    show(console, tab)

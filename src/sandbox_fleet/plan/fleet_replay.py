@@ -83,9 +83,12 @@ def check_options(opts: ReplayOptions) -> None:
 
 def replay_telemetry(paths: Sequence[str | Path], plan_opts: PlanOptions, opts: ReplayOptions, *,
                      tasks: str | Path | None = None, read: Any = None,
-                     cache_dir: str | Path | None = None, progress: bool = False) -> SimulateSummary:
-    """The simulate summary of replaying the rollouts of ``paths`` on the plan's order (``plan_opts``)
-    as ``opts`` overrides it; its ``nodes`` block carries the figures."""
+                     cache_dir: str | Path | None = None, progress: bool = False,
+                     models: Sequence[str] | None = None, since: str | None = None,
+                     until: str | None = None) -> SimulateSummary:
+    """The simulate summary of replaying the rollouts of ``paths`` (those of ``models`` started in
+    [``since``, ``until``), as measure keeps them) on the plan's order (``plan_opts``) as ``opts``
+    overrides it; its ``nodes`` block carries the figures."""
     from sandbox_fleet.measure.intervals import load_intervals
     from sandbox_fleet.measure.load import is_summary_file, load_measure
     from sandbox_fleet.plan.build import make_plan
@@ -98,8 +101,10 @@ def replay_telemetry(paths: Sequence[str | Path], plan_opts: PlanOptions, opts: 
     if opts.reclaim_trace is not None:
         check_header(opts.reclaim_trace)  # before the telemetry is read
     given = [str(p) for p in paths]
-    measured = load_measure(given, tasks=tasks, read=read, cache_dir=cache_dir, progress=progress)
-    history = load_intervals(given, tasks=tasks, read=read, cache_dir=cache_dir)
+    kept = list(models) if models else None
+    measured = load_measure(given, tasks=tasks, read=read, cache_dir=cache_dir, progress=progress, models=kept,
+                            since=since, until=until)
+    history = load_intervals(given, tasks=tasks, read=read, cache_dir=cache_dir, models=kept, since=since, until=until)
     planned = make_plan(measured, plan_opts, input_path=given[0] if len(given) == 1 else None, history=history)
     pools, configuration = _pools(planned, plan_opts, opts)
     trace = (load_trace(opts.reclaim_trace, int(history.origin_us or 0), [p.name for p in pools])

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from sandbox_fleet.report.checks import CheckResult, run_checks
 from sandbox_fleet.report.inputs import check_same_source, load_backtest, load_optimize, load_plan, load_simulate
 from sandbox_fleet.report.thresholds import load_thresholds
-from sandbox_fleet.textout import number
 
 if TYPE_CHECKING:  # Rich only to print the table (check --json prints none)
     from rich.console import Console
@@ -98,8 +97,11 @@ def check_files(
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
-def _cell(x: float | None) -> str:
-    return number(x, ".4g", none="", whole=",.0f")
+def _cell(x: float | None, name: str) -> str:
+    """A check's value or threshold as the report shows it (a share as a percentage: ``check_kinds``)."""
+    from sandbox_fleet.report.check_kinds import check_figure
+
+    return check_figure(x, name)
 
 
 #: Narrower than this, a table's message column is too thin to read: each check becomes a heading
@@ -114,8 +116,8 @@ def _check_rows(results: list[CheckResult], width: int) -> list[tuple[CheckResul
 
     rows: list[tuple[CheckResult | None, str]] = []
     for r in results:
-        figures = ", ".join(x for x in (f"value {_cell(r.value)}" if r.value is not None else "",
-                                        f"threshold {_cell(r.threshold)}" if r.threshold is not None else "") if x)
+        figures = ", ".join(x for x in (f"value {_cell(r.value, r.name)}" if r.value is not None else "",
+                                        f"threshold {_cell(r.threshold, r.name)}" if r.threshold is not None else "") if x)
         rows.append((r, f"{r.status.upper():<4} {r.name}" + (f" ({figures})" if figures else "")))
         rows += [(None, line) for line in wrap_line(f"     {printable(r.message)}", width)]  # names in it: controls shown
     return rows
@@ -158,8 +160,8 @@ def render_checks(results: list[CheckResult], console: Console) -> None:
     """Check results as a terminal table, worst news first in each row's status column; on a
     terminal narrower than ``CHECK_TABLE_MIN_WIDTH``, one heading line per check and its message."""
     from rich.markup import escape as markup_escape
-    from rich.table import Table
 
+    from sandbox_fleet.termtable import grid
     from sandbox_fleet.textout import printable
 
     def escape(text: str) -> str:  # messages quote model and job names: controls shown, never markup
@@ -169,11 +171,10 @@ def render_checks(results: list[CheckResult], console: Console) -> None:
         _check_lines(results, console)
         console.print(_counts_line(results))
         return
-    table = Table(show_lines=False)
-    for col in ("status", "check", "value", "threshold", "message"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("status", "check"))
+    table = grid(None, ("status", "check", "value", "threshold", "message"), left=("status", "check", "message"),
+                 fold=("message",))
     for r in results:
-        table.add_row(f"[{_STYLE[r.status]}]{r.status}[/]", escape(r.name), _cell(r.value), _cell(r.threshold),
-                      escape(r.message))
+        table.add_row(f"[{_STYLE[r.status]}]{r.status}[/]", escape(r.name), _cell(r.value, r.name),
+                      _cell(r.threshold, r.name), escape(r.message))
     console.print(table)
     console.print(_counts_line(results))

@@ -22,7 +22,8 @@ from sandbox_fleet.measure.model import (
     TaskHealth,
     Tokens,
 )
-from sandbox_fleet.numfmt import money, percent, plain
+from sandbox_fleet.numfmt import figure
+from sandbox_fleet.report.check_kinds import CHECK_KINDS
 from sandbox_fleet.report.checks import CheckResult
 from sandbox_fleet.report.fields import as_num, turn_keyed
 from sandbox_fleet.textout import html_escape as escape
@@ -56,19 +57,7 @@ def fmt(value: Any, kind: str = "num") -> str:
     x = as_num(value)
     if x is None:
         return MISSING
-    if kind == "pct":
-        return percent(x)
-    if kind == "usd":  # as the plan's text prints money
-        return escape(money(x))
-    if kind == "int":
-        return f"{x:,.0f}"
-    if kind == "s":
-        return f"{x:,.1f} s"
-    if kind == "h":  # seconds shown in hours, as the CLI does
-        return f"{x / 3600:,.1f} h"
-    if kind in ("f1", "f2", "f3", "f4"):
-        return f"{x:,.{kind[1]}f}"
-    return plain(x)
+    return escape(figure(x, kind))  # as the terminal prints it (numfmt)
 
 
 def _plain(v: Any) -> str:
@@ -99,16 +88,6 @@ def grid_table(header: list[str], rows: list[list[str]]) -> str:
     return f'<table class="grid"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-#: How each check's value and threshold read best; checks not listed use plain numbers.
-CHECK_KINDS = {
-    "small_sample": "int", "prefix_cache_off": "pct", "exception_rate": "pct", "exception_rate_by_model": "pct",
-    "exception_rate_by_job": "pct", "exception_rate_by_task": "pct", "missing_reward": "pct", "missing_tokens": "pct", "missing_turns": "pct",
-    "missing_trajectory": "pct", "rejected_rows": "pct", "cap_binding": "pct", "cap_recorded": "int",
-    "cap_below_configured": "pct",
-    "duty_cycle": "pct", "hold_tail": "f1", "sandbox_hours_per_pass": "f2", "build_share": "pct",
-    "plan_covers_peak": "int", "lifetime_below_budget": "f2", "creation_rate_saturated": "pct",
-    "informative_groups": "pct", "exceptions_scored_as_rewards": "pct", "simulation_steady": "f2",
-}
 #: Gates whose value is a figure the decision block's cards show (``report.figures``).
 CHECK_FIGURES = {"exception_rate": "exception_rate", "duty_cycle": "duty"}
 

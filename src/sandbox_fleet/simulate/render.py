@@ -1,14 +1,15 @@
 """Readable terminal rendering of a simulate summary (``--json`` prints the dict instead).
 
 Both renderers read through the models (``SimulateSummary``, ``Calibration``); a null figure
-or block prints as "-".
+or block prints as "-". Tables are drawn in the terminal's one style (``termtable``); shares and
+money by ``numfmt`` (as the report prints them).
 """
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
+from sandbox_fleet.numfmt import money, percent
 from sandbox_fleet.simulate.model import (
     P50P99,
     Calibration,
@@ -25,6 +26,7 @@ from sandbox_fleet.simulate.model import (
     SimulateSummary,
     SteadyState,
 )
+from sandbox_fleet.termtable import grid, pairs, show
 from sandbox_fleet.textout import number
 
 
@@ -33,7 +35,11 @@ def _f(v, nd: int = 1) -> str:
 
 
 def _pct(v) -> str:
-    return number(v, ".1%")
+    return "-" if v is None else percent(v)
+
+
+def _usd(v) -> str:
+    return "-" if v is None else money(v)
 
 
 def _hours(seconds) -> str:
@@ -48,9 +54,6 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
     ss = s.steady_state
     if ss is not None and ss.stable is False:  # before any figure: they grow with the run's length
         console.print(f"unstable: {ss.reason}", markup=False, style="bold red")
-    t = Table(title=f"simulate: {s.scenario or ''} (seed {'-' if s.seed is None else s.seed})", show_header=False)
-    t.add_column("figure")
-    t.add_column("value", justify="right")
     c, h = s.concurrency or SimulatedConcurrency(), s.hold_s or SimulatedHoldStats()
     q, o = s.queue_wait_s or Quantiles(), s.outcomes or SimulatedOutcomes()
     lost = s.lost_sandbox_hours or LostHours()
@@ -94,9 +97,7 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
     rows.append(("events", _f(s.events)))
     if s.events_per_s is not None:
         rows.append(("events/s (wall)", _f(s.events_per_s, 0)))
-    for k, v in rows:
-        t.add_row(k, v)
-    console.print(t)
+    show(console, pairs(f"simulate: {s.scenario or ''} (seed {'-' if s.seed is None else s.seed})", rows))
     for line in (ss.warnings or []) if ss is not None else []:
         console.print(f"warning: {line}", markup=False)
     if s.substrate is not None:
@@ -152,7 +153,7 @@ def _inference_rows(i: InferenceFigures) -> list[tuple[str, str]]:
 
 def render_calibration(s: Calibration, console: Console) -> None:
     """Print what ``simulate --from`` wrote (``calibrate.scenario_from_telemetry``'s figures)."""
-    rate = number(s.exception_rate, ".1%", none="not recorded")
+    rate = "not recorded" if s.exception_rate is None else percent(s.exception_rate)
     console.print(f"wrote {s.scenario}: cap {number(s.peak, ',')} (measured peak, {number(s.touches, ',')} touches), "
                   f"{number(s.rollouts, ',')} rollouts, exception rate {rate}, "
                   f"mean concurrency {number(s.mean_concurrency, '.1f')}")
@@ -169,22 +170,21 @@ def render_calibration(s: Calibration, console: Console) -> None:
 
 def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
     """``simulate --replay``: what the measured rollouts cost and waited on the node configuration, by pool."""
-    t = Table(title=f"simulate --replay: {', '.join(n.telemetry or [])} on the {'plan' if n.configuration == 'plan' else 'given'}'s nodes")
-    for col in ("pool", "tier", "nodes min..max", "peak", "launched", "node-h", "$", "stranded cpu-h / GiB-h",
-                "reclaims", "lost / reclaim", "re-run sandbox-h"):
-        t.add_column(col, justify="left" if col in ("pool", "tier") else "right")
+    t = grid(f"simulate --replay: {', '.join(n.telemetry or [])} on the {'plan' if n.configuration == 'plan' else 'given'}'s nodes",
+             ("pool", "tier", "nodes min..max", "peak", "launched", "node-h", "$", "stranded cpu-h / GiB-h",
+              "reclaims", "lost / reclaim", "re-run sandbox-h"), left=("pool", "tier"))
     for p in n.pools or []:
         t.add_row(p.name or "-", (p.tier or "-").replace("_", "-"),
                   f"{_f(p.min_nodes)}..{'unbounded' if p.max_nodes is None else _f(p.max_nodes)}", _f(p.peak_nodes),
-                  _f(p.launched), _f(p.node_hours, 1), _f(p.usd, 2),
+                  _f(p.launched), _f(p.node_hours, 1), _usd(p.usd),
                   f"{_f(p.stranded_cpu_h, 1)} / {_f(p.stranded_memory_gb_h, 1)}", _f(p.reclaims),
                   _f(p.sandboxes_lost_per_reclaim, 1), _f(p.rerun_sandbox_h, 2))
-    console.print(t)
-    tiers = ", ".join(f"{k.replace('_', '-')} {_f(v.node_hours, 1)} node-h ${_f(v.usd, 2)}" for k, v in (n.by_tier or {}).items())
+    show(console, t)
+    tiers = ", ".join(f"{k.replace('_', '-')} {_f(v.node_hours, 1)} node-h {_usd(v.usd)}" for k, v in (n.by_tier or {}).items())
     lines = [
         f"rollouts {_f(n.rollouts)}: placed {_f(n.placed)}, unplaced {_f(n.unplaced)}"
         + (f" ({_f(n.rollouts_assumed_request)} at an assumed request)" if n.rollouts_assumed_request else ""),
-        f"cost: ${_f(n.usd, 2)} over {_f(n.span_h, 2)} h = ${_f(n.usd_per_h, 2)}/h; {_f(n.node_hours, 1)} node-h ({tiers})",
+        f"cost: {_usd(n.usd)} over {_f(n.span_h, 2)} h = {_usd(n.usd_per_h)}/h; {_f(n.node_hours, 1)} node-h ({tiers})",
         f"waits caused by provisioning: {_f(n.waited)} rollouts, mean {_f(n.wait_s_mean, 1)} s, max {_f(n.wait_s_max, 1)} s",
         f"reclaims ({n.reclaim_model}): {_f(n.reclaims)}, {_f(n.sandboxes_lost)} sandboxes lost "
         f"({_f(n.sandboxes_lost_per_reclaim, 1)} per reclaim), re-run {_f(n.rerun_sandbox_h, 2)} sandbox-h "
@@ -206,7 +206,7 @@ def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
         lines.append(f"cap: {n.cap.basis}")
     if n.cap is not None and n.cap.demand_peak_nodes is not None:
         peaks = ", ".join(f"{k} {v:,}" for k, v in n.cap.demand_peak_nodes.items())
-        lines.append(f"un-queued at the steps' releases: peak nodes {peaks}; ${_f(n.cap.demand_usd_per_h, 2)}/h; "
+        lines.append(f"un-queued at the steps' releases: peak nodes {peaks}; {_usd(n.cap.demand_usd_per_h)}/h; "
                      f"{_f(n.cap.demand_waited)} waited, {_f(n.cap.demand_unplaced)} unplaced")
     lines.append(f"basis: {n.basis}")
     for line in lines:

@@ -5,11 +5,10 @@ Only the headline figures are shown; ``--json`` / ``-o`` carry every metric.
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from sandbox_fleet.sweep.aggregate import DEFAULT_METRICS, SD
+from sandbox_fleet.termtable import grid
 from sandbox_fleet.textout import number
 
 SHOWN = ("step_s.mean", "queue_wait_s.mean", "utilisation", "concurrency.mean", "completed", "dropped")
@@ -39,8 +38,7 @@ def render_sweep(result: dict, console: Console) -> None:
     wanted = ([k["target"]] if k else []) + [m for m in (*SHOWN, *extra) if not k or m != k["target"]]
     shown = [m for m in wanted if any(r.get(m) is not None for r in rows)
              and (m not in ONLY_IF_VARYING or len({r[m] for r in rows}) > 1)]
-    t = Table(title=f"{result['scenario']}: {result['variants']} variants x {result['seeds']} seeds (mean ±sd as % of it)",
-              title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t = grid(f"{result['scenario']}: {result['variants']} variants x {result['seeds']} seeds (mean ±sd as % of it)", ())
     flag = any(r.get("unstable") for r in rows)  # then a column saying which variants have no steady state
     body = [[str(r[key]) for key in keys] + (["UNSTABLE" if r.get("unstable") else ""] if flag else [])
             + [_cell(r, m) for m in shown] for r in rows]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
+
+from sandbox_fleet.termtable import grid, show
 
 if TYPE_CHECKING:
     from sandbox_fleet.synth.model import SynthSummary
@@ -21,10 +22,10 @@ def render_synth(summary: SynthSummary, console: Console) -> None:
         f"pool cap {summary.cap:,}, refill delay {summary.provision_delay_s:g} s; "
         f"simulated span {summary.simulated_span_s / 86400:.2f} days ({summary.events:,} events)"
     )
-    table = Table("run (model)", "batch", "steps", "rollouts", "train s", "starts at day")
+    table = grid(None, ("run (model)", "batch", "steps", "rollouts", "train s", "starts at day"))
     for r in summary.runs:
         table.add_row(r.model, f"{r.batch:,}", str(r.steps), f"{r.rollouts:,}", f"{r.train_s:,.0f}", f"{r.start_s / 86400:.1f}")
-    console.print(table)
+    show(console, table)
     console.print(f"trajectories: {summary.trajectories}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"tasks root:   {summary.tasks_root}", markup=False, highlight=False, soft_wrap=True)
     console.print("measure it:")

@@ -28,6 +28,7 @@ _EXPORTS = {
     "ExceptionsSpec": "sandbox_fleet.simulate.scenario.spec",
     "ExponentialSpec": "sandbox_fleet.simulate.scenario.spec",
     "DynamicSamplingSpec": "sandbox_fleet.simulate.scenario.spec",
+    "FilterSpec": "sandbox_fleet.simulate.scenario.spec",
     "FleetSpec": "sandbox_fleet.simulate.scenario.spec",
     "ImagesSpec": "sandbox_fleet.simulate.scenario.spec",
     "InferenceSpec": "sandbox_fleet.simulate.scenario.spec",
@@ -49,6 +50,6 @@ _EXPORTS = {
     "WorkloadSpec": "sandbox_fleet.simulate.scenario.spec",
 }
 
-__all__ = ["BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "DynamicSamplingSpec", "EmpiricalSpec", "EpisodeParts", "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat", "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build", "load_scenario", "run_scenario", "scenario_from_telemetry", "simulate_scenario"]
+__all__ = ["BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "DynamicSamplingSpec", "EmpiricalSpec", "EpisodeParts", "ExceptionsSpec", "ExponentialSpec", "FilterSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat", "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build", "load_scenario", "run_scenario", "scenario_from_telemetry", "simulate_scenario"]
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -25,6 +25,7 @@ from sandbox_fleet.simulate.scenario.spec import (
     EpisodeParts,
     ExceptionsSpec,
     ExponentialSpec,
+    FilterSpec,
     FleetSpec,
     LogNormalSpec,
     MixtureSpec,
@@ -88,6 +89,7 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
     """
     ctx = _Ctx(base_dir, source, bounds.horizon_s(spec.run.epoch))
     ctx.max_memory_gb = max_memory_gb
+    ctx.filter = spec.filter
     many_fleets = spec.fleets is not None
     # load_scenario and the sweep's variants both refuse a file without exactly one of the two
     fleet_specs = spec.fleets if spec.fleets is not None else [spec.fleet]
@@ -172,6 +174,7 @@ class _Ctx:
         self.substrate: SubstrateCost | None = None  # [substrate]: added to every workload's holds
         self.inference: Inference | None = None  # [inference]: every turn's call is served by it
         self._tables: dict[tuple[str, ...], pa.Table] = {}
+        self.filter: FilterSpec | None = None  # [filter]: the rollouts of every telemetry read that are kept
 
     def fail(self, key: str, what: str) -> NoReturn:
         raise InputError(f"{self.source}: key '{key}': {what}")
@@ -208,12 +211,16 @@ class _Ctx:
         return f if "name" in f.model_fields_set else f.model_copy(update={"name": f"pool{i}"})
 
     def rollouts(self, paths: list[str] | str, key: str):
-        from sandbox_fleet.telemetry import load_telemetry
+        from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
         items = [paths] if isinstance(paths, str) else list(paths)
         resolved = tuple(str((self.base / p) if not Path(p).is_absolute() else Path(p)) for p in items)
         if resolved not in self._tables:
-            self._tables[resolved] = load_telemetry(list(resolved), progress=False).rollouts
+            tel = load_telemetry(list(resolved), progress=False)
+            if self.filter is not None:
+                f = self.filter
+                tel = self.guard("filter", lambda: filter_rollouts(tel, models=f.models, since=f.since, until=f.until))
+            self._tables[resolved] = tel.rollouts
         table = self._tables[resolved]
         if table.num_rows == 0:
             self.fail(key, f"the telemetry {', '.join(items)} has no rollouts")

@@ -84,7 +84,9 @@ def calibration(rollouts: pa.Table) -> Calibration:
 
 
 def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1, progress: bool = False,
-                            inference: dict | None = None, read: ReadOptions | None = None) -> Calibration:
+                            inference: dict | None = None, read: ReadOptions | None = None,
+                            models: list[str] | None = None, since: str | None = None,
+                            until: str | None = None) -> Calibration:
     """Write a scenario TOML calibrated from measured telemetry; returns its figures (``inference``
     set only with ``inference``: the JSON leaves the block out otherwise).
 
@@ -93,11 +95,15 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
     arguments of ``inference.calibrate.inference_calibration``): write ``[turns]`` and
     ``[inference]`` calibrated from the turn curve instead of ``[hold]``. The file is
     written atomically; ``progress`` shows the telemetry read on a terminal; ``read``: the reader
-    options (``telemetry.options.make_options``; default: sniffed format, UTC).
+    options (``telemetry.options.make_options``; default: sniffed format, UTC). ``models``, ``since``,
+    ``until``: calibrate on the rollouts of these models started in [since, until), as measure keeps
+    them; the scenario's ``[filter]`` keeps the same rows when it reads the telemetry again.
     """
-    from sandbox_fleet.telemetry import load_telemetry
+    from sandbox_fleet.telemetry import filter_rollouts, load_telemetry
 
     tel = load_telemetry([str(p) for p in paths], progress=progress, read=read)
+    if models or since is not None or until is not None:
+        tel = filter_rollouts(tel, models=models or None, since=since, until=until)
     fig = calibration(tel.rollouts)
     out = Path(out)
     src = [str(Path(p).resolve()) for p in paths]
@@ -124,6 +130,7 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
         f"telemetry = {_toml_list(src)}",
         "",
         *model_lines,
+        *_filter_lines(models or None, since, until),
         "[run]",
         f"seed = {int(seed)}",
         "",
@@ -131,6 +138,18 @@ def scenario_from_telemetry(paths: list[str], out: str | Path, *, seed: int = 1,
     atomic.write_text(out, "\n".join(lines))
     fig.scenario = str(out)
     return fig
+
+
+def _filter_lines(models: list[str] | None, since: str | None, until: str | None) -> list[str]:
+    """The ``[filter]`` table keeping the calibrated rows when the scenario reads its telemetry (none: all)."""
+    import json
+
+    keys = [f"models = {_toml_list(models)}" if models else None,
+            f"since = {json.dumps(since)}" if since is not None else None,
+            f"until = {json.dumps(until)}" if until is not None else None]
+    if not any(keys):
+        return []
+    return ["[filter]  # the rollouts calibrated on (--model / --since / --until)", *[k for k in keys if k], ""]
 
 
 def _rate(x: float | None) -> str:

@@ -24,6 +24,7 @@ from sandbox_fleet.simulate.scenario.spec import (
     EpisodeParts,
     ExceptionsSpec,
     ExponentialSpec,
+    FilterSpec,
     FleetSpec,
     ImagesSpec,
     InferenceSpec,
@@ -44,7 +45,7 @@ from sandbox_fleet.simulate.scenario.spec import (
 
 __all__ = [
     "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "DynamicSamplingSpec", "EmpiricalSpec", "EpisodeParts",
-    "ExceptionsSpec", "ExponentialSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
+    "ExceptionsSpec", "ExponentialSpec", "FilterSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
     "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
     "load_scenario", "run_scenario", "simulate_scenario",
 ]

@@ -276,6 +276,14 @@ class RunSpec(Strict):
     warmup_s: NonNegFloat | None = None
 
 
+class FilterSpec(Strict):
+    """``[filter]``: which rollouts of every telemetry file the scenario reads (replay, empirical holds,
+    turns) it keeps, as ``--model``, ``--since`` and ``--until`` keep them (``simulate --from`` writes it)."""
+    models: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+
+
 class ScenarioSpec(EpisodeParts):
     fleet: FleetSpec | None = None
     fleets: list[FleetSpec] | None = None
@@ -285,6 +293,7 @@ class ScenarioSpec(EpisodeParts):
     images: ImagesSpec | None = None
     substrate: SubstrateSpec | None = None
     run: RunSpec = RunSpec()
+    filter: FilterSpec | None = None
 
 
 # --- loading ----------------------------------------------------------------------------
