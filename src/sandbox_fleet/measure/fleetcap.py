@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
-from sandbox_fleet.measure.concurrency import Sweep
+from sandbox_fleet.measure.concurrency import Sweep, overall_cap
 
 #: a job's rows per pass where a pass would otherwise build a row-sized temporary
 _BLOCK = 1 << 20
@@ -80,6 +80,20 @@ def fleet_caps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n
     order = np.argsort(f, kind="stable")
     overlap = bool((f[order][1:] < np.maximum.accumulate(l_[order])[:-1]).any())
     return FleetCap(f, l_, cap, overlap)
+
+
+def configured_cap(stated: int | None, caps: dict[str, int], start_us: np.ndarray, finish_us: np.ndarray,
+                   codes: np.ndarray, names: list[str]) -> tuple[int | None, FleetCap | None]:
+    """The one cap to compare the overall peak with: as ``stated`` (``--cap``, a cap column without
+    jobs), else the jobs' (``concurrency.overall_cap``); when capped jobs overlap no single cap but
+    their ``FleetCap`` (the fleet's cap is their sum over the jobs running). ``codes``: each row's
+    job (-1: none), ``names`` the jobs'."""
+    if stated is not None:
+        return stated, None
+    fc = fleet_caps(start_us, finish_us, codes, names, caps)
+    if fc is not None and fc.overlap:
+        return None, fc
+    return overall_cap(codes, names, caps), None
 
 
 def fleet_cap_figures(sw: Sweep, fc: FleetCap, job_detected: dict[str, bool | None]) -> dict:
