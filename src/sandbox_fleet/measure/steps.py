@@ -97,13 +97,6 @@ def _ranked_breaks(asc: np.ndarray, limit: int, total: int | None = None) -> lis
     return [(int(i) + 1, float(-neg[i]), int(desc[i + 1])) for i in order]
 
 
-def candidate_breaks(asc: np.ndarray, limit: int = MAX_CANDIDATES,
-                     min_jump: float = MIN_JUMP) -> list[tuple[int, float, int]]:
-    """Up to ``limit`` breaks (k, jump, threshold us) between gaps sorted ascending, biggest
-    jump first, each at least ``min_jump``. Ties count as 1 us so ratios stay finite."""
-    return [c for c in _ranked_breaks(asc, limit) if c[1] >= min_jump]
-
-
 def _sorted_top_gaps(s: np.ndarray) -> np.ndarray:
     """The gaps between consecutive sorted starts ``s`` that ``_ranked_breaks`` reads (the
     largest ``size // 2 + 1``), ascending: a partition then a sort of that half, not of all."""
