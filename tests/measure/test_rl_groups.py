@@ -250,6 +250,8 @@ def test_hand_counted_groups_and_exceptions_scored_as_zero():
     rg = measure_telemetry(_telemetry(rows)).rl_groups
     assert rg is not None and rg.recorded
     assert rg.groups == 2 * (6 + 6)
+    # 12 groups of 3 rows and 12 of 1 (by hand): an even count, so the mean of the middle pair, 1 and 3
+    assert (rg.group_size_median, rg.group_size_min, rg.group_size_max) == (2.0, 1, 3)
     assert (rg.informative, rg.all_pass, rg.all_fail) == (4, 2, 2)
     assert rg.too_few_valid == 2 * (2 + 6)
     assert rg.flipped == 4
