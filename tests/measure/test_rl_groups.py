@@ -21,14 +21,23 @@ from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.signal_math import (
     BetaPrior,
     beta_interval,
+    binomial_pmf,
     fit_prior,
+    group_shares,
     groups_needed,
-    point_shares,
     posterior_shares,
+    powers,
 )
 from sandbox_fleet.telemetry.record import Telemetry, conform_rollouts
 
 PASS, FAIL, EXC, NONE = "pass", "fail", "exc", "none"
+
+
+def point_shares(p, v, g: int, exception_share_of_invalid: float = 1.0):
+    """``group_shares`` for known per-task pass probabilities ``p`` and valid rates ``v`` (the tests' form:
+    measure only ever has posteriors, ``posterior_shares``)."""
+    p, v = np.atleast_1d(np.asarray(p, dtype=np.float64)), np.atleast_1d(np.asarray(v, dtype=np.float64))
+    return group_shares(binomial_pmf(v, g), powers(p, g), powers(1.0 - p, g), g, exception_share_of_invalid)
 
 
 def _classify(outcomes: tuple[str, ...]) -> str:
@@ -241,6 +250,8 @@ def test_hand_counted_groups_and_exceptions_scored_as_zero():
     rg = measure_telemetry(_telemetry(rows)).rl_groups
     assert rg is not None and rg.recorded
     assert rg.groups == 2 * (6 + 6)
+    # 12 groups of 3 rows and 12 of 1 (by hand): an even count, so the mean of the middle pair, 1 and 3
+    assert (rg.group_size_median, rg.group_size_min, rg.group_size_max) == (2.0, 1, 3)
     assert (rg.informative, rg.all_pass, rg.all_fail) == (4, 2, 2)
     assert rg.too_few_valid == 2 * (2 + 6)
     assert rg.flipped == 4

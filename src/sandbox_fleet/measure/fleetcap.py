@@ -25,10 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sandbox_fleet.measure.batchcap import CAP_TOUCHES
-from sandbox_fleet.measure.concurrency import Sweep
-
-#: a job's rows per pass where a pass would otherwise build a row-sized temporary
-_BLOCK = 1 << 20
+from sandbox_fleet.measure.concurrency import Sweep, overall_cap
+from sandbox_fleet.measure.stats import group_spans
+from sandbox_fleet.measure.steps import spans_overlap
 
 
 @dataclass(frozen=True)
@@ -66,20 +65,26 @@ def fleet_caps(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n
     n = len(names)
     if n < 2 or not caps or codes.size == 0 or (codes < 0).any():
         return None
-    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    for i in range(0, codes.size, _BLOCK):
-        c = codes[i:i + _BLOCK].astype(np.int64)
-        np.minimum.at(first, c, start_us[i:i + _BLOCK])
-        np.maximum.at(last, c, finish_us[i:i + _BLOCK])
+    first, last = group_spans(start_us, finish_us, codes, n)
     present = np.flatnonzero(first <= last)
     if present.size < 2:
         return None
     cap = np.array([caps.get(names[g], -1) for g in present], dtype=np.int64)
-    f, l_ = first[present], last[present]
-    order = np.argsort(f, kind="stable")
-    overlap = bool((f[order][1:] < np.maximum.accumulate(l_[order])[:-1]).any())
-    return FleetCap(f, l_, cap, overlap)
+    return FleetCap(first[present], last[present], cap, bool(spans_overlap(first[present], last[present])))
+
+
+def configured_cap(stated: int | None, caps: dict[str, int], start_us: np.ndarray, finish_us: np.ndarray,
+                   codes: np.ndarray, names: list[str]) -> tuple[int | None, FleetCap | None]:
+    """The one cap to compare the overall peak with: as ``stated`` (``--cap``, a cap column without
+    jobs), else the jobs' (``concurrency.overall_cap``); when capped jobs overlap no single cap but
+    their ``FleetCap`` (the fleet's cap is their sum over the jobs running). ``codes``: each row's
+    job (-1: none), ``names`` the jobs'."""
+    if stated is not None:
+        return stated, None
+    fc = fleet_caps(start_us, finish_us, codes, names, caps)
+    if fc is not None and fc.overlap:
+        return None, fc
+    return overall_cap(codes, names, caps), None
 
 
 def fleet_cap_figures(sw: Sweep, fc: FleetCap, job_detected: dict[str, bool | None]) -> dict:

@@ -23,7 +23,6 @@ left null and ``coverage.not_measured`` says why (a block is never approximated)
 
 from __future__ import annotations
 
-import glob
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -34,18 +33,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.jsonio import to_jsonable
 from sandbox_fleet.measure.columns import NONE_LABEL, TOP_SLICES, free_label
-from sandbox_fleet.measure.concurrency import Sweep, _checked, effective_cap_figures, overall_cap, sweep_figures
+from sandbox_fleet.measure.concurrency import Sweep, _checked, effective_cap_figures, sweep_figures
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.stats import US, order_ranks, summary
 from sandbox_fleet.telemetry.options import ReadOptions
 
 #: Bytes a row the in-memory path peaks at (docs/measure.md, "Scale and memory": 140-190).
 IN_MEMORY_BYTES_PER_ROW = 190
-#: A text table's bytes on disk per in-memory byte is about 1 (CSV/JSONL rows of ~150-250 bytes
-#: become ~190 bytes of columns): its size stands for its rows' memory when no row count is stored.
-TEXT_BYTES_PER_ROW = IN_MEMORY_BYTES_PER_ROW
 #: DuckDB may use this share of the budget for its buffers (it spills past it); the rest holds the
 #: sweep (12 bytes an instant) and the Python side. Opening DuckDB maps ~650 MB of address space of
 #: its own and it keeps what its allocator took until the process ends, so the share is small.
@@ -77,22 +72,17 @@ NOT_MEASURED = {
 }
 
 
-def _files(paths) -> list[str]:
-    out: list[str] = []
-    for p in paths:
-        p = str(p)
-        out.extend(sorted(glob.glob(p)) if any(ch in p for ch in "*?[") else [p])
-    return out
-
-
 def estimated_bytes(paths) -> float:
     """What the in-memory path would need for ``paths``: Parquet row counts from the file footers
-    times ``IN_MEMORY_BYTES_PER_ROW``, a text table's size on disk; folders (Harbor jobs,
+    times ``IN_MEMORY_BYTES_PER_ROW``, a text table's size on disk (CSV/JSONL rows of ~150-250 bytes
+    become ~190 bytes of columns: about one byte in memory a byte on disk); folders (Harbor jobs,
     Terminal-Bench runs: one JSON file a rollout) count 0, their rows are few."""
     import pyarrow.parquet as pq
 
     total = 0.0
-    for f in _files(paths):
+    from sandbox_fleet.telemetry.table import glob_files
+
+    for f in (f for p in paths for f in glob_files(str(p))):
         path = Path(f)
         if not path.is_file():
             continue
@@ -173,7 +163,7 @@ def _ingest(con, paths: list[str], opts: ReadOptions, tel, filters: dict, advanc
     sources = []
     for path in paths:
         for batch in cleaned_batches(path, opts, tel):
-            advance(batch.num_rows)
+            advance(n=batch.num_rows)
             if "cap" in batch.column_names and batch.column("cap").null_count < batch.num_rows:
                 raise InputError(f"{path}: a `cap` column is not read out of core; give the fleet's cap as --cap")
             rows = _rows_of(batch, seq, rollout_mask(batch, **filters))
@@ -278,53 +268,18 @@ def _holds(con) -> tuple[dict, str | None]:
 
 
 def _configured_cap(con, tel) -> tuple[int | None, str | None]:
-    """The stated cap (``--cap``), else the jobs' cap as ``run._cap`` reads it: none when capped jobs
-    overlap (their summed cap needs each job's sweep: the reason is returned), else
-    ``concurrency.overall_cap``. Each job's span comes from SQL and goes through ``fleet_caps`` as
-    one interval a job (its first start to its last finish: the span it would find)."""
-    from sandbox_fleet.measure.fleetcap import fleet_caps
+    """``fleetcap.configured_cap``, each job's span from SQL as one interval a job (its first start
+    to its last finish: the span it would find); capped jobs that overlap: none, with the reason."""
+    from sandbox_fleet.measure.fleetcap import configured_cap
 
-    if tel.stated_cap is not None:
-        return tel.stated_cap, None
-    if not tel.caps:
-        return None, None
-    spans = con.execute("SELECT job, min(s), max(f) FROM r GROUP BY job ORDER BY job NULLS LAST").fetchall()
+    spans = con.execute("SELECT job, min(s), max(f) FROM r GROUP BY job ORDER BY job NULLS LAST").fetchall() if tel.caps else []
     names = [j for j, _, _ in spans if j is not None]
     codes = np.array([i if j is not None else -1 for i, (j, _, _) in enumerate(spans)], dtype=np.int64)
-    first = np.array([a for _, a, _ in spans], dtype=np.int64)
-    last = np.array([b for _, _, b in spans], dtype=np.int64)
-    fc = fleet_caps(first, last, codes, names, tel.caps)
-    if fc is not None and fc.overlap:
+    first, last = (np.array([span[k] for span in spans], dtype=np.int64) for k in (1, 2))
+    cap, fc = configured_cap(tel.stated_cap, tel.caps, first, last, codes, names)
+    if fc is not None:
         return None, "capped jobs overlap: their summed cap needs each job's sweep (by_job), not computed out of core"
-    return overall_cap(codes, names, tel.caps), None
-
-
-def _bar(enabled: bool, total_rows: int):
-    """A Rich progress bar on stderr (when it is a terminal): rows read, then one step per figure pass."""
-    from sandbox_fleet.telemetry import progress as bars
-
-    @contextmanager
-    def none():
-        yield lambda rows=0, label=None: None
-
-    if not bars.active(enabled):
-        return none()
-
-    @contextmanager
-    def drawn():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=bars.console(), transient=True) as bar:
-            task = bar.add_task("measuring out of core: reading", total=total_rows + len(_PASSES))
-
-            def advance(rows: int = 0, label: str | None = None) -> None:
-                bar.update(task, advance=rows or 1,
-                           description=f"measuring out of core: {label}" if label else None)
-
-            yield advance
-
-    return drawn()
+    return cap, None
 
 
 _PASSES = ("duplicates", "concurrency", "holds")
@@ -341,7 +296,7 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
     from dataclasses import replace
 
     from sandbox_fleet.limits import memory_limit_bytes
-    from sandbox_fleet.measure.run import _iso, rejected_warnings
+    from sandbox_fleet.measure.run import rejected_warnings, summary_of
     from sandbox_fleet.telemetry.options import make_options
     from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, Telemetry
     from sandbox_fleet.telemetry.stated import flag_cap
@@ -356,7 +311,9 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
     filters = {"models": models, "since": since, "until": until}
     import duckdb
 
-    with _workspace(temp_parent) as folder, _bar(progress, estimate) as advance:
+    from sandbox_fleet.telemetry.progress import steps
+
+    with _workspace(temp_parent) as folder, steps(progress, "measuring out of core", estimate + len(_PASSES)) as advance:
         con = _connect(folder, memory_budget_gb)
         try:
             tel.sources = _ingest(con, files, opts, tel, filters, advance)
@@ -394,17 +351,7 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
     warnings.append(f"measured out of core (in memory: an estimated {estimate * IN_MEMORY_BYTES_PER_ROW / 2**30:,.2f} GiB; "
                     f"budget {budget / 2**30:,.1f} GiB): {len(not_measured)} figure block(s) not measured, "
                     "see coverage.not_measured")
-    return MeasureSummary.build(**to_jsonable({
-        "source": tel.sources,
-        "rows": rows,
-        "first_started_at": _iso(first),
-        "last_finished_at": _iso(last),
-        "span_s": conc["span_s"],
-        "sandbox_s": conc["sandbox_s"],
-        "sandbox_hours": conc["sandbox_s"] / 3600,
-        "pass_threshold": pass_threshold,
-        "seed": 0,
-        "concurrency": conc,
+    return summary_of(tel.sources, rows, (first, last), conc, pass_threshold, 0, {
         "hold_s": holds,
         "coverage": {
             "rows": rows,
@@ -416,5 +363,5 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
             "not_measured": not_measured,
         },
         "warnings": warnings,
-    }))
+    })
 

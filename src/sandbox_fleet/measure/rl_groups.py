@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from sandbox_fleet.measure.columns import dictionary_codes
 from sandbox_fleet.measure.signal_math import BetaPrior, beta_cdf, beta_intervals, fit_prior, posterior_shares
-from sandbox_fleet.measure.stats import US, ratio
+from sandbox_fleet.measure.stats import US, quantile_counts, ratio
 
 #: The group size the expected shares are given for when the input records no groups and none is asked for.
 DEFAULT_GROUP_SIZE = 8
@@ -203,7 +203,8 @@ def measure_rl_groups(table: pa.Table, times: tuple[np.ndarray, np.ndarray], run
     out.update({
         "recorded": recorded,
         "groups": int(sizes.size),
-        "group_size_median": float(np.median(sizes)),
+        # from the size counts: np.median's partition is slow on millions of equal small sizes (1.3 s at 2M groups)
+        "group_size_median": quantile_counts(np.arange(int(sizes.max()) + 1), np.bincount(sizes), 0.5),
         "group_size_min": int(sizes.min()),
         "group_size_max": int(sizes.max()),
         "valid_per_group_mean": int((counts[:, PASS] + counts[:, FAIL]).sum()) / sizes.size,

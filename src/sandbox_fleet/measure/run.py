@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -20,14 +19,13 @@ from sandbox_fleet.measure.concurrency import (
     concurrency_figures,
     effective_cap_figures,
     grouped_sweeps,
-    overall_cap,
     sweep_figures,
 )
 from sandbox_fleet.measure.coverage import measure_coverage
 from sandbox_fleet.measure.fleetcap import (
     FleetCap,
+    configured_cap,
     fleet_cap_figures,
-    fleet_caps,
     stated_cap_basis,
     summed_cap_at_peak,
 )
@@ -98,25 +96,6 @@ def _usable(table: pa.Table, rejected: dict[str, int]) -> pa.Table:
     return table.filter(pc.invert(pc.or_(missing, backwards)))
 
 
-@contextmanager
-def _steps(enabled: bool, total: int):
-    """A transient progress bar on stderr, advanced once per measurement."""
-    from sandbox_fleet.telemetry import progress as bars
-
-    if not bars.active(enabled):
-        yield lambda label: None
-        return
-    from rich.progress import Progress
-
-    with Progress(console=bars.console(), transient=True) as bar:
-        task = bar.add_task("measuring", total=total)
-
-        def advance(label: str) -> None:
-            bar.update(task, advance=1, description=f"measuring: {label}")
-
-        yield advance
-
-
 def _health_table(table: pa.Table) -> pa.Table:
     return table.select(["task_id", "has_exception", "exception_type"])
 
@@ -146,16 +125,9 @@ def _times(fr: Frame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _cap(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray]) -> tuple[int | None, FleetCap | None]:
-    """The one configured cap to compare the overall peak with, and the jobs' caps when jobs
-    overlap (then no single cap: the fleet's is their sum over the jobs running, ``_fleet_cap``)."""
+    """``fleetcap.configured_cap`` over every job's own cap, also past the slices kept."""
     _ = fr.job  # the (bounded) job codes every later pass reads are made here
-    codes, names = fr.job_all.codes, fr.job_all.names  # every job's own cap, also past the slices kept
-    if t.stated_cap is not None:  # stated for the fleet (``--cap``, a cap column without jobs): as stated
-        return t.stated_cap, None
-    fc = fleet_caps(*times, codes, names, t.caps)
-    if fc is not None and fc.overlap:
-        return None, fc
-    return overall_cap(codes, names, t.caps), None
+    return configured_cap(t.stated_cap, t.caps, *times, fr.job_all.codes, fr.job_all.names)
 
 
 def _sweep(fr: Frame, t: Telemetry, times: tuple[np.ndarray, np.ndarray],
@@ -478,7 +450,9 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     passes = _passes(pass_threshold, seed, min_turn_rows, group_size)
     inputs = {"table": table, "t": t, "rejected": rejected}
     del table  # the plan holds the rows now: each value goes once its last pass is done
-    with _steps(progress and rows >= BAR_ROWS, sum(p.label is not None for p in passes)) as advance:
+    from sandbox_fleet.telemetry.progress import steps
+
+    with steps(progress and rows >= BAR_ROWS, "measuring", sum(p.label is not None for p in passes)) as advance:
         got = run_plan(passes, _plan(lanes), inputs, SUMMARY_VALUES, advance)
     del inputs
     return _summary(t, got, rows, rejected, pass_threshold, seed)
@@ -505,17 +479,7 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
     if tokens.get("zero_token_rows"):
         warnings.append(f"{tokens['zero_token_rows']:,} row(s) report 0 input and 0 output tokens (an agent that "
                         "does not count them): left out of the token figures as not measured")
-    return MeasureSummary.build(**to_jsonable({
-        "source": list(t.sources),
-        "rows": rows,
-        "first_started_at": _iso(first_start),
-        "last_finished_at": _iso(last_finish),
-        "span_s": conc["span_s"],
-        "sandbox_s": conc["sandbox_s"],
-        "sandbox_hours": conc["sandbox_s"] / 3600,
-        "pass_threshold": pass_threshold,
-        "seed": seed,
-        "concurrency": conc,
+    return summary_of(list(t.sources), rows, (first_start, last_finish), conc, pass_threshold, seed, {
         "hold_s": got["holds"],
         "phases": got["phases"],
         "steps": got["steps"],
@@ -533,7 +497,17 @@ def _summary(t: Telemetry, got: dict, rows: int, rejected: dict[str, int], pass_
         "limits": got["limits"],
         "rl_groups": got["rl_groups"],
         "slice_cut": got["slice_cut"],
-    }))
+    })
+
+
+def summary_of(sources: list[str], rows: int, span_us: tuple[int, int], conc: dict, pass_threshold: float, seed: int,
+               blocks: dict) -> MeasureSummary:
+    """The summary from its head (sources, rows, first start and last finish, the concurrency block
+    and its sums) and the other ``blocks``; in memory and out of core alike."""
+    return MeasureSummary.build(**to_jsonable({
+        "source": sources, "rows": rows, "first_started_at": _iso(span_us[0]), "last_finished_at": _iso(span_us[1]),
+        "span_s": conc["span_s"], "sandbox_s": conc["sandbox_s"], "sandbox_hours": conc["sandbox_s"] / 3600,
+        "pass_threshold": pass_threshold, "seed": seed, "concurrency": conc, **blocks}))
 
 
 def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=None, since=None, until=None,

@@ -144,14 +144,6 @@ def group_shares(valid_pmf: np.ndarray, pass_moments: np.ndarray, fail_moments: 
     return Shares(*(exact.fsum(w * x) for x in (informative, all_pass, all_fail, too_few, flipped)))
 
 
-def point_shares(p: np.ndarray, v: np.ndarray, g: int, exception_share_of_invalid: float = 1.0,
-                 weights: np.ndarray | None = None) -> Shares:
-    """``group_shares`` for known per-task pass probabilities ``p`` and valid rates ``v``."""
-    p, v = np.atleast_1d(np.asarray(p, dtype=np.float64)), np.atleast_1d(np.asarray(v, dtype=np.float64))
-    return group_shares(binomial_pmf(v, g), powers(p, g), powers(1.0 - p, g), g,
-                        exception_share_of_invalid, weights)
-
-
 def posterior_shares(rows: np.ndarray, valid: np.ndarray, passed: np.ndarray, pass_prior: BetaPrior,
                      valid_prior: BetaPrior, g: int, exception_share_of_invalid: float = 1.0,
                      weights: np.ndarray | None = None) -> Shares:

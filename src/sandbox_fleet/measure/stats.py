@@ -125,44 +125,73 @@ def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
     return values[order], offsets
 
 
-def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
-                  ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None:
-    """``values`` sorted, and ``group_sorted(codes, values, n_groups)`` for every grouping, from ONE sort.
+def packed_sort(values: np.ndarray, groupings: list[tuple[np.ndarray, int]], base: int = 0
+                ) -> tuple[np.ndarray, list[np.ndarray | None]] | None:
+    """``values`` sorted and each grouping's codes in that sorted order, from ONE sort.
 
-    The codes of every grouping ride in the low bits of one packed key (value above them), so
-    after the sort each group's values are already in order: a stable partition by a
-    grouping's codes (an O(n) radix argsort of small integers) gives ``group_sorted``'s result
-    (a sorted multiset has one order). None when the key does not fit in 62 bits (callers then
-    sort per grouping). Memory: the key (8 bytes a row, becomes the sorted values), the
-    partition's order (8 bytes a row, transient) and each grouping's result.
+    Each grouping is (codes, width): its codes plus ``base`` (1 lifts -1, "no group", to 0) ride in
+    ``width`` low bits of one packed int64 key, the value above them, so after the sort the rows of
+    equal values keep their codes (a width of 0: one code, None back). None when value and codes
+    do not fit in 62 bits. The key (8 bytes a row) becomes the sorted values; ``values`` non-empty.
     """
     values = np.asarray(values, dtype=np.int64)
-    if values.size == 0:
-        return None
     vmin = int(values.min())
     vbits = max((int(values.max()) - vmin).bit_length(), 1)
-    widths = [max(n_groups - 1, 0).bit_length() for _, n_groups in groupings]
-    if vbits + sum(widths) > 62:
+    total = sum(width for _, width in groupings)
+    if vbits + total > 62:
         return None
-    total = sum(widths)
-    shifts = [sum(widths[:j]) for j in range(len(widths))]
     key = np.subtract(values, vmin)
     key <<= total
-    for (codes, _), width, shift in zip(groupings, widths, shifts):
+    shift = 0
+    for codes, width in groupings:
         if width:
             for i in range(0, key.size, _BLOCK):
-                key[i:i + _BLOCK] |= np.asarray(codes[i:i + _BLOCK]).astype(np.int64) << shift
+                key[i:i + _BLOCK] |= (np.asarray(codes[i:i + _BLOCK]).astype(np.int64) + base) << shift
+        shift += width
     key.sort()
-    small = [bit_field(key, s, w) if w else None for s, w in zip(shifts, widths)]
+    fields: list[np.ndarray | None] = []
+    shift = 0
+    for _, width in groupings:
+        fields.append(bit_field(key, shift, width) if width else None)
+        shift += width
     key >>= total
     key += vmin
+    return key, fields
+
+
+def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
+                  ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None:
+    """``values`` sorted, and ``group_sorted(codes, values, n_groups)`` for every grouping, from ONE
+    sort (``packed_sort``): each group's values are then already in order, so a stable partition by
+    a grouping's codes (an O(n) radix argsort of small integers) gives ``group_sorted``'s result (a
+    sorted multiset has one order). None when the key does not fit in 62 bits (callers then sort
+    per grouping). Memory: the key, the partition's order (8 bytes a row, transient) and each result.
+    """
+    if np.asarray(values).size == 0:
+        return None
+    packed = packed_sort(values, [(codes, max(n_groups - 1, 0).bit_length()) for codes, n_groups in groupings])
+    if packed is None:
+        return None
+    key, small = packed
     out = []
     for (codes, n_groups), g in zip(groupings, small):
-        counts = np.bincount(codes, minlength=n_groups)  # key.size > 0: an empty input returned None
-        offsets = group_offsets(counts)
+        offsets = group_offsets(np.bincount(codes, minlength=n_groups))
         # One group: already in order; else a stable partition (radix sort) of the sorted values.
         out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
     return key, out
+
+
+def group_spans(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's first start and last finish (codes 0..n_groups-1; a negative code: no group); a
+    group without rows keeps first > last (int64's max and min)."""
+    first = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n_groups, np.iinfo(np.int64).min, dtype=np.int64)
+    for i in range(0, start_us.size, _BLOCK):
+        c = codes[i:i + _BLOCK].astype(np.int64)
+        keep = c >= 0
+        np.minimum.at(first, c[keep], start_us[i:i + _BLOCK][keep])
+        np.maximum.at(last, c[keep], finish_us[i:i + _BLOCK][keep])
+    return first, last
 
 
 def bit_field(key: np.ndarray, shift: int, width: int) -> np.ndarray:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_offsets, group_sorted, quantile_nonempty
+from sandbox_fleet.measure.stats import US, group_offsets, group_sorted, group_spans, packed_sort, quantile_nonempty
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
 _BLOCK = 1 << 20
@@ -95,13 +95,6 @@ def _ranked_breaks(asc: np.ndarray, limit: int, total: int | None = None) -> lis
     else:
         order = np.argsort(neg, kind="stable")
     return [(int(i) + 1, float(-neg[i]), int(desc[i + 1])) for i in order]
-
-
-def candidate_breaks(asc: np.ndarray, limit: int = MAX_CANDIDATES,
-                     min_jump: float = MIN_JUMP) -> list[tuple[int, float, int]]:
-    """Up to ``limit`` breaks (k, jump, threshold us) between gaps sorted ascending, biggest
-    jump first, each at least ``min_jump``. Ties count as 1 us so ratios stay finite."""
-    return [c for c in _ranked_breaks(asc, limit) if c[1] >= min_jump]
 
 
 def _sorted_top_gaps(s: np.ndarray) -> np.ndarray:
@@ -299,30 +292,12 @@ def sorted_starts(start_us: np.ndarray, groupings: list[np.ndarray]) -> tuple[np
     n = start_us.size
     if n == 0:
         return start_us.copy(), [None for _ in groupings]
-    base = int(start_us.min())
-    vbits = max((int(start_us.max()) - base).bit_length(), 1)
     widths = [max(int(c.max(initial=-1)) + 1, 0).bit_length() for c in groupings]  # code + 1 >= 0
-    if vbits + sum(widths) > 62:
+    packed = packed_sort(start_us, list(zip(groupings, widths)), base=1)
+    if packed is None:
         return np.sort(start_us), [None for _ in groupings]
-    shift = sum(widths)
-    key = np.subtract(start_us, base)
-    key <<= shift
-    low = 0
-    for codes, w in zip(groupings, widths):
-        if w:
-            for i in range(0, n, _BLOCK):
-                key[i:i + _BLOCK] |= (codes[i:i + _BLOCK].astype(np.int64) + 1) << low
-        low += w
-    key.sort()
-    parts: list[np.ndarray | None] = []
-    low = 0
-    for w in widths:
-        small = np.min_scalar_type(1 << max(w, 1))
-        parts.append(((key >> low) & ((1 << w) - 1)).astype(small) if w else np.zeros(n, dtype=np.uint8))
-        low += w
-    key >>= shift
-    key += base
-    return key, parts
+    key, parts = packed
+    return key, [np.zeros(n, dtype=np.uint8) if p is None else p for p in parts]
 
 
 #: Up to this many groups, each group's starts are picked by a mask; past it one stable
@@ -366,13 +341,7 @@ def measure_grouped_steps(start_us: np.ndarray, finish_us: np.ndarray, rows: tup
 def runs_overlap(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int) -> bool | None:
     """Whether two or more runs (rows coded 0..n_groups-1; negative: no run) were ever running at
     once, each run running from its first start to its last finish; None with fewer than two runs."""
-    first = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
-    last = np.full(n_groups, np.iinfo(np.int64).min, dtype=np.int64)
-    for i in range(0, start_us.size, _BLOCK):
-        c = codes[i:i + _BLOCK].astype(np.int64)
-        keep = c >= 0
-        np.minimum.at(first, c[keep], start_us[i:i + _BLOCK][keep])
-        np.maximum.at(last, c[keep], finish_us[i:i + _BLOCK][keep])
+    first, last = group_spans(start_us, finish_us, codes, n_groups)
     present = first <= last
     return spans_overlap(first[present], last[present])
 

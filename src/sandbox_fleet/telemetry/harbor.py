@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import dig, load_json, plausible_cap, raw_rows_table, warn_bad_cells
+from sandbox_fleet.telemetry.jsonfile import dig, load_json, plausible_cap, raw_rows_table, warn_bad_cells, whole_number
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import PHASES, ROLLOUT_COLUMNS, Telemetry
@@ -95,17 +95,6 @@ def _has_trajectory(trial: Path) -> bool | None:
     return any(agent.glob("trajectory*.json"))
 
 
-def _count(value: Any, key: str, bad: dict[str, int]) -> int | None:
-    """An integer count, or None (and one more bad cell for ``key``) for anything else."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
-            or value in (float("inf"), float("-inf")) or value != int(value) or abs(value) >= 2**63:
-        bad[key] = bad.get(key, 0) + 1
-        return None
-    return int(value)
-
-
 def _model(r: dict) -> str | None:
     return (
         dig(r, "agent_info", "model_info", "name")
@@ -150,10 +139,10 @@ def trial_row(trial: Path, result: dict, reward_key: str, bad: dict[str, int] | 
     agent = result.get("agent_result") or {}
     if not isinstance(agent, dict):
         agent = {}
-    row["input_tokens"] = _count(agent.get("n_input_tokens"), "agent_result.n_input_tokens", bad)
-    row["output_tokens"] = _count(agent.get("n_output_tokens"), "agent_result.n_output_tokens", bad)
-    row["cached_tokens"] = _count(agent.get("n_cache_tokens"), "agent_result.n_cache_tokens", bad)
-    row["turns"] = _count(dig(agent, "metadata", "n_episodes"), "agent_result.metadata.n_episodes", bad)
+    row["input_tokens"] = whole_number(agent.get("n_input_tokens"), "agent_result.n_input_tokens", bad)
+    row["output_tokens"] = whole_number(agent.get("n_output_tokens"), "agent_result.n_output_tokens", bad)
+    row["cached_tokens"] = whole_number(agent.get("n_cache_tokens"), "agent_result.n_cache_tokens", bad)
+    row["turns"] = whole_number(dig(agent, "metadata", "n_episodes"), "agent_result.metadata.n_episodes", bad)
     rewards = dig(result, "verifier_result", "rewards")
     reward = rewards.get(reward_key) if isinstance(rewards, dict) else None
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -27,6 +28,18 @@ MAX_CAP = 10_000_000
 def plausible_cap(value: Any) -> TypeGuard[int]:
     """A configured concurrency cap: a whole number in [1, MAX_CAP] (JSON true is no number)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_CAP
+
+
+def whole_number(value: Any, key: str, bad: dict[str, int]) -> int | None:
+    """A whole number (an int, or a finite float with no fraction, within int64), or None: for a
+    missing value, and for anything else with one more bad cell counted for ``key``."""
+    if value is None:
+        return None
+    ok = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value == int(value))
+    if isinstance(value, bool) or not ok or abs(value) >= 2**63:
+        bad[key] = bad.get(key, 0) + 1
+        return None
+    return int(value)
 
 
 def dig(obj: Any, *keys: str) -> Any:

@@ -6,7 +6,8 @@ Every bar in telemetry and measure draws on ``console()`` and only when its call
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -56,3 +57,22 @@ def track(items: Iterable[T], description: str, enabled: bool = True, min_items:
         for item in items:
             yield item
             bar.advance(task)
+
+
+@contextmanager
+def steps(enabled: bool, description: str, total: int) -> Iterator[Callable[..., None]]:
+    """A transient bar of ``total`` steps on stderr (when ``active``); yields ``advance(label=None, n=1)``:
+    ``n`` more steps done, the bar then reading ``"{description}: {label}"`` when a label is given."""
+    if not active(enabled):
+        yield lambda label=None, n=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console(), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(label: str | None = None, n: int = 1) -> None:
+            bar.update(task, advance=n, description=f"{description}: {label}" if label else None)
+
+        yield advance

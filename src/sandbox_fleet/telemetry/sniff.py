@@ -8,11 +8,7 @@ from pathlib import Path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import harbor, inspect_log, rst, terminal_bench
 from sandbox_fleet.telemetry.parquet_io import open_parquet
-from sandbox_fleet.telemetry.table import table_kind
-
-
-def is_glob(path: str) -> bool:
-    return any(ch in path for ch in "*?[")
+from sandbox_fleet.telemetry.table import is_glob, table_kind
 
 
 def sniff(path: str) -> str:

@@ -69,8 +69,17 @@ def _source_sql(kind: str, typed: bool = False, fixed: bool = False) -> str:
     return "read_json($path, format='auto')"
 
 
+def is_glob(path: str) -> bool:
+    return any(ch in path for ch in "*?[")
+
+
+def glob_files(path: str) -> list[str]:
+    """The files a glob names, sorted (``**`` recursive); a plain path as itself."""
+    return sorted(globmod.glob(path, recursive=True)) if is_glob(path) else [path]
+
+
 def _check_files(path: str, tel: Telemetry | None = None) -> None:
-    if any(ch in path for ch in "*?["):
+    if is_glob(path):
         matches = globmod.glob(path, recursive=True)
         if not matches:
             raise InputError(f"{path}: no files match this pattern")
@@ -102,7 +111,7 @@ def _not_a_file(path: str) -> str:
 
 
 def _head(path: str, size: int = 1 << 16) -> bytes:
-    files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    files = glob_files(path)
     if not files:
         return b""
     opener = gzip.open if files[0].lower().endswith(".gz") else open
@@ -268,7 +277,7 @@ def _json_fault(path: str) -> str | None:
     A file that is one JSON document (``[...]`` or ``{...}`` over many lines) is judged whole:
     its fault is where that document stops parsing (a truncated array, say).
     """
-    files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    files = glob_files(path)
     limit = int(inflate_limit_bytes())  # this scan holds one line, or one document, at a time: bounded
     for file in files:
         opener = gzip.open if file.lower().endswith(".gz") else open
@@ -334,7 +343,7 @@ def sample_table(path: str, rows: int) -> pa.Table | None:
     """The first ``rows`` rows of the table ``path`` (a file or glob), every column as the reader
     types it; None when they cannot be read (the caller then goes by the names alone)."""
     kind = table_kind(path)
-    files = sorted(globmod.glob(path, recursive=True)) if any(ch in path for ch in "*?[") else [path]
+    files = glob_files(path)
     if kind is None or not files:
         return None
     try:

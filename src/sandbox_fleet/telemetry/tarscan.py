@@ -14,21 +14,14 @@ import pyarrow as pa
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.telemetry import fasttar
 from sandbox_fleet.telemetry.dockerfile import DOCKERFILES, MAX_DOCKERFILE_BYTES, dockerfile_image, dockerfile_task
+from sandbox_fleet.telemetry.record import TASK_SCHEMA
 from sandbox_fleet.telemetry.tasktoml import REQUEST_FIELDS, check_toml_size, parse_task_toml
 
+#: A task's request fields as ``record.TASK_SCHEMA`` has them, keyed by the member prefix.
 SCAN_SCHEMA = pa.schema(
     [
         pa.field("member_prefix", pa.string()),
-        pa.field("cpus", pa.float64()),
-        pa.field("memory_mb", pa.int64()),
-        pa.field("storage_mb", pa.int64()),
-        pa.field("gpus", pa.int64()),
-        pa.field("build_timeout_s", pa.float64()),
-        pa.field("agent_timeout_s", pa.float64()),
-        pa.field("verifier_timeout_s", pa.float64()),
-        pa.field("bundle_bytes", pa.int64()),
-        # the base image: task.toml's docker_image, else the FROM of its (environment/)Dockerfile
-        pa.field("image", pa.string()),
+        *(f for f in TASK_SCHEMA if f.name not in ("task_id", "task_group_id")),
         pa.field("out_of_range", pa.int64()),
         # why this task.toml could not be used (its request fields are then null), else null
         pa.field("problem", pa.string()),

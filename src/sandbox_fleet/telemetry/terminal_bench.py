@@ -6,14 +6,13 @@ and test phases map to the canonical agent_execution and verifier phases.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.jsonfile import load_json, plausible_cap, raw_rows_table, warn_bad_cells
+from sandbox_fleet.telemetry.jsonfile import load_json, plausible_cap, raw_rows_table, warn_bad_cells, whole_number
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.progress import track
 from sandbox_fleet.telemetry.record import Telemetry
@@ -55,17 +54,6 @@ def _trial_count(file: Path) -> int:
         return 1
     trials = data.get("results") if isinstance(data, dict) else None
     return max(len(trials), 1) if isinstance(trials, list) else 1
-
-
-def _int(value: Any, key: str, bad: dict[str, int]) -> int | None:
-    """A whole number, or None (and one more bad cell for ``key``) for anything else."""
-    if value is None:
-        return None
-    ok = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value == int(value))
-    if isinstance(value, bool) or not ok or abs(value) >= 2**63:
-        bad[key] = bad.get(key, 0) + 1
-        return None
-    return int(value)
 
 
 def _resolved(value: Any, bad: dict[str, int]) -> float | None:
@@ -114,8 +102,8 @@ def _run_rows(run: Path, tel: Telemetry, bad: dict[str, int]) -> list[dict]:
                 "agent_execution_finished_at": t.get("agent_ended_at"),
                 "verifier_started_at": t.get("test_started_at"),
                 "verifier_finished_at": t.get("test_ended_at"),
-                "input_tokens": _int(t.get("total_input_tokens"), "total_input_tokens", bad),
-                "output_tokens": _int(t.get("total_output_tokens"), "total_output_tokens", bad),
+                "input_tokens": whole_number(t.get("total_input_tokens"), "total_input_tokens", bad),
+                "output_tokens": whole_number(t.get("total_output_tokens"), "total_output_tokens", bad),
                 "reward": _resolved(t.get("is_resolved"), bad),
                 "has_exception": mode not in NO_FAILURE,
                 "exception_type": None if mode in NO_FAILURE else str(mode),
