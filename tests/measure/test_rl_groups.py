@@ -21,23 +21,14 @@ from sandbox_fleet.measure import measure_telemetry
 from sandbox_fleet.measure.signal_math import (
     BetaPrior,
     beta_interval,
-    binomial_pmf,
     fit_prior,
-    group_shares,
     groups_needed,
     posterior_shares,
-    powers,
 )
 from sandbox_fleet.telemetry.record import Telemetry, conform_rollouts
+from signal_oracle import point_shares
 
 PASS, FAIL, EXC, NONE = "pass", "fail", "exc", "none"
-
-
-def point_shares(p, v, g: int, exception_share_of_invalid: float = 1.0):
-    """``group_shares`` for known per-task pass probabilities ``p`` and valid rates ``v`` (the tests' form:
-    measure only ever has posteriors, ``posterior_shares``)."""
-    p, v = np.atleast_1d(np.asarray(p, dtype=np.float64)), np.atleast_1d(np.asarray(v, dtype=np.float64))
-    return group_shares(binomial_pmf(v, g), powers(p, g), powers(1.0 - p, g), g, exception_share_of_invalid)
 
 
 def _classify(outcomes: tuple[str, ...]) -> str:

@@ -4,7 +4,7 @@ share and over-sampling factor against independent truth.
 Oracles, none of them the engine's code:
 - a brute-force enumeration of every outcome of a group (each rollout invalid, a valid pass or a valid
   fail: 3^G cases per task), written here;
-- the plan's binomial closed form (``measure.signal_math.point_shares``, what ``plan/signal.py`` uses) and
+- the plan's binomial closed form (``signal_oracle.point_shares`` in tests/, on ``measure.signal_math.group_shares``, what ``plan/signal.py`` uses) and
   its release size (``groups_needed``);
 - the negative binomial: with rounds of the shortfall a step releases exactly the groups up to its B-th
   informative one, so groups per step ~ NegBin(B, q): mean B / q, variance B (1 - q) / q^2;
@@ -23,13 +23,14 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.measure.signal_math import groups_needed, point_shares
+from sandbox_fleet.measure.signal_math import groups_needed
 from sandbox_fleet.simulate import AsyncRL, Deterministic, DynamicSampling, Fleet, LogNormal, SyncRL
 from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.dynamic_sampling import draw
 from sandbox_fleet.simulate.engine.metrics import summarise
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.run import run_workloads
+from signal_oracle import point_shares
 
 SMALL_CASES = [  # (task pass probabilities, valid rate, G)
     ([0.5], 1.0, 2),

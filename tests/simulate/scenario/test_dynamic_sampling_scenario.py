@@ -4,7 +4,7 @@ The round trip is the issue's Monte Carlo on a corpus made with known per-task p
 simulation with known pass probabilities writes telemetry (each rollout's task and reward); measure
 recovers the per-task counts; a scenario reading that measure summary draws each task at its posterior
 mean, and its simulated over-sampling agrees with the plan's closed form at those probabilities
-(``measure.signal_math.point_shares``, the negative binomial's mean 1 / q per informative group).
+(``signal_oracle.point_shares`` in tests/, on ``measure.signal_math.group_shares``, the negative binomial's mean 1 / q per informative group).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 from sandbox_fleet import jsonio
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.run import measure_paths
-from sandbox_fleet.measure.signal_math import point_shares
 from sandbox_fleet.simulate.scenario.run import run_scenario
+from signal_oracle import point_shares
 
 ROOT = Path(__file__).resolve().parents[3]
 KNOWN_P = [0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95, 0.5]
