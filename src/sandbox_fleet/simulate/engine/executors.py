@@ -77,8 +77,9 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
     return None
 
 
-#: why an events-family executor refuses ``[fleet.limits]`` (only the FIFO executor places them)
-LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (FIFO only)"
+#: why the closed-loop kernel and the event loop refuse ``[fleet.limits]`` (the FIFO executor and the
+#: admission kernel place them)
+LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
 
 
 def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
@@ -109,7 +110,10 @@ class Fifo(Executor):
     name, family = "fifo", "fifo"
 
     def why_not(self, prep: Prepared) -> str | None:
-        return fifo_refusal(prep.pools, prep.workloads, prep.inference)
+        why = fifo_refusal(prep.pools, prep.workloads, prep.inference)
+        if why is None and limited_any(prep.pools) and (len(prep.pools) > 1 or max(prep.max_retries, default=0) > 0):
+            why = "[fleet.limits] with retries or several pools (the admission kernel places them)"
+        return why
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         # One pass of the recursion is one call of its rule; anything else merges a heap of
@@ -155,8 +159,6 @@ class AdmissionKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
-        if limited_any(prep.pools):  # the kernel does not place them yet: running would ignore them
-            return LIMITS_FIFO_ONLY
         if (why := dynamic_refusal(prep.workloads)) is not None:
             return why
         why = admit_loop.refusal(prep)

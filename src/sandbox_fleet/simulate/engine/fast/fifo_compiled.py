@@ -110,12 +110,10 @@ def limited() -> Any:
     if not fast.available():
         return None
     if _limited is None:
-        from numba.extending import register_jitable
-
         from sandbox_fleet.simulate.engine import fifo, limits_rules
-        from sandbox_fleet.simulate.engine.fast._jit import njit
+        from sandbox_fleet.simulate.engine.fast._jit import jitable, njit
 
-        for fn in (fifo.place_stream, limits_rules.bucket_take, limits_rules.warm_take):
-            register_jitable(fn)
+        for fn in (fifo.place_stream, limits_rules.bucket_take, limits_rules.warm_take, fifo.claim):
+            jitable(fn)
         _limited = njit(nogil=True)(fifo.place_limited)
     return _limited
