@@ -9,13 +9,14 @@ name                   what                                         runs
 ====================== ============================================ ==========================================
 ``fifo``               the first-come-first-served recursion        FIFO pools without a start cap, preemption
                        (``fifo.py``; its rule compiled by numba     or queue timeout; no closed population, no
-                       when the run pays the load)                  inference pool
+                       when the run pays the load)                  inference pool; ``[fleet.limits]`` on one
+                                                                    pool without retries
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
-``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool or
-                       numba's build, or its source as plain        ``[fleet.limits]``: every admission
-                       Python for runs too small to pay the load    policy, start caps, queue timeouts,
-                                                                    retries, node preemption
+``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool: every
+                       numba's build, or its source as plain        admission policy, start caps, queue
+                       Python for runs too small to pay the load    timeouts, retries, node preemption,
+                                                                    ``[fleet.limits]``
 ``events``             the general event loop (``loop.py``)         inference-pool runs the closed-loop kernel
                                                                     does not take; no policy pools
 ====================== ============================================ ==========================================

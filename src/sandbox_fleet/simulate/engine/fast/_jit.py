@@ -23,7 +23,6 @@ from typing import Any
 
 from sandbox_fleet.simulate.engine.fast import _plain
 
-
 _ENGINE = Path(__file__).resolve().parent.parent
 #: the files whose functions a cached kernel calls from another file (numba does not check them)
 CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py")

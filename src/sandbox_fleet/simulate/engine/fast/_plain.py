@@ -57,7 +57,8 @@ def twin(name: str) -> types.ModuleType:
     assert plain is not None and plain.loader is not None
     mod = importlib.util.module_from_spec(plain)
     stand_in = types.ModuleType(_JIT + SUFFIX)
-    stand_in.njit, stand_in.objmode, stand_in.borrow, stand_in.jitable = njit, objmode, borrow, jitable  # type: ignore[attr-defined]
+    for attr, fn in (("njit", njit), ("objmode", objmode), ("borrow", borrow), ("jitable", jitable)):
+        setattr(stand_in, attr, fn)
     real = sys.modules.get(_JIT)
     sys.modules[_JIT] = stand_in  # what the kernel's ``from ..._jit import ...`` binds while it loads
     try:

@@ -3,9 +3,10 @@
 ``refusal(prep)`` says why a prepared run is outside the kernel (an inference pool only); ``run``
 returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
 policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
-and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries,
-``[fleet.limits]`` (claimed when an attempt takes its slot: ``fifo.claim``) and node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
-draws), on open, closed and RL workloads.
+and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
+node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
+draws), on open, closed and RL workloads; and ``[fleet.limits]``, claimed when an attempt takes its
+slot (``fifo.claim``), which the pure loop does not place (the FIFO executor's bytes where it runs).
 
 One source, two ways: numba's build (cached on disk like the closed-loop kernel's,
 ``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
