@@ -174,6 +174,15 @@ def test_placing_limits_refused_where_not_simulated():
     with pytest.raises(InputError, match="retries or several pools"):
         run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1, engine="fifo")
     assert run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1).engine == "admission-kernel"
+    # dynamic sampling: the FIFO executor places it with limits on one pool; on two, no executor does
+    from sandbox_fleet.simulate import DynamicSampling
+
+    ds = DynamicSampling(groups=4, group_size=2, task_pass=np.array([0.5]), valid_rate=1.0)
+    rl = SyncRL(batch=8, steps=3, holds=Deterministic(1.0), dynamic=ds)
+    assert run_workloads(Fleet(cap=10, limits=lim), [rl], seed=1).engine == "fifo"
+    with pytest.raises(InputError, match="uses dynamic_sampling and there are several pools"):
+        run_workloads([Fleet(cap=10, limits=lim), Fleet(cap=2)],
+                      [rl, Replay(arrivals_s=np.zeros(2), holds=np.ones(2), pool=1)], seed=1)
     with pytest.raises(InputError, match="creates_burst needs creates_per_s"):
         Fleet(cap=1, limits={"creates_burst": 3})
     with pytest.raises(InputError, match="warm_pool_refill_per_s"):
