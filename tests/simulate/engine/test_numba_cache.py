@@ -53,9 +53,12 @@ def test_the_cache_key_follows_every_file_a_kernel_calls_into(monkeypatch, tmp_p
     a.write_text("x = 1\n")
     b.write_text("y = 1\n")
     monkeypatch.setattr(_jit, "CALLEES", (a, b))
-    before = _jit.source_key()
+    monkeypatch.setenv("SANDBOX_FLEET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    before, dir_before = _jit.source_key(), _jit.cache_dir()
     a.write_text("x = 2\n")
     assert _jit.source_key() != before
+    assert _jit.cache_dir() != dir_before and _jit.cache_dir().parent == dir_before.parent
     a.write_text("x = 1\n")
     assert _jit.source_key() == before
     b.write_text("y = 2\n")
