@@ -204,9 +204,8 @@ def test_the_kernel_refuses_what_it_does_not_run():
     wl = [Poisson(rate_per_s=1.0, n=50, holds=Exponential(1.0))]
     from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
 
-    assert admit_loop.refusal(prepare(Fleet(cap=2, limits=SandboxLimits(creates_per_s=1.0)), wl, 1)) == (
-        "[fleet.limits] places attempts in time (FIFO only)")
-    for fleet in (Fleet(cap=2, admission="priority"), Fleet(cap=2, admission="shortest-timeout-first"),
+    for fleet in (Fleet(cap=2, limits=SandboxLimits(creates_per_s=1.0)),  # [fleet.limits]: test_limits_kernel.py
+                  Fleet(cap=2, admission="priority"), Fleet(cap=2, admission="shortest-timeout-first"),
                   Fleet(cap=3, slots_per_node=3, preempt_rate_per_node_s=1e-3, node_replace_s=1.0)):
         assert admit_loop.refusal(prepare(fleet, wl, 1)) is None
 

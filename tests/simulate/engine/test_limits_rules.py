@@ -1,5 +1,5 @@
-"""Provider limits in the simulator (``[fleet.limits]``: ``limits_rules`` placed by ``fifo.place_limited``)
-against closed forms: a batch through a token bucket passes its k-th creation at max(0, (k - b) / r); Poisson
+"""Provider limits in the simulator (``[fleet.limits]``: ``limits_rules`` placed by ``fifo.place_limited`` and by
+the admission kernel, both through ``fifo.claim``) against closed forms, on both executors: a batch through a token bucket passes its k-th creation at max(0, (k - b) / r); Poisson
 arrivals through a bucket of burst 1 wait as an M/D/1 queue (Pollaczek-Khinchine); a starting-at-once cap of
 m with cold start c readies the k-th of a batch at (k // m + 1) c; a warm pool of size >= B starts a batch
 warm; a lifetime L kills exactly the holds longer than L. The compiled rule gives the interpreted one's bits.
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate import Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
+from sandbox_fleet.simulate import Deterministic, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
 from sandbox_fleet.simulate.engine import fifo
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, RETRIED
 from sandbox_fleet.simulate.engine.fast import fifo_compiled
@@ -27,6 +27,17 @@ def batch(n: int, hold_s: float = 100.0) -> Replay:
     return Replay(arrivals_s=np.zeros(n), holds=np.full(n, hold_s))
 
 
+#: the executor each ``engine`` takes for these runs
+EXECUTOR = {"fifo": "fifo", "events": "admission-kernel"}
+
+
+def _run(*args, engine: str, **kw):
+    """``run_workloads`` on a forced executor family, checking which executor ran."""
+    res = run_workloads(*args, engine=engine, **kw)
+    assert res.engine == EXECUTOR[engine]
+    return res
+
+
 def ready_s(res) -> np.ndarray:
     """When each first attempt's sandbox is ready: its slot plus the creation's wait and cold start."""
     first = res.attempt == 0
@@ -34,9 +45,10 @@ def ready_s(res) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("rate", "burst", "n"), [(5.0, 1, 40), (5.0, 10, 60), (0.5, 3, 12), (600 / 60, 600, 700)])
-def test_batch_through_bucket_passes_kth_at_closed_form(rate, burst, n):
+@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+def test_batch_through_bucket_passes_kth_at_closed_form(rate, burst, n, engine):
     lim = SandboxLimits(creates_per_s=rate, creates_burst=burst)
-    res = run_workloads(Fleet(cap=None, limits=lim), [batch(n)], seed=1, engine="fifo")
+    res = _run(Fleet(cap=None, limits=lim), [batch(n)], seed=1, engine=engine)
     k = np.arange(1, n + 1)
     want = np.maximum(0.0, (k - burst) / rate)
     np.testing.assert_allclose(ready_s(res), want, rtol=1e-12, atol=1e-9)
@@ -62,14 +74,15 @@ def _batch_means_se(x: np.ndarray, batches: int = 50) -> float:
 
 
 @pytest.mark.parametrize("lam", [0.5, 0.75])
-def test_poisson_through_burst_one_bucket_waits_as_md1(lam):
+@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+def test_poisson_through_burst_one_bucket_waits_as_md1(lam, engine):
     """lambda < r, burst 1: d_k = max(a_k, d_{k-1} + 1/r), the M/D/1 recursion with service D = 1/r.
     Pollaczek-Khinchine: Wq = lambda D^2 / (2 (1 - rho)). 200,000 arrivals, the first 2,000 dropped as
     warm-up; the mean must be within 4 batch-means standard errors and 5% of the closed form."""
     r, n = 1.0, 200_000
     lim = SandboxLimits(creates_per_s=r, creates_burst=1)
-    res = run_workloads(Fleet(cap=None, limits=lim), [Poisson(rate_per_s=lam, n=n, holds=Exponential(mean_s=1.0))],
-                        seed=7, engine="fifo")
+    res = _run(Fleet(cap=None, limits=lim), [Poisson(rate_per_s=lam, n=n, holds=Exponential(mean_s=1.0))],
+                        seed=7, engine=engine)
     order = np.argsort(res.arrival_s, kind="stable")
     wait = res.build_s[order][2000:]  # the creation's wait (no cold start, no build)
     d = 1.0 / r
@@ -80,39 +93,43 @@ def test_poisson_through_burst_one_bucket_waits_as_md1(lam):
     assert abs(wait.mean() - wq) < 0.05 * wq
 
 
-def test_starting_cap_readies_in_waves_of_cold_starts():
+@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+def test_starting_cap_readies_in_waves_of_cold_starts(engine):
     m, c, n = 8, 3.0, 50
     lim = SandboxLimits(max_starting=m, cold_start_s=c)
-    res = run_workloads(Fleet(cap=None, limits=lim), [batch(n)], seed=1, engine="fifo")
+    res = _run(Fleet(cap=None, limits=lim), [batch(n)], seed=1, engine=engine)
     want = (np.arange(n) // m + 1) * c
     np.testing.assert_allclose(ready_s(res), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("size", [50, 80])
-def test_warm_pool_at_least_the_batch_starts_it_warm(size):
+@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+def test_warm_pool_at_least_the_batch_starts_it_warm(size, engine):
     lim = SandboxLimits(creates_per_s=1.0, cold_start_s=20.0, warm_pool_size=size, warm_pool_refill_per_s=0.5)
-    res = run_workloads(Fleet(cap=None, limits=lim), [batch(50)], seed=1, engine="fifo")
+    res = _run(Fleet(cap=None, limits=lim), [batch(50)], seed=1, engine=engine)
     assert np.all(ready_s(res) == 0.0)
 
 
-def test_warm_pool_smaller_than_the_batch_sends_the_rest_cold():
+@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+def test_warm_pool_smaller_than_the_batch_sends_the_rest_cold(engine):
     lim = SandboxLimits(cold_start_s=20.0, warm_pool_size=30, warm_pool_refill_per_s=0.5)
-    res = run_workloads(Fleet(cap=None, limits=lim), [batch(50)], seed=1, engine="fifo")
+    res = _run(Fleet(cap=None, limits=lim), [batch(50)], seed=1, engine=engine)
     r = ready_s(res)
     assert np.all(r[:30] == 0.0) and np.all(r[30:] == 20.0)
 
 
-def test_warm_pool_refills_between_rl_steps():
+@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+def test_warm_pool_refills_between_rl_steps(engine):
     """A synchronous RL batch of 20 every step: a pool of 20 refilled at 1/s is full again after the
     step's 100-s holds and 5-s training, so every step starts warm."""
     lim = SandboxLimits(cold_start_s=30.0, warm_pool_size=20, warm_pool_refill_per_s=1.0)
     wl = SyncRL(batch=20, steps=4, train_s=5.0, holds=np.full(80, 100.0))
-    res = run_workloads(Fleet(cap=20, limits=lim), [wl], seed=1, engine="fifo")
+    res = _run(Fleet(cap=20, limits=lim), [wl], seed=1, engine=engine)
     assert np.all(res.build_s == 0.0)
     # By hand at 1/8 per s: step 2 at 105 s finds 13.125 ready (13 warm, 7 cold: ends 235, trains to 240);
     # step 3 finds 0.125 + 135/8 = 17 (3 cold, to 375); step 4 finds 16.875 (4 cold, ends 505).
     small = SandboxLimits(cold_start_s=30.0, warm_pool_size=20, warm_pool_refill_per_s=0.125)
-    res2 = run_workloads(Fleet(cap=20, limits=small), [wl], seed=1, engine="fifo")
+    res2 = _run(Fleet(cap=20, limits=small), [wl], seed=1, engine=engine)
     assert (res2.build_s == 30.0).sum() == 7 + 3 + 4 and res2.finish_s.max() == 505.0
 
 
@@ -142,12 +159,30 @@ def test_lifetime_kill_retried_only_when_retry_on_names_it():
 
 
 def test_placing_limits_refused_where_not_simulated():
+    """Beside an inference pool nothing places them (the closed-loop kernel and the event loop do not):
+    refused in one line naming it; with retries the admission kernel runs them (the FIFO executor refuses)."""
+    from sandbox_fleet.simulate.engine.entities import Episode, Turns
+    from sandbox_fleet.simulate.engine.inference import Inference
+
     lim = SandboxLimits(creates_per_s=5.0)
-    with pytest.raises(InputError, match="FIFO"):
-        run_workloads(Fleet(cap=10, limits=lim), [batch(5)], seed=1, engine="events")
+    ep = Episode(turns=Turns(turns=Deterministic(2), model_latency=None, prefill_tokens=Deterministic(10),
+                             decode_tokens=Deterministic(5)))
+    inf = Inference(replicas=1, prefill_tok_s=1000, decode_tok_s=100)
+    with pytest.raises(InputError, match="an inference pool serves the model calls"):
+        run_workloads(Fleet(cap=10, limits=lim), [Poisson(rate_per_s=1.0, n=5, episode=ep)], seed=1, inference=inf)
     wl = Replay(arrivals_s=np.zeros(3), holds=np.ones(3), retry=RetryPolicy(max_retries=1))
-    with pytest.raises(InputError, match="retries"):
-        run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1)
+    with pytest.raises(InputError, match="retries or several pools"):
+        run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1, engine="fifo")
+    assert run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1).engine == "admission-kernel"
+    # dynamic sampling: the FIFO executor places it with limits on one pool; on two, no executor does
+    from sandbox_fleet.simulate import DynamicSampling
+
+    ds = DynamicSampling(groups=4, group_size=2, task_pass=np.array([0.5]), valid_rate=1.0)
+    rl = SyncRL(batch=8, steps=3, holds=Deterministic(1.0), dynamic=ds)
+    assert run_workloads(Fleet(cap=10, limits=lim), [rl], seed=1).engine == "fifo"
+    with pytest.raises(InputError, match="uses dynamic_sampling and there are several pools"):
+        run_workloads([Fleet(cap=10, limits=lim), Fleet(cap=2)],
+                      [rl, Replay(arrivals_s=np.zeros(2), holds=np.ones(2), pool=1)], seed=1)
     with pytest.raises(InputError, match="creates_burst needs creates_per_s"):
         Fleet(cap=1, limits={"creates_burst": 3})
     with pytest.raises(InputError, match="warm_pool_refill_per_s"):

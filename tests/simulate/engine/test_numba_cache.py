@@ -34,13 +34,72 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     for var in ("NUMBA_CACHE_DIR", "SANDBOX_FLEET_CACHE_DIR", "XDG_CACHE_HOME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert _jit.cache_dir() == tmp_path / "home" / ".cache" / "sandbox-fleet" / "numba"
+    key = _jit.source_key()
+    assert _jit.cache_dir() == tmp_path / "home" / ".cache" / "sandbox-fleet" / "numba" / key
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert _jit.cache_dir() == tmp_path / "xdg" / "sandbox-fleet" / "numba"
+    assert _jit.cache_dir() == tmp_path / "xdg" / "sandbox-fleet" / "numba" / key
     monkeypatch.setenv("SANDBOX_FLEET_CACHE_DIR", str(tmp_path / "ours"))
-    assert _jit.cache_dir() == tmp_path / "ours" / "numba"
+    assert _jit.cache_dir() == tmp_path / "ours" / "numba" / key
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "theirs"))
-    assert _jit.cache_dir() == tmp_path / "theirs"
+    assert _jit.cache_dir() == tmp_path / "theirs" / key
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "theirs" / key))  # as this module sets it for a child
+    assert _jit.cache_dir() == tmp_path / "theirs" / key
+
+
+def test_the_cache_key_follows_every_file_a_kernel_calls_into(monkeypatch, tmp_path):
+    """numba checks a cached kernel against its own file only; a change to a file it calls into (the
+    limits' rules) must send it to a fresh directory: the key hashes those files' bytes."""
+    a, b = tmp_path / "limits_rules.py", tmp_path / "fifo.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 1\n")
+    monkeypatch.setattr(_jit, "CALLEES", (a, b))
+    monkeypatch.setenv("SANDBOX_FLEET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    before, dir_before = _jit.source_key(), _jit.cache_dir()
+    a.write_text("x = 2\n")
+    assert _jit.source_key() != before
+    assert _jit.cache_dir() != dir_before and _jit.cache_dir().parent == dir_before.parent
+    a.write_text("x = 1\n")
+    assert _jit.source_key() == before
+    b.write_text("y = 2\n")
+    assert _jit.source_key() != before
+
+
+def _files_called(fn, seen: set) -> set:
+    """The source files of the plain functions ``fn`` calls by global name, transitively."""
+    import inspect
+    import types
+
+    out = set()
+    for name in fn.__code__.co_names:
+        g = fn.__globals__.get(name)
+        g = getattr(g, "py_func", g)  # a numba dispatcher: its Python function
+        if isinstance(g, types.FunctionType) and g not in seen:
+            seen.add(g)
+            out.add(inspect.getsourcefile(g))
+            out |= _files_called(g, seen)
+    return out
+
+
+def test_callees_name_every_file_the_admission_kernel_calls_into():
+    """Every file a kernel function reaches through its calls, other than its own and ``_jit``'s, is in
+    ``CALLEES`` (else numba's cache of the kernel would go stale when it changes)."""
+    import inspect
+    import types
+    from pathlib import Path
+
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+
+    own = {Path(inspect.getsourcefile(K)).resolve(), Path(inspect.getsourcefile(_jit)).resolve()}
+    files: set = set()
+    for obj in vars(K).values():
+        fn = getattr(obj, "py_func", obj)
+        if isinstance(fn, types.FunctionType) and Path(inspect.getsourcefile(fn)).resolve() in own:
+            files |= {Path(f).resolve() for f in _files_called(fn, set())}
+    package = Path(inspect.getsourcefile(K)).resolve().parents[3]  # src/sandbox_fleet: numba's own files aside
+    outside = {f for f in files - own if package in f.parents}
+    assert outside  # the limits' rules: fifo.claim, limits_rules.bucket_take ...
+    assert outside <= {p.resolve() for p in _jit.CALLEES}, outside - {p.resolve() for p in _jit.CALLEES}
 
 
 @pytest.mark.parametrize("order", ["ours_first", "numba_first"])

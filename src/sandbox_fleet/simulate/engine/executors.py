@@ -9,13 +9,14 @@ name                   what                                         runs
 ====================== ============================================ ==========================================
 ``fifo``               the first-come-first-served recursion        FIFO pools without a start cap, preemption
                        (``fifo.py``; its rule compiled by numba     or queue timeout; no closed population, no
-                       when the run pays the load)                  inference pool
+                       when the run pays the load)                  inference pool; ``[fleet.limits]`` on one
+                                                                    pool without retries
 ``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
                                                                     set, numba on, run large enough
-``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool or
-                       numba's build, or its source as plain        ``[fleet.limits]``: every admission
-                       Python for runs too small to pay the load    policy, start caps, queue timeouts,
-                                                                    retries, node preemption
+``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool: every
+                       numba's build, or its source as plain        admission policy, start caps, queue
+                       Python for runs too small to pay the load    timeouts, retries, node preemption,
+                                                                    ``[fleet.limits]``
 ``events``             the general event loop (``loop.py``)         inference-pool runs the closed-loop kernel
                                                                     does not take; no policy pools
 ====================== ============================================ ==========================================
@@ -77,8 +78,9 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
     return None
 
 
-#: why an events-family executor refuses ``[fleet.limits]`` (only the FIFO executor places them)
-LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (FIFO only)"
+#: why the closed-loop kernel and the event loop refuse ``[fleet.limits]`` (the FIFO executor and the
+#: admission kernel place them)
+LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
 
 
 def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
@@ -109,7 +111,10 @@ class Fifo(Executor):
     name, family = "fifo", "fifo"
 
     def why_not(self, prep: Prepared) -> str | None:
-        return fifo_refusal(prep.pools, prep.workloads, prep.inference)
+        why = fifo_refusal(prep.pools, prep.workloads, prep.inference)
+        if why is None and limited_any(prep.pools) and (len(prep.pools) > 1 or max(prep.max_retries, default=0) > 0):
+            why = "[fleet.limits] with retries or several pools (the admission kernel places them)"
+        return why
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         # One pass of the recursion is one call of its rule; anything else merges a heap of
@@ -155,8 +160,6 @@ class AdmissionKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
-        if limited_any(prep.pools):  # the kernel does not place them yet: running would ignore them
-            return LIMITS_FIFO_ONLY
         if (why := dynamic_refusal(prep.workloads)) is not None:
             return why
         why = admit_loop.refusal(prep)

@@ -95,10 +95,8 @@ def place_limited(free, gate, arr_t, ids, i, j, hold, provision_s, start, wait, 
                   creates_per_s, burst, cold_start_s, pool_size, refill_per_s, one_t, one_h, one_s):
     """``place_stream`` with a provider's limits (``limits_rules``) in front of every attempt of
     ``arr_t[i:j]``: its slot comes at ``s = max(arrival, earliest free slot)`` (``free`` empty: an
-    unbounded pool, ``s`` = arrival); a claim from the warm pool (``pool_size`` > 0) starts there;
-    otherwise the creation passes the bucket (``creates_per_s`` > 0), then a starting slot (``gate``
-    non-empty: the starting-at-once cap, ``place_stream`` on its heap with the cold start as the
-    hold), then its cold start. ``wait[r]``: ready - ``s`` (the build takes it); the slot is held
+    unbounded pool, ``s`` = arrival), then it claims its sandbox (``claim``: warm, or the bucket,
+    the starting cap and the cold start). ``wait[r]``: ready - ``s`` (the build takes it); the slot is held
     ``wait + hold`` (+ ``provision_s``). ``warm[r]``: claimed warm. ``one_*``: one-cell buffers.
     Returns ``j``. Compiled as it is by ``fast.fifo_compiled.limited``."""
     while i < j:
@@ -112,20 +110,8 @@ def place_limited(free, gate, arr_t, ids, i, j, hold, provision_s, start, wait, 
         if len(free) > 0:
             if free[0] > t:
                 s = free[0]
-        w = 0.0
-        is_warm = False
-        if pool_size > 0:
-            is_warm = warm_take(pool, s, refill_per_s, pool_size)
-        if not is_warm:
-            c = s
-            if creates_per_s > 0.0:
-                c = bucket_take(bucket, s, creates_per_s, burst)
-            if len(gate) > 0:
-                one_t[0] = c
-                one_h[0] = cold_start_s
-                place_stream(gate, one_t, None, 0, 1, one_h, 0.0, one_s, None)
-                c = one_s[0]
-            w = (c - s) + cold_start_s
+        w, is_warm = claim(s, gate, bucket, pool, creates_per_s, burst, cold_start_s, pool_size, refill_per_s,
+                           one_t, one_h, one_s)
         if len(free) > 0:
             one_t[0] = t
             one_h[0] = w + hold[r]
@@ -134,6 +120,27 @@ def place_limited(free, gate, arr_t, ids, i, j, hold, provision_s, start, wait, 
         wait[r] = w
         warm[r] = is_warm
     return i
+
+
+def claim(s, gate, bucket, pool, creates_per_s, burst, cold_start_s, pool_size, refill_per_s, one_t, one_h, one_s):
+    """An attempt that took its slot at ``s`` claims a sandbox (``limits_rules``, in docs/providers.md's
+    order): from the warm pool (``pool_size`` > 0) when one is ready, else created cold: the bucket
+    (``creates_per_s`` > 0), a starting slot (``gate`` non-empty: the starting-at-once cap,
+    ``place_stream`` on its heap with the cold start as the hold), then the cold start. Returns
+    (the wait from ``s`` to the sandbox ready, claimed warm). The one sequencing of the limits: the
+    FIFO executor (``place_limited``) and the admission kernel (``_admit_kernel.place``) call it."""
+    if pool_size > 0:
+        if warm_take(pool, s, refill_per_s, pool_size):
+            return 0.0, True
+    c = s
+    if creates_per_s > 0.0:
+        c = bucket_take(bucket, s, creates_per_s, burst)
+    if len(gate) > 0:
+        one_t[0] = c
+        one_h[0] = cold_start_s
+        place_stream(gate, one_t, None, 0, 1, one_h, 0.0, one_s, None)
+        c = one_s[0]
+    return (c - s) + cold_start_s, False
 
 
 class _Limited:
@@ -182,21 +189,30 @@ def limited_any(pools) -> bool:
 
 def limits_refusal(pools, workloads, inference, any_retry: bool) -> str | None:
     """Why a pool's limits that move attempts in time (a bucket, a starting cap, a cold start, a warm
-    pool: ``SandboxLimits.places``) cannot be simulated yet (``None``: they can, or there are none).
-    The FIFO executor places them (``place_limited``), on one FIFO pool without retries."""
+    pool: ``SandboxLimits.places``) cannot be simulated (``None``: they can, or there are none). The FIFO
+    executor places them on one FIFO pool without retries (``place_limited``), the admission kernel
+    everywhere else it runs (``_admit_kernel.place``): not beside an inference pool, nor with dynamic
+    sampling outside the FIFO executor (the kernels refuse it)."""
     if not limited_any(pools):
         return None
-    from sandbox_fleet.simulate.engine.executors import fifo_refusal
+    from sandbox_fleet.simulate.engine.executors import dynamic_refusal, fifo_refusal
 
-    why = fifo_refusal(pools, workloads, inference)
-    if why is None and len(pools) > 1:
-        why = "there are several pools"
-    if why is None and any_retry:
-        why = "a workload retries"
+    why = None
+    if inference is not None:
+        why = "an inference pool serves the model calls"
+    elif (dyn := dynamic_refusal(workloads)) is not None:
+        fifo_why = fifo_refusal(pools, workloads, inference)
+        if fifo_why is None and len(pools) > 1:
+            fifo_why = "there are several pools"
+        if fifo_why is None and any_retry:
+            fifo_why = "a workload retries"
+        if fifo_why is not None:
+            why = f"{dyn.split(' (')[0]} and {fifo_why}"
     if why is None:
         return None
     return (f"a creation bucket, starting cap, cold start or warm pool ([fleet.limits]) is simulated by the FIFO "
-            f"executor only, on one FIFO pool without retries; here {why}")
+            f"executor and the admission kernel, not beside an inference pool nor with dynamic sampling outside "
+            f"one FIFO pool without retries; here {why}")
 
 
 class _Placer:

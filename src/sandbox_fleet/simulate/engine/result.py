@@ -62,8 +62,9 @@ class ExecutorOutput:
     area_wait: float | None = None
     clock_monotonic: bool = True
     served: ServedRun | None = None
-    #: ``[fleet.limits]`` placed by the FIFO executor: per rollout, ``warm`` (claimed from the warm pool)
-    #: and ``ready_wait_s`` (slot to sandbox ready: the bucket, the starting cap, the cold start)
+    #: ``[fleet.limits]`` placed by the FIFO executor or the admission kernel: per rollout of a limited pool
+    #: (its first attempt), ``warm`` (claimed from the warm pool) and ``ready_wait_s`` (slot to sandbox
+    #: ready: the bucket, the starting cap, the cold start)
     limits: dict[str, np.ndarray] | None = None
 
 
@@ -99,7 +100,7 @@ class SimResult:
     inference: ServedRun | None = None  # when an inference pool served the model calls
     images: ImageRun | None = None  # the image cache's pre-pass (``[images]``)
     turns_total: float = 0.0  # turns drawn for the first attempts (a substrate's per-action overhead counts them)
-    limits: dict[str, np.ndarray] | None = None  # ``[fleet.limits]``' per-rollout warm flags and ready waits (FIFO)
+    limits: dict[str, np.ndarray] | None = None  # ``[fleet.limits]``' per-rollout warm flags and ready waits
     _sweeps: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 (_Derived is defined below)
 

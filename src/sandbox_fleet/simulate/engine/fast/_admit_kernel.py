@@ -37,7 +37,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from sandbox_fleet.simulate.engine.fast._jit import borrow, njit, objmode
+from sandbox_fleet.simulate.engine import fifo, limits_rules
+from sandbox_fleet.simulate.engine.fast._jit import borrow, jitable, njit, objmode
 
 I64 = npt.NDArray[np.int64]  # 1-d or 2-d, C order
 F64 = npt.NDArray[np.float64]
@@ -64,10 +65,15 @@ P_POLICY, P_CAP, P_FREE, P_PROVN, P_START_CAP, P_BUILDING, P_ACTIVE, P_EVICTS, P
 # ... a preemptible pool tracks its slots (``sl``): its first slot, free-stack size, slots per node;
 # a shortest-timeout-first pool keeps a heap in ``qh[P_Q0:]`` of P_QN rollouts
 P_TRACKED, P_SLOT0, P_FTOP, P_SPN, P_Q0, P_QN, P_QLEN = range(11, 18)
-N_PI = 18  # P_QLEN: a plain queue's entries (FIFO, shortest-timeout-first), dropped ones included
+# ... a pool with ``[fleet.limits]`` that place attempts: its starting slots are ``lg[P_G0:P_G0 + P_GN]``
+P_LIMITED, P_G0, P_GN = range(18, 21)
+N_PI = 21  # P_QLEN: a plain queue's entries (FIFO, shortest-timeout-first), dropped ones included
 # pf[p, c]: pool float columns
 PF_PROV, PF_TIMEOUT, PF_REPLACE = range(3)
-N_PF = 3
+# ... ``[fleet.limits]``: creation rate (0: none), burst, cold start, warm pool size and refill rate, and
+# the bucket's and the warm pool's state (two cells each, ``limits_rules.TOKENS``, ``AT``)
+PF_RATE, PF_BURST, PF_COLD, PF_SIZE, PF_REFILL, PF_BUCKET, PF_WARM = 3, 4, 5, 6, 7, 8, 10
+N_PF = 12
 # wi[w, c]: workload int columns
 (W_KIND, W_POOL, W_NEXT, W_HI, W_POP, B_LO, B_N, VERSION, NEXT_REL, NEXT_TRAIN, TRAINING_W, STALENESS,
  W_PRIO, W_NOMINAL, W_LIMIT, W_QH, W_QT, W_USED, W_TOP, W_NCEIL, W_MAX_RETRIES, W_RETRY_ON) = range(22)
@@ -76,10 +82,10 @@ N_WI = 22
 WF_TRAIN_S, WF_START_S = range(2)
 N_WF = 2
 # ai[row, c], af[row, c]: attempt columns; ri[r, c]: rollout columns; bi, bf: RL batch columns
-A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW, A_SLOT = range(7)  # A_BELOW: started before it on its workload
-N_AI = 7  # A_SLOT: the tracked slot it holds (-1: none, or a pool that only counts its free slots)
-A_ENQ, A_START, A_FIN, A_BUILD, A_AGENT, A_VERIFY, A_HOLD = range(7)
-N_AF = 7
+A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW, A_SLOT, A_WARM = range(8)  # A_BELOW: started before it on its workload
+N_AI = 8  # A_SLOT: the tracked slot it holds (-1: none, or a pool that only counts its free slots); A_WARM: claimed warm
+A_ENQ, A_START, A_FIN, A_BUILD, A_AGENT, A_VERIFY, A_HOLD, A_WAIT = range(8)
+N_AF = 8  # A_WAIT: from its slot to its sandbox ready ([fleet.limits]; in A_BUILD and A_HOLD)
 R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
 N_RI = 9
 BI_START, BI_SIZE, BI_REM = range(3)
@@ -94,6 +100,11 @@ N_SL = 4
 S_FREE, S_BUSY, S_PROV, S_DOWN = 0, 1, 2, 3
 
 ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
+
+# ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
+for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
+    jitable(_rule)
+claim = jitable(fifo.claim)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -141,6 +152,7 @@ class State(NamedTuple):
     tmp: I64  # scratch per workload (2-d): next live entry, slots held (make_room's walk)
     sl: I64  # per tracked slot (2-d, ``SL_*``): preemptible pools, pool by pool (``pi[p, P_SLOT0]``)
     qh: I64  # shortest-timeout-first pools' heaps of waiting rollouts, pool by pool (``pi[p, P_Q0]``)
+    lg: F64  # ``[fleet.limits]``: three one-cell buffers, then each limited pool's starting slots (``pi[p, P_G0]``)
 
 
 @njit(cache=True, inline="always")
@@ -535,9 +547,20 @@ def best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now):
 
 
 @njit(cache=True, inline="always")
-def place(af, ai, hi, ht, pi, si, sl, p, row, slot, now):
+def place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now):
     """Start attempt ``row`` now in pool ``p`` on ``slot`` (-1: a pool that only counts its free
-    slots) (``LoopState.place``)."""
+    slots) (``LoopState.place``); in a pool with ``[fleet.limits]`` it claims its sandbox first
+    (``fifo.claim``: warm, or the bucket, the starting cap and the cold start), and the wait for it
+    goes into its build and hold (the slot is held through it)."""
+    if pi[p, P_LIMITED]:
+        g0 = pi[p, P_G0]
+        w, warm = claim(now, lg[g0 : g0 + pi[p, P_GN]], pf[p, PF_BUCKET : PF_BUCKET + 2], pf[p, PF_WARM : PF_WARM + 2],
+                        pf[p, PF_RATE], pf[p, PF_BURST], pf[p, PF_COLD], pf[p, PF_SIZE], pf[p, PF_REFILL],
+                        lg[0:1], lg[1:2], lg[2:3])
+        af[row, A_WAIT] = w
+        ai[row, A_WARM] = warm
+        af[row, A_BUILD] = w + af[row, A_BUILD]
+        af[row, A_HOLD] = w + af[row, A_HOLD]
     af[row, A_START] = now
     ai[row, A_STATE] = RUNNING
     ai[row, A_SLOT] = slot
@@ -552,7 +575,7 @@ def place(af, ai, hi, ht, pi, si, sl, p, row, slot, now):
 
 
 @njit(cache=True, inline="always")
-def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
+def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """Start waiting rollouts of pool ``p`` while slots (and start-cap room) last, the policy
     choosing which (``policies.WorkloadQueues.dispatch``)."""
     if pi[p, P_ACTIVE]:
@@ -609,14 +632,14 @@ def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri,
         si[WAITING] -= 1
         row = ri[r, R_ROW]
         started(ai, ceil, r_timeout, wi, policy, w, row, now)
-        place(af, ai, hi, ht, pi, si, sl, p, row, slot, now)
+        place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now)
     pi[p, P_ACTIVE] = 0
 
 
 @njit(cache=True)
-def dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
+def dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """``dispatch_inline`` as a call (its rare call sites)."""
-    dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+    dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
 
 
 @njit(cache=True)
@@ -736,6 +759,8 @@ def append_retry(af, ai, hi, ht, pf, pi, ri, si, wi, r, k, now):
     ai[row, A_PLAN] = s
     ai[row, A_BELOW] = -1
     ai[row, A_SLOT] = -1
+    ai[row, A_WARM] = 0
+    af[row, A_WAIT] = 0.0
     ri[r, R_ROW] = row
     enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now)
 
@@ -808,7 +833,7 @@ def on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
 
 
 @njit(cache=True)
-def on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, w, now):
+def on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, w, now):
     si[TRAINING] -= 1
     bf[wi[w, B_LO] + wi[w, NEXT_TRAIN], BF_TRAIN_END] = now
     wi[w, TRAINING_W] = 0
@@ -817,12 +842,12 @@ def on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, s
     p = release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
     if p >= 0:
         # before the next step is pushed (the event order at equal times)
-        dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+        dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
     maybe_train(bf, bi, hi, ht, si, wf, wi, w, now)
 
 
 @njit(cache=True)
-def on_preempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
+def on_preempt(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """A node of pool ``p`` fails: its running attempts end as preempted exceptions, each followed
     by the pool's dispatch, as ``LoopState.on_preempt`` (a later slot of the node may take a retry
     before the node's turn reaches it)."""
@@ -842,7 +867,7 @@ def on_preempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, 
                 cut_short(af, ai, pi, ri, row, now)
                 ai[row, A_SLOT] = -1
                 end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
-                dispatch(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+                dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
         push(hi, ht, si, now + pf[p, PF_REPLACE], NODE_BACK, p, node)
     if si[DONE] < ri.shape[0]:
         with objmode(gap="float64"):
@@ -869,7 +894,7 @@ def run(S):
     af, ai, arr_r, arr_t, bf, bi = borrow(S.af), borrow(S.ai), borrow(S.arr_r), borrow(S.arr_t), borrow(S.bf), borrow(S.bi)
     ceil, hi, ht, pf, pi, pw = borrow(S.ceil), borrow(S.hi), borrow(S.ht), borrow(S.pf), borrow(S.pi), borrow(S.pw)
     r_timeout, ri, sf, si, tmp = borrow(S.r_timeout), borrow(S.ri), borrow(S.sf), borrow(S.si), borrow(S.tmp)
-    wf, wi, sl, qh = borrow(S.wf), borrow(S.wi), borrow(S.sl), borrow(S.qh)
+    wf, wi, sl, qh, lg = borrow(S.wf), borrow(S.wi), borrow(S.sl), borrow(S.qh), borrow(S.lg)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -928,14 +953,14 @@ def run(S):
         elif kind == RELEASE:
             p = on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, x, now)
         elif kind == TRAIN_DONE:
-            on_train_done(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
+            on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
         elif kind == PREEMPT:
-            on_preempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
+            on_preempt(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
         elif kind == NODE_BACK:
             on_node_back(pi, sl, x, xv)
             p = x
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         if p >= 0:
-            dispatch_inline(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+            dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
     return ST_DONE

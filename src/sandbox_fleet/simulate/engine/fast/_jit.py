@@ -4,12 +4,18 @@ function as written, so the one kernel source runs compiled or as plain Python.
 numba (a core dependency) caches the machine code it compiles (``cache=True``). By default it
 writes that cache in ``__pycache__`` beside the source, i.e. into the install; ours goes to
 ``cache_dir()`` instead, under the user's cache (``NUMBA_CACHE_DIR`` is set before numba reads its
-configuration, unless the user set it). ``NUMBA_DISABLE_JIT=1`` makes numba's own ``njit`` return
-the function uncompiled, like the shim.
+configuration; a directory the user set gets the key below appended). ``NUMBA_DISABLE_JIT=1`` makes
+numba's own ``njit`` return the function uncompiled, like the shim.
+
+numba checks a cached function against its own file only: a kernel that calls a function of another
+file (the admission kernel calls ``fifo.claim`` and ``limits_rules``' rules) would load stale machine
+code after that file changed. So the cache directory is keyed by a hash of those files (``CALLEES``,
+``source_key``): a change to one of them sends every kernel to a fresh directory, where it compiles.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -17,25 +23,41 @@ from typing import Any
 
 from sandbox_fleet.simulate.engine.fast import _plain
 
+_ENGINE = Path(__file__).resolve().parent.parent
+#: the files whose functions a cached kernel calls from another file (numba does not check them)
+CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py")
+
+
+def source_key() -> str:
+    """The cache directory's key: a hash of ``CALLEES``' bytes (``src-`` and 16 hex digits)."""
+    h = hashlib.sha256()
+    for path in CALLEES:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return "src-" + h.hexdigest()[:16]
+
 
 def cache_dir() -> Path:
     """Where compiled kernels are cached: ``$NUMBA_CACHE_DIR`` if set, else ``numba/`` under
     ``$SANDBOX_FLEET_CACHE_DIR``, else under ``$XDG_CACHE_HOME/sandbox-fleet``, else under
-    ``~/.cache/sandbox-fleet``."""
+    ``~/.cache/sandbox-fleet``; in each, the subdirectory ``source_key()`` (a ``$NUMBA_CACHE_DIR``
+    that already ends in it, as this module sets it for a child process, is kept)."""
+    key = source_key()
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    base = os.environ.get("SANDBOX_FLEET_CACHE_DIR")
-    if base:
-        return Path(base).expanduser() / "numba"
+        base = Path(os.environ["NUMBA_CACHE_DIR"])
+        return base if base.name == key else base / key
+    ours = os.environ.get("SANDBOX_FLEET_CACHE_DIR")
+    if ours:
+        return Path(ours).expanduser() / "numba" / key
     xdg = os.environ.get("XDG_CACHE_HOME")
     root = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return root / "sandbox-fleet" / "numba"
+    return root / "sandbox-fleet" / "numba" / key
 
 
 def _numba_njit() -> Any:
     """numba's ``njit``, with the cache directory set first; None without numba."""
-    if not os.environ.get("NUMBA_CACHE_DIR"):
-        os.environ["NUMBA_CACHE_DIR"] = str(cache_dir())
+    target = str(cache_dir())
+    if os.environ.get("NUMBA_CACHE_DIR") != target:
+        os.environ["NUMBA_CACHE_DIR"] = target
         if sys.modules.get("numba") is not None:  # imported before us: its configuration must read the variable again
             from numba.core import config
 
@@ -88,6 +110,20 @@ def _numba_borrow() -> Any:
         return a(a), codegen
 
     return borrow
+
+
+_jitable: set[int] = set()
+
+
+def jitable(fn: Any) -> Any:
+    """``fn`` made callable from compiled kernels (numba's ``register_jitable``, once per function:
+    the FIFO executor's build and the admission kernel both call the limits' rules); ``fn`` itself."""
+    if _real is not None and id(fn) not in _jitable:
+        from numba.extending import register_jitable
+
+        register_jitable(fn)
+        _jitable.add(id(fn))
+    return fn
 
 
 #: ``borrow(a)``: array ``a`` without reference counting, inside a compiled kernel (``a`` itself when

@@ -1,6 +1,6 @@
 """The kernels' one source run as plain Python, in a process that may also run it compiled.
 
-``njit``, ``objmode`` and ``borrow`` here are what ``_jit`` gives without numba: a decorator that
+``njit``, ``objmode``, ``borrow`` and ``jitable`` here are what ``_jit`` gives without numba: a decorator that
 leaves the function as written, a block that runs as the Python it is, the array itself. ``twin(name)``
 loads a kernel module again from its file with these in place of ``_jit``'s (without importing
 numba): a run too small to pay numba's per-process load runs the twin, a larger run the compiled
@@ -40,6 +40,11 @@ def borrow(a: Any) -> Any:
     return a
 
 
+def jitable(fn: Any) -> Any:
+    """``_jit.jitable`` without numba: ``fn`` itself."""
+    return fn
+
+
 def twin(name: str) -> types.ModuleType:
     """Kernel module ``name`` as plain Python (loaded once per process; numba is not imported)."""
     key = name + SUFFIX
@@ -52,7 +57,8 @@ def twin(name: str) -> types.ModuleType:
     assert plain is not None and plain.loader is not None
     mod = importlib.util.module_from_spec(plain)
     stand_in = types.ModuleType(_JIT + SUFFIX)
-    stand_in.njit, stand_in.objmode, stand_in.borrow = njit, objmode, borrow  # type: ignore[attr-defined]
+    for attr, fn in (("njit", njit), ("objmode", objmode), ("borrow", borrow), ("jitable", jitable)):
+        setattr(stand_in, attr, fn)
     real = sys.modules.get(_JIT)
     sys.modules[_JIT] = stand_in  # what the kernel's ``from ..._jit import ...`` binds while it loads
     try:

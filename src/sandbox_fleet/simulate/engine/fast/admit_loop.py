@@ -5,7 +5,8 @@ returns what ``loop.run_events`` returns for it, bit for bit (tests compare them
 policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
 and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
 node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
-draws), on open, closed and RL workloads.
+draws), on open, closed and RL workloads; and ``[fleet.limits]``, claimed when an attempt takes its
+slot (``fifo.claim``), which the pure loop does not place (the FIFO executor's bytes where it runs).
 
 One source, two ways: numba's build (cached on disk like the closed-loop kernel's,
 ``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
@@ -84,10 +85,6 @@ def refusal(prep) -> str | None:
     """Why the kernel cannot run this prepared run (``None``: it can)."""
     if prep.inference is not None:
         return "an inference pool serves the model calls"
-    from sandbox_fleet.simulate.engine.fifo import limited_any
-
-    if limited_any(prep.pools):
-        return "[fleet.limits] places attempts in time (FIFO only)"
     for pl in prep.pools:
         if pl.admission not in POLICY_CODES:
             return f"admission {pl.admission!r}"
@@ -121,6 +118,7 @@ def _per_event(pl) -> int:
 
 def initial_state(prep, K, on_progress=None):
     """Kernel ``K``'s ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
+    from sandbox_fleet.simulate.engine.limits_rules import new_state
     from sandbox_fleet.simulate.engine.trainer import rl_states
 
     N = prep.n
@@ -141,6 +139,7 @@ def initial_state(prep, K, on_progress=None):
     reclaims = [prep.node_reclaims(p) for p in range(P)]
     per_pool = np.bincount([wl.pool for wl in wls], weights=prep.counts, minlength=P).astype(i64)
     nslots = nq = 0
+    gates = [0.0, 0.0, 0.0]  # ``lg``: the claim's one-cell buffers, then each limited pool's starting slots
     for p, pl in enumerate(pools):
         mine = [w for w, wl in enumerate(wls) if wl.pool == p]
         pi[p, K.P_POLICY] = POLICY_CODES[pl.admission]
@@ -161,6 +160,15 @@ def initial_state(prep, K, on_progress=None):
         if pl.admission == "shortest-timeout-first":
             pi[p, K.P_Q0] = nq
             nq += int(per_pool[p])
+        lim = pl.limits
+        if lim is not None and lim.places:  # ``fifo._Limited``'s figures, as the kernel's ``place`` reads them
+            pi[p, K.P_LIMITED], pi[p, K.P_G0], pi[p, K.P_GN] = 1, len(gates), lim.max_starting or 0
+            gates += [0.0] * (lim.max_starting or 0)
+            pf[p, K.PF_RATE], pf[p, K.PF_BURST] = float(lim.creates_per_s or 0.0), float(lim.burst)
+            pf[p, K.PF_COLD], pf[p, K.PF_SIZE] = float(lim.cold_start_s), float(lim.warm_pool_size)
+            pf[p, K.PF_REFILL] = float(lim.warm_pool_refill_per_s or 0.0)
+            pf[p, K.PF_BUCKET : K.PF_BUCKET + 2] = new_state(float(lim.burst))
+            pf[p, K.PF_WARM : K.PF_WARM + 2] = new_state(float(lim.warm_pool_size))
 
     wi = np.zeros((W, K.N_WI), dtype=i64)
     wf = np.zeros((W, K.N_WF))
@@ -225,6 +233,7 @@ def initial_state(prep, K, on_progress=None):
             sl[base : base + cap, K.SL_STACK] = np.arange(base + cap - 1, base - 1, -1)
     sl[:, K.SL_INLIST] = 1
     af = np.full((rows0, K.N_AF), np.nan)
+    af[:, K.A_WAIT] = 0.0
     for c, v in ((K.A_BUILD, prep.build), (K.A_AGENT, prep.agent), (K.A_VERIFY, prep.verify), (K.A_HOLD, prep.hold_np)):
         af[:N, c] = v
     S = K.State(
@@ -232,7 +241,8 @@ def initial_state(prep, K, on_progress=None):
         arr_t=np.array(prep.arr_t_np, dtype=float), arr_r=np.asarray(prep.arr_ids, dtype=i64),
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
-        tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64))
+        tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
+        lg=np.array(gates, dtype=float))
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.hi, S.ht, S.si, st.start_s, K.RELEASE, w, 0)
@@ -306,4 +316,15 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
     extra["rollout"] = S.ai[N:rows, K.A_ROLL].tolist()
     extra["attempt"] = S.ai[N:rows, K.A_TRY].tolist()
     return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
-                          area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]))
+                          area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]),
+                          limits=_limits_figures(S, K, N))
+
+
+def _limits_figures(S, K, N: int) -> dict[str, np.ndarray] | None:
+    """``[fleet.limits]``' per-rollout figures (``ExecutorOutput.limits``) over the first attempts that
+    started in a limited pool, in rollout order: claimed warm, and the wait from the slot to the sandbox."""
+    limited = S.pi[:, K.P_LIMITED] == 1
+    if not limited.any():
+        return None
+    mine = limited[S.ri[:, K.R_POOL]] & ~np.isnan(S.af[:N, K.A_START])
+    return {"warm": S.ai[:N, K.A_WARM][mine].astype(bool), "ready_wait_s": S.af[:N, K.A_WAIT][mine].copy()}
