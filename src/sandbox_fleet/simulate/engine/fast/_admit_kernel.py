@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sandbox_fleet.simulate.engine import fifo, limits_rules
+from sandbox_fleet.simulate.engine.fast import event_heap
 from sandbox_fleet.simulate.engine.fast._jit import borrow, jitable, njit, objmode
 
 I64 = npt.NDArray[np.int64]  # 1-d or 2-d, C order
@@ -155,65 +156,10 @@ class State(NamedTuple):
     lg: F64  # ``[fleet.limits]``: three one-cell buffers, then each limited pool's starting slots (``pi[p, P_G0]``)
 
 
-@njit(cache=True, inline="always")
-def _less(t1, s1, t2, s2):
-    return t1 < t2 or (t1 == t2 and s1 < s2)
-
-
-@njit(cache=True, inline="always")
-def push(hi, ht, si, t, kind, x, v):
-    n = si[HN]
-    seq = si[SEQ]
-    si[SEQ] = seq + 1
-    si[HN] = n + 1
-    while n > 0:
-        parent = (n - 1) >> 1
-        if _less(t, seq, ht[parent], hi[parent, 0]):
-            ht[n] = ht[parent]
-            hi[n, 0] = hi[parent, 0]
-            hi[n, 1] = hi[parent, 1]
-            hi[n, 2] = hi[parent, 2]
-            hi[n, 3] = hi[parent, 3]
-            n = parent
-        else:
-            break
-    ht[n] = t
-    hi[n, 0] = seq
-    hi[n, 1] = kind
-    hi[n, 2] = x
-    hi[n, 3] = v
-
-
-@njit(cache=True, inline="always")
-def pop(hi, ht, si):
-    """Remove the heap's head (read it first)."""
-    n = si[HN] - 1
-    si[HN] = n
-    if n == 0:
-        return
-    t = ht[n]
-    s0, s1, s2, s3 = hi[n, 0], hi[n, 1], hi[n, 2], hi[n, 3]
-    pos = 0
-    while True:
-        c = 2 * pos + 1
-        if c >= n:
-            break
-        if c + 1 < n and _less(ht[c + 1], hi[c + 1, 0], ht[c], hi[c, 0]):
-            c += 1
-        if _less(ht[c], hi[c, 0], t, s0):
-            ht[pos] = ht[c]
-            hi[pos, 0] = hi[c, 0]
-            hi[pos, 1] = hi[c, 1]
-            hi[pos, 2] = hi[c, 2]
-            hi[pos, 3] = hi[c, 3]
-            pos = c
-        else:
-            break
-    ht[pos] = t
-    hi[pos, 0] = s0
-    hi[pos, 1] = s1
-    hi[pos, 2] = s2
-    hi[pos, 3] = s3
+# The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
+jitable(event_heap.less, inline=True)
+push = njit(cache=True, inline="always")(event_heap.push)
+pop = njit(cache=True, inline="always")(event_heap.pop)
 
 
 # --- sorted ceilings (timeout-ceiling) ------------------------------------------------------
@@ -273,7 +219,7 @@ def maybe_train(bf, bi, hi, ht, si, wf, wi, w, now):
         si[TRAINING] += 1
         wi[w, TRAINING_W] = 1
         bf[wi[w, B_LO] + j, BF_TRAIN_START] = now
-        push(hi, ht, si, now + wf[w, WF_TRAIN_S], TRAIN_DONE, w, 0)
+        push(ht, hi, si, now + wf[w, WF_TRAIN_S], TRAIN_DONE, w, 0)
 
 
 @njit(cache=True)
@@ -313,7 +259,7 @@ def enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now):
     ri[r, R_EPOCH] += 1
     si[WAITING] += 1
     if pi[p, P_HAS_TIMEOUT]:
-        push(hi, ht, si, now + pf[p, PF_TIMEOUT], DROP, r, ri[r, R_EPOCH])
+        push(ht, hi, si, now + pf[p, PF_TIMEOUT], DROP, r, ri[r, R_EPOCH])
 
 
 @njit(cache=True, inline="always")
@@ -461,7 +407,7 @@ def free_slot(hi, ht, pf, pi, si, sl, p, s, now):
     if pf[p, PF_PROV] > 0:
         sl[s, SL_STATE] = S_PROV
         pi[p, P_PROVN] += 1
-        push(hi, ht, si, now + pf[p, PF_PROV], SLOT_READY, p, s)
+        push(ht, hi, si, now + pf[p, PF_PROV], SLOT_READY, p, s)
     else:
         relist(pi, sl, p, s)
 
@@ -570,8 +516,8 @@ def place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now):
     si[BUSY] += 1
     if pi[p, P_START_CAP] >= 0:
         pi[p, P_BUILDING] += 1
-        push(hi, ht, si, now + af[row, A_BUILD], BUILD_DONE, row, 0)
-    push(hi, ht, si, now + af[row, A_HOLD], FINISH, row, 0)
+        push(ht, hi, si, now + af[row, A_BUILD], BUILD_DONE, row, 0)
+    push(ht, hi, si, now + af[row, A_HOLD], FINISH, row, 0)
 
 
 @njit(cache=True, inline="always")
@@ -791,7 +737,7 @@ def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf,
     elif pi[p, P_CAP] >= 0:
         if pf[p, PF_PROV] > 0:
             pi[p, P_PROVN] += 1
-            push(hi, ht, si, now + pf[p, PF_PROV], SLOT_READY, p, -1)
+            push(ht, hi, si, now + pf[p, PF_PROV], SLOT_READY, p, -1)
         else:
             pi[p, P_FREE] += 1
 
@@ -868,11 +814,11 @@ def on_preempt(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, 
                 ai[row, A_SLOT] = -1
                 end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
                 dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
-        push(hi, ht, si, now + pf[p, PF_REPLACE], NODE_BACK, p, node)
+        push(ht, hi, si, now + pf[p, PF_REPLACE], NODE_BACK, p, node)
     if si[DONE] < ri.shape[0]:
         with objmode(gap="float64"):
             gap = draw_gap(p)
-        push(hi, ht, si, now + gap, PREEMPT, p, 0)
+        push(ht, hi, si, now + gap, PREEMPT, p, 0)
 
 
 @njit(cache=True)
@@ -908,7 +854,7 @@ def run(S):
             kind = hi[0, 1]
             x = hi[0, 2]
             xv = hi[0, 3]
-            pop(hi, ht, si)
+            pop(ht, hi, si)
             si[NEV] += 1
         elif k < na:
             t = arr_t[k]

@@ -25,7 +25,7 @@ from sandbox_fleet.simulate.engine.fast import _plain
 
 _ENGINE = Path(__file__).resolve().parent.parent
 #: the files whose functions a cached kernel calls from another file (numba does not check them)
-CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py")
+CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py", _ENGINE / "fast" / "event_heap.py")
 
 
 def source_key() -> str:
@@ -115,13 +115,14 @@ def _numba_borrow() -> Any:
 _jitable: set[int] = set()
 
 
-def jitable(fn: Any) -> Any:
+def jitable(fn: Any, inline: bool = False) -> Any:
     """``fn`` made callable from compiled kernels (numba's ``register_jitable``, once per function:
-    the FIFO executor's build and the admission kernel both call the limits' rules); ``fn`` itself."""
+    the FIFO executor's build and the admission kernel both call the limits' rules; ``inline``: its
+    body is inlined where it is called, for a tiny hot helper); ``fn`` itself."""
     if _real is not None and id(fn) not in _jitable:
         from numba.extending import register_jitable
 
-        register_jitable(fn)
+        register_jitable(inline="always" if inline else "never")(fn)
         _jitable.add(id(fn))
     return fn
 

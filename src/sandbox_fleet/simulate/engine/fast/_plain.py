@@ -40,7 +40,7 @@ def borrow(a: Any) -> Any:
     return a
 
 
-def jitable(fn: Any) -> Any:
+def jitable(fn: Any, inline: bool = False) -> Any:
     """``_jit.jitable`` without numba: ``fn`` itself."""
     return fn
 

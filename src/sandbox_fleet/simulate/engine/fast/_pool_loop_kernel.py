@@ -39,8 +39,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from sandbox_fleet.simulate.engine.fast import _jit
-from sandbox_fleet.simulate.engine.fast._jit import njit
+from sandbox_fleet.simulate.engine.fast import _jit, event_heap
+from sandbox_fleet.simulate.engine.fast._jit import jitable, njit
 
 # Array kinds of ``Args`` (C-ordered; ``_2``: two-dimensional)
 I64 = npt.NDArray[np.int64]
@@ -76,66 +76,11 @@ N_WI = 12
 ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
-def _less(t1, s1, t2, s2):
-    return t1 < t2 or (t1 == t2 and s1 < s2)
-
-
-@njit(cache=True)
-def hpush(ht, hi, si, t, kind, x, v):
-    n = si[HN]
-    seq = si[SEQ]
-    si[SEQ] = seq + 1
-    si[HN] = n + 1
-    # sift up
-    while n > 0:
-        parent = (n - 1) >> 1
-        if _less(t, seq, ht[parent], hi[parent, 0]):
-            ht[n] = ht[parent]
-            hi[n, 0] = hi[parent, 0]
-            hi[n, 1] = hi[parent, 1]
-            hi[n, 2] = hi[parent, 2]
-            hi[n, 3] = hi[parent, 3]
-            n = parent
-        else:
-            break
-    ht[n] = t
-    hi[n, 0] = seq
-    hi[n, 1] = kind
-    hi[n, 2] = x
-    hi[n, 3] = v
-
-
-@njit(cache=True)
-def hpop(ht, hi, si):
-    """Remove the head (read it before calling)."""
-    n = si[HN] - 1
-    si[HN] = n
-    if n == 0:
-        return
-    t = ht[n]
-    s0, s1, s2, s3 = hi[n, 0], hi[n, 1], hi[n, 2], hi[n, 3]
-    pos = 0
-    while True:
-        c = 2 * pos + 1
-        if c >= n:
-            break
-        if c + 1 < n and _less(ht[c + 1], hi[c + 1, 0], ht[c], hi[c, 0]):
-            c += 1
-        if _less(ht[c], hi[c, 0], t, s0):
-            ht[pos] = ht[c]
-            hi[pos, 0] = hi[c, 0]
-            hi[pos, 1] = hi[c, 1]
-            hi[pos, 2] = hi[c, 2]
-            hi[pos, 3] = hi[c, 3]
-            pos = c
-        else:
-            break
-    ht[pos] = t
-    hi[pos, 0] = s0
-    hi[pos, 1] = s1
-    hi[pos, 2] = s2
-    hi[pos, 3] = s3
+# The event heap: one implementation for both kernels (``event_heap``); ``_less`` also orders the
+# replicas' decode heaps below
+_less = jitable(event_heap.less, inline=True)
+hpush = njit(cache=True)(event_heap.push)
+hpop = njit(cache=True)(event_heap.pop)
 
 
 @njit(cache=True)

@@ -245,13 +245,13 @@ def initial_state(prep, K, on_progress=None):
         lg=np.array(gates, dtype=float))
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
-        K.push(S.hi, S.ht, S.si, st.start_s, K.RELEASE, w, 0)
+        K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
     for w, wl in enumerate(wls):
         if wl.kind == CLOSED:
-            K.push(S.hi, S.ht, S.si, float(wl.start_s), K.RELEASE, w, 0)
+            K.push(S.ht, S.hi, S.si, float(wl.start_s), K.RELEASE, w, 0)
     for p, pl in enumerate(pools):
         if pl.preempt_rate_per_node_s > 0:
-            K.push(S.hi, S.ht, S.si, 0.0 + reclaims[p].gap_s(), K.PREEMPT, p, 0)
+            K.push(S.ht, S.hi, S.si, 0.0 + reclaims[p].gap_s(), K.PREEMPT, p, 0)
     return S, rl, reclaims
 
 
