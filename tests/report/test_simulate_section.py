@@ -43,7 +43,7 @@ def _field(block: dict, dotted: str):
     return block
 
 
-def _simulate_and_report(tmp_path: Path, scenario: str, measure: Path) -> tuple[dict, str]:
+def _simulate_and_report(tmp_path: Path, scenario: str | Path, measure: Path) -> tuple[dict, str]:
     res = runner.invoke(app, ["simulate", str(SCENARIOS / scenario), "--json"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
@@ -63,8 +63,8 @@ def _shown(html: str, block: str) -> dict[str, tuple[str, str]]:
     return {name[len(block) + 1:]: shown for name, shown in _agree(mine).items()}
 
 
-def _assert_block_shown(summary: dict, block: str, oracle: dict, html: str) -> dict[str, tuple[str, str]]:
-    doc = summary[block]
+def _assert_block_shown(doc: dict, block: str, oracle: dict, html: str) -> dict[str, tuple[str, str]]:
+    """``doc`` (the summary's block, read from its JSON) is what the page marks ``block.FIELD``."""
     shown = _shown(html, block)
     present = {f for f in oracle if _field(doc, f) is not None}
     assert set(shown) == present, (set(shown) ^ present)  # every figure the summary carries, no other
@@ -92,7 +92,7 @@ def limits(produced, tmp_path_factory) -> tuple[dict, str]:
 def test_dynamic_sampling_figures_are_the_summarys(dynamic):
     summary, html = dynamic
     assert summary["dynamic_sampling"] is not None and summary["limits"] is None
-    shown = _assert_block_shown(summary, "dynamic_sampling", DYNAMIC, html)
+    shown = _assert_block_shown(summary["dynamic_sampling"], "dynamic_sampling", DYNAMIC, html)
     num = {f: float(v) for f, (v, _) in shown.items() if f not in ("workload", "release")}
     # rounds of the shortfall: no fixed round size, and the example's B x G = 16 x 4, 200 steps
     assert "round_groups" not in shown and shown["release"][0] == "rounds of the shortfall"
@@ -113,13 +113,57 @@ def test_dynamic_sampling_figures_are_the_summarys(dynamic):
 def test_limits_figures_are_the_summarys(limits):
     summary, html = limits
     assert summary["limits"] is not None and summary["dynamic_sampling"] is None
-    shown = _assert_block_shown(summary, "limits", LIMITS, html)
+    shown = _assert_block_shown(summary["limits"], "limits", LIMITS, html)
     # every first attempt is either claimed warm or created cold: 20 steps x 256 rollouts
     assert float(shown["warm_claims"][0]) + float(shown["cold_starts"][0]) == 20 * 256
     assert float(shown["lifetime_s"][0]) == 1800  # [fleet.limits] lifetime_s
     wait = [float(shown[f"ready_wait_s.{q}"][0]) for q in ("p50", "p99")]
     assert 0 <= wait[0] <= wait[1] and not math.isnan(float(shown["ready_wait_s.mean"][0]))
     assert "<h3>Dynamic sampling</h3>" not in html and not _shown(html, "dynamic_sampling")
+
+
+TWO_RL = """
+[fleet]
+cap = 128
+
+[[workloads]]
+name = "easy"
+kind = "sync-rl"
+steps = 20
+train_s = 60
+hold = { dist = "lognormal", median_s = 300, sigma = 0.5 }
+dynamic_sampling = { groups = 8, group_size = 4, task_pass = [0.5, 0.9], valid_rate = 1.0 }
+
+[[workloads]]
+name = "hard"
+kind = "sync-rl"
+steps = 20
+train_s = 60
+hold = { dist = "lognormal", median_s = 300, sigma = 0.5 }
+dynamic_sampling = { groups = 8, group_size = 4, task_pass = [0.1, 0.5], valid_rate = 0.8, round_groups = 12 }
+
+[run]
+seed = 2
+"""
+
+
+def test_two_rl_workloads_show_one_table_each(produced, tmp_path):
+    """Two workloads with dynamic sampling: the top-level block is null, each workload's is shown under
+    its name; "hard" releases fixed rounds of 12 groups, so it trims the informative groups past B."""
+    scenario = tmp_path / "two_rl.toml"
+    scenario.write_text(TWO_RL, encoding="utf-8")
+    summary, html = _simulate_and_report(tmp_path, scenario, produced.fleet_path)
+    assert summary["dynamic_sampling"] is None and "<h3>Dynamic sampling</h3>" not in html
+    for name in ("easy", "hard"):
+        doc = summary["workloads"][name]["dynamic_sampling"]
+        shown = _assert_block_shown(doc, f"workloads.{name}.dynamic_sampling", DYNAMIC, html)
+        assert f"<h3>Dynamic sampling: {name}</h3>" in html and shown["workload"][0] == name
+        num = {f: float(v) for f, (v, _) in shown.items() if f not in ("workload", "release")}
+        assert num["groups_informative"] - num["groups_trimmed"] == 8 * 20  # B x steps trained on
+        assert num["oversampling_factor"] == pytest.approx(num["groups_released"] / (8 * 20))
+    hard = _shown(html, "workloads.hard.dynamic_sampling")
+    assert (hard["round_groups"], hard["valid_rate"][1]) == (("12.0", "12"), "80.0%")
+    assert float(hard["groups_trimmed"][0]) > 0 and "round_groups" not in _shown(html, "workloads.easy.dynamic_sampling")
 
 
 def test_neither_block_shows_without_them(produced, tmp_path):

@@ -69,11 +69,15 @@ def _block_table(block: DynamicSamplingFigures | LimitsFigures, prefix: str, row
 
 
 def dynamic_sampling_html(sim: SimulateSummary) -> str | None:
-    """The RL workload's dynamic sampling (groups, rounds, over-sampling), None without the block."""
-    d = sim.dynamic_sampling
-    if d is None:
-        return None
-    return "<h3>Dynamic sampling</h3>" + _block_table(d, "dynamic_sampling", DYNAMIC_ROWS)
+    """The RL workload's dynamic sampling (groups, rounds, over-sampling); with several such workloads
+    (the top-level block null) one table each, marked ``workloads.NAME.dynamic_sampling.FIELD``; None
+    without any."""
+    if sim.dynamic_sampling is not None:
+        return "<h3>Dynamic sampling</h3>" + _block_table(sim.dynamic_sampling, "dynamic_sampling", DYNAMIC_ROWS)
+    each = [f"<h3>Dynamic sampling: {escape(name)}</h3>"
+            + _block_table(w.dynamic_sampling, f"workloads.{name}.dynamic_sampling", DYNAMIC_ROWS)
+            for name, w in (sim.workloads or {}).items() if w.dynamic_sampling is not None]
+    return "".join(each) or None
 
 
 def limits_html(sim: SimulateSummary) -> str | None:
