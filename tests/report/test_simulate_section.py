@@ -18,6 +18,7 @@ from test_agreement import _agree, figures_of
 from typer.testing import CliRunner
 
 from sandbox_fleet.cli import app
+from scenario_texts import TWO_RL
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 runner = CliRunner()
@@ -120,31 +121,6 @@ def test_limits_figures_are_the_summarys(limits):
     wait = [float(shown[f"ready_wait_s.{q}"][0]) for q in ("p50", "p99")]
     assert 0 <= wait[0] <= wait[1] and not math.isnan(float(shown["ready_wait_s.mean"][0]))
     assert "<h3>Dynamic sampling</h3>" not in html and not _shown(html, "dynamic_sampling")
-
-
-TWO_RL = """
-[fleet]
-cap = 128
-
-[[workloads]]
-name = "easy"
-kind = "sync-rl"
-steps = 20
-train_s = 60
-hold = { dist = "lognormal", median_s = 300, sigma = 0.5 }
-dynamic_sampling = { groups = 8, group_size = 4, task_pass = [0.5, 0.9], valid_rate = 1.0 }
-
-[[workloads]]
-name = "hard"
-kind = "sync-rl"
-steps = 20
-train_s = 60
-hold = { dist = "lognormal", median_s = 300, sigma = 0.5 }
-dynamic_sampling = { groups = 8, group_size = 4, task_pass = [0.1, 0.5], valid_rate = 0.8, round_groups = 12 }
-
-[run]
-seed = 2
-"""
 
 
 def test_two_rl_workloads_show_one_table_each(produced, tmp_path):
