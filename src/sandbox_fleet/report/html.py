@@ -23,6 +23,7 @@ from sandbox_fleet.report import (
     optimize_section,
     plan_sections,
     replay_section,
+    simulate_section,
     tables,
 )
 from sandbox_fleet.report.checks import CheckResult, run_checks, worst_status
@@ -181,7 +182,8 @@ def _run_sections(sim: SimulateSummary | None, searched: OptimizeSummary | None,
         parts.append(_section("Replay on nodes", replay_section.replay_html(sim.nodes),
                               _figure("replay_nodes", replay_section.replay_chart(sim.nodes)), anchor="simulate"))
     elif sim is not None:
-        parts.append(_section("Simulation", tables.simulate_table(sim), anchor="simulate"))
+        parts.append(_section("Simulation", tables.simulate_table(sim), simulate_section.dynamic_sampling_html(sim),
+                              simulate_section.limits_html(sim), anchor="simulate"))
     if searched is not None:
         parts.append(_section("Optimize: the cheapest configuration meeting the target",
                               optimize_section.winner_table(searched),

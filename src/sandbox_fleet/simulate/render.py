@@ -75,6 +75,10 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
         rows.append(("trainer idle", _pct(s.trainer_idle_fraction)))
     if s.dynamic_sampling is not None:
         rows += _dynamic_rows(s.dynamic_sampling)
+    else:  # several RL workloads with it: each one's rows, named
+        for name, w in (s.workloads or {}).items():
+            if w.dynamic_sampling is not None:
+                rows += [(f"{name}: {label}", text) for label, text in _dynamic_rows(w.dynamic_sampling)]
     if s.inference is not None:
         rows += _inference_rows(s.inference)
         rows.append(("hold stretch (vs unloaded)", _f(s.hold_stretch, 3)))
@@ -91,7 +95,7 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
         if lim.warm_claims is not None:
             wait = lim.ready_wait_s or Quantiles()
             rows.append(("warm claims / cold starts", f"{_f(lim.warm_claims)} / {_f(lim.cold_starts)}"))
-            rows.append(("ready wait mean / p99 (s)", f"{_f(wait.mean, 1)} / {_f(wait.p99, 1)}"))
+            rows.append(("ready wait mean / p50 / p99 (s)", f"{_f(wait.mean, 1)} / {_f(wait.p50, 1)} / {_f(wait.p99, 1)}"))
     if ss is not None:
         rows += _steady_rows(ss)
     rows.append(("events", _f(s.events)))
@@ -216,9 +220,12 @@ def render_node_replay(n: NodeReplayFigures, console: Console) -> None:
 def _dynamic_rows(d) -> list[tuple[str, str]]:
     """Dynamic sampling: B, the measured share and over-sampling, what a step releases, the peak."""
     se = f" (+/- {_f(d.oversampling_factor_se, 2)})" if d.oversampling_factor_se is not None else ""
+    release = d.release if d.round_groups is None else f"fixed rounds of {d.round_groups} groups"
     return [
-        ("dynamic sampling: B x G / release", f"{d.groups} x {d.group_size} / {d.release}"),
+        ("dynamic sampling: B x G / release", f"{d.groups} x {d.group_size} / {release}"),
         ("informative share / over-sampling", f"{_pct(d.informative_share)} / {_f(d.oversampling_factor, 2)}x{se}"),
+        ("groups released / informative / trimmed",
+         f"{_f(d.groups_released)} / {_f(d.groups_informative)} / {_f(d.groups_trimmed)}"),
         ("groups per step mean / max", f"{_f(d.groups_released_per_step_mean, 1)} / {d.groups_released_per_step_max}"),
         ("rounds per step mean / max", f"{_f(d.rounds_per_step_mean, 2)} / {d.rounds_per_step_max}"),
         ("rollouts per step mean / max", f"{_f(d.rollouts_per_step_mean, 1)} / {d.rollouts_per_step_max}"),
