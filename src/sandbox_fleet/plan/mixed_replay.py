@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime
+from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime, WaitFigure
+from sandbox_fleet.plan.order_wait import step_releases_of, wait_cost
 from sandbox_fleet.plan.slots import ResourceRequest
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         slot_curve_reserved_nodes=slot.reserved_nodes, slot_curve_usd_per_h=slot.usd_per_h,
         basis=_basis(history, assumed, fallback, placement, provision_s, scale_down_s, peak, slot),
         nodes_over_time=_over_time(won),
+        wait=_wait(history, won),
     )
     return slot.model_copy(update={
         "reserved_nodes": best, "burst_nodes": burst.peak_nodes, "usd_per_h": costs[best], "replay": replay,
@@ -156,6 +158,13 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
                   f"{history.count:,} measured rollouts on nodes (the burst billed launch to release); the slot "
                   f"curve's ${slot.usd_per_h:,.4g}/h at R = {slot.reserved_nodes} is a lower bound"),
     })
+
+
+def _wait(history: RolloutIntervals, won: NodeReplay) -> WaitFigure:
+    """The chosen split's provisioning waits as the slowdown of the mean step (plan/order_wait.py)."""
+    w = wait_cost(history.start_s, history.end_s, won.end_s, step_releases_of(history.start_s, history.end_s))
+    return WaitFigure(method=w.method, slowdown=w.slowdown, steps=w.steps, lengthening_s_mean=w.lengthening_s_mean,
+                      lengthening_s_max=w.lengthening_s_max)
 
 
 def _over_time(won: NodeReplay) -> NodesOverTime:
