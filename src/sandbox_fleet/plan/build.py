@@ -556,7 +556,8 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
         fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
         alloc = usable(node, nodes.chosen.reserve)
         mixed = replay_mixed(mixed, history, alloc, fallback, provision_s=opts.node_provision_s,
-                             scale_down_s=opts.node_scale_down_s, placement=opts.node_placement)
+                             scale_down_s=opts.node_scale_down_s, placement=opts.node_placement,
+                             tolerance=opts.rl_tolerance)
         cpu, memory, disk, _ = requests_of(history, fallback)
         mixed = censored_burst.cover(mixed, censored, (alloc["cpu"], alloc["memory"], alloc["disk"]), (cpu, memory, disk),
                                      history)

@@ -449,6 +449,9 @@ class MixedReplay(Block):
     capped: Optional[CappedBurst] = None
     #: the chosen split's provisioning waits in time: the slowdown of the mean step vs all nodes up
     wait: Optional[WaitFigure] = None
+    #: the slowdown for each R = 0, 1, ... (as ``usd_per_h_by_reserved``), and the tolerance R was chosen within
+    slowdown_by_reserved: Optional[list[Optional[float]]] = None
+    tolerance: Num = None
 
 
 class Mixed(Block):

@@ -78,8 +78,22 @@ def mixed_line(mixed: Optional[Mixed], burst_tier: str, node_type: str, pools_pe
         all_in_per_h=mixed.usd_per_h + rest * (1.0 + s) if rest is not None else None,
         slot_curve_all_in_per_h=slot + rest * (1.0 + s) if rest is not None and slot is not None else None,
         slowdown=slow, over_tolerance=(slow > tolerance) if slow is not None and tolerance is not None else None,
-        wait_basis=describe(wait) if wait is not None else None,
+        wait_basis=(describe(wait) + _ruled_out(mixed, rest, s)) if wait is not None else None,
     )
+
+
+def _ruled_out(mixed: Mixed, rest: Optional[float], s: float) -> str:
+    """The cheaper R the tolerance ruled out (plan/mixed_replay.py), all in, with its slowdown."""
+    rp = mixed.replay
+    if rp is None or rp.tolerance is None or rest is None or not rp.usd_per_h_by_reserved or not rp.slowdown_by_reserved:
+        return ""
+    costs, slows, best = rp.usd_per_h_by_reserved, rp.slowdown_by_reserved, int(mixed.reserved_nodes or 0)
+    out = [r for r, c in enumerate(costs) if c is not None and c < (costs[best] or 0.0) and (slows[r] or 0.0) > rp.tolerance]
+    if not out:
+        return ""
+    r = min(out, key=lambda k: (costs[k] or 0.0, k))
+    return (f"; R = {r:,} would be ${(costs[r] or 0.0) + rest * (1.0 + s):,.2f}/h, its waits {slows[r] or 0.0:.1%}, "
+            f"past --tolerance {rp.tolerance:.1%}")
 
 
 def choose_order(lines: list[OrderLine], forced: Optional[str]) -> Optional[OrderLine]:
@@ -104,7 +118,7 @@ def _text(ln: OrderLine) -> str:
         return f"{what} not priced (re-runs unbounded)"
     if ln.all_in_per_h is None:
         return f"{what} no price"
-    waits = f" (waits: {ln.wait_basis})" if ln.slowdown else ""
+    waits = f" (waits: {ln.wait_basis})" if ln.reserved_nodes is not None and ln.wait_basis else ""
     return f"{what} ${ln.all_in_per_h:,.2f}/h{waits}"
 
 
