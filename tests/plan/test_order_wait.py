@@ -54,3 +54,29 @@ def test_all_nodes_up_costs_no_time():
     up = [NodePoolSpec("fleet", 2.0, 1e6, 1e6, 1.0, min_nodes=3, max_nodes=3)]
     got = replay_nodes(START, END, CPU, np.ones(5), np.zeros(5), up)
     assert wait_cost(START, END, got.end_s, RELEASE).slowdown == 0.0
+
+
+def test_an_order_past_the_tolerance_is_not_chosen_and_is_named():
+    """Hand-made lines: the cheaper mixed order lengthens the mean step 3% (tolerance 1%): spot is signed."""
+    from sandbox_fleet.plan.model import OrderLine
+    from sandbox_fleet.plan.order_replay import basis, choose_order
+
+    spot = OrderLine(order="spot", tier="spot", node_type="t", nodes=2, all_in_per_h=1.7, slowdown=0.0,
+                     over_tolerance=False, wait_basis="all up: no rollout waits for a node")
+    burst = OrderLine(order="mixed_spot", tier="spot", node_type="t", nodes=3, reserved_nodes=0, burst_nodes=3,
+                      all_in_per_h=0.9, slowdown=0.03, over_tolerance=True, wait_basis="mean step +3.0%")
+    assert choose_order([spot, burst], None) is spot
+    text = basis([spot, burst], spot, None, 10, None, 0.01)
+    assert text.startswith("spot (all up: no rollout waits for a node), the cheapest all in with its provisioning "
+                           "waits within --tolerance 1.0%")
+    assert "not eligible, its waits slowing the step past --tolerance 1.0%: mixed spot (0 reserved + up to 3 " \
+           "burst x t) $0.90/h (waits: mean step +3.0%)" in text
+
+
+def test_the_r_ruled_out_is_the_cheapest_past_the_tolerance():
+    from sandbox_fleet.plan.order_wait import ruled_out
+
+    costs, slows = [1.0, 1.5, 2.0, 3.0], [0.05, 0.02, 0.0, 0.0]
+    assert ruled_out(costs, slows, 2, 0.01) == 0
+    assert ruled_out(costs, slows, 2, 0.10) is None  # nothing cheaper is past it
+    assert ruled_out(costs, slows, 2, None) is None

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime, WaitFigure
-from sandbox_fleet.plan.order_wait import step_releases_of, wait_cost
+from sandbox_fleet.plan.order_wait import ruled_out, step_releases_of, wait_cost
 from sandbox_fleet.plan.slots import ResourceRequest
 
 if TYPE_CHECKING:
@@ -180,11 +180,9 @@ def _within(tolerance: Optional[float], costs: list[Optional[float]], slows: lis
     """The tolerance's part in the choice: the cheaper R its waits ruled out, if any."""
     if tolerance is None:
         return ""
-    out = [r for r in range(len(costs)) if costs[r] is not None and (costs[r] or 0.0) < (costs[best] or 0.0)
-           and (slows[r] or 0.0) > tolerance]
-    if not out:
+    r = ruled_out(costs, slows, best, tolerance)
+    if r is None:
         return f"whose waits slow the mean step by at most --tolerance {tolerance:.1%} "
-    r = min(out, key=lambda k: (costs[k] or 0.0, k))
     return (f"whose waits slow the mean step by at most --tolerance {tolerance:.1%} (R = {r:,} would cost "
             f"${costs[r] or 0.0:,.4g}/h but slows it {slows[r] or 0.0:.1%}) ")
 

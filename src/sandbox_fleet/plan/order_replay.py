@@ -18,8 +18,10 @@ upper bound where the reserved nodes run part of it). The cheapest is the order 
 
 Cheaper in $ may be dearer in time: a burst node joins after its provisioning delay and the rollouts
 placed on it wait. Each order carries the slowdown of the mean step its waits cost against all nodes
-up (``plan/order_wait.py``; a single tier all up waits for nothing: 0); an order slower than the
-plan's ``--tolerance`` is not eligible, and the basis names it with its figure.
+up (``plan/order_wait.py``; a single tier all up waits for nothing: 0). A mixed order's R is the
+cheapest within the plan's ``--tolerance`` (plan/mixed_replay.py), its line saying what the cheaper R
+ruled out would cost and slow; an order still slower than the tolerance is not eligible, and the basis
+names it with its figure.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 from typing import Optional
 
 from sandbox_fleet.plan.model import Mixed, OrderLine
-from sandbox_fleet.plan.order_wait import describe
+from sandbox_fleet.plan.order_wait import describe, ruled_out
 
 #: the orders in the order ties are broken (the simplest purchase first)
 ORDERS = ("reserved", "on_demand", "spot", "mixed_on_demand", "mixed_spot")
@@ -87,11 +89,10 @@ def _ruled_out(mixed: Mixed, rest: Optional[float], s: float) -> str:
     rp = mixed.replay
     if rp is None or rp.tolerance is None or rest is None or not rp.usd_per_h_by_reserved or not rp.slowdown_by_reserved:
         return ""
-    costs, slows, best = rp.usd_per_h_by_reserved, rp.slowdown_by_reserved, int(mixed.reserved_nodes or 0)
-    out = [r for r, c in enumerate(costs) if c is not None and c < (costs[best] or 0.0) and (slows[r] or 0.0) > rp.tolerance]
-    if not out:
+    costs, slows = rp.usd_per_h_by_reserved, rp.slowdown_by_reserved
+    r = ruled_out(costs, slows, int(mixed.reserved_nodes or 0), rp.tolerance)
+    if r is None:
         return ""
-    r = min(out, key=lambda k: (costs[k] or 0.0, k))
     return (f"; R = {r:,} would be ${(costs[r] or 0.0) + rest * (1.0 + s):,.2f}/h, its waits {slows[r] or 0.0:.1%}, "
             f"past --tolerance {rp.tolerance:.1%}")
 

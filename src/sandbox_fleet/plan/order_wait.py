@@ -81,6 +81,17 @@ def wait_cost(start_s: np.ndarray, end_s: np.ndarray, replayed_end_s: np.ndarray
                     float(np.mean(longer)) if keys.size else 0.0, float(np.max(longer)) if keys.size else 0.0)
 
 
+def ruled_out(costs: list[Optional[float]], slows: list[Optional[float]], best: int,
+              tolerance: Optional[float]) -> Optional[int]:
+    """The cheapest R (by $, then the fewest) cheaper than ``best`` whose slowdown is past ``tolerance``:
+    the R the tolerance ruled out; None when none is."""
+    if tolerance is None:
+        return None
+    out = [r for r, c in enumerate(costs) if c is not None and c < (costs[best] or 0.0)
+           and (slows[r] or 0.0) > tolerance]
+    return min(out, key=lambda k: (costs[k] or 0.0, k)) if out else None
+
+
 def describe(w: WaitFigure) -> str:
     """The figure in a few words: "mean step +4.2% (+12 s, at most +60 s, 8 steps)"."""
     what = "mean step" if w.method == "steps" else "mean rollout"
