@@ -80,8 +80,20 @@ def mixed_line(mixed: Optional[Mixed], burst_tier: str, node_type: str, pools_pe
         all_in_per_h=mixed.usd_per_h + rest * (1.0 + s) if rest is not None else None,
         slot_curve_all_in_per_h=slot + rest * (1.0 + s) if rest is not None and slot is not None else None,
         slowdown=slow, over_tolerance=(slow > tolerance) if slow is not None and tolerance is not None else None,
-        wait_basis=(describe(wait) + _ruled_out(mixed, rest, s)) if wait is not None else None,
+        wait_basis=_wait_words(mixed, rest, s),
     )
+
+
+#: a mixed order none of whose rollouts waited, and no cheaper R ruled out: its line says nothing more
+NO_WAIT = "no rollout waited for a node"
+
+
+def _wait_words(mixed: Mixed, rest: Optional[float], s: float) -> Optional[str]:
+    wait = mixed.replay.wait if mixed.replay is not None else None
+    if wait is None:
+        return None
+    ruled = _ruled_out(mixed, rest, s)
+    return describe(wait) + ruled if (wait.slowdown or ruled) else NO_WAIT
 
 
 def _ruled_out(mixed: Mixed, rest: Optional[float], s: float) -> str:
@@ -119,7 +131,8 @@ def _text(ln: OrderLine) -> str:
         return f"{what} not priced (re-runs unbounded)"
     if ln.all_in_per_h is None:
         return f"{what} no price"
-    waits = f" (waits: {ln.wait_basis})" if ln.reserved_nodes is not None and ln.wait_basis else ""
+    waits = (f" (waits: {ln.wait_basis})" if ln.reserved_nodes is not None and ln.wait_basis not in (None, NO_WAIT)
+             else "")
     return f"{what} ${ln.all_in_per_h:,.2f}/h{waits}"
 
 

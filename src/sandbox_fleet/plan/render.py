@@ -312,7 +312,7 @@ def mixed_lines(co: Cost, node_type: str) -> list[str]:
 def _waits(mx: Mixed) -> str:
     """The time the burst's provisioning waits cost (plan/order_wait.py), as the BUY line states it."""
     w = mx.replay.wait if mx.replay is not None else None
-    if w is None:
+    if w is None or not w.slowdown:
         return ""
     return f"waits: {'mean step' if w.method == 'steps' else 'mean rollout'} +{w.slowdown or 0.0:.1%}; "
 
