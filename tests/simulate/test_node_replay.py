@@ -99,7 +99,7 @@ def oracle(start, end, req, pools):
                 nd.gone_at = max(nd.running.values(), default=nd.emptied_at) + pools[nd.pool].scale_down_s
         hours[nd.pool] += (nd.gone_at - nd.launch) / 3600.0
     return {"hours": hours, "peak": peak, "waited": waited, "wait_total": wait_total, "unplaced": unplaced,
-            "span": last - t0}
+            "span": last - t0, "ends": ends}
 
 
 def bursty_rl(seed=3, steps=40, batch=300, sigma=1.1):

@@ -556,7 +556,8 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
         fallback = nodes.reqs[max(range(len(nodes.reqs)), key=lambda i: nodes.counts[i])]
         alloc = usable(node, nodes.chosen.reserve)
         mixed = replay_mixed(mixed, history, alloc, fallback, provision_s=opts.node_provision_s,
-                             scale_down_s=opts.node_scale_down_s, placement=opts.node_placement)
+                             scale_down_s=opts.node_scale_down_s, placement=opts.node_placement,
+                             tolerance=opts.rl_tolerance)
         cpu, memory, disk, _ = requests_of(history, fallback)
         mixed = censored_burst.cover(mixed, censored, (alloc["cpu"], alloc["memory"], alloc["disk"]), (cpu, memory, disk),
                                      history)
@@ -686,14 +687,16 @@ def _by_replay(fig: Figures, n: int, duty: Optional[float], by_tier: dict[str, t
                                               rest_per_h, share, unbounded))
         if t != "reserved":  # a mixed order bursts on on-demand or spot
             mixes[t] = plan_mixed(fig, nd, replace(opts, price_tier=t), share, unbounded, history, censored)
-            lines.append(order_replay.mixed_line(mixes[t], t, nd.node.name, pools_per_h, rest_per_h, share))
+            lines.append(order_replay.mixed_line(mixes[t], t, nd.node.name, pools_per_h, rest_per_h, share,
+                                                 opts.rl_tolerance))
     lines.sort(key=lambda ln: order_replay.ORDERS.index(ln.order or ""))
     won = order_replay.choose_order(lines, opts.price_tier)
     tier = won.tier if won is not None and won.tier is not None else choice.chosen or "on_demand"
     notes.extend(by_tier[tier][1])
     choice = choice.model_copy(update={
         "chosen": tier, "replayed": lines, "order": won.order if won is not None else None,
-        "basis": order_replay.basis(lines, won, opts.price_tier, history.count, choice.basis)})
+        "basis": order_replay.basis(lines, won, opts.price_tier, history.count, choice.basis,
+                                   opts.rl_tolerance)})
     return counted[tier], replace(opts, price_tier=tier), choice, mixes
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime
+from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime, WaitFigure
+from sandbox_fleet.plan.order_wait import ruled_out, step_releases_of, wait_cost
 from sandbox_fleet.plan.slots import ResourceRequest
 
 if TYPE_CHECKING:
@@ -95,10 +96,12 @@ def short_at(history: RolloutIntervals, allocatable: dict[str, float], fallback:
 
 def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, float], fallback: ResourceRequest,
                  *, provision_s: float = PROVISION_S, scale_down_s: float = SCALE_DOWN_S,
-                 placement: str = PLACEMENT) -> Mixed:
+                 placement: str = PLACEMENT, tolerance: Optional[float] = None) -> Mixed:
     """``slot`` (the slot-curve split, with its prices and burst tier) re-priced by the node replay of
     ``history`` on nodes of ``allocatable`` cpu / memory / disk (after the system reserve); a rollout
-    whose task sets no request runs at ``fallback``."""
+    whose task sets no request runs at ``fallback``. With ``tolerance``, R is the cheapest whose
+    provisioning waits slow the mean step by at most it (plan/order_wait.py; R = the peak waits for
+    nothing, so one always is)."""
     # NumPy and numba: only when a replay runs (a plan on a summary loads neither)
     from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, load_if_pays, replay_nodes
 
@@ -117,15 +120,21 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     load_if_pays(history.count * len(_candidates(peak, history.count)))  # the search's whole work, stated up front
     p_r, p_b = slot.reserved_usd_per_node_h, slot.burst_usd_per_node_h
     costs: list[Optional[float]] = [None] * (peak + 1)
-    kept: dict[int, NodeReplay] = {}  # the cheapest replay so far (one: a replay holds per-rollout arrays)
+    slows: list[Optional[float]] = [None] * (peak + 1)
+    kept: dict[int, NodeReplay] = {}  # the best replay so far (one: a replay holds per-rollout arrays)
+    release = step_releases_of(history.start_s, history.end_s)
+
+    def rank(r: int) -> tuple[bool, float, int]:  # within the tolerance first, then the cheapest, then the fewest
+        return (tolerance is not None and (slows[r] or 0.0) > tolerance, costs[r] or 0.0, r)
 
     def price(r: int) -> None:
         if costs[r] is not None:
             return
         got = run(r, p_r, p_b, provision_s, scale_down_s)
         costs[r] = float(got.usd_per_h or 0.0)
+        slows[r] = wait_cost(history.start_s, history.end_s, got.end_s, release).slowdown
         held = next(iter(kept), None)
-        if held is None or (costs[r], r) < (costs[held], held):
+        if held is None or rank(r) < rank(held):
             kept.clear()
             kept[r] = got
 
@@ -148,14 +157,34 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         slot_curve_reserved_nodes=slot.reserved_nodes, slot_curve_usd_per_h=slot.usd_per_h,
         basis=_basis(history, assumed, fallback, placement, provision_s, scale_down_s, peak, slot),
         nodes_over_time=_over_time(won),
+        wait=_wait(history, won, release), slowdown_by_reserved=slows, tolerance=tolerance,
     )
     return slot.model_copy(update={
         "reserved_nodes": best, "burst_nodes": burst.peak_nodes, "usd_per_h": costs[best], "replay": replay,
         "basis": (f"R = {best:,} reserved, the cheapest of R = 0..{peak:,} "
+                  f"{_within(tolerance, costs, slows, best)}"
                   f"{'' if every else '(on a grid, then every R around its best: not every R) '}by replaying the "
                   f"{history.count:,} measured rollouts on nodes (the burst billed launch to release); the slot "
                   f"curve's ${slot.usd_per_h:,.4g}/h at R = {slot.reserved_nodes} is a lower bound"),
     })
+
+
+def _wait(history: RolloutIntervals, won: NodeReplay, release: Optional[np.ndarray]) -> WaitFigure:
+    """The chosen split's provisioning waits as the slowdown of the mean step (plan/order_wait.py)."""
+    w = wait_cost(history.start_s, history.end_s, won.end_s, release)
+    return WaitFigure(method=w.method, slowdown=w.slowdown, steps=w.steps, lengthening_s_mean=w.lengthening_s_mean,
+                      lengthening_s_max=w.lengthening_s_max)
+
+
+def _within(tolerance: Optional[float], costs: list[Optional[float]], slows: list[Optional[float]], best: int) -> str:
+    """The tolerance's part in the choice: the cheaper R its waits ruled out, if any."""
+    if tolerance is None:
+        return ""
+    r = ruled_out(costs, slows, best, tolerance)
+    if r is None:
+        return f"whose waits slow the mean step by at most --tolerance {tolerance:.1%} "
+    return (f"whose waits slow the mean step by at most --tolerance {tolerance:.1%} (R = {r:,} would cost "
+            f"${costs[r] or 0.0:,.4g}/h but slows it {slows[r] or 0.0:.1%}) ")
 
 
 def _over_time(won: NodeReplay) -> NodesOverTime:

@@ -403,6 +403,18 @@ class CappedBurst(Block):
     basis: Optional[str] = None
 
 
+class WaitFigure(Block):
+    """The time an order's provisioning waits cost against the all-up order (plan/order_wait.py)."""
+
+    #: "steps" (slowdown of the mean synchronous step) or "rollouts" (of the mean rollout: no steps)
+    method: Optional[str] = None
+    #: the summed lengthening over the summed measured lengths (0.05: 5% longer)
+    slowdown: Num = None
+    steps: Count = None
+    lengthening_s_mean: Num = None
+    lengthening_s_max: Num = None
+
+
 class MixedReplay(Block):
     """The mixed purchase priced by a node replay of the measured history (plan/mixed_replay.py)."""
 
@@ -435,6 +447,11 @@ class MixedReplay(Block):
     nodes_over_time: Optional[NodesOverTime] = None
     #: the history ran under a binding cap: what this replay under-states, and the burst limit covering the demand
     capped: Optional[CappedBurst] = None
+    #: the chosen split's provisioning waits in time: the slowdown of the mean step vs all nodes up
+    wait: Optional[WaitFigure] = None
+    #: the slowdown for each R = 0, 1, ... (as ``usd_per_h_by_reserved``), and the tolerance R was chosen within
+    slowdown_by_reserved: Optional[list[Optional[float]]] = None
+    tolerance: Num = None
 
 
 class Mixed(Block):
@@ -501,6 +518,12 @@ class OrderLine(Block):
     slot_curve_all_in_per_h: Num = None
     #: re-runs unbounded at the catalog's reclaim rate: not priced
     unbounded: Optional[bool] = None
+    #: the slowdown of the mean step its provisioning waits cost vs all nodes up (0: a single tier, all up)
+    slowdown: Num = None
+    #: the slowdown is above the plan's --tolerance: not eligible
+    over_tolerance: Optional[bool] = None
+    #: the slowdown in words (its method, mean and largest lengthening)
+    wait_basis: Optional[str] = None
 
 
 class TierChoice(Block):

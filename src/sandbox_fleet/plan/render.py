@@ -303,10 +303,18 @@ def mixed_lines(co: Cost, node_type: str) -> list[str]:
     vs = ", ".join(f"{_money(v)}/h all {label}" for v, label in singles)
     return [
         f"  BUY mixed: {mx.reserved_nodes:,} x {node_type} reserved + up to {mx.burst_nodes:,} x {node_type} "
-        f"{_tier(mx.burst_tier)} as the load needs them: {_money(mx.usd_per_h)}/h (vs {vs} at peak)",
+        f"{_tier(mx.burst_tier)} as the load needs them: {_money(mx.usd_per_h)}/h ({_waits(mx)}vs {vs} at peak)",
         f"    ({mx.basis})",
         *replay_lines(mx),
     ]
+
+
+def _waits(mx: Mixed) -> str:
+    """The time the burst's provisioning waits cost (plan/order_wait.py), as the BUY line states it."""
+    w = mx.replay.wait if mx.replay is not None else None
+    if w is None or not w.slowdown:
+        return ""
+    return f"waits: {'mean step' if w.method == 'steps' else 'mean rollout'} +{w.slowdown or 0.0:.1%}; "
 
 
 def replay_lines(mx: Mixed) -> list[str]:
