@@ -296,3 +296,19 @@ def test_simulate_of_a_scenario_refuses_the_filters(run_cli, tmp_path):
     scenario = ROOT / "examples" / "scenarios" / "mmc.toml"
     r = run_cli("simulate", scenario, "--model", "a")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "[filter]" in r.err, r.err
+
+
+def test_the_node_replay_flags_are_one_declaration_with_the_librarys_defaults():
+    # plan (with telemetry) and simulate --replay read the same three flags: same default, same help
+    import typer.main
+
+    from sandbox_fleet import cli
+    from sandbox_fleet.plan.mixed_replay import PROVISION_S, SCALE_DOWN_S
+
+    group = typer.main.get_command(cli.app)
+    want = {"--node-provision-s": PROVISION_S, "--node-scale-down-s": SCALE_DOWN_S, "--node-placement": "pack"}
+    for flag, default in want.items():
+        seen = [(p.default, p.help) for name in ("plan", "simulate") for p in group.commands[name].params
+                if flag in getattr(p, "opts", ())]
+        assert len(seen) == 2 and seen[0] == seen[1], (flag, seen)
+        assert seen[0][0] == default, (flag, seen[0][0], default)

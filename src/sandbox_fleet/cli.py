@@ -177,6 +177,11 @@ _SINCE = typer.Option(None, "--since", help="Telemetry: keep rollouts started at
 _UNTIL = typer.Option(None, "--until", help="Telemetry: keep rollouts started before this ISO time.")
 _PASS_THRESHOLD = typer.Option(None, "--pass-threshold", help="Telemetry: a reward at or above this passes (default 1).")
 _TASKS = typer.Option(None, "--tasks", help="Tasks root (metadata/tasks.parquet + data/*.tar), when the input is telemetry.")
+# The node replay's delays and placement (plan with telemetry, simulate --replay): one declaration, the
+# defaults those of plan/mixed_replay.py (PROVISION_S, SCALE_DOWN_S; a test holds them equal)
+_NODE_PROVISION_S = typer.Option(60.0, "--node-provision-s", help="Node replay (plan with telemetry, simulate --replay): a launched burst node joins this many seconds later.")
+_NODE_SCALE_DOWN_S = typer.Option(300.0, "--node-scale-down-s", help="Node replay: an empty burst node is released this many seconds after its last sandbox ends (the NodePools' consolidateAfter).")
+_NODE_PLACEMENT = typer.Option("pack", "--node-placement", help="Node replay: place each rollout on the most-allocated node (pack) or the least-allocated (spread).")
 _GROUP_SIZE = typer.Option(None, "--group-size", help="Rollouts per RL group (GRPO's G) the informative-group shares are given for (default: the median recorded group, else 8).")
 
 
@@ -328,9 +333,9 @@ def plan(
     reserve_cpu: Optional[float] = typer.Option(None, "--reserve-cpu", help="Per-node system reserve, cores (default: the node type's own)."),
     reserve_memory_gb: Optional[float] = typer.Option(None, "--reserve-memory-gb", help="Per-node system reserve, GiB memory."),
     reserve_disk_gb: Optional[float] = typer.Option(None, "--reserve-disk-gb", help="Per-node system reserve, GiB disk."),
-    node_provision_s: float = typer.Option(60.0, "--node-provision-s", help="With telemetry: a burst node joins this many seconds after launch, in the node replay that prices the mixed purchase."),
-    node_scale_down_s: float = typer.Option(300.0, "--node-scale-down-s", help="With telemetry: an empty burst node is released this many seconds after its last sandbox ends (the NodePools' consolidateAfter)."),
-    node_placement: str = typer.Option("pack", "--node-placement", help="With telemetry: place each rollout on the most-allocated node (pack) or the least-allocated (spread)."),
+    node_provision_s: float = _NODE_PROVISION_S,
+    node_scale_down_s: float = _NODE_SCALE_DOWN_S,
+    node_placement: str = _NODE_PLACEMENT,
     request: Optional[str] = typer.Option(None, "--request", help="Override task requests: CPUS,MEMORY_MB,STORAGE_MB[,GPUS]."),
     price_tier: Optional[str] = typer.Option(None, "--price-tier", help="Headline tier: reserved, on_demand, spot (default: from the duty cycle)."),
     prefix_break: float = typer.Option(0.0, "--prefix-break", help="Fraction of turns that break the cached prefix."),
@@ -595,9 +600,9 @@ def simulate(
     reserved_nodes: Optional[int] = typer.Option(None, "--reserved-nodes", help="With --replay: reserved nodes, always up (default: the plan's mixed purchase)."),
     burst_nodes: Optional[int] = typer.Option(None, "--burst-nodes", help="With --replay: the burst pool's most nodes (default: the plan's burst NodePool limit)."),
     burst_tier: Optional[str] = typer.Option(None, "--burst-tier", help="With --replay: on-demand or spot (default: the plan's)."),
-    node_provision_s: float = typer.Option(60.0, "--node-provision-s", help="With --replay: a launched node joins this many seconds later."),
-    node_scale_down_s: float = typer.Option(300.0, "--node-scale-down-s", help="With --replay: an empty burst node is released this many seconds after its last sandbox ends (consolidateAfter)."),
-    node_placement: str = typer.Option("pack", "--node-placement", help="With --replay: pack (most-allocated node) or spread (least-allocated)."),
+    node_provision_s: float = _NODE_PROVISION_S,
+    node_scale_down_s: float = _NODE_SCALE_DOWN_S,
+    node_placement: str = _NODE_PLACEMENT,
     reclaim_per_node_h: Optional[float] = typer.Option(None, "--reclaim-per-node-h", help="With --replay: spot reclaims per node-hour, Poisson per node (default: the node type's catalog rate; 0: none)."),
     reclaim_trace: Optional[Path] = typer.Option(None, "--reclaim-trace", help="With --replay: a CSV of reclaims, header time,pool (time: seconds from the first start, or an ISO 8601 timestamp as a cloud's interruption events carry it, UTC without an offset; pool reserved, burst or fleet)."),
     telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
