@@ -13,8 +13,9 @@ figure is read against it:
 - **without steps**: the slowdown of the mean rollout, the summed waits over the summed measured
   holds (the share of sandbox-time spent waiting for a node, relative to the work).
 
-An order whose figure is above the plan's ``--tolerance`` (the allowed slowdown of the mean step the
-RL schedule target also reads) is not eligible (plan/order_replay.py).
+The plan's ``--tolerance`` (the allowed slowdown of the mean step the RL schedule target also reads)
+bounds it: a mixed order's R is first re-chosen as the cheapest within it (plan/mixed_replay.py), and
+an order still above it is not eligible (plan/order_replay.py).
 """
 
 from __future__ import annotations
