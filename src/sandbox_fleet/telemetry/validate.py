@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.buffers import all_false, slot_bounds
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
@@ -91,7 +90,7 @@ def clean_batch(
     cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name), opts.coded and name in CODED_COLUMNS)
                                  for name in table.column_names}
     n = table.num_rows
-    unparsable = mixed = all_false(n)
+    unparsable = mixed = pa.repeat(False, n)
     for name in ("started_at", "finished_at", *PHASE_TIME_COLUMNS):
         if name not in cols:
             continue
@@ -131,10 +130,10 @@ def clean_batch(
 def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
     """Either end outside the plausible window (or, with --allow-any-time, past year 9999)."""
     lo_us, hi_us = opts.earliest_us, opts.latest_us
-    # Two raw reductions settle the usual case (everything inside) without building a mask.
-    bounds = [slot_bounds(c) for c in (start, finish)]
-    if all(b is not None and (lo_us is None or b[0] >= lo_us) and b[1] < hi_us for b in bounds):
-        return all_false(len(start))
+    # Two reductions settle the usual case (everything inside) without building a mask.
+    bounds = [pc.min_max(c.cast(pa.int64())).as_py() for c in (start, finish)]
+    if all(b["min"] is not None and (lo_us is None or b["min"] >= lo_us) and b["max"] < hi_us for b in bounds):
+        return pa.repeat(False, len(start))
     hi = pa.scalar(hi_us, pa.int64()).cast(TS)
     out = pc.or_(pc.greater_equal(start, hi), pc.greater_equal(finish, hi))
     if lo_us is not None:
