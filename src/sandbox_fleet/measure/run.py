@@ -36,7 +36,6 @@ from sandbox_fleet.measure.limits import measure_limits
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.nodes_health import COLUMNS as NODE_COLUMNS
 from sandbox_fleet.measure.nodes_health import measure_node_health
-from sandbox_fleet.measure.numpypool import reusing_freed_arrays
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.rewards import fractional_warning
@@ -389,7 +388,7 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
     Raises InputError when no usable rollout is left. ``group_size``: the G of ``rl_groups``'
     expected shares (default: the median recorded group, else ``rl_groups.DEFAULT_GROUP_SIZE``).
     """
-    with session(), reusing_freed_arrays():
+    with session():
         return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False,
                         min_turn_rows=min_turn_rows, group_size=group_size)
 
@@ -507,15 +506,14 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
                                        pass_threshold=pass_threshold, progress=progress, cap=cap,
                                        memory_budget_gb=memory_budget_gb, temp_parent=temp_parent)
     prefer_returning_pool()
-    with reusing_freed_arrays():
-        t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
-                           cache_dir=cache_dir, coded=True)
-        if models or since or until:
-            t = filter_rollouts(t, models=models, since=since, until=until)
-        flag_cap(t, cap)
-        # Nothing else holds this table: dropping the columns measure never reads frees them
-        # (~240 MB of id strings at 10M rows) before the measurements allocate.
-        t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
-        with session():
-            return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
-                            min_turn_rows=min_turn_rows, group_size=group_size)
+    t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
+                       cache_dir=cache_dir, coded=True)
+    if models or since or until:
+        t = filter_rollouts(t, models=models, since=since, until=until)
+    flag_cap(t, cap)
+    # Nothing else holds this table: dropping the columns measure never reads frees them
+    # (~240 MB of id strings at 10M rows) before the measurements allocate.
+    t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
+    with session():
+        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
+                        min_turn_rows=min_turn_rows, group_size=group_size)
