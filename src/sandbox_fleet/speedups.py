@@ -1,7 +1,6 @@
 """The one switch that turns the speed-ups off: ``SANDBOX_FLEET_PURE_PYTHON=1``.
 
-It makes the numba kernels of ``simulate`` run as plain Python and leaves glibc's allocator
-settings alone in ``measure`` (``measure.numpypool``); tests use it to compare whole outputs.
+It makes the numba kernels of ``simulate`` run as plain Python; tests use it to compare whole outputs.
 """
 
 from __future__ import annotations

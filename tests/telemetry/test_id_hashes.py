@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from sandbox_fleet.telemetry.record import Telemetry
-from sandbox_fleet.telemetry.validate import DUPLICATE, BatchIdHashes, _id_hashes, drop_duplicates
+from sandbox_fleet.telemetry.validate import DUPLICATE, _id_hashes, drop_duplicates
 
 
 def test_equal_strings_hash_alike_whatever_the_chunk_type_or_offset():
@@ -65,8 +65,8 @@ def test_first_of_each_id_kept_as_duckdb_says(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_hashes_queued_batch_by_batch_keep_what_duckdb_keeps(seed):
-    # Batches hashed on the worker as they come (one empty, one of two chunks) must select
+def test_batches_concatenated_keep_what_duckdb_keeps(seed):
+    # Batches as the reader concatenates them (one empty, one of two chunks) must select
     # the same first rows as one GROUP BY over the concatenated table.
     rng = np.random.default_rng(100 + seed)
     pool = [f"task-{int(v)}" * int(rng.integers(1, 3)) for v in rng.integers(0, 10**9, 200)]
@@ -79,28 +79,14 @@ def test_hashes_queued_batch_by_batch_keep_what_duckdb_keeps(seed):
         batches.append(pa.Table.from_batches(
             [pa.record_batch({"id": pa.array(ids[a:mid], pa.large_string()), "row": pa.array(range(a, mid), pa.int64())}),
              pa.record_batch({"id": pa.array(ids[mid:b], pa.large_string()), "row": pa.array(range(mid, b), pa.int64())})]))
-    hashed = BatchIdHashes()
-    for batch in batches:
-        hashed.add(batch.column("id"))
     table = pa.concat_tables(batches)
     tel = Telemetry(rollouts=table)
-    kept = drop_duplicates(table, tel, hashed)
+    kept = drop_duplicates(table, tel)
     con = duckdb.connect()
     con.register("t", table)
     want = [r[0] for r in con.execute("SELECT min(row) AS first FROM t GROUP BY id ORDER BY first").fetchall()]
     assert kept.column("row").to_pylist() == want
     assert tel.rejected.get(DUPLICATE, 0) == 900 - len(want)
-
-
-def test_queued_hashes_that_miss_rows_are_not_used():
-    # Hashes of fewer rows than the table (a batch not queued) fall back to hashing the table.
-    first = pa.table({"id": ["a", "b"], "row": [0, 1]})
-    table = pa.concat_tables([first, pa.table({"id": ["a", "c", "b"], "row": [2, 3, 4]})])
-    hashed = BatchIdHashes()
-    hashed.add(first.column("id"))
-    tel = Telemetry(rollouts=table)
-    assert drop_duplicates(table, tel, hashed).column("row").to_pylist() == [0, 1, 3]
-    assert tel.rejected[DUPLICATE] == 2
 
 
 def test_load_dedups_across_row_groups(tmp_path):
@@ -128,9 +114,8 @@ def test_load_dedups_across_row_groups(tmp_path):
 
 @pytest.mark.parametrize("id_type", [pa.string(), pa.large_string(), pa.int64()])
 @pytest.mark.parametrize("row_group_size", [10_000, 700])
-def test_rows_rejected_while_their_batch_is_hashed_leave_no_hash_behind(tmp_path, id_type, row_group_size):
-    # Text ids are hashed before their batch is cleaned and the rejected rows' hashes dropped
-    # after; other ids after cleaning. Either way: the first KEPT row of each id stays, and a
+def test_rows_rejected_leave_no_hash_behind(tmp_path, id_type, row_group_size):
+    # The first KEPT row of each id stays, and a
     # rejected row (blank id, no finish, finished before started) neither stays nor shadows
     # a later valid row with its id. The oracle is a first-seen dict over the valid rows.
     import pyarrow.parquet as pq

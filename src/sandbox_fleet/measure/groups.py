@@ -123,7 +123,7 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
 
 def model_columns(fr: Frame, threshold: float) -> tuple[list, int]:
     """``by_model``'s counts and sums as independent jobs (``group_columns``) and the group count;
-    they read no hold sort, so another lane can run them (1 s of bincounts at 10M rows)."""
+    they read no hold sort, so their pass runs beside the hold sorts (1 s of bincounts at 10M rows)."""
     codes, names = fr.model.labelled()
     return group_columns(fr, codes, len(names), threshold), len(names)
 

@@ -31,12 +31,11 @@ from sandbox_fleet.measure.fleetcap import (
 )
 from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
 from sandbox_fleet.measure.holds import measure_holds
-from sandbox_fleet.measure.lanes import ANY, HERE, Pass, run_plan
+from sandbox_fleet.measure.lanes import Pass, run_plan
 from sandbox_fleet.measure.limits import measure_limits
 from sandbox_fleet.measure.model import MeasureSummary
 from sandbox_fleet.measure.nodes_health import COLUMNS as NODE_COLUMNS
 from sandbox_fleet.measure.nodes_health import measure_node_health
-from sandbox_fleet.measure.numpypool import reusing_freed_arrays
 from sandbox_fleet.measure.outcomes import measure_exceptions, measure_outcomes, outcome_codes
 from sandbox_fleet.measure.phases import measure_phases
 from sandbox_fleet.measure.rewards import fractional_warning
@@ -61,12 +60,8 @@ from sandbox_fleet.telemetry.record import ROLLOUT_COLUMNS, Telemetry, conform_r
 
 #: Below this many rows measuring takes well under a second: no bar.
 BAR_ROWS = 1_000_000
-#: Up to this many rows two lanes: the per-task pass, the sweep, the per-model and overall step
-#: passes and then the token pass on a worker; the rest here, the small counts taken by
-#: whichever lane is free. With the text columns coded and the Arrow time columns dropped once
-#: copied out, 10M rows peak at ~2 GiB so (with up to ``numpypool.KEEP_BYTES`` of freed
-#: blocks kept for reuse). Past it, one pass at a time. (A third lane, tried up to 4M rows, was
-#: slower on two cores: 1.71 s against 1.60 s at 2.4M rows, 1.02 against 0.83 s at 1M.)
+#: Up to this many rows two passes at a time (``lanes.run_plan``'s two workers); past it one, for
+#: peak memory. Its gain is in BENCHMARKS.md.
 TWO_LANES_ROWS = 12_000_000
 #: The rollout columns measure reads: ids never enter a figure (task ids only ``by_task``).
 MEASURED_COLUMNS = tuple(c for c in ROLLOUT_COLUMNS if c != "id")
@@ -261,9 +256,9 @@ def _masks(fr: Frame, pass_threshold: float) -> None:
 
 
 def _model_columns(fr: Frame, pass_threshold: float) -> list:
-    # The per-model counts and sums, one job a column (blockwise: small buffers), for any lane.
+    # The per-model counts and sums, one job a column (blockwise: small buffers).
     jobs, _ = model_columns(fr, pass_threshold)
-    return jobs
+    return [job() for job in jobs]
 
 
 def _holds(fr: Frame, pass_threshold: float) -> dict:
@@ -309,8 +304,8 @@ def _peak(fleet_cap: dict, steps: dict, job_steps: dict, model_steps: dict) -> d
 
 
 def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: int | None = None) -> list[Pass]:
-    """Every pass of ``measure``: what each computes and reads. Adding a figure is adding one here
-    (and placing it in ``_plan``); the summary reads the values named in ``SUMMARY_VALUES``."""
+    """Every pass of ``measure``, in the order ``run_plan`` starts them: what each computes and reads.
+    Adding a figure is adding one here; the summary reads the values named in ``SUMMARY_VALUES``."""
     pt = pass_threshold
     return [
         Pass("health_table", _health_table, ("table",)),
@@ -325,11 +320,11 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
         Pass("slice_cut", _slice_cut, ("frame", "model_codes")),
         Pass("starts", _starts, ("frame", "times", "model_codes")),
-        # After the sweep: its buffers and the per-model step passes' never coexist (peak memory).
-        Pass("model_steps", _model_steps, ("times", "model_codes", "starts"), after=("sweep",)),
         Pass("all_starts_steps", _all_starts_steps, ("times", "starts")),
         Pass("job_rows", _job_rows, ("frame",)),
         Pass("job_steps", _job_steps, ("frame", "times", "job_rows", "starts")),
+        # After the sweep: its buffers and the per-model step passes' never coexist (peak memory).
+        Pass("model_steps", _model_steps, ("times", "model_codes", "starts"), after=("sweep",)),
         Pass("run_overlap", _run_overlap, ("frame", "times", "model_codes", "job_steps", "sweep")),
         Pass("concurrency", _concurrency, ("sweep",), label="concurrency"),
         Pass("jobs", partial(_jobs, pass_threshold=pt), ("frame", "t", "job_rows", "job_steps", "sweep", "slice_cut"),
@@ -338,16 +333,16 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
-        Pass("model_columns", partial(_model_columns, pass_threshold=pt), ("frame",), after=("masks",), fanout=True),
+        Pass("model_columns", partial(_model_columns, pass_threshold=pt), ("frame",), after=("masks",)),
         Pass("exceptions", measure_exceptions, ("frame",), after=("masks",)),
+        # After the per-model step passes: the hold sorts' buffers and theirs never coexist. With a
+        # job column the one shared sort (Frame.grouped_holds) is made earlier, by the jobs pass.
+        Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("phases", measure_phases, ("frame",), after=("masks",), label="phases"),
         Pass("tokens", partial(measure_tokens, min_turn_rows=min_turn_rows), ("frame",), after=("masks",), label="tokens"),
         Pass("outcomes", partial(measure_outcomes, threshold=pt, seed=seed), ("frame",), after=("masks",), label="outcomes"),
         Pass("coverage", measure_coverage, ("frame", "rejected"), after=("masks",), label="coverage"),
         Pass("trajectories", measure_trajectories_of, ("frame",), after=("masks",)),
-        # After the per-model step passes: the hold sorts' buffers and theirs never coexist. With a
-        # job column the one shared sort (Frame.grouped_holds) is made earlier, by the jobs pass.
-        Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps", "slice_cut"), label="models"),
@@ -379,38 +374,9 @@ def measure_tasks_of(t: Telemetry, usage: pa.Table | None) -> dict | None:
     return measure_tasks(t.tasks, usage)
 
 
-#: The passes that read the rollout table, each on this thread before the frame takes it.
-_PREPARE = ["health_table", "usage", "by_node", "signal_table", "frame", "times"]
-#: The passes that read no sorted holds (Arrow and NumPy counts that mostly release the GIL).
-_COUNTS = ["phases", "tokens", "outcomes", "coverage", "trajectories"]
-#: The end: holds (after the per-model step passes), per model, the figures that combine others.
-_FINISH = ["holds", "by_model_counts", "steps", "models", "peak", "tasks", "limits", "rl_groups"]
 #: The values the summary reads.
 SUMMARY_VALUES = ("span", "peak", "holds", "phases", "steps", "tokens", "trajectories", "outcomes",
                   "exceptions", "coverage", "models", "jobs", "by_task", "by_node", "tasks", "limits", "rl_groups", "slice_cut")
-
-
-def _plan(lanes: int) -> list[tuple[str, int]]:
-    """Where each pass runs, in order, for ``lanes`` threads (see TWO_LANES_ROWS).
-
-    Two: the per-task pass, the sweep, the per-model and overall step passes and the token
-    pass on lane 1 (the sweep starts once the cap pass has coded the jobs), the per-job passes
-    here; the other counts and the exception types on the shared queue, so whichever lane is
-    free takes them. One: everything here, one pass at a time.
-    """
-    prepare = [(name, HERE) for name in _PREPARE]
-    shared = [("holds_only", HERE), ("masks", HERE), ("model_columns", HERE), ("exceptions", ANY)]
-    finish = [(name, HERE) for name in _FINISH]
-    if lanes >= 2:
-        return (prepare + [("by_task", 1), ("cap", HERE), ("sweep", 1), ("model_codes", HERE), ("slice_cut", HERE), ("starts", HERE),
-                           ("model_steps", 1), ("all_starts_steps", 1), ("job_rows", HERE), ("job_steps", HERE),
-                           ("run_overlap", HERE), ("concurrency", HERE), ("jobs", HERE), ("fleet_cap", HERE),
-                           ("span", HERE)]
-                + shared + [(name, 1 if name == "tokens" else ANY) for name in _COUNTS] + finish)
-    return (prepare + [(name, HERE) for name in ("by_task", "cap", "sweep", "model_codes", "slice_cut", "starts",
-                                                 "all_starts_steps", "job_rows", "job_steps", "model_steps",
-                                                 "run_overlap", "concurrency", "jobs", "fleet_cap", "span")]
-            + shared + [finish[0]] + [(name, HERE) for name in _COUNTS] + finish[1:])
 
 
 def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 0,
@@ -422,7 +388,7 @@ def measure_telemetry(t: Telemetry, *, pass_threshold: float = 1.0, seed: int = 
     Raises InputError when no usable rollout is left. ``group_size``: the G of ``rl_groups``'
     expected shares (default: the median recorded group, else ``rl_groups.DEFAULT_GROUP_SIZE``).
     """
-    with session(), reusing_freed_arrays():
+    with session():
         return _measure(t, pass_threshold=pass_threshold, seed=seed, progress=progress, owned=False,
                         min_turn_rows=min_turn_rows, group_size=group_size)
 
@@ -446,14 +412,13 @@ def _measure(t: Telemetry, *, pass_threshold: float, seed: int, progress: bool, 
     if rows == 0:
         where = ", ".join(t.sources) or "input"
         raise InputError(f"{where}: no rollouts left to measure (empty, all rejected, or filtered out)")
-    lanes = 2 if rows <= TWO_LANES_ROWS else 1
     passes = _passes(pass_threshold, seed, min_turn_rows, group_size)
     inputs = {"table": table, "t": t, "rejected": rejected}
     del table  # the plan holds the rows now: each value goes once its last pass is done
     from sandbox_fleet.telemetry.progress import steps
 
     with steps(progress and rows >= BAR_ROWS, "measuring", sum(p.label is not None for p in passes)) as advance:
-        got = run_plan(passes, _plan(lanes), inputs, SUMMARY_VALUES, advance)
+        got = run_plan(passes, inputs, SUMMARY_VALUES, advance, workers=2 if rows <= TWO_LANES_ROWS else 1)
     del inputs
     return _summary(t, got, rows, rejected, pass_threshold, seed)
 
@@ -541,15 +506,14 @@ def measure_paths(paths, *, tasks=None, read: ReadOptions | None = None, models=
                                        pass_threshold=pass_threshold, progress=progress, cap=cap,
                                        memory_budget_gb=memory_budget_gb, temp_parent=temp_parent)
     prefer_returning_pool()
-    with reusing_freed_arrays():
-        t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
-                           cache_dir=cache_dir, coded=True)
-        if models or since or until:
-            t = filter_rollouts(t, models=models, since=since, until=until)
-        flag_cap(t, cap)
-        # Nothing else holds this table: dropping the columns measure never reads frees them
-        # (~240 MB of id strings at 10M rows) before the measurements allocate.
-        t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
-        with session():
-            return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
-                            min_turn_rows=min_turn_rows, group_size=group_size)
+    t = load_telemetry(paths, tasks=tasks, read=read, progress=progress,
+                       cache_dir=cache_dir, coded=True)
+    if models or since or until:
+        t = filter_rollouts(t, models=models, since=since, until=until)
+    flag_cap(t, cap)
+    # Nothing else holds this table: dropping the columns measure never reads frees them
+    # (~240 MB of id strings at 10M rows) before the measurements allocate.
+    t.rollouts = t.rollouts.select([c for c in MEASURED_COLUMNS if c in t.rollouts.column_names])
+    with session():
+        return _measure(t, pass_threshold=pass_threshold, seed=0, progress=progress, owned=True,
+                        min_turn_rows=min_turn_rows, group_size=group_size)

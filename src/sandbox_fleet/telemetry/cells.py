@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.telemetry.buffers import slot_bounds
 from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, Telemetry, is_text
 from sandbox_fleet.telemetry.times import replace_warning
 
@@ -85,17 +84,13 @@ def _count_warning(tel: Telemetry, state: dict, source: str, key: str, n: int, t
 def clean_cells(table: pa.Table, source: str, tel: Telemetry, state: dict) -> pa.Table:
     """Counts, flags and floats parsed cell by cell; columns already right pass untouched.
 
-    A column already of its canonical type costs one min reduction over its raw slots (the
-    negative-count check, ``buffers.slot_bounds``), never a copy: this runs on every batch of
-    every source.
+    A column already of its canonical type costs one min reduction (the negative-count check),
+    never a copy: this runs on every batch of every source.
     """
     for name in table.column_names:
         col = table.column(name)
         t = col.type
         if name in COUNT_COLUMNS and t == pa.int64():
-            bounds = slot_bounds(col)  # no slot below 0: no valid count is (the usual case)
-            if bounds is None or bounds[0] >= 0:
-                continue
             low = pc.min(col).as_py()
             if low is None or low >= 0:
                 continue

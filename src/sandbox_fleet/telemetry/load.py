@@ -13,11 +13,11 @@ import pyarrow.compute as pc
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.safeparse import option_instant
 from sandbox_fleet.telemetry.options import ReadOptions, make_options, warn_once
-from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema, is_text
+from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA, TS, Telemetry, coded_schema
 from sandbox_fleet.telemetry.sniff import sniff
 from sandbox_fleet.telemetry.stated import column_caps
 from sandbox_fleet.telemetry.table import read_table
-from sandbox_fleet.telemetry.validate import BatchIdHashes, clean_batch, drop_duplicates
+from sandbox_fleet.telemetry.validate import clean_batch, drop_duplicates
 
 
 def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
@@ -48,7 +48,7 @@ def _raw_batches(path: str, fmt: str, opts: ReadOptions, tel: Telemetry):
         yield reader(target, opts, tel)
 
 
-def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashes) -> tuple[list[pa.Table], int]:
+def _read_one(path: str, opts: ReadOptions, tel: Telemetry) -> tuple[list[pa.Table], int]:
     fmt = opts.fmt or sniff(path)
     if opts.column_map and fmt != "table":
         warn_once(tel, f"--map applies to Parquet/CSV/JSONL tables only; ignored for {fmt} input {path}")
@@ -57,18 +57,7 @@ def _read_one(path: str, opts: ReadOptions, tel: Telemetry, hashed: BatchIdHashe
     rejected_before = sum(tel.rejected.values())
     for raw in _raw_batches(path, fmt, opts, tel):
         seen += raw.num_rows
-        # Text ids are the ids cleaning keeps (other types are cast): hashed while the batch is
-        # cleaned, the rows it rejects dropped from the hashes after.
-        early = "id" in raw.column_names and is_text(raw.column("id").type)
-        if early:
-            hashed.add(raw.column("id"))
-        cleaned = clean_batch(raw, path, opts, tel, state)
-        del raw
-        tables.append(cleaned.table)
-        if early:
-            hashed.keep(cleaned.kept)
-        else:
-            hashed.add(cleaned.table.column("id"))
+        tables.append(clean_batch(raw, path, opts, tel, state))
     if seen == 0 and sum(tel.rejected.values()) == rejected_before:
         raise InputError(f"{path}: no rollouts in this input (empty)")
     return tables, seen
@@ -80,7 +69,7 @@ def cleaned_batches(path: str, opts: ReadOptions, tel: Telemetry):
     fmt = opts.fmt or sniff(path)
     state: dict = {}
     for raw in _raw_batches(path, fmt, opts, tel):
-        yield clean_batch(raw, path, opts, tel, state).table
+        yield clean_batch(raw, path, opts, tel, state)
 
 
 def load_telemetry(
@@ -114,23 +103,18 @@ def load_telemetry(
     tel = Telemetry(rollouts=ROLLOUT_SCHEMA.empty_table())
     tables: list[pa.Table] = []
     total = 0
-    hashed = BatchIdHashes()
-    try:
-        for path in paths:
-            got, seen = _read_one(str(path), opts, tel, hashed)
-            tables.extend(got)
-            total += seen
-            tel.sources.append(str(path))
-    except BaseException:
-        hashed.close()
-        raise
+    for path in paths:
+        got, seen = _read_one(str(path), opts, tel)
+        tables.extend(got)
+        total += seen
+        tel.sources.append(str(path))
     relaxed = pa.schema([f.with_nullable(True) for f in ROLLOUT_SCHEMA])
     if coded:
         relaxed = coded_schema(relaxed)
     rollouts = pa.concat_tables([t.cast(relaxed) for t in tables]) if tables else relaxed.empty_table()
     if coded:  # each row group brought its own dictionary: one per column from here on
         rollouts = rollouts.unify_dictionaries()
-    rollouts = drop_duplicates(rollouts, tel, hashed)
+    rollouts = drop_duplicates(rollouts, tel)
     if rollouts.num_rows == 0:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items()))
         raise InputError(f"{', '.join(str(p) for p in paths)}: all {total} rows were rejected ({reasons}); "

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.buffers import all_false
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import TS, Telemetry, is_text
 
@@ -107,7 +106,7 @@ def unit_of(values: pa.Array) -> pa.Array:
 
 
 def _no_bad(values: pa.Array) -> pa.Array:
-    return all_false(len(values))
+    return pa.repeat(False, len(values))
 
 
 def _strings(values: pa.Array, name: str, source: str, opts: ReadOptions, tel: Telemetry, state: dict) -> Converted:

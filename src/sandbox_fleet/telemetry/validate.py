@@ -9,15 +9,11 @@ Cells other than the interval's are cleaned one by one (``cells``), never costin
 
 from __future__ import annotations
 
-import contextvars
-from typing import TYPE_CHECKING, NamedTuple
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.telemetry.buffers import all_false, slot_bounds
 from sandbox_fleet.telemetry.cells import clean_cells
 from sandbox_fleet.telemetry.options import ReadOptions, warn_once
 from sandbox_fleet.telemetry.record import (
@@ -31,9 +27,6 @@ from sandbox_fleet.telemetry.record import (
     is_text,
 )
 from sandbox_fleet.telemetry.times import to_utc
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 PHASE_TIME_COLUMNS = tuple(f"{p}_{e}" for p in PHASES for e in ("started_at", "finished_at"))
 
@@ -80,17 +73,9 @@ def _blank_codes_to_null(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | p
     return pa.DictionaryArray.from_arrays(pc.if_else(hit, None, col.indices), col.dictionary)
 
 
-class Cleaned(NamedTuple):
-    """A cleaned batch and which of the input rows it kept."""
-
-    table: pa.Table
-    #: A mask over the input rows, True where the row was kept; None when every row was.
-    kept: np.ndarray | None
-
-
 def clean_batch(
     table: pa.Table, source: str, opts: ReadOptions, tel: Telemetry, state: dict
-) -> Cleaned:
+) -> pa.Table:
     """Canonical-named raw rows -> ROLLOUT_SCHEMA rows that passed the per-row checks.
 
     ``state`` persists across the batches of one source (e.g. the detected epoch unit).
@@ -105,7 +90,7 @@ def clean_batch(
     cols: dict[str, pa.Array] = {name: _blank_to_null(table.column(name), opts.coded and name in CODED_COLUMNS)
                                  for name in table.column_names}
     n = table.num_rows
-    unparsable = mixed = all_false(n)
+    unparsable = mixed = pa.repeat(False, n)
     for name in ("started_at", "finished_at", *PHASE_TIME_COLUMNS):
         if name not in cols:
             continue
@@ -135,23 +120,20 @@ def clean_batch(
     for reason, mask in masks:
         tel.reject(reason, pc.sum(mask).as_py() or 0)  # a boolean sum counts the trues, no cast
     out = pa.table(cols)
-    kept = None
     if pc.any(gone).as_py():
-        keep = pc.fill_null(pc.invert(gone), False)  # what filter does with a null: drops the row
-        out = out.filter(keep)
-        kept = keep.to_numpy(zero_copy_only=False)
+        out = out.filter(pc.fill_null(pc.invert(gone), False))  # what filter does with a null: drops the row
     out = clean_cells(out, source, tel, state)
     # conform_rollouts fills absent columns from shared null chunks (no per-row memory).
-    return Cleaned(conform_rollouts(out, source, coded=opts.coded), kept)
+    return conform_rollouts(out, source, coded=opts.coded)
 
 
 def _outside(start: pa.Array, finish: pa.Array, opts: ReadOptions) -> pa.Array:
     """Either end outside the plausible window (or, with --allow-any-time, past year 9999)."""
     lo_us, hi_us = opts.earliest_us, opts.latest_us
-    # Two raw reductions settle the usual case (everything inside) without building a mask.
-    bounds = [slot_bounds(c) for c in (start, finish)]
-    if all(b is not None and (lo_us is None or b[0] >= lo_us) and b[1] < hi_us for b in bounds):
-        return all_false(len(start))
+    # Two reductions settle the usual case (everything inside) without building a mask.
+    bounds = [pc.min_max(c.cast(pa.int64())).as_py() for c in (start, finish)]
+    if all(b["min"] is not None and (lo_us is None or b["min"] >= lo_us) and b["max"] < hi_us for b in bounds):
+        return pa.repeat(False, len(start))
     hi = pa.scalar(hi_us, pa.int64()).cast(TS)
     out = pc.or_(pc.greater_equal(start, hi), pc.greater_equal(finish, hi))
     if lo_us is not None:
@@ -238,108 +220,32 @@ def _fixed_width_hashes(raw: np.ndarray, lo: int, n: int, width: int) -> np.ndar
     return _mix(h)
 
 
-def _string_chunks(ids: pa.ChunkedArray) -> list[pa.Array]:
-    return [c if is_text(c.type) else c.cast(pa.large_string()) for c in ids.chunks]
-
-
 def _id_hashes(ids: pa.ChunkedArray) -> np.ndarray:
     # A hash per id in NumPy (8 bytes a row): an exact Arrow hash table would hold a copy of
     # every id (~700 MB at 10M rows), and DuckDB's hash() cost its import (~0.2 s) and a pass.
-    chunks = _string_chunks(ids)
-    if len(chunks) < 2:
-        return _hash_chunks(chunks)
-    # Chunks hash independently in NumPy passes that release the GIL: two at a time
-    # (0.59 -> 0.33 s at 10M rows on two cores), each chunk's result the same as alone.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        # Each in the caller's context (the NumPy allocator it chose), as BatchIdHashes does.
-        futures = [pool.submit(contextvars.copy_context().run, _chunk_hashes, c) for c in chunks]
-        return np.concatenate([f.result() for f in futures])
-
-
-def _hash_chunks(chunks: list[pa.Array]) -> np.ndarray:
-    """The hashes of string chunks in order, on this thread (one chunk: no concatenated copy)."""
-    parts = [_chunk_hashes(c) for c in chunks]
+    parts = [_chunk_hashes(c if is_text(c.type) else c.cast(pa.large_string())) for c in ids.chunks]
     return parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, np.uint64)])
 
 
-def _batch_hashes(ids: pa.ChunkedArray) -> np.ndarray:
-    """``_id_hashes`` of one batch on its worker thread (no further threads)."""
-    return _hash_chunks(_string_chunks(ids))
-
-
-class BatchIdHashes:
-    """The id hashes of each batch, computed on one worker thread while the caller goes on.
-
-    The read and the cleaning leave part of the second core idle (their decoding and compute
-    kernels release the GIL): hashing each batch there takes the hashes (~0.3 s at 10M rows)
-    off the de-duplication after the read. A hash depends on the id alone, so the batches'
-    hashes in order are those of the concatenated ids. Text ids, which cleaning keeps as read
-    (other types are cast), are queued before their batch is cleaned, and the rows cleaning rejects
-    are dropped from the hashes after (``keep``): a one-batch file is hashed while it is cleaned.
-    """
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._parts: list = []
-
-    def add(self, ids: pa.ChunkedArray) -> None:
-        """Queue the next batch's ids (batches in the order they will be concatenated)."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(max_workers=1)
-        # In the caller's context: the NumPy allocator it chose holds on the worker too.
-        self._parts.append([len(ids), self._pool.submit(contextvars.copy_context().run, _batch_hashes, ids), None])
-
-    def keep(self, kept: np.ndarray | None) -> None:
-        """The last queued batch keeps only the rows ``kept`` marks (None: all of them)."""
-        if kept is not None:
-            part = self._parts[-1]
-            part[0], part[2] = int(np.count_nonzero(kept)), kept
-
-    def result(self, rows: int) -> list[np.ndarray] | None:
-        """The hashes of ``rows`` rows, a part per batch, or None when they were not all queued."""
-        parts = [(n, f.result() if kept is None else f.result()[kept]) for n, f, kept in self._parts]
-        self.close()
-        if not parts or sum(n for n, _ in parts) != rows:
-            return None
-        return [h for _, h in parts]
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        self._parts = []
-
-
-def drop_duplicates(table: pa.Table, tel: Telemetry, hashed: BatchIdHashes | None = None) -> pa.Table:
+def drop_duplicates(table: pa.Table, tel: Telemetry) -> pa.Table:
     """Keep the first row of each id in input order; count the rest as "duplicate id".
 
     Rows whose 64-bit id hash is unique are certainly unique; only rows sharing a hash
     are compared exactly, so a hash collision never merges two different ids.
-    ``hashed``: the hashes of the table's batches, queued as they were read.
     """
     n = table.num_rows
-    parts = hashed.result(n) if hashed is not None else None
     if n < 2:
         return table
     ids = table.column("id")
-    if parts is None:
-        parts = [_id_hashes(ids)]
-    # One fresh array, sorted in place (a new page costs a fault: ~0.3 s per 80 MB at 10M
-    # rows on a busy machine); the hashes in input order are only needed when some repeat.
-    ordered = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-    ordered.sort()
+    hashes = _id_hashes(ids)
+    # The hashes in input order are only needed when some repeat: a sorted copy finds them.
+    ordered = np.sort(hashes)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]  # ascending, as ``ordered`` is
     # Each repeated hash once, read off the sorted run (np.unique would sort it again).
     shared = repeated[np.concatenate(([True], repeated[1:] != repeated[:-1]))] if repeated.size else repeated
     del ordered
     if shared.size == 0:
         return table
-    hashes = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    del parts
     rows = np.flatnonzero(np.isin(hashes, shared))  # input order
     codes = pc.dictionary_encode(ids.take(pa.array(rows))).combine_chunks().indices.to_numpy(zero_copy_only=False)
     _, first = np.unique(codes, return_index=True)
