@@ -34,7 +34,7 @@ def _chosen(fleet, wls, engine="auto", inference=None) -> str:
 
 
 def test_the_table_lists_the_documented_names_in_the_auto_order():
-    assert executors.NAMES == ("fifo", "closed-loop-kernel", "admission-kernel", "events")
+    assert executors.NAMES == ("fifo", "admission-kernel", "closed-loop-kernel", "events")
     assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events", "events"]
 
 
@@ -150,20 +150,15 @@ def _served_run():
 
 
 @pytest.mark.skipif(not NUMBA, reason="numba is not installed")
-def test_the_kernel_is_named_when_it_ran_and_the_reason_when_it_did_not(monkeypatch):
-    from sandbox_fleet.simulate.engine.fast import pool_loop
+def test_the_kernel_is_named_when_it_ran_compiled_or_as_python(monkeypatch):
+    from sandbox_fleet.simulate.engine.fast import admit_loop
 
     fleet, wls, inf = _served_run()
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)
-    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "closed-loop-kernel"
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", 10**9)
-    monkeypatch.setattr(pool_loop, "_KERNEL", "not.loaded.yet")
-    why = executors.refusals(prepare(fleet, wls, 1, inf))["closed-loop-kernel"]
-    assert why.startswith("fewer than 1,000,000,000 model calls")
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 0)
+    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "admission-kernel"
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "events"
-    assert executors.refusals(prepare(fleet, wls, 1, inf))["closed-loop-kernel"] == "SANDBOX_FLEET_PURE_PYTHON is set"
+    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "admission-kernel"
 
 
 def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monkeypatch):

@@ -188,7 +188,7 @@ class Events(Executor):
         return run_events(prep, on_progress)
 
 
-EXECUTORS: tuple[Executor, ...] = (Fifo(), ClosedLoopKernel(), AdmissionKernel(), Events())
+EXECUTORS: tuple[Executor, ...] = (Fifo(), AdmissionKernel(), ClosedLoopKernel(), Events())
 NAMES = tuple(ex.name for ex in EXECUTORS)
 
 
