@@ -1,13 +1,15 @@
-"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` over flat arrays, for
-runs with fixed holds (no inference pool): one source, compiled by numba (``cache=True``, into
+"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` + ``inference.pool`` over
+flat arrays: one source, compiled by numba (``cache=True``, into
 ``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
 numba), the same bits either way and the same bits as the pure loop (tests compare them).
 
 What it runs: every admission policy of ``POLICY_CODES`` (first come first served,
 shortest-timeout-first, ``priority`` with quotas and preemption, ``timeout-ceiling``), start caps,
 queue timeouts, provisioning delays, retries (and a priority pool's evictions, which re-run their
-rollout) and node preemption, on open, closed and RL workloads. ``admit_loop.refusal`` names what
-it does not run (an inference pool, a timeout-ceiling pool without a cap).
+rollout) and node preemption, on open, closed and RL workloads; with an inference pool, an attempt's
+hold unfolds turn by turn (``TURN``: its model call goes to a replica, ``POOL``: a replica's next end,
+both handled by ``_inference_rules``, the one home of the replica's service and clock).
+``admit_loop.refusal`` names what it does not run.
 
 A preemptible pool tracks its slots (``sl``: free, busy, provisioning, down; a free stack with the
 lowest id on top, removed from lazily), because which slot an attempt holds decides which attempts
@@ -119,7 +121,7 @@ jitable(event_heap.push)
 for _fn in (inference.dpush, inference.dpop, inference.lru_remove, inference.lru_append, inference.cache_take,
             inference.cache_put, inference.advance, inference.seat, inference.fewest, inference.reschedule,
             inference.submit, inference.pool_event, inference.continue_calls, inference.close):
-    jitable(_fn)
+    jitable(_fn, inline=True)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]

@@ -1,14 +1,15 @@
-"""The admission loop: every fixed-hold run (no inference pool) on ``_admit_kernel``.
+"""The admission loop: every event run on ``_admit_kernel``, with or without an inference pool.
 
-``refusal(prep)`` says why a prepared run is outside the kernel (an inference pool only); ``run``
+``refusal(prep)`` says why a prepared run is outside the kernel; ``run``
 returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
 policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
 and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
 node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
-draws), on open, closed and RL workloads; and ``[fleet.limits]``, claimed when an attempt takes its
+draws), on open, closed and RL workloads; an inference pool serving the model calls (``_inference_rules``:
+routing, ``max_num_seqs``, the iteration base, the prefix cache and its host tier); and ``[fleet.limits]``, claimed when an attempt takes its
 slot (``fifo.claim``), which the pure loop does not place (the FIFO executor's bytes where it runs).
 
-One source, two ways: numba's build (cached on disk like the closed-loop kernel's,
+One source, two ways: numba's build (cached on disk,
 ``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
 to pay numba's per-process load (``worth_it``, rent-or-buy), without numba, or with
 ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON`` set.
