@@ -15,8 +15,8 @@ name                   what                                         runs
                        numba's build, or its source as plain        start caps, queue timeouts, retries, node
                        Python for runs too small to pay the load    preemption, ``[fleet.limits]``, and the
                                                                     inference pool (``fast/_inference_rules``)
-``events``             the general event loop (``loop.py``)         dynamic sampling beside an inference pool
-                                                                    only (no kernel releases rounds yet)
+``events``             the general event loop (``loop.py``)         dynamic sampling beside an inference pool,
+                                                                    or forced (no kernel releases rounds yet)
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
@@ -35,6 +35,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
+from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
@@ -133,14 +134,18 @@ class AdmissionKernel(Executor):
 
 
 class Events(Executor):
-    """The pure event loop, for the one case no kernel runs: dynamic sampling beside an inference
-    pool (the admission kernel does not release a step's rounds as they end)."""
+    """The pure event loop, for what no kernel runs: dynamic sampling (the admission kernel does not
+    release a step's rounds as they end) beside an inference pool, or with ``engine="events"``."""
 
     name, family = "events", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
-        if prep.inference is None or dynamic_refusal(prep.workloads) is None:
-            return "the admission kernel runs it (the event loop runs dynamic sampling beside an inference pool only)"
+        if dynamic_refusal(prep.workloads) is None:
+            return "the admission kernel runs it (the event loop runs dynamic sampling only)"
+        if limited_any(prep.pools):
+            return "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
+        if any(pl.admission in POLICIES for pl in prep.pools):
+            return "admission policies run on the admission kernel"
         return None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
