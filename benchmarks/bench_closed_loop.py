@@ -10,15 +10,15 @@ count for every engine: the model's events) and the ratios, and the mean holds (
 to rounding).
 
 It first prints the path the default install takes (numba is a core dependency: the compiled
-kernel, ``simulate/fast``; the pure loop only where numba is missing). Ours runs twice per
-round: the compiled kernel and the pure-Python loop (``SANDBOX_FLEET_PURE_PYTHON=1``); rounds
-alternate compiled, pure, SimPy, and medians are reported. The kernel's source run as plain
-Python (``_jit``'s shim, numba blocked, in a fresh CPython process) is timed against ``loop.py``
-in that process, alternating, at ``--shim-scale``. The kernel's one-off costs are measured in
-fresh processes: compiling it into an empty cache (what a fresh install pays once), and loading
-it from the cache (what every later process pays on its first run). The full scenario then runs
-once in a fresh process (cache warm, so its first-run cost is included) on the kernel;
-``--full-pure`` adds the pure loop on it too (about 2.5 minutes).
+admission kernel with the inference replica's rules, ``simulate/engine/fast``; its source as plain
+Python where numba is missing). Ours runs twice per round: the compiled kernel and its source as
+plain Python (``SANDBOX_FLEET_PURE_PYTHON=1``); rounds alternate compiled, plain, SimPy, and medians
+are reported. The kernel's source run as plain Python (numba blocked, in a fresh CPython process) is
+timed against ``loop.py`` (the tests' oracle) in that process, alternating, at ``--shim-scale``. The
+kernel's one-off costs are measured in fresh processes: compiling it into an empty cache (what a
+fresh install pays once), and loading it from the cache (what every later process pays on its first
+run). The full scenario then runs once in a fresh process (cache warm, so its first-run cost is
+included) on the kernel; ``--full-pure`` adds its plain-Python source on it too (slow).
 
 Usage: python benchmarks/bench_closed_loop.py [--scale 0.05] [--runs 3] [--shim-scale 0.01] [--no-full] [--full-pure]
 """
@@ -183,18 +183,19 @@ if {shim}:
     sys.modules["numba"] = None  # as on a machine without numba: the kernel runs through _jit's shim
 sys.path.insert(0, {bench!r})
 from bench_closed_loop import ours, scaled
-from sandbox_fleet.simulate.engine import fast
-from sandbox_fleet.simulate.engine.fast import pool_loop
+from sandbox_fleet.simulate.engine import executors
+from sandbox_fleet.simulate.engine.fast import admit_loop
+from sandbox_fleet.simulate.engine.loop import run_events
 if {force}:
-    pool_loop.MIN_CALLS = 0  # a tiny run that still takes the kernel
+    admit_loop.MIN_ROLLOUTS = 0  # a tiny run that still takes the compiled kernel
 out = []
-available = fast.available
+kernel_run = executors.AdmissionKernel.run
 for _ in range({runs}):
     if {shim}:
-        fast.available = lambda: True  # the kernel, uncompiled
+        executors.AdmissionKernel.run = kernel_run  # numba is blocked: the kernel's source as plain Python
         wall, hold, events, cpu = ours(scaled({scale}))
         out.append(["shim", wall, cpu, events, hold])
-        fast.available = available  # False: numba is blocked, so loop.py runs
+        executors.AdmissionKernel.run = lambda self, prep, on_progress=None: run_events(prep, on_progress)
         wall, hold, events, cpu = ours(scaled({scale}))
         out.append(["loop", wall, cpu, events, hold])
     else:
@@ -231,13 +232,14 @@ def default_path() -> str:
     import importlib.metadata
 
     from sandbox_fleet.simulate.engine import fast
-    from sandbox_fleet.simulate.engine.fast import _jit, pool_loop
+    from sandbox_fleet.simulate.engine.fast import _jit, admit_loop
 
     if fast.available():
         return (f"default install: numba {importlib.metadata.version('numba')} installed, so runs with an "
-                f"inference pool (from {pool_loop.MIN_CALLS:,} model calls) take the compiled kernel; "
-                f"its cache: {_jit.cache_dir()}")
-    return "default install: numba unavailable (or switched off), so runs with an inference pool take loop.py"
+                f"inference pool (from {admit_loop.MIN_ROLLOUTS:,} rollouts + model calls / "
+                f"{admit_loop.CALLS_PER_ROLLOUT}) take the compiled admission kernel; its cache: {_jit.cache_dir()}")
+    return ("default install: numba unavailable (or switched off), so runs with an inference pool take the "
+            "admission kernel's source as plain Python")
 
 
 def kernel_costs(scale: float = 0.002) -> dict[str, tuple[float, float]]:
@@ -280,7 +282,7 @@ def main() -> None:
     print(f"closed loop at scale {a.scale}: {wl.n} rollouts, population {wl.population}, "
           f"cap {built.fleets[0].cap}, {built.inference.replicas} replica(s); {events:,} events; "
           f"medians of {a.runs} alternating rounds")
-    names = {"fast": "sandbox-fleet, compiled", "pure": "sandbox-fleet, pure", "simpy": "SimPy"}
+    names = {"fast": "sandbox-fleet, compiled", "pure": "sandbox-fleet, plain Py", "simpy": "SimPy"}
     sw, sc = med["simpy"]
     for k, (w, c) in med.items():
         hold = rounds[k][0][1]
@@ -298,7 +300,7 @@ def main() -> None:
     shim_s, loop_s, shim_events = shim_vs_loop(a.shim_scale, a.runs)
     print(f"kernel source as plain Python (CPython, numba blocked) vs loop.py at scale {a.shim_scale} "
           f"({shim_events:,} events), CPU medians of {a.runs} alternating rounds: {shim_s:.2f} s vs {loop_s:.2f} s, "
-          f"loop.py {shim_s / loop_s:.1f}x faster (so without numba loop.py runs, not the shim)")
+          f"kernel as plain Python / loop.py = {shim_s / loop_s:.1f}x")
     if not a.no_full:
         for label, env in (("compiled", {}), ("pure", {"SANDBOX_FLEET_PURE_PYTHON": "1"})):
             if (label == "compiled" and not compiled) or (label == "pure" and not (a.full_pure or not compiled)):

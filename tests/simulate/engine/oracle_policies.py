@@ -1,8 +1,9 @@
 """The pure event loop's admission policies (``priority``, ``timeout-ceiling``): the oracle the
 admission kernel (``fast/_admit_kernel``, the one production implementation) is compared with, bit
 for bit (``test_admit_kernel.py``). Production never runs them: every run with a policy pool runs on
-the kernel (``policies.problems`` refuses policies beside an inference pool, the one case the pure
-loop still runs). ``run_oracle`` runs ``loop.run_events`` with them; the rules are the module
+the kernel (``policies.problems`` refuses policies beside an inference pool and the event loop refuses
+them). ``run_oracle`` runs ``loop.run_events`` with them (and, with an inference pool, ``inference/pool.py``:
+the oracle of ``test_inference_kernel.py``); the rules are the module
 docstring of ``sandbox_fleet.simulate.engine.policies``.
 """
 

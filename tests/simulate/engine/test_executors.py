@@ -34,8 +34,8 @@ def _chosen(fleet, wls, engine="auto", inference=None) -> str:
 
 
 def test_the_table_lists_the_documented_names_in_the_auto_order():
-    assert executors.NAMES == ("fifo", "closed-loop-kernel", "admission-kernel", "events")
-    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events", "events"]
+    assert executors.NAMES == ("fifo", "admission-kernel", "events")
+    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events"]
 
 
 @pytest.mark.parametrize("pure", [False, True])
@@ -48,8 +48,8 @@ def test_one_pass_and_rl_go_to_the_recursion_with_or_without_pure_python(pure, m
     fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]
     assert _chosen(fleet, wls) == "fifo"
     why = executors.refusals(prepare(fleet, wls, 1))
-    assert why["fifo"] is None and why["events"] is None
-    assert why["closed-loop-kernel"].startswith("no inference pool")
+    assert why["fifo"] is None and why["admission-kernel"] is None
+    assert why["events"] is not None and why["events"].startswith("the admission kernel runs it")
 
 
 @pytest.mark.parametrize(("fleet", "reason"), [
@@ -150,20 +150,15 @@ def _served_run():
 
 
 @pytest.mark.skipif(not NUMBA, reason="numba is not installed")
-def test_the_kernel_is_named_when_it_ran_and_the_reason_when_it_did_not(monkeypatch):
-    from sandbox_fleet.simulate.engine.fast import pool_loop
+def test_the_kernel_is_named_when_it_ran_compiled_or_as_python(monkeypatch):
+    from sandbox_fleet.simulate.engine.fast import admit_loop
 
     fleet, wls, inf = _served_run()
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)
-    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "closed-loop-kernel"
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", 10**9)
-    monkeypatch.setattr(pool_loop, "_KERNEL", "not.loaded.yet")
-    why = executors.refusals(prepare(fleet, wls, 1, inf))["closed-loop-kernel"]
-    assert why.startswith("fewer than 1,000,000,000 model calls")
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 0)
+    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "admission-kernel"
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "events"
-    assert executors.refusals(prepare(fleet, wls, 1, inf))["closed-loop-kernel"] == "SANDBOX_FLEET_PURE_PYTHON is set"
+    assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "admission-kernel"
 
 
 def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monkeypatch):
@@ -248,3 +243,18 @@ def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
     for w in a.steps:
         for k, v in a.steps[w].items():
             assert np.array_equal(v, b.steps[w][k], equal_nan=True), (w, k)
+
+
+def test_dynamic_sampling_beside_an_inference_pool_is_the_event_loops_one_case():
+    """The one scenario no kernel runs: dynamic sampling (a step's rounds released as rounds end) beside
+    an inference pool; every other inference run goes to the admission kernel."""
+    from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
+
+    fleet, wls, inf = _served_run()
+    assert _chosen(fleet, wls, inference=inf) == "admission-kernel"
+    ep = wls[0].episode
+    dyn = SyncRL(batch=8, steps=3, train_s=5.0, episode=ep,
+                 dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
+    why = executors.refusals(prepare(fleet, [dyn], 1, inf))
+    assert why["fifo"] is not None and why["admission-kernel"] is not None and why["events"] is None
+    assert run_workloads(fleet, [dyn], seed=1, inference=inf).engine == "events"

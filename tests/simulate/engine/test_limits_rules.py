@@ -159,7 +159,7 @@ def test_lifetime_kill_retried_only_when_retry_on_names_it():
 
 
 def test_placing_limits_refused_where_not_simulated():
-    """Beside an inference pool nothing places them (the closed-loop kernel and the event loop do not):
+    """Beside an inference pool nothing places them (the admission kernel does not claim them there):
     refused in one line naming it; with retries the admission kernel runs them (the FIFO executor refuses)."""
     from sandbox_fleet.simulate.engine.entities import Episode, Turns
     from sandbox_fleet.simulate.engine.inference import Inference

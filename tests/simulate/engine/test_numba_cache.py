@@ -71,8 +71,11 @@ def _files_called(fn, seen: set) -> set:
     import types
 
     out = set()
-    for name in fn.__code__.co_names:
-        g = fn.__globals__.get(name)
+    names = fn.__code__.co_names
+    found = [fn.__globals__.get(name) for name in names]
+    for mod in [g for g in found if isinstance(g, types.ModuleType)]:  # ``module.function(...)`` calls
+        found += [getattr(mod, name, None) for name in names]
+    for g in found:
         g = getattr(g, "py_func", g)  # a numba dispatcher: its Python function
         if isinstance(g, types.FunctionType) and g not in seen:
             seen.add(g)

@@ -11,21 +11,19 @@ name                   what                                         runs
                        (``fifo.py``; its rule compiled by numba     or queue timeout; no closed population, no
                        when the run pays the load)                  inference pool; ``[fleet.limits]`` on one
                                                                     pool without retries
-``closed-loop-kernel`` the compiled pool loop (``fast/pool_loop``)  an inference pool in the kernel's feature
-                                                                    set, numba on, run large enough
-``admission-kernel``   the admission loop (``fast/admit_loop``):    every run without an inference pool: every
-                       numba's build, or its source as plain        admission policy, start caps, queue
-                       Python for runs too small to pay the load    timeouts, retries, node preemption,
-                                                                    ``[fleet.limits]``
-``events``             the general event loop (``loop.py``)         inference-pool runs the closed-loop kernel
-                                                                    does not take; no policy pools
+``admission-kernel``   the admission loop (``fast/admit_loop``):    every other run: every admission policy,
+                       numba's build, or its source as plain        start caps, queue timeouts, retries, node
+                       Python for runs too small to pay the load    preemption, ``[fleet.limits]``, and the
+                                                                    inference pool (``fast/_inference_rules``)
+``events``             the general event loop (``loop.py``)         dynamic sampling beside an inference pool,
+                                                                    or forced (no kernel releases rounds yet)
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
 the FIFO executor, ``engine="events"`` the event-loop family; a forced family that cannot run the
-scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` refuses the
-closed-loop kernel and runs the admission kernel and the FIFO rule as plain Python.
+scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` runs the
+admission kernel and the FIFO rule as plain Python.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
-from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
@@ -76,11 +73,6 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
         if why is not None:
             return f"{f'pool {pl.name}' if len(pools) > 1 else 'the fleet'} has {why}"
     return None
-
-
-#: why the closed-loop kernel and the event loop refuse ``[fleet.limits]`` (the FIFO executor and the
-#: admission kernel place them)
-LIMITS_FIFO_ONLY = "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
 
 
 def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
@@ -122,36 +114,6 @@ class Fifo(Executor):
         return run_one_pass(prep) if one_pass(prep) else run_fifo(prep, on_progress)
 
 
-class ClosedLoopKernel(Executor):
-    name, family = "closed-loop-kernel", "events"
-
-    def why_not(self, prep: Prepared) -> str | None:
-        if prep.inference is None:
-            return "no inference pool (the kernel runs pool-served runs only)"
-        if limited_any(prep.pools):
-            return LIMITS_FIFO_ONLY
-        if (why := dynamic_refusal(prep.workloads)) is not None:
-            return why
-        if fast.pure_python_forced():
-            return "SANDBOX_FLEET_PURE_PYTHON is set"
-        if not fast.available():
-            return "numba is not installed or NUMBA_DISABLE_JIT is set"
-        from sandbox_fleet.simulate.engine.fast import pool_loop
-
-        if not pool_loop.supported(prep):
-            return ("outside the kernel's feature set (a start cap, another admission policy, a queue timeout, "
-                    "preemption, retries, or too many replica x rollout cells)")
-        if not pool_loop.worth_it(prep):
-            return (f"fewer than {pool_loop.MIN_CALLS:,} model calls while the kernel is not loaded in this "
-                    "process (loading it costs more than the pure loop spends)")
-        return None
-
-    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
-        from sandbox_fleet.simulate.engine.fast import pool_loop
-
-        return pool_loop.run(prep, on_progress)
-
-
 class AdmissionKernel(Executor):
     """Compiled when numba may run and the run pays its load, else the same source as plain Python."""
 
@@ -172,23 +134,27 @@ class AdmissionKernel(Executor):
 
 
 class Events(Executor):
-    """The pure event loop: what no kernel runs yet (an inference pool outside the closed-loop
-    kernel's feature set, or below its ``worth_it``)."""
+    """The pure event loop, for what no kernel runs: dynamic sampling (the admission kernel does not
+    release a step's rounds as they end) beside an inference pool, or with ``engine="events"``."""
 
     name, family = "events", "events"
 
     def why_not(self, prep: Prepared) -> str | None:
+        if dynamic_refusal(prep.workloads) is None:
+            return "the admission kernel runs it (the event loop runs dynamic sampling only)"
         if limited_any(prep.pools):
-            return LIMITS_FIFO_ONLY
+            return "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
         if any(pl.admission in POLICIES for pl in prep.pools):
             return "admission policies run on the admission kernel"
         return None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
+        from sandbox_fleet.simulate.engine.loop import run_events
+
         return run_events(prep, on_progress)
 
 
-EXECUTORS: tuple[Executor, ...] = (Fifo(), ClosedLoopKernel(), AdmissionKernel(), Events())
+EXECUTORS: tuple[Executor, ...] = (Fifo(), AdmissionKernel(), Events())
 NAMES = tuple(ex.name for ex in EXECUTORS)
 
 
@@ -218,10 +184,10 @@ def forced_refusal(engine: str, why: str) -> str:
 
 
 def preload_kernel() -> None:
-    """Load the closed-loop kernel now when it may run at all: a search runs many small loops
+    """Load the compiled admission kernel now when it may run at all: a search runs many small loops
     in each worker, and paying the load once per process lets every one of them run compiled
-    (``ClosedLoopKernel.why_not`` then no longer refuses small runs)."""
+    (``admit_loop.worth_it`` then holds for runs of any size)."""
     if fast.available():
-        from sandbox_fleet.simulate.engine.fast.pool_loop import load
+        from sandbox_fleet.simulate.engine.fast.admit_loop import load
 
         load()

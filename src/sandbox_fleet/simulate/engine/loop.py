@@ -1,8 +1,7 @@
-"""The general event loop, for what no kernel runs yet: a run with an inference pool outside the
-closed-loop kernel (below its ``worth_it``, or with start caps, queue timeouts, preemption, retries,
-shortest-timeout-first). Every run without an inference pool runs on the admission kernel
-(``fast/admit_loop``), whose oracle in ``tests/`` is this loop with the pure policies
-(``policy_queues``).
+"""The general event loop, for what no kernel runs yet: dynamic sampling beside an inference pool.
+Every other run the FIFO recursion does not place runs on the admission kernel (``fast/admit_loop``,
+with or without an inference pool), whose oracle in ``tests/`` is this loop (with the pure policies,
+``policy_queues``, and ``inference/pool.py`` for the replicas).
 
 ``loop_state.LoopState`` holds the state (flat lists, slot states) and one handler
 per event kind; ``run_events`` pops events in time order and calls them. The loop

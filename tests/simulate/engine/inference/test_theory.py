@@ -11,19 +11,19 @@ from sandbox_fleet.simulate.engine.inference import Inference
 from sandbox_fleet.simulate.engine.workloads import Closed
 
 
-@pytest.fixture(autouse=True, params=["pure", "compiled"])
+@pytest.fixture(autouse=True, params=["plain", "compiled"])
 def loop_path(request, monkeypatch):
-    """Every theory test runs on the pure loop and on the compiled kernel (``simulate/fast``)."""
-    if request.param == "pure":
+    """Every theory test runs on the admission kernel's source as plain Python and compiled."""
+    if request.param == "plain":
         monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     else:
-        from tests.simulate.engine.inference.test_fast_kernel import require_numba
+        from tests.simulate.engine.inference.test_inference_kernel import require_numba
 
-        from sandbox_fleet.simulate.engine.fast import pool_loop
+        from sandbox_fleet.simulate.engine.fast import admit_loop
 
         require_numba()
         monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
-        monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)  # these runs are below the kernel's start size
+        monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 0)  # these runs are below the compiled kernel's start size
     return request.param
 
 

@@ -1,13 +1,15 @@
-"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` over flat arrays, for
-runs with fixed holds (no inference pool): one source, compiled by numba (``cache=True``, into
+"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` + ``inference.pool`` over
+flat arrays: one source, compiled by numba (``cache=True``, into
 ``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
 numba), the same bits either way and the same bits as the pure loop (tests compare them).
 
 What it runs: every admission policy of ``POLICY_CODES`` (first come first served,
 shortest-timeout-first, ``priority`` with quotas and preemption, ``timeout-ceiling``), start caps,
 queue timeouts, provisioning delays, retries (and a priority pool's evictions, which re-run their
-rollout) and node preemption, on open, closed and RL workloads. ``admit_loop.refusal`` names what
-it does not run (an inference pool, a timeout-ceiling pool without a cap).
+rollout) and node preemption, on open, closed and RL workloads; with an inference pool, an attempt's
+hold unfolds turn by turn (``TURN``: its model call goes to a replica, ``POOL``: a replica's next end,
+both handled by ``_inference_rules``, the one home of the replica's service and clock).
+``admit_loop.refusal`` names what it does not run.
 
 A preemptible pool tracks its slots (``sl``: free, busy, provisioning, down; a free stack with the
 lowest id on top, removed from lazily), because which slot an attempt holds decides which attempts
@@ -38,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sandbox_fleet.simulate.engine import fifo, limits_rules
+from sandbox_fleet.simulate.engine.fast import _inference_rules as inference
 from sandbox_fleet.simulate.engine.fast import event_heap
 from sandbox_fleet.simulate.engine.fast._jit import borrow, jitable, njit, objmode
 
@@ -58,6 +61,8 @@ FIFO, PRIORITY, CEILING, SHORTEST = 0, 1, 2, 3  # SHORTEST: shortest-timeout-fir
 (SEQ, HN, BUSY, WAITING, DONE, NEV, TRAINING, AI, CLOCK_OK, ROWS, EVICTIONS, QSEQ, EV_LIMIT, HEAP_MARGIN,
  ROW_MARGIN, PREEMPTIONS) = range(16)
 N_SI = 16  # EV_LIMIT: heap events after which ``run`` pauses; the MARGINs: pushes / rows one event may add
+SERVED = 16  # an inference pool serves the model calls: an attempt's hold unfolds turn by turn (``inference``)
+N_SI = 17
 # sf: float scalars
 NOW, AREA_BUSY, AREA_WAIT = range(3)
 N_SF = 3
@@ -102,10 +107,21 @@ S_FREE, S_BUSY, S_PROV, S_DOWN = 0, 1, 2, 3
 
 ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
 
+# The inference pool's events (``simulate.engine.events``) and the build phase (``entities.BUILD``: an
+# exception there ends the hold before any turn)
+TURN, POOL = inference.TURN, inference.POOL
+BUILD_PHASE = 1
+
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
     jitable(_rule)
 claim = jitable(fifo.claim)
+# the inference replica's rules (``_inference_rules``), callable from compiled code
+jitable(event_heap.push)
+for _fn in (inference.dpush, inference.dpop, inference.lru_remove, inference.lru_append, inference.cache_take,
+            inference.cache_put, inference.advance, inference.seat, inference.fewest, inference.reschedule,
+            inference.submit, inference.pool_event, inference.continue_calls, inference.close):
+    jitable(_fn, inline=True)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -130,7 +146,8 @@ def draw_gap(p: int) -> float:
 class State(NamedTuple):
     """Everything the kernel reads and writes (``admit_loop.initial_state`` builds it). Few fields,
     each a 2-d array of one dtype: a numba call passes every field's array struct, so 45 separate
-    arrays cost ~0.5 us per call (measured), 21 well under that."""
+    arrays cost ~0.5 us per call (measured), 22 well under that; the inference pool's 13 follow (``run``
+    is called once per pause and borrows them all, so they cost no call of a helper)."""
 
     si: I64  # int scalars (``SI``: SEQ ...)
     sf: F64  # float scalars (NOW ...)
@@ -154,6 +171,20 @@ class State(NamedTuple):
     sl: I64  # per tracked slot (2-d, ``SL_*``): preemptible pools, pool by pool (``pi[p, P_SLOT0]``)
     qh: I64  # shortest-timeout-first pools' heaps of waiting rollouts, pool by pool (``pi[p, P_Q0]``)
     lg: F64  # ``[fleet.limits]``: three one-cell buffers, then each limited pool's starting slots (``pi[p, P_G0]``)
+    # the inference pool (``_inference_rules``' arrays; empty without one)
+    ii: I64  # int scalars (``inference.I_*``)
+    fl: F64  # float scalars (``inference.F_*``)
+    vi: I64  # per replica (2-d, ``inference.V_*``)
+    vf: F64  # per replica (2-d)
+    dv: F64  # per replica (2-d): its decode heap's virtual finishes
+    dq: I64  # per replica (3-d): its decode heap's seq, rollout
+    xi: I64  # per rollout (2-d, ``inference.X_*``)
+    xf: F64  # per rollout (2-d)
+    ti: I64  # per turn (2-d, ``inference.T_*``)
+    tf: F64  # per turn (2-d); per call in record order: waits, times to first token, sojourns
+    cl: npt.NDArray[np.int32]  # per cache key (2-d): LRU links
+    cs: F64  # per cache key (2-d): sizes per tier
+    cin: npt.NDArray[np.bool_]  # per cache key (2-d): present per tier
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -517,7 +548,10 @@ def place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now):
     if pi[p, P_START_CAP] >= 0:
         pi[p, P_BUILDING] += 1
         push(ht, hi, si, now + af[row, A_BUILD], BUILD_DONE, row, 0)
-    push(ht, hi, si, now + af[row, A_HOLD], FINISH, row, 0)
+    if si[SERVED] and ai[row, A_PHASE] != BUILD_PHASE:  # the hold unfolds turn by turn (``inference``)
+        push(ht, hi, si, now + af[row, A_BUILD], TURN, row, 0)
+    else:
+        push(ht, hi, si, now + af[row, A_HOLD], FINISH, row, 0)
 
 
 @njit(cache=True, inline="always")
@@ -841,6 +875,8 @@ def run(S):
     ceil, hi, ht, pf, pi, pw = borrow(S.ceil), borrow(S.hi), borrow(S.ht), borrow(S.pf), borrow(S.pi), borrow(S.pw)
     r_timeout, ri, sf, si, tmp = borrow(S.r_timeout), borrow(S.ri), borrow(S.sf), borrow(S.si), borrow(S.tmp)
     wf, wi, sl, qh, lg = borrow(S.wf), borrow(S.wi), borrow(S.sl), borrow(S.qh), borrow(S.lg)
+    ii, fl, vi, vf, dv, dq = borrow(S.ii), borrow(S.fl), borrow(S.vi), borrow(S.vf), borrow(S.dv), borrow(S.dq)
+    xi, xf, ti, tf, cl, cs, cin = borrow(S.xi), borrow(S.xf), borrow(S.ti), borrow(S.tf), borrow(S.cl), borrow(S.cs), borrow(S.cin)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -880,6 +916,12 @@ def run(S):
             if ai[x, A_STATE] == RUNNING:
                 end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
                 p = ri[ai[x, A_ROLL], R_POOL]
+        elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
+            inference.pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, x, xv, now)
+            inference.continue_calls(af, hi, ht, si, ii, tf, ti, xi, now, A_START, A_BUILD, A_AGENT, A_VERIFY)
+        elif kind == TURN:  # attempt x's turn sends its model call
+            if ai[x, A_STATE] == RUNNING:
+                inference.submit(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, ai[x, A_ROLL], x, now)
         elif kind == ARRIVAL:
             enqueue(af, hi, ht, pf, pi, ri, si, wi, x, x, now)
             p = ri[x, R_POOL]

@@ -8,7 +8,7 @@ configuration; a directory the user set gets the key below appended). ``NUMBA_DI
 numba's own ``njit`` return the function uncompiled, like the shim.
 
 numba checks a cached function against its own file only: a kernel that calls a function of another
-file (the admission kernel calls ``fifo.claim`` and ``limits_rules``' rules) would load stale machine
+file (the admission kernel calls ``fifo.claim``, ``limits_rules``' rules and ``_inference_rules``) would load stale machine
 code after that file changed. So the cache directory is keyed by a hash of those files (``CALLEES``,
 ``source_key``): a change to one of them sends every kernel to a fresh directory, where it compiles.
 """
@@ -25,7 +25,8 @@ from sandbox_fleet.simulate.engine.fast import _plain
 
 _ENGINE = Path(__file__).resolve().parent.parent
 #: the files whose functions a cached kernel calls from another file (numba does not check them)
-CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py", _ENGINE / "fast" / "event_heap.py")
+CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py", _ENGINE / "fast" / "event_heap.py",
+                             _ENGINE / "fast" / "_inference_rules.py")
 
 
 def source_key() -> str:

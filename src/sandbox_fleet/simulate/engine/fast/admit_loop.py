@@ -1,14 +1,15 @@
-"""The admission loop: every fixed-hold run (no inference pool) on ``_admit_kernel``.
+"""The admission loop: every event run on ``_admit_kernel``, with or without an inference pool.
 
-``refusal(prep)`` says why a prepared run is outside the kernel (an inference pool only); ``run``
+``refusal(prep)`` says why a prepared run is outside the kernel; ``run``
 returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
 policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
 and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
 node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
-draws), on open, closed and RL workloads; and ``[fleet.limits]``, claimed when an attempt takes its
+draws), on open, closed and RL workloads; an inference pool serving the model calls (``_inference_rules``:
+routing, ``max_num_seqs``, the iteration base, the prefix cache and its host tier); and ``[fleet.limits]``, claimed when an attempt takes its
 slot (``fifo.claim``), which the pure loop does not place (the FIFO executor's bytes where it runs).
 
-One source, two ways: numba's build (cached on disk like the closed-loop kernel's,
+One source, two ways: numba's build (cached on disk,
 ``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
 to pay numba's per-process load (``worth_it``, rent-or-buy), without numba, or with
 ``NUMBA_DISABLE_JIT`` / ``SANDBOX_FLEET_PURE_PYTHON`` set.
@@ -33,6 +34,7 @@ KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
 #: rollouts from which compiling pays for numba's per-process load (~1.5 s) over the interpreted
 #: kernel (0.07-0.2 ms a rollout; BENCHMARKS.md, "Issue 36, every event run on the admission kernel")
 MIN_ROLLOUTS = 10_000
+CALLS_PER_ROLLOUT = 1  # model calls that cost the interpreted kernel one fixed-hold rollout's time (measured below)
 _spent = 0  # rollouts this process ran interpreted while numba was available (the rent-or-buy rule)
 PROGRESS_EVERY = 1 << 16  # heap events between progress callbacks
 NO_LIMIT = -1  # the kernel's "none" for caps and limits
@@ -57,7 +59,15 @@ def worth_it(prep) -> bool:
     """Whether the compiled kernel pays for its per-process load on this run: it is loaded, or this
     run with what the process ran interpreted reaches ``MIN_ROLLOUTS`` (a search of many small runs
     then loads it once: never more than twice the better choice's cost)."""
-    return loaded() or prep.n + _spent >= MIN_ROLLOUTS
+    return loaded() or work(prep) + _spent >= MIN_ROLLOUTS
+
+
+def work(prep) -> int:
+    """A run's size in rollouts' worth of the kernel's time: its rollouts, and its model calls when an
+    inference pool serves them (each a turn event and a replica event or two)."""
+    if prep.turn_draws is None:
+        return prep.n
+    return prep.n + int(prep.turn_draws.turns.sum()) // CALLS_PER_ROLLOUT
 
 
 def compiled_for(prep) -> bool:
@@ -68,7 +78,7 @@ def compiled_for(prep) -> bool:
         return False
     if worth_it(prep):
         return True
-    _spent += prep.n
+    _spent += work(prep)
     return False
 
 
@@ -83,8 +93,8 @@ def kernel(compiled: bool):
 
 def refusal(prep) -> str | None:
     """Why the kernel cannot run this prepared run (``None``: it can)."""
-    if prep.inference is not None:
-        return "an inference pool serves the model calls"
+    if prep.inference is not None and prep.turn_draws is None:
+        return "an inference pool without per-turn draws"
     for pl in prep.pools:
         if pl.admission not in POLICY_CODES:
             return f"admission {pl.admission!r}"
@@ -128,11 +138,14 @@ def initial_state(prep, K, on_progress=None):
     per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
     row_margin = max(per_event, default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
+    if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
+        heap_margin += 2 * prep.inference.replicas
     rows0 = N + max(row_margin, N // 8)
 
     si = np.zeros(K.N_SI, dtype=i64)
     si[K.CLOCK_OK] = 1
     si[K.ROWS] = N
+    si[K.SERVED] = int(prep.inference is not None)
     pi = np.full((P, K.N_PI), 0, dtype=i64)
     pf = np.zeros((P, K.N_PF))
     order: list[int] = []
@@ -242,7 +255,7 @@ def initial_state(prep, K, on_progress=None):
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
-        lg=np.array(gates, dtype=float))
+        lg=np.array(gates, dtype=float), **_inference_state(prep, K))
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
@@ -253,6 +266,79 @@ def initial_state(prep, K, on_progress=None):
         if pl.preempt_rate_per_node_s > 0:
             K.push(S.ht, S.hi, S.si, 0.0 + reclaims[p].gap_s(), K.PREEMPT, p, 0)
     return S, rl, reclaims
+
+
+def _in_flight(prep) -> int:
+    """Rollouts that may hold a sandbox at once (a bound on calls per replica)."""
+    if any(pl.cap is None for pl in prep.pools):
+        return prep.n
+    return min(prep.n, sum(int(pl.cap) for pl in prep.pools))
+
+
+def _inference_state(prep, K) -> dict[str, np.ndarray]:
+    """The inference pool's arrays of ``K.State`` (``_inference_rules``' layout), empty without one."""
+    from sandbox_fleet.simulate.engine.fast import _inference_rules as I
+
+    i64 = np.int64
+    cfg, td, N = prep.inference, prep.turn_draws, prep.n
+    if cfg is None:
+        return {"ii": np.zeros(I.N_II, dtype=i64), "fl": np.zeros(I.N_FL), "vi": np.zeros((0, I.N_VI), dtype=i64),
+                "vf": np.zeros((0, I.N_VF)), "dv": np.zeros((0, 1)), "dq": np.zeros((0, 1, 2), dtype=i64),
+                "xi": np.zeros((0, I.N_XI), dtype=i64), "xf": np.zeros((0, I.N_XF)),
+                "ti": np.zeros((0, I.N_TI), dtype=i64), "tf": np.zeros((0, I.N_TF)),
+                "cl": np.zeros((0, 4), dtype=np.int32), "cs": np.zeros((0, 2)), "cin": np.zeros((0, 2), dtype=np.bool_)}
+    R = cfg.replicas
+    sticky = cfg.routing == "sticky"
+    unlimited = cfg.kv_cache_bytes is None
+    ii = np.zeros(I.N_II, dtype=i64)
+    ii[I.I_STICKY], ii[I.I_CACHING], ii[I.I_UNLIMITED], ii[I.I_STRIDE] = sticky, bool(cfg.caching), unlimited, N
+    ii[I.I_SEATS] = int(cfg.max_num_seqs) if cfg.max_num_seqs is not None else (1 << 62)
+    fl = np.zeros(I.N_FL)
+    fl[I.F_B], fl[I.F_INV_P], fl[I.F_INV_D] = float(cfg.base_units), 1.0 / cfg.prefill_tok_s, 1.0 / cfg.decode_tok_s
+    fl[I.F_KVB], fl[I.F_CAP] = float(cfg.kv_bytes_per_token), 0.0 if unlimited else float(cfg.kv_cache_bytes)
+    fl[I.F_HOST_CAP] = float(cfg.kv_offload_bytes)
+    vi = np.zeros((R, I.N_VI), dtype=i64)
+    for c in (I.V_PF_H, I.V_PF_T, I.V_WT_H, I.V_WT_T, I.V_G_H, I.V_G_T, I.V_H_H, I.V_H_T):
+        vi[:, c] = -1
+    vf = np.zeros((R, I.N_VF))
+    vf[:, I.V_P_END] = np.inf
+    C = max(1, _in_flight(prep))
+    xi = np.zeros((N, I.N_XI), dtype=i64)
+    xi[:, I.X_OFF], xi[:, I.X_NT] = td.off, td.turns
+    xi[:, I.X_QNEXT] = xi[:, I.X_ASSIGN] = -1
+    ti = np.zeros((int(td.turns.sum()), I.N_TI), dtype=i64)
+    ti[:, I.T_NEW], ti[:, I.T_DEC] = td.new_tokens, td.decode_tokens
+    tf = np.zeros((ti.shape[0], I.N_TF))
+    tf[:, I.T_CMD] = td.command_s
+    keys = 1 if not cfg.caching else (N if sticky else R * N)
+    return {"ii": ii, "fl": fl, "vi": vi, "vf": vf, "dv": np.zeros((R, C)), "dq": np.zeros((R, C, 2), dtype=i64),
+            "xi": xi, "xf": np.zeros((N, I.N_XF)), "ti": ti, "tf": tf, "cl": np.full((keys, 4), -1, dtype=np.int32),
+            "cs": np.zeros((keys, 2)), "cin": np.zeros((keys, 2), dtype=np.bool_)}
+
+
+def _served(prep, S, K):
+    """The inference pool's records (``inference.figures.ServedRun``), its replicas' clocks closed at the
+    run's end (``None`` without a pool)."""
+    from sandbox_fleet.simulate.engine.fast import _inference_rules as I
+    from sandbox_fleet.simulate.engine.inference.figures import ServedRun, unloaded_holds
+
+    cfg = prep.inference
+    if cfg is None:
+        return None
+    I.close(S.fl, S.vi, S.vf, float(S.sf[K.NOW]))  # the run's end
+    evicted = 0.0
+    for e in S.vf[:, I.V_EVICTED].tolist():  # summed as the pure pool does: replica by replica
+        evicted += e
+    ii, tf = S.ii, S.tf
+    return ServedRun(
+        replicas=cfg.replicas, gpus_per_replica=cfg.gpus_per_replica,
+        wait_s=tf[: ii[I.I_NWAIT], I.T_WAIT].copy(), ttft_s=tf[: ii[I.I_NTTFT], I.T_TTFT].copy(),
+        sojourn_s=tf[: ii[I.I_NSOJ], I.T_SOJ].copy(),
+        area_busy=S.vf[:, I.V_A_BUSY].copy(), area_n=S.vf[:, I.V_A_N].copy(), area_sys=S.vf[:, I.V_A_SYS].copy(),
+        input_tokens=int(ii[I.I_IN_T]), cached_tokens=int(ii[I.I_CACHED_T]), decode_tokens=int(ii[I.I_DEC_T]),
+        evicted_bytes=float(evicted), r_input=S.xi[:, I.X_IN].copy(), r_cached=S.xi[:, I.X_CACHED].copy(),
+        r_output=S.xi[:, I.X_OUT].copy(), r_turns=S.xi[:, I.X_NT].copy(), unloaded_hold_s=unloaded_holds(prep),
+        prefill_tok_s=cfg.prefill_tok_s, decode_tok_s=cfg.decode_tok_s)
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
@@ -317,7 +403,7 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
     extra["attempt"] = S.ai[N:rows, K.A_TRY].tolist()
     return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
                           area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]),
-                          limits=_limits_figures(S, K, N))
+                          limits=_limits_figures(S, K, N), served=_served(prep, S, K))
 
 
 def _limits_figures(S, K, N: int) -> dict[str, np.ndarray] | None:

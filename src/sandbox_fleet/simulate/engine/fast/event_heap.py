@@ -1,8 +1,8 @@
 """The kernels' event heap: one binary min-heap over arrays, ordered by (time, push sequence).
 
-Both compiled kernels (the admission kernel and the closed-loop kernel) keep their pending events here:
+The admission kernel keeps its pending events here (``_inference_rules`` pushes a replica's too):
 ``ht[i]`` the event's time, ``hi[i] = (seq, kind, x, v)``, and in the kernel's int scalars ``si[0]`` the
-next push sequence and ``si[1]`` the heap's size (each kernel's ``SEQ, HN`` are its first two scalars).
+next push sequence and ``si[1]`` the heap's size (the kernel's ``SEQ, HN`` are its first two scalars).
 Ties in time go to the earlier push, which is what makes a run's order reproducible.
 
 Plain Python with no numba import: a kernel registers these with ``_jit.jitable`` (inlined where it

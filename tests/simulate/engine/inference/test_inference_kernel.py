@@ -1,11 +1,14 @@
-"""The closed-loop kernel (``simulate/fast``) gives the same bytes as the pure loop.
+"""Runs with an inference pool on the admission kernel (``fast/admit_loop`` + ``_admit_kernel`` calling
+``_inference_rules``) give the same bytes as the pure loop (``loop.run_events`` with ``inference/pool.py``,
+the oracle in ``tests/``).
 
-Every case runs twice in this process, ``SANDBOX_FLEET_PURE_PYTHON=1`` (``loop.py``) and
-default (the kernel, compiled by numba, a core dependency), and compares the summary JSON, the
-``--telemetry`` Parquet file and the pool's raw records bit for bit. The kernel's runs assert
-they did not fall back (``MIN_CALLS`` is lifted: these runs are smaller than the size the
-kernel starts at). The same kernel source run as plain Python (without numba, and under
-``NUMBA_DISABLE_JIT=1``) is compared on small cases in fresh processes.
+Every case runs twice in this process: on the oracle (the executor's ``run`` replaced by
+``oracle_policies.run_oracle``) and on the kernel compiled by numba (a core dependency; ``MIN_ROLLOUTS``
+lifted, these runs are small), and compares the summary JSON, the ``--telemetry`` Parquet file and the
+pool's raw records bit for bit. The kernel's source run as plain Python (its twin, without numba, and
+under ``NUMBA_DISABLE_JIT=1``) is compared on small cases in fresh processes. Beside the closed-loop
+kernel's old feature set, the cases hold what only the pure loop ran beside an inference pool before:
+start caps, queue timeouts and the shortest-timeout-first queue.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Deterministic, Episode, Exponential, Fleet, LogNormal, Turns, run_workloads
-from sandbox_fleet.simulate.engine import executors as engine_mod
+from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.inference import Inference
 from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Poisson, SyncRL
 from sandbox_fleet.simulate.scenario.run import run_scenario
@@ -42,28 +46,34 @@ def require_numba() -> None:
                     "and neither SANDBOX_FLEET_PURE_PYTHON nor NUMBA_DISABLE_JIT may be set for these tests")
 
 
+def _oracle_run(self, prep, on_progress=None):
+    return run_oracle(prep, on_progress)
+
+
 @pytest.fixture
 def paths(monkeypatch):
-    """``paths(fn)``: ``fn()`` on the pure loop, then on the kernel (which must not fall back)."""
+    """``paths(fn)``: ``fn()`` on the oracle, then on the compiled kernel (which must run it)."""
     require_numba()
-    from sandbox_fleet.simulate.engine.fast import pool_loop
+    from sandbox_fleet.simulate.engine.fast import admit_loop
 
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", 0)  # every run here is small
+    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 0)  # every run here is small
 
     def both(fn):
-        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-        pure = fn()
-        monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON")
-        real = engine_mod.run_events
+        with monkeypatch.context() as m:
+            m.setattr(executors.AdmissionKernel, "run", _oracle_run)
+            pure = fn()
+        real = admit_loop.run
+        ran = []
 
-        def no_fallback(*a, **k):
-            raise AssertionError("the run fell back to the pure loop")
+        def compiled(prep, on_progress=None, compiled=None):
+            ran.append(admit_loop.compiled_for(prep))
+            return real(prep, on_progress, compiled=True)
 
-        monkeypatch.setattr(engine_mod, "run_events", no_fallback)
-        try:
+        with monkeypatch.context() as m:
+            m.setattr(admit_loop, "run", compiled)
             fast = fn()
-        finally:
-            monkeypatch.setattr(engine_mod, "run_events", real)
+        assert all(ran)  # the kernel ran compiled (a run the model refused never reaches it)
         return pure, fast
 
     return both
@@ -197,6 +207,91 @@ seed = 9
 """,
 }
 
+# What only the pure loop ran beside an inference pool before: a start cap, a queue timeout (rollouts
+# dropped while waiting), the shortest-timeout-first queue, each with a provisioning delay or two pools.
+CASES.update({
+    "start_cap_provisioning": f"""
+[fleet]
+cap = 12
+start_cap = 2
+provision_delay_s = 0.4
+[workload]
+kind = "closed"
+population = 16
+count = 800
+build = {{ hit_p = 0.6, hit = {{ dist = "exponential", mean_s = 0.5 }}, miss = {{ dist = "exponential", mean_s = 4 }} }}
+exceptions = {{ p = {{ build = 0.05 }} }}
+{TURNS}
+[inference]
+replicas = 2
+decode_tok_s = 900
+prefill_tok_s = 20000
+max_num_seqs = 4
+{SMALL_CACHE}
+[run]
+seed = 12
+""",
+    "queue_timeout_open_and_rl": """
+[[fleets]]
+name = "a"
+cap = 6
+queue_timeout_s = 20
+[[fleets]]
+name = "b"
+cap = 8
+queue_timeout_s = 60
+start_cap = 3
+[[workloads]]
+name = "open"
+kind = "poisson"
+rate_per_s = 0.6
+count = 600
+pool = "a"
+[workloads.turns]
+turns = { dist = "lognormal", median_s = 5, sigma = 0.6 }
+command = { dist = "exponential", mean_s = 3.0 }
+prefill_tokens = { dist = "lognormal", median_s = 200, sigma = 0.9 }
+decode_tokens = { dist = "exponential", mean_s = 150 }
+[[workloads]]
+name = "rl"
+kind = "sync-rl"
+batch = 10
+steps = 6
+train_s = 15
+pool = "b"
+[workloads.turns]
+turns = { dist = "lognormal", median_s = 5, sigma = 0.6 }
+command = { dist = "exponential", mean_s = 3.0 }
+prefill_tokens = { dist = "lognormal", median_s = 200, sigma = 0.9 }
+decode_tokens = { dist = "exponential", mean_s = 150 }
+[inference]
+replicas = 2
+decode_tok_s = 600
+prefill_tok_s = 10000
+routing = "least-loaded"
+[run]
+seed = 21
+""",
+    "shortest_timeout_first_queue_timeout": f"""
+[fleet]
+cap = 5
+admission = "shortest-timeout-first"
+queue_timeout_s = 40
+[workload]
+kind = "poisson"
+rate_per_s = 0.5
+count = 700
+{TURNS}
+[inference]
+replicas = 1
+decode_tok_s = 1000
+prefill_tok_s = 20000
+max_num_seqs = 3
+[run]
+seed = 33
+""",
+})
+
 
 def _scenario(tmp_path, toml: str, name: str):
     src = tmp_path / f"{name}.toml"
@@ -220,6 +315,8 @@ def test_scenario_json_and_telemetry_identical(paths, tmp_path, name):
     if name in ("sticky_seats_cache", "least_loaded_cache"):
         # the case exercises what it claims: evictions to the host tier and hits
         assert s["inference"]["evicted_gb"] > 0 and 0 < s["inference"]["cache_hit_rate"] < 1
+    if "queue_timeout" in name:
+        assert s["dropped"] > 0  # rollouts waited past the queue timeout
     if name == "sticky_seats_cache":
         assert s["inference"]["queue_wait_s"]["p99"] > 0  # max_num_seqs made calls wait
 
@@ -282,9 +379,12 @@ def test_sync_rl_on_library_api(paths):
     prefill_mean=st.sampled_from([0.0, 2.0, 20.0]),
     decode_mean=st.sampled_from([0.5, 5.0, 30.0]),
     seed=st.integers(0, 2**31),
+    start_cap=st.one_of(st.none(), st.integers(1, 3)),
+    queue_timeout_s=st.sampled_from([None, 3.0, 30.0]),
+    admission=st.sampled_from(["fifo", "shortest-timeout-first"]),
 )
 def test_random_small_configurations(paths, replicas, routing, seats, base_s, cache, offload, population, cap,
-                                     count, prefill_mean, decode_mean, seed):
+                                     count, prefill_mean, decode_mean, seed, start_cap, queue_timeout_s, admission):
     prefill = Deterministic(0) if prefill_mean == 0 else Exponential(prefill_mean)
     ep = Episode(turns=Turns(LogNormal(3, 0.7), None, Exponential(1.0), prefill, Exponential(decode_mean)))
     inf = Inference(replicas=replicas, prefill_tok_s=100, decode_tok_s=20, iteration_base_s=base_s, max_num_seqs=seats,
@@ -293,8 +393,8 @@ def test_random_small_configurations(paths, replicas, routing, seats, base_s, ca
 
     def go():
         try:
-            return _raw(run_workloads(Fleet(cap=cap), [Closed(population=population, n=count, episode=ep)], seed,
-                                      inference=inf))
+            fleet = Fleet(cap=cap, start_cap=start_cap, queue_timeout_s=queue_timeout_s, admission=admission)
+            return _raw(run_workloads(fleet, [Closed(population=population, n=count, episode=ep)], seed, inference=inf))
         except Exception as e:  # a refused input (a cache below one context) must be refused alike
             return type(e).__name__, str(e)
 
@@ -302,44 +402,47 @@ def test_random_small_configurations(paths, replicas, routing, seats, base_s, ca
     assert fast == pure
 
 
-def test_small_runs_stay_pure_until_the_kernel_is_loaded(monkeypatch):
-    require_numba()
-    from sandbox_fleet.simulate.engine.fast import pool_loop
+def test_small_runs_take_the_kernel_source_as_python_counting_their_model_calls(monkeypatch):
+    """Rent or buy (``admit_loop.worth_it``) counts an inference run's model calls beside its rollouts."""
+    from sandbox_fleet.simulate.engine.fast import admit_loop
     from sandbox_fleet.simulate.engine.prepare import prepare
 
     ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
     inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
     prep = prepare(Fleet(cap=4), [Closed(population=4, n=50, episode=ep)], 1, inf)
     calls = int(prep.turn_draws.turns.sum())
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", calls + 1)
-    monkeypatch.setattr(pool_loop, "_KERNEL", "not.loaded.yet")
-    assert pool_loop.supported(prep) and not pool_loop.worth_it(prep)
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", calls)
-    assert pool_loop.worth_it(prep)
-    monkeypatch.setattr(pool_loop, "MIN_CALLS", calls + 1)
-    monkeypatch.setattr(pool_loop, "_KERNEL", "sandbox_fleet.simulate.engine.fast._pool_loop_kernel")
-    pool_loop.load()
-    assert pool_loop.loaded() and pool_loop.worth_it(prep)
+    assert calls > 50 and admit_loop.work(prep) == 50 + calls // admit_loop.CALLS_PER_ROLLOUT
+    monkeypatch.setattr(admit_loop, "loaded", lambda: False)
+    monkeypatch.setattr(admit_loop, "_spent", 0)
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", admit_loop.work(prep) + 1)
+    assert not admit_loop.worth_it(prep)
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", admit_loop.work(prep))
+    assert admit_loop.worth_it(prep)
+    assert executors.choose(prep).name == "admission-kernel"
 
 
-def test_unsupported_features_fall_back():
-    from sandbox_fleet.simulate.engine.fast import pool_loop
+def test_what_the_model_refuses_beside_an_inference_pool():
+    """Retries, node preemption and policy pools beside an inference pool are refused by the model
+    (``prepare``, ``policies.problems``): the pure loop, the oracle, does not run them either."""
+    from sandbox_fleet.errors import InputError
+    from sandbox_fleet.simulate.engine.entities import RetryPolicy
     from sandbox_fleet.simulate.engine.prepare import prepare
 
     ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
     inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
     wl = [Closed(population=4, n=50, episode=ep)]
-    assert pool_loop.supported(prepare(Fleet(cap=4), wl, 1, inf))
-    for fleet in (Fleet(cap=4, start_cap=2), Fleet(cap=4, queue_timeout_s=5.0),
-                  Fleet(cap=4, admission="shortest-timeout-first")):
-        assert not pool_loop.supported(prepare(fleet, wl, 1, inf))
-    assert not pool_loop.supported(prepare(Fleet(cap=4), [Closed(population=4, n=50, holds=Exponential(1))], 1))
+    for fleet, wls, msg in (
+            (Fleet(cap=4, slots_per_node=2, preempt_rate_per_node_s=1e-3, node_replace_s=1.0), wl, "preemption"),
+            (Fleet(cap=4), [Closed(population=4, n=50, episode=ep, retry=RetryPolicy(max_retries=1))], "retries"),
+            (Fleet(cap=4, admission="priority"), wl, "priority")):
+        with pytest.raises(InputError, match=msg):
+            prepare(fleet, wls, 1, inf)
 
 
 def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeypatch):
-    # The kernel stops every PROGRESS_EVERY events (and whenever the event heap might
+    # The kernel stops every PROGRESS_EVERY heap events (and whenever the event heap might
     # overflow) and resumes from its arrays; results must not depend on where it stopped.
-    from sandbox_fleet.simulate.engine.fast import pool_loop
+    from sandbox_fleet.simulate.engine.fast import admit_loop
 
     ep = Episode(turns=_turns(Exponential(30), Exponential(20)))
     inf = Inference(replicas=2, prefill_tok_s=400, decode_tok_s=60, max_num_seqs=3)
@@ -349,47 +452,50 @@ def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeyp
         return _raw(run_workloads(Fleet(cap=8), [Closed(population=10, n=120, episode=ep)], 5, inference=inf,
                                   on_progress=lambda done, n: seen.append((done, n))))
 
-    monkeypatch.setattr(pool_loop, "PROGRESS_EVERY", 7)
-    monkeypatch.setattr(pool_loop, "HEAP_SLACK", 1)
+    monkeypatch.setattr(admit_loop, "PROGRESS_EVERY", 7)
     pure, fast = paths(go)
     assert fast == pure
     assert len(seen) > 100 and seen[-1] == (120, 120)
 
 
 # --- the kernel's source run as plain Python --------------------------------------------
-PLAIN_CASES = ("sticky_seats_cache", "least_loaded_cache", "no_cache_rl")
+PLAIN_CASES = ("sticky_seats_cache", "least_loaded_cache", "no_cache_rl", "start_cap_provisioning",
+               "shortest_timeout_first_queue_timeout")
 
 
 def _plain_python_child() -> None:
     """In a fresh process whose numba is absent (``sys.modules["numba"] = None``) or switched off
-    (``NUMBA_DISABLE_JIT=1``): each of ``PLAIN_CASES`` on the pure loop, then on the kernel run
-    as plain Python; prints {case: [digest pure, digest kernel]} as JSON."""
+    (``NUMBA_DISABLE_JIT=1``): each of ``PLAIN_CASES`` on the oracle, then on the kernel's source run
+    as plain Python; prints {case: [digest oracle, digest kernel]} as JSON."""
     import tempfile
 
-    from sandbox_fleet.simulate.engine import fast
-    from sandbox_fleet.simulate.engine.fast import _jit, pool_loop
-    from sandbox_fleet.simulate.engine.fast import _pool_loop_kernel as K
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+    from sandbox_fleet.simulate.engine.fast import _jit, admit_loop
 
-    assert not _jit.COMPILED and inspect.isfunction(K.run) and inspect.isfunction(K.hpush)
+    assert not _jit.COMPILED and inspect.isfunction(K.run) and inspect.isfunction(K.push)
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in PLAIN_CASES:
             go = _scenario(Path(tmp), CASES[name], name)
-            os.environ["SANDBOX_FLEET_PURE_PYTHON"] = "1"
-            pure = go()
-            del os.environ["SANDBOX_FLEET_PURE_PYTHON"]
-            real_available, real_min, real_events = fast.available, pool_loop.MIN_CALLS, engine_mod.run_events
-            fast.available = lambda: True  # type: ignore[assignment]  # the kernel although it is not compiled
-            pool_loop.MIN_CALLS = 0
+            real = executors.AdmissionKernel.run
+            executors.AdmissionKernel.run = _oracle_run  # type: ignore[method-assign]
+            try:
+                pure = go()
+            finally:
+                executors.AdmissionKernel.run = real  # type: ignore[method-assign]
+            ran = []
+            real_run = admit_loop.run
 
-            def no_fallback(*a, **k):
-                raise AssertionError("the run fell back to the pure loop")
+            def plain(prep, on_progress=None, compiled=None, ran=ran, real_run=real_run):
+                ran.append(admit_loop.compiled_for(prep))
+                return real_run(prep, on_progress, compiled=compiled)
 
-            engine_mod.run_events = no_fallback  # type: ignore[assignment]
+            admit_loop.run = plain  # type: ignore[assignment]
             try:
                 kernel = go()
             finally:
-                fast.available, pool_loop.MIN_CALLS, engine_mod.run_events = real_available, real_min, real_events
+                admit_loop.run = real_run  # type: ignore[assignment]
+            assert ran == [False], ran
             out[name] = [hashlib.sha256(repr(r).encode()).hexdigest() for r in (pure, kernel)]
     print(json.dumps(out))
 
@@ -403,7 +509,7 @@ def test_kernel_source_as_plain_python_matches_the_pure_loop(mode):
         block = "sys.modules['numba'] = None; "  # what a machine without numba sees: ImportError
     else:
         env["NUMBA_DISABLE_JIT"] = "1"
-    code = (f"import sys; {block}from tests.simulate.engine.inference.test_fast_kernel import _plain_python_child; "
+    code = (f"import sys; {block}from tests.simulate.engine.inference.test_inference_kernel import _plain_python_child; "
             "_plain_python_child()")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
