@@ -44,7 +44,7 @@ from typing import Any, Optional
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, holds
+from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds
 from sandbox_fleet.simulate.engine.fast._node_rules import close as _close
 from sandbox_fleet.simulate.engine.fast._node_rules import set_free as _set_free
 from sandbox_fleet.simulate.engine.fast._node_rules import unlist as _unlist
@@ -240,7 +240,7 @@ def load() -> None:
         from sandbox_fleet.simulate.engine.fast._jit import jitable
 
         for rule in (_node_rules.best_fit, _node_rules.holds, _node_rules.set_free, _node_rules.close,
-                     _node_rules.unlist):
+                     _node_rules.unlist, _node_rules.billed_until):
             jitable(rule)  # compiled where the kernel calls it (the admission kernel calls it too)
         scope = dict(globals())
         for fn in (_heap_push, _heap_pop, _launch, _kernel):
@@ -800,12 +800,9 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         k = pool[s]
         if k < 0:
             continue
-        if permanent[s]:
-            node_s[k] += last_end - launch[s]
-            id_span[node_id[s], 1] = last_end
-        else:
-            node_s[k] += release[s] - launch[s]
-            id_span[node_id[s], 1] = release[s]
+        until = billed_until(permanent[s], release[s], last_end)
+        node_s[k] += until - launch[s]
+        id_span[node_id[s], 1] = until
     waits[3] = last_end
     nodes = ctr[_NEXT_ID]
     return (fail, node_of, id_pool[:nodes], id_span[:nodes], node_s, peak, launched, placed_on, used_h, waits,

@@ -15,6 +15,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.engine.episode import draw_attempts
 from sandbox_fleet.simulate.engine.limits_rules import lifetime_cut
+from sandbox_fleet.simulate.engine import node_fleet
 from sandbox_fleet.simulate.engine.policies import CEILING, cut_at_ceiling, cut_one, problems
 from sandbox_fleet.simulate.engine.workloads import OPEN, RL, AsyncRL, Workload
 
@@ -176,6 +177,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         if isinstance(wl, AsyncRL) and wl.dynamic is not None:
             wl.draw_groups(stream(seed, GROUPS, w))  # dynamic sampling: how many rollouts each step releases
         wl.check_arrays()
+    node_fleet.check(pools, workloads)
     names = [wl.name for wl in workloads]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)

@@ -103,3 +103,9 @@ def unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
     pool[s] = -1
     if opos[s] >= 0:
         close(k, s, olist, ofree, olen, opos)
+
+
+def billed_until(perm, release_s, last_end_s):
+    """Where a node still up when the history ends stops being billed: a base node (``min_nodes``) at
+    the last end, any other at its release (``scale_down_s`` after its last sandbox left)."""
+    return last_end_s if perm else release_s
