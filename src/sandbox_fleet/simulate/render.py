@@ -13,6 +13,7 @@ from sandbox_fleet.numfmt import money, percent
 from sandbox_fleet.simulate.model import (
     P50P99,
     Calibration,
+    EngineNodes,
     ImageFigures,
     InferenceCalibration,
     InferenceFigures,
@@ -24,7 +25,6 @@ from sandbox_fleet.simulate.model import (
     SimulatedHoldStats,
     SimulatedOutcomes,
     SimulateSummary,
-    EngineNodes,
     SteadyState,
 )
 from sandbox_fleet.termtable import grid, pairs, show

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.simulate.test_node_replay import KINDS, oracle
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.distributions import Deterministic, Exponential, LogNormal
@@ -14,9 +15,8 @@ from sandbox_fleet.simulate.engine.entities import Fleet, NodePool
 from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.engine.workloads import Closed, Poisson, SyncRL
-from tests.simulate.test_node_replay import KINDS, oracle
 
-NODE = dict(cpu=32.0, memory_mb=131072.0, disk_mb=409600.0)
+NODE = {"cpu": 32.0, "memory_mb": 131072.0, "disk_mb": 409600.0}
 
 
 def _three_kinds(rate_per_s=0.6, n=1500, hold_s=600.0):
@@ -98,7 +98,7 @@ def test_a_sync_rl_batch_waits_for_the_burst_nodes_to_join_by_hand():
     burst nodes (4 + 2) launched at the release. Holds 100 s, training 30 s, scale-down 0:
     each step lasts 60 + 100 = 160 s (not 100), the next release at 160 + 30 = 190, the run ends at 350.
     Billing: the reserved node 0 -> 350 s; each step's two burst nodes launch -> their last end, 160 s each."""
-    node = dict(cpu=8.0, memory_mb=32768.0, disk_mb=100000.0)
+    node = {"cpu": 8.0, "memory_mb": 32768.0, "disk_mb": 100000.0}
     pools = [NodePool(name="r", tier="reserved", usd_per_node_h=1.0, min_nodes=1, max_nodes=1, **node),
              NodePool(name="b", tier="spot", usd_per_node_h=2.0, max_nodes=5, provision_s=60.0, **node)]
     wl = SyncRL(batch=10, steps=2, train_s=30.0, holds=Deterministic(100.0), request=(2.0, 4096.0, 1000.0))

@@ -11,12 +11,13 @@ pool's ``min_nodes`` from its first start to its last end.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.entities import Fleet
+from sandbox_fleet.simulate.engine.entities import Fleet, NodePool
 from sandbox_fleet.simulate.engine.workloads import Workload
 
 
@@ -42,7 +43,7 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any) 
     i64 = np.int64
     P = len(pools)
     n_pk = np.zeros((P, 2), i64)
-    specs = []
+    specs: list[NodePool] = []
     for p, pl in enumerate(pools):
         if pl.node_pools:
             n_pk[p, K.NK_0], n_pk[p, K.NK_N] = len(specs), len(pl.node_pools)
@@ -71,15 +72,15 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any) 
                 thr[k] = lo - (lim[k, 0] - cap[k, 0])
     n_pf = np.full((P, K.N_NP), np.nan)
     n_pf[:, K.NP_LAST] = -np.inf
-    return dict(
-        n_pk=n_pk, n_pf=n_pf, n_req=n_req, n_ki=n_ki, n_kf=n_kf, n_cap=cap, n_lim=lim, n_inv=1.0 / cap[:, :2].copy(),
-        n_thr=thr, n_pmax=np.zeros(nk), n_spread=np.array([int(n.placement == "spread") for n in specs] or [0], i64),
-        n_plist=np.zeros((nk, slots), i64), n_plen=np.zeros(nk, i64), n_olist=np.zeros((nk, slots), i64),
-        n_ofree=np.zeros((nk, slots)), n_olen=np.zeros(nk, i64), n_pool=np.full(slots, -1, i64),
-        n_used=np.zeros((slots, 3)), n_count=np.zeros(slots, i64), n_id=np.zeros(slots, i64),
-        n_pos=np.zeros(slots, i64), n_opos=np.full(slots, -1, i64), n_perm=np.zeros(slots, i64),
-        n_launch=np.zeros(slots), n_ready=np.zeros(slots), n_release=np.full(slots, np.inf),
-        n_last=np.full(slots, -np.inf), n_ctr=np.zeros(1, i64))
+    return {
+        "n_pk": n_pk, "n_pf": n_pf, "n_req": n_req, "n_ki": n_ki, "n_kf": n_kf, "n_cap": cap, "n_lim": lim, "n_inv": 1.0 / cap[:, :2].copy(),
+        "n_thr": thr, "n_pmax": np.zeros(nk), "n_spread": np.array([int(n.placement == "spread") for n in specs] or [0], i64),
+        "n_plist": np.zeros((nk, slots), i64), "n_plen": np.zeros(nk, i64), "n_olist": np.zeros((nk, slots), i64),
+        "n_ofree": np.zeros((nk, slots)), "n_olen": np.zeros(nk, i64), "n_pool": np.full(slots, -1, i64),
+        "n_used": np.zeros((slots, 3)), "n_count": np.zeros(slots, i64), "n_id": np.zeros(slots, i64),
+        "n_pos": np.zeros(slots, i64), "n_opos": np.full(slots, -1, i64), "n_perm": np.zeros(slots, i64),
+        "n_launch": np.zeros(slots), "n_ready": np.zeros(slots), "n_release": np.full(slots, np.inf),
+        "n_last": np.full(slots, -np.inf), "n_ctr": np.zeros(1, i64)}
 
 
 def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | None:
@@ -102,10 +103,10 @@ def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | No
             k = int(S.n_pk[p, K.NK_0]) + j
             nh = float(node_s[k]) / 3600.0
             t0, t1 = float(S.n_pf[p, K.NP_T0]), float(S.n_pf[p, K.NP_LAST])
-            out.append(dict(
-                pool=pl.name, name=n.name, tier=n.tier, node_hours=nh, usd=nh * n.usd_per_node_h,
-                peak_nodes=int(S.n_ki[k, K.KI_PEAK]), launched=int(S.n_ki[k, K.KI_LAUNCHED]),
-                attempts=int(S.n_ki[k, K.KI_PLACED]), waited=int(S.n_ki[k, K.KI_WAITED]),
-                wait_s_total=float(S.n_kf[k, K.KF_WAIT_S]), wait_s_max=float(S.n_kf[k, K.KF_WAIT_MAX]),
-                span_s=(t1 - t0) if np.isfinite(t0) and np.isfinite(t1) else 0.0))
+            out.append({
+                "pool": pl.name, "name": n.name, "tier": n.tier, "node_hours": nh, "usd": nh * n.usd_per_node_h,
+                "peak_nodes": int(S.n_ki[k, K.KI_PEAK]), "launched": int(S.n_ki[k, K.KI_LAUNCHED]),
+                "attempts": int(S.n_ki[k, K.KI_PLACED]), "waited": int(S.n_ki[k, K.KI_WAITED]),
+                "wait_s_total": float(S.n_kf[k, K.KF_WAIT_S]), "wait_s_max": float(S.n_kf[k, K.KF_WAIT_MAX]),
+                "span_s": (t1 - t0) if np.isfinite(t0) and np.isfinite(t1) else 0.0})
     return out

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.engine import node_fleet
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.engine.episode import draw_attempts
 from sandbox_fleet.simulate.engine.limits_rules import lifetime_cut
-from sandbox_fleet.simulate.engine import node_fleet
 from sandbox_fleet.simulate.engine.policies import CEILING, cut_at_ceiling, cut_one, problems
 from sandbox_fleet.simulate.engine.workloads import OPEN, RL, AsyncRL, Workload
 

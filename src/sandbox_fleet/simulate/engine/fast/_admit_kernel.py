@@ -1014,7 +1014,7 @@ def node_join(S, af, ai, hi, ht, lg, pf, pi, si, sl, row, p, now):
 def node_leave(S, ai, ri, row, now):
     """Attempt ``row`` (of a pool made of nodes) ended now: its request leaves its node; an emptied node
     is due for release ``scale_down_s`` after its last attempt (a base node stays)."""
-    n_pk, n_pf, n_req, n_kf = borrow(S.n_pk), borrow(S.n_pf), borrow(S.n_req), borrow(S.n_kf)
+    n_pf, n_req, n_kf = borrow(S.n_pf), borrow(S.n_req), borrow(S.n_kf)
     n_cap, n_thr, n_pmax, n_olist = borrow(S.n_cap), borrow(S.n_thr), borrow(S.n_pmax), borrow(S.n_olist)
     n_ofree, n_olen, n_pool, n_used = borrow(S.n_ofree), borrow(S.n_olen), borrow(S.n_pool), borrow(S.n_used)
     n_count, n_opos, n_perm = borrow(S.n_count), borrow(S.n_opos), borrow(S.n_perm)
