@@ -931,18 +931,13 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
 
 
 @njit(cache=True)
-def node_dispatch(S, af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, p, now):
+def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
+                  n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen,
+                  n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr):
     """Start pool ``p``'s waiting rollouts in queue order, each on a node (``_node_rules.best_fit``), a
     node launched for one that fits none (it starts when the node joins), until one finds no room."""
-    n_pk, n_pf, n_req, n_ki, n_kf = borrow(S.n_pk), borrow(S.n_pf), borrow(S.n_req), borrow(S.n_ki), borrow(S.n_kf)
-    n_cap, n_lim, n_inv, n_thr, n_pmax = borrow(S.n_cap), borrow(S.n_lim), borrow(S.n_inv), borrow(S.n_thr), borrow(S.n_pmax)
-    n_spread, n_plist, n_plen, n_olist = borrow(S.n_spread), borrow(S.n_plist), borrow(S.n_plen), borrow(S.n_olist)
-    n_ofree, n_olen, n_pool, n_used = borrow(S.n_ofree), borrow(S.n_olen), borrow(S.n_pool), borrow(S.n_used)
-    n_count, n_id, n_pos, n_opos, n_perm = borrow(S.n_count), borrow(S.n_id), borrow(S.n_pos), borrow(S.n_opos), borrow(S.n_perm)
-    n_launch, n_ready, n_release, n_ctr = borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release), borrow(S.n_ctr)
     k0 = n_pk[p, NK_0]
     k1 = k0 + n_pk[p, NK_N]
-    n_last = borrow(S.n_last)
     while pi[p, P_QLEN] > 0:
         r = pop_front(pi, pw, qh, r_timeout, ri, wi, p)
         if not ri[r, R_QUEUED]:
@@ -986,7 +981,7 @@ def node_dispatch(S, af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, 
         node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         ri[r, R_QUEUED] = 0
         row = ri[r, R_ROW]
-        started(ai, borrow(S.ceil), r_timeout, wi, FIFO, w, row, now)
+        started(ai, ceil, r_timeout, wi, FIFO, w, row, now)
         ai[row, A_SLOT] = s
         if n_ready[s] > now:  # its node is joining: the attempt starts then (it still waits)
             wait = n_ready[s] - now
@@ -1002,7 +997,7 @@ def node_dispatch(S, af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, 
 
 
 @njit(cache=True)
-def node_join(S, af, ai, hi, ht, lg, pf, pi, si, sl, row, p, now):
+def node_join(af, ai, hi, ht, lg, pf, pi, si, sl, row, p, now):
     """Attempt ``row`` of pool ``p`` waited for its node, which joins now: it starts."""
     s = ai[row, A_SLOT]
     si[WAITING] -= 1
@@ -1011,14 +1006,10 @@ def node_join(S, af, ai, hi, ht, lg, pf, pi, si, sl, row, p, now):
 
 
 @njit(cache=True)
-def node_leave(S, ai, ri, row, now):
+def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen, n_pool, n_used,
+               n_count, n_opos, n_perm, n_release, n_last):
     """Attempt ``row`` (of a pool made of nodes) ended now: its request leaves its node; an emptied node
     is due for release ``scale_down_s`` after its last attempt (a base node stays)."""
-    n_pf, n_req, n_kf = borrow(S.n_pf), borrow(S.n_req), borrow(S.n_kf)
-    n_cap, n_thr, n_pmax, n_olist = borrow(S.n_cap), borrow(S.n_thr), borrow(S.n_pmax), borrow(S.n_olist)
-    n_ofree, n_olen, n_pool, n_used = borrow(S.n_ofree), borrow(S.n_olen), borrow(S.n_pool), borrow(S.n_used)
-    n_count, n_opos, n_perm = borrow(S.n_count), borrow(S.n_opos), borrow(S.n_perm)
-    n_release, n_last = borrow(S.n_release), borrow(S.n_last)
     r = ai[row, A_ROLL]
     w = ri[r, R_WORK]
     p = ri[r, R_POOL]
@@ -1050,7 +1041,14 @@ def run(S):
     ceil, hi, ht, pf, pi, pw = borrow(S.ceil), borrow(S.hi), borrow(S.ht), borrow(S.pf), borrow(S.pi), borrow(S.pw)
     r_timeout, ri, sf, si, tmp = borrow(S.r_timeout), borrow(S.ri), borrow(S.sf), borrow(S.si), borrow(S.tmp)
     wf, wi, sl, qh, lg = borrow(S.wf), borrow(S.wi), borrow(S.sl), borrow(S.qh), borrow(S.lg)
-    n_pk = borrow(S.n_pk)
+    # pools made of nodes: their arrays, borrowed once as the others
+    n_pk, n_pf, n_req, n_ki, n_kf = borrow(S.n_pk), borrow(S.n_pf), borrow(S.n_req), borrow(S.n_ki), borrow(S.n_kf)
+    n_cap, n_lim, n_inv, n_thr, n_pmax = borrow(S.n_cap), borrow(S.n_lim), borrow(S.n_inv), borrow(S.n_thr), borrow(S.n_pmax)
+    n_spread, n_plist, n_plen, n_olist = borrow(S.n_spread), borrow(S.n_plist), borrow(S.n_plen), borrow(S.n_olist)
+    n_ofree, n_olen, n_pool, n_used = borrow(S.n_ofree), borrow(S.n_olen), borrow(S.n_pool), borrow(S.n_used)
+    n_count, n_id, n_pos, n_opos, n_perm = borrow(S.n_count), borrow(S.n_id), borrow(S.n_pos), borrow(S.n_opos), borrow(S.n_perm)
+    n_launch, n_ready, n_release, n_last, n_ctr = (borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release),
+                                                   borrow(S.n_last), borrow(S.n_ctr))
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -1091,7 +1089,8 @@ def run(S):
                 end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
                 p = ri[ai[x, A_ROLL], R_POOL]
                 if n_pk[p, NK_N]:
-                    node_leave(S, ai, ri, x, now)
+                    node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
+                               n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last)
         elif kind == ARRIVAL:
             enqueue(af, hi, ht, pf, pi, ri, si, wi, x, x, now)
             p = ri[x, R_POOL]
@@ -1122,9 +1121,12 @@ def run(S):
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         elif kind == NODE_JOIN:
-            node_join(S, af, ai, hi, ht, lg, pf, pi, si, sl, x, xv, now)
+            node_join(af, ai, hi, ht, lg, pf, pi, si, sl, x, xv, now)
         if p >= 0 and n_pk[p, NK_N]:
-            node_dispatch(S, af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, p, now)
+            node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
+                          n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
+                          n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
+                          n_last, n_ctr)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
