@@ -283,6 +283,9 @@ class EngineNodePool(Block):
     waited: Count = None
     wait_s_total: Num = None
     wait_s_max: Num = None
+    #: reclaims of its nodes (``reclaim_per_node_h``), and the attempts they ended (run again if retried)
+    reclaims: Count = None
+    sandboxes_lost: Count = None
 
 
 class EngineNodes(Block):

@@ -81,6 +81,9 @@ class NodePool(BaseModel):
     provision_s: NonNegFloat = 0.0
     scale_down_s: NonNegFloat = 0.0
     placement: Literal["pack", "spread"] = "pack"
+    #: spot reclaims per node-hour, Poisson per node: a reclaim ends every sandbox on the node (retried as
+    #: the workload's retry policy says for phase ``preemption``); a ``min_nodes`` node is replaced
+    reclaim_per_node_h: NonNegFloat = 0.0
 
     @model_validator(mode="after")
     def _sizes(self) -> NodePool:

@@ -38,16 +38,18 @@ def check(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> None:
                              f"of its pool ({', '.join(n.name for n in nps)})")
 
 
-def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any) -> dict[str, np.ndarray]:
+def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, n_rollouts: int) -> dict[str, np.ndarray]:
     """The kernel ``K``'s ``n_*`` State fields for these pools (one empty node pool row when none has nodes)."""
     i64 = np.int64
     P = len(pools)
     n_pk = np.zeros((P, 2), i64)
     specs: list[NodePool] = []
+    owner: list[int] = []
     for p, pl in enumerate(pools):
         if pl.node_pools:
             n_pk[p, K.NK_0], n_pk[p, K.NK_N] = len(specs), len(pl.node_pools)
             specs += pl.node_pools
+            owner += [p] * len(pl.node_pools)
     nk = max(len(specs), 1)
     slots = max(sum(n.max_nodes for n in specs), 1)  # gone nodes are swept before a launch: at most max each
     n_req = np.zeros((len(workloads), 3))
@@ -58,9 +60,11 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any) 
     n_ki = np.zeros((nk, K.N_KI), i64)
     n_kf = np.zeros((nk, K.N_KF))
     for k, n in enumerate(specs):
+        n_ki[k, K.KI_POOL] = owner[k]
         cap[k] = (n.cpu, n.memory_mb, n.disk_mb)
         n_ki[k, K.KI_MIN], n_ki[k, K.KI_MAX] = n.min_nodes, n.max_nodes
         n_kf[k, K.KF_PROV], n_kf[k, K.KF_DOWN] = n.provision_s, n.scale_down_s
+        n_kf[k, K.KF_RATE] = n.reclaim_per_node_h / 3600.0
     lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack (nodes.py's)
     # the smallest request of each node pool's fleet pool: a node with less free cpu holds none (open list)
     thr = np.zeros(nk)
@@ -80,7 +84,20 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any) 
         "n_used": np.zeros((slots, 3)), "n_count": np.zeros(slots, i64), "n_id": np.zeros(slots, i64),
         "n_pos": np.zeros(slots, i64), "n_opos": np.full(slots, -1, i64), "n_perm": np.zeros(slots, i64),
         "n_launch": np.zeros(slots), "n_ready": np.zeros(slots), "n_release": np.full(slots, np.inf),
-        "n_last": np.full(slots, -np.inf), "n_ctr": np.zeros(1, i64)}
+        "n_last": np.full(slots, -np.inf), "n_ctr": np.zeros(1, i64), "n_head": np.full(slots, -1, i64),
+        "n_nxt": np.full(n_rollouts, -1, i64), "n_prv": np.full(n_rollouts, -1, i64)}
+
+
+def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:
+    """The most attempts one node reclaim may end (each may append a retry row): a node's cpu over the
+    smallest cpu request of its pool, over the pools with reclaims."""
+    most = 0
+    for p, pl in enumerate(pools):
+        cpus = [wl.request[0] for wl in workloads if wl.pool == p and wl.request is not None]
+        for n in pl.node_pools or []:
+            if n.reclaim_per_node_h > 0 and cpus:
+                most = max(most, int(n.cpu // min(cpus)) + 1)
+    return most
 
 
 def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | None:
@@ -107,6 +124,7 @@ def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | No
                 "pool": pl.name, "name": n.name, "tier": n.tier, "node_hours": nh, "usd": nh * n.usd_per_node_h,
                 "peak_nodes": int(S.n_ki[k, K.KI_PEAK]), "launched": int(S.n_ki[k, K.KI_LAUNCHED]),
                 "attempts": int(S.n_ki[k, K.KI_PLACED]), "waited": int(S.n_ki[k, K.KI_WAITED]),
+                "reclaims": int(S.n_ki[k, K.KI_RECLAIMS]), "sandboxes_lost": int(S.n_ki[k, K.KI_LOST]),
                 "wait_s_total": float(S.n_kf[k, K.KF_WAIT_S]), "wait_s_max": float(S.n_kf[k, K.KF_WAIT_MAX]),
                 "span_s": (t1 - t0) if np.isfinite(t0) and np.isfinite(t1) else 0.0})
     return out

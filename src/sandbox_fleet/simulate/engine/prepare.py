@@ -163,6 +163,11 @@ class NodeReclaims:
         """The node that fails (uniform)."""
         return int(self.rng.integers(self.nodes))
 
+    def node_life_s(self, rate_per_s: float) -> float:
+        """A pool made of nodes: a node's time from launch to its reclaim (Poisson per node, memoryless),
+        drawn at its launch from the pool's stream."""
+        return float(self.rng.exponential(1.0 / rate_per_s))
+
 
 def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int, inference=None) -> Prepared:
     pools = [fleet] if isinstance(fleet, Fleet) else list(fleet)

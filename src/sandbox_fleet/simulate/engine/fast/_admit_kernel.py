@@ -106,12 +106,12 @@ ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
 # ``NODE_JOIN`` (payload: its row; version: its pool). n_pk[p, c]: the pool's node pools (first, how many:
 # 0 for a slot pool); n_ki[k, c] / n_kf[k, c]: per node pool; n_pf[p, c]: per pool, its first start and
 # last end (the base nodes' billed span)
-NODE_JOIN = 16
+NODE_JOIN, NODE_RECLAIM = 16, 17  # NODE_RECLAIM: payload the node's slot, version its node id
 NK_0, NK_N = range(2)
-KI_MIN, KI_MAX, KI_ALIVE, KI_PEAK, KI_LAUNCHED, KI_PLACED, KI_WAITED = range(7)
-N_KI = 7
-KF_PROV, KF_DOWN, KF_NODE_S, KF_WAIT_S, KF_WAIT_MAX = range(5)
-N_KF = 5
+KI_MIN, KI_MAX, KI_ALIVE, KI_PEAK, KI_LAUNCHED, KI_PLACED, KI_WAITED, KI_RECLAIMS, KI_LOST, KI_POOL = range(10)
+N_KI = 10  # KI_POOL: the pool it belongs to
+KF_PROV, KF_DOWN, KF_NODE_S, KF_WAIT_S, KF_WAIT_MAX, KF_RATE = range(6)
+N_KF = 6  # KF_RATE: reclaims per node-second (Poisson per node)
 NP_T0, NP_LAST = range(2)
 N_NP = 2
 
@@ -144,6 +144,10 @@ def draw_node(p: int) -> int:
 
 def draw_gap(p: int) -> float:
     return RECLAIMS[0][p].gap_s()
+
+
+def draw_node_life(p: int, rate_per_s: float) -> float:
+    return RECLAIMS[0][p].node_life_s(rate_per_s)
 
 
 class State(NamedTuple):
@@ -202,6 +206,9 @@ class State(NamedTuple):
     n_release: F64  # ... released (inf while it holds an attempt, or a base node)
     n_last: F64  # ... the last end of an attempt that left it
     n_ctr: I64  # the next node id
+    n_head: I64  # per node slot: its first attempt's rollout (-1: none), a list a reclaim walks
+    n_nxt: I64  # per rollout: the next rollout on its node (-1: none)
+    n_prv: I64  # ... the previous
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -884,9 +891,12 @@ def on_node_back(pi, sl, p, node):
 # front waits for room (first come first served: it blocks those behind it). ``dispatch_inline``
 # never runs for such a pool (its ``P_ACTIVE`` stays set): ``run`` calls ``node_dispatch``.
 @njit(cache=True)
-def node_launch(k, t, ready_s, perm, n_ki, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool,
-                n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr):
-    """A node of node pool ``k`` launched at ``t``, joining at ``ready_s``, in the lowest free slot."""
+def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen,
+                n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
+                ht, hi, si):
+    """A node of node pool ``k`` launched at ``t``, joining at ``ready_s``, in the lowest free slot; its
+    reclaim drawn when the pool has a reclaim rate (``prepare.NodeReclaims.node_life_s``: memoryless, one
+    draw a node, from launch)."""
     s = 0
     while n_pool[s] >= 0:
         s += 1  # a free slot exists: at most max_nodes of each pool hold one (gone ones are swept first)
@@ -906,9 +916,16 @@ def node_launch(k, t, ready_s, perm, n_ki, n_cap, n_thr, n_pmax, n_plist, n_plen
     n_perm[s] = 1 if perm else 0
     n_opos[s] = -1
     node_set_free(k, s, n_cap[k, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+    n_head[s] = -1
     n_ki[k, KI_ALIVE] += 1
     if n_ki[k, KI_ALIVE] > n_ki[k, KI_PEAK]:
         n_ki[k, KI_PEAK] = n_ki[k, KI_ALIVE]
+    if n_kf[k, KF_RATE] > 0:
+        p = n_ki[k, KI_POOL]
+        rate = n_kf[k, KF_RATE]
+        with objmode(life="float64"):
+            life = draw_node_life(p, rate)
+        push(ht, hi, si, t + life, NODE_RECLAIM, s, n_id[s])
     return s
 
 
@@ -933,7 +950,8 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
 @njit(cache=True)
 def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
                   n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen,
-                  n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr):
+                  n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr,
+                  n_head, n_nxt, n_prv):
     """Start pool ``p``'s waiting rollouts in queue order, each on a node (``_node_rules.best_fit``), a
     node launched for one that fits none (it starts when the node joins), until one finds no room."""
     k0 = n_pk[p, NK_0]
@@ -946,9 +964,9 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
             n_pf[p, NP_T0] = now
             for k in range(k0, k1):
                 for _ in range(n_ki[k, KI_MIN]):
-                    node_launch(k, now, now, True, n_ki, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree,
-                                n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready,
-                                n_release, n_last, n_ctr)
+                    node_launch(k, now, now, True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
+                                n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch,
+                                n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
         w = ri[r, R_WORK]
         c, m, d = n_req[w, 0], n_req[w, 1], n_req[w, 2]
         s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
@@ -959,9 +977,9 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
             for k in range(k0, k1):  # launch in the first pool with room whose node holds the request
                 if n_ki[k, KI_ALIVE] >= n_ki[k, KI_MAX] or not node_holds(k, c, m, d, n_lim):
                     continue
-                s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_cap, n_thr, n_pmax, n_plist, n_plen,
-                                n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
-                                n_launch, n_ready, n_release, n_last, n_ctr)
+                s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist,
+                                n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
+                                n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
                 n_ki[k, KI_LAUNCHED] += 1
                 break
         if s < 0:  # every pool at its max: the front goes back and waits for room
@@ -978,6 +996,11 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
         n_used[s, 1] += m
         n_used[s, 2] += d
         n_ki[k, KI_PLACED] += 1
+        n_prv[r] = -1  # on the node's list (a reclaim ends them all)
+        n_nxt[r] = n_head[s]
+        if n_head[s] >= 0:
+            n_prv[n_head[s]] = r
+        n_head[s] = r
         node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         ri[r, R_QUEUED] = 0
         row = ri[r, R_ROW]
@@ -989,7 +1012,7 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
             n_kf[k, KF_WAIT_S] += wait
             if wait > n_kf[k, KF_WAIT_MAX]:
                 n_kf[k, KF_WAIT_MAX] = wait
-            push(ht, hi, si, n_ready[s], NODE_JOIN, row, p)
+            push(ht, hi, si, n_ready[s], NODE_JOIN, row, n_id[s])
         else:
             si[WAITING] -= 1
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
@@ -997,17 +1020,20 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
 
 
 @njit(cache=True)
-def node_join(af, ai, hi, ht, lg, pf, pi, si, sl, row, p, now):
-    """Attempt ``row`` of pool ``p`` waited for its node, which joins now: it starts."""
+def node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, row, nid, now):
+    """Attempt ``row`` waited for its node (id ``nid``), which joins now: it starts (unless the node was
+    reclaimed before it joined: the attempt went back to the queue)."""
     s = ai[row, A_SLOT]
+    if ai[row, A_STATE] != PENDING or s < 0 or n_id[s] != nid:
+        return
     si[WAITING] -= 1
-    place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
+    place(af, ai, hi, ht, lg, pf, pi, si, sl, ri[ai[row, A_ROLL], R_POOL], row, -1, now)
     ai[row, A_SLOT] = s
 
 
 @njit(cache=True)
 def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen, n_pool, n_used,
-               n_count, n_opos, n_perm, n_release, n_last):
+               n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv):
     """Attempt ``row`` (of a pool made of nodes) ended now: its request leaves its node; an emptied node
     is due for release ``scale_down_s`` after its last attempt (a base node stays)."""
     r = ai[row, A_ROLL]
@@ -1015,6 +1041,12 @@ def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olis
     p = ri[r, R_POOL]
     s = ai[row, A_SLOT]
     k = n_pool[s]
+    if n_prv[r] >= 0:
+        n_nxt[n_prv[r]] = n_nxt[r]
+    else:
+        n_head[s] = n_nxt[r]
+    if n_nxt[r] >= 0:
+        n_prv[n_nxt[r]] = n_prv[r]
     for c in range(3):
         n_used[s, c] -= n_req[w, c]
     n_count[s] -= 1
@@ -1028,6 +1060,52 @@ def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olis
         if not n_perm[s]:
             n_release[s] = n_last[s] + n_kf[k, KF_DOWN]
     node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+
+
+@njit(cache=True)
+def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, s, nid, now, n_pk, n_pf, n_ki, n_kf,
+                 n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos,
+                 n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt):
+    """Node ``nid`` (in slot ``s``) is reclaimed now, if it is still up: every attempt on it ends as a
+    preempted exception (retried as the retry policy says, ``end_attempt``), one still waiting for the
+    node to join goes back to the queue (it ran nothing); the node is gone, billed launch to now, and a
+    base node is replaced (joining ``provision_s`` later). The pool to dispatch (-1: none)."""
+    if n_pool[s] < 0 or n_id[s] != nid or n_release[s] < now:
+        return -1  # released before its reclaim (or its slot holds another node now)
+    k = n_pool[s]
+    p = n_ki[k, KI_POOL]
+    n_ki[k, KI_RECLAIMS] += 1
+    r = n_head[s]
+    while r >= 0:
+        nx = n_nxt[r]
+        row = ri[r, R_ROW]
+        n_ki[k, KI_LOST] += 1
+        if ai[row, A_STATE] == RUNNING:
+            cut_short(af, ai, pi, ri, row, now)
+            ai[row, A_SLOT] = -1
+            end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
+            if now > n_pf[p, NP_LAST]:
+                n_pf[p, NP_LAST] = now
+        else:  # waiting for the node: back to the queue, its first entry kept
+            ai[row, A_SLOT] = -1
+            enq = af[row, A_ENQ]
+            ended(af, ai, ceil, r_timeout, wi, FIFO, ri[r, R_WORK], row)
+            si[WAITING] -= 1
+            enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now)
+            af[row, A_ENQ] = enq
+        r = nx
+    n_head[s] = -1
+    n_count[s] = 0
+    n_kf[k, KF_NODE_S] += now - n_launch[s]
+    n_release[s] = np.inf
+    n_ki[k, KI_ALIVE] -= 1
+    node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
+    if n_perm[s]:
+        n_ki[k, KI_LAUNCHED] += 1
+        node_launch(k, now, now + n_kf[k, KF_PROV], True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
+                    n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
+                    n_last, n_ctr, n_head, ht, hi, si)
+    return p
 
 
 @njit(cache=True)
@@ -1049,6 +1127,7 @@ def run(S):
     n_count, n_id, n_pos, n_opos, n_perm = borrow(S.n_count), borrow(S.n_id), borrow(S.n_pos), borrow(S.n_opos), borrow(S.n_perm)
     n_launch, n_ready, n_release, n_last, n_ctr = (borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release),
                                                    borrow(S.n_last), borrow(S.n_ctr))
+    n_head, n_nxt, n_prv = borrow(S.n_head), borrow(S.n_nxt), borrow(S.n_prv)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -1090,7 +1169,7 @@ def run(S):
                 p = ri[ai[x, A_ROLL], R_POOL]
                 if n_pk[p, NK_N]:
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
-                               n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last)
+                               n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == ARRIVAL:
             enqueue(af, hi, ht, pf, pi, ri, si, wi, x, x, now)
             p = ri[x, R_POOL]
@@ -1121,12 +1200,17 @@ def run(S):
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         elif kind == NODE_JOIN:
-            node_join(af, ai, hi, ht, lg, pf, pi, si, sl, x, xv, now)
+            node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, x, xv, now)
+        elif kind == NODE_RECLAIM:
+            p = node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, xv, now, n_pk, n_pf,
+                             n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
+                             n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
+                             n_nxt)
         if p >= 0 and n_pk[p, NK_N]:
             node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
                           n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                           n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                          n_last, n_ctr)
+                          n_last, n_ctr, n_head, n_nxt, n_prv)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)

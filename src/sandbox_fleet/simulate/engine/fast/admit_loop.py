@@ -126,7 +126,7 @@ def initial_state(prep, K, on_progress=None):
     P, W = len(pools), len(wls)
     i64 = np.int64
     per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
-    row_margin = max(per_event, default=0) + 2  # rows one event may append
+    row_margin = max([*per_event, node_fleet.max_lost(pools, wls)], default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     rows0 = N + max(row_margin, N // 8)
 
@@ -242,7 +242,7 @@ def initial_state(prep, K, on_progress=None):
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
-        lg=np.array(gates, dtype=float), **node_fleet.state_fields(pools, wls, K))
+        lg=np.array(gates, dtype=float), **node_fleet.state_fields(pools, wls, K, N))
     for p, pl in enumerate(pools):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
