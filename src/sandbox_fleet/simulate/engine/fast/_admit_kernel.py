@@ -1031,7 +1031,7 @@ def node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, row, nid, now):
     ai[row, A_SLOT] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen, n_pool, n_used,
                n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv):
     """Attempt ``row`` (of a pool made of nodes) ended now: its request leaves its node; an emptied node
