@@ -196,3 +196,18 @@ def test_reclaims_compiled_and_as_plain_python_give_the_same_bits():
         assert np.array_equal(a.first[key], b.first[key], equal_nan=True), key
     assert a.extra == b.extra and a.nodes == b.nodes
     assert sum(row["reclaims"] for row in a.nodes) > 0 and len(a.extra["rollout"]) > 0
+
+
+def test_a_slot_pool_beside_a_pool_made_of_nodes_runs_as_it_runs_alone():
+    """Pools are independent: the slot pool's attempts are the same bits with or without a node pool
+    beside it (its workload keeps its index, so its draws)."""
+    slot_wl = Poisson(name="s", rate_per_s=0.05, n=300, holds=Exponential(300.0))
+    alone = run_workloads([Fleet(name="slots", cap=10)], [slot_wl], seed=5)
+    node_wl = SyncRL(name="n", pool=1, batch=40, steps=3, train_s=60.0, holds=LogNormal(300.0, 0.7),
+                     request=(2.0, 4096.0, 1000.0))
+    both = run_workloads([Fleet(name="slots", cap=10), Fleet(name="nodes", node_pools=_pools(reserved=1))],
+                         [slot_wl, node_wl], seed=5)
+    mine = both.workload == 0
+    for key in ("arrival_s", "start_s", "finish_s"):
+        assert np.array_equal(getattr(alone, key), getattr(both, key)[mine], equal_nan=True), key
+    assert both.nodes is not None and [row["pool"] for row in both.nodes] == ["nodes", "nodes"]
