@@ -45,12 +45,12 @@ def workloads(n: int, with_requests: bool):
 
 def run(n: int, nodes: bool, seed: int = 1):
     from sandbox_fleet.simulate import Fleet, run_workloads
-    from sandbox_fleet.simulate.engine.entities import NodePool
+    from sandbox_fleet.simulate.engine.entities import FleetNodePool
 
     if nodes:
         fleet = Fleet(name="nodes", node_pools=[
-            NodePool(name="reserved", tier="reserved", usd_per_node_h=2.9, min_nodes=50, max_nodes=50, **NODE),
-            NodePool(name="burst", tier="spot", usd_per_node_h=1.7, max_nodes=NODES, provision_s=60.0,
+            FleetNodePool(name="reserved", tier="reserved", usd_per_node_h=2.9, min_nodes=50, max_nodes=50, **NODE),
+            FleetNodePool(name="burst", tier="spot", usd_per_node_h=1.7, max_nodes=NODES, provision_s=60.0,
                      scale_down_s=300.0, **NODE)])
     else:
         fleet = Fleet(cap=slots())

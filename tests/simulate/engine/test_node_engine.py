@@ -11,7 +11,7 @@ from tests.simulate.test_node_replay import KINDS, oracle
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine.distributions import Deterministic, Exponential, LogNormal
-from sandbox_fleet.simulate.engine.entities import Fleet, NodePool
+from sandbox_fleet.simulate.engine.entities import Fleet, FleetNodePool
 from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.engine.workloads import Closed, Poisson, SyncRL
@@ -32,9 +32,9 @@ def _rl_three_kinds(steps=8, batch=240):
 
 
 def _pools(reserved=2, placement="pack", max_burst=40, scale_down_s=300.0):
-    return [NodePool(name="r", tier="reserved", usd_per_node_h=2.0, min_nodes=reserved, max_nodes=reserved,
+    return [FleetNodePool(name="r", tier="reserved", usd_per_node_h=2.0, min_nodes=reserved, max_nodes=reserved,
                      placement=placement, **NODE),
-            NodePool(name="b", tier="spot", usd_per_node_h=3.0, max_nodes=max_burst, scale_down_s=scale_down_s,
+            FleetNodePool(name="b", tier="spot", usd_per_node_h=3.0, max_nodes=max_burst, scale_down_s=scale_down_s,
                      placement=placement, **NODE)]
 
 
@@ -45,7 +45,7 @@ def _intervals(res):
     return res.start_s[ok], res.finish_s[ok], req
 
 
-def _spec(p: NodePool) -> NodePoolSpec:
+def _spec(p: FleetNodePool) -> NodePoolSpec:
     return NodePoolSpec(p.name, p.cpu, p.memory_mb, p.disk_mb, usd_per_node_h=p.usd_per_node_h, tier=p.tier,
                         min_nodes=p.min_nodes, max_nodes=p.max_nodes, provision_s=p.provision_s,
                         scale_down_s=p.scale_down_s, placement=p.placement)
@@ -82,7 +82,7 @@ def test_with_no_provisioning_the_engine_bills_what_the_replay_and_the_brute_for
 
 
 def test_min_equal_max_and_no_scale_down_costs_nodes_times_price_times_span():
-    pools = [NodePool(name="fixed", usd_per_node_h=1.7, min_nodes=6, max_nodes=6, **NODE)]
+    pools = [FleetNodePool(name="fixed", usd_per_node_h=1.7, min_nodes=6, max_nodes=6, **NODE)]
     res = run_workloads(Fleet(node_pools=pools), _three_kinds(rate_per_s=2.0, n=2000), seed=1)
     span_s = float(np.nanmax(res.finish_s) - np.nanmin(res.start_s))
     row = res.nodes[0]
@@ -99,8 +99,8 @@ def test_a_sync_rl_batch_waits_for_the_burst_nodes_to_join_by_hand():
     each step lasts 60 + 100 = 160 s (not 100), the next release at 160 + 30 = 190, the run ends at 350.
     Billing: the reserved node 0 -> 350 s; each step's two burst nodes launch -> their last end, 160 s each."""
     node = {"cpu": 8.0, "memory_mb": 32768.0, "disk_mb": 100000.0}
-    pools = [NodePool(name="r", tier="reserved", usd_per_node_h=1.0, min_nodes=1, max_nodes=1, **node),
-             NodePool(name="b", tier="spot", usd_per_node_h=2.0, max_nodes=5, provision_s=60.0, **node)]
+    pools = [FleetNodePool(name="r", tier="reserved", usd_per_node_h=1.0, min_nodes=1, max_nodes=1, **node),
+             FleetNodePool(name="b", tier="spot", usd_per_node_h=2.0, max_nodes=5, provision_s=60.0, **node)]
     wl = SyncRL(batch=10, steps=2, train_s=30.0, holds=Deterministic(100.0), request=(2.0, 4096.0, 1000.0))
     res = run_workloads(Fleet(node_pools=pools), [wl], seed=0)
     steps = res.steps[0]
@@ -118,7 +118,7 @@ def test_a_sync_rl_batch_waits_for_the_burst_nodes_to_join_by_hand():
 def test_at_max_nodes_the_front_of_the_queue_waits_for_room_by_hand():
     """One node of 4 cpu at most; three rollouts of 2 cpu arriving together at t = 0 with holds 100 s:
     two start at once, the third when the first room frees at 100; it ends at 200."""
-    pools = [NodePool(name="only", max_nodes=1, provision_s=10.0, cpu=4.0, memory_mb=1e5, disk_mb=1e5)]
+    pools = [FleetNodePool(name="only", max_nodes=1, provision_s=10.0, cpu=4.0, memory_mb=1e5, disk_mb=1e5)]
     wl = Closed(population=3, n=3, holds=Deterministic(100.0), request=(2.0, 1.0, 1.0))
     res = run_workloads(Fleet(node_pools=pools), [wl], seed=0)
     assert np.allclose(np.sort(res.start_s), [10.0, 10.0, 110.0])  # the launched node joined at 10
@@ -143,14 +143,14 @@ def test_the_kernel_compiled_and_as_plain_python_give_the_same_bits():
 
 
 def test_a_missing_or_too_big_request_is_one_line_naming_the_workload():
-    fl = Fleet(node_pools=[NodePool(max_nodes=2, cpu=4.0, memory_mb=100.0, disk_mb=100.0)])
+    fl = Fleet(node_pools=[FleetNodePool(max_nodes=2, cpu=4.0, memory_mb=100.0, disk_mb=100.0)])
     with pytest.raises(InputError, match="workload w: its pool is made of nodes: give request"):
         run_workloads(fl, [Poisson(name="w", rate_per_s=1.0, n=3, holds=Deterministic(1.0))], seed=0)
     with pytest.raises(InputError, match="workload w: request .* fits no node type"):
         run_workloads(fl, [Poisson(name="w", rate_per_s=1.0, n=3, holds=Deterministic(1.0), request=(8.0, 1.0, 1.0))],
                       seed=0)
     with pytest.raises(InputError, match="start_cap"):
-        Fleet(start_cap=3, node_pools=[NodePool(max_nodes=2, cpu=4.0, memory_mb=100.0, disk_mb=100.0)])
+        Fleet(start_cap=3, node_pools=[FleetNodePool(max_nodes=2, cpu=4.0, memory_mb=100.0, disk_mb=100.0)])
 
 
 def test_reclaimed_nodes_rerun_work_matches_the_closed_form_per_hold():
@@ -164,7 +164,7 @@ def test_reclaimed_nodes_rerun_work_matches_the_closed_form_per_hold():
     lam_per_h, hold_s, n = 1.0, 1800.0, 3000
     lam = lam_per_h / 3600.0
     node = {"cpu": 4.0, "memory_mb": 1000.0, "disk_mb": 1000.0}
-    pools = [NodePool(name="spot", tier="spot", min_nodes=40, max_nodes=40, reclaim_per_node_h=lam_per_h, **node)]
+    pools = [FleetNodePool(name="spot", tier="spot", min_nodes=40, max_nodes=40, reclaim_per_node_h=lam_per_h, **node)]
     wl = Poisson(rate_per_s=40 * 0.5 / (hold_s * 1.6), n=n, holds=Deterministic(hold_s), request=(4.0, 1000.0, 1000.0),
                  retry=RetryPolicy(max_retries=60, on=("preemption",)))
     res = run_workloads(Fleet(node_pools=pools), [wl], seed=7)

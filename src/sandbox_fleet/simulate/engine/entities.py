@@ -61,7 +61,7 @@ NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[Whole, Field(ge=1)]
 
 
-class NodePool(BaseModel):
+class FleetNodePool(BaseModel):
     """``[[fleet.node_pools]]``: one node pool of a fleet pool made of nodes (``nodes.NodePoolSpec``'s
     figures, inside the engine): a node type's allocatable cpu, memory and disk (after the system
     reserve), its price and tier, its size limits, its provisioning and scale-down delays, and its
@@ -86,7 +86,7 @@ class NodePool(BaseModel):
     reclaim_per_node_h: NonNegFloat = 0.0
 
     @model_validator(mode="after")
-    def _sizes(self) -> NodePool:
+    def _sizes(self) -> FleetNodePool:
         if self.max_nodes < self.min_nodes:
             raise ValueError(f"max_nodes ({self.max_nodes}) must be >= min_nodes ({self.min_nodes})")
         return self
@@ -140,9 +140,9 @@ class Fleet(BaseModel):
     queue_timeout_s: PosFloat | None = None
     #: a provider's creation bucket, starting cap, cold start, warm pool and lifetime (``sandbox_limits``)
     limits: SandboxLimits | None = None
-    #: the pool made of nodes (``NodePool``, in priority order): each workload's ``request`` placed on
+    #: the pool made of nodes (``FleetNodePool``, in priority order): each workload's ``request`` placed on
     #: them inside the engine (the admission kernel); ``None``: slots only (``cap``)
-    node_pools: list[NodePool] | None = None
+    node_pools: list[FleetNodePool] | None = None
 
     #: whether a missing cap is an error (a scenario file must say ``unbounded = true``)
     cap_required: ClassVar[bool] = False

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.entities import Fleet, NodePool
+from sandbox_fleet.simulate.engine.entities import Fleet, FleetNodePool
 from sandbox_fleet.simulate.engine.workloads import Workload
 
 
@@ -43,7 +43,7 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
     i64 = np.int64
     P = len(pools)
     n_pk = np.zeros((P, 2), i64)
-    specs: list[NodePool] = []
+    specs: list[FleetNodePool] = []
     owner: list[int] = []
     for p, pl in enumerate(pools):
         if pl.node_pools:
