@@ -211,3 +211,14 @@ def test_a_slot_pool_beside_a_pool_made_of_nodes_runs_as_it_runs_alone():
     for key in ("arrival_s", "start_s", "finish_s"):
         assert np.array_equal(getattr(alone, key), getattr(both, key)[mine], equal_nan=True), key
     assert both.nodes is not None and [row["pool"] for row in both.nodes] == ["nodes", "nodes"]
+
+
+def test_only_the_admission_kernel_places_a_pool_made_of_nodes():
+    from sandbox_fleet.simulate.engine.executors import refusals
+    from sandbox_fleet.simulate.engine.prepare import prepare
+
+    prep = prepare(Fleet(node_pools=[FleetNodePool(max_nodes=2, cpu=4.0, memory_mb=1.0, disk_mb=1.0)]),
+                   [Poisson(rate_per_s=1.0, n=3, holds=Deterministic(1.0), request=(1.0, 1.0, 1.0))], 0)
+    why = refusals(prep)
+    assert why["admission-kernel"] is None
+    assert "node pools" in why["fifo"] and "node pools" in why["events"]

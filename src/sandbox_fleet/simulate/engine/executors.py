@@ -132,6 +132,8 @@ class ClosedLoopKernel(Executor):
             return "no inference pool (the kernel runs pool-served runs only)"
         if limited_any(prep.pools):
             return LIMITS_FIFO_ONLY
+        if any(pl.node_pools is not None for pl in prep.pools):
+            return "node pools are placed by the admission kernel"
         if (why := dynamic_refusal(prep.workloads)) is not None:
             return why
         if fast.pure_python_forced():
