@@ -264,6 +264,43 @@ class LimitsFigures(Block):
     basis: Optional[str] = None
 
 
+class EngineNodePool(Block):
+    """One node pool of a pool made of nodes (``[[fleet.node_pools]]``), placed inside the engine: what it
+    billed and the waits its provisioning caused (the attempts that waited for a node to join)."""
+
+    pool: Optional[str] = None
+    name: Optional[str] = None
+    tier: Optional[str] = None
+    #: billed launch to release (base nodes: the pool's first start to its last end)
+    node_hours: Num = None
+    usd: Num = None
+    peak_nodes: Count = None
+    #: nodes launched after the start (the min_nodes not counted)
+    launched: Count = None
+    #: attempts placed on its nodes
+    attempts: Count = None
+    #: attempts placed on a joining node, and their waits for it (seconds)
+    waited: Count = None
+    wait_s_total: Num = None
+    wait_s_max: Num = None
+    #: reclaims of its nodes (``reclaim_per_node_h``), and the attempts they ended (run again if retried)
+    reclaims: Count = None
+    sandboxes_lost: Count = None
+
+
+class EngineNodes(Block):
+    """Pools made of nodes, placed inside the engine (the admission kernel): per node pool, and in all."""
+
+    pools: Optional[list[EngineNodePool]] = None
+    node_hours: Num = None
+    usd: Num = None
+    #: the $ over the pools' span (first start to last end), per hour
+    usd_per_h: Num = None
+    waited: Count = None
+    wait_s_total: Num = None
+    basis: Optional[str] = None
+
+
 class ReplayPool(Block):
     """One node pool of ``simulate --replay``: its node type, limits and reclaim rate, and what it billed."""
 
@@ -431,6 +468,8 @@ class SimulateSummary(Summary):
     nodes: Optional[NodeReplayFigures] = None
     #: the RL workload with ``dynamic_sampling``, when exactly one has it (several: per workload)
     dynamic_sampling: Optional[DynamicSamplingFigures] = None
+    #: pools made of nodes (``[[fleet.node_pools]]``): node-hours, $, peaks and provisioning waits
+    node_pools: Optional[EngineNodes] = None
 
 
 class InferenceCalibration(Block):

@@ -13,6 +13,7 @@ from sandbox_fleet.numfmt import money, percent
 from sandbox_fleet.simulate.model import (
     P50P99,
     Calibration,
+    EngineNodes,
     ImageFigures,
     InferenceCalibration,
     InferenceFigures,
@@ -44,6 +45,19 @@ def _usd(v) -> str:
 
 def _hours(seconds) -> str:
     return _f(None if seconds is None else seconds / 3600, 2)
+
+
+def _node_rows(nodes: EngineNodes) -> list[tuple[str, str]]:
+    rows = []
+    for p in nodes.pools or []:
+        rows.append((f"nodes {p.pool}/{p.name} ({p.tier}): node-h / $ / peak",
+                     f"{_f(p.node_hours, 2)} / {_f(p.usd, 2)} / {_f(p.peak_nodes)} (launched {_f(p.launched)})"))
+        if p.waited:
+            rows.append((f"nodes {p.pool}/{p.name}: waited for a node / mean / max (s)",
+                         f"{_f(p.waited)} / {_f(p.wait_s_total / p.waited if p.wait_s_total is not None else None, 1)}"
+                         f" / {_f(p.wait_s_max, 1)}"))
+    rows.append(("nodes: $ / $ per h (span)", f"{_f(nodes.usd, 2)} / {_f(nodes.usd_per_h, 2)}"))
+    return rows
 
 
 def render_summary(s: SimulateSummary, console: Console) -> None:
@@ -96,6 +110,8 @@ def render_summary(s: SimulateSummary, console: Console) -> None:
             wait = lim.ready_wait_s or Quantiles()
             rows.append(("warm claims / cold starts", f"{_f(lim.warm_claims)} / {_f(lim.cold_starts)}"))
             rows.append(("ready wait mean / p50 / p99 (s)", f"{_f(wait.mean, 1)} / {_f(wait.p50, 1)} / {_f(wait.p99, 1)}"))
+    if s.node_pools is not None:
+        rows += _node_rows(s.node_pools)
     if ss is not None:
         rows += _steady_rows(ss)
     rows.append(("events", _f(s.events)))

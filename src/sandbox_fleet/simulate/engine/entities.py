@@ -61,6 +61,37 @@ NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[Whole, Field(ge=1)]
 
 
+class FleetNodePool(BaseModel):
+    """``[[fleet.node_pools]]``: one node pool of a fleet pool made of nodes (``nodes.NodePoolSpec``'s
+    figures, inside the engine): a node type's allocatable cpu, memory and disk (after the system
+    reserve), its price and tier, its size limits, its provisioning and scale-down delays, and its
+    placement rule (``fast/_node_rules``). A pool's nodes are tried in the order the pools are given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "nodes"
+    cpu: PosFloat
+    memory_mb: PosFloat
+    disk_mb: PosFloat
+    usd_per_node_h: NonNegFloat = 0.0
+    tier: str = "on_demand"
+    min_nodes: Annotated[Whole, Field(ge=0)] = 0
+    #: at its max a request that fits no node waits for room (the engine's arrays are sized by it)
+    max_nodes: Count
+    provision_s: NonNegFloat = 0.0
+    scale_down_s: NonNegFloat = 0.0
+    placement: Literal["pack", "spread"] = "pack"
+    #: spot reclaims per node-hour, Poisson per node: a reclaim ends every sandbox on the node (retried as
+    #: the workload's retry policy says for phase ``preemption``); a ``min_nodes`` node is replaced
+    reclaim_per_node_h: NonNegFloat = 0.0
+
+    @model_validator(mode="after")
+    def _sizes(self) -> FleetNodePool:
+        if self.max_nodes < self.min_nodes:
+            raise ValueError(f"max_nodes ({self.max_nodes}) must be >= min_nodes ({self.min_nodes})")
+        return self
+
+
 class Fleet(BaseModel):
     """One pool of ``cap`` sandbox slots, shared by every workload assigned to it.
 
@@ -109,6 +140,9 @@ class Fleet(BaseModel):
     queue_timeout_s: PosFloat | None = None
     #: a provider's creation bucket, starting cap, cold start, warm pool and lifetime (``sandbox_limits``)
     limits: SandboxLimits | None = None
+    #: the pool made of nodes (``FleetNodePool``, in priority order): each workload's ``request`` placed on
+    #: them inside the engine (the admission kernel); ``None``: slots only (``cap``)
+    node_pools: list[FleetNodePool] | None = None
 
     #: whether a missing cap is an error (a scenario file must say ``unbounded = true``)
     cap_required: ClassVar[bool] = False
@@ -123,7 +157,9 @@ class Fleet(BaseModel):
     @model_validator(mode="after")
     def _rules(self) -> Fleet:
         """The rules between keys; each error is located at the key it names."""
-        if self.cap_required and self.cap is None and not self.unbounded:
+        if self.node_pools is not None:
+            _node_rules(self)
+        if self.cap_required and self.cap is None and not self.unbounded and self.node_pools is None:
             _refuse("cap", self.cap, "give cap = N, or unbounded = true")
         if self.cap is not None and self.unbounded:
             _refuse("unbounded", self.unbounded, "cap and unbounded = true contradict")
@@ -136,6 +172,19 @@ class Fleet(BaseModel):
         if self.preempt and self.cap is None:
             _refuse("preempt", self.preempt, "preempt = true needs a finite cap (an unbounded pool has a slot for everyone)")
         return self
+
+
+def _node_rules(f: Fleet) -> None:
+    """A pool made of nodes: its nodes are its cap; the features its node dispatch does not place yet
+    are refused by key (``admit_loop``'s node dispatch runs FIFO pools)."""
+    if not f.node_pools:
+        _refuse("node_pools", f.node_pools, "give at least one node pool")
+    for key, bad in (("cap", f.cap is not None), ("unbounded", f.unbounded), ("start_cap", f.start_cap is not None),
+                     ("provision_delay_s", f.provision_delay_s > 0), ("limits", f.limits is not None),
+                     ("preempt_rate_per_node_s", f.preempt_rate_per_node_s > 0), ("admission", f.admission != "fifo")):
+        if bad:
+            _refuse(key, getattr(f, key), "does not apply to a pool made of nodes (node_pools: its nodes are its "
+                    "room; its admission is fifo, its delays the node pools' provision_s)")
 
 
 def _refuse(key: str, value: object, message: str) -> NoReturn:

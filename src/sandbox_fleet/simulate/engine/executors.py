@@ -54,6 +54,8 @@ def pool_refusal(pl: Fleet) -> str | None:
         return "preemption"
     if pl.queue_timeout_s is not None:
         return "a queue_timeout_s"
+    if pl.node_pools is not None:
+        return "node pools (placed by the admission kernel)"
     return None
 
 
@@ -146,6 +148,8 @@ class Events(Executor):
             return "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
         if any(pl.admission in POLICIES for pl in prep.pools):
             return "admission policies run on the admission kernel"
+        if any(pl.node_pools is not None for pl in prep.pools):
+            return "node pools are placed by the admission kernel"
         return None
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:

@@ -182,6 +182,9 @@ def _rate(hits: np.ndarray) -> float | None:
 
 def check_pool(pl, pool_workloads: list[int], kinds: list[int], open_kind: int) -> None:
     """Refuse a pool whose build order is not known before the run (or that has no nodes)."""
+    if pl.node_pools is not None:
+        raise InputError(f"pool {pl.name} is made of nodes (node_pools): the per-node image cache does not follow "
+                         "the engine's placement yet (it assumes node = k mod cap / slots_per_node)")
     if pl.cap is None:
         raise InputError(f"pool {pl.name} is unbounded; per-node caches need a finite cap (nodes are "
                          "cap / slots_per_node)")

@@ -161,6 +161,7 @@ def summarise(res, *, timing: bool = False, pass_rate: float | None = None, warm
         out["images"] = res.images.figures()
     out["substrate"] = substrate_figures(res, started)
     out["limits"] = limits_figures(res, started)
+    out["node_pools"] = node_figures(res)
     from sandbox_fleet.simulate.engine.steady import analyse
 
     out["steady_state"] = analyse(res, pass_rate=pass_rate, warmup_s=warmup_s)
@@ -217,6 +218,23 @@ def limits_figures(res, started: np.ndarray) -> dict | None:
                      "cap and the cold start")
     out["basis"] = "; ".join(words) or None
     return out
+
+
+def node_figures(res) -> dict | None:
+    """The ``node_pools`` block: each node pool's bill, peak and provisioning waits (``node_fleet.figures``)."""
+    if res.nodes is None:
+        return None
+    rows = [{k: v for k, v in row.items() if k != "span_s"} for row in res.nodes]
+    span_s = max(row["span_s"] for row in res.nodes)
+    usd = sum(row["usd"] for row in rows)
+    return {"pools": rows, "node_hours": sum(row["node_hours"] for row in rows), "usd": usd,
+            "usd_per_h": usd / (span_s / 3600.0) if span_s > 0 else None,
+            "waited": sum(row["waited"] for row in rows), "wait_s_total": sum(row["wait_s_total"] for row in rows),
+            "basis": ("placed inside the engine (the admission kernel): each attempt on a node by the placement "
+                      "rule of its node pool (pack: most-allocated; spread: least-allocated), pools in order; a "
+                      "request that fits no node launches one and starts when it joins (provision_s), at max_nodes "
+                      "it waits for room; billed launch to release (scale_down_s after the last attempt left), "
+                      "min_nodes from the first start to the last end")}
 
 
 def substrate_figures(res, started: np.ndarray) -> dict | None:

@@ -44,6 +44,10 @@ from typing import Any, Optional
 import numpy as np
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds
+from sandbox_fleet.simulate.engine.fast._node_rules import close as _close
+from sandbox_fleet.simulate.engine.fast._node_rules import set_free as _set_free
+from sandbox_fleet.simulate.engine.fast._node_rules import unlist as _unlist
 
 PLACEMENTS = ("pack", "spread")
 _INF = np.inf
@@ -232,8 +236,14 @@ def load() -> None:
             return
         # the kernel's source stays plain Python (the interpreted path runs it as written); numba compiles
         # a copy whose helpers are compiled too, so numba is imported only when a replay pays for it
+        from sandbox_fleet.simulate.engine.fast import _node_rules
+        from sandbox_fleet.simulate.engine.fast._jit import jitable
+
+        for rule in (_node_rules.best_fit, _node_rules.holds, _node_rules.set_free, _node_rules.close,
+                     _node_rules.unlist, _node_rules.billed_until):
+            jitable(rule)  # compiled where the kernel calls it (the admission kernel calls it too)
         scope = dict(globals())
-        for fn in (_heap_push, _heap_pop, _set_free, _close, _launch, _unlist, _kernel):
+        for fn in (_heap_push, _heap_pop, _launch, _kernel):
             scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
         _compiled = scope["_kernel"]
 
@@ -404,34 +414,6 @@ def _heap_pop(ht, hi, size):
     return size
 
 
-def _set_free(k, s, f, thr, olist, ofree, olen, opos, pmax):
-    """Node slot ``s`` of pool ``k`` now has ``f`` cpu free: it is on the pool's open list (the nodes a
-    start scans) while ``f`` could hold the smallest request, off it otherwise."""
-    x = opos[s]
-    if f >= thr[k]:
-        if x < 0:
-            x = olen[k]
-            opos[s] = x
-            olist[k, x] = s
-            olen[k] = x + 1
-        ofree[k, x] = f
-        if f > pmax[k]:
-            pmax[k] = f
-    elif x >= 0:
-        _close(k, s, olist, ofree, olen, opos)
-
-
-def _close(k, s, olist, ofree, olen, opos):
-    """Take slot ``s`` off pool ``k``'s open list (the last entry moves into its place)."""
-    x = opos[s]
-    olen[k] -= 1
-    last = olist[k, olen[k]]
-    olist[k, x] = last
-    ofree[k, x] = ofree[k, olen[k]]
-    opos[last] = x
-    opos[s] = -1
-
-
 def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool, id_span, slot_of_id,
             used, count, head, last_out, launch, ready, release, permanent, cap, p_rate, ex, ct, ci, track, thr,
             olist, ofree, olen, opos, pmax):
@@ -473,18 +455,6 @@ def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_i
         if p_rate[k] > 0:  # Poisson reclaims per node: its first (and only) reclaim, memoryless from launch
             ctr[_CSIZE] = _heap_push(ct, ci, ctr[_CSIZE], t + ex[nid] / p_rate[k], nid)
     return s
-
-
-def _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
-    """Take slot ``s`` out of pool ``k``'s live list (the last entry moves into its place) and open list."""
-    x = pos[s]
-    plen[k] -= 1
-    last = plist[k, plen[k]]
-    plist[k, x] = last
-    pos[last] = x
-    pool[s] = -1
-    if opos[s] >= 0:
-        _close(k, s, olist, ofree, olen, opos)
 
 
 def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down, p_spread, p_rate, trace_t, trace_pool,
@@ -747,33 +717,9 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         t = ts
         hold = end[i] - start[i]
         started[i] = True
-        best = -1
-        for k in range(npools):  # pools in order; inside one, the best fit among open nodes not gone before t
-            need = req[i, 0] - (lim[k, 0] - cap[k, 0])  # the cpu a node must have free, with the float slack
-            if pmax[k] < need:
-                continue
-            best_score = 0.0
-            most = 0.0
-            for x in range(olen[k]):
-                f = ofree[k, x]
-                if f > most:
-                    most = f
-                if f < need:  # the cheap first test: most open nodes of a busy pool are short of cpu
-                    continue
-                s = olist[k, x]
-                if release[s] < t:  # gone before this start (released at release[s]): not a candidate
-                    continue
-                if used[s, 1] + req[i, 1] > lim[k, 1] or used[s, 2] + req[i, 2] > lim[k, 2]:
-                    continue
-                score = used[s, 0] * inv[k, 0] + used[s, 1] * inv[k, 1]
-                if p_spread[k]:
-                    score = -score
-                if best < 0 or score > best_score or (score == best_score and node_id[s] < node_id[best]):
-                    best = s
-                    best_score = score
-            pmax[k] = most
-            if best >= 0:
-                break
+        # the placement rule (``_node_rules.best_fit``, shared with the admission kernel)
+        best = best_fit(0, npools, req[i, 0], req[i, 1], req[i, 2], t, olist, ofree, olen, release, used, lim, cap, inv,
+                        p_spread, node_id, pmax)
         if best < 0:  # before a launch every pool's gone nodes are released, so the live counts are exact
             for k in range(npools):
                 x = 0
@@ -792,7 +738,7 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             for k in range(npools):  # launch in the first pool with room whose node holds the request
                 if alive[k] >= p_max[k]:
                     continue
-                if req[i, 0] > lim[k, 0] or req[i, 1] > lim[k, 1] or req[i, 2] > lim[k, 2]:
+                if not holds(k, req[i, 0], req[i, 1], req[i, 2], lim):
                     continue
                 best = _launch(k, t, t + p_prov[k], False, ctr, slots, ids, pool, pos, plist, plen, node_id, id_pool,
                                id_span, slot_of_id, used, count, head, last_out, launch, ready, release, permanent,
@@ -854,12 +800,9 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         k = pool[s]
         if k < 0:
             continue
-        if permanent[s]:
-            node_s[k] += last_end - launch[s]
-            id_span[node_id[s], 1] = last_end
-        else:
-            node_s[k] += release[s] - launch[s]
-            id_span[node_id[s], 1] = release[s]
+        until = billed_until(permanent[s], release[s], last_end)
+        node_s[k] += until - launch[s]
+        id_span[node_id[s], 1] = until
     waits[3] = last_end
     nodes = ctr[_NEXT_ID]
     return (fail, node_of, id_pool[:nodes], id_span[:nodes], node_s, peak, launched, placed_on, used_h, waits,

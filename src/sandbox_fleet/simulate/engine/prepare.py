@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.engine import node_fleet
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, PHASE_NAMES, Episode, Fleet
 from sandbox_fleet.simulate.engine.episode import draw_attempts
 from sandbox_fleet.simulate.engine.limits_rules import lifetime_cut
@@ -162,6 +163,11 @@ class NodeReclaims:
         """The node that fails (uniform)."""
         return int(self.rng.integers(self.nodes))
 
+    def node_life_s(self, rate_per_s: float) -> float:
+        """A pool made of nodes: a node's time from launch to its reclaim (Poisson per node, memoryless),
+        drawn at its launch from the pool's stream."""
+        return float(self.rng.exponential(1.0 / rate_per_s))
+
 
 def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int, inference=None) -> Prepared:
     pools = [fleet] if isinstance(fleet, Fleet) else list(fleet)
@@ -176,6 +182,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         if isinstance(wl, AsyncRL) and wl.dynamic is not None:
             wl.draw_groups(stream(seed, GROUPS, w))  # dynamic sampling: how many rollouts each step releases
         wl.check_arrays()
+    node_fleet.check(pools, workloads)
     names = [wl.name for wl in workloads]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)

@@ -66,6 +66,8 @@ class ExecutorOutput:
     #: (its first attempt), ``warm`` (claimed from the warm pool) and ``ready_wait_s`` (slot to sandbox
     #: ready: the bucket, the starting cap, the cold start)
     limits: dict[str, np.ndarray] | None = None
+    #: pools made of nodes (``node_fleet.figures``): per node pool, node-hours, $, peaks, provisioning waits
+    nodes: list[dict] | None = None
 
 
 @dataclass
@@ -101,6 +103,7 @@ class SimResult:
     images: ImageRun | None = None  # the image cache's pre-pass (``[images]``)
     turns_total: float = 0.0  # turns drawn for the first attempts (a substrate's per-action overhead counts them)
     limits: dict[str, np.ndarray] | None = None  # ``[fleet.limits]``' per-rollout warm flags and ready waits
+    nodes: list[dict] | None = None  # pools made of nodes: per node pool (``node_fleet.figures``)
     _sweeps: dict = field(default_factory=dict, repr=False)
     _derived: dict = field(default_factory=lambda: _Derived(), repr=False)  # noqa: PLW0108 (_Derived is defined below)
 

@@ -92,6 +92,7 @@ def run_workloads(
     res.images, res.turns_total = prep.images, prep.turns_total
     res.inference = out.served
     res.limits = out.limits
+    res.nodes = out.nodes
     res.wall_s = time.perf_counter() - wall0
     if check:
         n = prep.n

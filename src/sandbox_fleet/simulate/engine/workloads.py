@@ -52,6 +52,8 @@ class Workload:
     priority: int | None = None
     nominal: int | None = None
     borrow_limit: int | None = None
+    #: each sandbox's request (cpu, memory MB, disk MB), placed on a pool made of nodes (``Fleet.node_pools``)
+    request: tuple[float, float, float] | None = None
 
     kind = OPEN
 

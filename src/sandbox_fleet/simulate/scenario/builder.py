@@ -51,6 +51,7 @@ class _Common(TypedDict):
     priority: int | None
     nominal: int | None
     borrow_limit: int | None
+    request: tuple[float, float, float] | None
 
 
 class _RLFields(_Common):
@@ -365,8 +366,9 @@ class _Ctx:
             if not 0 <= pool < n_pools:
                 self.fail(k("pool"), f"pool {pool} does not exist ({n_pools} pool(s), counted from 0)")
         retry = RetryPolicy(w.retry.max_retries, tuple(w.retry.on), w.retry.redraw) if w.retry else RetryPolicy()
+        request = None if w.request is None else (w.request.cpu, w.request.memory_mb, w.request.disk_mb)
         common = _Common(retry=retry, pool=pool, name=w.name or f"w{i}", priority=w.priority, nominal=w.nominal,
-                         borrow_limit=w.borrow_limit)
+                         borrow_limit=w.borrow_limit, request=request)
 
         def need(*keys: str) -> None:
             for name in keys:

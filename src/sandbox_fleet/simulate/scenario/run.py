@@ -32,6 +32,7 @@ from sandbox_fleet.simulate.scenario.spec import (
     MixtureSpec,
     NonNegFloat,
     PosFloat,
+    RequestSpec,
     RetrySpec,
     RunSpec,
     ScenarioSpec,
@@ -46,7 +47,7 @@ from sandbox_fleet.simulate.scenario.spec import (
 __all__ = [
     "BuildSpec", "Built", "ComponentSpec", "DeterministicSpec", "DistSpec", "DynamicSamplingSpec", "EmpiricalSpec", "EpisodeParts",
     "ExceptionsSpec", "ExponentialSpec", "FilterSpec", "FleetSpec", "ImagesSpec", "InferenceSpec", "LogNormalSpec", "MixtureSpec", "NonNegFloat", "PosFloat",
-    "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
+    "RequestSpec", "RetrySpec", "RunSpec", "ScenarioSpec", "Strict", "SubstrateSpec", "TurnsSpec", "WeibullSpec", "WorkloadSpec", "build",
     "load_scenario", "run_scenario", "simulate_scenario",
 ]
 

@@ -200,6 +200,15 @@ class DynamicSamplingSpec(Strict):
     max_rounds: Annotated[Whole, Field(ge=1)] | None = None
 
 
+class RequestSpec(Strict):
+    """A workload's ``request``: each sandbox's cpu, memory and disk, placed on a pool made of nodes
+    (``[[fleet.node_pools]]``)."""
+
+    cpu: PosFloat
+    memory_mb: NonNegFloat = 0.0
+    disk_mb: NonNegFloat = 0.0
+
+
 class WorkloadSpec(EpisodeParts):
     kind: Literal["poisson", "sync-rl", "async-rl", "replay", "closed"]
     name: str | None = None
@@ -224,6 +233,8 @@ class WorkloadSpec(EpisodeParts):
     arrivals_s: Annotated[list[NonNegFloat], Field(min_length=1)] | None = None
     # RL: dynamic sampling (DAPO)
     dynamic_sampling: DynamicSamplingSpec | None = None
+    # a pool made of nodes: each sandbox's request
+    request: RequestSpec | None = None
 
     @field_validator("batch")
     @classmethod

@@ -41,7 +41,7 @@ import numpy.typing as npt
 
 from sandbox_fleet.simulate.engine import fifo, limits_rules
 from sandbox_fleet.simulate.engine.fast import _inference_rules as inference
-from sandbox_fleet.simulate.engine.fast import event_heap
+from sandbox_fleet.simulate.engine.fast import _node_rules, event_heap
 from sandbox_fleet.simulate.engine.fast._jit import borrow, jitable, njit, objmode
 
 I64 = npt.NDArray[np.int64]  # 1-d or 2-d, C order
@@ -111,6 +111,18 @@ ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
 # exception there ends the hold before any turn)
 TURN, POOL = inference.TURN, inference.POOL
 BUILD_PHASE = 1
+# Pools made of nodes (``Fleet.node_pools``): a waiting attempt whose node is still joining starts at
+# ``NODE_JOIN`` (payload: its row; version: its pool). n_pk[p, c]: the pool's node pools (first, how many:
+# 0 for a slot pool); n_ki[k, c] / n_kf[k, c]: per node pool; n_pf[p, c]: per pool, its first start and
+# last end (the base nodes' billed span)
+NODE_JOIN, NODE_RECLAIM = 16, 17  # NODE_RECLAIM: payload the node's slot, version its node id
+NK_0, NK_N = range(2)
+KI_MIN, KI_MAX, KI_ALIVE, KI_PEAK, KI_LAUNCHED, KI_PLACED, KI_WAITED, KI_RECLAIMS, KI_LOST, KI_POOL = range(10)
+N_KI = 10  # KI_POOL: the pool it belongs to
+KF_PROV, KF_DOWN, KF_NODE_S, KF_WAIT_S, KF_WAIT_MAX, KF_RATE = range(6)
+N_KF = 6  # KF_RATE: reclaims per node-second (Poisson per node)
+NP_T0, NP_LAST = range(2)
+N_NP = 2
 
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
@@ -122,6 +134,12 @@ for _fn in (inference.dpush, inference.dpop, inference.lru_remove, inference.lru
             inference.cache_put, inference.advance, inference.seat, inference.fewest, inference.reschedule,
             inference.submit, inference.pool_event, inference.continue_calls, inference.close):
     jitable(_fn, inline=True)
+# the node placement rule, written once (``_node_rules``; the node replay calls it too)
+node_close = jitable(_node_rules.close)
+node_set_free = jitable(_node_rules.set_free)
+node_unlist = jitable(_node_rules.unlist)
+node_best_fit = jitable(_node_rules.best_fit)
+node_holds = jitable(_node_rules.holds)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -141,6 +159,10 @@ def draw_node(p: int) -> int:
 
 def draw_gap(p: int) -> float:
     return RECLAIMS[0][p].gap_s()
+
+
+def draw_node_life(p: int, rate_per_s: float) -> float:
+    return RECLAIMS[0][p].node_life_s(rate_per_s)
 
 
 class State(NamedTuple):
@@ -185,6 +207,38 @@ class State(NamedTuple):
     cl: npt.NDArray[np.int32]  # per cache key (2-d): LRU links
     cs: F64  # per cache key (2-d): sizes per tier
     cin: npt.NDArray[np.bool_]  # per cache key (2-d): present per tier
+    # pools made of nodes (``_node_rules``' layout; node slots are rows, node pools ``k``)
+    n_pk: I64  # per pool (2-d, ``NK_*``): its node pools
+    n_pf: F64  # per pool (2-d, ``NP_*``)
+    n_req: F64  # per workload (2-d): its request, cpu / memory MB / disk MB
+    n_ki: I64  # per node pool (2-d, ``KI_*``)
+    n_kf: F64  # per node pool (2-d, ``KF_*``)
+    n_cap: F64  # per node pool (2-d): allocatable cpu / memory MB / disk MB
+    n_lim: F64  # ... with float slack (a request fits up to it)
+    n_inv: F64  # ... (2-d): 1 / cpu, 1 / memory (the MostAllocated score)
+    n_thr: F64  # per node pool: the free cpu under which a node holds no request
+    n_pmax: F64  # per node pool: never below its open nodes' largest free cpu
+    n_spread: I64  # per node pool: 1 spread, 0 pack
+    n_plist: I64  # per node pool (2-d): its live node slots
+    n_plen: I64
+    n_olist: I64  # per node pool (2-d): its open node slots
+    n_ofree: F64  # ... and their free cpu
+    n_olen: I64
+    n_pool: I64  # per node slot: its node pool (-1: free)
+    n_used: F64  # per node slot (2-d): cpu / memory MB / disk MB requested by the attempts on it
+    n_count: I64  # per node slot: attempts on it
+    n_id: I64  # per node slot: its node id (launch order: ties go to the oldest)
+    n_pos: I64  # per node slot: position in its pool's live list
+    n_opos: I64  # ... in its open list (-1: not open)
+    n_perm: I64  # per node slot: a base node (``min_nodes``: up over the pool's whole run)
+    n_launch: F64  # per node slot: launched
+    n_ready: F64  # ... joins (launch + provision_s)
+    n_release: F64  # ... released (inf while it holds an attempt, or a base node)
+    n_last: F64  # ... the last end of an attempt that left it
+    n_ctr: I64  # the next node id
+    n_head: I64  # per node slot: its first attempt's rollout (-1: none), a list a reclaim walks
+    n_nxt: I64  # per rollout: the next rollout on its node (-1: none)
+    n_prv: I64  # ... the previous
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -864,6 +918,229 @@ def on_node_back(pi, sl, p, node):
         relist(pi, sl, p, s)
 
 
+# --- pools made of nodes (``Fleet.node_pools``) ---------------------------------------------------
+# A node pool's rollouts take room on a node chosen by ``_node_rules.best_fit``; when none fits, a
+# node launches (below max) and the attempt starts when it joins (``NODE_JOIN``), else the queue's
+# front waits for room (first come first served: it blocks those behind it). ``dispatch_inline``
+# never runs for such a pool (its ``P_ACTIVE`` stays set): ``run`` calls ``node_dispatch``.
+@njit(cache=True)
+def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen,
+                n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
+                ht, hi, si):
+    """A node of node pool ``k`` launched at ``t``, joining at ``ready_s``, in the lowest free slot; its
+    reclaim drawn when the pool has a reclaim rate (``prepare.NodeReclaims.node_life_s``: memoryless, one
+    draw a node, from launch)."""
+    s = 0
+    while n_pool[s] >= 0:
+        s += 1  # a free slot exists: at most max_nodes of each pool hold one (gone ones are swept first)
+    n_pool[s] = k
+    n_pos[s] = n_plen[k]
+    n_plist[k, n_plen[k]] = s
+    n_plen[k] += 1
+    n_id[s] = n_ctr[0]
+    n_ctr[0] += 1
+    for c in range(3):
+        n_used[s, c] = 0.0
+    n_count[s] = 0
+    n_last[s] = -np.inf
+    n_launch[s] = t
+    n_ready[s] = ready_s
+    n_release[s] = np.inf
+    n_perm[s] = 1 if perm else 0
+    n_opos[s] = -1
+    node_set_free(k, s, n_cap[k, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+    n_head[s] = -1
+    n_ki[k, KI_ALIVE] += 1
+    if n_ki[k, KI_ALIVE] > n_ki[k, KI_PEAK]:
+        n_ki[k, KI_PEAK] = n_ki[k, KI_ALIVE]
+    if n_kf[k, KF_RATE] > 0:
+        p = n_ki[k, KI_POOL]
+        rate = n_kf[k, KF_RATE]
+        with objmode(life="float64"):
+            life = draw_node_life(p, rate)
+        push(ht, hi, si, t + life, NODE_RECLAIM, s, n_id[s])
+    return s
+
+
+@njit(cache=True)
+def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos, n_launch,
+               n_release):
+    """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (billed launch to release), so that
+    the live counts are exact before a launch."""
+    for k in range(k0, k1):
+        x = 0
+        while x < n_plen[k]:
+            s = n_plist[k, x]
+            if n_release[s] < t:
+                n_kf[k, KF_NODE_S] += n_release[s] - n_launch[s]
+                n_release[s] = np.inf
+                n_ki[k, KI_ALIVE] -= 1
+                node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
+                continue
+            x += 1
+
+
+@njit(cache=True)
+def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
+                  n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen,
+                  n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr,
+                  n_head, n_nxt, n_prv):
+    """Start pool ``p``'s waiting rollouts in queue order, each on a node (``_node_rules.best_fit``), a
+    node launched for one that fits none (it starts when the node joins), until one finds no room."""
+    k0 = n_pk[p, NK_0]
+    k1 = k0 + n_pk[p, NK_N]
+    while pi[p, P_QLEN] > 0:
+        r = pop_front(pi, pw, qh, r_timeout, ri, wi, p)
+        if not ri[r, R_QUEUED]:
+            continue  # dropped while it waited
+        if np.isnan(n_pf[p, NP_T0]):  # the pool's first start: its base nodes are up from now
+            n_pf[p, NP_T0] = now
+            for k in range(k0, k1):
+                for _ in range(n_ki[k, KI_MIN]):
+                    node_launch(k, now, now, True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
+                                n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch,
+                                n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+        w = ri[r, R_WORK]
+        c, m, d = n_req[w, 0], n_req[w, 1], n_req[w, 2]
+        s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
+                          n_spread, n_id, n_pmax)
+        if s < 0:
+            node_sweep(k0, k1, now, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos,
+                       n_launch, n_release)
+            for k in range(k0, k1):  # launch in the first pool with room whose node holds the request
+                if n_ki[k, KI_ALIVE] >= n_ki[k, KI_MAX] or not node_holds(k, c, m, d, n_lim):
+                    continue
+                s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist,
+                                n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
+                                n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+                n_ki[k, KI_LAUNCHED] += 1
+                break
+        if s < 0:  # every pool at its max: the front goes back and waits for room
+            ri[r, R_QN] = wi[w, W_QH]
+            wi[w, W_QH] = r
+            if wi[w, W_QT] < 0:
+                wi[w, W_QT] = r
+            pi[p, P_QLEN] += 1
+            break
+        k = n_pool[s]
+        n_count[s] += 1
+        n_release[s] = np.inf
+        n_used[s, 0] += c
+        n_used[s, 1] += m
+        n_used[s, 2] += d
+        n_ki[k, KI_PLACED] += 1
+        n_prv[r] = -1  # on the node's list (a reclaim ends them all)
+        n_nxt[r] = n_head[s]
+        if n_head[s] >= 0:
+            n_prv[n_head[s]] = r
+        n_head[s] = r
+        node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+        ri[r, R_QUEUED] = 0
+        row = ri[r, R_ROW]
+        started(ai, ceil, r_timeout, wi, FIFO, w, row, now)
+        ai[row, A_SLOT] = s
+        if n_ready[s] > now:  # its node is joining: the attempt starts then (it still waits)
+            wait = n_ready[s] - now
+            n_ki[k, KI_WAITED] += 1
+            n_kf[k, KF_WAIT_S] += wait
+            if wait > n_kf[k, KF_WAIT_MAX]:
+                n_kf[k, KF_WAIT_MAX] = wait
+            push(ht, hi, si, n_ready[s], NODE_JOIN, row, n_id[s])
+        else:
+            si[WAITING] -= 1
+            place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
+            ai[row, A_SLOT] = s
+
+
+@njit(cache=True)
+def node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, row, nid, now):
+    """Attempt ``row`` waited for its node (id ``nid``), which joins now: it starts (unless the node was
+    reclaimed before it joined: the attempt went back to the queue)."""
+    s = ai[row, A_SLOT]
+    if ai[row, A_STATE] != PENDING or s < 0 or n_id[s] != nid:
+        return
+    si[WAITING] -= 1
+    place(af, ai, hi, ht, lg, pf, pi, si, sl, ri[ai[row, A_ROLL], R_POOL], row, -1, now)
+    ai[row, A_SLOT] = s
+
+
+@njit(cache=True, inline="always")
+def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen, n_pool, n_used,
+               n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv):
+    """Attempt ``row`` (of a pool made of nodes) ended now: its request leaves its node; an emptied node
+    is due for release ``scale_down_s`` after its last attempt (a base node stays)."""
+    r = ai[row, A_ROLL]
+    w = ri[r, R_WORK]
+    p = ri[r, R_POOL]
+    s = ai[row, A_SLOT]
+    k = n_pool[s]
+    if n_prv[r] >= 0:
+        n_nxt[n_prv[r]] = n_nxt[r]
+    else:
+        n_head[s] = n_nxt[r]
+    if n_nxt[r] >= 0:
+        n_prv[n_nxt[r]] = n_prv[r]
+    for c in range(3):
+        n_used[s, c] -= n_req[w, c]
+    n_count[s] -= 1
+    if now > n_last[s]:
+        n_last[s] = now
+    if now > n_pf[p, NP_LAST]:
+        n_pf[p, NP_LAST] = now
+    if n_count[s] == 0:
+        for c in range(3):
+            n_used[s, c] = 0.0  # an empty node holds nothing: no float residue
+        if not n_perm[s]:
+            n_release[s] = n_last[s] + n_kf[k, KF_DOWN]
+    node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+
+
+@njit(cache=True)
+def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, s, nid, now, n_pk, n_pf, n_ki, n_kf,
+                 n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos,
+                 n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt):
+    """Node ``nid`` (in slot ``s``) is reclaimed now, if it is still up: every attempt on it ends as a
+    preempted exception (retried as the retry policy says, ``end_attempt``), one still waiting for the
+    node to join goes back to the queue (it ran nothing); the node is gone, billed launch to now, and a
+    base node is replaced (joining ``provision_s`` later). The pool to dispatch (-1: none)."""
+    if n_pool[s] < 0 or n_id[s] != nid or n_release[s] < now:
+        return -1  # released before its reclaim (or its slot holds another node now)
+    k = n_pool[s]
+    p = n_ki[k, KI_POOL]
+    n_ki[k, KI_RECLAIMS] += 1
+    r = n_head[s]
+    while r >= 0:
+        nx = n_nxt[r]
+        row = ri[r, R_ROW]
+        n_ki[k, KI_LOST] += 1
+        if ai[row, A_STATE] == RUNNING:
+            cut_short(af, ai, pi, ri, row, now)
+            ai[row, A_SLOT] = -1
+            end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
+            if now > n_pf[p, NP_LAST]:
+                n_pf[p, NP_LAST] = now
+        else:  # waiting for the node: back to the queue, its first entry kept
+            ai[row, A_SLOT] = -1
+            enq = af[row, A_ENQ]
+            ended(af, ai, ceil, r_timeout, wi, FIFO, ri[r, R_WORK], row)
+            si[WAITING] -= 1
+            enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now)
+            af[row, A_ENQ] = enq
+        r = nx
+    n_head[s] = -1
+    n_count[s] = 0
+    n_kf[k, KF_NODE_S] += now - n_launch[s]
+    n_release[s] = np.inf
+    n_ki[k, KI_ALIVE] -= 1
+    node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
+    if n_perm[s]:
+        n_ki[k, KI_LAUNCHED] += 1
+        node_launch(k, now, now + n_kf[k, KF_PROV], True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
+                    n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
+                    n_last, n_ctr, n_head, ht, hi, si)
+    return p
+
+
 @njit(cache=True)
 def run(S):
     """Process events until the run ends (``ST_DONE``), ``ev_limit`` heap events have run
@@ -877,6 +1154,15 @@ def run(S):
     wf, wi, sl, qh, lg = borrow(S.wf), borrow(S.wi), borrow(S.sl), borrow(S.qh), borrow(S.lg)
     ii, fl, vi, vf, dv, dq = borrow(S.ii), borrow(S.fl), borrow(S.vi), borrow(S.vf), borrow(S.dv), borrow(S.dq)
     xi, xf, ti, tf, cl, cs, cin = borrow(S.xi), borrow(S.xf), borrow(S.ti), borrow(S.tf), borrow(S.cl), borrow(S.cs), borrow(S.cin)
+    # pools made of nodes: their arrays, borrowed once as the others
+    n_pk, n_pf, n_req, n_ki, n_kf = borrow(S.n_pk), borrow(S.n_pf), borrow(S.n_req), borrow(S.n_ki), borrow(S.n_kf)
+    n_cap, n_lim, n_inv, n_thr, n_pmax = borrow(S.n_cap), borrow(S.n_lim), borrow(S.n_inv), borrow(S.n_thr), borrow(S.n_pmax)
+    n_spread, n_plist, n_plen, n_olist = borrow(S.n_spread), borrow(S.n_plist), borrow(S.n_plen), borrow(S.n_olist)
+    n_ofree, n_olen, n_pool, n_used = borrow(S.n_ofree), borrow(S.n_olen), borrow(S.n_pool), borrow(S.n_used)
+    n_count, n_id, n_pos, n_opos, n_perm = borrow(S.n_count), borrow(S.n_id), borrow(S.n_pos), borrow(S.n_opos), borrow(S.n_perm)
+    n_launch, n_ready, n_release, n_last, n_ctr = (borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release),
+                                                   borrow(S.n_last), borrow(S.n_ctr))
+    n_head, n_nxt, n_prv = borrow(S.n_head), borrow(S.n_nxt), borrow(S.n_prv)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -916,6 +1202,9 @@ def run(S):
             if ai[x, A_STATE] == RUNNING:
                 end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
                 p = ri[ai[x, A_ROLL], R_POOL]
+                if n_pk[p, NK_N]:
+                    node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
+                               n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
             inference.pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, x, xv, now)
             inference.continue_calls(af, hi, ht, si, ii, tf, ti, xi, now, A_START, A_BUILD, A_AGENT, A_VERIFY)
@@ -942,6 +1231,8 @@ def run(S):
             p = on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, x, now)
         elif kind == TRAIN_DONE:
             on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
+            if n_pk[wi[x, W_POOL], NK_N]:  # its dispatch was a no-op: the released batch takes nodes now
+                p = wi[x, W_POOL]
         elif kind == PREEMPT:
             on_preempt(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
         elif kind == NODE_BACK:
@@ -949,6 +1240,20 @@ def run(S):
             p = x
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
+        elif kind == NODE_JOIN:
+            node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, x, xv, now)
+        elif kind == NODE_RECLAIM:
+            p = node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, xv, now, n_pk, n_pf,
+                             n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
+                             n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
+                             n_nxt)
+        if p >= 0 and n_pk[p, NK_N]:
+            if pi[p, P_QLEN] > 0:  # (most ends find nobody waiting: no call)
+                node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
+                              n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
+                              n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
+                              n_last, n_ctr, n_head, n_nxt, n_prv)
+            p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
     return ST_DONE

@@ -26,7 +26,7 @@ from sandbox_fleet.simulate.engine.fast import _plain
 _ENGINE = Path(__file__).resolve().parent.parent
 #: the files whose functions a cached kernel calls from another file (numba does not check them)
 CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py", _ENGINE / "fast" / "event_heap.py",
-                             _ENGINE / "fast" / "_inference_rules.py")
+                             _ENGINE / "fast" / "_inference_rules.py", _ENGINE / "fast" / "_node_rules.py")
 
 
 def source_key() -> str:

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from sandbox_fleet.simulate.engine import fast
+from sandbox_fleet.simulate.engine import fast, node_fleet
 from sandbox_fleet.simulate.engine.fast import _plain
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
@@ -136,7 +136,7 @@ def initial_state(prep, K, on_progress=None):
     P, W = len(pools), len(wls)
     i64 = np.int64
     per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
-    row_margin = max(per_event, default=0) + 2  # rows one event may append
+    row_margin = max([*per_event, node_fleet.max_lost(pools, wls)], default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
         heap_margin += 2 * prep.inference.replicas
@@ -255,7 +255,10 @@ def initial_state(prep, K, on_progress=None):
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
-        lg=np.array(gates, dtype=float), **_inference_state(prep, K))
+        lg=np.array(gates, dtype=float), **_inference_state(prep, K), **node_fleet.state_fields(pools, wls, K, N))
+    for p, pl in enumerate(pools):
+        if pl.node_pools:
+            pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
@@ -403,7 +406,8 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
     extra["attempt"] = S.ai[N:rows, K.A_TRY].tolist()
     return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
                           area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]),
-                          limits=_limits_figures(S, K, N), served=_served(prep, S, K))
+                          limits=_limits_figures(S, K, N), served=_served(prep, S, K),
+                          nodes=node_fleet.figures(S, K, prep.pools))
 
 
 def _limits_figures(S, K, N: int) -> dict[str, np.ndarray] | None:

@@ -1,0 +1,111 @@
+"""The node placement rule, written once: which live node of which node pool takes a request.
+
+Called by the node replay (``nodes._kernel``, a pass over finished intervals) and by the admission
+kernel (``_admit_kernel.node_dispatch``, where the placement feeds back: a request that fits nowhere
+waits for a launched node to join). Plain Python that numba compiles where a compiled kernel calls
+it (``_jit.jitable``); this file is in ``_jit.CALLEES`` (numba checks a cached kernel against its
+own file only).
+
+The layout both callers keep (a node "slot" is a reusable row; ``k`` a node pool):
+
+- per slot: ``pool`` (-1: free), ``used`` (slots x 3: cpu, memory MB, disk MB), ``release`` (the
+  time it is gone; inf while it holds a sandbox or is a base node), ``node_id`` (launch order),
+  ``pos`` / ``opos`` (its position in its pool's live list / open list, -1: not open);
+- per pool: the live slots ``plist[k, :plen[k]]``; the open ones ``olist[k, :olen[k]]`` (nodes
+  whose free cpu could hold the smallest request), each one's free cpu at the same position in
+  ``ofree`` (a contiguous first test); ``pmax[k]``, never below the largest free cpu of its open
+  nodes (a full pool is skipped whole); ``lim`` the allocatable with float slack, ``cap`` exact;
+  ``inv`` the reciprocals of cpu and memory allocatable (the MostAllocated score); ``spread``.
+
+The rule (docs/simulate.md, "Nodes in the engine"): pools in order; inside one, among its open
+nodes not gone before ``t`` that fit the request's cpu, memory and disk, ``pack`` takes the
+most-allocated (cpu and memory shares, equally weighted: kube-scheduler's ``MostAllocated``,
+Karpenter's consolidation preference), ``spread`` the least-allocated (``LeastAllocated``, the
+scheduler's default); ties go to the oldest node.
+"""
+
+from __future__ import annotations
+
+
+def best_fit(k0, k1, cpu, mem, disk, t, olist, ofree, olen, release, used, lim, cap, inv, spread, node_id, pmax):
+    """The slot of the node that takes a request of ``cpu``, ``mem``, ``disk`` at ``t`` among pools
+    ``k0 <= k < k1`` (-1: none fits). Updates ``pmax`` of each pool it scanned to its exact maximum."""
+    for k in range(k0, k1):
+        need = cpu - (lim[k, 0] - cap[k, 0])  # the cpu a node must have free, with the float slack
+        if pmax[k] < need:
+            continue
+        best = -1
+        best_score = 0.0
+        most = 0.0
+        for x in range(olen[k]):
+            f = ofree[k, x]
+            if f > most:
+                most = f
+            if f < need:  # the cheap first test: most open nodes of a busy pool are short of cpu
+                continue
+            s = olist[k, x]
+            if release[s] < t:  # gone before this start (released at release[s]): not a candidate
+                continue
+            if used[s, 1] + mem > lim[k, 1] or used[s, 2] + disk > lim[k, 2]:
+                continue
+            score = used[s, 0] * inv[k, 0] + used[s, 1] * inv[k, 1]
+            if spread[k]:
+                score = -score
+            if best < 0 or score > best_score or (score == best_score and node_id[s] < node_id[best]):
+                best = s
+                best_score = score
+        pmax[k] = most
+        if best >= 0:
+            return best
+    return -1
+
+
+def holds(k, cpu, mem, disk, lim):
+    """Whether a node of pool ``k`` (empty) holds the request."""
+    return not (cpu > lim[k, 0] or mem > lim[k, 1] or disk > lim[k, 2])
+
+
+def set_free(k, s, f, thr, olist, ofree, olen, opos, pmax):
+    """Node slot ``s`` of pool ``k`` now has ``f`` cpu free: it is on the pool's open list (the nodes a
+    start scans) while ``f`` could hold the smallest request, off it otherwise."""
+    x = opos[s]
+    if f >= thr[k]:
+        if x < 0:
+            x = olen[k]
+            opos[s] = x
+            olist[k, x] = s
+            olen[k] = x + 1
+        ofree[k, x] = f
+        if f > pmax[k]:
+            pmax[k] = f
+    elif x >= 0:
+        close(k, s, olist, ofree, olen, opos)
+
+
+def close(k, s, olist, ofree, olen, opos):
+    """Take slot ``s`` off pool ``k``'s open list (the last entry moves into its place)."""
+    x = opos[s]
+    olen[k] -= 1
+    last = olist[k, olen[k]]
+    olist[k, x] = last
+    ofree[k, x] = ofree[k, olen[k]]
+    opos[last] = x
+    opos[s] = -1
+
+
+def unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
+    """Take slot ``s`` out of pool ``k``'s live list (the last entry moves into its place) and open list."""
+    x = pos[s]
+    plen[k] -= 1
+    last = plist[k, plen[k]]
+    plist[k, x] = last
+    pos[last] = x
+    pool[s] = -1
+    if opos[s] >= 0:
+        close(k, s, olist, ofree, olen, opos)
+
+
+def billed_until(perm, release_s, last_end_s):
+    """Where a node still up when the history ends stops being billed: a base node (``min_nodes``) at
+    the last end, any other at its release (``scale_down_s`` after its last sandbox left)."""
+    return last_end_s if perm else release_s

@@ -1,0 +1,130 @@
+"""Pools made of nodes inside the engine (``Fleet.node_pools``, issue 37 item 1): the checks, the admission
+kernel's node arrays, and the figures it returns.
+
+The kernel (``fast/_admit_kernel.node_dispatch``) places each attempt on a node chosen by the one
+placement rule (``fast/_node_rules.best_fit``, which the node replay ``nodes.py`` also calls); what feeds
+back is the wait: a request that fits no live node launches one (below ``max_nodes``) and starts when it
+joins ``provision_s`` later, or, every pool at its max, waits at the queue's front for room. A node is
+billed from launch to release (``scale_down_s`` after its last attempt left, unless one lands first); a
+pool's ``min_nodes`` from its first start to its last end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sandbox_fleet.errors import InputError
+from sandbox_fleet.simulate.engine.entities import Fleet, FleetNodePool
+from sandbox_fleet.simulate.engine.workloads import Workload
+
+
+def check(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> None:
+    """Every workload of a pool made of nodes gives a request that some node type of the pool holds."""
+    for w, wl in enumerate(workloads):
+        nps = pools[wl.pool].node_pools
+        where = f"workload {wl.name or f'w{w}'}"
+        if nps is None:
+            if wl.request is not None:
+                raise InputError(f"{where}: 'request' needs a pool made of nodes (its pool has no node_pools)")
+            continue
+        if wl.request is None:
+            raise InputError(f"{where}: its pool is made of nodes: give request = {{cpu = ..., memory_mb = ..., disk_mb = ...}}")
+        cpu, mem, disk = wl.request
+        if not any(cpu <= n.cpu and mem <= n.memory_mb and disk <= n.disk_mb for n in nps):
+            raise InputError(f"{where}: request (cpu {cpu:g}, memory_mb {mem:g}, disk_mb {disk:g}) fits no node type "
+                             f"of its pool ({', '.join(n.name for n in nps)})")
+
+
+def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, n_rollouts: int) -> dict[str, np.ndarray]:
+    """The kernel ``K``'s ``n_*`` State fields for these pools (one empty node pool row when none has nodes)."""
+    i64 = np.int64
+    P = len(pools)
+    n_pk = np.zeros((P, 2), i64)
+    specs: list[FleetNodePool] = []
+    owner: list[int] = []
+    for p, pl in enumerate(pools):
+        if pl.node_pools:
+            n_pk[p, K.NK_0], n_pk[p, K.NK_N] = len(specs), len(pl.node_pools)
+            specs += pl.node_pools
+            owner += [p] * len(pl.node_pools)
+    nk = max(len(specs), 1)
+    slots = max(sum(n.max_nodes for n in specs), 1)  # gone nodes are swept before a launch: at most max each
+    n_req = np.zeros((len(workloads), 3))
+    for w, wl in enumerate(workloads):
+        if wl.request is not None:
+            n_req[w] = wl.request
+    cap = np.ones((nk, 3))
+    n_ki = np.zeros((nk, K.N_KI), i64)
+    n_kf = np.zeros((nk, K.N_KF))
+    for k, n in enumerate(specs):
+        n_ki[k, K.KI_POOL] = owner[k]
+        cap[k] = (n.cpu, n.memory_mb, n.disk_mb)
+        n_ki[k, K.KI_MIN], n_ki[k, K.KI_MAX] = n.min_nodes, n.max_nodes
+        n_kf[k, K.KF_PROV], n_kf[k, K.KF_DOWN] = n.provision_s, n.scale_down_s
+        n_kf[k, K.KF_RATE] = n.reclaim_per_node_h / 3600.0
+    lim = cap * (1.0 + 1e-12)  # a request fits up to the allocatable, with float slack (nodes.py's)
+    # the smallest request of each node pool's fleet pool: a node with less free cpu holds none (open list)
+    thr = np.zeros(nk)
+    for p, pl in enumerate(pools):
+        if pl.node_pools:
+            mine = [wl.request[0] for wl in workloads if wl.pool == p and wl.request is not None]
+            lo = min(mine) if mine else 0.0
+            for k in range(int(n_pk[p, 0]), int(n_pk[p, 0] + n_pk[p, 1])):
+                thr[k] = lo - (lim[k, 0] - cap[k, 0])
+    n_pf = np.full((P, K.N_NP), np.nan)
+    n_pf[:, K.NP_LAST] = -np.inf
+    return {
+        "n_pk": n_pk, "n_pf": n_pf, "n_req": n_req, "n_ki": n_ki, "n_kf": n_kf, "n_cap": cap, "n_lim": lim, "n_inv": 1.0 / cap[:, :2].copy(),
+        "n_thr": thr, "n_pmax": np.zeros(nk), "n_spread": np.array([int(n.placement == "spread") for n in specs] or [0], i64),
+        "n_plist": np.zeros((nk, slots), i64), "n_plen": np.zeros(nk, i64), "n_olist": np.zeros((nk, slots), i64),
+        "n_ofree": np.zeros((nk, slots)), "n_olen": np.zeros(nk, i64), "n_pool": np.full(slots, -1, i64),
+        "n_used": np.zeros((slots, 3)), "n_count": np.zeros(slots, i64), "n_id": np.zeros(slots, i64),
+        "n_pos": np.zeros(slots, i64), "n_opos": np.full(slots, -1, i64), "n_perm": np.zeros(slots, i64),
+        "n_launch": np.zeros(slots), "n_ready": np.zeros(slots), "n_release": np.full(slots, np.inf),
+        "n_last": np.full(slots, -np.inf), "n_ctr": np.zeros(1, i64), "n_head": np.full(slots, -1, i64),
+        "n_nxt": np.full(n_rollouts, -1, i64), "n_prv": np.full(n_rollouts, -1, i64)}
+
+
+def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:
+    """The most attempts one node reclaim may end (each may append a retry row): a node's cpu over the
+    smallest cpu request of its pool, over the pools with reclaims."""
+    most = 0
+    for p, pl in enumerate(pools):
+        cpus = [wl.request[0] for wl in workloads if wl.pool == p and wl.request is not None]
+        for n in pl.node_pools or []:
+            if n.reclaim_per_node_h > 0 and cpus:
+                most = max(most, int(n.cpu // min(cpus)) + 1)
+    return most
+
+
+def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | None:
+    """Per node pool, after the run: node-hours and $ (the nodes still up billed to their release, a base
+    node to its pool's last end), peak nodes, launches, attempts placed, and the waits for a joining node."""
+    if not any(pl.node_pools for pl in pools):
+        return None
+    from sandbox_fleet.simulate.engine.fast._node_rules import billed_until
+
+    node_s = S.n_kf[:, K.KF_NODE_S].copy()
+    for s in range(S.n_pool.size):
+        k = int(S.n_pool[s])
+        if k < 0:
+            continue
+        p = next(p for p in range(len(pools)) if S.n_pk[p, K.NK_0] <= k < S.n_pk[p, K.NK_0] + S.n_pk[p, K.NK_N])
+        node_s[k] += billed_until(bool(S.n_perm[s]), float(S.n_release[s]), float(S.n_pf[p, K.NP_LAST])) - S.n_launch[s]
+    out = []
+    for p, pl in enumerate(pools):
+        for j, n in enumerate(pl.node_pools or []):
+            k = int(S.n_pk[p, K.NK_0]) + j
+            nh = float(node_s[k]) / 3600.0
+            t0, t1 = float(S.n_pf[p, K.NP_T0]), float(S.n_pf[p, K.NP_LAST])
+            out.append({
+                "pool": pl.name, "name": n.name, "tier": n.tier, "node_hours": nh, "usd": nh * n.usd_per_node_h,
+                "peak_nodes": int(S.n_ki[k, K.KI_PEAK]), "launched": int(S.n_ki[k, K.KI_LAUNCHED]),
+                "attempts": int(S.n_ki[k, K.KI_PLACED]), "waited": int(S.n_ki[k, K.KI_WAITED]),
+                "reclaims": int(S.n_ki[k, K.KI_RECLAIMS]), "sandboxes_lost": int(S.n_ki[k, K.KI_LOST]),
+                "wait_s_total": float(S.n_kf[k, K.KF_WAIT_S]), "wait_s_max": float(S.n_kf[k, K.KF_WAIT_MAX]),
+                "span_s": (t1 - t0) if np.isfinite(t0) and np.isfinite(t1) else 0.0})
+    return out
