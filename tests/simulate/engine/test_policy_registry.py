@@ -18,11 +18,11 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Fleet
 from sandbox_fleet.simulate.engine import fast, policy_registry
 from sandbox_fleet.simulate.engine.fast import _cache_prune, admit_loop
+from sandbox_fleet.simulate.engine.fast._admit_kernel import R_QN, R_QUEUED
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.workloads import Replay
 
 LQF = "longest-queue-first"
-R_QN, R_QUEUED = 4, 6  # ``_admit_kernel``'s rollout columns: next in its list, still waiting
 
 
 def lqf_rank(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
@@ -43,12 +43,6 @@ def lqf():
         yield LQF
     finally:
         policy_registry.unregister(LQF)
-
-
-def test_the_column_numbers_are_the_kernels():
-    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
-
-    assert (R_QN, R_QUEUED) == (K.R_QN, K.R_QUEUED)
 
 
 def test_the_built_ins_register_with_the_kernels_codes():

@@ -19,9 +19,11 @@ State is one ``State`` NamedTuple of arrays (scalars in ``si``/``sf``, per pool 
 workload ``wi``/``wf``, per rollout ``r_*``, per attempt row ``a_*``), so a run can pause (progress,
 growing its heap or its attempt rows) and resume where it stopped.
 
-A policy is its five hooks (``policies.py``'s shape): ``rank`` (the head's sort key before its
-queue order), ``admits`` (may the head start), ``make_room`` (free a slot when none is: evict),
-``started`` and ``ended`` (a slot taken or given back). Each pool keeps one first-come-first-served
+A policy is its hooks, registered once (``policy_registry``): ``rank`` (the head's sort key before
+its queue order), ``admits`` (may the head start), ``victim`` (whom ``make_room`` evicts when no slot
+is free), ``started`` and ``ended`` (a slot taken or given back), reached through a dispatch generated
+from the registry (``policy_rank`` ...; the built-ins' hooks are this file's ``priority_*``,
+``ceiling_*`` and ``victim``). Each pool keeps one first-come-first-served
 list per workload, linked through ``r_qn``; a rollout that left its list (dropped) stays in it
 until it surfaces at the head (lazy removal, as the pure loop's ``WorkloadQueues``).
 
