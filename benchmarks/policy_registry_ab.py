@@ -30,7 +30,6 @@ NAMES = ("shared_pool_priority", "timeout_ceiling")
 def child(name: str, rollouts: int) -> None:
     sys.path.insert(0, str(HERE))
     from bench_policies import scaled
-
     from sandbox_fleet.simulate.engine.fast import admit_loop
     from sandbox_fleet.simulate.engine.run import run_workloads
 
