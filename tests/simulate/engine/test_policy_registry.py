@@ -79,6 +79,15 @@ def test_an_outside_policy_runs_its_hand_worked_schedule(lqf, compiled):
     assert fifo.first["start_s"].tolist() == FIFO_START_S
 
 
+def test_an_outside_policy_runs_through_the_public_path(lqf):
+    """``run_workloads`` (executor choice, invariants, metrics) takes the registered name as it is."""
+    from sandbox_fleet.simulate.engine.run import run_workloads
+
+    prep = _hand_case(lqf)
+    res = run_workloads(prep.pools, prep.workloads, 1)
+    assert res.start_s.tolist() == LQF_START_S
+
+
 def test_an_outside_policy_gives_the_same_bits_compiled_and_plain(lqf):
     """A run with many ties and long queues (Poisson arrivals, three workloads), both ways."""
     if not fast.available():
