@@ -191,7 +191,8 @@ def test_bad_policy_input_is_one_error(fleet, wl, match):
 
 @pytest.mark.parametrize("kw,line", [
     ({"admission": "lifo"},
-     "fleet: key 'admission': Input should be 'fifo', 'shortest-timeout-first', 'priority' or 'timeout-ceiling'"),
+     "fleet: key 'admission': expected a registered admission policy ('fifo', 'priority', 'timeout-ceiling', "
+     "'shortest-timeout-first'), got 'lifo'"),
     ({"preempt": True}, "fleet: key 'preempt': preempt = true needs admission = \"priority\" (this pool admits by 'fifo')"),
     ({"cap": None, "preempt_rate_per_node_s": 0.1},
      "fleet: key 'preempt_rate_per_node_s': preemption needs a finite cap (nodes are cap / slots_per_node)"),
@@ -347,7 +348,7 @@ hold = {{ dist = "exponential", mean_s = 1.0 }}
     ("", "priority = 1", "key 'workloads.0.priority': 'priority' needs its pool's admission = \"priority\""),
     ('admission = "priority"', "nominal = 5",
      "key 'workloads.0.nominal': the nominal quotas on pool pool0 sum to 5 slots, over its cap of 4"),
-    ('admission = "lifo"', "", "key 'fleet.admission': Input should be"),
+    ('admission = "lifo"', "", "key 'fleet.admission': expected a registered admission policy ('fifo', "),
     ("preempt = true", "", "key 'fleet.preempt': preempt = true needs admission = \"priority\""),
     ('admission = "timeout-ceiling"', "", "key 'fleet.admission': 'timeout-ceiling' keeps room for an RL"),
 ])

@@ -31,8 +31,20 @@ NO_PHASE, BUILD, AGENT, VERIFIER, PREEMPTION, LIFETIME = 0, 1, 2, 3, 4, 5
 PHASE_NAMES = ("", "build", "agent", "verifier", "preemption", "lifetime")
 PHASE_CODES = {name: code for code, name in enumerate(PHASE_NAMES) if name}
 
-#: Admission policies a pool may use (``admission.make_queue`` builds each one's queue).
-Admission = Literal["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"]
+def _registered_policy(value: object) -> object:
+    # the names are the registry's (``policy_registry``: built-ins and policies registered from outside)
+    from sandbox_fleet.simulate.engine.policy_registry import check_name
+
+    try:
+        return check_name(value)
+    except ValueError as exc:
+        raise PydanticCustomError("admission", str(exc)) from None
+
+
+#: An admission policy a pool may use: a name registered in ``policy_registry`` (the built-ins
+#: ``fifo``, ``shortest-timeout-first``, ``priority``, ``timeout-ceiling``, and any registered from outside).
+Admission = Annotated[str, BeforeValidator(_registered_policy),
+                      Field(json_schema_extra={"examples": ["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"]})]
 #: which executor family a run may take (``run.engine``, ``run_workloads(engine=...)``; executors.py chooses)
 Engine = Literal["auto", "fifo", "events"]
 

@@ -38,7 +38,7 @@ from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, 
 from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
-from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
+from sandbox_fleet.simulate.engine.workloads import CLOSED, AsyncRL, Workload
 
 ENGINES: tuple[str, ...] = get_args(Engine)  # the values of ``run.engine`` / ``run_workloads(engine=...)``
 Progress = Callable[[int, int], None] | None
@@ -81,7 +81,7 @@ def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
     """Why a compiled kernel cannot run these workloads: dynamic sampling releases a step's rounds as
     the rounds end (``trainer.RLState``), a rule only the FIFO recursion and the event loop call."""
     for w, wl in enumerate(workloads):
-        if getattr(wl, "dynamic", None) is not None:
+        if isinstance(wl, AsyncRL) and wl.dynamic is not None:  # only the trainer's workloads sample dynamically
             return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
                     "the fifo and events executors run it)")
     return None

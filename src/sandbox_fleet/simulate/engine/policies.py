@@ -44,15 +44,40 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from sandbox_fleet.simulate.engine import policy_registry
 from sandbox_fleet.simulate.engine.entities import NO_PHASE, TIMEOUT, Fleet
 from sandbox_fleet.simulate.engine.workloads import RL, Workload
 
 PRIORITY, CEILING = "priority", "timeout-ceiling"
-#: the policies that choose among a pool's workloads (quotas, ceilings): the admission kernel runs
-#: them (``fast/admit_loop.POLICY_CODES``; the pure loop's, the kernel's oracle, live in ``tests/``);
-#: ``fifo`` and ``shortest-timeout-first`` are plain queues
-POLICIES = (PRIORITY, CEILING)
 QUOTA_KEYS = ("priority", "nominal", "borrow_limit")
+
+
+# --- registration (``policy_registry``: the one registration of each policy) -------------------
+def _priority_columns(pool: Fleet, wl: Workload) -> dict[str, int]:
+    """A workload's class, nominal quota and slot limit (``nominal + borrow_limit``, else the cap)."""
+    nominal = int(wl.nominal or 0)
+    limit = int(pool.cap) if pool.cap is not None else int(np.iinfo(np.int64).max)
+    if wl.borrow_limit is not None:
+        limit = min(limit, nominal + int(wl.borrow_limit))
+    return {"W_PRIO": int(wl.priority or 0), "W_NOMINAL": nominal, "W_LIMIT": limit}
+
+
+def _kernel(fn: str) -> str:
+    return f"{policy_registry.KERNEL}:{fn}"
+
+
+# In code order: the kernel's FIFO, PRIORITY, CEILING, SHORTEST (0-3) name these codes.
+policy_registry.register_policy("fifo", plain=True)
+policy_registry.register_policy(PRIORITY, rank=_kernel("priority_rank"), admits=_kernel("priority_admits"),
+                                started=_kernel("priority_started"), victim=_kernel("victim"),
+                                evicts=lambda pool: bool(pool.preempt), columns=_priority_columns)
+policy_registry.register_policy(CEILING, rank=_kernel("ceiling_rank"), admits=_kernel("ceiling_admits"),
+                                started=_kernel("ceiling_started"), ended=_kernel("ceiling_ended"))
+policy_registry.register_policy("shortest-timeout-first", plain=True)
+#: the policies that choose among a pool's workloads (every registered one but the plain queues
+#: ``fifo`` and ``shortest-timeout-first``), read live from the registry: the admission kernel runs
+#: them (the pure loop's, the kernel's oracle, live in ``tests/``)
+POLICIES = policy_registry.CHOOSING
 
 
 # --- checks -------------------------------------------------------------------------------

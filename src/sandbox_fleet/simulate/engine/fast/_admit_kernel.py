@@ -3,7 +3,7 @@ flat arrays: one source, compiled by numba (``cache=True``, into
 ``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
 numba), the same bits either way and the same bits as the pure loop (tests compare them).
 
-What it runs: every admission policy of ``POLICY_CODES`` (first come first served,
+What it runs: every admission policy registered in ``policy_registry`` (first come first served,
 shortest-timeout-first, ``priority`` with quotas and preemption, ``timeout-ceiling``), start caps,
 queue timeouts, provisioning delays, retries (and a priority pool's evictions, which re-run their
 rollout) and node preemption, on open, closed and RL workloads; with an inference pool, an attempt's
@@ -21,9 +21,11 @@ State is one ``State`` NamedTuple of arrays (scalars in ``si``/``sf``, per pool 
 workload ``wi``/``wf``, per rollout ``r_*``, per attempt row ``a_*``), so a run can pause (progress,
 growing its heap or its attempt rows) and resume where it stopped.
 
-A policy is its five hooks (``policies.py``'s shape): ``rank`` (the head's sort key before its
-queue order), ``admits`` (may the head start), ``make_room`` (free a slot when none is: evict),
-``started`` and ``ended`` (a slot taken or given back). Each pool keeps one first-come-first-served
+A policy is its hooks, registered once (``policy_registry``): ``rank`` (the head's sort key before
+its queue order), ``admits`` (may the head start), ``victim`` (whom ``make_room`` evicts when no slot
+is free), ``started`` and ``ended`` (a slot taken or given back), reached through a dispatch generated
+from the registry (``policy_rank`` ...; the built-ins' hooks are this file's ``priority_*``,
+``ceiling_*`` and ``victim``). Each pool keeps one first-come-first-served
 list per workload, linked through ``r_qn``; a rollout that left its list (dropped) stays in it
 until it surfaces at the head (lazy removal, as the pure loop's ``WorkloadQueues``).
 
@@ -39,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from sandbox_fleet.simulate.engine import fifo, limits_rules
+from sandbox_fleet.simulate.engine import fifo, limits_rules, policy_registry
 from sandbox_fleet.simulate.engine.fast import _inference_rules as inference
 from sandbox_fleet.simulate.engine.fast import _node_rules, event_heap
 from sandbox_fleet.simulate.engine.fast._jit import borrow, jitable, njit, objmode
@@ -54,8 +56,9 @@ COMPLETED, EXCEPTION, TIMEOUT, DROPPED, RETRIED = 0, 1, 2, 3, 4  # entities' att
 PREEMPTION = 4  # entities.PREEMPTION (phase)
 K_OPEN, K_RL, K_CLOSED = 0, 1, 2
 
-# Admission policies (``admit_loop.POLICY_CODES``: the one registration of each name).
-FIFO, PRIORITY, CEILING, SHORTEST = 0, 1, 2, 3  # SHORTEST: shortest-timeout-first
+# Admission policies' codes (``policy_registry``: the one registration of each name); the plain
+# queues the kernel keeps itself, FIFO and SHORTEST (shortest-timeout-first), go by theirs.
+FIFO, PRIORITY, CEILING, SHORTEST = 0, 1, 2, 3
 
 # si: int scalars
 (SEQ, HN, BUSY, WAITING, DONE, NEV, TRAINING, AI, CLOCK_OK, ROWS, EVICTIONS, QSEQ, EV_LIMIT, HEAP_MARGIN,
@@ -497,26 +500,44 @@ def free_slot(hi, ht, pf, pi, si, sl, p, s, now):
         relist(pi, sl, p, s)
 
 
+# --- the admission policies' hooks (``policy_registry``; ``policies.py`` registers these) -----
 @njit(cache=True, inline="always")
-def rank(wi, policy, w, used):
-    if policy == PRIORITY:
-        return (1 if used >= wi[w, W_NOMINAL] else 0), -wi[w, W_PRIO]
-    if policy == CEILING:
-        return (0 if wi[w, W_KIND] == K_RL else 1), 0
-    return 0, 0
+def priority_rank(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
+    """Within the nominal quota first, then the higher class (``policies.PriorityQueues.rank``)."""
+    return (1 if used >= wi[w, W_NOMINAL] else 0), -wi[w, W_PRIO]
 
 
 @njit(cache=True, inline="always")
-def admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, policy, p, w, r, used, now):
-    if policy == PRIORITY:
-        return used < wi[w, W_LIMIT]
-    if policy == CEILING:
-        return ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, p, w, r, now)
-    return True
+def priority_admits(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
+    return used < wi[w, W_LIMIT]
+
+
+@njit(cache=True, inline="always")
+def priority_started(ai, ceil, r_timeout, wi, w, row, now):
+    """Keep the workload's running attempts as a stack (the latest started is evicted first)."""
+    if wi[w, W_TOP] != -2:  # -2: the pool never evicts
+        ai[row, A_BELOW] = wi[w, W_TOP]
+        wi[w, W_TOP] = row
+
+
+@njit(cache=True, inline="always")
+def ceiling_rank(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
+    """Released RL batches first (``policies.CeilingQueues.rank``)."""
+    return (0 if wi[w, W_KIND] == K_RL else 1), 0
+
+
+@njit(cache=True, inline="always")
+def ceiling_started(ai, ceil, r_timeout, wi, w, row, now):
+    _insort(ceil, wi, w, now + r_timeout[ai[row, A_ROLL]])
+
+
+@njit(cache=True, inline="always")
+def ceiling_ended(af, ai, ceil, r_timeout, wi, w, row):
+    _remove(ceil, wi, w, af[row, A_START] + r_timeout[ai[row, A_ROLL]])
 
 
 @njit(cache=True)
-def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, p, w, r, now):
+def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
     """A rollout whose ceiling passes an RL workload's next release starts only if the slots left
     at that release still hold the released batch (``policies.CeilingQueues.admits``)."""
     ceiling = now + r_timeout[r]
@@ -543,18 +564,13 @@ def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, p, w, r, now):
 @njit(cache=True, inline="always")
 def started(ai, ceil, r_timeout, wi, policy, w, row, now):
     wi[w, W_USED] += 1
-    if policy == PRIORITY and wi[w, W_TOP] != -2:  # -2: the pool never evicts
-        ai[row, A_BELOW] = wi[w, W_TOP]
-        wi[w, W_TOP] = row
-    elif policy == CEILING:
-        _insort(ceil, wi, w, now + r_timeout[ai[row, A_ROLL]])
+    policy_started(policy, ai, ceil, r_timeout, wi, w, row, now)
 
 
 @njit(cache=True, inline="always")
 def ended(af, ai, ceil, r_timeout, wi, policy, w, row):
     wi[w, W_USED] -= 1
-    if policy == CEILING:
-        _remove(ceil, wi, w, af[row, A_START] + r_timeout[ai[row, A_ROLL]])
+    policy_ended(policy, af, ai, ceil, r_timeout, wi, w, row)
 
 
 @njit(cache=True, inline="always")
@@ -568,9 +584,9 @@ def best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now):
     for i in range(nw):
         w = pw[w0 + i]
         r = tmp[0, w]
-        if r < 0 or not admits(bf, bi, ceil, pi, pw, r_timeout, wf, wi, policy, p, w, r, tmp[1, w], now):
+        if r < 0 or not policy_admits(policy, bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, tmp[1, w], now):
             continue
-        k1, k2 = rank(wi, policy, w, tmp[1, w])
+        k1, k2 = policy_rank(policy, bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, tmp[1, w], now)
         k3 = ri[r, R_QSEQ]
         if bw < 0 or k1 < b1 or (k1 == b1 and (k2 < b2 or (k2 == b2 and k3 < b3))):
             bw, br, b1, b2, b3 = w, r, k1, k2, k3
@@ -712,7 +728,7 @@ def victim(af, ai, pi, pw, wi, p, w, used_w):
 def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """No slot is free: evict for the first waiting rollout that slots on their way will not reach
     (``policies.PriorityQueues.make_room``); whether it did."""
-    if pi[p, P_POLICY] != PRIORITY or not pi[p, P_EVICTS]:
+    if not pi[p, P_EVICTS]:  # set for a policy whose ``evicts(pool)`` says so
         return False
     covered = pi[p, P_PROVN]
     while True:
@@ -724,7 +740,7 @@ def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, t
             tmp[1, w] += 1
             tmp[0, w] = live(ri, ri[r, R_QN])
             continue
-        row = victim(af, ai, pi, pw, wi, p, w, tmp[1, w])
+        row = policy_victim(pi[p, P_POLICY], af, ai, pi, pw, wi, p, w, tmp[1, w])
         if row < 0:
             return False
         si[EVICTIONS] += 1
@@ -732,6 +748,13 @@ def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, t
         cut_short(af, ai, pi, ri, row, now)
         end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, True, now)
         return True
+
+
+# The registered policies' hooks (the built-ins' above: ``priority_*``, ``ceiling_*``, ``victim``),
+# one dispatch per hook on the pool's policy code, generated from the registry after every hook of
+# this file is defined (``policy_registry.dispatchers``; ``POLICY_KEY`` is in the cache directory's key).
+POLICY_KEY = policy_registry.fingerprint()
+policy_rank, policy_admits, policy_started, policy_ended, policy_victim = policy_registry.dispatchers(globals(), njit)
 
 
 # --- attempts ending ------------------------------------------------------------------------

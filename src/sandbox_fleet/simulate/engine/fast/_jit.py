@@ -21,19 +21,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sandbox_fleet.simulate.engine.fast import _plain
+from sandbox_fleet.simulate.engine.fast import _cache_prune, _plain
 
 _ENGINE = Path(__file__).resolve().parent.parent
 #: the files whose functions a cached kernel calls from another file (numba does not check them)
 CALLEES: tuple[Path, ...] = (_ENGINE / "limits_rules.py", _ENGINE / "fifo.py", _ENGINE / "fast" / "event_heap.py",
-                             _ENGINE / "fast" / "_inference_rules.py", _ENGINE / "fast" / "_node_rules.py")
+                             _ENGINE / "fast" / "_inference_rules.py", _ENGINE / "fast" / "_node_rules.py",
+                             _ENGINE / "policy_registry.py")  # it generates the policies' dispatch
 
 
 def source_key() -> str:
-    """The cache directory's key: a hash of ``CALLEES``' bytes (``src-`` and 16 hex digits)."""
+    """The cache directory's key: a hash of ``CALLEES``' bytes and of the registered admission
+    policies (``policy_registry.fingerprint``: the generated dispatch the admission kernel compiles
+    and its hooks' files) (``src-`` and 16 hex digits)."""
+    from sandbox_fleet.simulate.engine import policy_registry
+
     h = hashlib.sha256()
     for path in CALLEES:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(b"policies\0" + policy_registry.fingerprint().encode())
     return "src-" + h.hexdigest()[:16]
 
 
@@ -45,7 +51,9 @@ def cache_dir() -> Path:
     key = source_key()
     if os.environ.get("NUMBA_CACHE_DIR"):
         base = Path(os.environ["NUMBA_CACHE_DIR"])
-        return base if base.name == key else base / key
+        if _cache_prune.is_key(base.name):  # set by this module, for another key (policies registered since)
+            base = base.parent
+        return base / key
     ours = os.environ.get("SANDBOX_FLEET_CACHE_DIR")
     if ours:
         return Path(ours).expanduser() / "numba" / key
@@ -54,15 +62,23 @@ def cache_dir() -> Path:
     return root / "sandbox-fleet" / "numba" / key
 
 
-def _numba_njit() -> Any:
-    """numba's ``njit``, with the cache directory set first; None without numba."""
-    target = str(cache_dir())
-    if os.environ.get("NUMBA_CACHE_DIR") != target:
-        os.environ["NUMBA_CACHE_DIR"] = target
+def point_cache() -> Path:
+    """Point numba's cache at ``cache_dir()`` (for the functions decorated from now on: a kernel
+    loaded again after a policy was registered) and return it; stale key directories are pruned."""
+    target = cache_dir()
+    if os.environ.get("NUMBA_CACHE_DIR") != str(target):
+        os.environ["NUMBA_CACHE_DIR"] = str(target)
         if sys.modules.get("numba") is not None:  # imported before us: its configuration must read the variable again
             from numba.core import config
 
             config.reload_config()
+    _cache_prune.prune(target)
+    return target
+
+
+def _numba_njit() -> Any:
+    """numba's ``njit``, with the cache directory set first; None without numba."""
+    point_cache()
     try:
         from numba import njit as numba_njit
     except ImportError:

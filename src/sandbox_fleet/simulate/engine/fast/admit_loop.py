@@ -2,8 +2,8 @@
 
 ``refusal(prep)`` says why a prepared run is outside the kernel; ``run``
 returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
-policy registered in ``POLICY_CODES`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
-and preemption, ``timeout-ceiling``), start caps, queue timeouts, provisioning delays, retries and
+policy registered in ``policy_registry`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
+and preemption, ``timeout-ceiling``, and any registered from outside the package), start caps, queue timeouts, provisioning delays, retries and
 node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
 draws), on open, closed and RL workloads; an inference pool serving the model calls (``_inference_rules``:
 routing, ``max_num_seqs``, the iteration base, the prefix cache and its host tier); and ``[fleet.limits]``, claimed when an attempt takes its
@@ -18,18 +18,17 @@ to pay numba's per-process load (``worth_it``, rent-or-buy), without numba, or w
 from __future__ import annotations
 
 import gc
+import importlib
 import sys
 
 import numpy as np
 
-from sandbox_fleet.simulate.engine import fast, node_fleet
+from sandbox_fleet.simulate.engine import fast, node_fleet, policy_registry
 from sandbox_fleet.simulate.engine.fast import _plain
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
 
 _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
-#: admission policy name -> its code in the kernel (the one registration of each policy the kernel runs)
-POLICY_CODES = {"fifo": 0, "priority": 1, "timeout-ceiling": 2, "shortest-timeout-first": 3}
 KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
 #: rollouts from which compiling pays for numba's per-process load (~1.5 s) over the interpreted
 #: kernel (0.07-0.2 ms a rollout; BENCHMARKS.md, "Issue 36, every event run on the admission kernel")
@@ -83,12 +82,22 @@ def compiled_for(prep) -> bool:
 
 
 def kernel(compiled: bool):
-    """The kernel module: numba's build, or the same source loaded as plain Python."""
+    """The kernel module: numba's build, or the same source loaded as plain Python; loaded again
+    when the registered policies changed since it was (its generated dispatch is theirs, and so is
+    its cache directory: ``_jit.point_cache``)."""
+    key = policy_registry.fingerprint()
     if compiled:
-        from sandbox_fleet.simulate.engine.fast import _admit_kernel
+        from sandbox_fleet.simulate.engine.fast import _admit_kernel, _jit
 
+        if _admit_kernel.POLICY_KEY != key:
+            _jit.point_cache()
+            _admit_kernel = importlib.reload(_admit_kernel)
         return _admit_kernel
-    return _plain.twin(_KERNEL)
+    K = _plain.twin(_KERNEL)
+    if K.POLICY_KEY != key:
+        del sys.modules[_KERNEL + _plain.SUFFIX]
+        K = _plain.twin(_KERNEL)
+    return K
 
 
 def refusal(prep) -> str | None:
@@ -96,7 +105,7 @@ def refusal(prep) -> str | None:
     if prep.inference is not None and prep.turn_draws is None:
         return "an inference pool without per-turn draws"
     for pl in prep.pools:
-        if pl.admission not in POLICY_CODES:
+        if pl.admission not in policy_registry.names():
             return f"admission {pl.admission!r}"
     for wl in prep.workloads:
         if wl.kind not in KINDS:
@@ -121,7 +130,7 @@ def _per_event(pl) -> int:
     slots' attempts with a dispatch after each (a later slot of the node may be refilled once)."""
     cap = int(pl.cap)
     spn = pl.slots_per_node if pl.preempt_rate_per_node_s > 0 else 0
-    if pl.admission == "priority" and pl.preempt:
+    if policy_registry.get(pl.admission).may_evict(pl):
         return (1 + spn) * (cap + 1)
     return cap + 2 * spn + 1
 
@@ -155,11 +164,12 @@ def initial_state(prep, K, on_progress=None):
     gates = [0.0, 0.0, 0.0]  # ``lg``: the claim's one-cell buffers, then each limited pool's starting slots
     for p, pl in enumerate(pools):
         mine = [w for w, wl in enumerate(wls) if wl.pool == p]
-        pi[p, K.P_POLICY] = POLICY_CODES[pl.admission]
+        policy = policy_registry.get(pl.admission)
+        pi[p, K.P_POLICY] = policy.code
         pi[p, K.P_CAP] = NO_LIMIT if pl.cap is None else int(pl.cap)
         pi[p, K.P_FREE] = 0 if pl.cap is None else int(pl.cap)
         pi[p, K.P_START_CAP] = NO_LIMIT if pl.start_cap is None else int(pl.start_cap)
-        pi[p, K.P_EVICTS] = int(pl.admission == "priority" and bool(pl.preempt))
+        pi[p, K.P_EVICTS] = int(policy.may_evict(pl))
         pi[p, K.P_HAS_TIMEOUT] = int(pl.queue_timeout_s is not None)
         pi[p, K.P_W0], pi[p, K.P_NW] = len(order), len(mine)
         order += mine
@@ -200,12 +210,10 @@ def initial_state(prep, K, on_progress=None):
         wi[w, K.W_MAX_RETRIES] = prep.max_retries[w]
         wi[w, K.W_RETRY_ON] = sum(1 << int(c) for c in prep.retry_on[w])
         wf[w, K.WF_START_S] = float(wl.start_s)
-        if pl.admission == "priority":
-            nominal = int(wl.nominal or 0)
-            limit = int(pl.cap) if pl.cap is not None else np.iinfo(i64).max
-            if wl.borrow_limit is not None:
-                limit = min(limit, nominal + int(wl.borrow_limit))
-            wi[w, K.W_PRIO], wi[w, K.W_NOMINAL], wi[w, K.W_LIMIT] = int(wl.priority or 0), nominal, limit
+        columns = policy_registry.get(pl.admission).columns
+        if columns is not None:  # the per-workload parameters its hooks read (priority: class, quota, limit)
+            for col, value in columns(pl, wl).items():
+                wi[w, getattr(K, col)] = value
         if wl.kind == CLOSED:
             wi[w, K.W_POP] = min(wl.population, wl.count)
         if wl.kind == RL:
