@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import ConfigDict
 
-from sandbox_fleet.contract import Block, Summary
+from sandbox_fleet.contract import Block, Summary, TelemetryFilter
 
 Num = Optional[float]
 Count = Optional[int]
@@ -431,6 +431,8 @@ class SimulateSummary(Summary):
     nodes: Optional[NodeReplayFigures] = None
     #: the RL workload with ``dynamic_sampling``, when exactly one has it (several: per workload)
     dynamic_sampling: Optional[DynamicSamplingFigures] = None
+    #: the telemetry filter the rollouts read were kept by (``--replay``'s flags, a scenario's [filter])
+    telemetry_filter: Optional[TelemetryFilter] = None
 
 
 class InferenceCalibration(Block):
