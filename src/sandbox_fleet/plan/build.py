@@ -773,7 +773,7 @@ def _price_censored(fig: Figures, target: Target, nodes: _Nodes, opts: PlanOptio
         mx = cost.mixed
         b_r, b_b, b_usd = mx.reserved_nodes, mx.burst_nodes, _with_pools(mx.usd_per_h, nodes, tier)
         other = sized(other_n)
-        rw = _rework(fig, other, target.concurrency, duty)
+        rw = _rework(fig, other, other_n, duty)
         share, unbounded = (rw.rework_share, bool(rw.unbounded)) if rw is not None else (None, False)
         om = plan_mixed(fig, other, line_opts, share, unbounded, hist, c if other_at == "demand" else None)
         o_r, o_b = (om.reserved_nodes, om.burst_nodes) if om is not None else (None, None)
