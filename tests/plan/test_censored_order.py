@@ -94,9 +94,11 @@ def test_both_lines_are_priced_as_the_mixed_order_signed(capped):
     assert c.nodes_at_cap == r_c + c.burst_at_cap and c.nodes_at_demand == r_d + c.burst_at_demand
     assert "the cap line on the history as it ran, the demand line on the 1,440 measured rollouts re-queued" in c.lines_basis
     # shown on the first screen and in --detail, each line with its split and $/h
-    for text in ("\n".join(short_lines(plan, width=None)), "\n".join(plan_lines(plan))):
-        assert (f"buy the cap:    {CAP} slots, {r_c} reserved + up to {c.burst_at_cap} on-demand burst nodes, "
-                f"${c.usd_per_h_at_cap:,.2f}/h") in text
-        assert (f"buy the demand: {c.demand} slots, {r_d} reserved + up to {c.burst_at_demand} on-demand burst nodes, "
-                f"${c.usd_per_h_at_demand:,.2f}/h") in text
+    for text in ("\n".join(short_lines(plan, width=80)), "\n".join(plan_lines(plan))):
+        assert f"buy the cap:    {CAP} slots, ${c.usd_per_h_at_cap:,.2f}/h on {r_c} reserved + up to" in text
+        assert f"buy the demand: {c.demand} slots, ${c.usd_per_h_at_demand:,.2f}/h on {r_d} reserved + up to" in text
+    detail = "\n".join(plan_lines(plan))
+    assert f"on {r_c} reserved + up to {c.burst_at_cap} burst: mean step" in detail
+    assert f"on {r_d} reserved + up to {c.burst_at_demand} burst: mean step" in detail
+    assert "lines priced: both lines priced as the order signed, mixed on-demand" in "\n".join(plan_lines(plan))
 

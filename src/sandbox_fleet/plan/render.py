@@ -355,8 +355,7 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
 
     def bought(nodes: Optional[int], usd_h: Optional[float], reserved: Optional[int], burst: Optional[int]) -> str:
         if reserved is not None and burst is not None:  # priced as the mixed order signed (plan/censored_order.py)
-            tier = (c.lines_form or "").replace("mixed_", "").replace("_", "-")
-            return f", {reserved:,} reserved + up to {burst:,} {tier} burst nodes, {_money(usd_h)}/h"
+            return f", {_money(usd_h)}/h on {reserved:,} reserved + up to {burst:,} burst"  # $ first: a short line keeps it
         return f", {_n(nodes, ',')} nodes, {_money(usd_h)}/h" if nodes is not None else ""
     basis = [f"    basis: {c.basis}"] + ([f"    lines priced: {c.lines_basis}"]
                                            if c.lines_basis is not None and c.reserved_at_cap is not None else [])
