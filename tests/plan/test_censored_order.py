@@ -102,3 +102,18 @@ def test_both_lines_are_priced_as_the_mixed_order_signed(capped):
     assert f"on {r_d} reserved + up to {c.burst_at_demand} burst: mean step" in detail
     assert "lines priced: both lines priced as the order signed, mixed on-demand" in "\n".join(plan_lines(plan))
 
+
+
+def test_keeping_the_cap_chooses_r_on_the_cap_and_prices_the_demand_on_its_own_history(tmp_path):
+    start, end, req, release = _capped_steps(cap=CAP, steps=12, batch=BATCH)
+    plan, _ = plan_with_history(tmp_path, start, end, req, price_tier="on_demand", keep_cap=True)
+    c, mx = plan.target.censored, plan.cost.mixed
+    assert c.chosen == "cap" and plan.target.concurrency == CAP
+    assert plan.cost.tier_choice.order == "mixed_on_demand"
+    r_c, usd_c, _ = brute_force(plan, start, end, req, release)  # the history as it ran, under the cap bought
+    assert (mx.reserved_nodes, c.reserved_at_cap) == (r_c, r_c)
+    assert mx.usd_per_h == pytest.approx(usd_c, rel=1e-9) and c.usd_per_h_at_cap == pytest.approx(usd_c, rel=1e-9)
+    hold = end - start
+    demand_start = fifo(release, hold, c.demand)
+    r_d, usd_d, _ = brute_force(plan, demand_start, demand_start + hold, req, release)
+    assert c.reserved_at_demand == r_d and c.usd_per_h_at_demand == pytest.approx(usd_d, rel=1e-9)
