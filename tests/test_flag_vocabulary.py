@@ -258,7 +258,9 @@ def test_backtest_filtered_equals_the_backtest_of_the_kept_rows(run_cli, telemet
     assert filtered.code == 0 and direct.code == 0, filtered.err + direct.err
     f, d = json.loads(filtered.out), json.loads(direct.out)
     assert f["rows"] == sum(map(keep, range(60)))
-    assert _without(f, "sources") == _without(d, "sources")
+    # the same figures; only the filtered run records its filter (tests/test_filter_record.py)
+    assert _without(f, "sources", "telemetry_filter") == _without(d, "sources", "telemetry_filter")
+    assert f["telemetry_filter"]["source"] == "flags" and d["telemetry_filter"] is None
     unfiltered = json.loads(run_cli("backtest", telemetry, "--seeds", "4", "--json").out)
     assert unfiltered["rows"] == 60 and unfiltered["split"] != f["split"]  # the filter moved the split
 
@@ -278,7 +280,9 @@ def test_simulate_from_filtered_calibrates_and_runs_on_the_kept_rows(run_cli, te
     assert ran_a.code == 0 and ran_b.code == 0, ran_a.err + ran_b.err
     a, b = json.loads(ran_a.out), json.loads(ran_b.out)
     assert a["completed"] == 40
-    assert _without(a, "scenario", "sources", "telemetry") == _without(b, "scenario", "sources", "telemetry")
+    assert (_without(a, "scenario", "sources", "telemetry", "telemetry_filter")
+            == _without(b, "scenario", "sources", "telemetry", "telemetry_filter"))
+    assert a["telemetry_filter"]["source"] == "scenario" and b["telemetry_filter"] is None
 
 
 def test_simulate_replay_filtered_equals_the_replay_of_the_kept_rows(run_cli, telemetry, tmp_path):
@@ -287,7 +291,8 @@ def test_simulate_replay_filtered_equals_the_replay_of_the_kept_rows(run_cli, te
     direct = run_cli("simulate", "--replay", subset, "--json")
     assert filtered.code == 0 and direct.code == 0, filtered.err + direct.err
     f, d = json.loads(filtered.out), json.loads(direct.out)
-    assert _without(f, "sources", "telemetry") == _without(d, "sources", "telemetry")
+    assert _without(f, "sources", "telemetry", "telemetry_filter") == _without(d, "sources", "telemetry", "telemetry_filter")
+    assert f["telemetry_filter"]["until"] == "2025-12-01T01:00:00Z" and d["telemetry_filter"] is None
     whole = json.loads(run_cli("simulate", "--replay", telemetry, "--json").out)
     assert _without(whole, "sources", "telemetry") != _without(f, "sources", "telemetry")
 

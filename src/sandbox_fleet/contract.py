@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Optional, Protocol, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sandbox_fleet.errors import InputError
+from sandbox_fleet.safeparse import iso_instant
 
 #: Every kind of output, in pipeline order (optimize searches over the others).
 KINDS = ("measure", "plan", "simulate", "sweep", "checks", "optimize", "backtest")
@@ -277,3 +278,39 @@ def _named_by_title(schema: dict[str, Any]) -> dict[str, Any]:
     # Pydantic sorts definitions by key; so do we, by the new keys
     out["$defs"] = dict(sorted((renamed[key], body) for key, body in out["$defs"].items()))
     return out
+
+
+# --- the telemetry filter a stage's rows were kept by (backtest, simulate) ------------------------
+#: One filter, two spellings: the flags every command that reads telemetry takes (``--model``,
+#: ``--since``, ``--until``) and a scenario's ``[filter]`` table (``models``, ``since``, ``until``). Both
+#: keep the rows ``telemetry.load.rollout_mask`` keeps; the record says which spelling and where, the
+#: values as given and the instants as read (UTC), so an output says which rows it describes.
+class TelemetryFilter(Block):
+    """Which rollouts of the telemetry read were kept: those of ``models`` started in [``since``, ``until``)."""
+
+    #: "flags" (--model / --since / --until) or "scenario" (the scenario file's [filter] table)
+    source: Optional[str] = None
+    #: the scenario file whose [filter] it is (source "scenario")
+    scenario: Optional[str] = None
+    models: Optional[list[str]] = None
+    since: Optional[str] = None
+    until: Optional[str] = None
+    #: ``since`` and ``until`` as read, ISO-8601 in UTC (a naive time is UTC)
+    since_utc: Optional[str] = None
+    until_utc: Optional[str] = None
+
+
+def _utc(text: Optional[str]) -> Optional[str]:
+    if text is None:
+        return None
+    parsed = iso_instant(str(text).strip())
+    return parsed.isoformat() if parsed is not None else None
+
+
+def filter_used(models: Optional[list[str]], since: Optional[str], until: Optional[str], *, source: str = "flags",
+                scenario: Optional[str] = None) -> Optional[TelemetryFilter]:
+    """The record of a filter (None when nothing is filtered)."""
+    if not models and since is None and until is None:
+        return None
+    return TelemetryFilter(source=source, scenario=scenario, models=list(models) if models else None, since=since,
+                           until=until, since_utc=_utc(since), until_utc=_utc(until))

@@ -80,3 +80,31 @@ def test_the_r_ruled_out_is_the_cheapest_past_the_tolerance():
     assert ruled_out(costs, slows, 2, 0.01) == 0
     assert ruled_out(costs, slows, 2, 0.10) is None  # nothing cheaper is past it
     assert ruled_out(costs, slows, 2, None) is None
+
+
+def test_the_steps_read_once_give_the_hand_figure():
+    from sandbox_fleet.plan.order_wait import index_steps
+
+    w = wait_cost(START, END, _replayed_ends(), RELEASE, index_steps(END, RELEASE))
+    assert (w.method, w.steps) == ("steps", 2)
+    assert w.slowdown == pytest.approx(40.0 / 300.0, rel=1e-12)
+    assert (w.lengthening_s_mean, w.lengthening_s_max) == pytest.approx((20.0, 40.0))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_steps_read_once_are_the_same_figure_to_the_bit(seed):
+    """The search reads the steps once for every R (index_steps); each figure equals the per-call one
+    bit for bit, on unordered releases with ties, and unplaced rollouts fall back to it."""
+    from sandbox_fleet.plan.order_wait import index_steps
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    release = rng.choice(rng.uniform(0, 1e5, int(rng.integers(1, 30))), n)
+    start = release + rng.choice([0.0, 1.0, 7.5], n)
+    end = start + rng.lognormal(5.0, 1.0, n)
+    got = end + np.where(rng.random(n) < 0.3, rng.uniform(0, 90, n), 0.0)
+    index = index_steps(end, release)
+    assert wait_cost(start, end, got, release, index) == wait_cost(start, end, got, release)
+    if n > 1:
+        got[int(rng.integers(n))] = np.nan  # not placed: the per-call figure, which leaves it out
+        assert wait_cost(start, end, got, release, index) == wait_cost(start, end, got, release)

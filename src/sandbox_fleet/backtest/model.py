@@ -10,7 +10,7 @@ from typing import ClassVar, Optional
 
 from pydantic import ConfigDict, Field
 
-from sandbox_fleet.contract import Block, Summary
+from sandbox_fleet.contract import Block, Summary, TelemetryFilter
 from sandbox_fleet.textout import number
 
 
@@ -108,6 +108,8 @@ class BacktestSummary(Summary):
     #: what the intervals cover of one more run exchangeable with the predicted ones: (n + 1 - 2k) / (n + 1)
     #: for the k-th lowest and highest of n runs (``interval_level`` when there are runs enough)
     interval_coverage: Optional[float] = None
+    #: the telemetry filter the rollouts read were kept by (--model / --since / --until)
+    telemetry_filter: Optional[TelemetryFilter] = None
 
 
 #: the figures the headline leads with: what the replay leaves free to be wrong (label, figure)

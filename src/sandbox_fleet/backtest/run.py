@@ -21,6 +21,7 @@ from sandbox_fleet.backtest.predict import (
     summarise,
 )
 from sandbox_fleet.backtest.split import MIN_ROWS, split_table
+from sandbox_fleet.contract import filter_used
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import check_seed
 from sandbox_fleet.telemetry.options import ReadOptions
@@ -45,8 +46,9 @@ def backtest_paths(paths: list[str], *, split_at: float | None = None, split_by:
     if tel.rollouts.num_rows == 0:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(tel.rejected.items())) or "no rows"
         raise InputError(f"{', '.join(map(str, paths))}: no rollout with a start and a finish time to backtest ({why})")
-    return backtest_rollouts(tel.rollouts, sources=list(tel.sources or paths), rejected=dict(tel.rejected),
-                             split_at=split_at, split_by=split_by, seeds=seeds, seed=seed, min_rows=min_rows)
+    summary = backtest_rollouts(tel.rollouts, sources=list(tel.sources or paths), rejected=dict(tel.rejected),
+                                split_at=split_at, split_by=split_by, seeds=seeds, seed=seed, min_rows=min_rows)
+    return summary.model_copy(update={"telemetry_filter": filter_used(models, since, until)})
 
 
 def backtest_rollouts(rollouts: pa.Table, *, sources: list[str], rejected: dict[str, int] | None = None,

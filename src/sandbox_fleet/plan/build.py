@@ -561,9 +561,19 @@ def plan_mixed(fig: Figures, nodes: _Nodes, opts: PlanOptions, rework_share: Opt
         cpu, memory, disk, _ = requests_of(history, fallback)
         mixed = censored_burst.cover(mixed, censored, (alloc["cpu"], alloc["memory"], alloc["disk"]), (cpu, memory, disk),
                                      history)
+        mixed.basis = (mixed.basis or "") + _requeued_note(history)
     if mixed is not None and nodes.pools:
         mixed.basis = (mixed.basis or "") + f"; the sandbox nodes only: the GPU pools stay on {(opts.price_tier or '').replace('_', '-')}"
     return mixed
+
+
+def _requeued_note(history: RolloutIntervals) -> str:
+    """Where ``history`` is the demand's (re-queued past a cap, plan/censored_order.py), the basis says so."""
+    from sandbox_fleet.plan.censored_order import RequeuedIntervals
+
+    if not isinstance(history, RequeuedIntervals):
+        return ""
+    return f"; replayed on the demand's history, not the capped one: {history.describe()}"
 
 
 def _chosen_target(opts: PlanOptions) -> bool:
@@ -721,18 +731,96 @@ def _nodes_per_h(nodes: _Nodes, tier: str) -> tuple[int, Optional[float]]:
     return count, (sum(p for p in prices if p is not None) if None not in prices else None)
 
 
-def _price_censored(fig: Figures, target: Target, nodes: _Nodes, opts: PlanOptions) -> None:
-    """The cap line and the demand line in nodes and $/h at the plan's tier (``target.censored``):
-    the line bought is ``nodes``; the other is sized the same way at its own concurrency."""
+def _line_histories(history: Optional[RolloutIntervals], censored: Optional[Censored], opts: PlanOptions):
+    """Each censored line's history (plan/censored_order.py), or None (no history, or a chosen target)."""
+    if history is None or _chosen_target(opts):
+        return None
+    from sandbox_fleet.plan.censored_order import histories
+
+    return histories(history, censored)
+
+
+def _price_censored(fig: Figures, target: Target, nodes: _Nodes, opts: PlanOptions, cost: Optional[Cost] = None,
+                    lines: Any = None, duty: Optional[float] = None) -> None:
+    """The cap line and the demand line in nodes and $/h on the order form signed (``target.censored``):
+    the line bought is the order; the other is sized and priced the same way at its own concurrency, on
+    its own history where the order was replayed (plan/censored_order.py)."""
     c = target.censored
     if c is None or c.cap is None or c.demand is None or c.demand_is_lower_bound:
         return
-    bought = _nodes_per_h(nodes, _tier(opts))
-    other_n = c.demand if c.chosen == "cap" else c.cap
-    other = bought if other_n == target.concurrency else _nodes_per_h(plan_nodes(fig, other_n, opts, []), _tier(opts))
-    at_cap, at_demand = (bought, other) if c.chosen == "cap" else (other, bought)
-    c.nodes_at_cap, c.usd_per_h_at_cap = at_cap
-    c.nodes_at_demand, c.usd_per_h_at_demand = at_demand
+    tier = _tier(opts)
+    tc = cost.tier_choice if cost is not None else None
+    order = tc.order if tc is not None and tc.order is not None else tier
+    mixed_form = order.startswith("mixed") and cost is not None and cost.mixed is not None
+    bought_at = "cap" if c.chosen == "cap" else "demand"
+    other_at = "demand" if bought_at == "cap" else "cap"
+    other_n = c.demand if bought_at == "cap" else c.cap
+    hist = None
+    if lines is not None:
+        hist = lines.at_cap if other_at == "cap" else (lines.at_demand or lines.at_cap)
+
+    # the other line on the order's node type (a CPU-only order: the GPU pools route by their own types)
+    line_opts = replace(opts, node_type=nodes.node.name) if opts.node_type is None and not nodes.pools else opts
+
+    def sized(n_line: int) -> _Nodes:
+        out = plan_nodes(fig, n_line, line_opts, [])
+        return replayed_count(out, hist, line_opts, []) if hist is not None else out
+
+    if other_n == target.concurrency:  # the two lines are one (a demand at the cap)
+        mixed_form = False
+    if mixed_form:
+        assert cost is not None and cost.mixed is not None
+        mx = cost.mixed
+        b_r, b_b, b_usd = mx.reserved_nodes, mx.burst_nodes, _with_pools(mx.usd_per_h, nodes, tier)
+        other = sized(other_n)
+        rw = _rework(fig, other, other_n, duty)
+        share, unbounded = (rw.rework_share, bool(rw.unbounded)) if rw is not None else (None, False)
+        om = plan_mixed(fig, other, line_opts, share, unbounded, hist, c if other_at == "demand" else None)
+        o_r, o_b = (om.reserved_nodes, om.burst_nodes) if om is not None else (None, None)
+        o_usd = _with_pools(om.usd_per_h, other, tier) if om is not None else None
+        bought = (_split_nodes(b_r, b_b, nodes), b_usd)
+        priced = (_split_nodes(o_r, o_b, other), o_usd)
+        splits = {bought_at: (b_r, b_b), other_at: (o_r, o_b)}
+    else:
+        bought = _nodes_per_h(nodes, tier)
+        priced = bought if other_n == target.concurrency else _nodes_per_h(sized(other_n), tier)
+        splits = {}
+    at = {bought_at: bought, other_at: priced}
+    c.nodes_at_cap, c.usd_per_h_at_cap = at["cap"]
+    c.nodes_at_demand, c.usd_per_h_at_demand = at["demand"]
+    c.lines_form = order
+    c.reserved_at_cap, c.burst_at_cap = splits.get("cap", (None, None))
+    c.reserved_at_demand, c.burst_at_demand = splits.get("demand", (None, None))
+    c.lines_basis = _lines_basis(order, lines, mixed_form) + (f"; both on {nodes.node.name}" if line_opts is not opts else "")
+
+
+def _with_pools(usd_per_h: Optional[float], nodes: _Nodes, tier: str) -> Optional[float]:
+    """A mixed split's sandbox-node $/h plus the GPU pools on ``tier`` (None if either is unpriced)."""
+    pools = [getattr(pl, f"{tier}_per_h") for pl in nodes.pools]
+    if usd_per_h is None or None in pools:
+        return None
+    return usd_per_h + sum(p for p in pools if p is not None)
+
+
+def _split_nodes(reserved: Optional[int], burst: Optional[int], nodes: _Nodes) -> Optional[int]:
+    """The most sandbox nodes a mixed split runs (R + its burst limit) plus the GPU pools'."""
+    if reserved is None or burst is None:
+        return None
+    return reserved + burst + sum(pl.count or 0 for pl in nodes.pools)
+
+
+def _lines_basis(order: str, lines: Any, mixed_form: bool) -> str:
+    form = order.replace("mixed_", "mixed ").replace("_", "-")
+    how = ("each line's reserved base R chosen by its own replayed cost (within --tolerance of its waits), its burst "
+           "billed launch to release" if mixed_form else "each line's node count at its own concurrency"
+           + (" and its history's replayed peaks" if lines is not None else ""))
+    if lines is None:
+        return f"both lines priced as the order signed, {form}: {how}"
+    if lines.at_demand is None:
+        return (f"both lines priced as the order signed, {form}: {how}; both on the history as it ran (no synchronous "
+                f"steps to re-queue it at the demand's slots: the demand line's replay is the cap's, an under-statement)")
+    return (f"both lines priced as the order signed, {form}: {how}; the cap line on the history as it ran, the demand "
+            f"line on {lines.at_demand.describe()}")
 
 
 def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input_path: str | Path | None = None,
@@ -769,13 +857,15 @@ def make_plan(summary: MeasureSummary, opts: PlanOptions | None = None, *, input
     inference_notes: list[str] = []  # after the nodes' notes, in the order the order reads
     inference = plan_inference(fig, n, caching.saving_applied, opts, inference_notes, turns)
     tier_source: Source = "flag" if opts.price_tier is not None else "default"
-    nodes, opts, tier_choice, replayed_mixed = plan_tier(fig, n, duty, inference, opts, notes, history, target.censored)
+    lines = _line_histories(history, target.censored, opts)
+    bought = lines.bought if lines is not None else history
+    nodes, opts, tier_choice, replayed_mixed = plan_tier(fig, n, duty, inference, opts, notes, bought, target.censored)
     notes.extend(inference_notes)
     target.tier_basis = tier_choice.basis
-    _price_censored(fig, target, nodes, opts)
     storage = plan_storage(fig, n, duty, nodes, opts)
-    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, history, replayed_mixed, target.censored)
+    cost = plan_cost(fig, n, duty, nodes, inference, opts, notes, bought, replayed_mixed, target.censored)
     cost = mixed_order_per_pass(cost.model_copy(update={"tier_choice": tier_choice}))
+    _price_censored(fig, target, nodes, opts, cost, lines, duty)
     source = fig.summary.source or ["measured"]
     assumptions = collect_assumptions(
         fig, opts, "published" if "published" in source else "measured", target=target, tier_source=tier_source,

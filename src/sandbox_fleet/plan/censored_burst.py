@@ -15,7 +15,10 @@ sandboxes run at once:
   ``d - c`` more sandboxes, whatever they request, fit on ``ceil((d - c) / m)`` more nodes: the
   limit is the replayed burst peak plus that (a bound, at the mix's worst).
 
-The replayed $/h and the split R stay those of the capped history (the only one observed), and the
+Where the plan buys the demand and the history has steps, the replay itself runs on the demand's
+history (``plan/censored_order.py``): R, the burst peak and $/h are the demand's (``method``
+"demand-replayed"), and the limit is at least the capped history's burst peak at that R. Otherwise
+the replayed $/h and the split R stay those of the capped history (the only one observed), and the
 basis says what they leave out. A demand known only as a lower bound (no steps to estimate it from)
 is bought at the cap: the limit stays the replay's, and the basis says the replay under-states the
 demand by an amount not observed.
@@ -81,6 +84,31 @@ def _demand_peak(history: RolloutIntervals, requests: tuple[np.ndarray, np.ndarr
     return peak, int(np.count_nonzero(start_s < history.start_s - 1e-6))
 
 
+def _on_demand(mixed: Mixed, c: Censored, history: RolloutIntervals, allocatable: tuple[float, float, float],
+               requests: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Mixed:
+    """``mixed`` replayed on the demand's history (``plan/censored_order.py``): R, the burst peak and $/h
+    are the demand's; the limit is at least the capped history's burst peak at that R too."""
+    from sandbox_fleet.plan.censored_order import RequeuedIntervals
+    from sandbox_fleet.plan.mixed_replay import burst_peak
+
+    assert isinstance(history, RequeuedIntervals) and history.as_ran is not None
+    assert c.cap is not None and c.demand is not None  # a demand line (cover's guard)
+    rp = mixed.replay
+    assert rp is not None
+    ran, r, peak = history.as_ran, int(mixed.reserved_nodes or 0), int(mixed.burst_nodes or 0)
+    capped_peak = burst_peak(ran.start_s, ran.end_s, requests, allocatable, r, rp.provision_s or 0.0,
+                             rp.scale_down_s or 0.0, rp.placement or "pack")
+    limit = max(peak, capped_peak)
+    basis = (f"the history ran under a cap of {c.cap:,} (reached {c.touches or 0:,} times); the plan buys the demand "
+             f"the cap hid, {c.demand:,} concurrent (plan/censored.py), {c.demand - c.cap:,} sandboxes past the cap: "
+             f"R, the burst peak ({peak:,} nodes) and $/h are replayed on the demand's history, {history.describe()}; "
+             f"the history as it ran peaks at {capped_peak:,} burst nodes at that R; the burst limit is {limit:,}")
+    capped = CappedBurst(cap=c.cap, demand=c.demand, demand_is_lower_bound=False, burst_peak_replayed=capped_peak,
+                         sandboxes_past_cap=c.demand - c.cap, sandboxes_per_node_largest=per_node_largest(allocatable, requests),
+                         burst_limit=limit, method="demand-replayed", basis=basis)
+    return mixed.model_copy(update={"burst_nodes": limit, "replay": rp.model_copy(update={"capped": capped})})
+
+
 def cover(mixed: Mixed, censored: Optional[Censored], allocatable: tuple[float, float, float],
           requests: tuple[np.ndarray, np.ndarray, np.ndarray], history: Optional[RolloutIntervals] = None) -> Mixed:
     """``mixed`` (priced by the replay) with its burst limit covering the censored demand the plan buys,
@@ -99,6 +127,10 @@ def cover(mixed: Mixed, censored: Optional[Censored], allocatable: tuple[float, 
                              burst_peak_replayed=peak, sandboxes_past_cap=0, burst_limit=peak, basis=basis)
         return mixed.model_copy(update={"replay": rp.model_copy(update={"capped": capped})})
     past = c.demand - c.cap
+    from sandbox_fleet.plan.censored_order import RequeuedIntervals
+
+    if isinstance(history, RequeuedIntervals) and history.as_ran is not None:
+        return _on_demand(mixed, c, history, allocatable, requests)
     head = (f"the history ran under a cap of {c.cap:,} (reached {c.touches or 0:,} times): the replay's starts queued "
             f"behind it, so its burst peak ({peak:,} nodes), R and $/h are the capped history's; the plan buys the "
             f"demand the cap hid, {c.demand:,} concurrent (plan/censored.py), {past:,} sandboxes past the cap: ")

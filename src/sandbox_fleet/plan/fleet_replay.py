@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from sandbox_fleet.contract import TelemetryFilter, filter_used
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import MB_PER_GB, find_type, load_catalog
 from sandbox_fleet.plan.mixed_replay import requests_of
@@ -111,7 +112,8 @@ def replay_telemetry(paths: Sequence[str | Path], plan_opts: PlanOptions, opts: 
              if opts.reclaim_trace is not None else None)
     cc = measured.concurrency
     cap_detected = bool(cc.cap_detected) if cc is not None else False
-    return summarise(history, pools, planned, opts, configuration, trace, given, cap_detected=cap_detected)
+    return summarise(history, pools, planned, opts, configuration, trace, given, cap_detected=cap_detected,
+                     telemetry_filter=filter_used(kept, since, until))
 
 
 def _pools(planned: PlanSummary, plan_opts: PlanOptions, opts: ReplayOptions) -> tuple[list[NodePoolSpec], str]:
@@ -161,7 +163,7 @@ def _price(node, tier: str) -> float:
 
 def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: PlanSummary, opts: ReplayOptions,
               configuration: str, trace: Optional[Trace], telemetry: list[str], *,
-              cap_detected: bool = False) -> SimulateSummary:
+              cap_detected: bool = False, telemetry_filter: Optional[TelemetryFilter] = None) -> SimulateSummary:
     """Replay ``history`` on ``pools`` and say what it cost and waited."""
     import numpy as np
 
@@ -199,7 +201,7 @@ def summarise(history: RolloutIntervals, pools: list[NodePoolSpec], planned: Pla
     return SimulateSummary.build(
         seed=opts.seed, rollouts=history.count, attempts=history.count + lost, completed=int(done.sum()),
         dropped=got.unplaced, sim_time_s=got.span_s, sandbox_hours=float(np.sum(got.hold_s[done])) / 3600.0 + rerun_h,
-        nodes=figures,
+        nodes=figures, telemetry_filter=telemetry_filter,
     )
 
 

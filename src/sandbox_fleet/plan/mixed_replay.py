@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from sandbox_fleet.plan.model import Mixed, MixedReplay, NodesOverTime, WaitFigure
-from sandbox_fleet.plan.order_wait import ruled_out, step_releases_of, wait_cost
+from sandbox_fleet.plan.order_wait import StepIndex, index_steps, ruled_out, step_releases_of, wait_cost
 from sandbox_fleet.plan.slots import ResourceRequest
 
 if TYPE_CHECKING:
@@ -123,6 +123,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     slows: list[Optional[float]] = [None] * (peak + 1)
     kept: dict[int, NodeReplay] = {}  # the best replay so far (one: a replay holds per-rollout arrays)
     release = step_releases_of(history.start_s, history.end_s)
+    index = index_steps(history.end_s, release) if release is not None else None  # read once, for every R
 
     def rank(r: int) -> tuple[bool, float, int]:  # within the tolerance first, then the cheapest, then the fewest
         return (tolerance is not None and (slows[r] or 0.0) > tolerance, costs[r] or 0.0, r)
@@ -132,7 +133,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
             return
         got = run(r, p_r, p_b, provision_s, scale_down_s)
         costs[r] = float(got.usd_per_h or 0.0)
-        slows[r] = wait_cost(history.start_s, history.end_s, got.end_s, release).slowdown
+        slows[r] = wait_cost(history.start_s, history.end_s, got.end_s, release, index).slowdown
         held = next(iter(kept), None)
         if held is None or rank(r) < rank(held):
             kept.clear()
@@ -157,7 +158,7 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
         slot_curve_reserved_nodes=slot.reserved_nodes, slot_curve_usd_per_h=slot.usd_per_h,
         basis=_basis(history, assumed, fallback, placement, provision_s, scale_down_s, peak, slot),
         nodes_over_time=_over_time(won),
-        wait=_wait(history, won, release), slowdown_by_reserved=slows, tolerance=tolerance,
+        wait=_wait(history, won, release, index), slowdown_by_reserved=slows, tolerance=tolerance,
     )
     return slot.model_copy(update={
         "reserved_nodes": best, "burst_nodes": burst.peak_nodes, "usd_per_h": costs[best], "replay": replay,
@@ -169,9 +170,10 @@ def replay_mixed(slot: Mixed, history: RolloutIntervals, allocatable: dict[str, 
     })
 
 
-def _wait(history: RolloutIntervals, won: NodeReplay, release: Optional[np.ndarray]) -> WaitFigure:
+def _wait(history: RolloutIntervals, won: NodeReplay, release: Optional[np.ndarray],
+          index: Optional[StepIndex] = None) -> WaitFigure:
     """The chosen split's provisioning waits as the slowdown of the mean step (plan/order_wait.py)."""
-    w = wait_cost(history.start_s, history.end_s, won.end_s, release)
+    w = wait_cost(history.start_s, history.end_s, won.end_s, release, index)
     return WaitFigure(method=w.method, slowdown=w.slowdown, steps=w.steps, lengthening_s_mean=w.lengthening_s_mean,
                       lengthening_s_max=w.lengthening_s_max)
 

@@ -63,6 +63,15 @@ class Censored(Block):
     nodes_at_demand: Count = None
     usd_per_h_at_cap: Num = None
     usd_per_h_at_demand: Num = None
+    #: the order form both lines are priced on, the signed order's ("spot", "mixed_spot", ...: plan/censored_order.py)
+    lines_form: Optional[str] = None
+    #: a mixed form's split at each line: R reserved and up to that many burst nodes (null on a single tier)
+    reserved_at_cap: Count = None
+    burst_at_cap: Count = None
+    reserved_at_demand: Count = None
+    burst_at_demand: Count = None
+    #: each line's form and the history it was replayed on (as it ran, or re-queued on the demand's slots)
+    lines_basis: Optional[str] = None
 
 
 class ShapeAlternative(Block):
@@ -397,7 +406,8 @@ class CappedBurst(Block):
     sandboxes_per_node_largest: Count = None
     #: the burst pool's limit covering the demand (``method``): "requeued", the burst peak of the history
     #: queued again at its steps' releases on the demand's slots; "bound", the replayed peak plus a node per
-    #: ``sandboxes_per_node_largest`` past the cap (no steps to re-queue at)
+    #: ``sandboxes_per_node_largest`` past the cap (no steps to re-queue at); "demand-replayed", the whole
+    #: split (R, burst peak, $/h) replayed on that re-queued history, the limit at least the capped peak at R
     burst_limit: Count = None
     method: Optional[str] = None
     basis: Optional[str] = None

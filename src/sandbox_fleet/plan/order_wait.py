@@ -56,15 +56,44 @@ def step_releases_of(start_s: np.ndarray, end_s: np.ndarray) -> Optional[np.ndar
     return step_releases(start_us, float(steps["gap_threshold_s"])) / 1e6
 
 
+@dataclass(frozen=True)
+class StepIndex:
+    """The steps of one history, read once for every candidate order's replay (``wait_cost``'s ``index``):
+    the rollouts grouped by step, each step's release and its last measured end."""
+
+    #: rollouts in step order (stable), and where each step's run of them begins
+    order: np.ndarray
+    firsts: np.ndarray
+    keys: np.ndarray
+    measured: np.ndarray
+    #: the summed measured step lengths, seconds
+    length: float
+
+
+def index_steps(end_s: np.ndarray, release_s: np.ndarray) -> StepIndex:
+    """``release_s``'s steps over the rollouts measured ending at ``end_s``, for ``wait_cost``."""
+    import numpy as np
+
+    end, release = np.asarray(end_s, dtype=float), np.asarray(release_s, dtype=float)
+    keys, step = np.unique(release, return_inverse=True)
+    order = np.argsort(step, kind="stable")
+    firsts = np.searchsorted(step[order], np.arange(keys.size))
+    measured = np.maximum.reduceat(end[order], firsts) if keys.size else np.empty(0)
+    return StepIndex(order, firsts, keys, measured, float(np.sum(measured - keys)))
+
+
 def wait_cost(start_s: np.ndarray, end_s: np.ndarray, replayed_end_s: np.ndarray,
-              release_s: Optional[np.ndarray]) -> WaitCost:
+              release_s: Optional[np.ndarray], index: Optional[StepIndex] = None) -> WaitCost:
     """The slowdown of the mean step (``release_s``: each rollout's step release) or, without steps, of
     the mean rollout, when the rollouts measured at ``start_s``..``end_s`` end at ``replayed_end_s``
-    (NaN: not placed, left out)."""
+    (NaN: not placed, left out). ``index`` (``index_steps`` of the same ``end_s`` and ``release_s``)
+    shares the grouping by step across the replays of one search; the figure is the same to the bit."""
     import numpy as np  # NumPy only when a replay runs (a plan on a summary loads none)
 
     start, end, got = (np.asarray(a, dtype=float) for a in (start_s, end_s, replayed_end_s))
     ran = np.isfinite(got)
+    if release_s is not None and index is not None and bool(ran.all()):  # every rollout placed: every step kept
+        return _by_index(index, got)
     if release_s is None:
         wait = np.maximum(got[ran] - end[ran], 0.0)
         work = float(np.sum(end[ran] - start[ran]))
@@ -80,6 +109,19 @@ def wait_cost(start_s: np.ndarray, end_s: np.ndarray, replayed_end_s: np.ndarray
     length = float(np.sum(measured - keys))
     return WaitCost("steps", float(np.sum(longer)) / length if length > 0 else 0.0, int(keys.size),
                     float(np.mean(longer)) if keys.size else 0.0, float(np.max(longer)) if keys.size else 0.0)
+
+
+def _by_index(index: StepIndex, got: np.ndarray) -> WaitCost:
+    """``wait_cost`` over the steps ``index`` read, every rollout placed (the same sums, in the same order)."""
+    import numpy as np
+
+    if index.keys.size == 0:
+        return WaitCost("steps", 0.0, 0, 0.0, 0.0)
+    replayed = np.maximum.reduceat(got[index.order], index.firsts)
+    longer = np.maximum(replayed - index.measured, 0.0)
+    length = index.length
+    return WaitCost("steps", float(np.sum(longer)) / length if length > 0 else 0.0, int(index.keys.size),
+                    float(np.mean(longer)), float(np.max(longer)))
 
 
 def ruled_out(costs: list[Optional[float]], slows: list[Optional[float]], best: int,

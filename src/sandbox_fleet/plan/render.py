@@ -353,16 +353,20 @@ def censored_lines(c: Censored, tolerance: Optional[float]) -> list[str]:
                 f"    basis: {c.basis}"]
     tol = f"{tolerance:.1%}" if tolerance is not None else "the tolerance"
 
-    def bought(nodes: Optional[int], usd_h: Optional[float]) -> str:
+    def bought(nodes: Optional[int], usd_h: Optional[float], reserved: Optional[int], burst: Optional[int]) -> str:
+        if reserved is not None and burst is not None:  # priced as the mixed order signed (plan/censored_order.py)
+            return f", {_money(usd_h)}/h on {reserved:,} reserved + up to {burst:,} burst"  # $ first: a short line keeps it
         return f", {_n(nodes, ',')} nodes, {_money(usd_h)}/h" if nodes is not None else ""
+    basis = [f"    basis: {c.basis}"] + ([f"    lines priced: {c.lines_basis}"]
+                                           if c.lines_basis is not None and c.reserved_at_cap is not None else [])
     return [head,
-            f"    buy the cap:    {_n(c.cap, ',')} slots{bought(c.nodes_at_cap, c.usd_per_h_at_cap)}: "
+            f"    buy the cap:    {_n(c.cap, ',')} slots{bought(c.nodes_at_cap, c.usd_per_h_at_cap, c.reserved_at_cap, c.burst_at_cap)}: "
             f"mean step {_n(c.step_s_at_cap, ',.0f')} s "
             f"({over(c.step_s_at_cap)} over the uncapped {_n(c.step_s_uncapped, ',.0f')} s){mark.get('cap', '')}",
-            f"    buy the demand: {_n(c.demand, ',')} slots{bought(c.nodes_at_demand, c.usd_per_h_at_demand)}: "
+            f"    buy the demand: {_n(c.demand, ',')} slots{bought(c.nodes_at_demand, c.usd_per_h_at_demand, c.reserved_at_demand, c.burst_at_demand)}: "
             f"mean step {_n(c.step_s_at_demand, ',.0f')} s "
             f"({over(c.step_s_at_demand)}; the fewest slots within {tol} for releases of {_n(c.release, ',')}){mark.get('demand', '')}",
-            f"    basis: {c.basis}"]
+            *basis]
 
 
 def render_plan(plan: PlanSummary, console: Console) -> None:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Optional
 
 from pydantic import ConfigDict
 
-from sandbox_fleet.contract import Block, Summary
+from sandbox_fleet.contract import Block, Summary, TelemetryFilter
 
 Num = Optional[float]
 Count = Optional[int]
@@ -470,6 +470,8 @@ class SimulateSummary(Summary):
     dynamic_sampling: Optional[DynamicSamplingFigures] = None
     #: pools made of nodes (``[[fleet.node_pools]]``): node-hours, $, peaks and provisioning waits
     node_pools: Optional[EngineNodes] = None
+    #: the telemetry filter the rollouts read were kept by (``--replay``'s flags, a scenario's [filter])
+    telemetry_filter: Optional[TelemetryFilter] = None
 
 
 class InferenceCalibration(Block):

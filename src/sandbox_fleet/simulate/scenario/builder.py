@@ -91,6 +91,10 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
     ctx = _Ctx(base_dir, source, bounds.horizon_s(spec.run.epoch))
     ctx.max_memory_gb = max_memory_gb
     ctx.filter = spec.filter
+    if spec.filter is not None:  # named as the file spells it, before any telemetry is read
+        from sandbox_fleet.telemetry.scenario_filter import check_scenario_filter
+
+        check_scenario_filter(source, spec.filter.since, spec.filter.until)
     many_fleets = spec.fleets is not None
     # load_scenario and the sweep's variants both refuse a file without exactly one of the two
     fleet_specs = spec.fleets if spec.fleets is not None else [spec.fleet]

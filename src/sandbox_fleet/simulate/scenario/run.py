@@ -127,10 +127,17 @@ def simulate_scenario(path: str | Path, *, telemetry_out: str | Path | None = No
         with atomic.atomic_path(out) as tmp:
             pq.write_table(res.to_telemetry(epoch=epoch), tmp, compression="zstd")
     try:
-        return built.summary(res, timing=timing, scenario=p.name, seed=built.seed,
-                             telemetry=str(telemetry_out) if telemetry_out is not None else None)
+        summary = built.summary(res, timing=timing, scenario=p.name, seed=built.seed,
+                                telemetry=str(telemetry_out) if telemetry_out is not None else None)
     except InputError as exc:  # a warm-up the run cannot carry: name the file
         raise InputError(f"{p}: {exc}") from None
+    f = spec.filter
+    if f is None:
+        return summary
+    from sandbox_fleet.contract import filter_used
+
+    return summary.model_copy(update={"telemetry_filter": filter_used(f.models, f.since, f.until, source="scenario",
+                                                                      scenario=p.name)})
 
 
 def _check_clock(res, p: Path, epoch: str) -> None:
