@@ -245,16 +245,21 @@ def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
             assert np.array_equal(v, b.steps[w][k], equal_nan=True), (w, k)
 
 
-def test_dynamic_sampling_beside_an_inference_pool_is_the_event_loops_one_case():
-    """The one scenario no kernel runs: dynamic sampling (a step's rounds released as rounds end) beside
-    an inference pool; every other inference run goes to the admission kernel."""
+def test_dynamic_sampling_beside_an_inference_pool_runs_on_the_admission_kernel():
+    """Dynamic sampling (a step's rounds released as rounds end) beside an inference pool: the admission
+    kernel runs it (its bytes against the event loop: test_inference_kernel.py); in a priority pool
+    neither the kernel nor the event loop does."""
     from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 
     fleet, wls, inf = _served_run()
-    assert _chosen(fleet, wls, inference=inf) == "admission-kernel"
     ep = wls[0].episode
     dyn = SyncRL(batch=8, steps=3, train_s=5.0, episode=ep,
                  dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
     why = executors.refusals(prepare(fleet, [dyn], 1, inf))
-    assert why["fifo"] is not None and why["admission-kernel"] is not None and why["events"] is None
-    assert run_workloads(fleet, [dyn], seed=1, inference=inf).engine == "events"
+    assert why["fifo"] is not None and why["admission-kernel"] is None
+    assert run_workloads(fleet, [dyn], seed=1, inference=inf).engine == "admission-kernel"
+    dyn = SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0),
+                 dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
+    why = executors.refusals(prepare(Fleet(cap=4, admission="priority"), [dyn], 1))
+    assert "dynamic_sampling in a pool with admission 'priority'" in why["admission-kernel"]
+    assert why["events"] is not None

@@ -13,10 +13,11 @@ name                   what                                         runs
                                                                     pool without retries
 ``admission-kernel``   the admission loop (``fast/admit_loop``):    every other run: every admission policy,
                        numba's build, or its source as plain        start caps, queue timeouts, retries, node
-                       Python for runs too small to pay the load    preemption, ``[fleet.limits]``, and the
+                       Python for runs too small to pay the load    preemption, ``[fleet.limits]``, the
                                                                     inference pool (``fast/_inference_rules``)
-``events``             the general event loop (``loop.py``)         dynamic sampling beside an inference pool,
-                                                                    or forced (no kernel releases rounds yet)
+                                                                    and dynamic sampling's rounds
+``events``             the general event loop (``loop.py``)         nothing the kernel runs (tried after it;
+                                                                    the kernel's oracle in tests)
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
@@ -76,8 +77,8 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
 
 
 def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
-    """Why a compiled kernel cannot run these workloads: dynamic sampling releases a step's rounds as
-    the rounds end (``trainer.RLState``), a rule only the FIFO recursion and the event loop call."""
+    """Why the event loop does not run these workloads: it runs dynamic sampling only (of it, what the
+    admission kernel, tried before it, refuses: rounds in a policy pool)."""
     for w, wl in enumerate(workloads):
         if getattr(wl, "dynamic", None) is not None:
             return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
@@ -122,8 +123,6 @@ class AdmissionKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
-        if (why := dynamic_refusal(prep.workloads)) is not None:
-            return why
         why = admit_loop.refusal(prep)
         return None if why is None else f"outside the admission kernel's feature set ({why})"
 
@@ -134,8 +133,8 @@ class AdmissionKernel(Executor):
 
 
 class Events(Executor):
-    """The pure event loop, for what no kernel runs: dynamic sampling (the admission kernel does not
-    release a step's rounds as they end) beside an inference pool, or with ``engine="events"``."""
+    """The pure event loop, tried after the admission kernel: it runs dynamic sampling only, and
+    refuses what the kernel refuses of it (admission policies), so it runs no scenario today."""
 
     name, family = "events", "events"
 

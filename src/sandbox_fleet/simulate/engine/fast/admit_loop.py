@@ -101,6 +101,9 @@ def refusal(prep) -> str | None:
     for wl in prep.workloads:
         if wl.kind not in KINDS:
             return f"workload kind {wl.kind!r}"
+        pol = prep.pools[wl.pool].admission
+        if getattr(wl, "dynamic", None) is not None and pol in ("priority", "timeout-ceiling"):
+            return f"dynamic_sampling in a pool with admission {pol!r} (no trainer releases its rounds there)"
     return None
 
 
@@ -189,7 +192,9 @@ def initial_state(prep, K, on_progress=None):
     starts: list[int] = []
     r_batch = np.zeros(N, dtype=i64)
     rl = rl_states(wls, prep.offsets, r_batch)  # the trainer's state, as the pure loop sets it up
+    rounds: list[tuple[int, int, int, int]] = []  # dynamic sampling: (workload, first rollout, rollouts, step)
     for w, wl in enumerate(wls):
+        wi[w, K.W_R0] = -1
         pl = pools[wl.pool]
         wi[w, K.W_KIND] = KINDS[wl.kind]
         wi[w, K.W_POOL] = wl.pool
@@ -217,15 +222,28 @@ def initial_state(prep, K, on_progress=None):
             wf[w, K.WF_START_S] = st.start_s
             sizes += [int(sz) for sz in st.sizes]
             starts += [st.base + int(s0) for s0 in st.starts]
+            if st.rounds is not None:
+                wi[w, K.W_R0] = len(rounds)  # made a row index below, once every batch row is counted
+                rounds += [(w, int(lo), int(sz), int(j)) for lo, sz, j in zip(st.round_lo, st.round_size, st.round_step)]
     # a timeout-ceiling pool's running ceilings: at most its cap, or its rollouts when it has none
     ceil_cap = max([int(per_pool[p]) if pl.cap is None else int(pl.cap)
                     for p, pl in enumerate(pools) if pl.admission == "timeout-ceiling"] or [0]) + 1
-    nb = len(sizes)
+    nb = len(sizes) + len(rounds)
 
     si[K.EV_LIMIT] = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
     si[K.HEAP_MARGIN], si[K.ROW_MARGIN] = heap_margin, row_margin
     bi = np.zeros((nb, K.N_BI), dtype=i64)
-    bi[:, K.BI_START], bi[:, K.BI_SIZE], bi[:, K.BI_REM] = starts, sizes, sizes
+    bi[: len(sizes), K.BI_START], bi[: len(sizes), K.BI_SIZE], bi[: len(sizes), K.BI_REM] = starts, sizes, sizes
+    bi[:, K.BI_PEND] = -1
+    for k, (w, lo, sz, j) in enumerate(rounds):
+        row, step = len(sizes) + k, int(wi[w, K.B_LO]) + j
+        bi[row, K.BI_START], bi[row, K.BI_SIZE], bi[row, K.BI_REM], bi[row, K.BI_STEP] = lo, sz, sz, j
+        if bi[step, K.BI_RN] == 0:
+            bi[step, K.BI_R0] = row
+        bi[step, K.BI_RN] = row + 1
+    for w in rl:
+        if wi[w, K.W_R0] >= 0:
+            wi[w, K.W_R0] += len(sizes)
     ri = np.zeros((N, K.N_RI), dtype=i64)
     ri[:, K.R_WORK] = np.repeat(np.arange(W, dtype=i64), prep.counts)
     ri[:, K.R_POOL] = np.repeat(np.array([wl.pool for wl in wls], dtype=i64), prep.counts)
