@@ -1,6 +1,6 @@
 """Which executor runs a prepared scenario: the one place in the simulator that chooses.
 
-Three executors place a run's attempts in time, behind one contract
+Two executors place a run's attempts in time, behind one contract
 (``run(prep, on_progress) -> result.ExecutorOutput``); wherever two of them can run the same
 scenario they give the same bytes (tests compare every pair):
 
@@ -16,13 +16,12 @@ name                   what                                         runs
                        Python for runs too small to pay the load    preemption, ``[fleet.limits]``, the
                                                                     inference pool (``fast/_inference_rules``)
                                                                     and dynamic sampling's rounds
-``events``             the general event loop (``loop.py``)         nothing the kernel runs (tried after it;
-                                                                    the kernel's oracle in tests)
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
-the FIFO executor, ``engine="events"`` the event-loop family; a forced family that cannot run the
+the FIFO executor, ``engine="events"`` the admission kernel (the event loop it replaced is its oracle
+in the tests); a forced family that cannot run the
 scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` runs the
 admission kernel and the FIFO rule as plain Python.
 """
@@ -36,7 +35,6 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
-from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Workload
@@ -77,8 +75,8 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
 
 
 def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
-    """Why the event loop does not run these workloads: it runs dynamic sampling only (of it, what the
-    admission kernel, tried before it, refuses: rounds in a policy pool)."""
+    """The first workload with dynamic sampling, as a reason (``fifo.limits_refusal`` refuses limits beside it
+    outside the FIFO executor)."""
     for w, wl in enumerate(workloads):
         if getattr(wl, "dynamic", None) is not None:
             return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
@@ -132,28 +130,7 @@ class AdmissionKernel(Executor):
         return admit_loop.run(prep, on_progress)
 
 
-class Events(Executor):
-    """The pure event loop, tried after the admission kernel: it runs dynamic sampling only, and
-    refuses what the kernel refuses of it (admission policies), so it runs no scenario today."""
-
-    name, family = "events", "events"
-
-    def why_not(self, prep: Prepared) -> str | None:
-        if dynamic_refusal(prep.workloads) is None:
-            return "the admission kernel runs it (the event loop runs dynamic sampling only)"
-        if limited_any(prep.pools):
-            return "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
-        if any(pl.admission in POLICIES for pl in prep.pools):
-            return "admission policies run on the admission kernel"
-        return None
-
-    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
-        from sandbox_fleet.simulate.engine.loop import run_events
-
-        return run_events(prep, on_progress)
-
-
-EXECUTORS: tuple[Executor, ...] = (Fifo(), AdmissionKernel(), Events())
+EXECUTORS: tuple[Executor, ...] = (Fifo(), AdmissionKernel())
 NAMES = tuple(ex.name for ex in EXECUTORS)
 
 
