@@ -22,6 +22,7 @@ from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
 from sandbox_fleet.simulate.engine import executors, fast
+from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.entities import Build, Episode, RetryPolicy
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.workloads import AsyncRL
@@ -105,6 +106,27 @@ CASES.update({
 })
 
 
+# Dynamic sampling: a step's next round is released when the round before ends, inside the ending
+# attempt's close and before its slot is freed (``LoopState.terminal``), beside retries, drops and nodes.
+def _dynamic(**kw) -> DynamicSampling:
+    return DynamicSampling(groups=3, group_size=4, task_pass=np.array([0.5, 0.1, 0.9, 0.0]), **kw)
+
+
+CASES.update({
+    "dynamic_sampling_fifo_queue_timeout_retries": lambda: (
+        Fleet(cap=7, provision_delay_s=0.3, queue_timeout_s=9.0),
+        [SyncRL(batch=12, steps=15, train_s=2.0, episode=_flaky_episode(1.5), retry=RETRY, name="ds",
+                dynamic=_dynamic(valid_rate=0.9)),
+         Closed(population=3, n=200, episode=_flaky_episode(2.0), retry=RETRY, name="closed")]),
+    "dynamic_sampling_async_rounds_preemption_shortest_timeout_first": lambda: (
+        Fleet(cap=8, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=3.0,
+              admission="shortest-timeout-first", queue_timeout_s=7.0),
+        [AsyncRL(batch=12, steps=15, train_s=1.0, staleness=1, episode=_flaky_episode(1.0, timeout_s=4.0),
+                 retry=RETRY, name="ds", dynamic=_dynamic(round_groups=2)),
+         Poisson(rate_per_s=1.0, n=300, episode=_flaky_episode(2.0, timeout_s=6.0), retry=RETRY, name="open")]),
+})
+
+
 def _example(name: str):
     def make():
         path = EXAMPLES / f"{name}.toml"
@@ -155,6 +177,10 @@ def test_the_kernel_places_every_attempt_as_the_pure_loop(name, compiled):
     assert kernel == pure
     if "retries" in name or "preempt" in name:
         assert retried > 0  # the case exercises the retry draw
+    if name.startswith("dynamic_sampling"):  # steps released several rounds each, as rounds ended
+        pools, wls = CASES[name]()
+        prep = prepare(pools, wls, 7)
+        assert max(len(r) for r in prep.workloads[0].groups_drawn.rounds) > 2
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n.startswith("node_preemption")
@@ -266,7 +292,8 @@ def _plain_child() -> None:
     bad = [n for n in ("priority_preempt_counted_with_retries", "priority_start_cap_queue_timeout",
                        "ceiling_rl_beside_closed", "fifo_start_cap_timeout_retries_two_pools",
                        "node_preemption_priority_evicting_start_cap_timeout",
-                       "shortest_timeout_first_preempted_beside_fifo")
+                       "shortest_timeout_first_preempted_beside_fifo", "dynamic_sampling_fifo_queue_timeout_retries",
+                       "dynamic_sampling_async_rounds_preemption_shortest_timeout_first")
            if (lambda d: d[0] != d[1])(_both(n))]
     print(json.dumps(bad))
 

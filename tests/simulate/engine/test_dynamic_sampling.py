@@ -231,12 +231,12 @@ def test_the_telemetry_carries_each_groups_task_and_rewards():
     assert task.reshape(-1, 4).tolist() == [[f"task-{t}"] * 4 for t in dr.task]
 
 
-def test_the_compiled_kernels_refuse_it_with_a_reason():
+def test_auto_takes_the_fifo_executor_and_events_the_admission_kernel():
     prep = prepare(Fleet(cap=10), [_sync(_ds([0.5], 1.0, 2, 2))], 1)
     why = executors.refusals(prep)
-    assert "dynamic_sampling" in why["admission-kernel"]
-    assert why["fifo"] is None and why["events"] is None
+    assert why["fifo"] is None and why["admission-kernel"] is None
     assert executors.choose(prep).name == "fifo"
+    assert executors.choose(prep, "events").name == "admission-kernel"  # engine = "events": the kernel
 
 
 @pytest.mark.parametrize("kw,msg", [

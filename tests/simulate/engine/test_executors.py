@@ -34,8 +34,8 @@ def _chosen(fleet, wls, engine="auto", inference=None) -> str:
 
 
 def test_the_table_lists_the_documented_names_in_the_auto_order():
-    assert executors.NAMES == ("fifo", "admission-kernel", "events")
-    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events", "events"]
+    assert executors.NAMES == ("fifo", "admission-kernel")
+    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events"]
 
 
 @pytest.mark.parametrize("pure", [False, True])
@@ -48,8 +48,7 @@ def test_one_pass_and_rl_go_to_the_recursion_with_or_without_pure_python(pure, m
     fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]
     assert _chosen(fleet, wls) == "fifo"
     why = executors.refusals(prepare(fleet, wls, 1))
-    assert why["fifo"] is None and why["admission-kernel"] is None
-    assert why["events"] is not None and why["events"].startswith("the admission kernel runs it")
+    assert why == {"fifo": None, "admission-kernel": None}
 
 
 @pytest.mark.parametrize(("fleet", "reason"), [
@@ -245,16 +244,21 @@ def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
             assert np.array_equal(v, b.steps[w][k], equal_nan=True), (w, k)
 
 
-def test_dynamic_sampling_beside_an_inference_pool_is_the_event_loops_one_case():
-    """The one scenario no kernel runs: dynamic sampling (a step's rounds released as rounds end) beside
-    an inference pool; every other inference run goes to the admission kernel."""
+def test_dynamic_sampling_beside_an_inference_pool_runs_on_the_admission_kernel():
+    """Dynamic sampling (a step's rounds released as rounds end) beside an inference pool: the admission
+    kernel runs it (its bytes against the event loop: test_inference_kernel.py); in a priority pool
+    no executor does."""
     from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 
     fleet, wls, inf = _served_run()
-    assert _chosen(fleet, wls, inference=inf) == "admission-kernel"
     ep = wls[0].episode
     dyn = SyncRL(batch=8, steps=3, train_s=5.0, episode=ep,
                  dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
     why = executors.refusals(prepare(fleet, [dyn], 1, inf))
-    assert why["fifo"] is not None and why["admission-kernel"] is not None and why["events"] is None
-    assert run_workloads(fleet, [dyn], seed=1, inference=inf).engine == "events"
+    assert why["fifo"] is not None and why["admission-kernel"] is None
+    assert run_workloads(fleet, [dyn], seed=1, inference=inf).engine == "admission-kernel"
+    dyn = SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0),
+                 dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
+    why = executors.refusals(prepare(Fleet(cap=4, admission="priority"), [dyn], 1))
+    assert "dynamic_sampling in a pool with admission 'priority'" in why["admission-kernel"]
+    assert why["fifo"] is not None

@@ -141,8 +141,38 @@ def test_estimate_counts_the_pools_turns_rollouts_and_replicas(tmp_path):
     n, turns = 3000, 3000 * 8
     expect = n * (bounds.BYTES_PER_ATTEMPT + bounds.BYTES_PER_SERVED_ROLLOUT) \
         + turns * (bounds.BYTES_PER_TURN + bounds.BYTES_PER_SERVED_TURN) + 16 * bounds.BYTES_PER_SLOT \
-        + 2 * bounds.BYTES_PER_REPLICA
+        + 2 * bounds.BYTES_PER_REPLICA \
+        + 2 * 16 * (8 + 16) + 3000 * (16 + 16 + 2)  # 2 replicas x 16 in flight; sticky: a cache key a rollout
     assert bounds.estimate_bytes(b.fleets, b.workloads, b.inference) == pytest.approx(expect)
+
+
+@pytest.mark.parametrize("fleet, routing", [("cap = 16", "sticky"), ("cap = 16", "least-loaded"),
+                                            ("unbounded = true", "least-loaded")])
+def test_inference_grid_is_what_the_admission_kernel_allocates(tmp_path, fleet, routing):
+    # The arrays that grow as replicas x rollouts, as the kernel allocates them (their nbytes, not a formula).
+    from sandbox_fleet.simulate.engine.fast.admit_loop import _inference_state
+    from sandbox_fleet.simulate.engine.prepare import prepare
+
+    text = SERVED.replace("cap = 16", fleet).replace("[inference]", f'[inference]\nrouting = "{routing}"')
+    _, b = built(tmp_path, text)
+    arrays = _inference_state(prepare(b.fleets, b.workloads, 0, inference=b.inference), None)
+    grid = sum(arrays[k].nbytes for k in ("dv", "dq", "cl", "cs", "cin"))
+    assert bounds.inference_grid_bytes(b.fleets, b.workloads, b.inference) == grid
+
+
+def test_a_run_too_big_for_its_replica_grid_is_refused_in_one_line(tmp_path):
+    # 64 least-loaded replicas x 2,000,000 uncapped rollouts: 128M cells of the kernel's queues and cache
+    # keys (~7.4 GiB) that the per-rollout and per-turn terms alone do not count.
+    text = SERVED.replace("cap = 16", "unbounded = true").replace("population = 16", "population = 2000000") \
+        .replace("count = 3000", "count = 2000000").replace("replicas = 2", 'replicas = 64\nrouting = "least-loaded"')
+    p, b = built(tmp_path, text)
+    grid = bounds.inference_grid_bytes(b.fleets, b.workloads, b.inference)
+    assert grid == 64 * 2_000_000 * (24 + 34)
+    est = bounds.estimate_bytes(b.fleets, b.workloads, b.inference)
+    limit_gb = (est - grid / 2) / 2**30  # room for all but the grid
+    with pytest.raises(InputError) as e:
+        bounds.check_run(b, str(p), limit_gb)
+    assert "\n" not in str(e.value) and "2,000,000 rollouts" in str(e.value)
 
 
 @pytest.mark.parametrize("dist, match", [

@@ -1,6 +1,6 @@
 """Which executor runs a prepared scenario: the one place in the simulator that chooses.
 
-Three executors place a run's attempts in time, behind one contract
+Two executors place a run's attempts in time, behind one contract
 (``run(prep, on_progress) -> result.ExecutorOutput``); wherever two of them can run the same
 scenario they give the same bytes (tests compare every pair):
 
@@ -13,15 +13,15 @@ name                   what                                         runs
                                                                     pool without retries
 ``admission-kernel``   the admission loop (``fast/admit_loop``):    every other run: every admission policy,
                        numba's build, or its source as plain        start caps, queue timeouts, retries, node
-                       Python for runs too small to pay the load    preemption, ``[fleet.limits]``, and the
+                       Python for runs too small to pay the load    preemption, ``[fleet.limits]``, the
                                                                     inference pool (``fast/_inference_rules``)
-``events``             the general event loop (``loop.py``)         dynamic sampling beside an inference pool,
-                                                                    or forced (no kernel releases rounds yet)
+                                                                    and dynamic sampling's rounds
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
-the FIFO executor, ``engine="events"`` the event-loop family; a forced family that cannot run the
+the FIFO executor, ``engine="events"`` the admission kernel (the event loop it replaced is its oracle
+in the tests); a forced family that cannot run the
 scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` runs the
 admission kernel and the FIFO rule as plain Python.
 """
@@ -35,7 +35,6 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
-from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.workloads import CLOSED, AsyncRL, Workload
@@ -78,8 +77,8 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
 
 
 def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
-    """Why a compiled kernel cannot run these workloads: dynamic sampling releases a step's rounds as
-    the rounds end (``trainer.RLState``), a rule only the FIFO recursion and the event loop call."""
+    """The first workload with dynamic sampling, as a reason (``fifo.limits_refusal`` refuses limits beside it
+    outside the FIFO executor)."""
     for w, wl in enumerate(workloads):
         if isinstance(wl, AsyncRL) and wl.dynamic is not None:  # only the trainer's workloads sample dynamically
             return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
@@ -124,8 +123,6 @@ class AdmissionKernel(Executor):
     def why_not(self, prep: Prepared) -> str | None:
         from sandbox_fleet.simulate.engine.fast import admit_loop
 
-        if (why := dynamic_refusal(prep.workloads)) is not None:
-            return why
         why = admit_loop.refusal(prep)
         return None if why is None else f"outside the admission kernel's feature set ({why})"
 
@@ -135,30 +132,7 @@ class AdmissionKernel(Executor):
         return admit_loop.run(prep, on_progress)
 
 
-class Events(Executor):
-    """The pure event loop, for what no kernel runs: dynamic sampling (the admission kernel does not
-    release a step's rounds as they end) beside an inference pool, or with ``engine="events"``."""
-
-    name, family = "events", "events"
-
-    def why_not(self, prep: Prepared) -> str | None:
-        if dynamic_refusal(prep.workloads) is None:
-            return "the admission kernel runs it (the event loop runs dynamic sampling only)"
-        if limited_any(prep.pools):
-            return "[fleet.limits] places attempts in time (the fifo executor and the admission kernel place them)"
-        if any(pl.admission in POLICIES for pl in prep.pools):
-            return "admission policies run on the admission kernel"
-        if any(pl.node_pools is not None for pl in prep.pools):
-            return "node pools are placed by the admission kernel"
-        return None
-
-    def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
-        from sandbox_fleet.simulate.engine.loop import run_events
-
-        return run_events(prep, on_progress)
-
-
-EXECUTORS: tuple[Executor, ...] = (Fifo(), AdmissionKernel(), Events())
+EXECUTORS: tuple[Executor, ...] = (Fifo(), AdmissionKernel())
 NAMES = tuple(ex.name for ex in EXECUTORS)
 
 

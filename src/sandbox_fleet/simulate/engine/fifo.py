@@ -192,7 +192,7 @@ def limits_refusal(pools, workloads, inference, any_retry: bool) -> str | None:
     pool: ``SandboxLimits.places``) cannot be simulated (``None``: they can, or there are none). The FIFO
     executor places them on one FIFO pool without retries (``place_limited``), the admission kernel
     everywhere else it runs (``_admit_kernel.place``): not beside an inference pool, nor with dynamic
-    sampling outside the FIFO executor (the kernels refuse it)."""
+    sampling outside the FIFO executor (the event loop, the kernel's oracle of rounds, places no limits)."""
     if not limited_any(pools):
         return None
     from sandbox_fleet.simulate.engine.executors import dynamic_refusal, fifo_refusal

@@ -95,7 +95,7 @@ class SimResult:
     area_busy: float | None  # integral of running sandboxes over time, from the event loop (None: fifo path)
     area_wait: float | None  # integral of queued rollouts over time
     end_s: float  # last terminal event or last trainer step, whichever is later
-    engine: str = "events"  # the executor that ran (``executors.NAMES``); only ``--timing`` shows it
+    engine: str = "admission-kernel"  # the executor that ran (``executors.NAMES``); only ``--timing`` shows it
     wall_s: float = 0.0
     clock_monotonic: bool = True
     n_rollouts: int = 0

@@ -5,7 +5,8 @@ Three refusals, each one line naming the scenario key (exit 2):
 - a duration, time or rate whose values overflow (inf/NaN) or reach past year 9999 from
   ``run.epoch`` (the last time the telemetry can carry);
 - a run whose estimated memory (rollouts x attempts, x turns where turns are simulated, plus
-  the pool's slots, plus the inference pool's calls, rollouts and replicas) exceeds the budget (``--max-memory-gb``, default 75% of available memory);
+  the pool's slots, plus the inference pool's calls, rollouts and replicas, and the admission kernel's replica x
+  in-flight and prefix-cache arrays) exceeds the budget (``--max-memory-gb``, default 75% of available memory);
 - a pool whose preemption rate reclaims each node far faster than a mean attempt runs, so
   almost no attempt can ever finish.
 """
@@ -37,6 +38,12 @@ BYTES_PER_SLOT = 120
 BYTES_PER_SERVED_TURN = 240
 BYTES_PER_SERVED_ROLLOUT = 300
 BYTES_PER_REPLICA = 1000
+#: The admission kernel's arrays that grow with replicas x rollouts in flight (``admit_loop._inference_state``):
+#: a replica's decode deadlines ``dv`` (float64) and call queue ``dq`` (two int64) per call it may hold.
+BYTES_PER_REPLICA_CALL = 8 + 2 * 8
+#: A prefix-cache key of the kernel (``cl``: four int32 links, ``cs``: two float64 sizes, ``cin``: two
+#: bools): one per rollout with sticky routing, one per replica x rollout otherwise.
+BYTES_PER_CACHE_KEY = 4 * 4 + 2 * 8 + 2
 #: An image of a drawn catalog: its generated name (~60 B of text), the list slot, share and size
 #: (float64 each) and the per-node cache's entry, rounded up.
 BYTES_PER_IMAGE = 200
@@ -207,8 +214,19 @@ def estimate_bytes(fleets, workloads, inference=None) -> float:
                 total += turns * BYTES_PER_SERVED_TURN + n * BYTES_PER_SERVED_ROLLOUT
     total += sum(float(f.cap or 0) for f in fleets) * BYTES_PER_SLOT
     if inference is not None:
-        total += float(inference.replicas) * BYTES_PER_REPLICA
+        total += inference_grid_bytes(fleets, workloads, inference) + float(inference.replicas) * BYTES_PER_REPLICA
     return total
+
+
+def inference_grid_bytes(fleets, workloads, inference) -> float:
+    """The admission kernel's inference arrays that grow as replicas x rollouts: each replica's room for
+    every rollout that may hold a sandbox at once (``admit_loop._in_flight``), and the prefix cache's
+    keys (``admit_loop._inference_state``)."""
+    n = float(sum(wl.count for wl in workloads))
+    R = float(inference.replicas)
+    in_flight = n if any(f.cap is None for f in fleets) else min(n, float(sum(int(f.cap) for f in fleets)))
+    keys = 1.0 if not inference.caching else (n if inference.routing == "sticky" else R * n)
+    return R * max(1.0, in_flight) * BYTES_PER_REPLICA_CALL + keys * BYTES_PER_CACHE_KEY
 
 
 def check_run(built, source: str, max_memory_gb: float | None) -> None:

@@ -292,6 +292,30 @@ seed = 33
 """,
 })
 
+# Dynamic sampling beside an inference pool (the event loop's last production run before): rounds of
+# the shortfall released as rounds end, beside drops of the shortest-timeout-first queue.
+CASES["dynamic_sampling_shortest_timeout_first"] = f"""
+[fleet]
+cap = 6
+admission = "shortest-timeout-first"
+queue_timeout_s = 60
+provision_delay_s = 0.3
+[workload]
+kind = "sync-rl"
+steps = 12
+train_s = 5.0
+dynamic_sampling = {{ groups = 3, group_size = 4, task_pass = [0.5, 0.1, 0.9, 0.0], valid_rate = 0.9 }}
+{TURNS}
+[inference]
+replicas = 2
+decode_tok_s = 900
+prefill_tok_s = 20000
+max_num_seqs = 3
+{SMALL_CACHE}
+[run]
+seed = 14
+"""
+
 
 def _scenario(tmp_path, toml: str, name: str):
     src = tmp_path / f"{name}.toml"
@@ -315,6 +339,8 @@ def test_scenario_json_and_telemetry_identical(paths, tmp_path, name):
     if name in ("sticky_seats_cache", "least_loaded_cache"):
         # the case exercises what it claims: evictions to the host tier and hits
         assert s["inference"]["evicted_gb"] > 0 and 0 < s["inference"]["cache_hit_rate"] < 1
+    if name == "dynamic_sampling_shortest_timeout_first":  # steps took several rounds
+        assert s["dynamic_sampling"]["rounds_per_step_max"] > 1
     if "queue_timeout" in name:
         assert s["dropped"] > 0  # rollouts waited past the queue timeout
     if name == "sticky_seats_cache":
@@ -460,7 +486,7 @@ def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeyp
 
 # --- the kernel's source run as plain Python --------------------------------------------
 PLAIN_CASES = ("sticky_seats_cache", "least_loaded_cache", "no_cache_rl", "start_cap_provisioning",
-               "shortest_timeout_first_queue_timeout")
+               "shortest_timeout_first_queue_timeout", "dynamic_sampling_shortest_timeout_first")
 
 
 def _plain_python_child() -> None:

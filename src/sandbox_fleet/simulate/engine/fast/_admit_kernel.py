@@ -86,7 +86,8 @@ N_PF = 12
 # wi[w, c]: workload int columns
 (W_KIND, W_POOL, W_NEXT, W_HI, W_POP, B_LO, B_N, VERSION, NEXT_REL, NEXT_TRAIN, TRAINING_W, STALENESS,
  W_PRIO, W_NOMINAL, W_LIMIT, W_QH, W_QT, W_USED, W_TOP, W_NCEIL, W_MAX_RETRIES, W_RETRY_ON) = range(22)
-N_WI = 22
+W_R0 = 22  # dynamic sampling: the bi/bf row of the workload's first round (-1: batches, not rounds)
+N_WI = 23
 # wf[w, c]: workload float columns
 WF_TRAIN_S, WF_START_S = range(2)
 N_WF = 2
@@ -98,7 +99,11 @@ N_AF = 8  # A_WAIT: from its slot to its sandbox ready ([fleet.limits]; in A_BUI
 R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
 N_RI = 9
 BI_START, BI_SIZE, BI_REM = range(3)
-N_BI = 3
+# Dynamic sampling (``trainer.RLState``'s rounds): a workload's rounds are bi/bf rows after every batch
+# (BI_START/SIZE/REM the round's rollouts, BF_BATCH_END its end, BI_STEP its step); a step's row holds
+# its rounds' rows [BI_R0, BI_RN) and the next round to release once the one before ends (-1: none).
+BI_STEP, BI_R0, BI_RN, BI_PEND = range(3, 7)
+N_BI = 7
 BF_RELEASE, BF_BATCH_END, BF_TRAIN_START, BF_TRAIN_END = range(4)
 N_BF = 4
 
@@ -316,12 +321,25 @@ def release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
     the pool to dispatch next (-1: none was)."""
     any_ = False
     lo = wi[w, B_LO]
+    if wi[w, W_R0] >= 0:  # dynamic sampling: each step's next round whose round before has ended, oldest step first
+        for j in range(lo + wi[w, NEXT_TRAIN], lo + wi[w, NEXT_REL]):
+            k = bi[j, BI_PEND]
+            if k >= 0 and bi[k - 1, BI_REM] == 0 and bf[k - 1, BF_BATCH_END] <= now:
+                bi[j, BI_PEND] = k + 1 if k + 1 < bi[j, BI_RN] else -1
+                for r in range(bi[k, BI_START], bi[k, BI_START] + bi[k, BI_SIZE]):
+                    enqueue(af, hi, ht, pf, pi, ri, si, wi, r, r, now)
+                any_ = True
     while wi[w, NEXT_REL] < wi[w, B_N] and wi[w, NEXT_REL] <= wi[w, VERSION] + wi[w, STALENESS]:
         j = wi[w, NEXT_REL]
         wi[w, NEXT_REL] = j + 1
         bf[lo + j, BF_RELEASE] = now
         s0 = bi[lo + j, BI_START]
-        for r in range(s0, s0 + bi[lo + j, BI_SIZE]):
+        n = bi[lo + j, BI_SIZE]
+        if wi[w, W_R0] >= 0:  # its first round
+            k = bi[lo + j, BI_R0]
+            s0, n = bi[k, BI_START], bi[k, BI_SIZE]
+            bi[lo + j, BI_PEND] = k + 1 if k + 1 < bi[lo + j, BI_RN] else -1
+        for r in range(s0, s0 + n):
             enqueue(af, hi, ht, pf, pi, ri, si, wi, r, r, now)
         any_ = True
     return wi[w, W_POOL] if any_ else -1
@@ -779,20 +797,34 @@ def cut_short(af, ai, pi, ri, row, now):
 
 @njit(cache=True, inline="always")
 def terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now):
-    """Rollout ``r`` ended: count it, start a closed population's next, settle an RL batch."""
+    """Rollout ``r`` ended: count it, start a closed population's next, settle an RL batch (with
+    dynamic sampling: its round, releasing the step's next round). The pool to dispatch before the
+    ending attempt's slot is freed (-1: none), as ``LoopState.terminal`` releases a round."""
     si[DONE] += 1
+    out = -1
     w = ri[r, R_WORK]
     if wi[w, W_KIND] == K_CLOSED:
         nx = wi[w, W_NEXT]
         if nx < wi[w, W_HI]:
             wi[w, W_NEXT] = nx + 1
             enqueue(af, hi, ht, pf, pi, ri, si, wi, nx, nx, now)
+    elif wi[w, W_KIND] == K_RL and wi[w, W_R0] >= 0:
+        k = wi[w, W_R0] + ri[r, R_BATCH]
+        j = wi[w, B_LO] + bi[k, BI_STEP]
+        bf[k, BF_BATCH_END] = now
+        bf[j, BF_BATCH_END] = now
+        bi[k, BI_REM] -= 1
+        bi[j, BI_REM] -= 1
+        if bi[k, BI_REM] == 0:
+            out = release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
+            maybe_train(bf, bi, hi, ht, si, wf, wi, w, now)
     elif wi[w, W_KIND] == K_RL:
         j = wi[w, B_LO] + ri[r, R_BATCH]
         bi[j, BI_REM] -= 1
         if bi[j, BI_REM] == 0:
             bf[j, BF_BATCH_END] = now
             maybe_train(bf, bi, hi, ht, si, wf, wi, w, now)
+    return out
 
 
 @njit(cache=True)
@@ -827,7 +859,8 @@ def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf,
     """Close a running attempt now; retry its rollout (always when ``requeue``) or end it, and free
     its slot. The caller dispatches the pool next (``LoopState.end_attempt`` does it inside: here
     an eviction's call would find the pool's dispatch active, and a cached numba function must not
-    recurse)."""
+    recurse). A round of dynamic sampling released by the rollout's end is the exception: its pool
+    (returned, -1: none) is dispatched by the caller before ``free_attempt_slot`` frees the slot."""
     r = ai[row, A_ROLL]
     p = ri[r, R_POOL]
     w = ri[r, R_WORK]
@@ -837,12 +870,21 @@ def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf,
     ended(af, ai, ceil, r_timeout, wi, pi[p, P_POLICY], w, row)
     tries = ai[row, A_TRY] - ri[r, R_EVICTED]
     retry = (state == EXCEPTION and (wi[w, W_RETRY_ON] >> phase) & 1 == 1 and tries < wi[w, W_MAX_RETRIES])
+    rp = -1
     if requeue or retry:
         ai[row, A_STATE] = RETRIED
         append_retry(af, ai, hi, ht, pf, pi, ri, si, wi, r, ai[row, A_TRY] + 1, now)
     else:
         ai[row, A_STATE] = state
-        terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
+        rp = terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
+    if rp < 0:
+        free_attempt_slot(ai, hi, ht, pf, pi, si, sl, p, row, now)
+    return rp
+
+
+@njit(cache=True, inline="always")
+def free_attempt_slot(ai, hi, ht, pf, pi, si, sl, p, row, now):
+    """The ended attempt ``row`` of pool ``p`` gives its slot back."""
     if pi[p, P_TRACKED]:  # free the slot
         free_slot(hi, ht, pf, pi, si, sl, p, ai[row, A_SLOT], now)
     elif pi[p, P_CAP] >= 0:
@@ -869,7 +911,9 @@ def on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, epoch, now):
     af[row, A_BUILD] = 0.0
     af[row, A_AGENT] = 0.0
     af[row, A_VERIFY] = 0.0
-    terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
+    rp = terminal(af, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, r, now)
+    if rp >= 0:  # a round of dynamic sampling was released
+        return rp
     w = ri[r, R_WORK]
     if wi[w, W_KIND] == K_CLOSED:  # its successor entered the queue
         return ri[r, R_POOL]
@@ -923,7 +967,10 @@ def on_preempt(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, 
             if row >= 0 and ai[row, A_STATE] == RUNNING:
                 cut_short(af, ai, pi, ri, row, now)
                 ai[row, A_SLOT] = -1
-                end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
+                rp = end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, False, now)
+                if rp >= 0:
+                    dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, rp, now)
+                    free_attempt_slot(ai, hi, ht, pf, pi, si, sl, p, row, now)
                 dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
         push(ht, hi, si, now + pf[p, PF_REPLACE], NODE_BACK, p, node)
     if si[DONE] < ri.shape[0]:
@@ -1223,8 +1270,11 @@ def run(S):
         p = -1
         if kind == FINISH:
             if ai[x, A_STATE] == RUNNING:
-                end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
+                rp = end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
                 p = ri[ai[x, A_ROLL], R_POOL]
+                if rp >= 0:  # a round of dynamic sampling was released: dispatched before the slot is freed
+                    dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, rp, now)
+                    free_attempt_slot(ai, hi, ht, pf, pi, si, sl, p, x, now)
                 if n_pk[p, NK_N]:
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)

@@ -23,10 +23,10 @@ import sys
 
 import numpy as np
 
-from sandbox_fleet.simulate.engine import fast, node_fleet, policy_registry
+from sandbox_fleet.simulate.engine import fast, node_fleet, policies, policy_registry
 from sandbox_fleet.simulate.engine.fast import _plain
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
-from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL
+from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL, AsyncRL
 
 _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
 KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
@@ -110,6 +110,12 @@ def refusal(prep) -> str | None:
     for wl in prep.workloads:
         if wl.kind not in KINDS:
             return f"workload kind {wl.kind!r}"
+        pool = prep.pools[wl.pool]
+        if isinstance(wl, AsyncRL) and wl.dynamic is not None:
+            if pool.admission in policies.POLICIES:
+                return f"dynamic_sampling in a pool with admission {pool.admission!r} (no trainer releases its rounds there)"
+            if pool.node_pools:
+                return "dynamic_sampling in a pool made of nodes (a released round's node dispatch is not ordered yet)"
     return None
 
 
@@ -199,7 +205,9 @@ def initial_state(prep, K, on_progress=None):
     starts: list[int] = []
     r_batch = np.zeros(N, dtype=i64)
     rl = rl_states(wls, prep.offsets, r_batch)  # the trainer's state, as the pure loop sets it up
+    rounds: list[tuple[int, int, int, int]] = []  # dynamic sampling: (workload, first rollout, rollouts, step)
     for w, wl in enumerate(wls):
+        wi[w, K.W_R0] = -1
         pl = pools[wl.pool]
         wi[w, K.W_KIND] = KINDS[wl.kind]
         wi[w, K.W_POOL] = wl.pool
@@ -225,15 +233,28 @@ def initial_state(prep, K, on_progress=None):
             wf[w, K.WF_START_S] = st.start_s
             sizes += [int(sz) for sz in st.sizes]
             starts += [st.base + int(s0) for s0 in st.starts]
+            if st.rounds is not None:
+                wi[w, K.W_R0] = len(rounds)  # made a row index below, once every batch row is counted
+                rounds += [(w, int(lo), int(sz), int(j)) for lo, sz, j in zip(st.round_lo, st.round_size, st.round_step)]
     # a timeout-ceiling pool's running ceilings: at most its cap, or its rollouts when it has none
     ceil_cap = max([int(per_pool[p]) if pl.cap is None else int(pl.cap)
                     for p, pl in enumerate(pools) if pl.admission == "timeout-ceiling"] or [0]) + 1
-    nb = len(sizes)
+    nb = len(sizes) + len(rounds)
 
     si[K.EV_LIMIT] = PROGRESS_EVERY if on_progress is not None else np.iinfo(i64).max
     si[K.HEAP_MARGIN], si[K.ROW_MARGIN] = heap_margin, row_margin
     bi = np.zeros((nb, K.N_BI), dtype=i64)
-    bi[:, K.BI_START], bi[:, K.BI_SIZE], bi[:, K.BI_REM] = starts, sizes, sizes
+    bi[: len(sizes), K.BI_START], bi[: len(sizes), K.BI_SIZE], bi[: len(sizes), K.BI_REM] = starts, sizes, sizes
+    bi[:, K.BI_PEND] = -1
+    for k, (w, lo, sz, j) in enumerate(rounds):
+        row, step = len(sizes) + k, int(wi[w, K.B_LO]) + j
+        bi[row, K.BI_START], bi[row, K.BI_SIZE], bi[row, K.BI_REM], bi[row, K.BI_STEP] = lo, sz, sz, j
+        if bi[step, K.BI_RN] == 0:
+            bi[step, K.BI_R0] = row
+        bi[step, K.BI_RN] = row + 1
+    for w in rl:
+        if wi[w, K.W_R0] >= 0:
+            wi[w, K.W_R0] += len(sizes)
     ri = np.zeros((N, K.N_RI), dtype=i64)
     ri[:, K.R_WORK] = np.repeat(np.arange(W, dtype=i64), prep.counts)
     ri[:, K.R_POOL] = np.repeat(np.array([wl.pool for wl in wls], dtype=i64), prep.counts)
