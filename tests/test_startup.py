@@ -82,10 +82,16 @@ def test_a_simulation_without_replay_loads_neither_duckdb_nor_arrow():
     assert "duckdb" not in loaded and "pyarrow" not in loaded and "plotly" not in loaded
 
 
-def test_a_small_pool_served_simulation_does_not_load_numba():
-    # the compiled closed loop loads numba only for runs that repay it
-    scenario = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop.toml"
+def test_a_small_pool_served_simulation_does_not_load_numba(tmp_path):
+    # the admission kernel loads numba only for runs that repay it (``admit_loop.worth_it``: rollouts
+    # plus model calls); closed_loop.toml's 6,000 rollouts (~60,000 calls) do, 200 (~2,000 calls) do not
+    example = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop.toml"
+    text = example.read_text()
+    assert "count = 6000" in text
+    scenario = tmp_path / "small_closed_loop.toml"
+    scenario.write_text(text.replace("count = 6000", "count = 200"))
     assert "numba" not in _loaded("simulate", str(scenario))
+    assert "numba" in _loaded("simulate", str(example))
 
 
 def test_plan_prints_its_purchase_order_without_rich_or_other_commands_modules():
