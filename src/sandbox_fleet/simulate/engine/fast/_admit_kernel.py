@@ -1,4 +1,4 @@
-"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` + ``inference.pool`` over
+"""The admission kernel: the pure event loop (the oracle in ``tests/simulate/engine/oracle/``) over
 flat arrays: one source, compiled by numba (``cache=True``, into
 ``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
 numba), the same bits either way and the same bits as the pure loop (tests compare them).

