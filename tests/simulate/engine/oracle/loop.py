@@ -1,7 +1,7 @@
-"""The general event loop, for what no kernel runs yet: dynamic sampling beside an inference pool.
-Every other run the FIFO recursion does not place runs on the admission kernel (``fast/admit_loop``,
-with or without an inference pool), whose oracle in ``tests/`` is this loop (with the pure policies,
-``policy_queues``, and ``inference/pool.py`` for the replicas).
+"""The general event loop, the admission kernel's oracle (issue 36: it runs in no production path).
+Every run the FIFO recursion does not place runs on the admission kernel (``fast/admit_loop``, with or
+without an inference pool), whose oracle is this loop (with the pure policies, ``policy_queues``, and
+``pool.py`` beside it for the replicas).
 
 ``loop_state.LoopState`` holds the state (flat lists, slot states) and one handler
 per event kind; ``run_events`` pops events in time order and calls them. The loop
