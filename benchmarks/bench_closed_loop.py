@@ -40,7 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sandbox_fleet.simulate.engine.inference.cache import PrefixCache
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the pure loop, the oracle (issue 36)
+from tests.simulate.engine.oracle.cache import PrefixCache
+
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.scenario.run import build, load_scenario
@@ -185,7 +187,7 @@ sys.path.insert(0, {bench!r})
 from bench_closed_loop import ours, scaled
 from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.fast import admit_loop
-from sandbox_fleet.simulate.engine.loop import run_events
+from tests.simulate.engine.oracle.loop import run_events
 if {force}:
     admit_loop.MIN_ROLLOUTS = 0  # a tiny run that still takes the compiled kernel
 out = []

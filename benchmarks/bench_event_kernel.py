@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.simulate.engine.oracle_policies
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the pure loop, the oracle (issue 36)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_policies import scaled
 from sandbox_fleet.simulate.engine.fast import admit_loop
@@ -46,8 +46,8 @@ import json, statistics, sys, time, hashlib
 sys.path.insert(0, {bench!r})
 from bench_policies import scaled
 from bench_event_kernel import _built
-from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.prepare import prepare
+from tests.simulate.engine.oracle.loop import run_events
 built = scaled({name!r}, {n}) if {n} else _built({name!r})
 xs = []
 for _ in range({rounds}):

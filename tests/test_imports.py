@@ -134,8 +134,35 @@ def _simulate_role(rel: str, target: str) -> list[str]:
             f"{', '.join(sorted(SIMULATE_ROLES[role])) or 'leaves'} of simulate)"]
 
 
+def imports_of_tests() -> list[str]:
+    """Production modules importing ``tests`` (lazy imports included): none may. The pure event loop,
+    the admission kernel's oracle, lives in ``tests/simulate/engine/oracle/`` and runs in no production
+    path (issue 36); a second copy of a rule may live in tests, never be run by production code."""
+    bad = []
+    for f in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            bad.extend(f"{f.relative_to(SRC).as_posix()} imports {n}" for n in names if n.split(".")[0] == "tests")
+    return bad
+
+
 def test_the_import_graph_is_the_documented_one():
     assert violations() == []
+    assert imports_of_tests() == []
+
+
+def test_the_check_catches_production_importing_tests(tmp_path, monkeypatch):
+    """The rule is live: an engine module importing the oracle loop from tests is reported, lazily too."""
+    fake = tmp_path / "sandbox_fleet"
+    (fake / "simulate" / "engine").mkdir(parents=True)
+    (fake / "simulate" / "engine" / "run.py").write_text(
+        "import tests.simulate.engine.oracle\n"
+        "def f():\n    from tests.simulate.engine.oracle.loop import run_events\n"
+        "from sandbox_fleet.simulate.engine import prepare\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert imports_of_tests() == ["simulate/engine/run.py imports tests.simulate.engine.oracle",
+                                  "simulate/engine/run.py imports tests.simulate.engine.oracle.loop"]
 
 
 def test_the_check_catches_a_backward_import(tmp_path, monkeypatch):

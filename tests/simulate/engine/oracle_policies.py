@@ -14,13 +14,14 @@ from bisect import bisect_right, insort
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from tests.simulate.engine.oracle.loop import run_events
+
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, PREEMPTION
-from sandbox_fleet.simulate.engine.loop import run_events
 from sandbox_fleet.simulate.engine.policies import CEILING, PRIORITY
 from sandbox_fleet.simulate.engine.workloads import RL, AsyncRL
 
 if TYPE_CHECKING:
-    from sandbox_fleet.simulate.engine.loop_state import LoopState
+    from tests.simulate.engine.oracle.loop_state import LoopState
 
 # --- queues --------------------------------------------------------------------------------
 class WorkloadQueues:
@@ -186,7 +187,7 @@ class PriorityQueues(WorkloadQueues):
             self.limit = {w: min(lim, cap) for w, lim in self.limit.items()}
         self.preempt = self.evicts = st.pools[p].preempt
         self.running: dict[int, list[int]] = {w: [] for w in self.works}  # rows in start order (lazy)
-        from sandbox_fleet.simulate.engine.loop_state import RUNNING  # (loop_state imports this module's users)
+        from tests.simulate.engine.oracle.loop_state import RUNNING  # (loop_state imports this module's users)
 
         self.running_code = RUNNING
 

@@ -8,6 +8,7 @@ from heapq import heappop
 
 import numpy as np
 import pytest
+from tests.simulate.engine.oracle.loop_state import RUNNING, S_BUSY, S_DOWN, S_FREE, S_PROV, LoopState
 from tests.simulate.engine.oracle_policies import run_oracle as run_events
 
 from sandbox_fleet.simulate import (
@@ -24,7 +25,6 @@ from sandbox_fleet.simulate import (
 )
 from sandbox_fleet.simulate.engine import events as ev
 from sandbox_fleet.simulate.engine.fifo import place_stream
-from sandbox_fleet.simulate.engine.loop_state import RUNNING, S_BUSY, S_DOWN, S_FREE, S_PROV, LoopState
 from sandbox_fleet.simulate.engine.prepare import ids_index, prepare
 
 

@@ -12,8 +12,8 @@ from tests.simulate.test_node_replay import KINDS, oracle
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Episode, Turns
 from sandbox_fleet.simulate.engine.distributions import Deterministic, Exponential, LogNormal
-from sandbox_fleet.simulate.engine.inference import Inference
 from sandbox_fleet.simulate.engine.entities import Fleet, FleetNodePool
+from sandbox_fleet.simulate.engine.inference import Inference
 from sandbox_fleet.simulate.engine.nodes import NodePoolSpec, replay_nodes
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.engine.workloads import Closed, Poisson, SyncRL

@@ -2,12 +2,10 @@
 
 Entities (what is simulated): ``distributions`` (durations), ``entities`` (fleet, episode, retry
 policy, state codes), ``workloads`` (arrivals and the RL trainers' batches), ``images`` (the
-per-node layer cache), ``inference/`` (the model-serving pool). Rules: ``admission`` (queues and
-the start cap), ``policies`` (priority, quotas, preemption, the timeout ceiling), ``trainer`` (the
+per-node layer cache), ``inference/`` (the model-serving pool). Rules: ``policies`` (priority, quotas, preemption, the timeout ceiling), ``trainer`` (the
 RL step rule), ``events`` (event kinds, the tie rule). Executors: ``executors`` (the one table
 that chooses), ``fifo`` (the FIFO recursion; its one rule ``place_stream`` compiled by
-``fast/fifo_compiled``), ``loop`` + ``loop_state`` (the event loop: the tests' oracle, no
-production run since the admission kernel runs dynamic sampling), ``fast/`` (numba: the admission kernel with the inference
+``fast/fifo_compiled``), ``fast/`` (numba: the admission kernel with the inference
 replica's rules, and the FIFO rule's build). Around them: ``prepare`` (every random draw,
 before any executor runs), ``run`` (``run_workloads``: prepare, choose, run, check), ``result``
 (``SimResult``, ``ExecutorOutput``), ``metrics`` and ``steady`` (the summary figures),

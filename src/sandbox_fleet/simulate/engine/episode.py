@@ -39,7 +39,7 @@ class Attempts:
     phase: np.ndarray  # int8: exception phase, NO_PHASE when none
     agent_raw: np.ndarray | None = None  # agent and verifier durations before any exception cut
     verify_raw: np.ndarray | None = None
-    turn_draws: object = None  # inference.driver.TurnDraws when the model calls are served by a pool
+    turn_draws: object = None  # inference.turn_draws.TurnDraws when the model calls are served by a pool
     warm_s: np.ndarray | None = None  # with an image cache: each build if warm, and if it misses
     miss_s: np.ndarray | None = None
     turns_total: float = 0.0  # turns drawn for the block (a substrate's per-action overhead counts them)
@@ -90,7 +90,7 @@ def _hold_raw(ep: Episode, rng: np.random.Generator, idx: np.ndarray, labels: np
 def _served_turns(t, rng: np.random.Generator, turns: np.ndarray, total: int, per_action_s: float = 0.0):
     """Per-turn draws for a pool-served agent phase; the agent time is the commands'
     (the model calls are placed by the pool at run time), plus the substrate's round trip per turn."""
-    from sandbox_fleet.simulate.engine.inference.driver import TurnDraws
+    from sandbox_fleet.simulate.engine.inference.turn_draws import TurnDraws
 
     cmd = t.command.sample(rng, total) if t.command is not None else np.zeros(total)
     if per_action_s:

@@ -21,7 +21,7 @@ name                   what                                         runs
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
 a prepared scenario and, if not, why (``why_not``, a reason in words). ``engine="fifo"`` keeps
 the FIFO executor, ``engine="events"`` the admission kernel (the event loop it replaced is its oracle
-in the tests); a forced family that cannot run the
+in ``tests/simulate/engine/oracle/``); a forced family that cannot run the
 scenario is an ``InputError`` naming the reason. ``SANDBOX_FLEET_PURE_PYTHON=1`` runs the
 admission kernel and the FIFO rule as plain Python.
 """

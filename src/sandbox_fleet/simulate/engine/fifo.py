@@ -6,7 +6,7 @@ time a slot is free)`` and that slot is next free at ``finish + provision_delay`
 time order therefore places every attempt with one ``heapreplace`` on a heap of
 ``cap`` slot-free times, with no finish events at all. Entries that depend on the
 run (RL batch releases, retries) go on a small heap in time order: each lies at or
-after the finish that caused it. Same model and tie rule as ``loop.py`` (heap
+after the finish that caused it. Same model and tie rule as the event loop (the oracle in ``tests/``; heap
 entries before open arrivals at equal times); tests check the two agree.
 
 The rule is written once, ``place_stream``: one source that numba compiles (on NumPy

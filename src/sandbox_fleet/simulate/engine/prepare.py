@@ -22,7 +22,7 @@ from sandbox_fleet.simulate.engine.workloads import OPEN, RL, AsyncRL, Workload
 if TYPE_CHECKING:
     from sandbox_fleet.simulate.engine.images import ImageCache, ImageRun
     from sandbox_fleet.simulate.engine.inference.config import Inference
-    from sandbox_fleet.simulate.engine.inference.driver import TurnDraws
+    from sandbox_fleet.simulate.engine.inference.turn_draws import TurnDraws
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
 ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS, IMAGES, GROUPS = 1, 2, 3, 4, 5, 6
@@ -443,7 +443,7 @@ def _served(inference, workloads, episodes, pools, draws) -> TurnDraws | None:
             w = served.index(True)
             raise InputError(f"workload {workloads[w].name}: turns without model_latency need an inference pool")
         return None
-    from sandbox_fleet.simulate.engine.inference.driver import TurnDraws
+    from sandbox_fleet.simulate.engine.inference.turn_draws import TurnDraws
 
     for w, (wl, ep) in enumerate(zip(workloads, episodes)):
         if not served[w]:

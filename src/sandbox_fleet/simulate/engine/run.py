@@ -9,8 +9,8 @@
     res.start_s, res.finish_s, res.to_telemetry(), res.summary()
 
 ``executors.py`` chooses which executor places the pre-drawn attempts in time (the
-first-come-first-served recursion of ``fifo.py``, the admission kernel of ``fast/admit_loop.py``,
-or the general event loop of ``loop.py``) and says why the others cannot;
+first-come-first-served recursion of ``fifo.py`` or the admission kernel of ``fast/admit_loop.py``)
+and says why the other cannot;
 every executor returns an ``ExecutorOutput``, turned here into a ``SimResult``.
 ``engine="fifo"`` / ``"events"`` force a family; tests check the executors give identical
 results wherever two can run a scenario.

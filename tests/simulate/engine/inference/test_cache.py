@@ -1,6 +1,6 @@
 """Prefix cache: LRU by bytes, host tier, hits in either tier."""
 
-from sandbox_fleet.simulate.engine.inference.cache import PrefixCache
+from tests.simulate.engine.oracle.cache import PrefixCache
 
 
 def test_lru_by_bytes_evicts_the_least_recently_used():

@@ -5,9 +5,9 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 import pytest
+from tests.simulate.engine.oracle.pool import Pool
 
 from sandbox_fleet.simulate.engine.inference import Inference
-from sandbox_fleet.simulate.engine.inference.pool import Pool
 from sandbox_fleet.simulate.engine.inference.routing import fewest
 
 

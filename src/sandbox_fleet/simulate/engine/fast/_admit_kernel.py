@@ -1,4 +1,4 @@
-"""The admission kernel: ``loop.run_events`` + ``loop_state`` + ``policies`` + ``inference.pool`` over
+"""The admission kernel: the pure event loop (the oracle in ``tests/simulate/engine/oracle/``) over
 flat arrays: one source, compiled by numba (``cache=True``, into
 ``_jit.cache_dir()``) or run as plain Python (``NUMBA_DISABLE_JIT=1``, or ``_jit``'s shim without
 numba), the same bits either way and the same bits as the pure loop (tests compare them).
@@ -107,7 +107,7 @@ N_BI = 7
 BF_RELEASE, BF_BATCH_END, BF_TRAIN_START, BF_TRAIN_END = range(4)
 N_BF = 4
 
-# sl[s, c]: tracked slots (preemptible pools, ``loop_state``'s slot states); SL_STACK is not the slot's
+# sl[s, c]: tracked slots (preemptible pools; the oracle's ``loop_state`` slot states); SL_STACK is not the slot's
 # but the pool's free stack (lowest id on top), stored in its slots' rows
 SL_STATE, SL_ROW, SL_INLIST, SL_STACK = range(4)
 N_SL = 4

@@ -1,5 +1,5 @@
 """The inference replica's service and clock over named arrays: the one production home of the
-rules ``inference/pool.py`` (the tests' oracle, with ``driver.py`` and ``cache.py``) writes as
+rules the oracle's ``pool.py`` (``tests/simulate/engine/oracle/``, with ``driver.py``, ``cache.py``) writes as
 objects. The admission kernel calls them on its model-call events (``TURN``: a rollout's turn
 sends its call, ``POOL``: a replica's next prefill end or decode finish).
 
@@ -103,7 +103,7 @@ def dpop(dv, dq, vi, i):
     dq[i, pos, 1] = r
 
 
-# --- the prefix cache: two LRU tiers per replica (``inference/cache.PrefixCache``) -------------
+# --- the prefix cache: two LRU tiers per replica (the oracle's ``cache.PrefixCache``) -------------
 def lru_remove(cl, cin, vi, i, tier, k):
     p, q = cl[k, 2 * tier], cl[k, 2 * tier + 1]
     if p >= 0:

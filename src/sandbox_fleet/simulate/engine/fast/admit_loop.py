@@ -1,7 +1,8 @@
 """The admission loop: every event run on ``_admit_kernel``, with or without an inference pool.
 
 ``refusal(prep)`` says why a prepared run is outside the kernel; ``run``
-returns what ``loop.run_events`` returns for it, bit for bit (tests compare them): every admission
+returns what the pure event loop returns for it, bit for bit (its oracle in
+``tests/simulate/engine/oracle/``; tests compare them): every admission
 policy registered in ``policy_registry`` (FIFO, ``shortest-timeout-first``, ``priority`` with quotas
 and preemption, ``timeout-ceiling``, and any registered from outside the package), start caps, queue timeouts, provisioning delays, retries and
 node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop

@@ -56,32 +56,6 @@ class ServedRun:
         return (self.input_tokens - self.cached_tokens) / self.prefill_tok_s + self.decode_tokens / self.decode_tok_s
 
 
-def served_run(driver, prep) -> ServedRun:
-    pool = driver.pool
-    reps = pool.reps
-    return ServedRun(
-        replicas=len(reps),
-        gpus_per_replica=pool.cfg.gpus_per_replica,
-        wait_s=np.frombuffer(pool.wait_s, dtype=float).copy(),
-        ttft_s=np.frombuffer(pool.ttft_s, dtype=float).copy(),
-        sojourn_s=np.frombuffer(pool.sojourn_s, dtype=float).copy(),
-        area_busy=np.array([r.area_busy for r in reps]),
-        area_n=np.array([r.area_n for r in reps]),
-        area_sys=np.array([r.area_sys for r in reps]),
-        input_tokens=pool.input_tokens,
-        cached_tokens=pool.cached_tokens,
-        decode_tokens=pool.decode_tokens,
-        evicted_bytes=float(sum(r.cache.evicted_bytes for r in reps)),
-        r_input=np.asarray(pool.r_in, dtype=np.int64),
-        r_cached=np.asarray(pool.r_cached, dtype=np.int64),
-        r_output=np.asarray(pool.r_out, dtype=np.int64),
-        r_turns=np.asarray(prep.turn_draws.turns, dtype=np.int64),
-        unloaded_hold_s=unloaded_holds(prep),
-        prefill_tok_s=prep.inference.prefill_tok_s,
-        decode_tok_s=prep.inference.decode_tok_s,
-    )
-
-
 def unloaded_holds(prep) -> np.ndarray:
     """Each rollout's hold if every call were served alone on an idle replica.
 

@@ -9,27 +9,13 @@ verifier. The driver keeps each rollout's turn index and context; the engine cal
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
+from tests.simulate.engine.oracle.pool import Pool
 
 from sandbox_fleet.simulate.engine.inference.config import Inference
-from sandbox_fleet.simulate.engine.inference.pool import Pool
-
-
-@dataclass
-class TurnDraws:
-    """Per-turn draws of every rollout, flat: rollout ``r``'s turns are
-    ``off[r] .. off[r] + turns[r] - 1``."""
-
-    turns: np.ndarray  # int64 per rollout
-    new_tokens: np.ndarray  # int64 per turn: new prompt tokens
-    decode_tokens: np.ndarray  # int64 per turn
-    command_s: np.ndarray  # float per turn
-
-    @property
-    def off(self) -> np.ndarray:
-        return np.concatenate(([0], np.cumsum(self.turns)[:-1])).astype(np.int64)
+from sandbox_fleet.simulate.engine.inference.figures import ServedRun, unloaded_holds
+from sandbox_fleet.simulate.engine.inference.turn_draws import TurnDraws
 
 
 class Driver:
@@ -65,3 +51,30 @@ class Driver:
         else:
             self.a_agent[r] = end - self.a_start[r] - self.a_build[r]
             self.push(end + self.a_verify[r], self.finish_kind, r)
+
+
+def served_run(driver, prep) -> ServedRun:
+    """The pool's records as the kernel returns them (``admit_loop``'s ``ServedRun``)."""
+    pool = driver.pool
+    reps = pool.reps
+    return ServedRun(
+        replicas=len(reps),
+        gpus_per_replica=pool.cfg.gpus_per_replica,
+        wait_s=np.frombuffer(pool.wait_s, dtype=float).copy(),
+        ttft_s=np.frombuffer(pool.ttft_s, dtype=float).copy(),
+        sojourn_s=np.frombuffer(pool.sojourn_s, dtype=float).copy(),
+        area_busy=np.array([r.area_busy for r in reps]),
+        area_n=np.array([r.area_n for r in reps]),
+        area_sys=np.array([r.area_sys for r in reps]),
+        input_tokens=pool.input_tokens,
+        cached_tokens=pool.cached_tokens,
+        decode_tokens=pool.decode_tokens,
+        evicted_bytes=float(sum(r.cache.evicted_bytes for r in reps)),
+        r_input=np.asarray(pool.r_in, dtype=np.int64),
+        r_cached=np.asarray(pool.r_cached, dtype=np.int64),
+        r_output=np.asarray(pool.r_out, dtype=np.int64),
+        r_turns=np.asarray(prep.turn_draws.turns, dtype=np.int64),
+        unloaded_hold_s=unloaded_holds(prep),
+        prefill_tok_s=prep.inference.prefill_tok_s,
+        decode_tok_s=prep.inference.decode_tok_s,
+    )

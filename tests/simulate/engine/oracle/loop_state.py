@@ -34,8 +34,9 @@ from heapq import heappush
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
+from tests.simulate.engine.oracle.admission import make_queue
+
 from sandbox_fleet.simulate.engine import events as ev
-from sandbox_fleet.simulate.engine.admission import make_queue
 from sandbox_fleet.simulate.engine.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
 from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
@@ -43,7 +44,7 @@ from sandbox_fleet.simulate.engine.trainer import RLState, rl_states
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Closed
 
 if TYPE_CHECKING:
-    from sandbox_fleet.simulate.engine.inference.driver import Driver
+    from tests.simulate.engine.oracle.driver import Driver
 
 PENDING, RUNNING = -2, -1  # attempt states before a terminal one (entities' codes are >= 0)
 S_FREE, S_BUSY, S_PROV, S_DOWN = 0, 1, 2, 3
@@ -149,7 +150,7 @@ class LoopState:
                 self.pop_next[w] = int(prep.offsets[w])
                 self.push(float(wl.start_s), ev.RELEASE, w)
         if prep.inference is not None:
-            from sandbox_fleet.simulate.engine.inference.driver import Driver
+            from tests.simulate.engine.oracle.driver import Driver
 
             assert prep.turn_draws is not None  # prepare draws the turns whenever a pool serves them
             self.driver = Driver(prep.inference, prep.turn_draws, self.push, ev.TURN, ev.POOL, ev.FINISH,

@@ -25,7 +25,8 @@ from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 
-from sandbox_fleet.simulate.engine.inference.cache import PrefixCache
+from tests.simulate.engine.oracle.cache import PrefixCache
+
 from sandbox_fleet.simulate.engine.inference.config import Inference
 from sandbox_fleet.simulate.engine.inference.routing import fewest
 

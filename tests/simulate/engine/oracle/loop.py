@@ -1,7 +1,7 @@
-"""The general event loop, for what no kernel runs yet: dynamic sampling beside an inference pool.
-Every other run the FIFO recursion does not place runs on the admission kernel (``fast/admit_loop``,
-with or without an inference pool), whose oracle in ``tests/`` is this loop (with the pure policies,
-``policy_queues``, and ``inference/pool.py`` for the replicas).
+"""The general event loop, the admission kernel's oracle (issue 36: it runs in no production path).
+Every run the FIFO recursion does not place runs on the admission kernel (``fast/admit_loop``, with or
+without an inference pool), whose oracle is this loop (with the pure policies, ``policy_queues``, and
+``pool.py`` beside it for the replicas).
 
 ``loop_state.LoopState`` holds the state (flat lists, slot states) and one handler
 per event kind; ``run_events`` pops events in time order and calls them. The loop
@@ -16,9 +16,9 @@ from __future__ import annotations
 from heapq import heappop
 
 import numpy as np
+from tests.simulate.engine.oracle.loop_state import LoopState
 
 from sandbox_fleet.simulate.engine import events as ev
-from sandbox_fleet.simulate.engine.loop_state import LoopState
 from sandbox_fleet.simulate.engine.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 
@@ -127,7 +127,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
         audit(st)
     served = None
     if driver is not None:
-        from sandbox_fleet.simulate.engine.inference.figures import served_run
+        from tests.simulate.engine.oracle.driver import served_run
 
         served = served_run(driver, prep)
     return ExecutorOutput(first=first, extra=extra, rl=st.rl, preemptions=st.preemptions, area_busy=area_busy,
