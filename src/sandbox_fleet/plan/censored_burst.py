@@ -68,20 +68,14 @@ def _demand_peak(history: RolloutIntervals, requests: tuple[np.ndarray, np.ndarr
                  scale_down_s: float, placement: str) -> Optional[tuple[int, int]]:
     """(burst peak, rollouts moved) of the history re-queued at its steps' releases on ``demand`` slots and
     replayed on ``reserved`` nodes and an unbounded burst pool; None without synchronous steps."""
-    import numpy as np
-
-    from sandbox_fleet.measure.steps import measure_steps, step_releases
+    from sandbox_fleet.plan.censored_order import requeued
     from sandbox_fleet.plan.mixed_replay import burst_peak
 
-    start_us = np.round(history.start_s * 1e6).astype(np.int64)
-    steps = measure_steps(start_us, np.round(history.end_s * 1e6).astype(np.int64))
-    if not steps.get("detected"):
+    q = requeued(history, demand)
+    if q is None:
         return None
-    release_s = step_releases(start_us, float(steps["gap_threshold_s"])) / 1e6
-    hold_s = history.end_s - history.start_s
-    start_s = requeue(release_s, history.start_s, hold_s, demand)
-    peak = burst_peak(start_s, start_s + hold_s, requests, allocatable, reserved, provision_s, scale_down_s, placement)
-    return peak, int(np.count_nonzero(start_s < history.start_s - 1e-6))
+    peak = burst_peak(q.start_s, q.end_s, requests, allocatable, reserved, provision_s, scale_down_s, placement)
+    return peak, q.moved
 
 
 def _on_demand(mixed: Mixed, c: Censored, history: RolloutIntervals, allocatable: tuple[float, float, float],
