@@ -175,29 +175,33 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
     return _none(n, first_reason)
 
 
-def _firsts(s: np.ndarray, threshold: int) -> np.ndarray:
+def step_opens(s: np.ndarray, threshold: int) -> np.ndarray:
     """Positions in the sorted starts ``s`` where a step opens: after a gap over ``threshold`` us."""
     boundary = np.flatnonzero(np.diff(s) > max(threshold, 1))  # ties count as 1 us
     return np.concatenate(([0], boundary + 1))
 
 
+def step_labels(start_us: np.ndarray, threshold_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per rollout (input order, at least one), its step: the last one opening at or before its start
+    (steps cut at gaps over ``threshold_us``, ``step_opens``; tied starts share one); and each step's
+    first start (us)."""
+    s = np.sort(start_us)
+    first_us = s[step_opens(s, threshold_us)]
+    return np.searchsorted(first_us, start_us, side="right") - 1, first_us
+
+
 def step_releases(start_us: np.ndarray, gap_threshold_s: float) -> np.ndarray:
     """Per rollout (input order), the first start of its step (us): the steps ``measure_steps`` found,
     cut at its ``gap_threshold_s``."""
-    order = np.argsort(start_us, kind="stable")
-    s = start_us[order]
-    firsts = _firsts(s, round(gap_threshold_s * US))
-    step = np.cumsum(np.isin(np.arange(s.size), firsts)) - 1
-    out = np.empty_like(start_us)
-    out[order] = s[firsts][step]
-    return out
+    label, first_us = step_labels(start_us, round(gap_threshold_s * US))
+    return first_us[label]
 
 
 def _split(s: np.ndarray, k: int, threshold: int):
     """Steps from sorted starts cut at gaps > threshold, or the reason they are not steps."""
     if k + 1 < MIN_STEPS:
         return f"only {k + 1} bursts of starts (need {MIN_STEPS})"
-    firsts = _firsts(s, threshold)
+    firsts = step_opens(s, threshold)
     lasts = np.append(firsts[1:] - 1, s.size - 1)
     sizes = lasts - firsts + 1
     if float(np.median(sizes)) < 2:
