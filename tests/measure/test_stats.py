@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sandbox_fleet.measure.stats import group_sorted, quantile_counts, quantile_sorted, rate_ci, summary
+from sandbox_fleet.measure.stats import quantile_counts, quantile_sorted, rate_ci, summary
 
 
 def test_quantile_matches_numpy_linear_default():
@@ -30,37 +30,6 @@ def test_summary_scales_and_flags_small_samples():
                  "p90": pytest.approx(5.2), "p99": pytest.approx(5.92), "max": 6.0}
     assert summary(np.arange(100))["small_sample"] is False
     assert summary(np.arange(99))["small_sample"] is True
-
-
-def test_group_sorted_matches_per_group_sort():
-    rng = np.random.default_rng(2)
-    codes = rng.integers(0, 5, 500)
-    values = rng.integers(-1000, 10**12, 500)
-    sorted_vals, offsets = group_sorted(codes, values, 6)  # group 5 is empty
-    for g in range(6):
-        assert sorted_vals[offsets[g]:offsets[g + 1]].tolist() == sorted(values[codes == g].tolist())
-
-
-def test_group_sorted_in_blocks_leaves_inputs_alone(monkeypatch):
-    from sandbox_fleet.measure import stats
-
-    monkeypatch.setattr(stats, "_BLOCK", 7)  # many blocks over 500 rows
-    rng = np.random.default_rng(4)
-    codes = rng.integers(0, 3, 500).astype(np.int8)
-    values = rng.integers(10**15, 10**15 + 10**9, 500)
-    codes_before, values_before = codes.copy(), values.copy()
-    sorted_vals, offsets = group_sorted(codes, values, 3)
-    for g in range(3):
-        assert sorted_vals[offsets[g]:offsets[g + 1]].tolist() == sorted(values[codes == g].tolist())
-    assert np.array_equal(codes, codes_before) and np.array_equal(values, values_before)
-
-
-def test_group_sorted_falls_back_when_values_are_wide():
-    codes = np.array([1, 0, 1, 0])
-    values = np.array([2**62, -(2**62), 5, 7])
-    sorted_vals, offsets = group_sorted(codes, values, 2)
-    assert sorted_vals.tolist() == [-(2**62), 7, 5, 2**62]
-    assert offsets.tolist() == [0, 2, 4]
 
 
 def test_rate_ci_is_seeded_and_brackets_the_rate():

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sandbox_fleet.measure.stats import group_sorted, group_sums, groups_sorted, sum_where
+from sandbox_fleet.measure.stats import group_partitioned, group_sums, sum_where
 
 #: Label used for a null model / job / exception type in per-group output (``Codes.labelled``
 #: wraps it in more parentheses while a real name takes it, so the two never merge).
@@ -205,10 +205,6 @@ def codes(col: pa.ChunkedArray) -> Codes:
     return Codes(np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int32), names)
 
 
-#: The frame's groupings whose hold sorts are made together (``Frame.grouped_holds``).
-_OWN_GROUPINGS = ("model", "job")
-
-
 class Frame:
     """The rollout table as arrays, each built on first use and then kept.
 
@@ -220,7 +216,6 @@ class Frame:
         self.table = table
         self._sorted: dict = {}
         self._dropped_nulls: dict[str, int] = {}
-        self._holds_sorted = False  # the grouped hold sort was made (or tried)
 
     @property
     def n(self) -> int:
@@ -346,32 +341,11 @@ class Frame:
             self.__dict__.pop(name, None)
 
     def grouped_holds(self, codes: np.ndarray, n_groups: int, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """Holds sorted within the groups ``codes`` (cached under ``key``: one sort per grouping).
-
-        ``key`` "model" and "job" name the frame's own groupings (``codes`` is then
-        ``self.model.labelled()`` / ``self.job.labelled()``'s): the first of them asked for sorts
-        the holds once for both and for ``take_sorted_holds`` (``stats.groups_sorted``).
-        """
-        if key not in self._sorted and key in _OWN_GROUPINGS and not self._holds_sorted:
-            self._holds_sorted = True
-            self._sort_holds_once()
+        """Holds grouped by ``codes``, each group partitioned at the ranks a summary reads
+        (``stats.group_partitioned``), cached under ``key``: one grouping per key."""
         if key not in self._sorted:
-            self._sorted[key] = group_sorted(codes, self.hold_us, n_groups)
+            self._sorted[key] = group_partitioned(codes, self.hold_us, n_groups)
         return self._sorted[key]
-
-    def _sort_holds_once(self) -> None:
-        groupings = {"model": self.model.labelled()}  # in _OWN_GROUPINGS' order
-        if self.job.names:
-            groupings["job"] = self.job.labelled()
-        got = groups_sorted(self.hold_us, [(codes, len(labels)) for codes, labels in groupings.values()])
-        if got is None:
-            return
-        self._sorted["all"], parts = got
-        self._sorted.update(zip(groupings, parts))
-
-    def take_sorted_holds(self) -> np.ndarray | None:
-        """Every hold in ascending order, if the grouped sort made them (handed over: not kept)."""
-        return self._sorted.pop("all", None)
 
 
 def frame_from_table(table: pa.Table) -> Frame:

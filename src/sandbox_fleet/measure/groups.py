@@ -87,7 +87,7 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     """rows, exception_rate, hold median/p99, pass_rate, token rates for each named group.
 
     Counts and sums are exact integers from one pass per column over the group codes; hold
-    percentiles come from the frame's cached per-group sort (cached under ``key``). ``codes``
+    percentiles come from the frame's per-group partition (cached under ``key``). ``codes``
     index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
     (default all), so a grouping can leave its null group out. ``table``: these codes'
     ``_group_table``, if it was built already (``model_columns``).
@@ -123,7 +123,7 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
 
 def model_columns(fr: Frame, threshold: float) -> tuple[list, int]:
     """``by_model``'s counts and sums as independent jobs (``group_columns``) and the group count;
-    they read no hold sort, so their pass runs beside the hold sorts (1 s of bincounts at 10M rows)."""
+    they read no hold grouping, so their pass runs beside the hold groupings (1 s of bincounts at 10M rows)."""
     codes, names = fr.model.labelled()
     return group_columns(fr, codes, len(names), threshold), len(names)
 
@@ -140,7 +140,7 @@ def by_model(fr: Frame, threshold: float, table: list | None = None) -> dict:
 
 
 def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dict:
-    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached group sort,
+    """Per model: the log-spaced hold histogram (``holds.histogram``), from the cached grouping,
     so the report can draw per-model hold CDFs without raw rows."""
     from sandbox_fleet.measure.holds import histogram
 
@@ -149,7 +149,7 @@ def model_hold_histograms(fr: Frame, codes: np.ndarray, names: list[str]) -> dic
     for i, name in enumerate(names):
         part = sorted_us[offsets[i]:offsets[i + 1]]
         if part.size:
-            out[name] = histogram(part, presorted=True)
+            out[name] = histogram(part)
     return out
 
 

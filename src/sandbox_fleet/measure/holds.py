@@ -13,58 +13,41 @@ import numpy as np
 from sandbox_fleet import exact
 from sandbox_fleet.measure.columns import Frame
 from sandbox_fleet.measure.outcomes import OUTCOMES
-from sandbox_fleet.measure.stats import US, group_sorted, partitioned, sum_where, summary
+from sandbox_fleet.measure.stats import US, group_partitioned, partitioned, sum_where, summary
 
 BINS_PER_DECADE = 10
 BLOCK = 1 << 20
 
 
-def histogram(us: np.ndarray, presorted: bool = False) -> dict:
-    """Log-spaced histogram of holds (integer us, >= 0, in any order; ``presorted``: ascending)
-    in seconds; zero-length holds are counted apart.
-
-    Counted a block at a time so no float copy of every hold is made.
-    """
-    if presorted:
-        zero = int(np.searchsorted(us, 0, side="right"))
-        positive = None
-        smallest = int(us[zero]) if zero < us.size else 0
-    else:
-        positive = us > 0
-        zero = int(us.size - np.count_nonzero(positive))
-        smallest = int(np.min(us, where=positive, initial=np.iinfo(np.int64).max)) if zero < us.size else 0
+def histogram(us: np.ndarray) -> dict:
+    """Log-spaced histogram of holds (integer us, >= 0, in any order) in seconds; zero-length holds
+    are counted apart. ``np.histogram``'s counts (bin i is [edges[i], edges[i+1]), the last edge
+    inclusive) without its sort: each hold's bin by a binary search of the edges, a block at a time
+    (no float copy of every hold)."""
+    positive = us > 0
+    zero = int(us.size - np.count_nonzero(positive))
     if zero == us.size:
         return {"edges_s": [], "counts": [], "zero": zero}
+    smallest = int(np.min(us, where=positive, initial=np.iinfo(np.int64).max))
     lo = np.floor(math.log10(smallest / US))
-    hi = max(np.ceil(math.log10(int(us.max() if positive is not None else us[-1]) / US)), lo + 1)
+    hi = max(np.ceil(math.log10(int(us.max()) / US)), lo + 1)
     n_bins = round((hi - lo) * BINS_PER_DECADE)
     edges = exact.logspace(lo, hi, n_bins + 1)
-    if positive is None:
-        return {"edges_s": edges, "counts": _sorted_counts(us[zero:], edges), "zero": zero}
+    bounds = np.asarray(edges, dtype=np.float64)
     counts = np.zeros(n_bins, dtype=np.int64)
     for i in range(0, us.size, BLOCK):
-        block = us[i:i + BLOCK]
-        counts += np.histogram(block[positive[i:i + BLOCK]] / US, bins=edges)[0]
+        s = us[i:i + BLOCK][positive[i:i + BLOCK]] / US
+        b = np.searchsorted(bounds, s, side="right") - 1
+        b[s == bounds[-1]] = n_bins - 1  # the last edge belongs to the last bin
+        counts += np.bincount(b[(b >= 0) & (b < n_bins)], minlength=n_bins)
     return {"edges_s": edges, "counts": counts, "zero": zero}
-
-
-def _sorted_counts(us: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """``np.histogram(us / US, bins=edges)[0]`` of ascending ``us``, without its sort: NumPy
-    counts array bins by sorting each block and binary-searching the edges in it (the last
-    edge inclusive); ascending integers divided by US stay ascending (rounding is monotonic),
-    so the same searches on the blocks as they are give the same counts."""
-    cum = np.zeros(len(edges), dtype=np.int64)
-    for i in range(0, us.size, BLOCK):
-        block = us[i:i + BLOCK] / US
-        cum += np.concatenate((block.searchsorted(edges[:-1], "left"), block.searchsorted(edges[-1:], "right")))
-    return np.diff(cum)
 
 
 def grouped_summaries(sorted_us: np.ndarray, offsets: np.ndarray, names: list[str],
                       keep_empty: bool = False) -> dict:
     """Hold summary per group, in ``names`` order; empty groups only with ``keep_empty``.
 
-    ``sorted_us`` is grouped and each group sorted (``stats.group_sorted``).
+    ``sorted_us`` is grouped and each group sorted, or partitioned (``stats.group_partitioned``).
     """
     out = {}
     for g, name in enumerate(names):
@@ -80,16 +63,9 @@ def measure_holds(fr: Frame, outcome: np.ndarray) -> dict:
     model_codes, model_names = fr.model.labelled()
     by_model = grouped_summaries(*fr.grouped_holds(model_codes, len(model_names), "model"), model_names)
     del model_codes
-    ordered = fr.take_sorted_holds()  # made by the grouped sort, when it could pack the codes
-    if ordered is None:
-        # Order statistics by partition, not sort: summary reads only min, max and its quantiles.
-        ordered = partitioned(hold)
-        out = summary(ordered, 1 / US)
-        hist = histogram(hold)
-    else:
-        out = summary(ordered, 1 / US)
-        hist = histogram(ordered, presorted=True)
-    del ordered
+    # Order statistics by partition, not sort: summary reads only min, max and its quantiles.
+    out = summary(partitioned(hold), 1 / US)
+    hist = histogram(hold)
     tok = fr.has_tokens
     n_tok = int(tok.sum())
     out["rows_with_tokens"] = n_tok
@@ -100,7 +76,7 @@ def measure_holds(fr: Frame, outcome: np.ndarray) -> dict:
     out["rows_without_tokens"] = n_no
     out["mean_without_tokens"] = (int(hold.sum(dtype=np.int64)) - tok_us) / n_no / US if n_no else None
     out["by_model"] = by_model
-    by_outcome = group_sorted(outcome, hold, len(OUTCOMES))
+    by_outcome = group_partitioned(outcome, hold, len(OUTCOMES))
     out["by_outcome"] = grouped_summaries(*by_outcome, list(OUTCOMES), keep_empty=True)
     if not out["by_outcome"]["limit"]["rows"]:  # most sources record no limit: no empty row for them
         del out["by_outcome"]["limit"]

@@ -227,11 +227,15 @@ def _log_bins(d: np.ndarray) -> np.ndarray:
     """Each duration's bin: ``BINS_PER_OCTAVE`` equal mantissa steps per power of two (0.36-0.72% wide,
     ~0.5%), read off the float's bits with integer arithmetic: the same bins on every CPU (NumPy's log
     rounds by kernel) in one pass over the rows."""
-    bits = d.astype(np.float64).view(np.int64)
-    exponent = bits >> 52  # durations are positive: no sign bit
-    fraction = bits & ((1 << 52) - 1)  # d = (1 + fraction / 2**52) x 2**(exponent - 1023)
-    bins = exponent * BINS_PER_OCTAVE + ((fraction * BINS_PER_OCTAVE) >> 52)
-    return bins - bins.min()
+    bins = d.astype(np.float64).view(np.int64)  # in place from here: no other row-sized temporary
+    fraction = bins & ((1 << 52) - 1)  # d = (1 + fraction / 2**52) x 2**(exponent - 1023)
+    bins >>= 52  # the exponent: durations are positive, no sign bit
+    bins *= BINS_PER_OCTAVE
+    fraction *= BINS_PER_OCTAVE
+    fraction >>= 52
+    bins += fraction
+    bins -= bins.min()
+    return bins
 
 
 def hold_spikes(dur_us: np.ndarray, outcome: np.ndarray, resolution_us: int = 1,

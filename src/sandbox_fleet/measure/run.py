@@ -335,8 +335,7 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
         Pass("model_columns", partial(_model_columns, pass_threshold=pt), ("frame",), after=("masks",)),
         Pass("exceptions", measure_exceptions, ("frame",), after=("masks",)),
-        # After the per-model step passes: the hold sorts' buffers and theirs never coexist. With a
-        # job column the one shared sort (Frame.grouped_holds) is made earlier, by the jobs pass.
+        # After the per-model step passes: the hold groupings' buffers and theirs never coexist.
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
         Pass("phases", measure_phases, ("frame",), after=("masks",), label="phases"),
         Pass("tokens", partial(measure_tokens, min_turn_rows=min_turn_rows), ("frame",), after=("masks",), label="tokens"),

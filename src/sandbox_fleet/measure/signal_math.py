@@ -92,13 +92,6 @@ def powers(x: np.ndarray, g: int) -> np.ndarray:
     return np.concatenate([np.ones((x.shape[0], 1)), np.cumprod(np.repeat(x, g, axis=1), axis=1)], axis=1)
 
 
-def binomial_pmf(v: np.ndarray, g: int) -> np.ndarray:
-    """P(V = j), j = 0..g, for V ~ Binomial(g, v), one row per v."""
-    v = np.asarray(v, dtype=np.float64)
-    comb = np.array([float(math.comb(g, j)) for j in range(g + 1)])
-    return comb[None, :] * powers(v, g) * powers(1.0 - v, g)[:, ::-1]
-
-
 def beta_binomial_pmf(a: np.ndarray, b: np.ndarray, g: int) -> np.ndarray:
     """P(V = j), j = 0..g, for V ~ BetaBinomial(g, a, b): C(g, j) E[v^j (1 - v)^(g - j)]."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)

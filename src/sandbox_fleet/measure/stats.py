@@ -96,33 +96,19 @@ def group_offsets(counts: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
 
-def group_sorted(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sort integer ``values`` within groups ``codes`` (0..n_groups-1).
-
-    Returns (sorted values, offsets): group g is ``sorted[offsets[g]:offsets[g+1]]``.
-    Packs group and value into one int64 key when they fit (one fast sort), else lexsort.
-    The key is the only row-sized array built (8 bytes a row); neither input is modified.
-    """
-    codes = np.asarray(codes)
-    values = np.asarray(values, dtype=np.int64)
-    vmin = int(values.min()) if values.size else 0
-    vbits = max((int(values.max()) - vmin).bit_length(), 1) if values.size else 1
-    gbits = max(n_groups - 1, 0).bit_length()
-    counts = np.bincount(codes, minlength=n_groups) if codes.size else np.zeros(n_groups, dtype=np.int64)
-    offsets = group_offsets(counts)
-    if values.size == 0:
-        return values.copy(), offsets
-    if vbits + gbits <= 62:
-        key = np.subtract(values, vmin)
-        if gbits:
-            for i in range(0, key.size, _BLOCK):
-                key[i:i + _BLOCK] |= codes[i:i + _BLOCK].astype(np.int64) << vbits
-        key.sort()
-        key &= (1 << vbits) - 1
-        key += vmin
-        return key, offsets
-    order = np.lexsort((values, codes))
-    return values[order], offsets
+def group_partitioned(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer ``values`` grouped by ``codes`` (0..n_groups-1), each group ``partitioned``: at the
+    ranks ``summary`` and ``quantile_sorted`` read, what a sort of each group holds, in O(n) (one
+    radix argsort of the small codes, then a partition a group). Returns (grouped values, offsets):
+    group g is ``grouped[offsets[g]:offsets[g+1]]``. Memory: the order and the grouped values."""
+    small = np.asarray(codes).astype(np.min_scalar_type(max(n_groups - 1, 0)), copy=False)
+    grouped = np.asarray(values, dtype=np.int64)[np.argsort(small, kind="stable")]
+    offsets = group_offsets(np.bincount(small, minlength=n_groups)[:n_groups])
+    for g in range(n_groups):
+        part = grouped[offsets[g]:offsets[g + 1]]
+        if part.size:
+            part.partition(order_ranks(part.size))
+    return grouped, offsets
 
 
 def packed_sort(values: np.ndarray, groupings: list[tuple[np.ndarray, int]], base: int = 0
@@ -157,28 +143,6 @@ def packed_sort(values: np.ndarray, groupings: list[tuple[np.ndarray, int]], bas
     key >>= total
     key += vmin
     return key, fields
-
-
-def groups_sorted(values: np.ndarray, groupings: list[tuple[np.ndarray, int]]
-                  ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None:
-    """``values`` sorted, and ``group_sorted(codes, values, n_groups)`` for every grouping, from ONE
-    sort (``packed_sort``): each group's values are then already in order, so a stable partition by
-    a grouping's codes (an O(n) radix argsort of small integers) gives ``group_sorted``'s result (a
-    sorted multiset has one order). None when the key does not fit in 62 bits (callers then sort
-    per grouping). Memory: the key, the partition's order (8 bytes a row, transient) and each result.
-    """
-    if np.asarray(values).size == 0:
-        return None
-    packed = packed_sort(values, [(codes, max(n_groups - 1, 0).bit_length()) for codes, n_groups in groupings])
-    if packed is None:
-        return None
-    key, small = packed
-    out = []
-    for (codes, n_groups), g in zip(groupings, small):
-        offsets = group_offsets(np.bincount(codes, minlength=n_groups))
-        # One group: already in order; else a stable partition (radix sort) of the sorted values.
-        out.append((key.copy() if g is None else key[np.argsort(g, kind="stable")], offsets))
-    return key, out
 
 
 def group_spans(start_us: np.ndarray, finish_us: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.stats import US, group_offsets, group_sorted, group_spans, packed_sort, quantile_nonempty
+from sandbox_fleet.measure.stats import US, group_offsets, group_spans, packed_sort, partitioned, quantile_nonempty
 
 #: Rows per pass where a pass would otherwise build a row-sized temporary.
 _BLOCK = 1 << 20
@@ -175,29 +175,33 @@ def measure_steps(start_us: np.ndarray, finish_us: np.ndarray, *, starts_sorted:
     return _none(n, first_reason)
 
 
-def _firsts(s: np.ndarray, threshold: int) -> np.ndarray:
+def step_opens(s: np.ndarray, threshold: int) -> np.ndarray:
     """Positions in the sorted starts ``s`` where a step opens: after a gap over ``threshold`` us."""
     boundary = np.flatnonzero(np.diff(s) > max(threshold, 1))  # ties count as 1 us
     return np.concatenate(([0], boundary + 1))
 
 
+def step_labels(start_us: np.ndarray, threshold_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per rollout (input order, at least one), its step: the last one opening at or before its start
+    (steps cut at gaps over ``threshold_us``, ``step_opens``; tied starts share one); and each step's
+    first start (us)."""
+    s = np.sort(start_us)
+    first_us = s[step_opens(s, threshold_us)]
+    return np.searchsorted(first_us, start_us, side="right") - 1, first_us
+
+
 def step_releases(start_us: np.ndarray, gap_threshold_s: float) -> np.ndarray:
     """Per rollout (input order), the first start of its step (us): the steps ``measure_steps`` found,
     cut at its ``gap_threshold_s``."""
-    order = np.argsort(start_us, kind="stable")
-    s = start_us[order]
-    firsts = _firsts(s, round(gap_threshold_s * US))
-    step = np.cumsum(np.isin(np.arange(s.size), firsts)) - 1
-    out = np.empty_like(start_us)
-    out[order] = s[firsts][step]
-    return out
+    label, first_us = step_labels(start_us, round(gap_threshold_s * US))
+    return first_us[label]
 
 
 def _split(s: np.ndarray, k: int, threshold: int):
     """Steps from sorted starts cut at gaps > threshold, or the reason they are not steps."""
     if k + 1 < MIN_STEPS:
         return f"only {k + 1} bursts of starts (need {MIN_STEPS})"
-    firsts = _firsts(s, threshold)
+    firsts = step_opens(s, threshold)
     lasts = np.append(firsts[1:] - 1, s.size - 1)
     sizes = lasts - firsts + 1
     if float(np.median(sizes)) < 2:
@@ -228,44 +232,27 @@ def opening_concurrency(s: np.ndarray, firsts: np.ndarray, sizes: np.ndarray, st
 
 def _step_finishes(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[list, list, np.ndarray]:
     """Per step: makespan (last finish after the first start) and straggler tail, in us; and
-    for each step but the last, how many of its rollouts still run when the next one opens."""
-    fin_sorted, offsets = _finishes_by_step(start_us, finish_us, first_us)
+    for each step but the last, how many of its rollouts still run when the next one opens.
+
+    A row belongs to the last step opening at or before its start. The rows are grouped by step
+    with one radix argsort of the step labels (small integers), and each step's tail is read off a
+    partition at its two ranks (``stats.partitioned``): no sort of the finishes."""
+    n_steps = first_us.size
+    label = (np.searchsorted(first_us, start_us, side="right") - 1).astype(np.min_scalar_type(n_steps))
+    order = np.argsort(label, kind="stable")
+    rel = finish_us[order]
+    rel -= first_us[label[order]]
+    offsets = group_offsets(np.bincount(label, minlength=n_steps))
+    del order, label
     tails, makespans = [], []
-    carried = np.zeros(max(first_us.size - 1, 0), dtype=np.int64)
-    for g in range(first_us.size):
-        part = fin_sorted[offsets[g]:offsets[g + 1]]
+    carried = np.zeros(max(n_steps - 1, 0), dtype=np.int64)
+    for g in range(n_steps):
+        part = partitioned(rel[offsets[g]:offsets[g + 1]], (TAIL_QUANTILE,))
         makespans.append(float(part[-1]))
         tails.append(float(part[-1]) - quantile_nonempty(part, TAIL_QUANTILE))
-        if g + 1 < first_us.size:  # finishes are relative to this step's first start, sorted
-            carried[g] = part.size - np.searchsorted(part, first_us[g + 1] - first_us[g], side="right")
+        if g + 1 < n_steps:  # finishes are relative to this step's first start
+            carried[g] = np.count_nonzero(part > first_us[g + 1] - first_us[g])
     return makespans, tails, carried
-
-
-def _finishes_by_step(start_us: np.ndarray, finish_us: np.ndarray, first_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's finish after its step's first start, sorted within steps, and the step offsets.
-
-    Each row belongs to the last step whose first start is at or before its own start. The
-    step and the (non-negative) relative finish are packed into one int64 key a block at a
-    time, so the key is the only row-sized array built; ``stats.group_sorted`` when they do not fit.
-    """
-    n_steps = first_us.size
-    gbits = max(n_steps - 1, 0).bit_length()
-    vbits = max((int(finish_us.max()) - int(first_us[0])).bit_length(), 1)
-    if vbits + gbits > 62:
-        label = np.searchsorted(first_us, start_us, side="right") - 1
-        return group_sorted(label, finish_us - first_us[label], n_steps)
-    key = np.empty(start_us.size, dtype=np.int64)
-    counts = np.zeros(n_steps, dtype=np.int64)
-    for i in range(0, start_us.size, _BLOCK):
-        j = min(i + _BLOCK, start_us.size)
-        label = np.searchsorted(first_us, start_us[i:j], side="right") - 1
-        np.subtract(finish_us[i:j], first_us[label], out=key[i:j])
-        counts += np.bincount(label, minlength=n_steps)
-        label <<= vbits
-        key[i:j] |= label
-    key.sort()
-    key &= (1 << vbits) - 1
-    return key, group_offsets(counts)
 
 
 def group_rows(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

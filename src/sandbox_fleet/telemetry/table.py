@@ -25,7 +25,6 @@ from sandbox_fleet.telemetry.record import (
     CODED_COLUMNS,
     REQUIRED_ROLLOUT_COLUMNS,
     ROLLOUT_COLUMNS,
-    ROLLOUT_SCHEMA,
     Telemetry,
     is_text,
     null_column,
@@ -40,7 +39,6 @@ EXTENSIONS = {
     ".ndjson": "json",
     ".json": "json",
 }
-_STRING_COLUMNS = {f.name for f in ROLLOUT_SCHEMA if pa.types.is_string(f.type)}
 BATCH_ROWS = 1 << 20
 
 

@@ -1,5 +1,5 @@
-"""One packed sort of the holds for every grouping (``stats.groups_sorted``), and the hold histogram
-of presorted holds, against per-grouping NumPy sorts and ``np.histogram`` as the oracle."""
+"""The holds grouped and partitioned (``stats.group_partitioned``), the hold histogram and the grouped
+sweeps, against per-group NumPy sorts, ``np.histogram`` and one sweep per group as the oracles."""
 
 from __future__ import annotations
 
@@ -12,76 +12,56 @@ from hypothesis import strategies as st
 from sandbox_fleet.measure.columns import frame_from_table
 from sandbox_fleet.measure.concurrency import MAX_SWEPT_GROUPS, grouped_sweeps, sweep
 from sandbox_fleet.measure.holds import BLOCK, histogram
-from sandbox_fleet.measure.stats import groups_sorted
+from sandbox_fleet.measure.stats import group_partitioned, summary
 from sandbox_fleet.telemetry.record import TS
 
 
-def _by_numpy(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    parts = [np.sort(values[codes == g]) for g in range(n_groups)]
-    offsets = np.concatenate(([0], np.cumsum([p.size for p in parts])))
-    return np.concatenate(parts), offsets
+def _reads_like_sorted(grouped: np.ndarray, offsets: np.ndarray, codes: np.ndarray, values: np.ndarray, n_groups: int) -> None:
+    """Each group holds its own values, and every figure a summary reads off them (min, quantiles,
+    mean, max) equals the figure of the group's values sorted by NumPy."""
+    assert offsets.tolist() == np.concatenate(([0], np.cumsum([int((codes == g).sum()) for g in range(n_groups)]))).tolist()
+    for g in range(n_groups):
+        part, want = grouped[offsets[g]:offsets[g + 1]], np.sort(values[codes == g])
+        assert np.array_equal(np.sort(part), want)
+        assert summary(part) == summary(want)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 400), st.integers(1, 9), st.integers(1, 3), st.integers(0, 2**40), st.integers(0, 2**31))
-def test_every_grouping_equals_its_own_sort(n, n_a, n_b, span, seed):
+@given(st.integers(1, 400), st.integers(1, 9), st.integers(0, 2**40), st.integers(0, 2**31), st.booleans())
+def test_each_group_reads_like_its_own_sort(n, n_groups, span, seed, wide_codes):
     rng = np.random.default_rng(seed)
     values = rng.integers(0, span + 1, n) - span // 3  # negative values too, and many ties when span is small
-    a = rng.integers(0, n_a, n).astype(np.int32)
-    b = rng.integers(0, n_b, n)  # int64 codes
-    got = groups_sorted(values, [(a, n_a), (b, n_b)])
-    assert got is not None
-    everything, parts = got
-    assert np.array_equal(everything, np.sort(values))
-    for (codes, n_groups), (sorted_values, offsets) in zip([(a, n_a), (b, n_b)], parts):
-        want, want_offsets = _by_numpy(codes, values, n_groups)
-        assert np.array_equal(sorted_values, want)
-        assert np.array_equal(offsets, want_offsets)
-
-
-def test_empty_groups_and_the_inputs_untouched():
-    values = np.array([5, 3, 9, 3, 1], dtype=np.int64)
-    codes = np.array([2, 2, 0, 2, 0], dtype=np.int32)
+    codes = rng.integers(0, n_groups, n).astype(np.int64 if wide_codes else np.int32)
     kept = values.copy(), codes.copy()
-    everything, [(grouped, offsets)] = groups_sorted(values, [(codes, 4)])
-    assert everything.tolist() == [1, 3, 3, 5, 9]
-    assert grouped.tolist() == [1, 9, 3, 3, 5]  # group 0: 1, 9; group 1: none; group 2: 3, 3, 5
-    assert offsets.tolist() == [0, 2, 2, 5, 5]
+    grouped, offsets = group_partitioned(codes, values, n_groups + 1)  # the last group empty
+    _reads_like_sorted(grouped, offsets, codes, values, n_groups + 1)
     assert np.array_equal(values, kept[0]) and np.array_equal(codes, kept[1])
 
 
-def test_a_key_that_does_not_fit_is_refused():
-    values = np.array([0, 2**60], dtype=np.int64)
-    assert groups_sorted(values, [(np.array([0, 1]), 2), (np.array([0, 3]), 4)]) is None
-    assert groups_sorted(np.zeros(0, dtype=np.int64), [(np.zeros(0, dtype=np.int32), 1)]) is None
-
-
 @pytest.mark.parametrize("seed", range(4))
-def test_presorted_histogram_equals_numpys(seed):
+def test_histogram_equals_numpys(seed):
     rng = np.random.default_rng(seed)
     n = BLOCK + 12_345 if seed == 0 else 5_000  # seed 0 crosses a block boundary
     us = np.clip(rng.lognormal(np.log(1.3e9), 1.5, n), 0, 3e10).astype(np.int64)
     us[rng.random(n) < 0.01] = 0  # zero-length holds are counted apart
     # Holds on the edges themselves (1 s, 10 s, ... and the bin edges 10**(k/10) s), where a
-    # rounding difference would move a count.
+    # rounding difference would move a count; the largest hold on the last edge.
     edges_us = np.round(10 ** (np.arange(0, 11) / 10 + 1) * 1e6).astype(np.int64)
     us[: edges_us.size] = edges_us
-    order = np.sort(us)
-    a, b = histogram(us), histogram(order, presorted=True)
-    positive = us[us > 0] / 1e6
-    want = np.histogram(positive, bins=a["edges_s"])[0]
+    us[-1] = 10**11
+    a = histogram(us)
+    want = np.histogram(us[us > 0] / 1e6, bins=a["edges_s"])[0]
     assert np.array_equal(a["counts"], want)
-    assert np.array_equal(b["counts"], want)
-    assert np.array_equal(a["edges_s"], b["edges_s"]) and a["zero"] == b["zero"] == int((us == 0).sum())
+    assert a["zero"] == int((us == 0).sum())
 
 
-def test_presorted_histogram_all_zero_and_one_value():
-    assert histogram(np.zeros(3, dtype=np.int64), presorted=True) == {"edges_s": [], "counts": [], "zero": 3}
-    one = histogram(np.array([0, 2_000_000]), presorted=True)
+def test_histogram_all_zero_and_one_value():
+    assert histogram(np.zeros(3, dtype=np.int64)) == {"edges_s": [], "counts": [], "zero": 3}
+    one = histogram(np.array([0, 2_000_000]))
     assert one["zero"] == 1 and int(np.sum(one["counts"])) == 1
 
 
-def test_frame_sorts_model_and_job_holds_once_with_the_same_result():
+def test_frame_groups_model_and_job_holds_like_their_sorts():
     rng = np.random.default_rng(7)
     n = 3_000
     start = rng.integers(0, 10**9, n)
@@ -97,11 +77,8 @@ def test_frame_sorts_model_and_job_holds_once_with_the_same_result():
     fr = frame_from_table(table)
     for key, codes_of in (("job", fr.job), ("model", fr.model)):
         codes, names = codes_of.labelled()
-        got = fr.grouped_holds(codes, len(names), key)
-        want = _by_numpy(codes, fr.hold_us, len(names))
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-    assert np.array_equal(fr.take_sorted_holds(), np.sort(hold))
-    assert fr.take_sorted_holds() is None  # handed over once
+        grouped, offsets = fr.grouped_holds(codes, len(names), key)
+        _reads_like_sorted(grouped, offsets, codes, hold, len(names))
 
 
 @settings(max_examples=60, deadline=None)
