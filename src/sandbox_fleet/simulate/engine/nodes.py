@@ -143,46 +143,19 @@ class NodeReplay:
     pool_capacity: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3)))
 
     def nodes_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
-        """The most nodes up at once in each of ``bins`` equal spans of the billed time, per pool:
-        (bin starts in seconds, an array pools x bins). A node is up over [launch, release)."""
-        t0 = float(self.node_launch_s.min())
-        t1 = float(self.node_release_s.max())
-        width = (t1 - t0) / bins if t1 > t0 else 1.0
-        edges = t0 + width * np.arange(bins)
-        out = np.zeros((len(self.pools), bins), np.int64)
-        for k in range(len(self.pools)):
-            mine = self.node_pool == k
-            m = int(mine.sum())
-            if m == 0:
-                continue
-            times = np.concatenate([self.node_launch_s[mine], self.node_release_s[mine]])
-            step = np.concatenate([np.ones(m, np.int64), -np.ones(m, np.int64)])
-            order = np.lexsort((step, times))  # a release before a launch at one instant: up over [launch, release)
-            times, up = times[order], np.cumsum(step[order])
-            where = np.minimum(((times - t0) // width).astype(np.int64), bins - 1)
-            np.maximum.at(out[k], where, up)
-            before = np.searchsorted(times, edges, side="right") - 1  # the count carried into each bin
-            out[k] = np.maximum(out[k], np.where(before >= 0, up[np.maximum(before, 0)], 0))
-        return edges, out
+        """The most nodes up at once in each of ``bins`` equal spans of the billed time, per pool
+        (``nodes_over_time``)."""
+        return nodes_over_time(self.node_pool, self.node_launch_s, self.node_release_s, len(self.pools), bins)
 
     def stranded_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
-        """Allocatable billed but not requested, per resource, in each of ``bins`` equal spans of the
-        billed time: (bin starts in seconds, an array 3 x bins of cpu core-h, memory MB-h and disk MB-h).
-        Billed: every node's capacity over [launch, release); requested: every attempt's request over
-        [begin, end) (the ended attempts included: their node was billed while they ran)."""
-        t0 = float(self.node_launch_s.min())
-        t1 = float(self.node_release_s.max())
-        width = (t1 - t0) / bins if t1 > t0 else 1.0
-        edges = t0 + width * np.arange(bins + 1)
-        edges[-1] = max(t1, edges[-1])
-        cap = self.pool_capacity[self.node_pool]  # nodes x 3
-        billed = _overlap_hours(self.node_launch_s, self.node_release_s, cap, edges)
+        """Allocatable billed but not requested per span (``stranded_over_time``), every attempt's request
+        over [begin, end) (the ended attempts included: their node was billed while they ran)."""
         done = self.node_of >= 0
         begin = np.concatenate([self.end_s[done] - self.hold_s[done], self.lost_begin_s])
         stop = np.concatenate([self.end_s[done], self.lost_end_s])
         weight = np.concatenate([self.requests[done], self.requests[self.lost_rollout]])
-        requested = _overlap_hours(begin, np.maximum(stop, begin), weight, edges)
-        return edges[:-1], billed - requested
+        return stranded_over_time(self.node_launch_s, self.node_release_s, self.pool_capacity[self.node_pool],
+                                  begin, stop, weight, bins)
 
     @property
     def reclaims(self) -> int:
@@ -197,6 +170,48 @@ class NodeReplay:
         """The fleet's cost per hour of history; None over a zero span."""
         return self.usd / (self.span_s / 3600.0) if self.span_s > 0 else None
 
+
+def nodes_over_time(node_pool: np.ndarray, launch_s: np.ndarray, release_s: np.ndarray, pools: int,
+                    bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The most nodes up at once in each of ``bins`` equal spans of the billed time (first launch to last
+    release), per pool: (bin starts in seconds, an array pools x bins). A node is up over [launch, release).
+    Called on the node replay's nodes and on the engine's (``metrics.node_figures``)."""
+    t0 = float(launch_s.min())
+    t1 = float(release_s.max())
+    width = (t1 - t0) / bins if t1 > t0 else 1.0
+    edges = t0 + width * np.arange(bins)
+    out = np.zeros((pools, bins), np.int64)
+    for k in range(pools):
+        mine = node_pool == k
+        m = int(mine.sum())
+        if m == 0:
+            continue
+        times = np.concatenate([launch_s[mine], release_s[mine]])
+        step = np.concatenate([np.ones(m, np.int64), -np.ones(m, np.int64)])
+        order = np.lexsort((step, times))  # a release before a launch at one instant: up over [launch, release)
+        times, up = times[order], np.cumsum(step[order])
+        where = np.minimum(((times - t0) // width).astype(np.int64), bins - 1)
+        np.maximum.at(out[k], where, up)
+        before = np.searchsorted(times, edges, side="right") - 1  # the count carried into each bin
+        out[k] = np.maximum(out[k], np.where(before >= 0, up[np.maximum(before, 0)], 0))
+    return edges, out
+
+
+def stranded_over_time(launch_s: np.ndarray, release_s: np.ndarray, capacity: np.ndarray, begin_s: np.ndarray,
+                       end_s: np.ndarray, requests: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Allocatable billed but not requested, per resource, in each of ``bins`` equal spans of the billed
+    time (first launch to last release): (bin starts in seconds, an array 3 x bins of cpu core-h, memory
+    MB-h and disk MB-h). Billed: each node's ``capacity`` row (nodes x 3) over [launch, release);
+    requested: each attempt's ``requests`` row over [begin, end). Called on the node replay's intervals
+    and on the engine's (``metrics.node_figures``): the one computation."""
+    t0 = float(launch_s.min())
+    t1 = float(release_s.max())
+    width = (t1 - t0) / bins if t1 > t0 else 1.0
+    edges = t0 + width * np.arange(bins + 1)
+    edges[-1] = max(t1, edges[-1])
+    billed = _overlap_hours(launch_s, release_s, capacity, edges)
+    requested = _overlap_hours(begin_s, np.maximum(end_s, begin_s), requests, edges)
+    return edges[:-1], billed - requested
 
 def _overlap_hours(begin: np.ndarray, stop: np.ndarray, weight: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """sum_i weight_i x |[begin_i, stop_i) n [edges_b, edges_b+1)| in hours, per weight column and bin
