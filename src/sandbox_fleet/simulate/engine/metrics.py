@@ -257,13 +257,15 @@ def _stranded(res) -> dict:
     release = np.concatenate([np.asarray(row["node_release_s"], float) for row in res.nodes])
     if launch.size == 0:
         return {}
-    cap = np.array([[n.cpu, n.memory_mb, n.disk_mb] for n in specs])[k_of]
-    req = np.array([wl.request if wl.request is not None else (np.nan,) * 3 for wl in res.workloads], float)[res.workload]
-    ran = ~np.isnan(req[:, 0]) & ~np.isnan(res.start_s)
+    cap = np.array([[n.cpu, n.memory_mb, n.disk_mb] for n in specs])
+    req = np.array([wl.request if wl.request is not None else (0.0,) * 3 for wl in res.workloads], float)
+    on_nodes = np.array([wl.request is not None for wl in res.workloads])
+    ran = on_nodes[res.workload] & ~np.isnan(res.start_s)
     begin, end = res.start_s[ran], res.finish_s[ran]
-    edges, stranded = stranded_over_time(launch, release, cap, begin, end, req[ran], NODE_SERIES_BINS)
+    edges, stranded = stranded_over_time(launch, release, k_of, cap, begin, end, res.workload[ran], req,
+                                         NODE_SERIES_BINS)
     _, up = nodes_over_time(k_of, launch, release, len(specs), NODE_SERIES_BINS)
-    billed_h = float(np.sum((release - launch)[:, None] * cap, axis=0)[0]) / 3600.0
+    billed_h = float(np.sum((release - launch) * cap[k_of, 0])) / 3600.0
     total = stranded.sum(axis=1)
     width = float(edges[1] - edges[0]) if edges.size > 1 else 0.0
     names = [f"{fl.name}/{n.name}" for fl in res.fleets for n in fl.node_pools or []]

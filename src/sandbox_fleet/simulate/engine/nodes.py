@@ -154,8 +154,9 @@ class NodeReplay:
         begin = np.concatenate([self.end_s[done] - self.hold_s[done], self.lost_begin_s])
         stop = np.concatenate([self.end_s[done], self.lost_end_s])
         weight = np.concatenate([self.requests[done], self.requests[self.lost_rollout]])
-        return stranded_over_time(self.node_launch_s, self.node_release_s, self.pool_capacity[self.node_pool],
-                                  begin, stop, weight, bins)
+        table, kind = np.unique(weight, axis=0, return_inverse=True)  # the request kinds
+        return stranded_over_time(self.node_launch_s, self.node_release_s, self.node_pool, self.pool_capacity,
+                                  begin, stop, kind.reshape(-1), table, bins)
 
     @property
     def reclaims(self) -> int:
@@ -197,38 +198,45 @@ def nodes_over_time(node_pool: np.ndarray, launch_s: np.ndarray, release_s: np.n
     return edges, out
 
 
-def stranded_over_time(launch_s: np.ndarray, release_s: np.ndarray, capacity: np.ndarray, begin_s: np.ndarray,
-                       end_s: np.ndarray, requests: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+def stranded_over_time(launch_s: np.ndarray, release_s: np.ndarray, node_kind: np.ndarray, capacity: np.ndarray,
+                       begin_s: np.ndarray, end_s: np.ndarray, request_kind: np.ndarray, requests: np.ndarray,
+                       bins: int) -> tuple[np.ndarray, np.ndarray]:
     """Allocatable billed but not requested, per resource, in each of ``bins`` equal spans of the billed
     time (first launch to last release): (bin starts in seconds, an array 3 x bins of cpu core-h, memory
-    MB-h and disk MB-h). Billed: each node's ``capacity`` row (nodes x 3) over [launch, release);
-    requested: each attempt's ``requests`` row over [begin, end). Called on the node replay's intervals
-    and on the engine's (``metrics.node_figures``): the one computation."""
+    MB-h and disk MB-h). Billed: each node's ``capacity[node_kind]`` row (kinds x 3) over [launch, release);
+    requested: each attempt's ``requests[request_kind]`` row over [begin, end). Called on the node
+    replay's intervals and on the engine's (``metrics.node_figures``): the one computation."""
     t0 = float(launch_s.min())
     t1 = float(release_s.max())
     width = (t1 - t0) / bins if t1 > t0 else 1.0
     edges = t0 + width * np.arange(bins + 1)
     edges[-1] = max(t1, edges[-1])
-    billed = _overlap_hours(launch_s, release_s, capacity, edges)
-    requested = _overlap_hours(begin_s, np.maximum(end_s, begin_s), requests, edges)
+    billed = _overlap_hours(launch_s, release_s, node_kind, capacity, edges)
+    requested = _overlap_hours(begin_s, np.maximum(end_s, begin_s), request_kind, requests, edges)
     return edges[:-1], billed - requested
 
-def _overlap_hours(begin: np.ndarray, stop: np.ndarray, weight: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """sum_i weight_i x |[begin_i, stop_i) n [edges_b, edges_b+1)| in hours, per weight column and bin
-    (columns x bins): the integral up to each edge, G(x) = sum_i w_i (min(x, stop_i) - begin_i)+, by
-    prefix sums over the sorted begins and stops, differenced."""
-    def integral(x: np.ndarray) -> np.ndarray:
-        out = np.zeros((weight.shape[1], x.size))
-        for times, sign in ((begin, 1.0), (stop, -1.0)):
-            order = np.argsort(times, kind="stable")
-            t, w = times[order], weight[order]
-            cw = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w, axis=0)])
-            ctw = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w * t[:, None], axis=0)])
-            m = np.searchsorted(t, x, side="left")  # the intervals that began (or stopped) before x
-            out += sign * (x[None, :] * cw[m].T - ctw[m].T)
-        return out
-
-    return np.diff(integral(edges), axis=1) / 3600.0
+def _overlap_hours(begin: np.ndarray, stop: np.ndarray, kind: np.ndarray, table: np.ndarray,
+                   edges: np.ndarray) -> np.ndarray:
+    """sum_i table[kind_i] x |[begin_i, stop_i) n [edges_b, edges_b+1)| in hours, per table column and bin
+    (columns x bins), in one pass without sorting: the time each kind's intervals (clipped to the edges)
+    spend in each bin, their partial first and last bins added directly and the bins strictly between
+    through a difference array, then weighted by the kind's row (a few kinds: a request kind, a node type)."""
+    lo, hi = edges[0], edges[-1]
+    b = np.clip(begin, lo, hi)
+    e = np.clip(stop, lo, hi)
+    nb = edges.size - 1
+    kinds = table.shape[0]
+    ib = np.clip(np.searchsorted(edges, b, side="right") - 1, 0, nb - 1)
+    ie = np.clip(np.searchsorted(edges, e, side="right") - 1, 0, nb - 1)
+    same = ib == ie
+    first = np.where(same, e - b, edges[ib + 1] - b)  # the first bin (the only one when it ends there)
+    last = np.where(same, 0.0, e - edges[ie])  # the last bin, when it ends in another
+    inside = np.bincount(kind * nb + ib, first, kinds * nb) + np.bincount(kind * nb + ie, last, kinds * nb)
+    on = (~same).astype(np.float64)
+    between = (np.bincount(kind * (nb + 1) + ib + 1, on, kinds * (nb + 1))
+               - np.bincount(kind * (nb + 1) + ie, on, kinds * (nb + 1))).reshape(kinds, nb + 1)
+    seconds = inside.reshape(kinds, nb) + np.cumsum(between, axis=1)[:, :nb] * np.diff(edges)
+    return table.T @ seconds / 3600.0
 
 
 #: rollout-replays from which the compiled kernel pays for its per-process load: interpreted, a rollout
