@@ -44,9 +44,8 @@ from typing import Any, Optional
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds
+from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds, leave, open_node, trace_pick
 from sandbox_fleet.simulate.engine.fast._node_rules import close as _close
-from sandbox_fleet.simulate.engine.fast._node_rules import set_free as _set_free
 from sandbox_fleet.simulate.engine.fast._node_rules import unlist as _unlist
 
 PLACEMENTS = ("pack", "spread")
@@ -263,8 +262,9 @@ def load() -> None:
         from sandbox_fleet.simulate.engine.fast._jit import jitable
 
         for rule in (_node_rules.best_fit, _node_rules.holds, _node_rules.set_free, _node_rules.close,
-                     _node_rules.unlist, _node_rules.billed_until):
+                     _node_rules.unlist, _node_rules.billed_until, _node_rules.open_node, _node_rules.trace_pick):
             jitable(rule)  # compiled where the kernel calls it (the admission kernel calls it too)
+        jitable(_node_rules.leave, inline=True)  # once an end: inlined (a call passing its arrays costs ~45%)
         scope = dict(globals())
         for fn in (_heap_push, _heap_pop, _launch, _kernel):
             scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
@@ -453,27 +453,12 @@ def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_i
         return _FAIL_ROOM
     if s == top:
         ctr[_TOP] = top + 1
-    pool[s] = k
-    pos[s] = plen[k]
-    plist[k, plen[k]] = s
-    plen[k] += 1
-    node_id[s] = nid
+    open_node(k, s, nid, t, ready_s, perm, cap, thr, pool, pos, plist, plen, node_id, used, count, last_out, launch,
+              ready, release, permanent, opos, head, olist, ofree, olen, pmax)  # (``_node_rules``: the kernel's too)
     id_pool[nid] = k
     id_span[nid, 0] = t
     ctr[_NEXT_ID] = nid + 1
-    used[s, 0] = 0.0
-    used[s, 1] = 0.0
-    used[s, 2] = 0.0
-    count[s] = 0
-    last_out[s] = -np.inf
-    launch[s] = t
-    ready[s] = ready_s
-    release[s] = np.inf
-    permanent[s] = perm
-    opos[s] = -1
-    _set_free(k, s, cap[k, 0], thr, olist, ofree, olen, opos, pmax)
     if track:
-        head[s] = -1
         slot_of_id[nid] = s
         if p_rate[k] > 0:  # Poisson reclaims per node: its first (and only) reclaim, memoryless from launch
             ctr[_CSIZE] = _heap_push(ct, ci, ctr[_CSIZE], t + ex[nid] / p_rate[k], nid)
@@ -624,13 +609,10 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 eptr += 1
             else:
                 break
-            # rollout j leaves its node (written out here, once: a helper numba inlines costs ~2x the loop)
+            # rollout j leaves its node (``_node_rules.leave``: the admission kernel's too)
             running -= 1
             s = slot_of[j]
             k = pool[s]
-            for r in range(3):
-                used[s, r] -= req[j, r]
-            count[s] -= 1
             if track:  # the node's list of sandboxes (a reclaim ends them all)
                 if prv[j] >= 0:
                     nxt[prv[j]] = nxt[j]
@@ -638,45 +620,18 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     head[s] = nxt[j]
                 if nxt[j] >= 0:
                     prv[nxt[j]] = prv[j]
-            if real_end[j] > last_out[s]:
-                last_out[s] = real_end[j]
-            if count[s] == 0:
-                for r in range(3):
-                    used[s, r] = 0.0  # an empty node holds nothing: no float residue
-                if not permanent[s]:
-                    release[s] = last_out[s] + p_down[k]  # an emptied node is due for release
-            f = cap[k, 0] - used[s, 0]  # more cpu free than before: on the open list, or onto it
-            x = opos[s]
-            if x >= 0:
-                ofree[k, x] = f
-            elif f >= thr[k]:
-                x = olen[k]
-                opos[s] = x
-                olist[k, x] = s
-                ofree[k, x] = f
-                olen[k] = x + 1
-            if f > pmax[k]:
-                pmax[k] = f
+            leave(k, s, req[j, 0], req[j, 1], req[j, 2], real_end[j], p_down[k], cap, thr, used, count, last_out, release,
+                  permanent, olist, ofree, olen, opos, pmax)
         if ts == np.inf and running == 0:
             break  # nothing left to start or end: a later reclaim takes nothing
         if tr <= ts and tr < np.inf:  # a reclaim before the next start: it ends every sandbox on its node
             s = -1
             if tk >= 0:  # from the trace: one node of the pool up then, drawn uniformly
                 tp += 1
-                up = 0
-                for x in range(plen[tk]):
-                    if release[plist[tk, x]] >= tr:
-                        up += 1
-                if up == 0:
+                s = trace_pick(tk, trace_u[tp - 1], tr, plist, plen, release)  # (the admission kernel's too)
+                if s < 0:
                     missed += 1
                     continue
-                pick = min(int(trace_u[tp - 1] * up), up - 1)
-                for x in range(plen[tk]):
-                    if release[plist[tk, x]] >= tr:
-                        if pick == 0:
-                            s = plist[tk, x]
-                            break
-                        pick -= 1
             else:
                 s = slot_of_id[ci[0]]
                 ctr[_CSIZE] = _heap_pop(ct, ci, ctr[_CSIZE])

@@ -153,6 +153,9 @@ node_set_free = jitable(_node_rules.set_free)
 node_unlist = jitable(_node_rules.unlist)
 node_best_fit = jitable(_node_rules.best_fit)
 node_holds = jitable(_node_rules.holds)
+node_open = jitable(_node_rules.open_node)  # a launched node's row and lists (the node replay's too)
+node_left = jitable(_node_rules.leave, inline=True)  # a sandbox leaves its node (the node replay's too)
+node_trace_pick = jitable(_node_rules.trace_pick)  # the node a reclaim trace's row takes (the node replay's too)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -1013,23 +1016,9 @@ def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, 
     s = 0
     while n_pool[s] >= 0:
         s += 1  # a free slot exists: at most max_nodes of each pool hold one (gone ones are swept first)
-    n_pool[s] = k
-    n_pos[s] = n_plen[k]
-    n_plist[k, n_plen[k]] = s
-    n_plen[k] += 1
-    n_id[s] = n_ctr[0]
+    node_open(k, s, n_ctr[0], t, ready_s, 1 if perm else 0, n_cap, n_thr, n_pool, n_pos, n_plist, n_plen, n_id, n_used,
+              n_count, n_last, n_launch, n_ready, n_release, n_perm, n_opos, n_head, n_olist, n_ofree, n_olen, n_pmax)
     n_ctr[0] += 1
-    for c in range(3):
-        n_used[s, c] = 0.0
-    n_count[s] = 0
-    n_last[s] = -np.inf
-    n_launch[s] = t
-    n_ready[s] = ready_s
-    n_release[s] = np.inf
-    n_perm[s] = 1 if perm else 0
-    n_opos[s] = -1
-    node_set_free(k, s, n_cap[k, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
-    n_head[s] = -1
     n_ki[k, KI_ALIVE] += 1
     if n_ki[k, KI_ALIVE] > n_ki[k, KI_PEAK]:
         n_ki[k, KI_PEAK] = n_ki[k, KI_ALIVE]
@@ -1169,19 +1158,10 @@ def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olis
         n_head[s] = n_nxt[r]
     if n_nxt[r] >= 0:
         n_prv[n_nxt[r]] = n_prv[r]
-    for c in range(3):
-        n_used[s, c] -= n_req[w, c]
-    n_count[s] -= 1
-    if now > n_last[s]:
-        n_last[s] = now
     if now > n_pf[p, NP_LAST]:
         n_pf[p, NP_LAST] = now
-    if n_count[s] == 0:
-        for c in range(3):
-            n_used[s, c] = 0.0  # an empty node holds nothing: no float residue
-        if not n_perm[s]:
-            n_release[s] = n_last[s] + n_kf[k, KF_DOWN]
-    node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+    node_left(k, s, n_req[w, 0], n_req[w, 1], n_req[w, 2], now, n_kf[k, KF_DOWN], n_cap, n_thr, n_used, n_count, n_last,
+              n_release, n_perm, n_olist, n_ofree, n_olen, n_opos, n_pmax)
 
 
 @njit(cache=True)
@@ -1236,28 +1216,16 @@ def node_trace(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, 
                n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos,
                n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt, n_span, n_tt, n_tk, n_tu,
                n_tmiss):
-    """Reclaim trace row ``j`` is due: one node of its node pool up now (launched, not yet released),
-    drawn uniformly by ``n_tu[j]`` in live-list order (the node replay's rule), is reclaimed as a Poisson
-    reclaim is (``node_reclaim``); none up, the row is counted missed. The next row is pushed. The pool to
-    dispatch (-1: none)."""
+    """Reclaim trace row ``j`` is due: one node of its node pool up now (``_node_rules.trace_pick``, the
+    node replay's rule) is reclaimed as a Poisson reclaim is (``node_reclaim``); none up, the row is
+    counted missed. The next row is pushed. The pool to dispatch (-1: none)."""
     if j + 1 < n_tt.size:
         push(ht, hi, si, n_tt[j + 1], NODE_TRACE, j + 1, 0)
     k = n_tk[j]
-    up = 0
-    for x in range(n_plen[k]):
-        if n_release[n_plist[k, x]] >= now:
-            up += 1
-    if up == 0:
+    s = node_trace_pick(k, n_tu[j], now, n_plist, n_plen, n_release)
+    if s < 0:
         n_tmiss[k] += 1
         return -1
-    pick = min(int(n_tu[j] * up), up - 1)
-    s = -1
-    for x in range(n_plen[k]):
-        if n_release[n_plist[k, x]] >= now:
-            if pick == 0:
-                s = n_plist[k, x]
-                break
-            pick -= 1
     return node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, s, n_id[s], now, n_pk,
                         n_pf, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool,
                         n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr,
