@@ -101,6 +101,14 @@ def test_both_lines_are_priced_as_the_mixed_order_signed(capped):
     assert f"on {r_c} reserved + up to {c.burst_at_cap} burst: mean step" in detail
     assert f"on {r_d} reserved + up to {c.burst_at_demand} burst: mean step" in detail
     assert "lines priced: both lines priced as the order signed, mixed on-demand" in "\n".join(plan_lines(plan))
+    # and in the HTML report's plan table: each line's split (the brute force's R) and its $/h
+    from sandbox_fleet.report.tables import plan_table
+
+    html = plan_table(plan)
+    for label, r, b, usd in (("bought at the cap", r_c, c.burst_at_cap, usd_c),
+                             ("bought at the demand", r_d, c.burst_at_demand, usd_d)):
+        assert label in html
+        assert f"{r + b:,} nodes ({r:,} reserved + up to {b:,} burst), ${usd:,.2f}/h" in html.split(label, 1)[1][:300]
 
 
 

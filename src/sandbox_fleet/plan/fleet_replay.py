@@ -9,7 +9,7 @@ measured rollout is placed on it by the engine's node replay (``simulate.engine.
 measured start with its measured hold and request. Spot pools lose nodes to reclaims: Poisson per
 node at the catalog's rate (``spot_interruptions_per_node_h``), or as a trace says (a CSV file of
 ``time,pool`` rows: seconds from the first measured start or ISO timestamps, and ``reserved`` /
-``burst`` / ``fleet``: ``plan/reclaim_trace.py``); each reclaim ends every sandbox on its node, run
+``burst`` / ``fleet``: ``simulate/engine/reclaim_trace.py``); each reclaim ends every sandbox on its node, run
 again from scratch.
 
 It lives in ``plan/`` because its default configuration is the plan's order; its output is the
@@ -31,8 +31,8 @@ from sandbox_fleet.contract import TelemetryFilter, filter_used
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.plan.catalog import MB_PER_GB, find_type, load_catalog
 from sandbox_fleet.plan.mixed_replay import requests_of
-from sandbox_fleet.plan.reclaim_trace import Trace, check_header, load_trace
 from sandbox_fleet.plan.slots import Reserve, ResourceRequest, usable
+from sandbox_fleet.simulate.engine.reclaim_trace import Trace, check_header, load_trace
 from sandbox_fleet.simulate.model import (
     NodeReplayFigures,
     ReplayCap,

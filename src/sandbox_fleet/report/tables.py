@@ -339,6 +339,23 @@ def _hours_per_group_and_pass(g: Any) -> str | None:
     return f"{number(g.sandbox_hours_per_informative_group, ',.2f')} / {number(g.sandbox_hours_per_pass, ',.2f', none='n/a')}"
 
 
+def _censored_line(line: str) -> Callable[[PlanSummary], str | None]:
+    """A censored plan's line (``cap`` or ``demand``) as the order prices it: its nodes, the mixed split
+    (R reserved + up to B burst, ``plan/censored_order.py``) when the order is mixed, and its $/h."""
+    def text(p: PlanSummary) -> str | None:
+        c = p.target.censored
+        if c is None:
+            return None
+        nodes, usd = getattr(c, f"nodes_at_{line}"), getattr(c, f"usd_per_h_at_{line}")
+        r, b = getattr(c, f"reserved_at_{line}"), getattr(c, f"burst_at_{line}")
+        if nodes is None and usd is None:
+            return None
+        split = f" ({r:,} reserved + up to {b:,} burst)" if r is not None and b is not None else ""
+        cost = f", ${usd:,.2f}/h" if usd is not None else ""
+        return f"{nodes:,} nodes{split}{cost}" if nodes is not None else f"${usd:,.2f}/h"
+    return text
+
+
 def _release(g: Any) -> str | None:
     """The signal block's release: N x G rollouts at once against B x G, with the informative share."""
     if g.release_rollouts is None:
@@ -356,6 +373,8 @@ PLAN_ROWS: tuple[Row[PlanSummary], ...] = (
     ("demand behind the cap", lambda p: _of(p.target.censored, lambda c: c.demand), "int"),
     ("mean step at the cap (s)", lambda p: _of(p.target.censored, lambda c: c.step_s_at_cap), "int"),
     ("mean step at the demand (s)", lambda p: _of(p.target.censored, lambda c: c.step_s_at_demand), "int"),
+    ("bought at the cap", _censored_line("cap"), "text"),
+    ("bought at the demand", _censored_line("demand"), "text"),
     ("node type", lambda p: p.nodes.type, "text"),
     ("nodes", lambda p: p.nodes.count, "int"),
     ("binding resource", lambda p: p.nodes.binding, "text"),

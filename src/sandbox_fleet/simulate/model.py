@@ -286,6 +286,8 @@ class EngineNodePool(Block):
     #: reclaims of its nodes (``reclaim_per_node_h``), and the attempts they ended (run again if retried)
     reclaims: Count = None
     sandboxes_lost: Count = None
+    #: the fleet pool's reclaim trace (``reclaim_trace``): its rows for this node pool that found no node up
+    trace_missed: Count = None
 
 
 class EngineNodes(Block):
@@ -299,6 +301,16 @@ class EngineNodes(Block):
     waited: Count = None
     wait_s_total: Num = None
     basis: Optional[str] = None
+    #: allocatable on live nodes minus requested (stranded), over the nodes' billed time, in all
+    #: (resource-hours) and as a share of the billed cpu; the series: per equal span of the billed time,
+    #: the most nodes up per node pool ("pool/node pool") and the stranded resource-hours (the node replay's)
+    stranded_cpu_h: Num = None
+    stranded_memory_gb_h: Num = None
+    stranded_disk_gb_h: Num = None
+    stranded_cpu_share: Num = None
+    series: Optional["ReplaySeries"] = None
+    #: reclaim trace rows (``[fleet] reclaim_trace``) that found no node of their node pool up
+    reclaim_trace_missed: Count = None
 
 
 class ReplayPool(Block):

@@ -57,6 +57,12 @@ def _node_rows(nodes: EngineNodes) -> list[tuple[str, str]]:
                          f"{_f(p.waited)} / {_f(p.wait_s_total / p.waited if p.wait_s_total is not None else None, 1)}"
                          f" / {_f(p.wait_s_max, 1)}"))
     rows.append(("nodes: $ / $ per h (span)", f"{_f(nodes.usd, 2)} / {_f(nodes.usd_per_h, 2)}"))
+    if nodes.stranded_cpu_h is not None:
+        rows.append(("nodes: stranded cpu-h / memory / disk GB-h (cpu share)",
+                     f"{_f(nodes.stranded_cpu_h, 1)} / {_f(nodes.stranded_memory_gb_h, 1)} / "
+                     f"{_f(nodes.stranded_disk_gb_h, 1)} ({_pct(nodes.stranded_cpu_share)})"))
+    if nodes.reclaim_trace_missed is not None:
+        rows.append(("nodes: reclaim trace rows that found no node up", _f(nodes.reclaim_trace_missed)))
     return rows
 
 

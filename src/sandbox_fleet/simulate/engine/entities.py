@@ -155,6 +155,10 @@ class Fleet(BaseModel):
     #: the pool made of nodes (``FleetNodePool``, in priority order): each workload's ``request`` placed on
     #: them inside the engine (the admission kernel); ``None``: slots only (``cap``)
     node_pools: list[FleetNodePool] | None = None
+    #: a pool made of nodes: a reclaim trace (``simulate/engine/reclaim_trace.py``: a CSV ``time,pool``, seconds from
+    #: the run's start and a node pool's name), each row taking one node of that node pool up then (drawn
+    #: uniformly) and ending every attempt on it as the Poisson reclaims do; a scenario's path is relative to it
+    reclaim_trace: str | None = None
 
     #: whether a missing cap is an error (a scenario file must say ``unbounded = true``)
     cap_required: ClassVar[bool] = False
@@ -178,6 +182,8 @@ class Fleet(BaseModel):
         if self.preempt_rate_per_node_s > 0 and self.cap is None:
             _refuse("preempt_rate_per_node_s", self.preempt_rate_per_node_s,
                     "preemption needs a finite cap (nodes are cap / slots_per_node)")
+        if self.reclaim_trace is not None and not self.node_pools:
+            _refuse("reclaim_trace", self.reclaim_trace, "a reclaim trace needs a pool made of nodes (node_pools)")
         if self.preempt and self.admission != "priority":
             _refuse("preempt", self.preempt,
                     f"preempt = true needs admission = \"priority\" (this pool admits by {self.admission!r})")

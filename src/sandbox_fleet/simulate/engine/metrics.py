@@ -224,10 +224,12 @@ def node_figures(res) -> dict | None:
     """The ``node_pools`` block: each node pool's bill, peak and provisioning waits (``node_fleet.figures``)."""
     if res.nodes is None:
         return None
-    rows = [{k: v for k, v in row.items() if k != "span_s"} for row in res.nodes]
+    rows = [{k: v for k, v in row.items() if k not in ("span_s", "node_launch_s", "node_release_s")} for row in res.nodes]
     span_s = max(row["span_s"] for row in res.nodes)
     usd = sum(row["usd"] for row in rows)
-    return {"pools": rows, "node_hours": sum(row["node_hours"] for row in rows), "usd": usd,
+    traced = [row["trace_missed"] for row in rows if row["trace_missed"] is not None]
+    return {"pools": rows, "node_hours": sum(row["node_hours"] for row in rows), "usd": usd, **_stranded(res),
+            "reclaim_trace_missed": sum(traced) if traced else None,
             "usd_per_h": usd / (span_s / 3600.0) if span_s > 0 else None,
             "waited": sum(row["waited"] for row in rows), "wait_s_total": sum(row["wait_s_total"] for row in rows),
             "basis": ("placed inside the engine (the admission kernel): each attempt on a node by the placement "
@@ -235,6 +237,46 @@ def node_figures(res) -> dict | None:
                       "request that fits no node launches one and starts when it joins (provision_s), at max_nodes "
                       "it waits for room; billed launch to release (scale_down_s after the last attempt left), "
                       "min_nodes from the first start to the last end")}
+
+
+#: equal spans of the billed time in the stranded series (the node replay's ``SERIES_BINS``)
+NODE_SERIES_BINS = 200
+MB_PER_GB = 1024  # requests and allocatable are MiB (``plan.catalog``'s)
+
+
+def _stranded(res) -> dict:
+    """Allocatable on live nodes minus requested (stranded) cpu / memory / disk over the nodes' billed time,
+    in all and per equal span, with the nodes up per node pool: the node replay's computation
+    (``nodes.stranded_over_time`` / ``nodes_over_time``) over the engine's node spans and attempt intervals
+    (each attempt's request from its start to its end, a reclaimed one to its reclaim)."""
+    from sandbox_fleet.simulate.engine.nodes import nodes_over_time, stranded_over_time
+
+    specs = [n for fl in res.fleets for n in fl.node_pools or []]
+    k_of = np.concatenate([np.full(len(row["node_launch_s"]), k) for k, row in enumerate(res.nodes)]).astype(np.int64)
+    launch = np.concatenate([np.asarray(row["node_launch_s"], float) for row in res.nodes])
+    release = np.concatenate([np.asarray(row["node_release_s"], float) for row in res.nodes])
+    if launch.size == 0:
+        return {}
+    cap = np.array([[n.cpu, n.memory_mb, n.disk_mb] for n in specs])
+    req = np.array([wl.request if wl.request is not None else (0.0,) * 3 for wl in res.workloads], float)
+    on_nodes = np.array([wl.request is not None for wl in res.workloads])
+    ran = on_nodes[res.workload] & ~np.isnan(res.start_s)
+    begin, end = res.start_s[ran], res.finish_s[ran]
+    edges, stranded = stranded_over_time(launch, release, k_of, cap, begin, end, res.workload[ran], req,
+                                         NODE_SERIES_BINS)
+    _, up = nodes_over_time(k_of, launch, release, len(specs), NODE_SERIES_BINS)
+    billed_h = float(np.sum((release - launch) * cap[k_of, 0])) / 3600.0
+    total = stranded.sum(axis=1)
+    width = float(edges[1] - edges[0]) if edges.size > 1 else 0.0
+    names = [f"{fl.name}/{n.name}" for fl in res.fleets for n in fl.node_pools or []]
+    return {"stranded_cpu_h": float(total[0]), "stranded_memory_gb_h": float(total[1]) / MB_PER_GB,
+            "stranded_disk_gb_h": float(total[2]) / MB_PER_GB,
+            "stranded_cpu_share": float(total[0]) / billed_h if billed_h > 0 else None,
+            "series": {"t_h": [(float(t) - float(edges[0])) / 3600.0 for t in edges], "span_h": width / 3600.0,
+                       "nodes_by_pool": {name: [int(v) for v in up[k]] for k, name in enumerate(names)},
+                       "stranded_cpu_h": [float(v) for v in stranded[0]],
+                       "stranded_memory_gb_h": [float(v) / MB_PER_GB for v in stranded[1]],
+                       "stranded_disk_gb_h": [float(v) / MB_PER_GB for v in stranded[2]]}}
 
 
 def substrate_figures(res, started: np.ndarray) -> dict | None:

@@ -85,7 +85,38 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
         "n_pos": np.zeros(slots, i64), "n_opos": np.full(slots, -1, i64), "n_perm": np.zeros(slots, i64),
         "n_launch": np.zeros(slots), "n_ready": np.zeros(slots), "n_release": np.full(slots, np.inf),
         "n_last": np.full(slots, -np.inf), "n_ctr": np.zeros(1, i64), "n_head": np.full(slots, -1, i64),
-        "n_nxt": np.full(n_rollouts, -1, i64), "n_prv": np.full(n_rollouts, -1, i64)}
+        "n_nxt": np.full(n_rollouts, -1, i64), "n_prv": np.full(n_rollouts, -1, i64),
+        "n_span": np.zeros((max(64, 2 * (slots + 1)), 3))}
+
+
+def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndarray]:
+    """The kernel's reclaim trace fields: every fleet pool's trace (``Fleet.reclaim_trace``, read by the one
+    reader, ``reclaim_trace.load_trace``, seconds from the run's start) merged in time order (ties:
+    pool order, then file order), each row's node pool, and the uniform draw of the node it takes (a stream
+    of its own a fleet pool, ``prepare.NODE_TRACE``, so no other draw moves); rows before the run's start
+    find no node up (counted missed)."""
+    from sandbox_fleet.simulate.engine.prepare import NODE_TRACE, stream
+    from sandbox_fleet.simulate.engine.reclaim_trace import load_trace
+
+    nk = max(sum(len(pl.node_pools or []) for pl in pools), 1)
+    miss = np.zeros(nk, np.int64)
+    t_all, k_all, u_all = [np.zeros(0)], [np.zeros(0, np.int64)], [np.zeros(0)]
+    k0 = 0
+    for p, pl in enumerate(pools):
+        if pl.reclaim_trace is not None and pl.node_pools:
+            tr = load_trace(pl.reclaim_trace, None, [n.name for n in pl.node_pools])
+            order = np.argsort(tr.time_s, kind="stable")
+            t, k = tr.time_s[order], tr.pool[order] + k0
+            u = stream(seed, NODE_TRACE, p).random(t.size)
+            early = t < 0
+            np.add.at(miss, k[early], 1)
+            t_all.append(t[~early])
+            k_all.append(k[~early])
+            u_all.append(u[~early])
+        k0 += len(pl.node_pools or [])
+    t, k, u = np.concatenate(t_all), np.concatenate(k_all), np.concatenate(u_all)
+    order = np.argsort(t, kind="stable")
+    return {"n_tt": t[order], "n_tk": k[order].astype(np.int64), "n_tu": u[order], "n_tmiss": miss}
 
 
 def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:
@@ -95,25 +126,29 @@ def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:
     for p, pl in enumerate(pools):
         cpus = [wl.request[0] for wl in workloads if wl.pool == p and wl.request is not None]
         for n in pl.node_pools or []:
-            if n.reclaim_per_node_h > 0 and cpus:
+            if (n.reclaim_per_node_h > 0 or pl.reclaim_trace is not None) and cpus:
                 most = max(most, int(n.cpu // min(cpus)) + 1)
     return most
 
 
 def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | None:
     """Per node pool, after the run: node-hours and $ (the nodes still up billed to their release, a base
-    node to its pool's last end), peak nodes, launches, attempts placed, and the waits for a joining node."""
+    node to its pool's last end), peak nodes, launches, attempts placed, the waits for a joining node, the
+    reclaim trace's rows that found no node up, and each node's billed span."""
     if not any(pl.node_pools for pl in pools):
         return None
     from sandbox_fleet.simulate.engine.fast._node_rules import billed_until
 
     node_s = S.n_kf[:, K.KF_NODE_S].copy()
+    span = S.n_span[: int(S.n_ctr[0])].copy()  # by node id: launch, release, node pool (the released ones)
     for s in range(S.n_pool.size):
         k = int(S.n_pool[s])
         if k < 0:
             continue
         p = next(p for p in range(len(pools)) if S.n_pk[p, K.NK_0] <= k < S.n_pk[p, K.NK_0] + S.n_pk[p, K.NK_N])
-        node_s[k] += billed_until(bool(S.n_perm[s]), float(S.n_release[s]), float(S.n_pf[p, K.NP_LAST])) - S.n_launch[s]
+        until = billed_until(bool(S.n_perm[s]), float(S.n_release[s]), float(S.n_pf[p, K.NP_LAST]))
+        node_s[k] += until - S.n_launch[s]
+        span[S.n_id[s]] = (S.n_launch[s], until, k)  # still up at the end: billed to there
     out = []
     for p, pl in enumerate(pools):
         for j, n in enumerate(pl.node_pools or []):
@@ -126,5 +161,8 @@ def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | No
                 "attempts": int(S.n_ki[k, K.KI_PLACED]), "waited": int(S.n_ki[k, K.KI_WAITED]),
                 "reclaims": int(S.n_ki[k, K.KI_RECLAIMS]), "sandboxes_lost": int(S.n_ki[k, K.KI_LOST]),
                 "wait_s_total": float(S.n_kf[k, K.KF_WAIT_S]), "wait_s_max": float(S.n_kf[k, K.KF_WAIT_MAX]),
-                "span_s": (t1 - t0) if np.isfinite(t0) and np.isfinite(t1) else 0.0})
+                "span_s": (t1 - t0) if np.isfinite(t0) and np.isfinite(t1) else 0.0,
+                "trace_missed": int(S.n_tmiss[k]) if pl.reclaim_trace is not None else None,
+                # its nodes' billed spans (launch order), for the stranded series (``metrics.node_figures``)
+                "node_launch_s": span[span[:, 2] == k, 0].tolist(), "node_release_s": span[span[:, 2] == k, 1].tolist()})
     return out

@@ -44,9 +44,8 @@ from typing import Any, Optional
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds
+from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds, leave, open_node, trace_pick
 from sandbox_fleet.simulate.engine.fast._node_rules import close as _close
-from sandbox_fleet.simulate.engine.fast._node_rules import set_free as _set_free
 from sandbox_fleet.simulate.engine.fast._node_rules import unlist as _unlist
 
 PLACEMENTS = ("pack", "spread")
@@ -143,46 +142,20 @@ class NodeReplay:
     pool_capacity: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3)))
 
     def nodes_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
-        """The most nodes up at once in each of ``bins`` equal spans of the billed time, per pool:
-        (bin starts in seconds, an array pools x bins). A node is up over [launch, release)."""
-        t0 = float(self.node_launch_s.min())
-        t1 = float(self.node_release_s.max())
-        width = (t1 - t0) / bins if t1 > t0 else 1.0
-        edges = t0 + width * np.arange(bins)
-        out = np.zeros((len(self.pools), bins), np.int64)
-        for k in range(len(self.pools)):
-            mine = self.node_pool == k
-            m = int(mine.sum())
-            if m == 0:
-                continue
-            times = np.concatenate([self.node_launch_s[mine], self.node_release_s[mine]])
-            step = np.concatenate([np.ones(m, np.int64), -np.ones(m, np.int64)])
-            order = np.lexsort((step, times))  # a release before a launch at one instant: up over [launch, release)
-            times, up = times[order], np.cumsum(step[order])
-            where = np.minimum(((times - t0) // width).astype(np.int64), bins - 1)
-            np.maximum.at(out[k], where, up)
-            before = np.searchsorted(times, edges, side="right") - 1  # the count carried into each bin
-            out[k] = np.maximum(out[k], np.where(before >= 0, up[np.maximum(before, 0)], 0))
-        return edges, out
+        """The most nodes up at once in each of ``bins`` equal spans of the billed time, per pool
+        (``nodes_over_time``)."""
+        return nodes_over_time(self.node_pool, self.node_launch_s, self.node_release_s, len(self.pools), bins)
 
     def stranded_over_time(self, bins: int) -> tuple[np.ndarray, np.ndarray]:
-        """Allocatable billed but not requested, per resource, in each of ``bins`` equal spans of the
-        billed time: (bin starts in seconds, an array 3 x bins of cpu core-h, memory MB-h and disk MB-h).
-        Billed: every node's capacity over [launch, release); requested: every attempt's request over
-        [begin, end) (the ended attempts included: their node was billed while they ran)."""
-        t0 = float(self.node_launch_s.min())
-        t1 = float(self.node_release_s.max())
-        width = (t1 - t0) / bins if t1 > t0 else 1.0
-        edges = t0 + width * np.arange(bins + 1)
-        edges[-1] = max(t1, edges[-1])
-        cap = self.pool_capacity[self.node_pool]  # nodes x 3
-        billed = _overlap_hours(self.node_launch_s, self.node_release_s, cap, edges)
+        """Allocatable billed but not requested per span (``stranded_over_time``), every attempt's request
+        over [begin, end) (the ended attempts included: their node was billed while they ran)."""
         done = self.node_of >= 0
         begin = np.concatenate([self.end_s[done] - self.hold_s[done], self.lost_begin_s])
         stop = np.concatenate([self.end_s[done], self.lost_end_s])
         weight = np.concatenate([self.requests[done], self.requests[self.lost_rollout]])
-        requested = _overlap_hours(begin, np.maximum(stop, begin), weight, edges)
-        return edges[:-1], billed - requested
+        table, kind = np.unique(weight, axis=0, return_inverse=True)  # the request kinds
+        return stranded_over_time(self.node_launch_s, self.node_release_s, self.node_pool, self.pool_capacity,
+                                  begin, stop, kind.reshape(-1), table, bins)
 
     @property
     def reclaims(self) -> int:
@@ -198,22 +171,71 @@ class NodeReplay:
         return self.usd / (self.span_s / 3600.0) if self.span_s > 0 else None
 
 
-def _overlap_hours(begin: np.ndarray, stop: np.ndarray, weight: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """sum_i weight_i x |[begin_i, stop_i) n [edges_b, edges_b+1)| in hours, per weight column and bin
-    (columns x bins): the integral up to each edge, G(x) = sum_i w_i (min(x, stop_i) - begin_i)+, by
-    prefix sums over the sorted begins and stops, differenced."""
-    def integral(x: np.ndarray) -> np.ndarray:
-        out = np.zeros((weight.shape[1], x.size))
-        for times, sign in ((begin, 1.0), (stop, -1.0)):
-            order = np.argsort(times, kind="stable")
-            t, w = times[order], weight[order]
-            cw = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w, axis=0)])
-            ctw = np.vstack([np.zeros((1, w.shape[1])), np.cumsum(w * t[:, None], axis=0)])
-            m = np.searchsorted(t, x, side="left")  # the intervals that began (or stopped) before x
-            out += sign * (x[None, :] * cw[m].T - ctw[m].T)
-        return out
+def nodes_over_time(node_pool: np.ndarray, launch_s: np.ndarray, release_s: np.ndarray, pools: int,
+                    bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The most nodes up at once in each of ``bins`` equal spans of the billed time (first launch to last
+    release), per pool: (bin starts in seconds, an array pools x bins). A node is up over [launch, release).
+    Called on the node replay's nodes and on the engine's (``metrics.node_figures``)."""
+    t0 = float(launch_s.min())
+    t1 = float(release_s.max())
+    width = (t1 - t0) / bins if t1 > t0 else 1.0
+    edges = t0 + width * np.arange(bins)
+    out = np.zeros((pools, bins), np.int64)
+    for k in range(pools):
+        mine = node_pool == k
+        m = int(mine.sum())
+        if m == 0:
+            continue
+        times = np.concatenate([launch_s[mine], release_s[mine]])
+        step = np.concatenate([np.ones(m, np.int64), -np.ones(m, np.int64)])
+        order = np.lexsort((step, times))  # a release before a launch at one instant: up over [launch, release)
+        times, up = times[order], np.cumsum(step[order])
+        where = np.minimum(((times - t0) // width).astype(np.int64), bins - 1)
+        np.maximum.at(out[k], where, up)
+        before = np.searchsorted(times, edges, side="right") - 1  # the count carried into each bin
+        out[k] = np.maximum(out[k], np.where(before >= 0, up[np.maximum(before, 0)], 0))
+    return edges, out
 
-    return np.diff(integral(edges), axis=1) / 3600.0
+
+def stranded_over_time(launch_s: np.ndarray, release_s: np.ndarray, node_kind: np.ndarray, capacity: np.ndarray,
+                       begin_s: np.ndarray, end_s: np.ndarray, request_kind: np.ndarray, requests: np.ndarray,
+                       bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Allocatable billed but not requested, per resource, in each of ``bins`` equal spans of the billed
+    time (first launch to last release): (bin starts in seconds, an array 3 x bins of cpu core-h, memory
+    MB-h and disk MB-h). Billed: each node's ``capacity[node_kind]`` row (kinds x 3) over [launch, release);
+    requested: each attempt's ``requests[request_kind]`` row over [begin, end). Called on the node
+    replay's intervals and on the engine's (``metrics.node_figures``): the one computation."""
+    t0 = float(launch_s.min())
+    t1 = float(release_s.max())
+    width = (t1 - t0) / bins if t1 > t0 else 1.0
+    edges = t0 + width * np.arange(bins + 1)
+    edges[-1] = max(t1, edges[-1])
+    billed = _overlap_hours(launch_s, release_s, node_kind, capacity, edges)
+    requested = _overlap_hours(begin_s, np.maximum(end_s, begin_s), request_kind, requests, edges)
+    return edges[:-1], billed - requested
+
+def _overlap_hours(begin: np.ndarray, stop: np.ndarray, kind: np.ndarray, table: np.ndarray,
+                   edges: np.ndarray) -> np.ndarray:
+    """sum_i table[kind_i] x |[begin_i, stop_i) n [edges_b, edges_b+1)| in hours, per table column and bin
+    (columns x bins), in one pass without sorting: the time each kind's intervals (clipped to the edges)
+    spend in each bin, their partial first and last bins added directly and the bins strictly between
+    through a difference array, then weighted by the kind's row (a few kinds: a request kind, a node type)."""
+    lo, hi = edges[0], edges[-1]
+    b = np.clip(begin, lo, hi)
+    e = np.clip(stop, lo, hi)
+    nb = edges.size - 1
+    kinds = table.shape[0]
+    ib = np.clip(np.searchsorted(edges, b, side="right") - 1, 0, nb - 1)
+    ie = np.clip(np.searchsorted(edges, e, side="right") - 1, 0, nb - 1)
+    same = ib == ie
+    first = np.where(same, e - b, edges[ib + 1] - b)  # the first bin (the only one when it ends there)
+    last = np.where(same, 0.0, e - edges[ie])  # the last bin, when it ends in another
+    inside = np.bincount(kind * nb + ib, first, kinds * nb) + np.bincount(kind * nb + ie, last, kinds * nb)
+    on = (~same).astype(np.float64)
+    between = (np.bincount(kind * (nb + 1) + ib + 1, on, kinds * (nb + 1))
+               - np.bincount(kind * (nb + 1) + ie, on, kinds * (nb + 1))).reshape(kinds, nb + 1)
+    seconds = inside.reshape(kinds, nb) + np.cumsum(between, axis=1)[:, :nb] * np.diff(edges)
+    return table.T @ seconds / 3600.0
 
 
 #: rollout-replays from which the compiled kernel pays for its per-process load: interpreted, a rollout
@@ -240,8 +262,9 @@ def load() -> None:
         from sandbox_fleet.simulate.engine.fast._jit import jitable
 
         for rule in (_node_rules.best_fit, _node_rules.holds, _node_rules.set_free, _node_rules.close,
-                     _node_rules.unlist, _node_rules.billed_until):
+                     _node_rules.unlist, _node_rules.billed_until, _node_rules.open_node, _node_rules.trace_pick):
             jitable(rule)  # compiled where the kernel calls it (the admission kernel calls it too)
+        jitable(_node_rules.leave, inline=True)  # once an end: inlined (a call passing its arrays costs ~45%)
         scope = dict(globals())
         for fn in (_heap_push, _heap_pop, _launch, _kernel):
             scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
@@ -430,27 +453,12 @@ def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_i
         return _FAIL_ROOM
     if s == top:
         ctr[_TOP] = top + 1
-    pool[s] = k
-    pos[s] = plen[k]
-    plist[k, plen[k]] = s
-    plen[k] += 1
-    node_id[s] = nid
+    open_node(k, s, nid, t, ready_s, perm, cap, thr, pool, pos, plist, plen, node_id, used, count, last_out, launch,
+              ready, release, permanent, opos, head, olist, ofree, olen, pmax)  # (``_node_rules``: the kernel's too)
     id_pool[nid] = k
     id_span[nid, 0] = t
     ctr[_NEXT_ID] = nid + 1
-    used[s, 0] = 0.0
-    used[s, 1] = 0.0
-    used[s, 2] = 0.0
-    count[s] = 0
-    last_out[s] = -np.inf
-    launch[s] = t
-    ready[s] = ready_s
-    release[s] = np.inf
-    permanent[s] = perm
-    opos[s] = -1
-    _set_free(k, s, cap[k, 0], thr, olist, ofree, olen, opos, pmax)
     if track:
-        head[s] = -1
         slot_of_id[nid] = s
         if p_rate[k] > 0:  # Poisson reclaims per node: its first (and only) reclaim, memoryless from launch
             ctr[_CSIZE] = _heap_push(ct, ci, ctr[_CSIZE], t + ex[nid] / p_rate[k], nid)
@@ -601,13 +609,10 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                 eptr += 1
             else:
                 break
-            # rollout j leaves its node (written out here, once: a helper numba inlines costs ~2x the loop)
+            # rollout j leaves its node (``_node_rules.leave``: the admission kernel's too)
             running -= 1
             s = slot_of[j]
             k = pool[s]
-            for r in range(3):
-                used[s, r] -= req[j, r]
-            count[s] -= 1
             if track:  # the node's list of sandboxes (a reclaim ends them all)
                 if prv[j] >= 0:
                     nxt[prv[j]] = nxt[j]
@@ -615,45 +620,18 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
                     head[s] = nxt[j]
                 if nxt[j] >= 0:
                     prv[nxt[j]] = prv[j]
-            if real_end[j] > last_out[s]:
-                last_out[s] = real_end[j]
-            if count[s] == 0:
-                for r in range(3):
-                    used[s, r] = 0.0  # an empty node holds nothing: no float residue
-                if not permanent[s]:
-                    release[s] = last_out[s] + p_down[k]  # an emptied node is due for release
-            f = cap[k, 0] - used[s, 0]  # more cpu free than before: on the open list, or onto it
-            x = opos[s]
-            if x >= 0:
-                ofree[k, x] = f
-            elif f >= thr[k]:
-                x = olen[k]
-                opos[s] = x
-                olist[k, x] = s
-                ofree[k, x] = f
-                olen[k] = x + 1
-            if f > pmax[k]:
-                pmax[k] = f
+            leave(k, s, req[j, 0], req[j, 1], req[j, 2], real_end[j], p_down[k], cap, thr, used, count, last_out, release,
+                  permanent, olist, ofree, olen, opos, pmax)
         if ts == np.inf and running == 0:
             break  # nothing left to start or end: a later reclaim takes nothing
         if tr <= ts and tr < np.inf:  # a reclaim before the next start: it ends every sandbox on its node
             s = -1
             if tk >= 0:  # from the trace: one node of the pool up then, drawn uniformly
                 tp += 1
-                up = 0
-                for x in range(plen[tk]):
-                    if release[plist[tk, x]] >= tr:
-                        up += 1
-                if up == 0:
+                s = trace_pick(tk, trace_u[tp - 1], tr, plist, plen, release)  # (the admission kernel's too)
+                if s < 0:
                     missed += 1
                     continue
-                pick = min(int(trace_u[tp - 1] * up), up - 1)
-                for x in range(plen[tk]):
-                    if release[plist[tk, x]] >= tr:
-                        if pick == 0:
-                            s = plist[tk, x]
-                            break
-                        pick -= 1
             else:
                 s = slot_of_id[ci[0]]
                 ctr[_CSIZE] = _heap_pop(ct, ci, ctr[_CSIZE])

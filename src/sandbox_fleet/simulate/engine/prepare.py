@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 # Random-stream tags: one independent stream per subsystem (and per workload / pool).
 ARRIVALS, ATTEMPTS, RETRIES, PREEMPTIONS, IMAGES, GROUPS = 1, 2, 3, 4, 5, 6
+NODE_TRACE = 37  # the node a reclaim trace's row takes (``node_fleet.trace_fields``), a stream a fleet pool
 
 
 def stream(seed: int, subsystem: int, index: int) -> np.random.Generator:

@@ -213,7 +213,10 @@ class _Ctx:
     def fleet(self, f: FleetSpec, i: int) -> Fleet:
         """The validated table is the engine's fleet (``FleetSpec`` is a ``Fleet``); only a pool the
         file leaves unnamed gets its index as a name (``model_copy``: no second validation)."""
-        return f if "name" in f.model_fields_set else f.model_copy(update={"name": f"pool{i}"})
+        update: dict[str, str] = {} if "name" in f.model_fields_set else {"name": f"pool{i}"}
+        if f.reclaim_trace is not None and not Path(f.reclaim_trace).is_absolute():
+            update["reclaim_trace"] = str(self.base / f.reclaim_trace)  # relative to the scenario file
+        return f.model_copy(update=update) if update else f
 
     def rollouts(self, paths: list[str] | str, key: str):
         from sandbox_fleet.telemetry import filter_rollouts, load_telemetry

@@ -131,6 +131,11 @@ KF_PROV, KF_DOWN, KF_NODE_S, KF_WAIT_S, KF_WAIT_MAX, KF_RATE = range(6)
 N_KF = 6  # KF_RATE: reclaims per node-second (Poisson per node)
 NP_T0, NP_LAST = range(2)
 N_NP = 2
+# A reclaim trace's row (``Fleet.reclaim_trace``: ``n_tt`` time, ``n_tk`` node pool, ``n_tu`` the uniform
+# draw of the node it takes): payload its index. A node's billed span (``n_span``, by node id: launch,
+# release, node pool) is written when it is released (swept or reclaimed); ``node_fleet`` closes the rest.
+NODE_TRACE = 37
+SPAN_LAUNCH, SPAN_RELEASE, SPAN_POOL = range(3)
 
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
@@ -148,6 +153,9 @@ node_set_free = jitable(_node_rules.set_free)
 node_unlist = jitable(_node_rules.unlist)
 node_best_fit = jitable(_node_rules.best_fit)
 node_holds = jitable(_node_rules.holds)
+node_open = jitable(_node_rules.open_node)  # a launched node's row and lists (the node replay's too)
+node_left = jitable(_node_rules.leave, inline=True)  # a sandbox leaves its node (the node replay's too)
+node_trace_pick = jitable(_node_rules.trace_pick)  # the node a reclaim trace's row takes (the node replay's too)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -247,6 +255,11 @@ class State(NamedTuple):
     n_head: I64  # per node slot: its first attempt's rollout (-1: none), a list a reclaim walks
     n_nxt: I64  # per rollout: the next rollout on its node (-1: none)
     n_prv: I64  # ... the previous
+    n_tt: F64  # per reclaim trace row (time order): its time
+    n_tk: I64  # ... its node pool
+    n_tu: F64  # ... the uniform draw of the node it takes (of those up then, in live-list order)
+    n_tmiss: I64  # per node pool: trace rows that found no node of it up
+    n_span: F64  # per node id (2-d, ``SPAN_*``): its billed span, written at its release (grown, ``ST_GROW``)
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -1003,23 +1016,9 @@ def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, 
     s = 0
     while n_pool[s] >= 0:
         s += 1  # a free slot exists: at most max_nodes of each pool hold one (gone ones are swept first)
-    n_pool[s] = k
-    n_pos[s] = n_plen[k]
-    n_plist[k, n_plen[k]] = s
-    n_plen[k] += 1
-    n_id[s] = n_ctr[0]
+    node_open(k, s, n_ctr[0], t, ready_s, 1 if perm else 0, n_cap, n_thr, n_pool, n_pos, n_plist, n_plen, n_id, n_used,
+              n_count, n_last, n_launch, n_ready, n_release, n_perm, n_opos, n_head, n_olist, n_ofree, n_olen, n_pmax)
     n_ctr[0] += 1
-    for c in range(3):
-        n_used[s, c] = 0.0
-    n_count[s] = 0
-    n_last[s] = -np.inf
-    n_launch[s] = t
-    n_ready[s] = ready_s
-    n_release[s] = np.inf
-    n_perm[s] = 1 if perm else 0
-    n_opos[s] = -1
-    node_set_free(k, s, n_cap[k, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
-    n_head[s] = -1
     n_ki[k, KI_ALIVE] += 1
     if n_ki[k, KI_ALIVE] > n_ki[k, KI_PEAK]:
         n_ki[k, KI_PEAK] = n_ki[k, KI_ALIVE]
@@ -1032,9 +1031,17 @@ def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, 
     return s
 
 
+@njit(cache=True, inline="always")
+def node_span(n_span, nid, launch, release, k):
+    """Node ``nid`` of node pool ``k`` was billed from ``launch`` to ``release`` (the stranded series)."""
+    n_span[nid, SPAN_LAUNCH] = launch
+    n_span[nid, SPAN_RELEASE] = release
+    n_span[nid, SPAN_POOL] = k
+
+
 @njit(cache=True)
 def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos, n_launch,
-               n_release):
+               n_release, n_id, n_span):
     """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (billed launch to release), so that
     the live counts are exact before a launch."""
     for k in range(k0, k1):
@@ -1043,6 +1050,7 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
             s = n_plist[k, x]
             if n_release[s] < t:
                 n_kf[k, KF_NODE_S] += n_release[s] - n_launch[s]
+                node_span(n_span, n_id[s], n_launch[s], n_release[s], k)
                 n_release[s] = np.inf
                 n_ki[k, KI_ALIVE] -= 1
                 node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
@@ -1054,7 +1062,7 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
 def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
                   n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen,
                   n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr,
-                  n_head, n_nxt, n_prv):
+                  n_head, n_nxt, n_prv, n_span):
     """Start pool ``p``'s waiting rollouts in queue order, each on a node (``_node_rules.best_fit``), a
     node launched for one that fits none (it starts when the node joins), until one finds no room."""
     k0 = n_pk[p, NK_0]
@@ -1076,7 +1084,7 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
                           n_spread, n_id, n_pmax)
         if s < 0:
             node_sweep(k0, k1, now, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos,
-                       n_launch, n_release)
+                       n_launch, n_release, n_id, n_span)
             for k in range(k0, k1):  # launch in the first pool with room whose node holds the request
                 if n_ki[k, KI_ALIVE] >= n_ki[k, KI_MAX] or not node_holds(k, c, m, d, n_lim):
                     continue
@@ -1150,25 +1158,16 @@ def node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olis
         n_head[s] = n_nxt[r]
     if n_nxt[r] >= 0:
         n_prv[n_nxt[r]] = n_prv[r]
-    for c in range(3):
-        n_used[s, c] -= n_req[w, c]
-    n_count[s] -= 1
-    if now > n_last[s]:
-        n_last[s] = now
     if now > n_pf[p, NP_LAST]:
         n_pf[p, NP_LAST] = now
-    if n_count[s] == 0:
-        for c in range(3):
-            n_used[s, c] = 0.0  # an empty node holds nothing: no float residue
-        if not n_perm[s]:
-            n_release[s] = n_last[s] + n_kf[k, KF_DOWN]
-    node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
+    node_left(k, s, n_req[w, 0], n_req[w, 1], n_req[w, 2], now, n_kf[k, KF_DOWN], n_cap, n_thr, n_used, n_count, n_last,
+              n_release, n_perm, n_olist, n_ofree, n_olen, n_opos, n_pmax)
 
 
 @njit(cache=True)
 def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, s, nid, now, n_pk, n_pf, n_ki, n_kf,
                  n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos,
-                 n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt):
+                 n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt, n_span):
     """Node ``nid`` (in slot ``s``) is reclaimed now, if it is still up: every attempt on it ends as a
     preempted exception (retried as the retry policy says, ``end_attempt``), one still waiting for the
     node to join goes back to the queue (it ran nothing); the node is gone, billed launch to now, and a
@@ -1200,6 +1199,7 @@ def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf
     n_head[s] = -1
     n_count[s] = 0
     n_kf[k, KF_NODE_S] += now - n_launch[s]
+    node_span(n_span, nid, n_launch[s], now, k)
     n_release[s] = np.inf
     n_ki[k, KI_ALIVE] -= 1
     node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
@@ -1209,6 +1209,27 @@ def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf
                     n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
                     n_last, n_ctr, n_head, ht, hi, si)
     return p
+
+
+@njit(cache=True)
+def node_trace(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, j, now, n_pk, n_pf, n_ki, n_kf,
+               n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos,
+               n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt, n_span, n_tt, n_tk, n_tu,
+               n_tmiss):
+    """Reclaim trace row ``j`` is due: one node of its node pool up now (``_node_rules.trace_pick``, the
+    node replay's rule) is reclaimed as a Poisson reclaim is (``node_reclaim``); none up, the row is
+    counted missed. The next row is pushed. The pool to dispatch (-1: none)."""
+    if j + 1 < n_tt.size:
+        push(ht, hi, si, n_tt[j + 1], NODE_TRACE, j + 1, 0)
+    k = n_tk[j]
+    s = node_trace_pick(k, n_tu[j], now, n_plist, n_plen, n_release)
+    if s < 0:
+        n_tmiss[k] += 1
+        return -1
+    return node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, s, n_id[s], now, n_pk,
+                        n_pf, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool,
+                        n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr,
+                        n_head, n_nxt, n_span)
 
 
 @njit(cache=True)
@@ -1233,10 +1254,14 @@ def run(S):
     n_launch, n_ready, n_release, n_last, n_ctr = (borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release),
                                                    borrow(S.n_last), borrow(S.n_ctr))
     n_head, n_nxt, n_prv = borrow(S.n_head), borrow(S.n_nxt), borrow(S.n_prv)
+    n_tt, n_tk, n_tu, n_tmiss, n_span = borrow(S.n_tt), borrow(S.n_tk), borrow(S.n_tu), borrow(S.n_tmiss), borrow(S.n_span)
+    span_margin = n_pool.size + 1  # node launches one event may make (at most every node pool's max, and a replacement)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
         if si[HN] + si[HEAP_MARGIN] > ht.size or si[ROWS] + si[ROW_MARGIN] > ai.shape[0]:
+            return ST_GROW
+        if n_ctr[0] + span_margin > n_span.shape[0]:
             return ST_GROW
         k = si[AI]
         if si[HN] > 0 and (k >= na or ht[0] <= arr_t[k]):
@@ -1319,13 +1344,18 @@ def run(S):
             p = node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, xv, now, n_pk, n_pf,
                              n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
                              n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
-                             n_nxt)
+                             n_nxt, n_span)
+        elif kind == NODE_TRACE:
+            p = node_trace(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, now, n_pk, n_pf, n_ki,
+                           n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
+                           n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
+                           n_nxt, n_span, n_tt, n_tk, n_tu, n_tmiss)
         if p >= 0 and n_pk[p, NK_N]:
             if pi[p, P_QLEN] > 0:  # (most ends find nobody waiting: no call)
                 node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
                               n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                               n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                              n_last, n_ctr, n_head, n_nxt, n_prv)
+                              n_last, n_ctr, n_head, n_nxt, n_prv, n_span)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)

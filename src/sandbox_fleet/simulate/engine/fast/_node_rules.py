@@ -26,6 +26,8 @@ scheduler's default); ties go to the oldest node.
 
 from __future__ import annotations
 
+import math
+
 
 def best_fit(k0, k1, cpu, mem, disk, t, olist, ofree, olen, release, used, lim, cap, inv, spread, node_id, pmax):
     """The slot of the node that takes a request of ``cpu``, ``mem``, ``disk`` at ``t`` among pools
@@ -103,6 +105,78 @@ def unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos):
     pool[s] = -1
     if opos[s] >= 0:
         close(k, s, olist, ofree, olen, opos)
+
+
+def open_node(k, s, nid, t, ready_s, perm, cap, thr, pool, pos, plist, plen, node_id, used, count, last_out, launch,
+              ready, release, permanent, opos, head, olist, ofree, olen, pmax):
+    """A node of pool ``k`` (id ``nid``) launched at ``t`` into free slot ``s``, joining at ``ready_s``
+    (``perm``: a base node): on its pool's live list and, empty, on its open list; nothing on it."""
+    pool[s] = k
+    pos[s] = plen[k]
+    plist[k, plen[k]] = s
+    plen[k] += 1
+    node_id[s] = nid
+    used[s, 0] = 0.0
+    used[s, 1] = 0.0
+    used[s, 2] = 0.0
+    count[s] = 0
+    last_out[s] = -math.inf
+    launch[s] = t
+    ready[s] = ready_s
+    release[s] = math.inf  # up while it holds a sandbox, or until its scale-down after the last left
+    permanent[s] = perm
+    opos[s] = -1
+    set_free(k, s, cap[k, 0], thr, olist, ofree, olen, opos, pmax)
+    head[s] = -1
+
+
+def leave(k, s, cpu, mem, disk, end_s, down_s, cap, thr, used, count, last_out, release, permanent, olist, ofree, olen,
+          opos, pmax):
+    """A sandbox of ``cpu``, ``mem``, ``disk`` left node slot ``s`` of pool ``k`` at ``end_s``: an emptied
+    node holds nothing (no float residue) and, unless a base node, is due for release ``down_s`` after its
+    last sandbox left; more cpu free puts it on the open list (or keeps it there)."""
+    used[s, 0] -= cpu
+    used[s, 1] -= mem
+    used[s, 2] -= disk
+    count[s] -= 1
+    if end_s > last_out[s]:
+        last_out[s] = end_s
+    if count[s] == 0:
+        used[s, 0] = 0.0
+        used[s, 1] = 0.0
+        used[s, 2] = 0.0
+        if not permanent[s]:
+            release[s] = last_out[s] + down_s
+    f = cap[k, 0] - used[s, 0]  # more cpu free than before: it stays on the open list, or goes onto it
+    x = opos[s]  # (``set_free`` written out: callers inline this, once an end)
+    if x >= 0:
+        ofree[k, x] = f
+    elif f >= thr[k]:
+        x = olen[k]
+        opos[s] = x
+        olist[k, x] = s
+        ofree[k, x] = f
+        olen[k] = x + 1
+    if f > pmax[k]:
+        pmax[k] = f
+
+
+def trace_pick(k, u, t, plist, plen, release):
+    """The node slot of pool ``k`` a reclaim trace's row at ``t`` takes: one of the nodes up then (launched,
+    not released before ``t``), the ``u``-th fraction of them in live-list order (``u`` uniform); -1: none up."""
+    up = 0
+    for x in range(plen[k]):
+        if release[plist[k, x]] >= t:
+            up += 1
+    if up == 0:
+        return -1
+    pick = min(int(u * up), up - 1)
+    for x in range(plen[k]):
+        if release[plist[k, x]] >= t:
+            if pick == 0:
+                return plist[k, x]
+            pick -= 1
+    return -1
 
 
 def billed_until(perm, release_s, last_end_s):

@@ -285,7 +285,8 @@ def initial_state(prep, K, on_progress=None):
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
-        lg=np.array(gates, dtype=float), **_inference_state(prep, K), **node_fleet.state_fields(pools, wls, K, N))
+        lg=np.array(gates, dtype=float), **_inference_state(prep, K), **node_fleet.state_fields(pools, wls, K, N),
+        **node_fleet.trace_fields(pools, K, prep.seed))
     for p, pl in enumerate(pools):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
@@ -298,6 +299,8 @@ def initial_state(prep, K, on_progress=None):
     for p, pl in enumerate(pools):
         if pl.preempt_rate_per_node_s > 0:
             K.push(S.ht, S.hi, S.si, 0.0 + reclaims[p].gap_s(), K.PREEMPT, p, 0)
+    if S.n_tt.size:  # a reclaim trace: its first row (each row pushes the next, ``node_trace``)
+        K.push(S.ht, S.hi, S.si, float(S.n_tt[0]), K.NODE_TRACE, 0, 0)
     return S, rl, reclaims
 
 
@@ -407,6 +410,8 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
                 if int(S.si[K.HN]) + int(S.si[K.HEAP_MARGIN]) > heap:
                     heap *= 2
                 S = S._replace(ht=_grown(S.ht, heap), hi=_grown(S.hi, heap), ai=_grown(S.ai, rows), af=_grown(S.af, rows))
+                if int(S.n_ctr[0]) + S.n_pool.size + 1 > S.n_span.shape[0]:  # node ids' billed spans
+                    S = S._replace(n_span=_grown(S.n_span, 2 * S.n_span.shape[0]))
             else:
                 on_progress(int(S.si[K.DONE]), N)
                 S.si[K.EV_LIMIT] += PROGRESS_EVERY

@@ -1,10 +1,14 @@
-"""A reclaim trace for ``simulate --replay --reclaim-trace FILE``: which pool lost a node, and when.
+"""A reclaim trace: which pool lost a node, and when; read by ``simulate --replay --reclaim-trace FILE``
+(``plan/fleet_replay.py``) and by a scenario's ``[fleet] reclaim_trace`` (the engine's node pools,
+``simulate/engine/node_fleet.py``), one reader for both.
 
 A CSV file with the header ``time,pool`` (or ``time_s,pool``) and one reclaim a row. ``time`` is either
 seconds from the history's first measured start (``3600``, ``-5.5``) or an ISO 8601 timestamp, as a
 cloud's interruption events carry them (``2026-12-07T10:15:00Z``, ``2026-12-07 10:15:00+01:00``); a
 timestamp without a UTC offset is read as UTC, as ``measure`` reads naive telemetry times by default,
-and counted. ``pool`` names one of the replay's pools (``reserved``, ``burst``, or ``fleet``).
+and counted. ``pool`` names one of the replay's pools (``reserved``, ``burst``, or ``fleet``). In a
+scenario the time is seconds from the run's start (the clock has no wall-clock origin there: a timestamp
+is a bad row) and ``pool`` names one of the fleet pool's node pools.
 
 A row that cannot be used is never dropped: every row is read, the bad ones counted by reason (the
 first of each named by its row), and the file refused in one line (exit 2) when any is bad, since a
@@ -63,8 +67,9 @@ def check_header(path: str) -> None:
                          f"got {','.join(rows[0]) if rows else 'an empty file'!r}")
 
 
-def _time(text: str, origin_us: int) -> tuple[Optional[float], bool, bool, str]:
-    """(seconds from the origin, was a timestamp, had no offset, why not) for one cell."""
+def _time(text: str, origin_us: Optional[int]) -> tuple[Optional[float], bool, bool, str]:
+    """(seconds from the origin, was a timestamp, had no offset, why not) for one cell (``origin_us``
+    None: seconds only)."""
     t = text.strip()
     try:
         v = float(t)
@@ -76,6 +81,8 @@ def _time(text: str, origin_us: int) -> tuple[Optional[float], bool, bool, str]:
         at = datetime.fromisoformat(t.replace("z", "Z"))
     except ValueError:
         return None, False, False, f"time {text!r} is neither seconds from the first start nor an ISO 8601 timestamp"
+    if origin_us is None:
+        return None, False, False, f"time {text!r} is a timestamp; give seconds from the run's start"
     naive = at.tzinfo is None
     if naive:
         at = at.replace(tzinfo=UTC)
@@ -85,9 +92,10 @@ def _time(text: str, origin_us: int) -> tuple[Optional[float], bool, bool, str]:
     return (us - origin_us) / US, True, naive, ""
 
 
-def load_trace(path: str, origin_us: int, pools: Sequence[str]) -> Trace:
+def load_trace(path: str, origin_us: Optional[int], pools: Sequence[str]) -> Trace:
     """The reclaims of ``path`` on the replay's ``pools``, times from the history's first start
-    (``origin_us``, microseconds since the epoch); one line naming the rows when any is bad."""
+    (``origin_us``, microseconds since the epoch; None: seconds only, a scenario's clock); one line
+    naming the rows when any is bad."""
     import numpy as np
 
     check_header(path)
