@@ -22,8 +22,10 @@ built-ins' hooks can live in the kernel's own file and its plain-Python twin use
 And two Python ones, read when a run is set up (``admit_loop.initial_state``):
 
 - ``evicts(pool) -> bool``: whether a pool of this policy may evict (asks ``victim``);
-- ``columns(pool, workload) -> {column: int}``: per-workload parameters the hooks read, by
-  ``_admit_kernel`` column name (``"W_PRIO"``, ``"W_NOMINAL"``, ``"W_LIMIT"``).
+- ``columns = {column: fn(pool, workload) -> int}``: per-workload parameters the hooks read, by
+  ``_admit_kernel`` column name, one of ``COLUMNS`` (``"W_PRIO"``, ``"W_NOMINAL"``, ``"W_LIMIT"``: the
+  workload columns the kernel keeps for a policy; any other is the kernel's own state, which a
+  policy must not write); a name outside ``COLUMNS`` is an error at registration.
 
 The plain queues (``fifo``, ``shortest-timeout-first``) register without hooks (``plain=True``): the
 kernel keeps their queue itself (``pop_front``), by their codes 0 and 3.
@@ -57,6 +59,10 @@ HOOKS: dict[str, tuple[str, str]] = {
     "ended": ("af, ai, ceil, r_timeout, wi, w, row", ""),
     "victim": ("af, ai, pi, pw, wi, p, w, used", "-1"),
 }
+#: the ``_admit_kernel`` workload columns a policy's ``columns`` may set (the kernel's own state is
+#: the other columns; ``test_policy_registry`` checks these are ``wi`` columns of the kernel)
+COLUMNS = ("W_PRIO", "W_NOMINAL", "W_LIMIT")
+Columns = dict[str, Callable[[Any, Any], int]]
 
 
 @dataclass(frozen=True)
@@ -68,10 +74,14 @@ class Policy:
     plain: bool  # a plain queue the kernel keeps itself (fifo, shortest-timeout-first): no hooks
     hooks: tuple[tuple[str, Hook], ...]  # (hook name, function or "module:function"), in ``HOOKS`` order
     evicts: Callable[[Any], bool] | None = None
-    columns: Callable[[Any, Any], dict[str, int]] | None = None
+    columns: tuple[tuple[str, Callable[[Any, Any], int]], ...] = ()  # (``COLUMNS`` name, fn(pool, workload))
 
     def may_evict(self, pool) -> bool:
         return self.evicts is not None and bool(self.evicts(pool))
+
+    def column_values(self, pool, workload) -> dict[str, int]:
+        """The per-workload parameters its hooks read, by kernel column name (``COLUMNS``)."""
+        return {col: int(fn(pool, workload)) for col, fn in self.columns}
 
 
 _REGISTRY: dict[str, Policy] = {}
@@ -86,7 +96,7 @@ def _builtins() -> None:
 
 
 def register_policy(name: str, *, plain: bool = False, evicts: Callable[[Any], bool] | None = None,
-                    columns: Callable[[Any, Any], dict[str, int]] | None = None, **hooks: Hook) -> Policy:
+                    columns: Columns | None = None, **hooks: Hook) -> Policy:
     """Register admission policy ``name`` with its hooks (``rank``, ``admits``, ``started``,
     ``ended``, ``victim``; see the module), once; the next code is its kernel code. Registering the
     same name again with the same hooks returns the registered policy; other hooks are an error."""
@@ -101,15 +111,34 @@ def register_policy(name: str, *, plain: bool = False, evicts: Callable[[Any], b
     if not plain and not hooks:
         raise ValueError(f"register_policy({name!r}): a policy that chooses among workloads needs a hook")
     spec = tuple((h, hooks[h]) for h in HOOKS if h in hooks)
+    cols = _check_columns(name, columns)
     old = _REGISTRY.get(name)
     if old is not None:
-        if old.hooks == spec and old.plain == plain and old.evicts is evicts and old.columns is columns:
+        if old.hooks == spec and old.plain == plain and old.evicts is evicts and old.columns == cols:
             return old
         raise ValueError(f"admission policy {name!r} is already registered")
     code = max((p.code for p in _REGISTRY.values()), default=-1) + 1
-    pol = Policy(name, code, plain, spec, evicts, columns)
+    pol = Policy(name, code, plain, spec, evicts, cols)
     _REGISTRY[name] = pol
     return pol
+
+
+def _check_columns(name: str, columns: Columns | None) -> tuple[tuple[str, Callable[[Any, Any], int]], ...]:
+    """``columns`` as (name, fn) pairs in ``COLUMNS`` order; a name outside ``COLUMNS`` (the kernel's
+    own state, or a typo) or a value that is not a function is one line naming it."""
+    if columns is None:
+        return ()
+    if not isinstance(columns, dict):
+        raise ValueError(f"register_policy({name!r}): columns: expected {{column: fn(pool, workload)}}, "
+                         f"got {type(columns).__name__}")
+    for col, fn in columns.items():
+        if col not in COLUMNS:
+            raise ValueError(f"register_policy({name!r}): columns: unknown column {col!r}; a policy's columns "
+                             f"are {', '.join(COLUMNS)}")
+        if not callable(fn):
+            raise ValueError(f"register_policy({name!r}): columns: {col!r}: expected a function of "
+                             f"(pool, workload), got {type(fn).__name__}")
+    return tuple((c, columns[c]) for c in COLUMNS if c in columns)
 
 
 def unregister(name: str) -> None:

@@ -219,10 +219,9 @@ def initial_state(prep, K, on_progress=None):
         wi[w, K.W_MAX_RETRIES] = prep.max_retries[w]
         wi[w, K.W_RETRY_ON] = sum(1 << int(c) for c in prep.retry_on[w])
         wf[w, K.WF_START_S] = float(wl.start_s)
-        columns = policy_registry.get(pl.admission).columns
-        if columns is not None:  # the per-workload parameters its hooks read (priority: class, quota, limit)
-            for col, value in columns(pl, wl).items():
-                wi[w, getattr(K, col)] = value
+        # the per-workload parameters its hooks read (priority: class, quota, limit)
+        for col, value in policy_registry.get(pl.admission).column_values(pl, wl).items():
+            wi[w, getattr(K, col)] = value
         if wl.kind == CLOSED:
             wi[w, K.W_POP] = min(wl.population, wl.count)
         if wl.kind == RL:
