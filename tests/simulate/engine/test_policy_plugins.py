@@ -10,6 +10,7 @@ hand-worked schedule of ``test_policy_registry`` (``longest-queue-first``).
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -22,30 +23,21 @@ import pytest
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import policy_registry
 from sandbox_fleet.simulate.scenario.spec import validate_scenario
+from tests.simulate.engine.test_policy_registry import lqf_rank
 
 LQF = "longest-queue-first"
 # test_policy_registry's hand-worked schedule (one slot; a: 0, 1 holding 10 s; b: 2, 3, 4 holding 1 s):
 # a0 [0, 10], b0 [10, 11], b1 [11, 12], then the lists tie and a1 entered first: a1 [12, 22], b2 [22, 23]
 LQF_START_S = {"a-0-0": 0.0, "a-1-0": 12.0, "b-0-0": 10.0, "b-1-0": 11.0, "b-2-0": 22.0}
 
-MODULE = '''\
-"""A plug-in: the longest-queue-first admission policy (test_policy_registry's), registered on import."""
-from sandbox_fleet.simulate.engine import policy_registry
-from sandbox_fleet.simulate.engine.fast._admit_kernel import R_QN, R_QUEUED
-
-
-def lqf_rank(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
-    n = 0
-    while r >= 0:
-        if ri[r, R_QUEUED]:
-            n += 1
-        r = ri[r, R_QN]
-    return -n, 0
-
-
-def register():
-    policy_registry.register_policy("longest-queue-first", rank=lqf_rank)
-'''
+#: the plug-in's module: test_policy_registry's hook (its source, not a copy) and a function registering it
+MODULE = "\n".join([
+    '"""A plug-in: the longest-queue-first admission policy (test_policy_registry\'s)."""',
+    "from sandbox_fleet.simulate.engine import policy_registry",
+    "from sandbox_fleet.simulate.engine.fast._admit_kernel import R_QN, R_QUEUED", "", "",
+    inspect.getsource(lqf_rank), "",
+    "def register():",
+    "    policy_registry.register_policy('longest-queue-first', rank=lqf_rank)", ""])
 
 SCENARIO = '''\
 [fleet]
@@ -158,22 +150,26 @@ def test_a_module_that_cannot_be_imported_is_one_line(site):
                                "ModuleNotFoundError: No module named 'no_such_policies'")
 
 
-def test_a_plugin_that_raises_is_one_line_naming_its_entry_point(site):
-    _install(site, "broken", "broken_plugin", "raise RuntimeError('no GPU\\nhere')\n", {"broken-first": "broken_plugin"})
+@pytest.mark.parametrize("module, body, what", [
+    ("broken_plugin", "raise RuntimeError('no GPU\\nhere')\n", "failed: RuntimeError: no GPU here"),
+    ("silent_plugin", "X = 1\n", "did not register admission policy 'x-first'"),
+], ids=["raises", "registers_nothing"])
+def test_a_bad_entry_point_is_one_line_naming_it(site, module, body, what):
+    _install(site, module, module, body, {"x-first": module})
     with pytest.raises(InputError) as info:
-        validate_scenario(_data("broken-first"), "s.toml")
-    assert str(info.value) == ("s.toml: key 'fleet.admission': entry point 'broken-first' (broken_plugin, group "
-                               "sandbox_fleet.policies) failed: RuntimeError: no GPU here")
-
-
-def test_an_entry_point_that_registers_nothing_is_one_line(site):
-    _install(site, "silent", "silent_plugin", "X = 1\n", {"silent-first": "silent_plugin"})
-    with pytest.raises(InputError) as info:
-        validate_scenario(_data("silent-first"), "s.toml")
-    assert str(info.value) == ("s.toml: key 'fleet.admission': entry point 'silent-first' (silent_plugin, group "
-                               "sandbox_fleet.policies) did not register admission policy 'silent-first'")
+        validate_scenario(_data("x-first"), "s.toml")
+    assert str(info.value) == f"s.toml: key 'fleet.admission': entry point 'x-first' ({module}, group sandbox_fleet.policies) {what}"
 
 
 def test_plugins_of_the_wrong_type_are_the_models_error(site):
     with pytest.raises(InputError, match=r"s.toml: key 'run.plugins': Input should be a valid list"):
         validate_scenario(_data("fifo", "my_policies"), "s.toml")
+
+
+def test_a_kernel_imported_for_its_constants_is_not_loaded():
+    """A plug-in imports the kernel module for its column constants: no machine code is loaded yet, so
+    a small run still takes the plain twin (``admit_loop.worth_it``), not a compile for the new key."""
+    code = ("from sandbox_fleet.simulate.engine.fast import _admit_kernel, admit_loop; "
+            "print(admit_loop.loaded())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

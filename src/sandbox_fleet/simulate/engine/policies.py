@@ -77,7 +77,7 @@ policy_registry.register_policy(PRIORITY, rank=_kernel("priority_rank"), admits=
                                 evicts=lambda pool: bool(pool.preempt), columns=_PRIORITY_COLUMNS)
 policy_registry.register_policy(CEILING, rank=_kernel("ceiling_rank"), admits=_kernel("ceiling_admits"),
                                 started=_kernel("ceiling_started"), ended=_kernel("ceiling_ended"))
-policy_registry.register_policy("shortest-timeout-first", plain=True)
+policy_registry.register_policy("shortest-timeout-first", plain=True, key=_kernel("shortest_key"))
 #: the policies that choose among a pool's workloads (every registered one but the plain queues
 #: ``fifo`` and ``shortest-timeout-first``), read live from the registry: the admission kernel runs
 #: them (the pure loop's, the kernel's oracle, live in ``tests/``)
