@@ -14,16 +14,16 @@ import inspect
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from tests.simulate.engine.test_policy_registry import lqf_rank
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import policy_registry
 from sandbox_fleet.simulate.scenario.spec import validate_scenario
-from tests.simulate.engine.test_policy_registry import lqf_rank
 
 LQF = "longest-queue-first"
 # test_policy_registry's hand-worked schedule (one slot; a: 0, 1 holding 10 s; b: 2, 3, 4 holding 1 s):
@@ -87,7 +87,7 @@ def _simulate(tmp_path: Path, site: Path | None, scenario: str) -> subprocess.Co
 
 def _starts_s(path: Path) -> dict[str, float]:
     t = pq.read_table(path).to_pydict()
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)  # the scenario's epoch ([run] epoch's default)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)  # the scenario's epoch ([run] epoch's default)
     return {i: (s - t0).total_seconds() for i, s in zip(t["id"], t["started_at"])}
 
 

@@ -62,7 +62,7 @@ def _priority_limit(pool: Fleet, wl: Workload) -> int:
 
 
 #: a workload's class, nominal quota and slot limit, the kernel's columns the priority hooks read
-_PRIORITY_COLUMNS = {"W_PRIO": lambda pool, wl: int(wl.priority or 0), "W_NOMINAL": lambda pool, wl: int(wl.nominal or 0),
+_PRIORITY_COLUMNS: policy_registry.Columns = {"W_PRIO": lambda pool, wl: int(wl.priority or 0), "W_NOMINAL": lambda pool, wl: int(wl.nominal or 0),
                      "W_LIMIT": _priority_limit}
 
 
