@@ -20,8 +20,7 @@ A module that cannot be imported, raises, or does not register the policy it was
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from importlib.metadata import entry_points
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate.engine import policy_registry
@@ -67,7 +66,7 @@ def load_policy(name: str, where: str) -> bool:
     what = f"entry point {ep.name!r} ({ep.value}, group {ENTRY_POINTS})"
     try:
         target = ep.load()
-        if _is_function(ep):
+        if ep.attr:  # "module:function": the function registers
             target()
     except Exception as exc:  # a plug-in's failure, whatever it is, is one line naming it
         raise InputError(f"{where}: {what} failed: {_one_line(exc)}") from None
@@ -76,13 +75,9 @@ def load_policy(name: str, where: str) -> bool:
     return True
 
 
-def _is_function(ep: EntryPoint) -> bool:
-    return bool(ep.attr)
-
-
-def _import(module: str, where: str) -> Any:
+def _import(module: str, where: str) -> None:
     try:
-        return importlib.import_module(module)
+        importlib.import_module(module)
     except Exception as exc:  # ImportError, or whatever the module raises while it registers
         raise InputError(f"{where}: cannot load plug-in module {module!r}: {_one_line(exc)}") from None
 
