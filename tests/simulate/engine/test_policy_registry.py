@@ -173,3 +173,30 @@ def test_prune_leaves_a_parent_that_is_not_ours(tmp_path):
     (tmp_path / f"src-{1:016x}").mkdir()
     assert _cache_prune.prune(tmp_path / "numba", keep=0, min_age_s=0.0) == []
     assert (tmp_path / f"src-{1:016x}").is_dir()
+
+
+# --- a policy's columns: the kernel's policy parameters, checked at registration -------------------
+def test_columns_name_the_kernels_policy_columns():
+    """``COLUMNS`` are workload (``wi``) columns of the kernel, none of them a column the kernel keeps
+    for itself (the queue, the slots held, the kind...): those a policy may set."""
+    from sandbox_fleet.simulate.engine.fast import _admit_kernel as K
+
+    own = {"W_KIND", "W_POOL", "W_NEXT", "W_HI", "W_QH", "W_QT", "W_USED", "W_TOP", "W_NCEIL", "W_R0"}
+    values = [getattr(K, c) for c in policy_registry.COLUMNS]
+    assert all(0 <= v < K.N_WI for v in values) and len(set(values)) == len(values)
+    assert not {getattr(K, c) for c in own} & set(values)
+
+
+def test_a_bad_column_is_one_line_at_registration():
+    with pytest.raises(ValueError) as info:
+        policy_registry.register_policy("bad-columns", rank=lqf_rank, columns={"W_PRIORITY": lambda pool, wl: 1})
+    assert str(info.value) == ("register_policy('bad-columns'): columns: unknown column 'W_PRIORITY'; "
+                               "a policy's columns are W_PRIO, W_NOMINAL, W_LIMIT")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="unknown column 'W_USED'"):  # the kernel's own state
+        policy_registry.register_policy("bad-columns", rank=lqf_rank, columns={"W_USED": lambda pool, wl: 0})
+    with pytest.raises(ValueError, match="'W_PRIO': expected a function of \\(pool, workload\\), got int"):
+        policy_registry.register_policy("bad-columns", rank=lqf_rank, columns={"W_PRIO": 3})
+    with pytest.raises(ValueError, match="expected \\{column: fn\\(pool, workload\\)\\}, got function"):
+        policy_registry.register_policy("bad-columns", rank=lqf_rank, columns=lambda pool, wl: {"W_PRIO": 1})
+    assert "bad-columns" not in policy_registry.names()  # nothing registered

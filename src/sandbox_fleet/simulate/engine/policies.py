@@ -53,13 +53,17 @@ QUOTA_KEYS = ("priority", "nominal", "borrow_limit")
 
 
 # --- registration (``policy_registry``: the one registration of each policy) -------------------
-def _priority_columns(pool: Fleet, wl: Workload) -> dict[str, int]:
-    """A workload's class, nominal quota and slot limit (``nominal + borrow_limit``, else the cap)."""
-    nominal = int(wl.nominal or 0)
+def _priority_limit(pool: Fleet, wl: Workload) -> int:
+    """A workload's slot limit: ``nominal + borrow_limit``, else the cap."""
     limit = int(pool.cap) if pool.cap is not None else int(np.iinfo(np.int64).max)
     if wl.borrow_limit is not None:
-        limit = min(limit, nominal + int(wl.borrow_limit))
-    return {"W_PRIO": int(wl.priority or 0), "W_NOMINAL": nominal, "W_LIMIT": limit}
+        limit = min(limit, int(wl.nominal or 0) + int(wl.borrow_limit))
+    return limit
+
+
+#: a workload's class, nominal quota and slot limit, the kernel's columns the priority hooks read
+_PRIORITY_COLUMNS: policy_registry.Columns = {"W_PRIO": lambda pool, wl: int(wl.priority or 0), "W_NOMINAL": lambda pool, wl: int(wl.nominal or 0),
+                     "W_LIMIT": _priority_limit}
 
 
 def _kernel(fn: str) -> str:
@@ -70,10 +74,10 @@ def _kernel(fn: str) -> str:
 policy_registry.register_policy("fifo", plain=True)
 policy_registry.register_policy(PRIORITY, rank=_kernel("priority_rank"), admits=_kernel("priority_admits"),
                                 started=_kernel("priority_started"), victim=_kernel("victim"),
-                                evicts=lambda pool: bool(pool.preempt), columns=_priority_columns)
+                                evicts=lambda pool: bool(pool.preempt), columns=_PRIORITY_COLUMNS)
 policy_registry.register_policy(CEILING, rank=_kernel("ceiling_rank"), admits=_kernel("ceiling_admits"),
                                 started=_kernel("ceiling_started"), ended=_kernel("ceiling_ended"))
-policy_registry.register_policy("shortest-timeout-first", plain=True)
+policy_registry.register_policy("shortest-timeout-first", plain=True, key=_kernel("shortest_key"))
 #: the policies that choose among a pool's workloads (every registered one but the plain queues
 #: ``fifo`` and ``shortest-timeout-first``), read live from the registry: the admission kernel runs
 #: them (the pure loop's, the kernel's oracle, live in ``tests/``)

@@ -22,11 +22,19 @@ built-ins' hooks can live in the kernel's own file and its plain-Python twin use
 And two Python ones, read when a run is set up (``admit_loop.initial_state``):
 
 - ``evicts(pool) -> bool``: whether a pool of this policy may evict (asks ``victim``);
-- ``columns(pool, workload) -> {column: int}``: per-workload parameters the hooks read, by
-  ``_admit_kernel`` column name (``"W_PRIO"``, ``"W_NOMINAL"``, ``"W_LIMIT"``).
+- ``columns = {column: fn(pool, workload) -> int}``: per-workload parameters the hooks read, by
+  ``_admit_kernel`` column name, one of ``COLUMNS`` (``"W_PRIO"``, ``"W_NOMINAL"``, ``"W_LIMIT"``: the
+  workload columns the kernel keeps for a policy; any other is the kernel's own state, which a
+  policy must not write); a name outside ``COLUMNS`` is an error at registration.
 
-The plain queues (``fifo``, ``shortest-timeout-first``) register without hooks (``plain=True``): the
-kernel keeps their queue itself (``pop_front``), by their codes 0 and 3.
+A plain queue (``plain=True``) is one queue per pool that the kernel keeps itself (``pop_front``):
+a slot goes to its front entry, and a dropped front entry gives the slot back. Without a hook it is
+first come, first served (``fifo``); with one, a heap in the order of
+
+- ``key(ri, r_timeout, r) -> float``: rollout ``r``'s place in its pool's queue, smaller first, ties
+  in queue order (``shortest-timeout-first``: its agent timeout). It reads only the rollout's own
+  figures (``ri[r, ...]``: its workload, RL batch, queue order, evictions; ``r_timeout[r]``) and must
+  not change while the rollout waits (the heap keeps the order it had at entry).
 
 numba checks a cached kernel against the kernel's own file only; ``fingerprint()`` (the registered
 policies, the generated dispatch's text and the bytes of every hook's file) is part of
@@ -56,7 +64,15 @@ HOOKS: dict[str, tuple[str, str]] = {
     "started": ("ai, ceil, r_timeout, wi, w, row, now", ""),
     "ended": ("af, ai, ceil, r_timeout, wi, w, row", ""),
     "victim": ("af, ai, pi, pw, wi, p, w, used", "-1"),
+    "key": ("ri, r_timeout, r", "0.0"),  # a plain queue's order (the others choose through the hooks above)
 }
+#: what the generated ``policy_queue(code)`` returns: a policy choosing through hooks, a plain queue in
+#: arrival order (one list per workload, merged by queue order), a plain queue in ``key`` order (a heap)
+CHOOSES, LISTS, KEYED = 0, 1, 2
+#: the ``_admit_kernel`` workload columns a policy's ``columns`` may set (the kernel's own state is
+#: the other columns; ``test_policy_registry`` checks these are ``wi`` columns of the kernel)
+COLUMNS = ("W_PRIO", "W_NOMINAL", "W_LIMIT")
+Columns = dict[str, Callable[[Any, Any], int]]
 
 
 @dataclass(frozen=True)
@@ -68,10 +84,19 @@ class Policy:
     plain: bool  # a plain queue the kernel keeps itself (fifo, shortest-timeout-first): no hooks
     hooks: tuple[tuple[str, Hook], ...]  # (hook name, function or "module:function"), in ``HOOKS`` order
     evicts: Callable[[Any], bool] | None = None
-    columns: Callable[[Any, Any], dict[str, int]] | None = None
+    columns: tuple[tuple[str, Callable[[Any, Any], int]], ...] = ()  # (``COLUMNS`` name, fn(pool, workload))
+
+    @property
+    def keyed(self) -> bool:
+        """A plain queue in ``key`` order: the kernel keeps it as a heap per pool."""
+        return self.plain and bool(self.hooks)
 
     def may_evict(self, pool) -> bool:
         return self.evicts is not None and bool(self.evicts(pool))
+
+    def column_values(self, pool, workload) -> dict[str, int]:
+        """The per-workload parameters its hooks read, by kernel column name (``COLUMNS``)."""
+        return {col: int(fn(pool, workload)) for col, fn in self.columns}
 
 
 _REGISTRY: dict[str, Policy] = {}
@@ -86,7 +111,7 @@ def _builtins() -> None:
 
 
 def register_policy(name: str, *, plain: bool = False, evicts: Callable[[Any], bool] | None = None,
-                    columns: Callable[[Any, Any], dict[str, int]] | None = None, **hooks: Hook) -> Policy:
+                    columns: Columns | None = None, **hooks: Hook) -> Policy:
     """Register admission policy ``name`` with its hooks (``rank``, ``admits``, ``started``,
     ``ended``, ``victim``; see the module), once; the next code is its kernel code. Registering the
     same name again with the same hooks returns the registered policy; other hooks are an error."""
@@ -96,20 +121,41 @@ def register_policy(name: str, *, plain: bool = False, evicts: Callable[[Any], b
         raise ValueError(f"register_policy({name!r}): unknown hook {unknown[0]!r}; hooks are {', '.join(HOOKS)}")
     if not name or not isinstance(name, str):
         raise ValueError(f"register_policy: a policy's name is a non-empty string, got {name!r}")
-    if plain and (hooks or evicts is not None):
-        raise ValueError(f"register_policy({name!r}): a plain queue has no hooks (the kernel keeps it)")
+    if plain and (set(hooks) - {"key"} or evicts is not None or columns is not None):
+        raise ValueError(f"register_policy({name!r}): a plain queue takes only a 'key' hook (the kernel keeps it)")
+    if not plain and "key" in hooks:
+        raise ValueError(f"register_policy({name!r}): 'key' orders a plain queue: register it with plain=True")
     if not plain and not hooks:
         raise ValueError(f"register_policy({name!r}): a policy that chooses among workloads needs a hook")
     spec = tuple((h, hooks[h]) for h in HOOKS if h in hooks)
+    cols = _check_columns(name, columns)
     old = _REGISTRY.get(name)
     if old is not None:
-        if old.hooks == spec and old.plain == plain and old.evicts is evicts and old.columns is columns:
+        if old.hooks == spec and old.plain == plain and old.evicts is evicts and old.columns == cols:
             return old
         raise ValueError(f"admission policy {name!r} is already registered")
     code = max((p.code for p in _REGISTRY.values()), default=-1) + 1
-    pol = Policy(name, code, plain, spec, evicts, columns)
+    pol = Policy(name, code, plain, spec, evicts, cols)
     _REGISTRY[name] = pol
     return pol
+
+
+def _check_columns(name: str, columns: Columns | None) -> tuple[tuple[str, Callable[[Any, Any], int]], ...]:
+    """``columns`` as (name, fn) pairs in ``COLUMNS`` order; a name outside ``COLUMNS`` (the kernel's
+    own state, or a typo) or a value that is not a function is one line naming it."""
+    if columns is None:
+        return ()
+    if not isinstance(columns, dict):
+        raise ValueError(f"register_policy({name!r}): columns: expected {{column: fn(pool, workload)}}, "
+                         f"got {type(columns).__name__}")
+    for col, fn in columns.items():
+        if col not in COLUMNS:
+            raise ValueError(f"register_policy({name!r}): columns: unknown column {col!r}; a policy's columns "
+                             f"are {', '.join(COLUMNS)}")
+        if not callable(fn):
+            raise ValueError(f"register_policy({name!r}): columns: {col!r}: expected a function of "
+                             f"(pool, workload), got {type(fn).__name__}")
+    return tuple((c, columns[c]) for c in COLUMNS if c in columns)
 
 
 def unregister(name: str) -> None:
@@ -184,6 +230,13 @@ def dispatch_source() -> str:
                 lines.append(f"        return {_alias(pol, hook)}({args})")
         lines.append(f"    return {default}".rstrip())
         lines.append("")
+    lines.append("def policy_queue(policy):")  # how the kernel keeps the pool's queue (CHOOSES, LISTS, KEYED)
+    for pol in pols:
+        if pol.plain:
+            lines.append(f"    if policy == {pol.code}:")
+            lines.append(f"        return {KEYED if pol.keyed else LISTS}")
+    lines.append(f"    return {CHOOSES}")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -215,8 +268,9 @@ def _file_of(fn: Hook, mod: str) -> Path:
 def dispatchers(kernel_globals: dict[str, Any], njit: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
     """The generated dispatch functions, in ``HOOKS`` order, for the kernel module whose globals are
     ``kernel_globals`` (a hook of the kernel's own module resolves there: the compiled build's or its
-    plain twin's); ``njit``: the kernel's ``_jit.njit`` (numba's, or the plain shim), which compiles
-    each dispatch and each outside hook inline where it is called (the kernel's hot path)."""
+    plain twin's), then ``policy_queue``; ``njit``: the kernel's ``_jit.njit`` (numba's, or the plain
+    shim), which compiles each dispatch and each outside hook inline where it is called (the kernel's
+    hot path)."""
     ns: dict[str, Any] = {}
     for n in names():
         pol = _REGISTRY[n]
@@ -228,4 +282,4 @@ def dispatchers(kernel_globals: dict[str, Any], njit: Callable[..., Any]) -> tup
                 target = fn if not isinstance(fn, str) else getattr(importlib.import_module(mod), attr)
                 ns[_alias(pol, hook)] = njit(inline="always")(target)
     exec(compile(dispatch_source(), "<admission policy dispatch>", "exec"), ns)  # our own text, from the registry
-    return tuple(njit(inline="always")(ns[f"policy_{hook}"]) for hook in HOOKS)
+    return tuple(njit(inline="always")(ns[f"policy_{hook}"]) for hook in (*HOOKS, "queue"))

@@ -285,6 +285,9 @@ class RunSpec(Strict):
     pass_rate: Annotated[float, Field(gt=0, le=1)] | None = None
     #: a fixed warm-up deleted before the steady window, instead of MSER-5
     warmup_s: NonNegFloat | None = None
+    #: modules imported before the fleets are validated: admission policies they register
+    #: (``simulate.engine.policy_plugins``; an installed one is found by its entry point without this)
+    plugins: list[str] | None = None
 
 
 class FilterSpec(Strict):
@@ -336,7 +339,11 @@ def load_scenario(path: str | Path) -> ScenarioSpec:
 
 def validate_scenario(data: dict, source: str) -> ScenarioSpec:
     """Validate a scenario's parsed tables (a file's, or a sweep variant's): the one place a scenario,
-    its fleets included, is validated; any problem is one InputError line starting with ``source``."""
+    its fleets included, is validated; any problem is one InputError line starting with ``source``.
+    The admission policies it needs from outside the package are loaded first (``policy_plugins``)."""
+    from sandbox_fleet.simulate.engine.policy_plugins import load_for
+
+    load_for(data, source)
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:

@@ -391,10 +391,18 @@ def live(ri, r):
 
 # --- shortest-timeout-first: a heap of waiting rollouts per pool (``admission.KeyedQueue``) ---
 @njit(cache=True, inline="always")
-def _qless(ri, r_timeout, a, b):
-    """Rollout ``a`` before ``b``: the shorter agent timeout, then the earlier queue entry."""
-    ta, tb = r_timeout[a], r_timeout[b]
+def _qless(pi, ri, r_timeout, p, a, b):
+    """Rollout ``a`` before ``b`` in keyed pool ``p``: the smaller key (its policy's ``key`` hook;
+    shortest-timeout-first: the agent timeout), then the earlier queue entry."""
+    policy = pi[p, P_POLICY]
+    ta, tb = policy_key(policy, ri, r_timeout, a), policy_key(policy, ri, r_timeout, b)
     return ta < tb or (ta == tb and ri[a, R_QSEQ] < ri[b, R_QSEQ])
+
+
+@njit(cache=True, inline="always")
+def shortest_key(ri, r_timeout, r):
+    """shortest-timeout-first's order: the agent timeout (``policies.py`` registers it)."""
+    return r_timeout[r]
 
 
 @njit(cache=True)
@@ -404,7 +412,7 @@ def qpush(pi, qh, r_timeout, ri, p, r):
     while n > 0:
         parent = (n - 1) >> 1
         q = qh[base + parent]
-        if not _qless(ri, r_timeout, r, q):
+        if not _qless(pi, ri, r_timeout, p, r, q):
             break
         qh[base + n] = q
         n = parent
@@ -424,9 +432,9 @@ def qpop(pi, qh, r_timeout, ri, p):
         c = 2 * pos + 1
         if c >= n:
             break
-        if c + 1 < n and _qless(ri, r_timeout, qh[base + c + 1], qh[base + c]):
+        if c + 1 < n and _qless(pi, ri, r_timeout, p, qh[base + c + 1], qh[base + c]):
             c += 1
-        if not _qless(ri, r_timeout, qh[base + c], r):
+        if not _qless(pi, ri, r_timeout, p, qh[base + c], r):
             break
         qh[base + pos] = qh[base + c]
         pos = c
@@ -450,7 +458,7 @@ def pop_front(pi, pw, qh, r_timeout, ri, wi, p):
     keys, timeout then queue order, give ``KeyedQueue``'s order whatever the moves' order)."""
     pi[p, P_QLEN] -= 1
     w0, nw = pi[p, P_W0], pi[p, P_NW]
-    if pi[p, P_POLICY] == FIFO:
+    if policy_queue(pi[p, P_POLICY]) == LISTS:
         bw = -1
         for i in range(nw):
             w = pw[w0 + i]
@@ -667,7 +675,7 @@ def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout,
     while True:
         if pi[p, P_START_CAP] >= 0 and pi[p, P_BUILDING] >= pi[p, P_START_CAP]:
             break
-        plain = policy == FIFO or policy == SHORTEST
+        plain = policy_queue(policy) != CHOOSES
         if plain and pi[p, P_QLEN] == 0:  # ``LoopState.dispatch``'s ``while q``: dropped entries count
             break
         got = True
@@ -785,7 +793,9 @@ def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, t
 # one dispatch per hook on the pool's policy code, generated from the registry after every hook of
 # this file is defined (``policy_registry.dispatchers``; ``POLICY_KEY`` is in the cache directory's key).
 POLICY_KEY = policy_registry.fingerprint()
-policy_rank, policy_admits, policy_started, policy_ended, policy_victim = policy_registry.dispatchers(globals(), njit)
+(policy_rank, policy_admits, policy_started, policy_ended, policy_victim, policy_key,
+ policy_queue) = policy_registry.dispatchers(globals(), njit)
+CHOOSES, LISTS = policy_registry.CHOOSES, policy_registry.LISTS  # ``policy_queue``'s kinds
 
 
 # --- attempts ending ------------------------------------------------------------------------

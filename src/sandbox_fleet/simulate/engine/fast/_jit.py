@@ -104,6 +104,37 @@ if _real is not None:
 #: ``NUMBA_DISABLE_JIT`` does not switch it off)
 COMPILED = _real is not None and _compiles()
 
+#: the module numba's registries import to learn whether SciPy's BLAS is there (``numba.np.arraymath``)
+_BLAS = "scipy.linalg.cython_blas"
+
+
+def load_registries() -> None:
+    """Load numba's own implementations now (it does on the first compile or cache load), without
+    importing SciPy for them.
+
+    numba's CPU target imports every implementation module on its first compile or cache load, and
+    one of them (``numba.np.arraymath``) imports ``scipy.linalg`` only to set a flag that picks
+    ``np.correlate`` / ``np.convolve``'s inner product: ~0.15-0.3 s CPU of a process that loads the
+    kernels from the cache (~0.6 s in all), for functions no kernel here calls (BENCHMARKS.md, "Issue
+    36, a cache load without SciPy"). The import is refused for that one load (the flag then picks
+    numba's own loop, the same arithmetic); ``np.dot`` and ``np.linalg`` still import SciPy when a
+    function using them compiles. SciPy already imported: nothing is refused."""
+    from numba.core.registry import cpu_target
+
+    if _BLAS in sys.modules:
+        cpu_target.target_context.refresh()
+        return
+    sys.modules[_BLAS] = None  # type: ignore[assignment]  # import refused: ``ImportError``, not SciPy's load
+    try:
+        cpu_target.target_context.refresh()
+    finally:
+        if sys.modules.get(_BLAS, False) is None:
+            del sys.modules[_BLAS]
+
+
+if COMPILED:
+    load_registries()
+
 
 def _numba_borrow() -> Any:
     """An intrinsic that returns the array ``a`` without its reference count (a null ``meminfo``).

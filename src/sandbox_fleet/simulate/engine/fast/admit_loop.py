@@ -31,9 +31,10 @@ from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL, AsyncRL
 
 _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
 KINDS = {OPEN: 0, RL: 1, CLOSED: 2}  # _admit_kernel's K_OPEN, K_RL, K_CLOSED
-#: rollouts from which compiling pays for numba's per-process load (~1.5 s) over the interpreted
-#: kernel (0.07-0.2 ms a rollout; BENCHMARKS.md, "Issue 36, every event run on the admission kernel")
-MIN_ROLLOUTS = 10_000
+#: rollouts from which compiling pays for numba's per-process load (~0.3-0.4 s CPU from the cache) over
+#: the interpreted kernel (~0.1 ms a rollout or model call): plain and compiled cost the same near 5,000
+#: (BENCHMARKS.md, "Issue 36, a cache load without SciPy", ``bench_kernel_crossover.py``)
+MIN_ROLLOUTS = 5_000
 CALLS_PER_ROLLOUT = 1  # model calls that cost the interpreted kernel one fixed-hold rollout's time (measured below)
 _spent = 0  # rollouts this process ran interpreted while numba was available (the rent-or-buy rule)
 PROGRESS_EVERY = 1 << 16  # heap events between progress callbacks
@@ -52,7 +53,10 @@ def load() -> None:
 
 
 def loaded() -> bool:
-    return _KERNEL in sys.modules
+    """Whether this process ran the compiled kernel of the registered policies (its load is paid): a
+    module imported for its column constants (a plug-in's hooks) has loaded no machine code yet."""
+    K = sys.modules.get(_KERNEL)
+    return K is not None and bool(getattr(K.run, "signatures", ())) and K.POLICY_KEY == policy_registry.fingerprint()
 
 
 def worth_it(prep) -> bool:
@@ -187,7 +191,7 @@ def initial_state(prep, K, on_progress=None):
             pi[p, K.P_TRACKED], pi[p, K.P_SLOT0], pi[p, K.P_FTOP] = 1, nslots, int(pl.cap)
             pi[p, K.P_SPN] = pl.slots_per_node
             nslots += int(pl.cap)
-        if pl.admission == "shortest-timeout-first":
+        if policy.keyed:  # a plain queue in its ``key`` order: a heap of the pool's rollouts
             pi[p, K.P_Q0] = nq
             nq += int(per_pool[p])
         lim = pl.limits
@@ -219,10 +223,9 @@ def initial_state(prep, K, on_progress=None):
         wi[w, K.W_MAX_RETRIES] = prep.max_retries[w]
         wi[w, K.W_RETRY_ON] = sum(1 << int(c) for c in prep.retry_on[w])
         wf[w, K.WF_START_S] = float(wl.start_s)
-        columns = policy_registry.get(pl.admission).columns
-        if columns is not None:  # the per-workload parameters its hooks read (priority: class, quota, limit)
-            for col, value in columns(pl, wl).items():
-                wi[w, getattr(K, col)] = value
+        # the per-workload parameters its hooks read (priority: class, quota, limit)
+        for col, value in policy_registry.get(pl.admission).column_values(pl, wl).items():
+            wi[w, getattr(K, col)] = value
         if wl.kind == CLOSED:
             wi[w, K.W_POP] = min(wl.population, wl.count)
         if wl.kind == RL:
