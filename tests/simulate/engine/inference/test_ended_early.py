@@ -187,3 +187,27 @@ def test_a_redrawn_retry_is_refused_beside_the_pool():
     wl = Closed(population=2, n=4, episode=_EP, retry=RetryPolicy(max_retries=1, redraw=True))
     with pytest.raises(InputError, match="retry.redraw"):
         prepare(Fleet(cap=2), [wl], 1, inf)
+
+
+def test_example_evicts_and_retries_beside_the_pool(tmp_path):
+    """``examples/scenarios/inference_retries_priority.toml`` does what its comment says: the RL class
+    evicts synthesis rollouts (never the reverse), verifier exceptions are retried, the pool's cap holds
+    (from the telemetry), and the pool's Little's law counts the withdrawn calls."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.simulate.scenario.run import run_scenario
+
+    path = Path(__file__).resolve().parents[4] / "examples" / "scenarios" / "inference_retries_priority.toml"
+    s = run_scenario(path, telemetry_out=tmp_path / "t.parquet")
+    tel = pq.read_table(tmp_path / "t.parquet")
+    assert s["workloads"]["synth"]["preempted_attempts"] > 0 and s["workloads"]["rl"]["preempted_attempts"] == 0
+    assert s["outcomes"]["retried_attempts"] > s["workloads"]["synth"]["preempted_attempts"]  # verifier retries too
+    start = tel.column("started_at").cast("int64").to_numpy(zero_copy_only=False).astype(float)
+    end = tel.column("finished_at").cast("int64").to_numpy(zero_copy_only=False).astype(float)
+    t = np.concatenate((start, end))
+    d = np.concatenate((np.ones(start.size), -np.ones(end.size)))
+    assert int(np.cumsum(d[np.lexsort((d, t))]).max()) <= 40  # the cap
+    ll = s["inference"]["littles_law"]
+    assert ll["mean_in_pool"] == pytest.approx(ll["arrival_rate_per_s"] * ll["mean_time_in_pool_s"], rel=1e-9)
