@@ -144,12 +144,13 @@ for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_strea
 claim = jitable(fifo.claim)
 # the inference replica's rules (``_inference_rules``) and the heap's and lists' (``event_heap``), callable from
 # compiled code
-for _h in (event_heap.move, event_heap.up, event_heap.down, event_heap.link_tail):
+for _h in (event_heap.move, event_heap.up, event_heap.down, event_heap.link_tail, event_heap.link_pop):
     jitable(_h, inline=True)
 for _h in (event_heap.push, event_heap.link_remove):
     jitable(_h)
 for _fn in (inference.dpush, inference.dremove, inference.dpop, inference.lru_remove, inference.lru_append,
-            inference.cache_take, inference.cache_put, inference.advance, inference.seat, inference.seat_waiting,
+            inference.cache_take, inference.cache_put, inference.advance, inference.seat, inference.decode,
+            inference.seat_waiting,
             inference.fewest, inference.reschedule, inference.submit, inference.pool_event, inference.continue_calls,
             inference.close):
     jitable(_fn, inline=True)

@@ -204,22 +204,23 @@ def seat(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now):
         vi[i, V_PF_L] += 1
         xi[r, X_AT] = AT_PF
     else:
-        tf[ii[I_NTTFT], T_TTFT] = now - xf[r, X_ARR]
-        ii[I_NTTFT] += 1
-        vi[i, V_N] += 1
-        dpush(dv, dq, vi, i, vf[i, V_V] + xf[r, X_DEC], ii[I_PSEQ], r)
-        ii[I_PSEQ] += 1
-        xi[r, X_AT] = AT_DEC
+        decode(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
+
+
+def decode(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now):
+    """``r``'s call has its first token now (no prefill, or its prefill ended): it decodes."""
+    tf[ii[I_NTTFT], T_TTFT] = now - xf[r, X_ARR]
+    ii[I_NTTFT] += 1
+    vi[i, V_N] += 1
+    dpush(dv, dq, vi, i, vf[i, V_V] + xf[r, X_DEC], ii[I_PSEQ], r)
+    ii[I_PSEQ] += 1
+    xi[r, X_AT] = AT_DEC
 
 
 def seat_waiting(dq, dv, ii, tf, vi, vf, xf, xi, i, now):
     """Seats freed on replica ``i``: the calls waiting for one take them, first come first served."""
     while vi[i, V_WT_L] and vi[i, V_N] + vi[i, V_PF_L] < ii[I_SEATS]:
-        r = vi[i, V_WT_H]
-        q = xi[r, X_QNEXT]
-        vi[i, V_WT_H] = q
-        if q < 0:
-            vi[i, V_WT_T] = -1
+        r = event_heap.link_pop(vi, i, V_WT_H, V_WT_T, xi, X_QNEXT)
         vi[i, V_WT_L] -= 1
         seat(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
 
@@ -307,18 +308,9 @@ def pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, i, v
         return
     advance(vi, vf, i, now, fl[F_B])
     if vi[i, V_PF_L]:
-        r = vi[i, V_PF_H]
-        q = xi[r, X_QNEXT]
-        vi[i, V_PF_H] = q
-        if q < 0:
-            vi[i, V_PF_T] = -1
+        r = event_heap.link_pop(vi, i, V_PF_H, V_PF_T, xi, X_QNEXT)
         vi[i, V_PF_L] -= 1
-        tf[ii[I_NTTFT], T_TTFT] = now - xf[r, X_ARR]
-        ii[I_NTTFT] += 1
-        vi[i, V_N] += 1
-        dpush(dv, dq, vi, i, vf[i, V_V] + xf[r, X_DEC], ii[I_PSEQ], r)
-        ii[I_PSEQ] += 1
-        xi[r, X_AT] = AT_DEC
+        decode(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
         if vi[i, V_PF_L]:
             vf[i, V_P_END] = now + xf[vi[i, V_PF_H], X_PRE]
     elif vf[i, V_V] < dv[i, 0]:

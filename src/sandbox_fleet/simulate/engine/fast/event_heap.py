@@ -95,7 +95,7 @@ def link_tail(heads, row, c_head, c_tail, nxt, c_next, r):
     """Append ``r`` to the list whose head and tail are ``heads[row, c_head]``, ``heads[row, c_tail]``
     (-1: empty), linked through ``nxt[., c_next]`` (-1: the last): a pool workload's queue
     (``_admit_kernel.enqueue``), a replica's seat and prefill lines (``_inference_rules``), a pool's
-    attempts ended early (``_admit_kernel.mark_ended_early``)."""
+    attempts ended early (``_admit_kernel.mark_ended_early``); ``link_pop`` takes the head."""
     nxt[r, c_next] = -1
     t = heads[row, c_tail]
     if t >= 0:
@@ -103,6 +103,16 @@ def link_tail(heads, row, c_head, c_tail, nxt, c_next, r):
     else:
         heads[row, c_head] = r
     heads[row, c_tail] = r
+
+
+def link_pop(heads, row, c_head, c_tail, nxt, c_next):
+    """Take that list's head off it (the list holds one) and return it."""
+    r = heads[row, c_head]
+    q = nxt[r, c_next]
+    heads[row, c_head] = q
+    if q < 0:
+        heads[row, c_tail] = -1
+    return r
 
 
 def link_remove(heads, row, c_head, c_tail, nxt, c_next, r):
