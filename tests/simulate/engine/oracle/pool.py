@@ -30,8 +30,9 @@ from tests.simulate.engine.oracle.cache import PrefixCache
 from sandbox_fleet.simulate.engine.inference.config import Inference
 from sandbox_fleet.simulate.engine.inference.routing import fewest
 
-# request: [rollout, arrival_s, context after, prefill_s, decode work, last call, input tokens, cached, decode tokens]
-ROLL, ARR, CTX, PRE, DEC, LAST, INP, CACHED, DTOK = range(9)
+# request: [rollout, arrival_s, context after, prefill_s, decode work, last call, input tokens, cached, decode tokens,
+# its number in the order calls were sent]
+ROLL, ARR, CTX, PRE, DEC, LAST, INP, CACHED, DTOK, CALL = range(10)
 
 
 class Replica:
@@ -102,7 +103,6 @@ class Pool:
         self.withdrawn_s = array("d")  # per call withdrawn: its time in the pool
         self.sent = 0  # calls submitted
         self.ended: dict[int, str] = {}  # call number -> "served" / "withdrawn" (each exactly once)
-        self.call_of: dict[int, int] = {}  # rollout -> its call in flight's number
 
     # --- clock -------------------------------------------------------------------------
     def _advance(self, rep: Replica, now: float) -> None:
@@ -139,8 +139,6 @@ class Pool:
     def submit(self, now: float, r: int, ctx: int, new: int, dec: int, last: bool) -> None:
         """Rollout ``r`` sends a call: ``ctx`` tokens of earlier context, ``new`` new
         prompt tokens, ``dec`` tokens to decode; ``last``: its final call."""
-        assert r not in self.call_of, f"rollout {r}: a second call in flight"
-        self.call_of[r] = self.sent
         self.sent += 1
         if self.sticky:
             i = self.assign.get(r)
@@ -160,7 +158,7 @@ class Pool:
         self.r_cached[r] += cached
         self.r_out[r] += dec
         pre = (inp - cached) * self.inv_p
-        req = [r, now, inp + dec, pre, dec * self.inv_d, last, inp, cached, dec]
+        req = [r, now, inp + dec, pre, dec * self.inv_d, last, inp, cached, dec, self.sent - 1]
         # The hot path: ``_advance``, ``_seat`` and ``_reschedule`` written out inline.
         prefill = rep.prefill
         dt = now - rep.t
@@ -234,7 +232,7 @@ class Pool:
             self.load[i] -= 1
             self.sojourn_s.append(now - req[ARR])
             r = req[ROLL]
-            self._ends(r, "served")
+            self._ends(req, "served")
             if self.caching:
                 rep.cache.put(r, req[CTX] * self.kvb)
             if req[LAST] and self.sticky:
@@ -251,8 +249,8 @@ class Pool:
         for r in finished:
             self.on_done(r, now)
 
-    def _ends(self, r: int, how: str) -> None:
-        call = self.call_of.pop(r)
+    def _ends(self, req: list, how: str) -> None:
+        call = req[CALL]
         assert call not in self.ended, f"call {call} ended twice"
         self.ended[call] = how
 
@@ -291,7 +289,7 @@ class Pool:
         self.r_cached[r] -= req[CACHED]
         self.r_out[r] -= req[DTOK]
         self.withdrawn_s.append(now - req[ARR])
-        self._ends(r, "withdrawn")
+        self._ends(req, "withdrawn")
         while rep.waiting and rep.n + len(rep.prefill) < self.seats:
             self._seat(rep, rep.waiting.popleft(), now)
         rep.ver += 1
