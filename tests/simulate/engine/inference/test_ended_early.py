@@ -68,6 +68,11 @@ def _conserved(out, pool=None) -> None:
         assert ends.count("served") == sr.sojourn_s.size and ends.count("withdrawn") == sr.withdrawn_s.size
         for rep in pool.reps:
             assert rep.n == 0 and not rep.prefill and not rep.waiting and not rep.done
+            c = rep.cache  # the prefix cache's books: its bytes are its entries', within its tiers
+            assert c.gpu_used == pytest.approx(sum(c.gpu.values()), abs=1e-6)
+            assert c.host_used == pytest.approx(sum(c.host.values()), abs=1e-6)
+            assert c.cap is None or c.gpu_used <= c.cap + 1e-6
+            assert c.host_used <= c.host_cap + 1e-6
 
 
 def test_hand_worked_eviction_mid_decode():
@@ -210,3 +215,38 @@ def test_example_evicts_and_retries_beside_the_pool(tmp_path):
     assert int(np.cumsum(d[np.lexsort((d, t))]).max()) <= 40  # the cap
     ll = s["inference"]["littles_law"]
     assert ll["mean_in_pool"] == pytest.approx(ll["arrival_rate_per_s"] * ll["mean_time_in_pool_s"], rel=1e-9)
+
+
+def test_calls_are_withdrawn_from_every_place_alike():
+    """Calls withdrawn from the seat line, the prefill line (its head mid-prefill, and behind it) and
+    the decode set, on runs where the kernel gives the oracle's bytes (the places seen in the oracle)."""
+    import tests.simulate.engine.oracle.pool as oracle_pool
+
+    seen: set[str] = set()
+    real = oracle_pool.Pool.withdraw
+
+    def where(self, r, now):
+        for rep in self.reps:
+            if any(q[oracle_pool.ROLL] == r for q in rep.waiting):
+                seen.add("seat line")
+            elif rep.prefill and rep.prefill[0][oracle_pool.ROLL] == r:
+                seen.add("prefill head")
+            elif any(q[oracle_pool.ROLL] == r for q in rep.prefill):
+                seen.add("prefill line")
+            elif any(e[2][oracle_pool.ROLL] == r for e in rep.done):
+                seen.add("decoding")
+        real(self, r, now)
+
+    ep = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential(400), Exponential(30)))
+    inf = Inference(replicas=1, prefill_tok_s=200, decode_tok_s=20, max_num_seqs=2)
+    fleet = Fleet(cap=6, slots_per_node=3, preempt_rate_per_node_s=0.03, node_replace_s=5.0)
+    oracle_pool.Pool.withdraw = where  # type: ignore[method-assign]
+    try:
+        for seed in range(6):
+            wls = [Closed(population=8, n=40, episode=ep, retry=RetryPolicy(max_retries=3))]
+            pure, pool, (plain,) = _three_ways(fleet, wls, seed, inf)
+            assert _bytes(plain) == _bytes(pure)
+            _conserved(pure, pool)
+    finally:
+        oracle_pool.Pool.withdraw = real  # type: ignore[method-assign]
+    assert seen == {"seat line", "prefill head", "prefill line", "decoding"}
