@@ -98,7 +98,7 @@ def _check(res, n_expected: int) -> None:
 
     sr = res.inference
     if sr is not None:
-        area, direct = float(sr.area_sys.sum()), float(sr.sojourn_s.sum())
+        area, direct = float(sr.area_sys.sum()), float(sr.sojourn_s.sum()) + float(sr.withdrawn_s.sum())
         if abs(area - direct) > 1e-9 * max(1.0, abs(direct)) + 1e-6:
             fail("pool_littles_law", f"time-integral of calls in the pool {area!r} != sum of times in pool {direct!r}")
 

@@ -450,13 +450,12 @@ def _served(inference, workloads, episodes, pools, draws) -> TurnDraws | None:
         if not served[w]:
             raise InputError(f"workload {wl.name}: with an inference pool every workload needs turns with "
                              "prefill_tokens and decode_tokens (and no model_latency)")
-        if wl.retry.max_retries > 0:
-            raise InputError(f"workload {wl.name}: retries are not simulated with an inference pool yet")
+        if wl.retry.max_retries > 0 and wl.retry.redraw:  # a retry re-runs the rollout's drawn turns
+            raise InputError(f"workload {wl.name}: key 'retry.redraw': a fresh draw of a retry's turns is not "
+                             "simulated with an inference pool yet (a retry re-runs the same turns)")
         if ep.agent_timeout_s is not None or "agent" in ep.exception_rate_per_s or "agent" in ep.exception_p:
             raise InputError(f"workload {wl.name}: agent timeouts and agent-phase exceptions are not simulated "
                              "with an inference pool yet")
-    if any(pl.preempt_rate_per_node_s > 0 for pl in pools):
-        raise InputError("preemption is not simulated with an inference pool yet")
     td = TurnDraws(*(np.concatenate([getattr(d, k) for d in draws])
                      for k in ("turns", "new_tokens", "decode_tokens", "command_s")))
     kv = inference.kv_cache_bytes

@@ -8,7 +8,8 @@ lifted, these runs are small), and compares the summary JSON, the ``--telemetry`
 pool's raw records bit for bit. The kernel's source run as plain Python (its twin, without numba, and
 under ``NUMBA_DISABLE_JIT=1``) is compared on small cases in fresh processes. Beside the closed-loop
 kernel's old feature set, the cases hold what only the pure loop ran beside an inference pool before:
-start caps, queue timeouts and the shortest-timeout-first queue.
+start caps, queue timeouts and the shortest-timeout-first queue; and what neither ran before issue 36's
+item 3: retries, node preemption, priority with quotas and preemption, timeout-ceiling.
 """
 
 from __future__ import annotations
@@ -294,6 +295,96 @@ seed = 33
 
 # Dynamic sampling beside an inference pool (the event loop's last production run before): rounds of
 # the shortfall released as rounds end, beside drops of the shortest-timeout-first queue.
+# Attempts ended early beside the inference pool (``_inference_rules.end_episode``): retried build and
+# verifier exceptions and node preemptions (a call withdrawn from its seat line, prefill line or decode
+# set, least-loaded keys of every replica forgotten); a priority pool's evictions with quotas; the
+# timeout-ceiling pool's admission beside an RL workload.
+CASES.update({
+    "retries_node_preemption": f"""
+[fleet]
+cap = 8
+slots_per_node = 2
+preempt_rate_per_node_s = 0.01
+node_replace_s = 20
+[workload]
+kind = "closed"
+population = 10
+count = 150
+{TURNS}
+[verifier]
+dist = "exponential"
+mean_s = 2
+[exceptions]
+p = {{ build = 0.05, verifier = 0.1 }}
+[retry]
+max_retries = 2
+[inference]
+replicas = 2
+routing = "least-loaded"
+max_num_seqs = 3
+prefill_tok_s = 2000
+decode_tok_s = 100
+{SMALL_CACHE}
+[run]
+seed = 21
+""",
+    "priority_preempt_quotas": f"""
+[fleet]
+cap = 6
+admission = "priority"
+preempt = true
+[[workloads]]
+name = "rl"
+kind = "sync-rl"
+priority = 1
+nominal = 3
+batch = 6
+steps = 4
+train_s = 20
+{TURNS.replace("[turns]", "[workloads.turns]")}
+[[workloads]]
+name = "synth"
+kind = "poisson"
+priority = 0
+rate_per_s = 0.3
+count = 60
+{TURNS.replace("[turns]", "[workloads.turns]")}
+[inference]
+replicas = 1
+max_num_seqs = 4
+prefill_tok_s = 2000
+decode_tok_s = 100
+{SMALL_CACHE}
+[run]
+seed = 22
+""",
+    "timeout_ceiling_rl_and_open": f"""
+[fleet]
+cap = 8
+admission = "timeout-ceiling"
+[[workloads]]
+name = "rl"
+kind = "async-rl"
+batch = 4
+steps = 6
+train_s = 15
+staleness = 1
+{TURNS.replace("[turns]", "[workloads.turns]")}
+[[workloads]]
+name = "eval"
+kind = "poisson"
+rate_per_s = 0.2
+count = 40
+{TURNS.replace("[turns]", "[workloads.turns]")}
+[inference]
+replicas = 2
+prefill_tok_s = 2000
+decode_tok_s = 100
+[run]
+seed = 23
+""",
+})
+
 CASES["dynamic_sampling_shortest_timeout_first"] = f"""
 [fleet]
 cap = 6
@@ -345,6 +436,8 @@ def test_scenario_json_and_telemetry_identical(paths, tmp_path, name):
         assert s["dropped"] > 0  # rollouts waited past the queue timeout
     if name == "sticky_seats_cache":
         assert s["inference"]["queue_wait_s"]["p99"] > 0  # max_num_seqs made calls wait
+    if name in ("retries_node_preemption", "priority_preempt_quotas"):
+        assert s["outcomes"]["retried_attempts"] > 0  # attempts ended early and re-ran their episode
 
 
 def _raw(res) -> dict:
@@ -448,8 +541,9 @@ def test_small_runs_take_the_kernel_source_as_python_counting_their_model_calls(
 
 
 def test_what_the_model_refuses_beside_an_inference_pool():
-    """Retries, node preemption and policy pools beside an inference pool are refused by the model
-    (``prepare``, ``policies.problems``): the pure loop, the oracle, does not run them either."""
+    """Retries, node preemption and every policy pool run beside an inference pool (the kernel and the
+    oracle both withdraw a call whose attempt ended early: ``test_ended_early.py``); a retry's fresh
+    draw of its turns (``retry.redraw``) is refused by the model (``prepare``)."""
     from sandbox_fleet.errors import InputError
     from sandbox_fleet.simulate.engine.entities import RetryPolicy
     from sandbox_fleet.simulate.engine.prepare import prepare
@@ -457,12 +551,14 @@ def test_what_the_model_refuses_beside_an_inference_pool():
     ep = Episode(turns=_turns(Deterministic(10), Exponential(10)))
     inf = Inference(replicas=1, prefill_tok_s=100, decode_tok_s=20)
     wl = [Closed(population=4, n=50, episode=ep)]
-    for fleet, wls, msg in (
-            (Fleet(cap=4, slots_per_node=2, preempt_rate_per_node_s=1e-3, node_replace_s=1.0), wl, "preemption"),
-            (Fleet(cap=4), [Closed(population=4, n=50, episode=ep, retry=RetryPolicy(max_retries=1))], "retries"),
-            (Fleet(cap=4, admission="priority"), wl, "priority")):
-        with pytest.raises(InputError, match=msg):
-            prepare(fleet, wls, 1, inf)
+    for fleet, wls in (
+            (Fleet(cap=4, slots_per_node=2, preempt_rate_per_node_s=1e-3, node_replace_s=1.0), wl),
+            (Fleet(cap=4), [Closed(population=4, n=50, episode=ep, retry=RetryPolicy(max_retries=1))]),
+            (Fleet(cap=4, admission="priority", preempt=True), wl)):
+        assert prepare(fleet, wls, 1, inf).turn_draws is not None
+    with pytest.raises(InputError, match="retry.redraw"):
+        prepare(Fleet(cap=4), [Closed(population=4, n=50, episode=ep, retry=RetryPolicy(max_retries=1, redraw=True))],
+                1, inf)
 
 
 def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeypatch):
@@ -486,7 +582,8 @@ def test_pausing_for_progress_and_growing_the_heap_change_nothing(paths, monkeyp
 
 # --- the kernel's source run as plain Python --------------------------------------------
 PLAIN_CASES = ("sticky_seats_cache", "least_loaded_cache", "no_cache_rl", "start_cap_provisioning",
-               "shortest_timeout_first_queue_timeout", "dynamic_sampling_shortest_timeout_first")
+               "shortest_timeout_first_queue_timeout", "dynamic_sampling_shortest_timeout_first",
+               "retries_node_preemption", "priority_preempt_quotas", "timeout_ceiling_rl_and_open")
 
 
 def _plain_python_child() -> None:

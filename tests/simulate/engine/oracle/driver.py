@@ -29,13 +29,16 @@ class Driver:
         self.cmd = draws.command_s.tolist()
         self.cur = [0] * n
         self.ctx = [0] * n
+        self.row = list(range(n))  # the attempt row whose calls a rollout sends
+        self.calls_over: set[int] = set()  # attempt rows whose last call ended (their agent phase is set)
         self.push = push
         self.turn_kind, self.finish_kind = turn_kind, finish_kind
         self.a_start, self.a_build, self.a_agent, self.a_verify = a_start, a_build, a_agent, a_verify
         self.pool = Pool(cfg, n, push, self.done, kind=pool_kind)
 
-    def call(self, r: int, now: float) -> None:
-        """Rollout ``r`` (its only attempt: row ``r``) sends its current turn's model call."""
+    def call(self, r: int, now: float, row: int | None = None) -> None:
+        """Rollout ``r``'s attempt ``row`` (default: its first, row ``r``) sends its current turn's model call."""
+        self.row[r] = r if row is None else row
         k = self.cur[r]
         i = self.off[r] + k
         self.pool.submit(now, r, self.ctx[r], self.new[i], self.dec[i], k == self.nt[r] - 1)
@@ -46,11 +49,21 @@ class Driver:
         self.ctx[r] += self.new[i] + self.dec[i]
         self.cur[r] = k + 1
         end = now + self.cmd[i]
+        row = self.row[r]
         if k + 1 < self.nt[r]:
-            self.push(end, self.turn_kind, r)
+            self.push(end, self.turn_kind, row)
         else:
-            self.a_agent[r] = end - self.a_start[r] - self.a_build[r]
-            self.push(end + self.a_verify[r], self.finish_kind, r)
+            self.calls_over.add(row)
+            self.a_agent[row] = end - self.a_start[row] - self.a_build[row]
+            self.push(end + self.a_verify[row], self.finish_kind, row)
+
+    def end_episode(self, r: int, now: float) -> None:
+        """Rollout ``r``'s attempt ended early or retries: its call in flight is withdrawn, its
+        conversation forgotten, and its next attempt starts again from the first turn."""
+        self.pool.withdraw(r, now)
+        self.pool.forget(r, self.cur[r] < self.nt[r])
+        self.cur[r] = 0
+        self.ctx[r] = 0
 
 
 def served_run(driver, prep) -> ServedRun:
@@ -77,4 +90,6 @@ def served_run(driver, prep) -> ServedRun:
         unloaded_hold_s=unloaded_holds(prep),
         prefill_tok_s=prep.inference.prefill_tok_s,
         decode_tok_s=prep.inference.decode_tok_s,
+        withdrawn_s=np.frombuffer(pool.withdrawn_s, dtype=float).copy(),
+        calls=pool.sent,
     )

@@ -37,7 +37,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     driver = st.driver
     if driver is not None:
         handlers[ev.POOL] = driver.pool.event
-        handlers[ev.TURN] = lambda r: driver.call(r, st.now)
+        handlers[ev.TURN] = st.on_turn
     pool_event = driver.pool.event if driver is not None else None
 
     heap = st.heap
@@ -75,6 +75,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             else:  # the other handlers, with the counters handed over and back
                 st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
                 handlers[kind](x)
+                if st.ended_early:
+                    st.end_episodes()
                 busy, waiting, done = st.busy, st.waiting, st.done
             # Progress (and the tests' audit) every so many heap events: every rollout has one.
             if n_events == next_progress:
@@ -98,6 +100,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             now = t
             st.now, st.busy, st.waiting, st.done = t, busy, waiting, done
             on_arrival(x)
+            if st.ended_early:
+                st.end_episodes()
             busy, waiting, done = st.busy, st.waiting, st.done
         else:
             break

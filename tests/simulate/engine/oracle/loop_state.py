@@ -136,6 +136,7 @@ class LoopState:
         self.r_batch = [0] * N
         self.pop_next: dict[int, int] = {}  # closed populations: the next rollout id to start
         self.driver: Driver | None = None
+        self.ended_early: list[int] = []  # served rollouts whose attempt ended early or retries, this event
 
     # --- set-up --------------------------------------------------------------------------
     def schedule_start(self) -> None:
@@ -316,7 +317,10 @@ class LoopState:
         if pol is not None:
             pol.ended(self.r_work[r], row)
         tries = self.a_try[row] - self.r_evicted.get(r, 0) if self.r_evicted else self.a_try[row]
-        if requeue or self.prep.retryable(r, state, phase, tries):
+        retry = requeue or self.prep.retryable(r, state, phase, tries)
+        if self.driver is not None and (retry or phase == PREEMPTION) and r not in self.ended_early:
+            self.ended_early.append(r)  # its episode ends at the replicas once the event is handled
+        if retry:
             self.a_state[row] = RETRIED
             self.append_retry(r, self.a_try[row] + 1)
         else:
@@ -409,6 +413,9 @@ class LoopState:
         elapsed = self.now - self.a_start[row]
         a_build, a_agent, a_verify = self.a_build, self.a_agent, self.a_verify
         b, a = a_build[row], a_agent[row]
+        driver = self.driver
+        if driver is not None and self.a_phase[row] != BUILD and row not in driver.calls_over:
+            a = math.inf  # served and its last call's command not over: still in its agent phase
         if elapsed < b:
             p = self.r_pool[self.a_roll[row]]
             if self.start_cap[p] is not None:
@@ -418,6 +425,19 @@ class LoopState:
             a_agent[row], a_verify[row] = elapsed - b, 0.0
         else:
             a_verify[row] = elapsed - b - a
+
+    def on_turn(self, row: int) -> None:
+        if self.a_state[row] == RUNNING:  # (an attempt ended early leaves its turns behind)
+            assert self.driver is not None
+            self.driver.call(self.a_roll[row], self.now, row)
+
+    def end_episodes(self) -> None:
+        """After an event: each served rollout whose attempt it ended early or retried, pool by pool
+        in the order they ended, withdraws its call and starts its episode over."""
+        assert self.driver is not None
+        early, self.ended_early = self.ended_early, []
+        for r in sorted(early, key=lambda r: self.r_pool[r]):
+            self.driver.end_episode(r, self.now)
 
     def on_node_back(self, x: tuple[int, int]) -> None:
         p, node = x

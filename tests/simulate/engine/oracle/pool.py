@@ -23,15 +23,16 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 from tests.simulate.engine.oracle.cache import PrefixCache
 
 from sandbox_fleet.simulate.engine.inference.config import Inference
 from sandbox_fleet.simulate.engine.inference.routing import fewest
 
-# request: [rollout, arrival_s, context after, prefill_s, decode work, last call]
-ROLL, ARR, CTX, PRE, DEC, LAST = range(6)
+# request: [rollout, arrival_s, context after, prefill_s, decode work, last call, input tokens, cached, decode tokens,
+# its number in the order calls were sent]
+ROLL, ARR, CTX, PRE, DEC, LAST, INP, CACHED, DTOK, CALL = range(10)
 
 
 class Replica:
@@ -99,6 +100,9 @@ class Pool:
         self.r_in = [0] * n_rollouts
         self.r_cached = [0] * n_rollouts
         self.r_out = [0] * n_rollouts
+        self.withdrawn_s = array("d")  # per call withdrawn: its time in the pool
+        self.sent = 0  # calls submitted
+        self.ended: dict[int, str] = {}  # call number -> "served" / "withdrawn" (each exactly once)
 
     # --- clock -------------------------------------------------------------------------
     def _advance(self, rep: Replica, now: float) -> None:
@@ -135,6 +139,7 @@ class Pool:
     def submit(self, now: float, r: int, ctx: int, new: int, dec: int, last: bool) -> None:
         """Rollout ``r`` sends a call: ``ctx`` tokens of earlier context, ``new`` new
         prompt tokens, ``dec`` tokens to decode; ``last``: its final call."""
+        self.sent += 1
         if self.sticky:
             i = self.assign.get(r)
             if i is None:
@@ -153,7 +158,7 @@ class Pool:
         self.r_cached[r] += cached
         self.r_out[r] += dec
         pre = (inp - cached) * self.inv_p
-        req = [r, now, inp + dec, pre, dec * self.inv_d, last]
+        req = [r, now, inp + dec, pre, dec * self.inv_d, last, inp, cached, dec, self.sent - 1]
         # The hot path: ``_advance``, ``_seat`` and ``_reschedule`` written out inline.
         prefill = rep.prefill
         dt = now - rep.t
@@ -227,6 +232,7 @@ class Pool:
             self.load[i] -= 1
             self.sojourn_s.append(now - req[ARR])
             r = req[ROLL]
+            self._ends(req, "served")
             if self.caching:
                 rep.cache.put(r, req[CTX] * self.kvb)
             if req[LAST] and self.sticky:
@@ -242,6 +248,66 @@ class Pool:
             self.push(now + (done[0][0] - v) * (rep.n + b), self.kind, (i, ver))
         for r in finished:
             self.on_done(r, now)
+
+    def _ends(self, req: list, how: str) -> None:
+        call = req[CALL]
+        assert call not in self.ended, f"call {call} ended twice"
+        self.ended[call] = how
+
+    def withdraw(self, r: int, now: float) -> None:
+        """Rollout ``r``'s attempt ended before its call did: the call leaves its replica, wherever it
+        is (waiting for a seat, in the prefill line, decoding); the others go on without it."""
+        found = None
+        for i, rep in enumerate(self.reps):
+            for where in (rep.waiting, rep.prefill):
+                for req in where:
+                    if req[ROLL] == r:
+                        found = (i, rep, where, req)
+            for entry in rep.done:
+                if entry[2][ROLL] == r:
+                    found = (i, rep, None, entry[2])
+        if found is None:
+            return
+        i, rep, where, req = found
+        self._advance(rep, now)
+        if where is rep.prefill:
+            head = rep.prefill[0] is req
+            rep.prefill.remove(req)
+            if head and rep.prefill:  # the next prompt's prefill starts now
+                rep.p_end = now + rep.prefill[0][PRE]
+        elif where is rep.waiting:
+            rep.waiting.remove(req)
+        else:
+            rep.done[:] = [e for e in rep.done if e[2] is not req]
+            heapify(rep.done)
+            rep.n -= 1
+        self.load[i] -= 1
+        self.input_tokens -= req[INP]
+        self.cached_tokens -= req[CACHED]
+        self.decode_tokens -= req[DTOK]
+        self.r_in[r] -= req[INP]
+        self.r_cached[r] -= req[CACHED]
+        self.r_out[r] -= req[DTOK]
+        self.withdrawn_s.append(now - req[ARR])
+        self._ends(req, "withdrawn")
+        while rep.waiting and rep.n + len(rep.prefill) < self.seats:
+            self._seat(rep, rep.waiting.popleft(), now)
+        rep.ver += 1
+        if rep.prefill:
+            self.push(rep.p_end, self.kind, (i, rep.ver))
+        elif rep.done:
+            self.push(now + (rep.done[0][0] - rep.v) * (rep.n + self.b), self.kind, (i, rep.ver))
+
+    def forget(self, r: int, live: bool) -> None:
+        """Rollout ``r``'s conversation is over (its attempt ended early or retries): its cached
+        prefixes go, and its sticky replica (where ``live``: a call was still to come) counts it no more."""
+        if self.sticky:
+            i = self.assign.pop(r, None)
+            if i is not None and live:
+                self.live[i] -= 1
+        if self.caching:
+            for rep in self.reps:
+                rep.cache.take(r)
 
     def close(self, end_s: float) -> None:
         """Integrate every replica's clock to the end of the run."""

@@ -66,6 +66,8 @@ FIFO, PRIORITY, CEILING, SHORTEST = 0, 1, 2, 3
 N_SI = 16  # EV_LIMIT: heap events after which ``run`` pauses; the MARGINs: pushes / rows one event may add
 SERVED = 16  # an inference pool serves the model calls: an attempt's hold unfolds turn by turn (``inference``)
 N_SI = 17
+ENDED_EARLY = 17  # a served attempt ended early or was retried in the event running: ``end_episodes`` runs after it
+N_SI = 18
 # sf: float scalars
 NOW, AREA_BUSY, AREA_WAIT = range(3)
 N_SF = 3
@@ -77,6 +79,8 @@ P_TRACKED, P_SLOT0, P_FTOP, P_SPN, P_Q0, P_QN, P_QLEN = range(11, 18)
 # ... a pool with ``[fleet.limits]`` that place attempts: its starting slots are ``lg[P_G0:P_G0 + P_GN]``
 P_LIMITED, P_G0, P_GN = range(18, 21)
 N_PI = 21  # P_QLEN: a plain queue's entries (FIFO, shortest-timeout-first), dropped ones included
+P_EE_H, P_EE_T = 21, 22  # ... the rollouts whose served attempt ended early in the event running (a list through R_EEN)
+N_PI = 23
 # pf[p, c]: pool float columns
 PF_PROV, PF_TIMEOUT, PF_REPLACE = range(3)
 # ... ``[fleet.limits]``: creation rate (0: none), burst, cold start, warm pool size and refill rate, and
@@ -98,6 +102,8 @@ A_ENQ, A_START, A_FIN, A_BUILD, A_AGENT, A_VERIFY, A_HOLD, A_WAIT = range(8)
 N_AF = 8  # A_WAIT: from its slot to its sandbox ready ([fleet.limits]; in A_BUILD and A_HOLD)
 R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
 N_RI = 9
+R_EE, R_EEN = 9, 10  # on its pool's list of attempts ended early (``mark_ended_early``), the next there
+N_RI = 11
 BI_START, BI_SIZE, BI_REM = range(3)
 # Dynamic sampling (``trainer.RLState``'s rounds): a workload's rounds are bi/bf rows after every batch
 # (BI_START/SIZE/REM the round's rollouts, BF_BATCH_END its end, BI_STEP its step); a step's row holds
@@ -141,12 +147,20 @@ SPAN_LAUNCH, SPAN_RELEASE, SPAN_POOL = range(3)
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
     jitable(_rule)
 claim = jitable(fifo.claim)
-# the inference replica's rules (``_inference_rules``), callable from compiled code
-jitable(event_heap.push)
-for _fn in (inference.dpush, inference.dpop, inference.lru_remove, inference.lru_append, inference.cache_take,
-            inference.cache_put, inference.advance, inference.seat, inference.fewest, inference.reschedule,
-            inference.submit, inference.pool_event, inference.continue_calls, inference.close):
+# the inference replica's rules (``_inference_rules``) and the heap's and lists' (``event_heap``), callable from
+# compiled code
+for _h in (event_heap.move, event_heap.up, event_heap.down, event_heap.link_tail, event_heap.link_pop):
+    jitable(_h, inline=True)
+for _h in (event_heap.push, event_heap.link_remove):
+    jitable(_h)
+for _fn in (inference.dpush, inference.dremove, inference.dpop, inference.lru_remove, inference.lru_append,
+            inference.cache_take, inference.cache_put, inference.advance, inference.seat, inference.decode,
+            inference.seat_waiting,
+            inference.fewest, inference.reschedule, inference.submit, inference.pool_event, inference.continue_calls,
+            inference.close):
     jitable(_fn, inline=True)
+for _rare in (inference.withdraw, inference.end_episode):  # rare: called, not inlined
+    jitable(_rare)
 # the node placement rule, written once (``_node_rules``; the node replay calls it too)
 node_close = jitable(_node_rules.close)
 node_set_free = jitable(_node_rules.set_free)
@@ -364,15 +378,9 @@ def enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now):
     w = ri[r, R_WORK]
     p = ri[r, R_POOL]
     af[row, A_ENQ] = now
-    ri[r, R_QN] = -1
     si[QSEQ] += 1  # queue order: one counter for every list
     ri[r, R_QSEQ] = si[QSEQ]
-    t = wi[w, W_QT]
-    if t >= 0:
-        ri[t, R_QN] = r
-    else:
-        wi[w, W_QH] = r
-    wi[w, W_QT] = r
+    event_heap.link_tail(wi, w, W_QH, W_QT, ri, R_QN, r)
     ri[r, R_QUEUED] = 1
     pi[p, P_QLEN] += 1
     ri[r, R_EPOCH] += 1
@@ -658,6 +666,7 @@ def place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now):
         pi[p, P_BUILDING] += 1
         push(ht, hi, si, now + af[row, A_BUILD], BUILD_DONE, row, 0)
     if si[SERVED] and ai[row, A_PHASE] != BUILD_PHASE:  # the hold unfolds turn by turn (``inference``)
+        af[row, A_AGENT] = np.inf  # its agent phase runs until its last call's command ends (``cut_short``)
         push(ht, hi, si, now + af[row, A_BUILD], TURN, row, 0)
     else:
         push(ht, hi, si, now + af[row, A_HOLD], FINISH, row, 0)
@@ -894,6 +903,8 @@ def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf,
     tries = ai[row, A_TRY] - ri[r, R_EVICTED]
     retry = (state == EXCEPTION and (wi[w, W_RETRY_ON] >> phase) & 1 == 1 and tries < wi[w, W_MAX_RETRIES])
     rp = -1
+    if si[SERVED] and (requeue or retry or phase == PREEMPTION):  # (PREEMPTION: a hold cut short)
+        mark_ended_early(pi, ri, si, p, r)
     if requeue or retry:
         ai[row, A_STATE] = RETRIED
         append_retry(af, ai, hi, ht, pf, pi, ri, si, wi, r, ai[row, A_TRY] + 1, now)
@@ -903,6 +914,31 @@ def end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf,
     if rp < 0:
         free_attempt_slot(ai, hi, ht, pf, pi, si, sl, p, row, now)
     return rp
+
+
+@njit(cache=True)
+def mark_ended_early(pi, ri, si, p, r):
+    """Rollout ``r``'s served attempt ended early or is retried: on pool ``p``'s list (once) for
+    ``end_episodes``, which ``run`` calls after the event (where the inference pool's arrays are)."""
+    if not ri[r, R_EE]:
+        ri[r, R_EE] = 1
+        event_heap.link_tail(pi, p, P_EE_H, P_EE_T, ri, R_EEN, r)
+        si[ENDED_EARLY] = 1
+
+
+@njit(cache=True)
+def end_episodes(pi, ri, si, hi, ht, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, now):
+    """Each rollout whose served attempt the event just handled ended early or retried, pool by pool
+    in the order they ended: its call withdrawn, its episode started over (``inference.end_episode``)."""
+    si[ENDED_EARLY] = 0
+    for p in range(pi.shape[0]):
+        r = pi[p, P_EE_H]
+        while r >= 0:
+            ri[r, R_EE] = 0
+            inference.end_episode(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, now)
+            r = ri[r, R_EEN]
+        pi[p, P_EE_H] = -1
+        pi[p, P_EE_T] = -1
 
 
 @njit(cache=True, inline="always")
@@ -1369,4 +1405,6 @@ def run(S):
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+        if si[ENDED_EARLY]:  # a served attempt ended early in this event: its episode ends at the replicas too
+            end_episodes(pi, ri, si, hi, ht, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, now)
     return ST_DONE

@@ -8,9 +8,11 @@ Plain Python with no numba import: the admission kernel registers every function
 plain-Python twin calls them as written. The same operations in the same order as the pure pool,
 so the floating-point results and the event order are the same bits:
 
-- each replica's decode-finish marks are a heap keyed by ``(v_finish, seq)`` (``dv``, ``dq``);
+- each replica's decode-finish marks are a heap keyed by ``(v_finish, seq)`` (``dv``, ``dq``), sifted by
+  ``event_heap.up`` / ``down`` on the replica's row;
 - the seat-waiting and prefill lines of a replica are linked lists through ``xi[:, X_QNEXT]``
-  (a rollout has one call at a time, so it is in at most one line);
+  (``event_heap.link_tail``; a rollout has one call at a time, so it is in at most one line, and
+  ``X_REP`` / ``X_AT`` say where its call is);
 - each cache tier (GPU, host) of each replica is a doubly linked LRU list through per-key rows
   of ``cl`` / ``cs`` / ``cin`` (key = rollout under sticky routing, replica x rollout under
   least-loaded); storing a key already present updates its size in place without moving it, as
@@ -20,6 +22,10 @@ Arrays (``admit_loop.initial_state`` builds them): ``ii`` int scalars (``I_*``),
 scalars (``F_*``), ``vi`` / ``vf`` per replica (``V_*``), ``dv`` / ``dq`` per replica's decode heap,
 ``xi`` / ``xf`` per rollout (``X_*``), ``ti`` / ``tf`` per turn (``T_*``), ``cl`` / ``cs`` /
 ``cin`` per cache key.
+
+An attempt that ends before its episode does (a node preemption, an eviction) or is retried ends its
+episode here too (``end_episode``, which the kernel calls after the event): its call in flight is
+withdrawn (``withdraw``), its conversation forgotten, and its next attempt starts from turn 0.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ FINISH, TURN, POOL = 0, 8, 9  # ``simulate.engine.events``' kinds
 (I_PSEQ, I_IN_T, I_CACHED_T, I_DEC_T, I_NWAIT, I_NTTFT, I_NSOJ, I_STICKY, I_SEATS, I_CACHING, I_UNLIMITED,
  I_STRIDE, I_FH, I_FN) = range(14)
 N_II = 14  # I_FH, I_FN: the rollouts whose call a POOL event finished (chain head through X_QNEXT, count)
+I_NWD, I_NSUB = 14, 15  # calls withdrawn (``withdraw``: records in tf[:, T_WD]), calls submitted
+N_II = 16
 # fl: float scalars (the configuration)
 F_B, F_INV_P, F_INV_D, F_KVB, F_CAP, F_HOST_CAP = range(6)
 N_FL = 6  # F_B: iteration base in one sequence's decode times; F_CAP, F_HOST_CAP: cache tiers' bytes
@@ -49,6 +57,9 @@ N_VF = 9
 # the attempt row that sent the call
 X_OFF, X_NT, X_CUR, X_CTX, X_QNEXT, X_ASSIGN, X_RCTX, X_LAST, X_IN, X_CACHED, X_OUT, X_ROW = range(12)
 N_XI = 12
+X_REP, X_AT, X_CCACHED = 12, 13, 14  # its call in flight: replica, where it is there (``AT_*``), cached tokens
+N_XI = 15
+AT_NONE, AT_WAIT, AT_PF, AT_DEC = range(4)  # no call in flight; waiting for a seat; in the prefill line; decoding
 # xf[r, c]: the current call's arrival, prefill seconds, decode work
 X_ARR, X_PRE, X_DEC = range(3)
 N_XF = 3
@@ -56,51 +67,42 @@ T_NEW, T_DEC = range(2)  # ti[j, c]: turn j's new prompt tokens, decode tokens
 N_TI = 2
 T_CMD, T_WAIT, T_TTFT, T_SOJ = range(4)  # tf[j, c]: turn j's command seconds; per call in record order: waits
 N_TF = 4
+T_WD = 4  # ... and per withdrawn call, in withdrawal order: its time in the pool
+N_TF = 5
 C_GP, C_GN, C_HP, C_HN = range(4)  # cl[k, c]: LRU links (GPU prev, next; host prev, next)
 C_G, C_H = range(2)  # cs[k, c] sizes, cin[k, c] presence, per tier
 
 
-# --- a replica's decode heap: (virtual finish, seq) -> rollout ---------------------------------
+# --- a replica's decode heap: (virtual finish, seq) -> rollout, sifted by ``event_heap`` on the replica's row ---
 def dpush(dv, dq, vi, i, v, seq, r):
     n = vi[i, V_DN]
     vi[i, V_DN] = n + 1
-    while n > 0:
-        parent = (n - 1) >> 1
-        if event_heap.less(v, seq, dv[i, parent], dq[i, parent, 0]):
-            dv[i, n] = dv[i, parent]
-            dq[i, n, 0] = dq[i, parent, 0]
-            dq[i, n, 1] = dq[i, parent, 1]
-            n = parent
-        else:
-            break
-    dv[i, n] = v
-    dq[i, n, 0] = seq
-    dq[i, n, 1] = r
+    h, q = dv[i], dq[i]
+    n = event_heap.up(h, q, n, v, seq)
+    h[n] = v
+    q[n, 0] = seq
+    q[n, 1] = r
+
+
+def dremove(dv, dq, vi, i, k):
+    """Take entry ``k`` out of replica ``i``'s decode heap (``k = 0``: its head): the last entry fills
+    the hole, sifted down, else up."""
+    n = vi[i, V_DN] - 1
+    vi[i, V_DN] = n
+    if k == n:
+        return
+    h, q = dv[i], dq[i]
+    v, s, r = h[n], q[n, 0], q[n, 1]
+    pos = event_heap.down(h, q, k, n, v, s)
+    if pos == k:
+        pos = event_heap.up(h, q, k, v, s)
+    h[pos] = v
+    q[pos, 0] = s
+    q[pos, 1] = r
 
 
 def dpop(dv, dq, vi, i):
-    n = vi[i, V_DN] - 1
-    vi[i, V_DN] = n
-    if n == 0:
-        return
-    v, s, r = dv[i, n], dq[i, n, 0], dq[i, n, 1]
-    pos = 0
-    while True:
-        c = 2 * pos + 1
-        if c >= n:
-            break
-        if c + 1 < n and event_heap.less(dv[i, c + 1], dq[i, c + 1, 0], dv[i, c], dq[i, c, 0]):
-            c += 1
-        if event_heap.less(dv[i, c], dq[i, c, 0], v, s):
-            dv[i, pos] = dv[i, c]
-            dq[i, pos, 0] = dq[i, c, 0]
-            dq[i, pos, 1] = dq[i, c, 1]
-            pos = c
-        else:
-            break
-    dv[i, pos] = v
-    dq[i, pos, 0] = s
-    dq[i, pos, 1] = r
+    dremove(dv, dq, vi, i, 0)
 
 
 # --- the prefix cache: two LRU tiers per replica (the oracle's ``cache.PrefixCache``) -------------
@@ -198,20 +200,29 @@ def seat(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now):
     if vi[i, V_PF_L] or xf[r, X_PRE] > 0:
         if not vi[i, V_PF_L]:
             vf[i, V_P_END] = now + xf[r, X_PRE]
-        xi[r, X_QNEXT] = -1
-        t = vi[i, V_PF_T]
-        if t >= 0:
-            xi[t, X_QNEXT] = r
-        else:
-            vi[i, V_PF_H] = r
-        vi[i, V_PF_T] = r
+        event_heap.link_tail(vi, i, V_PF_H, V_PF_T, xi, X_QNEXT, r)
         vi[i, V_PF_L] += 1
+        xi[r, X_AT] = AT_PF
     else:
-        tf[ii[I_NTTFT], T_TTFT] = now - xf[r, X_ARR]
-        ii[I_NTTFT] += 1
-        vi[i, V_N] += 1
-        dpush(dv, dq, vi, i, vf[i, V_V] + xf[r, X_DEC], ii[I_PSEQ], r)
-        ii[I_PSEQ] += 1
+        decode(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
+
+
+def decode(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now):
+    """``r``'s call has its first token now (no prefill, or its prefill ended): it decodes."""
+    tf[ii[I_NTTFT], T_TTFT] = now - xf[r, X_ARR]
+    ii[I_NTTFT] += 1
+    vi[i, V_N] += 1
+    dpush(dv, dq, vi, i, vf[i, V_V] + xf[r, X_DEC], ii[I_PSEQ], r)
+    ii[I_PSEQ] += 1
+    xi[r, X_AT] = AT_DEC
+
+
+def seat_waiting(dq, dv, ii, tf, vi, vf, xf, xi, i, now):
+    """Seats freed on replica ``i``: the calls waiting for one take them, first come first served."""
+    while vi[i, V_WT_L] and vi[i, V_N] + vi[i, V_PF_L] < ii[I_SEATS]:
+        r = event_heap.link_pop(vi, i, V_WT_H, V_WT_T, xi, X_QNEXT)
+        vi[i, V_WT_L] -= 1
+        seat(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
 
 
 def fewest(vi, col):
@@ -247,6 +258,7 @@ def submit(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, r
     nw = ti[j, T_NEW]
     d = ti[j, T_DEC]
     xi[r, X_ROW] = row
+    ii[I_NSUB] += 1
     if ii[I_STICKY]:
         i = xi[r, X_ASSIGN]
         if i < 0:
@@ -263,6 +275,7 @@ def submit(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, r
     ii[I_IN_T] += c + nw
     ii[I_CACHED_T] += cached
     ii[I_DEC_T] += d
+    xi[r, X_CCACHED] = cached
     xi[r, X_IN] += c + nw
     xi[r, X_CACHED] += cached
     xi[r, X_OUT] += d
@@ -273,15 +286,11 @@ def submit(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, r
     xi[r, X_LAST] = 1 if k == xi[r, X_NT] - 1 else 0
     advance(vi, vf, i, now, fl[F_B])
     vi[i, V_LOAD] += 1
+    xi[r, X_REP] = i
     if vi[i, V_N] + vi[i, V_PF_L] >= ii[I_SEATS]:  # waits for a seat: the replica's next event is unchanged
-        xi[r, X_QNEXT] = -1
-        tl = vi[i, V_WT_T]
-        if tl >= 0:
-            xi[tl, X_QNEXT] = r
-        else:
-            vi[i, V_WT_H] = r
-        vi[i, V_WT_T] = r
+        event_heap.link_tail(vi, i, V_WT_H, V_WT_T, xi, X_QNEXT, r)
         vi[i, V_WT_L] += 1
+        xi[r, X_AT] = AT_WAIT
     elif vi[i, V_PF_L]:  # behind the prompt in prefill: next event unchanged
         seat(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
     else:
@@ -299,17 +308,9 @@ def pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, i, v
         return
     advance(vi, vf, i, now, fl[F_B])
     if vi[i, V_PF_L]:
-        r = vi[i, V_PF_H]
-        q = xi[r, X_QNEXT]
-        vi[i, V_PF_H] = q
-        if q < 0:
-            vi[i, V_PF_T] = -1
+        r = event_heap.link_pop(vi, i, V_PF_H, V_PF_T, xi, X_QNEXT)
         vi[i, V_PF_L] -= 1
-        tf[ii[I_NTTFT], T_TTFT] = now - xf[r, X_ARR]
-        ii[I_NTTFT] += 1
-        vi[i, V_N] += 1
-        dpush(dv, dq, vi, i, vf[i, V_V] + xf[r, X_DEC], ii[I_PSEQ], r)
-        ii[I_PSEQ] += 1
+        decode(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
         if vi[i, V_PF_L]:
             vf[i, V_P_END] = now + xf[vi[i, V_PF_H], X_PRE]
     elif vf[i, V_V] < dv[i, 0]:
@@ -335,15 +336,9 @@ def pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, i, v
             xi[ft, X_QNEXT] = r
         ft = r
         xi[r, X_QNEXT] = -1
+        xi[r, X_AT] = AT_NONE
         f0 += 1
-    while vi[i, V_WT_L] and vi[i, V_N] + vi[i, V_PF_L] < ii[I_SEATS]:
-        r = vi[i, V_WT_H]
-        q = xi[r, X_QNEXT]
-        vi[i, V_WT_H] = q
-        if q < 0:
-            vi[i, V_WT_T] = -1
-        vi[i, V_WT_L] -= 1
-        seat(dq, dv, ii, tf, vi, vf, xf, xi, i, r, now)
+    seat_waiting(dq, dv, ii, tf, vi, vf, xf, xi, i, now)
     reschedule(hi, ht, si, dv, fl, vi, vf, i, now)
     ii[I_FN] = f0
 
@@ -368,6 +363,71 @@ def continue_calls(af, hi, ht, si, ii, tf, ti, xi, now, c_start, c_build, c_agen
             event_heap.push(ht, hi, si, end + af[row, c_verify], FINISH, row, 0)
         r = nr
     ii[I_FN] = 0
+
+
+def withdraw(hi, ht, si, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, now):
+    """Rollout ``r``'s call in flight, if it has one, leaves its replica now (its attempt ended before
+    the call did): out of the seat line, the prefill line (the head's prefill stops; the next prompt's
+    starts now) or the decode set (the others' shares grow from now); its time in the pool is recorded
+    (``T_WD``), its tokens leave the token counts (which count the calls served: ``work_s`` stays a
+    lower bound of the busy time), the seats it frees are taken, and the replica's next event is
+    scheduled again. The prefix it took out of the cache for service stays out (``end_episode``)."""
+    at = xi[r, X_AT]
+    if at == AT_NONE:
+        return
+    i = xi[r, X_REP]
+    advance(vi, vf, i, now, fl[F_B])
+    if at == AT_WAIT:
+        event_heap.link_remove(vi, i, V_WT_H, V_WT_T, xi, X_QNEXT, r)
+        vi[i, V_WT_L] -= 1
+    elif at == AT_PF:
+        head = vi[i, V_PF_H] == r
+        event_heap.link_remove(vi, i, V_PF_H, V_PF_T, xi, X_QNEXT, r)
+        vi[i, V_PF_L] -= 1
+        if head and vi[i, V_PF_L]:
+            vf[i, V_P_END] = now + xf[vi[i, V_PF_H], X_PRE]
+    else:
+        k = 0
+        while dq[i, k, 1] != r:
+            k += 1
+        dremove(dv, dq, vi, i, k)
+        vi[i, V_N] -= 1
+    vi[i, V_LOAD] -= 1
+    xi[r, X_AT] = AT_NONE
+    j = xi[r, X_OFF] + xi[r, X_CUR]
+    inp = xi[r, X_CTX] + ti[j, T_NEW]
+    ii[I_IN_T] -= inp
+    ii[I_CACHED_T] -= xi[r, X_CCACHED]
+    ii[I_DEC_T] -= ti[j, T_DEC]
+    xi[r, X_IN] -= inp
+    xi[r, X_CACHED] -= xi[r, X_CCACHED]
+    xi[r, X_OUT] -= ti[j, T_DEC]
+    tf[ii[I_NWD], T_WD] = now - xf[r, X_ARR]
+    ii[I_NWD] += 1
+    seat_waiting(dq, dv, ii, tf, vi, vf, xf, xi, i, now)
+    reschedule(hi, ht, si, dv, fl, vi, vf, i, now)
+
+
+def end_episode(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, now):
+    """Rollout ``r``'s attempt ended before its episode did (a node preemption, an eviction) or is
+    retried: its call in flight is withdrawn (``withdraw``), its conversation is forgotten (the
+    prefixes its calls left in the cache, in either tier; its sticky replica, which counts it live
+    no longer), and its next attempt starts the episode over: turn 0, no context, the same drawn
+    turns (the same task re-run, as ``Prepared.retry_attempt`` re-runs its durations)."""
+    withdraw(hi, ht, si, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, r, now)
+    if ii[I_STICKY]:
+        i = xi[r, X_ASSIGN]
+        if i >= 0:
+            if xi[r, X_CUR] < xi[r, X_NT]:  # its last call never ended
+                vi[i, V_LIVE] -= 1
+            if ii[I_CACHING]:
+                cache_take(cl, cs, cin, vi, vf, i, r)
+            xi[r, X_ASSIGN] = -1
+    elif ii[I_CACHING]:
+        for i in range(vi.shape[0]):
+            cache_take(cl, cs, cin, vi, vf, i, i * ii[I_STRIDE] + r)
+    xi[r, X_CUR] = 0
+    xi[r, X_CTX] = 0
 
 
 def close(fl, vi, vf, now):

@@ -159,7 +159,7 @@ def initial_state(prep, K, on_progress=None):
     row_margin = max([*per_event, node_fleet.max_lost(pools, wls)], default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
-        heap_margin += 2 * prep.inference.replicas
+        heap_margin += 2 * prep.inference.replicas + row_margin  # (each attempt ended early: a replica's reschedule)
     rows0 = N + max(row_margin, N // 8)
 
     si = np.zeros(K.N_SI, dtype=i64)
@@ -167,6 +167,7 @@ def initial_state(prep, K, on_progress=None):
     si[K.ROWS] = N
     si[K.SERVED] = int(prep.inference is not None)
     pi = np.full((P, K.N_PI), 0, dtype=i64)
+    pi[:, K.P_EE_H] = pi[:, K.P_EE_T] = -1
     pf = np.zeros((P, K.N_PF))
     order: list[int] = []
     reclaims = [prep.node_reclaims(p) for p in range(P)]
@@ -288,7 +289,7 @@ def initial_state(prep, K, on_progress=None):
         pi=pi, pf=pf, pw=np.array(order, dtype=i64), wi=wi, wf=wf, ceil=np.zeros((W, ceil_cap)),
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
-        lg=np.array(gates, dtype=float), **_inference_state(prep, K), **node_fleet.state_fields(pools, wls, K, N),
+        lg=np.array(gates, dtype=float), **_inference_state(prep, K, rows0), **node_fleet.state_fields(pools, wls, K, N),
         **node_fleet.trace_fields(pools, K, prep.seed))
     for p, pl in enumerate(pools):
         if pl.node_pools:
@@ -314,7 +315,18 @@ def _in_flight(prep) -> int:
     return min(prep.n, sum(int(pl.cap) for pl in prep.pools))
 
 
-def _inference_state(prep, K) -> dict[str, np.ndarray]:
+def _records(prep, rows: int) -> int:
+    """Rows of the per-call records (``tf``) a run with ``rows`` attempt rows may fill: every turn
+    drawn, and where attempts may restart (retries, evictions, node preemption) each further row's
+    turns again and one withdrawn call per row."""
+    td = prep.turn_draws
+    turns = int(td.turns.sum())
+    if rows <= prep.n or td.turns.size == 0:
+        return turns
+    return max(turns + (rows - prep.n) * int(td.turns.max()), rows)
+
+
+def _inference_state(prep, K, rows: int) -> dict[str, np.ndarray]:
     """The inference pool's arrays of ``K.State`` (``_inference_rules``' layout), empty without one."""
     from sandbox_fleet.simulate.engine.fast import _inference_rules as I
 
@@ -347,12 +359,19 @@ def _inference_state(prep, K) -> dict[str, np.ndarray]:
     xi[:, I.X_QNEXT] = xi[:, I.X_ASSIGN] = -1
     ti = np.zeros((int(td.turns.sum()), I.N_TI), dtype=i64)
     ti[:, I.T_NEW], ti[:, I.T_DEC] = td.new_tokens, td.decode_tokens
-    tf = np.zeros((ti.shape[0], I.N_TF))
-    tf[:, I.T_CMD] = td.command_s
+    tf = np.zeros((_records(prep, rows) if _may_restart(prep) else ti.shape[0], I.N_TF))
+    tf[: ti.shape[0], I.T_CMD] = td.command_s
     keys = 1 if not cfg.caching else (N if sticky else R * N)
     return {"ii": ii, "fl": fl, "vi": vi, "vf": vf, "dv": np.zeros((R, C)), "dq": np.zeros((R, C, 2), dtype=i64),
             "xi": xi, "xf": np.zeros((N, I.N_XF)), "ti": ti, "tf": tf, "cl": np.full((keys, 4), -1, dtype=np.int32),
             "cs": np.zeros((keys, 2)), "cin": np.zeros((keys, 2), dtype=np.bool_)}
+
+
+def _may_restart(prep) -> bool:
+    """Whether an attempt may end early or retry (a served rollout then starts its episode again)."""
+    return any(m > 0 for m in prep.max_retries) or any(
+        pl.preempt_rate_per_node_s > 0 or policy_registry.get(pl.admission).may_evict(pl)
+        or any(k.reclaim_per_node_h > 0 for k in pl.node_pools or ()) for pl in prep.pools)
 
 
 def _served(prep, S, K):
@@ -377,7 +396,8 @@ def _served(prep, S, K):
         input_tokens=int(ii[I.I_IN_T]), cached_tokens=int(ii[I.I_CACHED_T]), decode_tokens=int(ii[I.I_DEC_T]),
         evicted_bytes=float(evicted), r_input=S.xi[:, I.X_IN].copy(), r_cached=S.xi[:, I.X_CACHED].copy(),
         r_output=S.xi[:, I.X_OUT].copy(), r_turns=S.xi[:, I.X_NT].copy(), unloaded_hold_s=unloaded_holds(prep),
-        prefill_tok_s=cfg.prefill_tok_s, decode_tok_s=cfg.decode_tok_s)
+        prefill_tok_s=cfg.prefill_tok_s, decode_tok_s=cfg.decode_tok_s,
+        withdrawn_s=tf[: ii[I.I_NWD], I.T_WD].copy(), calls=int(ii[I.I_NSUB]))
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
@@ -415,6 +435,8 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
                 S = S._replace(ht=_grown(S.ht, heap), hi=_grown(S.hi, heap), ai=_grown(S.ai, rows), af=_grown(S.af, rows))
                 if int(S.n_ctr[0]) + S.n_pool.size + 1 > S.n_span.shape[0]:  # node ids' billed spans
                     S = S._replace(n_span=_grown(S.n_span, 2 * S.n_span.shape[0]))
+                if prep.inference is not None and _may_restart(prep):  # room for the calls of the new rows
+                    S = S._replace(tf=_grown(S.tf, _records(prep, rows)))
             else:
                 on_progress(int(S.si[K.DONE]), N)
                 S.si[K.EV_LIMIT] += PROGRESS_EVERY

@@ -9,14 +9,16 @@ Definitions (all over the whole run, ``T`` = simulated time from 0 to the end):
 - ``cache_hit_rate``: cached input tokens / input tokens (``measure``'s ``cached_fraction``).
 - ``evicted_gb``: GiB of prefixes pushed out of GPU memory (to the host tier or dropped).
 - ``prefill_tokens_computed``: input tokens the replicas prefilled (input - cached).
-- ``littles_law``: time-average calls in the pool against calls / T x mean time in pool.
+- ``littles_law``: time-average calls in the pool against calls / T x mean time in pool (a call
+  withdrawn before it ended, its attempt ended early, counts with its time in the pool; ``calls``
+  and the token counts are the calls served).
 - ``hold_stretch``: mean hold / mean hold of the same draws served alone on an idle
   replica (same caching; no queueing, no sharing): >= 1, from the same run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,6 +50,10 @@ class ServedRun:
     unloaded_hold_s: np.ndarray  # per rollout: the same draws served alone
     prefill_tok_s: float = 0.0  # per replica, at full batching (for ``work_s``)
     decode_tok_s: float = 0.0
+    #: per call withdrawn (its attempt ended before it did: a retry, an eviction, a node preemption), its
+    #: time in the pool; the token counts above are the served calls'
+    withdrawn_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    calls: int = -1  # calls sent to the pool: served (``sojourn_s``) + withdrawn (-1: not counted)
 
     def work_s(self) -> float:
         """Replica-seconds of work the calls took at full batching: the tokens the replicas prefilled
@@ -93,6 +99,7 @@ def inference_figures(sr: ServedRun, end_s: float, hold_s: np.ndarray, rollout: 
     attempts that held a sandbox and their rollout ids)."""
     busy = float(sr.area_busy.sum())
     calls = int(sr.sojourn_s.size)
+    in_pool = sr.sojourn_s if not sr.withdrawn_s.size else np.concatenate([sr.sojourn_s, sr.withdrawn_s])
     unloaded = sr.unloaded_hold_s[rollout]
     return {
         "inference": {
@@ -110,8 +117,8 @@ def inference_figures(sr: ServedRun, end_s: float, hold_s: np.ndarray, rollout: 
             "decode_tokens": sr.decode_tokens,
             "littles_law": {
                 "mean_in_pool": float(sr.area_sys.sum()) / end_s if end_s > 0 else None,
-                "arrival_rate_per_s": calls / end_s if end_s > 0 else None,
-                "mean_time_in_pool_s": float(sr.sojourn_s.mean()) if calls else None,
+                "arrival_rate_per_s": in_pool.size / end_s if end_s > 0 else None,
+                "mean_time_in_pool_s": float(in_pool.mean()) if in_pool.size else None,
             },
         },
         "hold_stretch": float(hold_s.mean() / unloaded.mean()) if hold_s.size and unloaded.mean() > 0 else None,
