@@ -156,6 +156,17 @@ def forced_refusal(engine: str, why: str) -> str:
     return f"engine {engine!r} cannot run this scenario ({why}); use \"auto\" or \"events\""
 
 
+def preload_kernel_if_pays(pools: Sequence[Fleet], workloads: Sequence[Workload], inference, runs: int) -> None:
+    """``preload_kernel`` when ``runs`` runs of this scenario go to the admission kernel (the FIFO
+    recursion refuses it: RL, closed populations, policies...) and their rollouts pay numba's load
+    (``admit_loop.MIN_ROLLOUTS``: the rent-or-buy rule, stated up front). A sweep calls it before it
+    forks its workers, so they share one load instead of each paying its own after a plain run."""
+    from sandbox_fleet.simulate.engine.fast.admit_loop import MIN_ROLLOUTS
+
+    if fifo_refusal(pools, workloads, inference) is not None and runs * sum(wl.count for wl in workloads) >= MIN_ROLLOUTS:
+        preload_kernel()
+
+
 def preload_kernel() -> None:
     """Load the compiled admission kernel now when it may run at all: a search runs many small loops
     in each worker, and paying the load once per process lets every one of them run compiled
