@@ -99,7 +99,7 @@ N_AF = 8  # A_WAIT: from its slot to its sandbox ready ([fleet.limits]; in A_BUI
 R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
 N_RI = 9
 BI_START, BI_SIZE, BI_REM = range(3)
-# Dynamic sampling (``trainer.RLState``'s rounds): a workload's rounds are bi/bf rows after every batch
+# Dynamic sampling (``trainer.Layout``'s rounds): a workload's rounds are bi/bf rows after every batch
 # (BI_START/SIZE/REM the round's rollouts, BF_BATCH_END its end, BI_STEP its step); a step's row holds
 # its rounds' rows [BI_R0, BI_RN) and the next round to release once the one before ends (-1: none).
 BI_STEP, BI_R0, BI_RN, BI_PEND = range(3, 7)
@@ -317,7 +317,7 @@ def maybe_train(bf, bi, hi, ht, si, wf, wi, w, now):
 
 @njit(cache=True)
 def release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
-    """Release every batch of RL workload ``w`` eligible now (``trainer.RLState.take_releasable``);
+    """Release every batch of RL workload ``w`` eligible now (the oracle's ``RLState.take_releasable``);
     the pool to dispatch next (-1: none was)."""
     any_ = False
     lo = wi[w, B_LO]
