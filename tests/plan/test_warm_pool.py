@@ -33,7 +33,7 @@ def steps_s(warm: int, holds: np.ndarray, steps: int, limits: bool = True) -> np
     lim = SandboxLimits(creates_per_s=RATE, creates_burst=BURST, cold_start_s=COLD_S, warm_pool_size=warm,
                         warm_pool_refill_per_s=REFILL) if limits else None
     res = run_workloads(Fleet(cap=None, limits=lim), [SyncRL(batch=B, steps=steps, train_s=TRAIN_S, holds=holds)],
-                        seed=1, engine="fifo")
+                        seed=1)
     st = res.steps[0]
     return st["batch_end_s"] - st["release_s"]
 

@@ -13,13 +13,14 @@ from pathlib import Path
 from sandbox_fleet.contract import has_path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import MAX_VARIANTS, check_memory
+from sandbox_fleet.simulate.engine.executors import preload_kernel_if_pays
 from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks
 from sandbox_fleet.sweep.model import SweepSummary
 from sandbox_fleet.sweep.task import simulate_variant
 from sandbox_fleet.sweep.values import parse_vary
-from sandbox_fleet.sweep.variants import describe, expand
+from sandbox_fleet.sweep.variants import check, describe, expand
 
 #: Memory a run holds until the table is built: its task and its summary (a simulate summary is
 #: 2 KB of Python objects for a one-pool scenario, tens of KB with several workloads).
@@ -92,6 +93,8 @@ numeric swept key) is reported,
             raise InputError(f"`target` {target}: no swept key is numeric; vary one such as fleet.cap")
     tasks = [(v.data, str(p.parent), f"{p} with {describe(v.settings)}", v.seed + r)
              for v in variants for r in range(seeds)]
+    _, first = check(variants[0].data, p.parent, tasks[0][2])  # RL and the other kernel runs: one numba load
+    preload_kernel_if_pays(first.fleets, first.workloads, first.inference, len(tasks))
     summaries = run_tasks(simulate_variant, tasks, backend=backend, workers=workers, progress=progress,
                           label=f"sweep {len(variants)} variants x {seeds} seeds")
     _check_metrics(cols, summaries, set(aggregate.DEFAULT_METRICS))

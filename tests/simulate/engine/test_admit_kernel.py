@@ -135,6 +135,21 @@ def _example(name: str):
     return make
 
 
+# RL on plain FIFO pools (what the FIFO executor ran before the trainer's rules were the kernel's alone):
+# provisioning, a staleness of 2 with retries, and RL beside open arrivals on two pools.
+CASES.update({
+    "fifo_sync_rl_provisioning": lambda: (
+        Fleet(cap=50, provision_delay_s=2.0), [SyncRL(batch=80, steps=12, train_s=40.0, holds=LogNormal(60.0, 1.0))]),
+    "fifo_async_rl_staleness_retries": lambda: (
+        Fleet(cap=30),
+        [AsyncRL(batch=40, steps=10, train_s=100.0, staleness=2, episode=_flaky_episode(60.0), retry=RETRY)]),
+    "fifo_rl_beside_open_two_pools": lambda: (
+        [Fleet(cap=20, provision_delay_s=0.3, name="a"), Fleet(cap=None, name="b")],
+        [SyncRL(batch=30, steps=8, train_s=20.0, episode=_flaky_episode(40.0), retry=RETRY, name="rl"),
+         Poisson(rate_per_s=0.5, n=800, holds=Exponential(40.0), pool=1, name="o1"),
+         Poisson(rate_per_s=0.2, n=300, episode=_flaky_episode(10.0), retry=RETRY, pool=0, name="o0")]),
+})
+
 CASES["example_shared_pool_priority"] = _example("shared_pool_priority")
 CASES["example_timeout_ceiling"] = _example("timeout_ceiling")
 
@@ -309,3 +324,26 @@ def test_the_kernel_source_as_plain_python_gives_the_same_bytes(mode):
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.skipif(not fast.available(), reason="numba may not run here")
+@pytest.mark.parametrize("scenario", ["sync_rl.toml", "two_pools.toml", "shared_pool.toml", "images.toml"])
+def test_rl_example_scenarios_give_the_same_bytes_compiled_and_as_plain_python(scenario, tmp_path, monkeypatch):
+    """Every RL run is the kernel's: an example scenario's summary and telemetry, the kernel compiled
+    and its source as plain Python, byte for byte (the form asked for is the form that ran)."""
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+    from sandbox_fleet.simulate.scenario.run import run_scenario
+
+    forms: list[bool] = []
+    real = admit_loop.kernel
+    monkeypatch.setattr(admit_loop, "kernel", lambda compiled: forms.append(compiled) or real(compiled))
+    out = {}
+    for compiled in (False, True):
+        monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 0 if compiled else 10**12)
+        monkeypatch.setattr(admit_loop, "loaded", lambda compiled=compiled: compiled)
+        tel = tmp_path / "telemetry.parquet"  # one path: the summary names it
+        summary = run_scenario(EXAMPLES / scenario, timing=False, telemetry_out=tel)
+        out[compiled] = (json.dumps(summary, sort_keys=True).encode(), tel.read_bytes())
+        tel.unlink()
+        assert forms[-1] is compiled
+    assert out[False] == out[True]

@@ -167,7 +167,7 @@ def test_a_step_is_its_rounds_back_to_back_then_training_by_hand():
     assert s.rollouts_per_step_mean == pytest.approx(res.n_rollouts / 40)
 
 
-@pytest.mark.parametrize("engine", ["fifo", "events"])
+@pytest.mark.parametrize("engine", ["auto", "events"])  # both the admission kernel, which runs RL
 def test_a_binding_cap_runs_each_round_in_waves_by_hand(engine):
     # 5 slots, every hold 100 s: a round of n rollouts runs in ceil(n / 5) waves of 100 s, and the
     # next round waits for its last wave, so a step takes 100 x sum(ceil(n_k / 5)) + train_s.
@@ -187,30 +187,35 @@ def test_fixed_rounds_release_more_at_once_and_the_peak_shows_it():
     assert s.groups_trimmed == s.groups_informative - 4 * 40 > 0
 
 
-@pytest.mark.parametrize("engine", ["fifo", "events"])
-def test_both_python_executors_run_it_and_agree(engine):
-    def run(eng):
-        ds = _ds([0.1, 0.4, 0.9], 0.8, 4, 6)
-        wl = _sync(ds, hold=LogNormal(300.0, 1.0), steps=25)
-        res = run_workloads(Fleet(cap=10), [wl], seed=21, engine=eng)  # B x G = 24 rollouts queue at 10 slots
-        return res.to_telemetry(), res.steps[0]
+def _kernel_is_the_oracle(fleet, wls, seed: int) -> None:
+    """The admission kernel's attempts and steps, compiled (where numba runs) and as plain Python, are
+    the oracle's (the pure event loop in tests/simulate/engine/oracle/), bit for bit."""
+    from tests.simulate.engine.oracle_policies import run_oracle
 
-    tel_a, st_a = run("fifo")
-    tel_b, st_b = run(engine)
-    assert tel_a.equals(tel_b)
-    for k in st_a:
-        np.testing.assert_array_equal(st_a[k], st_b[k])
+    from sandbox_fleet.simulate.engine import fast
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    want = run_oracle(prepare(fleet, wls, seed))
+    for compiled in ([True, False] if fast.available() else [False]):
+        got = admit_loop.run(prepare(fleet, wls, seed), compiled=compiled)
+        for k, v in want.first.items():
+            assert got.first[k].tobytes() == np.asarray(v, dtype=got.first[k].dtype).tobytes(), (compiled, k)
+        for k, v in want.rl[0].arrays().items():
+            assert got.rl[0].arrays()[k].tobytes() == v.tobytes(), (compiled, k)
+
+
+def test_the_kernel_runs_it_as_the_oracle():
+    ds = _ds([0.1, 0.4, 0.9], 0.8, 4, 6)
+    wl = _sync(ds, hold=LogNormal(300.0, 1.0), steps=25)
+    _kernel_is_the_oracle(Fleet(cap=10), [wl], 21)  # B x G = 24 rollouts queue at 10 slots
 
 
 def test_async_rl_rounds_overlap_the_next_steps_release():
-    # staleness 1: step j + 1 is out while step j's later rounds run; both executors agree, invariants hold
-    def run(eng):
-        wl = AsyncRL(batch=12, steps=30, train_s=40.0, staleness=1, holds=LogNormal(200.0, 0.7),
-                     dynamic=_ds([0.2, 0.7], 0.9, 3, 4))
-        return run_workloads(Fleet(cap=20), [wl], seed=4, engine=eng)
-
-    a, b = run("fifo"), run("events")
-    assert a.to_telemetry().equals(b.to_telemetry())
+    # staleness 1: step j + 1 is out while step j's later rounds run; the kernel is the oracle, invariants hold
+    wl = AsyncRL(batch=12, steps=30, train_s=40.0, staleness=1, holds=LogNormal(200.0, 0.7),
+                 dynamic=_ds([0.2, 0.7], 0.9, 3, 4))
+    _kernel_is_the_oracle(Fleet(cap=20), [wl], 4)
+    a = run_workloads(Fleet(cap=20), [wl], seed=4)
     st = a.steps[0]
     assert st["release_s"][0] == st["release_s"][1] == 0.0 < st["batch_end_s"][0]  # 1 <= 0 finished + staleness 1
     assert np.all(st["batch_end_s"] > st["release_s"]) and np.all(np.diff(st["train_end_s"]) >= 40.0)
@@ -231,11 +236,11 @@ def test_the_telemetry_carries_each_groups_task_and_rewards():
     assert task.reshape(-1, 4).tolist() == [[f"task-{t}"] * 4 for t in dr.task]
 
 
-def test_auto_takes_the_fifo_executor_and_events_the_admission_kernel():
+def test_the_admission_kernel_runs_it_and_the_fifo_executor_refuses_it():
     prep = prepare(Fleet(cap=10), [_sync(_ds([0.5], 1.0, 2, 2))], 1)
     why = executors.refusals(prep)
-    assert why["fifo"] is None and why["admission-kernel"] is None
-    assert executors.choose(prep).name == "fifo"
+    assert "is RL" in (why["fifo"] or "") and why["admission-kernel"] is None
+    assert executors.choose(prep).name == "admission-kernel"
     assert executors.choose(prep, "events").name == "admission-kernel"  # engine = "events": the kernel
 
 

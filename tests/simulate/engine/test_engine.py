@@ -52,10 +52,14 @@ def test_provision_delay_by_hand(engine):
     assert res.finish_s.tolist() == [3.0, 4.0, 4.5, 7.0]
 
 
-@BOTH
+RL = pytest.mark.parametrize("engine", ["auto", "events"])  # RL runs on the admission kernel only
+
+
+@RL
 def test_sync_rl_by_hand(engine):
     wl = SyncRL(batch=3, steps=2, train_s=10.0, holds=np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
     res = run_workloads(Fleet(cap=2), [wl], seed=0, engine=engine)
+    assert res.engine == "admission-kernel"
     assert res.start_s.tolist() == [0.0, 0.0, 1.0, 14.0, 14.0, 18.0]
     st = res.steps[0]
     assert st["release_s"].tolist() == [0.0, 14.0]
@@ -67,7 +71,7 @@ def test_sync_rl_by_hand(engine):
     assert s["trainer_idle_fraction"] == pytest.approx(14 / 34)
 
 
-@BOTH
+@RL
 def test_async_rl_staleness_by_hand(engine):
     wl = AsyncRL(batch=2, steps=3, train_s=10.0, staleness=1, holds=np.array([5.0, 1.0, 2.0, 2.0, 1.0, 1.0]))
     res = run_workloads(Fleet(cap=None), [wl], seed=0, engine=engine)
@@ -199,10 +203,16 @@ SCENARIOS = {
          Poisson(rate_per_s=0.5, n=800, holds=Exponential(40), pool=1),
          Poisson(rate_per_s=0.2, n=300, holds=Exponential(10), pool=0)],
     ),
+    "two-pools-open": lambda: (
+        [Fleet(cap=20, provision_delay_s=0.5), Fleet(cap=None)],
+        [Poisson(rate_per_s=0.3, n=600, holds=Exponential(40), pool=0),
+         Poisson(rate_per_s=0.5, n=800, holds=Exponential(40), pool=1),
+         Poisson(rate_per_s=0.2, n=300, holds=Exponential(10), pool=0)],
+    ),
 }
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", ["poisson", "two-pools-open"])  # RL: the kernel against the oracle, test_admit_kernel
 def test_fifo_path_matches_event_loop(name):
     fleets, wls = SCENARIOS[name]()
     a = run_workloads(fleets, wls, seed=11, engine="fifo")

@@ -1,5 +1,6 @@
 """The executor table (``simulate/engine/executors.py``): which executor runs a scenario, why the others
-do not, the typed result every executor returns, and the rules the Python executors share.
+do not, the typed result every executor returns, and the trainer's rules (the admission kernel's, and
+the oracle's copy in ``tests/simulate/engine/oracle/trainer.py``) on cases worked by hand.
 
 Expected executors and reasons are read off the table's documented conditions for each
 hand-built scenario; placement and trainer cases are computed by hand in the comments."""
@@ -13,14 +14,15 @@ import textwrap
 
 import numpy as np
 import pytest
+from tests.simulate.engine.oracle.trainer import RLState
+from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate import Closed, Deterministic, Episode, Exponential, Fleet, Poisson, SyncRL
+from sandbox_fleet.simulate import AsyncRL, Closed, Deterministic, Episode, Exponential, Fleet, Poisson, SyncRL
 from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.run import run_workloads
-from sandbox_fleet.simulate.engine.trainer import RLState
 
 NUMBA = importlib.util.find_spec("numba") is not None
 
@@ -39,16 +41,17 @@ def test_the_table_lists_the_documented_names_in_the_auto_order():
 
 
 @pytest.mark.parametrize("pure", [False, True])
-def test_one_pass_and_rl_go_to_the_recursion_with_or_without_pure_python(pure, monkeypatch):
+def test_open_arrivals_go_to_the_recursion_and_rl_to_the_kernel_with_or_without_pure_python(pure, monkeypatch):
     if pure:
         monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     else:
         monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     assert _chosen(*_open()) == "fifo"
-    fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]
-    assert _chosen(fleet, wls) == "fifo"
+    fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0), name="rl")]
+    assert _chosen(fleet, wls) == "admission-kernel"
     why = executors.refusals(prepare(fleet, wls, 1))
-    assert why == {"fifo": None, "admission-kernel": None}
+    assert why == {"fifo": "workload rl is RL (its batches wait on the trainer, the admission kernel's)",
+                   "admission-kernel": None}
 
 
 @pytest.mark.parametrize(("fleet", "reason"), [
@@ -125,10 +128,13 @@ def test_every_executor_returns_the_typed_result(engine, monkeypatch):
         return Spy()
 
     monkeypatch.setattr("sandbox_fleet.simulate.engine.run.choose", spy)
-    for fleet, wls in (_open(), (Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))])):
+    runs = [_open()]
+    if engine == "events":  # RL runs on the admission kernel only
+        runs.append((Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]))
+    for fleet, wls in runs:
         res = run_workloads(fleet, wls, seed=1, engine=engine)
         assert res.engine in executors.NAMES
-    assert len(seen) == 2 and all(isinstance(out, ExecutorOutput) for out in seen)
+    assert len(seen) == len(runs) and all(isinstance(out, ExecutorOutput) for out in seen)
     with pytest.raises(dataclasses.FrozenInstanceError):
         seen[0].preemptions = 1  # type: ignore[misc]
 
@@ -172,10 +178,50 @@ def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monke
     assert run_scenario(path, timing=True)["engine"] == "admission-kernel"
 
 
-# --- the shared rules ----------------------------------------------------------------------
-def test_trainer_steps_by_hand():
-    # Two batches of 2, staleness 0, train 10 s. Batch 0's rollouts end at 4 then 3 (out of
-    # order, as the FIFO path reports them): batch end 4, step 0 trains 4 -> 14.
+# --- the trainer's rules, by hand --------------------------------------------------------------
+def _kernel_and_oracle(fleet, wls, compiled: bool) -> list:
+    """The trainer's steps of workload 0 as the admission kernel leaves them (compiled or its plain
+    twin) and as the oracle's (``oracle/trainer.RLState``), both checked below against the hand."""
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    kernel = admit_loop.run(prepare(fleet, wls, 1), compiled=compiled).rl[0]
+    oracle = run_oracle(prepare(fleet, wls, 1)).rl[0]
+    return [kernel.arrays(), oracle.arrays()]
+
+
+COMPILED = [pytest.param(True, marks=pytest.mark.skipif(not NUMBA, reason="numba is not installed")), False]
+
+
+@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+def test_trainer_steps_by_hand(compiled):
+    # Two batches of 2, staleness 0, train 10 s, every slot free (no cap). Batch 0's rollouts hold 4
+    # and 3 s: the batch ends at 4 (its last), step 0 trains 4 -> 14 and batch 1 goes out at 14
+    # (staleness 0: it waits for step 0). Its rollouts hold 6 and 5: it ends at 20, step 1 trains
+    # 20 -> 30 (its batch, not the step before, is the later).
+    wl = SyncRL(batch=2, steps=2, train_s=10.0, holds=np.array([4.0, 3.0, 6.0, 5.0]))
+    for st in _kernel_and_oracle(Fleet(cap=None), [wl], compiled):
+        assert st["release_s"].tolist() == [0.0, 14.0]
+        assert st["batch_end_s"].tolist() == [4.0, 20.0]
+        assert st["train_start_s"].tolist() == [4.0, 20.0]
+        assert st["train_end_s"].tolist() == [14.0, 30.0]
+
+
+@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+def test_a_step_waits_for_the_step_before(compiled):
+    # Staleness 1, batches of 1, train 10 s: both batches go out at 0 (batch 1 <= version 0 + 1).
+    # Batch 0 ends at 4, step 0 trains 4 -> 14; batch 1 ends at 5 while step 0 still trains: step 1
+    # starts at 14 (the step before), ends at 24; batch 2 goes out at 14 (2 <= version 1 + 1).
+    wl = AsyncRL(batch=1, steps=3, staleness=1, train_s=10.0, holds=np.array([4.0, 5.0, 1.0]))
+    for st in _kernel_and_oracle(Fleet(cap=None), [wl], compiled):
+        assert st["release_s"].tolist() == [0.0, 0.0, 14.0]
+        assert st["batch_end_s"].tolist() == [4.0, 5.0, 15.0]
+        assert st["train_start_s"].tolist() == [4.0, 14.0, 24.0]
+        assert st["train_end_s"].tolist() == [14.0, 24.0, 34.0]
+
+
+def test_the_oracles_trainer_by_hand():
+    # The oracle's own record, fed ends out of order: batch 0's rollouts end at 4 then 3 (batch end
+    # 4, step 0 trains 4 -> 14); batch 1 (released at 14) at 20 then 19: step 1 starts at 20.
     st = RLState(0, np.array([2, 2]), 0, 10.0, 0)
     assert [list(r) for r in st.take_releasable(0.0)] == [[0, 1]]  # staleness 0: batch 1 waits for step 0
     assert st.rollout_ended(0, 4.0) is False
@@ -184,50 +230,43 @@ def test_trainer_steps_by_hand():
     assert st.start_step() == 14.0
     st.end_train(14.0)
     assert [list(r) for r in st.take_releasable(14.0)] == [[2, 3]]
-    # Batch 1 ends at 20, after step 0: step 1 starts at 20 (its batch, not the step before).
     st.rollout_ended(1, 20.0)
     assert st.rollout_ended(1, 19.0) and st.start_step() == 30.0
     assert st.train_start_s == [4.0, 20.0] and math.isnan(st.train_end_s[1])
 
 
-def test_a_step_waits_for_the_step_before():
-    # Batch 1 ends (at 5) while step 0 still trains (4 -> 14): step 1 starts at 14.
-    st = RLState(0, np.array([1, 1]), 1, 10.0, 0)
-    st.take_releasable(0.0)
-    st.rollout_ended(0, 4.0)
-    st.start_step()
-    st.end_train(14.0)
-    st.rollout_ended(1, 5.0)
-    assert st.start_step() == 24.0 and st.train_start_s[1] == 14.0
-
-
-@pytest.mark.parametrize("engine", ["fifo", "events"])
+@pytest.mark.parametrize("engine", ["auto", "events"])
 def test_deterministic_sync_rl_steps_by_hand(engine):
     # Batch 2 on cap 1, holds 3 s, train 10 s: step j's batch runs 0-6 + 16j, trains 6-16 + 16j.
     res = run_workloads(Fleet(cap=1), [SyncRL(batch=2, steps=3, train_s=10.0, holds=Deterministic(3.0))],
                         seed=1, engine=engine)
+    assert res.engine == "admission-kernel"
     st = res.steps[0]
     assert st["batch_end_s"].tolist() == [6.0, 22.0, 38.0]
     assert st["train_start_s"].tolist() == [6.0, 22.0, 38.0]
     assert st["train_end_s"].tolist() == [16.0, 32.0, 48.0]
 
 
+def test_the_fifo_executor_refuses_rl():
+    wls = [SyncRL(batch=2, steps=3, train_s=10.0, holds=Deterministic(3.0), name="b")]
+    with pytest.raises(InputError, match=r"engine 'fifo' cannot run this scenario \(workload b is RL"):
+        run_workloads(Fleet(cap=1), wls, seed=1, engine="fifo")
+
+
 RETRYING = Episode(agent=Exponential(1.0), verifier=Exponential(0.1), exception_rate_per_s={"verifier": 3.0})
 
 
-@pytest.mark.parametrize("case", ["retries", "retries_and_rl", "open_and_rl", "two_pools"])
+@pytest.mark.parametrize("case", ["retries", "retries_provisioning", "two_pools"])
 def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
     # The recursion places open arrivals as streams cut at each arrival that may retry (its
     # retry can come before later arrivals); the event loop places them one event at a time.
+    # (RL beside open arrivals on a FIFO pool: the kernel against the oracle, test_admit_kernel.py.)
     from sandbox_fleet.simulate import RetryPolicy
 
-    rl = SyncRL(batch=20, steps=30, train_s=5.0, episode=RETRYING, retry=RetryPolicy(max_retries=1), name="b")
     fleet, wls = {
         "retries": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=3))]),
-        "retries_and_rl": (Fleet(cap=5, provision_delay_s=0.3),
-                           [Poisson(rate_per_s=3, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"), rl]),
-        "open_and_rl": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, holds=Exponential(1.0), name="a"),
-                                       SyncRL(batch=20, steps=30, train_s=5.0, holds=Exponential(1.0), name="b")]),
+        "retries_provisioning": (Fleet(cap=5, provision_delay_s=0.3),
+                                 [Poisson(rate_per_s=3, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=2))]),
         "two_pools": ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
                       [Poisson(rate_per_s=2, n=3000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"),
                        Poisson(rate_per_s=2, n=3000, holds=Exponential(1.0), pool=1, name="c")]),
@@ -239,9 +278,6 @@ def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
         assert a.state.size > a.n_rollouts  # retries happened
     for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):
         assert np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True), k
-    for w in a.steps:
-        for k, v in a.steps[w].items():
-            assert np.array_equal(v, b.steps[w][k], equal_nan=True), (w, k)
 
 
 def test_dynamic_sampling_beside_an_inference_pool_runs_on_the_admission_kernel():

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox_fleet.simulate import Episode, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
+from sandbox_fleet.simulate import Episode, Exponential, Fleet, Poisson, RetryPolicy, run_workloads
 from sandbox_fleet.simulate.engine import fifo
 from sandbox_fleet.simulate.engine.fast import fifo_compiled
 from sandbox_fleet.simulate.engine.fifo import place_stream
@@ -309,8 +309,7 @@ def _forms(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("scenario", ["mmc.toml", "replay.toml", "sync_rl.toml", "two_pools.toml", "shared_pool.toml",
-                                      "substrate.toml", "images.toml", "two_open", "cap_one"])
+@pytest.mark.parametrize("scenario", ["mmc.toml", "replay.toml", "substrate.toml", "two_open", "cap_one"])  # RL: the kernel's
 def test_simulate_json_and_telemetry_bytes_equal_interpreted_and_compiled(scenario, tmp_path, monkeypatch):
     from sandbox_fleet.simulate.scenario.run import run_scenario
 
@@ -340,7 +339,7 @@ def test_simulate_json_and_telemetry_bytes_equal_interpreted_and_compiled(scenar
 RETRYING = Episode(agent=Exponential(1.0), verifier=Exponential(0.1), exception_rate_per_s={"verifier": 3.0})
 
 
-@pytest.mark.parametrize("case", ["retries_one_pool", "retries_two_pools", "rl_retries"])
+@pytest.mark.parametrize("case", ["retries_one_pool", "retries_two_pools"])
 def test_general_path_with_retries_is_the_same_interpreted_and_compiled(case, monkeypatch):
     episode = RETRYING
     fleet, wls = {
@@ -349,8 +348,6 @@ def test_general_path_with_retries_is_the_same_interpreted_and_compiled(case, mo
         "retries_two_pools": ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
                               [Poisson(rate_per_s=2, n=2000, episode=episode, retry=RetryPolicy(max_retries=2), name="a"),
                                Poisson(rate_per_s=2, n=2000, holds=Exponential(1.0), pool=1, name="c")]),
-        "rl_retries": (Fleet(cap=5), [SyncRL(batch=20, steps=20, train_s=5.0, episode=episode,
-                                             retry=RetryPolicy(max_retries=1))]),
     }[case]
     calls = _forms(monkeypatch)
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")

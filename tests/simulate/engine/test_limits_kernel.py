@@ -1,7 +1,9 @@
 """``[fleet.limits]`` on the admission kernel (``_admit_kernel.place`` calling ``fifo.claim``, the one
 sequencing of ``limits_rules``): the same bytes as the FIFO executor where both run (the FIFO-with-limits
-cases of ``test_limits_rules.py``), compiled and as plain Python; and what only the kernel runs, against
-schedules worked by hand: lifetime kills retried through the bucket, a priority pool, several pools.
+cases of ``test_limits_rules.py``), compiled and as plain Python; an RL case (which only the kernel runs)
+as the FIFO executor places its rollouts arriving when the kernel released them, those releases checked
+against the trainer's rule by hand; and what only the kernel runs, against schedules worked by hand:
+lifetime kills retried through the bucket, a priority pool, several pools.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import pytest
 
 from sandbox_fleet.simulate import Deterministic, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
 from sandbox_fleet.simulate.engine import executors, fast
+from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, RETRIED
 from sandbox_fleet.simulate.engine.fast import admit_loop
 from sandbox_fleet.simulate.engine.prepare import prepare
@@ -45,6 +48,11 @@ CASES = {
                                 [Poisson(rate_per_s=2.0, n=3000, holds=Exponential(mean_s=20.0))]),
     "all_rl_capped": lambda: (Fleet(cap=40, limits=ALL),
                               [SyncRL(batch=64, steps=20, train_s=5.0, holds=Exponential(mean_s=20.0))]),
+    "dynamic_rl_rounds": lambda: (Fleet(cap=20, limits=SandboxLimits(
+        creates_per_s=2.0, creates_burst=4, max_starting=6, cold_start_s=2.0, warm_pool_size=8,
+        warm_pool_refill_per_s=0.1)), [SyncRL(batch=16, steps=12, train_s=5.0, holds=Exponential(mean_s=20.0),
+                                             dynamic=DynamicSampling(groups=4, group_size=4,
+                                                                     task_pass=np.array([0.5, 0.1, 0.9])))]),
 }
 
 
@@ -59,9 +67,11 @@ def _bytes(out) -> dict[str, bytes]:
     return parts
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
-@pytest.mark.parametrize("name", sorted(CASES))
+COMPILED = [pytest.param(True, marks=pytest.mark.skipif(not fast.available(), reason="numba may not run here")), False]
+
+
+@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@pytest.mark.parametrize("name", sorted(n for n in CASES if "_rl_" not in n))
 def test_the_kernel_gives_the_fifo_executors_bytes(name, compiled):
     fleet, wls = CASES[name]()
     prep = prepare(fleet, wls, 7)
@@ -70,6 +80,42 @@ def test_the_kernel_gives_the_fifo_executors_bytes(name, compiled):
     kernel_out = admit_loop.run(prepare(fleet, wls, 7), compiled=compiled)
     assert kernel_out.limits is not None and kernel_out.limits["warm"].size == prep.n
     assert _bytes(kernel_out) == _bytes(fifo_out)
+
+
+@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@pytest.mark.parametrize("name", sorted(n for n in CASES if "_rl_" in n))
+def test_an_rl_case_places_its_batches_as_the_fifo_executor_at_the_trainers_releases(name, compiled):
+    """The FIFO executor runs no RL (the trainer is the kernel's). Synchronous RL by hand: batch 0 goes
+    out at 0, batch ``j + 1`` when step ``j`` ends, ``train_s`` after batch ``j``'s last rollout ended;
+    with dynamic sampling a step's batch goes out in rounds, each when the round before has ended.
+    Given those releases as open arrivals (the same holds, in rollout order), the FIFO executor places
+    each rollout at the kernel's slot time, with the kernel's waits and warm claims."""
+    fleet, wls = CASES[name]()
+    prep = prepare(fleet, wls, 7)
+    assert executors.Fifo().why_not(prep) is not None
+    out = admit_loop.run(prep, compiled=compiled)
+    wl, st = prep.workloads[0], out.rl[0]
+    drawn = wl.groups_drawn
+    rounds = [[n] for n in wl.batch_sizes.tolist()] if drawn is None else [
+        [g * drawn.group_size for g in step] for step in drawn.rounds]
+    fin, arr = out.first["finish_s"], out.first["arrival_s"]
+    lo, release = 0, 0.0
+    for j, step in enumerate(rounds):
+        assert st.release_s[j] == release
+        t = release
+        for size in step:  # each round out when the one before has ended
+            assert np.all(arr[lo : lo + size] == t)
+            t = float(fin[lo : lo + size].max())
+            lo += size
+        assert st.batch_end_s[j] == t and st.train_end_s[j] == t + wl.train_s
+        release = t + wl.train_s
+    assert lo == prep.n
+    fifo_out = executors.Fifo().run(prepare(fleet, [Replay(arrivals_s=arr.copy(), holds=prep.hold_np.copy())], 7))
+    assert fifo_out.limits is not None and out.limits is not None
+    for k in ("arrival_s", "start_s", "finish_s"):
+        assert out.first[k].tobytes() == fifo_out.first[k].tobytes(), k
+    for k in ("warm", "ready_wait_s"):
+        assert out.limits[k].tobytes() == fifo_out.limits[k].tobytes(), k
 
 
 def test_the_cases_exercise_the_limits():

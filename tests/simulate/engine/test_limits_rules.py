@@ -118,10 +118,10 @@ def test_warm_pool_smaller_than_the_batch_sends_the_rest_cold(engine):
     assert np.all(r[:30] == 0.0) and np.all(r[30:] == 20.0)
 
 
-@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
-def test_warm_pool_refills_between_rl_steps(engine):
-    """A synchronous RL batch of 20 every step: a pool of 20 refilled at 1/s is full again after the
-    step's 100-s holds and 5-s training, so every step starts warm."""
+def test_warm_pool_refills_between_rl_steps():
+    """A synchronous RL batch of 20 every step (on the admission kernel, which runs RL): a pool of 20
+    refilled at 1/s is full again after the step's 100-s holds and 5-s training, so every step starts warm."""
+    engine = "events"
     lim = SandboxLimits(cold_start_s=30.0, warm_pool_size=20, warm_pool_refill_per_s=1.0)
     wl = SyncRL(batch=20, steps=4, train_s=5.0, holds=np.full(80, 100.0))
     res = _run(Fleet(cap=20, limits=lim), [wl], seed=1, engine=engine)
@@ -174,15 +174,14 @@ def test_placing_limits_refused_where_not_simulated():
     with pytest.raises(InputError, match="retries or several pools"):
         run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1, engine="fifo")
     assert run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1).engine == "admission-kernel"
-    # dynamic sampling: the FIFO executor places it with limits on one pool; on two, no executor does
+    # dynamic sampling: the admission kernel places it with limits, on one pool or several
     from sandbox_fleet.simulate import DynamicSampling
 
     ds = DynamicSampling(groups=4, group_size=2, task_pass=np.array([0.5]), valid_rate=1.0)
     rl = SyncRL(batch=8, steps=3, holds=Deterministic(1.0), dynamic=ds)
-    assert run_workloads(Fleet(cap=10, limits=lim), [rl], seed=1).engine == "fifo"
-    with pytest.raises(InputError, match="uses dynamic_sampling and there are several pools"):
-        run_workloads([Fleet(cap=10, limits=lim), Fleet(cap=2)],
-                      [rl, Replay(arrivals_s=np.zeros(2), holds=np.ones(2), pool=1)], seed=1)
+    assert run_workloads(Fleet(cap=10, limits=lim), [rl], seed=1).engine == "admission-kernel"
+    assert run_workloads([Fleet(cap=10, limits=lim), Fleet(cap=2)],
+                         [rl, Replay(arrivals_s=np.zeros(2), holds=np.ones(2), pool=1)], seed=1).engine == "admission-kernel"
     with pytest.raises(InputError, match="creates_burst needs creates_per_s"):
         Fleet(cap=1, limits={"creates_burst": 3})
     with pytest.raises(InputError, match="warm_pool_refill_per_s"):
@@ -233,15 +232,15 @@ def test_a_scenario_file_reports_its_limits(tmp_path):
     assert lim["ready_wait_s"]["mean"] == pytest.approx(want / 40, abs=1e-3)
 
 
-@pytest.mark.parametrize("kind", ["open", "rl"])
-def test_whole_runs_compiled_and_interpreted_give_the_same_bits(kind, monkeypatch):
+def test_whole_runs_compiled_and_interpreted_give_the_same_bits(monkeypatch):
+    """The FIFO executor's rules compiled and as plain Python (RL with limits, which only the admission
+    kernel runs: test_limits_kernel.py, compiled and plain against the FIFO executor)."""
     if fifo_compiled.limited() is None:
         pytest.skip("numba may not run here")
     fifo_compiled.load()  # loaded: every run in this process takes the arrays and the compiled rules
     lim = SandboxLimits(creates_per_s=3.0, creates_burst=4, max_starting=5, cold_start_s=2.5, warm_pool_size=12,
                         warm_pool_refill_per_s=0.2, lifetime_s=60.0)
-    wl = (Poisson(rate_per_s=2.0, n=20_000, holds=Exponential(mean_s=20.0)) if kind == "open"
-          else SyncRL(batch=64, steps=50, train_s=5.0, holds=Exponential(mean_s=20.0)))
+    wl = Poisson(rate_per_s=2.0, n=20_000, holds=Exponential(mean_s=20.0))
     runs = []
     for pure in ("", "1"):
         monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", pure)

@@ -2,8 +2,8 @@
 
 Entities (what is simulated): ``distributions`` (durations), ``entities`` (fleet, episode, retry
 policy, state codes), ``workloads`` (arrivals and the RL trainers' batches), ``images`` (the
-per-node layer cache), ``inference/`` (the model-serving pool). Rules: ``policies`` (priority, quotas, preemption, the timeout ceiling), ``trainer`` (the
-RL step rule), ``events`` (event kinds, the tie rule). Executors: ``executors`` (the one table
+per-node layer cache), ``inference/`` (the model-serving pool). Rules: ``policies`` (priority, quotas, preemption, the timeout ceiling), ``trainer`` (an RL
+workload's batch layout and the steps a run leaves; the rule itself is the admission kernel's), ``events`` (event kinds, the tie rule). Executors: ``executors`` (the one table
 that chooses), ``fifo`` (the FIFO recursion; its one rule ``place_stream`` compiled by
 ``fast/fifo_compiled``), ``fast/`` (numba: the admission kernel with the inference
 replica's rules, and the FIFO rule's build). Around them: ``prepare`` (every random draw,

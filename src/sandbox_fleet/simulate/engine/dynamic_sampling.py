@@ -16,7 +16,7 @@ groups so far, the least a trainer can release (the step then ends exactly when 
 group completes). The trainer trains once the step's last round has ended.
 
 The outcomes depend on the draws only, never on when a rollout runs, so every step's rounds are drawn
-here before the clock starts (``draw``); the trainer (``trainer.RLState``) releases them. This is the
+here before the clock starts (``draw``); the trainer (the admission kernel's ``release``) releases them. This is the
 one place the rule lives; definitions and a worked example: docs/simulate.md#dynamic-sampling.
 """
 

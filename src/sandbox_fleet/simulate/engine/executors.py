@@ -7,15 +7,17 @@ scenario they give the same bytes (tests compare every pair):
 ====================== ============================================ ==========================================
 name                   what                                         runs
 ====================== ============================================ ==========================================
-``fifo``               the first-come-first-served recursion        FIFO pools without a start cap, preemption
-                       (``fifo.py``; its rule compiled by numba     or queue timeout; no closed population, no
-                       when the run pays the load)                  inference pool; ``[fleet.limits]`` on one
-                                                                    pool without retries
+``fifo``               the first-come-first-served recursion        open arrivals on FIFO pools without a start
+                       (``fifo.py``; its rule compiled by numba     cap, preemption or queue timeout; no closed
+                       when the run pays the load)                  population, no RL workload, no inference
+                                                                    pool; ``[fleet.limits]`` on one pool
+                                                                    without retries
 ``admission-kernel``   the admission loop (``fast/admit_loop``):    every other run: every admission policy,
                        numba's build, or its source as plain        start caps, queue timeouts, retries, node
                        Python for runs too small to pay the load    preemption, ``[fleet.limits]``, the
-                                                                    inference pool (``fast/_inference_rules``)
-                                                                    and dynamic sampling's rounds
+                                                                    inference pool (``fast/_inference_rules``),
+                                                                    and every RL workload (the trainer's rules
+                                                                    are the kernel's), dynamic sampling too
 ====================== ============================================ ==========================================
 
 ``EXECUTORS`` holds them in the order ``engine="auto"`` tries them; each says whether it can run
@@ -37,7 +39,7 @@ from sandbox_fleet.simulate.engine.entities import Engine, Fleet
 from sandbox_fleet.simulate.engine.fifo import limited_any, one_pass, run_fifo, run_one_pass
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
-from sandbox_fleet.simulate.engine.workloads import CLOSED, AsyncRL, Workload
+from sandbox_fleet.simulate.engine.workloads import CLOSED, RL, Workload
 
 ENGINES: tuple[str, ...] = get_args(Engine)  # the values of ``run.engine`` / ``run_workloads(engine=...)``
 Progress = Callable[[int, int], None] | None
@@ -63,26 +65,19 @@ def fifo_refusal(pools: Sequence[Fleet], workloads: Sequence[Workload], inferenc
 
     It places every attempt at ``max(arrival, earliest free slot)`` with holds fixed in advance,
     so it needs fixed holds (no inference pool), arrivals that do not wait on finishes (no
-    closed population) and pools where the first in line always takes the next free slot."""
+    closed population, no RL workload: the trainer's rules are the admission kernel's) and pools
+    where the first in line always takes the next free slot."""
     if inference is not None:
         return "an inference pool serves the model calls (holds follow the GPU load)"
     for w, wl in enumerate(workloads):
         if wl.kind == CLOSED:
             return f"workload {wl.name or f'w{w}'} is a closed population (its arrivals wait on finishes)"
+        if wl.kind == RL:
+            return f"workload {wl.name or f'w{w}'} is RL (its batches wait on the trainer, the admission kernel's)"
     for pl in pools:
         why = pool_refusal(pl)
         if why is not None:
             return f"{f'pool {pl.name}' if len(pools) > 1 else 'the fleet'} has {why}"
-    return None
-
-
-def dynamic_refusal(workloads: Sequence[Workload]) -> str | None:
-    """The first workload with dynamic sampling, as a reason (``fifo.limits_refusal`` refuses limits beside it
-    outside the FIFO executor)."""
-    for w, wl in enumerate(workloads):
-        if isinstance(wl, AsyncRL) and wl.dynamic is not None:  # only the trainer's workloads sample dynamically
-            return (f"workload {wl.name or f'w{w}'} uses dynamic_sampling (rounds released as rounds end: "
-                    "the fifo and events executors run it)")
     return None
 
 
@@ -111,7 +106,7 @@ class Fifo(Executor):
 
     def run(self, prep: Prepared, on_progress: Progress = None) -> ExecutorOutput:
         # One pass of the recursion is one call of its rule; anything else merges a heap of
-        # run-dependent entries (RL releases, retries) with the arrivals.
+        # retries with the arrivals.
         return run_one_pass(prep) if one_pass(prep) else run_fifo(prep, on_progress)
 
 
@@ -159,6 +154,17 @@ def choose(prep: Prepared, engine: str = "auto") -> Executor:
 def forced_refusal(engine: str, why: str) -> str:
     """The error text for a forced ``engine`` that cannot run the scenario."""
     return f"engine {engine!r} cannot run this scenario ({why}); use \"auto\" or \"events\""
+
+
+def preload_kernel_if_pays(pools: Sequence[Fleet], workloads: Sequence[Workload], inference, runs: int) -> None:
+    """``preload_kernel`` when ``runs`` runs of this scenario go to the admission kernel (the FIFO
+    recursion refuses it: RL, closed populations, policies...) and their rollouts pay numba's load
+    (``admit_loop.MIN_ROLLOUTS``: the rent-or-buy rule, stated up front). A sweep calls it before it
+    forks its workers, so they share one load instead of each paying its own after a plain run."""
+    from sandbox_fleet.simulate.engine.fast.admit_loop import MIN_ROLLOUTS
+
+    if fifo_refusal(pools, workloads, inference) is not None and runs * sum(wl.count for wl in workloads) >= MIN_ROLLOUTS:
+        preload_kernel()
 
 
 def preload_kernel() -> None:

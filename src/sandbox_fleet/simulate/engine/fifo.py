@@ -4,19 +4,20 @@ Under first-come-first-served, an attempt starts at ``max(its arrival, the earli
 time a slot is free)`` and that slot is next free at ``finish + provision_delay``
 (the Kiefer-Wolfowitz recursion for the G/G/c queue). Processing queue entries in
 time order therefore places every attempt with one ``heapreplace`` on a heap of
-``cap`` slot-free times, with no finish events at all. Entries that depend on the
-run (RL batch releases, retries) go on a small heap in time order: each lies at or
-after the finish that caused it. Same model and tie rule as the event loop (the oracle in ``tests/``; heap
-entries before open arrivals at equal times); tests check the two agree.
+``cap`` slot-free times, with no finish events at all. Retries, which depend on the
+run, go on a small heap in time order: each lies at or after the finish that caused it.
+Same model and tie rule as the event loop (the oracle in ``tests/``; heap entries before
+open arrivals at equal times); tests check the two agree. It places open arrivals only:
+RL batches wait on the trainer, whose rules are the admission kernel's (``trainer.py``
+says where), and ``executors.fifo_refusal`` sends every RL run there.
 
 The rule is written once, ``place_stream``: one source that numba compiles (on NumPy
 arrays, ``fast/fifo_compiled.py``, when the run is large enough to pay numba's load) and that
 otherwise runs as plain Python (on lists: small runs, no numba, ``NUMBA_DISABLE_JIT=1`` or
 ``SANDBOX_FLEET_PURE_PYTHON=1``), with the same bits either way. Every form calls it: a
 whole run that is one pass of the recursion (``run_one_pass``), the open arrivals between
-two heap entries, a released RL batch, and one attempt at a time (``_Placer.one``: retries,
-and arrivals on several pools). The RL trainer's rules are ``trainer.RLState``'s, shared with
-the event loop.
+two heap entries, and one attempt at a time (``_Placer.one``: retries, and arrivals on
+several pools).
 """
 
 from __future__ import annotations
@@ -33,10 +34,7 @@ from sandbox_fleet.simulate.engine.limits_rules import bucket_take, new_state, w
 from sandbox_fleet.simulate.engine.prepare import Prepared, ids_index
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
-from sandbox_fleet.simulate.engine.trainer import rl_states
-from sandbox_fleet.simulate.engine.workloads import RL
 
-RELEASE, RETRY = 0, 1
 #: The columns of the retry attempts' rows (beside ``finish_s``), as lists appended to in run order.
 RETRY_COLUMNS = ("rollout", "attempt", "arrival_s", "start_s", "state", "phase", "build_s", "agent_s", "verify_s")
 INF = math.inf
@@ -177,7 +175,7 @@ class _Limited:
 
 
 def limited(prep: Prepared) -> SandboxLimits | None:
-    """The pool's limits when they move attempts in time (one pool: ``limits_refusal`` held)."""
+    """The pool's limits when they move attempts in time (one pool: ``executors.Fifo.why_not`` held)."""
     lim = prep.pools[0].limits
     return lim if lim is not None and lim.places else None
 
@@ -187,32 +185,16 @@ def limited_any(pools) -> bool:
     return any(pl.limits is not None and pl.limits.places for pl in pools)
 
 
-def limits_refusal(pools, workloads, inference, any_retry: bool) -> str | None:
+def limits_refusal(pools, inference) -> str | None:
     """Why a pool's limits that move attempts in time (a bucket, a starting cap, a cold start, a warm
     pool: ``SandboxLimits.places``) cannot be simulated (``None``: they can, or there are none). The FIFO
     executor places them on one FIFO pool without retries (``place_limited``), the admission kernel
-    everywhere else it runs (``_admit_kernel.place``): not beside an inference pool, nor with dynamic
-    sampling outside the FIFO executor (the event loop, the kernel's oracle of rounds, places no limits)."""
-    if not limited_any(pools):
+    everywhere else (``_admit_kernel.place``), but not beside an inference pool."""
+    if not limited_any(pools) or inference is None:
         return None
-    from sandbox_fleet.simulate.engine.executors import dynamic_refusal, fifo_refusal
-
-    why = None
-    if inference is not None:
-        why = "an inference pool serves the model calls"
-    elif (dyn := dynamic_refusal(workloads)) is not None:
-        fifo_why = fifo_refusal(pools, workloads, inference)
-        if fifo_why is None and len(pools) > 1:
-            fifo_why = "there are several pools"
-        if fifo_why is None and any_retry:
-            fifo_why = "a workload retries"
-        if fifo_why is not None:
-            why = f"{dyn.split(' (')[0]} and {fifo_why}"
-    if why is None:
-        return None
-    return (f"a creation bucket, starting cap, cold start or warm pool ([fleet.limits]) is simulated by the FIFO "
-            f"executor and the admission kernel, not beside an inference pool nor with dynamic sampling outside "
-            f"one FIFO pool without retries; here {why}")
+    return ("a creation bucket, starting cap, cold start or warm pool ([fleet.limits]) is simulated by the FIFO "
+            "executor and the admission kernel, not beside an inference pool; here an inference pool serves the "
+            "model calls")
 
 
 class _Placer:
@@ -256,7 +238,7 @@ class _Placer:
 
 def batch_makespans(holds: np.ndarray, cap: int) -> np.ndarray:
     """Each row's makespan: a batch (the row's holds, in order) entering ``cap`` free slots together
-    at 0 and placed by the rule, as ``run_fifo`` places a released RL batch (no builds, no
+    at 0 and placed by the rule, as a released RL batch takes a FIFO pool's slots (no builds, no
     provisioning): the largest start + hold. The plan's RL-step search runs on it."""
     from sandbox_fleet.simulate.engine.fast import fifo_compiled
 
@@ -280,10 +262,9 @@ def batch_makespans(holds: np.ndarray, cap: int) -> np.ndarray:
 
 
 def one_pass(prep: Prepared) -> bool:
-    """Whether the whole run is one pass of ``place_stream``: one capped pool, open arrivals
-    only (no RL releases on the run's heap), and no first attempt that can retry."""
-    return (len(prep.pools) == 1 and prep.pools[0].cap is not None and not prep.any_retry
-            and prep.arr_t_np.size > 0 and all(wl.kind != RL for wl in prep.workloads))
+    """Whether the whole run is one pass of ``place_stream``: one capped pool and no first attempt
+    that can retry (the FIFO executor places open arrivals only)."""
+    return len(prep.pools) == 1 and prep.pools[0].cap is not None and not prep.any_retry and prep.arr_t_np.size > 0
 
 
 def run_one_pass(prep: Prepared) -> ExecutorOutput:
@@ -332,13 +313,12 @@ def _first_rows(prep: Prepared, arrival: np.ndarray, start: np.ndarray, state: n
 
 
 def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
-    """The recursion over open arrivals merged with a heap of RL releases and retries."""
+    """The recursion over open arrivals merged with a heap of retries."""
     N = prep.n
-    r_pool, r_work, rl_driven = prep.r_pool, prep.r_work, prep.rl_driven
+    r_pool = prep.r_pool
     hold, may_retry = prep.hold, prep.may_retry
     pl = _Placer(prep)
     place, one = pl.place, pl.one
-    a_enq = [math.nan] * N
     a_start: Any = np.full(N, math.nan) if pl.arrays else [math.nan] * N  # written by the rule
     retried_first: list[int] = []
     # Extra rows: retry attempts.
@@ -347,40 +327,17 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     x_state, x_phase, x_hold = x["state"], x["phase"], x["hold"]
 
     slots = [pl.heap(p.cap) for p in prep.pools]  # per pool: slot-free heap (None: unbounded)
-    if pl.limits is not None and slots[0] is None:  # one pool (limits_refusal): its limits place every attempt
+    if pl.limits is not None and slots[0] is None:  # one pool (Fifo.why_not): its limits place every attempt
         slots[0] = pl.limits.empty
     prov = [float(p.provision_delay_s) for p in prep.pools]
-    # One capped pool: the open arrivals before the next heap entry are one sorted stream, placed
-    # by one call of the rule; with retries the call stops after each arrival that may retry (its
+    # One capped pool: the open arrivals before the next retry are one sorted stream, placed by
+    # one call of the rule; with retries the call stops after each arrival that may retry (its
     # retry may come before the next arrival). Several pools, or an unbounded one: one at a time.
     stream_heap = slots[0] if len(slots) == 1 else None
     stream_prov = prov[0]
     stop = (pl.seq(prep.may_retry_np) if pl.arrays else may_retry) if prep.any_retry else None
-    heap: list = []
+    heap: list = []  # retries: (when queued, push order, rollout, its row of ``x``)
     seq = 0
-
-    r_batch = [0] * N
-    rl = rl_states(prep.workloads, prep.offsets, r_batch)
-    for w, st in rl.items():
-        heappush(heap, (st.start_s, seq, RELEASE, (w, 0)))
-        seq += 1
-
-    def finish_rl(r: int, t: float) -> None:
-        """Rollout ``r`` ended at ``t``: settle its batch and any trainer steps now due."""
-        nonlocal seq
-        st = rl[r_work[r]]
-        k = r_batch[r]
-        if not st.rollout_ended(k, t):
-            return
-        if st.rounds is not None and st.next_round_due(k):  # dynamic sampling: the next round at this one's end
-            heappush(heap, (st.round_end_s[k], seq, RELEASE, (st.w, -1)))  # (version -1: no new step)
-            seq += 1
-        # Train every step whose batch is complete, in order (batches may end out of order).
-        while st.can_train():
-            t1 = st.start_step()
-            st.end_train(t1)
-            heappush(heap, (t1, seq, RELEASE, (st.w, st.version)))
-            seq += 1
 
     def retry(r: int, attempt: int, t: float) -> None:
         """The attempt ended at ``t`` in a retryable error: queue a fresh one then."""
@@ -390,7 +347,7 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
         for lst, val in ((x_roll, r), (x_try, attempt), (x_enq, t), (x_start, math.nan), (x_state, s_),
                          (x_phase, ph), (x["build_s"], b), (x["agent_s"], a), (x["verify_s"], v), (x_hold, h)):
             lst.append(val)
-        heappush(heap, (t, seq, RETRY, (r, k)))
+        heappush(heap, (t, seq, r, k))
         seq += 1
 
     arr_t, arr_r = prep.arr_t, prep.arr_r
@@ -400,12 +357,11 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     na, ai = len(arr_t), 0
     last_t = -INF
     clock_ok = True
-    placed = 0  # RL rollouts placed (for progress)
     progress_every = 1 << 16
     next_progress = progress_every
     while True:
         top = heap[0][0] if heap else INF
-        # Open arrivals strictly before the next heap entry (heap entries first at equal times).
+        # Open arrivals strictly before the next retry (retries first at equal times).
         if stream_heap is not None:
             aj = bisect_left(arr_t, top, ai, na)
             while ai < aj:
@@ -440,54 +396,21 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
             if ai >= na:
                 break
             continue
-        t, _, kind, item = heappop(heap)
+        t, _, r, k = heappop(heap)
         if t < last_t:
             clock_ok = False
         last_t = t
-        if kind == RELEASE:
-            w, version = item
-            p = prep.workloads[w].pool
-            for rng_ in rl[w].take_releasable(t, version):
-                n_r = len(rng_)
-                placed += n_r
-                # A released batch enters at t together: one stream of equal times.
-                lo, hi = rng_.start, rng_.stop
-                if slots[p] is None:
-                    a_start[lo:hi] = [t] * n_r
-                elif pl.arrays:
-                    place(slots[p], np.full(n_r, t), np.arange(lo, hi, dtype=np.int64), 0, n_r, pl.hold, prov[p],
-                          a_start, None)
-                else:
-                    place(slots[p], [t] * n_r, rng_, 0, n_r, pl.hold, prov[p], a_start, None)
-                starts = a_start[lo:hi].tolist() if pl.arrays else a_start[lo:hi]
-                a_enq[lo:hi] = [t] * n_r
-                if pl.limits is None:
-                    held = hold[lo:hi]
-                else:  # the slot is held for the creation's wait and cold start too
-                    waits = pl.limits.wait[lo:hi].tolist() if pl.arrays else pl.limits.wait[lo:hi]
-                    held = [w + h for w, h in zip(waits, hold[lo:hi])]
-                for r, s, h in zip(rng_, starts, held):
-                    if may_retry[r]:
-                        retried_first.append(r)
-                        retry(r, 1, s + h)
-                    else:
-                        finish_rl(r, s + h)
-        else:
-            r, k = item
-            p = r_pool[r]
-            s = x_start[k] = one(slots[p], prov[p], t, x_hold[k])
-            fin = s + x_hold[k]
-            if prep.retryable(r, x_state[k], x_phase[k], x_try[k]):
-                x_state[k] = RETRIED
-                retry(r, x_try[k] + 1, fin)
-            elif rl_driven[r_work[r]]:
-                finish_rl(r, fin)
-        if on_progress is not None and ai + placed >= next_progress:
-            next_progress = ai + placed + progress_every
-            on_progress(ai + placed, N)
+        p = r_pool[r]
+        s = x_start[k] = one(slots[p], prov[p], t, x_hold[k])
+        if prep.retryable(r, x_state[k], x_phase[k], x_try[k]):
+            x_state[k] = RETRIED
+            retry(r, x_try[k] + 1, s + x_hold[k])
+        if on_progress is not None and ai >= next_progress:
+            next_progress = ai + progress_every
+            on_progress(ai, N)
 
     start = np.array(a_start, dtype=float)
-    arrival = np.array(a_enq, dtype=float)
+    arrival = np.full(N, math.nan)
     if na:
         arrival[ids_index(prep.arr_ids)] = prep.arr_t_np  # open arrivals: their given times
     state = prep.plan.copy()
@@ -495,5 +418,5 @@ def run_fifo(prep: Prepared, on_progress=None) -> ExecutorOutput:
     first = _first_rows(prep, arrival, start, state, pl.limits)
     x["finish_s"] = [s + h for s, h in zip(x_start, x_hold)]
     del x["hold"]
-    return ExecutorOutput(first=first, extra=x, rl=rl, clock_monotonic=clock_ok,
+    return ExecutorOutput(first=first, extra=x, clock_monotonic=clock_ok,
                           limits=None if pl.limits is None else pl.limits.figures())

@@ -17,7 +17,7 @@ from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, PHASE_NA
 from sandbox_fleet.simulate.engine.episode import draw_attempts
 from sandbox_fleet.simulate.engine.limits_rules import lifetime_cut
 from sandbox_fleet.simulate.engine.policies import CEILING, cut_at_ceiling, cut_one, problems
-from sandbox_fleet.simulate.engine.workloads import OPEN, RL, AsyncRL, Workload
+from sandbox_fleet.simulate.engine.workloads import OPEN, AsyncRL, Workload
 
 if TYPE_CHECKING:
     from sandbox_fleet.simulate.engine.images import ImageCache, ImageRun
@@ -63,7 +63,6 @@ class Prepared:
     retry_block: list[tuple[float, float, float, float, int, int]]
     max_retries: list[int]
     retry_on: list[frozenset[int]]
-    rl_driven: list[bool]  # per workload: an RL workload (the trainer releases its batches)
     at_ceiling: list[bool]  # per workload: on a timeout-ceiling pool (holds reclaimed at the timeout)
     arr_in_order: bool = False  # arr_ids is 0, 1, ..., n-1: one open workload, nothing else
     inference: Inference | None = None  # model calls served by a pool
@@ -193,7 +192,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         raise InputError(f"{what}: {key}: {msg}")
     from sandbox_fleet.simulate.engine.fifo import limits_refusal  # (fifo reads Prepared)
 
-    why = limits_refusal(pools, workloads, inference, any(wl.retry.max_retries > 0 for wl in workloads))
+    why = limits_refusal(pools, inference)
     if why is not None:
         raise InputError(why)
     counts = [wl.count for wl in workloads]
@@ -319,7 +318,6 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         retry_block=retry_block,
         max_retries=[wl.retry.max_retries for wl in workloads],
         retry_on=[wl.retry.phase_codes for wl in workloads],
-        rl_driven=[wl.kind == RL for wl in workloads],
         at_ceiling=at_ceiling,
         inference=inference,
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # Arrow is loaded only when a run is turned into telemetry
 
     from sandbox_fleet.simulate.engine.images import ImageRun
     from sandbox_fleet.simulate.engine.inference.figures import ServedRun
-    from sandbox_fleet.simulate.engine.trainer import RLState
+    from sandbox_fleet.simulate.engine.trainer import TrainerSteps
     from sandbox_fleet.simulate.model import SimulateSummary
 
 DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -49,14 +49,14 @@ class ExecutorOutput:
     ``state``, ``phase``, ``build_s``, ``agent_s``, ``verify_s``), NumPy arrays of length ``n``.
     ``extra``: the retry attempts, in run order: the same columns plus ``rollout`` and
     ``attempt``, as lists (empty lists when nothing retried). ``rl``: each RL workload's trainer
-    state. ``area_busy`` / ``area_wait``: the event loop's integrals of running sandboxes and
+    steps (``trainer.TrainerSteps``). ``area_busy`` / ``area_wait``: the event loop's integrals of running sandboxes and
     waiting rollouts over time (``None`` on the FIFO path, which has no clock to integrate on).
     ``served``: the inference pool's records, when a pool served the model calls.
     """
 
     first: dict[str, np.ndarray]
     extra: dict[str, list]
-    rl: dict[int, RLState] = field(default_factory=dict)
+    rl: dict[int, TrainerSteps] = field(default_factory=dict)
     preemptions: int = 0
     area_busy: float | None = None
     area_wait: float | None = None

@@ -1,183 +1,85 @@
-"""Trainer-side state of an RL workload: which batch may be released, when each step trains.
+"""An RL workload's trainer as data: which rollouts make each batch (``layouts``), and the steps a run
+leaves (``TrainerSteps``).
 
-Batch ``j`` may be released once ``j <= version + staleness`` (``version`` = finished
-trainer steps). Trainer step ``j`` starts when batch ``j`` has fully ended and step
-``j - 1`` is done, and lasts ``train_s``.
-
-Both Python executors keep these rules here: the event loop calls ``start_step`` when a
-batch ends or a step finishes (``TRAIN_DONE`` events), the FIFO recursion, which learns the
-finishes out of time order, calls it for every step due as soon as its batch is complete.
+The trainer's rules are written once, in the admission kernel (``fast/_admit_kernel``): ``release``
+(batch ``j`` goes out once ``j <= version + staleness``; with dynamic sampling a step's next round once
+the round before has ended), ``maybe_train`` (step ``j`` starts when batch ``j`` has fully ended and step
+``j - 1`` is done, and lasts ``train_s``), ``on_train_done`` and ``terminal``. Every RL run is the
+kernel's (``executors.fifo_refusal`` refuses RL); the pure event loop's copy of the rules is the oracle
+in ``tests/simulate/engine/oracle/trainer.py``. This module holds no rule: a layout, and a record.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from sandbox_fleet.simulate.engine.workloads import RL, AsyncRL, Workload
 
 
-class RLState:
-    __slots__ = (
-        "base",
-        "batch_end_s",
-        "next_release",
-        "next_train",
-        "pending",
-        "release_s",
-        "rem",
-        "round_end_s",
-        "round_lo",
-        "round_release_s",
-        "round_rem",
-        "round_size",
-        "round_step",
-        "rounds",
-        "sizes",
-        "staleness",
-        "start_s",
-        "starts",
-        "step_round0",
-        "train_end_s",
-        "train_s",
-        "train_start_s",
-        "training",
-        "version",
-        "w",
-    )
+@dataclass(frozen=True)
+class Layout:
+    """RL workload ``w``'s batches in rollout ids: batch ``j`` is rollouts ``starts[j]`` ..
+    ``starts[j] + sizes[j] - 1``, consecutive from ``base`` (the workload's first). With dynamic
+    sampling (``rounds``) a batch is released in rounds: round ``k`` is rollouts ``round_lo[k]`` ..
+    ``round_lo[k] + round_size[k] - 1`` of step ``round_step[k]``, in release order."""
 
-    def __init__(self, w: int, batch: np.ndarray, staleness: int, train_s: float, base: int, start_s: float = 0.0,
-                 rounds: list[list[int]] | None = None, group_size: int = 1):
-        self.w = w
-        self.start_s = float(start_s)  # when the workload releases its first batch
-        self.sizes = [int(b) for b in batch]
-        self.starts = np.concatenate(([0], np.cumsum(batch)[:-1])).astype(np.int64).tolist()
-        self.rem = list(self.sizes)
-        self.version = 0
-        self.next_release = 0
-        self.next_train = 0
-        self.training = False
-        self.staleness = staleness
-        self.train_s = float(train_s)
-        self.base = base  # global id of the workload's first rollout
-        steps = len(self.sizes)
-        self.release_s = [math.nan] * steps
-        self.batch_end_s = [math.nan] * steps
-        self.train_start_s = [math.nan] * steps
-        self.train_end_s = [math.nan] * steps
-        # dynamic sampling: the rounds (rollouts each, in release order), the step of each, the first of each step
-        self.rounds = rounds
-        self.pending: dict[int, int] = {}  # released steps with rounds to come -> the next round
-        if rounds is not None:
-            size = [n * group_size for step in rounds for n in step]
-            self.round_step = [j for j, step in enumerate(rounds) for _ in step]
-            self.round_lo = (base + np.concatenate(([0], np.cumsum(size)[:-1]))).astype(np.int64).tolist()
-            self.round_size, self.round_rem = size, list(size)
-            self.round_release_s = [math.nan] * len(size)
-            self.round_end_s = [math.nan] * len(size)
-            self.step_round0 = np.concatenate(([0], np.cumsum([len(s) for s in rounds]))).astype(np.int64).tolist()
-
-    def round_range(self, k: int, now: float) -> range:
-        """Release round ``k`` at ``now``; its global rollout ids."""
-        self.round_release_s[k] = now
-        lo = self.round_lo[k]
-        return range(lo, lo + self.round_size[k])
-
-    def next_round_due(self, k: int) -> bool:
-        """Round ``k`` has ended and its step has a round after it."""
-        return self.round_rem[k] == 0 and k + 1 < self.step_round0[self.round_step[k] + 1]
-
-    def take_releasable(self, now: float, version: int | None = None) -> list[range]:
-        """Mark every batch eligible under ``version`` (default: the current one) as
-        released at ``now``; returns their global rollout ids."""
-        out = []
-        for j, k in list(self.pending.items()):  # dynamic sampling: a round whose round before has ended
-            if self.round_rem[k - 1] == 0 and self.round_end_s[k - 1] <= now:
-                out.append(self.round_range(k, now))
-                if k + 1 < self.step_round0[j + 1]:
-                    self.pending[j] = k + 1
-                else:
-                    del self.pending[j]
-        steps = len(self.sizes)
-        v = self.version if version is None else version
-        while self.next_release < steps and self.next_release <= v + self.staleness:
-            j = self.next_release
-            self.next_release = j + 1
-            self.release_s[j] = now
-            if self.rounds is None:
-                lo = self.base + self.starts[j]
-                out.append(range(lo, lo + self.sizes[j]))
-                continue
-            k = self.step_round0[j]
-            out.append(self.round_range(k, now))
-            if k + 1 < self.step_round0[j + 1]:
-                self.pending[j] = k + 1
-        return out
-
-    def rollout_ended(self, j: int, t: float) -> bool:
-        """A rollout of batch ``j`` (with dynamic sampling: of round ``j``) ended at ``t``; returns
-        whether that completes the batch (the round).
-
-        The batch ends with its last rollout: the latest ``t`` (the FIFO path reports
-        ends out of time order; the event loop in order, so the last report wins)."""
-        if self.rounds is not None:
-            k, j = j, self.round_step[j]
-            if not self.round_end_s[k] >= t:
-                self.round_end_s[k] = t
-            self.round_rem[k] -= 1
-            if not self.batch_end_s[j] >= t:
-                self.batch_end_s[j] = t
-            self.rem[j] -= 1
-            return self.round_rem[k] == 0
-        if not self.batch_end_s[j] >= t:  # NaN until the batch's first end
-            self.batch_end_s[j] = t
-        self.rem[j] -= 1
-        return self.rem[j] == 0
-
-    def can_train(self) -> bool:
-        j = self.next_train
-        return (not self.training) and j < self.next_release and self.rem[j] == 0
-
-    def start_step(self) -> float:
-        """Begin step ``next_train`` (``can_train()`` holds) when both its batch has ended and
-        the step before is done; returns when it ends."""
-        k = self.next_train
-        prev = self.train_end_s[k - 1] if k else -math.inf
-        return self.begin_train(max(self.batch_end_s[k], prev))
-
-    def begin_train(self, now: float) -> float:
-        """Start step ``next_train`` at ``now``; returns when it ends."""
-        self.training = True
-        self.train_start_s[self.next_train] = now
-        return now + self.train_s
-
-    def end_train(self, now: float) -> None:
-        self.train_end_s[self.next_train] = now
-        self.training = False
-        self.version += 1
-        self.next_train += 1
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {k: np.asarray(getattr(self, k), dtype=float) for k in ("release_s", "batch_end_s", "train_start_s", "train_end_s")}
+    w: int
+    base: int
+    starts: list[int]  # global ids
+    sizes: list[int]
+    staleness: int
+    train_s: float
+    start_s: float  # when the workload releases its first batch
+    rounds: list[list[int]] | None = None  # dynamic sampling: per step, the groups each round releases
+    round_lo: list[int] = field(default_factory=list)
+    round_size: list[int] = field(default_factory=list)
+    round_step: list[int] = field(default_factory=list)
 
 
-def rl_states(workloads: list[Workload], offsets: np.ndarray, r_batch: list[int] | np.ndarray) -> dict[int, RLState]:
-    """A fresh trainer state per RL workload (keyed by workload index); fills ``r_batch``
-    (per global rollout id: its batch within its workload)."""
-    out: dict[int, RLState] = {}
+def layouts(workloads: list[Workload], offsets: np.ndarray, r_batch: np.ndarray) -> dict[int, Layout]:
+    """Each RL workload's layout (keyed by workload index); fills ``r_batch`` (per global rollout id:
+    its batch within its workload, with dynamic sampling its round)."""
+    out: dict[int, Layout] = {}
     for w, wl in enumerate(workloads):
         if wl.kind != RL:
             continue
         assert isinstance(wl, AsyncRL)  # the RL kind is AsyncRL's (SyncRL is one)
+        base = int(offsets[w])
+        sizes = [int(b) for b in wl.batch_sizes]
+        starts = (base + np.concatenate(([0], np.cumsum(sizes)[:-1]))).astype(np.int64).tolist()
         dr = wl.groups_drawn if wl.dynamic is not None else None
-        st = out[w] = RLState(w, wl.batch_sizes, wl.staleness, wl.train_s, int(offsets[w]), wl.start_s,
-                              None if dr is None else dr.rounds, 1 if dr is None else dr.group_size)
-        if dr is not None:  # rollouts map to their round
-            for k, (lo, sz) in enumerate(zip(st.round_lo, st.round_size)):
-                r_batch[lo : lo + sz] = [k] * sz
-            continue
-        for j, (s0, sz) in enumerate(zip(st.starts, st.sizes)):
-            lo = st.base + s0
-            r_batch[lo : lo + sz] = [j] * sz
+        rounds, lo, size, step_of = None, [], [], []
+        if dr is not None:
+            rounds = dr.rounds
+            size = [n * dr.group_size for step in rounds for n in step]
+            lo = (base + np.concatenate(([0], np.cumsum(size)[:-1]))).astype(np.int64).tolist()
+            step_of = [j for j, step in enumerate(rounds) for _ in step]
+        lay = Layout(w, base, starts, sizes, int(wl.staleness), float(wl.train_s), float(wl.start_s), rounds, lo,
+                     size, step_of)
+        for k, (lo_k, sz) in enumerate(zip(starts, sizes) if rounds is None else zip(lo, size)):
+            r_batch[lo_k : lo_k + sz] = k
+        out[w] = lay
     return out
+
+
+@dataclass
+class TrainerSteps:
+    """An RL workload's steps as a run left them: per step its batch's release and end, its training's
+    start and end (NaN: not reached), and the trainer's counters (finished steps ``version``, batches
+    released ``next_release``, the step to train next ``next_train``, ``training`` mid-step, and each
+    batch's rollouts not yet ended, ``rem``)."""
+
+    release_s: list[float]
+    batch_end_s: list[float]
+    train_start_s: list[float]
+    train_end_s: list[float]
+    version: int
+    next_release: int
+    next_train: int
+    training: bool
+    rem: list[int]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(getattr(self, k), dtype=float) for k in ("release_s", "batch_end_s", "train_start_s", "train_end_s")}

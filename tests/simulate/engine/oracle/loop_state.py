@@ -35,12 +35,12 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from tests.simulate.engine.oracle.admission import make_queue
+from tests.simulate.engine.oracle.trainer import RLState, rl_states
 
 from sandbox_fleet.simulate.engine import events as ev
 from sandbox_fleet.simulate.engine.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
 from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
-from sandbox_fleet.simulate.engine.trainer import RLState, rl_states
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Closed
 
 if TYPE_CHECKING:

@@ -105,7 +105,7 @@ N_RI = 9
 R_EE, R_EEN = 9, 10  # on its pool's list of attempts ended early (``mark_ended_early``), the next there
 N_RI = 11
 BI_START, BI_SIZE, BI_REM = range(3)
-# Dynamic sampling (``trainer.RLState``'s rounds): a workload's rounds are bi/bf rows after every batch
+# Dynamic sampling (``trainer.Layout``'s rounds): a workload's rounds are bi/bf rows after every batch
 # (BI_START/SIZE/REM the round's rollouts, BF_BATCH_END its end, BI_STEP its step); a step's row holds
 # its rounds' rows [BI_R0, BI_RN) and the next round to release once the one before ends (-1: none).
 BI_STEP, BI_R0, BI_RN, BI_PEND = range(3, 7)
@@ -344,7 +344,7 @@ def maybe_train(bf, bi, hi, ht, si, wf, wi, w, now):
 
 @njit(cache=True)
 def release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
-    """Release every batch of RL workload ``w`` eligible now (``trainer.RLState.take_releasable``);
+    """Release every batch of RL workload ``w`` eligible now (the oracle's ``RLState.take_releasable``);
     the pool to dispatch next (-1: none was)."""
     any_ = False
     lo = wi[w, B_LO]

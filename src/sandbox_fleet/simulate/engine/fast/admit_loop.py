@@ -27,6 +27,7 @@ import numpy as np
 from sandbox_fleet.simulate.engine import fast, node_fleet, policies, policy_registry
 from sandbox_fleet.simulate.engine.fast import _plain
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
+from sandbox_fleet.simulate.engine.trainer import TrainerSteps, layouts
 from sandbox_fleet.simulate.engine.workloads import CLOSED, OPEN, RL, AsyncRL
 
 _KERNEL = "sandbox_fleet.simulate.engine.fast._admit_kernel"
@@ -149,7 +150,6 @@ def _per_event(pl) -> int:
 def initial_state(prep, K, on_progress=None):
     """Kernel ``K``'s ``State`` at time 0, with its first events pushed as the pure loop pushes them."""
     from sandbox_fleet.simulate.engine.limits_rules import new_state
-    from sandbox_fleet.simulate.engine.trainer import rl_states
 
     N = prep.n
     pools, wls = prep.pools, prep.workloads
@@ -210,7 +210,7 @@ def initial_state(prep, K, on_progress=None):
     sizes: list[int] = []
     starts: list[int] = []
     r_batch = np.zeros(N, dtype=i64)
-    rl = rl_states(wls, prep.offsets, r_batch)  # the trainer's state, as the pure loop sets it up
+    rl = layouts(wls, prep.offsets, r_batch)  # each RL workload's batches (and rounds) in rollout ids
     rounds: list[tuple[int, int, int, int]] = []  # dynamic sampling: (workload, first rollout, rollouts, step)
     for w, wl in enumerate(wls):
         wi[w, K.W_R0] = -1
@@ -237,7 +237,7 @@ def initial_state(prep, K, on_progress=None):
             wf[w, K.WF_TRAIN_S] = st.train_s
             wf[w, K.WF_START_S] = st.start_s
             sizes += [int(sz) for sz in st.sizes]
-            starts += [st.base + int(s0) for s0 in st.starts]
+            starts += st.starts
             if st.rounds is not None:
                 wi[w, K.W_R0] = len(rounds)  # made a row index below, once every batch row is counted
                 rounds += [(w, int(lo), int(sz), int(j)) for lo, sz, j in zip(st.round_lo, st.round_size, st.round_step)]
@@ -445,16 +445,7 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
         if was_enabled:
             gc.enable()
 
-    wi, bf = S.wi, S.bf
-    for w, st in rl.items():
-        lo, hi_ = int(wi[w, K.B_LO]), int(wi[w, K.B_LO] + wi[w, K.B_N])
-        st.release_s = bf[lo:hi_, K.BF_RELEASE].tolist()
-        st.batch_end_s = bf[lo:hi_, K.BF_BATCH_END].tolist()
-        st.train_start_s = bf[lo:hi_, K.BF_TRAIN_START].tolist()
-        st.train_end_s = bf[lo:hi_, K.BF_TRAIN_END].tolist()
-        st.rem = S.bi[lo:hi_, K.BI_REM].tolist()
-        st.version, st.next_release, st.next_train = (int(wi[w, c]) for c in (K.VERSION, K.NEXT_REL, K.NEXT_TRAIN))
-        st.training = bool(wi[w, K.TRAINING_W])
+    steps = {w: trainer_steps(S, K, w) for w in rl}
 
     rows = int(S.si[K.ROWS])
     cols = {"arrival_s": S.af[:, K.A_ENQ], "start_s": S.af[:, K.A_START], "finish_s": S.af[:, K.A_FIN],
@@ -464,10 +455,21 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
     extra = {k: v[N:rows].tolist() for k, v in cols.items()}
     extra["rollout"] = S.ai[N:rows, K.A_ROLL].tolist()
     extra["attempt"] = S.ai[N:rows, K.A_TRY].tolist()
-    return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
+    return ExecutorOutput(first=first, extra=extra, rl=steps, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
                           area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]),
                           limits=_limits_figures(S, K, N), served=_served(prep, S, K),
                           nodes=node_fleet.figures(S, K, prep.pools))
+
+
+def trainer_steps(S, K, w: int) -> TrainerSteps:
+    """RL workload ``w``'s steps as the kernel left them (its batch rows ``bi``/``bf``, its counters in ``wi``)."""
+    wi, bf = S.wi, S.bf
+    lo, hi = int(wi[w, K.B_LO]), int(wi[w, K.B_LO] + wi[w, K.B_N])
+    return TrainerSteps(release_s=bf[lo:hi, K.BF_RELEASE].tolist(), batch_end_s=bf[lo:hi, K.BF_BATCH_END].tolist(),
+                        train_start_s=bf[lo:hi, K.BF_TRAIN_START].tolist(), train_end_s=bf[lo:hi, K.BF_TRAIN_END].tolist(),
+                        version=int(wi[w, K.VERSION]), next_release=int(wi[w, K.NEXT_REL]),
+                        next_train=int(wi[w, K.NEXT_TRAIN]), training=bool(wi[w, K.TRAINING_W]),
+                        rem=S.bi[lo:hi, K.BI_REM].tolist())
 
 
 def _limits_figures(S, K, N: int) -> dict[str, np.ndarray] | None:
