@@ -88,6 +88,24 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
         "n_nxt": np.full(n_rollouts, -1, i64), "n_prv": np.full(n_rollouts, -1, i64)}
 
 
+def room(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> list[int]:
+    """Per pool, the most sandboxes its nodes hold at ``max_nodes`` (0: a slot pool): each node type's
+    whole requests of the pool's smallest request in each of cpu, memory and disk. With one request
+    kind it is exact (``max_nodes`` x the requests a node holds): the cap of the slot pool it equals,
+    what a ``timeout-ceiling`` pool counts and a bound on the attempts one event starts or evicts."""
+    out = []
+    for p, pl in enumerate(pools):
+        reqs = [wl.request for wl in workloads if wl.pool == p and wl.request is not None]
+        if not pl.node_pools or not reqs:
+            out.append(0)
+            continue
+        lo = [min(float(q[c]) for q in reqs) for c in range(3)]
+        out.append(sum(n.max_nodes * min(int(cap * (1.0 + 1e-12) // x) if x > 0 else 1 << 30
+                                         for cap, x in zip((n.cpu, n.memory_mb, n.disk_mb), lo))
+                       for n in pl.node_pools))
+    return out
+
+
 def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:
     """The most attempts one node reclaim may end (each may append a retry row): a node's cpu over the
     smallest cpu request of its pool, over the pools with reclaims."""

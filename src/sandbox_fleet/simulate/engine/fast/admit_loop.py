@@ -115,8 +115,6 @@ def refusal(prep) -> str | None:
         if isinstance(wl, AsyncRL) and wl.dynamic is not None:
             if pool.admission in policies.POLICIES:
                 return f"dynamic_sampling in a pool with admission {pool.admission!r} (no trainer releases its rounds there)"
-            if pool.node_pools:
-                return "dynamic_sampling in a pool made of nodes (a released round's node dispatch is not ordered yet)"
     return None
 
 
@@ -152,6 +150,7 @@ def initial_state(prep, K, on_progress=None):
     P, W = len(pools), len(wls)
     i64 = np.int64
     per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
+    per_event += [_per_event(pl.model_copy(update={"cap": n})) for pl, n in zip(pools, node_fleet.room(pools, wls)) if n]
     row_margin = max([*per_event, node_fleet.max_lost(pools, wls)], default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
@@ -286,9 +285,10 @@ def initial_state(prep, K, on_progress=None):
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
         lg=np.array(gates, dtype=float), **_inference_state(prep, K), **node_fleet.state_fields(pools, wls, K, N))
-    for p, pl in enumerate(pools):
+    for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls))):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
+            pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (what a timeout-ceiling counts)
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
