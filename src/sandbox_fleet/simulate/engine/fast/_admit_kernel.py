@@ -148,6 +148,7 @@ node_set_free = jitable(_node_rules.set_free)
 node_unlist = jitable(_node_rules.unlist)
 node_best_fit = jitable(_node_rules.best_fit)
 node_holds = jitable(_node_rules.holds)
+node_cache_touch = jitable(_node_rules.cache_touch)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -247,6 +248,19 @@ class State(NamedTuple):
     n_head: I64  # per node slot: its first attempt's rollout (-1: none), a list a reclaim walks
     n_nxt: I64  # per rollout: the next rollout on its node (-1: none)
     n_prv: I64  # ... the previous
+    # ``[images]`` on pools made of nodes (``images.NodeImages``; empty without): each node's cache
+    g_img: I64  # per rollout: its image (an empty array: no cache)
+    g_mf: F64  # per rollout (2-d): its first attempt drawn missing its image: build, agent, verify, hold
+    g_mi: I64  # ... (2-d): planned state, phase
+    g_size: F64  # per image: MB
+    g_cfg: F64  # cache MB per node, images pre-pulled, the next build's order
+    g_lru: I64  # per node slot (2-d): its cached images, least recently used first (``_node_rules.cache_touch``)
+    g_len: I64  # per node slot: images cached
+    g_mb: F64  # per node slot: MB cached
+    g_own: I64  # per node slot: the node id whose cache it holds (a new node in the slot starts cold)
+    g_hit: I64  # per rollout: its first attempt's build hit (1), missed (0), never started (-1)
+    g_node: I64  # per rollout: the node id it built on
+    g_seq: I64  # per rollout: the order it built in
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -1066,6 +1080,32 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
 
 
 @njit(cache=True)
+def node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq):
+    """First attempt ``row`` starts now on node ``nid`` (slot ``s``) of a pool with ``[images]``: its build
+    finds its image on the node or pulls it (``_node_rules.cache_touch``, the node's LRU); on a miss the
+    attempt is the one drawn missing (``images.NodeImages``). Retries build warm (the first pulled it)."""
+    r = ai[row, A_ROLL]
+    if g_img.size == 0 or ai[row, A_TRY] != 0:
+        return
+    if g_own[s] != nid:  # a new node in this slot: its cache starts cold (a released node's is gone)
+        g_own[s] = nid
+        g_len[s] = 0
+        g_mb[s] = 0.0
+    hit = node_cache_touch(g_lru, g_len, g_mb, s, g_img[r], g_size, g_cfg[0], int(g_cfg[1]))
+    g_hit[r] = 1 if hit else 0
+    g_node[r] = nid
+    g_seq[r] = int(g_cfg[2])
+    g_cfg[2] += 1.0
+    if not hit:
+        af[row, A_BUILD] = g_mf[r, 0]
+        af[row, A_AGENT] = g_mf[r, 1]
+        af[row, A_VERIFY] = g_mf[r, 2]
+        af[row, A_HOLD] = g_mf[r, 3]
+        ai[row, A_PLAN] = g_mi[r, 0]
+        ai[row, A_PHASE] = g_mi[r, 1]
+
+
+@njit(cache=True)
 def node_fit(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
              n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last,
              n_ctr, n_head, ht, hi, si):
@@ -1093,7 +1133,7 @@ def node_fit(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pma
 def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk,
                   n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
                   n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                  n_last, n_ctr, n_head, n_nxt, n_prv):
+                  n_last, n_ctr, n_head, n_nxt, n_prv, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq):
     """Start pool ``p``'s waiting rollouts, each on a node (``node_fit``: a live node, or one launched for
     it, the attempt starting when it joins), the pool's policy choosing which as in ``dispatch_inline``
     (a plain queue's front, ``pop_front``; else ``best`` over the lists' ``heads``), while start-cap room
@@ -1177,12 +1217,13 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
         else:
             started(ai, ceil, r_timeout, wi, policy, w, row, now)
             si[WAITING] -= 1
+            node_image(af, ai, row, s, n_id[s], g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
             ai[row, A_SLOT] = s
 
 
 @njit(cache=True)
-def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, row, nid, now):
+def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, row, nid, now, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq):
     """Attempt ``row`` waited for its node (id ``nid``), which joins now: it starts (unless the node was
     reclaimed before it joined: the attempt went back to the queue)."""
     s = ai[row, A_SLOT]
@@ -1193,6 +1234,7 @@ def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id,
     policy_started(pi[p, P_POLICY], ai, ceil, r_timeout, wi, ri[ai[row, A_ROLL], R_WORK], row, now)
     if pi[p, P_START_CAP] >= 0:
         pi[p, P_BUILDING] -= 1  # its start-cap place, held since its dispatch, is the build's now
+    node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
     place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
     ai[row, A_SLOT] = s
 
@@ -1298,6 +1340,9 @@ def run(S):
     n_launch, n_ready, n_release, n_last, n_ctr = (borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release),
                                                    borrow(S.n_last), borrow(S.n_ctr))
     n_head, n_nxt, n_prv = borrow(S.n_head), borrow(S.n_nxt), borrow(S.n_prv)
+    g_img, g_mf, g_mi, g_size, g_cfg = borrow(S.g_img), borrow(S.g_mf), borrow(S.g_mi), borrow(S.g_size), borrow(S.g_cfg)
+    g_lru, g_len, g_mb, g_own = borrow(S.g_lru), borrow(S.g_len), borrow(S.g_mb), borrow(S.g_own)
+    g_hit, g_node, g_seq = borrow(S.g_hit), borrow(S.g_node), borrow(S.g_seq)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -1346,7 +1391,7 @@ def run(S):
                                       wi, rp, now, n_pk, n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax,
                                       n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id,
                                       n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt,
-                                      n_prv)
+                                      n_prv, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
@@ -1385,7 +1430,7 @@ def run(S):
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         elif kind == NODE_JOIN:
-            node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, x, xv, now)
+            node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, x, xv, now, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
         elif kind == NODE_RECLAIM:
             p = node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, xv, now, n_pk, n_pf,
                              n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
@@ -1396,7 +1441,7 @@ def run(S):
                 node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk, n_pf, n_req,
                               n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                               n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                              n_last, n_ctr, n_head, n_nxt, n_prv)
+                              n_last, n_ctr, n_head, n_nxt, n_prv, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
