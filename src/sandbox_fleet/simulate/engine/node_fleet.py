@@ -4,9 +4,10 @@ kernel's node arrays, and the figures it returns.
 The kernel (``fast/_admit_kernel.node_dispatch``) places each attempt on a node chosen by the one
 placement rule (``fast/_node_rules.best_fit``, which the node replay ``nodes.py`` also calls); what feeds
 back is the wait: a request that fits no live node launches one (below ``max_nodes``) and starts when it
-joins ``provision_s`` later, or, every pool at its max, waits at the queue's front for room. A node is
-billed from launch to release (``scale_down_s`` after its last attempt left, unless one lands first); a
-pool's ``min_nodes`` from its first start to its last end.
+joins ``provision_s`` later, or, every pool at its max, waits for room (the pool's admission policy picks
+which rollout goes next, as on a slot pool). A node is billed from launch to release (``scale_down_s``
+after its last attempt left, unless one lands first); a pool's ``min_nodes`` from its first start to its
+last end. With ``[images]`` each node keeps its own image cache (``image_fields``), from cold at its launch.
 """
 
 from __future__ import annotations

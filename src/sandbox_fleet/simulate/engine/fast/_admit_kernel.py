@@ -1019,9 +1019,10 @@ def on_node_back(pi, sl, p, node):
 
 # --- pools made of nodes (``Fleet.node_pools``) ---------------------------------------------------
 # A node pool's rollouts take room on a node chosen by ``_node_rules.best_fit``; when none fits, a
-# node launches (below max) and the attempt starts when it joins (``NODE_JOIN``), else the queue's
-# front waits for room (first come first served: it blocks those behind it). ``dispatch_inline``
-# never runs for such a pool (its ``P_ACTIVE`` stays set): ``run`` calls ``node_dispatch``.
+# node launches (below max) and the attempt starts when it joins (``NODE_JOIN``), else the rollout the
+# pool's policy picked waits for room (it blocks those behind it) or, an evicting policy, evicts for it.
+# ``dispatch_inline`` never runs for such a pool (its ``P_ACTIVE`` stays set): ``run`` calls
+# ``node_dispatch``, which picks through the same hooks (``pop_front``, ``heads`` + ``best``, ``evict_for``).
 @njit(cache=True)
 def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen,
                 n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
@@ -1085,7 +1086,7 @@ def node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_l
     finds its image on the node or pulls it (``_node_rules.cache_touch``, the node's LRU); on a miss the
     attempt is the one drawn missing (``images.NodeImages``). Retries build warm (the first pulled it)."""
     r = ai[row, A_ROLL]
-    if g_img.size == 0 or ai[row, A_TRY] != 0:
+    if ai[row, A_TRY] != 0:
         return
     if g_own[s] != nid:  # a new node in this slot: its cache starts cold (a released node's is gone)
         g_own[s] = nid
@@ -1217,7 +1218,8 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
         else:
             started(ai, ceil, r_timeout, wi, policy, w, row, now)
             si[WAITING] -= 1
-            node_image(af, ai, row, s, n_id[s], g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+            if g_img.size:  # ``[images]``: the build as the node's cache finds it
+                node_image(af, ai, row, s, n_id[s], g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
             ai[row, A_SLOT] = s
 
@@ -1234,7 +1236,8 @@ def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id,
     policy_started(pi[p, P_POLICY], ai, ceil, r_timeout, wi, ri[ai[row, A_ROLL], R_WORK], row, now)
     if pi[p, P_START_CAP] >= 0:
         pi[p, P_BUILDING] -= 1  # its start-cap place, held since its dispatch, is the build's now
-    node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+    if g_img.size:
+        node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
     place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
     ai[row, A_SLOT] = s
 
