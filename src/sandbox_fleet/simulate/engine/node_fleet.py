@@ -107,36 +107,36 @@ def room(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> list[int]:
     return out
 
 
-def image_fields(prep: Any) -> dict[str, np.ndarray]:
-    """The kernel's ``g_*`` State fields: ``[images]`` on pools made of nodes (``prep.node_images``), each
-    node slot's cache (``_node_rules.cache_touch``'s layout) and each first attempt's outcome; empty arrays
-    without."""
+def image_fields(prep: Any, K: Any) -> dict[str, np.ndarray]:
+    """The kernel ``K``'s ``g_*`` State fields: ``[images]`` on pools made of nodes (``prep.node_images``),
+    each node slot's cache (``_node_rules.cache_touch``'s layout after ``K.GL_IMG0``) and each first
+    attempt's outcome; no rollout rows without."""
     from sandbox_fleet.simulate.engine.fast._node_rules import cache_width
 
     i64 = np.int64
     ni = prep.node_images
     if ni is None:
-        return {"g_img": np.zeros(0, i64), "g_mf": np.zeros((1, 4)), "g_mi": np.zeros((1, 2), i64),
-                "g_size": np.ones(1), "g_cfg": np.zeros(3), "g_lru": np.zeros((1, 1), i64), "g_len": np.zeros(1, i64),
-                "g_mb": np.zeros(1), "g_own": np.full(1, -1, i64), "g_hit": np.zeros(1, i64), "g_node": np.zeros(1, i64),
-                "g_seq": np.zeros(1, i64)}
+        return {"g_ri": np.zeros((0, K.N_G), i64), "g_mf": np.zeros((0, 4)), "g_f": np.zeros(K.GF_SIZE0 + 1),
+                "g_lru": np.zeros((1, K.GL_IMG0 + 1), i64), "g_mb": np.zeros(1)}
     cfg = ni.config
     size = np.asarray(cfg.catalog.size_mb, dtype=float)
     slots = max(sum(n.max_nodes for pl in prep.pools for n in pl.node_pools or []), 1)
-    n = prep.n
-    return {"g_img": ni.image.astype(i64), "g_mf": np.ascontiguousarray(ni.miss_f, dtype=float),
-            "g_mi": np.ascontiguousarray(ni.miss_i, dtype=i64), "g_size": size,
-            "g_cfg": np.array([float(cfg.cache_mb), float(cfg.prepull), 0.0]),
-            "g_lru": np.zeros((slots, cache_width(size, float(cfg.cache_mb), cfg.prepull)), i64),
-            "g_len": np.zeros(slots, i64), "g_mb": np.zeros(slots), "g_own": np.full(slots, -1, i64),
-            "g_hit": np.full(n, -1, i64), "g_node": np.full(n, -1, i64), "g_seq": np.zeros(n, i64)}
+    g_ri = np.full((prep.n, K.N_G), -1, i64)
+    g_ri[:, K.G_IMG] = ni.image
+    g_ri[:, K.G_PLAN], g_ri[:, K.G_PHASE] = ni.miss_i[:, 0], ni.miss_i[:, 1]
+    g_f = np.zeros(K.GF_SIZE0 + size.size)
+    g_f[K.GF_MB], g_f[K.GF_PIN], g_f[K.GF_SIZE0 :] = float(cfg.cache_mb), float(cfg.prepull), size
+    g_lru = np.zeros((slots, K.GL_IMG0 + cache_width(size, float(cfg.cache_mb), cfg.prepull)), i64)
+    g_lru[:, K.GL_OWN] = -1
+    return {"g_ri": g_ri, "g_mf": np.ascontiguousarray(ni.miss_f, dtype=float), "g_f": g_f, "g_lru": g_lru,
+            "g_mb": np.zeros(slots)}
 
 
-def image_run(S: Any, prep: Any) -> Any:
+def image_run(S: Any, K: Any, prep: Any) -> Any:
     """The summary's image run of a pool made of nodes (``images.NodeImages.run``), or None."""
     if prep.node_images is None:
         return None
-    return prep.node_images.run(S.g_hit, S.g_node, S.g_seq)
+    return prep.node_images.run(S.g_ri[:, K.G_HIT], S.g_ri[:, K.G_NODE], S.g_ri[:, K.G_SEQ])
 
 
 def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:

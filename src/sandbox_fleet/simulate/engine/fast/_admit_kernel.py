@@ -131,6 +131,13 @@ KF_PROV, KF_DOWN, KF_NODE_S, KF_WAIT_S, KF_WAIT_MAX, KF_RATE = range(6)
 N_KF = 6  # KF_RATE: reclaims per node-second (Poisson per node)
 NP_T0, NP_LAST = range(2)
 N_NP = 2
+# ``[images]`` on pools made of nodes: g_ri[r, c] per rollout (its image; its first attempt's build hit 1,
+# missed 0, never started -1; the node id it built on; the order it built in; the missing draw's planned
+# state and phase); g_f: the cache's figures before each image's MB; g_lru[s, c]: a node slot's cache
+G_IMG, G_HIT, G_NODE, G_SEQ, G_PLAN, G_PHASE = range(6)
+N_G = 6
+GF_MB, GF_PIN, GF_SEQ, GF_SIZE0 = range(4)
+GL_LEN, GL_OWN, GL_IMG0 = range(3)
 
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
@@ -248,19 +255,12 @@ class State(NamedTuple):
     n_head: I64  # per node slot: its first attempt's rollout (-1: none), a list a reclaim walks
     n_nxt: I64  # per rollout: the next rollout on its node (-1: none)
     n_prv: I64  # ... the previous
-    # ``[images]`` on pools made of nodes (``images.NodeImages``; empty without): each node's cache
-    g_img: I64  # per rollout: its image (an empty array: no cache)
+    # ``[images]`` on pools made of nodes (``images.NodeImages``; no rows without): each node's cache
+    g_ri: I64  # per rollout (2-d, ``G_*``): its image, its first attempt's outcome, the missing draw's state
     g_mf: F64  # per rollout (2-d): its first attempt drawn missing its image: build, agent, verify, hold
-    g_mi: I64  # ... (2-d): planned state, phase
-    g_size: F64  # per image: MB
-    g_cfg: F64  # cache MB per node, images pre-pulled, the next build's order
-    g_lru: I64  # per node slot (2-d): its cached images, least recently used first (``_node_rules.cache_touch``)
-    g_len: I64  # per node slot: images cached
-    g_mb: F64  # per node slot: MB cached
-    g_own: I64  # per node slot: the node id whose cache it holds (a new node in the slot starts cold)
-    g_hit: I64  # per rollout: its first attempt's build hit (1), missed (0), never started (-1)
-    g_node: I64  # per rollout: the node id it built on
-    g_seq: I64  # per rollout: the order it built in
+    g_f: F64  # ``GF_*``: cache MB per node, images pre-pulled, the next build's order; then each image's MB
+    g_lru: I64  # per node slot (2-d): images cached, the node id whose cache it is, then its images, least
+    g_mb: F64  # ...   recently used first (``_node_rules.cache_touch``); per node slot: MB cached
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -1081,42 +1081,39 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
 
 
 @njit(cache=True)
-def node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq):
+def node_image(af, ai, row, s, nid, g_ri, g_mf, g_f, g_lru, g_mb):
     """First attempt ``row`` starts now on node ``nid`` (slot ``s``) of a pool with ``[images]``: its build
     finds its image on the node or pulls it (``_node_rules.cache_touch``, the node's LRU); on a miss the
     attempt is the one drawn missing (``images.NodeImages``). Retries build warm (the first pulled it)."""
     r = ai[row, A_ROLL]
     if ai[row, A_TRY] != 0:
         return
-    if g_own[s] != nid:  # a new node in this slot: its cache starts cold (a released node's is gone)
-        g_own[s] = nid
-        g_len[s] = 0
+    if g_lru[s, GL_OWN] != nid:  # a new node in this slot: its cache starts cold (a released node's is gone)
+        g_lru[s, GL_OWN] = nid
+        g_lru[s, GL_LEN] = 0
         g_mb[s] = 0.0
-    hit = node_cache_touch(g_lru, g_len, g_mb, s, g_img[r], g_size, g_cfg[0], int(g_cfg[1]))
-    g_hit[r] = 1 if hit else 0
-    g_node[r] = nid
-    g_seq[r] = int(g_cfg[2])
-    g_cfg[2] += 1.0
+    hit = node_cache_touch(g_lru[:, GL_IMG0:], g_lru[:, GL_LEN], g_mb, s, g_ri[r, G_IMG], g_f[GF_SIZE0:], g_f[GF_MB],
+                           int(g_f[GF_PIN]))
+    g_ri[r, G_HIT] = 1 if hit else 0
+    g_ri[r, G_NODE] = nid
+    g_ri[r, G_SEQ] = int(g_f[GF_SEQ])
+    g_f[GF_SEQ] += 1.0
     if not hit:
         af[row, A_BUILD] = g_mf[r, 0]
         af[row, A_AGENT] = g_mf[r, 1]
         af[row, A_VERIFY] = g_mf[r, 2]
         af[row, A_HOLD] = g_mf[r, 3]
-        ai[row, A_PLAN] = g_mi[r, 0]
-        ai[row, A_PHASE] = g_mi[r, 1]
+        ai[row, A_PLAN] = g_ri[r, G_PLAN]
+        ai[row, A_PHASE] = g_ri[r, G_PHASE]
 
 
 @njit(cache=True)
-def node_fit(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
+def node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
              n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last,
              n_ctr, n_head, ht, hi, si):
-    """The node slot a request (cpu ``c``, memory ``m``, disk ``d``) takes now among node pools
-    ``k0 <= k < k1``: a live node (``_node_rules.best_fit``), else a node launched in the first pool
-    below its max whose node holds it (joining ``provision_s`` later); -1: every pool at its max."""
-    s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
-                      n_spread, n_id, n_pmax)
-    if s >= 0:
-        return s
+    """No live node fits a request (cpu ``c``, memory ``m``, disk ``d``; ``_node_rules.best_fit`` found
+    none): the node slot of a node launched for it in the first of node pools ``k0 <= k < k1`` below its
+    max whose node holds it (joining ``provision_s`` later); -1: every pool at its max."""
     node_sweep(k0, k1, now, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos,
                n_launch, n_release)
     for k in range(k0, k1):  # launch in the first pool with room whose node holds the request
@@ -1134,9 +1131,9 @@ def node_fit(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pma
 def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk,
                   n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
                   n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                  n_last, n_ctr, n_head, n_nxt, n_prv, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq):
-    """Start pool ``p``'s waiting rollouts, each on a node (``node_fit``: a live node, or one launched for
-    it, the attempt starting when it joins), the pool's policy choosing which as in ``dispatch_inline``
+                  n_last, n_ctr, n_head, n_nxt, n_prv, g_ri, g_mf, g_f, g_lru, g_mb):
+    """Start pool ``p``'s waiting rollouts, each on a node (``_node_rules.best_fit``, or one launched for
+    it, ``node_launch_for``, the attempt starting when it joins), the pool's policy choosing which as in ``dispatch_inline``
     (a plain queue's front, ``pop_front``; else ``best`` over the lists' ``heads``), while start-cap room
     lasts, until the chosen one finds no room: a plain queue's front then waits (it blocks those behind
     it), an evicting policy evicts for it (``evict_for``; the victim's request leaves its node) and
@@ -1168,9 +1165,12 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
                                 n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch,
                                 n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
         c, m, d = n_req[w, 0], n_req[w, 1], n_req[w, 2]
-        s = node_fit(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen,
-                     n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready,
-                     n_release, n_last, n_ctr, n_head, ht, hi, si)
+        s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
+                          n_spread, n_id, n_pmax)
+        if s < 0:  # none fits: a node launched for it (the call is rare: its arguments cost)
+            s = node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen,
+                         n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready,
+                         n_release, n_last, n_ctr, n_head, ht, hi, si)
         if s < 0 and plain:  # every pool at its max: the front goes back and waits for room
             ri[r, R_QN] = wi[w, W_QH]
             wi[w, W_QH] = r
@@ -1218,14 +1218,14 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
         else:
             started(ai, ceil, r_timeout, wi, policy, w, row, now)
             si[WAITING] -= 1
-            if g_img.size:  # ``[images]``: the build as the node's cache finds it
-                node_image(af, ai, row, s, n_id[s], g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+            if g_ri.shape[0]:  # ``[images]``: the build as the node's cache finds it
+                node_image(af, ai, row, s, n_id[s], g_ri, g_mf, g_f, g_lru, g_mb)
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
             ai[row, A_SLOT] = s
 
 
 @njit(cache=True)
-def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, row, nid, now, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq):
+def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, row, nid, now, g_ri, g_mf, g_f, g_lru, g_mb):
     """Attempt ``row`` waited for its node (id ``nid``), which joins now: it starts (unless the node was
     reclaimed before it joined: the attempt went back to the queue)."""
     s = ai[row, A_SLOT]
@@ -1236,8 +1236,8 @@ def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id,
     policy_started(pi[p, P_POLICY], ai, ceil, r_timeout, wi, ri[ai[row, A_ROLL], R_WORK], row, now)
     if pi[p, P_START_CAP] >= 0:
         pi[p, P_BUILDING] -= 1  # its start-cap place, held since its dispatch, is the build's now
-    if g_img.size:
-        node_image(af, ai, row, s, nid, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+    if g_ri.shape[0]:
+        node_image(af, ai, row, s, nid, g_ri, g_mf, g_f, g_lru, g_mb)
     place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
     ai[row, A_SLOT] = s
 
@@ -1343,9 +1343,7 @@ def run(S):
     n_launch, n_ready, n_release, n_last, n_ctr = (borrow(S.n_launch), borrow(S.n_ready), borrow(S.n_release),
                                                    borrow(S.n_last), borrow(S.n_ctr))
     n_head, n_nxt, n_prv = borrow(S.n_head), borrow(S.n_nxt), borrow(S.n_prv)
-    g_img, g_mf, g_mi, g_size, g_cfg = borrow(S.g_img), borrow(S.g_mf), borrow(S.g_mi), borrow(S.g_size), borrow(S.g_cfg)
-    g_lru, g_len, g_mb, g_own = borrow(S.g_lru), borrow(S.g_len), borrow(S.g_mb), borrow(S.g_own)
-    g_hit, g_node, g_seq = borrow(S.g_hit), borrow(S.g_node), borrow(S.g_seq)
+    g_ri, g_mf, g_f, g_lru, g_mb = borrow(S.g_ri), borrow(S.g_mf), borrow(S.g_f), borrow(S.g_lru), borrow(S.g_mb)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -1394,7 +1392,7 @@ def run(S):
                                       wi, rp, now, n_pk, n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax,
                                       n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id,
                                       n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt,
-                                      n_prv, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+                                      n_prv, g_ri, g_mf, g_f, g_lru, g_mb)
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
@@ -1433,7 +1431,7 @@ def run(S):
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         elif kind == NODE_JOIN:
-            node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, x, xv, now, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+            node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, x, xv, now, g_ri, g_mf, g_f, g_lru, g_mb)
         elif kind == NODE_RECLAIM:
             p = node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, xv, now, n_pk, n_pf,
                              n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
@@ -1444,7 +1442,7 @@ def run(S):
                 node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk, n_pf, n_req,
                               n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                               n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                              n_last, n_ctr, n_head, n_nxt, n_prv, g_img, g_mf, g_mi, g_size, g_cfg, g_lru, g_len, g_mb, g_own, g_hit, g_node, g_seq)
+                              n_last, n_ctr, n_head, n_nxt, n_prv, g_ri, g_mf, g_f, g_lru, g_mb)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)

@@ -285,7 +285,7 @@ def initial_state(prep, K, on_progress=None):
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
         lg=np.array(gates, dtype=float), **_inference_state(prep, K), **node_fleet.state_fields(pools, wls, K, N),
-        **node_fleet.image_fields(prep))
+        **node_fleet.image_fields(prep, K))
     for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls))):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
@@ -438,7 +438,7 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
     return ExecutorOutput(first=first, extra=extra, rl=rl, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
                           area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]),
                           limits=_limits_figures(S, K, N), served=_served(prep, S, K),
-                          nodes=node_fleet.figures(S, K, prep.pools), images=node_fleet.image_run(S, prep))
+                          nodes=node_fleet.figures(S, K, prep.pools), images=node_fleet.image_run(S, K, prep))
 
 
 def _limits_figures(S, K, N: int) -> dict[str, np.ndarray] | None:
