@@ -43,7 +43,7 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
     """The kernel ``K``'s ``n_*`` State fields for these pools (one empty node pool row when none has nodes)."""
     i64 = np.int64
     P = len(pools)
-    n_pk = np.zeros((P, 2), i64)
+    n_pk = np.zeros((P, K.N_NK), i64)
     specs: list[FleetNodePool] = []
     owner: list[int] = []
     for p, pl in enumerate(pools):

@@ -138,6 +138,8 @@ G_IMG, G_HIT, G_NODE, G_SEQ, G_PLAN, G_PHASE = range(6)
 N_G = 6
 GF_MB, GF_PIN, GF_SEQ, GF_SIZE0 = range(4)
 GL_LEN, GL_OWN, GL_IMG0 = range(3)
+NK_IMAGES = 2  # n_pk: the pool's builds go through its nodes' image caches (every first attempt starts at NODE_JOIN)
+N_NK = 3
 
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
@@ -1131,7 +1133,7 @@ def node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr
 def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk,
                   n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
                   n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                  n_last, n_ctr, n_head, n_nxt, n_prv, g_ri, g_mf, g_f, g_lru, g_mb):
+                  n_last, n_ctr, n_head, n_nxt, n_prv):
     """Start pool ``p``'s waiting rollouts, each on a node (``_node_rules.best_fit``, or one launched for
     it, ``node_launch_for``, the attempt starting when it joins), the pool's policy choosing which as in ``dispatch_inline``
     (a plain queue's front, ``pop_front``; else ``best`` over the lists' ``heads``), while start-cap room
@@ -1202,7 +1204,8 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
         node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         ri[r, R_QUEUED] = 0
         row = ri[r, R_ROW]
-        if n_ready[s] > now:  # its node is joining: the attempt starts then (it still waits)
+        if n_ready[s] > now or n_pk[p, NK_IMAGES]:  # its node is joining: the attempt starts then (it still
+            # waits); with ``[images]`` it starts through ``node_join`` even now, its build as its node's cache says
             # its room (the workload's count) and its start-cap place are held from now; the policy's
             # ``started`` hook runs when it starts (``node_join``)
             wi[w, W_USED] += 1
@@ -1210,16 +1213,15 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
                 pi[p, P_BUILDING] += 1
             ai[row, A_SLOT] = s
             wait = n_ready[s] - now
-            n_ki[k, KI_WAITED] += 1
-            n_kf[k, KF_WAIT_S] += wait
-            if wait > n_kf[k, KF_WAIT_MAX]:
-                n_kf[k, KF_WAIT_MAX] = wait
-            push(ht, hi, si, n_ready[s], NODE_JOIN, row, n_id[s])
+            if wait > 0:
+                n_ki[k, KI_WAITED] += 1
+                n_kf[k, KF_WAIT_S] += wait
+                if wait > n_kf[k, KF_WAIT_MAX]:
+                    n_kf[k, KF_WAIT_MAX] = wait
+            push(ht, hi, si, max(n_ready[s], now), NODE_JOIN, row, n_id[s])
         else:
             started(ai, ceil, r_timeout, wi, policy, w, row, now)
             si[WAITING] -= 1
-            if g_ri.shape[0]:  # ``[images]``: the build as the node's cache finds it
-                node_image(af, ai, row, s, n_id[s], g_ri, g_mf, g_f, g_lru, g_mb)
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
             ai[row, A_SLOT] = s
 
@@ -1392,7 +1394,7 @@ def run(S):
                                       wi, rp, now, n_pk, n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax,
                                       n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id,
                                       n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt,
-                                      n_prv, g_ri, g_mf, g_f, g_lru, g_mb)
+                                      n_prv)
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
@@ -1442,7 +1444,7 @@ def run(S):
                 node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk, n_pf, n_req,
                               n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                               n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                              n_last, n_ctr, n_head, n_nxt, n_prv, g_ri, g_mf, g_f, g_lru, g_mb)
+                              n_last, n_ctr, n_head, n_nxt, n_prv)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)

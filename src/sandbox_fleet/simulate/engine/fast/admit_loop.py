@@ -290,6 +290,7 @@ def initial_state(prep, K, on_progress=None):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
             pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (what a timeout-ceiling counts)
+            S.n_pk[p, K.NK_IMAGES] = int(prep.node_images is not None)  # its builds meet its nodes' caches
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
