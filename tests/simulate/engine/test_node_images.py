@@ -6,6 +6,7 @@ engine's own placement (an LRU per node id written here, not the engine's ``_nod
 from __future__ import annotations
 
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from sandbox_fleet.simulate.engine.entities import Build, Episode, FleetNodePool
 from sandbox_fleet.simulate.engine.images import ImageCache, ImageCatalog, zipf_shares
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.engine.workloads import Poisson, SyncRL
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _one_image_episode() -> Episode:
@@ -143,3 +146,16 @@ def test_images_beside_a_slot_pool_are_refused_in_one_line():
     slot_wl = Poisson(name="s", rate_per_s=0.1, n=10, pool=1, episode=wls[0].episode)
     with pytest.raises(InputError, match="made of nodes .* beside a slot pool"):
         run_workloads([fl, Fleet(name="slots", cap=4)], [*wls, slot_wl], seed=0)
+
+
+def test_a_scenario_with_images_on_a_pool_made_of_nodes_builds(tmp_path):
+    """The scenario builder's check lets ``[images]`` through when every pool is made of nodes."""
+    from sandbox_fleet.simulate.scenario.run import build, load_scenario
+
+    text = (ROOT / "examples" / "scenarios" / "nodes.toml").read_text().replace("[run]", (
+        '[build]\nhit = { dist = "deterministic", value_s = 5.0 }\n\n[images]\ncount = 20\nsize_mb = 2000\n'
+        'cache_mb = 8000\npull_mb_per_s = 100\n\n[run]'))
+    path = tmp_path / "nodes_images.toml"
+    path.write_text(text)
+    b = build(load_scenario(path), tmp_path, str(path))
+    assert b.fleets[0].node_pools is not None and b.workloads[0].episode.build.images is not None

@@ -173,6 +173,23 @@ def _rate(hits: np.ndarray) -> float | None:
     return float(np.count_nonzero(hits)) / hits.size if hits.size else None
 
 
+def on_nodes(pools, workloads) -> bool:
+    """Whether the cache follows the engine's placement: every workload's pool is made of nodes."""
+    return bool(workloads) and all(pools[wl.pool].node_pools for wl in workloads)
+
+
+def check_pools(pools, workloads, open_kind: int) -> None:
+    """Refuse pools the cache cannot follow: none when all are made of nodes (``on_nodes``), else each
+    pool's ``check_pool``."""
+    if on_nodes(pools, workloads):
+        return
+    kinds = [wl.kind for wl in workloads]
+    for p, pl in enumerate(pools):
+        mine = [w for w, wl in enumerate(workloads) if wl.pool == p]
+        if mine:
+            check_pool(pl, mine, kinds, open_kind)
+
+
 def check_pool(pl, pool_workloads: list[int], kinds: list[int], open_kind: int) -> None:
     """Refuse a pool whose build order is not known before the run (or that has no nodes)."""
     if pl.node_pools is not None:

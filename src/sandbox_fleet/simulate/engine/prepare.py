@@ -211,7 +211,9 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     hits: np.ndarray | None = None
     ref: list | None = None
     node_image: np.ndarray | None = None  # [images] on pools made of nodes: each rollout's image
-    if cache is not None and all(pools[wl.pool].node_pools for wl in workloads):
+    from sandbox_fleet.simulate.engine.images import on_nodes
+
+    if cache is not None and on_nodes(pools, workloads):
         from sandbox_fleet.simulate.engine.images import draw_images
 
         node_image, matched = draw_images(cache, workloads, offsets, lambda w: stream(seed, IMAGES, w))
@@ -269,9 +271,9 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     images = None
     if cache is not None and hits is not None and ref is not None:
         images = _image_run(cache, hits, ref, _join(parts["wm"], float), _join(parts["ms"], float))
-    on_nodes = None
+    node_run = None
     if cache is not None and node_image is not None:
-        on_nodes = _node_images(cache, node_image, matched, parts["miss"], _join(parts["wm"], float),
+        node_run = _node_images(cache, node_image, matched, parts["miss"], _join(parts["wm"], float),
                                 _join(parts["ms"], float), all(ep.verifier is None for ep in episodes))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)
@@ -345,7 +347,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
         images=images,
         turns_total=turns_total,
-        node_images=on_nodes,
+        node_images=node_run,
     )
 
 
