@@ -150,7 +150,11 @@ def initial_state(prep, K, on_progress=None):
     P, W = len(pools), len(wls)
     i64 = np.int64
     per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
-    per_event += [_per_event(pl.model_copy(update={"cap": n})) for pl, n in zip(pools, node_fleet.room(pools, wls)) if n]
+    # a pool made of nodes that evicts may end as many attempts in one event as it holds (its rollouts at most)
+    held = np.bincount([wl.pool for wl in wls], weights=prep.counts, minlength=P)
+    per_event += [_per_event(pl.model_copy(update={"cap": int(min(n, held[p]))}))
+                  for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls)))
+                  if n and policy_registry.get(pl.admission).may_evict(pl)]
     row_margin = max([*per_event, node_fleet.max_lost(pools, wls)], default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
