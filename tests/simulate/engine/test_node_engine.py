@@ -158,8 +158,8 @@ def test_a_missing_or_too_big_request_is_one_line_naming_the_workload():
     with pytest.raises(InputError, match="workload w: request .* fits no node type"):
         run_workloads(fl, [Poisson(name="w", rate_per_s=1.0, n=3, holds=Deterministic(1.0), request=(8.0, 1.0, 1.0))],
                       seed=0)
-    with pytest.raises(InputError, match="start_cap"):
-        Fleet(start_cap=3, node_pools=[FleetNodePool(max_nodes=2, cpu=4.0, memory_mb=100.0, disk_mb=100.0)])
+    with pytest.raises(InputError, match="provision_delay_s"):  # the node pools' provision_s is the delay
+        Fleet(provision_delay_s=3.0, node_pools=[FleetNodePool(max_nodes=2, cpu=4.0, memory_mb=100.0, disk_mb=100.0)])
 
 
 def test_reclaimed_nodes_rerun_work_matches_the_closed_form_per_hold():

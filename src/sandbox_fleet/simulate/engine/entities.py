@@ -187,22 +187,23 @@ class Fleet(BaseModel):
         if self.preempt and self.admission != "priority":
             _refuse("preempt", self.preempt,
                     f"preempt = true needs admission = \"priority\" (this pool admits by {self.admission!r})")
-        if self.preempt and self.cap is None:
+        if self.preempt and self.cap is None and self.node_pools is None:
             _refuse("preempt", self.preempt, "preempt = true needs a finite cap (an unbounded pool has a slot for everyone)")
         return self
 
 
 def _node_rules(f: Fleet) -> None:
-    """A pool made of nodes: its nodes are its cap; the features its node dispatch does not place yet
-    are refused by key (``admit_loop``'s node dispatch runs FIFO pools)."""
+    """A pool made of nodes: its nodes are its cap, their ``provision_s`` its delay and their
+    ``reclaim_per_node_h`` its preemption, so the slot keys for those are refused by key; every
+    admission policy, start cap, queue timeout and ``[fleet.limits]`` runs (``node_dispatch``)."""
     if not f.node_pools:
         _refuse("node_pools", f.node_pools, "give at least one node pool")
-    for key, bad in (("cap", f.cap is not None), ("unbounded", f.unbounded), ("start_cap", f.start_cap is not None),
-                     ("provision_delay_s", f.provision_delay_s > 0), ("limits", f.limits is not None),
-                     ("preempt_rate_per_node_s", f.preempt_rate_per_node_s > 0), ("admission", f.admission != "fifo")):
+    for key, bad in (("cap", f.cap is not None), ("unbounded", f.unbounded),
+                     ("provision_delay_s", f.provision_delay_s > 0),
+                     ("preempt_rate_per_node_s", f.preempt_rate_per_node_s > 0)):
         if bad:
             _refuse(key, getattr(f, key), "does not apply to a pool made of nodes (node_pools: its nodes are its "
-                    "room; its admission is fifo, its delays the node pools' provision_s)")
+                    "room, their provision_s its delay, their reclaim_per_node_h its preemption)")
 
 
 def _refuse(key: str, value: object, message: str) -> NoReturn:

@@ -19,7 +19,6 @@ the first attempt) and are not counted as references.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,28 +102,16 @@ def lru_hits(images: np.ndarray, nodes: np.ndarray, size_mb: np.ndarray, cache_m
     an LRU cache of whole images by size; images ``0 .. pinned-1`` are resident everywhere (hits,
     outside the cache). A miss loads the image, evicting least recently used ones until it fits.
     """
-    caches: dict[int, OrderedDict[int, None]] = {}
-    used: dict[int, float] = {}
-    sizes = size_mb.tolist()
+    from sandbox_fleet.simulate.engine.fast._node_rules import cache_touch, cache_width
+
+    sizes = np.asarray(size_mb, dtype=float)
+    n_nodes = int(nodes.max()) + 1 if nodes.size else 0
+    lru = np.zeros((n_nodes, cache_width(sizes, cache_mb, pinned)), dtype=np.int64)
+    lens = np.zeros(n_nodes, dtype=np.int64)
+    used = np.zeros(n_nodes)
     out = np.zeros(images.size, dtype=bool)
     for i, (img, node) in enumerate(zip(images.tolist(), nodes.tolist())):
-        if img < pinned:
-            out[i] = True
-            continue
-        cache = caches.get(node)
-        if cache is None:
-            cache = caches[node] = OrderedDict()
-            used[node] = 0.0
-        if img in cache:
-            cache.move_to_end(img)
-            out[i] = True
-            continue
-        need = sizes[img]
-        while used[node] + need > cache_mb and cache:
-            old, _ = cache.popitem(last=False)
-            used[node] -= sizes[old]
-        cache[img] = None
-        used[node] += need
+        out[i] = cache_touch(lru, lens, used, node, img, sizes, cache_mb, pinned)
     return out
 
 
@@ -143,6 +130,9 @@ class ImageRun:
     task_matched: int = 0  # rollouts that built their replayed task's own image (the others drew one by share)
     # pinned, for each what-if K: hits
     whatif: dict[int, np.ndarray] = field(default_factory=dict)
+    #: the nodes are the engine's (pools made of nodes: each build on the node its sandbox was placed on),
+    #: not the pre-pass's ``k mod nodes``
+    placed: bool = False
 
     def figures(self) -> dict:
         """The summary's ``images`` block."""
@@ -169,8 +159,11 @@ class ImageRun:
             "miss_hours": float((self.miss_s - self.warm_s)[~self.hit].sum()) / 3600,
             "prepull_whatif": rows or None,
             "basis": (f"LRU cache of {cfg.cache_mb:g} MB per node; the {cfg.prepull} most-shared image(s) pre-pulled "
-                      f"(resident, outside the cache); a miss costs {miss}; first attempts only, the k-th build of a pool "
-                      "on node k mod nodes in queue order (retries build warm); build hours before exception cuts"
+                      f"(resident, outside the cache); a miss costs {miss}; first attempts only, "
+                      + ("each built on the node the engine placed its sandbox on, in start order (a new node starts "
+                         "cold, a released node's cache is gone; the pre-pull what-if replays the same placement)"
+                         if self.placed else "the k-th build of a pool on node k mod nodes in queue order")
+                      + " (retries build warm); build hours before exception cuts"
                       + (f"; {self.task_matched:,} of {n:,} rollouts named a task of the catalog and built its image"
                          if cat.by_task else "")),
         }
@@ -180,11 +173,29 @@ def _rate(hits: np.ndarray) -> float | None:
     return float(np.count_nonzero(hits)) / hits.size if hits.size else None
 
 
+def on_nodes(pools, workloads) -> bool:
+    """Whether the cache follows the engine's placement: every workload's pool is made of nodes."""
+    return bool(workloads) and all(pools[wl.pool].node_pools for wl in workloads)
+
+
+def check_pools(pools, workloads, open_kind: int) -> None:
+    """Refuse pools the cache cannot follow: none when all are made of nodes (``on_nodes``), else each
+    pool's ``check_pool``."""
+    if on_nodes(pools, workloads):
+        return
+    kinds = [wl.kind for wl in workloads]
+    for p, pl in enumerate(pools):
+        mine = [w for w, wl in enumerate(workloads) if wl.pool == p]
+        if mine:
+            check_pool(pl, mine, kinds, open_kind)
+
+
 def check_pool(pl, pool_workloads: list[int], kinds: list[int], open_kind: int) -> None:
     """Refuse a pool whose build order is not known before the run (or that has no nodes)."""
     if pl.node_pools is not None:
-        raise InputError(f"pool {pl.name} is made of nodes (node_pools): the per-node image cache does not follow "
-                         "the engine's placement yet (it assumes node = k mod cap / slots_per_node)")
+        raise InputError(f"pool {pl.name} is made of nodes (node_pools) beside a slot pool: [images] follows the "
+                         "engine's placement on pools made of nodes and node = k mod nodes on slot pools; give it to a "
+                         "run whose pools are all made of nodes, or all slot pools")
     if pl.cap is None:
         raise InputError(f"pool {pl.name} is unbounded; per-node caches need a finite cap (nodes are "
                          "cap / slots_per_node)")
@@ -216,19 +227,9 @@ def assign(cfg: ImageCache, pools, workloads, offsets: np.ndarray, arr_ids, rng_
     ``rng_for(w)``: workload ``w``'s image stream. Returns (hits per rollout, rollouts in reference
     order, their images, their global nodes, the number of nodes).
     """
-    cat = cfg.catalog
+    image, matched = draw_images(cfg, workloads, offsets, rng_for)
     n = int(offsets[-1])
-    image = np.zeros(n, dtype=np.int64)
-    matched = 0  # rollouts naming a task of the catalog
-    for w, wl in enumerate(workloads):
-        lo, hi = int(offsets[w]), int(offsets[w + 1])
-        drawn = rng_for(w).choice(len(cat.names), size=hi - lo, p=cat.shares)
-        tasks = wl.attrs.get("task_id") if cat.by_task else None
-        if tasks is not None:  # a replayed task builds its own image (unknown tasks keep the draw)
-            named = [cat.by_task.get(t) for t in list(tasks)[: hi - lo]]
-            matched += sum(t is not None for t in named)
-            drawn = np.array([d if t is None else t for d, t in zip(drawn.tolist(), named)], dtype=np.int64)
-        image[lo:hi] = drawn
+    cat = cfg.catalog
     order_parts, node_parts = [], []
     node_base = 0
     kinds = [wl.kind for wl in workloads]
@@ -248,3 +249,51 @@ def assign(cfg: ImageCache, pools, workloads, offsets: np.ndarray, arr_ids, rng_
     hits = np.zeros(n, dtype=bool)
     hits[order] = hits_ref
     return hits, order, image[order], node, node_base, matched
+
+
+def draw_images(cfg: ImageCache, workloads, offsets: np.ndarray, rng_for) -> tuple[np.ndarray, int]:
+    """Each rollout's image (by share from workload ``w``'s stream ``rng_for(w)``, or its replayed task's
+    own image) and how many rollouts named a task of the catalog."""
+    cat = cfg.catalog
+    n = int(offsets[-1])
+    image = np.zeros(n, dtype=np.int64)
+    matched = 0  # rollouts naming a task of the catalog
+    for w, wl in enumerate(workloads):
+        lo, hi = int(offsets[w]), int(offsets[w + 1])
+        drawn = rng_for(w).choice(len(cat.names), size=hi - lo, p=cat.shares)
+        tasks = wl.attrs.get("task_id") if cat.by_task else None
+        if tasks is not None:  # a replayed task builds its own image (unknown tasks keep the draw)
+            named = [cat.by_task.get(t) for t in list(tasks)[: hi - lo]]
+            matched += sum(t is not None for t in named)
+            drawn = np.array([d if t is None else t for d, t in zip(drawn.tolist(), named)], dtype=np.int64)
+        image[lo:hi] = drawn
+    return image, matched
+
+
+@dataclass
+class NodeImages:
+    """``[images]`` on pools made of nodes: the node a build lands on is known only when its sandbox starts
+    (the admission kernel's placement), so each first attempt is drawn both ways, warm (the prepared
+    attempt) and missing its image (``miss_f``: build, agent, verify, hold; ``miss_i``: planned state,
+    phase), the same draws otherwise (``episode.draw_attempts`` with every build a hit, then a miss), and
+    the kernel takes one when it starts the attempt on its node (``_node_rules.cache_touch``)."""
+
+    config: ImageCache
+    image: np.ndarray  # per rollout
+    miss_f: np.ndarray  # (rollouts, 4)
+    miss_i: np.ndarray  # (rollouts, 2)
+    warm_s: np.ndarray  # per rollout: its build if warm, and if it misses (before exception cuts)
+    miss_s: np.ndarray
+    matched: int = 0
+
+    def run(self, hit: np.ndarray, node: np.ndarray, seq: np.ndarray) -> ImageRun:
+        """The summary's image run from the kernel's per-rollout outcome (``hit``: 1 / 0, -1 for a rollout
+        whose first attempt never started), the node id it built on and the order it built in."""
+        refs = np.flatnonzero(hit >= 0)
+        order = refs[np.argsort(seq[refs], kind="stable")]
+        cfg = self.config
+        out = ImageRun(cfg, int(np.unique(node[order]).size), order, self.image[order], node[order],
+                       hit[order] == 1, self.warm_s[order], self.miss_s[order], self.matched, placed=True)
+        for k in cfg.whatif_prepull:
+            out.whatif[k] = lru_hits(out.image, out.node, cfg.catalog.size_mb, cfg.cache_mb, k)
+        return out

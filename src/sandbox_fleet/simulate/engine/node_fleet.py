@@ -4,9 +4,10 @@ kernel's node arrays, and the figures it returns.
 The kernel (``fast/_admit_kernel.node_dispatch``) places each attempt on a node chosen by the one
 placement rule (``fast/_node_rules.best_fit``, which the node replay ``nodes.py`` also calls); what feeds
 back is the wait: a request that fits no live node launches one (below ``max_nodes``) and starts when it
-joins ``provision_s`` later, or, every pool at its max, waits at the queue's front for room. A node is
-billed from launch to release (``scale_down_s`` after its last attempt left, unless one lands first); a
-pool's ``min_nodes`` from its first start to its last end.
+joins ``provision_s`` later, or, every pool at its max, waits for room (the pool's admission policy picks
+which rollout goes next, as on a slot pool). A node is billed from launch to release (``scale_down_s``
+after its last attempt left, unless one lands first); a pool's ``min_nodes`` from its first start to its
+last end. With ``[images]`` each node keeps its own image cache (``image_fields``), from cold at its launch.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
     """The kernel ``K``'s ``n_*`` State fields for these pools (one empty node pool row when none has nodes)."""
     i64 = np.int64
     P = len(pools)
-    n_pk = np.zeros((P, 2), i64)
+    n_pk = np.zeros((P, K.N_NK), i64)
     specs: list[FleetNodePool] = []
     owner: list[int] = []
     for p, pl in enumerate(pools):
@@ -117,6 +118,56 @@ def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndar
     t, k, u = np.concatenate(t_all), np.concatenate(k_all), np.concatenate(u_all)
     order = np.argsort(t, kind="stable")
     return {"n_tt": t[order], "n_tk": k[order].astype(np.int64), "n_tu": u[order], "n_tmiss": miss}
+
+
+def room(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> list[int]:
+    """Per pool, the most sandboxes its nodes hold at ``max_nodes`` (0: a slot pool): each node type's
+    whole requests of the pool's smallest request in each of cpu, memory and disk. With one request
+    kind it is exact (``max_nodes`` x the requests a node holds): the cap of the slot pool it equals,
+    what a ``timeout-ceiling`` pool counts and a bound on the attempts one event starts or evicts."""
+    out = []
+    for p, pl in enumerate(pools):
+        reqs = [wl.request for wl in workloads if wl.pool == p and wl.request is not None]
+        if not pl.node_pools or not reqs:
+            out.append(0)
+            continue
+        lo = [min(float(q[c]) for q in reqs) for c in range(3)]
+        out.append(sum(n.max_nodes * min(int(cap * (1.0 + 1e-12) // x) if x > 0 else 1 << 30
+                                         for cap, x in zip((n.cpu, n.memory_mb, n.disk_mb), lo))
+                       for n in pl.node_pools))
+    return out
+
+
+def image_fields(prep: Any, K: Any) -> dict[str, np.ndarray]:
+    """The kernel ``K``'s ``g_*`` State fields: ``[images]`` on pools made of nodes (``prep.node_images``),
+    each node slot's cache (``_node_rules.cache_touch``'s layout after ``K.GL_IMG0``) and each first
+    attempt's outcome; no rollout rows without."""
+    from sandbox_fleet.simulate.engine.fast._node_rules import cache_width
+
+    i64 = np.int64
+    ni = prep.node_images
+    if ni is None:
+        return {"g_ri": np.zeros((0, K.N_G), i64), "g_mf": np.zeros((0, 4)), "g_f": np.zeros(K.GF_SIZE0 + 1),
+                "g_lru": np.zeros((1, K.GL_IMG0 + 1), i64), "g_mb": np.zeros(1)}
+    cfg = ni.config
+    size = np.asarray(cfg.catalog.size_mb, dtype=float)
+    slots = max(sum(n.max_nodes for pl in prep.pools for n in pl.node_pools or []), 1)
+    g_ri = np.full((prep.n, K.N_G), -1, i64)
+    g_ri[:, K.G_IMG] = ni.image
+    g_ri[:, K.G_PLAN], g_ri[:, K.G_PHASE] = ni.miss_i[:, 0], ni.miss_i[:, 1]
+    g_f = np.zeros(K.GF_SIZE0 + size.size)
+    g_f[K.GF_MB], g_f[K.GF_PIN], g_f[K.GF_SIZE0 :] = float(cfg.cache_mb), float(cfg.prepull), size
+    g_lru = np.zeros((slots, K.GL_IMG0 + cache_width(size, float(cfg.cache_mb), cfg.prepull)), i64)
+    g_lru[:, K.GL_OWN] = -1
+    return {"g_ri": g_ri, "g_mf": np.ascontiguousarray(ni.miss_f, dtype=float), "g_f": g_f, "g_lru": g_lru,
+            "g_mb": np.zeros(slots)}
+
+
+def image_run(S: Any, K: Any, prep: Any) -> Any:
+    """The summary's image run of a pool made of nodes (``images.NodeImages.run``), or None."""
+    if prep.node_images is None:
+        return None
+    return prep.node_images.run(S.g_ri[:, K.G_HIT], S.g_ri[:, K.G_NODE], S.g_ri[:, K.G_SEQ])
 
 
 def max_lost(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int:

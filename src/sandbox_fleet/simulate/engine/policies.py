@@ -104,7 +104,7 @@ def problems(pools: list[Fleet], workloads: list[Workload], served: bool) -> Ite
                                            f"(pool {pl.name} admits by {pl.admission!r})")
             elif isinstance(value, bool) or int(value) != value or (key != "priority" and value < 0):
                 yield "workload", w, key, f"expected a whole number{'' if key == 'priority' else ' >= 0'}, got {value!r}"
-            elif key != "priority" and pl.cap is None:
+            elif key != "priority" and pl.cap is None and not pl.node_pools:
                 yield "workload", w, key, f"quotas need a finite cap (pool {pl.name} is unbounded)"
         if wl.borrow_limit is not None and wl.nominal is None:
             yield "workload", w, "borrow_limit", "a borrowing limit needs a nominal quota ('nominal')"

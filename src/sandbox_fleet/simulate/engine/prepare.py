@@ -20,7 +20,7 @@ from sandbox_fleet.simulate.engine.policies import CEILING, cut_at_ceiling, cut_
 from sandbox_fleet.simulate.engine.workloads import OPEN, AsyncRL, Workload
 
 if TYPE_CHECKING:
-    from sandbox_fleet.simulate.engine.images import ImageCache, ImageRun
+    from sandbox_fleet.simulate.engine.images import ImageCache, ImageRun, NodeImages
     from sandbox_fleet.simulate.engine.inference.config import Inference
     from sandbox_fleet.simulate.engine.inference.turn_draws import TurnDraws
 
@@ -69,6 +69,7 @@ class Prepared:
     turn_draws: TurnDraws | None = None  # every rollout's, when served
     images: ImageRun | None = None  # the image cache's pre-pass, with ``[images]``
     turns_total: float = 0.0  # turns drawn for the first attempts (0 without turns or a substrate's turns_mean)
+    node_images: NodeImages | None = None  # ``[images]`` on pools made of nodes: the first attempts' misses
 
     @cached_property
     def hold(self) -> list[float]:
@@ -209,22 +210,23 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     arrivals = _arrivals(workloads, offsets, seed) if cache is not None else None
     hits: np.ndarray | None = None
     ref: list | None = None
-    if cache is not None:
+    node_image: np.ndarray | None = None  # [images] on pools made of nodes: each rollout's image
+    from sandbox_fleet.simulate.engine.images import on_nodes
+
+    if cache is not None and on_nodes(pools, workloads):
+        from sandbox_fleet.simulate.engine.images import draw_images
+
+        node_image, matched = draw_images(cache, workloads, offsets, lambda w: stream(seed, IMAGES, w))
+    elif cache is not None:
         from sandbox_fleet.simulate.engine.images import assign
 
         assert arrivals is not None  # drawn above when there is a cache
         hits, *ref = assign(cache, pools, workloads, offsets, arrivals[1], lambda w: stream(seed, IMAGES, w), OPEN)
-    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr", "wm", "ms")}
-    turns_total = 0.0
-    for w, ep in enumerate(episodes):
-        lo, hi = int(offsets[w]), int(offsets[w + 1])
-        img = (None, None) if hits is None or ref is None else (hits[lo:hi], _images_of(ref, lo, hi))
+
+    def first_attempts(w: int, ep: Episode, img: tuple):
+        """Workload ``w``'s first attempts (``img``: each build's hit and image, or Nones), cut at the ceiling
+        and the lifetime."""
         att, lab = draw_attempts(ep, stream(seed, ATTEMPTS, w), np.arange(counts[w]), hits=img[0], images=img[1])
-        turns_total += att.turns_total
-        if cache is not None:
-            parts["wm"].append(att.warm_s)
-            parts["ms"].append(att.miss_s)
-        parts["d"].append(att.turn_draws)
         if at_ceiling[w]:
             assert ep.agent_timeout_s is not None  # at_ceiling: the workload has a timeout
             h = att.build_s + att.agent_s + att.verify_s
@@ -234,6 +236,23 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
             if att.agent_raw is att.agent_s or att.verify_raw is att.verify_s:  # a retry re-runs the uncut task
                 att.agent_raw, att.verify_raw = att.agent_s.copy(), att.verify_s.copy()
             kill_at_lifetime(att.build_s, att.agent_s, att.verify_s, att.state, att.phase, life_s)
+        return att, lab
+
+    parts: dict[str, list] = {k: [] for k in ("b", "a", "v", "s", "p", "l", "d", "ar", "vr", "wm", "ms", "miss")}
+    turns_total = 0.0
+    for w, ep in enumerate(episodes):
+        lo, hi = int(offsets[w]), int(offsets[w + 1])
+        img = (None, None) if hits is None or ref is None else (hits[lo:hi], _images_of(ref, lo, hi))
+        if node_image is not None:  # drawn warm here, and missing below (the kernel takes one at the start)
+            img = (np.ones(hi - lo, dtype=bool), node_image[lo:hi])
+            miss, _ = first_attempts(w, ep, (np.zeros(hi - lo, dtype=bool), node_image[lo:hi]))
+            parts["miss"].append(miss)
+        att, lab = first_attempts(w, ep, img)
+        turns_total += att.turns_total
+        if cache is not None:
+            parts["wm"].append(att.warm_s)
+            parts["ms"].append(att.miss_s)
+        parts["d"].append(att.turn_draws)
         for k, v in zip("bavsp", (att.build_s, att.agent_s, att.verify_s, att.state, att.phase)):
             parts[k].append(v)
         parts["ar"].append(att.agent_raw)
@@ -252,6 +271,10 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
     images = None
     if cache is not None and hits is not None and ref is not None:
         images = _image_run(cache, hits, ref, _join(parts["wm"], float), _join(parts["ms"], float))
+    node_run = None
+    if cache is not None and node_image is not None:
+        node_run = _node_images(cache, node_image, matched, parts["miss"], _join(parts["wm"], float),
+                                _join(parts["ms"], float), all(ep.verifier is None for ep in episodes))
     agent_raw = _join(parts["ar"], float)
     verify_raw = _join(parts["vr"], float)
     # Retryable phases per workload as a (workload x phase) table, then one lookup per rollout.
@@ -323,6 +346,7 @@ def prepare(fleet: Fleet | Sequence[Fleet], workloads: list[Workload], seed: int
         turn_draws=_served(inference, workloads, episodes, pools, parts["d"]),
         images=images,
         turns_total=turns_total,
+        node_images=node_run,
     )
 
 
@@ -353,6 +377,17 @@ def _images_of(ref: list, lo: int, hi: int) -> np.ndarray:
     sel = (order >= lo) & (order < hi)
     out[order[sel] - lo] = image[sel]
     return out
+
+
+def _node_images(cache: ImageCache, image: np.ndarray, matched: int, miss: list, warm_s: np.ndarray,
+                 miss_s: np.ndarray, no_verifier: bool):
+    """The first attempts drawn missing their image, for the kernel to take at a miss (``images.NodeImages``)."""
+    from sandbox_fleet.simulate.engine.images import NodeImages
+
+    b, a, v = (_join([getattr(m, k) for m in miss], float) for k in ("build_s", "agent_s", "verify_s"))
+    f = np.column_stack([b, a, v, hold_of(b, a, v, False, no_verifier)])
+    i = np.column_stack([_join([m.state for m in miss], np.int64), _join([m.phase for m in miss], np.int64)])
+    return NodeImages(cache, image, f, i, warm_s, miss_s, matched)
 
 
 def _image_run(cache: ImageCache, hits: np.ndarray, ref: list, warm: np.ndarray, miss: np.ndarray) -> ImageRun:

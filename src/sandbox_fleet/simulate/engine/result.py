@@ -68,6 +68,8 @@ class ExecutorOutput:
     limits: dict[str, np.ndarray] | None = None
     #: pools made of nodes (``node_fleet.figures``): per node pool, node-hours, $, peaks, provisioning waits
     nodes: list[dict] | None = None
+    #: ``[images]`` on pools made of nodes: the cache as the engine placed the builds (``images.NodeImages.run``)
+    images: ImageRun | None = None
 
 
 @dataclass

@@ -89,7 +89,7 @@ def run_workloads(
         engine=executor.name,
     )
     res.clock_monotonic = out.clock_monotonic
-    res.images, res.turns_total = prep.images, prep.turns_total
+    res.images, res.turns_total = prep.images if out.images is None else out.images, prep.turns_total
     res.inference = out.served
     res.limits = out.limits
     res.nodes = out.nodes

@@ -156,14 +156,10 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         if why is not None:
             ctx.fail("run.engine", forced_refusal("fifo", why))
     if ctx.images is not None:
-        from sandbox_fleet.simulate.engine.images import check_pool
+        from sandbox_fleet.simulate.engine.images import check_pools
         from sandbox_fleet.simulate.engine.workloads import OPEN
 
-        kinds = [wl.kind for wl in workloads]
-        for p, fl in enumerate(fleets):
-            mine = [i for i, wl in enumerate(workloads) if wl.pool == p]
-            if mine:
-                ctx.guard("images", lambda: check_pool(fl, mine, kinds, OPEN))  # noqa: B023 (called at once)
+        ctx.guard("images", lambda: check_pools(fleets, workloads, OPEN))
     built = Built(fleets, workloads, spec.run.seed, spec.run.engine, spec.run.epoch, inference,
                   pass_rate=spec.run.pass_rate, warmup_s=spec.run.warmup_s)
     built.reads = [path for paths in ctx._tables for path in paths]

@@ -142,6 +142,15 @@ N_NP = 2
 # release, node pool) is written when it is released (swept or reclaimed); ``node_fleet`` closes the rest.
 NODE_TRACE = 37
 SPAN_LAUNCH, SPAN_RELEASE, SPAN_POOL = range(3)
+# ``[images]`` on pools made of nodes: g_ri[r, c] per rollout (its image; its first attempt's build hit 1,
+# missed 0, never started -1; the node id it built on; the order it built in; the missing draw's planned
+# state and phase); g_f: the cache's figures before each image's MB; g_lru[s, c]: a node slot's cache
+G_IMG, G_HIT, G_NODE, G_SEQ, G_PLAN, G_PHASE = range(6)
+N_G = 6
+GF_MB, GF_PIN, GF_SEQ, GF_SIZE0 = range(4)
+GL_LEN, GL_OWN, GL_IMG0 = range(3)
+NK_IMAGES = 2  # n_pk: the pool's builds go through its nodes' image caches (every first attempt starts at NODE_JOIN)
+N_NK = 3
 
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
 for _rule in (limits_rules.bucket_take, limits_rules.warm_take, fifo.place_stream):
@@ -170,6 +179,7 @@ node_holds = jitable(_node_rules.holds)
 node_open = jitable(_node_rules.open_node)  # a launched node's row and lists (the node replay's too)
 node_left = jitable(_node_rules.leave, inline=True)  # a sandbox leaves its node (the node replay's too)
 node_trace_pick = jitable(_node_rules.trace_pick)  # the node a reclaim trace's row takes (the node replay's too)
+node_cache_touch = jitable(_node_rules.cache_touch)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -274,6 +284,12 @@ class State(NamedTuple):
     n_tu: F64  # ... the uniform draw of the node it takes (of those up then, in live-list order)
     n_tmiss: I64  # per node pool: trace rows that found no node of it up
     n_span: F64  # per node id (2-d, ``SPAN_*``): its billed span, written at its release (grown, ``ST_GROW``)
+    # ``[images]`` on pools made of nodes (``images.NodeImages``; no rows without): each node's cache
+    g_ri: I64  # per rollout (2-d, ``G_*``): its image, its first attempt's outcome, the missing draw's state
+    g_mf: F64  # per rollout (2-d): its first attempt drawn missing its image: build, agent, verify, hold
+    g_f: F64  # ``GF_*``: cache MB per node, images pre-pulled, the next build's order; then each image's MB
+    g_lru: I64  # per node slot (2-d): images cached, the node id whose cache it is, then its images, least
+    g_mb: F64  # ...   recently used first (``_node_rules.cache_touch``); per node slot: MB cached
 
 
 # The event heap: one implementation for both kernels (``event_heap``), inlined here (the hot path)
@@ -673,6 +689,21 @@ def place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now):
 
 
 @njit(cache=True, inline="always")
+def heads(pi, pw, ri, tmp, wi, p):
+    """Each workload of policy pool ``p``: its list's live head into ``tmp[0, w]`` (dead entries dropped
+    for good) and its slots held into ``tmp[1, w]``, what ``best`` reads (slot and node dispatch)."""
+    w0, nw = pi[p, P_W0], pi[p, P_NW]
+    for i in range(nw):
+        w = pw[w0 + i]
+        h = live(ri, wi[w, W_QH])
+        wi[w, W_QH] = h
+        if h < 0:
+            wi[w, W_QT] = -1
+        tmp[0, w] = h
+        tmp[1, w] = wi[w, W_USED]
+
+
+@njit(cache=True, inline="always")
 def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """Start waiting rollouts of pool ``p`` while slots (and start-cap room) last, the policy
     choosing which (``policies.WorkloadQueues.dispatch``)."""
@@ -680,7 +711,6 @@ def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout,
         return
     pi[p, P_ACTIVE] = 1
     policy = pi[p, P_POLICY]
-    w0, nw = pi[p, P_W0], pi[p, P_NW]
     while True:
         if pi[p, P_START_CAP] >= 0 and pi[p, P_BUILDING] >= pi[p, P_START_CAP]:
             break
@@ -706,14 +736,7 @@ def dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout,
                 continue
             w = ri[r, R_WORK]
         else:
-            for i in range(nw):  # each list's head, dead entries dropped for good
-                w = pw[w0 + i]
-                h = live(ri, wi[w, W_QH])
-                wi[w, W_QH] = h
-                if h < 0:
-                    wi[w, W_QT] = -1
-                tmp[0, w] = h
-                tmp[1, w] = wi[w, W_USED]
+            heads(pi, pw, ri, tmp, wi, p)
             w, r = -1, -1
             if got or pi[p, P_EVICTS]:
                 w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
@@ -776,13 +799,21 @@ def victim(af, ai, pi, pw, wi, p, w, used_w):
 def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
     """No slot is free: evict for the first waiting rollout that slots on their way will not reach
     (``policies.PriorityQueues.make_room``); whether it did."""
+    return evict_for(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now) >= 0
+
+
+@njit(cache=True)
+def evict_for(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now):
+    """``make_room``'s rule: the attempt evicted (ended, its rollout re-queued) for the first waiting
+    rollout that room on its way will not reach (-1: none); a pool made of nodes takes the evicted
+    attempt's request off its node (``node_leave``) with the row."""
     if not pi[p, P_EVICTS]:  # set for a policy whose ``evicts(pool)`` says so
-        return False
+        return -1
     covered = pi[p, P_PROVN]
     while True:
         w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
         if w < 0:
-            return False
+            return -1
         if covered:
             covered -= 1
             tmp[1, w] += 1
@@ -790,12 +821,12 @@ def make_room(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, t
             continue
         row = policy_victim(pi[p, P_POLICY], af, ai, pi, pw, wi, p, w, tmp[1, w])
         if row < 0:
-            return False
+            return -1
         si[EVICTIONS] += 1
         ri[ai[row, A_ROLL], R_EVICTED] += 1
         cut_short(af, ai, pi, ri, row, now)
         end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, row, EXCEPTION, PREEMPTION, True, now)
-        return True
+        return row
 
 
 # The registered policies' hooks (the built-ins' above: ``priority_*``, ``ceiling_*``, ``victim``),
@@ -1049,9 +1080,10 @@ def on_node_back(pi, sl, p, node):
 
 # --- pools made of nodes (``Fleet.node_pools``) ---------------------------------------------------
 # A node pool's rollouts take room on a node chosen by ``_node_rules.best_fit``; when none fits, a
-# node launches (below max) and the attempt starts when it joins (``NODE_JOIN``), else the queue's
-# front waits for room (first come first served: it blocks those behind it). ``dispatch_inline``
-# never runs for such a pool (its ``P_ACTIVE`` stays set): ``run`` calls ``node_dispatch``.
+# node launches (below max) and the attempt starts when it joins (``NODE_JOIN``), else the rollout the
+# pool's policy picked waits for room (it blocks those behind it) or, an evicting policy, evicts for it.
+# ``dispatch_inline`` never runs for such a pool (its ``P_ACTIVE`` stays set): ``run`` calls
+# ``node_dispatch``, which picks through the same hooks (``pop_front``, ``heads`` + ``best``, ``evict_for``).
 @njit(cache=True)
 def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen,
                 n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
@@ -1105,18 +1137,82 @@ def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen,
 
 
 @njit(cache=True)
-def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
-                  n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen,
-                  n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr,
-                  n_head, n_nxt, n_prv, n_span):
-    """Start pool ``p``'s waiting rollouts in queue order, each on a node (``_node_rules.best_fit``), a
-    node launched for one that fits none (it starts when the node joins), until one finds no room."""
+def node_image(af, ai, row, s, nid, g_ri, g_mf, g_f, g_lru, g_mb):
+    """First attempt ``row`` starts now on node ``nid`` (slot ``s``) of a pool with ``[images]``: its build
+    finds its image on the node or pulls it (``_node_rules.cache_touch``, the node's LRU); on a miss the
+    attempt is the one drawn missing (``images.NodeImages``). Retries build warm (the first pulled it)."""
+    r = ai[row, A_ROLL]
+    if ai[row, A_TRY] != 0:
+        return
+    if g_lru[s, GL_OWN] != nid:  # a new node in this slot: its cache starts cold (a released node's is gone)
+        g_lru[s, GL_OWN] = nid
+        g_lru[s, GL_LEN] = 0
+        g_mb[s] = 0.0
+    hit = node_cache_touch(g_lru[:, GL_IMG0:], g_lru[:, GL_LEN], g_mb, s, g_ri[r, G_IMG], g_f[GF_SIZE0:], g_f[GF_MB],
+                           int(g_f[GF_PIN]))
+    g_ri[r, G_HIT] = 1 if hit else 0
+    g_ri[r, G_NODE] = nid
+    g_ri[r, G_SEQ] = int(g_f[GF_SEQ])
+    g_f[GF_SEQ] += 1.0
+    if not hit:
+        af[row, A_BUILD] = g_mf[r, 0]
+        af[row, A_AGENT] = g_mf[r, 1]
+        af[row, A_VERIFY] = g_mf[r, 2]
+        af[row, A_HOLD] = g_mf[r, 3]
+        ai[row, A_PLAN] = g_ri[r, G_PLAN]
+        ai[row, A_PHASE] = g_ri[r, G_PHASE]
+
+
+@njit(cache=True)
+def node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
+             n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last,
+             n_ctr, n_head, ht, hi, si, n_span):
+    """No live node fits a request (cpu ``c``, memory ``m``, disk ``d``; ``_node_rules.best_fit`` found
+    none): the node slot of a node launched for it in the first of node pools ``k0 <= k < k1`` below its
+    max whose node holds it (joining ``provision_s`` later); -1: every pool at its max."""
+    node_sweep(k0, k1, now, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos,
+               n_launch, n_release, n_id, n_span)
+    for k in range(k0, k1):  # launch in the first pool with room whose node holds the request
+        if n_ki[k, KI_ALIVE] >= n_ki[k, KI_MAX] or not node_holds(k, c, m, d, n_lim):
+            continue
+        s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist,
+                        n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
+                        n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+        n_ki[k, KI_LAUNCHED] += 1
+        return s
+    return -1
+
+
+@njit(cache=True)
+def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk,
+                  n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
+                  n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
+                  n_last, n_ctr, n_head, n_nxt, n_prv, n_span):
+    """Start pool ``p``'s waiting rollouts, each on a node (``_node_rules.best_fit``, or one launched for
+    it, ``node_launch_for``, the attempt starting when it joins), the pool's policy choosing which as in ``dispatch_inline``
+    (a plain queue's front, ``pop_front``; else ``best`` over the lists' ``heads``), while start-cap room
+    lasts, until the chosen one finds no room: a plain queue's front then waits (it blocks those behind
+    it), an evicting policy evicts for it (``evict_for``; the victim's request leaves its node) and
+    tries again."""
     k0 = n_pk[p, NK_0]
     k1 = k0 + n_pk[p, NK_N]
-    while pi[p, P_QLEN] > 0:
-        r = pop_front(pi, pw, qh, r_timeout, ri, wi, p)
-        if not ri[r, R_QUEUED]:
-            continue  # dropped while it waited
+    policy = pi[p, P_POLICY]
+    plain = policy_queue(policy) != CHOOSES  # (a registered plain queue too)
+    while True:
+        if pi[p, P_START_CAP] >= 0 and pi[p, P_BUILDING] >= pi[p, P_START_CAP]:
+            break
+        if plain:
+            if pi[p, P_QLEN] == 0:
+                break
+            r = pop_front(pi, pw, qh, r_timeout, ri, wi, p)
+            if not ri[r, R_QUEUED]:
+                continue  # dropped while it waited
+            w = ri[r, R_WORK]
+        else:
+            heads(pi, pw, ri, tmp, wi, p)
+            w, r = best(bf, bi, ceil, pi, pw, r_timeout, ri, tmp, wf, wi, p, now)
+            if w < 0:
+                break
         if np.isnan(n_pf[p, NP_T0]):  # the pool's first start: its base nodes are up from now
             n_pf[p, NP_T0] = now
             for k in range(k0, k1):
@@ -1124,28 +1220,29 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
                     node_launch(k, now, now, True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
                                 n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch,
                                 n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
-        w = ri[r, R_WORK]
         c, m, d = n_req[w, 0], n_req[w, 1], n_req[w, 2]
         s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
                           n_spread, n_id, n_pmax)
-        if s < 0:
-            node_sweep(k0, k1, now, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos,
-                       n_launch, n_release, n_id, n_span)
-            for k in range(k0, k1):  # launch in the first pool with room whose node holds the request
-                if n_ki[k, KI_ALIVE] >= n_ki[k, KI_MAX] or not node_holds(k, c, m, d, n_lim):
-                    continue
-                s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist,
-                                n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
-                                n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
-                n_ki[k, KI_LAUNCHED] += 1
-                break
-        if s < 0:  # every pool at its max: the front goes back and waits for room
+        if s < 0:  # none fits: a node launched for it (the call is rare: its arguments cost)
+            s = node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen,
+                         n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready,
+                         n_release, n_last, n_ctr, n_head, ht, hi, si, n_span)
+        if s < 0 and plain:  # every pool at its max: the front goes back and waits for room
             ri[r, R_QN] = wi[w, W_QH]
             wi[w, W_QH] = r
             if wi[w, W_QT] < 0:
                 wi[w, W_QT] = r
             pi[p, P_QLEN] += 1
             break
+        if s < 0:
+            row = evict_for(af, ai, bf, bi, ceil, hi, ht, pf, pi, pw, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
+            if row < 0:
+                break
+            node_leave(ai, ri, row, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen, n_pool,
+                       n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
+            continue
+        if not plain:
+            _unlink(ri, wi, w)
         k = n_pool[s]
         n_count[s] += 1
         n_release[s] = np.inf
@@ -1161,30 +1258,43 @@ def node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi,
         node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         ri[r, R_QUEUED] = 0
         row = ri[r, R_ROW]
-        started(ai, ceil, r_timeout, wi, FIFO, w, row, now)
-        ai[row, A_SLOT] = s
-        if n_ready[s] > now:  # its node is joining: the attempt starts then (it still waits)
+        if n_ready[s] > now or n_pk[p, NK_IMAGES]:  # its node is joining: the attempt starts then (it still
+            # waits); with ``[images]`` it starts through ``node_join`` even now, its build as its node's cache says
+            # its room (the workload's count) and its start-cap place are held from now; the policy's
+            # ``started`` hook runs when it starts (``node_join``)
+            wi[w, W_USED] += 1
+            if pi[p, P_START_CAP] >= 0:
+                pi[p, P_BUILDING] += 1
+            ai[row, A_SLOT] = s
             wait = n_ready[s] - now
-            n_ki[k, KI_WAITED] += 1
-            n_kf[k, KF_WAIT_S] += wait
-            if wait > n_kf[k, KF_WAIT_MAX]:
-                n_kf[k, KF_WAIT_MAX] = wait
-            push(ht, hi, si, n_ready[s], NODE_JOIN, row, n_id[s])
+            if wait > 0:
+                n_ki[k, KI_WAITED] += 1
+                n_kf[k, KF_WAIT_S] += wait
+                if wait > n_kf[k, KF_WAIT_MAX]:
+                    n_kf[k, KF_WAIT_MAX] = wait
+            push(ht, hi, si, max(n_ready[s], now), NODE_JOIN, row, n_id[s])
         else:
+            started(ai, ceil, r_timeout, wi, policy, w, row, now)
             si[WAITING] -= 1
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
             ai[row, A_SLOT] = s
 
 
 @njit(cache=True)
-def node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, row, nid, now):
+def node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, row, nid, now, g_ri, g_mf, g_f, g_lru, g_mb):
     """Attempt ``row`` waited for its node (id ``nid``), which joins now: it starts (unless the node was
     reclaimed before it joined: the attempt went back to the queue)."""
     s = ai[row, A_SLOT]
     if ai[row, A_STATE] != PENDING or s < 0 or n_id[s] != nid:
         return
     si[WAITING] -= 1
-    place(af, ai, hi, ht, lg, pf, pi, si, sl, ri[ai[row, A_ROLL], R_POOL], row, -1, now)
+    p = ri[ai[row, A_ROLL], R_POOL]
+    policy_started(pi[p, P_POLICY], ai, ceil, r_timeout, wi, ri[ai[row, A_ROLL], R_WORK], row, now)
+    if pi[p, P_START_CAP] >= 0:
+        pi[p, P_BUILDING] -= 1  # its start-cap place, held since its dispatch, is the build's now
+    if g_ri.shape[0]:
+        node_image(af, ai, row, s, nid, g_ri, g_mf, g_f, g_lru, g_mb)
+    place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
     ai[row, A_SLOT] = s
 
 
@@ -1237,7 +1347,9 @@ def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf
         else:  # waiting for the node: back to the queue, its first entry kept
             ai[row, A_SLOT] = -1
             enq = af[row, A_ENQ]
-            ended(af, ai, ceil, r_timeout, wi, FIFO, ri[r, R_WORK], row)
+            wi[ri[r, R_WORK], W_USED] -= 1  # the room it held (its policy never saw it start)
+            if pi[p, P_START_CAP] >= 0:
+                pi[p, P_BUILDING] -= 1
             si[WAITING] -= 1
             enqueue(af, hi, ht, pf, pi, ri, si, wi, r, row, now)
             af[row, A_ENQ] = enq
@@ -1302,6 +1414,7 @@ def run(S):
     n_head, n_nxt, n_prv = borrow(S.n_head), borrow(S.n_nxt), borrow(S.n_prv)
     n_tt, n_tk, n_tu, n_tmiss, n_span = borrow(S.n_tt), borrow(S.n_tk), borrow(S.n_tu), borrow(S.n_tmiss), borrow(S.n_span)
     span_margin = n_pool.size + 1  # node launches one event may make (at most every node pool's max, and a replacement)
+    g_ri, g_mf, g_f, g_lru, g_mb = borrow(S.g_ri), borrow(S.g_mf), borrow(S.g_f), borrow(S.g_lru), borrow(S.g_mb)
     n = ri.shape[0]
     na = arr_t.size
     while si[DONE] < n or si[TRAINING]:
@@ -1347,6 +1460,12 @@ def run(S):
                     dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, rp, now)
                     free_attempt_slot(ai, hi, ht, pf, pi, si, sl, p, x, now)
                 if n_pk[p, NK_N]:
+                    if rp >= 0:  # the released round takes nodes before the ending attempt's room leaves
+                        node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf,
+                                      wi, rp, now, n_pk, n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax,
+                                      n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id,
+                                      n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt,
+                                      n_prv, n_span)
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
@@ -1385,7 +1504,7 @@ def run(S):
         elif kind == DROP:
             p = on_drop(af, ai, bf, bi, hi, ht, pf, pi, ri, si, wf, wi, x, xv, now)
         elif kind == NODE_JOIN:
-            node_join(af, ai, hi, ht, lg, pf, pi, ri, si, sl, n_id, x, xv, now)
+            node_join(af, ai, ceil, hi, ht, lg, pf, pi, r_timeout, ri, si, sl, wi, n_id, x, xv, now, g_ri, g_mf, g_f, g_lru, g_mb)
         elif kind == NODE_RECLAIM:
             p = node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, xv, now, n_pk, n_pf,
                              n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used,
@@ -1398,7 +1517,7 @@ def run(S):
                            n_nxt, n_span, n_tt, n_tk, n_tu, n_tmiss)
         if p >= 0 and n_pk[p, NK_N]:
             if pi[p, P_QLEN] > 0:  # (most ends find nobody waiting: no call)
-                node_dispatch(af, ai, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, wi, ceil, p, now, n_pk, n_pf, n_req,
+                node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk, n_pf, n_req,
                               n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                               n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
                               n_last, n_ctr, n_head, n_nxt, n_prv, n_span)

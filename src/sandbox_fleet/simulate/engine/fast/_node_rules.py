@@ -183,3 +183,40 @@ def billed_until(perm, release_s, last_end_s):
     """Where a node still up when the history ends stops being billed: a base node (``min_nodes``) at
     the last end, any other at its release (``scale_down_s`` after its last sandbox left)."""
     return last_end_s if perm else release_s
+
+
+def cache_touch(lru, lens, used_mb, s, img, size_mb, cache_mb, pinned):
+    """Node ``s`` builds image ``img``: whether it was on the node (``images``' rule, written once: the
+    slot pools' pre-pass ``images.lru_hits`` and the admission kernel's pools made of nodes call it).
+    Each node keeps an LRU cache of whole images by size, ``lru[s, :lens[s]]`` oldest first, ``used_mb[s]``
+    of ``cache_mb``; images ``0 .. pinned-1`` are resident everywhere (hits, outside the cache). A miss
+    loads the image, evicting the least recently used ones until it fits."""
+    if img < pinned:
+        return True
+    n = lens[s]
+    for j in range(n):
+        if lru[s, j] == img:  # a hit: the image becomes the most recently used
+            for x in range(j, n - 1):
+                lru[s, x] = lru[s, x + 1]
+            lru[s, n - 1] = img
+            return True
+    need = size_mb[img]
+    drop = 0
+    while used_mb[s] + need > cache_mb and drop < n:
+        used_mb[s] -= size_mb[lru[s, drop]]
+        drop += 1
+    for x in range(drop, n):
+        lru[s, x - drop] = lru[s, x]
+    n -= drop
+    lru[s, n] = img
+    lens[s] = n + 1
+    used_mb[s] += need
+    return False
+
+
+def cache_width(size_mb, cache_mb, pinned):
+    """The most images one node's cache holds at once (the columns ``cache_touch``'s ``lru`` needs)."""
+    rest = size_mb[pinned:]
+    if rest.size == 0:
+        return 1
+    return int(min(rest.size, cache_mb // rest.min() + 1))

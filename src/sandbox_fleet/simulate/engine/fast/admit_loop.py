@@ -120,8 +120,6 @@ def refusal(prep) -> str | None:
         if isinstance(wl, AsyncRL) and wl.dynamic is not None:
             if pool.admission in policies.POLICIES:
                 return f"dynamic_sampling in a pool with admission {pool.admission!r} (no trainer releases its rounds there)"
-            if pool.node_pools:
-                return "dynamic_sampling in a pool made of nodes (a released round's node dispatch is not ordered yet)"
     return None
 
 
@@ -156,6 +154,11 @@ def initial_state(prep, K, on_progress=None):
     P, W = len(pools), len(wls)
     i64 = np.int64
     per_event = [_per_event(pl) for pl in pools if pl.cap is not None]
+    # a pool made of nodes that evicts may end as many attempts in one event as it holds (its rollouts at most)
+    held = np.bincount([wl.pool for wl in wls], weights=prep.counts, minlength=P)
+    per_event += [_per_event(pl.model_copy(update={"cap": int(min(n, held[p]))}))
+                  for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls)))
+                  if n and policy_registry.get(pl.admission).may_evict(pl)]
     row_margin = max([*per_event, node_fleet.max_lost(pools, wls)], default=0) + 2  # rows one event may append
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
@@ -290,10 +293,12 @@ def initial_state(prep, K, on_progress=None):
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
         lg=np.array(gates, dtype=float), **_inference_state(prep, K, rows0), **node_fleet.state_fields(pools, wls, K, N),
-        **node_fleet.trace_fields(pools, K, prep.seed))
-    for p, pl in enumerate(pools):
+        **node_fleet.trace_fields(pools, K, prep.seed), **node_fleet.image_fields(prep, K))
+    for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls))):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
+            pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (what a timeout-ceiling counts)
+            S.n_pk[p, K.NK_IMAGES] = int(prep.node_images is not None)  # its builds meet its nodes' caches
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
@@ -458,7 +463,7 @@ def run(prep, on_progress=None, compiled: bool | None = None) -> ExecutorOutput:
     return ExecutorOutput(first=first, extra=extra, rl=steps, preemptions=int(S.si[K.PREEMPTIONS]), area_busy=float(S.sf[K.AREA_BUSY]),
                           area_wait=float(S.sf[K.AREA_WAIT]), clock_monotonic=bool(S.si[K.CLOCK_OK]),
                           limits=_limits_figures(S, K, N), served=_served(prep, S, K),
-                          nodes=node_fleet.figures(S, K, prep.pools))
+                          nodes=node_fleet.figures(S, K, prep.pools), images=node_fleet.image_run(S, K, prep))
 
 
 def trainer_steps(S, K, w: int) -> TrainerSteps:
