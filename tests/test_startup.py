@@ -91,7 +91,23 @@ def test_a_small_pool_served_simulation_does_not_load_numba(tmp_path):
     scenario = tmp_path / "small_closed_loop.toml"
     scenario.write_text(text.replace("count = 6000", "count = 200"))
     assert "numba" not in _loaded("simulate", str(scenario))
+    # with the kernel in numba's cache (compiled now if it is not yet: once after an install) the
+    # example's run pays a load and takes it
+    subprocess.run([sys.executable, "-c", "from sandbox_fleet.simulate.engine.fast import admit_loop; admit_loop.load()"],
+                   check=True, timeout=1800)
     assert "numba" in _loaded("simulate", str(example))
+
+
+def test_a_first_run_into_an_empty_numba_cache_stays_plain_below_the_compile_price(tmp_path):
+    # rent or buy prices a compile (~80 s CPU, once after an install) at 160 loads: closed_loop.toml's
+    # 6,000 rollouts and ~60,000 model calls run plain into an empty cache and never import numba
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty")}
+    env.pop("SANDBOX_FLEET_PURE_PYTHON", None)
+    example = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "closed_loop.toml"
+    modules = _modules("simulate", str(example), env=env)
+    assert "numba" not in modules
+    assert "sandbox_fleet.simulate.engine.fast._admit_kernel[plain]" in modules  # the kernel ran, as plain Python
+    assert not (tmp_path / "empty").exists() or not any((tmp_path / "empty").rglob("*.nbi"))
 
 
 def test_plan_prints_its_purchase_order_without_rich_or_other_commands_modules():

@@ -261,9 +261,15 @@ def test_auto_takes_the_kernel_compiled_for_large_runs_and_its_source_as_python_
     monkeypatch.setattr(admit_loop, "loaded", lambda: False)
     monkeypatch.setattr(admit_loop, "_spent", 0)
     monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 3000)
+    monkeypatch.setattr(admit_loop, "cached", lambda: True)  # the buy is a load from numba's cache
     assert not admit_loop.compiled_for(prep)  # 1,300 rollouts: not worth a process's first load ...
     assert not admit_loop.compiled_for(prep)  # ... 2,600 run interpreted so far ...
     assert admit_loop.compiled_for(prep)  # ... and the third run's would reach it (rent or buy)
+    monkeypatch.setattr(admit_loop, "_spent", 0)
+    monkeypatch.setattr(admit_loop, "cached", lambda: False)  # the buy is a compile: 160 loads' worth
+    monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 10)  # 1,600 rollouts to buy it now
+    assert not admit_loop.compiled_for(prep)  # 1,300 interpreted ...
+    assert admit_loop.compiled_for(prep)  # ... 2,600 reach 1,600
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     assert executors.choose(prep).name == "admission-kernel" and not admit_loop.compiled_for(prep)
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from sandbox_fleet.simulate.engine.fast import _jit
+from sandbox_fleet.simulate.engine.fast import _jit, cache_key
 
 TINY = textwrap.dedent("""
     from sandbox_fleet.simulate.engine.fast._jit import njit
@@ -52,7 +52,7 @@ def test_the_cache_key_follows_every_file_a_kernel_calls_into(monkeypatch, tmp_p
     a, b = tmp_path / "limits_rules.py", tmp_path / "fifo.py"
     a.write_text("x = 1\n")
     b.write_text("y = 1\n")
-    monkeypatch.setattr(_jit, "CALLEES", (a, b))
+    monkeypatch.setattr(cache_key, "CALLEES", (a, b))  # (``_jit`` re-exports them from ``cache_key``)
     monkeypatch.setenv("SANDBOX_FLEET_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     before, dir_before = _jit.source_key(), _jit.cache_dir()

@@ -60,11 +60,30 @@ def loaded() -> bool:
     return K is not None and bool(getattr(K.run, "signatures", ())) and K.POLICY_KEY == policy_registry.fingerprint()
 
 
+#: what buying the compiled kernel costs when its cache is empty, in ``MIN_ROLLOUTS``: the compile after an
+#: install took 67.6 + 12.6 s CPU (BENCHMARKS.md, "the inference pool on the admission kernel, the quiet
+#: rerun"), the interpreted kernel's time on ~800,000 rollouts or model calls at ~0.1 ms each
+COMPILE_OVER_LOAD = 160
+
+
+def cached() -> bool:
+    """Whether the kernel's machine code is in numba's cache (an index of ``run`` under
+    ``_jit.cache_dir()``): a process then loads it, else it compiles it (once after an install)."""
+    from sandbox_fleet.simulate.engine.fast import cache_key  # (not ``_jit``: it imports numba)
+
+    return any(cache_key.cache_dir().glob("*/_admit_kernel.run-*.nbi"))
+
+
 def worth_it(prep) -> bool:
-    """Whether the compiled kernel pays for its per-process load on this run: it is loaded, or this
-    run with what the process ran interpreted reaches ``MIN_ROLLOUTS`` (a search of many small runs
-    then loads it once: never more than twice the better choice's cost)."""
-    return loaded() or work(prep) + _spent >= MIN_ROLLOUTS
+    """Whether the compiled kernel pays for what it costs this process: it is loaded, or this run with
+    what the process ran interpreted reaches ``MIN_ROLLOUTS`` (a load from the cache) or
+    ``COMPILE_OVER_LOAD`` times it (a compile into an empty cache): rent or buy, so a search of many
+    small runs buys once and never pays more than twice the better choice's cost. The bits are the
+    same either way."""
+    if loaded():
+        return True
+    need = MIN_ROLLOUTS if cached() else MIN_ROLLOUTS * COMPILE_OVER_LOAD
+    return work(prep) + _spent >= need
 
 
 def work(prep) -> int:
