@@ -120,3 +120,23 @@ def test_compiled_code_lands_in_the_cache_dir(tmp_path, order):
     written = sorted(p.suffix for p in (tmp_path / "cache" / "numba").rglob("*") if p.is_file())
     assert ".nbi" in written and ".nbc" in written  # numba's index and its compiled code
     assert not [p for p in src.rglob("*") if p.suffix in (".nbi", ".nbc")]  # nothing beside the source
+
+
+def test_a_kernel_index_older_than_its_source_is_not_a_cached_kernel(monkeypatch, tmp_path):
+    """``admit_loop.cached`` (the rent-or-buy price of the compiled kernel) counts numba's index of
+    ``run`` only when it is not older than ``_admit_kernel.py``: numba drops such an index (its stamp
+    is the source's mtime) and compiles again, which a fresh checkout beside an old cache would pay."""
+    from pathlib import Path
+
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nc"))
+    assert not admit_loop.cached()  # empty
+    index = cache_key.cache_dir() / "fast_0" / "_admit_kernel.run-1.py3.nbi"
+    index.parent.mkdir(parents=True)
+    index.write_bytes(b"")
+    source_mtime = (Path(admit_loop.__file__).parent / "_admit_kernel.py").stat().st_mtime
+    os.utime(index, (source_mtime - 60, source_mtime - 60))
+    assert not admit_loop.cached()  # left by an older source
+    os.utime(index, (source_mtime + 60, source_mtime + 60))
+    assert admit_loop.cached()

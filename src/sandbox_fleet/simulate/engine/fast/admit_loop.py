@@ -69,9 +69,14 @@ COMPILE_OVER_LOAD = 160
 def cached() -> bool:
     """Whether the kernel's machine code is in numba's cache (an index of ``run`` under
     ``_jit.cache_dir()``): a process then loads it, else it compiles it (once after an install)."""
+    from pathlib import Path
+
     from sandbox_fleet.simulate.engine.fast import cache_key  # (not ``_jit``: it imports numba)
 
-    return any(cache_key.cache_dir().glob("*/_admit_kernel.run-*.nbi"))
+    # numba drops an index older than its source (it stamps the file's mtime): a cache left by an
+    # earlier install or checkout of the same key would be compiled again, so it does not count
+    source_mtime = (Path(__file__).parent / "_admit_kernel.py").stat().st_mtime
+    return any(p.stat().st_mtime >= source_mtime for p in cache_key.cache_dir().glob("*/_admit_kernel.run-*.nbi"))
 
 
 def worth_it(prep) -> bool:
