@@ -155,7 +155,8 @@ def test_inference_grid_is_what_the_admission_kernel_allocates(tmp_path, fleet, 
 
     text = SERVED.replace("cap = 16", fleet).replace("[inference]", f'[inference]\nrouting = "{routing}"')
     _, b = built(tmp_path, text)
-    arrays = _inference_state(prepare(b.fleets, b.workloads, 0, inference=b.inference), None)
+    prep = prepare(b.fleets, b.workloads, 0, inference=b.inference)
+    arrays = _inference_state(prep, None, prep.n)  # (the grid does not depend on the attempt rows)
     grid = sum(arrays[k].nbytes for k in ("dv", "dq", "cl", "cs", "cin"))
     assert bounds.inference_grid_bytes(b.fleets, b.workloads, b.inference) == grid
 
