@@ -235,7 +235,11 @@ def _overlap_hours(begin: np.ndarray, stop: np.ndarray, kind: np.ndarray, table:
     between = (np.bincount(kind * (nb + 1) + ib + 1, on, kinds * (nb + 1))
                - np.bincount(kind * (nb + 1) + ie, on, kinds * (nb + 1))).reshape(kinds, nb + 1)
     seconds = inside.reshape(kinds, nb) + np.cumsum(between, axis=1)[:, :nb] * np.diff(edges)
-    return table.T @ seconds / 3600.0
+    # weighted in a fixed order, kind by kind (no BLAS: its SIMD kernel picks the summation order)
+    out = np.zeros((table.shape[1], nb))
+    for k in range(kinds):
+        out += np.multiply.outer(table[k], seconds[k])
+    return out / 3600.0
 
 
 #: rollout-replays from which the compiled kernel pays for its per-process load: interpreted, a rollout
