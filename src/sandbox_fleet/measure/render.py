@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sandbox_fleet.measure.model import (
     ByNode,
@@ -29,7 +28,8 @@ from sandbox_fleet.measure.model import (
 )
 from sandbox_fleet.measure.slice_sums import reported
 from sandbox_fleet.numfmt import percent
-from sandbox_fleet.termtable import grid, pairs, show
+from sandbox_fleet.termtable import grid, show
+from sandbox_fleet.termtable import pairs as _kv
 from sandbox_fleet.textout import number
 
 
@@ -55,10 +55,6 @@ def _ci(v) -> str:
 
 def _days(span_s) -> str:
     return number(None if span_s is None else span_s / 86400, ".2f")
-
-
-def _kv(title: str, rows: list[tuple[str, str | None]]) -> Table:
-    return pairs(title, rows)
 
 
 def render_summary(s: MeasureSummary, console: Console) -> None:

@@ -91,10 +91,6 @@ def _usable(table: pa.Table, rejected: dict[str, int]) -> pa.Table:
     return table.filter(pc.invert(pc.or_(missing, backwards)))
 
 
-def _health_table(table: pa.Table) -> pa.Table:
-    return table.select(["task_id", "has_exception", "exception_type"])
-
-
 def _usage(table: pa.Table, t: Telemetry) -> pa.Table | None:
     return task_usage(decoded(table, "task_id")) if t.tasks is not None else None
 
@@ -102,10 +98,6 @@ def _usage(table: pa.Table, t: Telemetry) -> pa.Table | None:
 def _by_node(table: pa.Table) -> dict | None:
     # One bincount pass over the node codes (none when no row names a node); nothing else reads them.
     return measure_node_health(table.select(list(NODE_COLUMNS)))
-
-
-def _signal_table(table: pa.Table) -> pa.Table:
-    return table.select(list(RL_GROUP_COLUMNS))
 
 
 def _frame(table: pa.Table) -> Frame:
@@ -308,13 +300,14 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
     Adding a figure is adding one here; the summary reads the values named in ``SUMMARY_VALUES``."""
     pt = pass_threshold
     return [
-        Pass("health_table", _health_table, ("table",)),
+        Pass("health_table", lambda table: table.select(["task_id", "has_exception", "exception_type"]), ("table",)),
         Pass("usage", _usage, ("table", "t")),
         Pass("by_node", _by_node, ("table",), label="nodes"),
-        Pass("signal_table", _signal_table, ("table",)),
+        Pass("signal_table", lambda table: table.select(list(RL_GROUP_COLUMNS)), ("table",)),
         Pass("frame", _frame, ("table",)),
         Pass("times", _times, ("frame",)),
-        Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
+        Pass("by_task", lambda health, times: measure_task_health(health, times=times), ("health_table", "times"),
+             label="exceptions per task"),
         Pass("cap", _cap, ("frame", "t", "times")),
         Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
@@ -341,12 +334,12 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("tokens", partial(measure_tokens, min_turn_rows=min_turn_rows), ("frame",), after=("masks",), label="tokens"),
         Pass("outcomes", partial(measure_outcomes, threshold=pt, seed=seed), ("frame",), after=("masks",), label="outcomes"),
         Pass("coverage", measure_coverage, ("frame", "rejected"), after=("masks",), label="coverage"),
-        Pass("trajectories", measure_trajectories_of, ("frame",), after=("masks",)),
+        Pass("trajectories", lambda fr: measure_trajectories(fr.table), ("frame",), after=("masks",)),
         Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps", "slice_cut"), label="models"),
         Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
-        Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
+        Pass("tasks", lambda t, usage: measure_tasks(t.tasks, usage), ("t", "usage"), label="tasks"),
         Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
              label="limits"),
         Pass("rl_groups", partial(_rl_groups, threshold=pt, group_size=group_size),
@@ -359,18 +352,6 @@ def _rl_groups(table: pa.Table, times: tuple, job_steps: dict, model_steps: dict
     runs_by = _runs_by(job_steps)
     return measure_rl_groups(table, times, runs_by, job_steps if runs_by == "job" else model_steps,
                              threshold=threshold, group_size=group_size)
-
-
-def measure_task_health_of(health_table: pa.Table, times: tuple) -> dict | None:
-    return measure_task_health(health_table, times=times)
-
-
-def measure_trajectories_of(fr: Frame) -> dict:
-    return measure_trajectories(fr.table)
-
-
-def measure_tasks_of(t: Telemetry, usage: pa.Table | None) -> dict | None:
-    return measure_tasks(t.tasks, usage)
 
 
 #: The values the summary reads.
