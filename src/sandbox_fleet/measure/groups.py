@@ -55,21 +55,10 @@ def _slice_sum(fr: Frame, codes: np.ndarray, n: int, threshold: float, entry: Sl
     return group_sums(codes, n, values) if mask is None else _blockwise_sums(codes, n, values, mask)
 
 
-def group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
-    """``slice_sums.SLICE_SUMS`` as independent jobs (no arguments, any thread), each giving
-    ``(name, column)``; ``group_rows_of`` joins them."""
-    return [lambda name=name, entry=entry: (name, _slice_sum(fr, codes, n_groups, threshold, entry))
-            for name, entry in SLICE_SUMS.items()]
-
-
-def group_rows_of(cols: list, n_groups: int) -> list[dict[str, int]]:
-    """``group_columns``' results as one ``{name: int}`` per group."""
-    return [{name: int(c[g]) for name, c in cols} for g in range(n_groups)]
-
-
-def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[dict[str, int]]:
-    """Per group: the ``group_columns`` figures, computed here one after another."""
-    return group_rows_of([job() for job in group_columns(fr, codes, n_groups, threshold)], n_groups)
+def group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[dict[str, int]]:
+    """Per group, every ``slice_sums.SLICE_SUMS`` entry by name: ``{name: int}``."""
+    cols = {name: _slice_sum(fr, codes, n_groups, threshold, entry) for name, entry in SLICE_SUMS.items()}
+    return [{name: int(c[g]) for name, c in cols.items()} for g in range(n_groups)]
 
 
 def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: float,
@@ -80,9 +69,9 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     percentiles come from the frame's per-group partition (cached under ``key``). ``codes``
     index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
     (default all), so a grouping can leave its null group out. ``table``: these codes'
-    ``_group_table``, if it was built already (``model_columns``).
+    ``group_table``, if it was built already (``model_table``).
     """
-    agg = table if table is not None else _group_table(fr, codes, len(names), threshold)
+    agg = table if table is not None else group_table(fr, codes, len(names), threshold)
     sorted_us, offsets = fr.grouped_holds(codes, len(names), key)
     return {name: slice_figures(agg[i], sorted_us[offsets[i]:offsets[i + 1]])
             for i, name in enumerate(names[:groups]) if agg[i]["rows"]}
@@ -113,16 +102,15 @@ def slice_figures(g: dict[str, int], holds_us) -> dict:
     }
 
 
-def model_columns(fr: Frame, threshold: float) -> tuple[list, int]:
-    """``by_model``'s counts and sums as independent jobs (``group_columns``) and the group count;
-    they read no hold grouping, so their pass runs beside the hold groupings (1 s of bincounts at 10M rows)."""
+def model_table(fr: Frame, threshold: float) -> list[dict[str, int]]:
+    """``by_model``'s counts and sums (``group_table``); they read no hold grouping, so their pass runs
+    beside the hold groupings (1 s of bincounts at 10M rows)."""
     codes, names = fr.model.labelled()
-    return group_columns(fr, codes, len(names), threshold), len(names)
+    return group_table(fr, codes, len(names), threshold)
 
 
 def by_model(fr: Frame, threshold: float, table: list | None = None) -> dict:
-    """``group_figures`` per model plus hold histograms; ``table``: the ``model_columns`` results
-    as ``group_rows_of`` gives them, if computed already."""
+    """``group_figures`` per model plus hold histograms; ``table``: ``model_table``'s, if computed already."""
     codes, names = fr.model.labelled()
     out = group_figures(fr, codes, names, threshold, key="model", table=table)
     for name, hist in model_hold_histograms(fr, codes, names).items():

@@ -29,7 +29,7 @@ from sandbox_fleet.measure.fleetcap import (
     stated_cap_basis,
     summed_cap_at_peak,
 )
-from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
+from sandbox_fleet.measure.groups import by_job, by_model, model_table
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import Pass, run_plan
 from sandbox_fleet.measure.limits import measure_limits
@@ -247,18 +247,8 @@ def _masks(fr: Frame, pass_threshold: float) -> None:
          fr.passed(pass_threshold), fr.zero_tokens, fr.has_tokens)
 
 
-def _model_columns(fr: Frame, pass_threshold: float) -> list:
-    # The per-model counts and sums, one job a column (blockwise: small buffers).
-    jobs, _ = model_columns(fr, pass_threshold)
-    return [job() for job in jobs]
-
-
 def _holds(fr: Frame, pass_threshold: float) -> dict:
     return measure_holds(fr, outcome_codes(fr, pass_threshold))
-
-
-def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold: float) -> dict:
-    return by_model(fr, pass_threshold, table=group_rows_of(model_columns, len(model_codes[1])))
 
 
 def _runs_by(job_steps: dict) -> str:
@@ -326,7 +316,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
-        Pass("model_columns", partial(_model_columns, pass_threshold=pt), ("frame",), after=("masks",)),
+        # the per-model counts and sums (blockwise: small buffers)
+        Pass("model_table", partial(model_table, threshold=pt), ("frame",), after=("masks",)),
         Pass("exceptions", measure_exceptions, ("frame",), after=("masks",)),
         # After the per-model step passes: the hold groupings' buffers and theirs never coexist.
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
@@ -335,7 +326,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("outcomes", partial(measure_outcomes, threshold=pt, seed=seed), ("frame",), after=("masks",), label="outcomes"),
         Pass("coverage", measure_coverage, ("frame", "rejected"), after=("masks",), label="coverage"),
         Pass("trajectories", lambda fr: measure_trajectories(fr.table), ("frame",), after=("masks",)),
-        Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
+        Pass("by_model_counts", lambda fr, table: by_model(fr, pt, table=table), ("frame", "model_table"),
+             after=("model_codes",)),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps", "slice_cut"), label="models"),
         Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
