@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sandbox_fleet.measure.columns import NONE_LABEL, frame_from_table
-from sandbox_fleet.measure.groups import _group_table
+from sandbox_fleet.measure.groups import group_table
 from sandbox_fleet.measure.outcomes import HOUR_US, measure_exceptions
 from sandbox_fleet.measure.stats import group_counts, group_sums
 from sandbox_fleet.measure.tokens import _per_turn, _sums
@@ -93,7 +93,7 @@ def test_group_table_matches_duckdb(seed, n, huge, threshold):
     table = random_table(seed, n, huge)
     fr = frame_from_table(table)
     codes, names = fr.model.labelled()
-    got = {name: tuple(row.values()) for name, row in zip(names, _group_table(fr, codes, len(names), threshold))}
+    got = {name: tuple(row.values()) for name, row in zip(names, group_table(fr, codes, len(names), threshold))}
     expect = {row[0]: tuple(int(v) for v in row[1:]) for row in sql(table, _GROUP_SQL, [threshold])}
     assert got == expect
 

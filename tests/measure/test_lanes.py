@@ -1,10 +1,9 @@
-"""Measure's pass runner (``measure.lanes``) and the per-model counts and sums built as separate
-jobs, a block of rows at a time, on two threads: checked against counting by hand and against
-DuckDB's GROUP BY (the oracle of test_group_scan)."""
+"""Measure's pass runner (``measure.lanes``) and the per-model counts and sums built a block of rows
+at a time: checked against counting by hand and against DuckDB's GROUP BY (the oracle of
+test_group_scan)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
 import pytest
@@ -20,15 +19,13 @@ from .test_group_scan import _GROUP_SQL, random_table, sql
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 400), st.booleans(), st.sampled_from([0.5, 1.0]),
        st.sampled_from([1, 7, 64, 1 << 20]))
-def test_model_columns_in_blocks_on_two_threads_match_duckdb(seed, n, huge, threshold, block):
+def test_model_table_in_blocks_matches_duckdb(seed, n, huge, threshold, block):
     table = random_table(seed, n, huge)
     fr = frame_from_table(table)
     with mock.patch.object(groups, "BLOCK_ROWS", block):
-        jobs, n_models = groups.model_columns(fr, threshold)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            cols = list(pool.map(lambda job: job(), jobs))
+        rows = groups.model_table(fr, threshold)
     _, names = fr.model.labelled()
-    got = {name: tuple(row.values()) for name, row in zip(names, groups.group_rows_of(cols, n_models))}
+    got = {name: tuple(row.values()) for name, row in zip(names, rows)}
     expect = {row[0]: tuple(int(v) for v in row[1:]) for row in sql(table, _GROUP_SQL, [threshold])}
     assert got == expect
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sandbox_fleet.measure.columns import Frame
+from sandbox_fleet.measure.columns import Column, Frame
 from sandbox_fleet.measure.concurrency import concurrency_figures, effective_cap_figures
+from sandbox_fleet.measure.slice_sums import ROWS, SLICE_SUMS, VALUES, SliceSum
 from sandbox_fleet.measure.stats import (
     SMALL_SAMPLE_ROWS,
     US,
@@ -42,44 +43,22 @@ def _blockwise_sums(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: 
     return total
 
 
-def _token_sums(column: str):
-    def run(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[int]:
-        return getattr(fr, column).group_sums_where(codes, n_groups, fr.has_tokens)
-    return run
+def _slice_sum(fr: Frame, codes: np.ndarray, n: int, threshold: float, entry: SliceSum):
+    """One ``SLICE_SUMS`` entry per group, in memory: exact integers."""
+    rule = ROWS[entry.where][0]
+    mask = None if rule is None else rule(fr, threshold)
+    if entry.value is None:
+        return group_counts(codes, n) if mask is None else _blockwise_counts(codes, n, mask)
+    values = getattr(fr, VALUES[entry.value][0])
+    if isinstance(values, Column):  # nullable: its chunks in place, nulls read as 0
+        return values.group_sums_where(codes, n, np.ones(codes.size, dtype=bool) if mask is None else mask)
+    return group_sums(codes, n, values) if mask is None else _blockwise_sums(codes, n, values, mask)
 
 
-#: The per-group counts and sums, one named pass each: ``(frame, codes, n_groups, threshold)`` ->
-#: one exact integer per group. A new per-model or per-job count or sum is one entry here (and
-#: ``group_figures`` reads it by name).
-GROUP_COLUMNS = {
-    "rows": lambda fr, codes, n, t: group_counts(codes, n),
-    "sandbox_us": lambda fr, codes, n, t: group_sums(codes, n, fr.hold_us),
-    "flagged": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.has_exception.valid),
-    "exc": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.has_exception.valid & fr.has_exception.values),
-    "rewarded": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.rewarded),
-    "passed": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.passed(t)),
-    "tok_rows": lambda fr, codes, n, t: _blockwise_counts(codes, n, fr.has_tokens),
-    "tok_us": lambda fr, codes, n, t: _blockwise_sums(codes, n, fr.hold_us, fr.has_tokens),
-    "tok_in": _token_sums("input_tokens"),
-    "tok_out": _token_sums("output_tokens"),
-}
-
-
-def group_columns(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list:
-    """``GROUP_COLUMNS`` as independent jobs (no arguments, any thread), each giving
-    ``(name, column)``; ``group_rows_of`` joins them."""
-    return [lambda name=name, run=run: (name, run(fr, codes, n_groups, threshold))
-            for name, run in GROUP_COLUMNS.items()]
-
-
-def group_rows_of(cols: list, n_groups: int) -> list[dict[str, int]]:
-    """``group_columns``' results as one ``{name: int}`` per group."""
-    return [{name: int(c[g]) for name, c in cols} for g in range(n_groups)]
-
-
-def _group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[dict[str, int]]:
-    """Per group: the ``group_columns`` figures, computed here one after another."""
-    return group_rows_of([job() for job in group_columns(fr, codes, n_groups, threshold)], n_groups)
+def group_table(fr: Frame, codes: np.ndarray, n_groups: int, threshold: float) -> list[dict[str, int]]:
+    """Per group, every ``slice_sums.SLICE_SUMS`` entry by name: ``{name: int}``."""
+    cols = {name: _slice_sum(fr, codes, n_groups, threshold, entry) for name, entry in SLICE_SUMS.items()}
+    return [{name: int(c[g]) for name, c in cols.items()} for g in range(n_groups)]
 
 
 def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: float,
@@ -90,47 +69,48 @@ def group_figures(fr: Frame, codes: np.ndarray, names: list[str], threshold: flo
     percentiles come from the frame's per-group partition (cached under ``key``). ``codes``
     index ``names`` (null -> NONE_LABEL); only the first ``groups`` names are reported
     (default all), so a grouping can leave its null group out. ``table``: these codes'
-    ``_group_table``, if it was built already (``model_columns``).
+    ``group_table``, if it was built already (``model_table``).
     """
-    agg = table if table is not None else _group_table(fr, codes, len(names), threshold)
+    agg = table if table is not None else group_table(fr, codes, len(names), threshold)
     sorted_us, offsets = fr.grouped_holds(codes, len(names), key)
-    out = {}
-    for i, name in enumerate(names[:groups]):
-        g = agg[i]
-        n = g["rows"]
-        if n == 0:
-            continue
-        part = sorted_us[offsets[i]:offsets[i + 1]]
-        tok_s = g["tok_us"] / US  # exact integer microseconds -> seconds
-        out[name] = {
-            "rows": n,
-            "small_sample": n < SMALL_SAMPLE_ROWS,
-            "sandbox_s": g["sandbox_us"] / US,
-            "exception_rate": exception_rate(g["exc"], g["flagged"]),
-            "exception_rate_rows": g["flagged"],
-            "hold_median_s": quantile_nonempty(part, 0.5) / US,
-            "hold_p99_s": quantile_nonempty(part, 0.99) / US,
-            "hold_mean_s": g["sandbox_us"] / n / US,
-            "rewarded": g["rewarded"],
-            "passed": g["passed"],
-            "pass_rate": ratio(g["passed"], g["rewarded"]),
-            "token_rows": g["tok_rows"],
-            "prefill_per_sandbox_s": ratio(g["tok_in"], tok_s) if g["tok_rows"] else None,
-            "decode_per_sandbox_s": ratio(g["tok_out"], tok_s) if g["tok_rows"] else None,
-        }
-    return out
+    return {name: slice_figures(agg[i], sorted_us[offsets[i]:offsets[i + 1]])
+            for i, name in enumerate(names[:groups]) if agg[i]["rows"]}
 
 
-def model_columns(fr: Frame, threshold: float) -> tuple[list, int]:
-    """``by_model``'s counts and sums as independent jobs (``group_columns``) and the group count;
-    they read no hold grouping, so their pass runs beside the hold groupings (1 s of bincounts at 10M rows)."""
+def slice_figures(g: dict[str, int], holds_us) -> dict:
+    """One slice's figures from its ``SLICE_SUMS`` integers ``g`` and its holds (integer
+    microseconds, sorted or partitioned at ``stats.order_ranks``, or out of core's streamed ranks),
+    in memory and out of core alike."""
+    n = g["rows"]
+    tok_s = g["tok_us"] / US  # exact integer microseconds -> seconds
+    return {
+        "rows": n,
+        "small_sample": n < SMALL_SAMPLE_ROWS,
+        "sandbox_s": g["sandbox_us"] / US,
+        "exception_rate": exception_rate(g["exc"], g["flagged"]),
+        "exception_rate_rows": g["flagged"],
+        "hold_median_s": quantile_nonempty(holds_us, 0.5) / US,
+        "hold_p99_s": quantile_nonempty(holds_us, 0.99) / US,
+        "hold_mean_s": g["sandbox_us"] / n / US,
+        "rewarded": g["rewarded"],
+        "passed": g["passed"],
+        "pass_rate": ratio(g["passed"], g["rewarded"]),
+        "token_rows": g["tok_rows"],
+        "prefill_per_sandbox_s": ratio(g["tok_in"], tok_s) if g["tok_rows"] else None,
+        "decode_per_sandbox_s": ratio(g["tok_out"], tok_s) if g["tok_rows"] else None,
+        **{key: g[name] for name, entry in SLICE_SUMS.items() if (key := entry.key) is not None},
+    }
+
+
+def model_table(fr: Frame, threshold: float) -> list[dict[str, int]]:
+    """``by_model``'s counts and sums (``group_table``); they read no hold grouping, so their pass runs
+    beside the hold groupings (1 s of bincounts at 10M rows)."""
     codes, names = fr.model.labelled()
-    return group_columns(fr, codes, len(names), threshold), len(names)
+    return group_table(fr, codes, len(names), threshold)
 
 
 def by_model(fr: Frame, threshold: float, table: list | None = None) -> dict:
-    """``group_figures`` per model plus hold histograms; ``table``: the ``model_columns`` results
-    as ``group_rows_of`` gives them, if computed already."""
+    """``group_figures`` per model plus hold histograms; ``table``: ``model_table``'s, if computed already."""
     codes, names = fr.model.labelled()
     out = group_figures(fr, codes, names, threshold, key="model", table=table)
     for name, hist in model_hold_histograms(fr, codes, names).items():

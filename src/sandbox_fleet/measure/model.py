@@ -1,14 +1,18 @@
 """The measure summary as a typed model: what ``measure`` writes and ``plan``/``report`` read.
 
 Every figure is nullable: null means not measured (or not measurable from this input), never zero.
-To add a figure, add a field to the block it belongs to here, fill it in the measurement that
-computes it, and regenerate ``docs/schemas/measure.schema.json`` (``sandbox-fleet schema measure``).
+To add a figure, add a field to the block it belongs to here (a per-model or per-job count or sum:
+one entry of ``slice_sums.SLICE_SUMS`` instead, its field comes from there), fill it in the
+measurement that computes it, and regenerate ``docs/schemas/measure.schema.json`` (``sandbox-fleet schema measure``).
 Definitions of each figure are in docs/measure.md.
 """
 
-from typing import ClassVar, Optional, Union
+from typing import TYPE_CHECKING, ClassVar, Optional, Union
+
+from pydantic import create_model
 
 from sandbox_fleet.contract import Block, Summary
+from sandbox_fleet.measure.slice_sums import reported
 
 Num = Optional[float]
 Count = Optional[int]
@@ -272,7 +276,7 @@ class Coverage(Block):
     not_measured: Optional[dict[str, str]] = None
 
 
-class Slice(Block):
+class _DeclaredSlice(Block):
     """One model's or one job's figures; the job-only ones (concurrency, peak, cap) are null for a model."""
 
     rows: Count = None
@@ -300,6 +304,13 @@ class Slice(Block):
     cap_detected: Optional[bool] = None
     configured_cap: Count = None
     steps: Optional[Steps] = None
+
+
+if TYPE_CHECKING:
+    Slice = _DeclaredSlice
+else:  # the declared figures, then each count or sum ``slice_sums`` reports as is (one entry there adds one)
+    Slice = create_model("Slice", __base__=_DeclaredSlice, __doc__=_DeclaredSlice.__doc__,
+                         **dict.fromkeys(reported(), (Count, None)))
 
 
 class TaskHealth(Block):

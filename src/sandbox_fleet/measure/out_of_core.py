@@ -15,7 +15,10 @@ in-memory path, so no figure is written twice:
   holds as the in-memory sweep is;
 - the hold order statistics: DuckDB sorts the holds (integer microseconds) and streams them in
   order; the ranks ``stats.order_ranks`` names are picked as they pass, and ``stats.summary``
-  computes min, quantiles, mean (from the exact HUGEINT sum) and max from them, overall and per model.
+  computes min, quantiles, mean (from the exact HUGEINT sum) and max from them, overall and per model;
+- ``by_model``: each model's counts and sums of ``slice_sums.SLICE_SUMS``, one grouped query from the
+  same entries as in memory (``count(*) FILTER``, ``sum()::HUGEINT``), read by ``groups.slice_figures``
+  with that model's hold ranks (its histogram and steps: null).
 
 Integer figures and order statistics are byte-identical to the in-memory path; every other block is
 left null and ``coverage.not_measured`` says why (a block is never approximated).
@@ -36,6 +39,7 @@ from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.columns import NONE_LABEL, TOP_SLICES, free_label
 from sandbox_fleet.measure.concurrency import Sweep, _checked, effective_cap_figures, sweep_figures
 from sandbox_fleet.measure.model import MeasureSummary
+from sandbox_fleet.measure.slice_sums import SLICE_SUMS, sql_columns, sql_select
 from sandbox_fleet.measure.stats import US, order_ranks, summary
 from sandbox_fleet.telemetry.options import ReadOptions
 
@@ -57,7 +61,8 @@ NOT_MEASURED = {
     "trajectories": "not read out of core",
     "outcomes": "the bootstrap intervals need every reward in memory",
     "exceptions": "not computed out of core",
-    "by_model": "per-model slices are not computed out of core (hold_s.by_model is)",
+    "by_model.hold_histogram": "not computed out of core",
+    "by_model.steps": "step detection needs every start in memory",
     "by_job": "per-job sweeps are not computed out of core",
     "by_task": "not computed out of core",
     "by_node": "not computed out of core",
@@ -134,11 +139,9 @@ def _connect(folder: Path, memory_budget_gb: float | None):
     return con
 
 
-#: ``kept``: the row passes ``--model/--since/--until`` (applied after de-duplication, as in memory).
-_TABLE = "CREATE TABLE r (seq BIGINT, id VARCHAR, s BIGINT, f BIGINT, model VARCHAR, job VARCHAR, kept BOOLEAN)"
-
-
 def _rows_of(batch: pa.Table, seq0: int, kept) -> pa.Table:
+    """The columns out of core keeps of a cleaned batch: ``kept``, the row passes ``--model/--since/--until``
+    (applied after de-duplication, as in memory); then the columns ``slice_sums``' SQL reads."""
     def text(name: str) -> pa.ChunkedArray:
         col = batch.column(name)
         return col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
@@ -151,14 +154,18 @@ def _rows_of(batch: pa.Table, seq0: int, kept) -> pa.Table:
         "model": text("model"),
         "job": text("job"),
         "kept": kept if kept is not None else pa.array(np.ones(batch.num_rows, dtype=bool)),
+        **{name: batch.column(name) for name in sql_columns()},
     })
 
 
 def _ingest(con, paths: list[str], opts: ReadOptions, tel, filters: dict, advance) -> list[str]:
     """Append every cleaned, filtered batch of ``paths`` to table ``r``; the sources read."""
     from sandbox_fleet.telemetry.load import cleaned_batches, rollout_mask
+    from sandbox_fleet.telemetry.record import ROLLOUT_SCHEMA
 
-    con.execute(_TABLE)
+    con.register("empty", _rows_of(ROLLOUT_SCHEMA.empty_table(), 0, None))
+    con.execute("CREATE TABLE r AS SELECT * FROM empty")
+    con.unregister("empty")
     seq = 0
     sources = []
     for path in paths:
@@ -250,21 +257,26 @@ def _order_stats(con, where: str = "", params: list | None = None) -> _Ranked:
     return _Ranked(n, at, int(total or 0))
 
 
-def _holds(con) -> tuple[dict, str | None]:
+def _holds(con, threshold: float) -> tuple[dict, dict | None, str | None]:
     """``hold_s``'s order statistics overall and per model (models sorted, rows without one last, as
-    ``columns.Codes.labelled`` names them); per model null past ``TOP_SLICES`` models, with the reason."""
+    ``columns.Codes.labelled`` names them), and ``by_model``: each model's ``slice_sums`` in one
+    grouped query, read by ``groups.slice_figures`` with the same model's hold ranks. Per model: null
+    past ``TOP_SLICES`` models, with the reason."""
+    from sandbox_fleet.measure.groups import slice_figures
+
     out = summary(_order_stats(con), 1 / US)  # type: ignore[arg-type]
     names = [m for (m,) in con.execute("SELECT DISTINCT model FROM r WHERE model IS NOT NULL ORDER BY model").fetchall()]
     if len(names) > TOP_SLICES:
         out["by_model"] = None
-        return out, f"{len(names):,} models: the top-{TOP_SLICES} cut is not computed out of core"
-    by_model = {name: summary(_order_stats(con, "WHERE model = ?", [name]), 1 / US)  # type: ignore[arg-type]
-                for name in names}
-    (nulls,) = con.execute("SELECT count(*) FROM r WHERE model IS NULL").fetchall()[0]
-    if nulls:
-        by_model[free_label(NONE_LABEL, set(names))] = summary(_order_stats(con, "WHERE model IS NULL"), 1 / US)  # type: ignore[arg-type]
-    out["by_model"] = by_model
-    return out, None
+        return out, None, f"{len(names):,} models: the top-{TOP_SLICES} cut is not computed out of core"
+    ranked = {name: _order_stats(con, "WHERE model = ?", [name]) for name in names}
+    sums = {m: g for m, *g in con.execute(f"SELECT model, {sql_select(threshold)} FROM r GROUP BY model").fetchall()}
+    if None in sums:
+        none = free_label(NONE_LABEL, set(names))
+        ranked[none], sums[none] = _order_stats(con, "WHERE model IS NULL"), sums.pop(None)
+    out["by_model"] = {name: summary(r, 1 / US) for name, r in ranked.items()}  # type: ignore[arg-type]
+    by_model = {name: slice_figures(dict(zip(SLICE_SUMS, map(int, sums[name]))), r) for name, r in ranked.items()}
+    return out, by_model, None
 
 
 def _configured_cap(con, tel) -> tuple[int | None, str | None]:
@@ -334,7 +346,7 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
             if configured is None:  # the touches rule also asks that the peak is not one released batch (steps)
                 conc["cap_detected"] = conc["cap_rule"] = None
             advance(label="holds")
-            holds, models_reason = _holds(con)
+            holds, by_model, models_reason = _holds(con, pass_threshold)
         except duckdb.OutOfMemoryException as exc:  # the CLI's one line for a run that does not fit
             raise MemoryError(str(exc)) from exc
         except duckdb.Error as exc:  # e.g. the temp folder's disk full: one line naming it, not a traceback
@@ -344,7 +356,8 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
     not_measured = dict(NOT_MEASURED)
     if configured is None:
         not_measured["concurrency.cap_detected"] = NO_TOUCHES_RULE
-    for key, reason in (("concurrency.configured_cap", cap_reason), ("hold_s.by_model", models_reason)):
+    for key, reason in (("concurrency.configured_cap", cap_reason), ("hold_s.by_model", models_reason),
+                        ("by_model", models_reason)):
         if reason:
             not_measured[key] = reason
     warnings = list(tel.warnings) + rejected_warnings(tel.rejected)
@@ -353,6 +366,7 @@ def measure_out_of_core(paths, *, read: ReadOptions | None = None, models=None, 
                     "see coverage.not_measured")
     return summary_of(tel.sources, rows, (first, last), conc, pass_threshold, 0, {
         "hold_s": holds,
+        "by_model": by_model,
         "coverage": {
             "rows": rows,
             "rejected": dict(sorted(tel.rejected.items())),

@@ -23,14 +23,6 @@ OUTCOMES = ("exception", "limit", "passed", "failed", "no_reward")
 HOUR_US = 3600 * US
 
 
-def rewarded_mask(fr: Frame) -> np.ndarray:
-    return fr.rewarded
-
-
-def passed_mask(fr: Frame, threshold: float) -> np.ndarray:
-    return fr.passed(threshold)
-
-
 def outcome_codes(fr: Frame, threshold: float) -> np.ndarray:
     """Index into OUTCOMES for each row (see module docstring for the order); one byte a row."""
     code = np.full(fr.n, OUTCOMES.index("no_reward"), dtype=np.int8)
@@ -47,8 +39,8 @@ def measure_outcomes(fr: Frame, threshold: float, seed: int) -> dict:
     exc = fr.exception
     limit = fr.hit_limit
     clean = flagged & ~fr.has_exception.values & ~limit
-    rewarded = rewarded_mask(fr)
-    passed = passed_mask(fr, threshold)
+    rewarded = fr.rewarded
+    passed = fr.passed(threshold)
     n_flag, n_exc, n_clean = int(flagged.sum()), int(exc.sum()), int(clean.sum())
     n_rew, n_pass = int(rewarded.sum()), int(passed.sum())
     n_pass_clean, n_pass_exc = int((passed & clean).sum()), int((passed & exc).sum())

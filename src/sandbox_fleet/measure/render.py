@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from sandbox_fleet.measure.model import (
     ByNode,
@@ -27,8 +26,10 @@ from sandbox_fleet.measure.model import (
     Tokens,
     Trajectories,
 )
+from sandbox_fleet.measure.slice_sums import reported
 from sandbox_fleet.numfmt import percent
-from sandbox_fleet.termtable import grid, pairs, show
+from sandbox_fleet.termtable import grid, show
+from sandbox_fleet.termtable import pairs as _kv
 from sandbox_fleet.textout import number
 
 
@@ -54,10 +55,6 @@ def _ci(v) -> str:
 
 def _days(span_s) -> str:
     return number(None if span_s is None else span_s / 86400, ".2f")
-
-
-def _kv(title: str, rows: list[tuple[str, str | None]]) -> Table:
-    return pairs(title, rows)
 
 
 def render_summary(s: MeasureSummary, console: Console) -> None:
@@ -290,10 +287,13 @@ def _node_health(console: Console, bn: ByNode | None, limit: int = 10) -> None:
 
 
 def _groups(console: Console, title: str, groups: dict[str, Slice], limit: int = 20) -> None:
-    table = grid(title, ("name", "rows", "exc", "hold p50", "hold p99", "pass", "decode/s"))
+    # then a column for each count or sum ``slice_sums`` reports with a title
+    extra = {key: s.title for key, s in reported().items() if s.title}
+    table = grid(title, ("name", "rows", "exc", "hold p50", "hold p99", "pass", "decode/s", *extra.values()))
     for name, g in list(groups.items())[:limit]:
         table.add_row(name, _num(g.rows), _pct(g.exception_rate), _sec(g.hold_median_s),
-                      _sec(g.hold_p99_s), _pct(g.pass_rate), _num(g.decode_per_sandbox_s, 2))
+                      _sec(g.hold_p99_s), _pct(g.pass_rate), _num(g.decode_per_sandbox_s, 2),
+                      *(_num(getattr(g, key)) for key in extra))
     if len(groups) > limit:
         table.caption = f"first {limit} of {len(groups)}"
     show(console, table)

@@ -29,7 +29,7 @@ from sandbox_fleet.measure.fleetcap import (
     stated_cap_basis,
     summed_cap_at_peak,
 )
-from sandbox_fleet.measure.groups import by_job, by_model, group_rows_of, model_columns
+from sandbox_fleet.measure.groups import by_job, by_model, model_table
 from sandbox_fleet.measure.holds import measure_holds
 from sandbox_fleet.measure.lanes import Pass, run_plan
 from sandbox_fleet.measure.limits import measure_limits
@@ -91,10 +91,6 @@ def _usable(table: pa.Table, rejected: dict[str, int]) -> pa.Table:
     return table.filter(pc.invert(pc.or_(missing, backwards)))
 
 
-def _health_table(table: pa.Table) -> pa.Table:
-    return table.select(["task_id", "has_exception", "exception_type"])
-
-
 def _usage(table: pa.Table, t: Telemetry) -> pa.Table | None:
     return task_usage(decoded(table, "task_id")) if t.tasks is not None else None
 
@@ -102,10 +98,6 @@ def _usage(table: pa.Table, t: Telemetry) -> pa.Table | None:
 def _by_node(table: pa.Table) -> dict | None:
     # One bincount pass over the node codes (none when no row names a node); nothing else reads them.
     return measure_node_health(table.select(list(NODE_COLUMNS)))
-
-
-def _signal_table(table: pa.Table) -> pa.Table:
-    return table.select(list(RL_GROUP_COLUMNS))
 
 
 def _frame(table: pa.Table) -> Frame:
@@ -255,18 +247,8 @@ def _masks(fr: Frame, pass_threshold: float) -> None:
          fr.passed(pass_threshold), fr.zero_tokens, fr.has_tokens)
 
 
-def _model_columns(fr: Frame, pass_threshold: float) -> list:
-    # The per-model counts and sums, one job a column (blockwise: small buffers).
-    jobs, _ = model_columns(fr, pass_threshold)
-    return [job() for job in jobs]
-
-
 def _holds(fr: Frame, pass_threshold: float) -> dict:
     return measure_holds(fr, outcome_codes(fr, pass_threshold))
-
-
-def _by_model(fr: Frame, model_columns: list, model_codes: tuple, pass_threshold: float) -> dict:
-    return by_model(fr, pass_threshold, table=group_rows_of(model_columns, len(model_codes[1])))
 
 
 def _runs_by(job_steps: dict) -> str:
@@ -308,13 +290,14 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
     Adding a figure is adding one here; the summary reads the values named in ``SUMMARY_VALUES``."""
     pt = pass_threshold
     return [
-        Pass("health_table", _health_table, ("table",)),
+        Pass("health_table", lambda table: table.select(["task_id", "has_exception", "exception_type"]), ("table",)),
         Pass("usage", _usage, ("table", "t")),
         Pass("by_node", _by_node, ("table",), label="nodes"),
-        Pass("signal_table", _signal_table, ("table",)),
+        Pass("signal_table", lambda table: table.select(list(RL_GROUP_COLUMNS)), ("table",)),
         Pass("frame", _frame, ("table",)),
         Pass("times", _times, ("frame",)),
-        Pass("by_task", measure_task_health_of, ("health_table", "times"), label="exceptions per task"),
+        Pass("by_task", lambda health, times: measure_task_health(health, times=times), ("health_table", "times"),
+             label="exceptions per task"),
         Pass("cap", _cap, ("frame", "t", "times")),
         Pass("sweep", _sweep, ("frame", "t", "times", "cap")),
         Pass("model_codes", _model_codes, ("frame",), after=("cap",)),
@@ -333,7 +316,8 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("span", _span, ("times",)),
         Pass("holds_only", _holds_only, ("frame",), after=("jobs", "span")),
         Pass("masks", partial(_masks, pass_threshold=pt), ("frame",), after=("holds_only",)),
-        Pass("model_columns", partial(_model_columns, pass_threshold=pt), ("frame",), after=("masks",)),
+        # the per-model counts and sums (blockwise: small buffers)
+        Pass("model_table", partial(model_table, threshold=pt), ("frame",), after=("masks",)),
         Pass("exceptions", measure_exceptions, ("frame",), after=("masks",)),
         # After the per-model step passes: the hold groupings' buffers and theirs never coexist.
         Pass("holds", partial(_holds, pass_threshold=pt), ("frame",), after=("masks", "model_steps"), label="holds"),
@@ -341,12 +325,13 @@ def _passes(pass_threshold: float, seed: int, min_turn_rows: int, group_size: in
         Pass("tokens", partial(measure_tokens, min_turn_rows=min_turn_rows), ("frame",), after=("masks",), label="tokens"),
         Pass("outcomes", partial(measure_outcomes, threshold=pt, seed=seed), ("frame",), after=("masks",), label="outcomes"),
         Pass("coverage", measure_coverage, ("frame", "rejected"), after=("masks",), label="coverage"),
-        Pass("trajectories", measure_trajectories_of, ("frame",), after=("masks",)),
-        Pass("by_model_counts", partial(_by_model, pass_threshold=pt), ("frame", "model_columns", "model_codes")),
+        Pass("trajectories", lambda fr: measure_trajectories(fr.table), ("frame",), after=("masks",)),
+        Pass("by_model_counts", lambda fr, table: by_model(fr, pt, table=table), ("frame", "model_table"),
+             after=("model_codes",)),
         Pass("steps", _steps_figures, ("all_starts_steps", "job_steps", "model_steps", "run_overlap"), label="steps"),
         Pass("models", _models, ("by_model_counts", "model_steps", "slice_cut"), label="models"),
         Pass("peak", _peak, ("fleet_cap", "steps", "job_steps", "model_steps")),
-        Pass("tasks", measure_tasks_of, ("t", "usage"), label="tasks"),
+        Pass("tasks", lambda t, usage: measure_tasks(t.tasks, usage), ("t", "usage"), label="tasks"),
         Pass("limits", partial(measure_limits, threshold=pt), ("frame", "times", "concurrency"), after=("masks",),
              label="limits"),
         Pass("rl_groups", partial(_rl_groups, threshold=pt, group_size=group_size),
@@ -359,18 +344,6 @@ def _rl_groups(table: pa.Table, times: tuple, job_steps: dict, model_steps: dict
     runs_by = _runs_by(job_steps)
     return measure_rl_groups(table, times, runs_by, job_steps if runs_by == "job" else model_steps,
                              threshold=threshold, group_size=group_size)
-
-
-def measure_task_health_of(health_table: pa.Table, times: tuple) -> dict | None:
-    return measure_task_health(health_table, times=times)
-
-
-def measure_trajectories_of(fr: Frame) -> dict:
-    return measure_trajectories(fr.table)
-
-
-def measure_tasks_of(t: Telemetry, usage: pa.Table | None) -> dict | None:
-    return measure_tasks(t.tasks, usage)
 
 
 #: The values the summary reads.
