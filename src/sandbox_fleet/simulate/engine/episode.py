@@ -150,6 +150,9 @@ def draw_attempts(
             or any(v > 0 for v in ep.exception_rate_per_s.values()) or any(v > 0 for v in ep.exception_p.values()))
     # The durations before any cut: copies only when something below may cut them.
     agent_raw, verify_raw = (agent.copy(), verify.copy()) if cuts else (agent, verify)
+    served = ep.turns is not None and ep.turns.served
+    if served:  # the agent phase lasts the loop of calls and commands (run time): drawn here is only
+        agent = np.full(n, np.inf)  # where it is cut, from its start (``_inference_rules.agent_cut``)
 
     state = np.full(n, COMPLETED, dtype=np.int8)
     phase = np.full(n, NO_PHASE, dtype=np.int8)
@@ -157,7 +160,8 @@ def draw_attempts(
         limit = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
         cut = agent > limit
         agent = np.where(cut, limit, agent)
-        state[cut] = TIMEOUT
+        if not served:  # served: a timeout only if the loop is still running then (``agent_cut``)
+            state[cut] = TIMEOUT
     if ep.exception is not None:
         flag = np.asarray(ep.exception, dtype=bool)[idx]
         state[flag] = EXCEPTION
@@ -178,8 +182,9 @@ def draw_attempts(
             at = rng.exponential(1.0 / rate, n)
             hit = alive & (at < dur)
             dur[hit] = at[hit]
-            state[hit], phase[hit] = EXCEPTION, codes[name]
-            alive &= ~hit
+            if not (served and name == "agent"):  # served: the cut moves earlier, an exception only if the
+                state[hit], phase[hit] = EXCEPTION, codes[name]  # loop still runs then (``agent_cut``): the
+                alive &= ~hit  # verifier's draws see it alive
         if p > 0:
             u = rng.random(n)
             frac = rng.random(n)
