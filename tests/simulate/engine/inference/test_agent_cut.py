@@ -19,7 +19,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.simulate.engine.inference.test_ended_early import _bytes, _conserved, _three_ways
+from tests.simulate.engine.inference.test_ended_early import (
+    POOL_DRAWS,
+    _bytes,
+    _conserved,
+    _three_ways,
+    compiled_matches_the_oracle,
+    plain_matches_the_oracle,
+)
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Deterministic, Episode, Exponential, Fleet, LogNormal, Turns
@@ -147,37 +154,14 @@ def _case(kind: str, cap: int, n: int):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    kind=st.sampled_from(["retries", "node_preemption", "priority_preempt", "rl"]),
-    replicas=st.integers(1, 3),
-    routing=st.sampled_from(["sticky", "least-loaded"]),
-    seats=st.one_of(st.none(), st.integers(1, 3)),
-    cache=st.sampled_from([None, 0.0, 1200.0]),
-    cap=st.integers(2, 6),
-    n=st.integers(5, 40),
-    seed=st.integers(0, 2**31),
-)
-def test_kernel_matches_the_oracle_and_calls_are_conserved(kind, replicas, routing, seats, cache, cap, n, seed):
-    inf = Inference(replicas=replicas, prefill_tok_s=100, decode_tok_s=20, max_num_seqs=seats, routing=routing,
-                    kv_cache_bytes=cache, kv_bytes_per_token=1.0 if cache else 0.0)
-    fleet, wls = _case(kind, cap, n)
-    pure, pool, (plain,) = _three_ways(fleet, wls, seed, inf)
-    assert _bytes(plain) == _bytes(pure)
-    _conserved(pure, pool)
-    _conserved(plain)
+@given(kind=st.sampled_from(["retries", "node_preemption", "priority_preempt", "rl"]), **POOL_DRAWS)
+def test_kernel_matches_the_oracle_and_calls_are_conserved(kind, replicas, routing, seats, cache, offload, cap, n, seed):
+    plain_matches_the_oracle(_case, kind, replicas, routing, seats, cache, offload, cap, n, seed)
 
 
 @pytest.mark.parametrize("kind", ["retries", "node_preemption", "priority_preempt", "rl"])
 def test_compiled_kernel_matches_and_the_cuts_happen(kind):
-    from tests.simulate.engine.inference.test_inference_kernel import require_numba
-
-    require_numba()
-    inf = Inference(replicas=2, prefill_tok_s=100, decode_tok_s=20, max_num_seqs=3, routing="least-loaded",
-                    kv_cache_bytes=1200.0, kv_bytes_per_token=1.0, kv_offload_bytes=600.0)
-    fleet, wls = _case(kind, 4, 60)
-    pure, pool, (plain, compiled) = _three_ways(fleet, wls, 5, inf, compiled=True)
-    assert _bytes(plain) == _bytes(pure) and _bytes(compiled) == _bytes(pure)
-    _conserved(pure, pool)
+    pure = compiled_matches_the_oracle(_case, kind)
     states = np.concatenate((pure.first["state"], np.asarray(pure.extra.get("state", []), dtype=np.int8)))
     phases = np.concatenate((pure.first["phase"], np.asarray(pure.extra.get("phase", []), dtype=np.int8)))
     assert (states == TIMEOUT).any() and (np.isin(states, (EXCEPTION, RETRIED)) & (phases == AGENT)).any()
