@@ -17,15 +17,13 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from tests.simulate.engine.inference.test_ended_early import (
-    POOL_DRAWS,
     _bytes,
     _conserved,
     _three_ways,
+    cases,
     compiled_matches_the_oracle,
-    plain_matches_the_oracle,
+    random_runs_match_the_oracle,
 )
 
 from sandbox_fleet.errors import InputError
@@ -34,7 +32,7 @@ from sandbox_fleet.simulate.engine.entities import AGENT, COMPLETED, EXCEPTION, 
 from sandbox_fleet.simulate.engine.fast import admit_loop
 from sandbox_fleet.simulate.engine.inference import Inference
 from sandbox_fleet.simulate.engine.prepare import prepare
-from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Poisson, Replay
+from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Replay
 
 # one replica decoding 10 tokens/s, no prefill work (no new prompt tokens; the context is cached)
 _ONE = Inference(replicas=1, prefill_tok_s=1000, decode_tok_s=10, kv_bytes_per_token=1.0)
@@ -133,30 +131,14 @@ _EP = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential
               verifier=Exponential(1.0), exception_p={"build": 0.1, "verifier": 0.15},
               exception_rate_per_s={"agent": 0.01}, agent_timeout_s=40.0)
 _EP_T = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential(20), Exponential(30)),
-                agent_timeout_s=30.0)
+                exception_rate_per_s={"agent": 0.01}, agent_timeout_s=30.0)
+# each way an attempt ends early (``test_ended_early.cases``), every episode with timeouts and exceptions
+_case = cases(_EP, _EP_T, RetryPolicy(max_retries=2, on=("build", "agent", "verifier", "preemption")),
+              lambda cap: Fleet(cap=cap))
 
 
-def _case(kind: str, cap: int, n: int):
-    """(fleet, workloads) of each way a cut meets the other ends beside the pool."""
-    retry = RetryPolicy(max_retries=2, on=("build", "agent", "verifier", "preemption"))
-    if kind == "retries":
-        return Fleet(cap=cap), [Closed(population=cap + 2, n=n, episode=_EP, retry=retry)]
-    if kind == "node_preemption":
-        return (Fleet(cap=cap, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=5.0),
-                [Closed(population=cap + 2, n=n, episode=_EP, retry=retry)])
-    if kind == "priority_preempt":
-        return (Fleet(cap=cap, admission="priority", preempt=True),
-                [Poisson(rate_per_s=0.15, n=n, episode=_EP, priority=0, name="lo", retry=retry),
-                 Poisson(rate_per_s=0.08, n=n // 2, episode=_EP_T, priority=5, nominal=1, name="hi")])
-    return (Fleet(cap=cap),
-            [AsyncRL(batch=2, steps=4, train_s=10, staleness=1, episode=_EP, name="rl", retry=retry),
-             Poisson(rate_per_s=0.1, n=n, episode=_EP_T, name="o")])
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(["retries", "node_preemption", "priority_preempt", "rl"]), **POOL_DRAWS)
-def test_kernel_matches_the_oracle_and_calls_are_conserved(kind, replicas, routing, seats, cache, offload, cap, n, seed):
-    plain_matches_the_oracle(_case, kind, replicas, routing, seats, cache, offload, cap, n, seed)
+test_kernel_matches_the_oracle_and_calls_are_conserved = random_runs_match_the_oracle(
+    _case, ["retries", "node_preemption", "priority_preempt", "rl"])
 
 
 @pytest.mark.parametrize("kind", ["retries", "node_preemption", "priority_preempt", "rl"])

@@ -116,21 +116,28 @@ _EP = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential
 _EP_PLAIN = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential(20), Exponential(30)))
 
 
-def _case(kind: str, cap: int, n: int):
-    """(fleet, workloads) of each way an attempt ends early beside the pool."""
-    retry = RetryPolicy(max_retries=2)
-    if kind == "retries":
-        return Fleet(cap=cap), [Closed(population=cap + 2, n=n, episode=_EP, retry=retry)]
-    if kind == "node_preemption":
-        return (Fleet(cap=cap, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=5.0),
-                [Closed(population=cap + 2, n=n, episode=_EP, retry=retry)])
-    if kind == "priority_preempt":
-        return (Fleet(cap=cap, admission="priority", preempt=True),
-                [Poisson(rate_per_s=0.15, n=n, episode=_EP_PLAIN, priority=0, name="lo"),
-                 Poisson(rate_per_s=0.08, n=n // 2, episode=_EP_PLAIN, priority=5, nominal=1, name="hi")])
-    return (Fleet(cap=cap, admission="timeout-ceiling"),
-            [AsyncRL(batch=2, steps=4, train_s=10, staleness=1, episode=_EP_PLAIN, name="rl"),
-             Poisson(rate_per_s=0.1, n=n, episode=_EP_PLAIN, name="o")])
+def cases(main: Episode, other: Episode, retry: RetryPolicy, rl_fleet):
+    """``case(kind, cap, n)``: (fleet, workloads) of each way an attempt ends early beside the pool: retries
+    and node preemption (``main`` episodes retried by ``retry``), a priority pool's evictions and an RL
+    workload beside an open one on ``rl_fleet(cap)`` (``other`` episodes, never retried)."""
+
+    def case(kind: str, cap: int, n: int):
+        if kind == "retries":
+            return Fleet(cap=cap), [Closed(population=cap + 2, n=n, episode=main, retry=retry)]
+        if kind == "node_preemption":
+            return (Fleet(cap=cap, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=5.0),
+                    [Closed(population=cap + 2, n=n, episode=main, retry=retry)])
+        if kind == "priority_preempt":
+            return (Fleet(cap=cap, admission="priority", preempt=True),
+                    [Poisson(rate_per_s=0.15, n=n, episode=other, priority=0, name="lo"),
+                     Poisson(rate_per_s=0.08, n=n // 2, episode=other, priority=5, nominal=1, name="hi")])
+        return (rl_fleet(cap), [AsyncRL(batch=2, steps=4, train_s=10, staleness=1, episode=other, name="rl"),
+                                Poisson(rate_per_s=0.1, n=n, episode=other, name="o")])
+
+    return case
+
+
+_case = cases(_EP, _EP_PLAIN, RetryPolicy(max_retries=2), lambda cap: Fleet(cap=cap, admission="timeout-ceiling"))
 
 
 # The random runs' pool and fleet (``test_agent_cut`` draws the same), and the compiled cases' pool: two
@@ -168,10 +175,19 @@ def compiled_matches_the_oracle(case, kind):
     return pure
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(["retries", "node_preemption", "priority_preempt", "timeout_ceiling"]), **POOL_DRAWS)
-def test_kernel_matches_the_oracle_and_calls_are_conserved(kind, replicas, routing, seats, cache, offload, cap, n, seed):
-    plain_matches_the_oracle(_case, kind, replicas, routing, seats, cache, offload, cap, n, seed)
+def random_runs_match_the_oracle(case, kinds: list[str]):
+    """The test of ``case``'s ``kinds`` on random pools (``POOL_DRAWS``): ``plain_matches_the_oracle``."""
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(kind=st.sampled_from(kinds), **POOL_DRAWS)
+    def random_runs(kind, replicas, routing, seats, cache, offload, cap, n, seed):
+        plain_matches_the_oracle(case, kind, replicas, routing, seats, cache, offload, cap, n, seed)
+
+    return random_runs
+
+
+test_kernel_matches_the_oracle_and_calls_are_conserved = random_runs_match_the_oracle(
+    _case, ["retries", "node_preemption", "priority_preempt", "timeout_ceiling"])
 
 
 @pytest.mark.parametrize("kind", ["retries", "node_preemption", "priority_preempt", "timeout_ceiling"])
