@@ -7,6 +7,9 @@ duration (turn count and per-turn draws) and its verifier duration, passed back 
 ``fixed``, and re-draws only the build cache hit and the exception draws. (With
 ``retry.redraw = true`` a retry is a fresh draw of every phase instead: since
 preemption hits long attempts more often, that makes retries shorter on average.)
+With an inference pool the agent phase is the loop of model calls and commands (run time): an
+attempt's drawn agent length is then where a timeout or an agent exception would cut that loop,
+from the phase's start (inf: nowhere), and the kernel decides whether the loop still runs there.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def draw_attempts(
     turns_total = 0.0
     if fixed is None:
         agent, labels, turns_total = _agent_raw(ep, rng, idx, labels)
-    else:  # a retry re-runs the task: same agent time (pool-served scenarios do not retry)
+    else:  # a retry re-runs the task: same agent time (a pool-served one re-runs its drawn turns)
         agent = np.array(fixed[0], dtype=float)
     if not isinstance(agent, np.ndarray):
         draws = agent
