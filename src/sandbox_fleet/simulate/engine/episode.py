@@ -7,6 +7,9 @@ duration (turn count and per-turn draws) and its verifier duration, passed back 
 ``fixed``, and re-draws only the build cache hit and the exception draws. (With
 ``retry.redraw = true`` a retry is a fresh draw of every phase instead: since
 preemption hits long attempts more often, that makes retries shorter on average.)
+With an inference pool the agent phase is the loop of model calls and commands (run time): an
+attempt's drawn agent length is then where a timeout or an agent exception would cut that loop,
+from the phase's start (inf: nowhere), and the kernel decides whether the loop still runs there.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def draw_attempts(
     turns_total = 0.0
     if fixed is None:
         agent, labels, turns_total = _agent_raw(ep, rng, idx, labels)
-    else:  # a retry re-runs the task: same agent time (pool-served scenarios do not retry)
+    else:  # a retry re-runs the task: same agent time (a pool-served one re-runs its drawn turns)
         agent = np.array(fixed[0], dtype=float)
     if not isinstance(agent, np.ndarray):
         draws = agent
@@ -150,6 +153,9 @@ def draw_attempts(
             or any(v > 0 for v in ep.exception_rate_per_s.values()) or any(v > 0 for v in ep.exception_p.values()))
     # The durations before any cut: copies only when something below may cut them.
     agent_raw, verify_raw = (agent.copy(), verify.copy()) if cuts else (agent, verify)
+    served = ep.turns is not None and ep.turns.served
+    if served:  # the agent phase lasts the loop of calls and commands (run time): drawn here is only
+        agent = np.full(n, np.inf)  # where it is cut, from its start (``_inference_rules.agent_cut``)
 
     state = np.full(n, COMPLETED, dtype=np.int8)
     phase = np.full(n, NO_PHASE, dtype=np.int8)
@@ -157,7 +163,8 @@ def draw_attempts(
         limit = ep.agent_timeout_s[idx] if isinstance(ep.agent_timeout_s, np.ndarray) else ep.agent_timeout_s
         cut = agent > limit
         agent = np.where(cut, limit, agent)
-        state[cut] = TIMEOUT
+        if not served:  # served: a timeout only if the loop is still running then (``agent_cut``)
+            state[cut] = TIMEOUT
     if ep.exception is not None:
         flag = np.asarray(ep.exception, dtype=bool)[idx]
         state[flag] = EXCEPTION
@@ -178,8 +185,9 @@ def draw_attempts(
             at = rng.exponential(1.0 / rate, n)
             hit = alive & (at < dur)
             dur[hit] = at[hit]
-            state[hit], phase[hit] = EXCEPTION, codes[name]
-            alive &= ~hit
+            if not (served and name == "agent"):  # served: the cut moves earlier, an exception only if the
+                state[hit], phase[hit] = EXCEPTION, codes[name]  # loop still runs then (``agent_cut``): the
+                alive &= ~hit  # verifier's draws see it alive
         if p > 0:
             u = rng.random(n)
             frac = rng.random(n)

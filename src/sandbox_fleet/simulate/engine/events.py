@@ -18,3 +18,4 @@ NODE_BACK = 6  # payload: (pool, node)
 DROP = 7  # payload: (rollout, enqueue epoch): queue timeout
 TURN = 8  # payload: attempt row: its current turn's model call is due (inference pool)
 POOL = 9  # payload: (replica, version): the replica's earliest call ends (inference pool)
+AGENT_CUT = 36  # payload: attempt row: its agent phase's timeout or exception falls now (inference pool)

@@ -486,9 +486,12 @@ def _served(inference, workloads, episodes, pools, draws) -> TurnDraws | None:
         if wl.retry.max_retries > 0 and wl.retry.redraw:  # a retry re-runs the rollout's drawn turns
             raise InputError(f"workload {wl.name}: key 'retry.redraw': a fresh draw of a retry's turns is not "
                              "simulated with an inference pool yet (a retry re-runs the same turns)")
-        if ep.agent_timeout_s is not None or "agent" in ep.exception_rate_per_s or "agent" in ep.exception_p:
-            raise InputError(f"workload {wl.name}: agent timeouts and agent-phase exceptions are not simulated "
-                             "with an inference pool yet")
+        if ep.exception_p.get("agent", 0.0) > 0:
+            raise InputError(f"workload {wl.name}: key 'exception_p.agent': a fixed-probability agent-phase "
+                             "exception is not simulated with an inference pool yet (use exception_rate_per_s.agent)")
+        if ep.agent_timeout_s is not None and pools[wl.pool].admission == CEILING:
+            raise InputError(f"workload {wl.name}: key 'agent_timeout_s': a timeout-ceiling pool's reclaim of a "
+                             "whole hold is not simulated with an inference pool yet")
     td = TurnDraws(*(np.concatenate([getattr(d, k) for d in draws])
                      for k in ("turns", "new_tokens", "decode_tokens", "command_s")))
     kv = inference.kv_cache_bytes

@@ -116,56 +116,83 @@ _EP = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential
 _EP_PLAIN = Episode(turns=Turns(LogNormal(4, 0.5), None, Exponential(2.0), Exponential(20), Exponential(30)))
 
 
-def _case(kind: str, cap: int, n: int):
-    """(fleet, workloads) of each way an attempt ends early beside the pool."""
-    retry = RetryPolicy(max_retries=2)
-    if kind == "retries":
-        return Fleet(cap=cap), [Closed(population=cap + 2, n=n, episode=_EP, retry=retry)]
-    if kind == "node_preemption":
-        return (Fleet(cap=cap, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=5.0),
-                [Closed(population=cap + 2, n=n, episode=_EP, retry=retry)])
-    if kind == "priority_preempt":
-        return (Fleet(cap=cap, admission="priority", preempt=True),
-                [Poisson(rate_per_s=0.15, n=n, episode=_EP_PLAIN, priority=0, name="lo"),
-                 Poisson(rate_per_s=0.08, n=n // 2, episode=_EP_PLAIN, priority=5, nominal=1, name="hi")])
-    return (Fleet(cap=cap, admission="timeout-ceiling"),
-            [AsyncRL(batch=2, steps=4, train_s=10, staleness=1, episode=_EP_PLAIN, name="rl"),
-             Poisson(rate_per_s=0.1, n=n, episode=_EP_PLAIN, name="o")])
+def cases(main: Episode, other: Episode, retry: RetryPolicy, rl_fleet):
+    """``case(kind, cap, n)``: (fleet, workloads) of each way an attempt ends early beside the pool: retries
+    and node preemption (``main`` episodes retried by ``retry``), a priority pool's evictions and an RL
+    workload beside an open one on ``rl_fleet(cap)`` (``other`` episodes, never retried)."""
+
+    def case(kind: str, cap: int, n: int):
+        if kind == "retries":
+            return Fleet(cap=cap), [Closed(population=cap + 2, n=n, episode=main, retry=retry)]
+        if kind == "node_preemption":
+            return (Fleet(cap=cap, slots_per_node=2, preempt_rate_per_node_s=0.02, node_replace_s=5.0),
+                    [Closed(population=cap + 2, n=n, episode=main, retry=retry)])
+        if kind == "priority_preempt":
+            return (Fleet(cap=cap, admission="priority", preempt=True),
+                    [Poisson(rate_per_s=0.15, n=n, episode=other, priority=0, name="lo"),
+                     Poisson(rate_per_s=0.08, n=n // 2, episode=other, priority=5, nominal=1, name="hi")])
+        return (rl_fleet(cap), [AsyncRL(batch=2, steps=4, train_s=10, staleness=1, episode=other, name="rl"),
+                                Poisson(rate_per_s=0.1, n=n, episode=other, name="o")])
+
+    return case
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    kind=st.sampled_from(["retries", "node_preemption", "priority_preempt", "timeout_ceiling"]),
-    replicas=st.integers(1, 3),
-    routing=st.sampled_from(["sticky", "least-loaded"]),
-    seats=st.one_of(st.none(), st.integers(1, 3)),
-    cache=st.sampled_from([None, 0.0, 1200.0]),
-    offload=st.sampled_from([0.0, 600.0]),
-    cap=st.integers(2, 6),
-    n=st.integers(5, 40),
-    seed=st.integers(0, 2**31),
-)
-def test_kernel_matches_the_oracle_and_calls_are_conserved(kind, replicas, routing, seats, cache, offload, cap, n, seed):
+_case = cases(_EP, _EP_PLAIN, RetryPolicy(max_retries=2), lambda cap: Fleet(cap=cap, admission="timeout-ceiling"))
+
+
+# The random runs' pool and fleet (``test_agent_cut`` draws the same), and the compiled cases' pool: two
+# replicas of three seats, a small cache with a host tier.
+POOL_DRAWS = {"replicas": st.integers(1, 3), "routing": st.sampled_from(["sticky", "least-loaded"]),
+              "seats": st.one_of(st.none(), st.integers(1, 3)), "cache": st.sampled_from([None, 0.0, 1200.0]),
+              "offload": st.sampled_from([0.0, 600.0]), "cap": st.integers(2, 6), "n": st.integers(5, 40),
+              "seed": st.integers(0, 2**31)}
+BUSY = Inference(replicas=2, prefill_tok_s=100, decode_tok_s=20, max_num_seqs=3, routing="least-loaded",
+                 kv_cache_bytes=1200.0, kv_bytes_per_token=1.0, kv_offload_bytes=600.0)
+
+
+def plain_matches_the_oracle(case, kind, replicas, routing, seats, cache, offload, cap, n, seed) -> None:
+    """One random run of ``case(kind, cap, n)``: the kernel run plain gives the oracle's bytes, and every
+    call sent ends once in both."""
     inf = Inference(replicas=replicas, prefill_tok_s=100, decode_tok_s=20, max_num_seqs=seats, routing=routing,
                     kv_cache_bytes=cache, kv_bytes_per_token=1.0 if cache else 0.0, kv_offload_bytes=offload if cache else 0.0)
-    fleet, wls = _case(kind, cap, n)
+    fleet, wls = case(kind, cap, n)
     pure, pool, (plain,) = _three_ways(fleet, wls, seed, inf)
     assert _bytes(plain) == _bytes(pure)
     _conserved(pure, pool)
     _conserved(plain)
 
 
-@pytest.mark.parametrize("kind", ["retries", "node_preemption", "priority_preempt", "timeout_ceiling"])
-def test_compiled_kernel_matches_and_the_cases_end_attempts_early(kind):
+def compiled_matches_the_oracle(case, kind):
+    """``case(kind, 4, 60)`` on ``BUSY``: plain and compiled give the oracle's bytes, calls conserved;
+    the oracle's output."""
     from tests.simulate.engine.inference.test_inference_kernel import require_numba
 
     require_numba()
-    inf = Inference(replicas=2, prefill_tok_s=100, decode_tok_s=20, max_num_seqs=3, routing="least-loaded",
-                    kv_cache_bytes=1200.0, kv_bytes_per_token=1.0, kv_offload_bytes=600.0)
-    fleet, wls = _case(kind, 4, 60)
-    pure, pool, (plain, compiled) = _three_ways(fleet, wls, 5, inf, compiled=True)
+    fleet, wls = case(kind, 4, 60)
+    pure, pool, (plain, compiled) = _three_ways(fleet, wls, 5, BUSY, compiled=True)
     assert _bytes(plain) == _bytes(pure) and _bytes(compiled) == _bytes(pure)
     _conserved(pure, pool)
+    return pure
+
+
+def random_runs_match_the_oracle(case, kinds: list[str]):
+    """The test of ``case``'s ``kinds`` on random pools (``POOL_DRAWS``): ``plain_matches_the_oracle``."""
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(kind=st.sampled_from(kinds), **POOL_DRAWS)
+    def random_runs(kind, replicas, routing, seats, cache, offload, cap, n, seed):
+        plain_matches_the_oracle(case, kind, replicas, routing, seats, cache, offload, cap, n, seed)
+
+    return random_runs
+
+
+test_kernel_matches_the_oracle_and_calls_are_conserved = random_runs_match_the_oracle(
+    _case, ["retries", "node_preemption", "priority_preempt", "timeout_ceiling"])
+
+
+@pytest.mark.parametrize("kind", ["retries", "node_preemption", "priority_preempt", "timeout_ceiling"])
+def test_compiled_kernel_matches_and_the_cases_end_attempts_early(kind):
+    pure = compiled_matches_the_oracle(_case, kind)
     sr = pure.served
     if kind in ("node_preemption", "priority_preempt"):
         assert sr.withdrawn_s.size > 0  # calls were withdrawn mid-flight

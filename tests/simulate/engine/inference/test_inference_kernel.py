@@ -108,6 +108,8 @@ prefill_tokens = { dist = "lognormal", median_s = 200, sigma = 0.9 }
 decode_tokens = { dist = "exponential", mean_s = 150 }
 """
 
+WL_TURNS = TURNS.replace("[turns]", "[workloads.turns]")  # the same, in a [[workloads]] entry
+
 # A cache of ~3 contexts per replica in front of a host tier of ~4: evictions, offloads,
 # host evictions and hits from both tiers.
 SMALL_CACHE = 'kv_bytes_per_token = 1024\nkv_cache_gb = 0.004\nkv_offload_gb = 0.005\n'
@@ -232,7 +234,7 @@ max_num_seqs = 4
 [run]
 seed = 12
 """,
-    "queue_timeout_open_and_rl": """
+    "queue_timeout_open_and_rl": f"""
 [[fleets]]
 name = "a"
 cap = 6
@@ -248,11 +250,7 @@ kind = "poisson"
 rate_per_s = 0.6
 count = 600
 pool = "a"
-[workloads.turns]
-turns = { dist = "lognormal", median_s = 5, sigma = 0.6 }
-command = { dist = "exponential", mean_s = 3.0 }
-prefill_tokens = { dist = "lognormal", median_s = 200, sigma = 0.9 }
-decode_tokens = { dist = "exponential", mean_s = 150 }
+{WL_TURNS}
 [[workloads]]
 name = "rl"
 kind = "sync-rl"
@@ -260,11 +258,7 @@ batch = 10
 steps = 6
 train_s = 15
 pool = "b"
-[workloads.turns]
-turns = { dist = "lognormal", median_s = 5, sigma = 0.6 }
-command = { dist = "exponential", mean_s = 3.0 }
-prefill_tokens = { dist = "lognormal", median_s = 200, sigma = 0.9 }
-decode_tokens = { dist = "exponential", mean_s = 150 }
+{WL_TURNS}
 [inference]
 replicas = 2
 decode_tok_s = 600
@@ -341,14 +335,14 @@ nominal = 3
 batch = 6
 steps = 4
 train_s = 20
-{TURNS.replace("[turns]", "[workloads.turns]")}
+{WL_TURNS}
 [[workloads]]
 name = "synth"
 kind = "poisson"
 priority = 0
 rate_per_s = 0.3
 count = 60
-{TURNS.replace("[turns]", "[workloads.turns]")}
+{WL_TURNS}
 [inference]
 replicas = 1
 max_num_seqs = 4
@@ -369,13 +363,13 @@ batch = 4
 steps = 6
 train_s = 15
 staleness = 1
-{TURNS.replace("[turns]", "[workloads.turns]")}
+{WL_TURNS}
 [[workloads]]
 name = "eval"
 kind = "poisson"
 rate_per_s = 0.2
 count = 40
-{TURNS.replace("[turns]", "[workloads.turns]")}
+{WL_TURNS}
 [inference]
 replicas = 2
 prefill_tok_s = 2000
@@ -384,6 +378,36 @@ decode_tok_s = 100
 seed = 23
 """,
 })
+
+# Agent timeouts and agent-phase exceptions beside the inference pool (``_inference_rules.agent_cut``), from
+# the scenario's keys: a timeout from the agent phase's start, exceptions retried on the agent phase.
+CASES["agent_timeouts_exceptions"] = f"""
+[fleet]
+cap = 6
+[workload]
+kind = "closed"
+population = 8
+count = 200
+agent_timeout_s = 25
+{TURNS}
+[verifier]
+dist = "exponential"
+mean_s = 2
+[exceptions]
+rate_per_s = {{ agent = 0.01 }}
+p = {{ verifier = 0.1 }}
+[retry]
+max_retries = 1
+on = ["agent", "verifier"]
+[inference]
+replicas = 1
+max_num_seqs = 3
+decode_tok_s = 300
+prefill_tok_s = 5000
+{SMALL_CACHE}
+[run]
+seed = 36
+"""
 
 CASES["dynamic_sampling_shortest_timeout_first"] = f"""
 [fleet]
@@ -542,8 +566,9 @@ def test_small_runs_take_the_kernel_source_as_python_counting_their_model_calls(
 
 def test_what_the_model_refuses_beside_an_inference_pool():
     """Retries, node preemption and every policy pool run beside an inference pool (the kernel and the
-    oracle both withdraw a call whose attempt ended early: ``test_ended_early.py``); a retry's fresh
-    draw of its turns (``retry.redraw``) is refused by the model (``prepare``)."""
+    oracle both withdraw a call whose attempt ended early: ``test_ended_early.py``), and agent timeouts
+    and agent-phase exceptions (``test_agent_cut.py``); a retry's fresh draw of its turns
+    (``retry.redraw``) is refused by the model (``prepare``)."""
     from sandbox_fleet.errors import InputError
     from sandbox_fleet.simulate.engine.entities import RetryPolicy
     from sandbox_fleet.simulate.engine.prepare import prepare
@@ -554,7 +579,10 @@ def test_what_the_model_refuses_beside_an_inference_pool():
     for fleet, wls in (
             (Fleet(cap=4, slots_per_node=2, preempt_rate_per_node_s=1e-3, node_replace_s=1.0), wl),
             (Fleet(cap=4), [Closed(population=4, n=50, episode=ep, retry=RetryPolicy(max_retries=1))]),
-            (Fleet(cap=4, admission="priority", preempt=True), wl)):
+            (Fleet(cap=4, admission="priority", preempt=True), wl),
+            (Fleet(cap=4), [Closed(population=4, n=50, episode=Episode(
+                turns=_turns(Deterministic(10), Exponential(10)), agent_timeout_s=30.0,
+                exception_rate_per_s={"agent": 0.01}))])):
         assert prepare(fleet, wls, 1, inf).turn_draws is not None
     with pytest.raises(InputError, match="retry.redraw"):
         prepare(Fleet(cap=4), [Closed(population=4, n=50, episode=ep, retry=RetryPolicy(max_retries=1, redraw=True))],

@@ -31,6 +31,7 @@ class Driver:
         self.ctx = [0] * n
         self.row = list(range(n))  # the attempt row whose calls a rollout sends
         self.calls_over: set[int] = set()  # attempt rows whose last call ended (their agent phase is set)
+        self.agent_end: dict[int, float] = {}  # ... and when their last command ends
         self.push = push
         self.turn_kind, self.finish_kind = turn_kind, finish_kind
         self.a_start, self.a_build, self.a_agent, self.a_verify = a_start, a_build, a_agent, a_verify
@@ -54,6 +55,7 @@ class Driver:
             self.push(end, self.turn_kind, row)
         else:
             self.calls_over.add(row)
+            self.agent_end[row] = end
             self.a_agent[row] = end - self.a_start[row] - self.a_build[row]
             self.push(end + self.a_verify[row], self.finish_kind, row)
 

@@ -38,6 +38,7 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
     if driver is not None:
         handlers[ev.POOL] = driver.pool.event
         handlers[ev.TURN] = st.on_turn
+        handlers[ev.AGENT_CUT] = st.on_agent_cut
     pool_event = driver.pool.event if driver is not None else None
 
     heap = st.heap

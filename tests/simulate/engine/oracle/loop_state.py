@@ -38,7 +38,16 @@ from tests.simulate.engine.oracle.admission import make_queue
 from tests.simulate.engine.oracle.trainer import RLState, rl_states
 
 from sandbox_fleet.simulate.engine import events as ev
-from sandbox_fleet.simulate.engine.entities import BUILD, DROPPED, EXCEPTION, PREEMPTION, RETRIED
+from sandbox_fleet.simulate.engine.entities import (
+    AGENT,
+    BUILD,
+    COMPLETED,
+    DROPPED,
+    EXCEPTION,
+    PREEMPTION,
+    RETRIED,
+    TIMEOUT,
+)
 from sandbox_fleet.simulate.engine.policies import POLICIES
 from sandbox_fleet.simulate.engine.prepare import Prepared
 from sandbox_fleet.simulate.engine.workloads import CLOSED, Closed
@@ -137,6 +146,8 @@ class LoopState:
         self.pop_next: dict[int, int] = {}  # closed populations: the next rollout id to start
         self.driver: Driver | None = None
         self.ended_early: list[int] = []  # served rollouts whose attempt ended early or retries, this event
+        self.cut_s: dict[int, float] = {}  # served attempt row -> its drawn agent cut from the agent's start
+        self.cut_rows: set[int] = set()  # served attempt rows whose agent phase a timeout or exception cut
 
     # --- set-up --------------------------------------------------------------------------
     def schedule_start(self) -> None:
@@ -242,6 +253,9 @@ class LoopState:
             self.push(now + self.a_build[row], ev.BUILD_DONE, row)
         if self.driver is not None and self.a_phase[row] != BUILD:
             self.push(now + self.a_build[row], ev.TURN, row)  # the hold unfolds turn by turn
+            cut = self.cut_s[row] = self.a_agent[row]  # prepare drew where a timeout or exception falls
+            if cut != math.inf:
+                self.push((now + self.a_build[row]) + cut, ev.AGENT_CUT, row)
         else:
             self.push(now + self.a_hold[row], ev.FINISH, row)
         if slot >= 0:
@@ -414,7 +428,8 @@ class LoopState:
         a_build, a_agent, a_verify = self.a_build, self.a_agent, self.a_verify
         b, a = a_build[row], a_agent[row]
         driver = self.driver
-        if driver is not None and self.a_phase[row] != BUILD and row not in driver.calls_over:
+        if (driver is not None and self.a_phase[row] != BUILD and row not in driver.calls_over
+                and row not in self.cut_rows):
             a = math.inf  # served and its last call's command not over: still in its agent phase
         if elapsed < b:
             p = self.r_pool[self.a_roll[row]]
@@ -427,9 +442,34 @@ class LoopState:
             a_verify[row] = elapsed - b - a
 
     def on_turn(self, row: int) -> None:
-        if self.a_state[row] == RUNNING:  # (an attempt ended early leaves its turns behind)
+        # (an attempt ended early, or whose agent phase was cut, leaves its turns behind)
+        if self.a_state[row] == RUNNING and row not in self.cut_rows:
             assert self.driver is not None
             self.driver.call(self.a_roll[row], self.now, row)
+
+    def on_agent_cut(self, row: int) -> None:
+        """A served attempt reaches its drawn agent cut. Unless its loop of calls and commands is over,
+        the agent phase stops here: an exception (drawn before the timeout) ends the attempt with no
+        verifier; a timeout runs the verifier, then ends as a timeout (a verifier exception drawn for the
+        attempt stands). Either way the episode ends at the replicas once the event is handled."""
+        if self.a_state[row] != RUNNING:
+            return
+        driver = self.driver
+        assert driver is not None
+        if row in driver.calls_over and self.now >= driver.agent_end[row]:
+            return  # its last command ended first
+        r = self.a_roll[row]
+        self.cut_rows.add(row)
+        self.a_agent[row] = self.cut_s[row]
+        if r not in self.ended_early:
+            self.ended_early.append(r)
+        if self.cut_s[row] < self.prep.timeout_of(r):
+            self.a_verify[row] = 0.0
+            self.end_attempt(row, EXCEPTION, AGENT)
+            return
+        if self.a_plan[row] == COMPLETED:
+            self.a_plan[row] = TIMEOUT
+        self.push(self.now + self.a_verify[row], ev.FINISH, row)
 
     def end_episodes(self) -> None:
         """After an event: each served rollout whose attempt it ended early or retried, pool by pool

@@ -100,6 +100,8 @@ A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW, A_SLOT, A_WARM = range(8)  # A
 N_AI = 8  # A_SLOT: the tracked slot it holds (-1: none, or a pool that only counts its free slots); A_WARM: claimed warm
 A_ENQ, A_START, A_FIN, A_BUILD, A_AGENT, A_VERIFY, A_HOLD, A_WAIT = range(8)
 N_AF = 8  # A_WAIT: from its slot to its sandbox ready ([fleet.limits]; in A_BUILD and A_HOLD)
+A_CUT = 8  # a served attempt's agent phase: where it is cut, from its start (inf: never; ``inference.agent_cut``)
+N_AF = 9
 R_WORK, R_POOL, R_BATCH, R_ROW, R_QN, R_QSEQ, R_QUEUED, R_EPOCH, R_EVICTED = range(9)  # R_QN: next in its queue
 N_RI = 9
 R_EE, R_EEN = 9, 10  # on its pool's list of attempts ended early (``mark_ended_early``), the next there
@@ -123,7 +125,7 @@ ST_DONE, ST_PAUSE, ST_GROW = 0, 1, 2
 
 # The inference pool's events (``simulate.engine.events``) and the build phase (``entities.BUILD``: an
 # exception there ends the hold before any turn)
-TURN, POOL = inference.TURN, inference.POOL
+TURN, POOL, AGENT_CUT = inference.TURN, inference.POOL, inference.AGENT_CUT
 BUILD_PHASE = 1
 # Pools made of nodes (``Fleet.node_pools``): a waiting attempt whose node is still joining starts at
 # ``NODE_JOIN`` (payload: its row; version: its pool). n_pk[p, c]: the pool's node pools (first, how many:
@@ -168,7 +170,7 @@ for _fn in (inference.dpush, inference.dremove, inference.dpop, inference.lru_re
             inference.fewest, inference.reschedule, inference.submit, inference.pool_event, inference.continue_calls,
             inference.close):
     jitable(_fn, inline=True)
-for _rare in (inference.withdraw, inference.end_episode):  # rare: called, not inlined
+for _rare in (inference.withdraw, inference.end_episode, inference.agent_cut):  # rare: called, not inlined
     jitable(_rare)
 # the node placement rule, written once (``_node_rules``; the node replay calls it too)
 node_close = jitable(_node_rules.close)
@@ -682,8 +684,11 @@ def place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, slot, now):
         pi[p, P_BUILDING] += 1
         push(ht, hi, si, now + af[row, A_BUILD], BUILD_DONE, row, 0)
     if si[SERVED] and ai[row, A_PHASE] != BUILD_PHASE:  # the hold unfolds turn by turn (``inference``)
+        af[row, A_CUT] = af[row, A_AGENT]  # drawn: where a timeout or exception cuts the agent phase
         af[row, A_AGENT] = np.inf  # its agent phase runs until its last call's command ends (``cut_short``)
         push(ht, hi, si, now + af[row, A_BUILD], TURN, row, 0)
+        if af[row, A_CUT] < np.inf:
+            push(ht, hi, si, (now + af[row, A_BUILD]) + af[row, A_CUT], AGENT_CUT, row, 0)
     else:
         push(ht, hi, si, now + af[row, A_HOLD], FINISH, row, 0)
 
@@ -1452,6 +1457,13 @@ def run(S):
         # Each handler names the pool to dispatch after it (-1: none), so the dispatch below is
         # the loop's one call site (compiled inline, as end_attempt's).
         p = -1
+        if kind == AGENT_CUT and ai[x, A_STATE] == RUNNING:  # a served attempt's agent timeout or exception
+            c = inference.agent_cut(af, ai, hi, ht, si, r_timeout, xf, xi, x, now, A_ROLL, A_PLAN, A_PHASE, A_AGENT,
+                                    A_VERIFY, A_CUT)
+            if c != -1:  # it cut the loop: the episode ends at the replicas after the event
+                mark_ended_early(pi, ri, si, ri[ai[x, A_ROLL], R_POOL], ai[x, A_ROLL])
+            if c == FINISH:  # an exception: the attempt ends now, as at a finish
+                kind = FINISH
         if kind == FINISH:
             if ai[x, A_STATE] == RUNNING:
                 rp = end_attempt(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf, wi, x, ai[x, A_PLAN], ai[x, A_PHASE], False, now)
@@ -1470,9 +1482,9 @@ def run(S):
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
             inference.pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, x, xv, now)
-            inference.continue_calls(af, hi, ht, si, ii, tf, ti, xi, now, A_START, A_BUILD, A_AGENT, A_VERIFY)
-        elif kind == TURN:  # attempt x's turn sends its model call
-            if ai[x, A_STATE] == RUNNING:
+            inference.continue_calls(af, hi, ht, si, ii, tf, ti, xi, xf, now, A_START, A_BUILD, A_AGENT, A_VERIFY)
+        elif kind == TURN:  # attempt x's turn sends its model call (unless its agent phase was cut)
+            if ai[x, A_STATE] == RUNNING and af[x, A_AGENT] == np.inf:
                 inference.submit(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi, ai[x, A_ROLL], x, now)
         elif kind == ARRIVAL:
             enqueue(af, hi, ht, pf, pi, ri, si, wi, x, x, now)

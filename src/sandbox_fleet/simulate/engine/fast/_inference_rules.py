@@ -26,6 +26,11 @@ scalars (``F_*``), ``vi`` / ``vf`` per replica (``V_*``), ``dv`` / ``dq`` per re
 An attempt that ends before its episode does (a node preemption, an eviction) or is retried ends its
 episode here too (``end_episode``, which the kernel calls after the event): its call in flight is
 withdrawn (``withdraw``), its conversation forgotten, and its next attempt starts from turn 0.
+
+An agent timeout or an agent-phase exception cuts the loop (``agent_cut``, on an ``AGENT_CUT`` event the
+kernel's ``place`` schedules at the agent phase's start plus the drawn cut, ``episode.draw_attempts``):
+if the loop still runs then, its agent phase ends there and its episode ends as above; a timeout goes
+on to its verifier (the slot engine's ``agent > agent_timeout_s``), an exception ends the attempt.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from __future__ import annotations
 from sandbox_fleet.simulate.engine.fast import event_heap
 
 FINISH, TURN, POOL = 0, 8, 9  # ``simulate.engine.events``' kinds
+AGENT_CUT = 36
+COMPLETED, EXCEPTION, TIMEOUT = 0, 1, 2  # ``entities``' states and the agent phase's code
+AGENT = 2
 
 # ii: int scalars (counters, then the configuration)
 (I_PSEQ, I_IN_T, I_CACHED_T, I_DEC_T, I_NWAIT, I_NTTFT, I_NSOJ, I_STICKY, I_SEATS, I_CACHING, I_UNLIMITED,
@@ -63,6 +71,8 @@ AT_NONE, AT_WAIT, AT_PF, AT_DEC = range(4)  # no call in flight; waiting for a s
 # xf[r, c]: the current call's arrival, prefill seconds, decode work
 X_ARR, X_PRE, X_DEC = range(3)
 N_XF = 3
+X_AEND = 3  # ... when its attempt's agent phase ended (its last command), once its last call has ended
+N_XF = 4
 T_NEW, T_DEC = range(2)  # ti[j, c]: turn j's new prompt tokens, decode tokens
 N_TI = 2
 T_CMD, T_WAIT, T_TTFT, T_SOJ = range(4)  # tf[j, c]: turn j's command seconds; per call in record order: waits
@@ -343,7 +353,7 @@ def pool_event(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, vi, vf, xf, xi, i, v
     ii[I_FN] = f0
 
 
-def continue_calls(af, hi, ht, si, ii, tf, ti, xi, now, c_start, c_build, c_agent, c_verify):
+def continue_calls(af, hi, ht, si, ii, tf, ti, xi, xf, now, c_start, c_build, c_agent, c_verify):
     """Each rollout whose call ended (``pool_event``'s chain) goes on (``Driver.done``): its next turn
     after the turn's command, or, after its last, its verifier then its finish. ``c_*``: the columns
     of ``af`` (the caller's attempt rows) with the attempt's start, build, agent and verify seconds."""
@@ -360,6 +370,7 @@ def continue_calls(af, hi, ht, si, ii, tf, ti, xi, now, c_start, c_build, c_agen
             event_heap.push(ht, hi, si, end, TURN, row, 0)
         else:
             af[row, c_agent] = end - af[row, c_start] - af[row, c_build]
+            xf[r, X_AEND] = end
             event_heap.push(ht, hi, si, end + af[row, c_verify], FINISH, row, 0)
         r = nr
     ii[I_FN] = 0
@@ -428,6 +439,31 @@ def end_episode(hi, ht, si, cl, cs, cin, dq, dv, fl, ii, tf, ti, vi, vf, xf, xi,
             cache_take(cl, cs, cin, vi, vf, i, i * ii[I_STRIDE] + r)
     xi[r, X_CUR] = 0
     xi[r, X_CTX] = 0
+
+
+def agent_cut(af, ai, hi, ht, si, r_timeout, xf, xi, row, now, c_roll, c_plan, c_phase, c_agent, c_verify, c_cut):
+    """Attempt ``row``'s agent phase reaches its drawn cut now (``af[row, c_cut]`` seconds from its start:
+    the agent timeout, or the time to an agent-phase exception when it falls first). If its loop still
+    runs (a turn's call or command is not over, the last command included), the agent phase ends now,
+    as the slot engine's ``agent > agent_timeout_s`` and ``at < agent`` cut a drawn one: a cut before the
+    timeout is an exception (the attempt ends now, no verifier: returns ``FINISH`` for the caller to end
+    it as one); else it is a timeout (its verifier runs from now, then it ends as a timeout unless the
+    verifier's own draw failed it; returns ``AGENT_CUT``). The caller ends its episode at the replicas
+    after the event (its call in flight withdrawn). Returns -1 when the loop ended first (nothing happens)."""
+    r = ai[row, c_roll]
+    if xi[r, X_CUR] == xi[r, X_NT] and now >= xf[r, X_AEND]:
+        return -1
+    cut = af[row, c_cut]
+    af[row, c_agent] = cut
+    if cut < r_timeout[r]:
+        ai[row, c_plan] = EXCEPTION
+        ai[row, c_phase] = AGENT
+        af[row, c_verify] = 0.0
+        return FINISH
+    if ai[row, c_plan] == COMPLETED:
+        ai[row, c_plan] = TIMEOUT
+    event_heap.push(ht, hi, si, now + af[row, c_verify], FINISH, row, 0)
+    return AGENT_CUT
 
 
 def close(fl, vi, vf, now):

@@ -187,6 +187,7 @@ def initial_state(prep, K, on_progress=None):
     heap_margin = 2 * N + 4 * sum(per_event) + 16  # pushes one event may make
     if prep.inference is not None:  # a replica's event reschedules it and continues each call it ended
         heap_margin += 2 * prep.inference.replicas + row_margin  # (each attempt ended early: a replica's reschedule)
+        heap_margin += sum(per_event) + 1  # each attempt started: its agent phase's cut; a cut: its verifier's end
     rows0 = N + max(row_margin, N // 8)
 
     si = np.zeros(K.N_SI, dtype=i64)

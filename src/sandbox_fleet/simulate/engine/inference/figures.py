@@ -13,7 +13,8 @@ Definitions (all over the whole run, ``T`` = simulated time from 0 to the end):
   withdrawn before it ended, its attempt ended early, counts with its time in the pool; ``calls``
   and the token counts are the calls served).
 - ``hold_stretch``: mean hold / mean hold of the same draws served alone on an idle
-  replica (same caching; no queueing, no sharing): >= 1, from the same run.
+  replica (same caching; no queueing, no sharing; the same agent cuts: an unloaded loop longer than
+  its drawn timeout or agent exception is cut there): >= 1, from the same run.
 """
 
 from __future__ import annotations
@@ -79,7 +80,12 @@ def unloaded_holds(prep) -> np.ndarray:
     call_s = computed / cfg.prefill_tok_s + td.decode_tokens / cfg.decode_tok_s * (1.0 + cfg.base_units)
     agent = np.add.reduceat(call_s + td.command_s, off) if grow.size else np.zeros(td.turns.size)
     agent = np.where(prep.phase == BUILD, 0.0, agent)
-    return prep.build + agent + prep.verify
+    over = agent > prep.agent  # (served: ``prep.agent`` is where a timeout or an agent exception cuts)
+    if not over.any():
+        return prep.build + agent + prep.verify
+    timeout = np.array([prep.timeout_of(r) for r in range(prep.n)])
+    failed = over & (prep.agent < timeout)  # an exception: no verifier
+    return prep.build + np.where(over, prep.agent, agent) + np.where(failed, 0.0, prep.verify)
 
 
 def _q(v: np.ndarray, keys: tuple[str, ...]) -> dict:
