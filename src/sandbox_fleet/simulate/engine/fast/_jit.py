@@ -125,8 +125,8 @@ def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
 
     rtsys.initialize(target_context)
     cres = None
-    with self._guard_against_spurious_io_errors():
-        cres = self._load_overload(sig, target_context)
+    with _refused(_BLAS), self._guard_against_spurious_io_errors():  # code calling numba's NumPy
+        cres = self._load_overload(sig, target_context)  # rebuilds its environment: imports ``arraymath``
     if cres is None:
         load_registries()
     return cres
