@@ -15,8 +15,10 @@ code after that file changed. So the cache directory is keyed by a hash of those
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +42,37 @@ def point_cache() -> Path:
 
 
 def _numba_njit() -> Any:
-    """numba's ``njit``, with the cache directory set first; None without numba."""
+    """numba's ``njit``, with the cache directory set first; None without numba. numba's import
+    checks SciPy's version when SciPy is installed (``numba._ensure_critical_deps``: ``import scipy``,
+    which imports ``subprocess``, ``shutil`` and its test utilities), for SciPy functions no kernel
+    here calls: refused for that one import, as ``load_registries`` refuses SciPy's BLAS (SciPy then
+    imports as usual; already imported: nothing is refused)."""
     point_cache()
-    try:
-        from numba import njit as numba_njit
-    except ImportError:
-        return None
+    with _refused(_SCIPY):
+        try:
+            from numba import njit as numba_njit
+        except ImportError:
+            return None
     return numba_njit
+
+
+#: the package numba's import checks the version of, only when installed (``_numba_njit``)
+_SCIPY = "scipy"
+
+
+@contextlib.contextmanager
+def _refused(name: str) -> Iterator[None]:
+    """``import name`` refused (``ImportError``, as if not installed) within the block, unless the
+    module is already imported; afterwards it imports as usual."""
+    if name in sys.modules:
+        yield
+        return
+    sys.modules[name] = None  # type: ignore[assignment]  # import refused: ``ImportError``, not its load
+    try:
+        yield
+    finally:
+        if sys.modules.get(name, False) is None:
+            del sys.modules[name]
 
 
 def _compiles() -> bool:
@@ -84,19 +110,43 @@ def load_registries() -> None:
     function using them compiles. SciPy already imported: nothing is refused."""
     from numba.core.registry import cpu_target
 
-    if _BLAS in sys.modules:
+    with _refused(_BLAS):
         cpu_target.target_context.refresh()
-        return
-    sys.modules[_BLAS] = None  # type: ignore[assignment]  # import refused: ``ImportError``, not SciPy's load
-    try:
-        cpu_target.target_context.refresh()
-    finally:
-        if sys.modules.get(_BLAS, False) is None:
-            del sys.modules[_BLAS]
+
+
+def _load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+    """numba's ``Cache.load_overload`` (``numba.core.caching``) without the ``target_context.refresh()``
+    it starts with: machine code loaded from the cache is not lowered again, so it needs numba's
+    runtime (``rtsys``, the symbols the code links to) but none of the implementation registries that
+    refresh imports (~0.17 s CPU of a process that loads the kernel from the cache, BENCHMARKS.md, "Issue
+    36, a cache load without the registries"). A miss loads them (``load_registries``) before the
+    compile that follows, which needs them (numba's compiler refreshes both contexts itself)."""
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(target_context)
+    cres = None
+    with _refused(_BLAS), self._guard_against_spurious_io_errors():  # code calling numba's NumPy
+        cres = self._load_overload(sig, target_context)  # rebuilds its environment: imports ``arraymath``
+    if cres is None:
+        load_registries()
+    return cres
+
+
+def lean_cache_loads() -> None:
+    """Cache loads without numba's registries (``_load_overload``), for numba's caching class as
+    written for 0.68 (its ``load_overload`` = refresh + ``_load_overload``); another shape of the class:
+    the registries loaded now, as ``load_registries`` does."""
+    from numba.core import caching
+
+    cache = caching.Cache
+    if hasattr(cache, "_load_overload") and hasattr(cache, "_guard_against_spurious_io_errors"):
+        cache.load_overload = _load_overload  # type: ignore[method-assign]
+    else:
+        load_registries()
 
 
 if COMPILED:
-    load_registries()
+    lean_cache_loads()
 
 
 def _numba_borrow() -> Any:
