@@ -6,7 +6,7 @@ Independent truth: the oracle (the pure event loop in ``tests/simulate/engine/or
 nodes. A pool of N nodes (min = max = N, provision_s = 0) whose node type holds exactly k requests is
 a slot pool of cap N * k: the node run must give the oracle's bytes on that slot pool (every attempt's
 start, finish, phase and state, the trainer's steps, the time integrals). Limits, which the oracle does
-not run, are compared with the FIFO executor's ``place_limited`` on the slot pool. Where placement
+not run, are compared with the oracle pass (``oracle/limits_pass``) on the slot pool. Where placement
 matters (requests of different sizes), hand-worked schedules."""
 
 from __future__ import annotations
