@@ -185,19 +185,18 @@ if {shim}:
     sys.modules["numba"] = None  # as on a machine without numba: the kernel runs through _jit's shim
 sys.path.insert(0, {bench!r})
 from bench_closed_loop import ours, scaled
-from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.fast import admit_loop
 from tests.simulate.engine.oracle.loop import run_events
 if {force}:
     admit_loop.MIN_ROLLOUTS = 0  # a tiny run that still takes the compiled kernel
 out = []
-kernel_run = executors.AdmissionKernel.run
+kernel_run = admit_loop.run
 for _ in range({runs}):
     if {shim}:
-        executors.AdmissionKernel.run = kernel_run  # numba is blocked: the kernel's source as plain Python
+        admit_loop.run = kernel_run  # numba is blocked: the kernel's source as plain Python
         wall, hold, events, cpu = ours(scaled({scale}))
         out.append(["shim", wall, cpu, events, hold])
-        executors.AdmissionKernel.run = lambda self, prep, on_progress=None: run_events(prep, on_progress)
+        admit_loop.run = lambda prep, on_progress=None, compiled=None: run_events(prep, on_progress)
         wall, hold, events, cpu = ours(scaled({scale}))
         out.append(["loop", wall, cpu, events, hold])
     else:

@@ -10,7 +10,7 @@ The import graph (enforced by tests/test_imports.py):
   uses measure's one sweep line and rate definitions (``measure.concurrency``, ``measure.stats``).
 - sweep -> simulate, from outside the engine (and any other search over scenarios: optimize, and
   backtest, which replays a history with the ``simulate --from`` calibration).
-- inside simulate, ``simulate/engine/`` (entities, rules, executors) never imports the scenario
+- inside simulate, ``simulate/engine/`` (entities, rules, the engine) never imports the scenario
   tooling beside it (``simulate/scenario/``) nor the stage's public face; synth -> simulate (the
   bundled synthetic corpus, ``synth/``, drives the public API; only cli and demo import synth).
 - report reads the plan, simulate, optimize and backtest models, nothing else of them; plan reads

@@ -30,6 +30,6 @@ def test_by_hand():
 def test_matches_the_simulator(n, rate, burst, m, cold):
     lim = SandboxLimits(creates_per_s=rate, creates_burst=burst if rate else None, max_starting=m, cold_start_s=cold)
     res = run_workloads(Fleet(cap=None, limits=lim), [Replay(arrivals_s=np.zeros(n), holds=np.ones(n))], seed=1,
-                        engine="fifo")
+                        engine="events")
     np.testing.assert_allclose(creation_delays_s(n, rate, float(burst), m, cold), res.start_s + res.build_s,
                                rtol=1e-12, atol=1e-9)

@@ -139,8 +139,7 @@ def simulate_candidate(data: dict, base_dir: str, source: str, seed: int,
     The re-run is priced on every hold, not the mean (``(e^{rh} - 1)/r - h`` is convex in ``h``):
     ``rework`` holds the sums of hold hours and of re-run hours at each catalog reclaim rate.
     """
-    from sandbox_fleet.simulate.engine.executors import preload_kernel
-    from sandbox_fleet.simulate.engine.run import run_workloads
+    from sandbox_fleet.simulate.engine.run import preload_kernel, run_workloads
     from sandbox_fleet.sweep.variants import check
 
     preload_kernel()  # many small loops per worker: all of them compiled (same bytes as the pure loop)

@@ -11,7 +11,7 @@ straggler ends the step, and nearer the bound when many rollouts finish together
 A cap of ``m`` sandboxes starting at once, each starting for ``s`` seconds (the cold start), adds its own
 wait: creation ``k`` starts at ``max(e_k, r_{k-m})`` and is ready at ``r_k = max(e_k, r_{k-m}) + s``, the
 FIFO G/D/m recursion on the bucket's pass times ``e_k`` (``creation_delays_s``; the simulator places the same
-rule in time, ``simulate.engine.fifo.place_limited``, and tests check the two agree). The ramp's delay is the
+rule in time, ``fifo.claim`` in the admission kernel, and tests check the two agree). The ramp's delay is the
 lateness past a lone cold start, ``r_k - s``: the cold start itself every rollout pays alike.
 
 It is taken over the fitted hold distribution (``target.HoldSampler``, the draws the RL search

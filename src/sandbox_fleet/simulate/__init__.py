@@ -8,8 +8,8 @@ Low-level API (stable; scenario files and ``synth`` build on it)::
     res.to_telemetry(epoch=...)                   # canonical ROLLOUT_SCHEMA table
     res.summary()                                 # deterministic dict
 
-Layout: ``engine/`` runs a scenario once it is built (entities, rules, the executors and their
-compiled twins, ``prepare``, ``result``, ``metrics``, ``steady``, ``invariants``, ``inference/``; see
+Layout: ``engine/`` runs a scenario once it is built (entities, rules, the admission kernel
+and its closed form for a run where nothing feeds back, ``prepare``, ``result``, ``metrics``, ``steady``, ``invariants``, ``inference/``; see
 ``engine/__init__.py``); ``scenario/`` is the tooling around TOML scenario files (``spec``,
 ``builder``, ``images``, ``inference``, ``bounds``, ``calibrate``, ``run``); ``model.py`` is the
 stage's output model and ``render.py`` its terminal view. The engine never imports the tooling.

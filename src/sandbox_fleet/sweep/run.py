@@ -13,7 +13,7 @@ from pathlib import Path
 from sandbox_fleet.contract import has_path
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.limits import MAX_VARIANTS, check_memory
-from sandbox_fleet.simulate.engine.executors import preload_kernel_if_pays
+from sandbox_fleet.simulate.engine.run import preload_kernel_if_pays
 from sandbox_fleet.simulate.model import SimulateSummary
 from sandbox_fleet.sweep import aggregate, knee
 from sandbox_fleet.sweep.backends import run_tasks

@@ -21,10 +21,11 @@ import pytest
 from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
-from sandbox_fleet.simulate.engine import executors, fast
+from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.entities import Build, Episode, RetryPolicy
 from sandbox_fleet.simulate.engine.prepare import prepare
+from sandbox_fleet.simulate.engine.run import place
 from sandbox_fleet.simulate.engine.workloads import AsyncRL
 from sandbox_fleet.simulate.scenario.run import build, load_scenario
 
@@ -257,7 +258,7 @@ def test_auto_takes_the_kernel_compiled_for_large_runs_and_its_source_as_python_
     monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON", raising=False)
     pools, wls = CASES["priority_quotas_preempt_provisioning"]()
     prep = prepare(pools, wls, 1)
-    assert executors.choose(prep).name == "admission-kernel"  # every event run without an inference pool
+    assert place(prep)[0] == "admission-kernel"  # every event run without an inference pool
     monkeypatch.setattr(admit_loop, "loaded", lambda: False)
     monkeypatch.setattr(admit_loop, "_spent", 0)
     monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", 3000)
@@ -271,7 +272,7 @@ def test_auto_takes_the_kernel_compiled_for_large_runs_and_its_source_as_python_
     assert not admit_loop.compiled_for(prep)  # 1,300 interpreted ...
     assert admit_loop.compiled_for(prep)  # ... 2,600 reach 1,600
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    assert executors.choose(prep).name == "admission-kernel" and not admit_loop.compiled_for(prep)
+    assert place(prep)[0] == "admission-kernel" and not admit_loop.compiled_for(prep)
 
 
 def test_a_small_run_takes_the_kernel_source_as_python_without_importing_numba():

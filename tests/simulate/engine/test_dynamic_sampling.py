@@ -25,7 +25,6 @@ import pytest
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.measure.signal_math import groups_needed
 from sandbox_fleet.simulate import AsyncRL, Deterministic, DynamicSampling, Fleet, LogNormal, SyncRL
-from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.dynamic_sampling import draw
 from sandbox_fleet.simulate.engine.metrics import summarise
 from sandbox_fleet.simulate.engine.prepare import prepare
@@ -238,10 +237,14 @@ def test_the_telemetry_carries_each_groups_task_and_rewards():
 
 def test_the_admission_kernel_runs_it_and_the_fifo_executor_refuses_it():
     prep = prepare(Fleet(cap=10), [_sync(_ds([0.5], 1.0, 2, 2))], 1)
-    why = executors.refusals(prep)
-    assert "is RL" in (why["fifo"] or "") and why["admission-kernel"] is None
-    assert executors.choose(prep).name == "admission-kernel"
-    assert executors.choose(prep, "events").name == "admission-kernel"  # engine = "events": the kernel
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+    from sandbox_fleet.simulate.engine.fifo import one_pass_refusal
+    from sandbox_fleet.simulate.engine.run import place
+
+    assert "is RL" in (one_pass_refusal(prep.pools, prep.workloads, prep.inference, prep.any_retry) or "")
+    assert admit_loop.refusal(prep) is None
+    assert place(prep)[0] == "admission-kernel"
+    assert place(prep, "events")[0] == "admission-kernel"  # engine = "events": the kernel
 
 
 @pytest.mark.parametrize("kw,msg", [

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox_fleet.simulate import Episode, Exponential, Fleet, Poisson, RetryPolicy, run_workloads
+from sandbox_fleet.simulate import Exponential, Fleet, Poisson
 from sandbox_fleet.simulate.engine import fifo
 from sandbox_fleet.simulate.engine.fast import fifo_compiled
 from sandbox_fleet.simulate.engine.fifo import place_stream
@@ -333,32 +333,6 @@ def test_simulate_json_and_telemetry_bytes_equal_interpreted_and_compiled(scenar
         other = "compiled" if label == "interpreted" else "interpreted"
         assert calls[label] > before[label] and calls[other] == before[other], label  # the form asked for ran
     assert out["interpreted"] == out["compiled"]
-
-
-#: an episode that ends in a retryable verifier error often (as in test_executors)
-RETRYING = Episode(agent=Exponential(1.0), verifier=Exponential(0.1), exception_rate_per_s={"verifier": 3.0})
-
-
-@pytest.mark.parametrize("case", ["retries_one_pool", "retries_two_pools"])
-def test_general_path_with_retries_is_the_same_interpreted_and_compiled(case, monkeypatch):
-    episode = RETRYING
-    fleet, wls = {
-        "retries_one_pool": (Fleet(cap=4, provision_delay_s=0.2),
-                             [Poisson(rate_per_s=3, n=3000, episode=episode, retry=RetryPolicy(max_retries=3))]),
-        "retries_two_pools": ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
-                              [Poisson(rate_per_s=2, n=2000, episode=episode, retry=RetryPolicy(max_retries=2), name="a"),
-                               Poisson(rate_per_s=2, n=2000, holds=Exponential(1.0), pool=1, name="c")]),
-    }[case]
-    calls = _forms(monkeypatch)
-    monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
-    a = run_workloads(fleet, wls, seed=5, engine="fifo")
-    assert calls["compiled"] == 0 and calls["interpreted"] > 0
-    monkeypatch.delenv("SANDBOX_FLEET_PURE_PYTHON")
-    b = run_workloads(fleet, wls, seed=5, engine="fifo")
-    assert calls["compiled"] > 0
-    assert a.state.size > a.n_rollouts  # retries happened
-    for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):
-        assert np.array_equal(np.asarray(getattr(a, k)).view(np.uint8), np.asarray(getattr(b, k)).view(np.uint8)), k
 
 
 def test_batch_makespans_by_hand_and_against_a_linear_scan(monkeypatch):

@@ -1,8 +1,8 @@
 """``[fleet.limits]`` on the admission kernel (``_admit_kernel.place`` calling ``fifo.claim``, the one
-sequencing of ``limits_rules``): the same bytes as the FIFO executor where both run (the FIFO-with-limits
-cases of ``test_limits_rules.py``), compiled and as plain Python; an RL case (which only the kernel runs)
-as the FIFO executor places its rollouts arriving when the kernel released them, those releases checked
-against the trainer's rule by hand; and what only the kernel runs, against schedules worked by hand:
+sequencing of ``limits_rules``): the same bytes as its oracle where nothing feeds back (one pass over the
+arrivals, ``oracle/limits_pass``; the FIFO-with-limits cases of ``test_limits_rules.py``), compiled and as
+plain Python; an RL case as the oracle pass places its rollouts arriving when the kernel released them,
+those releases checked against the trainer's rule by hand; and what only the kernel runs, against schedules worked by hand:
 lifetime kills retried through the bucket, a priority pool, several pools.
 """
 
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.simulate.engine.oracle.limits_pass import run_limits_pass
 
 from sandbox_fleet.simulate import Deterministic, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
-from sandbox_fleet.simulate.engine import executors, fast
+from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.dynamic_sampling import DynamicSampling
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, RETRIED
 from sandbox_fleet.simulate.engine.fast import admit_loop
+from sandbox_fleet.simulate.engine.fifo import one_pass_refusal
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
 from sandbox_fleet.simulate.engine.workloads import Replay
@@ -72,11 +74,11 @@ COMPILED = [pytest.param(True, marks=pytest.mark.skipif(not fast.available(), re
 
 @pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
 @pytest.mark.parametrize("name", sorted(n for n in CASES if "_rl_" not in n))
-def test_the_kernel_gives_the_fifo_executors_bytes(name, compiled):
+def test_the_kernel_gives_the_oracle_passs_bytes(name, compiled):
     fleet, wls = CASES[name]()
     prep = prepare(fleet, wls, 7)
-    assert executors.Fifo().why_not(prep) is None and executors.AdmissionKernel().why_not(prep) is None
-    fifo_out = executors.Fifo().run(prep)
+    assert admit_loop.refusal(prep) is None and not prep.any_retry
+    fifo_out = run_limits_pass(prep)
     kernel_out = admit_loop.run(prepare(fleet, wls, 7), compiled=compiled)
     assert kernel_out.limits is not None and kernel_out.limits["warm"].size == prep.n
     assert _bytes(kernel_out) == _bytes(fifo_out)
@@ -84,15 +86,15 @@ def test_the_kernel_gives_the_fifo_executors_bytes(name, compiled):
 
 @pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
 @pytest.mark.parametrize("name", sorted(n for n in CASES if "_rl_" in n))
-def test_an_rl_case_places_its_batches_as_the_fifo_executor_at_the_trainers_releases(name, compiled):
-    """The FIFO executor runs no RL (the trainer is the kernel's). Synchronous RL by hand: batch 0 goes
+def test_an_rl_case_places_its_batches_as_the_oracle_pass_at_the_trainers_releases(name, compiled):
+    """The oracle pass runs no RL (the trainer is the kernel's). Synchronous RL by hand: batch 0 goes
     out at 0, batch ``j + 1`` when step ``j`` ends, ``train_s`` after batch ``j``'s last rollout ended;
     with dynamic sampling a step's batch goes out in rounds, each when the round before has ended.
-    Given those releases as open arrivals (the same holds, in rollout order), the FIFO executor places
+    Given those releases as open arrivals (the same holds, in rollout order), the oracle pass places
     each rollout at the kernel's slot time, with the kernel's waits and warm claims."""
     fleet, wls = CASES[name]()
     prep = prepare(fleet, wls, 7)
-    assert executors.Fifo().why_not(prep) is not None
+    assert one_pass_refusal(prep.pools, prep.workloads, prep.inference, prep.any_retry) is not None
     out = admit_loop.run(prep, compiled=compiled)
     wl, st = prep.workloads[0], out.rl[0]
     drawn = wl.groups_drawn
@@ -110,7 +112,7 @@ def test_an_rl_case_places_its_batches_as_the_fifo_executor_at_the_trainers_rele
         assert st.batch_end_s[j] == t and st.train_end_s[j] == t + wl.train_s
         release = t + wl.train_s
     assert lo == prep.n
-    fifo_out = executors.Fifo().run(prepare(fleet, [Replay(arrivals_s=arr.copy(), holds=prep.hold_np.copy())], 7))
+    fifo_out = run_limits_pass(prepare(fleet, [Replay(arrivals_s=arr.copy(), holds=prep.hold_np.copy())], 7))
     assert fifo_out.limits is not None and out.limits is not None
     for k in ("arrival_s", "start_s", "finish_s"):
         assert out.first[k].tobytes() == fifo_out.first[k].tobytes(), k

@@ -1,8 +1,8 @@
-"""Provider limits in the simulator (``[fleet.limits]``: ``limits_rules`` placed by ``fifo.place_limited`` and by
-the admission kernel, both through ``fifo.claim``) against closed forms, on both executors: a batch through a token bucket passes its k-th creation at max(0, (k - b) / r); Poisson
+"""Provider limits in the simulator (``[fleet.limits]``: ``limits_rules`` placed by the admission kernel through
+``fifo.claim``; its oracle where nothing feeds back, ``oracle/limits_pass``, in test_limits_kernel.py) against closed forms: a batch through a token bucket passes its k-th creation at max(0, (k - b) / r); Poisson
 arrivals through a bucket of burst 1 wait as an M/D/1 queue (Pollaczek-Khinchine); a starting-at-once cap of
 m with cold start c readies the k-th of a batch at (k // m + 1) c; a warm pool of size >= B starts a batch
-warm; a lifetime L kills exactly the holds longer than L. The compiled rule gives the interpreted one's bits.
+warm; a lifetime L kills exactly the holds longer than L. The compiled kernel gives the interpreted one's bits.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ import pytest
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Deterministic, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
-from sandbox_fleet.simulate.engine import fifo
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, LIFETIME, RETRIED
-from sandbox_fleet.simulate.engine.fast import fifo_compiled
 from sandbox_fleet.simulate.engine.limits_rules import bucket_take, new_state, warm_take
 from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
 from sandbox_fleet.simulate.engine.workloads import Replay
@@ -27,8 +25,8 @@ def batch(n: int, hold_s: float = 100.0) -> Replay:
     return Replay(arrivals_s=np.zeros(n), holds=np.full(n, hold_s))
 
 
-#: the executor each ``engine`` takes for these runs
-EXECUTOR = {"fifo": "fifo", "events": "admission-kernel"}
+#: the path each ``engine`` takes for these runs (limits are claimed by the kernel either way)
+EXECUTOR = {"auto": "admission-kernel", "events": "admission-kernel"}
 
 
 def _run(*args, engine: str, **kw):
@@ -45,7 +43,7 @@ def ready_s(res) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("rate", "burst", "n"), [(5.0, 1, 40), (5.0, 10, 60), (0.5, 3, 12), (600 / 60, 600, 700)])
-@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+@pytest.mark.parametrize("engine", ["auto", "events"])  # the admission kernel (auto: limits feed back)
 def test_batch_through_bucket_passes_kth_at_closed_form(rate, burst, n, engine):
     lim = SandboxLimits(creates_per_s=rate, creates_burst=burst)
     res = _run(Fleet(cap=None, limits=lim), [batch(n)], seed=1, engine=engine)
@@ -74,7 +72,7 @@ def _batch_means_se(x: np.ndarray, batches: int = 50) -> float:
 
 
 @pytest.mark.parametrize("lam", [0.5, 0.75])
-@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+@pytest.mark.parametrize("engine", ["auto", "events"])  # the admission kernel (auto: limits feed back)
 def test_poisson_through_burst_one_bucket_waits_as_md1(lam, engine):
     """lambda < r, burst 1: d_k = max(a_k, d_{k-1} + 1/r), the M/D/1 recursion with service D = 1/r.
     Pollaczek-Khinchine: Wq = lambda D^2 / (2 (1 - rho)). 200,000 arrivals, the first 2,000 dropped as
@@ -93,7 +91,7 @@ def test_poisson_through_burst_one_bucket_waits_as_md1(lam, engine):
     assert abs(wait.mean() - wq) < 0.05 * wq
 
 
-@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+@pytest.mark.parametrize("engine", ["auto", "events"])  # the admission kernel (auto: limits feed back)
 def test_starting_cap_readies_in_waves_of_cold_starts(engine):
     m, c, n = 8, 3.0, 50
     lim = SandboxLimits(max_starting=m, cold_start_s=c)
@@ -103,14 +101,14 @@ def test_starting_cap_readies_in_waves_of_cold_starts(engine):
 
 
 @pytest.mark.parametrize("size", [50, 80])
-@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+@pytest.mark.parametrize("engine", ["auto", "events"])  # the admission kernel (auto: limits feed back)
 def test_warm_pool_at_least_the_batch_starts_it_warm(size, engine):
     lim = SandboxLimits(creates_per_s=1.0, cold_start_s=20.0, warm_pool_size=size, warm_pool_refill_per_s=0.5)
     res = _run(Fleet(cap=None, limits=lim), [batch(50)], seed=1, engine=engine)
     assert np.all(ready_s(res) == 0.0)
 
 
-@pytest.mark.parametrize("engine", ["fifo", "events"])  # the FIFO executor, the admission kernel
+@pytest.mark.parametrize("engine", ["auto", "events"])  # the admission kernel (auto: limits feed back)
 def test_warm_pool_smaller_than_the_batch_sends_the_rest_cold(engine):
     lim = SandboxLimits(cold_start_s=20.0, warm_pool_size=30, warm_pool_refill_per_s=0.5)
     res = _run(Fleet(cap=None, limits=lim), [batch(50)], seed=1, engine=engine)
@@ -160,7 +158,7 @@ def test_lifetime_kill_retried_only_when_retry_on_names_it():
 
 def test_placing_limits_refused_where_not_simulated():
     """Beside an inference pool nothing places them (the admission kernel does not claim them there):
-    refused in one line naming it; with retries the admission kernel runs them (the FIFO executor refuses)."""
+    refused in one line naming it; the admission kernel runs them (the one pass, ``engine = "fifo"``, refuses)."""
     from sandbox_fleet.simulate.engine.entities import Episode, Turns
     from sandbox_fleet.simulate.engine.inference import Inference
 
@@ -171,7 +169,7 @@ def test_placing_limits_refused_where_not_simulated():
     with pytest.raises(InputError, match="an inference pool serves the model calls"):
         run_workloads(Fleet(cap=10, limits=lim), [Poisson(rate_per_s=1.0, n=5, episode=ep)], seed=1, inference=inf)
     wl = Replay(arrivals_s=np.zeros(3), holds=np.ones(3), retry=RetryPolicy(max_retries=1))
-    with pytest.raises(InputError, match="retries or several pools"):
+    with pytest.raises(InputError, match=r"engine 'fifo' cannot run this scenario \(the fleet has \[fleet.limits\]"):
         run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1, engine="fifo")
     assert run_workloads(Fleet(cap=10, limits=lim), [wl], seed=1).engine == "admission-kernel"
     # dynamic sampling: the admission kernel places it with limits, on one pool or several
@@ -192,29 +190,6 @@ def _bits(values) -> list[int]:
     return [struct.unpack("<Q", struct.pack("<d", float(v)))[0] for v in values]
 
 
-@pytest.mark.parametrize("cap", [0, 7])
-def test_compiled_placement_gives_the_interpreted_bits(cap):
-    place = fifo_compiled.limited()
-    if place is None:
-        pytest.skip("numba may not run here")
-    rng = np.random.default_rng(11)
-    n = 3000
-    arr = np.sort(rng.exponential(0.3, n).cumsum())
-    hold = rng.lognormal(1.0, 1.0, n)
-    args = {"creates_per_s": 2.5, "burst": 4.0, "cold_start_s": 1.7, "pool_size": 6.0, "refill_per_s": 0.3}
-    out = []
-    for fn, arrays in ((place, True), (fifo.place_limited, False)):
-        conv = (lambda a: np.array(a, dtype=float)) if arrays else (lambda a: list(map(float, a)))
-        free, gate, start, wait = conv([0.0] * cap), conv([0.0] * 3), conv([0.0] * n), conv([0.0] * n)
-        warm = np.zeros(n, dtype=np.bool_) if arrays else [False] * n
-        bufs = [conv([0.0]) for _ in range(3)]
-        fn(free, gate, conv(arr), None, 0, n, conv(hold), 0.25, start, wait, warm, new_state(4.0), new_state(6.0),
-           *args.values(), *bufs)
-        out.append((_bits(start), _bits(wait), [bool(w) for w in warm], _bits(free), _bits(gate)))
-    assert out[0] == out[1]
-    assert any(out[0][2]) and not all(out[0][2])  # both warm and cold claims happened
-
-
 def test_a_scenario_file_reports_its_limits(tmp_path):
     """``[fleet.limits]`` read from a file: a batch of 40 released at once into a warm pool of 25, the rest
     through a bucket of 2/s burst 5 and 3 s cold starts (by hand: 25 warm, 15 cold waiting 3 + max(0, k - 5)/2
@@ -232,20 +207,21 @@ def test_a_scenario_file_reports_its_limits(tmp_path):
     assert lim["ready_wait_s"]["mean"] == pytest.approx(want / 40, abs=1e-3)
 
 
-def test_whole_runs_compiled_and_interpreted_give_the_same_bits(monkeypatch):
-    """The FIFO executor's rules compiled and as plain Python (RL with limits, which only the admission
-    kernel runs: test_limits_kernel.py, compiled and plain against the FIFO executor)."""
-    if fifo_compiled.limited() is None:
+def test_whole_runs_compiled_and_interpreted_give_the_same_bits():
+    """Every limit and a lifetime on open arrivals: the kernel compiled and as plain Python, the same bits."""
+    from sandbox_fleet.simulate.engine import fast
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+    from sandbox_fleet.simulate.engine.prepare import prepare
+
+    if not fast.available():
         pytest.skip("numba may not run here")
-    fifo_compiled.load()  # loaded: every run in this process takes the arrays and the compiled rules
     lim = SandboxLimits(creates_per_s=3.0, creates_burst=4, max_starting=5, cold_start_s=2.5, warm_pool_size=12,
                         warm_pool_refill_per_s=0.2, lifetime_s=60.0)
     wl = Poisson(rate_per_s=2.0, n=20_000, holds=Exponential(mean_s=20.0))
     runs = []
-    for pure in ("", "1"):
-        monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", pure)
-        res = run_workloads(Fleet(cap=40, limits=lim), [wl], seed=3, engine="fifo")
-        runs.append([_bits(a) for a in (res.start_s, res.finish_s, res.build_s)] + [res.limits["warm"].tolist()])
+    for compiled in (True, False):
+        out = admit_loop.run(prepare(Fleet(cap=40, limits=lim), [wl], 3), compiled=compiled)
+        runs.append([_bits(out.first[k]) for k in ("start_s", "finish_s", "build_s")] + [out.limits["warm"].tolist()])
     assert runs[0] == runs[1]
 
 

@@ -223,11 +223,11 @@ def test_a_slot_pool_beside_a_pool_made_of_nodes_runs_as_it_runs_alone():
 
 
 def test_only_the_admission_kernel_places_a_pool_made_of_nodes():
-    from sandbox_fleet.simulate.engine.executors import refusals
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+    from sandbox_fleet.simulate.engine.fifo import one_pass_refusal
     from sandbox_fleet.simulate.engine.prepare import prepare
 
     prep = prepare(Fleet(node_pools=[FleetNodePool(max_nodes=2, cpu=4.0, memory_mb=1.0, disk_mb=1.0)]),
                    [Poisson(rate_per_s=1.0, n=3, holds=Deterministic(1.0), request=(1.0, 1.0, 1.0))], 0)
-    why = refusals(prep)
-    assert why["admission-kernel"] is None
-    assert "node pools" in why["fifo"] and set(why) == {"fifo", "admission-kernel"}
+    assert admit_loop.refusal(prep) is None
+    assert one_pass_refusal(prep.pools, prep.workloads, prep.inference, prep.any_retry) == "the fleet has node pools"

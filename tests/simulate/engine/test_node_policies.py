@@ -6,7 +6,7 @@ Independent truth: the oracle (the pure event loop in ``tests/simulate/engine/or
 nodes. A pool of N nodes (min = max = N, provision_s = 0) whose node type holds exactly k requests is
 a slot pool of cap N * k: the node run must give the oracle's bytes on that slot pool (every attempt's
 start, finish, phase and state, the trainer's steps, the time integrals). Limits, which the oracle does
-not run, are compared with the FIFO executor's ``place_limited`` on the slot pool. Where placement
+not run, are compared with the oracle pass (``oracle/limits_pass``) on the slot pool. Where placement
 matters (requests of different sizes), hand-worked schedules."""
 
 from __future__ import annotations
@@ -82,13 +82,21 @@ def test_a_pool_of_nodes_holding_k_each_places_as_the_oracle_on_the_slot_pool_of
     {"max_starting": 2, "cold_start_s": 2.0, "lifetime_s": 6.0},
     {"warm_pool_size": 3, "warm_pool_refill_per_s": 0.4, "cold_start_s": 3.0, "creates_per_s": 1.0},
 ], ids=["bucket", "starting_cap_lifetime", "warm_pool"])
-def test_limits_on_a_pool_of_nodes_place_as_the_fifo_executor_on_the_slot_pool(limits):
+def test_limits_on_a_pool_of_nodes_place_as_the_oracle_pass_on_the_slot_pool(limits):
     """``[fleet.limits]`` (the bucket, the starting cap, the warm pool, the lifetime cut): the node pool's
-    attempts are the FIFO executor's (``fifo.place_limited``, another code path) on the slot pool."""
+    attempts are the oracle pass's (``oracle/limits_pass``, another code path: one pass over the arrivals)
+    on the slot pool, and the kernel's slot dispatch's."""
+    from tests.simulate.engine.oracle.limits_pass import run_limits_pass
+
+    from sandbox_fleet.simulate.engine.prepare import prepare
+
     lim = SandboxLimits(**limits)
     wl = Poisson(name="o", rate_per_s=1.5, n=600, holds=LogNormal(3.0, 0.8))
     slot = run_workloads(Fleet(cap=6, limits=lim), [wl], seed=11)
-    assert slot.engine == "fifo"
+    if lim.places:  # (a lifetime alone is cut in the drawn holds: the one pass)
+        oracle = run_limits_pass(prepare(Fleet(cap=6, limits=lim), [wl], 11))
+        for key in ("arrival_s", "start_s", "finish_s", "state", "phase"):
+            assert np.array_equal(getattr(slot, key), oracle.first[key], equal_nan=True), key
     node = run_workloads(Fleet(limits=lim, node_pools=_nodes_for(6)), [dataclasses.replace(wl, request=REQUEST)],
                          seed=11)
     assert node.engine == "admission-kernel"

@@ -31,7 +31,7 @@ from sandbox_fleet.simulate import (
     run_workloads,
 )
 from sandbox_fleet.simulate.engine.entities import COMPLETED, PREEMPTION, RETRIED, TIMEOUT
-from sandbox_fleet.simulate.engine.executors import fifo_refusal
+from sandbox_fleet.simulate.engine.fifo import one_pass_refusal
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.scenario import spec as SPEC
 from sandbox_fleet.simulate.scenario.run import build, load_scenario
@@ -227,7 +227,7 @@ def test_a_fleet_is_validated_once_and_used_as_it_is(tmp_path):
 
 def test_the_fifo_recursion_refuses_policy_pools():
     prep = prepare(Fleet(cap=4, admission="priority"), [Poisson(rate_per_s=1, n=5, holds=Exponential(1.0))], seed=1)
-    assert fifo_refusal(prep.pools, prep.workloads, prep.inference) is not None
+    assert one_pass_refusal(prep.pools, prep.workloads, prep.inference, prep.any_retry) is not None
     with pytest.raises(InputError, match=r"engine 'fifo'.*\(.*'priority'.*\)"):  # the refusal's reason
         run_workloads(Fleet(cap=4, admission="priority"), [Poisson(rate_per_s=1, n=5, holds=Exponential(1.0))],
                       seed=1, engine="fifo")

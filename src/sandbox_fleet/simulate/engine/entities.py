@@ -45,7 +45,8 @@ def _registered_policy(value: object) -> object:
 #: ``fifo``, ``shortest-timeout-first``, ``priority``, ``timeout-ceiling``, and any registered from outside).
 Admission = Annotated[str, BeforeValidator(_registered_policy),
                       Field(json_schema_extra={"examples": ["fifo", "shortest-timeout-first", "priority", "timeout-ceiling"]})]
-#: which executor family a run may take (``run.engine``, ``run_workloads(engine=...)``; executors.py chooses)
+#: which path a run may take (``run.engine``, ``run_workloads(engine=...)``; ``run.place`` dispatches): ``fifo``
+#: the one pass where nothing feeds back, ``events`` the admission kernel's event loop, ``auto`` either
 Engine = Literal["auto", "fifo", "events"]
 
 

@@ -213,9 +213,8 @@ def limits_figures(res, started: np.ndarray) -> dict | None:
         warm = res.limits["warm"]
         out.update(warm_claims=int(np.count_nonzero(warm)), cold_starts=int(warm.size - np.count_nonzero(warm)),
                    ready_wait_s=_quantiles(res.limits["ready_wait_s"]))
-        who = "the FIFO executor" if res.engine == "fifo" else "the admission kernel (the pools with limits)"
-        words.append(f"first attempts placed by {who}: a warm claim, or the creation bucket, the starting "
-                     "cap and the cold start")
+        words.append("first attempts placed by the admission kernel (the pools with limits): a warm claim, or the "
+                     "creation bucket, the starting cap and the cold start")
     out["basis"] = "; ".join(words) or None
     return out
 

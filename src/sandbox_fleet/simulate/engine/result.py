@@ -43,7 +43,8 @@ TIMEOUT_TYPE = "AgentTimeoutError"
 
 @dataclass(frozen=True)
 class ExecutorOutput:
-    """What every executor (``executors.py``) returns: the placed attempts and the run's counters.
+    """What the engine returns (``admit_loop.run``, or ``fifo.run_one_pass`` where nothing feeds back; ``run.place``
+    dispatches): the placed attempts and the run's counters.
 
     ``first``: per rollout, its first attempt's columns (``arrival_s``, ``start_s``, ``finish_s``,
     ``state``, ``phase``, ``build_s``, ``agent_s``, ``verify_s``), NumPy arrays of length ``n``.
@@ -62,7 +63,7 @@ class ExecutorOutput:
     area_wait: float | None = None
     clock_monotonic: bool = True
     served: ServedRun | None = None
-    #: ``[fleet.limits]`` placed by the FIFO executor or the admission kernel: per rollout of a limited pool
+    #: ``[fleet.limits]`` placed by the admission kernel: per rollout of a limited pool
     #: (its first attempt), ``warm`` (claimed from the warm pool) and ``ready_wait_s`` (slot to sandbox
     #: ready: the bucket, the starting cap, the cold start)
     limits: dict[str, np.ndarray] | None = None
@@ -97,7 +98,7 @@ class SimResult:
     area_busy: float | None  # integral of running sandboxes over time, from the event loop (None: fifo path)
     area_wait: float | None  # integral of queued rollouts over time
     end_s: float  # last terminal event or last trainer step, whichever is later
-    engine: str = "admission-kernel"  # the executor that ran (``executors.NAMES``); only ``--timing`` shows it
+    engine: str = "admission-kernel"  # the path that ran (``run.ONE_PASS``, ``run.KERNEL``); only ``--timing`` shows it
     wall_s: float = 0.0
     clock_monotonic: bool = True
     n_rollouts: int = 0

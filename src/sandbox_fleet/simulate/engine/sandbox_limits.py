@@ -7,9 +7,9 @@
 - ``lifetime_s``: a sandbox's maximum lifetime; a longer hold ends there, killed (an exception of
   phase ``lifetime``, retried only when the workload's ``retry.on`` names ``lifetime``).
 
-Each figure left out is no limit. The lifetime is cut in the drawn holds (every executor runs it); the
-others place attempts in time, which the FIFO executor (``fifo.place_limited``) and the admission kernel
-(``_admit_kernel.place``) do, both through ``fifo.claim``; an inference pool beside them is refused.
+Each figure left out is no limit. The lifetime is cut in the drawn holds (``prepare``); the
+others place attempts in time, which the admission kernel does (``_admit_kernel.place``, through
+``fifo.claim``); an inference pool beside them is refused.
 """
 
 from __future__ import annotations

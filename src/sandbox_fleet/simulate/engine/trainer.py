@@ -5,7 +5,7 @@ The trainer's rules are written once, in the admission kernel (``fast/_admit_ker
 (batch ``j`` goes out once ``j <= version + staleness``; with dynamic sampling a step's next round once
 the round before has ended), ``maybe_train`` (step ``j`` starts when batch ``j`` has fully ended and step
 ``j - 1`` is done, and lasts ``train_s``), ``on_train_done`` and ``terminal``. Every RL run is the
-kernel's (``executors.fifo_refusal`` refuses RL); the pure event loop's copy of the rules is the oracle
+kernel's (``fifo.one_pass_refusal`` sends RL there); the pure event loop's copy of the rules is the oracle
 in ``tests/simulate/engine/oracle/trainer.py``. This module holds no rule: a layout, and a record.
 """
 

@@ -149,12 +149,13 @@ def build(spec: ScenarioSpec, base_dir: Path, source: str = "<scenario>",
         if where == "fleet":
             ctx.fail(f"fleets.{i}.{key}" if many_fleets else f"fleet.{key}", msg)
         ctx.fail(f"{keys[i]}.{key}", msg)
-    if spec.run.engine == "fifo":
-        from sandbox_fleet.simulate.engine.executors import fifo_refusal, forced_refusal
+    if spec.run.engine == "fifo":  # the one pass: what the file says (a drawn retry is refused when the run draws it)
+        from sandbox_fleet.simulate.engine.fifo import one_pass_refusal
+        from sandbox_fleet.simulate.engine.run import fifo_refusal_text
 
-        why = fifo_refusal(fleets, workloads, inference)
+        why = one_pass_refusal(fleets, workloads, inference, retries=False)
         if why is not None:
-            ctx.fail("run.engine", forced_refusal("fifo", why))
+            ctx.fail("run.engine", fifo_refusal_text(why))
     if ctx.images is not None:
         from sandbox_fleet.simulate.engine.images import check_pools
         from sandbox_fleet.simulate.engine.workloads import OPEN

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Deterministic, Episode, Exponential, Fleet, LogNormal, Turns, run_workloads
-from sandbox_fleet.simulate.engine import executors
 from sandbox_fleet.simulate.engine.inference import Inference
+from sandbox_fleet.simulate.engine.run import place
 from sandbox_fleet.simulate.engine.workloads import AsyncRL, Closed, Poisson, SyncRL
 from sandbox_fleet.simulate.scenario.run import run_scenario
 
@@ -47,7 +47,7 @@ def require_numba() -> None:
                     "and neither SANDBOX_FLEET_PURE_PYTHON nor NUMBA_DISABLE_JIT may be set for these tests")
 
 
-def _oracle_run(self, prep, on_progress=None):
+def _oracle_run(prep, on_progress=None, compiled=None):  # in place of admit_loop.run
     return run_oracle(prep, on_progress)
 
 
@@ -62,7 +62,7 @@ def paths(monkeypatch):
 
     def both(fn):
         with monkeypatch.context() as m:
-            m.setattr(executors.AdmissionKernel, "run", _oracle_run)
+            m.setattr(admit_loop, "run", _oracle_run)
             pure = fn()
         real = admit_loop.run
         ran = []
@@ -561,7 +561,7 @@ def test_small_runs_take_the_kernel_source_as_python_counting_their_model_calls(
     assert not admit_loop.worth_it(prep)
     monkeypatch.setattr(admit_loop, "MIN_ROLLOUTS", admit_loop.work(prep))
     assert admit_loop.worth_it(prep)
-    assert executors.choose(prep).name == "admission-kernel"
+    assert place(prep)[0] == "admission-kernel"
 
 
 def test_what_the_model_refuses_beside_an_inference_pool():
@@ -628,12 +628,12 @@ def _plain_python_child() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in PLAIN_CASES:
             go = _scenario(Path(tmp), CASES[name], name)
-            real = executors.AdmissionKernel.run
-            executors.AdmissionKernel.run = _oracle_run  # type: ignore[method-assign]
+            real = admit_loop.run
+            admit_loop.run = _oracle_run  # type: ignore[assignment]
             try:
                 pure = go()
             finally:
-                executors.AdmissionKernel.run = real  # type: ignore[method-assign]
+                admit_loop.run = real  # type: ignore[assignment]
             ran = []
             real_run = admit_loop.run
 

@@ -178,7 +178,7 @@ _jitable: set[int] = set()
 
 def jitable(fn: Any, inline: bool = False) -> Any:
     """``fn`` made callable from compiled kernels (numba's ``register_jitable``, once per function:
-    the FIFO executor's build and the admission kernel both call the limits' rules; ``inline``: its
+    the admission kernel calls the limits' rules from several modules; ``inline``: its
     body is inlined where it is called, for a tiny hot helper); ``fn`` itself."""
     if _real is not None and id(fn) not in _jitable:
         from numba.extending import register_jitable

@@ -8,7 +8,8 @@ and preemption, ``timeout-ceiling``, and any registered from outside the package
 node preemption (``preempt_rate_per_node_s``, drawn by ``prepare.NodeReclaims`` as the pure loop
 draws), on open, closed and RL workloads; an inference pool serving the model calls (``_inference_rules``:
 routing, ``max_num_seqs``, the iteration base, the prefix cache and its host tier); and ``[fleet.limits]``, claimed when an attempt takes its
-slot (``fifo.claim``), which the pure loop does not place (the FIFO executor's bytes where it runs).
+slot (``fifo.claim``), which the pure loop does not place (``tests/simulate/engine/oracle/limits_pass.py``
+places them where nothing feeds back; tests compare).
 
 One source, two ways: numba's build (cached on disk,
 ``_jit.cache_dir()``), or the same file loaded as plain Python (``_plain.twin``) for a run too small
@@ -224,7 +225,7 @@ def initial_state(prep, K, on_progress=None):
             pi[p, K.P_Q0] = nq
             nq += int(per_pool[p])
         lim = pl.limits
-        if lim is not None and lim.places:  # ``fifo._Limited``'s figures, as the kernel's ``place`` reads them
+        if lim is not None and lim.places:  # the limits' figures, as the kernel's ``place`` reads them
             pi[p, K.P_LIMITED], pi[p, K.P_G0], pi[p, K.P_GN] = 1, len(gates), lim.max_starting or 0
             gates += [0.0] * (lim.max_starting or 0)
             pf[p, K.PF_RATE], pf[p, K.PF_BURST] = float(lim.creates_per_s or 0.0), float(lim.burst)

@@ -98,22 +98,3 @@ def compiled_for(units: int) -> Any:
         return None
     return load()
 
-
-_limited: Any = None
-
-
-def limited() -> Any:
-    """numba's build of ``fifo.place_limited`` (the FIFO rule, ``fifo.claim`` and ``limits_rules``' bucket
-    and warm pool made callable from it), or None where numba may not run. Cached on disk: the rules it
-    calls live in ``limits_rules.py``, one of the files ``_jit.CALLEES`` keys the cache directory by."""
-    global _limited
-    if not fast.available():
-        return None
-    if _limited is None:
-        from sandbox_fleet.simulate.engine import fifo, limits_rules
-        from sandbox_fleet.simulate.engine.fast._jit import jitable, njit
-
-        for fn in (fifo.place_stream, limits_rules.bucket_take, limits_rules.warm_take, fifo.claim):
-            jitable(fn)
-        _limited = njit(cache=True, nogil=True)(fifo.place_limited)
-    return _limited

@@ -1,8 +1,11 @@
-"""The executor table (``simulate/engine/executors.py``): which executor runs a scenario, why the others
-do not, the typed result every executor returns, and the trainer's rules (the admission kernel's, and
-the oracle's copy in ``tests/simulate/engine/oracle/trainer.py``) on cases worked by hand.
+"""The one dispatch (``run.place``): the admission kernel runs every scenario, and a run where nothing
+feeds back takes its closed form, one pass of ``fifo.place_stream`` (``engine = "fifo"`` forces it and
+a run with feedback is refused, naming why); the typed result both return; what the one pass used to
+share with the FIFO executor's heap loop (retries, several pools) on the kernel against the oracle; and
+the trainer's rules (the admission kernel's, and the oracle's copy in
+``tests/simulate/engine/oracle/trainer.py``) on cases worked by hand.
 
-Expected executors and reasons are read off the table's documented conditions for each
+Expected paths and reasons are read off ``fifo.one_pass_refusal``'s documented conditions for each
 hand-built scenario; placement and trainer cases are computed by hand in the comments."""
 
 from __future__ import annotations
@@ -18,8 +21,19 @@ from tests.simulate.engine.oracle.trainer import RLState
 from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate import AsyncRL, Closed, Deterministic, Episode, Exponential, Fleet, Poisson, SyncRL
-from sandbox_fleet.simulate.engine import executors
+from sandbox_fleet.simulate import (
+    AsyncRL,
+    Closed,
+    Deterministic,
+    Episode,
+    Exponential,
+    Fleet,
+    Poisson,
+    RetryPolicy,
+    SyncRL,
+)
+from sandbox_fleet.simulate.engine import fifo
+from sandbox_fleet.simulate.engine import run as engine_run
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.result import ExecutorOutput
 from sandbox_fleet.simulate.engine.run import run_workloads
@@ -32,12 +46,17 @@ def _open(**fleet) -> tuple[Fleet, list]:
 
 
 def _chosen(fleet, wls, engine="auto", inference=None) -> str:
-    return executors.choose(prepare(fleet, wls, 1, inference), engine).name
+    return run_workloads(fleet, wls, seed=1, engine=engine, inference=inference).engine
 
 
-def test_the_table_lists_the_documented_names_in_the_auto_order():
-    assert executors.NAMES == ("fifo", "admission-kernel")
-    assert [ex.family for ex in executors.EXECUTORS] == ["fifo", "events"]
+def _refusal(fleet, wls, inference=None) -> str | None:
+    prep = prepare(fleet, wls, 1, inference)
+    return fifo.one_pass_refusal(prep.pools, prep.workloads, prep.inference, prep.any_retry)
+
+
+def test_the_paths_are_the_documented_names():
+    assert (engine_run.ONE_PASS, engine_run.KERNEL) == ("fifo", "admission-kernel")
+    assert engine_run.ENGINES == ("auto", "fifo", "events")
 
 
 @pytest.mark.parametrize("pure", [False, True])
@@ -49,9 +68,7 @@ def test_open_arrivals_go_to_the_recursion_and_rl_to_the_kernel_with_or_without_
     assert _chosen(*_open()) == "fifo"
     fleet, wls = Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0), name="rl")]
     assert _chosen(fleet, wls) == "admission-kernel"
-    why = executors.refusals(prepare(fleet, wls, 1))
-    assert why == {"fifo": "workload rl is RL (its batches wait on the trainer, the admission kernel's)",
-                   "admission-kernel": None}
+    assert _refusal(fleet, wls) == "workload rl is RL (its batches wait on the trainer)"
 
 
 @pytest.mark.parametrize(("fleet", "reason"), [
@@ -59,6 +76,7 @@ def test_open_arrivals_go_to_the_recursion_and_rl_to_the_kernel_with_or_without_
     ({"queue_timeout_s": 5.0}, "the fleet has a queue_timeout_s"),
     ({"admission": "shortest-timeout-first"}, "the fleet has admission 'shortest-timeout-first'"),
     ({"slots_per_node": 3, "preempt_rate_per_node_s": 1e-3, "node_replace_s": 1.0}, "the fleet has preemption"),
+    ({"limits": {"creates_per_s": 5.0}}, "the fleet has [fleet.limits] (claimed by the admission kernel's place)"),
 ])
 def test_pools_the_recursion_cannot_run_go_to_the_admission_kernel(fleet, reason, monkeypatch):
     from sandbox_fleet.simulate.engine.fast import admit_loop
@@ -67,7 +85,7 @@ def test_pools_the_recursion_cannot_run_go_to_the_admission_kernel(fleet, reason
     for loaded in (False, True):  # compiled or its source as plain Python: the same executor
         monkeypatch.setattr(admit_loop, "loaded", lambda loaded=loaded: loaded)
         assert _chosen(f, wls) == "admission-kernel"
-    assert executors.refusals(prepare(f, wls, 1))["fifo"] == reason
+    assert _refusal(f, wls) == reason
     with pytest.raises(InputError) as err:  # forcing the recursion: the table's reason, in words
         run_workloads(f, wls, seed=1, engine="fifo")
     assert str(err.value) == f"engine 'fifo' cannot run this scenario ({reason}); use \"auto\" or \"events\""
@@ -75,10 +93,13 @@ def test_pools_the_recursion_cannot_run_go_to_the_admission_kernel(fleet, reason
 
 def test_a_closed_population_and_a_named_pool_are_named_in_the_reason():
     wls = [Closed(population=2, n=20, holds=Exponential(1.0), name="pop")]
-    assert executors.refusals(prepare(Fleet(cap=2), wls, 1))["fifo"] == (
-        "workload pop is a closed population (its arrivals wait on finishes)")
+    assert _refusal(Fleet(cap=2), wls) == "workload pop is a closed population (its arrivals wait on finishes)"
     pools = [Fleet(cap=2, name="a"), Fleet(cap=2, start_cap=1, name="b")]
-    assert executors.fifo_refusal(pools, [], None) == "pool b has a start_cap"
+    assert fifo.one_pass_refusal(pools, [], None, False) == "several pools"
+    assert fifo.one_pass_refusal([Fleet(cap=None)], [], None, False) == (
+        "the fleet has no cap (the pass places on a heap of slots)")
+    assert fifo.one_pass_refusal([Fleet(cap=2)], [], None, True) == (
+        "retries (a retry enters the queue when its attempt ends)")
 
 
 def test_an_unknown_engine_is_refused():
@@ -111,35 +132,28 @@ def test_the_scenario_refusal_is_the_tables_text(tmp_path):
 
 
 @pytest.mark.parametrize("engine", ["fifo", "events"])
-def test_every_executor_returns_the_typed_result(engine, monkeypatch):
+def test_both_paths_return_the_typed_result(engine, monkeypatch):
     seen = []
-    real = executors.choose
+    real = engine_run.place
 
-    def spy(prep, eng="auto"):
-        ex = real(prep, eng)
-        run = ex.run
+    def spy(prep, eng="auto", on_progress=None):
+        ran, out = real(prep, eng, on_progress)
+        seen.append(out)
+        return ran, out
 
-        class Spy(type(ex)):
-            def run(self, prep, on_progress=None):
-                out = run(prep, on_progress)
-                seen.append(out)
-                return out
-
-        return Spy()
-
-    monkeypatch.setattr("sandbox_fleet.simulate.engine.run.choose", spy)
+    monkeypatch.setattr(engine_run, "place", spy)
     runs = [_open()]
     if engine == "events":  # RL runs on the admission kernel only
         runs.append((Fleet(cap=4), [SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0))]))
     for fleet, wls in runs:
         res = run_workloads(fleet, wls, seed=1, engine=engine)
-        assert res.engine in executors.NAMES
+        assert res.engine == {"fifo": "fifo", "events": "admission-kernel"}[engine]
     assert len(seen) == len(runs) and all(isinstance(out, ExecutorOutput) for out in seen)
     with pytest.raises(dataclasses.FrozenInstanceError):
         seen[0].preemptions = 1  # type: ignore[misc]
 
 
-def test_the_run_names_the_executor_that_ran(monkeypatch):
+def test_the_run_names_the_path_that_ran(monkeypatch):
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
     assert run_workloads(*_open(), seed=1).engine == "fifo"
     assert run_workloads(*_open(start_cap=1), seed=1).engine == "admission-kernel"  # its source as Python
@@ -166,7 +180,7 @@ def test_the_kernel_is_named_when_it_ran_compiled_or_as_python(monkeypatch):
     assert run_workloads(fleet, wls, seed=1, inference=inf).engine == "admission-kernel"
 
 
-def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monkeypatch):
+def test_timing_names_the_path_and_the_default_json_does_not(tmp_path, monkeypatch):
     from sandbox_fleet.simulate.scenario.run import run_scenario
 
     monkeypatch.setenv("SANDBOX_FLEET_PURE_PYTHON", "1")
@@ -174,7 +188,7 @@ def test_timing_names_the_executor_and_the_default_json_does_not(tmp_path, monke
     path.write_text('[fleet]\ncap = 2\nstart_cap = 1\n[workload]\nkind = "poisson"\nrate_per_s = 1.0\ncount = 30\n'
                     '[hold]\ndist = "exponential"\nmean_s = 1.0\n')
     plain = run_scenario(path)
-    assert plain["engine"] is None  # the nullable field stays empty: the same bytes whichever executor ran
+    assert plain["engine"] is None  # the nullable field stays empty: the same bytes whichever path ran
     assert run_scenario(path, timing=True)["engine"] == "admission-kernel"
 
 
@@ -255,29 +269,41 @@ def test_the_fifo_executor_refuses_rl():
 
 RETRYING = Episode(agent=Exponential(1.0), verifier=Exponential(0.1), exception_rate_per_s={"verifier": 3.0})
 
+#: what the FIFO executor's heap loop (``run_fifo``, gone) placed: open arrivals with retries, several pools,
+#: an unbounded pool; now the admission kernel's, checked against the oracle (the pure event loop)
+FEEDBACK = {
+    "retries": lambda: (Fleet(cap=5), [Poisson(rate_per_s=4, n=3000, episode=RETRYING, retry=RetryPolicy(max_retries=3))]),
+    "retries_provisioning": lambda: (Fleet(cap=5, provision_delay_s=0.3),
+                                     [Poisson(rate_per_s=3, n=3000, episode=RETRYING, retry=RetryPolicy(max_retries=2))]),
+    "two_pools": lambda: ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
+                         [Poisson(rate_per_s=2, n=2000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"),
+                          Poisson(rate_per_s=2, n=2000, holds=Exponential(1.0), pool=1, name="c")]),
+    "unbounded": lambda: (Fleet(cap=None), [Poisson(rate_per_s=3, n=2000, holds=Exponential(1.0))]),
+}
 
-@pytest.mark.parametrize("case", ["retries", "retries_provisioning", "two_pools"])
-def test_the_recursion_and_the_event_loop_place_every_attempt_alike(case):
-    # The recursion places open arrivals as streams cut at each arrival that may retry (its
-    # retry can come before later arrivals); the event loop places them one event at a time.
-    # (RL beside open arrivals on a FIFO pool: the kernel against the oracle, test_admit_kernel.py.)
-    from sandbox_fleet.simulate import RetryPolicy
 
-    fleet, wls = {
-        "retries": (Fleet(cap=5), [Poisson(rate_per_s=4, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=3))]),
-        "retries_provisioning": (Fleet(cap=5, provision_delay_s=0.3),
-                                 [Poisson(rate_per_s=3, n=5000, episode=RETRYING, retry=RetryPolicy(max_retries=2))]),
-        "two_pools": ([Fleet(cap=3, name="x"), Fleet(cap=None, name="y")],
-                      [Poisson(rate_per_s=2, n=3000, episode=RETRYING, retry=RetryPolicy(max_retries=2), name="a"),
-                       Poisson(rate_per_s=2, n=3000, holds=Exponential(1.0), pool=1, name="c")]),
-    }[case]
-    a = run_workloads(fleet, wls, seed=3, engine="fifo")
-    b = run_workloads(fleet, wls, seed=3, engine="events")
-    assert a.engine == "fifo" and b.engine in ("admission-kernel", "events")  # the loop or its compiled twin
+@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@pytest.mark.parametrize("case", sorted(FEEDBACK))
+def test_what_the_fifo_heap_loop_ran_is_the_kernels_and_the_oracles(case, compiled):
+    # Retries enter the queue when their attempt ends, so the one pass refuses them (forcing it names
+    # why); the kernel places every attempt as the oracle does, byte for byte.
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    fleet, wls = FEEDBACK[case]()
+    prep = prepare(fleet, wls, 3)
+    why = fifo.one_pass_refusal(prep.pools, prep.workloads, prep.inference, prep.any_retry)
+    assert why is not None
+    with pytest.raises(InputError, match=r"engine 'fifo' cannot run this scenario"):
+        run_workloads(fleet, wls, seed=3, engine="fifo")
+    a = run_oracle(prepare(fleet, wls, 3))
+    b = admit_loop.run(prep, compiled=compiled)
     if case.startswith("retries"):
-        assert a.state.size > a.n_rollouts  # retries happened
-    for k in ("rollout", "attempt", "arrival_s", "start_s", "finish_s", "state", "phase"):
-        assert np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True), k
+        assert len(b.extra["rollout"]) > 0  # retries happened
+    for k in ("arrival_s", "start_s", "finish_s", "state", "phase", "build_s"):
+        assert np.array_equal(a.first[k], b.first[k], equal_nan=True), k
+        assert a.extra[k] == b.extra[k], k
+    assert a.extra["rollout"] == b.extra["rollout"] and a.extra["attempt"] == b.extra["attempt"]
+    assert (a.area_busy, a.area_wait, a.clock_monotonic) == (b.area_busy, b.area_wait, b.clock_monotonic)
 
 
 def test_dynamic_sampling_beside_an_inference_pool_runs_on_the_admission_kernel():
@@ -290,11 +316,14 @@ def test_dynamic_sampling_beside_an_inference_pool_runs_on_the_admission_kernel(
     ep = wls[0].episode
     dyn = SyncRL(batch=8, steps=3, train_s=5.0, episode=ep,
                  dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
-    why = executors.refusals(prepare(fleet, [dyn], 1, inf))
-    assert why["fifo"] is not None and why["admission-kernel"] is None
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    assert _refusal(fleet, [dyn], inf) is not None and admit_loop.refusal(prepare(fleet, [dyn], 1, inf)) is None
     assert run_workloads(fleet, [dyn], seed=1, inference=inf).engine == "admission-kernel"
     dyn = SyncRL(batch=8, steps=3, train_s=5.0, holds=Exponential(1.0),
                  dynamic=DynamicSampling(groups=2, group_size=4, task_pass=np.array([0.5, 0.2])))
-    why = executors.refusals(prepare(Fleet(cap=4, admission="priority"), [dyn], 1))
-    assert "dynamic_sampling in a pool with admission 'priority'" in why["admission-kernel"]
-    assert why["fifo"] is not None
+    prep = prepare(Fleet(cap=4, admission="priority"), [dyn], 1)
+    assert "dynamic_sampling in a pool with admission 'priority'" in (admit_loop.refusal(prep) or "")
+    assert _refusal(Fleet(cap=4, admission="priority"), [dyn]) is not None
+    with pytest.raises(InputError, match=r"the admission kernel cannot run this scenario \(dynamic_sampling"):
+        engine_run.place(prep)
