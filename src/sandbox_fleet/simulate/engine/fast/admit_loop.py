@@ -233,7 +233,7 @@ def initial_state(prep, K, on_progress=None):
             pf[p, K.PF_WARM : K.PF_WARM + 2] = new_state(float(lim.warm_pool_size))
 
     wi = np.zeros((W, K.N_WI), dtype=i64)
-    wf = np.zeros((W, K.N_WF))
+    wf = np.zeros((W, K.N_WF + W))  # then wf[u, N_WF + v]: a timeout-ceiling's count (``node_fleet.ceiling_units``)
     sizes: list[int] = []
     starts: list[int] = []
     r_batch = np.zeros(N, dtype=i64)
@@ -321,8 +321,9 @@ def initial_state(prep, K, on_progress=None):
     for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls))):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
-            pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (what a timeout-ceiling counts)
+            pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (a bound on the rows one event appends)
             S.n_pk[p, K.NK_IMAGES] = int(prep.node_images is not None)  # its builds meet its nodes' caches
+    wf[:, K.WF_CEIL_CAP], wf[:, K.N_WF:] = node_fleet.ceiling_units(pools, wls, pi[:, K.P_CAP])
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
