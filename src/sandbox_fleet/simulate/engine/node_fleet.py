@@ -91,9 +91,22 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
         "n_span": np.zeros((max(64, 2 * (slots + 1)), 3))}
 
 
-def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndarray]:
+def trace_origin_us(p: int, pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int | None:
+    """The wall-clock instant of fleet pool ``p``'s run time 0 (microseconds since the epoch): the first
+    start of the telemetry its replay workloads replay (each replays it from its ``start_s``); None when
+    it replays none. Replays of telemetry whose clocks disagree leave a timestamp ambiguous: refused."""
+    origins = {o for wl in workloads if wl.pool == p and (o := getattr(wl, "origin_us", None)) is not None}
+    if len(origins) > 1:
+        raise InputError(f"{pools[p].reclaim_trace}: pool {pools[p].name}'s replay workloads replay telemetry on "
+                         "different clocks, so a timestamp in its reclaim trace has no one origin; give seconds from "
+                         "the run's start")
+    return origins.pop() if origins else None
+
+
+def trace_fields(pools: Sequence[Fleet], K: Any, seed: int, workloads: Sequence[Workload] = ()) -> dict[str, np.ndarray]:
     """The kernel's reclaim trace fields: every fleet pool's trace (``Fleet.reclaim_trace``, read by the one
-    reader, ``reclaim_trace.load_trace``, seconds from the run's start) merged in time order (ties:
+    reader, ``reclaim_trace.load_trace``, seconds from the run's start; a timestamp from the replayed
+    telemetry's first start, ``trace_origin_us``) merged in time order (ties:
     pool order, then file order), each row's node pool, and the uniform draw of the node it takes (a stream
     of its own a fleet pool, ``prepare.NODE_TRACE``, so no other draw moves); rows before the run's start
     find no node up (counted missed)."""
@@ -106,7 +119,7 @@ def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndar
     k0 = 0
     for p, pl in enumerate(pools):
         if pl.reclaim_trace is not None and pl.node_pools:
-            tr = load_trace(pl.reclaim_trace, None, [n.name for n in pl.node_pools])
+            tr = load_trace(pl.reclaim_trace, trace_origin_us(p, pools, workloads), [n.name for n in pl.node_pools])
             order = np.argsort(tr.time_s, kind="stable")
             t, k = tr.time_s[order], tr.pool[order] + k0
             u = stream(seed, NODE_TRACE, p).random(t.size)

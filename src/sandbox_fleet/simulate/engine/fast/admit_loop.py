@@ -317,7 +317,7 @@ def initial_state(prep, K, on_progress=None):
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
         lg=np.array(gates, dtype=float), **_inference_state(prep, K, rows0), **node_fleet.state_fields(pools, wls, K, N),
-        **node_fleet.trace_fields(pools, K, prep.seed), **node_fleet.image_fields(prep, K))
+        **node_fleet.trace_fields(pools, K, prep.seed, wls), **node_fleet.image_fields(prep, K))
     for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls))):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
