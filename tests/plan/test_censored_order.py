@@ -143,9 +143,9 @@ def test_the_censored_lines_render_with_their_figures_in_headless_chromium(cappe
     import json
 
     from cdp import Browser
-    from summaries import report_file
 
     from sandbox_fleet.measure import measure_paths
+    from summaries import report_file
 
     from .test_mixed_replay import write_corpus
 
