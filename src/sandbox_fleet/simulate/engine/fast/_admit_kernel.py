@@ -183,6 +183,9 @@ node_open = jitable(_node_rules.open_node)  # a launched node's row and lists (t
 node_left = jitable(_node_rules.leave, inline=True)  # a sandbox leaves its node (the node replay's too)
 node_trace_pick = jitable(_node_rules.trace_pick)  # the node a reclaim trace's row takes (the node replay's too)
 node_cache_touch = jitable(_node_rules.cache_touch)
+node_take = jitable(_node_rules.take, inline=True)  # a sandbox takes its room on a node (the node replay's too)
+node_free_slot = jitable(_node_rules.free_slot)  # a launch's slot (the node replay's too)
+node_sweep_rule = jitable(_node_rules.sweep)  # the release sweep before a launch (the node replay's too)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -1101,15 +1104,15 @@ def on_node_back(pi, sl, p, node):
 @njit(cache=True)
 def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen,
                 n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
-                ht, hi, si):
+                ht, hi, si, n_span):
     """A node of node pool ``k`` launched at ``t``, joining at ``ready_s``, in the lowest free slot; its
     reclaim drawn when the pool has a reclaim rate (``prepare.NodeReclaims.node_life_s``: memoryless, one
     draw a node, from launch)."""
-    s = 0
-    while n_pool[s] >= 0:
-        s += 1  # a free slot exists: at most max_nodes of each pool hold one (gone ones are swept first)
+    s = node_free_slot(n_pool, n_pool.size)  # one is free: at most max_nodes of each pool hold one (gone ones swept first)
     node_open(k, s, n_ctr[0], t, ready_s, 1 if perm else 0, n_cap, n_thr, n_pool, n_pos, n_plist, n_plen, n_id, n_used,
               n_count, n_last, n_launch, n_ready, n_release, n_perm, n_opos, n_head, n_olist, n_ofree, n_olen, n_pmax)
+    n_span[n_id[s], SPAN_LAUNCH] = t  # its billed span's launch and pool (its release: when it goes)
+    n_span[n_id[s], SPAN_POOL] = k
     n_ctr[0] += 1
     n_ki[k, KI_ALIVE] += 1
     if n_ki[k, KI_ALIVE] > n_ki[k, KI_PEAK]:
@@ -1134,20 +1137,10 @@ def node_span(n_span, nid, launch, release, k):
 @njit(cache=True)
 def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos, n_launch,
                n_release, n_id, n_span):
-    """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (billed launch to release), so that
-    the live counts are exact before a launch."""
-    for k in range(k0, k1):
-        x = 0
-        while x < n_plen[k]:
-            s = n_plist[k, x]
-            if n_release[s] < t:
-                n_kf[k, KF_NODE_S] += n_release[s] - n_launch[s]
-                node_span(n_span, n_id[s], n_launch[s], n_release[s], k)
-                n_release[s] = np.inf
-                n_ki[k, KI_ALIVE] -= 1
-                node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
-                continue
-            x += 1
+    """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (``_node_rules.sweep``: billed launch to
+    release), so that the live counts are exact before a launch."""
+    node_sweep_rule(k0, k1, t, n_plist, n_plen, n_release, n_launch, n_id, n_pool, n_pos, n_olist, n_ofree, n_olen,
+                    n_opos, n_kf[:, KF_NODE_S], n_ki[:, KI_ALIVE], n_span)
 
 
 @njit(cache=True)
@@ -1191,7 +1184,7 @@ def node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr
             continue
         s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist,
                         n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
-                        n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+                        n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si, n_span)
         n_ki[k, KI_LAUNCHED] += 1
         return s
     return -1
@@ -1233,7 +1226,7 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
                 for _ in range(n_ki[k, KI_MIN]):
                     node_launch(k, now, now, True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
                                 n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch,
-                                n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+                                n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si, n_span)
         c, m, d = n_req[w, 0], n_req[w, 1], n_req[w, 2]
         s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
                           n_spread, n_id, n_pmax)
@@ -1258,18 +1251,13 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
         if not plain:
             _unlink(ri, wi, w)
         k = n_pool[s]
-        n_count[s] += 1
-        n_release[s] = np.inf
-        n_used[s, 0] += c
-        n_used[s, 1] += m
-        n_used[s, 2] += d
+        node_take(k, s, c, m, d, n_cap, n_thr, n_used, n_count, n_release, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         n_ki[k, KI_PLACED] += 1
         n_prv[r] = -1  # on the node's list (a reclaim ends them all)
         n_nxt[r] = n_head[s]
         if n_head[s] >= 0:
             n_prv[n_head[s]] = r
         n_head[s] = r
-        node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         ri[r, R_QUEUED] = 0
         row = ri[r, R_ROW]
         if n_ready[s] > now:  # its node is joining: the attempt starts then (it still waits)
@@ -1380,7 +1368,7 @@ def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf
         n_ki[k, KI_LAUNCHED] += 1
         node_launch(k, now, now + n_kf[k, KF_PROV], True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
                     n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                    n_last, n_ctr, n_head, ht, hi, si)
+                    n_last, n_ctr, n_head, ht, hi, si, n_span)
     return p
 
 
