@@ -604,7 +604,7 @@ def simulate(
     node_scale_down_s: float = _NODE_SCALE_DOWN_S,
     node_placement: str = _NODE_PLACEMENT,
     reclaim_per_node_h: Optional[float] = typer.Option(None, "--reclaim-per-node-h", help="With --replay: spot reclaims per node-hour, Poisson per node (default: the node type's catalog rate; 0: none)."),
-    reclaim_trace: Optional[Path] = typer.Option(None, "--reclaim-trace", help="With --replay: a CSV of reclaims, header time,pool (time: seconds from the first start, or an ISO 8601 timestamp as a cloud's interruption events carry it, UTC without an offset; pool reserved, burst or fleet)."),
+    reclaim_trace: Optional[Path] = typer.Option(None, "--reclaim-trace", help="With --replay: a CSV of reclaims, header time,pool (time: seconds from the first start, or an ISO 8601 timestamp as a cloud's interruption events carry it, UTC without an offset; or header epoch_s,pool: Unix seconds; pool reserved, burst or fleet)."),
     telemetry: Optional[Path] = typer.Option(None, "--telemetry", help="Write per-rollout canonical telemetry (Parquet) here."),
     timing: bool = typer.Option(False, "--timing", help="Add wall-clock figures (wall_s, events_per_s); output then varies run to run."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's run.seed; with --from: the seed written into the scenario."),

@@ -125,3 +125,47 @@ def test_keeping_the_cap_chooses_r_on_the_cap_and_prices_the_demand_on_its_own_h
     demand_start = fifo(release, hold, c.demand)
     r_d, usd_d, _ = brute_force(plan, demand_start, demand_start + hold, req, release)
     assert c.reserved_at_demand == r_d and c.usd_per_h_at_demand == pytest.approx(usd_d, rel=1e-9)
+
+
+ROW_TEXT = """
+Array.from(document.querySelectorAll('tr')).filter(tr => tr.cells.length && tr.cells[0].innerText.trim() === %s)
+  .map(tr => ({text: tr.innerText, height: tr.getBoundingClientRect().height,
+               shown: getComputedStyle(tr).visibility === 'visible' && tr.offsetParent !== null}))
+"""
+
+
+def test_the_censored_lines_render_with_their_figures_in_headless_chromium(capped, tool, tmp_path):
+    """The HTML report's plan table opened by headless Chromium (networking off, ``tests/report/cdp.py``):
+    the rows "bought at the cap" and "bought at the demand" are laid out (visible, a height) and read, in
+    the live DOM, each line's split and $/h as the brute-force replay over every R prices them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import json
+
+    from cdp import Browser
+
+    from sandbox_fleet.measure import measure_paths
+    from summaries import report_file
+
+    from .test_mixed_replay import write_corpus
+
+    plan, start, end, req, release = capped
+    c = plan.target.censored
+    r_c, usd_c, _ = brute_force(plan, start, end, req, release)
+    hold = end - start
+    demand_start = fifo(release, hold, c.demand)
+    r_d, usd_d, _ = brute_force(plan, demand_start, demand_start + hold, req, release)
+    rollouts, tasks = write_corpus(tmp_path / "corpus", start, end, req)
+    measured = measure_paths([str(rollouts)], tasks=str(tasks), progress=False)
+    page = report_file(tmp_path / "report.html", measured, plan)
+    with Browser(tool("chromium"), tmp_path / "profile") as b:
+        b.attach()
+        b.open(page.as_uri())
+        rows = {label: b.evaluate(ROW_TEXT % json.dumps(label)) for label in ("bought at the cap", "bought at the demand")}
+        assert b.errors() == []
+    for label, r, burst, usd in (("bought at the cap", r_c, c.burst_at_cap, usd_c),
+                                 ("bought at the demand", r_d, c.burst_at_demand, usd_d)):
+        assert len(rows[label]) == 1, rows
+        row = rows[label][0]
+        assert row["shown"] and row["height"] > 0, row
+        assert f"{r + burst:,} nodes ({r:,} reserved + up to {burst:,} burst), ${usd:,.2f}/h" in row["text"], row

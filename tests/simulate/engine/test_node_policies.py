@@ -16,15 +16,17 @@ import dataclasses
 import numpy as np
 import pytest
 from tests.simulate.engine.oracle_policies import run_oracle
-from tests.simulate.engine.test_admit_kernel import CASES, _digest
+from tests.simulate.engine.test_admit_kernel import CASES, RETRY, _digest
 
-from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson
+from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
 from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.distributions import Deterministic
-from sandbox_fleet.simulate.engine.entities import FleetNodePool
+from sandbox_fleet.simulate.engine.entities import Build, Episode, FleetNodePool
+from sandbox_fleet.simulate.engine.images import ImageCache, ImageCatalog
 from sandbox_fleet.simulate.engine.prepare import prepare
 from sandbox_fleet.simulate.engine.run import run_workloads
 from sandbox_fleet.simulate.engine.sandbox_limits import SandboxLimits
+from sandbox_fleet.simulate.engine.workloads import AsyncRL
 
 REQUEST = (2.0, 4096.0, 10_000.0)
 
@@ -194,3 +196,143 @@ def test_a_released_round_takes_nodes_before_the_ending_attempt_leaves_its_node_
     assert starts.size // 2 > 4  # some step released more than one round
     assert np.any(starts[1::2] - starts[0::2] == 10.0)  # a round launched a burst node for its second rollout
     assert res.nodes[1]["launched"] > 0
+
+
+def _tied_training(cap: int, batch: int, start_cap: int, build_s: float, evicts: bool, population: int):
+    """Priority admission: asynchronous RL (class 1) whose build + agent ends with a training step (1 s;
+    deterministic, so a released batch's ends tie with the next training's end) beside a closed workload of
+    the same episodes, under a start cap: which of the two the ties start first is decided by the pushes'
+    order (the oracle's: the released batch dispatched before the next training is pushed)."""
+    ep = Episode(agent=Deterministic(1.0), build=Build(hit_p=1.0, hit=Deterministic(build_s), miss=Deterministic(1.0)),
+                 exception_p={"agent": 0.3}, agent_timeout_s=5.0)
+    rl = AsyncRL(batch=batch, steps=6, train_s=1.0, staleness=1, episode=ep, retry=RETRY, name="rl", priority=1)
+    fl = Fleet(cap=cap, admission="priority", start_cap=start_cap, preempt=evicts)
+    return fl, [rl, Closed(population=population, n=15, episode=ep, retry=RETRY, name="c")]
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
+    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@pytest.mark.parametrize("case", [(6, 2, 2, 1.0, False, 1, 17), (3, 3, 1, 0.0, True, 3, 22)], ids=["start_cap", "evicting"])
+def test_a_training_step_releases_onto_nodes_in_the_slot_pools_order(case, compiled):
+    """``on_train_done``: the released batch is dispatched before the next training is pushed, on slot pools
+    and pools made of nodes alike (``train_done``), so N nodes x k equal the oracle's slot pool of cap N x k
+    with training ends that tie with a batch's ends (before, the nodes took the batch after the push: these
+    two cases differed in their starts, the trainer's steps and the time integrals)."""
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    *shape, seed = case
+    slots, wls, nodes, node_wls = _slot_and_node(*_tied_training(*shape))
+    want = _digest(run_oracle(prepare(slots, wls, seed)))
+    out = admit_loop.run(prepare(nodes, node_wls, seed), compiled=compiled)
+    assert _digest(out) == want
+
+
+def _images_case(nodes_n: int, k: int):
+    """``[images]``: 4 images of 300 MB (shares 0.4 / 0.3 / 0.2 / 0.1) on nodes of 700 MB cache (two images),
+    pulled at 100 MB/s; a FIFO pool of cap ``nodes_n * k`` fed by open arrivals."""
+    cat = ImageCatalog(names=("a", "b", "c", "d"), shares=np.array([0.4, 0.3, 0.2, 0.1]),
+                       size_mb=np.array([300.0] * 4), basis="test")
+    ep = Episode(agent=Exponential(4.0), build=Build(hit=Deterministic(0.5),
+                                                     images=ImageCache(catalog=cat, cache_mb=700.0, pull_mb_per_s=100.0)))
+    return (Fleet(cap=nodes_n * k, slots_per_node=k), [Poisson(name="o", rate_per_s=1.0, n=300, episode=ep)])
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
+    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+def test_images_on_one_node_of_k_equal_the_slot_pool_of_cap_k(compiled):
+    """``[images]``: a first attempt on a ready node builds and starts in ``node_dispatch`` (not at a
+    ``NODE_JOIN`` event), as on a slot pool; with one node the slot pool's pre-pass (the k-th build on node
+    k mod 1, in queue order = FIFO start order) and the engine's placement name the same node for every
+    build, so every attempt and every hit is the oracle's on the slot pool."""
+    from sandbox_fleet.simulate.engine.fast import admit_loop
+
+    fl, wls = _images_case(1, 4)
+    slot_prep = prepare([fl], wls, 9)
+    want = _digest(run_oracle(slot_prep))
+    one = FleetNodePool(name="n", cpu=REQUEST[0] * 4, memory_mb=REQUEST[1] * 4 + 1.0, disk_mb=REQUEST[2] * 4 + 1.0,
+                        min_nodes=1, max_nodes=1)  # one node of 4 requests
+    node_fl = Fleet(**{**fl.model_dump(exclude={"cap", "slots_per_node", "node_replace_s"}), "node_pools": [one]})
+    prep = prepare([node_fl], [dataclasses.replace(wls[0], request=REQUEST)], 9)
+    out = admit_loop.run(prep, compiled=compiled)
+    assert _digest(out) == want
+    assert slot_prep.images is not None
+    hits = slot_prep.images.hit
+    assert 0 < hits.sum() < hits.size  # some builds hit, some missed
+
+
+def test_images_on_two_nodes_cannot_equal_the_slot_pools_k_mod_nodes_by_hand():
+    """Why N > 1 nodes cannot equal the slot pool under ``[images]`` by construction: the slot pool's pre-pass
+    puts the k-th build on node k mod N before the run; the engine places on the most-allocated node
+    (``pack``; the oldest on ties). Two nodes of one unit request, one closed rollout at a time, image a
+    every time: the slot pool builds on nodes 0, 1, 0, 1 (miss, miss, hit, hit); the nodes on node 0 every
+    time (the oldest of two empty nodes): miss, hit, hit, hit."""
+    cat = ImageCatalog(names=("a",), shares=np.array([1.0]), size_mb=np.array([100.0]), basis="test")
+    ep = Episode(agent=Deterministic(10.0), build=Build(hit=Deterministic(1.0),
+                                                        images=ImageCache(catalog=cat, cache_mb=100.0, pull_mb_per_s=10.0)))
+    wl = Closed(name="c", population=1, n=4, episode=ep)
+    slot = run_workloads(Fleet(cap=2, slots_per_node=1), [wl], seed=0)
+    one = FleetNodePool(name="n", cpu=REQUEST[0], memory_mb=REQUEST[1] + 1.0, disk_mb=REQUEST[2] + 1.0, min_nodes=2,
+                        max_nodes=2)
+    node = run_workloads(Fleet(node_pools=[one]), [dataclasses.replace(wl, request=REQUEST)], seed=0)
+    for res, nodes_want, builds in ((slot, [0, 1, 0, 1], [11.0, 11.0, 1.0, 1.0]), (node, [0, 0, 0, 0], [11.0, 1.0, 1.0, 1.0])):
+        im = res.images
+        assert im is not None
+        assert im.node.tolist() == nodes_want
+        assert res.build_s[np.argsort(res.rollout)].tolist() == builds
+
+
+def _ceiling_mixed():
+    """Timeout-ceiling on one node of 8 cpu: sync RL, batches of 2 of 4 cpu (agent 20 s, timeout 30 s, train
+    10 s); a closed workload of 4 rollouts of 1 cpu (agent 50 s, timeout 60 s)."""
+    pools = [FleetNodePool(name="one", min_nodes=1, max_nodes=1, cpu=8.0, memory_mb=100.0, disk_mb=100.0)]
+    rl = SyncRL(batch=2, steps=2, train_s=10.0, episode=Episode(agent=Deterministic(20.0), agent_timeout_s=30.0),
+                request=(4.0, 1.0, 1.0), name="rl")
+    cl = Closed(population=4, n=4, episode=Episode(agent=Deterministic(50.0), agent_timeout_s=60.0),
+                request=(1.0, 1.0, 1.0), name="c")
+    return run_workloads(Fleet(admission="timeout-ceiling", node_pools=pools), [rl, cl], seed=0)
+
+
+def test_a_timeout_ceiling_counts_what_the_nodes_hold_of_the_rl_request_by_hand():
+    """Batch 0 takes the node's 8 cpu at 0 (RL first); the closed wait. At 20 it ends and the trainer runs
+    until 30, the next release. A closed rollout admitted at 20 runs to 70, past 30. Counted in 1-cpu
+    sandboxes (the smallest request, as before) the node holds 8: 4 closed + the batch's 2 <= 8, all admitted
+    at 20, and at 30 the batch finds 4 cpu: one RL rollout [30, 50], the other [50, 70] (the batch the ceiling
+    is there to protect waited 20 s). Counted in the RL's own request (4 cpu: the node holds 2, a closed one
+    takes room for ceil(1 / 4) = 1): 2 - 2 = 0 left, so none is admitted; the batch starts whole at 30
+    [30, 50] and the closed at 50, when no release is left [50, 100]."""
+    res = _schedule(_ceiling_mixed())
+    assert res == [("c", 50.0, 100.0)] * 4 + [("rl", 0.0, 20.0), ("rl", 0.0, 20.0), ("rl", 30.0, 50.0),
+                                              ("rl", 30.0, 50.0)]
+
+
+def test_ceiling_units_are_a_sound_count_of_the_rl_requests_left_by_brute_force():
+    """``node_fleet.ceiling_units``: for nodes of 3 types, 2 request kinds, every way of placing up to 4
+    sandboxes of ``u`` on the nodes (each where it fits), the RL's whole requests still fitting are at least
+    the pool's count minus the units the placed ones take (brute force over placements, not the rule)."""
+    import itertools
+
+    from sandbox_fleet.simulate.engine import node_fleet
+
+    types = [(8.0, 32.0, 100.0), (6.0, 64.0, 100.0), (16.0, 16.0, 100.0)]
+    pools = [Fleet(admission="timeout-ceiling",
+                   node_pools=[FleetNodePool(name=f"t{i}", max_nodes=1, cpu=c, memory_mb=m, disk_mb=d)
+                               for i, (c, m, d) in enumerate(types)])]
+    kinds = [(3.0, 5.0, 1.0), (1.0, 12.0, 1.0), (2.5, 2.0, 30.0)]
+    for qv, qu in itertools.permutations(kinds, 2):
+        wls = [Closed(name="v", population=1, n=1, holds=Deterministic(1.0), request=qv),
+               Closed(name="u", population=1, n=1, holds=Deterministic(1.0), request=qu)]
+        cap_v, units = node_fleet.ceiling_units(pools, wls, np.zeros(1))
+
+        def fit(free, qv=qv):
+            return min(int(f * (1 + 1e-12) // q) for f, q in zip(free, qv))
+
+        assert cap_v[0] == sum(fit(t) for t in types)
+        for n in range(5):
+            for where in itertools.product(range(len(types)), repeat=n):
+                free = [list(t) for t in types]
+                ok = True
+                for x in where:
+                    free[x] = [f - q for f, q in zip(free[x], qu)]
+                    ok = ok and min(free[x]) >= -1e-9
+                if ok:
+                    assert sum(fit(f) for f in free) >= cap_v[0] - units[1, 0] * n

@@ -212,3 +212,101 @@ on = ["preemption"]
     assert nodes.reclaim_trace_missed == 2
     assert nodes.usd == pytest.approx(0.25, rel=1e-12)
     assert nodes.stranded_cpu_h == pytest.approx(480.0 / 3600.0, rel=1e-9)
+
+
+REPLAY_T0_US = 1_796_638_500_000_000  # the telemetry's first start: 2026-12-07T10:15:00Z
+
+
+def _replay_scenario(tmp_path, trace_header: str, trace_rows: list[str], start_s: float = 0.0):
+    """The hand-worked fleet (one 8-cpu base node, replaced 30 s after a reclaim; an unused burst pool) fed
+    by a replay of telemetry: 4 rollouts of 100 s, all starting at ``REPLAY_T0_US``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sandbox_fleet.telemetry import ROLLOUT_SCHEMA
+
+    n = 4
+    start = np.full(n, REPLAY_T0_US, dtype="int64")
+    cols = {"id": pa.array([f"r{i}" for i in range(n)]),
+            "started_at": pa.array(start).cast(pa.timestamp("us", tz="UTC")),
+            "finished_at": pa.array(start + 100_000_000).cast(pa.timestamp("us", tz="UTC"))}
+    pq.write_table(pa.Table.from_arrays([cols.get(f.name, pa.nulls(n, f.type)) for f in ROLLOUT_SCHEMA],
+                                        schema=ROLLOUT_SCHEMA), tmp_path / "runs.parquet")
+    (tmp_path / "reclaims.csv").write_text(trace_header + "\n" + "".join(r + "\n" for r in trace_rows))
+    node = "cpu = 8.0\nmemory_mb = 100000\ndisk_mb = 100000\nprovision_s = 30\n"
+    (tmp_path / "s.toml").write_text(f"""
+[fleet]
+name = "f"
+reclaim_trace = "reclaims.csv"
+
+[[fleet.node_pools]]
+name = "spot"
+tier = "spot"
+usd_per_node_h = 3.6
+min_nodes = 1
+max_nodes = 1
+{node}
+[[fleet.node_pools]]
+name = "burst"
+max_nodes = 2
+{node}
+[workload]
+kind = "replay"
+telemetry = "runs.parquet"
+start_s = {start_s}
+request = {{ cpu = 2.0, memory_mb = 1, disk_mb = 1 }}
+
+[retry]
+max_retries = 2
+on = ["preemption"]
+""")
+    return tmp_path / "s.toml"
+
+
+def _reclaim_figures(path):
+    from sandbox_fleet.simulate.scenario.run import simulate_scenario
+
+    pools = simulate_scenario(path).node_pools
+    assert pools is not None and pools.pools is not None
+    return [(p.reclaims, p.sandboxes_lost, p.trace_missed) for p in pools.pools], pools.usd
+
+
+@pytest.mark.parametrize("header,rows", [
+    ("time,pool", ["2026-12-07T10:14:55Z,spot", "2026-12-07T10:15:40Z,spot", "2026-12-07 11:15:50+01:00,burst",
+                   "2026-12-07T10:17:00,spot"]),
+    ("epoch_s,pool", ["1796638495,spot", "1796638540,spot", "1796638550.0,burst", "1796638620,spot"]),
+], ids=["iso8601", "epoch"])
+def test_a_scenarios_reclaim_trace_takes_timestamps_from_the_replayed_telemetrys_first_start(tmp_path, header, rows):
+    """The hand-worked case (reclaims at -5, 40 on the base node, 50 on the burst pool, 120 on the base)
+    with its times as wall-clock instants: the replayed telemetry starts at 10:15:00Z, so 10:14:55Z is -5 s,
+    10:15:40Z 40 s, 11:15:50+01:00 (= 10:15:50Z) 50 s, a naive 10:17:00 (read as UTC) 120 s; in Unix seconds
+    1796638500 is 10:15:00Z. Same figures as the seconds: 2 reclaims, 8 sandboxes lost, a row missed on
+    each pool, $0.25 (250 s of the base node at $3.6/h). With ``start_s = 20`` the telemetry's first start
+    is run time 20, and so is the origin: every reclaim is 20 s later in run time, as the starts and the
+    base node's launch, so the bill is again 20 -> 270 = 250 s (an origin at run time 0 would reclaim at 40
+    and 120, 20 s and 100 s after the launch, and bill 20 -> 250 = 230 s)."""
+    for sub in "abc":
+        (tmp_path / sub).mkdir()
+    secs = _reclaim_figures(_replay_scenario(tmp_path / "a", "time,pool", ["-5,spot", "40,spot", "50,burst", "120,spot"]))
+    stamps = _reclaim_figures(_replay_scenario(tmp_path / "b", header, rows))
+    assert secs == stamps == ([(2, 8, 1), (0, 0, 1)], pytest.approx(0.25, rel=1e-12))
+    later = _reclaim_figures(_replay_scenario(tmp_path / "c", header, rows, start_s=20.0))
+    assert later == ([(2, 8, 1), (0, 0, 1)], pytest.approx(0.25, rel=1e-12))
+
+
+def test_a_timestamp_without_a_replayed_telemetry_is_one_line_naming_the_file_and_row(tmp_path, run_cli):
+    """The same trace in a scenario of closed rollouts (no telemetry, so no wall-clock origin): exit 2, one
+    line naming the file, the row and why; the epoch header likewise."""
+    for header, row in (("time,pool", "2026-12-07T10:15:40Z,spot"), ("epoch_s,pool", "1796638540,spot")):
+        (tmp_path / "reclaims.csv").write_text(f"{header}\n40,spot\n{row}\n" if header == "time,pool" else f"{header}\n{row}\n")
+        scen = tmp_path / "s.toml"
+        scen.write_text('[fleet]\nname = "f"\nreclaim_trace = "reclaims.csv"\n[[fleet.node_pools]]\nname = "spot"\n'
+                        'cpu = 8.0\nmemory_mb = 100000\ndisk_mb = 100000\nmax_nodes = 1\n[workload]\nkind = "closed"\n'
+                        'population = 2\ncount = 2\nrequest = { cpu = 2.0, memory_mb = 1, disk_mb = 1 }\n'
+                        '[hold]\ndist = "deterministic"\nvalue_s = 10\n')
+        out = run_cli("simulate", scen)
+        assert out.code == 2, out
+        line = out.err.strip()
+        assert "\n" not in line and "Traceback" not in line
+        first = 3 if header == "time,pool" else 2
+        assert "reclaims.csv" in line and f"first row {first}" in line and "replayed telemetry's first start" in line

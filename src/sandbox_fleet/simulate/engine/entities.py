@@ -157,7 +157,7 @@ class Fleet(BaseModel):
     #: them inside the engine (the admission kernel); ``None``: slots only (``cap``)
     node_pools: list[FleetNodePool] | None = None
     #: a pool made of nodes: a reclaim trace (``simulate/engine/reclaim_trace.py``: a CSV ``time,pool``, seconds from
-    #: the run's start and a node pool's name), each row taking one node of that node pool up then (drawn
+    #: the run's start, or timestamps from its replayed telemetry's first start, and a node pool's name), each row taking one node of that node pool up then (drawn
     #: uniformly) and ending every attempt on it as the Poisson reclaims do; a scenario's path is relative to it
     reclaim_trace: str | None = None
 

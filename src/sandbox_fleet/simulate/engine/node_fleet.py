@@ -12,6 +12,7 @@ last end. With ``[images]`` each node keeps its own image cache (``image_fields`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,9 +91,22 @@ def state_fields(pools: Sequence[Fleet], workloads: Sequence[Workload], K: Any, 
         "n_span": np.zeros((max(64, 2 * (slots + 1)), 3))}
 
 
-def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndarray]:
+def trace_origin_us(p: int, pools: Sequence[Fleet], workloads: Sequence[Workload]) -> int | None:
+    """The wall-clock instant of fleet pool ``p``'s run time 0 (microseconds since the epoch): the first
+    start of the telemetry its replay workloads replay (each replays it from its ``start_s``); None when
+    it replays none. Replays of telemetry whose clocks disagree leave a timestamp ambiguous: refused."""
+    origins = {o for wl in workloads if wl.pool == p and (o := getattr(wl, "origin_us", None)) is not None}
+    if len(origins) > 1:
+        raise InputError(f"{pools[p].reclaim_trace}: pool {pools[p].name}'s replay workloads replay telemetry on "
+                         "different clocks, so a timestamp in its reclaim trace has no one origin; give seconds from "
+                         "the run's start")
+    return origins.pop() if origins else None
+
+
+def trace_fields(pools: Sequence[Fleet], K: Any, seed: int, workloads: Sequence[Workload] = ()) -> dict[str, np.ndarray]:
     """The kernel's reclaim trace fields: every fleet pool's trace (``Fleet.reclaim_trace``, read by the one
-    reader, ``reclaim_trace.load_trace``, seconds from the run's start) merged in time order (ties:
+    reader, ``reclaim_trace.load_trace``, seconds from the run's start; a timestamp from the replayed
+    telemetry's first start, ``trace_origin_us``) merged in time order (ties:
     pool order, then file order), each row's node pool, and the uniform draw of the node it takes (a stream
     of its own a fleet pool, ``prepare.NODE_TRACE``, so no other draw moves); rows before the run's start
     find no node up (counted missed)."""
@@ -105,7 +119,7 @@ def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndar
     k0 = 0
     for p, pl in enumerate(pools):
         if pl.reclaim_trace is not None and pl.node_pools:
-            tr = load_trace(pl.reclaim_trace, None, [n.name for n in pl.node_pools])
+            tr = load_trace(pl.reclaim_trace, trace_origin_us(p, pools, workloads), [n.name for n in pl.node_pools])
             order = np.argsort(tr.time_s, kind="stable")
             t, k = tr.time_s[order], tr.pool[order] + k0
             u = stream(seed, NODE_TRACE, p).random(t.size)
@@ -123,8 +137,8 @@ def trace_fields(pools: Sequence[Fleet], K: Any, seed: int) -> dict[str, np.ndar
 def room(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> list[int]:
     """Per pool, the most sandboxes its nodes hold at ``max_nodes`` (0: a slot pool): each node type's
     whole requests of the pool's smallest request in each of cpu, memory and disk. With one request
-    kind it is exact (``max_nodes`` x the requests a node holds): the cap of the slot pool it equals,
-    what a ``timeout-ceiling`` pool counts and a bound on the attempts one event starts or evicts."""
+    kind it is exact (``max_nodes`` x the requests a node holds): the cap of the slot pool it equals, and
+    a bound on the attempts one event starts or evicts (a ``timeout-ceiling`` counts ``ceiling_units``)."""
     out = []
     for p, pl in enumerate(pools):
         reqs = [wl.request for wl in workloads if wl.pool == p and wl.request is not None]
@@ -136,6 +150,37 @@ def room(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> list[int]:
                                          for cap, x in zip((n.cpu, n.memory_mb, n.disk_mb), lo))
                        for n in pl.node_pools))
     return out
+
+
+def _fit(cap: Sequence[float], q: Sequence[float]) -> int:
+    """Whole requests ``q`` an empty node of allocatable ``cap`` holds (``room``'s count, with its float slack)."""
+    return min(int(c * (1.0 + 1e-12) // x) if x > 0 else 1 << 30 for c, x in zip(cap, q))
+
+
+def ceiling_units(pools: Sequence[Fleet], workloads: Sequence[Workload], caps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A timeout-ceiling's count in sandboxes of the RL workload ``v``'s own request (its ``ceiling_admits``):
+    per workload ``v``, the sandboxes of its request its pool holds (a slot pool: its cap ``caps[p]``, -1
+    unbounded; a pool made of nodes: each node type's whole requests of ``v``'s at ``max_nodes``), and per
+    pair ``(u, v)`` the sandboxes of ``v``'s request one of ``u``'s takes room for: the most, over cpu,
+    memory and disk, of ``ceil(u's / v's)`` (1 on a slot pool and between equal requests).
+
+    The bound is sound on nodes: a node's whole requests of ``v`` drop, when a sandbox lands on it, by at
+    most that count in the dimension that binds, so a batch the count admits fits whichever nodes the
+    other sandboxes sit on (fragmentation included); with one request kind it is ``room``'s exact count."""
+    W = len(workloads)
+    cap_v = np.zeros(W)
+    units = np.ones((W, W))
+    for v, wv in enumerate(workloads):
+        pl = pools[wv.pool]
+        if not pl.node_pools or wv.request is None:
+            cap_v[v] = float(caps[wv.pool])
+            continue
+        qv = wv.request
+        cap_v[v] = float(sum(n.max_nodes * _fit((n.cpu, n.memory_mb, n.disk_mb), qv) for n in pl.node_pools))
+        for u, wu in enumerate(workloads):
+            if wu.pool == wv.pool and wu.request is not None and tuple(wu.request) != tuple(qv):
+                units[u, v] = float(max(math.ceil(a / b * (1.0 - 1e-12)) if b > 0 else 0 for a, b in zip(wu.request, qv)))
+    return cap_v, units
 
 
 def image_fields(prep: Any, K: Any) -> dict[str, np.ndarray]:

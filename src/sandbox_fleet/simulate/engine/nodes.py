@@ -44,8 +44,17 @@ from typing import Any, Optional
 import numpy as np
 
 from sandbox_fleet.errors import InputError
-from sandbox_fleet.simulate.engine.fast._node_rules import best_fit, billed_until, holds, leave, open_node, trace_pick
-from sandbox_fleet.simulate.engine.fast._node_rules import close as _close
+from sandbox_fleet.simulate.engine.fast._node_rules import (
+    best_fit,
+    billed_until,
+    free_slot,
+    holds,
+    leave,
+    open_node,
+    sweep,
+    take,
+    trace_pick,
+)
 from sandbox_fleet.simulate.engine.fast._node_rules import unlist as _unlist
 
 PLACEMENTS = ("pack", "spread")
@@ -266,9 +275,11 @@ def load() -> None:
         from sandbox_fleet.simulate.engine.fast._jit import jitable
 
         for rule in (_node_rules.best_fit, _node_rules.holds, _node_rules.set_free, _node_rules.close,
-                     _node_rules.unlist, _node_rules.billed_until, _node_rules.open_node, _node_rules.trace_pick):
+                     _node_rules.unlist, _node_rules.billed_until, _node_rules.open_node, _node_rules.trace_pick,
+                     _node_rules.free_slot, _node_rules.sweep):
             jitable(rule)  # compiled where the kernel calls it (the admission kernel calls it too)
         jitable(_node_rules.leave, inline=True)  # once an end: inlined (a call passing its arrays costs ~45%)
+        jitable(_node_rules.take, inline=True)  # once a start: inlined too
         scope = dict(globals())
         for fn in (_heap_push, _heap_pop, _launch, _kernel):
             scope[fn.__name__] = njit(cache=True)(types.FunctionType(fn.__code__, scope, fn.__name__))
@@ -447,9 +458,7 @@ def _launch(k, t, ready_s, perm, ctr, slots, ids, pool, pos, plist, plen, node_i
     """A node of pool ``k`` launched at ``t`` (joining at ``ready_s``) in a free slot; its reclaim drawn
     when the pool has a reclaim rate. Returns the slot, or a failure code."""
     top = ctr[_TOP]
-    s = 0
-    while s < top and pool[s] >= 0:
-        s += 1
+    s = free_slot(pool, top)  # (``_node_rules``: the kernel's too)
     if s == slots:
         return _FAIL_SLOTS
     nid = ctr[_NEXT_ID]
@@ -703,20 +712,10 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         best = best_fit(0, npools, req[i, 0], req[i, 1], req[i, 2], t, olist, ofree, olen, release, used, lim, cap, inv,
                         p_spread, node_id, pmax)
         if best < 0:  # before a launch every pool's gone nodes are released, so the live counts are exact
-            for k in range(npools):
-                x = 0
-                while x < plen[k]:
-                    s = plist[k, x]
-                    if release[s] < t:
-                        node_s[k] += release[s] - launch[s]
-                        id_span[node_id[s], 1] = release[s]
-                        if track:
-                            slot_of_id[node_id[s]] = -1
-                        release[s] = np.inf
-                        alive[k] -= 1
-                        _unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos)
-                        continue
-                    x += 1
+            # (``_node_rules.sweep``, the kernel's too; a swept node's pending reclaim finds its slot free or
+            # another node's there, and is dropped)
+            sweep(0, npools, t, plist, plen, release, launch, node_id, pool, pos, olist, ofree, olen, opos, node_s,
+                  alive, id_span)
             for k in range(npools):  # launch in the first pool with room whose node holds the request
                 if alive[k] >= p_max[k]:
                     continue
@@ -751,7 +750,6 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
         node_of[i] = node_id[best]
         slot_of[i] = best
         placed_on[k] += 1
-        count[best] += 1
         running += 1
         if track:
             begin_of[i] = begin
@@ -760,15 +758,10 @@ def _kernel(start, end, req, order, end_order, cap, p_min, p_max, p_prov, p_down
             if head[best] >= 0:
                 prv[head[best]] = i
             head[best] = i
-        release[best] = np.inf
         for r in range(3):
-            used[best, r] += req[i, r]
             used_h[k, r] += req[i, r] * hold / 3600.0
-        f = cap[k, 0] - used[best, 0]  # less cpu free: it was open (a candidate, or just launched)
-        if f < thr[k]:
-            _close(k, best, olist, ofree, olen, opos)
-        else:
-            ofree[k, opos[best]] = f
+        # it takes its room on the node (``_node_rules.take``, the kernel's too)
+        take(k, best, req[i, 0], req[i, 1], req[i, 2], cap, thr, used, count, release, olist, ofree, olen, opos, pmax)
         if via_heap[i]:
             hsize = _heap_push(ht, hi, hsize, real_end[i], gen[i] * n + i if track else i)
     last_end = t0

@@ -2,13 +2,19 @@
 (``plan/fleet_replay.py``) and by a scenario's ``[fleet] reclaim_trace`` (the engine's node pools,
 ``simulate/engine/node_fleet.py``), one reader for both.
 
-A CSV file with the header ``time,pool`` (or ``time_s,pool``) and one reclaim a row. ``time`` is either
-seconds from the history's first measured start (``3600``, ``-5.5``) or an ISO 8601 timestamp, as a
-cloud's interruption events carry them (``2026-12-07T10:15:00Z``, ``2026-12-07 10:15:00+01:00``); a
-timestamp without a UTC offset is read as UTC, as ``measure`` reads naive telemetry times by default,
-and counted. ``pool`` names one of the replay's pools (``reserved``, ``burst``, or ``fleet``). In a
-scenario the time is seconds from the run's start (the clock has no wall-clock origin there: a timestamp
-is a bad row) and ``pool`` names one of the fleet pool's node pools.
+A CSV file with the header ``time,pool`` (or ``time_s,pool``, or ``epoch_s,pool``) and one reclaim a
+row. Under ``time`` / ``time_s`` a time is either seconds from the origin (``3600``, ``-5.5``) or an ISO
+8601 timestamp, as a cloud's interruption events carry them (``2026-12-07T10:15:00Z``, ``2026-12-07
+10:15:00+01:00``); a timestamp without a UTC offset is read as UTC, as ``measure`` reads naive telemetry
+times by default, and counted. Under ``epoch_s`` it is seconds since 1970-01-01 UTC (Unix time, as
+``date +%s`` prints it). ``pool`` names one of the replay's pools (``reserved``, ``burst``, or ``fleet``)
+or, in a scenario, one of the fleet pool's node pools.
+
+The origin (the basis of a timestamp): the replayed telemetry's first measured start. For
+``simulate --replay`` that is the history's; in a scenario it is the first start of the telemetry a
+``kind = "replay"`` workload of that fleet pool replays (its run time 0, or ``start_s`` before it), and a
+pool without one has no wall-clock origin: a timestamp there is a bad row, seconds from the run's start
+are not.
 
 A row that cannot be used is never dropped: every row is read, the bad ones counted by reason (the
 first of each named by its row), and the file refused in one line (exit 2) when any is bad, since a
@@ -29,7 +35,8 @@ from sandbox_fleet.errors import InputError
 if TYPE_CHECKING:
     import numpy as np
 
-HEADERS = (("time", "pool"), ("time_s", "pool"))
+HEADERS = (("time", "pool"), ("time_s", "pool"), ("epoch_s", "pool"))
+EPOCH = ("epoch_s", "pool")  # every time is Unix seconds
 US = 1_000_000
 
 
@@ -63,8 +70,25 @@ def check_header(path: str) -> None:
     rows = _rows(path)
     head = tuple(c.strip().lower() for c in rows[0]) if rows else ()
     if head not in HEADERS:
-        raise InputError(f"{path}: row 1: a reclaim trace starts with the header 'time,pool' (or 'time_s,pool'), "
-                         f"got {','.join(rows[0]) if rows else 'an empty file'!r}")
+        raise InputError(f"{path}: row 1: a reclaim trace starts with the header 'time,pool' (or 'time_s,pool', "
+                         f"or 'epoch_s,pool'), got {','.join(rows[0]) if rows else 'an empty file'!r}")
+
+
+NO_ORIGIN = ("a timestamp; give seconds from the run's start (a timestamp is measured from the replayed "
+             "telemetry's first start, and this pool replays none)")
+
+
+def _epoch(text: str, origin_us: Optional[int]) -> tuple[Optional[float], bool, bool, str]:
+    """An ``epoch_s`` cell: (seconds from the origin, True, False, why not)."""
+    try:
+        v = float(text.strip())
+    except ValueError:
+        return None, False, False, f"time {text!r} is not Unix seconds (the header says epoch_s)"
+    if not math.isfinite(v):
+        return None, False, False, f"time {text!r} is not finite"
+    if origin_us is None:
+        return None, False, False, f"time {text!r} is Unix seconds, {NO_ORIGIN}"
+    return v - origin_us / US, True, False, ""
 
 
 def _time(text: str, origin_us: Optional[int]) -> tuple[Optional[float], bool, bool, str]:
@@ -82,7 +106,7 @@ def _time(text: str, origin_us: Optional[int]) -> tuple[Optional[float], bool, b
     except ValueError:
         return None, False, False, f"time {text!r} is neither seconds from the first start nor an ISO 8601 timestamp"
     if origin_us is None:
-        return None, False, False, f"time {text!r} is a timestamp; give seconds from the run's start"
+        return None, False, False, f"time {text!r} is {NO_ORIGIN}"
     naive = at.tzinfo is None
     if naive:
         at = at.replace(tzinfo=UTC)
@@ -93,13 +117,14 @@ def _time(text: str, origin_us: Optional[int]) -> tuple[Optional[float], bool, b
 
 
 def load_trace(path: str, origin_us: Optional[int], pools: Sequence[str]) -> Trace:
-    """The reclaims of ``path`` on the replay's ``pools``, times from the history's first start
-    (``origin_us``, microseconds since the epoch; None: seconds only, a scenario's clock); one line
-    naming the rows when any is bad."""
+    """The reclaims of ``path`` on the replay's ``pools``, times from the replayed telemetry's first start
+    (``origin_us``, microseconds since the epoch; None: no origin, seconds only); one line naming the rows
+    when any is bad."""
     import numpy as np
 
     check_header(path)
     rows = _rows(path)
+    read = _epoch if tuple(c.strip().lower() for c in rows[0]) == EPOCH else _time
     times: list[float] = []
     which: list[int] = []
     stamps = naive = used = 0
@@ -116,7 +141,7 @@ def load_trace(path: str, origin_us: Optional[int], pools: Sequence[str]) -> Tra
         if len(row) != 2:
             reject("columns", line, f"expected 2 columns (time, pool), got {len(row)}")
             continue
-        t, stamp, no_offset, why = _time(row[0], origin_us)
+        t, stamp, no_offset, why = read(row[0], origin_us)
         name = row[1].strip()
         if t is None:
             reject("time", line, why)

@@ -121,6 +121,9 @@ class Replay(Workload):
 
     arrivals_s: np.ndarray
     start_s: float = 0.0
+    #: replayed telemetry: the wall-clock instant of run time 0 (microseconds since the epoch: its first
+    #: start, less ``start_s``), a reclaim trace's origin (``node_fleet.trace_origin_us``)
+    origin_us: int | None = None
 
     def __post_init__(self) -> None:
         a = np.asarray(self.arrivals_s, dtype=float)
@@ -153,7 +156,8 @@ class Replay(Workload):
         arr = (start[order] - start[order][0]) / 1e6
         if use_holds and "holds" not in kw and "episode" not in kw:
             kw["holds"] = np.maximum(finish[order] - start[order], 0) / 1e6
-        return cls(arrivals_s=arr, **kw)
+        origin_us = int(start[order][0]) - round(float(kw.get("start_s", 0.0)) * 1e6)
+        return cls(arrivals_s=arr, origin_us=origin_us, **kw)
 
 
 @dataclass(kw_only=True)

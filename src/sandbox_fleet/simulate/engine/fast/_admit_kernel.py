@@ -94,7 +94,10 @@ W_R0 = 22  # dynamic sampling: the bi/bf row of the workload's first round (-1: 
 N_WI = 23
 # wf[w, c]: workload float columns
 WF_TRAIN_S, WF_START_S = range(2)
-N_WF = 2
+WF_CEIL_CAP = 2  # a timeout-ceiling pool: the sandboxes of this workload's request the pool holds (-1: unbounded)
+N_WF = 3
+# wf[u, N_WF + v]: the sandboxes of workload v's request one of u's takes room for (a timeout-ceiling's count;
+# 1 on a slot pool and between equal requests, ``node_fleet.ceiling_units``)
 # ai[row, c], af[row, c]: attempt columns; ri[r, c]: rollout columns; bi, bf: RL batch columns
 A_ROLL, A_TRY, A_STATE, A_PHASE, A_PLAN, A_BELOW, A_SLOT, A_WARM = range(8)  # A_BELOW: started before it on its workload
 N_AI = 8  # A_SLOT: the tracked slot it holds (-1: none, or a pool that only counts its free slots); A_WARM: claimed warm
@@ -151,7 +154,7 @@ G_IMG, G_HIT, G_NODE, G_SEQ, G_PLAN, G_PHASE = range(6)
 N_G = 6
 GF_MB, GF_PIN, GF_SEQ, GF_SIZE0 = range(4)
 GL_LEN, GL_OWN, GL_IMG0 = range(3)
-NK_IMAGES = 2  # n_pk: the pool's builds go through its nodes' image caches (every first attempt starts at NODE_JOIN)
+NK_IMAGES = 2  # n_pk: the pool's builds go through its nodes' image caches (``node_image`` at each first start)
 N_NK = 3
 
 # ``[fleet.limits]``: the one sequencing (``fifo.claim``) and its rules, callable from compiled code
@@ -182,6 +185,9 @@ node_open = jitable(_node_rules.open_node)  # a launched node's row and lists (t
 node_left = jitable(_node_rules.leave, inline=True)  # a sandbox leaves its node (the node replay's too)
 node_trace_pick = jitable(_node_rules.trace_pick)  # the node a reclaim trace's row takes (the node replay's too)
 node_cache_touch = jitable(_node_rules.cache_touch)
+node_take = jitable(_node_rules.take, inline=True)  # a sandbox takes its room on a node (the node replay's too)
+node_free_slot = jitable(_node_rules.free_slot)  # a launch's slot (the node replay's too)
+node_sweep_rule = jitable(_node_rules.sweep)  # the release sweep before a launch (the node replay's too)
 
 # The retry draw (``Prepared.retry_attempt``) of the run in progress; ``admit_loop.run`` sets it.
 RETRY_DRAW: list = [None]
@@ -604,9 +610,11 @@ def ceiling_ended(af, ai, ceil, r_timeout, wi, w, row):
 @njit(cache=True)
 def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, now):
     """A rollout whose ceiling passes an RL workload's next release starts only if the slots left
-    at that release still hold the released batch (``policies.CeilingQueues.admits``)."""
+    at that release still hold the released batch (``policies.CeilingQueues.admits``). Counted in
+    sandboxes of the RL workload's request: the pool holds ``wf[v, WF_CEIL_CAP]`` of them, and each running
+    rollout of workload ``u`` takes room for ``wf[u, N_WF + v]`` (1 on a slot pool; on a pool made of
+    nodes with mixed requests, ``node_fleet.ceiling_units``)."""
     ceiling = now + r_timeout[r]
-    cap = pi[p, P_CAP]
     w0, nw = pi[p, P_W0], pi[p, P_NW]
     for i in range(nw):
         v = pw[w0 + i]
@@ -615,13 +623,14 @@ def ceiling_admits(bf, bi, ceil, pi, pw, r_timeout, ri, wf, wi, p, w, r, used, n
         t_rel, batch = next_release(bf, bi, wf, wi, v, now)
         if batch < 0 or ceiling <= t_rel:
             continue
-        past = 0
+        cap = wf[v, WF_CEIL_CAP]
+        past = 0.0
         for k in range(nw):
             u = pw[w0 + k]
             if u != v:
                 n = wi[u, W_NCEIL]
-                past += n - _bisect_right(ceil, u, n, t_rel)
-        if cap >= 0 and past + 1 > cap - batch:
+                past += wf[u, N_WF + v] * (n - _bisect_right(ceil, u, n, t_rel))
+        if cap >= 0 and past + wf[w, N_WF + v] > cap - batch:
             return False
     return True
 
@@ -1028,14 +1037,22 @@ def on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
     return release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
 
 
-@njit(cache=True)
-def on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, w, now):
+@njit(cache=True, inline="always")
+def train_done(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now):
+    """RL workload ``w``'s training step ends now: its next version, and the batches that lets out
+    (``release``; the pool to dispatch, -1: none). Its caller dispatches them, then ``maybe_train``: the
+    released batch starts before the next training is pushed (slot pools and pools made of nodes alike)."""
     si[TRAINING] -= 1
     bf[wi[w, B_LO] + wi[w, NEXT_TRAIN], BF_TRAIN_END] = now
     wi[w, TRAINING_W] = 0
     wi[w, VERSION] += 1
     wi[w, NEXT_TRAIN] += 1
-    p = release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
+    return release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
+
+
+@njit(cache=True)
+def on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, w, now):
+    p = train_done(af, bf, bi, hi, ht, pf, pi, ri, si, wi, w, now)
     if p >= 0:
         # before the next step is pushed (the event order at equal times)
         dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)
@@ -1092,15 +1109,15 @@ def on_node_back(pi, sl, p, node):
 @njit(cache=True)
 def node_launch(k, t, ready_s, perm, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist, n_ofree, n_olen,
                 n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head,
-                ht, hi, si):
+                ht, hi, si, n_span):
     """A node of node pool ``k`` launched at ``t``, joining at ``ready_s``, in the lowest free slot; its
     reclaim drawn when the pool has a reclaim rate (``prepare.NodeReclaims.node_life_s``: memoryless, one
     draw a node, from launch)."""
-    s = 0
-    while n_pool[s] >= 0:
-        s += 1  # a free slot exists: at most max_nodes of each pool hold one (gone ones are swept first)
+    s = node_free_slot(n_pool, n_pool.size)  # one is free: at most max_nodes of each pool hold one (gone ones swept first)
     node_open(k, s, n_ctr[0], t, ready_s, 1 if perm else 0, n_cap, n_thr, n_pool, n_pos, n_plist, n_plen, n_id, n_used,
               n_count, n_last, n_launch, n_ready, n_release, n_perm, n_opos, n_head, n_olist, n_ofree, n_olen, n_pmax)
+    n_span[n_id[s], SPAN_LAUNCH] = t  # its billed span's launch and pool (its release: when it goes)
+    n_span[n_id[s], SPAN_POOL] = k
     n_ctr[0] += 1
     n_ki[k, KI_ALIVE] += 1
     if n_ki[k, KI_ALIVE] > n_ki[k, KI_PEAK]:
@@ -1125,20 +1142,10 @@ def node_span(n_span, nid, launch, release, k):
 @njit(cache=True)
 def node_sweep(k0, k1, t, n_ki, n_kf, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_pos, n_opos, n_launch,
                n_release, n_id, n_span):
-    """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (billed launch to release), so that
-    the live counts are exact before a launch."""
-    for k in range(k0, k1):
-        x = 0
-        while x < n_plen[k]:
-            s = n_plist[k, x]
-            if n_release[s] < t:
-                n_kf[k, KF_NODE_S] += n_release[s] - n_launch[s]
-                node_span(n_span, n_id[s], n_launch[s], n_release[s], k)
-                n_release[s] = np.inf
-                n_ki[k, KI_ALIVE] -= 1
-                node_unlist(k, s, n_pool, n_pos, n_plist, n_plen, n_olist, n_ofree, n_olen, n_opos)
-                continue
-            x += 1
+    """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (``_node_rules.sweep``: billed launch to
+    release), so that the live counts are exact before a launch."""
+    node_sweep_rule(k0, k1, t, n_plist, n_plen, n_release, n_launch, n_id, n_pool, n_pos, n_olist, n_ofree, n_olen,
+                    n_opos, n_kf[:, KF_NODE_S], n_ki[:, KI_ALIVE], n_span)
 
 
 @njit(cache=True)
@@ -1182,7 +1189,7 @@ def node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr
             continue
         s = node_launch(k, now, now + n_kf[k, KF_PROV], False, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist,
                         n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm,
-                        n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+                        n_launch, n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si, n_span)
         n_ki[k, KI_LAUNCHED] += 1
         return s
     return -1
@@ -1192,7 +1199,7 @@ def node_launch_for(k0, k1, c, m, d, now, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr
 def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk,
                   n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist,
                   n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                  n_last, n_ctr, n_head, n_nxt, n_prv, n_span):
+                  n_last, n_ctr, n_head, n_nxt, n_prv, n_span, g_ri, g_mf, g_f, g_lru, g_mb):
     """Start pool ``p``'s waiting rollouts, each on a node (``_node_rules.best_fit``, or one launched for
     it, ``node_launch_for``, the attempt starting when it joins), the pool's policy choosing which as in ``dispatch_inline``
     (a plain queue's front, ``pop_front``; else ``best`` over the lists' ``heads``), while start-cap room
@@ -1224,7 +1231,7 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
                 for _ in range(n_ki[k, KI_MIN]):
                     node_launch(k, now, now, True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
                                 n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch,
-                                n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si)
+                                n_ready, n_release, n_last, n_ctr, n_head, ht, hi, si, n_span)
         c, m, d = n_req[w, 0], n_req[w, 1], n_req[w, 2]
         s = node_best_fit(k0, k1, c, m, d, now, n_olist, n_ofree, n_olen, n_release, n_used, n_lim, n_cap, n_inv,
                           n_spread, n_id, n_pmax)
@@ -1249,22 +1256,16 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
         if not plain:
             _unlink(ri, wi, w)
         k = n_pool[s]
-        n_count[s] += 1
-        n_release[s] = np.inf
-        n_used[s, 0] += c
-        n_used[s, 1] += m
-        n_used[s, 2] += d
+        node_take(k, s, c, m, d, n_cap, n_thr, n_used, n_count, n_release, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         n_ki[k, KI_PLACED] += 1
         n_prv[r] = -1  # on the node's list (a reclaim ends them all)
         n_nxt[r] = n_head[s]
         if n_head[s] >= 0:
             n_prv[n_head[s]] = r
         n_head[s] = r
-        node_set_free(k, s, n_cap[k, 0] - n_used[s, 0], n_thr, n_olist, n_ofree, n_olen, n_opos, n_pmax)
         ri[r, R_QUEUED] = 0
         row = ri[r, R_ROW]
-        if n_ready[s] > now or n_pk[p, NK_IMAGES]:  # its node is joining: the attempt starts then (it still
-            # waits); with ``[images]`` it starts through ``node_join`` even now, its build as its node's cache says
+        if n_ready[s] > now:  # its node is joining: the attempt starts then (it still waits)
             # its room (the workload's count) and its start-cap place are held from now; the policy's
             # ``started`` hook runs when it starts (``node_join``)
             wi[w, W_USED] += 1
@@ -1278,9 +1279,11 @@ def node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, r
                 if wait > n_kf[k, KF_WAIT_MAX]:
                     n_kf[k, KF_WAIT_MAX] = wait
             push(ht, hi, si, max(n_ready[s], now), NODE_JOIN, row, n_id[s])
-        else:
+        else:  # it starts now, as on a slot pool (with ``[images]`` its build as its node's cache says)
             started(ai, ceil, r_timeout, wi, policy, w, row, now)
             si[WAITING] -= 1
+            if n_pk[p, NK_IMAGES]:
+                node_image(af, ai, row, s, n_id[s], g_ri, g_mf, g_f, g_lru, g_mb)
             place(af, ai, hi, ht, lg, pf, pi, si, sl, p, row, -1, now)
             ai[row, A_SLOT] = s
 
@@ -1370,7 +1373,7 @@ def node_reclaim(af, ai, bf, bi, ceil, hi, ht, pf, pi, r_timeout, ri, si, sl, wf
         n_ki[k, KI_LAUNCHED] += 1
         node_launch(k, now, now + n_kf[k, KF_PROV], True, n_ki, n_kf, n_cap, n_thr, n_pmax, n_plist, n_plen, n_olist,
                     n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                    n_last, n_ctr, n_head, ht, hi, si)
+                    n_last, n_ctr, n_head, ht, hi, si, n_span)
     return p
 
 
@@ -1477,7 +1480,7 @@ def run(S):
                                       wi, rp, now, n_pk, n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax,
                                       n_spread, n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id,
                                       n_pos, n_opos, n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt,
-                                      n_prv, n_span)
+                                      n_prv, n_span, g_ri, g_mf, g_f, g_lru, g_mb)
                     node_leave(ai, ri, x, now, n_pf, n_req, n_kf, n_cap, n_thr, n_pmax, n_olist, n_ofree, n_olen,
                                n_pool, n_used, n_count, n_opos, n_perm, n_release, n_last, n_head, n_nxt, n_prv)
         elif kind == POOL:  # a replica's prefill end or decode finishes; the calls that ended go on
@@ -1505,9 +1508,17 @@ def run(S):
         elif kind == RELEASE:
             p = on_release(af, bf, bi, hi, ht, pf, pi, ri, si, wi, x, now)
         elif kind == TRAIN_DONE:
-            on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
-            if n_pk[wi[x, W_POOL], NK_N]:  # its dispatch was a no-op: the released batch takes nodes now
-                p = wi[x, W_POOL]
+            if n_pk[wi[x, W_POOL], NK_N]:  # the released batch takes nodes before the next training is pushed
+                q = train_done(af, bf, bi, hi, ht, pf, pi, ri, si, wi, x, now)
+                if q >= 0 and pi[q, P_QLEN] > 0:
+                    node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, q,
+                                  now, n_pk, n_pf, n_req, n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread,
+                                  n_plist, n_plen, n_olist, n_ofree, n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos,
+                                  n_perm, n_launch, n_ready, n_release, n_last, n_ctr, n_head, n_nxt, n_prv, n_span,
+                                  g_ri, g_mf, g_f, g_lru, g_mb)
+                maybe_train(bf, bi, hi, ht, si, wf, wi, x, now)
+            else:
+                on_train_done(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
         elif kind == PREEMPT:
             on_preempt(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, x, now)
         elif kind == NODE_BACK:
@@ -1532,7 +1543,7 @@ def run(S):
                 node_dispatch(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now, n_pk, n_pf, n_req,
                               n_ki, n_kf, n_cap, n_lim, n_inv, n_thr, n_pmax, n_spread, n_plist, n_plen, n_olist, n_ofree,
                               n_olen, n_pool, n_used, n_count, n_id, n_pos, n_opos, n_perm, n_launch, n_ready, n_release,
-                              n_last, n_ctr, n_head, n_nxt, n_prv, n_span)
+                              n_last, n_ctr, n_head, n_nxt, n_prv, n_span, g_ri, g_mf, g_f, g_lru, g_mb)
             p = -1
         if p >= 0:
             dispatch_inline(af, ai, bf, bi, ceil, hi, ht, lg, pf, pi, pw, qh, r_timeout, ri, si, sl, tmp, wf, wi, p, now)

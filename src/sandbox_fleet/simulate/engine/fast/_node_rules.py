@@ -2,7 +2,9 @@
 
 Called by the node replay (``nodes._kernel``, a pass over finished intervals) and by the admission
 kernel (``_admit_kernel.node_dispatch``, where the placement feeds back: a request that fits nowhere
-waits for a launched node to join). Plain Python that numba compiles where a compiled kernel calls
+waits for a launched node to join): the placement (``best_fit``, ``take``), a launch's slot and row
+(``free_slot``, ``open_node``), a sandbox leaving (``leave``) and the release sweep before a launch
+(``sweep``). Each caller keeps its own node-id counter and reclaim clock. Plain Python that numba compiles where a compiled kernel calls
 it (``_jit.jitable``); this file is in ``_jit.CALLEES`` (numba checks a cached kernel against its
 own file only).
 
@@ -82,6 +84,46 @@ def set_free(k, s, f, thr, olist, ofree, olen, opos, pmax):
             pmax[k] = f
     elif x >= 0:
         close(k, s, olist, ofree, olen, opos)
+
+
+def take(k, s, cpu, mem, disk, cap, thr, used, count, release, olist, ofree, olen, opos, pmax):
+    """A sandbox of ``cpu``, ``mem``, ``disk`` placed on node slot ``s`` of pool ``k`` (open: ``best_fit``'s
+    pick, or a node just launched for it): the node is not released while it runs, and its less free cpu
+    keeps it on the open list or takes it off (``set_free``)."""
+    count[s] += 1
+    release[s] = math.inf
+    used[s, 0] += cpu
+    used[s, 1] += mem
+    used[s, 2] += disk
+    set_free(k, s, cap[k, 0] - used[s, 0], thr, olist, ofree, olen, opos, pmax)
+
+
+def free_slot(pool, top):
+    """The lowest free node slot (``pool`` -1) below ``top``; ``top`` when none is."""
+    s = 0
+    while s < top and pool[s] >= 0:
+        s += 1
+    return s
+
+
+def sweep(k0, k1, t, plist, plen, release, launch, node_id, pool, pos, olist, ofree, olen, opos, billed_s, alive, span):
+    """Release the nodes of pools ``k0 <= k < k1`` gone before ``t`` (at ``release``, their scale-down after
+    the last sandbox left), so that the live counts are exact before a launch: each is billed launch to
+    release (``billed_s[k]``, and ``span[its node id]`` = launch, release), leaves its pool's live and open
+    lists and its count ``alive[k]``; its slot is free."""
+    for k in range(k0, k1):
+        x = 0
+        while x < plen[k]:
+            s = plist[k, x]
+            if release[s] < t:
+                billed_s[k] += release[s] - launch[s]
+                span[node_id[s], 0] = launch[s]
+                span[node_id[s], 1] = release[s]
+                release[s] = math.inf
+                alive[k] -= 1
+                unlist(k, s, pool, pos, plist, plen, olist, ofree, olen, opos)
+                continue
+            x += 1
 
 
 def close(k, s, olist, ofree, olen, opos):

@@ -235,7 +235,7 @@ def initial_state(prep, K, on_progress=None):
             pf[p, K.PF_WARM : K.PF_WARM + 2] = new_state(float(lim.warm_pool_size))
 
     wi = np.zeros((W, K.N_WI), dtype=i64)
-    wf = np.zeros((W, K.N_WF))
+    wf = np.zeros((W, K.N_WF + W))  # then wf[u, N_WF + v]: a timeout-ceiling's count (``node_fleet.ceiling_units``)
     sizes: list[int] = []
     starts: list[int] = []
     r_batch = np.zeros(N, dtype=i64)
@@ -319,12 +319,13 @@ def initial_state(prep, K, on_progress=None):
         bi=bi, bf=np.full((nb, K.N_BF), np.nan), ri=ri, r_timeout=_timeouts(prep), ai=ai, af=af,
         tmp=np.zeros((2, W), dtype=i64), sl=sl, qh=np.zeros(nq, dtype=i64),
         lg=np.array(gates, dtype=float), **_inference_state(prep, K, rows0), **node_fleet.state_fields(pools, wls, K, N),
-        **node_fleet.trace_fields(pools, K, prep.seed), **node_fleet.image_fields(prep, K))
+        **node_fleet.trace_fields(pools, K, prep.seed, wls), **node_fleet.image_fields(prep, K))
     for p, (pl, n) in enumerate(zip(pools, node_fleet.room(pools, wls))):
         if pl.node_pools:
             pi[p, K.P_ACTIVE] = 1  # its slot dispatch never runs: ``run`` calls ``node_dispatch``
-            pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (what a timeout-ceiling counts)
+            pi[p, K.P_CAP] = n  # the sandboxes its nodes hold at their max (a bound on the rows one event appends)
             S.n_pk[p, K.NK_IMAGES] = int(prep.node_images is not None)  # its builds meet its nodes' caches
+    wf[:, K.WF_CEIL_CAP], wf[:, K.N_WF:] = node_fleet.ceiling_units(pools, wls, pi[:, K.P_CAP])
     # The first events, in the pure loop's order (``LoopState.schedule_start``): RL, then closed releases.
     for w, st in rl.items():
         K.push(S.ht, S.hi, S.si, st.start_s, K.RELEASE, w, 0)
