@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from tests.simulate.engine.oracle_policies import run_oracle
+from tests.simulate.engine.test_admit_kernel import CASES as KERNEL_CASES
 from tests.simulate.engine.test_admit_kernel import RETRY, _digest, _flaky_episode
 
 from sandbox_fleet.simulate import Closed, Fleet, LogNormal, Poisson, SyncRL
@@ -36,6 +37,12 @@ CASES = {
         Fleet(cap=9, slots_per_node=3, preempt_rate_per_node_s=0.02, node_replace_s=3.0),
         [AsyncRL(batch=6, steps=20, train_s=1.5, staleness=2, episode=_flaky_episode(2.0), retry=ON_PREEMPTION,
                  name="arl")]),
+    # shortest-timeout-first (the front put back where it was when no node has room), with dynamic sampling
+    "dynamic_sampling_shortest_timeout_first": KERNEL_CASES["dynamic_sampling_async_rounds_preemption_shortest_timeout_first"],
+    "shortest_timeout_first_start_cap_queue_timeout": lambda: (
+        KERNEL_CASES["shortest_timeout_first_queue_timeout_retries"]()[0].model_copy(
+            update={"slots_per_node": 2, "preempt_rate_per_node_s": 0.03, "node_replace_s": 3.0}),
+        KERNEL_CASES["shortest_timeout_first_queue_timeout_retries"]()[1]),
 }
 
 

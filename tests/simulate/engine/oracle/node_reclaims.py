@@ -3,7 +3,7 @@ reclaims (``_admit_kernel.node_dispatch`` / ``node_reclaim`` / ``node_join``) on
 ``node_fleet.as_node_fleet`` writes from a slot pool's node keys, written again here from the rules
 (docs/simulate.md, "Nodes in the engine"), not imported.
 
-What it covers: a FIFO pool whose node pools all have ``min_nodes = max_nodes`` (base nodes, up from
+What it covers: a plain-queue pool (FIFO, shortest-timeout-first) whose node pools all have ``min_nodes = max_nodes`` (base nodes, up from
 the pool's first start, never launched for a request nor released), start caps and queue timeouts,
 any workload kind. The rules:
 
@@ -20,6 +20,10 @@ any workload kind. The rules:
 """
 
 from __future__ import annotations
+
+from heapq import heappop, heappush
+
+from tests.simulate.engine.oracle.admission import KeyedQueue
 
 from sandbox_fleet.simulate.engine.entities import EXCEPTION, PREEMPTION
 from sandbox_fleet.simulate.engine.prepare import PREEMPTIONS, stream
@@ -40,7 +44,7 @@ class Node:
 
 def supported(pl) -> str | None:
     """Why this oracle cannot run a pool made of nodes (``None``: it can)."""
-    if pl.admission != "fifo":
+    if pl.admission not in ("fifo", "shortest-timeout-first"):
         return f"admission {pl.admission!r}"
     if pl.limits is not None:
         return "[fleet.limits]"
@@ -100,7 +104,9 @@ class NodePools:
         while q:
             if sc is not None and st.building[p] >= sc:
                 return
-            r = q.popleft()
+            keyed = isinstance(q, KeyedQueue)
+            entry = heappop(q._heap) if keyed else None  # (its key and queue order, to put it back as it was)
+            r = entry[2] if keyed else q.popleft()
             if not st.r_queued[r]:
                 continue  # dropped while waiting
             if not self.started:  # the pool's first start: its base nodes are up from now
@@ -110,8 +116,8 @@ class NodePools:
                         self.launch(k, st.now)
             req = st.prep.workloads[st.r_work[r]].request
             node = self.fit(req)
-            if node is None:
-                q.appendleft(r)  # the front waits for room
+            if node is None:  # the front waits for room, where it was
+                heappush(q._heap, entry) if keyed else q.appendleft(r)
                 return
             for c in range(3):
                 node.used[c] += req[c]
