@@ -39,6 +39,9 @@ CASES = {
                  name="arl")]),
     # shortest-timeout-first (the front put back where it was when no node has room), with dynamic sampling
     "dynamic_sampling_shortest_timeout_first": KERNEL_CASES["dynamic_sampling_async_rounds_preemption_shortest_timeout_first"],
+    # the admission policies: priority evicting (a victim's request leaves its node), timeout-ceiling RL
+    "priority_evicting_start_cap_timeout": KERNEL_CASES["node_preemption_priority_evicting_start_cap_timeout"],
+    "ceiling_rl": KERNEL_CASES["node_preemption_ceiling_rl"],
     "shortest_timeout_first_start_cap_queue_timeout": lambda: (
         KERNEL_CASES["shortest_timeout_first_queue_timeout_retries"]()[0].model_copy(
             update={"slots_per_node": 2, "preempt_rate_per_node_s": 0.03, "node_replace_s": 3.0}),

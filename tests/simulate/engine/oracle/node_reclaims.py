@@ -3,7 +3,7 @@ reclaims (``_admit_kernel.node_dispatch`` / ``node_reclaim`` / ``node_join``) on
 ``node_fleet.as_node_fleet`` writes from a slot pool's node keys, written again here from the rules
 (docs/simulate.md, "Nodes in the engine"), not imported.
 
-What it covers: a plain-queue pool (FIFO, shortest-timeout-first) whose node pools all have ``min_nodes = max_nodes`` (base nodes, up from
+What it covers: a pool (every admission policy the oracle's queues run) whose node pools all have ``min_nodes = max_nodes`` (base nodes, up from
 the pool's first start, never launched for a request nor released), start caps and queue timeouts,
 any workload kind. The rules:
 
@@ -44,8 +44,6 @@ class Node:
 
 def supported(pl) -> str | None:
     """Why this oracle cannot run a pool made of nodes (``None``: it can)."""
-    if pl.admission not in ("fifo", "shortest-timeout-first"):
-        return f"admission {pl.admission!r}"
     if pl.limits is not None:
         return "[fleet.limits]"
     if any(n.min_nodes != n.max_nodes for n in pl.node_pools):
@@ -67,6 +65,11 @@ class NodePools:
         self.nodes: list[list[Node]] = [[] for _ in self.specs]
         self.by_id: dict[int, Node] = {}
         self.started = False
+        # the sandboxes its nodes hold of its smallest request (a timeout-ceiling pool's cap)
+        reqs = [wl.request for wl in st.prep.workloads if wl.pool == p]
+        lo = [min(q[c] for q in reqs) for c in range(3)]
+        self.room = sum(n.max_nodes * min(int(cap * (1.0 + 1e-12) // x) for cap, x in zip(self.cap[k], lo))
+                        for k, n in enumerate(self.specs))
         self.quiet = False  # a reclaim's attempts are ending: no dispatch until it is over
 
     def launch(self, k: int, ready: float) -> None:
@@ -95,10 +98,43 @@ class NodePools:
                 return best
         return None
 
+    def first_start(self) -> None:
+        """The pool's first start: its base nodes are up from now."""
+        if not self.started:
+            self.started = True
+            for k, spec in enumerate(self.specs):
+                for _ in range(spec.min_nodes):
+                    self.launch(k, self.st.now)
+
+    def put(self, node: Node, r: int, w: int) -> int:
+        """Rollout ``r`` of workload ``w`` takes room on ``node``: its row."""
+        st = self.st
+        req = st.prep.workloads[w].request
+        for c in range(3):
+            node.used[c] += req[c]
+        node.on.append(r)
+        st.r_queued[r] = False
+        return st.r_row[r]
+
+    def wait_for_join(self, node: Node, row: int) -> None:
+        """Attempt ``row`` was placed on a joining node: it starts then (its start-cap place held now)."""
+        st = self.st
+        if st.start_cap[self.p] is not None:
+            st.building[self.p] += 1
+        st.a_slot[row] = node.nid
+        st.push(max(node.ready, st.now), NODE_JOIN, (row, node.nid))
+
     def dispatch(self) -> None:
-        st, p = self.st, self.p
         if self.quiet:
             return
+        if self.st.policies[self.p] is not None:
+            self.quiet = True  # an eviction's end does not dispatch again
+            try:
+                self.dispatch_policy()
+            finally:
+                self.quiet = False
+            return
+        st, p = self.st, self.p
         q = st.queues[p]
         sc = st.start_cap[p]
         while q:
@@ -109,27 +145,45 @@ class NodePools:
             r = entry[2] if keyed else q.popleft()
             if not st.r_queued[r]:
                 continue  # dropped while waiting
-            if not self.started:  # the pool's first start: its base nodes are up from now
-                self.started = True
-                for k, spec in enumerate(self.specs):
-                    for _ in range(spec.min_nodes):
-                        self.launch(k, st.now)
-            req = st.prep.workloads[st.r_work[r]].request
-            node = self.fit(req)
+            self.first_start()
+            node = self.fit(st.prep.workloads[st.r_work[r]].request)
             if node is None:  # the front waits for room, where it was
                 heappush(q._heap, entry) if keyed else q.appendleft(r)
                 return
-            for c in range(3):
-                node.used[c] += req[c]
-            node.on.append(r)
-            st.r_queued[r] = False
-            row = st.r_row[r]
-            if node.ready > st.now:  # joining: it starts then, still waiting (its start-cap place held now)
-                if sc is not None:
-                    st.building[p] += 1
-                st.a_slot[row] = node.nid
-                st.push(max(node.ready, st.now), NODE_JOIN, (row, node.nid))
+            row = self.put(node, r, st.r_work[r])
+            if node.ready > st.now:  # joining: it starts then, still counted waiting
+                self.wait_for_join(node, row)
             else:
+                st.waiting -= 1
+                st.place(p, row, -1)
+                st.a_slot[row] = node.nid
+
+    def dispatch_policy(self) -> None:
+        """A policy pool: the policy picks the next rollout; it takes room on a node, or, none fitting, an
+        evicting policy evicts for it (the victim's request leaves its node) and it tries again."""
+        st, p = self.st, self.p
+        pol = st.policies[p]
+        sc = st.start_cap[p]
+        while True:
+            if sc is not None and st.building[p] >= sc:
+                return
+            pick = pol.best(pol.heads_now(), pol.used)
+            if pick is None:
+                return
+            w, r = pick
+            self.first_start()
+            node = self.fit(st.prep.workloads[w].request)
+            if node is None:
+                if pol.make_room():
+                    continue
+                return
+            pol.pop_head(w)
+            row = self.put(node, r, w)
+            pol.used[w] += 1  # its room, from now; the policy's ``started`` when it starts
+            if node.ready > st.now:
+                self.wait_for_join(node, row)
+            else:
+                pol.started(w, row)
                 st.waiting -= 1
                 st.place(p, row, -1)
                 st.a_slot[row] = node.nid
@@ -161,6 +215,9 @@ class NodePools:
             else:  # waiting for the node to join: back to the queue, its first entry kept
                 st.a_slot[row] = -1
                 enq = st.a_enq[row]
+                pol = st.policies[p]
+                if pol is not None:
+                    pol.used[st.r_work[r]] -= 1  # the room it held (its policy never saw it start)
                 if st.start_cap[p] is not None:
                     st.building[p] -= 1
                 st.waiting -= 1
@@ -179,6 +236,9 @@ class NodePools:
         if st.a_state[row] != -2 or st.a_slot[row] != nid:
             return  # its node was reclaimed before it joined
         st.waiting -= 1
+        pol = st.policies[p]
+        if pol is not None:
+            pol.started(st.r_work[st.a_roll[row]], row)
         if st.start_cap[p] is not None:
             st.building[p] -= 1  # its start-cap place, held since its dispatch, is the build's now
         st.place(p, row, -1)
