@@ -284,6 +284,8 @@ class CeilingQueues(WorkloadQueues):
         st = self.st
         ceiling = st.now + st.prep.timeout_of(r)
         cap = st.pools[self.p].cap
+        if cap is None and self.p in st.nodes_of:  # a pool made of nodes: the sandboxes its nodes hold
+            cap = st.nodes_of[self.p].room
         for v in self.rl:
             if v == w:
                 continue

@@ -262,3 +262,65 @@ def figures(S: Any, K: Any, pools: Sequence[Fleet]) -> list[dict[str, Any]] | No
                 # its nodes' billed spans (launch order), for the stranded series (``metrics.node_figures``)
                 "node_launch_s": span[span[:, 2] == k, 0].tolist(), "node_release_s": span[span[:, 2] == k, 1].tolist()})
     return out
+
+
+# --- a slot pool's node keys as a one-pool node fleet (issue 37 item 1) -------------------------------
+#: the request one slot stands for on a pool expanded from its slot keys (``as_node_fleet``): one unit of
+#: cpu, memory and disk, so a node of ``slots_per_node`` units holds ``slots_per_node`` attempts
+SLOT_REQUEST = (1.0, 1.0, 1.0)
+
+
+def node_keys_refusal(pl: Fleet, pools: Sequence[Fleet]) -> str | None:
+    """Why a slot pool with node preemption cannot be written as a one-pool node fleet (``None``: it can).
+
+    - ``provision_delay_s``: a freed slot waits before its next rollout; a node's freed room is
+      reusable at once (its ``provision_s`` is a launched node's join), so no node pool says it.
+    - ``[images]`` beside another slot pool: the cache follows the engine's placement only when every
+      pool is made of nodes (``images.check_pool``)."""
+    if pl.provision_delay_s > 0:
+        return (f"fleet {pl.name}: provision_delay_s = {pl.provision_delay_s:g} (a freed slot's refill delay) has no "
+                "node-pool counterpart: a node's freed room is reusable at once")
+    if len(pools) > 1 and any(q.node_pools is None and q is not pl for q in pools):
+        return f"fleet {pl.name}: beside slot pools ([images] and the summary keep slot pools and node pools apart)"
+    return None
+
+
+def slot_node_pools(pl: Fleet) -> list[FleetNodePool]:
+    """A slot pool's node keys (``cap``, ``slots_per_node``, ``preempt_rate_per_node_s``, ``node_replace_s``)
+    as node pools: ``cap // slots_per_node`` base nodes of ``slots_per_node`` units (``SLOT_REQUEST``), and,
+    when ``cap`` is not a multiple, one base node of the remaining units (a second node type, tried after
+    the full ones); each reclaimed at the key's rate (Poisson per node) and replaced by a node that joins
+    ``node_replace_s`` later. The nodes pack (the most-allocated node first), as a real scheduler fills
+    nodes; billed at $0 (the slot keys carry no price)."""
+    assert pl.cap is not None  # Fleet refuses preemption without a finite cap
+    spn = int(pl.slots_per_node)
+    full, rest = divmod(int(pl.cap), spn)
+    out = []
+    for name, units, count in (("nodes", spn, full), ("partial", rest, 1 if rest else 0)):
+        if count:
+            out.append(FleetNodePool(name=name, cpu=float(units), memory_mb=float(units), disk_mb=float(units),
+                                     tier="spot", min_nodes=count, max_nodes=count, provision_s=float(pl.node_replace_s),
+                                     reclaim_per_node_h=3600.0 * float(pl.preempt_rate_per_node_s), placement="pack"))
+    return out
+
+
+def as_node_fleet(pools: Sequence[Fleet], workloads: Sequence[Workload]) -> tuple[list[Fleet], list[Workload]]:
+    """The run with every slot pool that has node preemption written as a one-pool node fleet
+    (``slot_node_pools``), its workloads requesting ``SLOT_REQUEST``; pools without preemption, pools
+    made of nodes and workloads on them unchanged. A pool ``node_keys_refusal`` names is an error."""
+    import dataclasses
+
+    out_pools = list(pools)
+    out_wl = list(workloads)
+    for p, pl in enumerate(pools):
+        if pl.node_pools is not None or pl.preempt_rate_per_node_s <= 0:
+            continue
+        why = node_keys_refusal(pl, pools)
+        if why is not None:
+            raise InputError(why)
+        out_pools[p] = pl.model_copy(update={"cap": None, "preempt_rate_per_node_s": 0.0, "node_replace_s": 0.0,
+                                             "node_pools": slot_node_pools(pl)})
+        for w, wl in enumerate(workloads):
+            if wl.pool == p:
+                out_wl[w] = dataclasses.replace(wl, request=SLOT_REQUEST)
+    return out_pools, out_wl

@@ -113,7 +113,8 @@ def run_events(prep: Prepared, on_progress=None, *, audit=None, progress_every: 
             "build_s": st.a_build, "agent_s": st.a_agent, "verify_s": st.a_verify}
     # Only preemption (spot or priority), queue timeouts and the inference pool rewrite a first attempt's phases.
     rewritten = st.phases_kept and (driver is not None or any(
-        pl.preempt_rate_per_node_s > 0 or pl.preempt or pl.queue_timeout_s is not None for pl in st.pools))
+        pl.preempt_rate_per_node_s > 0 or pl.preempt or pl.queue_timeout_s is not None
+        or any(n.reclaim_per_node_h > 0 for n in pl.node_pools or ()) for pl in st.pools))
     first = {}
     for k, v in cols.items():
         if not rewritten and k in FIRST_AS_DRAWN:

@@ -35,6 +35,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from tests.simulate.engine.oracle.admission import make_queue
+from tests.simulate.engine.oracle.node_reclaims import NODE_JOIN, NODE_RECLAIM, node_pools
 from tests.simulate.engine.oracle.trainer import RLState, rl_states
 
 from sandbox_fleet.simulate.engine import events as ev
@@ -87,7 +88,7 @@ class LoopState:
         # timeouts and the inference pool; without them the drawn arrays are the result (None here).
         self.phases_kept = prep.inference is not None or any(m > 0 for m in prep.max_retries) or any(
             pl.start_cap is not None or pl.preempt_rate_per_node_s > 0 or pl.preempt or pl.queue_timeout_s is not None
-            for pl in pools)
+            or any(n.reclaim_per_node_h > 0 for n in pl.node_pools or ()) for pl in pools)
         if self.phases_kept:
             self.a_build, self.a_agent, self.a_verify = prep.build.tolist(), prep.agent.tolist(), prep.verify.tolist()
         else:
@@ -148,6 +149,9 @@ class LoopState:
         self.ended_early: list[int] = []  # served rollouts whose attempt ended early or retries, this event
         self.cut_s: dict[int, float] = {}  # served attempt row -> its drawn agent cut from the agent's start
         self.cut_rows: set[int] = set()  # served attempt rows whose agent phase a timeout or exception cut
+        # pools made of fixed nodes with reclaims (``node_reclaims``): node ids count launches across pools
+        self.node_ids = 0
+        self.nodes_of = node_pools(self)
 
     # --- set-up --------------------------------------------------------------------------
     def schedule_start(self) -> None:
@@ -191,6 +195,9 @@ class LoopState:
 
     def dispatch(self, p: int) -> None:
         """Start queued rollouts of pool ``p`` while slots (and start-cap room) last."""
+        if p in self.nodes_of:
+            self.nodes_of[p].dispatch()
+            return
         pol = self.policies[p]
         if pol is not None:
             pol.dispatch()
@@ -340,7 +347,11 @@ class LoopState:
         else:
             self.a_state[row] = state
             self.terminal(r)
-        self.free_slot(p, self.a_slot[row])
+        if p in self.nodes_of:
+            if self.a_slot[row] >= 0:
+                self.nodes_of[p].leave(row)
+        else:
+            self.free_slot(p, self.a_slot[row])
         self.dispatch(p)
 
     def append_retry(self, r: int, attempt: int) -> None:
@@ -393,8 +404,14 @@ class LoopState:
         st = self.rl[w]
         self.training -= 1
         st.end_train(self.now)
+        nodes = self.nodes_of.get(self.prep.workloads[w].pool)
+        if nodes is not None:  # a pool made of nodes dispatches the released batch after the next step is due
+            nodes.quiet = True
         self.release(st)
         self.maybe_train(st)
+        if nodes is not None:
+            nodes.quiet = False
+            nodes.dispatch()
 
     def on_preempt(self, p: int) -> None:
         """A node of pool ``p`` fails: its running attempts end as preempted exceptions."""
@@ -511,7 +528,9 @@ class LoopState:
         """Event kind -> handler, for the kinds the loop does not inline."""
         return {ev.FINISH: self.on_finish, ev.SLOT_READY: self.on_slot_ready, ev.BUILD_DONE: self.on_build_done,
                 ev.RELEASE: self.on_release, ev.TRAIN_DONE: self.on_train_done, ev.PREEMPT: self.on_preempt,
-                ev.NODE_BACK: self.on_node_back, ev.DROP: self.on_drop}
+                ev.NODE_BACK: self.on_node_back, ev.DROP: self.on_drop,
+                NODE_JOIN: lambda x: self.nodes_of[self.r_pool[self.a_roll[x[0]]]].join(*x),
+                NODE_RECLAIM: lambda x: self.nodes_of[x[0]].reclaim(x[1])}
 
     # --- checks ----------------------------------------------------------------------------
     def audit(self) -> None:
