@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 from tests.simulate.engine.oracle_policies import run_oracle
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
@@ -185,8 +186,7 @@ def _both(name: str, compiled: bool | None = None) -> tuple[dict[str, str], dict
     return _digest(pure), _digest(kernel), len(kernel.extra["rollout"])
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_kernel_places_every_attempt_as_the_pure_loop(name, compiled):
     pure, kernel, retried = _both(name, compiled)

@@ -17,6 +17,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 from tests.simulate.engine.oracle.trainer import RLState
 from tests.simulate.engine.oracle_policies import run_oracle
 
@@ -203,10 +204,9 @@ def _kernel_and_oracle(fleet, wls, compiled: bool) -> list:
     return [kernel.arrays(), oracle.arrays()]
 
 
-COMPILED = [pytest.param(True, marks=pytest.mark.skipif(not NUMBA, reason="numba is not installed")), False]
 
 
-@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 def test_trainer_steps_by_hand(compiled):
     # Two batches of 2, staleness 0, train 10 s, every slot free (no cap). Batch 0's rollouts hold 4
     # and 3 s: the batch ends at 4 (its last), step 0 trains 4 -> 14 and batch 1 goes out at 14
@@ -220,7 +220,7 @@ def test_trainer_steps_by_hand(compiled):
         assert st["train_end_s"].tolist() == [14.0, 30.0]
 
 
-@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 def test_a_step_waits_for_the_step_before(compiled):
     # Staleness 1, batches of 1, train 10 s: both batches go out at 0 (batch 1 <= version 0 + 1).
     # Batch 0 ends at 4, step 0 trains 4 -> 14; batch 1 ends at 5 while step 0 still trains: step 1
@@ -282,7 +282,7 @@ FEEDBACK = {
 }
 
 
-@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("case", sorted(FEEDBACK))
 def test_what_the_fifo_heap_loop_ran_is_the_kernels_and_the_oracles(case, compiled):
     # Retries enter the queue when their attempt ends, so the one pass refuses them (forcing it names

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 from tests.simulate.engine.oracle.limits_pass import run_limits_pass
 
 from sandbox_fleet.simulate import Deterministic, Exponential, Fleet, Poisson, RetryPolicy, SyncRL, run_workloads
@@ -69,10 +70,9 @@ def _bytes(out) -> dict[str, bytes]:
     return parts
 
 
-COMPILED = [pytest.param(True, marks=pytest.mark.skipif(not fast.available(), reason="numba may not run here")), False]
 
 
-@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("name", sorted(n for n in CASES if "_rl_" not in n))
 def test_the_kernel_gives_the_oracle_passs_bytes(name, compiled):
     fleet, wls = CASES[name]()
@@ -84,7 +84,7 @@ def test_the_kernel_gives_the_oracle_passs_bytes(name, compiled):
     assert _bytes(kernel_out) == _bytes(fifo_out)
 
 
-@pytest.mark.parametrize("compiled", COMPILED, ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("name", sorted(n for n in CASES if "_rl_" in n))
 def test_an_rl_case_places_its_batches_as_the_oracle_pass_at_the_trainers_releases(name, compiled):
     """The oracle pass runs no RL (the trainer is the kernel's). Synchronous RL by hand: batch 0 goes

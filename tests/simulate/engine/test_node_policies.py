@@ -15,11 +15,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 from tests.simulate.engine.oracle_policies import run_oracle
 from tests.simulate.engine.test_admit_kernel import CASES, RETRY, _digest
 
 from sandbox_fleet.simulate import Closed, Exponential, Fleet, LogNormal, Poisson, SyncRL
-from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.distributions import Deterministic
 from sandbox_fleet.simulate.engine.entities import Build, Episode, FleetNodePool
 from sandbox_fleet.simulate.engine.images import ImageCache, ImageCatalog
@@ -62,8 +62,7 @@ POLICY_CASES = ["priority_quotas_preempt_provisioning", "priority_preempt_counte
                 "example_shared_pool_priority", "example_timeout_ceiling"]
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("name", POLICY_CASES)
 def test_a_pool_of_nodes_holding_k_each_places_as_the_oracle_on_the_slot_pool_of_cap_n_k(name, compiled):
     from sandbox_fleet.simulate.engine.fast import admit_loop
@@ -210,8 +209,7 @@ def _tied_training(cap: int, batch: int, start_cap: int, build_s: float, evicts:
     return fl, [rl, Closed(population=population, n=15, episode=ep, retry=RETRY, name="c")]
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("case", [(6, 2, 2, 1.0, False, 1, 17), (3, 3, 1, 0.0, True, 3, 22)], ids=["start_cap", "evicting"])
 def test_a_training_step_releases_onto_nodes_in_the_slot_pools_order(case, compiled):
     """``on_train_done``: the released batch is dispatched before the next training is pushed, on slot pools
@@ -237,8 +235,7 @@ def _images_case(nodes_n: int, k: int):
     return (Fleet(cap=nodes_n * k, slots_per_node=k), [Poisson(name="o", rate_per_s=1.0, n=300, episode=ep)])
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 def test_images_on_one_node_of_k_equal_the_slot_pool_of_cap_k(compiled):
     """``[images]``: a first attempt on a ready node builds and starts in ``node_dispatch`` (not at a
     ``NODE_JOIN`` event), as on a slot pool; with one node the slot pool's pre-pass (the k-th build on node

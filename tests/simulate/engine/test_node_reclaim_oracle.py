@@ -6,12 +6,12 @@ and time integrals, byte for byte, compiled and as plain Python."""
 from __future__ import annotations
 
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 from tests.simulate.engine.oracle_policies import run_oracle
 from tests.simulate.engine.test_admit_kernel import CASES as KERNEL_CASES
 from tests.simulate.engine.test_admit_kernel import RETRY, _digest, _flaky_episode
 
 from sandbox_fleet.simulate import Closed, Fleet, LogNormal, Poisson, SyncRL
-from sandbox_fleet.simulate.engine import fast
 from sandbox_fleet.simulate.engine.entities import RetryPolicy
 from sandbox_fleet.simulate.engine.node_fleet import as_node_fleet
 from sandbox_fleet.simulate.engine.prepare import prepare
@@ -59,8 +59,7 @@ def _both(name: str, compiled: bool):
     return _digest(pure), _digest(kernel), kernel
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_kernel_reclaims_nodes_as_the_pure_loop(name, compiled):
     pure, kernel, out = _both(name, compiled)

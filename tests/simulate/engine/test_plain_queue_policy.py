@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 
 from sandbox_fleet.simulate import Exponential, Fleet, Poisson
 from sandbox_fleet.simulate.engine import fast, policy_registry
@@ -61,8 +62,7 @@ def _hand_case(admission: str, **fleet):
     return prepare(Fleet(cap=1, admission=admission, **fleet), [a, b], 1)
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 def test_an_outside_plain_queue_runs_its_hand_worked_schedule(lcfs, compiled):
     assert admit_loop.run(_hand_case(lcfs), compiled=compiled).first["start_s"].tolist() == LCFS_START_S
     assert admit_loop.run(_hand_case("fifo"), compiled=compiled).first["start_s"].tolist() == FIFO_START_S

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from tests.simulate.engine.builds import BOTH_BUILDS
 
 from sandbox_fleet.errors import InputError
 from sandbox_fleet.simulate import Fleet
@@ -69,8 +70,7 @@ LQF_START_S = [0.0, 12.0, 10.0, 11.0, 22.0]
 FIFO_START_S = [0.0, 10.0, 20.0, 21.0, 22.0]
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(True, marks=pytest.mark.skipif(
-    not fast.available(), reason="numba may not run here")), False], ids=["compiled", "plain_twin"])
+@BOTH_BUILDS
 def test_an_outside_policy_runs_its_hand_worked_schedule(lqf, compiled):
     out = admit_loop.run(_hand_case(lqf), compiled=compiled)
     assert out.first["start_s"].tolist() == LQF_START_S
