@@ -154,9 +154,7 @@ class NodePools:
             if node.ready > st.now:  # joining: it starts then, still counted waiting
                 self.wait_for_join(node, row)
             else:
-                st.waiting -= 1
-                st.place(p, row, -1)
-                st.a_slot[row] = node.nid
+                self.start_on(node, row)
 
     def dispatch_policy(self) -> None:
         """A policy pool: the policy picks the next rollout; it takes room on a node, or, none fitting, an
@@ -184,9 +182,14 @@ class NodePools:
                 self.wait_for_join(node, row)
             else:
                 pol.started(w, row)
-                st.waiting -= 1
-                st.place(p, row, -1)
-                st.a_slot[row] = node.nid
+                self.start_on(node, row)
+
+    def start_on(self, node, row: int) -> None:
+        """Attempt ``row`` starts now on ``node`` (up): it leaves the waiting count."""
+        st = self.st
+        st.waiting -= 1
+        st.place(self.p, row, -1)
+        st.a_slot[row] = node.nid
 
     def leave(self, row: int) -> None:
         """Attempt ``row`` ended: its request leaves its node."""
